@@ -1,0 +1,32 @@
+# `make test`: create .venv, install nbjax with what the tests need, run the tests.
+# `make lab`:  create .venv, install nbjax with JupyterLab, open notebooks/.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PYTEST_ARGS ?= -n 2
+
+.PHONY: test lab bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.test-deps: $(PY) pyproject.toml
+	$(PY) -m pip install -q -e ".[test]"
+	touch $@
+
+$(VENV)/.lab-deps: $(PY) pyproject.toml
+	$(PY) -m pip install -q -e ".[lab]"
+	touch $@
+
+test: $(VENV)/.test-deps
+	$(PY) -m pytest $(PYTEST_ARGS) tests
+
+lab: $(VENV)/.lab-deps
+	$(VENV)/bin/jupyter lab notebooks/
+
+bench: $(VENV)/.test-deps
+	$(PY) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

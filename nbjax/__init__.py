@@ -1,0 +1,25 @@
+"""nbjax: JAX rebuilt from scratch in Python, made visible in Jupyter."""
+
+from . import config as _config_module
+from .config import config
+from .core import Array, devices, default_device
+from .core.array import Device
+from . import tree_util, tree  # noqa: F401
+from .api import make_jaxpr
+from . import lax, numpy  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def device_put(x, device=None):
+    """Place a value (an array or a pytree of them) on ``device`` (the CPU device now)."""
+    from .numpy import asarray
+    if device is not None and device not in devices():
+        raise ValueError(f"unknown device {device!r}; available: {devices()}")
+    return tree_util.tree_map(asarray, x)
+
+
+def __getattr__(name):
+    if name == "Array":
+        return Array
+    raise AttributeError(f"module 'nbjax' has no attribute {name!r}")

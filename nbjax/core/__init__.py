@@ -1,0 +1,14 @@
+"""The core: abstract values, primitives, traces, the jaxpr IR, pytrees and Array."""
+
+from . import dtypes
+from .abstract import ShapedArray, canonical_shape
+from .array import Array, Device, default_device, devices, to_numpy
+from .errors import (ConcretizationTypeError, JaxprTypeError, TracerArrayConversionError,
+                     TracerBoolConversionError, TracerIntegerConversionError,
+                     UnexpectedTracerError)
+from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr,
+                    eval_closed_jaxpr, eval_jaxpr, subjaxprs)
+from .primitive import Primitive
+from .source_info import SourceInfo, user_frame
+from .trace import (EvalTrace, Trace, Tracer, current_trace, get_aval, new_trace,
+                    set_current_trace, valid_value)

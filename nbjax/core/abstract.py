@@ -1,0 +1,65 @@
+"""Abstract values: what a transformation knows about an array without its contents."""
+
+import math
+import operator
+
+import numpy as np
+
+from . import dtypes
+
+
+def canonical_shape(shape, what="shape"):
+    """Turn a shape-like into a tuple of non-negative ints, or raise TypeError."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of integers, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise TypeError(f"{what} must have non-negative dimensions, got {dims}")
+    return dims
+
+
+class ShapedArray:
+    """An array's shape, dtype and whether its dtype is weak (came from a Python scalar)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    def update(self, shape=None, dtype=None, weak_type=None):
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self):
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def str_short(self):
+        """``f32[3,4]``, the form jaxprs print."""
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapedArray) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+    __str__ = str_short

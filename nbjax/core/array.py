@@ -1,0 +1,191 @@
+"""``Array``: the immutable value users hold, and the devices an array can live on.
+
+On the CPU an Array wraps a read-only NumPy array. Methods and operators with NumPy semantics
+are attached by ``nbjax.numpy`` (shared with tracers), keeping this class to storage.
+"""
+
+import operator
+
+import numpy as np
+
+from . import dtypes
+from .abstract import ShapedArray
+from .trace import Tracer, _python_scalars
+
+
+class Device:
+    """A place arrays live. Only CPU devices exist until the GPU backend arrives."""
+
+    platform = "cpu"
+
+    def __init__(self, id):
+        self.id = id
+
+    def __repr__(self):
+        return f"CpuDevice(id={self.id})"
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
+
+    def __hash__(self):
+        return hash((self.platform, self.id))
+
+
+_CPU0 = Device(0)
+
+
+def devices(backend=None):
+    """The available devices (``nbjax.devices()``)."""
+    if backend not in (None, "cpu"):
+        raise RuntimeError(f"Unknown backend {backend!r}; available backends: cpu")
+    return [_CPU0]
+
+
+def default_device():
+    return _CPU0
+
+
+class Array:
+    """An immutable n-dimensional array (``nbjax.Array``)."""
+
+    __array_priority__ = 100
+    __slots__ = ("_value", "_aval", "_device", "__weakref__")
+
+    def __init__(self, value, weak_type=False, device=None):
+        value = np.asarray(value)
+        if value.flags.writeable:  # someone else may hold it: keep our own frozen copy
+            value = value.copy()
+            value.flags.writeable = False
+        self._value = value
+        self._aval = ShapedArray(value.shape, value.dtype, weak_type)
+        self._device = device or _CPU0
+
+    @classmethod
+    def wrap(cls, value, aval):
+        """Wrap a primitive's NumPy result, which the caller gives away, as ``aval`` says."""
+        value = np.asarray(value, dtype=aval.dtype)
+        if value.shape != aval.shape:
+            raise AssertionError(f"impl returned shape {value.shape}, abstract_eval {aval.shape}")
+        arr = object.__new__(cls)
+        if value.flags.writeable:
+            value.flags.writeable = False
+        arr._value, arr._aval, arr._device = value, aval, _CPU0
+        return arr
+
+    aval = property(lambda self: self._aval)
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+    ndim = property(lambda self: self._aval.ndim)
+    size = property(lambda self: self._aval.size)
+    weak_type = property(lambda self: self._aval.weak_type)
+    nbytes = property(lambda self: self._value.nbytes)
+    itemsize = property(lambda self: self._value.itemsize)
+
+    @property
+    def device(self):
+        return self._device
+
+    def devices(self):
+        return {self._device}
+
+    def block_until_ready(self):
+        """Wait until the value is computed; execution is synchronous, so it returns at once."""
+        return self
+
+    def is_ready(self):
+        return True
+
+    def __array__(self, dtype=None, copy=None):
+        if copy:
+            return np.array(self._value, dtype=dtype)
+        return self._value if dtype is None else self._value.astype(dtype, copy=False)
+
+    def item(self, *args):
+        return self._value.item(*args)
+
+    def tolist(self):
+        return self._value.tolist()
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (Array.wrap(row, ShapedArray(row.shape, self.dtype, self.weak_type))
+                for row in self._value)
+
+    def __bool__(self):
+        return bool(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __float__(self):
+        return float(self._value)
+
+    def __complex__(self):
+        return complex(self._value)
+
+    def __index__(self):
+        if not dtypes.is_int(self.dtype):
+            raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
+                            f"got dtype {self.dtype}")
+        return operator.index(self._value)
+
+    def __setitem__(self, idx, value):
+        raise TypeError(
+            "nbjax arrays are immutable and do not support in-place item assignment. Instead "
+            "of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method.")
+
+    __hash__ = None
+
+    def __repr__(self):
+        prefix, suffix = "Array(", f", dtype={self.dtype.name})"
+        if self.weak_type:
+            suffix = f", dtype={self.dtype.name}, weak_type=True)"
+        if self.size == 0 and self.ndim:
+            return f"{prefix}[], shape={self.shape}{suffix}"
+        body = np.array2string(self._value, prefix=prefix, suffix=suffix, separator=", ")
+        return prefix + body + suffix
+
+    def __str__(self):
+        return str(self._value)
+
+    def __format__(self, spec):
+        return format(self._value.item(), spec) if self.ndim == 0 else format(str(self), spec)
+
+    def __reduce__(self):
+        return (Array, (np.array(self._value), self.weak_type))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def to_numpy(x):
+    """The NumPy value behind an Array / NumPy value / Python scalar, in its canonical dtype."""
+    if isinstance(x, Array):
+        return x._value
+    if isinstance(x, _python_scalars):
+        dtype, _ = dtypes.python_scalar_dtype(x)
+        return np.asarray(scalar_in_range(x, dtype), dtype)
+    if isinstance(x, (np.ndarray, np.generic)):
+        dtype = dtypes.canonicalize(x.dtype)
+        return np.asarray(x, dtype)
+    if isinstance(x, Tracer):
+        raise TypeError(f"cannot convert tracer {x!r} to a NumPy value")
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid nbjax type")
+
+
+def scalar_in_range(x, dtype):
+    """Check a Python int fits ``dtype`` (JAX raises OverflowError rather than wrapping)."""
+    if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_int(dtype):
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python int {x} too large to convert to {np.dtype(dtype).name}")
+    return x

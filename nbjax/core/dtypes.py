@@ -1,0 +1,203 @@
+"""Dtypes and JAX's type-promotion lattice, including weak types for Python scalars.
+
+A *weak* type is what a Python scalar has: ``1`` is a weak int, ``1.5`` a weak float. Weak types
+sit low in the lattice, so ``int8_array + 1`` stays ``int8`` and ``int32_array + 1.5`` becomes
+``float32`` (weakly typed), as in JAX. Values are 32-bit unless ``enable_x64`` is on.
+"""
+
+import functools
+
+import numpy as np
+
+from ..config import config
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+             float16, float32, float64, complex64, complex128)
+_SUPPORTED_SET = frozenset(SUPPORTED)
+
+_SHORT_NAMES = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
+                uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
+                float16: "f16", float32: "f32", float64: "f64",
+                complex64: "c64", complex128: "c128"}
+
+_TO_32_BIT = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+def short_name(dtype):
+    """The name jaxprs print: ``f32``, ``i32``, ``bool`` ..."""
+    return _SHORT_NAMES[np.dtype(dtype)]
+
+
+def check_supported(dtype, what="nbjax"):
+    """Return ``dtype`` as a NumPy dtype, or raise TypeError naming it."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{what}: {dtype!r} is not a dtype") from None
+    if dt not in _SUPPORTED_SET:
+        raise TypeError(f"{what}: dtype {dt} is not supported; supported dtypes are "
+                        f"{', '.join(d.name for d in SUPPORTED)}")
+    return dt
+
+
+def canonicalize(dtype):
+    """Map a dtype to the one nbjax stores: 64-bit types become 32-bit unless x64 is on."""
+    dt = check_supported(dtype)
+    if config.enable_x64:
+        return dt
+    return _TO_32_BIT.get(dt, dt)
+
+
+def default_int():
+    return int64 if config.enable_x64 else int32
+
+
+def default_uint():
+    return uint64 if config.enable_x64 else uint32
+
+
+def default_float():
+    return float64 if config.enable_x64 else float32
+
+
+def default_complex():
+    return complex128 if config.enable_x64 else complex64
+
+
+def is_float(dtype):
+    return np.issubdtype(dtype, np.floating)
+
+
+def is_complex(dtype):
+    return np.issubdtype(dtype, np.complexfloating)
+
+
+def is_inexact(dtype):
+    return np.issubdtype(dtype, np.inexact)
+
+
+def is_int(dtype):
+    return np.issubdtype(dtype, np.integer)
+
+
+def is_signed_int(dtype):
+    return np.issubdtype(dtype, np.signedinteger)
+
+
+def is_unsigned_int(dtype):
+    return np.issubdtype(dtype, np.unsignedinteger)
+
+
+def is_bool(dtype):
+    return np.dtype(dtype) == bool_
+
+
+# --- the promotion lattice -----------------------------------------------------------------
+
+class _Weak:
+    """The lattice node of a weakly typed Python scalar kind (int, float or complex)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = _Weak("i*"), _Weak("f*"), _Weak("c*")
+
+_LATTICE = {
+    bool_: [WEAK_INT],
+    WEAK_INT: [uint8, int8],
+    uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [WEAK_FLOAT],
+    int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
+    WEAK_FLOAT: [float16, WEAK_COMPLEX],
+    float16: [float32], float32: [float64, complex64], float64: [complex128],
+    WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
+}
+
+
+def _upper_bounds():
+    """For each node, the set of nodes at or above it in the lattice."""
+    ub = {}
+
+    def visit(node):
+        if node not in ub:
+            ub[node] = {node}.union(*(visit(n) for n in _LATTICE[node]))
+        return ub[node]
+    for node in _LATTICE:
+        visit(node)
+    return ub
+
+
+_UPPER = _upper_bounds()
+
+
+@functools.lru_cache(maxsize=None)
+def _join(nodes):
+    common = set.intersection(*(_UPPER[n] for n in nodes))
+    # The least upper bound is the common bound that every other common bound lies above.
+    for cand in common:
+        if common <= _UPPER[cand]:
+            return cand
+    raise TypeError(f"no common dtype for {nodes}")  # unreachable: complex128 tops the lattice
+
+
+def _lattice_node(dtype, weak_type):
+    dt = np.dtype(dtype)
+    if not weak_type:
+        return dt
+    if is_bool(dt):
+        return dt
+    if is_complex(dt):
+        return WEAK_COMPLEX
+    if is_float(dt):
+        return WEAK_FLOAT
+    return WEAK_INT
+
+
+def _node_dtype(node):
+    return {WEAK_INT: default_int, WEAK_FLOAT: default_float,
+            WEAK_COMPLEX: default_complex}.get(node, lambda: node)()
+
+
+def promote(*dtype_weak_pairs):
+    """The result of promoting ``(dtype, weak_type)`` pairs: a ``(dtype, weak_type)`` pair.
+
+    The result is weak only if the join is a weak node (all inputs weak, or weak ones joined
+    with bool); it is canonicalized (32-bit unless x64 is on).
+    """
+    node = _join(tuple(_lattice_node(d, w) for d, w in dtype_weak_pairs))
+    return canonicalize(_node_dtype(node)), isinstance(node, _Weak)
+
+
+def promote_types(a, b):
+    """``jnp.promote_types``: promotion of two strong dtypes."""
+    return promote((check_supported(a), False), (check_supported(b), False))[0]
+
+
+def python_scalar_dtype(x):
+    """The (dtype, weak_type) JAX gives a Python scalar."""
+    if isinstance(x, bool):
+        return bool_, False
+    if isinstance(x, int):
+        return default_int(), True
+    if isinstance(x, float):
+        return default_float(), True
+    if isinstance(x, complex):
+        return default_complex(), True
+    raise TypeError(f"{type(x).__name__} is not a Python scalar")
+
+
+def finfo(dtype):
+    return np.finfo(check_supported(dtype))
+
+
+def iinfo(dtype):
+    return np.iinfo(check_supported(dtype))

@@ -1,0 +1,80 @@
+"""Primitives: the operations every program is made of, each with a table of rules.
+
+A primitive's rules are looked up by kind:
+
+- ``abstract_eval(*avals, **params)``: output aval(s); checks shapes and dtypes.
+- ``impl(*ndarrays, **params)``: the reference implementation on NumPy arrays.
+- ``jvp``, ``transpose``, ``batch``: filled in by the transformations.
+- ``lowering`` (one per backend): filled in by the compiler's backends.
+
+Rules for one primitive are written together in ``nbjax.lax``; a missing rule raises
+``NotImplementedError("no <kind> rule for primitive <name>")`` rather than guessing.
+"""
+
+from .trace import check_live, current_trace
+
+RULE_KINDS = ("abstract_eval", "impl", "jvp", "transpose", "batch")
+
+
+class Primitive:
+    def __init__(self, name, multiple_results=False):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.rules = {}
+        self.lowerings = {}  # backend name -> lowering rule
+        self.pp_hidden = ()  # params not printed in jaxprs (implied by the output type)
+
+    def __repr__(self):
+        return self.name
+
+    def bind(self, *args, **params):
+        """Apply the primitive under the current trace (evaluation, or a transformation)."""
+        for a in args:
+            check_live(a)
+        return current_trace().process_primitive(self, args, params)
+
+    def def_rule(self, kind, rule):
+        if kind not in RULE_KINDS:
+            raise ValueError(f"unknown rule kind {kind!r}; expected one of {RULE_KINDS}")
+        self.rules[kind] = rule
+        return rule
+
+    def rule(self, kind):
+        try:
+            return self.rules[kind]
+        except KeyError:
+            raise NotImplementedError(f"no {kind} rule for primitive {self.name}") from None
+
+    def def_lowering(self, backend, rule):
+        self.lowerings[backend] = rule
+        return rule
+
+    def lowering(self, backend):
+        try:
+            return self.lowerings[backend]
+        except KeyError:
+            raise NotImplementedError(
+                f"no {backend} lowering rule for primitive {self.name}") from None
+
+    # The two rules every primitive has, callable directly.
+    def abstract_eval(self, *avals, **params):
+        return self.rule("abstract_eval")(*avals, **params)
+
+    def impl(self, *args, **params):
+        return self.rule("impl")(*args, **params)
+
+    # Decorator forms: ``@prim.def_impl``.
+    def def_abstract_eval(self, rule):
+        return self.def_rule("abstract_eval", rule)
+
+    def def_impl(self, rule):
+        return self.def_rule("impl", rule)
+
+    def def_jvp(self, rule):
+        return self.def_rule("jvp", rule)
+
+    def def_transpose(self, rule):
+        return self.def_rule("transpose", rule)
+
+    def def_batch(self, rule):
+        return self.def_rule("batch", rule)

@@ -1,0 +1,215 @@
+"""Traces and tracers: how ``bind`` reaches the transformation currently in charge.
+
+There is one *current trace*. Evaluation is the outermost (``EvalTrace``). A transformation
+runs the user's function with its own trace made current, and that trace's parent is whatever
+was current before; its rules compute by binding in the parent. A tracer belongs to one trace;
+when a transformation ends it invalidates its trace, so a tracer that escaped is recognised
+the next time it is used.
+"""
+
+import contextlib
+import threading
+
+import numpy as np
+
+from . import dtypes
+from .abstract import ShapedArray
+from .errors import (ConcretizationTypeError, TracerArrayConversionError,
+                     TracerBoolConversionError, TracerIntegerConversionError,
+                     UnexpectedTracerError)
+from .source_info import user_frame
+
+
+class Trace:
+    """Base class: a transformation's way of processing primitives."""
+
+    def __init__(self, parent, description="a transformation"):
+        self.parent = parent
+        self.description = description  # e.g. "make_jaxpr of f at file.py:3"
+        self.is_valid = True
+
+    def process_primitive(self, primitive, args, params):
+        raise NotImplementedError
+
+    def invalidate(self):
+        self.is_valid = False
+
+
+class _Context(threading.local):
+    def __init__(self):
+        self.trace = None  # set to an EvalTrace once it is defined below
+
+
+_context = _Context()
+
+
+def current_trace():
+    if _context.trace is None:
+        _context.trace = EvalTrace()
+    return _context.trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace):
+    previous = current_trace()
+    _context.trace = trace
+    try:
+        yield trace
+    finally:
+        _context.trace = previous
+
+
+@contextlib.contextmanager
+def new_trace(make_trace):
+    """Make ``make_trace(parent)`` current for a block and invalidate it afterwards."""
+    trace = make_trace(current_trace())
+    try:
+        with set_current_trace(trace):
+            yield trace
+    finally:
+        trace.invalidate()
+
+
+def check_live(x):
+    """Raise UnexpectedTracerError if ``x`` is a tracer whose transformation has ended."""
+    if isinstance(x, Tracer) and not x._trace.is_valid:
+        raise UnexpectedTracerError(
+            f"Encountered an unexpected tracer {x.aval.str_short()}: it was created by "
+            f"{x._trace.description}, which has already finished. A tracer escaped its "
+            "transformation, e.g. by being stored in a global or a closure, or returned in an "
+            "auxiliary output. Return it as an output of the transformed function instead.")
+
+
+def _concretization_message(tracer, what):
+    where = user_frame(3)
+    at = ""
+    if where is not None:
+        at = f"\nThe problem arose at {where}"
+        src = where.source_line()
+        if src:
+            at += f":\n    {src}"
+    return (f"{what} of traced array with shape {tracer.aval.str_short()}.\n"
+            f"The value was traced by {tracer._trace.description}, so it has no concrete "
+            f"value here.{at}\n"
+            "Python control flow (`if`, `while`, `int(x)`) on a traced value cannot be traced. "
+            "Use lax.cond / lax.while_loop / jnp.where for value-dependent control flow, or "
+            "mark the argument static (static_argnums) if it does not change between calls.")
+
+
+class Tracer:
+    """A stand-in for an array inside a transformation; its trace gives it meaning.
+
+    Arithmetic operators and array methods are attached by ``nbjax.numpy`` (they are the
+    same for tracers and arrays), so this core class stays free of NumPy semantics.
+    """
+
+    __array_priority__ = 1000
+    __slots__ = ("_trace", "__weakref__")
+
+    def __init__(self, trace):
+        self._trace = trace
+
+    @property
+    def aval(self):
+        raise NotImplementedError
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    def __bool__(self):
+        raise TracerBoolConversionError(
+            _concretization_message(self, "Attempted boolean conversion"))
+
+    def __index__(self):
+        raise TracerIntegerConversionError(
+            _concretization_message(self, "The __index__() method was called"))
+
+    def __int__(self):
+        raise ConcretizationTypeError(_concretization_message(self, "Attempted int conversion"))
+
+    def __float__(self):
+        raise ConcretizationTypeError(_concretization_message(self, "Attempted float conversion"))
+
+    def __complex__(self):
+        raise ConcretizationTypeError(
+            _concretization_message(self, "Attempted complex conversion"))
+
+    def item(self, *args):
+        raise ConcretizationTypeError(_concretization_message(self, "Attempted item()"))
+
+    def tolist(self):
+        raise ConcretizationTypeError(_concretization_message(self, "Attempted tolist()"))
+
+    def __array__(self, *args, **kwargs):
+        raise TracerArrayConversionError(
+            f"The numpy.ndarray conversion method __array__() was called on a traced array "
+            f"with shape {self.aval.str_short()} (traced by {self._trace.description}). "
+            "NumPy functions cannot run on traced values: use nbjax.numpy instead of numpy.")
+
+    def __setitem__(self, idx, value):
+        raise TypeError(
+            "nbjax arrays are immutable and do not support in-place item assignment. Instead "
+            "of x[idx] = y, use x = x.at[idx].set(y).")
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"Traced<{self.aval!r}>with<{type(self._trace).__name__}>"
+
+
+class EvalTrace(Trace):
+    """The outermost trace: primitives run their reference implementation on NumPy values."""
+
+    def __init__(self):
+        super().__init__(None, "eager evaluation")
+
+    def process_primitive(self, primitive, args, params):
+        from .array import Array, to_numpy  # array.py needs Tracer, defined above
+        for a in args:
+            if isinstance(a, Tracer):
+                check_live(a)
+                raise UnexpectedTracerError(
+                    f"a tracer of {a._trace.description} reached eager evaluation of "
+                    f"{primitive.name}; it escaped its transformation")
+        avals = [get_aval(a) for a in args]
+        out_avals = primitive.abstract_eval(*avals, **params)
+        out = primitive.impl(*map(to_numpy, args), **params)
+        if primitive.multiple_results:
+            return [Array.wrap(o, aval) for o, aval in zip(out, out_avals)]
+        return Array.wrap(out, out_avals)
+
+
+# --- abstract values of any value ----------------------------------------------------------
+
+_python_scalars = (bool, int, float, complex)
+
+
+def get_aval(x):
+    """The ShapedArray of an array, tracer, NumPy value or Python scalar."""
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ShapedArray):
+        return aval
+    if isinstance(x, _python_scalars):
+        dtype, weak = dtypes.python_scalar_dtype(x)
+        return ShapedArray((), dtype, weak)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype), False)
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid nbjax type")
+
+
+def valid_value(x):
+    return isinstance(x, (Tracer, np.ndarray, np.generic) + _python_scalars) or \
+        isinstance(getattr(x, "aval", None), ShapedArray)

@@ -1,0 +1,1 @@
+"""Transformations as traces: staging (trace to jaxpr) now; jvp, transpose, batching next."""

@@ -1,0 +1,133 @@
+"""Registrars for the common shapes of primitive, so each is declared in a line or two.
+
+``unop("sin", np.sin, INEXACT)`` makes a primitive with an element-wise abstract_eval that
+checks the dtype and keeps the shape, and a NumPy reference implementation. ``binop`` does the
+same for n-ary element-wise primitives, which require equal dtypes and broadcast only rank-0
+operands and size-1 axes, as JAX's lax does. Transformation rules are attached elsewhere in
+the primitive's own module, next to its definition.
+"""
+
+import numpy as np
+
+from ..core import Primitive, ShapedArray, dtypes, get_aval
+from ..core.array import Array, scalar_in_range
+
+
+class IncompatibleShapesError(TypeError, ValueError):
+    """Shapes that do not broadcast: a TypeError (as lax raises) that is also a ValueError
+    (as ``jnp`` raises), so code written for either catches it."""
+
+
+# Dtype kinds a primitive accepts, each a (description, predicate) pair.
+def _kind(description, test):
+    return (description, test)
+
+
+BOOL = _kind("bool", dtypes.is_bool)
+INT = _kind("integer", dtypes.is_int)
+FLOAT = _kind("floating", dtypes.is_float)
+COMPLEX = _kind("complexfloating", dtypes.is_complex)
+INEXACT = _kind("floating, complexfloating", dtypes.is_inexact)
+INT_OR_BOOL = _kind("integer, bool", lambda d: dtypes.is_int(d) or dtypes.is_bool(d))
+NUMBER = _kind("number", lambda d: not dtypes.is_bool(d))
+ORDERED = _kind("bool, integer, floating", lambda d: not dtypes.is_complex(d))
+SIGNED = _kind("signedinteger, floating, complexfloating",
+               lambda d: dtypes.is_signed_int(d) or dtypes.is_inexact(d))
+FLOAT_OR_INT = _kind("integer, floating", lambda d: dtypes.is_int(d) or dtypes.is_float(d))
+ANY = _kind("any", lambda d: True)
+
+
+def check_dtype(name, aval, kind, position=None):
+    description, test = kind
+    if not test(aval.dtype):
+        at = f" at position {position}" if position is not None else ""
+        raise TypeError(f"{name} does not accept dtype {aval.dtype.name}{at}. "
+                        f"Accepted dtypes{at} are subtypes of {description}.")
+
+
+def broadcast_shapes(name, *shapes):
+    """The common shape of operands that are rank-0 or of equal rank with size-1 axes."""
+    shapes = [s for s in shapes if s]
+    if not shapes:
+        return ()
+    if len({len(s) for s in shapes}) != 1:
+        raise IncompatibleShapesError(
+            f"{name}: arrays must have the same number of dimensions, got "
+            f"{', '.join(map(str, shapes))}. Broadcast them first (jnp.{name} does).")
+    out = []
+    for sizes in zip(*shapes):
+        non_one = {d for d in sizes if d != 1}
+        if len(non_one) > 1:
+            raise IncompatibleShapesError(
+                f"{name} got incompatible shapes for broadcasting: "
+                f"{', '.join(map(str, shapes))}.")
+        out.append(non_one.pop() if non_one else 1)
+    return tuple(out)
+
+
+def same_dtypes(name, avals):
+    dts = [a.dtype for a in avals]
+    if any(d != dts[0] for d in dts):
+        raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                        f"{', '.join(d.name for d in dts)}. (Tip: jnp.{name} is a similar "
+                        "function that does automatic type promotion on inputs).")
+
+
+def unop(name, impl, kind, result_dtype=None):
+    """An element-wise unary primitive; ``result_dtype(dtype)`` when it changes the dtype."""
+    prim = Primitive(name)
+
+    def abstract_eval(x):
+        check_dtype(name, x, kind)
+        if result_dtype is None:
+            return x
+        out = result_dtype(x.dtype)
+        return ShapedArray(x.shape, out, x.weak_type and not dtypes.is_bool(out))
+    prim.def_abstract_eval(abstract_eval)
+    prim.def_impl(impl)
+    return prim
+
+
+def binop(name, impl, kinds, result_dtype=None):
+    """An element-wise n-ary primitive taking one dtype kind per operand."""
+    prim = Primitive(name)
+
+    def abstract_eval(*avals):
+        if len(avals) != len(kinds):
+            raise TypeError(f"{name} takes {len(kinds)} operands, got {len(avals)}")
+        for i, (a, k) in enumerate(zip(avals, kinds)):
+            check_dtype(name, a, k, i if len(kinds) > 1 else None)
+        same_dtypes(name, avals)
+        shape = broadcast_shapes(name, *(a.shape for a in avals))
+        dtype = avals[0].dtype if result_dtype is None else result_dtype(avals[0].dtype)
+        weak = all(a.weak_type for a in avals) and not dtypes.is_bool(dtype)
+        return ShapedArray(shape, dtype, weak)
+    prim.def_abstract_eval(abstract_eval)
+    prim.def_impl(impl)
+    return prim
+
+
+def _is_python_scalar(x):
+    return isinstance(x, (bool, int, float, complex))
+
+
+def weak_scalar(x, dtype):
+    """A Python scalar as a weakly typed rank-0 Array of ``dtype``."""
+    return Array.wrap(np.array(scalar_in_range(x, dtype), dtype), ShapedArray((), dtype, True))
+
+
+def scalars_like(*args):
+    """Give Python-scalar operands the dtype of the array operands, weakly (as lax does)."""
+    ref = next((a for a in args if not _is_python_scalar(a)), None)
+    if ref is None:
+        dtype, _ = dtypes.python_scalar_dtype(args[0])
+    else:
+        dtype = get_aval(ref).dtype
+    return [weak_scalar(a, dtype) if _is_python_scalar(a) else a for a in args]
+
+
+def np_dtype_preserving(fn):
+    """Wrap a NumPy function whose result dtype may drift (e.g. int8 -> int64)."""
+    def impl(*args, **params):
+        return np.asarray(fn(*args, **params)).astype(np.result_type(*args), copy=False)
+    return impl

@@ -1,0 +1,99 @@
+"""Operators and methods of ``Array`` and of tracers, defined once in terms of ``jnp``.
+
+Both classes get the same methods here (as JAX does), so ``x + 1`` means the same eagerly
+and under any transformation. Called once when ``nbjax.numpy`` is imported.
+"""
+
+from ..core import Array, Tracer
+
+# operator -> jnp function name; reflected operators swap the operands.
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift", "divmod": "divmod",
+}
+_COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+            "gt": "greater", "ge": "greater_equal"}
+_UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"}
+
+# method name -> jnp function name (the array is the first argument).
+_METHODS = {
+    "all": "all", "any": "any", "argmax": "argmax", "argmin": "argmin",
+    "argpartition": "argpartition", "argsort": "argsort", "astype": "astype",
+    "choose": "choose", "clip": "clip", "compress": "compress", "conj": "conj",
+    "conjugate": "conjugate", "cumprod": "cumprod", "cumsum": "cumsum",
+    "diagonal": "diagonal", "dot": "dot", "flatten": "ravel", "max": "max", "mean": "mean",
+    "min": "min", "nonzero": "nonzero", "prod": "prod", "ptp": "ptp", "ravel": "ravel",
+    "repeat": "repeat", "round": "round", "searchsorted": "searchsorted", "sort": "sort",
+    "squeeze": "squeeze", "std": "std", "sum": "sum", "swapaxes": "swapaxes", "take": "take",
+    "trace": "trace", "var": "var",
+}
+_PROPERTIES = {"T": "_transpose_all", "mT": "matrix_transpose", "real": "real", "imag": "imag"}
+
+
+def _forward(jnp, name, reflected=False):
+    def method(self, other):
+        fn = getattr(jnp, name, None)
+        if fn is None:
+            raise NotImplementedError(f"nbjax.numpy.{name} is not implemented")
+        if not _is_operand(other):
+            return NotImplemented
+        return fn(other, self) if reflected else fn(self, other)
+    return method
+
+
+def _is_operand(x):
+    return isinstance(x, (Array, Tracer, bool, int, float, complex)) or \
+        type(x).__module__ == "numpy"
+
+
+def _forward_unary(jnp, name):
+    def method(self):
+        return getattr(jnp, name)(self)
+    return method
+
+
+def _forward_method(jnp, name):
+    def method(self, *args, **kwargs):
+        return getattr(jnp, name)(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+def _reshape(self, *shape, order="C"):
+    import nbjax.numpy as jnp
+    if len(shape) == 1 and not isinstance(shape[0], int):
+        shape = shape[0]
+    return jnp.reshape(self, shape, order=order)
+
+
+def _transpose(self, *axes):
+    import nbjax.numpy as jnp
+    if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
+        axes = axes[0]
+    return jnp.transpose(self, axes or None)
+
+
+def register(jnp):
+    """Attach the operators and methods to Array and Tracer."""
+    for cls in (Array, Tracer):
+        for op, name in _BINARY.items():
+            setattr(cls, f"__{op}__", _forward(jnp, name))
+            setattr(cls, f"__r{op}__", _forward(jnp, name, reflected=True))
+        for op, name in _COMPARE.items():
+            setattr(cls, f"__{op}__", _forward(jnp, name))
+        for op, name in _UNARY.items():
+            setattr(cls, f"__{op}__", _forward_unary(jnp, name))
+        for meth, name in _METHODS.items():
+            setattr(cls, meth, _forward_method(jnp, name))
+        for prop, name in _PROPERTIES.items():
+            setattr(cls, prop, property(_forward_unary(jnp, name)))
+        cls.reshape = _reshape
+        cls.transpose = _transpose
+        cls.__getitem__ = lambda self, idx: jnp._getitem(self, idx)
+        cls.at = property(lambda self: jnp._IndexUpdateHelper(self))
+        cls.__round__ = lambda self, ndigits=None: jnp.round(self, ndigits or 0)
+        cls.__array_namespace__ = lambda self, api_version=None: jnp
+    Array.copy = lambda self: self  # immutable: a copy is the same value
+    Tracer.copy = lambda self: self

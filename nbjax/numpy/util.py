@@ -1,0 +1,123 @@
+"""Shared helpers of the NumPy layer: argument checks, dtype and shape promotion, axes."""
+
+import operator
+
+import numpy as np
+
+from .. import lax
+from ..core import Array, Tracer, dtypes, get_aval, valid_value
+from ..lax.standard import IncompatibleShapesError, weak_scalar
+
+_SCALARS = (bool, int, float, complex)
+
+
+def check_arraylike(name, *args):
+    """Raise TypeError unless every argument is an array, tracer, NumPy value or scalar."""
+    for i, a in enumerate(args):
+        if not valid_value(a) or isinstance(a, (list, tuple)):
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
+                            f"{type(a).__name__} at position {i}.")
+
+
+def to_array(x):
+    """An Array/Tracer for any array-like leaf (Python scalars become weak rank-0 arrays)."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if isinstance(x, _SCALARS):
+        dtype, weak = dtypes.python_scalar_dtype(x)
+        return weak_scalar(x, dtype) if weak else Array(np.asarray(x, dtype))
+    if isinstance(x, (np.ndarray, np.generic)):
+        return Array(np.asarray(x, dtypes.canonicalize(x.dtype)))
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid nbjax type")
+
+
+def result_type(*args):
+    """``(dtype, weak_type)`` of promoting array-likes and dtypes together, as JAX does."""
+    pairs = []
+    for a in args:
+        if isinstance(a, (np.dtype, type, str)) and not isinstance(a, _SCALARS):
+            pairs.append((dtypes.canonicalize(a), False))
+        else:
+            aval = get_aval(a)
+            pairs.append((aval.dtype, aval.weak_type))
+    return dtypes.promote(*pairs)
+
+
+def promote_dtypes(*args):
+    """Convert operands to their common dtype (weak only if every operand is weak)."""
+    dtype, weak = result_type(*args)
+    return [lax.convert_element_type(to_array(a), dtype, weak_type=weak and get_aval(a).weak_type)
+            for a in args]
+
+
+def promote_dtypes_inexact(*args):
+    """Like promote_dtypes, then integers and bools become the default float (``jnp.sin``)."""
+    dtype, weak = result_type(*args)
+    if not dtypes.is_inexact(dtype):
+        dtype = dtypes.default_float()
+    return [lax.convert_element_type(to_array(a), dtype, weak_type=weak and get_aval(a).weak_type)
+            for a in args]
+
+
+def broadcast_shapes(*shapes, name="broadcast_shapes"):
+    """NumPy broadcasting of shapes; IncompatibleShapesError (a TypeError) naming both."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = []
+    for sizes in zip(*((1,) * (rank - len(s)) + tuple(s) for s in shapes)):
+        non_one = {d for d in sizes if d != 1}
+        if len(non_one) > 1:
+            raise IncompatibleShapesError(
+                f"{name}: incompatible shapes for broadcasting: "
+                f"{' and '.join(map(str, map(tuple, shapes)))}.")
+        out.append(non_one.pop() if non_one else 1)
+    return tuple(out)
+
+
+def promote_shapes(name, *args):
+    """Give operands equal rank (leading size-1 axes); lax broadcasts size-1 axes itself."""
+    shapes = [get_aval(a).shape for a in args]
+    broadcast_shapes(*shapes, name=name)  # raises on mismatch, naming the function
+    ranks = {len(s) for s in shapes if s}
+    if len(ranks) <= 1:
+        return list(args)
+    rank = max(ranks)
+    return [a if not get_aval(a).shape else lax.broadcast_to_rank(a, rank) for a in args]
+
+
+def promote_args(name, *args):
+    """Check, promote dtypes and ranks: the preamble of every binary ``jnp`` function."""
+    check_arraylike(name, *args)
+    return promote_shapes(name, *promote_dtypes(*args))
+
+
+def promote_args_inexact(name, *args):
+    check_arraylike(name, *args)
+    return promote_shapes(name, *promote_dtypes_inexact(*args))
+
+
+def canonicalize_axis(axis, ndim):
+    """A non-negative axis; ValueError (as NumPy/JAX) when out of range."""
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim if ndim else axis
+
+
+def canonicalize_axes(axis, ndim):
+    """``axis`` (None, int or sequence) as a sorted tuple of distinct non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    axes = tuple(canonicalize_axis(a, ndim) for a in axis)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"repeated axis in {tuple(axis)}")
+    return tuple(sorted(axes))
+
+
+def not_implemented(name):
+    """A stand-in for a NumPy function nbjax does not provide: calling it says so."""
+    def fn(*args, **kwargs):
+        raise NotImplementedError(f"nbjax.numpy.{name} is not implemented")
+    fn.__name__ = name
+    return fn
