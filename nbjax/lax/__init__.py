@@ -3,6 +3,13 @@
 Each module defines ``__all__`` (lax functions and their ``*_p`` primitives).
 """
 
+from .control_flow import *  # noqa: F401,F403
+from .convolution import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+from .reductions import *  # noqa: F401,F403
+from .slicing import *  # noqa: F401,F403
+from .sorting import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403
 from .standard import IncompatibleShapesError  # noqa: F401
 from .structural import *  # noqa: F401,F403

@@ -1,0 +1,3 @@
+"""TODO: being written."""
+
+__all__ = []

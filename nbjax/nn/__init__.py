@@ -1,0 +1,1 @@
+"""nbjax.nn: activation functions and friends (being written)."""
