@@ -1,8 +1,11 @@
 """nbjax: JAX rebuilt from scratch in Python, made visible in Jupyter."""
 
-from . import config as _config_module
 from .config import config
 from .core import Array, devices, default_device
+from .core.abstract import ShapeDtypeStruct, ShapedArray  # noqa: F401
+from .core.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa: F401
+                          TracerBoolConversionError, TracerIntegerConversionError,
+                          UnexpectedTracerError)
 from .core.array import Device
 from . import tree_util, tree  # noqa: F401
 from .api import make_jaxpr
@@ -18,8 +21,3 @@ def device_put(x, device=None):
         raise ValueError(f"unknown device {device!r}; available: {devices()}")
     return tree_util.tree_map(asarray, x)
 
-
-def __getattr__(name):
-    if name == "Array":
-        return Array
-    raise AttributeError(f"module 'nbjax' has no attribute {name!r}")

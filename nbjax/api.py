@@ -3,7 +3,8 @@
 import functools
 
 from .core import ClosedJaxpr, get_aval, pytree
-from .core.abstract import ShapedArray
+from .core import dtypes
+from .core.abstract import ShapedArray, ShapeDtypeStruct
 from .interpreters import staging
 
 
@@ -19,10 +20,12 @@ def _static_argnums(static_argnums, nargs):
 
 
 def _abstractify(x):
+    """The aval of an argument: arrays and scalars, or anything with a shape and a dtype."""
     if isinstance(x, ShapedArray):
         return x
-    aval = get_aval(x)
-    return aval
+    if isinstance(x, ShapeDtypeStruct):
+        return ShapedArray(x.shape, dtypes.canonicalize(x.dtype), x.weak_type)
+    return get_aval(x)
 
 
 def make_jaxpr(fun, static_argnums=(), return_shape=False):

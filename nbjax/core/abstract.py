@@ -63,3 +63,17 @@ class ShapedArray:
         return f"ShapedArray({self.str_short()}{weak})"
 
     __str__ = str_short
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an argument (``make_jaxpr(f)(ShapeDtypeStruct(...))``)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape = canonical_shape(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"

@@ -1,0 +1,99 @@
+"""Type promotion against JAX's documented table, weak types, and 32/64-bit canonicalization."""
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax.core import dtypes
+
+# JAX's type-promotion table (x64 enabled), as documented in "Type promotion semantics";
+# ``*`` marks a weak type (the type of a Python scalar). Row + column -> entry.
+PROMOTION_TABLE = """
+        b1    u8   u16   u32   u64    i8   i16   i32   i64   f16   f32   f64   c64  c128    i*    f*    c*
+   b1   b1    u8   u16   u32   u64    i8   i16   i32   i64   f16   f32   f64   c64  c128    i*    f*    c*
+   u8   u8    u8   u16   u32   u64   i16   i16   i32   i64   f16   f32   f64   c64  c128    u8    f*    c*
+  u16  u16   u16   u16   u32   u64   i32   i32   i32   i64   f16   f32   f64   c64  c128   u16    f*    c*
+  u32  u32   u32   u32   u32   u64   i64   i64   i64   i64   f16   f32   f64   c64  c128   u32    f*    c*
+  u64  u64   u64   u64   u64   u64    f*    f*    f*    f*   f16   f32   f64   c64  c128   u64    f*    c*
+   i8   i8   i16   i32   i64    f*    i8   i16   i32   i64   f16   f32   f64   c64  c128    i8    f*    c*
+  i16  i16   i16   i32   i64    f*   i16   i16   i32   i64   f16   f32   f64   c64  c128   i16    f*    c*
+  i32  i32   i32   i32   i64    f*   i32   i32   i32   i64   f16   f32   f64   c64  c128   i32    f*    c*
+  i64  i64   i64   i64   i64    f*   i64   i64   i64   i64   f16   f32   f64   c64  c128   i64    f*    c*
+  f16  f16   f16   f16   f16   f16   f16   f16   f16   f16   f16   f32   f64   c64  c128   f16   f16   c64
+  f32  f32   f32   f32   f32   f32   f32   f32   f32   f32   f32   f32   f64   c64  c128   f32   f32   c64
+  f64  f64   f64   f64   f64   f64   f64   f64   f64   f64   f64   f64   f64  c128  c128   f64   f64  c128
+  c64  c64   c64   c64   c64   c64   c64   c64   c64   c64   c64   c64  c128   c64  c128   c64   c64   c64
+ c128 c128  c128  c128  c128  c128  c128  c128  c128  c128  c128  c128  c128  c128  c128  c128  c128  c128
+   i*   i*    u8   u16   u32   u64    i8   i16   i32   i64   f16   f32   f64   c64  c128    i*    f*    c*
+   f*   f*    f*    f*    f*    f*    f*    f*    f*    f*   f16   f32   f64   c64  c128    f*    f*    c*
+   c*   c*    c*    c*    c*    c*    c*    c*    c*    c*   c64   c64  c128   c64  c128    c*    c*    c*
+"""
+
+_CODES = {"b1": "bool", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+          "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "f16": "float16",
+          "f32": "float32", "f64": "float64", "c64": "complex64", "c128": "complex128"}
+_WEAK = {"i*": ("int64", True), "f*": ("float64", True), "c*": ("complex128", True)}
+
+
+def _parse(code):
+    return _WEAK.get(code, (_CODES.get(code), False))
+
+
+def _table():
+    lines = [line.split() for line in PROMOTION_TABLE.strip().splitlines()]
+    cols = lines[0]
+    for row in lines[1:]:
+        for col, entry in zip(cols, row[1:]):
+            yield row[0], col, entry
+
+
+def _value(code):
+    """A rank-0 operand of the given lattice type: Python scalars for the weak types."""
+    return {"i*": 1, "f*": 1.0, "c*": 1j}.get(code) if code in _WEAK else \
+        jnp.zeros((), _CODES[code])
+
+
+@pytest.mark.parametrize("a,b,expected", list(_table()))
+def test_promotion_table_lattice(a, b, expected, x64):
+    got = dtypes.promote(_parse(a), _parse(b))
+    dtype, weak = _parse(expected)
+    assert (got[0].name, got[1]) == (dtype, weak)
+
+
+@pytest.mark.parametrize("a,b,expected", [t for t in _table() if "b1" not in t[:2]][::7])
+def test_promotion_through_jnp_add(a, b, expected, x64):
+    out = jnp.add(_value(a), _value(b))
+    dtype, weak = _parse(expected)
+    assert (out.dtype.name, out.weak_type) == (dtype, weak)
+
+
+def test_x32_canonicalizes_results():
+    assert not nbjax.config.enable_x64
+    i32 = jnp.zeros(3, "int32")
+    out = i32 + 1.5
+    assert out.dtype == np.float32 and out.weak_type
+    u8 = jnp.zeros(3, "uint8")
+    assert (u8 + 10).dtype == np.uint8
+    assert jnp.add(jnp.zeros(2, "uint32"), jnp.zeros(2, "int32")).dtype == np.int32
+    assert jnp.add(jnp.zeros(2, "int8"), 1.0).dtype == np.float32
+    assert jnp.zeros(2, "float64").dtype == np.float32
+    assert (jnp.zeros(2, "float16") + 2.0).dtype == np.float16
+
+
+def test_x64_flag_changes_defaults(x64):
+    assert jnp.zeros(2, "float64").dtype == np.float64
+    assert jnp.add(1, 2).dtype == np.int64
+    assert (jnp.zeros(3, "int32") + 1.5).dtype == np.float64
+
+
+def test_promote_types_and_errors():
+    assert jnp.promote_types("int8", "uint8") == np.int16
+    assert jnp.promote_types(np.float16, np.int32) == np.float16
+    with pytest.raises(TypeError, match="not supported"):
+        dtypes.check_supported("datetime64[s]")
+
+
+def test_python_int_overflow_raises():
+    with pytest.raises(OverflowError, match="int32"):
+        jnp.add(jnp.zeros(2, "int32"), 2**40)
