@@ -11,6 +11,7 @@ from ..core.dtypes import (bool_, complex64, complex128, finfo, float16, float32
                            float64, iinfo, int8, int16, int32, int64, promote_types, uint8,
                            uint16, uint32, uint64)
 from . import array_methods as _array_methods
+from .util import not_implemented as _not_implemented
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
@@ -24,3 +25,10 @@ pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
 newaxis = None
 
 _array_methods.register(__import__(__name__, fromlist=["*"]))
+
+
+def __getattr__(name):
+    """NumPy functions nbjax lacks exist as stubs that raise NotImplementedError naming them."""
+    if not name.startswith("_") and callable(getattr(_np, name, None)):
+        return _not_implemented(name)
+    raise AttributeError(f"module 'nbjax.numpy' has no attribute {name!r}")
