@@ -24,6 +24,9 @@ class Box:
     def tree_unflatten(cls, label, children):
         return cls(children[0], label)
 
+    def __repr__(self):
+        return f"Box({self.value!r}, {self.label!r})"
+
     def __eq__(self, other):
         return isinstance(other, Box) and (self.value, self.label) == (other.value, other.label)
 
