@@ -7,9 +7,7 @@ to ``Array`` and tracers by ``array_methods.register`` at the end of this file.
 import numpy as _np
 
 from ..core import Array as ndarray  # noqa: F401  (jnp.ndarray, for isinstance checks)
-from ..core.dtypes import (bool_, complex64, complex128, finfo, float16, float32,  # noqa: F401
-                           float64, iinfo, int8, int16, int32, int64, promote_types, uint8,
-                           uint16, uint32, uint64)
+from ..core.dtypes import finfo, iinfo, promote_types  # noqa: F401
 from . import array_methods as _array_methods
 from .util import not_implemented as _not_implemented
 from .creation import *  # noqa: F401,F403
@@ -17,6 +15,7 @@ from .indexing import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
 from .products import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
+from .scalar_types import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .ufuncs import *  # noqa: F401,F403
 from .indexing import _getitem, _IndexUpdateHelper  # noqa: F401  (used by Array methods)

@@ -1,0 +1,48 @@
+"""``jnp.float32`` and friends: usable as dtypes and callable to make arrays, as in JAX.
+
+``jnp.float32(3)`` is ``Array(3., dtype=float32)``; ``np.dtype(jnp.float32)`` is float32
+(NumPy reads the ``dtype`` attribute), so they work anywhere a dtype is expected.
+"""
+
+import numpy as np
+
+__all__ = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "float32", "float64", "complex64", "complex128",
+           "generic", "number", "inexact", "floating", "complexfloating", "integer",
+           "signedinteger", "unsignedinteger"]
+
+# NumPy's abstract scalar classes, for ``jnp.issubdtype(x.dtype, jnp.floating)``.
+generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
+complexfloating, integer = np.complexfloating, np.integer
+signedinteger, unsignedinteger = np.signedinteger, np.unsignedinteger
+
+
+class _ScalarMeta(type):
+    def __call__(cls, x):
+        from .creation import asarray
+        return asarray(x, dtype=cls.dtype)
+
+    def __eq__(cls, other):
+        return cls is other or cls.dtype.type == other
+
+    def __ne__(cls, other):
+        return not cls == other
+
+    def __hash__(cls):
+        return hash(cls.dtype.type)
+
+    def __repr__(cls):
+        return f"<class 'nbjax.numpy.{cls.__name__}'>"
+
+
+def _scalar_type(name, np_type):
+    return _ScalarMeta(name, (object,), {"dtype": np.dtype(np_type)})
+
+
+bool_ = _scalar_type("bool_", np.bool_)
+int8, int16, int32, int64 = (_scalar_type(n, n) for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (_scalar_type(n, n)
+                                 for n in ("uint8", "uint16", "uint32", "uint64"))
+float16, float32, float64 = (_scalar_type(n, n) for n in ("float16", "float32", "float64"))
+complex64, complex128 = _scalar_type("complex64", "complex64"), \
+    _scalar_type("complex128", "complex128")
