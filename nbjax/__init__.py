@@ -8,7 +8,8 @@ from .core.errors import (ConcretizationTypeError, TracerArrayConversionError,  
                           UnexpectedTracerError)
 from .core.array import Device
 from . import tree_util, tree  # noqa: F401
-from .api import make_jaxpr
+from .api import (grad, hessian, jacfwd, jacrev, jvp, linearize, make_jaxpr,  # noqa: F401
+                  value_and_grad, vjp, vmap)
 from . import lax, numpy  # noqa: F401
 
 __version__ = "0.1.0"

@@ -1,11 +1,14 @@
-"""The user-facing transformations. Now: ``make_jaxpr``; vmap, grad and jit come next."""
+"""The user-facing transformations: make_jaxpr, vmap, and autodiff (jvp, linearize, vjp,
+grad, value_and_grad, jacfwd, jacrev, hessian). jit comes next."""
 
 import functools
 
-from .core import ClosedJaxpr, get_aval, pytree
+import numpy as np
+
+from .core import Array, ClosedJaxpr, Tracer, eval_jaxpr, get_aval, new_trace, pytree
 from .core import dtypes
 from .core.abstract import ShapedArray, ShapeDtypeStruct
-from .interpreters import staging
+from .interpreters import ad, batching, partial_eval, staging, transpose
 
 
 def _static_argnums(static_argnums, nargs):
@@ -59,3 +62,481 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
             return closed, shapes
         return closed
     return make
+
+
+# --- vmap ----------------------------------------------------------------------------------
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
+    """Vectorise ``fun`` over a mapped axis of its arguments, as ``jax.vmap``.
+
+    ``in_axes``/``out_axes`` are an int, None, or pytree prefixes of the positional arguments
+    / outputs; keyword arguments are mapped over axis 0. ``axis_name`` names the mapped axis
+    for collectives (``lax.psum(x, axis_name)``).
+    """
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not (in_axes is None or isinstance(in_axes, (int, tuple, dict))):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                        f"to the positional arguments passed to the function, got {in_axes!r}.")
+    _check_axis_spec("in_axes", in_axes)
+    _check_axis_spec("out_axes", out_axes)
+
+    @functools.wraps(fun)
+    def vmapped(*args, **kwargs):
+        axes = in_axes if not isinstance(in_axes, tuple) else tuple(in_axes)
+        if isinstance(axes, tuple) and len(axes) != len(args):
+            raise ValueError(
+                f"vmap in_axes specification must be a tree prefix of the corresponding value, "
+                f"got specification {in_axes} for value tree "
+                f"{pytree.tree_structure(args)}.")
+        flat_args, in_tree = pytree.tree_flatten((args, kwargs))
+        flat_axes = _flatten_axes("vmap in_axes", in_tree, (axes, 0), len(flat_args))
+        flat_args, flat_axes = _canonical_in_axes(flat_args, flat_axes)
+        size = _mapped_size(fun, in_tree, flat_args, flat_axes, axis_size)
+        desc = staging.describe(fun, "vmap")
+        axis_data = batching.AxisData(axis_name, size)
+        with new_trace(lambda parent: batching.BatchTrace(parent, axis_data, desc)) as trace:
+            tracers = [trace.wrap(x, d) for x, d in zip(flat_args, flat_axes)]
+            a, kw = in_tree.unflatten(tracers)
+            out = fun(*a, **kw)
+            flat_out, out_tree = pytree.tree_flatten(out)
+            unpacked = [trace.unpack(x) for x in flat_out]
+        flat_out_axes = _flatten_axes("vmap out_axes", out_tree, out_axes, len(flat_out))
+        outs = [_to_out_axis(v, d, oa, size) for (v, d), oa in zip(unpacked, flat_out_axes)]
+        return out_tree.unflatten(outs)
+    return vmapped
+
+
+def _check_axis_spec(name, spec):
+    for leaf in pytree.tree_leaves(spec, is_leaf=lambda x: x is None):
+        if leaf is not None and not isinstance(leaf, int):
+            raise TypeError(f"vmap {name} must contain only ints and None, got {leaf!r}")
+
+
+def _flatten_axes(what, tree, axes, n):
+    """One axis per leaf of ``tree``, from ``axes``, a pytree prefix of it (None a leaf)."""
+    proxy = tree.unflatten([object()] * n)
+    spec_leaves, spec_tree = pytree.tree_flatten(axes, is_leaf=lambda x: x is None)
+    try:
+        subtrees = spec_tree.flatten_up_to(proxy)
+    except ValueError:
+        raise ValueError(f"{what} specification must be a tree prefix of the corresponding "
+                         f"value, got specification {axes} for value tree {tree}.") from None
+    flat = []
+    for spec, sub in zip(spec_leaves, subtrees):
+        flat.extend([spec] * len(pytree.tree_leaves(sub)))
+    return flat
+
+
+def _canonical_in_axes(args, axes):
+    out_args, out_axes = [], []
+    for x, d in zip(args, axes):
+        if d is not None:
+            x = x if isinstance(x, (Tracer, Array)) else _as_array(x)
+            nd = get_aval(x).ndim
+            if not -nd <= d < nd:
+                raise ValueError(
+                    f"vmap was requested to map its argument along axis {d}, which implies that "
+                    f"its rank should be at least {d + 1 if d >= 0 else -d}, but is only {nd} "
+                    f"(its shape is {get_aval(x).shape})")
+            d %= nd
+        out_args.append(x)
+        out_axes.append(d)
+    return out_args, out_axes
+
+
+def _as_array(x):
+    from .numpy import asarray
+    return asarray(x)
+
+
+def _mapped_size(fun, in_tree, args, axes, axis_size):
+    sizes = {get_aval(x).shape[d] for x, d in zip(args, axes) if d is not None}
+    if axis_size is not None:
+        sizes.add(axis_size)
+    if len(sizes) == 1:
+        return sizes.pop()
+    if not sizes:
+        raise ValueError("vmap must have at least one non-None value in in_axes or axis_size "
+                         "must be specified")
+    names = _argument_names(fun, in_tree, len(args))
+    lines = [f"  * one axis had size {get_aval(x).shape[d]}: axis {d} of {name} of type "
+             f"{get_aval(x).str_short()}" for x, d, name in zip(args, axes, names)
+             if d is not None]
+    raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n" +
+                     ";\n".join(lines))
+
+
+def _argument_names(fun, in_tree, n):
+    """'argument x' / "argument params['w']" for each flat argument, for error messages."""
+    import inspect
+    proxy_args, proxy_kwargs = in_tree.unflatten(list(range(n)))
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    names = [None] * n
+    for i, a in enumerate(proxy_args):
+        base = f"argument {params[i]}" if i < len(params) else f"argument {i}"
+        _name_leaves(a, base, names)
+    for k, a in proxy_kwargs.items():
+        _name_leaves(a, f"keyword argument {k}", names)
+    return names
+
+
+def _name_leaves(tree, base, names):
+    leaves = pytree.tree_leaves(tree)
+    for j, idx in enumerate(leaves):
+        names[idx] = base if len(leaves) == 1 else f"{base} (leaf {j})"
+
+
+def _to_out_axis(val, dim, out_axis, size):
+    from .lax import batch_util
+    if out_axis is None:
+        if dim is not None:
+            raise ValueError("vmap has mapped output but out_axes is None")
+        return val
+    val = val if isinstance(val, (Tracer, Array)) else _as_array(val)
+    nd = get_aval(val).ndim + (dim is None)
+    if not -nd <= out_axis < nd:
+        raise ValueError(f"vmap out_axes {out_axis} is out of range for an output of rank {nd}")
+    return batch_util.bdim_at(val, dim, out_axis % nd, size)
+
+
+# --- autodiff ------------------------------------------------------------------------------
+
+def _flat_fun(fun, in_tree, out_trees):
+    """``fun`` on flat leaves; records the output tree in ``out_trees``."""
+    def flat(*leaves):
+        args = in_tree.unflatten(leaves)
+        out = fun(*args)
+        leaves_out, tree = pytree.tree_flatten(out)
+        out_trees.append(tree)
+        return leaves_out
+    return flat
+
+
+def _to_arrays(leaves):
+    return [x if isinstance(x, (Tracer, Array)) else _as_array(x) for x in leaves]
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """Forward mode: ``(fun(*primals), J @ tangents)`` for pytrees of arrays."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("primal and tangent arguments to jvp must be tuples or lists; found "
+                        f"{type(primals).__name__} and {type(tangents).__name__}.")
+    flat_p, tree_p = pytree.tree_flatten(tuple(primals))
+    flat_t, tree_t = pytree.tree_flatten(tuple(tangents))
+    if tree_p != tree_t:
+        raise TypeError("primal and tangent arguments to jvp must have the same tree "
+                        f"structure; primals have tree structure {tree_p} whereas tangents "
+                        f"have tree structure {tree_t}.")
+    flat_p, flat_t = _to_arrays(flat_p), _to_arrays(flat_t)
+    for p, t in zip(flat_p, flat_t):
+        _check_tangent(get_aval(p), get_aval(t))
+    out_trees = []
+    fn = _aux_split(fun, has_aux)
+    outs, touts = ad.jvp_flat(_flat_fun(fn, tree_p, out_trees), flat_p, flat_t,
+                              staging.describe(fun, "jvp"))
+    tree = out_trees[0]
+    touts = [ad.instantiate(t) for t in touts]
+    return _aux_join(tree, outs, touts, has_aux)
+
+
+def _check_tangent(p, t):
+    expected = ad.tangent_aval(p)
+    if t.dtype != expected.dtype:
+        raise TypeError(
+            "primal and tangent arguments to jvp do not match; dtypes must be equal, or in case "
+            f"of int/bool primal dtype the tangent dtype must be float0. Got primal dtype "
+            f"{p.dtype.name} and so expected tangent dtype {expected.dtype.name}, but got "
+            f"tangent dtype {t.dtype.name} instead.")
+    if t.shape != p.shape:
+        raise ValueError("jvp called with different primal and tangent shapes; Got primal "
+                         f"shape {p.shape} and tangent shape as {t.shape}")
+
+
+def _aux_split(fun, has_aux):
+    """With has_aux, ``fun`` returns ``(out, aux)``: differentiate ``out``, carry ``aux``."""
+    if not has_aux:
+        return fun
+
+    def main(*args):
+        out = fun(*args)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError("has_aux=True requires the function to return a pair (output, "
+                            f"auxiliary data), got {type(out).__name__}.")
+        return out[0], _AuxBox(out[1])
+    return main
+
+
+class _AuxBox:
+    """Auxiliary outputs (has_aux=True), travelling with the main ones but not differentiated."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+pytree.register_pytree_node(
+    _AuxBox, lambda b: (pytree.tree_leaves(b.value), pytree.tree_structure(b.value)),
+    lambda tree, leaves: _AuxBox(tree.unflatten(leaves)))
+
+
+def _aux_join(tree, outs, touts, has_aux):
+    if not has_aux:
+        return tree.unflatten(outs), tree.unflatten(touts)
+    out, aux = tree.unflatten(outs)
+    n_main = len(pytree.tree_leaves(out))
+    tout = pytree.tree_structure(out).unflatten(touts[:n_main])
+    return out, tout, aux.value
+
+
+def linearize(fun, *primals):
+    """``(fun(*primals), f_jvp)``: f_jvp evaluates the linear map (a staged jaxpr)."""
+    flat_p, in_tree = pytree.tree_flatten(primals)
+    flat_p = _to_arrays(flat_p)
+    out_trees = []
+    outs, jaxpr, residuals = partial_eval.linearize_flat(
+        _flat_fun(fun, in_tree, out_trees), flat_p, staging.describe(fun, "linearize"))
+    out_tree = out_trees[0]
+
+    def f_jvp(*tangents):
+        flat_t, tree_t = pytree.tree_flatten(tangents)
+        if tree_t != in_tree:
+            raise TypeError(f"linearized function called with tangents of structure {tree_t}, "
+                            f"expected {in_tree}")
+        for p, t in zip(flat_p, _to_arrays(flat_t)):
+            _check_tangent(get_aval(p), get_aval(t))
+        return out_tree.unflatten(eval_jaxpr(jaxpr, residuals, *flat_t))
+    f_jvp.jaxpr = ClosedJaxpr(jaxpr, residuals)
+    return out_tree.unflatten(outs), f_jvp
+
+
+def vjp(fun, *primals, has_aux=False):
+    """``(fun(*primals), vjp_fun)``: vjp_fun maps an output cotangent to input cotangents."""
+    flat_p, in_tree = pytree.tree_flatten(primals)
+    flat_p = _to_arrays(flat_p)
+    out_trees = []
+    flat_fn = _flat_fun(_aux_split(fun, has_aux), in_tree, out_trees)
+    outs, pullback = transpose.vjp_flat(flat_fn, flat_p, staging.describe(fun, "vjp"))
+    out_tree, aux = out_trees[0], None
+    if has_aux:  # the aux outputs get zero cotangents
+        out_tree, aux_tree = out_tree.children()
+        aux = aux_tree.unflatten(outs[out_tree.num_leaves:]).value
+    main_avals = [get_aval(o) for o in outs[:out_tree.num_leaves]]
+    aux_zeros = [ad.Zero(ad.tangent_aval(get_aval(o))) for o in outs[out_tree.num_leaves:]]
+
+    def vjp_fun(cotangent):
+        flat_ct, ct_tree = pytree.tree_flatten(cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
+                            f"structure of primal output {out_tree}.")
+        flat_ct = _to_arrays(flat_ct)
+        for ct, aval in zip(flat_ct, main_avals):
+            expected = ad.tangent_aval(aval)
+            if get_aval(ct).shape != aval.shape or get_aval(ct).dtype != expected.dtype:
+                raise ValueError(f"Shape of cotangent input to vjp pullback function "
+                                 f"{get_aval(ct).str_short()} must be the same as the shape "
+                                 f"of corresponding primal output {expected.str_short()}.")
+        return in_tree.unflatten(pullback(flat_ct + aux_zeros))
+
+    out = out_tree.unflatten(outs[:out_tree.num_leaves])
+    return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
+
+
+def _argnums_tuple(argnums, nargs, name):
+    many = isinstance(argnums, (tuple, list))
+    nums = tuple(argnums) if many else (argnums,)
+    for i in nums:
+        if not isinstance(i, int):
+            raise TypeError(f"{name} argnums must be an int or a tuple of ints, got {argnums!r}")
+        if not -nargs <= i < nargs:
+            raise ValueError(f"{name}: argnums {i} is out of range for a function called with "
+                             f"{nargs} positional arguments")
+    return tuple(i % nargs for i in nums), many
+
+
+def _partial_on(fun, args, argnums):
+    """A function of only the ``argnums`` arguments, the others fixed at ``args``."""
+    def f(*dyn):
+        full = list(args)
+        for i, x in zip(argnums, dyn):
+            full[i] = x
+        return fun(*full)
+    return f
+
+
+def _check_input_dtypes(name, leaves, holomorphic, allow_int):
+    for x in leaves:
+        dt = get_aval(x).dtype
+        if holomorphic:
+            if not dtypes.is_complex(dt):
+                raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
+                                f"dtype, but got {dt.name}.")
+        elif not dtypes.is_inexact(dt) and not allow_int:
+            raise TypeError(
+                f"{name} requires real- or complex-valued inputs (input dtype that is a sub-dtype"
+                f" of np.inexact), but got {dt.name}. If you want to use Boolean- or "
+                "integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """``(fun(*args), gradient)`` of a scalar-output function, by reverse mode."""
+    @functools.wraps(fun)
+    def value_and_grad_f(*args, **kwargs):
+        nums, many = _argnums_tuple(argnums, len(args), "grad")
+        f = _partial_on(lambda *a: fun(*a, **kwargs), args, nums)
+        dyn = [args[i] for i in nums]
+        _check_input_dtypes("grad", pytree.tree_leaves(dyn), holomorphic, allow_int)
+        result = vjp(f, *dyn, has_aux=has_aux)
+        out, pullback = result[0], result[1]
+        _check_scalar_output(out, holomorphic)
+        ct = _ones_like(out)
+        grads = pullback(ct)
+        grads = grads if many else grads[0]
+        value = (out, result[2]) if has_aux else out
+        return value, grads
+    return value_and_grad_f
+
+
+def _check_scalar_output(out, holomorphic):
+    leaves = pytree.tree_leaves(out)
+    if len(leaves) != 1:
+        raise TypeError("Gradient only defined for scalar-output functions; the output is a "
+                        f"pytree with {len(leaves)} leaves. Use jacrev or vjp instead.")
+    aval = get_aval(leaves[0])
+    if aval.shape != ():
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
+                        f"{aval.shape}. Use jacrev (a Jacobian) or vjp for non-scalar outputs.")
+    if holomorphic and not dtypes.is_complex(aval.dtype):
+        raise TypeError(f"grad with holomorphic=True requires outputs with complex dtype, but "
+                        f"got {aval.dtype.name}.")
+    if not holomorphic and not dtypes.is_float(aval.dtype):
+        raise TypeError(
+            f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
+            f"np.floating), but got {aval.dtype.name}. For holomorphic differentiation, pass "
+            "holomorphic=True. For differentiation of non-holomorphic functions involving "
+            "complex outputs, use vjp directly.")
+
+
+def _ones_like(x):
+    aval = get_aval(x)
+    return Array(np.ones(aval.shape, aval.dtype))
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """The gradient of a scalar-output function with respect to ``argnums``."""
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def grad_f(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return grad_f
+
+
+# --- Jacobians and Hessians (built on vmap) ------------------------------------------------
+
+def _std_basis(leaves):
+    """One-hot tangents for every element of ``leaves``, batched along a leading axis."""
+    sizes = [get_aval(x).size for x in leaves]
+    total = sum(sizes)
+    out, start = [], 0
+    for x, n in zip(leaves, sizes):
+        aval = get_aval(x)
+        dtype = aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.float0
+        eye = np.eye(total, dtype=np.float64)[:, start:start + n].reshape((total,) + aval.shape)
+        out.append(Array(eye.astype(dtype)) if dtype != dtypes.float0 else
+                   Array.wrap(np.zeros((total,) + aval.shape, dtype),
+                              ShapedArray((total,) + aval.shape, dtype)))
+        start += n
+    return out, total
+
+
+def _jac_reshape(jac, in_leaf, out_leaf, in_first):
+    """Reshape a flat Jacobian block into ``out.shape + in.shape`` (jacfwd/jacrev layout)."""
+    import nbjax.numpy as jnp
+    in_shape, out_shape = get_aval(in_leaf).shape, get_aval(out_leaf).shape
+    if in_first:  # jacfwd: (in_size, *out_shape) -> out_shape + in_shape
+        jac = jnp.moveaxis(jac, 0, -1)
+        return jnp.reshape(jac, out_shape + in_shape)
+    return jnp.reshape(jac, out_shape + in_shape)
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Jacobian by forward mode: one JVP per input element, batched with vmap."""
+    def jac_f(*args):
+        nums, many = _argnums_tuple(argnums, len(args), "jacfwd")
+        f = _partial_on(fun, args, nums)
+        dyn = tuple(args[i] for i in nums)
+        _check_input_dtypes("jacfwd", pytree.tree_leaves(dyn), holomorphic, False)
+        flat_in, in_tree = pytree.tree_flatten(dyn)
+        flat_in = _to_arrays(flat_in)
+        basis, _ = _std_basis(flat_in)
+
+        def push(*flat_t):
+            return jvp(lambda *a: f(*in_tree.unflatten(a)), flat_in, flat_t, has_aux=has_aux)
+        res = vmap(push, in_axes=(0,) * len(basis), out_axes=(None, 0, None) if has_aux
+                   else (None, 0))(*basis)
+        out, tangents = res[0], res[1]
+        flat_out, out_tree = pytree.tree_flatten(out)
+        flat_t = pytree.tree_leaves(tangents)
+        blocks = _split_blocks(flat_t, flat_in, axis=0)
+        jac = out_tree.unflatten([
+            in_tree.unflatten([_jac_reshape(b, x, o, True) for b, x in zip(bs, flat_in)])
+            for bs, o in zip(blocks, flat_out)])
+        jac = _select_argnums(jac, out_tree, many)
+        return (jac, res[2]) if has_aux else jac
+    return jac_f
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """The Jacobian by reverse mode: one VJP per output element, batched with vmap."""
+    def jac_f(*args):
+        nums, many = _argnums_tuple(argnums, len(args), "jacrev")
+        f = _partial_on(fun, args, nums)
+        dyn = tuple(args[i] for i in nums)
+        _check_input_dtypes("jacrev", pytree.tree_leaves(dyn), holomorphic, allow_int)
+        result = vjp(f, *dyn, has_aux=has_aux)
+        out, pullback = result[0], result[1]
+        flat_out, out_tree = pytree.tree_flatten(out)
+        basis, _ = _std_basis(_to_arrays(flat_out))
+        cts = vmap(lambda *b: pullback(out_tree.unflatten(b)))(*basis)
+        flat_in, in_tree = pytree.tree_flatten(dyn)
+        flat_cts = pytree.tree_leaves(cts)
+        # flat_cts[j] has shape (total_out, *in_j.shape); split rows by output leaf.
+        jac_rows = []
+        for o, rows in zip(flat_out, _split_rows(flat_cts, flat_out)):
+            jac_rows.append(in_tree.unflatten([_jac_reshape(r, x, o, False)
+                                               for r, x in zip(rows, flat_in)]))
+        jac = out_tree.unflatten(jac_rows)
+        jac = _select_argnums(jac, out_tree, many)
+        return (jac, result[2]) if has_aux else jac
+    return jac_f
+
+
+def _split_blocks(flat_t, flat_in, axis):
+    """jacfwd: each output tangent has a leading axis over all input elements; split it."""
+    import nbjax.numpy as jnp
+    sizes = np.cumsum([get_aval(x).size for x in flat_in])[:-1].tolist()
+    return [jnp.split(t, sizes, axis=axis) if sizes else [t] for t in flat_t]
+
+
+def _split_rows(flat_cts, flat_out):
+    """jacrev: each input cotangent has a leading axis over all output elements; split it."""
+    import nbjax.numpy as jnp
+    sizes = np.cumsum([get_aval(o).size for o in flat_out])[:-1].tolist()
+    per_input = [jnp.split(c, sizes, axis=0) if sizes else [c] for c in flat_cts]
+    return [list(rows) for rows in zip(*per_input)]
+
+
+def _select_argnums(jac, out_tree, many):
+    """With a single argnum the Jacobian of each output is w.r.t. that argument, not a tuple."""
+    if many:
+        return jac
+    return out_tree.unflatten([j[0] for j in out_tree.flatten_up_to(jac)])
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The Hessian: forward-over-reverse, ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)

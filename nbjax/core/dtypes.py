@@ -17,6 +17,9 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
+# The dtype of tangents and cotangents of integer and bool values: they carry no information.
+float0 = np.dtype([("float0", np.void, 0)])
+
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
              float16, float32, float64, complex64, complex128)
 _SUPPORTED_SET = frozenset(SUPPORTED)
@@ -24,7 +27,7 @@ _SUPPORTED_SET = frozenset(SUPPORTED)
 _SHORT_NAMES = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
                 uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
                 float16: "f16", float32: "f32", float64: "f64",
-                complex64: "c64", complex128: "c128"}
+                complex64: "c64", complex128: "c128", float0: "float0"}
 
 _TO_32_BIT = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
@@ -40,7 +43,7 @@ def check_supported(dtype, what="nbjax"):
         dt = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"{what}: {dtype!r} is not a dtype") from None
-    if dt not in _SUPPORTED_SET:
+    if dt not in _SUPPORTED_SET and dt != float0:
         raise TypeError(f"{what}: dtype {dt} is not supported; supported dtypes are "
                         f"{', '.join(d.name for d in SUPPORTED)}")
     return dt

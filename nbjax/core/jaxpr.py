@@ -48,14 +48,15 @@ class Literal:
 class JaxprEqn:
     """``outvars = primitive[params] invars``, with where in the user's code it came from."""
 
-    __slots__ = ("invars", "outvars", "primitive", "params", "source_info")
+    __slots__ = ("invars", "outvars", "primitive", "params", "source_info", "provenance")
 
-    def __init__(self, invars, outvars, primitive, params, source_info=None):
+    def __init__(self, invars, outvars, primitive, params, source_info=None, provenance=None):
         self.invars = list(invars)
         self.outvars = list(outvars)
         self.primitive = primitive
         self.params = dict(params)
         self.source_info = source_info
+        self.provenance = provenance  # a source_info.Provenance under autodiff, else None
 
     def replace(self, **changes):
         fields = {k: getattr(self, k) for k in self.__slots__}
@@ -193,8 +194,7 @@ def _pp_params(params, names):
 
 def pp_eqn(eqn, names, width=None):
     lhs = _pp_vars(eqn.outvars, names, typed=True)
-    hidden = getattr(eqn.primitive, "pp_hidden", ())
-    params = {k: v for k, v in eqn.params.items() if k not in hidden}
+    params = eqn.primitive.pp_params(eqn.params)
     rhs = [pp.text(eqn.primitive.name), _pp_params(params, names),
            pp.text(" ") + _pp_vars(eqn.invars, names)]
     if not eqn.outvars:

@@ -24,6 +24,10 @@ class Primitive:
         self.lowerings = {}  # backend name -> lowering rule
         self.pp_hidden = ()  # params not printed in jaxprs (implied by the output type)
 
+    def pp_params(self, params):
+        """The params a jaxpr prints for this primitive (JAX hides some, e.g. shapes)."""
+        return {k: v for k, v in params.items() if k not in self.pp_hidden}
+
     def __repr__(self):
         return self.name
 

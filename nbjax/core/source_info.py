@@ -1,9 +1,12 @@
 """Where in the user's code an equation came from, so errors and the notebook can point at it."""
 
+import contextlib
+import itertools
 import linecache
 import os
 import sys
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -42,3 +45,45 @@ def function_location(fun):
     if code is None:
         return None
     return SourceInfo(code.co_filename, code.co_firstlineno, code.co_name)
+
+
+# --- provenance: which user-level operation an equation belongs to -------------------------
+
+@dataclass(frozen=True)
+class Provenance:
+    """Ties together the equations one user-level operation turned into.
+
+    Differentiating ``sin x`` at a line of user code stages forward equations (``sin``,
+    ``cos``) and, after transposition, backward ones (``mul``); all carry the same
+    Provenance, so the notebook can link a backward equation to the forward one it came from.
+    ``phase`` says which half an equation is in.
+    """
+    primitive: str
+    source_info: object
+    id: int = field(default_factory=itertools.count().__next__)
+    phase: str = "forward"
+
+    def backward(self):
+        return Provenance(self.primitive, self.source_info, self.id, "backward")
+
+
+class _ProvenanceContext(threading.local):
+    current = None
+
+
+_provenance = _ProvenanceContext()
+
+
+def current_provenance():
+    return _provenance.current
+
+
+@contextlib.contextmanager
+def provenance(tag):
+    """Tag every equation staged inside the block with ``tag`` (innermost tag wins)."""
+    previous = _provenance.current
+    _provenance.current = tag
+    try:
+        yield
+    finally:
+        _provenance.current = previous

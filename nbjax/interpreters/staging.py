@@ -9,7 +9,7 @@ import numpy as np
 from ..core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Trace, Tracer, Var, get_aval,
                     new_trace, user_frame)
 from ..core.array import Array
-from ..core.source_info import function_location
+from ..core.source_info import current_provenance, function_location
 
 
 class JaxprTracer(Tracer):
@@ -58,7 +58,8 @@ class JaxprTrace(Trace):
         out_avals = primitive.abstract_eval(*(v.aval for v in invars), **params)
         many = primitive.multiple_results
         outvars = [Var(a) for a in (out_avals if many else [out_avals])]
-        self.eqns.append(JaxprEqn(invars, outvars, primitive, params, user_frame(2)))
+        self.eqns.append(JaxprEqn(invars, outvars, primitive, params, user_frame(2),
+                                  current_provenance()))
         tracers = [JaxprTracer(self, v) for v in outvars]
         return tracers if many else tracers[0]
 

@@ -4,13 +4,15 @@
 checks the dtype and keeps the shape, and a NumPy reference implementation. ``binop`` does the
 same for n-ary element-wise primitives, which require equal dtypes and broadcast only rank-0
 operands and size-1 axes, as JAX's lax does. Transformation rules are attached elsewhere in
-the primitive's own module, next to its definition.
+the primitive's own module, next to its definition; the registrars attach the one batching
+rule every element-wise primitive shares.
 """
 
 import numpy as np
 
 from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..core.array import Array, scalar_in_range
+from .batch_util import elementwise_batcher
 
 
 class IncompatibleShapesError(TypeError, ValueError):
@@ -85,6 +87,7 @@ def unop(name, impl, kind, result_dtype=None):
         return ShapedArray(x.shape, out, x.weak_type and not dtypes.is_bool(out))
     prim.def_abstract_eval(abstract_eval)
     prim.def_impl(impl)
+    prim.def_batch(elementwise_batcher(prim))
     return prim
 
 
@@ -104,6 +107,7 @@ def binop(name, impl, kinds, result_dtype=None):
         return ShapedArray(shape, dtype, weak)
     prim.def_abstract_eval(abstract_eval)
     prim.def_impl(impl)
+    prim.def_batch(elementwise_batcher(prim))
     return prim
 
 

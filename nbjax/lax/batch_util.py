@@ -1,0 +1,85 @@
+"""Helpers shared by batching rules: moving and adding batch dimensions.
+
+Rules call these on the values underneath a vmap (with the parent trace current), so they
+are ordinary lax calls. They move an axis only when it is not already where it must be.
+"""
+
+from ..core import get_aval
+
+
+def _structural():
+    # Imported when a rule runs: structural.py itself uses the registrars that use this module.
+    from . import structural
+    return structural
+
+
+def broadcast_in_dim(x, shape, dims):
+    return _structural().broadcast_in_dim(x, shape, dims)
+
+
+def ndim(x):
+    return get_aval(x).ndim
+
+
+def moveaxis(x, src, dst):
+    """Move axis ``src`` of ``x`` to position ``dst`` (a transpose, or nothing)."""
+    if src == dst:
+        return x
+    perm = [i for i in range(ndim(x)) if i != src]
+    perm.insert(dst, src)
+    return _structural().transpose(x, tuple(perm))
+
+
+def bdim_at(x, bdim, dst, size):
+    """``x`` with its batch axis at ``dst``; an unbatched ``x`` is broadcast to ``size``."""
+    if bdim is None:
+        return broadcast_batch(x, size, dst)
+    return moveaxis(x, bdim, dst)
+
+
+def bdim_at_front(x, bdim, size):
+    return bdim_at(x, bdim, 0, size)
+
+
+def broadcast_batch(x, size, dst=0):
+    """Insert a batch axis of ``size`` at ``dst`` into an unbatched value."""
+    aval = get_aval(x)
+    shape = aval.shape[:dst] + (size,) + aval.shape[dst:]
+    dims = [i for i in range(len(shape)) if i != dst]
+    return broadcast_in_dim(x, shape, dims)
+
+
+def elementwise_batcher(prim):
+    """The batch rule of an element-wise primitive whose operands are rank-0 or equal rank.
+
+    When every batched operand has its batch axis in the same place and every unbatched one
+    is a scalar, the primitive applies as it is. Otherwise batched operands are aligned on one
+    batch axis and unbatched ones get a size-1 axis there (the primitive broadcasts size 1).
+    """
+    def rule(axis_data, vals, dims, **params):
+        ranks = [ndim(v) - (d is not None) for v, d in zip(vals, dims)]
+        rank = max(ranks)
+        batched_dims = {d for d, r in zip(dims, ranks) if d is not None and r == rank}
+        scalars_only = all(d is not None or r == 0 for d, r in zip(dims, ranks))
+        if len(batched_dims) == 1 and scalars_only and all(
+                r == rank for d, r in zip(dims, ranks) if d is not None):
+            return prim.bind(*vals, **params), batched_dims.pop()
+        out_dim = min(batched_dims) if batched_dims else 0
+        aligned = [_align(v, d, r, rank, out_dim) for v, d, r in zip(vals, dims, ranks)]
+        return prim.bind(*aligned, **params), out_dim
+    return rule
+
+
+def _align(x, bdim, rank, out_rank, out_dim):
+    """Put ``x``'s batch axis at ``out_dim`` of a rank ``out_rank + 1`` value."""
+    if bdim is None:
+        if rank == 0:
+            return x
+        shape = get_aval(x).shape
+        return broadcast_in_dim(x, shape[:out_dim] + (1,) + shape[out_dim:],
+                                [i for i in range(rank + 1) if i != out_dim])
+    if rank == 0 and out_rank > 0:
+        size = get_aval(x).shape[0]
+        shape = tuple(size if i == out_dim else 1 for i in range(out_rank + 1))
+        return broadcast_in_dim(x, shape, (out_dim,))
+    return moveaxis(x, bdim, out_dim)
