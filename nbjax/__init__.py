@@ -7,7 +7,7 @@ from .core.errors import (ConcretizationTypeError, TracerArrayConversionError,  
                           TracerBoolConversionError, TracerIntegerConversionError,
                           UnexpectedTracerError)
 from .core.array import Device
-from . import tree_util, tree  # noqa: F401
+from . import tree_util, tree, test_util  # noqa: F401
 from .api import (grad, hessian, jacfwd, jacrev, jvp, linearize, make_jaxpr,  # noqa: F401
                   value_and_grad, vjp, vmap)
 from . import lax, numpy  # noqa: F401

@@ -192,3 +192,33 @@ def jvp_flat(fun, primals, tangents, description="jvp"):
         outs = fun(*tracers)
         pairs = [trace.unpack(o) for o in outs]
     return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+def jvp_jaxpr(closed, nonzeros, instantiate_out):
+    """The JVP of a closed jaxpr as a closed jaxpr, for rules of primitives with sub-jaxprs.
+
+    The result takes the primals, then tangents for the inputs marked in ``nonzeros``, and
+    returns the primal outputs, then tangents of the outputs it reports as nonzero (always
+    for those marked in ``instantiate_out``, a bool or a list of bools).
+    """
+    from ..core import eval_closed_jaxpr
+    from .staging import trace_to_jaxpr
+    n = len(closed.in_avals)
+    if isinstance(instantiate_out, bool):
+        instantiate_out = [instantiate_out] * len(closed.out_avals)
+    out_nonzeros = []
+
+    def fun(*args):
+        primals, nz_tangents = args[:n], iter(args[n:])
+        tangents = [next(nz_tangents) if nz else Zero(tangent_aval(a))
+                    for nz, a in zip(nonzeros, closed.in_avals)]
+        outs, touts = jvp_flat(lambda *p: eval_closed_jaxpr(closed, *p), primals, tangents)
+        touts = [instantiate(t) if inst else t for t, inst in zip(touts, instantiate_out)]
+        out_nonzeros[:] = [not isinstance(t, Zero) for t in touts]
+        return list(outs) + [t for t in touts if not isinstance(t, Zero)]
+
+    in_avals = list(closed.in_avals) + [tangent_aval(a) for a, nz in
+                                        zip(closed.in_avals, nonzeros) if nz]
+    from ..core import ClosedJaxpr
+    jaxpr, consts = trace_to_jaxpr(fun, in_avals, "jvp of a sub-jaxpr")
+    return ClosedJaxpr(jaxpr, consts), out_nonzeros

@@ -41,3 +41,37 @@ def linearize_flat(fun, primals, description="linearize"):
         tangents_out = [instantiate(t) for t in tangents_out]
         jaxpr, residuals = trace.to_jaxpr(tangents_out)
     return primals_out, jaxpr, residuals
+
+
+def partial_eval_jaxpr(closed, unknowns, instantiate=False):
+    """Split a closed jaxpr into the part computable from known inputs and the rest.
+
+    Returns ``(known, unknown, out_unknowns, num_res)``: ``known`` takes the known inputs and
+    returns the known outputs followed by ``num_res`` residuals; ``unknown`` takes the
+    residuals followed by the unknown inputs and returns the unknown outputs. Outputs marked
+    in ``instantiate`` are made unknown even if computable. Used by the rules of control-flow
+    primitives (a scan's forward pass keeps the residuals its backward pass needs).
+    """
+    from ..core import ClosedJaxpr, eval_closed_jaxpr
+    from .staging import convert_constvars, trace_to_jaxpr
+    n_out = len(closed.out_avals)
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * n_out
+    known_avals = [a for a, u in zip(closed.in_avals, unknowns) if not u]
+    result = {}
+
+    def known_fun(*known_vals):
+        with new_trace(lambda parent: PartialEvalTrace(parent, "partial_eval_jaxpr")) as pe:
+            vals = iter(known_vals)
+            args = [pe.new_arg(a) if u else next(vals) for a, u in zip(closed.in_avals, unknowns)]
+            outs = eval_closed_jaxpr(closed, *args)
+            out_unknowns = [pe.is_unknown(o) or inst for o, inst in zip(outs, instantiate)]
+            unknown_jaxpr, residuals = pe.to_jaxpr([o for o, u in zip(outs, out_unknowns) if u])
+        result.update(out_unknowns=out_unknowns, unknown_jaxpr=unknown_jaxpr,
+                      res_avals=[get_aval(r) for r in residuals])
+        return [o for o, u in zip(outs, out_unknowns) if not u] + list(residuals)
+
+    known_jaxpr, known_consts = trace_to_jaxpr(known_fun, known_avals, "partial_eval_jaxpr")
+    unknown = ClosedJaxpr(convert_constvars(result["unknown_jaxpr"]), [])
+    return (ClosedJaxpr(known_jaxpr, known_consts), unknown, result["out_unknowns"],
+            len(result["res_avals"]))

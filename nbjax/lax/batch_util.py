@@ -83,3 +83,45 @@ def _align(x, bdim, rank, out_rank, out_dim):
         shape = tuple(size if i == out_dim else 1 for i in range(out_rank + 1))
         return broadcast_in_dim(x, shape, (out_dim,))
     return moveaxis(x, bdim, out_dim)
+
+
+def batch_jaxpr(closed, axis_data, in_batched, instantiate):
+    """Batch a closed jaxpr whose batched inputs carry the batch axis at 0.
+
+    Returns ``(batched_closed_jaxpr, out_batched)``; batched outputs have the batch axis at
+    0; outputs marked in ``instantiate`` (a bool or list of bools) are batched even if they
+    did not depend on a batched input. For the rules of primitives with sub-jaxprs.
+    """
+    from ..core import ClosedJaxpr, eval_closed_jaxpr, new_trace
+    from ..interpreters.batching import BatchTrace
+    from ..interpreters.staging import trace_to_jaxpr
+    n_out = len(closed.out_avals)
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * n_out
+    out_batched = []
+
+    def fun(*args):
+        with new_trace(lambda parent: BatchTrace(parent, axis_data, "batch_jaxpr")) as trace:
+            tracers = [trace.wrap(a, 0 if b else None) for a, b in zip(args, in_batched)]
+            outs = eval_closed_jaxpr(closed, *tracers)
+            unpacked = [trace.unpack(o) for o in outs]
+        results = []
+        out_batched.clear()
+        for (val, dim), inst in zip(unpacked, instantiate):
+            batched = dim is not None or inst
+            out_batched.append(batched)
+            results.append(bdim_at(val, dim, 0, axis_data.size) if batched else val)
+        return results
+
+    in_avals = [a.update(shape=(axis_data.size,) + a.shape) if b else a
+                for a, b in zip(closed.in_avals, in_batched)]
+    jaxpr, consts = trace_to_jaxpr(fun, in_avals, "batch_jaxpr")
+    return ClosedJaxpr(jaxpr, consts), list(out_batched)
+
+
+def _register_add_any():
+    from ..interpreters import ad
+    ad.add_any_p.def_batch(elementwise_batcher(ad.add_any_p))
+
+
+_register_add_any()
