@@ -1,0 +1,301 @@
+"""``custom_jvp`` and ``custom_vjp``: functions that bring their own derivative rules.
+
+A call becomes one equation (``custom_jvp_call`` / ``custom_vjp_call``) holding the traced
+function as a sub-jaxpr, so evaluation, staging and vmap see an ordinary function, while the
+JVP trace uses the user's rule instead of differentiating the body. Reverse mode through a
+custom_vjp goes through ``custom_lin``, a linear primitive whose transpose calls ``bwd``.
+"""
+
+import functools
+import inspect
+
+from .core import ClosedJaxpr, Primitive, eval_closed_jaxpr, get_aval, pytree
+from .interpreters import ad, staging
+from .interpreters.transpose import is_undefined
+from .lax import batch_util
+
+
+def _resolve_args(fun, args, kwargs):
+    """Positional arguments only (keyword arguments bound by the signature), as JAX does."""
+    if not kwargs:
+        return tuple(args)
+    bound = inspect.signature(fun).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return tuple(bound.args) + tuple(bound.kwargs.values())
+
+
+def _split(args, nondiff_argnums):
+    static = {i: args[i] for i in nondiff_argnums}
+    dyn = tuple(a for i, a in enumerate(args) if i not in static)
+    return static, dyn
+
+
+def _merge(static, dyn, n):
+    it = iter(dyn)
+    return tuple(static[i] if i in static else next(it) for i in range(n))
+
+
+def _trace_call(fun, static, dyn, n_args, what):
+    """Trace ``fun`` on the dynamic arguments: (closed jaxpr taking consts + leaves, consts,
+    leaves, in_tree, out_tree)."""
+    leaves, in_tree = pytree.tree_flatten(dyn)
+    leaves = [_as_array(x) for x in leaves]
+    out_trees = []
+
+    def flat(*xs):
+        out = fun(*_merge(static, in_tree.unflatten(xs), n_args))
+        out_leaves, tree = pytree.tree_flatten(out)
+        out_trees.append(tree)
+        return out_leaves
+
+    jaxpr, consts = staging.trace_to_jaxpr(flat, [get_aval(x) for x in leaves],
+                                           staging.describe(fun, what))
+    closed = ClosedJaxpr(staging.convert_constvars(jaxpr), [])
+    return closed, consts, leaves, in_tree, out_trees[0]
+
+
+def _as_array(x):
+    from .numpy.util import to_array
+    return to_array(x)
+
+
+def _check_no_closure_tangents(tangents, num_consts, kind):
+    if any(not isinstance(t, ad.Zero) for t in tangents[:num_consts]):
+        raise TypeError(
+            f"Detected differentiation of a {kind} function with respect to a closed-over "
+            f"value. That isn't supported because the custom rule only specifies how to "
+            f"differentiate the {kind} function with respect to explicit input parameters. "
+            "Pass the value as an explicit argument instead.")
+
+
+# --- custom_jvp ----------------------------------------------------------------------------
+
+custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.pp_hidden = ("jvp",)
+custom_jvp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
+custom_jvp_call_p.def_impl(lambda *args, call_jaxpr, **_: eval_closed_jaxpr(call_jaxpr, *args))
+
+
+@custom_jvp_call_p.def_jvp
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name,
+                         symbolic_zeros):
+    _check_no_closure_tangents(tangents, num_consts, "custom_jvp")
+    args = primals[num_consts:]
+    return jvp(list(args), [ad.instantiate(t) for t in tangents[num_consts:]])
+
+
+@custom_jvp_call_p.def_batch
+def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts, name,
+                           symbolic_zeros):
+    # Every operand gets the batch axis at 0 (unbatched ones are broadcast): simple, and the
+    # broadcast's own rules take care of summing cotangents back.
+    vals = [batch_util.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+    batched, _ = batch_util.batch_jaxpr(call_jaxpr, axis_data, [True] * len(vals), True)
+    from .api import vmap
+
+    def batched_jvp(primals, tangents):
+        return vmap(lambda p, t: jvp(p, t), axis_size=axis_data.size)(primals, tangents)
+    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp=batched_jvp,
+                                  num_consts=num_consts, name=name,
+                                  symbolic_zeros=symbolic_zeros)
+    return outs, [0] * len(outs)
+
+
+class custom_jvp:
+    """A function with a user-defined JVP: ``f = custom_jvp(f)``, then ``@f.defjvp``."""
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp = None
+        self.symbolic_zeros = False
+
+    def defjvp(self, jvp, symbolic_zeros=False):
+        """``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
+        self.jvp = jvp
+        self.symbolic_zeros = symbolic_zeros
+        return jvp
+
+    def defjvps(self, *jvps):
+        """One function per argument: ``jvps[i](t_i, primal_out, *primals)`` (None: zero)."""
+        def jvp(primals, tangents):
+            out = self(*primals)
+            total = None
+            for rule, t in zip(jvps, tangents):
+                if rule is None:
+                    continue
+                contribution = rule(t, out, *primals)
+                total = contribution if total is None else pytree.tree_map(
+                    lambda a, b: a + b, total, contribution)
+            if total is None:
+                total = pytree.tree_map(lambda o: o * 0, out)
+            return out, total
+        self.defjvp(jvp)
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "f")
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        static, dyn = _split(args, self.nondiff_argnums)
+        closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, static, dyn,
+                                                                len(args), "custom_jvp")
+        flat_jvp = functools.partial(self._flat_jvp, static, in_tree, out_tree, len(args))
+        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=closed, jvp=flat_jvp,
+                                      num_consts=len(consts), name=name,
+                                      symbolic_zeros=self.symbolic_zeros)
+        return out_tree.unflatten(outs)
+
+    def _flat_jvp(self, static, in_tree, out_tree, n_args, primals, tangents):
+        primal_args = in_tree.unflatten(primals)
+        tangent_args = in_tree.unflatten(tangents)
+        nondiff = [static[i] for i in sorted(static)]
+        out, tangent_out = self.jvp(*nondiff, primal_args, tangent_args)
+        flat_out, tree = pytree.tree_flatten(out)
+        flat_t, tree_t = pytree.tree_flatten(tangent_out)
+        if tree != out_tree or tree_t != out_tree:
+            raise TypeError(
+                "Custom JVP rule must produce primal and tangent outputs with equal container "
+                f"(pytree) structures to the function's output, but got {tree} and {tree_t} "
+                f"for a function output of structure {out_tree}.")
+        for p, t in zip(flat_out, flat_t):
+            p_aval, t_aval = get_aval(p), get_aval(t)
+            if ad.tangent_aval(p_aval).shape != t_aval.shape:
+                raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
+                                f"equal shapes, got {p_aval.str_short()} and "
+                                f"{t_aval.str_short()}.")
+        return flat_out, flat_t
+
+
+# --- custom_vjp ----------------------------------------------------------------------------
+
+custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.pp_hidden = ("fwd", "bwd")
+custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
+custom_vjp_call_p.def_impl(lambda *args, call_jaxpr, **_: eval_closed_jaxpr(call_jaxpr, *args))
+
+
+@custom_vjp_call_p.def_jvp
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
+    _check_no_closure_tangents(tangents, num_consts, "custom_vjp")
+    args, arg_tangents = primals[num_consts:], tangents[num_consts:]
+    outs, residuals = fwd(list(args))
+    lin_tangents = [ad.instantiate(t) for t in arg_tangents]
+    tangent_outs = custom_lin_p.bind(
+        *residuals, *lin_tangents, num_res=len(residuals), bwd=bwd,
+        out_avals=tuple(ad.tangent_aval(get_aval(o)) for o in outs))
+    return outs, tangent_outs
+
+
+@custom_vjp_call_p.def_batch
+def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_consts, name):
+    vals = [batch_util.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+    batched, _ = batch_util.batch_jaxpr(call_jaxpr, axis_data, [True] * len(vals), True)
+    from .api import vmap
+    size = axis_data.size
+
+    def batched_fwd(args):
+        return vmap(fwd, axis_size=size)(args)
+
+    def batched_bwd(residuals, cts):
+        return vmap(bwd, axis_size=size)(residuals, cts)
+    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched, fwd=batched_fwd,
+                                  bwd=batched_bwd, num_consts=num_consts, name=name)
+    return outs, [0] * len(outs)
+
+
+custom_lin_p = Primitive("custom_lin", multiple_results=True)
+custom_lin_p.pp_hidden = ("bwd",)
+custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
+
+
+@custom_lin_p.def_impl
+def _custom_lin_impl(*args, **params):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+@custom_lin_p.def_transpose
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
+    residuals, linear = args[:num_res], args[num_res:]
+    cts = [ad.zeros_like_aval(a) if isinstance(c, ad.Zero) else c
+           for c, a in zip(cts, out_avals)]
+    cts_in = bwd(list(residuals), cts)
+    out = []
+    for ct, x in zip(cts_in, linear):
+        aval = x.aval if is_undefined(x) else get_aval(x)
+        out.append(ad.zeros_like_aval(ad.tangent_aval(aval)) if ct is None else ct)
+    return [None] * num_res + out
+
+
+class custom_vjp:
+    """A function with a user-defined VJP: ``f = custom_vjp(f)``; ``f.defvjp(fwd, bwd)``.
+
+    ``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, g)`` returns a tuple
+    with one cotangent (pytree) per differentiable argument.
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd, bwd, symbolic_zeros=False):
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args, **kwargs):
+        name = getattr(self.fun, "__name__", "f")
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        args = _resolve_args(self.fun, args, kwargs)
+        static, dyn = _split(args, self.nondiff_argnums)
+        closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, static, dyn,
+                                                                len(args), "custom_vjp")
+        n = len(args)
+        res_trees = []
+
+        def flat_fwd(primals):
+            out = self.fwd(*_merge(static, in_tree.unflatten(primals), n))
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError(f"Custom VJP fwd rule {name} must produce a pair (list or "
+                                "tuple of length two) representing primal outputs and "
+                                "residuals (values stored from the forward pass for use on "
+                                f"the backward pass), got {type(out).__name__}.")
+            primal_out, res = out
+            flat_out, tree = pytree.tree_flatten(primal_out)
+            if tree != out_tree:
+                raise TypeError(f"Custom VJP fwd rule {name} must produce primal outputs with "
+                                f"the same structure as the function ({out_tree}), got {tree}.")
+            res_leaves, res_tree = pytree.tree_flatten(res)
+            res_trees.append(res_tree)
+            return flat_out, [_as_array(r) for r in res_leaves]
+
+        def flat_bwd(residuals, cts):
+            res = res_trees[-1].unflatten(residuals)
+            nondiff = [static[i] for i in sorted(static)]
+            cts_in = self.bwd(*nondiff, res, out_tree.unflatten(cts))
+            if not isinstance(cts_in, (tuple, list)) or len(cts_in) != len(dyn):
+                raise TypeError(
+                    "Custom VJP bwd rule must produce an output with the same container "
+                    "(pytree) structure as the args tuple of the primal function, and in "
+                    "particular must produce a tuple of length equal to the number of "
+                    f"arguments to the primal function, but got bwd output structure "
+                    f"{pytree.tree_structure(cts_in)} for primal input structure {in_tree}.")
+            flat = []
+            for ct, arg in zip(cts_in, dyn):
+                arg_tree = pytree.tree_structure(arg)
+                if ct is None:
+                    flat.extend([None] * arg_tree.num_leaves)
+                    continue
+                ct_leaves, ct_tree = pytree.tree_flatten(ct)
+                if ct_tree != arg_tree:
+                    raise TypeError(f"Custom VJP bwd rule {name} produced a cotangent of "
+                                    f"structure {ct_tree} for an argument of structure "
+                                    f"{arg_tree}.")
+                flat.extend(ct_leaves)
+            return flat
+
+        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=closed, fwd=flat_fwd,
+                                      bwd=flat_bwd, num_consts=len(consts), name=name)
+        return out_tree.unflatten(outs)
