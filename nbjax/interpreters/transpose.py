@@ -72,10 +72,10 @@ def backward_pass(jaxpr, consts, cotangents_out, linear=None):
         with provenance(tag):
             ct = cts if eqn.primitive.multiple_results else cts[0]
             cts_in = eqn.primitive.rule("transpose")(ct, *map(read, eqn.invars), **eqn.params)
-        for a, ct_in in zip(eqn.invars, cts_in):
-            if ct_in is None or isinstance(a, Literal) or a not in linear_vars:
-                continue
-            ct_env[a] = add_tangents(ct_env.get(a, Zero(a.aval)), ct_in)
+            for a, ct_in in zip(eqn.invars, cts_in):
+                if ct_in is None or isinstance(a, Literal) or a not in linear_vars:
+                    continue
+                ct_env[a] = add_tangents(ct_env.get(a, Zero(a.aval)), ct_in)
     return [ct_env.get(v, Zero(v.aval)) if is_lin else None
             for v, is_lin in zip(jaxpr.invars, linear)]
 

@@ -1,0 +1,261 @@
+"""Autodiff API: jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev, hessian,
+custom rules, checkpoint, composition with vmap, errors, and the jaxprs reverse mode stages."""
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax.test_util import check_grads
+
+rng = np.random.RandomState(1)
+
+
+def randn(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def test_seed_grad_of_sum_of_cubes_is_exact():
+    g = nbjax.grad(lambda x: jnp.sum(x ** 3))(jnp.array([1.0, 2.0, 3.0, 4.0]))
+    np.testing.assert_array_equal(np.asarray(g), [3.0, 12.0, 27.0, 48.0])
+
+
+def test_grad_argnums_has_aux_and_value_and_grad():
+    f = lambda x, y: jnp.sum(jnp.sin(x) * y)
+    x, y = randn(3), randn(3)
+    gx, gy = nbjax.grad(f, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(gx, np.cos(x) * y, rtol=1e-5)
+    np.testing.assert_allclose(gy, np.sin(x), rtol=1e-5)
+    np.testing.assert_allclose(nbjax.grad(f, argnums=1)(x, y), np.sin(x), rtol=1e-5)
+    (value, aux), g = nbjax.value_and_grad(lambda x: (jnp.sum(x ** 2), x * 3), has_aux=True)(x)
+    np.testing.assert_allclose(value, np.sum(x ** 2), rtol=1e-5)
+    np.testing.assert_allclose(aux, x * 3, rtol=1e-6)
+    np.testing.assert_allclose(g, 2 * x, rtol=1e-6)
+    g, aux = nbjax.grad(lambda x: (jnp.sum(x), {"n": 1}), has_aux=True)(x)
+    assert aux == {"n": 1}
+
+
+def test_grad_over_pytrees():
+    params = {"w": randn(3, 2), "b": randn(2)}
+    x = randn(4, 3)
+    loss = lambda p: jnp.sum(jnp.tanh(x @ p["w"] + p["b"]) ** 2)
+    g = nbjax.grad(loss)(params)
+    assert set(g) == {"w", "b"} and g["w"].shape == (3, 2)
+    check_grads(loss, (params,), order=1)
+
+
+def test_higher_order_and_composition():
+    f = lambda x: jnp.sin(x) * x ** 2
+    x = np.float32(0.7)
+    d2 = nbjax.grad(nbjax.grad(f))(x)
+    expected = -np.sin(x) * x ** 2 + 4 * x * np.cos(x) + 2 * np.sin(x)
+    np.testing.assert_allclose(d2, expected, rtol=1e-5)
+    check_grads(f, (x,), order=2)
+    xs = randn(5)
+    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f))(xs),
+                               [nbjax.grad(f)(v) for v in xs], rtol=1e-6)
+    np.testing.assert_allclose(nbjax.grad(lambda v: nbjax.vmap(f)(v).sum())(xs),
+                               nbjax.vmap(nbjax.grad(f))(xs), rtol=1e-6)
+
+
+def test_per_example_gradients():
+    w = randn(3)
+    xs, ys = randn(6, 3), randn(6)
+    loss = lambda w, x, y: (jnp.dot(x, w) - y) ** 2
+    per_example = nbjax.vmap(nbjax.grad(loss), in_axes=(None, 0, 0))(w, xs, ys)
+    expected = np.stack([2 * (x @ w - y) * x for x, y in zip(xs, ys)])
+    np.testing.assert_allclose(per_example, expected, rtol=1e-4, atol=1e-5)
+
+
+def _numeric_jacobian(f, x, eps=1e-3):
+    x = np.asarray(x, np.float64)
+    cols = []
+    for i in range(x.size):
+        dx = np.zeros(x.size)
+        dx[i] = eps
+        dx = dx.reshape(x.shape)
+        cols.append((np.asarray(f(x + dx), np.float64) - np.asarray(f(x - dx))) / (2 * eps))
+    return np.stack(cols, axis=-1).reshape(np.shape(f(x)) + x.shape)
+
+
+def test_jacobians_and_hessian_against_finite_differences():
+    f = lambda x: jnp.stack([jnp.sum(jnp.sin(x)), jnp.prod(x), x[0] * x[1] ** 2])
+    x = randn(3)
+    num = _numeric_jacobian(lambda v: f(v.astype(np.float32)), x)
+    np.testing.assert_allclose(nbjax.jacfwd(f)(x), num, rtol=2e-2, atol=2e-3)
+    np.testing.assert_allclose(nbjax.jacrev(f)(x), num, rtol=2e-2, atol=2e-3)
+    np.testing.assert_allclose(nbjax.jacfwd(nbjax.jacrev(f))(x),
+                               nbjax.jacrev(nbjax.jacfwd(f))(x), rtol=1e-4, atol=1e-5)
+    g = lambda x: jnp.sum(x ** 3) + x[0] * x[1]
+    h = nbjax.hessian(g)(x)
+    expected = np.diag(6 * x) + np.array([[0, 1, 0], [1, 0, 0], [0, 0, 0]])
+    np.testing.assert_allclose(h, expected, rtol=1e-5, atol=1e-5)
+    m = randn(2, 3)
+    jac = nbjax.jacrev(lambda m: m * 2.0)(m)
+    assert jac.shape == (2, 3, 2, 3)
+    np.testing.assert_allclose(jac, 2 * np.eye(6).reshape(2, 3, 2, 3))
+    jac = nbjax.jacfwd(lambda a, b: a * b, argnums=(0, 1))(randn(2), randn(2))
+    assert isinstance(jac, tuple) and jac[0].shape == (2, 2)
+
+
+def test_jvp_and_linearize():
+    x, t = randn(4), randn(4)
+    out, tout = nbjax.jvp(jnp.sin, (x,), (t,))
+    np.testing.assert_allclose(out, np.sin(x), rtol=1e-6)
+    np.testing.assert_allclose(tout, np.cos(x) * t, rtol=1e-5)
+    out, f_jvp = nbjax.linearize(lambda x: jnp.exp(x) * 2.0, x)
+    np.testing.assert_allclose(f_jvp(t), np.exp(x) * 2 * t, rtol=1e-5)
+    with pytest.raises(TypeError, match="tuples or lists"):
+        nbjax.jvp(jnp.sin, x, t)
+    with pytest.raises(TypeError, match="dtypes must be equal"):
+        nbjax.jvp(jnp.sin, (x,), (t.astype(np.int32),))
+
+
+def test_vjp_structure_errors():
+    out, pullback = nbjax.vjp(lambda x: (x, x * 2), randn(3))
+    with pytest.raises(TypeError, match="Tree structure"):
+        pullback(randn(3))
+    with pytest.raises(ValueError, match="Shape of cotangent"):
+        pullback((randn(2), randn(3)))
+
+
+def test_grad_errors():
+    with pytest.raises(TypeError, match="scalar-output.*jacrev"):
+        nbjax.grad(jnp.sin)(randn(3))
+    with pytest.raises(TypeError, match="allow_int"):
+        nbjax.grad(lambda x: x * 2.0)(3)
+    g = nbjax.grad(lambda x, y: y * 2.0, allow_int=True)(3, 1.0)
+    assert g.dtype == nbjax.core.dtypes.float0
+    with pytest.raises(TypeError, match="real-valued outputs"):
+        nbjax.grad(lambda x: x.astype(jnp.int32))(1.0)
+    with pytest.raises(TypeError, match="holomorphic=True requires inputs with complex"):
+        nbjax.grad(lambda x: x, holomorphic=True)(1.0)
+
+
+def test_holomorphic_grad():
+    z = np.complex64(1.0 + 2.0j)
+    np.testing.assert_allclose(nbjax.grad(lambda z: z ** 2, holomorphic=True)(z), 2 * z,
+                               rtol=1e-6)
+
+
+def test_stop_gradient():
+    g = nbjax.grad(lambda x: x * nbjax.lax.stop_gradient(x))(np.float32(3.0))
+    assert float(g) == 3.0
+
+
+def test_custom_jvp_and_defjvps():
+    @nbjax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), 2.0 * jnp.cos(x) * t  # deliberately twice the true derivative
+
+    x = np.float32(0.4)
+    np.testing.assert_allclose(nbjax.grad(f)(x), 2 * np.cos(x), rtol=1e-6)
+    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f))(randn(3) * 0 + x),
+                               np.full(3, 2 * np.cos(x)), rtol=1e-6)
+    np.testing.assert_allclose(nbjax.jacfwd(f)(x), 2 * np.cos(x), rtol=1e-6)
+
+    g = nbjax.custom_jvp(lambda x, y: x * y)
+    g.defjvps(lambda t, ans, x, y: t * y * 10.0, None)
+    np.testing.assert_allclose(nbjax.grad(g)(np.float32(2.0), np.float32(3.0)), 30.0)
+
+    def outer(c):
+        h = nbjax.custom_jvp(lambda x: x * c)
+        h.defjvp(lambda p, t: (p[0] * c, t[0] * c))
+        return h(1.0)
+    with pytest.raises(TypeError, match="closed-over value"):
+        nbjax.grad(outer)(np.float32(2.0))
+
+
+def test_custom_jvp_nondiff_argnums():
+    @nbjax.custom_jvp
+    def clip_grad(x):
+        return x
+    clip_grad.defjvp(lambda p, t: (p[0], jnp.clip(t[0], -1.0, 1.0)))
+    assert float(nbjax.grad(lambda x: clip_grad(x) * 5.0)(np.float32(1.0))) == 5.0
+
+    f = nbjax.custom_jvp(lambda n, x: x ** n, nondiff_argnums=(0,))
+    f.defjvp(lambda n, p, t: (p[0] ** n, n * p[0] ** (n - 1) * t[0]))
+    np.testing.assert_allclose(nbjax.grad(f, argnums=1)(3, np.float32(2.0)), 12.0)
+
+
+def test_custom_vjp():
+    @nbjax.custom_vjp
+    def f(x, y):
+        return jnp.sin(x) * y
+
+    def fwd(x, y):
+        return f(x, y), (jnp.cos(x), jnp.sin(x), y)
+
+    def bwd(res, g):
+        cos_x, sin_x, y = res
+        return (cos_x * g * y, sin_x * g)
+
+    f.defvjp(fwd, bwd)
+    x, y = np.float32(0.5), np.float32(2.0)
+    gx, gy = nbjax.grad(f, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose([gx, gy], [np.cos(x) * y, np.sin(x)], rtol=1e-6)
+    xs = randn(4)
+    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f), in_axes=(0, None))(xs, y),
+                               np.cos(xs) * y, rtol=1e-5)
+    np.testing.assert_allclose(nbjax.grad(lambda v: nbjax.vmap(f, (0, None))(v, y).sum())(xs),
+                               np.cos(xs) * y, rtol=1e-5)
+    with pytest.raises(TypeError, match="forward-mode"):
+        nbjax.jvp(f, (x, y), (x, y))
+
+    bad = nbjax.custom_vjp(lambda x, y: x * y)
+    bad.defvjp(lambda x, y: (x * y, (x, y)), lambda res, g: (g,))
+    with pytest.raises(TypeError, match="same container"):
+        nbjax.grad(bad)(x, y)
+
+
+def test_checkpoint_recomputes_in_backward_pass():
+    f = nbjax.checkpoint(lambda x: jnp.sin(jnp.sin(x)))
+    x = np.float32(0.5)
+    np.testing.assert_allclose(nbjax.grad(f)(x), np.cos(np.sin(x)) * np.cos(x), rtol=1e-6)
+    check_grads(f, (x,), order=2)
+    assert nbjax.remat is nbjax.checkpoint
+    closed = nbjax.make_jaxpr(nbjax.grad(f))(x)
+    nbjax.core.check_jaxpr(closed.jaxpr)
+    assert closed.eqns[0].primitive.name == "checkpoint"
+    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f))(randn(3)),
+                               [nbjax.grad(f)(v) for v in randn(3) * 0 + x], rtol=1e-6)
+
+
+def test_grad_jaxpr_is_forward_then_backward_with_provenance():
+    def f(x):
+        y = jnp.sin(x)
+        return y * x
+    closed = nbjax.make_jaxpr(nbjax.grad(f))(np.float32(1.0))
+    text = str(closed)
+    assert text == ("{ lambda ; a:f32[]. let\n"
+                    "    b:f32[] = sin a\n"
+                    "    c:f32[] = cos a\n"
+                    "    _:f32[] = mul b a\n"
+                    "    d:f32[] = mul b 1.0:f32[]\n"
+                    "    e:f32[] = mul 1.0:f32[] a\n"
+                    "    f:f32[] = mul e c\n"
+                    "    g:f32[] = add_any d f\n"
+                    "  in (g,) }")
+    phases = [(e.primitive.name, e.provenance.phase, e.provenance.primitive)
+              for e in closed.eqns]
+    assert phases[:3] == [("sin", "forward", "sin"), ("cos", "forward", "sin"),
+                          ("mul", "forward", "mul")]
+    backward = [p for p in phases if p[1] == "backward"]
+    assert ("mul", "backward", "sin") in backward and ("mul", "backward", "mul") in backward
+    sin_ids = {e.provenance.id for e in closed.eqns if e.provenance.primitive == "sin"}
+    assert len(sin_ids) == 1  # forward sin/cos and backward mul are linked
+    assert all(e.source_info.function == "f" for e in closed.eqns
+               if e.provenance.phase == "forward")
+
+
+def test_while_loop_reverse_mode_error_suggests_scan():
+    def f(x):
+        return nbjax.lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
+    np.testing.assert_allclose(nbjax.jvp(f, (np.float32(1.0),), (np.float32(1.0),))[1], 16.0)
+    with pytest.raises(ValueError, match="scan"):
+        nbjax.grad(f)(np.float32(1.0))

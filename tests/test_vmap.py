@@ -1,0 +1,148 @@
+"""vmap's API: in_axes/out_axes (ints, None, negative, pytree prefixes), keyword arguments,
+nesting, collectives, the jaxprs it stages, and its errors."""
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import lax
+
+rng = np.random.RandomState(0)
+
+
+def randn(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def loop(f, in_axes, args, out_axis=0):
+    """The reference: apply f to each slice and stack the results."""
+    size = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
+    outs = [f(*[a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, in_axes)])
+            for i in range(size)]
+    return np.stack([np.asarray(o) for o in outs], axis=out_axis)
+
+
+@pytest.mark.parametrize("in_axes", [(0, 0), (1, None), (-1, 0), (None, 1), (0, -2)])
+def test_elementwise_against_loop(in_axes):
+    f = lambda x, y: jnp.sin(x) * y + x
+    shapes = {0: (3, 4), 1: (4, 3), -1: (4, 3), -2: (3, 4), None: (4,)}
+    x = randn(*shapes[in_axes[0]])
+    y = randn(*shapes[in_axes[1]])
+    np.testing.assert_allclose(nbjax.vmap(f, in_axes)(x, y), loop(f, in_axes, (x, y)),
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("out_axes", [0, 1, -1])
+def test_out_axes(out_axes):
+    x = randn(3, 4, 5)
+    f = lambda a: a * 2.0
+    out = nbjax.vmap(f, out_axes=out_axes)(x)
+    np.testing.assert_allclose(out, loop(f, (0,), (x,), out_axis=out_axes), rtol=1e-6)
+
+
+def test_unbatched_output_is_broadcast_for_out_axes():
+    out = nbjax.vmap(lambda x, c: c, in_axes=(0, None))(randn(3, 2), np.float32(7))
+    np.testing.assert_array_equal(out, np.full(3, 7, np.float32))
+    out = nbjax.vmap(lambda x: (x, 1.0), out_axes=(0, None))(randn(3))
+    assert float(out[1]) == 1.0
+    with pytest.raises(ValueError, match="out_axes is None"):
+        nbjax.vmap(lambda x: x, out_axes=None)(randn(3))
+
+
+def test_pytree_in_axes_and_kwargs():
+    params = {"w": randn(4, 3), "b": randn(3)}
+    xs = randn(5, 4)
+
+    def predict(params, x):
+        return jnp.tanh(jnp.dot(x, params["w"]) + params["b"])
+    out = nbjax.vmap(predict, in_axes=({"w": None, "b": None}, 0))(params, xs)
+    expected = np.stack([np.tanh(x @ params["w"] + params["b"]) for x in xs])
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+    out = nbjax.vmap(predict, in_axes=(None, 0))(params, xs)
+    np.testing.assert_allclose(out, expected, rtol=1e-5)
+    out = nbjax.vmap(lambda a, b=None: a + b)(randn(3), b=randn(3))
+    assert out.shape == (3,)
+
+
+def test_nested_vmap_pairwise_distances():
+    d = lambda a, b: jnp.sqrt(jnp.sum((a - b) ** 2))
+    xs, ys = randn(4, 3), randn(5, 3)
+    pairwise = nbjax.vmap(nbjax.vmap(d, (None, 0)), (0, None))(xs, ys)
+    expected = np.sqrt(((xs[:, None, :] - ys[None, :, :]) ** 2).sum(-1))
+    np.testing.assert_allclose(pairwise, expected, rtol=1e-5)
+
+
+def test_vmap_inside_and_around_make_jaxpr():
+    x = randn(3, 4)
+    closed = nbjax.make_jaxpr(nbjax.vmap(lambda a: jnp.sin(a) + 1.0))(x)
+    assert str(closed) == ("{ lambda ; a:f32[3,4]. let\n    b:f32[3,4] = sin a\n"
+                           "    c:f32[3,4] = add b 1.0:f32[]\n  in (c,) }")
+    # make_jaxpr inside vmap traces the per-example function
+    out = nbjax.vmap(lambda a: len(nbjax.make_jaxpr(jnp.sin)(a).eqns) + a)(x)
+    np.testing.assert_allclose(out, x + 1)
+
+
+def test_seed_batched_matvec_is_one_dot_general():
+    m, v = randn(10, 6), randn(4, 6)
+    f = nbjax.vmap(jnp.dot, in_axes=(None, 0))
+    np.testing.assert_allclose(f(m, v), (m @ v.T).T, rtol=1e-5)
+    eqns = nbjax.make_jaxpr(f)(m, v).eqns
+    assert [e.primitive.name for e in eqns] == ["dot_general"]
+
+
+def test_collectives_under_vmap():
+    x = randn(4, 3)
+    np.testing.assert_allclose(nbjax.vmap(lambda a: lax.psum(a, "i"), axis_name="i")(x),
+                               np.broadcast_to(x.sum(0), x.shape), rtol=1e-5)
+    np.testing.assert_allclose(nbjax.vmap(lambda a: a - lax.pmean(a, "i"), axis_name="i")(x),
+                               x - x.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(nbjax.vmap(lambda a: lax.pmax(a, "i"), axis_name="i")(x),
+                               np.broadcast_to(x.max(0), x.shape))
+    np.testing.assert_allclose(nbjax.vmap(lambda a: lax.pmin(a, "i"), axis_name="i")(x),
+                               np.broadcast_to(x.min(0), x.shape))
+    np.testing.assert_array_equal(nbjax.vmap(lambda a: lax.axis_index("i"), axis_name="i")(x),
+                                  np.arange(4))
+    gathered = nbjax.vmap(lambda a: lax.all_gather(a, "i"), axis_name="i")(x)
+    np.testing.assert_array_equal(gathered, np.broadcast_to(x, (4, 4, 3)))
+    # an unbatched value summed over the axis counts every member
+    np.testing.assert_allclose(
+        nbjax.vmap(lambda a: lax.psum(1.0, "i"), axis_name="i")(x), np.full(4, 4.0))
+
+
+def test_collectives_in_nested_vmaps_name_the_right_axis():
+    x = randn(2, 3)
+    out = nbjax.vmap(nbjax.vmap(lambda a: lax.psum(a, "outer"), axis_name="inner"),
+                     axis_name="outer")(x)
+    np.testing.assert_allclose(out, np.broadcast_to(x.sum(0), x.shape), rtol=1e-6)
+    out = nbjax.vmap(nbjax.vmap(lambda a: lax.psum(a, ("outer", "inner")), axis_name="inner"),
+                     axis_name="outer")(x)
+    np.testing.assert_allclose(out, np.full(x.shape, x.sum()), rtol=1e-5)
+
+
+def test_unbound_axis_name():
+    with pytest.raises(NameError, match="unbound axis name: j"):
+        nbjax.vmap(lambda a: lax.psum(a, "j"), axis_name="i")(randn(3))
+
+
+def test_inconsistent_sizes_error_lists_each_argument():
+    with pytest.raises(ValueError) as info:
+        nbjax.vmap(lambda x, y: x + y)(randn(3), randn(4))
+    msg = str(info.value)
+    assert "inconsistent sizes" in msg and "size 3" in msg and "size 4" in msg
+    assert "argument x" in msg and "argument y" in msg
+
+
+def test_in_axes_errors():
+    with pytest.raises(ValueError, match="rank should be at least 2"):
+        nbjax.vmap(lambda x: x, in_axes=1)(randn(3))
+    with pytest.raises(ValueError, match="tree prefix"):
+        nbjax.vmap(lambda x, y: x, in_axes=(0,))(randn(3), randn(3))
+    with pytest.raises(ValueError, match="tree prefix"):
+        nbjax.vmap(lambda x: x, in_axes=({"a": 0},))([randn(3)])
+    with pytest.raises(TypeError, match="in_axes"):
+        nbjax.vmap(lambda x: x, in_axes="0")(randn(3))
+    with pytest.raises(ValueError, match="at least one non-None"):
+        nbjax.vmap(lambda x: x, in_axes=None)(randn(3))
+    out = nbjax.vmap(lambda x: x * 2, in_axes=None, axis_size=3)(np.float32(2))
+    np.testing.assert_array_equal(out, [4, 4, 4])
