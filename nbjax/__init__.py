@@ -13,6 +13,7 @@ from .api import (grad, hessian, jacfwd, jacrev, jvp, linearize, make_jaxpr,  # 
 from . import lax, numpy  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
 from .custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
+from .jit import jit  # noqa: F401
 
 __version__ = "0.1.0"
 

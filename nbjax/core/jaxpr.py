@@ -145,6 +145,12 @@ class _Names:
             self.names[atom] = _letters(next(self.counter))
         return self.names[atom]
 
+    def suggest(self, for_vars, like_vars):
+        """Name a call's inner variables like the outer ones they are bound to (as JAX)."""
+        for f, like in zip(for_vars, like_vars):
+            if isinstance(f, Var) and isinstance(like, Var) and f not in self.names:
+                self.names[f] = self(like)
+
 
 def _unused_outvars(jaxpr):
     """Outputs of equations that nothing reads print as ``_``, as in JAX."""
@@ -184,17 +190,23 @@ def _open(j):
 
 
 def _pp_params(params, names):
+    """Params in sorted order, unless the primitive's pp_params gave a list of pairs."""
     if not params:
         return pp.concat([])
+    items = params if isinstance(params, list) else sorted(params.items())
     return pp.group(pp.concat([
         pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(
-            pp.brk(), [_pp_param(k, params[k], names) for k in sorted(params)])])),
+            pp.brk(), [_pp_param(k, v, names) for k, v in items])])),
         pp.brk(""), pp.text("]")]))
 
 
 def pp_eqn(eqn, names, width=None):
     lhs = _pp_vars(eqn.outvars, names, typed=True)
     params = eqn.primitive.pp_params(eqn.params)
+    callee = eqn.params.get("jaxpr") if eqn.primitive.is_call else None
+    if callee is not None:
+        names.suggest(_open(callee).invars, eqn.invars)
+        names.suggest(_open(callee).outvars, eqn.outvars)
     rhs = [pp.text(eqn.primitive.name), _pp_params(params, names),
            pp.text(" ") + _pp_vars(eqn.invars, names)]
     if not eqn.outvars:

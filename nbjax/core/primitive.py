@@ -5,6 +5,8 @@ A primitive's rules are looked up by kind:
 - ``abstract_eval(*avals, **params)``: output aval(s); checks shapes and dtypes.
 - ``impl(*ndarrays, **params)``: the reference implementation on NumPy arrays.
 - ``jvp``, ``transpose``, ``batch``: filled in by the transformations.
+- ``partial_eval`` (optional): how partial evaluation splits the primitive when only some
+  operands are known (primitives with sub-jaxprs), instead of staging all of it.
 - ``lowering`` (one per backend): filled in by the compiler's backends.
 
 Rules for one primitive are written together in ``nbjax.lax``; a missing rule raises
@@ -13,7 +15,7 @@ Rules for one primitive are written together in ``nbjax.lax``; a missing rule ra
 
 from .trace import check_live, current_trace
 
-RULE_KINDS = ("abstract_eval", "impl", "jvp", "transpose", "batch")
+RULE_KINDS = ("abstract_eval", "impl", "jvp", "transpose", "batch", "partial_eval")
 
 
 class Primitive:
@@ -23,6 +25,7 @@ class Primitive:
         self.rules = {}
         self.lowerings = {}  # backend name -> lowering rule
         self.pp_hidden = ()  # params not printed in jaxprs (implied by the output type)
+        self.is_call = False  # a call of its ``jaxpr`` param on its operands (jit)
 
     def pp_params(self, params):
         """The params a jaxpr prints for this primitive (JAX hides some, e.g. shapes)."""

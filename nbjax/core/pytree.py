@@ -52,7 +52,7 @@ def register_dataclass(cls=None, data_fields=None, meta_fields=None):
 
 
 def _dict_flatten(d):
-    keys = sorted(d)
+    keys = tuple(sorted(d))
     return [d[k] for k in keys], keys
 
 
@@ -131,7 +131,8 @@ class PyTreeDef:
                 and self.children_defs == other.children_defs)
 
     def __hash__(self):
-        data = self.node_data if _hashable(self.node_data) else id(self.node_data)
+        # Unhashable aux data is left out: equal trees still hash equal.
+        data = self.node_data if _hashable(self.node_data) else None
         return hash((self.node_class, data, self.children_defs))
 
     def _str(self):

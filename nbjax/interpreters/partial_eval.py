@@ -19,10 +19,23 @@ class PartialEvalTrace(JaxprTrace):
         return isinstance(x, JaxprTracer) and x._trace is self
 
     def process_primitive(self, primitive, args, params):
-        if not any(map(self.is_unknown, args)):
+        unknowns = [self.is_unknown(a) for a in args]
+        if not any(unknowns):
             with set_current_trace(self.parent):
                 return primitive.bind(*args, **params)
+        rule = primitive.rules.get("partial_eval")
+        if rule is not None:
+            return rule(self, args, unknowns, **params)
+        return self.stage(primitive, args, params)
+
+    def stage(self, primitive, args, params):
+        """Record the operation in the jaxpr of unknowns."""
         return super().process_primitive(primitive, args, params)
+
+    def compute_known(self, primitive, args, params):
+        """Compute an operation whose operands are all known, in the parent trace."""
+        with set_current_trace(self.parent):
+            return primitive.bind(*args, **params)
 
 
 def linearize_flat(fun, primals, description="linearize"):

@@ -83,8 +83,7 @@ def unop(name, impl, kind, result_dtype=None):
         check_dtype(name, x, kind)
         if result_dtype is None:
             return x
-        out = result_dtype(x.dtype)
-        return ShapedArray(x.shape, out, x.weak_type and not dtypes.is_bool(out))
+        return ShapedArray(x.shape, result_dtype(x.dtype), x.weak_type)
     prim.def_abstract_eval(abstract_eval)
     prim.def_impl(impl)
     prim.def_batch(elementwise_batcher(prim))
@@ -103,8 +102,7 @@ def binop(name, impl, kinds, result_dtype=None):
         same_dtypes(name, avals)
         shape = broadcast_shapes(name, *(a.shape for a in avals))
         dtype = avals[0].dtype if result_dtype is None else result_dtype(avals[0].dtype)
-        weak = all(a.weak_type for a in avals) and not dtypes.is_bool(dtype)
-        return ShapedArray(shape, dtype, weak)
+        return ShapedArray(shape, dtype, all(a.weak_type for a in avals))
     prim.def_abstract_eval(abstract_eval)
     prim.def_impl(impl)
     prim.def_batch(elementwise_batcher(prim))

@@ -46,8 +46,7 @@ def result_type(*args):
 def promote_dtypes(*args):
     """Convert operands to their common dtype (weak only if every operand is weak)."""
     dtype, weak = result_type(*args)
-    return [lax.convert_element_type(to_array(a), dtype, weak_type=weak and get_aval(a).weak_type)
-            for a in args]
+    return [lax.convert_element_type(to_array(a), dtype, weak_type=weak) for a in args]
 
 
 def promote_dtypes_inexact(*args):
@@ -55,8 +54,7 @@ def promote_dtypes_inexact(*args):
     dtype, weak = result_type(*args)
     if not dtypes.is_inexact(dtype):
         dtype = dtypes.default_float()
-    return [lax.convert_element_type(to_array(a), dtype, weak_type=weak and get_aval(a).weak_type)
-            for a in args]
+    return [lax.convert_element_type(to_array(a), dtype, weak_type=weak) for a in args]
 
 
 def broadcast_shapes(*shapes, name="broadcast_shapes"):

@@ -1,0 +1,1 @@
+"""Backends that execute jaxprs: the reference interpreter (CPU llvmlite and GPU CuPy next)."""

@@ -1,0 +1,140 @@
+"""jit with the reference backend: caching and retracing, static arguments, pytrees, closures,
+and every transformation through jit (the compiler backends plug in behind it)."""
+
+import logging
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax.test_util import check_grads
+
+rng = np.random.RandomState(2)
+
+
+def randn(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def test_jit_matches_eager_and_caches_per_signature():
+    calls = []
+
+    @nbjax.jit
+    def f(x, y):
+        calls.append(1)
+        return {"s": jnp.sin(x) * y, "t": (x + y,)}
+
+    x, y = randn(3), randn(3)
+    out = f(x, y)
+    np.testing.assert_allclose(out["s"], np.sin(x) * y, rtol=1e-6)
+    np.testing.assert_allclose(out["t"][0], x + y, rtol=1e-6)
+    f(randn(3), randn(3))
+    assert len(calls) == 1 and f.trace_count == 1
+    f(randn(4), randn(4))
+    assert f.trace_count == 2
+    f(np.float32(1.0), 2.0)  # weak-typed Python float: a different signature
+    assert f.trace_count == 3
+
+
+def test_static_args_and_errors():
+    f = nbjax.jit(lambda x, n: x * n, static_argnums=1)
+    np.testing.assert_allclose(f(randn(2) * 0 + 1, 3), [3, 3])
+    f(np.ones(2, np.float32), 3)
+    assert f.trace_count == 1
+    f(np.ones(2, np.float32), 4)
+    assert f.trace_count == 2
+    g = nbjax.jit(lambda x, *, mode: x * 2 if mode == "double" else x, static_argnames="mode")
+    np.testing.assert_allclose(g(np.ones(2, np.float32), mode="double"), [2, 2])
+    with pytest.raises(TypeError, match="Non-hashable static"):
+        f(np.ones(2, np.float32), [1])
+
+    def branchy(x):
+        if x > 0:
+            return x
+        return -x
+    with pytest.raises(nbjax.ConcretizationTypeError, match="static_argnums"):
+        nbjax.jit(branchy)(1.0)
+    with pytest.raises(TypeError, match="callable"):
+        nbjax.jit(3)
+
+
+def test_retrace_reason_is_reported(caplog):
+    f = nbjax.jit(lambda x, n: x * n, static_argnums=1)
+    nbjax.config.update("explain_cache_misses", True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="nbjax"):
+            f(np.ones(2, np.float32), 1)
+            f(np.ones(3, np.float32), 1)
+            f(np.ones(3, np.float32), 2)
+    finally:
+        nbjax.config.update("explain_cache_misses", False)
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("changed type from f32[2] to f32[3]" in m for m in messages)
+    assert any("static argument 1 changed from 1 to 2" in m for m in messages)
+
+
+def test_closures_over_arrays_and_tracers():
+    c = randn(3)
+    f = nbjax.jit(lambda x: x * c)
+    np.testing.assert_allclose(f(np.ones(3, np.float32)), c)
+
+    def outer(y):
+        return nbjax.jit(lambda x: x * y)(np.float32(2.0))
+    assert float(nbjax.grad(outer)(np.float32(3.0))) == 2.0
+
+
+def test_jit_of_jit_and_decorator_with_options():
+    inner = nbjax.jit(lambda x: jnp.cos(x) + 1.0)
+
+    @nbjax.jit
+    def outer(x):
+        return inner(x) * 2.0
+    x = randn(4)
+    np.testing.assert_allclose(outer(x), (np.cos(x) + 1) * 2, rtol=1e-6)
+    closed = nbjax.make_jaxpr(outer)(x)
+    assert closed.eqns[0].primitive.name == "jit"
+    inner_eqns = closed.eqns[0].params["jaxpr"].eqns
+    assert inner_eqns[0].primitive.name == "jit"
+
+    @nbjax.jit(static_argnums=0)
+    def power(n, x):
+        return x ** n
+    np.testing.assert_allclose(power(3, x), x ** 3, rtol=1e-5)
+
+
+def test_transformations_through_jit():
+    f = nbjax.jit(lambda x: jnp.sin(x) * x)
+    x = randn(5)
+    df = lambda v: np.cos(v) * v + np.sin(v)
+    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f))(x), df(x), rtol=1e-5)
+    np.testing.assert_allclose(nbjax.grad(lambda v: f(v).sum())(x), df(x), rtol=1e-5)
+    np.testing.assert_allclose(nbjax.jit(nbjax.grad(lambda v: f(v).sum()))(x), df(x),
+                               rtol=1e-5)
+    np.testing.assert_allclose(nbjax.jit(nbjax.vmap(nbjax.grad(f)))(x), df(x), rtol=1e-5)
+    np.testing.assert_allclose(nbjax.vmap(f)(x), np.sin(x) * x, rtol=1e-6)
+    check_grads(f, (x,), order=2)
+
+
+def test_grad_of_jit_splits_forward_and_backward_calls():
+    f = nbjax.jit(lambda x: jnp.sin(x) * 2.0)
+    closed = nbjax.make_jaxpr(nbjax.grad(f))(np.float32(1.0))
+    assert str(closed) == (
+        "{ lambda ; a:f32[]. let\n"
+        "    _:f32[] b:f32[] = jit[\n"
+        "      name=<lambda>\n"
+        "      jaxpr={ lambda ; a:f32[]. let\n"
+        "          c:f32[] = sin a\n"
+        "          b:f32[] = cos a\n"
+        "          _:f32[] = mul c 2.0:f32[]\n"
+        "        in (_, b) }\n"
+        "    ] a\n"
+        "    d:f32[] = jit[\n"
+        "      name=<lambda>\n"
+        "      jaxpr={ lambda ; b:f32[] e:f32[]. let\n"
+        "          f:f32[] = mul e 2.0:f32[]\n"
+        "          d:f32[] = mul f b\n"
+        "        in (d,) }\n"
+        "    ] b 1.0:f32[]\n"
+        "  in (d,) }")
+    nbjax.core.check_jaxpr(closed.jaxpr)
