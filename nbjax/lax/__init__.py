@@ -7,6 +7,7 @@ from .control_flow import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .parallel import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .slicing import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403

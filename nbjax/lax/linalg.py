@@ -14,8 +14,46 @@ import operator
 import numpy as np
 
 from ..core import Primitive, ShapedArray, dtypes, get_aval
+from ..interpreters import ad
+from ..interpreters.transpose import is_undefined
 
 __all__ = ["Precision", "dot_general", "dot_general_p", "dot"]
+
+
+# --- rules shared with convolution ---------------------------------------------------------
+
+def bilinear_jvp(prim):
+    """The JVP of a primitive linear in each operand separately (a product):
+    ``d(lhs . rhs) = dlhs . rhs + lhs . drhs``."""
+    def rule(primals, tangents, **params):
+        lhs, rhs = primals
+        t_lhs, t_rhs = tangents
+        out = prim.bind(lhs, rhs, **params)
+        tangent = ad.Zero(ad.tangent_aval(get_aval(out)))
+        if not isinstance(t_lhs, ad.Zero):
+            tangent = ad.add_tangents(tangent, prim.bind(t_lhs, rhs, **params))
+        if not isinstance(t_rhs, ad.Zero):
+            tangent = ad.add_tangents(tangent, prim.bind(lhs, t_rhs, **params))
+        return out, tangent
+    return rule
+
+
+def bilinear_transpose(transpose_lhs, transpose_rhs):
+    """The transpose rule of a bilinear primitive: exactly one operand is the linear unknown;
+    ``transpose_lhs(ct, lhs_aval, rhs, **params)`` (and the mirror image) give its cotangent,
+    cast to its dtype."""
+    def rule(ct, lhs, rhs, **params):
+        if is_undefined(lhs):
+            return [_cast(transpose_lhs(ct, lhs.aval, rhs, **params), lhs.aval), None]
+        return [None, _cast(transpose_rhs(ct, lhs, rhs.aval, **params), rhs.aval)]
+    return rule
+
+
+def _cast(x, aval):
+    from .elementwise import convert_element_type
+    if get_aval(x).dtype == aval.dtype:
+        return x
+    return convert_element_type(x, aval.dtype, aval.weak_type)
 
 
 # --- precision -----------------------------------------------------------------------------
@@ -228,6 +266,82 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
         product = np.matmul(as_accumulation(a, acc), np.swapaxes(as_accumulation(b, acc), 1, 2))
     batch_shape = tuple(lhs.shape[d] for d in lb)
     return finish_accumulation(product, dtype).reshape(batch_shape + lhs_free + rhs_free)
+
+
+# --- dot_general's transformation rules ----------------------------------------------------
+
+dot_general_p.def_jvp(bilinear_jvp(dot_general_p))
+
+
+def _dot_general_transpose_lhs(ct, x_aval, y, *, dimension_numbers, swap_ans=False,
+                               **params):
+    """The cotangent of ``x`` in ``dot_general(x, y)`` (``swap_ans``: in ``dot_general(y,
+    x)``): contract the cotangent with ``y`` over the axes ``y`` kept, matching batch axes,
+    then put the axes back in ``x``'s order."""
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_kept = _free_axes(x_aval.ndim, x_contract, x_batch)
+    y_kept = _free_axes(get_aval(y).ndim, y_contract, y_batch)
+    n_batch = len(x_batch)
+    # The product's axes: batch, then lhs free, then rhs free; y's are lhs free if swapped.
+    y_first = n_batch if swap_ans else n_batch + len(x_kept)
+    ans_y = tuple(range(y_first, y_first + len(y_kept)))
+    ans_batch = tuple(range(n_batch))
+    product = dot_general_p.bind(ct, y, dimension_numbers=DotDimensionNumbers(
+        ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))), **params)
+    # product's axes: x's batch axes, x's kept axes, then y's contracted axes in ascending
+    # order, each of which stands for the x axis it was contracted with.
+    x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract)]
+    x_axes = list(x_batch) + x_kept + x_contract_by_y
+    return _transpose(product, tuple(np.argsort(x_axes)))
+
+
+def _dot_general_transpose_rhs(ct, x, y_aval, *, dimension_numbers, **params):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    swapped = ((y_contract, x_contract), (y_batch, x_batch))
+    return _dot_general_transpose_lhs(ct, y_aval, x, dimension_numbers=swapped,
+                                      swap_ans=True, **params)
+
+
+def _transpose(x, permutation):
+    from .structural import transpose
+    return transpose(x, permutation)
+
+
+dot_general_p.def_transpose(bilinear_transpose(_dot_general_transpose_lhs,
+                                               _dot_general_transpose_rhs))
+
+
+def _shift_past(axes, bdim):
+    """Axes of an unbatched operand, renumbered for the operand with a batch axis at bdim."""
+    return tuple(a + (a >= bdim) for a in axes)
+
+
+def _dot_general_batch_rule(axis_data, vals, dims, *, dimension_numbers, **params):
+    """vmap of dot_general without moving any axis: two batched operands get one more batch
+    axis pair (first, so the result's batch axis is 0); a batched operand alone keeps its
+    batch axis as a free axis, which the result holds where dot_general puts free axes."""
+    lhs, rhs = vals
+    lbd, rbd = dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if lbd is not None and rbd is not None:
+        new_dims = (((_shift_past(lc, lbd), _shift_past(rc, rbd)),
+                     ((lbd,) + _shift_past(lb, lbd), (rbd,) + _shift_past(rb, rbd))))
+        out_dim = 0
+    elif lbd is not None:
+        lhs_free = _free_axes(get_aval(lhs).ndim - 1, lc, lb)
+        new_dims = ((_shift_past(lc, lbd), rc), (_shift_past(lb, lbd), rb))
+        out_dim = len(lb) + sum(d < lbd for d in lhs_free)
+    else:
+        rhs_free = _free_axes(get_aval(rhs).ndim - 1, rc, rb)
+        new_dims = ((lc, _shift_past(rc, rbd)), (lb, _shift_past(rb, rbd)))
+        lhs_out_axes = get_aval(lhs).ndim - len(lc)  # batch + free axes of lhs
+        out_dim = lhs_out_axes + sum(d < rbd for d in rhs_free)
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=DotDimensionNumbers(new_dims),
+                             **params)
+    return out, out_dim
+
+
+dot_general_p.def_batch(_dot_general_batch_rule)
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,

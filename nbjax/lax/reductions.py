@@ -1,3 +1,532 @@
-"""TODO: being written."""
+"""Reductions over axes, arg-reductions, cumulative (scan-like) reductions, and ``lax.reduce``.
 
-__all__ = []
+- ``reduce_sum``, ``reduce_prod``, ``reduce_max``, ``reduce_min``, ``reduce_and``,
+  ``reduce_or``, ``reduce_xor`` (param ``axes``): an empty reduction gives the monoid's
+  identity (``reduce_max`` of nothing is ``-inf``, or the integer minimum), as XLA does.
+- ``argmax``, ``argmin`` (params ``axes``, ``index_dtype``): the first maximum wins, and a NaN
+  counts as the maximum (and the minimum), so the first NaN wins.
+- ``cumsum``, ``cumprod``, ``cummax``, ``cummin``, ``cumlogsumexp`` (params ``axis``,
+  ``reverse``).
+"""
+
+import operator
+
+import numpy as np
+
+from ..core import Primitive, ShapedArray, Tracer, dtypes, get_aval, pytree, to_numpy
+from ..interpreters import ad
+from ..interpreters.staging import trace_to_jaxpr
+# Module imports: these modules' rules may import this one in turn.
+from . import elementwise, slicing, structural
+from .standard import ANY, INEXACT, INT_OR_BOOL, NUMBER, ORDERED, check_dtype
+
+__all__ = ["reduce_sum", "reduce_sum_p", "reduce_prod", "reduce_prod_p",
+           "reduce_max", "reduce_max_p", "reduce_min", "reduce_min_p",
+           "reduce_and", "reduce_and_p", "reduce_or", "reduce_or_p",
+           "reduce_xor", "reduce_xor_p", "reduce",
+           "argmax", "argmax_p", "argmin", "argmin_p",
+           "cumsum", "cumsum_p", "cumprod", "cumprod_p", "cummax", "cummax_p",
+           "cummin", "cummin_p", "cumlogsumexp", "cumlogsumexp_p"]
+
+
+def _accumulation_dtype(dtype):
+    """Sums and products of float16 accumulate in float32, as XLA does on the CPU."""
+    return dtypes.float32 if dtype == dtypes.float16 else dtype
+
+
+# --- identities ----------------------------------------------------------------------------
+
+def _lowest(dtype):
+    if dtypes.is_bool(dtype):
+        return False
+    if dtypes.is_int(dtype):
+        return np.iinfo(dtype).min
+    return -np.inf
+
+
+def _highest(dtype):
+    if dtypes.is_bool(dtype):
+        return True
+    if dtypes.is_int(dtype):
+        return np.iinfo(dtype).max
+    return np.inf
+
+
+def _no_bits(dtype):
+    """The identity of OR and XOR: zero (False for bools)."""
+    return np.zeros((), dtype)[()]
+
+
+def _all_ones(dtype):
+    """The identity of AND: every bit set (True for bools, -1 for signed ints)."""
+    return True if dtypes.is_bool(dtype) else np.array(-1).astype(dtype)
+
+
+# --- the reductions over axes --------------------------------------------------------------
+
+def _check_axes(aval, axes):
+    if any(not 0 <= a < aval.ndim for a in axes):
+        raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
+                         f"{aval.dtype.name}{list(aval.shape)}.")
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
+
+
+def _reduction(name, kind, impl, keeps_weak_type=True):
+    """A primitive reducing ``axes`` away; ``impl(x, axes)`` computes on a NumPy array."""
+    prim = Primitive(name)
+
+    def abstract_eval(x, *, axes, out_sharding=None):
+        if kind is INT_OR_BOOL and not kind[1](x.dtype):  # JAX's wording for these three
+            raise TypeError(f"logical reduction requires operand dtype bool or int, got "
+                            f"{x.dtype.name}.")
+        check_dtype(name, x, kind)
+        _check_axes(x, axes)
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return ShapedArray(shape, x.dtype, x.weak_type and keeps_weak_type)
+
+    def impl_rule(x, *, axes, out_sharding=None):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(impl(x, axes)).astype(x.dtype, copy=False)
+    prim.def_abstract_eval(abstract_eval)
+    prim.def_impl(impl_rule)
+    prim.def_batch(_reduction_batch_rule(prim))
+    return prim
+
+
+def _reduction_batch_rule(prim):
+    """vmap of a reduction: reduce the same axes of the batched value; the batch axis is never
+    among them, so it stays in the result (moved left by the reduced axes before it)."""
+    def rule(axis_data, vals, dims, *, axes, **params):
+        (x,), (bdim,) = vals, dims
+        batched_axes = tuple(a + (a >= bdim) for a in axes)
+        return prim.bind(x, axes=batched_axes, **params), bdim - sum(a < bdim for a in axes)
+    return rule
+
+
+def _sum(x, axes):
+    return np.sum(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
+
+
+def _prod(x, axes):
+    return np.prod(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
+
+
+def _signed_zero_as_xla(result, x, axes, negative):
+    """XLA orders -0.0 below +0.0 in max/min; NumPy returns whichever zero it met first.
+
+    A zero result of max is +0.0 if any +0.0 was reduced (of min: -0.0 if any -0.0 was).
+    """
+    if not dtypes.is_float(x.dtype):
+        return result
+    found = np.any((x == 0) & (np.signbit(x) == negative), axis=axes)
+    preferred, other = (-0.0, 0.0) if negative else (0.0, -0.0)
+    return np.where(result == 0, np.where(found, preferred, other), result)
+
+
+def _max(x, axes):
+    result = np.max(x, axis=axes, initial=_lowest(x.dtype))
+    return _signed_zero_as_xla(result, x, axes, negative=False)
+
+
+def _min(x, axes):
+    result = np.min(x, axis=axes, initial=_highest(x.dtype))
+    return _signed_zero_as_xla(result, x, axes, negative=True)
+
+
+def _bitwise(ufunc, identity):
+    def impl(x, axes):
+        return ufunc.reduce(x, axis=axes, initial=identity(x.dtype))
+    return impl
+
+
+reduce_sum_p = _reduction("reduce_sum", NUMBER, _sum)
+reduce_prod_p = _reduction("reduce_prod", NUMBER, _prod)
+reduce_max_p = _reduction("reduce_max", ANY, _max)  # complex numbers compare lexicographically
+reduce_min_p = _reduction("reduce_min", ANY, _min)
+reduce_and_p = _reduction("reduce_and", INT_OR_BOOL, _bitwise(np.bitwise_and, _all_ones),
+                          keeps_weak_type=False)
+reduce_or_p = _reduction("reduce_or", INT_OR_BOOL, _bitwise(np.bitwise_or, _no_bits),
+                         keeps_weak_type=False)
+reduce_xor_p = _reduction("reduce_xor", INT_OR_BOOL, _bitwise(np.bitwise_xor, _no_bits),
+                          keeps_weak_type=False)
+
+
+# --- derivatives of the reductions over axes -----------------------------------------------
+
+def _kept_axes(ndim, axes):
+    return tuple(d for d in range(ndim) if d not in axes)
+
+
+def _reduce_sum_transpose(ct, x, *, axes, out_sharding=None):
+    """Every summed element received the sum's cotangent: broadcast it back."""
+    shape = x.aval.shape
+    return [structural.broadcast_in_dim(ct, shape, _kept_axes(len(shape), axes))]
+
+
+ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    """The JVP of a tree of pairwise products (as JAX's), which is right at zeros too.
+
+    The textbook ``prod(x) / x_i * t_i`` divides by zero; multiplying halves together in
+    log2(n) rounds uses only ``mul``, whose derivatives hold everywhere, at every order.
+    """
+    (x,), (t,) = primals, tangents
+    outs, tangents_out = ad.jvp_flat(lambda v: [_product_tree(v)],
+                                     [_reduced_axes_first(x, axes)],
+                                     [_reduced_axes_first(t, axes)])
+    return outs[0], tangents_out[0]
+
+
+def _reduced_axes_first(x, axes):
+    """``x`` with the reduced ``axes`` moved to the front and flattened into one axis."""
+    shape = get_aval(x).shape
+    kept = _kept_axes(len(shape), axes)
+    moved = structural.transpose(x, tuple(axes) + kept)
+    size = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    return structural.reshape(moved, (size,) + tuple(shape[d] for d in kept))
+
+
+def _product_tree(x):
+    """The product over axis 0, multiplying the first half by the second until one is left
+    (an odd element out waits for the next round)."""
+    aval = get_aval(x)
+    n = aval.shape[0]
+    if n == 0:
+        return structural.full(aval.shape[1:], 1, aval.dtype)
+    while n > 1:
+        half = n // 2
+        product = elementwise.mul(slicing.slice_in_dim(x, 0, half),
+                                  slicing.slice_in_dim(x, half, 2 * half))
+        if n % 2:
+            product = structural.concatenate([product, slicing.slice_in_dim(x, n - 1, n)], 0)
+        x, n = product, half + n % 2
+    return structural.squeeze(x, (0,))
+
+
+reduce_prod_p.def_jvp(_reduce_prod_jvp)
+
+
+def _chooser_jvp(g, ans, x, *, axes):
+    """reduce_max/min pass on the tangent of the chosen element; ties share it equally (the
+    mean of the tied tangents), as JAX does."""
+    shape = get_aval(x).shape
+    kept = _kept_axes(len(shape), axes)
+    chosen = elementwise.eq(x, structural.broadcast_in_dim(ans, shape, kept))
+    location_indicators = elementwise.convert_element_type(chosen, get_aval(g).dtype)
+    counts = reduce_sum(location_indicators, axes)
+    return elementwise.div(reduce_sum(elementwise.mul(g, location_indicators), axes), counts)
+
+
+ad.defjvp2(reduce_max_p, _chooser_jvp)
+ad.defjvp2(reduce_min_p, _chooser_jvp)
+for _prim in (reduce_and_p, reduce_or_p, reduce_xor_p):
+    ad.defjvp_zero(_prim)
+
+
+def _canonical_axes(axes):
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    return tuple(operator.index(a) for a in axes)
+
+
+def reduce_sum(operand, axes, *, out_sharding=None):
+    """Sum over ``axes`` (non-negative ints)."""
+    if out_sharding is not None:
+        raise NotImplementedError("reduce_sum: out_sharding is not supported")
+    return reduce_sum_p.bind(operand, axes=_canonical_axes(axes), out_sharding=None)
+
+
+def reduce_prod(operand, axes):
+    return reduce_prod_p.bind(operand, axes=_canonical_axes(axes))
+
+
+def reduce_max(operand, axes):
+    return reduce_max_p.bind(operand, axes=_canonical_axes(axes))
+
+
+def reduce_min(operand, axes):
+    return reduce_min_p.bind(operand, axes=_canonical_axes(axes))
+
+
+def reduce_and(operand, axes):
+    return reduce_and_p.bind(operand, axes=_canonical_axes(axes))
+
+
+def reduce_or(operand, axes):
+    return reduce_or_p.bind(operand, axes=_canonical_axes(axes))
+
+
+def reduce_xor(operand, axes):
+    return reduce_xor_p.bind(operand, axes=_canonical_axes(axes))
+
+
+# --- lax.reduce: a reduction given by its binary computation -------------------------------
+
+# The primitive a one-equation computation is made of -> (reduction, its identity).
+_MONOIDS = {
+    "add": (reduce_sum, lambda dtype: 0),
+    "mul": (reduce_prod, lambda dtype: 1),
+    "max": (reduce_max, _lowest),
+    "min": (reduce_min, _highest),
+    "and": (reduce_and, _all_ones),
+    "or": (reduce_or, _no_bits),
+    "xor": (reduce_xor, _no_bits),
+}
+
+
+def _monoid_name(computation, dtype):
+    """The name of the primitive ``computation(a, b)`` applies to scalars, when it is exactly
+    one primitive applied to both arguments; otherwise None."""
+    scalar = ShapedArray((), dtype)
+    jaxpr, consts = trace_to_jaxpr(lambda a, b: [computation(a, b)], [scalar, scalar],
+                                   "lax.reduce computation")
+    if consts or len(jaxpr.eqns) != 1:
+        return None
+    eqn, = jaxpr.eqns
+    if set(eqn.invars) != set(jaxpr.invars) or jaxpr.outvars != eqn.outvars:
+        return None
+    return eqn.primitive.name
+
+
+def _is_identity(init, dtype, identity):
+    if isinstance(init, Tracer):
+        return False
+    return bool(np.all(to_numpy(init) == identity(dtype)))
+
+
+def reduce(operands, init_values, computation, dimensions):
+    """Reduce ``operands`` over ``dimensions`` with the binary ``computation`` from
+    ``init_values`` (``lax.reduce``).
+
+    The common monoids (add, mul, max, min, and, or, xor) become their reduction primitive,
+    the result combined with ``init_values`` when it is not the identity. Other computations,
+    and several operands at once, are not implemented.
+    """
+    flat_operands, tree = pytree.tree_flatten(operands)
+    flat_inits, init_tree = pytree.tree_flatten(init_values)
+    if tree != init_tree:
+        raise ValueError(f"Operands must have the same tree structure as init_values: "
+                         f"{tree} vs. {init_tree}")
+    if len(flat_operands) != 1:
+        raise NotImplementedError(
+            f"lax.reduce of {len(flat_operands)} operands (a variadic reduction) is not "
+            "implemented; reduce each operand separately")
+    operand, init = flat_operands[0], flat_inits[0]
+    dtype = get_aval(operand).dtype
+    name = _monoid_name(computation, dtype)
+    if name not in _MONOIDS:
+        what = getattr(computation, "__name__", repr(computation))
+        raise NotImplementedError(
+            f"lax.reduce with computation {what} is not implemented: only add, mul, max, min, "
+            "and, or, xor (one primitive applied to both arguments) are supported")
+    reduction, identity = _MONOIDS[name]
+    out = reduction(operand, dimensions)
+    if not _is_identity(init, dtype, identity):
+        out = computation(out, init)
+    return out  # as JAX's monoid reductions return it, whatever the operands' tree
+
+
+# --- argmax / argmin -----------------------------------------------------------------------
+
+def _arg_reduction(name, np_arg):
+    """``argmax``/``argmin`` over one axis (``axes=(axis,)``), giving ``index_dtype`` indices.
+
+    NumPy's ``argmax``/``argmin`` already agree with JAX: the first extremum wins, NaN counts as
+    the extremum, and -0.0 equals 0.0.
+    """
+    prim = Primitive(name)
+
+    def abstract_eval(x, *, axes, index_dtype):
+        check_dtype(name, x, ORDERED)
+        if not dtypes.is_int(index_dtype):
+            raise TypeError(f"{name}: index_dtype must be an integer type, but got "
+                            f"{np.dtype(index_dtype).name}")
+        axis, = axes
+        if not 0 <= axis < x.ndim:
+            raise ValueError(f"Invalid axis {axis} for operand shape {x.shape}")
+        if x.shape[axis] == 0:
+            raise ValueError(f"argmin and argmax require non-empty reduced dimension. "
+                             f"operand.shape={x.shape} axis={axis}")
+        return ShapedArray(x.shape[:axis] + x.shape[axis + 1:], index_dtype)
+
+    def impl(x, *, axes, index_dtype):
+        return np_arg(x, axis=axes[0]).astype(index_dtype)
+    prim.def_abstract_eval(abstract_eval)
+    prim.def_impl(impl)
+    prim.def_batch(_reduction_batch_rule(prim))
+    ad.defjvp_zero(prim)  # integer indices: a float0 tangent
+    return prim
+
+
+argmax_p = _arg_reduction("argmax", np.argmax)
+argmin_p = _arg_reduction("argmin", np.argmin)
+
+
+def _index_dtype(index_dtype):
+    dt = np.dtype(index_dtype)
+    return dtypes.canonicalize(dt) if dtypes.is_int(dt) else dt  # non-ints: abstract_eval says
+
+
+def argmax(operand, axis, index_dtype):
+    """The index of the (first) maximum along ``axis``; NaN counts as the maximum."""
+    return argmax_p.bind(operand, axes=(operator.index(axis),),
+                         index_dtype=_index_dtype(index_dtype))
+
+
+def argmin(operand, axis, index_dtype):
+    """The index of the (first) minimum along ``axis``; NaN counts as the minimum."""
+    return argmin_p.bind(operand, axes=(operator.index(axis),),
+                         index_dtype=_index_dtype(index_dtype))
+
+
+# --- cumulative reductions -----------------------------------------------------------------
+
+def _cumulative(name, kind, accumulate):
+    """A primitive of running reductions along ``axis``, from the end when ``reverse``.
+
+    ``accumulate(x, axis)`` computes the forward running reduction on a NumPy array.
+    """
+    prim = Primitive(name)
+
+    def abstract_eval(x, *, axis, reverse):
+        check_dtype(name, x, kind)
+        if not 0 <= axis < x.ndim:
+            raise ValueError(f"{name}: axis {axis} is out of bounds for array of shape "
+                             f"{x.shape}")
+        return x
+
+    def impl(x, *, axis, reverse):
+        if reverse:
+            x = np.flip(x, axis)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            out = np.asarray(accumulate(x, axis)).astype(x.dtype, copy=False)
+        return np.flip(out, axis) if reverse else out
+    prim.def_abstract_eval(abstract_eval)
+    prim.def_impl(impl)
+    prim.def_batch(_cumulative_batch_rule(prim))
+    return prim
+
+
+def _cumulative_batch_rule(prim):
+    """vmap of a running reduction: the same running reduction, along the shifted axis."""
+    def rule(axis_data, vals, dims, *, axis, reverse):
+        (x,), (bdim,) = vals, dims
+        return prim.bind(x, axis=axis + (axis >= bdim), reverse=reverse), bdim
+    return rule
+
+
+def _running_sum(x, axis):
+    return np.cumsum(x, axis=axis, dtype=_accumulation_dtype(x.dtype))
+
+
+def _running_prod(x, axis):
+    return np.cumprod(x, axis=axis, dtype=_accumulation_dtype(x.dtype))
+
+
+def _running_logsumexp(x, axis):
+    """log(cumsum(exp(x))): ``logaddexp`` keeps real inputs from overflowing; complex inputs
+    are summed directly in complex128 (enough range for complex64 inputs)."""
+    if dtypes.is_complex(x.dtype):
+        return np.log(np.cumsum(np.exp(x.astype(dtypes.complex128)), axis=axis))
+    return np.logaddexp.accumulate(x.astype(_accumulation_dtype(x.dtype)), axis=axis)
+
+
+cumsum_p = _cumulative("cumsum", NUMBER, _running_sum)
+cumprod_p = _cumulative("cumprod", NUMBER, _running_prod)
+cummax_p = _cumulative("cummax", NUMBER, lambda x, axis: np.maximum.accumulate(x, axis=axis))
+cummin_p = _cumulative("cummin", NUMBER, lambda x, axis: np.minimum.accumulate(x, axis=axis))
+cumlogsumexp_p = _cumulative("cumlogsumexp", INEXACT, _running_logsumexp)
+
+
+# --- derivatives of the cumulative reductions ----------------------------------------------
+
+def _cumsum_transpose(ct, x, *, axis, reverse):
+    """Element i was added into every running sum from i on: its cotangent is the running
+    sum of the cotangents taken from the other end."""
+    return [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
+
+
+ad.deflinear(cumsum_p, _cumsum_transpose)
+
+
+def _prefix_scan(combine, x, axis, reverse):
+    """The running ``combine`` along ``axis`` in log2(n) rounds of element-wise ops (Hillis
+    and Steele's scan): after the round with ``shift`` s, element i holds the combination of
+    the 2s elements ending at i (starting at i when ``reverse``).
+
+    It is made of slices, concatenations and ``combine`` only, so autodiff sees through it:
+    the JVPs of cumprod, cummax, cummin and cumlogsumexp are its JVP, as JAX's are that of
+    its associative scan.
+    """
+    n = get_aval(x).shape[axis]
+    shift = 1
+    while shift < n:
+        combined = combine(slicing.slice_in_dim(x, 0, n - shift, axis=axis),
+                           slicing.slice_in_dim(x, shift, n, axis=axis))
+        if reverse:  # element i combines elements i and i + shift
+            pieces = [combined, slicing.slice_in_dim(x, n - shift, n, axis=axis)]
+        else:  # element i combines elements i - shift and i
+            pieces = [slicing.slice_in_dim(x, 0, shift, axis=axis), combined]
+        x = structural.concatenate(pieces, axis)
+        shift *= 2
+    return x
+
+
+def _logaddexp(a, b):
+    """``log(exp(a) + exp(b))`` without overflow: the larger (by real part) plus
+    ``log1p(exp(smaller - larger))``, smooth where a == b. Equal infinities, whose
+    difference is NaN, give ``a + b``."""
+    ew = elementwise
+    key = ew.real if dtypes.is_complex(get_aval(a).dtype) else (lambda v: v)
+    a_larger = ew.ge(key(a), key(b))
+    larger, smaller = ew.select(a_larger, a, b), ew.select(a_larger, b, a)
+    delta = ew.sub(smaller, larger)
+    return ew.select(ew.ne(delta, delta), ew.add(a, b),
+                     ew.add(larger, ew.log1p(ew.exp(delta))))
+
+
+def _scan_jvp(combine):
+    def rule(primals, tangents, *, axis, reverse):
+        outs, tangents_out = ad.jvp_flat(
+            lambda v: [_prefix_scan(combine, v, axis, reverse)], primals, tangents)
+        return outs[0], tangents_out[0]
+    return rule
+
+
+# (lambdas: ``elementwise`` may still be loading when this module is.)
+cumprod_p.def_jvp(_scan_jvp(lambda a, b: elementwise.mul(a, b)))
+cummax_p.def_jvp(_scan_jvp(lambda a, b: elementwise.max(a, b)))
+cummin_p.def_jvp(_scan_jvp(lambda a, b: elementwise.min(a, b)))
+cumlogsumexp_p.def_jvp(_scan_jvp(_logaddexp))
+
+
+def _cumulative_params(axis, reverse):
+    axis = operator.index(axis)
+    if axis < 0:
+        raise ValueError("XLA operations do not allow negative axes")
+    return dict(axis=axis, reverse=bool(reverse))
+
+
+def cumsum(operand, axis=0, reverse=False):
+    """Running sums along ``axis`` (from the end when ``reverse``)."""
+    return cumsum_p.bind(operand, **_cumulative_params(axis, reverse))
+
+
+def cumprod(operand, axis=0, reverse=False):
+    return cumprod_p.bind(operand, **_cumulative_params(axis, reverse))
+
+
+def cummax(operand, axis=0, reverse=False):
+    return cummax_p.bind(operand, **_cumulative_params(axis, reverse))
+
+
+def cummin(operand, axis=0, reverse=False):
+    return cummin_p.bind(operand, **_cumulative_params(axis, reverse))
+
+
+def cumlogsumexp(operand, axis=0, reverse=False):
+    """Running ``log(sum(exp(x)))`` along ``axis``, computed without overflow."""
+    return cumlogsumexp_p.bind(operand, **_cumulative_params(axis, reverse))

@@ -1,12 +1,695 @@
-"""TODO: being written."""
+"""NumPy indexing: ``x[idx]``, the ``x.at[idx]`` updates, ``take`` and index builders.
 
-__all__ = []
+Every index expression is first *normalized*: ``Ellipsis`` expanded, ``None`` turned into a
+new size-1 axis, concrete boolean masks turned into integer arrays, so that each axis of the
+(expanded) array has exactly one entry: a slice, an integer, or an integer array.
+
+Reading then takes one of two routes, as in JAX:
+
+- only slices and integers known at trace time: ``lax.slice`` / ``lax.rev`` / ``lax.squeeze``
+  (and ``lax.dynamic_slice`` for traced or out-of-range integers), no gather;
+- anything with integer arrays: one ``lax.gather``.
+
+Updates (``x.at[idx].set(y)`` ...) always use one ``lax.scatter*``. Gather and scatter share
+the description built by ``_gather_plan``: unit-step slices become *windows* (contiguous
+blocks copied whole), integers and arrays become coordinates, and strided slices become
+coordinate ranges with their own output axis.
+
+Out-of-bounds indices follow JAX, not NumPy: reading clamps (``promise_in_bounds``), updates
+are dropped (``drop``), ``take`` fills (NaN for floats); each accepts ``mode=``.
+"""
+
+import operator
+import warnings
+
+import numpy as np
+
+from .. import lax
+from ..core import Array, ConcretizationTypeError, Tracer, dtypes, get_aval
+from ..core.array import to_numpy
+from .util import canonicalize_axis, check_arraylike, to_array
+
+__all__ = ["NonConcreteBooleanIndexError", "take", "take_along_axis", "indices", "ix_",
+           "unravel_index", "ravel_multi_index", "diag_indices", "diag_indices_from",
+           "tril_indices", "triu_indices", "tril_indices_from", "triu_indices_from"]
 
 
-def _getitem(x, idx):
-    raise NotImplementedError("indexing is being written")
+class NonConcreteBooleanIndexError(IndexError, TypeError):
+    """A traced boolean mask: the result's shape would depend on the mask's values.
+
+    An IndexError as in JAX, and a TypeError like JAX's other concretization errors.
+    """
+
+
+# --- normalizing an index ------------------------------------------------------------------
+
+def _is_array(i):
+    return isinstance(i, (Array, Tracer, np.ndarray, np.generic))
+
+
+def _is_concrete(i):
+    return not isinstance(i, Tracer)
+
+
+def _check_index_dtype(dtype):
+    if not (dtypes.is_int(dtype) or dtypes.is_bool(dtype)):
+        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
+                        f"{np.dtype(dtype).name}")
+
+
+def _as_index_entry(i):
+    """One element of an index tuple, with lists made arrays and dtypes checked."""
+    if i is None or i is Ellipsis or isinstance(i, slice):
+        return i
+    if isinstance(i, (bool, np.bool_)):
+        return bool(i)
+    if isinstance(i, (int, np.integer)):
+        return int(i)
+    if isinstance(i, (list, tuple)):
+        i = np.asarray(i) if len(i) else np.zeros(0, dtypes.default_int())
+    if isinstance(i, (float, complex)):
+        _check_index_dtype(np.result_type(i))
+    if not _is_array(i):
+        raise TypeError(f"Indexing an array with {type(i).__name__} {i!r} is not supported; "
+                        "use integers, slices, None, ..., or integer or boolean arrays.")
+    _check_index_dtype(i.dtype)
+    if isinstance(i, (np.ndarray, np.generic)) and np.ndim(i) == 0 and dtypes.is_int(i.dtype):
+        return int(i)
+    return i
+
+
+def _axes_consumed(i):
+    """How many axes of the array an index entry uses up."""
+    if i is None or i is Ellipsis or isinstance(i, bool):
+        return 0
+    if _is_array(i) and dtypes.is_bool(i.dtype):
+        return np.ndim(i)
+    return 1
+
+
+def _normalize_index(shape, idx):
+    """Expand ``idx`` into ``(new_axes, entries)`` with one entry per axis of the array
+    after size-1 axes are inserted at ``new_axes`` (for ``None`` and scalar booleans)."""
+    if isinstance(idx, list):
+        raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
+                        "allowed; use `arr[array(seq)]` instead of `arr[seq]`.")
+    idx = tuple(map(_as_index_entry, idx if isinstance(idx, tuple) else (idx,)))
+    if sum(i is Ellipsis for i in idx) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(map(_axes_consumed, idx))
+    if used > len(shape):
+        raise IndexError(f"Too many indices: array is {len(shape)}-dimensional, but {used} "
+                         "were indexed")
+    if not any(i is Ellipsis for i in idx):
+        idx = idx + (Ellipsis,)
+    new_axes, entries, axis = [], [], 0
+    for i in idx:
+        if i is Ellipsis:
+            rest = len(shape) - used
+            entries += [slice(None)] * rest
+            axis += rest
+        elif i is None or isinstance(i, bool):
+            # A new size-1 axis; a scalar boolean also selects it all (True) or none (False).
+            new_axes.append(len(entries))
+            entries.append(slice(None) if i is None else np.arange(int(i)))
+        elif _is_array(i) and dtypes.is_bool(i.dtype):
+            entries += _boolean_mask_to_integers(i, shape[axis:axis + np.ndim(i)], new_axes,
+                                                 len(entries))
+            axis += np.ndim(i)
+        else:
+            entries.append(i)
+            axis += 1
+    return new_axes, entries
+
+
+def _boolean_mask_to_integers(mask, axis_sizes, new_axes, position):
+    """A concrete mask's integer coordinates (``np.nonzero``); a scalar mask adds an axis."""
+    if not _is_concrete(mask):
+        raise NonConcreteBooleanIndexError(
+            f"Array boolean indices must be concrete; got {get_aval(mask).str_short()}. "
+            "A boolean mask selects a number of elements known only at run time; use "
+            "jnp.where(mask, x, other) or the size= argument of jnp.nonzero instead.")
+    mask = np.asarray(mask)
+    if mask.ndim == 0:
+        new_axes.append(position)
+        return [np.arange(int(mask))]
+    if mask.shape != tuple(axis_sizes):
+        raise IndexError(f"boolean index did not match shape of indexed array in index "
+                         f"{position}: got {mask.shape}, expected {tuple(axis_sizes)}")
+    return list(np.nonzero(mask))
+
+
+def _is_static_int(i):
+    return isinstance(i, int)
+
+
+def _is_advanced(i):
+    """Integer arrays of rank >= 1 (rank-0 arrays behave as integers)."""
+    return _is_array(i) and np.ndim(i) > 0
+
+
+# --- reading without gather ----------------------------------------------------------------
+
+def _static_slice_bounds(s, size):
+    """``(start, count, step)`` of a slice on an axis of ``size``, clamped as NumPy does."""
+    start, stop, step = s.indices(size)
+    return start, len(range(start, stop, step)), step
+
+
+def _basic_getitem(x, entries):
+    """Slices and integers: lax.slice + rev, dynamic_slice for traced integers, squeeze.
+
+    Static integers out of range are clamped (JAX's reading rule), so they are slices too.
+    """
+    shape = get_aval(x).shape
+    starts, limits, strides, reversed_axes = [], [], [], []
+    dynamic = {}  # axis -> start index of a traced or out-of-range integer
+    for axis, (i, size) in enumerate(zip(entries, shape)):
+        if isinstance(i, slice):
+            start, count, step = _static_slice_bounds(i, size)
+            if step < 0:  # take the same elements in increasing order, then reverse
+                start, step = start + (count - 1) * step, -step
+                reversed_axes.append(axis)
+            first = start if count else 0
+            starts.append(first)
+            limits.append(first + (count - 1) * step + 1 if count else 0)
+            strides.append(step)
+        elif size == 0:
+            raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+        elif _is_static_int(i):  # out of range: clamped, as dynamic_slice would
+            start = min(max(_wrap_negative(i, size), 0), size - 1)
+            starts.append(start)
+            limits.append(start + 1)
+            strides.append(1)
+        else:
+            dynamic[axis] = _wrap_negative(i, size)
+            starts.append(0)
+            limits.append(size)
+            strides.append(1)
+    if (starts, limits) != ([0] * len(shape), list(shape)) or any(s != 1 for s in strides):
+        x = lax.slice(x, starts, limits, None if all(s == 1 for s in strides) else strides)
+    if reversed_axes:
+        x = lax.rev(x, reversed_axes)
+    if dynamic:
+        sizes = [1 if a in dynamic else d for a, d in enumerate(get_aval(x).shape)]
+        x = lax.dynamic_slice(x, [dynamic.get(a, 0) for a in range(len(shape))], sizes,
+                              allow_negative_indices=False)
+    int_axes = [a for a, i in enumerate(entries) if not isinstance(i, slice)]
+    return lax.squeeze(x, int_axes) if int_axes else x
+
+
+def _wrap_negative(i, size):
+    """``i + size`` where ``i < 0``: NumPy's negative indices (static or traced).
+
+    Traced indices are first widened to at least the default int, so ``i + size`` fits.
+    """
+    if isinstance(i, int):
+        return i + size if i < 0 else i
+    if isinstance(i, (np.ndarray, np.generic)):
+        i = np.asarray(i, np.int64)
+        return np.where(i < 0, i + size, i)
+    dtype = get_aval(i).dtype
+    i = lax.convert_element_type(i, dtypes.promote((dtype, False),
+                                                   (dtypes.default_int(), False))[0])
+    if not dtypes.is_signed_int(dtype):
+        return i
+    return lax.select_n(lax.lt(i, 0), i, lax.add(i, size))
+
+
+# --- the gather / scatter description ------------------------------------------------------
+
+class _GatherPlan:
+    """How an index expression reads or writes an array of ``shape``.
+
+    ``indices``: coordinates, shape ``batch_shape + (len(indexed_axes),)``;
+    ``indexed_axes``: the array axes the coordinates address (``start_index_map``);
+    ``window_axes``: array axes copied whole-block (unit-step slices), with ``window_sizes``;
+    ``window_out_dims``: where those blocks' axes sit in the result (``offset_dims``);
+    ``out_shape``: the result's shape.
+    """
+
+    def __init__(self, indices, indexed_axes, window_axes, window_sizes, window_out_dims,
+                 out_shape):
+        self.indices = indices
+        self.indexed_axes = tuple(indexed_axes)
+        self.window_axes = tuple(window_axes)
+        self.window_sizes = tuple(window_sizes)
+        self.window_out_dims = tuple(window_out_dims)
+        self.out_shape = tuple(out_shape)
+
+    def collapsed_axes(self, ndim):
+        return tuple(a for a in range(ndim) if a not in self.window_axes)
+
+    def slice_sizes(self, ndim):
+        sizes = dict(zip(self.window_axes, self.window_sizes))
+        return tuple(sizes.get(a, 1) for a in range(ndim))
+
+
+def _gather_plan(shape, entries):
+    """Describe ``entries`` (one per axis of ``shape``) as gather/scatter coordinates.
+
+    The result's axes follow NumPy: integer arrays (and integers, when arrays are present)
+    broadcast together into one block of axes, placed where the first of them is when they
+    are adjacent, and first otherwise; every slice keeps an axis in its place.
+    """
+    advanced = [a for a, i in enumerate(entries) if not isinstance(i, slice)]
+    block_shape = np.broadcast_shapes(*(np.shape(entries[a]) for a in advanced))
+
+    # Lay out the result axes: ("slice", axis) per sliced axis, and one ("block",).
+    layout = [("slice", a) for a, i in enumerate(entries) if isinstance(i, slice)]
+    if advanced:
+        adjacent = advanced == list(range(advanced[0], advanced[0] + len(advanced)))
+        slices_before = sum(isinstance(i, slice) for i in entries[:advanced[0]])
+        layout.insert(slices_before if adjacent else 0, ("block",))
+    out_shape, out_dim = [], {}
+    for item in layout:
+        out_dim[item] = len(out_shape)
+        if item == ("block",):
+            out_shape += block_shape
+        else:
+            out_shape.append(_static_slice_bounds(entries[item[1]], shape[item[1]])[1])
+
+    # Batch axes of the coordinates: every result axis that is not a window.
+    window_axes, window_sizes, window_out_dims, batch_dims = [], [], [], []
+    for item in layout:
+        if item[0] == "slice" and entries[item[1]].indices(shape[item[1]])[2] == 1:
+            window_axes.append(item[1])
+            window_sizes.append(out_shape[out_dim[item]])
+            window_out_dims.append(out_dim[item])
+        else:
+            first = out_dim[item]
+            batch_dims += range(first, first + (len(block_shape) if item == ("block",) else 1))
+    batch_shape = tuple(out_shape[d] for d in batch_dims)
+
+    def place(coord, dims):
+        """``coord`` with its axes moved to result axes ``dims`` within the batch shape."""
+        target = [1] * len(batch_shape)
+        for k, d in enumerate(dims):
+            target[batch_dims.index(d)] = np.shape(coord)[k]
+        return _reshape_any(coord, target)
+
+    coords, indexed_axes = [], []
+    for axis, i in enumerate(entries):
+        if isinstance(i, slice):
+            start, count, step = _static_slice_bounds(i, shape[axis])
+            if step == 1:
+                if start == 0 and count == shape[axis]:
+                    continue  # the whole axis: no coordinate needed
+                coord = np.array(start).reshape((1,) * len(batch_shape))
+            else:
+                d = out_dim[("slice", axis)]
+                coord = place(np.arange(count) * step + start, [d])
+        else:
+            b = out_dim[("block",)]
+            block_dims = range(b + len(block_shape) - np.ndim(i), b + len(block_shape))
+            coord = place(_wrap_negative(i, shape[axis]), list(block_dims))
+        coords.append(coord)
+        indexed_axes.append(axis)
+    indices = _stack_coordinates(coords, batch_shape)
+    return _GatherPlan(indices, indexed_axes, window_axes, window_sizes, window_out_dims,
+                       out_shape)
+
+
+def _reshape_any(x, shape):
+    if isinstance(x, (int, np.ndarray, np.generic)):
+        return np.reshape(x, shape)
+    return lax.reshape(x, tuple(shape))
+
+
+def _stack_coordinates(coords, batch_shape):
+    """Broadcast coordinates to ``batch_shape`` and stack them along a new last axis.
+
+    Coordinates known at trace time are combined with NumPy into one constant.
+    """
+    if all(isinstance(c, (np.ndarray, np.generic, int)) for c in coords):
+        dtype = np.result_type(*coords) if coords else np.int32
+        dtype = dtypes.canonicalize(dtype if dtypes.is_int(dtype) else np.int32)
+        stacked = np.stack([np.broadcast_to(c, batch_shape) for c in coords], axis=-1) \
+            if coords else np.zeros(batch_shape + (0,), dtype)
+        return to_array(stacked.astype(dtype))
+    dtype = dtypes.promote((dtypes.default_int(), False),
+                           *((get_aval(c).dtype, False) for c in coords
+                             if not isinstance(c, (np.ndarray, np.generic, int))))[0]
+    columns = []
+    for c in coords:
+        c = lax.convert_element_type(to_array(np.asarray(c, dtype)) if isinstance(
+            c, (np.ndarray, np.generic, int)) else c, dtype)
+        shape = get_aval(c).shape
+        columns.append(lax.broadcast_in_dim(c, batch_shape + (1,), range(len(shape))))
+    return lax.concatenate(columns, len(batch_shape))
+
+
+# --- reading -------------------------------------------------------------------------------
+
+def _mode_name(mode):
+    """'clip', 'fill_or_drop', 'promise_in_bounds' ... for a mode string or enum."""
+    return None if mode is None else getattr(mode, "name", str(mode)).lower()
+
+
+def _getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
+             unique_indices=False):
+    """``x[idx]`` with NumPy's indexing rules and JAX's out-of-bounds behaviour."""
+    x = to_array(x)
+    new_axes, entries = _normalize_index(get_aval(x).shape, idx)
+    if new_axes:
+        x = lax.expand_dims(x, new_axes)
+    shape = get_aval(x).shape
+    if not any(map(_is_advanced, entries)):
+        ints = [(i, n) for i, n in zip(entries, shape) if not isinstance(i, slice)]
+        in_bounds = all(_is_static_int(i) and -n <= i < n for i, n in ints)
+        if in_bounds or _mode_name(mode) in (None, "clip", "promise_in_bounds"):
+            return _basic_getitem(x, entries)
+    plan = _gather_plan(shape, entries)
+    dnums = lax.GatherDimensionNumbers(
+        offset_dims=plan.window_out_dims, collapsed_slice_dims=plan.collapsed_axes(len(shape)),
+        start_index_map=plan.indexed_axes)
+    return lax.gather(x, plan.indices, dimension_numbers=dnums,
+                      slice_sizes=plan.slice_sizes(len(shape)),
+                      mode="promise_in_bounds" if mode is None else mode,
+                      fill_value=fill_value, indices_are_sorted=indices_are_sorted,
+                      unique_indices=unique_indices)
+
+
+# --- updating: x.at[idx] -------------------------------------------------------------------
+
+def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices):
+    """``x`` with ``y`` combined into ``x[idx]`` by ``scatter_fn`` (a lax.scatter*)."""
+    x = to_array(x)
+    new_axes, entries = _normalize_index(get_aval(x).shape, idx)
+    if new_axes:
+        x = lax.expand_dims(x, new_axes)
+    shape = get_aval(x).shape
+    plan = _gather_plan(shape, entries)
+    y = _cast_update(x, y)
+    from .manipulation import broadcast_to
+    y = broadcast_to(y, plan.out_shape)
+    dnums = lax.ScatterDimensionNumbers(
+        update_window_dims=plan.window_out_dims,
+        inserted_window_dims=plan.collapsed_axes(len(shape)),
+        scatter_dims_to_operand_dims=plan.indexed_axes)
+    out = scatter_fn(x, plan.indices, y, dnums, indices_are_sorted=indices_are_sorted,
+                     unique_indices=unique_indices, mode="drop" if mode is None else mode)
+    return lax.squeeze(out, new_axes) if new_axes else out
+
+
+def _cast_update(x, y):
+    """``y`` in ``x``'s dtype; like JAX, warn when that is not a safe (promoting) cast."""
+    if isinstance(y, (list, tuple)):
+        y = np.asarray(y)
+    check_arraylike("scatter", y)
+    y = to_array(y)
+    x_aval, y_aval = get_aval(x), get_aval(y)
+    if dtypes.promote((x_aval.dtype, x_aval.weak_type), (y_aval.dtype, y_aval.weak_type))[0] \
+            != x_aval.dtype:
+        warnings.warn(f"scatter inputs have incompatible types: cannot safely cast value from "
+                      f"dtype={y_aval.dtype.name} to dtype={x_aval.dtype.name}. In future "
+                      "releases this may be an error.", FutureWarning, stacklevel=4)
+    return lax.convert_element_type(y, x_aval.dtype, weak_type=x_aval.weak_type)
+
+
+class _IndexUpdateRef:
+    """``x.at[idx]``: the methods that return a new array with ``x[idx]`` updated."""
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array, self.index = array, index
+
+    def __repr__(self):
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+    def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            fill_value=None):
+        """``x[idx]``, with a choice of out-of-bounds ``mode`` (and ``fill_value``)."""
+        return _getitem(self.array, self.index, mode, fill_value, indices_are_sorted,
+                        unique_indices)
+
+    def _update(self, scatter_fn, values, indices_are_sorted, unique_indices, mode):
+        return _scatter(self.array, self.index, values, scatter_fn, mode,
+                        indices_are_sorted, unique_indices)
+
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] = values``; with repeated indices, one of the values wins."""
+        return self._update(lax.scatter, values, indices_are_sorted, unique_indices, mode)
+
+    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] += values``, accumulating over repeated indices (``np.add.at``)."""
+        return self._update(lax.scatter_add, values, indices_are_sorted, unique_indices, mode)
+
+    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        from .ufuncs import negative
+        return self.add(negative(values), indices_are_sorted=indices_are_sorted,
+                        unique_indices=unique_indices, mode=mode)
+
+    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        return self._update(lax.scatter_mul, values, indices_are_sorted, unique_indices, mode)
+
+    mul = multiply
+
+    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        return self._update(lax.scatter_min, values, indices_are_sorted, unique_indices, mode)
+
+    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        return self._update(lax.scatter_max, values, indices_are_sorted, unique_indices, mode)
+
+    def _combine(self, ufunc_name, values, indices_are_sorted, unique_indices, mode):
+        """``ufunc(x, m)`` where ``m`` is the product of the values scattered onto ones:
+        how JAX defines ``divide`` and ``power`` (the result dtype is the ufunc's)."""
+        from . import creation, ufuncs
+        factors = _IndexUpdateRef(creation.ones_like(self.array), self.index).multiply(
+            values, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+            mode=mode)
+        return getattr(ufuncs, ufunc_name)(self.array, factors)
+
+    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        return self._combine("divide", values, indices_are_sorted, unique_indices, mode)
+
+    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        return self._combine("power", values, indices_are_sorted, unique_indices, mode)
 
 
 class _IndexUpdateHelper:
-    def __init__(self, x):
-        raise NotImplementedError(".at is being written")
+    """What ``x.at`` returns: indexing it gives the update methods for that index."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index):
+        return _IndexUpdateRef(self.array, index)
+
+    def __repr__(self):
+        return f"_IndexUpdateHelper({self.array!r})"
+
+
+# --- take and friends ----------------------------------------------------------------------
+
+def _index_array(name, x):
+    """An index argument as an array: lists become NumPy constants; dtype must be integer."""
+    if isinstance(x, (list, tuple)):
+        x = np.asarray(x, dtype=None if len(x) else np.int32)
+    check_arraylike(name, x)
+    x = x if isinstance(x, (Array, Tracer)) else to_array(x)
+    if not dtypes.is_int(get_aval(x).dtype):
+        raise TypeError(f"{name} requires integer indices, got {get_aval(x).dtype.name}")
+    return x
+
+
+def _apply_index_mode(name, indices, size, mode):
+    """Resolve NumPy-only modes: 'wrap' takes indices modulo ``size``; 'raise' is refused."""
+    if mode == "raise":
+        raise NotImplementedError(f"The 'raise' mode to jnp.{name} is not supported.")
+    if mode == "wrap":
+        from .ufuncs import remainder
+        return remainder(indices, size), "promise_in_bounds"
+    if _mode_name(mode) not in (None, "clip", "fill", "fill_or_drop", "promise_in_bounds"):
+        raise ValueError(f"jnp.{name}: invalid mode {mode!r}; expected 'fill', 'clip', "
+                         "'wrap' or 'promise_in_bounds'")
+    return indices, "fill" if mode is None else mode
+
+
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+         indices_are_sorted=False, fill_value=None):
+    """Elements of ``a`` at ``indices`` along ``axis`` (flattened when None).
+
+    Out-of-bounds indices give ``fill_value`` (NaN for inexact dtypes) unless ``mode`` says
+    otherwise: 'clip', 'wrap' or 'promise_in_bounds'.
+    """
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+    check_arraylike("take", a)
+    a = to_array(a)
+    indices = _index_array("take", indices)
+    if axis is None:
+        from .manipulation import ravel
+        a, axis = ravel(a), 0
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    indices, mode = _apply_index_mode("take", indices, get_aval(a).shape[axis], mode)
+    return _getitem(a, (slice(None),) * axis + (indices,), mode, fill_value,
+                    indices_are_sorted, unique_indices)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """``arr`` read at ``indices`` along ``axis``, the other axes matched (broadcasting)."""
+    check_arraylike("take_along_axis", arr)
+    arr = to_array(arr)
+    indices = _index_array("take_along_axis", indices)
+    if axis is None:
+        from .manipulation import ravel
+        arr, indices, axis = ravel(arr), ravel(indices), 0
+    ndim = get_aval(arr).ndim
+    if get_aval(indices).ndim != ndim:
+        raise ValueError(f"indices and arr must have the same number of dimensions; "
+                         f"{get_aval(indices).ndim} vs. {ndim}")
+    axis = canonicalize_axis(axis, ndim)
+    indices, mode = _apply_index_mode("take_along_axis", indices, get_aval(arr).shape[axis],
+                                      mode)
+    # Each other axis is indexed by its own range, shaped to broadcast against `indices`.
+    index = tuple(indices if d == axis else
+                  np.arange(n).reshape([n if k == d else 1 for k in range(ndim)])
+                  for d, n in enumerate(get_aval(arr).shape))
+    return _getitem(arr, index, mode, fill_value)
+
+
+# --- building indices ----------------------------------------------------------------------
+
+def indices(dimensions, dtype=None, sparse=False):
+    """Coordinate grids of an array of shape ``dimensions`` (stacked, or open if sparse)."""
+    dimensions = tuple(operator.index(d) for d in dimensions)
+    dtype = dtypes.canonicalize(dtype or dtypes.default_int())
+    n = len(dimensions)
+    if sparse:
+        return tuple(lax.broadcasted_iota(dtype, tuple(d if k == i else 1
+                                                       for k, d in enumerate(dimensions)), i)
+                     for i in range(n))
+    grids = [lax.broadcast_in_dim(lax.broadcasted_iota(dtype, dimensions, i),
+                                  (1,) + dimensions, range(1, n + 1)) for i in range(n)]
+    if not grids:
+        return to_array(np.zeros((0,), dtype))
+    return lax.concatenate(grids, 0)
+
+
+def ix_(*args):
+    """Open-mesh index arrays: the i-th 1-D argument reshaped along axis i."""
+    n = len(args)
+    out = []
+    for i, a in enumerate(args):
+        a = _index_array_or_bool("ix_", a)
+        if get_aval(a).ndim != 1:
+            raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
+                             f"{get_aval(a).shape}")
+        if dtypes.is_bool(get_aval(a).dtype):
+            a = to_array(np.nonzero(_concrete("ix_", a))[0].astype(dtypes.default_int()))
+        shape = [1] * n
+        shape[i] = get_aval(a).shape[0]
+        out.append(lax.reshape(a, tuple(shape)))
+    return tuple(out)
+
+
+def _index_array_or_bool(name, a):
+    if isinstance(a, (list, tuple)):
+        a = np.asarray(a, dtype=None if len(a) else np.int32)
+    check_arraylike(name, a)
+    return to_array(a)
+
+
+def _concrete(name, x):
+    """The NumPy value of ``x``, or ConcretizationTypeError naming ``name`` when traced."""
+    if isinstance(x, Tracer):
+        raise ConcretizationTypeError(
+            f"Abstract tracer value encountered where concrete value is expected: "
+            f"traced array {get_aval(x).str_short()} in jnp.{name}, whose result's shape "
+            "depends on its values. Pass a concrete array, or the size= argument where "
+            "there is one.")
+    return to_numpy(x) if isinstance(x, Array) else np.asarray(x)
+
+
+def unravel_index(indices, shape):
+    """Coordinates of flat ``indices`` in an array of ``shape`` (out-of-range ones clamp)."""
+    from . import ufuncs
+    check_arraylike("unravel_index", indices)
+    shape = tuple(operator.index(d) for d in shape)
+    indices = to_array(indices)
+    size = int(np.prod(shape))
+    if not shape:
+        return ()
+    clipped = ufuncs.clip(indices, -size, max(size - 1, 0)) if size else indices
+    flat = _wrap_negative(clipped, size)
+    out = []
+    for d in reversed(shape):
+        out.append(ufuncs.remainder(flat, d) if d else flat)
+        flat = ufuncs.floor_divide(flat, d) if d else flat
+    return tuple(reversed(out))
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """Flat indices of coordinate arrays into an array of shape ``dims``."""
+    from . import ufuncs
+    if order != "C":
+        raise NotImplementedError("jnp.ravel_multi_index: only order='C' is implemented")
+    dims = tuple(operator.index(d) for d in dims)
+    if len(multi_index) != len(dims):
+        raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
+    coords = [to_array(_index_array("ravel_multi_index", i)) for i in multi_index]
+    if mode == "raise":
+        for c, d in zip(coords, dims):
+            c = _concrete("ravel_multi_index", c)
+            if np.any((c < 0) | (c >= d)):
+                raise ValueError("invalid entry in coordinates array")
+    elif mode == "clip":
+        coords = [ufuncs.clip(c, 0, d - 1) for c, d in zip(coords, dims)]
+    elif mode == "wrap":
+        coords = [ufuncs.remainder(c, d) for c, d in zip(coords, dims)]
+    else:
+        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', or 'clip'")
+    flat = coords[0]
+    for c, d in zip(coords[1:], dims[1:]):
+        flat = ufuncs.add(ufuncs.multiply(flat, d), c)
+    return flat
+
+
+def diag_indices(n, ndim=2):
+    """The indices of the main diagonal of an ``(n,) * ndim`` array."""
+    n, ndim = operator.index(n), operator.index(ndim)
+    if n < 0 or ndim < 0:
+        raise ValueError(f"n and ndim must be non-negative, got n={n} ndim={ndim}")
+    return (lax.iota(dtypes.default_int(), n),) * ndim
+
+
+def diag_indices_from(arr):
+    shape = get_aval(to_array(arr)).shape
+    if len(shape) < 2 or len(set(shape)) != 1:
+        raise ValueError("All dimensions of input must be of equal length (and at least 2)")
+    return diag_indices(shape[0], len(shape))
+
+
+def _triangle_indices(np_fn, n, k, m):
+    rows, cols = np_fn(operator.index(n), operator.index(k),
+                       None if m is None else operator.index(m))
+    return tuple(to_array(c.astype(dtypes.default_int())) for c in (rows, cols))
+
+
+def tril_indices(n, k=0, m=None):
+    """Row and column indices of the lower triangle of an ``(n, m)`` array."""
+    return _triangle_indices(np.tril_indices, n, k, m)
+
+
+def triu_indices(n, k=0, m=None):
+    """Row and column indices of the upper triangle of an ``(n, m)`` array."""
+    return _triangle_indices(np.triu_indices, n, k, m)
+
+
+def _from_array(fn, arr, k):
+    shape = get_aval(to_array(arr)).shape
+    if len(shape) != 2:
+        raise ValueError("input array must be 2-d")
+    return fn(shape[0], k, shape[1])
+
+
+def tril_indices_from(arr, k=0):
+    return _from_array(tril_indices, arr, k)
+
+
+def triu_indices_from(arr, k=0):
+    return _from_array(triu_indices, arr, k)

@@ -1,3 +1,876 @@
-"""TODO: being written."""
+"""Shape and layout: reshaping, transposing, joining, splitting, padding, selecting.
 
-__all__ = []
+Everything here is built from lax's structural primitives (reshape, transpose, slice,
+concatenate, pad, broadcast_in_dim, select_n ...). Functions whose result's shape depends
+on array *values* (``nonzero``, ``repeat`` with array repeats, ``insert``/``delete``) need
+those values concrete, or a ``size=`` / ``total_repeat_length=`` argument, as in JAX.
+"""
+
+import builtins
+import math
+import operator
+
+import numpy as np
+
+from .. import lax
+from ..core import Array, Tracer, dtypes, get_aval
+from .indexing import _concrete, _getitem, take
+from .util import (broadcast_shapes as _broadcast_shapes, canonicalize_axes,
+                   canonicalize_axis, check_arraylike, promote_dtypes, to_array)
+
+__all__ = [
+    "reshape", "ravel", "transpose", "_transpose_all", "matrix_transpose", "permute_dims",
+    "moveaxis", "swapaxes", "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays",
+    "broadcast_shapes", "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "concat",
+    "stack", "hstack", "vstack", "dstack", "column_stack", "split", "array_split", "hsplit",
+    "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud", "roll", "rot90", "pad",
+    "where", "select", "diag", "diagonal", "diagflat", "trace", "tril", "triu", "append",
+    "insert", "delete", "nonzero", "argwhere", "flatnonzero",
+]
+
+
+def _arr(name, x):
+    """An array argument as an Array/Tracer (Python scalars and NumPy values accepted)."""
+    check_arraylike(name, x)
+    return to_array(x)
+
+
+def _shape(x):
+    return get_aval(x).shape
+
+
+def _ndim(x):
+    return get_aval(x).ndim
+
+
+def _check_order(name, order):
+    if order not in ("C", None):
+        raise NotImplementedError(f"jnp.{name}: order={order!r} is not implemented; only "
+                                  "order='C' (row-major) is")
+
+
+# --- reshaping and transposing -------------------------------------------------------------
+
+def _resolve_shape(old_shape, new_shape):
+    """``new_shape`` with its one ``-1`` filled in; TypeError (as JAX) if sizes differ."""
+    new_shape = tuple(operator.index(d) for d in (
+        (new_shape,) if isinstance(new_shape, (int, np.integer)) else new_shape))
+    size = math.prod(old_shape)
+    unknown = [i for i, d in enumerate(new_shape) if d == -1]
+    if len(unknown) > 1:
+        raise TypeError(f"can only specify one unknown axis size with a `-1` value, got "
+                        f"{new_shape}")
+    if unknown:
+        known = math.prod(d for d in new_shape if d != -1)
+        if (known == 0 and size != 0) or (known and size % known):
+            raise TypeError(f"cannot reshape array of shape {old_shape} (size {size}) into "
+                            f"shape {new_shape} because the product of specified axis sizes "
+                            f"({known}) does not evenly divide {size}")
+        new_shape = tuple((size // known if known else 0) if d == -1 else d for d in new_shape)
+    if any(d < 0 for d in new_shape) or math.prod(new_shape) != size:
+        raise TypeError(f"cannot reshape array of shape {old_shape} (size {size}) into shape "
+                        f"{new_shape} (size {math.prod(new_shape)})")
+    return new_shape
+
+
+def reshape(a, shape=None, order="C", *, copy=None):
+    """``a`` with a new shape of the same size (one axis may be ``-1``); row-major order."""
+    _check_order("reshape", order)
+    a = _arr("reshape", a)
+    if shape is None:
+        raise TypeError("jnp.reshape requires a shape")
+    new_shape = _resolve_shape(_shape(a), shape)
+    return a if new_shape == _shape(a) else lax.reshape(a, new_shape)
+
+
+def ravel(a, order="C"):
+    """``a`` flattened to one axis, in row-major order."""
+    _check_order("ravel", order)
+    return reshape(a, (-1,))
+
+
+def transpose(a, axes=None):
+    """``a`` with its axes permuted (reversed when ``axes`` is None)."""
+    a = _arr("transpose", a)
+    ndim = _ndim(a)
+    if axes is None:
+        perm = tuple(reversed(range(ndim)))
+    else:
+        perm = tuple(canonicalize_axis(ax, ndim) for ax in axes)
+        if sorted(perm) != list(range(ndim)):
+            raise ValueError(f"axes {tuple(axes)} don't match array of dimension {ndim}")
+    return a if perm == tuple(range(ndim)) else lax.transpose(a, perm)
+
+
+def _transpose_all(a):
+    """``a.T``: all axes reversed."""
+    return transpose(a)
+
+
+def permute_dims(a, /, axes):
+    """Array API name of ``transpose``."""
+    return transpose(a, axes)
+
+
+def matrix_transpose(x, /):
+    """Swap the last two axes (a stack of matrices transposed)."""
+    x = _arr("matrix_transpose", x)
+    ndim = _ndim(x)
+    if ndim < 2:
+        raise ValueError(f"x must be at least two-dimensional for matrix_transpose; got "
+                         f"ndim={ndim}")
+    return transpose(x, tuple(range(ndim - 2)) + (ndim - 1, ndim - 2))
+
+
+def swapaxes(a, axis1, axis2):
+    """``a`` with two axes exchanged."""
+    a = _arr("swapaxes", a)
+    perm = list(range(_ndim(a)))
+    i, j = canonicalize_axis(axis1, len(perm)), canonicalize_axis(axis2, len(perm))
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(a, perm)
+
+
+def _axis_tuple(axis):
+    return (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+
+
+def moveaxis(a, source, destination):
+    """``a`` with the ``source`` axes moved to positions ``destination``."""
+    a = _arr("moveaxis", a)
+    ndim = _ndim(a)
+    src = [canonicalize_axis(s, ndim) for s in _axis_tuple(source)]
+    dst = [canonicalize_axis(d, ndim) for d in _axis_tuple(destination)]
+    if len(src) != len(dst):
+        raise ValueError("Inconsistent number of elements: "
+                         f"{len(src)} vs {len(dst)}")
+    perm = [i for i in range(ndim) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        perm.insert(d, s)
+    return transpose(a, perm)
+
+
+def squeeze(a, axis=None):
+    """``a`` without the given size-1 axes (all size-1 axes when ``axis`` is None)."""
+    a = _arr("squeeze", a)
+    shape = _shape(a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(shape) if d == 1)
+    else:
+        axes = canonicalize_axes(axis, len(shape))
+        if any(shape[i] != 1 for i in axes):
+            raise ValueError(f"cannot select an axis to squeeze out which has size not equal "
+                             f"to one, got shape={shape} and dimensions={axes}")
+    return lax.squeeze(a, axes) if axes else a
+
+
+def expand_dims(a, axis):
+    """``a`` with size-1 axes inserted at ``axis`` (positions in the result)."""
+    a = _arr("expand_dims", a)
+    axes = _axis_tuple(axis)
+    axes = canonicalize_axes(axes, _ndim(a) + len(axes))
+    return lax.expand_dims(a, axes) if axes else a
+
+
+# --- broadcasting --------------------------------------------------------------------------
+
+def broadcast_shapes(*shapes):
+    """The shape NumPy broadcasting gives arrays of ``shapes`` (ValueError if none)."""
+    shapes = [(s,) if isinstance(s, (int, np.integer)) else tuple(s) for s in shapes]
+    try:
+        return _broadcast_shapes(*shapes, name="broadcast_shapes")
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
+
+
+def broadcast_to(array, shape):
+    """``array`` replicated to ``shape`` by NumPy's broadcasting rules."""
+    array = _arr("broadcast_to", array)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(map(operator.index,
+                                                                            shape))
+    old = _shape(array)
+    if len(shape) < len(old):
+        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={old} "
+                         f"shape={shape}")
+    lead = len(shape) - len(old)
+    if any(d not in (1, n) for d, n in zip(old, shape[lead:])):
+        raise ValueError(f"Incompatible shapes for broadcasting: {old} and requested shape "
+                         f"{shape}")
+    return lax.broadcast_in_dim(array, shape, range(lead, len(shape)))
+
+
+def broadcast_arrays(*args):
+    """The arguments broadcast to their common shape."""
+    arrays = [_arr("broadcast_arrays", a) for a in args]
+    shape = broadcast_shapes(*map(_shape, arrays))
+    return [broadcast_to(a, shape) for a in arrays]
+
+
+def _atleast(name, min_ndim, place, arys):
+    """``atleast_Nd``: each low-rank argument reshaped by ``place(shape)``; a list if many."""
+    out = []
+    for a in arys:
+        a = _arr(name, a)
+        out.append(reshape(a, place(_shape(a))) if _ndim(a) < min_ndim else a)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*arys):
+    return _atleast("atleast_1d", 1, lambda s: (1,), arys)
+
+
+def atleast_2d(*arys):
+    return _atleast("atleast_2d", 2, lambda s: (1,) + s if s else (1, 1), arys)
+
+
+def atleast_3d(*arys):
+    """0-d -> (1, 1, 1), (n,) -> (1, n, 1), (m, n) -> (m, n, 1), as NumPy."""
+    return _atleast("atleast_3d", 3,
+                    lambda s: {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}[len(s)], arys)
+
+
+# --- joining -------------------------------------------------------------------------------
+
+def _sequence(name, arrays):
+    if isinstance(arrays, (Array, Tracer, np.ndarray)):
+        return list(arrays)  # an array is a sequence of its rows, as in NumPy
+    return [_arr(name, a) for a in arrays]
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    """Join arrays along an existing ``axis`` (flattened first when ``axis`` is None)."""
+    arrays = _sequence("concatenate", arrays)
+    if not arrays:
+        raise ValueError("Need at least one array to concatenate.")
+    if axis is None:
+        arrays, axis = [ravel(a) for a in arrays], 0
+    if any(_ndim(a) == 0 for a in arrays):
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    axis = canonicalize_axis(axis, _ndim(arrays[0]))
+    arrays = promote_dtypes(*arrays)
+    if dtype is not None:
+        arrays = [lax.convert_element_type(a, dtype) for a in arrays]
+    shapes = [_shape(a) for a in arrays]
+    for s in shapes:
+        if len(s) != len(shapes[0]) or s[:axis] + s[axis + 1:] != \
+                shapes[0][:axis] + shapes[0][axis + 1:]:
+            raise ValueError(f"Cannot concatenate arrays with shapes that differ in "
+                             f"dimensions other than the one being concatenated: "
+                             f"{', '.join(map(str, shapes))} along axis {axis}")
+    return arrays[0] if len(arrays) == 1 else lax.concatenate(arrays, axis)
+
+
+def concat(arrays, /, *, axis=0):
+    """Array API name of ``concatenate``."""
+    return concatenate(arrays, axis)
+
+
+def stack(arrays, axis=0, out=None, dtype=None):
+    """Join equal-shaped arrays along a new ``axis``."""
+    arrays = _sequence("stack", arrays)
+    if not arrays:
+        raise ValueError("Need at least one array to stack.")
+    shapes = {_shape(a) for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"All input arrays must have the same shape. Got "
+                         f"{', '.join(str(_shape(a)) for a in arrays)}.")
+    axis = canonicalize_axis(axis, _ndim(arrays[0]) + 1)
+    return concatenate([expand_dims(a, axis) for a in arrays], axis, dtype=dtype)
+
+
+def hstack(tup, dtype=None):
+    """Join along the second axis (the first for 1-D arrays)."""
+    arrays = [atleast_1d(a) for a in _sequence("hstack", tup)]
+    return concatenate(arrays, 0 if arrays and _ndim(arrays[0]) == 1 else 1, dtype=dtype)
+
+
+def vstack(tup, dtype=None):
+    """Join along the first axis, 1-D arrays becoming rows."""
+    return concatenate([atleast_2d(a) for a in _sequence("vstack", tup)], 0, dtype=dtype)
+
+
+def dstack(tup, dtype=None):
+    """Join along the third axis (``atleast_3d`` first)."""
+    return concatenate([atleast_3d(a) for a in _sequence("dstack", tup)], 2, dtype=dtype)
+
+
+def column_stack(tup):
+    """Join 1-D arrays as columns (and 2-D arrays along their second axis)."""
+    arrays = [reshape(a, (-1, 1)) if _ndim(a) < 2 else a
+              for a in _sequence("column_stack", tup)]
+    return concatenate(arrays, 1)
+
+
+# --- splitting -----------------------------------------------------------------------------
+
+def _slice_along(x, axis, start, stop):
+    return _getitem(x, (slice(None),) * axis + (slice(start, stop),))
+
+
+def _split(name, ary, indices_or_sections, axis, equal):
+    ary = _arr(name, ary)
+    axis = canonicalize_axis(axis, _ndim(ary))
+    n = _shape(ary)[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = operator.index(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if equal and n % sections:
+            raise ValueError(f"array split does not result in an equal division: rest is "
+                             f"{n % sections}")
+        # The first n % sections parts get one extra element (array_split).
+        size, extra = divmod(n, sections)
+        bounds = np.cumsum([0] + [size + (i < extra) for i in range(sections)])
+        starts, stops = bounds[:-1], bounds[1:]
+    else:
+        cuts = [operator.index(i) for i in _concrete(name, indices_or_sections).tolist()] \
+            if isinstance(indices_or_sections, (Array, Tracer)) else \
+            [operator.index(i) for i in indices_or_sections]
+        starts, stops = [0] + cuts, cuts + [None]
+    return [_slice_along(ary, axis, int(a), None if b is None else int(b))
+            for a, b in zip(starts, stops)]
+
+
+def split(ary, indices_or_sections, axis=0):
+    """Equal parts (an int) or parts between given indices along ``axis``."""
+    return _split("split", ary, indices_or_sections, axis, equal=True)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """Like ``split``, but a number of sections need not divide the axis evenly."""
+    return _split("array_split", ary, indices_or_sections, axis, equal=False)
+
+
+def _split_min_ndim(name, ary, min_ndim):
+    ary = _arr(name, ary)
+    if _ndim(ary) < min_ndim:
+        raise ValueError(f"{name} only works on arrays of {min_ndim} or more dimensions")
+    return ary
+
+
+def hsplit(ary, indices_or_sections):
+    ary = _split_min_ndim("hsplit", ary, 1)
+    return split(ary, indices_or_sections, 1 if _ndim(ary) > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    return split(_split_min_ndim("vsplit", ary, 2), indices_or_sections, 0)
+
+
+def dsplit(ary, indices_or_sections):
+    return split(_split_min_ndim("dsplit", ary, 3), indices_or_sections, 2)
+
+
+# --- replicating ---------------------------------------------------------------------------
+
+def tile(A, reps):
+    """``A`` repeated ``reps[i]`` times along each axis (by broadcasting and reshaping)."""
+    A = _arr("tile", A)
+    reps = _axis_tuple(reps)
+    ndim = max(len(reps), _ndim(A))
+    reps = (1,) * (ndim - len(reps)) + tuple(map(operator.index, reps))
+    shape = (1,) * (ndim - _ndim(A)) + _shape(A)
+    # (n0, n1) -> (1, n0, 1, n1) -> (r0, n0, r1, n1) -> (r0*n0, r1*n1)
+    interleaved = tuple(d for pair in zip(reps, shape) for d in pair)
+    expanded = lax.broadcast_in_dim(reshape(A, shape), interleaved, range(1, 2 * ndim, 2))
+    return reshape(expanded, tuple(r * n for r, n in zip(reps, shape)))
+
+
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    """Each element of ``a`` repeated ``repeats`` times (a scalar, or one count each).
+
+    Counts given as an array must be concrete, unless ``total_repeat_length`` fixes the
+    result's length (extra positions repeat the last element; missing ones are cut).
+    """
+    a = _arr("repeat", a)
+    if isinstance(repeats, (list, tuple)):
+        repeats = np.asarray(repeats)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = canonicalize_axis(axis, _ndim(a))
+    n = _shape(a)[axis]
+    if isinstance(repeats, (int, np.integer)) or (not isinstance(repeats, Tracer) and
+                                                  np.ndim(repeats) == 0):
+        count = operator.index(np.asarray(repeats).item()) if not isinstance(repeats, int) \
+            else repeats
+        if total_repeat_length is not None and total_repeat_length != n * count:
+            repeats = np.full(n, count)
+        else:
+            return _repeat_scalar(a, count, axis)
+    if total_repeat_length is None:
+        counts = np.broadcast_to(_concrete_repeats(repeats), (n,))
+        positions = np.repeat(np.arange(n), counts)
+    else:
+        positions = _repeat_positions(to_array(repeats), n, total_repeat_length)
+    return take(a, positions, axis=axis, mode="promise_in_bounds")
+
+
+def _concrete_repeats(repeats):
+    from ..core import ConcretizationTypeError
+    try:
+        return _concrete("repeat", repeats)
+    except ConcretizationTypeError as e:
+        raise ConcretizationTypeError(
+            f"{e}\nWhen jit-compiling jnp.repeat, the total number of repeats must be static. "
+            "To fix this, either specify a static value for `repeats`, or pass a static value "
+            "to `total_repeat_length`.") from None
+
+
+def _repeat_scalar(a, count, axis):
+    """Insert an axis of ``count`` copies after ``axis``, then merge the two."""
+    shape = _shape(a)
+    expanded_shape = shape[:axis + 1] + (count,) + shape[axis + 1:]
+    dims = [d if d <= axis else d + 1 for d in range(len(shape))]
+    expanded = lax.broadcast_in_dim(a, expanded_shape, dims)
+    return reshape(expanded, shape[:axis] + (shape[axis] * count,) + shape[axis + 1:])
+
+
+def _repeat_positions(repeats, n, length):
+    """Which source element each of ``length`` outputs copies: the number of blocks ending
+    at or before it (a cumulative sum of block ends), clamped to the last element."""
+    from . import creation, ufuncs
+    ends = lax.cumsum(broadcast_to(lax.convert_element_type(repeats, dtypes.default_int()),
+                                   (n,)), 0)
+    marks = creation.zeros(length, dtypes.default_int()).at[ends].add(1, mode="drop")
+    return ufuncs.minimum(lax.cumsum(marks, 0), n - 1)
+
+
+# --- reversing and rotating ----------------------------------------------------------------
+
+def flip(m, axis=None):
+    """``m`` reversed along ``axis`` (all axes when None)."""
+    m = _arr("flip", m)
+    axes = canonicalize_axes(axis, _ndim(m))
+    return lax.rev(m, axes) if axes else m
+
+
+def fliplr(m):
+    m = _arr("fliplr", m)
+    if _ndim(m) < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return flip(m, 1)
+
+
+def flipud(m):
+    m = _arr("flipud", m)
+    if _ndim(m) < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    """Elements shifted cyclically by ``shift`` along ``axis`` (flattened when None)."""
+    a = _arr("roll", a)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), _shape(a))
+    shifts = tuple(shift) if isinstance(shift, (tuple, list)) else (shift,)
+    axes = _axis_tuple(axis)
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    if len(axes) == 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: shift {shift} and axis {axis} must have the same length")
+    for s, ax in zip(shifts, axes):
+        a = _roll_axis(a, s, canonicalize_axis(ax, _ndim(a)))
+    return a
+
+
+def _roll_axis(a, shift, axis):
+    """Read a window of length n from ``a`` joined to itself, starting at ``-shift mod n``."""
+    n = _shape(a)[axis]
+    if n == 0:
+        return a
+    doubled = concatenate([a, a], axis)
+    if isinstance(shift, (int, np.integer)):
+        start = -int(shift) % n
+        return _slice_along(doubled, axis, start, start + n)
+    from .ufuncs import remainder, negative
+    start = remainder(negative(lax.convert_element_type(shift, dtypes.default_int())), n)
+    starts = [start if d == axis else 0 for d in range(_ndim(a))]
+    return lax.dynamic_slice(doubled, starts, _shape(a))
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """``m`` rotated by 90 degrees ``k`` times in the plane of ``axes``."""
+    m = _arr("rot90", m)
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    ax0, ax1 = (canonicalize_axis(ax, _ndim(m)) for ax in axes)
+    if ax0 == ax1:
+        raise ValueError("Axes must be different.")
+    k = operator.index(k) % 4
+    if k == 2:
+        return flip(m, (ax0, ax1))
+    if k == 1:
+        return swapaxes(flip(m, ax1), ax0, ax1)
+    if k == 3:
+        return flip(swapaxes(m, ax0, ax1), ax1)
+    return m
+
+
+# --- padding -------------------------------------------------------------------------------
+
+def _pairs(name, value, ndim):
+    """``pad_width``-style argument as one ``(before, after)`` pair per axis."""
+    pairs = np.broadcast_to(np.asarray(value, dtype=object), (ndim, 2)) if ndim else \
+        np.zeros((0, 2), dtype=object)
+    if np.asarray(value, dtype=object).ndim > 2:
+        raise ValueError(f"jnp.pad: {name} must be a scalar, a pair, or one pair per axis")
+    return [tuple(p) for p in pairs]
+
+
+# Each non-constant mode maps a position i in [-before, n + after) to a source position.
+def _edge(i, n):
+    return np.clip(i, 0, n - 1)
+
+
+def _wrap(i, n):
+    return i % n
+
+
+def _reflect(i, n):
+    if n == 1:
+        return np.zeros_like(i)
+    j = i % (2 * n - 2)
+    return np.where(j < n, j, 2 * n - 2 - j)
+
+
+def _symmetric(i, n):
+    j = i % (2 * n)
+    return np.where(j < n, j, 2 * n - 1 - j)
+
+
+_PAD_INDEX_MAPS = {"edge": _edge, "wrap": _wrap, "reflect": _reflect,
+                   "symmetric": _symmetric}
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """``array`` extended by ``pad_width`` (before, after) elements along each axis.
+
+    Modes: 'constant' (``constant_values``, per-axis pairs allowed), and 'edge', 'wrap',
+    'reflect', 'symmetric', each a fixed gather of source positions along each axis.
+    """
+    array = _arr("pad", array)
+    ndim = _ndim(array)
+    widths = [(operator.index(b), operator.index(a)) for b, a in _pairs("pad_width", pad_width,
+                                                                        ndim)]
+    if any(b < 0 or a < 0 for b, a in widths):
+        raise ValueError(f"index can't contain negative values; got pad_width={pad_width}")
+    if mode == "constant":
+        return _pad_constant(array, widths, kwargs.pop("constant_values", 0), kwargs)
+    if mode not in _PAD_INDEX_MAPS:
+        raise NotImplementedError(f"jnp.pad: mode={mode!r} is not implemented; implemented "
+                                  f"modes are 'constant', {', '.join(map(repr, _PAD_INDEX_MAPS))}")
+    if mode in ("reflect", "symmetric") and kwargs.pop("reflect_type", "even") != "even":
+        raise NotImplementedError("jnp.pad: only reflect_type='even' is implemented")
+    _no_more_kwargs(kwargs)
+    for axis, (before, after) in enumerate(widths):
+        n = _shape(array)[axis]
+        if before == after == 0:
+            continue
+        if n == 0:
+            raise ValueError(f"Cannot apply '{mode}' padding to empty axis")
+        source = _PAD_INDEX_MAPS[mode](np.arange(-before, n + after), n)
+        array = take(array, source, axis=axis, mode="promise_in_bounds")
+    return array
+
+
+def _no_more_kwargs(kwargs):
+    if kwargs:
+        raise TypeError(f"jnp.pad got unexpected keyword arguments {sorted(kwargs)}")
+
+
+def _pad_constant(array, widths, constant_values, kwargs):
+    _no_more_kwargs(kwargs)
+    ndim = _ndim(array)
+    dtype = get_aval(array).dtype
+    if isinstance(constant_values, (Array, Tracer)) and _ndim(constant_values) == 0:
+        values = [(constant_values, constant_values)] * ndim
+    else:
+        values = _pairs("constant_values", _concrete("pad", constant_values)
+                        if isinstance(constant_values, (Array, Tracer)) else constant_values,
+                        ndim)
+    for axis, ((before, after), (v_before, v_after)) in enumerate(zip(widths, values)):
+        for amount, value, lo_hi in ((before, v_before, 0), (after, v_after, 1)):
+            if amount:
+                config = [(0, 0, 0)] * ndim
+                config[axis] = (amount, 0, 0) if lo_hi == 0 else (0, amount, 0)
+                fill = lax.convert_element_type(to_array(value), dtype)
+                array = lax.pad(array, fill, config)
+    return array
+
+
+# --- selecting -----------------------------------------------------------------------------
+
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """``x`` where ``condition`` holds, else ``y`` (broadcast together, dtypes promoted).
+
+    With only ``condition``, the indices of its non-zero elements (``nonzero``).
+    """
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided "
+                         "to jnp.where, got x and y.")
+    check_arraylike("where", condition, x, y)
+    condition = _as_bool(to_array(condition))
+    x, y = promote_dtypes(x, y)
+    condition, x, y = broadcast_arrays(condition, x, y)
+    return lax.select_n(condition, y, x)
+
+
+def _as_bool(x):
+    """``x != 0`` unless ``x`` is already boolean."""
+    if dtypes.is_bool(get_aval(x).dtype):
+        return x
+    return lax.ne(x, lax.convert_element_type(to_array(0), get_aval(x).dtype))
+
+
+def select(condlist, choicelist, default=0):
+    """The first choice whose condition holds, element-wise; ``default`` where none does."""
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"condlist must have length equal to choicelist ({len(condlist)} vs "
+                         f"{len(choicelist)})")
+    if not condlist:
+        raise ValueError("condlist must be non-empty")
+    for i, c in enumerate(condlist):
+        if not dtypes.is_bool(get_aval(_arr("select", c)).dtype):
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    # Applied last to first, so the first true condition is the one that shows.
+    result = default
+    for cond, choice in reversed(list(zip(condlist, choicelist))):
+        result = where(cond, choice, result)
+    return result
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """The indices of the non-zero elements of ``a``, one index array per axis.
+
+    Their number depends on the values: ``a`` must be concrete unless ``size`` is given
+    (the first ``size`` indices are kept; missing ones become ``fill_value``, default 0).
+    """
+    a = _arr("nonzero", a)
+    if _ndim(a) == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                         "jnp.atleast_1d(scalar).nonzero() instead.")
+    mask = _as_bool(ravel(a))
+    if size is None:
+        from ..core import ConcretizationTypeError
+        try:
+            size = int(np.count_nonzero(_concrete("nonzero", mask)))
+        except ConcretizationTypeError as e:
+            raise ConcretizationTypeError(
+                f"{e}\nThe size argument of jnp.nonzero must be statically specified to use "
+                "jnp.nonzero within JAX transformations.") from None
+    flat, valid = _first_true_positions(mask, operator.index(size))
+    coords = _unravel(flat, _shape(a))
+    fills = _pairs_per_axis(fill_value, _ndim(a))
+    return tuple(where(valid, c, lax.convert_element_type(to_array(f), get_aval(c).dtype))
+                 for c, f in zip(coords, fills))
+
+
+def _pairs_per_axis(fill_value, ndim):
+    if fill_value is None:
+        return [0] * ndim
+    if isinstance(fill_value, (tuple, list)):
+        if len(fill_value) != ndim:
+            raise ValueError(f"fill_value must be a scalar or a tuple of length {ndim}; got "
+                             f"{fill_value}")
+        return list(fill_value)
+    return [fill_value] * ndim
+
+
+def _first_true_positions(mask, size):
+    """Flat positions of the first ``size`` true entries of 1-D ``mask``, and which of the
+    ``size`` slots hold one. A stable sort of (not mask, position) brings them first."""
+    n = _shape(mask)[0]
+    int_dtype = dtypes.default_int()
+    positions = lax.iota(int_dtype, n)
+    _, order = lax.sort((lax.convert_element_type(lax.bitwise_not(mask), int_dtype), positions),
+                        dimension=0, is_stable=True, num_keys=1)
+    count = lax.reduce_sum(lax.convert_element_type(mask, int_dtype), (0,))
+    if size > n:
+        order = concatenate([order, lax.broadcast_in_dim(to_array(np.asarray(0, int_dtype)),
+                                                         (size - n,), ())])
+    first = _slice_along(order, 0, 0, size)
+    valid = lax.lt(lax.iota(int_dtype, size), lax.broadcast_in_dim(count, (size,), ()))
+    return first, valid
+
+
+def _unravel(flat, shape):
+    """Row-major coordinates of flat positions in ``shape``."""
+    coords = []
+    for d in reversed(shape[1:]):
+        coords.append(lax.rem(flat, lax.full_like(flat, d)))
+        flat = lax.div(flat, lax.full_like(flat, d))
+    return [flat] + coords[::-1]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    """Indices of the non-zero elements, one row per element."""
+    a = _arr("argwhere", a)
+    coords = nonzero(atleast_1d(a), size=size, fill_value=fill_value)
+    out = stack(coords, axis=1)
+    return out[:, :0] if _ndim(a) == 0 else out
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+    """Indices of the non-zero elements of ``a`` flattened."""
+    return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
+
+
+# --- diagonals and triangles ---------------------------------------------------------------
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The ``offset`` diagonal of the planes ``(axis1, axis2)``, as a last axis.
+
+    Moving the two axes last and merging them, the diagonal is a strided slice.
+    """
+    a = _arr("diagonal", a)
+    ndim = _ndim(a)
+    if ndim < 2:
+        raise ValueError("diagonal requires an array of at least two dimensions.")
+    ax1, ax2 = canonicalize_axis(axis1, ndim), canonicalize_axis(axis2, ndim)
+    if ax1 == ax2:
+        raise ValueError("axis1 and axis2 must not be equal")
+    a = moveaxis(a, (ax1, ax2), (-2, -1))
+    *batch, rows, cols = _shape(a)
+    offset = operator.index(offset)
+    length = builtins.max(0, builtins.min(rows, cols - offset) if offset >= 0 else
+                          builtins.min(rows + offset, cols))
+    flat = reshape(a, tuple(batch) + (rows * cols,))
+    start = offset if offset >= 0 else -offset * cols
+    return _getitem(flat, (Ellipsis, slice(start, start + length * (cols + 1), cols + 1))) \
+        if length else _getitem(flat, (Ellipsis, slice(0, 0)))
+
+
+def diag(v, k=0):
+    """The ``k``-th diagonal of a 2-D ``v``, or a square matrix with 1-D ``v`` on it."""
+    v = _arr("diag", v)
+    if _ndim(v) == 2:
+        return diagonal(v, k)
+    if _ndim(v) != 1:
+        raise ValueError("diag input must be 1d or 2d")
+    k = operator.index(k)
+    n = _shape(v)[0] + builtins.abs(k)
+    values = pad(v, (0, builtins.abs(k)))
+    # Row i holds v[i] when k >= 0 (entry (i, i + k)); column j holds v[j] when k < 0.
+    values = lax.broadcast_in_dim(values, (n, n), (0,) if k >= 0 else (1,))
+    return where(_diagonal_mask(n, n, k, "eq"), values, lax.full_like(values, 0))
+
+
+def _diagonal_mask(rows, cols, k, compare):
+    """``col - row <compare> k`` over an ``(rows, cols)`` grid."""
+    int_dtype = dtypes.default_int()
+    row = lax.broadcasted_iota(int_dtype, (rows, cols), 0)
+    col = lax.broadcasted_iota(int_dtype, (rows, cols), 1)
+    return getattr(lax, compare)(lax.sub(col, row), lax.full_like(row, k))
+
+
+def diagflat(v, k=0):
+    """A square matrix with the flattened ``v`` on its ``k``-th diagonal."""
+    return diag(ravel(_arr("diagflat", v)), k)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """The sum along a diagonal (``sum(diagonal(...), axis=-1)``)."""
+    from .reductions import sum as _sum
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
+    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+def _triangle(name, m, k, compare):
+    m = _arr(name, m)
+    if _ndim(m) < 2:
+        raise ValueError(f"Argument to jax.numpy.{name} must be at least 2D")
+    rows, cols = _shape(m)[-2:]
+    mask = lax.broadcast_in_dim(_diagonal_mask(rows, cols, operator.index(k), compare),
+                                _shape(m), (_ndim(m) - 2, _ndim(m) - 1))
+    return lax.select_n(mask, lax.full_like(m, 0), m)
+
+
+def tril(m, k=0):
+    """``m`` with the entries above the ``k``-th diagonal zeroed (last two axes)."""
+    return _triangle("tril", m, k, "le")
+
+
+def triu(m, k=0):
+    """``m`` with the entries below the ``k``-th diagonal zeroed (last two axes)."""
+    return _triangle("triu", m, k, "ge")
+
+
+# --- inserting and deleting (concrete positions) -------------------------------------------
+
+def append(arr, values, axis=None):
+    """``values`` joined to the end of ``arr`` (both flattened when ``axis`` is None)."""
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], 0)
+    return concatenate([arr, values], axis)
+
+
+def _positions(name, obj, n):
+    """Concrete positions along an axis of length ``n`` from an int, slice or int array."""
+    if isinstance(obj, slice):
+        return np.arange(*obj.indices(n))
+    obj = _concrete(name, obj) if isinstance(obj, (Array, Tracer)) else np.asarray(obj)
+    if obj.dtype == bool:
+        raise NotImplementedError(f"jnp.{name}: boolean masks as obj are not implemented")
+    return obj.astype(np.int64)
+
+
+def delete(arr, obj, axis=None, *, assume_unique_indices=False):
+    """``arr`` without the entries at positions ``obj`` along ``axis``."""
+    arr = _arr("delete", arr)
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    axis = canonicalize_axis(axis, _ndim(arr))
+    n = _shape(arr)[axis]
+    positions = _positions("delete", obj, n).ravel()
+    if np.any((positions < -n) | (positions >= n)):
+        raise IndexError(f"index out of bounds for axis {axis} with size {n}")
+    keep = np.ones(n, bool)
+    keep[positions] = False
+    return take(arr, np.flatnonzero(keep), axis=axis, mode="promise_in_bounds")
+
+
+def insert(arr, obj, values, axis=None):
+    """``arr`` with ``values`` inserted before positions ``obj`` along ``axis``.
+
+    With concrete positions, the result is a fixed rearrangement of ``arr`` joined to the
+    (broadcast) values, so it is one concatenate and one gather.
+    """
+    arr = _arr("insert", arr)
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    axis = canonicalize_axis(axis, _ndim(arr))
+    n = _shape(arr)[axis]
+    positions = _positions("insert", obj, n)
+    scalar_obj = positions.ndim == 0
+    positions = positions.ravel()
+    if np.any((positions < -n) | (positions > n)):
+        raise IndexError(f"index out of bounds for axis {axis} with size {n}")
+    positions = np.where(positions < 0, positions + n, positions)
+    values = lax.convert_element_type(_arr("insert", values), get_aval(arr).dtype)
+    values = reshape(values, (1,) * (_ndim(arr) - _ndim(values)) + _shape(values)) \
+        if _ndim(values) < _ndim(arr) else values
+    if scalar_obj:
+        # NumPy: a scalar position inserts values[0:k] as a block (like arr[:, p:p+1] = ...).
+        values = moveaxis(values, 0, axis)
+        count = _shape(values)[axis]
+        positions = np.repeat(positions, count)
+    else:
+        count = len(positions)
+    target = list(_shape(arr))
+    target[axis] = count
+    values = broadcast_to(values, tuple(target))
+    order = np.argsort(positions, kind="stable")
+    new_slots = positions[order] + np.arange(count)
+    source = np.empty(n + count, np.int64)
+    source[new_slots] = n + order
+    source[np.setdiff1d(np.arange(n + count), new_slots)] = np.arange(n)
+    return take(concatenate([arr, values], axis), source, axis=axis,
+                mode="promise_in_bounds")
+

@@ -1,3 +1,414 @@
-"""TODO: being written."""
+"""Sorting, searching, counting and set operations.
 
-__all__ = []
+All sorting is ``lax.sort`` (stable, NaNs last, as JAX); ``partition`` is a full sort, which
+is a valid partition. Functions whose result's length depends on the values (``unique``, the
+set operations, ``bincount`` without ``length``) need concrete inputs, or ``size=`` (and
+optionally ``fill_value=``) to fix that length under a transformation, as in JAX.
+"""
+
+import operator
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import lax
+from ..core import ConcretizationTypeError, dtypes, get_aval
+from .indexing import _concrete, take
+from .manipulation import _first_true_positions, concatenate, moveaxis, ravel, reshape, where
+from .util import canonicalize_axis, check_arraylike, promote_dtypes, to_array
+
+__all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "sort_complex",
+           "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
+           "searchsorted", "digitize", "bincount", "isin", "in1d", "setdiff1d", "union1d",
+           "intersect1d"]
+
+
+def _arr(name, x):
+    check_arraylike(name, x)
+    return to_array(x)
+
+
+def _shape(x):
+    return get_aval(x).shape
+
+
+def _index_dtype():
+    return dtypes.default_int()
+
+
+def _flatten_if_none(a, axis):
+    return (ravel(a), 0) if axis is None else (a, canonicalize_axis(axis, get_aval(a).ndim))
+
+
+# --- sorting -------------------------------------------------------------------------------
+
+def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    """``a`` sorted along ``axis`` (flattened when None); NaNs sort last."""
+    if order is not None:
+        raise ValueError("The 'order' argument to sort is not supported.")
+    a, axis = _flatten_if_none(_arr("sort", a), axis)
+    if descending:
+        return lax.rev(lax.sort(a, dimension=axis, is_stable=stable), (axis,))
+    return lax.sort(a, dimension=axis, is_stable=stable)
+
+
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    """The indices that sort ``a`` along ``axis``; equal elements keep their order.
+
+    Descending: sort the reversed array ascending and reverse again, which keeps equal
+    elements in their original order; positions are then counted from the other end.
+    """
+    if order is not None:
+        raise ValueError("The 'order' argument to argsort is not supported.")
+    a, axis = _flatten_if_none(_arr("argsort", a), axis)
+    iota = lax.broadcasted_iota(_index_dtype(), _shape(a), axis)
+    if not descending:
+        return lax.sort((a, iota), dimension=axis, is_stable=stable, num_keys=1)[1]
+    _, order = lax.sort((lax.rev(a, (axis,)), iota), dimension=axis, is_stable=stable,
+                        num_keys=1)
+    return lax.sub(lax.full_like(order, _shape(a)[axis] - 1), lax.rev(order, (axis,)))
+
+
+def lexsort(keys, axis=-1):
+    """Indices that sort by several keys: the last key first, ties broken by earlier ones."""
+    keys = [_arr("lexsort", k) for k in keys]
+    if not keys:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if len({_shape(k) for k in keys}) != 1:
+        raise ValueError("all keys need to be the same shape")
+    axis = canonicalize_axis(axis, len(_shape(keys[0])))
+    iota = lax.broadcasted_iota(_index_dtype(), _shape(keys[0]), axis)
+    return lax.sort(tuple(keys[::-1]) + (iota,), dimension=axis, is_stable=True,
+                    num_keys=len(keys))[-1]
+
+
+def _check_kth(name, a, kth, axis):
+    kth = operator.index(kth)
+    n = _shape(a)[axis]
+    if not -n <= kth < n:
+        raise ValueError(f"{name}: kth(={kth}) out of bounds for axis of size {n}")
+
+
+def partition(a, kth, axis=-1):
+    """``a`` with the ``kth`` element in its sorted place, smaller ones before, larger after.
+
+    A full sort satisfies that; the order within the two sides is unspecified.
+    """
+    a, axis = _flatten_if_none(_arr("partition", a), axis)
+    _check_kth("partition", a, kth, axis)
+    return sort(a, axis)
+
+
+def argpartition(a, kth, axis=-1):
+    """Indices that ``partition`` ``a`` (here: indices that sort it)."""
+    a, axis = _flatten_if_none(_arr("argpartition", a), axis)
+    _check_kth("argpartition", a, kth, axis)
+    return argsort(a, axis)
+
+
+def sort_complex(a):
+    """``a`` sorted along its last axis (real part first, then imaginary), as complex."""
+    a = sort(_arr("sort_complex", a))
+    dtype = get_aval(a).dtype
+    return lax.convert_element_type(
+        a, dtype if dtypes.is_complex(dtype) else dtypes.promote(
+            (dtype, False), (dtypes.default_complex(), True))[0])
+
+
+# --- unique --------------------------------------------------------------------------------
+
+class _Unique(NamedTuple):
+    """``unique``'s pieces: ``size`` slots, of which the ``valid`` ones hold a distinct row."""
+    values: object  # (size, *row_shape)
+    index: object   # first position of each value in the input
+    inverse: object  # for each input row, its slot
+    counts: object
+    valid: object
+
+
+def _rows_differ(x, y):
+    """Rows of ``x`` and ``y`` differ somewhere (NaNs equal to NaNs, as ``equal_nan``)."""
+    differ = lax.ne(x, y)
+    if dtypes.is_inexact(get_aval(x).dtype):
+        differ = lax.bitwise_and(differ, lax.bitwise_not(lax.bitwise_and(lax.ne(x, x),
+                                                                          lax.ne(y, y))))
+    if len(_shape(x)) > 1:
+        differ = lax.reduce_or(differ, tuple(range(1, len(_shape(x)))))
+    return differ
+
+
+def _unique_rows(rows, size, name):
+    """Distinct rows of ``rows`` (shape ``(n, ...)``), in sorted order, in ``size`` slots.
+
+    Sorting the rows (stably, with their positions) brings equal rows together, earliest
+    first; a row starts a new value where it differs from the one before it.
+    """
+    n = _shape(rows)[0]
+    row_shape = _shape(rows)[1:]
+    if row_shape:
+        flat = reshape(rows, (n, -1))
+        columns = [flat[:, j] for j in range(_shape(flat)[1])]
+    else:
+        columns = [rows]
+    positions = lax.iota(_index_dtype(), n)
+    *sorted_columns, perm = lax.sort(tuple(columns) + (positions,), dimension=0,
+                                     is_stable=True, num_keys=max(len(columns), 1))
+    sorted_rows = take(rows, perm, axis=0, mode="promise_in_bounds")
+    starts = concatenate([lax.full((min(n, 1),), True, dtypes.bool_),
+                          _rows_differ(sorted_rows[1:], sorted_rows[:-1])])
+    if size is None:
+        size = int(np.count_nonzero(_concrete_for(name, starts)))
+    slots, valid = _first_true_positions(starts, size)
+    slots = where(valid, slots, 0)
+    ends = concatenate([slots[1:], lax.full((min(size, 1),), n, _index_dtype())])
+    ends = where(concatenate([valid[1:], lax.full((min(size, 1),), False, dtypes.bool_)]),
+                 ends, n)
+    slot_of_sorted = lax.sub(lax.cumsum(lax.convert_element_type(starts, _index_dtype()), 0),
+                             lax.full((n,), 1, _index_dtype()))
+    inverse = lax.full((n,), 0, _index_dtype()).at[perm].set(slot_of_sorted)
+    values = take(sorted_rows, slots, axis=0, mode="promise_in_bounds") if n else \
+        lax.full((size,) + row_shape, 0, get_aval(rows).dtype)
+    counts = where(valid, lax.sub(ends, slots), 0)
+    return _Unique(values, take(perm, slots, mode="promise_in_bounds") if n else
+                   lax.full((size,), 0, _index_dtype()), inverse, counts, valid)
+
+
+def _concrete_for(name, x):
+    try:
+        return _concrete(name, x)
+    except ConcretizationTypeError as e:
+        raise ConcretizationTypeError(
+            f"{e}\nTo make jnp.{name}() compatible with JIT and other transforms, specify a "
+            "concrete value for the size argument, which fixes the output's length.") from None
+
+
+def _fill(values, valid, fill_value):
+    """Invalid slots (past the distinct values) hold ``fill_value`` if one is given."""
+    if fill_value is None:
+        return values
+    shape = _shape(values)
+    mask = lax.broadcast_in_dim(valid, shape, (0,))
+    return where(mask, values, lax.convert_element_type(to_array(fill_value),
+                                                        get_aval(values).dtype))
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
+           *, equal_nan=True, size=None, fill_value=None, sorted=True):
+    """The sorted distinct elements of ``ar`` (or distinct slices along ``axis``).
+
+    With ``size``, exactly ``size`` results: extra slots repeat the smallest value (or hold
+    ``fill_value``), their counts are 0. Optionally also the first index of each value, the
+    inverse (each element's position among the results) and the counts.
+    """
+    ar = _arr("unique", ar)
+    if not equal_nan:
+        raise NotImplementedError("jnp.unique: equal_nan=False is not implemented")
+    shape = _shape(ar)
+    rows = ravel(ar) if axis is None else moveaxis(ar, canonicalize_axis(axis, len(shape)), 0)
+    u = _unique_rows(rows, None if size is None else operator.index(size), "unique")
+    values = _fill(u.values, u.valid, fill_value)
+    if axis is not None:
+        values = moveaxis(values, 0, canonicalize_axis(axis, len(shape)))
+    extras = []
+    if return_index:
+        extras.append(u.index)
+    if return_inverse:
+        extras.append(reshape(u.inverse, shape) if axis is None else u.inverse)
+    if return_counts:
+        extras.append(u.counts)
+    return (values, *extras) if extras else values
+
+
+class _UniqueAllResult(NamedTuple):
+    values: object
+    indices: object
+    inverse_indices: object
+    counts: object
+
+
+class _UniqueCountsResult(NamedTuple):
+    values: object
+    counts: object
+
+
+class _UniqueInverseResult(NamedTuple):
+    values: object
+    inverse_indices: object
+
+
+def unique_values(x, /, *, size=None, fill_value=None):
+    """Array API: the distinct elements of ``x``."""
+    return unique(x, size=size, fill_value=fill_value)
+
+
+def unique_counts(x, /, *, size=None, fill_value=None):
+    return _UniqueCountsResult(*unique(x, return_counts=True, size=size,
+                                       fill_value=fill_value))
+
+
+def unique_inverse(x, /, *, size=None, fill_value=None):
+    return _UniqueInverseResult(*unique(x, return_inverse=True, size=size,
+                                        fill_value=fill_value))
+
+
+def unique_all(x, /, *, size=None, fill_value=None):
+    return _UniqueAllResult(*unique(x, return_index=True, return_inverse=True,
+                                    return_counts=True, size=size, fill_value=fill_value))
+
+
+# --- searching and counting ----------------------------------------------------------------
+
+def _sort_order_less(x, y, or_equal):
+    """``x < y`` (or ``<=``) in sorting order, where NaN is above everything but NaN."""
+    if not dtypes.is_float(get_aval(x).dtype):
+        return (lax.le if or_equal else lax.lt)(x, y)
+    y_nan = lax.ne(y, y)
+    if or_equal:
+        return lax.bitwise_or(lax.le(x, y), y_nan)
+    return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(y_nan, lax.eq(x, x)))
+
+
+def searchsorted(a, v, side="left", sorter=None, *, method="compare_all"):
+    """Where ``v``'s elements would go in the sorted 1-D ``a`` to keep it sorted.
+
+    Counts the elements of ``a`` below each value (or at/below it for side='right'): a
+    comparison of every pair, fine for teaching sizes (JAX's method='compare_all').
+    """
+    if side not in ("left", "right"):
+        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
+                         "['left', 'right'].")
+    a, v = _arr("searchsorted", a), _arr("searchsorted", v)
+    if len(_shape(a)) != 1:
+        raise ValueError("a should be 1-dimensional")
+    if dtypes.is_complex(get_aval(a).dtype) or dtypes.is_complex(get_aval(v).dtype):
+        raise NotImplementedError("jnp.searchsorted: complex values are not implemented")
+    if sorter is not None:
+        a = take(a, sorter, mode="promise_in_bounds")
+    a, v = promote_dtypes(a, v)
+    n, v_shape = _shape(a)[0], _shape(v)
+    grid = v_shape + (n,)
+    a_b = lax.broadcast_in_dim(a, grid, (len(v_shape),))
+    v_b = lax.broadcast_in_dim(v, grid, tuple(range(len(v_shape))))
+    below = _sort_order_less(a_b, v_b, or_equal=(side == "right"))
+    return lax.reduce_sum(lax.convert_element_type(below, _index_dtype()), (len(v_shape),))
+
+
+def digitize(x, bins, right=False):
+    """The index of the bin each element of ``x`` falls in (bins increasing or decreasing)."""
+    x, bins = _arr("digitize", x), _arr("digitize", bins)
+    if len(_shape(bins)) != 1:
+        raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
+    n = _shape(bins)[0]
+    if n == 0:
+        return lax.full(_shape(x), 0, _index_dtype())
+    side = "left" if right else "right"
+    increasing = searchsorted(bins, x, side=side)
+    decreasing = lax.sub(lax.full_like(increasing, n),
+                         searchsorted(lax.rev(bins, (0,)), x, side=side))
+    return where(lax.le(bins[0], bins[-1]), increasing, decreasing)
+
+
+def bincount(x, weights=None, minlength=0, *, length=None):
+    """How often each non-negative integer occurs in ``x`` (or the sum of its weights).
+
+    Negative values count as 0 (as in JAX); ``length`` fixes the result's length (values at
+    or beyond it are dropped), otherwise ``x`` must be concrete.
+    """
+    x = _arr("bincount", x)
+    if not dtypes.is_int(get_aval(x).dtype):
+        raise TypeError(f"x argument to bincount must have an integer type; got "
+                        f"{get_aval(x).dtype}")
+    if len(_shape(x)) != 1:
+        raise ValueError("only 1-dimensional input supported.")
+    minlength = operator.index(minlength)
+    if length is None:
+        values = _concrete_for("bincount", x)
+        length = max(minlength, int(values.max()) + 1 if values.size else 0)
+    x = lax.max(x, lax.full_like(x, 0))
+    if weights is None:
+        weights = lax.full(_shape(x), 1, _index_dtype())
+    else:
+        weights = lax.broadcast_in_dim(_arr("bincount", weights), _shape(x),
+                                       tuple(range(len(_shape(x))))) \
+            if _shape(_arr("bincount", weights)) == () else _arr("bincount", weights)
+    zeros = lax.full((operator.index(length),), 0, get_aval(weights).dtype)
+    return zeros.at[x].add(weights, mode="drop")
+
+
+# --- set operations ------------------------------------------------------------------------
+
+def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
+    """Whether each element of ``element`` occurs in ``test_elements`` (compares all pairs)."""
+    element, test = _arr("isin", element), ravel(_arr("isin", test_elements))
+    element, test = promote_dtypes(element, test)
+    shape = _shape(element)
+    grid = shape + _shape(test)
+    equal = lax.eq(lax.broadcast_in_dim(element, grid, tuple(range(len(shape)))),
+                   lax.broadcast_in_dim(test, grid, (len(shape),)))
+    found = lax.reduce_or(equal, (len(shape),))
+    return lax.bitwise_not(found) if invert else found
+
+
+def in1d(ar1, ar2, assume_unique=False, invert=False, *, method="auto"):
+    """``isin`` of ``ar1`` flattened."""
+    return isin(ravel(_arr("in1d", ar1)), ar2, assume_unique, invert)
+
+
+def _compact(values, keep, size, fill_value, name):
+    """The kept ``values`` moved to the front, in ``size`` slots (concrete when None)."""
+    if size is None:
+        size = int(np.count_nonzero(_concrete_for(name, keep)))
+    slots, valid = _first_true_positions(keep, operator.index(size))
+    out = take(values, where(valid, slots, 0), mode="promise_in_bounds") if _shape(values)[0] \
+        else lax.full((size,), 0, get_aval(values).dtype)
+    return out, valid, slots
+
+
+def union1d(ar1, ar2, *, size=None, fill_value=None):
+    """The sorted distinct elements found in either array."""
+    return unique(concatenate([ravel(_arr("union1d", ar1)), ravel(_arr("union1d", ar2))]),
+                  size=size, fill_value=fill_value)
+
+
+def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+    """The sorted distinct elements of ``ar1`` not in ``ar2`` (padding: ``fill_value``, 0)."""
+    ar1 = ravel(_arr("setdiff1d", ar1))
+    u = _unique_rows(ar1, _shape(ar1)[0] if size is not None else None, "setdiff1d")
+    keep = lax.bitwise_and(u.valid, isin(u.values, ar2, invert=True))
+    out, valid, _ = _compact(u.values, keep, size, fill_value, "setdiff1d")
+    return _fill(out, valid, 0 if fill_value is None else fill_value)
+
+
+def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None,
+                fill_value=None):
+    """The sorted distinct elements in both arrays (and, optionally, where each first is).
+
+    Padding repeats the first common value, or holds ``fill_value``.
+    """
+    ar1, ar2 = promote_dtypes(ravel(_arr("intersect1d", ar1)), ravel(_arr("intersect1d", ar2)))
+    fixed = size is not None
+    u1 = _unique_rows(ar1, _shape(ar1)[0] if fixed else None, "intersect1d")
+    u2 = _unique_rows(ar2, _shape(ar2)[0] if fixed else None, "intersect1d")
+    equal = _equal_to_valid(u1.values, u2)
+    matched = lax.bitwise_and(u1.valid, lax.reduce_or(equal, (1,)))
+    values, valid, slots = _compact(u1.values, matched, size, fill_value, "intersect1d")
+    if fill_value is None and _shape(values)[0]:
+        fill_value = values[0]
+    values = _fill(values, valid, fill_value)
+    if not return_indices:
+        return values
+    slots = where(valid, slots, 0)
+    # The slot of u2 holding each common value: the first (only) equal one.
+    slot2 = lax.argmax(lax.convert_element_type(equal, _index_dtype()), 1, _index_dtype())
+    index1 = take(u1.index, slots, mode="promise_in_bounds")
+    index2 = take(u2.index, take(slot2, slots, mode="promise_in_bounds"),
+                  mode="promise_in_bounds")
+    return values, index1, index2
+
+
+def _equal_to_valid(values, u):
+    """``values[i] == u.values[j]`` for the valid slots j of the unique record ``u``."""
+    grid = _shape(values) + _shape(u.values)
+    equal = lax.eq(lax.broadcast_in_dim(values, grid, (0,)),
+                   lax.broadcast_in_dim(u.values, grid, (1,)))
+    return lax.bitwise_and(equal, lax.broadcast_in_dim(u.valid, grid, (1,)))

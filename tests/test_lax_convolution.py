@@ -1,0 +1,269 @@
+"""lax.conv_general_dilated (and conv, conv_with_general_padding) against a nested-loop
+reference written from XLA's definition of convolution."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import nbjax
+from nbjax import lax
+from nbjax.core import check_jaxpr, eval_jaxpr
+
+RNG = np.random.default_rng(3)
+
+
+def random(shape, dtype=np.float32):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return RNG.random(shape) < 0.5
+    if np.issubdtype(dtype, np.integer):
+        return RNG.integers(-3, 4, shape).astype(dtype)
+    if np.issubdtype(dtype, np.complexfloating):
+        return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def eager_and_traced(fn, *args):
+    out = fn(*args)
+    closed = nbjax.make_jaxpr(fn)(*args)
+    check_jaxpr(closed.jaxpr)
+    traced, = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    assert traced.dtype == out.dtype and traced.shape == out.shape
+    np.testing.assert_array_equal(np.asarray(traced), np.asarray(out))
+    return out
+
+
+def naive_conv(lhs, rhs, strides, padding, lhs_dilation, rhs_dilation,
+               feature_group_count=1, batch_group_count=1):
+    """NCHW x OIHW -> NCHW, one output element at a time (computed in float64/int64)."""
+    wide = np.complex128 if np.iscomplexobj(lhs) else (
+        np.float64 if np.issubdtype(lhs.dtype, np.floating) else np.int64)
+    lhs, rhs = lhs.astype(wide), rhs.astype(wide)
+    n_batch, n_in = lhs.shape[:2]
+    n_out, n_kernel_in = rhs.shape[:2]
+    spatial, kernel = lhs.shape[2:], rhs.shape[2:]
+
+    def out_size(size, k, s, lo, hi, ld, rd):
+        padded = ((size - 1) * ld + 1 if size else 0) + lo + hi
+        return max((padded - ((k - 1) * rd + 1)) // s + 1, 0)
+    out_spatial = [out_size(*a) for a in zip(spatial, kernel, strides, *zip(*padding),
+                                              lhs_dilation, rhs_dilation)]
+    groups = max(feature_group_count, batch_group_count)
+    out = np.zeros((n_batch // batch_group_count, n_out, *out_spatial), wide)
+
+    def lhs_value(n, c, position):
+        """The dilated, padded input at ``position``: zero between and outside elements."""
+        index = []
+        for p, (lo, _), ld, size in zip(position, padding, lhs_dilation, spatial):
+            q, r = divmod(p - lo, ld)
+            if r or not 0 <= q < size:
+                return 0
+            index.append(q)
+        return lhs[(n, c, *index)]
+
+    for n, o, *y in itertools.product(range(out.shape[0]), range(n_out),
+                                      *map(range, out_spatial)):
+        group = o // (n_out // groups)
+        n_src = group * out.shape[0] + n if batch_group_count > 1 else n
+        c_first = group * n_kernel_in if feature_group_count > 1 else 0
+        for c, *k in itertools.product(range(n_kernel_in), *map(range, kernel)):
+            position = [yi * s + ki * rd for yi, s, ki, rd in zip(y, strides, k, rhs_dilation)]
+            out[(n, o, *y)] += lhs_value(n_src, c_first + c, position) * rhs[(o, c, *k)]
+    return out
+
+
+def check(lhs, rhs, strides, padding, lhs_dilation=None, rhs_dilation=None, **kwargs):
+    n = lhs.ndim - 2
+    out = eager_and_traced(
+        lambda a, b: lax.conv_general_dilated(a, b, strides, padding, lhs_dilation,
+                                              rhs_dilation, **kwargs), lhs, rhs)
+    expected = naive_conv(lhs, rhs, strides, padding, lhs_dilation or (1,) * n,
+                          rhs_dilation or (1,) * n, kwargs.get("feature_group_count", 1),
+                          kwargs.get("batch_group_count", 1))
+    assert out.dtype == lhs.dtype and out.shape == expected.shape
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 1), (2, 3)])
+@pytest.mark.parametrize("padding", [((0, 0), (0, 0)), ((1, 2), (2, 0)), ((-1, 1), (0, -1))])
+def test_conv_strides_and_padding(strides, padding):
+    check(random((2, 3, 6, 5)), random((4, 3, 3, 2)), strides, padding)
+
+
+@pytest.mark.parametrize("lhs_dilation,rhs_dilation", [((2, 1), (1, 1)), ((1, 1), (2, 3)),
+                                                       ((3, 2), (2, 1))])
+def test_conv_dilations(lhs_dilation, rhs_dilation):
+    check(random((1, 2, 4, 5)), random((3, 2, 2, 2)), (1, 2), ((1, 1), (0, 2)),
+          lhs_dilation, rhs_dilation)
+
+
+@pytest.mark.parametrize("groups", [2, 3])
+def test_conv_feature_group_count(groups):
+    check(random((2, 2 * groups, 5, 4)), random((2 * groups, 2, 3, 2)), (1, 1),
+          ((1, 0), (0, 1)), feature_group_count=groups)
+
+
+@pytest.mark.parametrize("groups", [2, 3])
+def test_conv_batch_group_count(groups):
+    check(random((groups * 2, 3, 5, 4)), random((groups, 3, 2, 2)), (2, 1),
+          ((0, 1), (1, 1)), rhs_dilation=(1, 2), batch_group_count=groups)
+
+
+def test_conv_1d_and_3d():
+    check(random((2, 3, 7)), random((4, 3, 3)), (2,), ((1, 1),), (1,), (2,))
+    check(random((1, 2, 3, 4, 3)), random((2, 2, 2, 2, 2)), (1, 2, 1),
+          ((0, 1), (1, 0), (0, 0)))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.float16, np.complex64])
+def test_conv_dtypes(dtype):
+    lhs, rhs = random((2, 2, 4, 4), dtype), random((3, 2, 2, 2), dtype)
+    out = lax.conv_general_dilated(lhs, rhs, (1, 1), "VALID")
+    expected = naive_conv(lhs, rhs, (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1))
+    assert out.dtype == np.dtype(dtype)
+    tol = 1e-2 if dtype == np.float16 else 1e-5
+    np.testing.assert_allclose(np.asarray(out), expected.astype(dtype), rtol=tol, atol=tol)
+
+
+def test_bool_conv_is_or_of_ands_and_preferred_element_type():
+    lhs, rhs = random((1, 2, 3, 3), np.bool_), random((2, 2, 2, 2), np.bool_)
+    counts = naive_conv(lhs, rhs, (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1))
+    np.testing.assert_array_equal(lax.conv(lhs, rhs, (1, 1), "VALID"), counts > 0)
+    as_int = lax.conv(lhs, rhs, (1, 1), "VALID", preferred_element_type=np.int32)
+    assert as_int.dtype == np.int32
+    np.testing.assert_array_equal(as_int, counts)
+    big = np.full((1, 1, 2, 2), 100, np.int8)
+    wide = lax.conv(big, big, (1, 1), "VALID", preferred_element_type=np.int32)
+    np.testing.assert_array_equal(wide, [[[[40000]]]])
+
+
+def nhwc(x):
+    return np.ascontiguousarray(np.moveaxis(x, 1, -1))
+
+
+def test_nhwc_hwio_layouts_match_nchw():
+    lhs, rhs = random((2, 4, 5, 6)), random((6, 2, 3, 2))
+    expected = naive_conv(lhs, rhs, (2, 1), ((1, 1), (0, 1)), (1, 1), (1, 2),
+                          feature_group_count=2)
+    hwio = np.transpose(rhs, (2, 3, 1, 0))
+    out = eager_and_traced(lambda a, b: lax.conv_general_dilated(
+        a, b, (2, 1), ((1, 1), (0, 1)), rhs_dilation=(1, 2),
+        dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=2), nhwc(lhs), hwio)
+    np.testing.assert_allclose(np.asarray(out), nhwc(expected), rtol=1e-4, atol=1e-5)
+    # The output layout may differ from the input's.
+    out = lax.conv_general_dilated(nhwc(lhs), hwio, (2, 1), ((1, 1), (0, 1)),
+                                   rhs_dilation=(1, 2), feature_group_count=2,
+                                   dimension_numbers=("NHWC", "HWIO", "NCHW"))
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_conv_dimension_numbers_from_strings():
+    dn = lax.conv_dimension_numbers((2, 5, 6, 4), (3, 2, 4, 6), ("NHWC", "HWIO", "NHWC"))
+    assert dn == lax.ConvDimensionNumbers((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    # Spatial axes are ordered as the kernel's string lists them.
+    dn = lax.conv_dimension_numbers((2, 5, 6, 4), (3, 2, 4, 6), ("NWHC", "HWIO", "NCHW"))
+    assert dn.lhs_spec == (0, 3, 2, 1)
+    assert lax.conv_dimension_numbers((1, 1, 1), (1, 1, 1), None) == ((0, 1, 2),) * 3
+
+
+def test_non_contiguous_inputs():
+    lhs = random((2, 3, 8, 5))[:, :, ::2]
+    rhs = random((2, 3, 2, 4)).transpose(0, 1, 3, 2)
+    check(lhs, rhs, (1, 1), ((0, 0), (1, 1)))
+
+
+@pytest.mark.parametrize("padding", ["SAME", "SAME_LOWER", "VALID", "same"])
+def test_string_padding(padding):
+    lhs, rhs = random((1, 2, 7, 6)), random((3, 2, 3, 2))
+    pads = lax.padtype_to_pads((7, 6), (5, 2), (2, 3), padding)  # rhs dilation (2, 1)
+    out = lax.conv_general_dilated(lhs, rhs, (2, 3), padding, rhs_dilation=(2, 1))
+    np.testing.assert_allclose(
+        np.asarray(out), naive_conv(lhs, rhs, (2, 3), pads, (1, 1), (2, 1)), rtol=1e-4,
+        atol=1e-5)
+    if padding.upper().startswith("SAME"):
+        assert out.shape[2:] == (4, 2)  # ceil(size / stride)
+
+
+def test_padtype_to_pads():
+    assert lax.padtype_to_pads((5, 6), (3, 2), (2, 1), "SAME") == [(1, 1), (0, 1)]
+    assert lax.padtype_to_pads((5, 6), (3, 2), (2, 1), "SAME_LOWER") == [(1, 1), (1, 0)]
+    assert lax.padtype_to_pads((5, 6), (3, 2), (2, 1), "VALID") == [(0, 0), (0, 0)]
+    assert lax.padtype_to_pads((2,), (5,), (1,), "SAME") == [(2, 2)]
+    with pytest.raises(RuntimeError, match="Unrecognized padding type"):
+        lax.padtype_to_pads((5,), (3,), (1,), "FULL")
+
+
+def test_conv_and_conv_with_general_padding():
+    lhs, rhs = random((2, 3, 5, 6)), random((4, 3, 3, 2))
+    np.testing.assert_allclose(
+        np.asarray(lax.conv(lhs, rhs, (1, 2), "VALID")),
+        naive_conv(lhs, rhs, (1, 2), ((0, 0), (0, 0)), (1, 1), (1, 1)), rtol=1e-4, atol=1e-5)
+    out = lax.conv_with_general_padding(lhs, rhs, (1, 1), ((1, 0), (0, 2)), (2, 1), (1, 2))
+    np.testing.assert_allclose(
+        np.asarray(out), naive_conv(lhs, rhs, (1, 1), ((1, 0), (0, 2)), (2, 1), (1, 2)),
+        rtol=1e-4, atol=1e-5)
+
+
+def test_empty_outputs_and_weak_type():
+    assert lax.conv(random((0, 2, 5, 5)), random((3, 2, 3, 3)), (1, 1), "VALID").shape == \
+        (0, 3, 3, 3)
+    out = lax.conv(random((1, 2, 2, 5)), random((3, 2, 3, 3)), (1, 1), "VALID")
+    assert out.shape == (1, 3, 0, 3)
+    weak = lax.conv(lax.broadcast(1.0, (1, 1, 3, 3)), lax.broadcast(1.0, (1, 1, 2, 2)),
+                    (1, 1), "VALID")
+    assert weak.weak_type
+    np.testing.assert_array_equal(weak, np.full((1, 1, 2, 2), 4.0))
+
+
+def test_conv_jaxpr_params():
+    lhs, rhs = random((2, 5, 6, 4)), random((3, 2, 4, 6))
+    closed = nbjax.make_jaxpr(lambda a, b: lax.conv_general_dilated(
+        a, b, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))(lhs, rhs)
+    eqn, = closed.eqns
+    assert eqn.params["padding"] == ((1, 1), (0, 1))
+    assert eqn.params["dimension_numbers"] == lax.ConvDimensionNumbers(
+        (0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    text = str(closed)
+    assert ("dimension_numbers=ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, "
+            "0, 1), out_spec=(0, 3, 1, 2))") in text
+    assert "preferred_element_type=None" in text and "window_strides=(1, 1)" in text
+    hash(tuple(eqn.params.items()))
+
+
+def test_conv_errors():
+    lhs, rhs = np.ones((2, 4, 5, 5), np.float32), np.ones((6, 2, 3, 3), np.float32)
+    conv = lax.conv_general_dilated
+    with pytest.raises(ValueError, match="3 does not divide 4"):
+        conv(lhs, rhs, (1, 1), "VALID", feature_group_count=3)
+    with pytest.raises(ValueError, match=r"4 // 1 != 2"):
+        conv(lhs, rhs, (1, 1), "VALID")
+    with pytest.raises(ValueError, match="multiple of feature_group_count"):
+        conv(lhs, np.ones((5, 2, 3, 3), np.float32), (1, 1), "VALID", feature_group_count=2)
+    with pytest.raises(ValueError, match="batch_group_count must divide lhs batch"):
+        conv(np.ones((3, 2, 5, 5)), np.ones((6, 2, 3, 3)), (1, 1), "VALID",
+             batch_group_count=2)
+    with pytest.raises(ValueError, match="At most one of batch_group_count"):
+        conv(np.ones((4, 4, 5, 5)), np.ones((4, 2, 3, 3)), (1, 1), "VALID",
+             batch_group_count=2, feature_group_count=2)
+    with pytest.raises(TypeError, match="lhs and rhs ndim to be equal"):
+        conv(lhs, np.ones((6, 4, 3)), (1,), "VALID")
+    with pytest.raises(ValueError, match="window and window_strides must have the same"):
+        conv(lhs, rhs, (1,), "VALID", feature_group_count=2)
+    with pytest.raises(ValueError, match="window_strides must be positive"):
+        conv(lhs, rhs, (0, 1), "VALID", feature_group_count=2)
+    with pytest.raises(TypeError, match="Wrong number of explicit pads"):
+        conv(lhs, rhs, (1, 1), [(1, 1)], feature_group_count=2)
+    with pytest.raises(ValueError, match="sequence of \\(low, high\\) pairs"):
+        conv(lhs, rhs, (1, 1), [1, 1], feature_group_count=2)
+    with pytest.raises(ValueError, match="String padding is not implemented"):
+        conv(lhs, rhs, (1, 1), "SAME", lhs_dilation=(2, 1), feature_group_count=2)
+    with pytest.raises(TypeError, match="requires arguments to have the same dtypes"):
+        conv(lhs, rhs.astype(np.int32), (1, 1), "VALID", feature_group_count=2)
+    with pytest.raises(TypeError, match="must not be narrower"):
+        conv(lhs.astype(np.int32), rhs.astype(np.int32), (1, 1), "VALID",
+             feature_group_count=2, preferred_element_type=np.int8)
+    with pytest.raises(TypeError, match="must contain the characters 'N' and 'C'"):
+        conv(lhs, rhs, (1, 1), "VALID", dimension_numbers=("NHWX", "OIHW", "NCHW"))
+    with pytest.raises(TypeError, match="same set of spatial characters"):
+        conv(lhs, rhs, (1, 1), "VALID", dimension_numbers=("NCHW", "OIHX", "NCHW"))

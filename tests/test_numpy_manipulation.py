@@ -1,0 +1,275 @@
+"""Shape manipulation, joining, splitting, padding and selection, against NumPy."""
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax.core import ConcretizationTypeError, check_jaxpr, eval_jaxpr
+
+RNG = np.random.default_rng(1)
+DTYPES = [np.bool_, np.int8, np.int32, np.uint8, np.float32, np.complex64]
+
+
+def rand(shape, dtype=np.float32):
+    x = RNG.normal(size=shape) * 3
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * RNG.normal(size=shape)
+    return x.astype(dtype)
+
+
+def staged(f, *args):
+    closed = nbjax.make_jaxpr(f)(*args)
+    check_jaxpr(closed.jaxpr)
+    return eval_jaxpr(closed.jaxpr, closed.consts, *args)
+
+
+def assert_same(got, want):
+    """Equal values, shapes and (canonical 32-bit) dtypes; sequences compared item-wise."""
+    if isinstance(want, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_same(g, w)
+        return
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    expected = want.dtype if want.dtype.itemsize <= 4 or want.dtype == np.complex64 else \
+        {"f": np.float32, "i": np.int32, "u": np.uint32, "c": np.complex64}[want.dtype.kind]
+    assert got.dtype == expected, (got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+def check(f, *args, np_f=None, jit=True):
+    """``f`` with jnp equals ``np_f`` (or ``f`` with np) eagerly and from its jaxpr."""
+    want = (np_f or (lambda *a: f(np, *a)))(*args)
+    assert_same(f(jnp, *args), want)
+    if jit:
+        out = staged(lambda *a: f(jnp, *a), *args)
+        assert_same(out if isinstance(want, (list, tuple)) else out[0], want)
+
+
+# Each case: (name, function of (module, x), input shape). Inputs are also tried transposed.
+CASES = [
+    ("reshape", lambda m, x: m.reshape(x, (2, -1)), (3, 4)),
+    ("reshape_empty", lambda m, x: m.reshape(x, (4, 1, 0)), (0, 4)),
+    ("ravel", lambda m, x: m.ravel(x), (3, 4)),
+    ("transpose", lambda m, x: m.transpose(x, (1, 2, 0)), (2, 3, 4)),
+    ("transpose_default", lambda m, x: m.transpose(x), (2, 3, 4)),
+    ("T", lambda m, x: x.T, (2, 3)),
+    ("permute_dims", lambda m, x: m.permute_dims(x, (1, 0)), (2, 3)),
+    ("matrix_transpose", lambda m, x: m.matrix_transpose(x), (2, 3, 4)),
+    ("moveaxis", lambda m, x: m.moveaxis(x, (0, 1), (-1, 0)), (2, 3, 4)),
+    ("swapaxes", lambda m, x: m.swapaxes(x, 0, -1), (2, 3, 4)),
+    ("squeeze", lambda m, x: m.squeeze(x), (1, 3, 1)),
+    ("squeeze_axis", lambda m, x: m.squeeze(x, -1), (1, 3, 1)),
+    ("expand_dims", lambda m, x: m.expand_dims(x, (0, -1)), (2, 3)),
+    ("broadcast_to", lambda m, x: m.broadcast_to(x, (2, 3, 4)), (3, 1)),
+    ("atleast_1d", lambda m, x: m.atleast_1d(x), ()),
+    ("atleast_2d", lambda m, x: m.atleast_2d(x), (3,)),
+    ("atleast_3d", lambda m, x: m.atleast_3d(x), (2, 3)),
+    ("atleast_3d_1d", lambda m, x: m.atleast_3d(x), (3,)),
+    ("concatenate", lambda m, x: m.concatenate([x, x[:1]], axis=0), (2, 3)),
+    ("concatenate_none", lambda m, x: m.concatenate([x, x], axis=None), (2, 3)),
+    ("concatenate_empty", lambda m, x: m.concatenate([x, x], axis=1), (2, 0)),
+    ("stack", lambda m, x: m.stack([x, x, x], axis=-1), (2, 3)),
+    ("hstack", lambda m, x: m.hstack([x, x]), (2, 3)),
+    ("hstack_1d", lambda m, x: m.hstack([x, x]), (3,)),
+    ("vstack", lambda m, x: m.vstack([x, x]), (3,)),
+    ("dstack", lambda m, x: m.dstack([x, x]), (2, 3)),
+    ("column_stack", lambda m, x: m.column_stack([x, x]), (3,)),
+    ("split", lambda m, x: m.split(x, 2, axis=1), (3, 4)),
+    ("split_indices", lambda m, x: m.split(x, [1, -1, 10]), (5, 2)),
+    ("array_split", lambda m, x: m.array_split(x, 3), (7,)),
+    ("hsplit", lambda m, x: m.hsplit(x, [1]), (2, 3)),
+    ("vsplit", lambda m, x: m.vsplit(x, 2), (4, 3)),
+    ("dsplit", lambda m, x: m.dsplit(x, 2), (1, 2, 4)),
+    ("tile", lambda m, x: m.tile(x, (2, 1, 3)), (2, 3)),
+    ("tile_int", lambda m, x: m.tile(x, 2), (2, 3)),
+    ("repeat", lambda m, x: m.repeat(x, 3, axis=1), (2, 3)),
+    ("repeat_flat", lambda m, x: m.repeat(x, 2), (2, 3)),
+    ("repeat_counts", lambda m, x: m.repeat(x, np.array([2, 0, 1]), axis=-1), (2, 3)),
+    ("flip", lambda m, x: m.flip(x), (2, 3)),
+    ("flip_axis", lambda m, x: m.flip(x, 1), (2, 3)),
+    ("fliplr", lambda m, x: m.fliplr(x), (2, 3)),
+    ("flipud", lambda m, x: m.flipud(x), (2, 3)),
+    ("roll", lambda m, x: m.roll(x, 4), (2, 3)),
+    ("roll_axes", lambda m, x: m.roll(x, (1, -4), (0, 1)), (2, 3)),
+    ("roll_empty", lambda m, x: m.roll(x, 1, 0), (0, 3)),
+    ("rot90", lambda m, x: m.rot90(x), (2, 3)),
+    ("rot90_k", lambda m, x: m.rot90(x, -3, (1, 2)), (2, 3, 4)),
+    ("rot90_2", lambda m, x: m.rot90(x, 2), (2, 3)),
+    ("diag", lambda m, x: m.diag(x, 1), (3, 4)),
+    ("diag_1d", lambda m, x: m.diag(x, -2), (3,)),
+    ("diagflat", lambda m, x: m.diagflat(x), (2, 2)),
+    ("diagonal", lambda m, x: m.diagonal(x), (3, 4)),
+    ("diagonal_offset", lambda m, x: m.diagonal(x, -1, 2, 0), (3, 2, 4)),
+    ("diagonal_past", lambda m, x: m.diagonal(x, 5), (3, 4)),
+    ("tril", lambda m, x: m.tril(x), (3, 4)),
+    ("tril_k", lambda m, x: m.tril(x, -1), (2, 3, 4)),
+    ("triu", lambda m, x: m.triu(x, 2), (3, 4)),
+    ("append", lambda m, x: m.append(x, x), (2, 3)),
+    ("append_axis", lambda m, x: m.append(x, x[:1], axis=0), (2, 3)),
+    ("delete", lambda m, x: m.delete(x, [0, -1], axis=1), (2, 4)),
+    ("delete_slice", lambda m, x: m.delete(x, slice(None, None, 2)), (2, 3)),
+    ("insert_scalar", lambda m, x: m.insert(x, 1, x[:, 0], axis=1), (2, 3)),
+    ("insert_many", lambda m, x: m.insert(x, [2, 0, 2], x[0, 0]), (2, 3)),
+    ("where", lambda m, x: m.where(x != 0, x, x[::-1]), (2, 3)),
+    ("select", lambda m, x: m.select([x.real > 1, x.real < 0], [x, x * 2], 0), (2, 3)),
+]
+
+
+@pytest.mark.parametrize("name, f, shape", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("dtype", [np.float32, np.int8])
+def test_matches_numpy(name, f, shape, dtype):
+    if dtype == np.int8 and name == "select":
+        return
+    check(f, rand(shape, dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["transpose", "concatenate", "roll_axes", "tril", "diag",
+                                  "repeat_counts", "flip_axis", "insert_many", "where"])
+def test_dtypes_and_non_contiguous(name, dtype):
+    f, shape = {c[0]: (c[1], c[2]) for c in CASES}[name]
+    base = rand(shape[:-1] + (2 * shape[-1],), dtype)
+    check(f, base[..., ::2])  # a strided view
+    if len(shape) == 2:
+        check(f, np.ascontiguousarray(rand(shape[::-1], dtype)).T)  # a transposed view
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "wrap", "reflect", "symmetric"])
+@pytest.mark.parametrize("widths", [2, (1, 3), ((0, 5), (7, 1))])
+@pytest.mark.parametrize("shape", [(3, 2), (1, 4)])
+def test_pad(mode, widths, shape):
+    check(lambda m, x: m.pad(x, widths, mode=mode), rand(shape))
+
+
+def test_pad_constant_values():
+    x = rand((2, 3), np.int32)
+    check(lambda m, a: m.pad(a, ((1, 2), (2, 1)), constant_values=((1, 2), (3, 4))), x)
+    check(lambda m, a: m.pad(a, 1, constant_values=7), x)
+    assert_same(jnp.pad(jnp.asarray(x), 1, constant_values=jnp.int32(5)),
+                np.pad(x, 1, constant_values=5))
+
+
+def test_pad_errors():
+    with pytest.raises(ValueError, match="empty axis"):
+        jnp.pad(jnp.ones(0), 1, mode="edge")
+    with pytest.raises(NotImplementedError, match="linear_ramp"):
+        jnp.pad(jnp.ones(2), 1, mode="linear_ramp")
+    with pytest.raises(NotImplementedError, match="reflect_type"):
+        jnp.pad(jnp.ones(2), 1, mode="reflect", reflect_type="odd")
+
+
+def test_broadcast_arrays_and_shapes():
+    a, b = rand((3, 1)), rand((1, 4))
+    assert_same(jnp.broadcast_arrays(a, b), np.broadcast_arrays(a, b))
+    assert jnp.broadcast_shapes((2, 1), (3,), ()) == (2, 3)
+    with pytest.raises(ValueError, match="Incompatible shapes"):
+        jnp.broadcast_shapes((2,), (3,))
+    with pytest.raises(ValueError, match="Incompatible shapes"):
+        jnp.broadcast_to(jnp.ones((2, 3)), (4, 3))
+    with pytest.raises(ValueError, match="fewer dimensions"):
+        jnp.broadcast_to(jnp.ones((2, 3)), (3,))
+
+
+def test_where_promotes_and_broadcasts():
+    cond = np.array([True, False, True])
+    out = jnp.where(cond, 1, 2.5)
+    assert out.dtype == np.float32 and out.weak_type
+    assert_same(out, np.where(cond, 1, 2.5).astype(np.float32))
+    x = rand((2, 1), np.int8)
+    assert_same(jnp.where(np.array([1, 0, 3]), x, np.int8(0)), np.where([1, 0, 3], x, 0))
+    with pytest.raises(ValueError, match="both or neither"):
+        jnp.where(cond, 1)
+
+
+def test_select_needs_boolean_conditions():
+    with pytest.raises(TypeError, match="boolean"):
+        jnp.select([jnp.array([1, 0])], [jnp.array([1, 2])], 5)
+
+
+def test_trace():
+    x = rand((3, 4), np.int8)
+    assert_same(jnp.trace(x), np.trace(x).astype(np.int32))
+    y = rand((2, 3, 4))
+    np.testing.assert_allclose(jnp.trace(y, 1, 1, 2), np.trace(y, 1, 1, 2), rtol=1e-5)
+
+
+# --- nonzero and friends -------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(5,), (2, 3), (0, 2)])
+def test_nonzero_family_concrete(shape):
+    x = (rand(shape) > 0).astype(np.int32) * rand(shape, np.int32)
+    assert_same(jnp.nonzero(x), np.nonzero(x))
+    assert_same(jnp.argwhere(x), np.argwhere(x))
+    assert_same(jnp.flatnonzero(x), np.flatnonzero(x))
+    assert_same(jnp.where(x), np.where(x))
+
+
+def test_nonzero_with_size_under_tracing():
+    x = np.array([[0, 3, 0], [4, 0, 5]], np.int32)
+
+    def f(a):
+        return jnp.nonzero(a, size=4, fill_value=-1)
+    want = (np.array([0, 1, 1, -1]), np.array([1, 0, 2, -1]))
+    assert_same(f(x), want)
+    assert_same(staged(f, x), want)
+    assert_same(jnp.argwhere(x, size=2), np.argwhere(x)[:2])
+    with pytest.raises(ConcretizationTypeError, match="size argument"):
+        nbjax.make_jaxpr(jnp.nonzero)(x)
+    with pytest.raises(ValueError, match="0d"):
+        jnp.nonzero(jnp.array(1))
+
+
+def test_repeat_traced_counts_need_total_length():
+    x = np.arange(3, dtype=np.float32)
+    counts = np.array([1, 2, 0], np.int32)
+    f = lambda a, r: jnp.repeat(a, r, total_repeat_length=5)  # noqa: E731
+    # Past sum(counts) = 3, JAX repeats the last element.
+    assert_same(staged(f, x, counts)[0], np.array([0, 1, 1, 2, 2], np.float32))
+    assert_same(f(x, counts), np.array([0, 1, 1, 2, 2], np.float32))
+    assert_same(jnp.repeat(x, counts, total_repeat_length=2), np.array([0, 1], np.float32))
+    with pytest.raises(ConcretizationTypeError, match="total_repeat_length"):
+        nbjax.make_jaxpr(lambda a, r: jnp.repeat(a, r))(x, counts)
+
+
+def test_traced_roll_shift():
+    x = rand((2, 5))
+    for shift in (-7, 0, 3):
+        out = staged(lambda a, s: jnp.roll(a, s, axis=1), x, np.int32(shift))[0]
+        assert_same(out, np.roll(x, shift, axis=1))
+
+
+# --- errors --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: jnp.reshape(jnp.arange(3), (4,)), TypeError,
+     r"cannot reshape array of shape \(3,\) \(size 3\) into shape \(4,\) \(size 4\)"),
+    (lambda: jnp.reshape(jnp.arange(6), (4, -1)), TypeError, "evenly divide"),
+    (lambda: jnp.reshape(jnp.arange(6), (-1, -1)), TypeError, "one unknown"),
+    (lambda: jnp.reshape(jnp.arange(6), (2, 3), order="F"), NotImplementedError, "order='F'"),
+    (lambda: jnp.squeeze(jnp.ones((2, 3)), 0), ValueError, "size not equal to one"),
+    (lambda: jnp.expand_dims(jnp.ones(3), 3), ValueError, "out of bounds"),
+    (lambda: jnp.moveaxis(jnp.ones((3, 4)), 0, 5), ValueError, "out of bounds"),
+    (lambda: jnp.transpose(jnp.ones((1, 3)), (0, 0)), ValueError, "don't match"),
+    (lambda: jnp.swapaxes(jnp.ones((1, 3)), 0, 2), ValueError, "out of bounds"),
+    (lambda: jnp.stack([jnp.ones(2), jnp.ones(3)]), ValueError, "same shape"),
+    (lambda: jnp.concatenate([jnp.ones(()), jnp.ones(())]), ValueError, "Zero-dimensional"),
+    (lambda: jnp.concatenate([jnp.ones((2, 3)), jnp.ones((2, 2))]), ValueError, "differ"),
+    (lambda: jnp.split(jnp.ones(5), 2), ValueError, "equal division"),
+    (lambda: jnp.tril(jnp.ones(3)), ValueError, "at least 2D"),
+    (lambda: jnp.diag(jnp.ones((2, 2, 2))), ValueError, "1d or 2d"),
+    (lambda: jnp.rot90(jnp.ones((2, 2)), axes=(0, 0)), ValueError, "different"),
+    (lambda: jnp.matrix_transpose(jnp.ones(3)), ValueError, "two-dimensional"),
+    (lambda: jnp.delete(jnp.ones(3), 5), IndexError, "out of bounds"),
+])
+def test_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_static_structural_ops_stage_without_gather():
+    closed = nbjax.make_jaxpr(lambda a: jnp.flip(jnp.swapaxes(a.reshape(2, 6), 0, 1), 0))(
+        np.ones((3, 4), np.float32))
+    assert [e.primitive.name for e in closed.jaxpr.eqns] == ["reshape", "transpose", "rev"]
