@@ -10,7 +10,7 @@ from .core.array import Device
 from . import tree_util, tree, test_util  # noqa: F401
 from .api import (grad, hessian, jacfwd, jacrev, jvp, linearize, make_jaxpr,  # noqa: F401
                   value_and_grad, vjp, vmap)
-from . import lax, numpy  # noqa: F401
+from . import lax, numpy, random, scipy  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
 from .custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
 from .jit import jit  # noqa: F401

@@ -9,7 +9,9 @@ import numpy as _np
 from ..core import Array as ndarray  # noqa: F401  (jnp.ndarray, for isinstance checks)
 from ..core.dtypes import finfo, iinfo, promote_types  # noqa: F401
 from . import array_methods as _array_methods
+from . import fft, linalg  # noqa: F401
 from .util import not_implemented as _not_implemented
+from .array_api import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403

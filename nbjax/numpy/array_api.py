@@ -1,0 +1,3 @@
+"""Array API standard additions (being written)."""
+
+__all__ = []

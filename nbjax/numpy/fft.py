@@ -1,0 +1,1 @@
+"""nbjax.numpy.fft (being written)."""

@@ -1,0 +1,1 @@
+"""nbjax.numpy.linalg (being written)."""

@@ -1,0 +1,1 @@
+"""nbjax.random (being written)."""

@@ -1,0 +1,1 @@
+"""nbjax.scipy (being written)."""
