@@ -1,10 +1,13 @@
 """The compiler behind ``jit``: a jaxpr in, an executable out, cached per backend.
 
-Today the only backend is the reference interpreter; the optimising passes, fusion planner
-and the llvmlite (CPU) and CuPy (GPU) backends plug in behind ``compile``.
+``passes.optimize`` rewrites jaxprs (inlining, folding, simplification, CSE, DCE) and records
+each rewrite. The only backend today is the reference interpreter, which runs the jaxpr as
+traced: it defines the semantics every compiling backend (llvmlite on CPU, CuPy on GPU) is
+tested against.
 """
 
 from ..backends import reference
+from .passes import Rewrite, optimize  # noqa: F401
 
 _BACKENDS = {"reference": reference.compile}
 _cache = {}

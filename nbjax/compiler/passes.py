@@ -1,0 +1,271 @@
+"""Optimising passes on jaxprs: inlining, constant folding, algebraic simplification, CSE, DCE.
+
+Each pass maps a Jaxpr to a new Jaxpr (nothing is mutated) and reports every rewrite it made
+as a ``Rewrite`` (the rule that fired and the equation it fired on), so the notebook can show
+what the compiler did and why. ``optimize`` runs them in order.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core import ClosedJaxpr, EvalTrace, Jaxpr, JaxprEqn, Literal, Var, set_current_trace
+
+# Constant folding makes new constants; bigger results stay computations.
+FOLD_SIZE_LIMIT = 1024
+
+
+@dataclass(frozen=True, eq=False)
+class Rewrite:
+    """One rewrite: ``rule`` fired on ``eqn`` (the equation as it was), with a ``detail``."""
+    rule: str
+    eqn: JaxprEqn
+    detail: str = ""
+
+    def __str__(self):
+        return f"{self.rule}: {self.detail} ({self.eqn.primitive.name})"
+
+
+class _Rewriter:
+    """Rebuilds a jaxpr equation by equation, with variables renamed through ``env``."""
+
+    def __init__(self, jaxpr):
+        self.env = {}
+        self.eqns = []
+        self.new_consts = []  # (var, value) made by constant folding
+        self.jaxpr = jaxpr
+
+    def read(self, atom):
+        return atom if isinstance(atom, Literal) else self.env.get(atom, atom)
+
+    def bind_outputs(self, outvars, atoms):
+        for v, a in zip(outvars, atoms):
+            self.env[v] = a
+
+    def emit(self, eqn):
+        self.eqns.append(eqn.replace(invars=[self.read(a) for a in eqn.invars]))
+
+    def finish(self, extra_constvars=()):
+        j = self.jaxpr
+        return Jaxpr(list(j.constvars) + list(extra_constvars), j.invars,
+                     [self.read(a) for a in j.outvars], self.eqns)
+
+
+# --- inlining ------------------------------------------------------------------------------
+
+def inline_calls(jaxpr, consts, log):
+    """Replace ``jit`` calls by the equations of the jaxpr they call (jit of jit is one
+    program for the compiler). Each inlined copy gets fresh variables."""
+    rw = _Rewriter(jaxpr)
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name != "jit":
+            rw.emit(eqn)
+            continue
+        callee = eqn.params["jaxpr"]
+        inner, inner_consts = inline_calls(callee.jaxpr, callee.consts, log)
+        local = {}
+        for v, c in zip(inner.constvars, inner_consts):
+            local[v] = Var(v.aval)
+            rw.new_consts.append((local[v], c))
+        local.update(zip(inner.invars, [rw.read(a) for a in eqn.invars]))
+
+        def read_local(a):
+            return a if isinstance(a, Literal) else local[a]
+        for inner_eqn in inner.eqns:
+            fresh = [Var(v.aval) for v in inner_eqn.outvars]
+            rw.eqns.append(inner_eqn.replace(invars=[read_local(a) for a in inner_eqn.invars],
+                                             outvars=fresh))
+            local.update(zip(inner_eqn.outvars, fresh))
+        rw.bind_outputs(eqn.outvars, [read_local(a) for a in inner.outvars])
+        log.append(Rewrite("inline", eqn, f"inlined {eqn.params['name']}"))
+    return rw.finish([v for v, _ in rw.new_consts]), \
+        list(consts) + [c for _, c in rw.new_consts]
+
+
+# --- constant folding ----------------------------------------------------------------------
+
+def fold_constants(jaxpr, consts, log):
+    """Evaluate equations whose operands are all known and whose results are small."""
+    known = {v: c for v, c in zip(jaxpr.constvars, consts)}
+    rw = _Rewriter(jaxpr)
+    for eqn in jaxpr.eqns:
+        ins = [rw.read(a) for a in eqn.invars]
+        foldable = (all(isinstance(a, Literal) or a in known for a in ins)
+                    and not _has_subjaxpr(eqn)
+                    and all(v.aval.size <= FOLD_SIZE_LIMIT for v in eqn.outvars))
+        if not foldable:
+            rw.emit(eqn)
+            continue
+        vals = [a.val if isinstance(a, Literal) else known[a] for a in ins]
+        with set_current_trace(EvalTrace()):
+            out = eqn.primitive.bind(*vals, **eqn.params)
+        outs = out if eqn.primitive.multiple_results else [out]
+        atoms = []
+        for v, val in zip(eqn.outvars, outs):
+            if v.aval.shape == ():
+                atoms.append(Literal(np.asarray(val), v.aval))
+            else:
+                new = Var(v.aval)
+                known[new] = val
+                rw.new_consts.append((new, val))
+                atoms.append(new)
+        rw.bind_outputs(eqn.outvars, atoms)
+        log.append(Rewrite("constant_fold", eqn))
+    out = rw.finish([v for v, _ in rw.new_consts])
+    return out, list(consts) + [c for _, c in rw.new_consts]
+
+
+def _has_subjaxpr(eqn):
+    from ..core import subjaxprs
+    return any(True for _ in subjaxprs(eqn.params))
+
+
+# --- algebraic simplification --------------------------------------------------------------
+
+def _literal_value(atom):
+    return np.asarray(atom.val).item() if isinstance(atom, Literal) else None
+
+
+_SYMBOL = {"mul": "*", "add": "+", "sub": "-"}
+
+
+def _exact_identity(name, dtype):
+    """x * 1 and x - 0 are exact; x + 0.0 is not for floats (-0.0 + 0.0 is +0.0)."""
+    return name != "add" or not np.issubdtype(dtype, np.inexact)
+
+
+def _simplify_eqn(eqn, ins, producers):
+    """``(atom, rule)`` when the output equals an existing atom, ``(eqns, rule)`` when
+    cheaper equations compute it, or None."""
+    name = eqn.primitive.name
+    out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
+    if out is None:
+        return None
+
+    def same_type(atom):
+        return atom.aval.shape == out.aval.shape and atom.aval.dtype == out.aval.dtype
+
+    if name in _SYMBOL and len(ins) == 2 and _exact_identity(name, out.aval.dtype):
+        identity = 1 if name == "mul" else 0
+        x, y = ins
+        if _literal_value(y) == identity and same_type(x):
+            return x, f"x {_SYMBOL[name]} {identity}"
+        if name != "sub" and _literal_value(x) == identity and same_type(y):
+            return y, f"{identity} {_SYMBOL[name]} x"
+    producer = producers.get(ins[0]) if ins else None
+    if name == "neg" and producer is not None and producer.primitive.name == "neg":
+        return producer.invars[0], "double negation"
+    if name == "convert_element_type" and same_type(ins[0]) and \
+            ins[0].aval.weak_type == out.aval.weak_type:
+        return ins[0], "conversion to the same type"
+    if name == "broadcast_in_dim" and producer is not None and \
+            producer.primitive.name == "broadcast_in_dim":
+        outer_dims = eqn.params["broadcast_dimensions"]
+        dims = tuple(outer_dims[d] for d in producer.params["broadcast_dimensions"])
+        merged = eqn.replace(invars=[producer.invars[0]],
+                             params=dict(eqn.params, broadcast_dimensions=dims))
+        return [merged], "broadcast of a broadcast"
+    if name == "integer_pow" and eqn.params["y"] in (1, 2, 3):
+        return _integer_pow_as_muls(eqn, ins[0], out)
+    return None
+
+
+def _integer_pow_as_muls(eqn, x, out):
+    y = eqn.params["y"]
+    if y == 1:
+        return x, "x ** 1"
+    from ..lax import mul_p
+
+    def mul(a, b, result):
+        return JaxprEqn([a, b], [result], mul_p, {}, eqn.source_info, eqn.provenance)
+    if y == 2:
+        return [mul(x, x, out)], "x ** 2 as x * x"
+    square = Var(x.aval)
+    return [mul(x, x, square), mul(square, x, out)], "x ** 3 as (x * x) * x"
+
+
+def simplify(jaxpr, consts, log):
+    """Algebraic identities: x*1, x+0, -(-x), same-type conversions, broadcast of a
+    broadcast, small integer powers as multiplies."""
+    rw = _Rewriter(jaxpr)
+    producers = {}
+    for eqn in jaxpr.eqns:
+        ins = [rw.read(a) for a in eqn.invars]
+        result = _simplify_eqn(eqn, ins, producers)
+        if result is None:
+            new_eqns = [eqn.replace(invars=ins)]
+        else:
+            replacement, rule = result
+            log.append(Rewrite("simplify", eqn, rule))
+            if not isinstance(replacement, list):
+                rw.bind_outputs(eqn.outvars, [replacement])
+                continue
+            new_eqns = replacement
+        for new in new_eqns:
+            rw.eqns.append(new)
+            producers.update((v, new) for v in new.outvars)
+    return rw.finish(), consts
+
+
+# --- common subexpressions and dead code ---------------------------------------------------
+
+def _atom_key(atom):
+    if isinstance(atom, Literal):
+        return ("lit", atom.aval, np.asarray(atom.val).tobytes())
+    return ("var", id(atom))
+
+
+def cse(jaxpr, consts, log):
+    """Reuse the result of an identical earlier equation (same primitive, params, operands)."""
+    rw = _Rewriter(jaxpr)
+    seen = {}
+    for eqn in jaxpr.eqns:
+        ins = [rw.read(a) for a in eqn.invars]
+        try:
+            key = (eqn.primitive, tuple(map(_atom_key, ins)),
+                   tuple(sorted((k, _param_key(v)) for k, v in eqn.params.items())))
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None and key in seen:
+            rw.bind_outputs(eqn.outvars, seen[key].outvars)
+            log.append(Rewrite("cse", eqn, "same as an earlier equation"))
+            continue
+        rw.emit(eqn)
+        if key is not None:
+            seen[key] = rw.eqns[-1]
+    return rw.finish(), consts
+
+
+def _param_key(value):
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype, value.shape, value.tobytes())
+    return value
+
+
+def dce(jaxpr, consts, log):
+    """Drop equations whose results nothing uses, and constvars nothing reads."""
+    live = {a for a in jaxpr.outvars if isinstance(a, Var)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if any(v in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(a for a in eqn.invars if isinstance(a, Var))
+        else:
+            log.append(Rewrite("dce", eqn, "result unused"))
+    kept.reverse()
+    pairs = [(v, c) for v, c in zip(jaxpr.constvars, consts) if v in live]
+    return Jaxpr([v for v, _ in pairs], jaxpr.invars, jaxpr.outvars, kept), \
+        [c for _, c in pairs]
+
+
+PASSES = (inline_calls, fold_constants, simplify, cse, dce)
+
+
+def optimize(closed, passes=PASSES):
+    """Run the passes; returns the optimised ClosedJaxpr and the list of Rewrites."""
+    log = []
+    jaxpr, consts = closed.jaxpr, list(closed.consts)
+    for p in passes:
+        jaxpr, consts = p(jaxpr, consts, log)
+    return ClosedJaxpr(jaxpr, consts), log
