@@ -146,8 +146,8 @@ def _canonical_in_axes(args, axes):
 
 
 def _as_array(x):
-    from .numpy import asarray
-    return asarray(x)
+    from .numpy.util import to_array
+    return to_array(x)
 
 
 def _mapped_size(fun, in_tree, args, axes, axis_size):
