@@ -177,8 +177,14 @@ def test_check_jaxpr_rejects_ill_typed_and_undefined():
 
 
 def test_missing_rule_is_not_implemented_error():
-    with pytest.raises(NotImplementedError, match="no jvp rule for primitive sin"):
-        lax.sin_p.rule("jvp")
+    prim = nbjax.core.Primitive("my_op")
+    prim.def_abstract_eval(lambda x: x)
+    prim.def_impl(lambda x: x)
+    assert float(prim.bind(np.float32(2))) == 2.0
+    with pytest.raises(NotImplementedError, match="no jvp rule for primitive my_op"):
+        nbjax.jvp(prim.bind, (np.float32(1),), (np.float32(1),))
+    with pytest.raises(NotImplementedError, match="no batch rule for primitive my_op"):
+        nbjax.vmap(prim.bind)(np.ones(3, np.float32))
 
 
 def test_nested_make_jaxpr_closes_over_outer_tracer():

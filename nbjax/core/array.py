@@ -10,7 +10,7 @@ import numpy as np
 
 from . import dtypes
 from .abstract import ShapedArray
-from .trace import Tracer, _python_scalars
+from .trace import Tracer, is_python_scalar
 
 
 class Device:
@@ -171,7 +171,7 @@ def to_numpy(x):
     """The NumPy value behind an Array / NumPy value / Python scalar, in its canonical dtype."""
     if isinstance(x, Array):
         return x._value
-    if isinstance(x, _python_scalars):
+    if is_python_scalar(x):
         dtype, _ = dtypes.python_scalar_dtype(x)
         return np.asarray(scalar_in_range(x, dtype), dtype)
     if isinstance(x, (np.ndarray, np.generic)):

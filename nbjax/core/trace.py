@@ -197,12 +197,18 @@ class EvalTrace(Trace):
 _python_scalars = (bool, int, float, complex)
 
 
+def is_python_scalar(x):
+    """A Python bool/int/float/complex, which is weakly typed; NumPy scalars (np.float64
+    subclasses float) are not."""
+    return type(x) in _python_scalars
+
+
 def get_aval(x):
     """The ShapedArray of an array, tracer, NumPy value or Python scalar."""
     aval = getattr(x, "aval", None)
     if isinstance(aval, ShapedArray):
         return aval
-    if isinstance(x, _python_scalars):
+    if is_python_scalar(x):
         dtype, weak = dtypes.python_scalar_dtype(x)
         return ShapedArray((), dtype, weak)
     if isinstance(x, (np.ndarray, np.generic)):

@@ -5,12 +5,14 @@ checks the dtype and keeps the shape, and a NumPy reference implementation. ``bi
 same for n-ary element-wise primitives, which require equal dtypes and broadcast only rank-0
 operands and size-1 axes, as JAX's lax does. Transformation rules are attached elsewhere in
 the primitive's own module, next to its definition; the registrars attach the one batching
-rule every element-wise primitive shares.
+rule every element-wise primitive shares. ``unbroadcast`` is the other half of that
+broadcasting: transpose rules use it to sum a cotangent back to an operand's shape.
 """
 
 import numpy as np
 
 from ..core import Primitive, ShapedArray, dtypes, get_aval
+from ..core.trace import is_python_scalar
 from ..core.array import Array, scalar_in_range
 from .batch_util import elementwise_batcher
 
@@ -109,10 +111,6 @@ def binop(name, impl, kinds, result_dtype=None):
     return prim
 
 
-def _is_python_scalar(x):
-    return isinstance(x, (bool, int, float, complex))
-
-
 def weak_scalar(x, dtype):
     """A Python scalar as a weakly typed rank-0 Array of ``dtype``."""
     return Array.wrap(np.array(scalar_in_range(x, dtype), dtype), ShapedArray((), dtype, True))
@@ -120,12 +118,12 @@ def weak_scalar(x, dtype):
 
 def scalars_like(*args):
     """Give Python-scalar operands the dtype of the array operands, weakly (as lax does)."""
-    ref = next((a for a in args if not _is_python_scalar(a)), None)
+    ref = next((a for a in args if not is_python_scalar(a)), None)
     if ref is None:
         dtype, _ = dtypes.python_scalar_dtype(args[0])
     else:
         dtype = get_aval(ref).dtype
-    return [weak_scalar(a, dtype) if _is_python_scalar(a) else a for a in args]
+    return [weak_scalar(a, dtype) if is_python_scalar(a) else a for a in args]
 
 
 def np_dtype_preserving(fn):
@@ -133,3 +131,21 @@ def np_dtype_preserving(fn):
     def impl(*args, **params):
         return np.asarray(fn(*args, **params)).astype(np.result_type(*args), copy=False)
     return impl
+
+
+def unbroadcast(ct, aval):
+    """The cotangent ``ct`` of an element-wise result, summed back to the shape of an operand
+    of type ``aval`` that was broadcast into it (a rank-0 operand, or size-1 axes).
+
+    Every element of the operand fed each output element it was broadcast to, so its
+    cotangent is the sum of theirs (the transpose of broadcasting is summing).
+    """
+    ct_shape = get_aval(ct).shape
+    if ct_shape == aval.shape:
+        return ct
+    from .reductions import reduce_sum  # imported here: reductions imports this module
+    from .structural import reshape
+    if not aval.shape:
+        return reduce_sum(ct, tuple(range(len(ct_shape))))
+    summed = tuple(i for i, (c, a) in enumerate(zip(ct_shape, aval.shape)) if c != a)
+    return reshape(reduce_sum(ct, summed), aval.shape)

@@ -1,1 +1,204 @@
-"""nbjax.nn: activation functions and friends (being written)."""
+"""``nbjax.nn``: activation functions, softmax and friends, as in ``jax.nn``.
+
+Each is a few ``jnp`` operations, written to stay finite where the naive formula overflows:
+``softplus`` is ``logaddexp(x, 0)``, and ``softmax``/``logsumexp`` subtract the maximum first.
+"""
+
+import math
+
+import numpy as np
+
+from .. import lax
+from .. import numpy as jnp
+from ..core import dtypes, get_aval
+from ..numpy.creation import _concrete
+from ..numpy.ufuncs import _broadcast_arrays
+from ..numpy.util import canonicalize_axis, check_arraylike, promote_args_inexact
+
+__all__ = [
+    "relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "silu", "swish",
+    "gelu", "elu", "leaky_relu", "celu", "selu", "hard_tanh", "hard_sigmoid", "hard_silu",
+    "hard_swish", "softmax", "log_softmax", "logsumexp", "one_hot", "standardize", "normalize",
+]
+
+
+def _float(name, x):
+    """``x`` as an inexact array (activations of integers are floats)."""
+    check_arraylike(name, x)
+    x = jnp.asarray(x)
+    if not dtypes.is_inexact(x.dtype):
+        x = jnp.astype(x, dtypes.default_float())
+    return x
+
+
+def relu(x):
+    """``max(x, 0)``."""
+    return jnp.maximum(x, 0)
+
+
+def relu6(x):
+    """``min(max(x, 0), 6)``."""
+    return jnp.minimum(jnp.maximum(x, 0), 6.0)
+
+
+def sigmoid(x):
+    """``1 / (1 + exp(-x))``, the logistic function."""
+    return lax.logistic(_float("sigmoid", x))
+
+
+def softplus(x):
+    """``log(1 + exp(x))``, computed as ``logaddexp(x, 0)`` so large ``x`` gives ``x``."""
+    return jnp.logaddexp(x, 0)
+
+
+def log_sigmoid(x):
+    """``log(sigmoid(x)) = -softplus(-x)``, finite for very negative ``x``."""
+    return jnp.negative(softplus(jnp.negative(_float("log_sigmoid", x))))
+
+
+def soft_sign(x):
+    """``x / (|x| + 1)``."""
+    x = _float("soft_sign", x)
+    return x / (jnp.abs(x) + 1)
+
+
+def silu(x):
+    """``x * sigmoid(x)`` (also called swish)."""
+    x = _float("silu", x)
+    return x * sigmoid(x)
+
+
+swish = silu
+
+
+def gelu(x, approximate=True):
+    """Gaussian error linear unit: ``x * Phi(x)``; by default the tanh approximation."""
+    x = _float("gelu", x)
+    if approximate:
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x ** 3))
+        return 0.5 * x * (1 + jnp.tanh(inner))
+    return x * (lax.erf(x / math.sqrt(2)) + 1) / 2
+
+
+def elu(x, alpha=1.0):
+    """``x`` for positive inputs, ``alpha * (exp(x) - 1)`` otherwise."""
+    x = _float("elu", x)
+    safe = jnp.where(x > 0, 0, x)  # keeps expm1 of large positive x out of the result
+    return jnp.where(x > 0, x, alpha * jnp.expm1(safe))
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """``x`` for non-negative inputs, ``negative_slope * x`` otherwise."""
+    x = _float("leaky_relu", x)
+    return jnp.where(x >= 0, x, negative_slope * x)
+
+
+def celu(x, alpha=1.0):
+    """Continuously differentiable ELU: ``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
+    x = _float("celu", x)
+    return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(x):
+    """Scaled ELU with the self-normalizing constants of Klambauer et al. (2017)."""
+    return _SELU_SCALE * elu(x, _SELU_ALPHA)
+
+
+def hard_tanh(x):
+    """``x`` clipped to ``[-1, 1]`` (integers stay integers)."""
+    check_arraylike("hard_tanh", x)
+    x = jnp.asarray(x)
+    return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
+
+
+def hard_sigmoid(x):
+    """``relu6(x + 3) / 6``, a piecewise-linear sigmoid."""
+    return relu6(_float("hard_sigmoid", x) + 3.0) / 6.0
+
+
+def hard_silu(x):
+    """``x * hard_sigmoid(x)``."""
+    x = _float("hard_silu", x)
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+# --- normalisations over an axis -----------------------------------------------------------
+
+def _shifted(x, axis, where):
+    """``x - max(x)`` along ``axis`` (the max over ``where`` only), so exp cannot overflow."""
+    x = _float("softmax", x)
+    x_max = jnp.max(x, axis, keepdims=True, where=where, initial=-np.inf)
+    return x - lax.stop_gradient(x_max)  # the shift cancels out: it needs no derivative
+
+
+def softmax(x, axis=-1, where=None):
+    """``exp(x) / sum(exp(x))`` along ``axis``; entries outside ``where`` get 0."""
+    unnormalized = jnp.exp(_shifted(x, axis, where))
+    result = unnormalized / jnp.sum(unnormalized, axis, keepdims=True, where=where)
+    return result if where is None else jnp.where(where, result, 0)
+
+
+def log_softmax(x, axis=-1, where=None):
+    """``x - logsumexp(x)`` along ``axis``; entries outside ``where`` get -inf."""
+    shifted = _shifted(x, axis, where)
+    total = jnp.sum(jnp.exp(shifted), axis, keepdims=True, where=where)
+    result = shifted - jnp.log(total)
+    return result if where is None else jnp.where(where, result, -np.inf)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    """``log(sum(b * exp(a)))`` along ``axis``, stable for large and infinite inputs.
+
+    The maximum is subtracted first (0 if it is infinite, so all -inf gives -inf and +inf
+    gives inf). With ``return_sign`` returns ``(log|sum|, sign(sum))``, otherwise a negative
+    sum gives NaN.
+    """
+    a = _float("logsumexp", a)
+    if b is not None:
+        a, b = _broadcast_arrays(*promote_args_inexact("logsumexp", a, b))
+    amax = jnp.max(a, axis, keepdims=True, where=where, initial=-np.inf)
+    amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, 0))
+    exp_a = jnp.exp(a - amax)
+    if b is not None:
+        exp_a = exp_a * b
+    total = jnp.sum(exp_a, axis, keepdims=keepdims, where=where)
+    if not keepdims:
+        amax = lax.reshape(amax, get_aval(total).shape)
+    sign = jnp.sign(total)
+    out = jnp.log(jnp.abs(total) if return_sign else total) + amax
+    return (out, sign) if return_sign else out
+
+
+def one_hot(x, num_classes, *, dtype=None, axis=-1):
+    """``x[..., None] == arange(num_classes)`` as ``dtype`` (default float), with the class
+    axis at ``axis``; out-of-range indices give all zeros."""
+    num_classes = _concrete("one_hot", "num_classes", num_classes)
+    x = jnp.asarray(x)
+    out_ndim = x.ndim + 1
+    axis = canonicalize_axis(axis, out_ndim)
+    shape = x.shape[:axis] + (int(num_classes),) + x.shape[axis:]
+    classes = lax.broadcasted_iota(x.dtype, shape, axis)
+    x = lax.broadcast_in_dim(x, shape, [i for i in range(out_ndim) if i != axis])
+    return lax.convert_element_type(lax.eq(x, classes), dtype or dtypes.default_float())
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+    """``(x - mean) / sqrt(variance + epsilon)`` along ``axis`` (statistics computed when
+    not given; the variance as ``E[x^2] - E[x]^2``, as JAX does)."""
+    x = _float("standardize", x)
+    if mean is None:
+        mean = jnp.mean(x, axis, keepdims=True, where=where)
+    if variance is None:
+        variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - \
+            jnp.square(mean)
+    return (x - mean) * lax.rsqrt(variance + epsilon)
+
+
+normalize = standardize

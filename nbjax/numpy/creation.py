@@ -1,3 +1,358 @@
-"""TODO: being written."""
+"""Array creation: ``array``/``asarray``, filled arrays, ranges, grids, and dtype helpers.
 
-__all__ = []
+Values that are known in Python (lists, ranges) are built with NumPy and become constants;
+shapes and ``arange``'s bounds must be concrete, as in JAX. Everything that depends on an
+array argument (``full(shape, x)``, ``linspace(a, b)``, a list holding tracers) is built from
+lax primitives so it can be traced.
+"""
+
+import operator
+
+import numpy as np
+
+from .. import lax
+from ..core import (Array, ConcretizationTypeError, Tracer, canonical_shape, dtypes,
+                    get_aval)
+from ..core.array import scalar_in_range
+from . import util
+from .ufuncs import _broadcast_to, _full_like, _where
+from .util import check_arraylike, to_array
+
+__all__ = [
+    "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
+    "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye",
+    "identity", "meshgrid", "tri", "copy", "dtype", "result_type", "can_cast", "issubdtype",
+    "isscalar", "ndim", "shape", "size",
+]
+
+dtype = np.dtype
+can_cast = np.can_cast
+issubdtype = np.issubdtype
+
+_SCALARS = (bool, int, float, complex)
+
+
+def result_type(*args):
+    """The dtype JAX gives the result of combining ``args`` (arrays, scalars, dtypes)."""
+    return util.result_type(*args)[0]
+
+
+def _canonical_dtype(dtype):
+    return None if dtype is None else dtypes.canonicalize(dtype)
+
+
+# --- array / asarray -----------------------------------------------------------------------
+
+def _leaves(obj):
+    """The leaves of a nested list/tuple, depth-first."""
+    if isinstance(obj, (list, tuple)):
+        return [leaf for item in obj for leaf in _leaves(item)]
+    return [obj]
+
+
+def _list_dtype(leaves):
+    """JAX's dtype for a list: the promotion of its leaves, never weak."""
+    if not leaves:
+        return dtypes.default_float()
+    return dtypes.promote(*((a.dtype, a.weak_type) for a in map(get_aval, leaves)))[0]
+
+
+def _from_nested(obj, dtype):
+    """A (possibly traced) array from a nested list holding Arrays or tracers: stack rows."""
+    if not isinstance(obj, (list, tuple)):
+        return lax.convert_element_type(to_array(obj), dtype)
+    rows = [_from_nested(item, dtype) for item in obj]
+    shapes = {get_aval(r).shape for r in rows}
+    if len(shapes) > 1:
+        raise ValueError(f"setting an array element with a sequence: the rows have "
+                         f"different shapes {sorted(shapes)}")
+    (row_shape,) = shapes
+    rows = [lax.broadcast_in_dim(r, (1,) + row_shape, range(1, len(row_shape) + 1))
+            for r in rows]
+    return lax.concatenate(rows, 0)
+
+
+def _from_python(obj, dtype):
+    """A constant Array from a nested list of scalars / NumPy values."""
+    leaves = _leaves(obj)
+    target = dtype or _list_dtype(leaves)
+    for leaf in leaves:
+        if isinstance(leaf, int) and not isinstance(leaf, bool) and dtypes.is_int(target):
+            scalar_in_range(leaf, target)
+    value = np.array(obj)  # raises the ValueError JAX raises for ragged lists
+    if value.dtype.kind not in "biufc":
+        raise TypeError(f"array: cannot make a numeric array from {obj!r}")
+    return lax.convert_element_type(value, target)
+
+
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
+    """An Array from an array, scalar or nested list, with JAX's dtype rules: Python scalars
+    stay weakly typed; lists take the promotion of their elements, strongly typed; lists that
+    hold tracers are stacked (so ``array([x, y])`` can be traced)."""
+    del copy, device  # arrays are immutable and live on the one CPU device
+    if order not in ("K", "A", "C", None):
+        raise NotImplementedError(f"array: order={order!r} is not supported")
+    dtype = _canonical_dtype(dtype)
+    if isinstance(object, (list, tuple)):
+        leaves = _leaves(object)
+        if any(isinstance(leaf, (Array, Tracer)) for leaf in leaves):
+            out = _from_nested(object, dtype or _list_dtype(leaves))
+        else:
+            out = _from_python(object, dtype)
+    else:
+        out = _as_array_leaf(object, dtype)
+    ndim = get_aval(out).ndim
+    if ndmin > ndim:
+        shape = (1,) * (ndmin - ndim) + get_aval(out).shape
+        out = lax.broadcast_in_dim(out, shape, range(ndmin - ndim, ndmin))
+    return out
+
+
+def _as_array_leaf(obj, dtype):
+    """An Array (or tracer) for a non-list value; NumPy values are strongly typed even when
+    they subclass Python's float or int (``np.float64``)."""
+    if isinstance(obj, (np.ndarray, np.generic)):
+        if obj.dtype.kind not in "biufc":
+            raise TypeError(f"Value {obj!r} with dtype {obj.dtype} is not a valid JAX array "
+                            "type. Only arrays of numeric types are supported by JAX.")
+        return lax.convert_element_type(np.asarray(obj), dtype or dtypes.canonicalize(obj.dtype))
+    if isinstance(obj, (Array, Tracer) + _SCALARS):
+        out = to_array(obj)
+        return out if dtype is None else lax.convert_element_type(out, dtype)
+    if hasattr(obj, "__array__"):
+        return _as_array_leaf(np.asarray(obj), dtype)
+    raise TypeError(f"Value {obj!r} of type {type(obj).__name__} is not a valid JAX array "
+                    "type. Only arrays of numeric types are supported by JAX.")
+
+
+def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+    """Like ``array``; arrays already of the right dtype are returned as they are."""
+    return array(a, dtype, copy=False, order=order or "K", device=device)
+
+
+def copy(a, order=None):
+    """A copy of ``a`` (arrays are immutable, so the value itself)."""
+    return array(a, copy=True, order=order or "K")
+
+
+# --- filled arrays -------------------------------------------------------------------------
+
+def full(shape, fill_value, dtype=None, *, device=None):
+    """An array of ``shape`` filled with ``fill_value`` (which may be an array that
+    broadcasts to ``shape``)."""
+    shape = canonical_shape(shape)
+    check_arraylike("full", fill_value)
+    fill = to_array(fill_value)
+    if dtype is not None:
+        fill = lax.convert_element_type(fill, dtype)
+    return _broadcast_to(fill, shape)
+
+
+def zeros(shape, dtype=None, *, device=None):
+    """An array of zeros (float32 unless ``dtype`` says otherwise)."""
+    return full(shape, 0, dtype or dtypes.default_float())
+
+
+def ones(shape, dtype=None, *, device=None):
+    return full(shape, 1, dtype or dtypes.default_float())
+
+
+empty = zeros
+
+
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+    """``full`` with ``a``'s shape and dtype (and weak type) unless given."""
+    check_arraylike("full_like", a, fill_value)
+    aval = get_aval(a)
+    target = aval.shape if shape is None else canonical_shape(shape)
+    if dtype is None:
+        fill = lax.convert_element_type(to_array(fill_value), aval.dtype, aval.weak_type)
+    else:
+        fill = lax.convert_element_type(to_array(fill_value), dtype)
+    return _broadcast_to(fill, target)
+
+
+def zeros_like(a, dtype=None, shape=None, *, device=None):
+    return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a, dtype=None, shape=None, *, device=None):
+    return full_like(a, 1, dtype, shape)
+
+
+empty_like = zeros_like
+
+
+# --- ranges --------------------------------------------------------------------------------
+
+def _concrete(name, argname, x):
+    if isinstance(x, Tracer):
+        raise ConcretizationTypeError(
+            f"jnp.{name} requires a concrete value for its argument {argname!r}, got a traced "
+            f"array {x.aval.str_short()}. It arose in the jnp.{name} argument {argname!r}. "
+            "Pass a Python number or mark the argument static.")
+    return x
+
+
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
+    """Evenly spaced values in ``[start, stop)``. Integers give the default int, any float
+    the default float; the bounds must be concrete (not traced)."""
+    for argname, x in (("start", start), ("stop", stop), ("step", step)):
+        _concrete("arange", argname, x)
+    bounds = [x for x in (start, stop, step) if x is not None]
+    check_arraylike("arange", *bounds)
+    dtype = _canonical_dtype(dtype) or result_type(*bounds)
+    values = [None if x is None else np.asarray(x).item() for x in (start, stop, step)]
+    if len(bounds) == 1 and dtypes.is_int(dtype) and isinstance(values[0], int):
+        return lax.iota(dtype, max(values[0], 0))  # what JAX stages for arange(n)
+    return Array(np.arange(*values, dtype=dtype))
+
+
+def _linspace_parts(name, start, stop, num, dtype, axis):
+    """``start``/``stop`` broadcast together in the dtype to compute in, the output shape,
+    and the canonical sample ``axis``."""
+    num = operator.index(_concrete(name, "num", num))
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    check_arraylike(name, start, stop)
+    start, stop = util.promote_dtypes_inexact(start, stop)
+    compute = get_aval(start).dtype
+    if dtype is not None and dtypes.is_inexact(dtypes.canonicalize(dtype)):
+        compute = dtypes.promote_types(compute, dtype)
+    shape = util.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape, name=name)
+    start, stop = (_broadcast_to(lax.convert_element_type(v, compute), shape)
+                   for v in (start, stop))
+    axis = util.canonicalize_axis(axis, len(shape) + 1)
+    return start, stop, shape[:axis] + (num,) + shape[axis:], axis
+
+
+def _along(v, out_shape, axis):
+    """Repeat ``v`` along the new sample ``axis`` of ``out_shape``."""
+    return lax.broadcast_in_dim(v, out_shape, [i for i in range(len(out_shape)) if i != axis])
+
+
+def _finish(out, dtype):
+    """The result, strongly typed; integer dtypes round down as JAX does."""
+    if dtype is None:
+        return lax.convert_element_type(out, get_aval(out).dtype)
+    if dtypes.is_int(dtypes.canonicalize(dtype)):
+        out = lax.floor(out)
+    return lax.convert_element_type(out, dtype)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    """``num`` evenly spaced values from ``start`` to ``stop`` (included when ``endpoint``),
+    computed as NumPy does: ``start + i * step``, with the last value exactly ``stop``."""
+    start, stop, shape, axis = _linspace_parts("linspace", start, stop, num, dtype, axis)
+    num = shape[axis]
+    div = num - 1 if endpoint else num
+    step = lax.div(lax.sub(stop, start), max(div, 1))
+    i = lax.broadcasted_iota(get_aval(start).dtype, shape, axis)
+    out = lax.add(_along(start, shape, axis), lax.mul(i, _along(step, shape, axis)))
+    if endpoint and num > 1:
+        out = _where(lax.eq(i, div), _along(stop, shape, axis), out)
+    out = _finish(out, dtype)
+    if retstep:
+        return out, step if div > 0 else _full_like(step, np.nan)
+    return out
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """``base ** linspace(start, stop)``."""
+    exponents = linspace(start, stop, num, endpoint, axis=axis)
+    base = lax.convert_element_type(to_array(base), get_aval(exponents).dtype)
+    out = lax.pow(_broadcast_to(base, get_aval(exponents).shape), exponents)
+    return _finish(out, dtype)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """Values spaced evenly on a log scale from ``start`` to ``stop`` (same sign, nonzero);
+    the end points are exact."""
+    start, stop, shape, axis = _linspace_parts("geomspace", start, stop, num, dtype, axis)
+    logs = linspace(lax.log(lax.abs(start)), lax.log(lax.abs(stop)), shape[axis], endpoint,
+                    axis=axis)
+    out = lax.mul(_along(lax.sign(start), shape, axis), lax.exp(logs))
+    i = lax.broadcasted_iota(dtypes.int32, shape, axis)
+    out = _where(lax.eq(i, 0), _along(start, shape, axis), out)
+    if endpoint:
+        out = _where(lax.eq(i, shape[axis] - 1), _along(stop, shape, axis), out)
+    return _finish(out, dtype)
+
+
+# --- matrices and grids --------------------------------------------------------------------
+
+def _diagonal_mask(name, N, M, k, compare):
+    """``compare(col - row, k)`` over an ``N x M`` grid, built from iotas."""
+    N = operator.index(_concrete(name, "N", N))
+    M = N if M is None else operator.index(_concrete(name, "M", M))
+    k = operator.index(_concrete(name, "k", k))
+    if N < 0 or M < 0:
+        raise ValueError(f"negative dimensions are not allowed, got ({N}, {M})")
+    rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
+    cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
+    return compare(lax.sub(cols, rows), k)
+
+
+def eye(N, M=None, k=0, dtype=None, *, device=None):
+    """An ``N x M`` matrix with ones on the ``k``-th diagonal."""
+    mask = _diagonal_mask("eye", N, M, k, lax.eq)
+    return lax.convert_element_type(mask, dtype or dtypes.default_float())
+
+
+def identity(n, dtype=None):
+    return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    """Ones at and below the ``k``-th diagonal."""
+    mask = _diagonal_mask("tri", N, M, k, lax.le)
+    return lax.convert_element_type(mask, dtype or dtypes.default_float())
+
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """Coordinate arrays from 1-D vectors; ``xy`` swaps the first two output axes (Cartesian
+    indexing), ``ij`` keeps them (matrix indexing); ``sparse`` leaves size-1 axes."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Valid values for indexing are 'xy' and 'ij', got {indexing!r}")
+    check_arraylike("meshgrid", *xi)
+    xi = [to_array(x) for x in xi]
+    for x in xi:
+        if get_aval(x).ndim != 1:
+            raise ValueError(f"Arguments to jax.numpy.meshgrid must be 1D, got shape "
+                             f"{get_aval(x).shape}")
+    sizes = [get_aval(x).shape[0] for x in xi]
+    axes = list(range(len(xi)))
+    if indexing == "xy" and len(xi) > 1:
+        axes[0], axes[1] = 1, 0
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for x, ax in zip(xi, axes):
+        shape = tuple(d if i == ax or not sparse else 1 for i, d in enumerate(sizes))
+        out.append(lax.broadcast_in_dim(x, shape, (ax,)))
+    return out
+
+
+# --- introspection -------------------------------------------------------------------------
+
+def isscalar(element):
+    """True for Python/NumPy scalars and rank-0 arrays (JAX counts those as scalars)."""
+    if isinstance(element, _SCALARS + (np.generic,)):
+        return True
+    aval = getattr(element, "aval", None)
+    return aval is not None and aval.ndim == 0
+
+
+def ndim(a):
+    return np.ndim(a) if not hasattr(a, "aval") else a.aval.ndim
+
+
+def shape(a):
+    return np.shape(a) if not hasattr(a, "aval") else a.aval.shape
+
+
+def size(a, axis=None):
+    s = shape(a)
+    if axis is None:
+        return int(np.prod(s, dtype=np.int64))
+    return s[util.canonicalize_axis(axis, len(s))]

@@ -1,3 +1,615 @@
-"""TODO: being written."""
+"""Reductions: sums, extrema, statistics, cumulative sums and quantiles, as ``jnp`` has them.
 
-__all__ = []
+Every reduction goes through ``_reduce``: it picks the dtype to compute in (small integers are
+summed as the default int, as JAX does), masks ``where``-excluded elements with the
+reduction's identity, calls one lax reduction primitive over the canonical axes, folds in
+``initial`` and restores ``keepdims`` axes. The statistics build on it.
+"""
+
+import builtins
+
+import numpy as np
+
+from .. import lax
+from ..core import dtypes, get_aval
+from . import ufuncs
+from .ufuncs import _broadcast_to, _full_like, _where
+from .util import canonicalize_axes, canonicalize_axis, check_arraylike, promote_dtypes, to_array
+
+__all__ = [
+    "sum", "prod", "mean", "var", "std", "min", "max", "amin", "amax", "argmin", "argmax",
+    "all", "any", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum",
+    "nancumprod", "nansum", "nanprod", "nanmean", "nanmin", "nanmax", "nanvar", "nanstd",
+    "nanargmin", "nanargmax", "median", "nanmedian", "quantile", "nanquantile", "percentile",
+    "nanpercentile", "average", "count_nonzero", "ptp", "allclose", "array_equal",
+    "array_equiv",
+]
+
+
+def _asarray(name, a):
+    check_arraylike(name, a)
+    return to_array(a)
+
+
+def _dtype(x):
+    return get_aval(x).dtype
+
+
+def _upcast_small_ints(dtype):
+    """sum/prod accumulate bools and narrow integers in the default (u)int, as JAX does."""
+    if dtypes.is_bool(dtype) or dtypes.is_signed_int(dtype):
+        return dtypes.promote_types(dtype, dtypes.default_int())
+    if dtypes.is_unsigned_int(dtype):
+        return dtypes.promote_types(dtype, dtypes.default_uint())
+    return dtype
+
+
+def _keep_dims(x, shape, axes):
+    """Put the reduced ``axes`` back as size-1 axes of an array reduced from ``shape``."""
+    kept_shape = tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return lax.broadcast_in_dim(x, kept_shape, [i for i in range(len(shape)) if i not in axes])
+
+
+def _mask(name, a, where, identity):
+    """Replace ``where``-excluded elements by the reduction's identity."""
+    if where is None:
+        return a
+    if identity is None:
+        raise ValueError(f"reduction operation {name} does not have an identity, so to use a "
+                         "where mask one has to specify 'initial'")
+    where = _broadcast_to(to_array(where), get_aval(a).shape)
+    return _where(lax.convert_element_type(where, dtypes.bool_), a, _full_like(a, identity))
+
+
+def _min_value(dtype):
+    if dtypes.is_bool(dtype):
+        return False
+    return -np.inf if dtypes.is_inexact(dtype) else dtypes.iinfo(dtype).min
+
+
+def _max_value(dtype):
+    if dtypes.is_bool(dtype):
+        return True
+    return np.inf if dtypes.is_inexact(dtype) else dtypes.iinfo(dtype).max
+
+
+# name -> (lax reduction, its identity for a dtype, how ``initial`` is combined)
+_REDUCERS = {
+    "sum": (lax.reduce_sum, lambda dtype: 0, lax.add),
+    "prod": (lax.reduce_prod, lambda dtype: 1, lax.mul),
+    "max": (lax.reduce_max, _min_value, lax.max),
+    "min": (lax.reduce_min, _max_value, lax.min),
+    "all": (lax.reduce_and, lambda dtype: True, lax.bitwise_and),
+    "any": (lax.reduce_or, lambda dtype: False, lax.bitwise_or),
+}
+
+
+def _reduce(name, a, axis, keepdims, initial, where, dtype, has_identity=True):
+    """The shared body of the reductions, reducing in (and returning) ``dtype``."""
+    reduce_fn, identity_fn, combine = _REDUCERS[name]
+    shape = get_aval(a).shape
+    axes = canonicalize_axes(axis, len(shape))
+    a = lax.convert_element_type(a, dtype)
+    identity = identity_fn(dtype) if has_identity or initial is not None else None
+    if initial is None and not has_identity and builtins.any(shape[i] == 0 for i in axes):
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    result = reduce_fn(_mask(name, a, where, identity), axes)
+    if initial is not None:
+        result = combine(result, lax.convert_element_type(initial, dtype))
+    return _keep_dims(result, shape, axes) if keepdims else result
+
+
+def _out_unsupported(out):
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp reductions is not supported.")
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+        promote_integers=True):
+    """Sum over ``axis``; bools and narrow integers are summed in the default (u)int."""
+    _out_unsupported(out)
+    a = _asarray("sum", a)
+    compute = _sum_dtype(a, dtype, promote_integers)
+    return _reduce("sum", a, axis, keepdims, initial, where, compute)
+
+
+def _sum_dtype(a, dtype, promote_integers=True):
+    if dtype is not None:
+        return dtypes.canonicalize(dtype)
+    return _upcast_small_ints(_dtype(a)) if promote_integers else _dtype(a)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+         promote_integers=True):
+    """Product over ``axis``; bools and narrow integers multiply in the default (u)int."""
+    _out_unsupported(out)
+    a = _asarray("prod", a)
+    compute = _sum_dtype(a, dtype, promote_integers)
+    return _reduce("prod", a, axis, keepdims, initial, where, compute)
+
+
+def _extremum(name):
+    def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        _out_unsupported(out)
+        a = _asarray(name, a)
+        return _reduce(name, a, axis, keepdims, initial, where, _dtype(a), has_identity=False)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"The {name}imum over ``axis``; an empty reduction needs ``initial``, and "
+                  "so does a ``where`` mask.")
+    return fn
+
+
+max = amax = _extremum("max")
+min = amin = _extremum("min")
+
+
+def _logical_reduction(name):
+    def fn(a, axis=None, out=None, keepdims=False, *, where=None):
+        _out_unsupported(out)
+        a = ufuncs._to_bool(_asarray(name, a))
+        return _reduce(name, a, axis, keepdims, None, where, dtypes.bool_)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Whether {name} elements along ``axis`` are true."
+    return fn
+
+
+all = _logical_reduction("all")
+any = _logical_reduction("any")
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    """Peak to peak: ``max - min`` along ``axis``."""
+    a = _asarray("ptp", a)
+    return lax.sub(max(a, axis, out, keepdims), min(a, axis, out, keepdims))
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """How many elements along ``axis`` are not zero (in the default int)."""
+    a = _asarray("count_nonzero", a)
+    return sum(ufuncs._to_bool(a), axis, dtypes.default_int(), keepdims=keepdims)
+
+
+# --- means and moments ---------------------------------------------------------------------
+
+def _inexact_dtype(dtype):
+    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float()
+
+
+def _accumulation_dtype(dtype):
+    """At least float32: float16 sums of many terms overflow or lose digits."""
+    return dtypes.promote_types(_inexact_dtype(dtype), dtypes.float32)
+
+
+def _count(a, axis, keepdims, where, dtype):
+    """How many elements each reduction sees (``where`` counts only selected ones)."""
+    shape = get_aval(a).shape
+    if where is None:
+        axes = canonicalize_axes(axis, len(shape))
+        n = np.prod([shape[i] for i in axes], dtype=np.int64)
+        return lax.convert_element_type(int(n), dtype)
+    where = _broadcast_to(to_array(where), shape)
+    return sum(where, axis, dtype, keepdims=keepdims)
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Arithmetic mean; integers average as the default float (NaN for empty slices)."""
+    _out_unsupported(out)
+    a = _asarray("mean", a)
+    compute = dtypes.canonicalize(dtype) if dtype is not None else _inexact_dtype(_dtype(a))
+    accumulate = _accumulation_dtype(compute)
+    total = sum(a, axis, accumulate, keepdims=keepdims, where=where)
+    count = _count(a, axis, keepdims, where, accumulate)
+    return lax.convert_element_type(lax.div(total, count), compute)
+
+
+def _resolve_ddof(ddof, correction):
+    if correction is None:
+        return ddof
+    if ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    """Variance ``mean(|a - mean(a)|**2)`` with ``N - ddof`` in the denominator; the variance
+    of complex numbers is real."""
+    _out_unsupported(out)
+    a = _asarray("var", a)
+    ddof = _resolve_ddof(ddof, correction)
+    out_dtype = _inexact_dtype(_dtype(a)) if dtype is None else dtypes.canonicalize(dtype)
+    if dtypes.is_complex(out_dtype):
+        out_dtype = dtypes.canonicalize(np.finfo(out_dtype).dtype)
+    a = lax.convert_element_type(a, _accumulation_dtype(_dtype(a)))
+    centered = lax.sub(a, mean(a, axis, keepdims=True, where=where))
+    if dtypes.is_complex(_dtype(centered)):
+        squares = lax.real(lax.mul(centered, lax.conj(centered)))
+    else:
+        squares = lax.mul(centered, centered)
+    total = sum(squares, axis, keepdims=keepdims, where=where)
+    count = _count(a, axis, keepdims, where, _dtype(total))
+    normalizer = lax.max(lax.sub(count, ddof), _full_like(count, 0))
+    return lax.convert_element_type(lax.div(total, normalizer), out_dtype)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+        correction=None):
+    """Standard deviation: the square root of ``var``."""
+    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where,
+                        correction=correction))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    """Weighted mean ``sum(a * w) / sum(w)``; ``returned`` also gives ``sum(w)``. 1-D weights
+    apply along a single ``axis``."""
+    a = _asarray("average", a)
+    if weights is None:
+        avg = mean(a, axis, keepdims=keepdims)
+        total = _count(a, axis, keepdims, None, _dtype(avg))
+    else:
+        a, weights = promote_dtypes(a, _asarray("average", weights))
+        a, weights = (lax.convert_element_type(v, _inexact_dtype(_dtype(v)))
+                      for v in (a, weights))
+        weights = _align_weights(a, weights, axis)
+        total = sum(weights, axis, keepdims=keepdims)
+        avg = lax.div(sum(lax.mul(a, weights), axis, keepdims=keepdims), total)
+    return (avg, _broadcast_to(total, get_aval(avg).shape)) if returned else avg
+
+
+def _align_weights(a, weights, axis):
+    """Weights of ``a``'s shape, or 1-D along ``axis`` (placed on that axis)."""
+    a_shape, w_shape = get_aval(a).shape, get_aval(weights).shape
+    if w_shape == a_shape:
+        return weights
+    if axis is None:
+        raise ValueError("Axis must be specified when shapes of a and weights differ.")
+    if len(w_shape) != 1:
+        raise ValueError("1D weights expected when shapes of a and weights differ.")
+    axis = canonicalize_axis(axis, len(a_shape))
+    if w_shape[0] != a_shape[axis]:
+        raise ValueError("Length of weights not compatible with specified axis.")
+    return lax.broadcast_in_dim(weights, a_shape, (axis,))
+
+
+# --- arg-extrema ---------------------------------------------------------------------------
+
+def _flatten(a):
+    return lax.reshape(a, (get_aval(a).size,))
+
+
+def _argextremum(name, lax_fn):
+    def fn(a, axis=None, out=None, keepdims=None):
+        _out_unsupported(out)
+        a = _asarray(name, a)
+        shape = get_aval(a).shape
+        if axis is None:
+            a, axis_c = _flatten(a), 0
+        else:
+            axis_c = canonicalize_axis(axis, len(shape))
+        if get_aval(a).shape[axis_c] == 0:
+            raise ValueError(f"attempt to get {name} of an empty sequence")
+        result = lax_fn(a, axis_c, dtypes.default_int())
+        if keepdims:
+            axes = tuple(range(len(shape))) if axis is None else (axis_c,)
+            result = lax.reshape(result, tuple(1 if i in axes else d
+                                               for i, d in enumerate(shape)))
+        return result
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Index of the first {name[3:]}imum along ``axis`` (of the flattened "
+                  "array when ``axis`` is None); NaN counts as extreme.")
+    return fn
+
+
+argmax = _argextremum("argmax", lax.argmax)
+argmin = _argextremum("argmin", lax.argmin)
+
+
+# --- cumulative reductions -----------------------------------------------------------------
+
+def _cumulative(name, lax_fn, a, axis, dtype, upcast_ints=False):
+    """A running reduction; bools (and with ``upcast_ints`` narrow ints, as the array API's
+    cumulative_sum does) accumulate in the default int."""
+    a = _asarray(name, a)
+    if axis is None:
+        a, axis = _flatten(a), 0
+    axis = canonicalize_axis(axis, get_aval(a).ndim)
+    if dtype is not None:
+        out_dtype = dtypes.canonicalize(dtype)
+    elif dtypes.is_bool(_dtype(a)) or upcast_ints:
+        out_dtype = _upcast_small_ints(_dtype(a))
+    else:
+        out_dtype = _dtype(a)
+    a = lax.convert_element_type(a, out_dtype)
+    return lax_fn(a, axis, reverse=False)
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """Running sum along ``axis`` (flattened when None); bools count in the default int."""
+    _out_unsupported(out)
+    return _cumulative("cumsum", lax.cumsum, a, axis, dtype)
+
+
+def cumprod(a, axis=None, dtype=None, out=None):
+    """Running product along ``axis`` (flattened when None)."""
+    _out_unsupported(out)
+    return _cumulative("cumprod", lax.cumprod, a, axis, dtype)
+
+
+def _cumulative_array_api(name, lax_fn, identity, x, axis, dtype, include_initial):
+    x = _asarray(name, x)
+    if axis is None:
+        if get_aval(x).ndim > 1:
+            raise ValueError(f"{name}: axis must be specified for arrays of more than one "
+                             "dimension.")
+        axis = 0
+    if get_aval(x).ndim == 0:
+        raise ValueError(f"{name}: the input must have at least one dimension.")
+    axis = canonicalize_axis(axis, get_aval(x).ndim)
+    result = _cumulative(name, lax_fn, x, axis, dtype, upcast_ints=True)
+    if include_initial:
+        shape = list(get_aval(result).shape)
+        shape[axis] = 1
+        start = lax.broadcast_in_dim(lax.convert_element_type(identity, _dtype(result)),
+                                     tuple(shape), ())
+        result = lax.concatenate([start, result], axis)
+    return result
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Array-API running sum; ``include_initial`` prepends the empty sum (zero)."""
+    return _cumulative_array_api("cumulative_sum", lax.cumsum, 0, x, axis, dtype,
+                                 include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    """Array-API running product; ``include_initial`` prepends the empty product (one)."""
+    return _cumulative_array_api("cumulative_prod", lax.cumprod, 1, x, axis, dtype,
+                                 include_initial)
+
+
+# --- NaN-ignoring variants -----------------------------------------------------------------
+
+def _replace_nan(a, value):
+    a = to_array(a)
+    if not dtypes.is_inexact(_dtype(a)):
+        return a
+    return _where(ufuncs.isnan(a), _full_like(a, value), a)
+
+
+def _not_nan(a):
+    return ufuncs.logical_not(ufuncs.isnan(a))
+
+
+def _and_where(mask, where):
+    return mask if where is None else ufuncs.logical_and(mask, where)
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """``sum`` treating NaN as zero."""
+    a = _asarray("nansum", a)
+    return sum(_replace_nan(a, 0), axis, dtype, out, keepdims, initial, where)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """``prod`` treating NaN as one."""
+    a = _asarray("nanprod", a)
+    return prod(_replace_nan(a, 1), axis, dtype, out, keepdims, initial, where)
+
+
+def nancumsum(a, axis=None, dtype=None, out=None):
+    return cumsum(_replace_nan(_asarray("nancumsum", a), 0), axis, dtype, out)
+
+
+def nancumprod(a, axis=None, dtype=None, out=None):
+    return cumprod(_replace_nan(_asarray("nancumprod", a), 1), axis, dtype, out)
+
+
+def _nan_extremum(name, reduce_fn, fill):
+    def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+        a = _asarray(name, a)
+        result = reduce_fn(_replace_nan(a, fill), axis, out, keepdims, initial, where)
+        if not dtypes.is_inexact(_dtype(a)):
+            return result
+        all_nan = all(ufuncs.isnan(a), axis, keepdims=keepdims)
+        return _where(all_nan, _full_like(result, np.nan), result)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``{name[3:]}`` ignoring NaNs (NaN only where a slice is all NaN)."
+    return fn
+
+
+nanmax = _nan_extremum("nanmax", max, -np.inf)
+nanmin = _nan_extremum("nanmin", min, np.inf)
+
+
+def _nan_argextremum(name, arg_fn, fill):
+    def fn(a, axis=None, out=None, keepdims=None):
+        a = _asarray(name, a)
+        result = arg_fn(_replace_nan(a, fill), axis, out, keepdims)
+        if not dtypes.is_inexact(_dtype(a)):
+            return result
+        all_nan = all(ufuncs.isnan(a), axis, keepdims=bool(keepdims))
+        return _where(all_nan, _full_like(result, -1), result)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``{name[3:]}`` ignoring NaNs; -1 for an all-NaN slice (as JAX)."
+    return fn
+
+
+nanargmax = _nan_argextremum("nanargmax", argmax, -np.inf)
+nanargmin = _nan_argextremum("nanargmin", argmin, np.inf)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """``mean`` of the non-NaN elements."""
+    a = _asarray("nanmean", a)
+    if not dtypes.is_inexact(_dtype(a)):
+        return mean(a, axis, dtype, out, keepdims, where=where)
+    return mean(a, axis, dtype, out, keepdims, where=_and_where(_not_nan(a), where))
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           correction=None):
+    """``var`` of the non-NaN elements."""
+    a = _asarray("nanvar", a)
+    if dtypes.is_inexact(_dtype(a)):
+        where = _and_where(_not_nan(a), where)
+    return var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           correction=None):
+    """``std`` of the non-NaN elements."""
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where,
+                           correction=correction))
+
+
+# --- quantiles -----------------------------------------------------------------------------
+
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _move_axes_last(a, axis):
+    """``a`` with the ``axis`` axes merged into one last axis (all axes when None)."""
+    shape = get_aval(a).shape
+    axes = canonicalize_axes(axis, len(shape))
+    rest = [i for i in range(len(shape)) if i not in axes]
+    a = lax.transpose(a, tuple(rest) + axes)
+    n = int(np.prod([shape[i] for i in axes], dtype=np.int64))
+    return lax.reshape(a, tuple(shape[i] for i in rest) + (n,)), axes
+
+
+def _pick(sorted_a, index):
+    """``sorted_a[..., index]`` for an index array shaped ``q + rest + (1,)``: a select-sum
+    over the last axis, which needs no gather."""
+    n = get_aval(sorted_a).shape[-1]
+    shape = get_aval(index).shape[:-1] + (n,)
+    positions = lax.broadcasted_iota(_dtype(index), shape, len(shape) - 1)
+    hit = lax.eq(positions, _broadcast_to(index, shape))
+    values = _broadcast_to(sorted_a, shape)
+    return lax.reduce_sum(_where(hit, values, _full_like(values, 0)), (len(shape) - 1,))
+
+
+def _interpolate(method, sorted_a, pos):
+    """The value at fractional position ``pos`` (shaped ``q + rest + (1,)``) of each sorted
+    slice, as ``method`` says to combine its two neighbours."""
+    low, high = lax.floor(pos), lax.ceil(pos)
+    if method == "nearest":
+        low = high = lax.round(pos, lax.RoundingMethod.TO_NEAREST_EVEN)
+    index_dtype = dtypes.default_int()
+    low_v = _pick(sorted_a, lax.convert_element_type(low, index_dtype))
+    high_v = _pick(sorted_a, lax.convert_element_type(high, index_dtype))
+    if method in ("lower", "nearest"):
+        return low_v
+    if method == "higher":
+        return high_v
+    if method == "midpoint":
+        return lax.mul(lax.add(low_v, high_v), 0.5)
+    frac = lax.reshape(lax.sub(pos, low), get_aval(low_v).shape)
+    return lax.add(lax.mul(low_v, lax.sub(1, frac)), lax.mul(high_v, frac))
+
+
+def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
+    """Sort the reduced axes (merged into one, last), find each quantile's position among
+    the slice's valid elements, and interpolate; slices with NaNs (all NaNs when
+    ``ignore_nan``) give NaN."""
+    if method not in _METHODS:
+        raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
+    a, q = promote_dtypes(_asarray(name, a), _asarray(name, q))
+    if dtypes.is_complex(_dtype(a)):
+        raise ValueError(f"{name} does not support complex input, as the operation is "
+                         "poorly defined.")
+    dtype = _inexact_dtype(_dtype(a))
+    a, q = (lax.convert_element_type(v, dtype) for v in (a, q))
+    if get_aval(q).ndim > 1:
+        raise ValueError(f"{name}: q must be a scalar or 1-D, got shape {get_aval(q).shape}")
+    flat, axes = _move_axes_last(a, axis)
+    *rest, n = get_aval(flat).shape
+    rest = tuple(rest)
+    nan = ufuncs.isnan(flat)
+    sorted_a = lax.sort(flat, dimension=len(rest))  # NaNs sort last, after the valid values
+    if ignore_nan:
+        count = sum(ufuncs.logical_not(nan), -1, dtype, keepdims=True)
+    else:
+        count = lax.broadcast_in_dim(lax.convert_element_type(n, dtype), rest + (1,), ())
+    q_shape = get_aval(q).shape
+    pos_shape = q_shape + rest + (1,)
+    last = lax.sub(_broadcast_to(count, pos_shape), 1)
+    pos = lax.mul(lax.broadcast_in_dim(q, pos_shape, range(len(q_shape))),
+                  lax.max(last, _full_like(last, 0)))
+    result = _interpolate(method, sorted_a, pos)
+    invalid = (lax.reduce_and if ignore_nan else lax.reduce_or)(nan, (len(rest),))
+    result = _where(_broadcast_to(invalid, q_shape + rest), _full_like(result, np.nan), result)
+    if keepdims:
+        shape = get_aval(a).shape
+        result = lax.reshape(result, q_shape + tuple(1 if i in axes else d
+                                                     for i, d in enumerate(shape)))
+    return result
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, interpolation=None):
+    """The ``q``-th quantiles (q in [0, 1]) along ``axis``; the result has ``q``'s shape in
+    front. Any NaN in a slice makes its quantile NaN."""
+    _out_unsupported(out)
+    return _quantile("quantile", a, q, axis, interpolation or method, keepdims, False)
+
+
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=False, *, interpolation=None):
+    """``quantile`` of the non-NaN elements."""
+    _out_unsupported(out)
+    return _quantile("nanquantile", a, q, axis, interpolation or method, keepdims, True)
+
+
+def _percent(q):
+    return ufuncs.true_divide(q, 100)  # keeps a Python scalar's weak type
+
+
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, interpolation=None):
+    """``quantile`` with ``q`` in percent."""
+    return quantile(a, _percent(q), axis, out, overwrite_input, method, keepdims,
+                    interpolation=interpolation)
+
+
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, interpolation=None):
+    return nanquantile(a, _percent(q), axis, out, overwrite_input, method, keepdims,
+                       interpolation=interpolation)
+
+
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The middle value (mean of the two middle values for even counts)."""
+    return quantile(a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
+
+
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return nanquantile(a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
+
+
+# --- whole-array comparisons ---------------------------------------------------------------
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element pair is ``isclose``."""
+    return all(ufuncs.isclose(a, b, rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """Same shape and equal elements (NaNs equal with ``equal_nan``)."""
+    a1, a2 = _asarray("array_equal", a1), _asarray("array_equal", a2)
+    if get_aval(a1).shape != get_aval(a2).shape:
+        return to_array(False)
+    equal = ufuncs.equal(a1, a2)
+    if equal_nan:
+        equal = ufuncs.logical_or(equal, ufuncs.logical_and(ufuncs.isnan(a1),
+                                                            ufuncs.isnan(a2)))
+    return all(equal)
+
+
+def array_equiv(a1, a2):
+    """Equal elements after broadcasting (False when the shapes do not broadcast)."""
+    a1, a2 = _asarray("array_equiv", a1), _asarray("array_equiv", a2)
+    try:
+        return all(ufuncs.equal(a1, a2))
+    except ValueError:
+        return to_array(False)
+

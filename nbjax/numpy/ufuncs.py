@@ -1,18 +1,95 @@
-"""Element-wise ``jnp`` functions: NumPy's ufuncs with JAX's promotion rules."""
+"""Element-wise ``jnp`` functions: NumPy's ufuncs with JAX's promotion rules.
+
+Most functions are one lax primitive after promotion, declared with ``_unary``/``_binary``.
+The rest (floor division, ``remainder``, ``hypot``, ``logaddexp``, ...) are short compositions
+of lax primitives, written as JAX writes them so that results, dtypes and NaN/inf behaviour
+match. ``_where``, ``_broadcast_to`` and ``_full_like`` are shared with the other jnp modules.
+"""
+
+import operator
+
+import numpy as np
 
 from .. import lax
-from .util import promote_args, promote_args_inexact
+from ..core import Tracer, dtypes, get_aval
+from ..core.trace import is_python_scalar
+from .util import (broadcast_shapes, check_arraylike, promote_args, promote_args_inexact,
+                   to_array)
 
-__all__ = ["add", "subtract", "multiply", "negative", "sin", "cos"]
+__all__ = [
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod",
+    "divmod", "fmod", "power", "pow", "float_power", "negative", "positive", "abs", "absolute",
+    "fabs", "sign", "floor", "ceil", "round", "around", "rint", "trunc", "fix", "exp", "exp2",
+    "expm1", "log", "log2", "log10", "log1p", "logaddexp", "logaddexp2", "sqrt", "cbrt",
+    "square", "reciprocal", "sin", "cos", "tan", "arcsin", "asin", "arccos", "acos", "arctan",
+    "atan", "arctan2", "atan2", "sinh", "cosh", "tanh", "arcsinh", "asinh", "arccosh", "acosh",
+    "arctanh", "atanh", "deg2rad", "radians", "rad2deg", "degrees", "hypot", "maximum",
+    "minimum", "fmax", "fmin", "clip", "sinc", "heaviside", "copysign", "nextafter", "signbit",
+    "ldexp", "frexp", "modf", "gcd", "lcm", "isnan", "isinf", "isfinite", "isposinf",
+    "isneginf", "isreal", "iscomplex", "real", "imag", "conj", "conjugate", "angle",
+    "nan_to_num", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_not", "logical_xor", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "bitwise_not", "bitwise_invert", "invert", "left_shift", "right_shift",
+    "bitwise_left_shift", "bitwise_right_shift", "isclose", "astype",
+]
 
 
-def _binary(name, lax_fn, inexact=False):
-    promote = promote_args_inexact if inexact else promote_args
+# --- helpers shared by the jnp modules -----------------------------------------------------
 
-    def fn(x, y, /):
-        return lax_fn(*promote(name, x, y))
+def _broadcast_to(x, shape):
+    """NumPy-broadcast ``x`` (an Array or tracer) to ``shape`` with broadcast_in_dim."""
+    ndim = get_aval(x).ndim
+    return lax.broadcast_in_dim(x, tuple(shape), range(len(shape) - ndim, len(shape)))
+
+
+def _broadcast_arrays(*args):
+    shape = broadcast_shapes(*(get_aval(a).shape for a in args))
+    return [_broadcast_to(a, shape) for a in args]
+
+
+def _full_like(x, value, dtype=None):
+    """An array of ``value`` shaped like ``x`` (weakly typed when ``x`` is and no dtype)."""
+    aval = get_aval(x)
+    weak = aval.weak_type if dtype is None else False
+    dtype = aval.dtype if dtype is None else dtype
+    scalar = lax.convert_element_type(value, dtype, weak_type=weak)
+    return lax.broadcast_in_dim(scalar, aval.shape, ())
+
+
+def _where(condition, x, y):
+    """``select`` with NumPy broadcasting; scalar branches take the other branch's dtype."""
+    if is_python_scalar(x):
+        x = _full_like(y, x)
+    if is_python_scalar(y):
+        y = _full_like(x, y)
+    condition, x, y = _broadcast_arrays(to_array(condition), x, y)
+    return lax.select(condition, x, y)
+
+
+def _dtype(x):
+    return get_aval(x).dtype
+
+
+def _require(name, x, test, kinds):
+    """Raise TypeError (as jnp does) when ``x``'s dtype is not of the accepted kinds."""
+    if not test(_dtype(x)):
+        raise TypeError(f"{name} does not accept dtype {_dtype(x).name}. "
+                        f"Accepted dtypes are subtypes of {kinds}.")
+
+
+def _not_for_complex(name, *args):
+    """jnp raises ValueError for functions not well defined on complex numbers."""
+    if any(dtypes.is_complex(_dtype(a)) for a in args):
+        raise ValueError(f"jnp.{name} is not well defined for complex-valued inputs")
+
+
+def _is_int_or_bool(dtype):
+    return dtypes.is_int(dtype) or dtypes.is_bool(dtype)
+
+
+def _named(name, fn, doc):
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Element-wise ``{name}`` with NumPy broadcasting and JAX type promotion."
+    fn.__doc__ = doc
     return fn
 
 
@@ -21,14 +98,626 @@ def _unary(name, lax_fn, inexact=False):
 
     def fn(x, /):
         return lax_fn(*promote(name, x))
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Element-wise ``{name}``" + (" (integers become floats)." if inexact else ".")
-    return fn
+    return _named(name, fn, f"Element-wise ``{name}``"
+                  + (" (integers become floats)." if inexact else "."))
 
 
-add = _binary("add", lax.add)
+def _binary(name, lax_fn, inexact=False):
+    promote = promote_args_inexact if inexact else promote_args
+
+    def fn(x, y, /):
+        return lax_fn(*promote(name, x, y))
+    return _named(name, fn, f"Element-wise ``{name}`` with NumPy broadcasting and JAX type "
+                  "promotion" + (" (integers become floats)." if inexact else "."))
+
+
+# --- arithmetic ----------------------------------------------------------------------------
+
+def _bool_or(lax_fn, bool_fn):
+    """A lax function that uses ``bool_fn`` for booleans (``True + True`` is ``True``)."""
+    return lambda x, y: (bool_fn if dtypes.is_bool(_dtype(x)) else lax_fn)(x, y)
+
+
+add = _binary("add", _bool_or(lax.add, lax.bitwise_or))
 subtract = _binary("subtract", lax.sub)
-multiply = _binary("multiply", lax.mul)
+multiply = _binary("multiply", _bool_or(lax.mul, lax.bitwise_and))
+divide = true_divide = _binary("divide", lax.div, inexact=True)
 negative = _unary("negative", lax.neg)
+
+
+def positive(x, /):
+    """``+x``: the value itself, after the usual promotion."""
+    return promote_args("positive", x)[0]
+
+
+def _numeric_int(name, x, y):
+    """Promote for integer-style division: bools count as the default int; no complex."""
+    x, y = promote_args(name, x, y)
+    if dtypes.is_complex(_dtype(x)):
+        raise TypeError(f"{name} does not support complex-valued inputs")
+    if dtypes.is_bool(_dtype(x)):
+        x, y = (lax.convert_element_type(a, dtypes.default_int()) for a in (x, y))
+    return x, y
+
+
+def _float_divmod(x, y):
+    """Floor quotient and remainder of floats, as NumPy defines them (sign of the divisor)."""
+    mod = lax.rem(x, y)
+    quotient = lax.div(lax.sub(x, mod), y)
+    fix = lax.bitwise_and(lax.ne(mod, 0), lax.ne(lax.lt(y, 0), lax.lt(mod, 0)))
+    mod = _where(fix, lax.add(mod, y), mod)
+    quotient = _where(fix, lax.sub(quotient, 1), quotient)
+    return lax.round(quotient, lax.RoundingMethod.TO_NEAREST_EVEN), mod
+
+
+def floor_divide(x, y, /):
+    """``x // y``: rounds toward minus infinity (C division rounds toward zero)."""
+    x, y = _numeric_int("floor_divide", x, y)
+    if dtypes.is_float(_dtype(x)):
+        return _float_divmod(x, y)[0]
+    quotient = lax.div(x, y)
+    if dtypes.is_unsigned_int(_dtype(x)):
+        return quotient
+    inexact = lax.bitwise_and(lax.ne(lax.lt(x, 0), lax.lt(y, 0)), lax.ne(lax.rem(x, y), 0))
+    return _where(inexact, lax.sub(quotient, 1), quotient)
+
+
+def remainder(x, y, /):
+    """``x % y``: the remainder has the sign of the divisor (``fmod``: of the dividend)."""
+    x, y = _numeric_int("remainder", x, y)
+    trunc_mod = lax.rem(x, y)
+    if dtypes.is_unsigned_int(_dtype(x)):
+        return trunc_mod
+    fix = lax.bitwise_and(lax.ne(trunc_mod, 0), lax.ne(lax.lt(trunc_mod, 0), lax.lt(y, 0)))
+    return _where(fix, lax.add(trunc_mod, y), trunc_mod)
+
+
+mod = remainder
+
+
+def divmod(x, y, /):
+    """``(x // y, x % y)``."""
+    return floor_divide(x, y), remainder(x, y)
+
+
+def fmod(x, y, /):
+    """C's remainder: truncated division, so the result has the sign of ``x``."""
+    x, y = _numeric_int("fmod", x, y)
+    return lax.rem(x, y)
+
+
+def _concrete_int(x):
+    """``x`` as a Python int when it is a concrete integer scalar, else None."""
+    if isinstance(x, Tracer) or isinstance(x, bool):
+        return None
+    try:
+        return operator.index(x)
+    except TypeError:
+        return None
+
+
+def _pow_int_int(x, y):
+    """Integer power by binary exponentiation; 6 steps cover every exponent that does not
+    overflow for a base above one (JAX makes the same choice)."""
+    one = _full_like(x, 1)
+    acc = _where(lax.bitwise_and(lax.eq(x, 0), lax.ne(y, 0)), _full_like(x, 0), one)
+    for _ in range(6):
+        acc = _where(lax.ne(lax.bitwise_and(y, 1), 0), lax.mul(acc, x), acc)
+        x = lax.mul(x, x)
+        y = lax.shift_right_logical(y, _full_like(y, 1))
+    return acc
+
+
+def power(x, y, /):
+    """``x ** y``. A concrete integer exponent uses ``integer_pow`` (exact, differentiable at
+    zero); integer bases with integer exponents stay integers."""
+    check_arraylike("power", x, y)
+    exponent = _concrete_int(y)
+    if exponent is not None:
+        (x,) = promote_args("power", x)
+        if dtypes.is_bool(_dtype(x)):
+            x = lax.convert_element_type(x, dtypes.default_int(), get_aval(x).weak_type)
+        return lax.integer_pow(x, exponent)
+    x, y = promote_args("power", x, y)
+    if _is_int_or_bool(_dtype(x)):
+        if dtypes.is_bool(_dtype(x)):
+            x, y = (lax.convert_element_type(a, dtypes.default_int()) for a in (x, y))
+        return _pow_int_int(x, y)
+    return lax.pow(x, y)
+
+
+pow = power
+
+
+def float_power(x, y, /):
+    """``x ** y`` computed in floating point."""
+    return lax.pow(*promote_args_inexact("float_power", x, y))
+
+
+def abs(x, /):
+    """Absolute value; complex numbers give their (real) magnitude."""
+    (x,) = promote_args("abs", x)
+    if dtypes.is_unsigned_int(_dtype(x)) or dtypes.is_bool(_dtype(x)):
+        return x
+    return lax.abs(x)
+
+
+absolute = abs
+
+
+def fabs(x, /):
+    """Absolute value as a float (complex inputs are rejected, as NumPy does)."""
+    (x,) = promote_args_inexact("fabs", x)
+    _require("fabs", x, dtypes.is_float, "floating")
+    return lax.abs(x)
+
+
+def sign(x, /):
+    """-1, 0 or 1 (``x / |x|`` for complex numbers)."""
+    (x,) = promote_args("sign", x)
+    return lax.sign(x)
+
+
+def square(x, /):
+    return power(x, 2)
+
+
+def reciprocal(x, /):
+    (x,) = promote_args_inexact("reciprocal", x)
+    return lax.integer_pow(x, -1)
+
+
+# --- rounding ------------------------------------------------------------------------------
+
+def _rounding(name, lax_fn):
+    """floor/ceil/trunc: integers are already whole, complex numbers are rejected."""
+    def fn(x, /):
+        (x,) = promote_args(name, x)
+        if _is_int_or_bool(_dtype(x)):
+            return x
+        _require(name, x, dtypes.is_float, "floating")
+        return lax_fn(x)
+    return _named(name, fn, f"Element-wise ``{name}``; integer inputs are returned as is.")
+
+
+def _trunc(x):
+    return _where(lax.lt(x, 0), lax.ceil(x), lax.floor(x))
+
+
+floor = _rounding("floor", lax.floor)
+ceil = _rounding("ceil", lax.ceil)
+trunc = fix = _rounding("trunc", _trunc)
+
+
+def _round_parts(x, fn):
+    """Apply a real rounding ``fn`` to a complex number's parts separately."""
+    if dtypes.is_complex(_dtype(x)):
+        return lax.complex(fn(lax.real(x)), fn(lax.imag(x)))
+    return fn(x)
+
+
+def round(a, decimals=0, out=None):
+    """Round half to even at ``decimals`` decimal places (negative: tens, hundreds...)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+    (a,) = promote_args("round", a)
+    decimals = operator.index(decimals)
+    if _is_int_or_bool(_dtype(a)):
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return a
+
+    def round_real(x):
+        if decimals == 0:
+            return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+        factor = 10.0 ** decimals
+        scaled = lax.round(lax.mul(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN)
+        return lax.div(scaled, factor)
+    return _round_parts(a, round_real)
+
+
+around = round
+
+
+def rint(x, /):
+    """Round to the nearest integer (half to even), as a float."""
+    (x,) = promote_args_inexact("rint", x)
+    return _round_parts(x, lambda v: lax.round(v, lax.RoundingMethod.TO_NEAREST_EVEN))
+
+
+# --- exponentials, logarithms, powers ------------------------------------------------------
+
+exp = _unary("exp", lax.exp, inexact=True)
+exp2 = _unary("exp2", lax.exp2, inexact=True)
+expm1 = _unary("expm1", lax.expm1, inexact=True)
+log = _unary("log", lax.log, inexact=True)
+log1p = _unary("log1p", lax.log1p, inexact=True)
+sqrt = _unary("sqrt", lax.sqrt, inexact=True)
+
+
+def _log_base(name, base):
+    def fn(x, /):
+        (x,) = promote_args_inexact(name, x)
+        return lax.div(lax.log(x), lax.log(_full_like(x, base, _dtype(x))))
+    return _named(name, fn, f"Base-{base} logarithm.")
+
+
+log2 = _log_base("log2", 2)
+log10 = _log_base("log10", 10)
+
+
+def cbrt(x, /):
+    """Real cube root (negative for negative inputs)."""
+    (x,) = promote_args_inexact("cbrt", x)
+    _require("cbrt", x, dtypes.is_float, "floating")
+    return lax.cbrt(x)
+
+
+def _logaddexp(name, exp_fn, log1p_fn):
+    def fn(x, y, /):
+        x, y = promote_args_inexact(name, x, y)
+        _require(name, x, dtypes.is_float, "floating")
+        delta = lax.sub(x, y)
+        # Both infinite with one sign makes delta NaN; x + y is then the right answer.
+        stable = lax.add(lax.max(x, y), log1p_fn(exp_fn(lax.neg(lax.abs(delta)))))
+        return _where(lax.ne(delta, delta), lax.add(x, y), stable)
+    return _named(name, fn, f"``{name}``: the log of a sum of exponentials, without overflow.")
+
+
+logaddexp = _logaddexp("logaddexp", lax.exp, lax.log1p)
+logaddexp2 = _logaddexp("logaddexp2", lax.exp2,
+                        lambda v: lax.div(lax.log1p(v), _full_like(v, np.log(2))))
+
+
+def ldexp(x1, x2, /):
+    """``x1 * 2**x2`` for an integer ``x2``, scaling in two steps so 2**x2 cannot overflow."""
+    check_arraylike("ldexp", x1, x2)
+    (x1,) = promote_args_inexact("ldexp", x1)
+    if dtypes.is_complex(_dtype(x1)) or not _is_int_or_bool(get_aval(x2).dtype):
+        raise ValueError(f"ldexp not supported for input types ({_dtype(x1)}, "
+                         f"{get_aval(x2).dtype}): it takes a real x1 and an integer x2")
+    x1 = lax.convert_element_type(x1, _dtype(x1))  # the result is never weak, as in JAX
+    x1, x2 = _broadcast_arrays(x1, to_array(x2))
+    return _times_pow2(x1, lax.convert_element_type(x2, dtypes.default_int()))
+
+
+def _times_pow2(x, e):
+    """``x * 2**e`` for an integer array ``e``, in two half steps: 2**e alone may overflow
+    (or underflow) where the product does not."""
+    half = lax.shift_right_arithmetic(e, _full_like(e, 1))
+    for part in (half, lax.sub(e, half)):
+        x = lax.mul(x, lax.exp2(lax.convert_element_type(part, _dtype(x))))
+    return x
+
+
+def frexp(x, /):
+    """Split ``x`` into a mantissa in [0.5, 1) and an int32 exponent: ``x = m * 2**e``."""
+    (x,) = promote_args_inexact("frexp", x)
+    _require("frexp", x, dtypes.is_float, "floating")
+    x = lax.convert_element_type(x, _dtype(x))
+    special = lax.bitwise_or(lax.eq(x, 0), lax.bitwise_not(lax.is_finite(x)))
+    safe = _where(special, _full_like(x, 1), lax.abs(x))
+    log2 = lax.div(lax.log(safe), _full_like(x, np.log(2)))
+    e = lax.convert_element_type(lax.add(lax.floor(log2), 1), dtypes.int32)
+    m = _times_pow2(x, lax.neg(e))
+    # log2 may be off by one near powers of two: move the mantissa back into [0.5, 1).
+    big = lax.ge(lax.abs(m), 1)
+    m, e = _where(big, lax.mul(m, 0.5), m), _where(big, lax.add(e, 1), e)
+    small = lax.bitwise_and(lax.lt(lax.abs(m), 0.5), lax.bitwise_not(special))
+    m, e = _where(small, lax.mul(m, 2), m), _where(small, lax.sub(e, 1), e)
+    return _where(special, x, m), _where(special, _full_like(e, 0), e)
+
+
+def modf(x, /):
+    """``(fractional part, integral part)``, both with the sign of ``x``."""
+    (x,) = promote_args_inexact("modf", x)
+    whole = _trunc(x)
+    return lax.sub(x, whole), whole
+
+
+# --- trigonometry --------------------------------------------------------------------------
+
 sin = _unary("sin", lax.sin, inexact=True)
 cos = _unary("cos", lax.cos, inexact=True)
+tan = _unary("tan", lax.tan, inexact=True)
+arcsin = asin = _unary("arcsin", lax.asin, inexact=True)
+arccos = acos = _unary("arccos", lax.acos, inexact=True)
+arctan = atan = _unary("arctan", lax.atan, inexact=True)
+sinh = _unary("sinh", lax.sinh, inexact=True)
+cosh = _unary("cosh", lax.cosh, inexact=True)
+tanh = _unary("tanh", lax.tanh, inexact=True)
+arcsinh = asinh = _unary("arcsinh", lax.asinh, inexact=True)
+arccosh = acosh = _unary("arccosh", lax.acosh, inexact=True)
+arctanh = atanh = _unary("arctanh", lax.atanh, inexact=True)
+arctan2 = atan2 = _binary("arctan2", lax.atan2, inexact=True)
+
+
+def _scale(name, factor):
+    def fn(x, /):
+        (x,) = promote_args_inexact(name, x)
+        return lax.mul(x, factor)
+    return _named(name, fn, f"Multiply by {factor!r} (an angle conversion).")
+
+
+deg2rad = radians = _scale("deg2rad", np.pi / 180)
+rad2deg = degrees = _scale("rad2deg", 180 / np.pi)
+
+
+def hypot(x1, x2, /):
+    """``sqrt(x1**2 + x2**2)`` without overflow: scale by the larger magnitude."""
+    x1, x2 = promote_args_inexact("hypot", x1, x2)
+    _not_for_complex("hypot", x1)
+    x1, x2 = lax.abs(x1), lax.abs(x2)
+    big, small = lax.max(x1, x2), lax.min(x1, x2)
+    safe_big = _where(lax.eq(big, 0), _full_like(big, 1), big)
+    ratio = lax.div(small, safe_big)
+    out = _where(lax.eq(big, 0), big, lax.mul(big, lax.sqrt(lax.add(lax.mul(ratio, ratio), 1))))
+    return _where(lax.bitwise_or(isinf(x1), isinf(x2)), _full_like(out, np.inf), out)
+
+
+def sinc(x, /):
+    """``sin(pi x) / (pi x)``, with ``sinc(0) = 1``."""
+    (x,) = promote_args_inexact("sinc", x)
+    is_zero = lax.eq(x, 0)
+    pi_x = lax.mul(_where(is_zero, _full_like(x, 1), x), np.pi)
+    return _where(is_zero, _full_like(x, 1), lax.div(lax.sin(pi_x), pi_x))
+
+
+# --- comparisons, min/max ------------------------------------------------------------------
+
+equal = _binary("equal", lax.eq)
+not_equal = _binary("not_equal", lax.ne)
+less = _binary("less", lax.lt)
+less_equal = _binary("less_equal", lax.le)
+greater = _binary("greater", lax.gt)
+greater_equal = _binary("greater_equal", lax.ge)
+maximum = _binary("maximum", lax.max)
+minimum = _binary("minimum", lax.min)
+
+
+def fmax(x1, x2, /):
+    """Maximum that ignores a NaN operand (``maximum`` propagates it)."""
+    x1, x2 = promote_args("fmax", x1, x2)
+    return _where(lax.bitwise_or(lax.gt(x1, x2), isnan(x2)), x1, x2)
+
+
+def fmin(x1, x2, /):
+    """Minimum that ignores a NaN operand (``minimum`` propagates it)."""
+    x1, x2 = promote_args("fmin", x1, x2)
+    return _where(lax.bitwise_or(lax.lt(x1, x2), isnan(x2)), x1, x2)
+
+
+def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):
+    """Limit values to ``[min, max]`` (either bound may be None; NumPy's ``a_min``/``a_max``
+    keywords are accepted too)."""
+    min = a_min if min is None else min
+    max = a_max if max is None else max
+    bounds = [b for b in (min, max) if b is not None]
+    check_arraylike("clip", arr, *bounds)
+    _not_for_complex("clip", arr, *bounds)
+    if min is not None:
+        arr = maximum(min, arr)
+    if max is not None:
+        arr = minimum(max, arr)
+    return to_array(arr)
+
+
+def heaviside(x1, x2, /):
+    """0 for negative ``x1``, 1 for positive, ``x2`` where ``x1`` is zero."""
+    x1, x2 = promote_args_inexact("heaviside", x1, x2)
+    zero, one = _full_like(x1, 0), _full_like(x1, 1)
+    return _where(lax.lt(x1, 0), zero, _where(lax.gt(x1, 0), one, x2))
+
+
+def copysign(x1, x2, /):
+    """``|x1|`` with the sign bit of ``x2``."""
+    x1, x2 = promote_args_inexact("copysign", x1, x2)
+    _require("copysign", x1, dtypes.is_float, "floating")
+    return _where(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
+
+
+def nextafter(x1, x2, /):
+    """The next representable float after ``x1`` in the direction of ``x2``."""
+    return lax.nextafter(*promote_args_inexact("nextafter", x1, x2))
+
+
+_SAME_WIDTH_INT = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
+
+
+def signbit(x, /):
+    """Whether the sign bit is set: true for -0.0 and negative NaNs too (read from the bits)."""
+    (x,) = promote_args("signbit", x)
+    dtype = _dtype(x)
+    if dtypes.is_bool(dtype) or dtypes.is_unsigned_int(dtype):
+        return _full_like(x, False, dtypes.bool_)
+    if dtypes.is_signed_int(dtype):
+        return lax.lt(x, 0)
+    _not_for_complex("signbit", x)
+    bits = lax.bitcast_convert_type(x, _SAME_WIDTH_INT[dtype.itemsize])
+    return lax.lt(bits, 0)
+
+
+# --- integer functions ---------------------------------------------------------------------
+
+def _int_args(name, x1, x2):
+    x1, x2 = promote_args(name, x1, x2)
+    if not dtypes.is_int(_dtype(x1)):
+        raise ValueError(f"Arguments to jax.numpy.{name} must be integers.")
+    return _broadcast_arrays(x1, x2)
+
+
+def gcd(x1, x2, /):
+    """Greatest common divisor by Euclid's algorithm, run until every element is done."""
+    x1, x2 = (abs(a) for a in _int_args("gcd", x1, x2))
+
+    def not_done(carry):
+        return lax.reduce_or(lax.ne(carry[1], 0), tuple(range(get_aval(carry[1]).ndim)))
+
+    def step(carry):
+        a, b = carry
+        nonzero = lax.ne(b, 0)
+        safe_b = _where(nonzero, b, _full_like(b, 1))
+        return _where(nonzero, b, a), _where(nonzero, lax.rem(a, safe_b), _full_like(b, 0))
+    return lax.while_loop(not_done, step, (x1, x2))[0]
+
+
+def lcm(x1, x2, /):
+    """Least common multiple (0 when either argument is 0)."""
+    x1, x2 = _int_args("lcm", x1, x2)
+    d = gcd(x1, x2)
+    safe_d = _where(lax.eq(d, 0), _full_like(d, 1), d)
+    return _where(lax.eq(d, 0), _full_like(d, 0), abs(lax.mul(x1, lax.div(x2, safe_d))))
+
+
+# --- classification and complex parts ------------------------------------------------------
+
+def _classify(name, float_fn, default):
+    """A predicate on floats, applied to both parts of complex numbers (``combine``), and
+    constant ``default`` for integers and bools."""
+    combine = lax.bitwise_and if default else lax.bitwise_or
+
+    def fn(x, /):
+        (x,) = promote_args(name, x)
+        dtype = _dtype(x)
+        if dtypes.is_complex(dtype):
+            return combine(float_fn(lax.real(x)), float_fn(lax.imag(x)))
+        if not dtypes.is_float(dtype):
+            return _full_like(x, default, dtypes.bool_)
+        return float_fn(x)
+    return _named(name, fn, f"Element-wise ``{name}`` (always {default} for integers).")
+
+
+isnan = _classify("isnan", lambda x: lax.ne(x, x), False)  # only NaN differs from itself
+isinf = _classify("isinf", lambda x: lax.eq(lax.abs(x), _full_like(x, np.inf)), False)
+isfinite = _classify("isfinite", lax.is_finite, True)
+
+
+def _isinf_signed(name, value):
+    def fn(x, /):
+        (x,) = promote_args(name, x)
+        _not_for_complex(name, x)
+        if not dtypes.is_float(_dtype(x)):
+            return _full_like(x, False, dtypes.bool_)
+        return lax.eq(x, _full_like(x, value))
+    return _named(name, fn, f"Whether ``x`` is {value}.")
+
+
+isposinf = _isinf_signed("isposinf", np.inf)
+isneginf = _isinf_signed("isneginf", -np.inf)
+
+
+def real(x, /):
+    (x,) = promote_args("real", x)
+    return lax.real(x) if dtypes.is_complex(_dtype(x)) else x
+
+
+def imag(x, /):
+    (x,) = promote_args("imag", x)
+    return lax.imag(x) if dtypes.is_complex(_dtype(x)) else _full_like(x, 0)
+
+
+def conj(x, /):
+    (x,) = promote_args("conj", x)
+    return lax.conj(x) if dtypes.is_complex(_dtype(x)) else x
+
+
+conjugate = conj
+
+
+def isreal(x, /):
+    return lax.eq(imag(x), 0)
+
+
+def iscomplex(x, /):
+    return lax.ne(imag(x), 0)
+
+
+def angle(z, deg=False):
+    """The argument of a complex number (0 or pi for reals), in radians or degrees."""
+    (z,) = promote_args_inexact("angle", z)
+    z = lax.convert_element_type(z, _dtype(z))
+    result = lax.atan2(imag(z), real(z))
+    return lax.mul(result, 180 / np.pi) if deg else result
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: the largest
+    finite values); complex numbers have each part replaced."""
+    del copy  # arrays are immutable
+    (x,) = promote_args("nan_to_num", x)
+    dtype = _dtype(x)
+    if not dtypes.is_inexact(dtype):
+        return x
+    x = lax.convert_element_type(x, dtype)
+
+    def replace(v):
+        info = np.finfo(_dtype(v))
+        v = _where(isnan(v), _full_like(v, nan), v)
+        v = _where(isposinf(v), _full_like(v, info.max if posinf is None else posinf), v)
+        return _where(isneginf(v), _full_like(v, info.min if neginf is None else neginf), v)
+    return _round_parts(x, replace)
+
+
+# --- logical and bitwise -------------------------------------------------------------------
+
+def _to_bool(x):
+    return x if dtypes.is_bool(_dtype(x)) else lax.ne(x, _full_like(x, 0))
+
+
+def _logical(name, lax_fn):
+    def fn(x, y, /):
+        x, y = promote_args(name, x, y)
+        return lax_fn(_to_bool(x), _to_bool(y))
+    return _named(name, fn, f"Element-wise ``{name}`` of the truth values.")
+
+
+logical_and = _logical("logical_and", lax.bitwise_and)
+logical_or = _logical("logical_or", lax.bitwise_or)
+logical_xor = _logical("logical_xor", lax.bitwise_xor)
+
+
+def logical_not(x, /):
+    (x,) = promote_args("logical_not", x)
+    return lax.bitwise_not(_to_bool(x))
+
+
+bitwise_and = _binary("bitwise_and", lax.bitwise_and)
+bitwise_or = _binary("bitwise_or", lax.bitwise_or)
+bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
+invert = bitwise_not = bitwise_invert = _unary("invert", lax.bitwise_not)
+
+
+def _right_shift(x, y):
+    shift = (lax.shift_right_logical if dtypes.is_unsigned_int(_dtype(x))
+             else lax.shift_right_arithmetic)
+    return shift(x, y)
+
+
+left_shift = bitwise_left_shift = _binary("left_shift", lax.shift_left)
+right_shift = bitwise_right_shift = _binary("right_shift", _right_shift)
+
+
+# --- closeness and dtype conversion --------------------------------------------------------
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``|a - b| <= atol + rtol * |b|``; equal infinities are close, NaNs only with
+    ``equal_nan``. Integers are compared exactly."""
+    a, b = promote_args("isclose", a, b)
+    if not dtypes.is_inexact(_dtype(a)):
+        return lax.eq(a, b)
+    real_dtype = _dtype(lax.abs(a))
+    tol = lax.add(_full_like(a, atol, real_dtype),
+                  lax.mul(lax.convert_element_type(rtol, real_dtype), lax.abs(b)))
+    close = lax.le(lax.abs(lax.sub(a, b)), tol)
+    either_inf = lax.bitwise_or(isinf(a), isinf(b))
+    close = _where(either_inf, lax.eq(a, b), close)
+    if equal_nan:
+        close = lax.bitwise_or(close, lax.bitwise_and(isnan(a), isnan(b)))
+    return close
+
+
+def astype(x, dtype, /, *, copy=False, device=None):
+    """``x`` converted to ``dtype`` (strongly typed; 64-bit types need x64)."""
+    del copy, device  # immutable arrays on the one CPU device
+    check_arraylike("astype", x)
+    return lax.convert_element_type(to_array(x), dtype)

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import lax
 from ..core import Array, Tracer, dtypes, get_aval, valid_value
+from ..core.trace import is_python_scalar
 from ..lax.standard import IncompatibleShapesError, weak_scalar
 
 _SCALARS = (bool, int, float, complex)
@@ -23,7 +24,7 @@ def to_array(x):
     """An Array/Tracer for any array-like leaf (Python scalars become weak rank-0 arrays)."""
     if isinstance(x, (Array, Tracer)):
         return x
-    if isinstance(x, _SCALARS):
+    if is_python_scalar(x):
         dtype, weak = dtypes.python_scalar_dtype(x)
         return weak_scalar(x, dtype) if weak else Array(np.asarray(x, dtype))
     if isinstance(x, (np.ndarray, np.generic)):

@@ -1,0 +1,261 @@
+"""nbjax.numpy array creation against NumPy, with JAX's dtype and weak-type rules."""
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax.core import ConcretizationTypeError, check_jaxpr, eval_jaxpr
+
+F16, F32, I8, I32, U8, C64 = np.float16, np.float32, np.int8, np.int32, np.uint8, np.complex64
+
+
+def same(actual, expected, dtype, weak=False):
+    assert actual.dtype == np.dtype(dtype), (actual.dtype, dtype)
+    assert actual.weak_type == weak
+    np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=1e-6, atol=1e-6)
+    assert actual.shape == np.shape(expected)
+
+
+# --- array / asarray -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, dtype, weak", [
+    (2.0, F32, True), (2, I32, True), (True, np.bool_, False), (1j, C64, True),
+    ([1, 2.5], F32, False), ([1, 2], I32, False), ([[True], [False]], np.bool_, False),
+    ([np.int8(1), 2], I8, False), ([], F32, False), (np.float64(2), F32, False),
+    (np.arange(3), I32, False), (np.ones(2, U8), U8, False), ((1, 2j), C64, False),
+    (np.int64(5), I32, False),
+])
+def test_array_dtypes(value, dtype, weak):
+    out = jnp.array(value)
+    same(out, np.array(value), dtype, weak)
+    same(jnp.asarray(value), np.array(value), dtype, weak)
+
+
+def test_array_keeps_weak_type_of_arrays_and_converts_dtype():
+    w = jnp.asarray(2.0)
+    assert jnp.array(w).weak_type
+    same(jnp.array(w, dtype=I8), 2, I8)
+    same(jnp.array([1.7, -1.2], dtype=I32), [1, -1], I32)
+    same(jnp.asarray([1, 2], dtype=F16), [1, 2], F16)
+    same(jnp.array(np.float32(3), dtype=C64), 3, C64)
+
+
+def test_array_ndmin_copy_and_views():
+    same(jnp.array(np.ones(2), ndmin=3), np.ones((1, 1, 2)), F32)
+    same(jnp.array(5, ndmin=1), [5], I32, weak=True)
+    view = np.arange(12.0).reshape(3, 4)[:, ::2].T
+    same(jnp.array(view), view, F32)
+    same(jnp.copy(view), view, F32)
+
+
+def test_array_of_arrays_stacks():
+    a, b = jnp.arange(3), jnp.arange(3) * 2
+    same(jnp.array([a, b]), [[0, 1, 2], [0, 2, 4]], I32)
+    same(jnp.array([[jnp.asarray(1.0), 2], [3, 4]]), [[1, 2], [3, 4]], F32)
+
+
+def test_array_of_tracers_is_traceable():
+    fn = lambda x: jnp.array([x, 2 * x, [1.0, 1.0]])  # noqa: E731
+    x = np.array([1.0, 3.0], F32)
+    closed = nbjax.make_jaxpr(fn)(x)
+    check_jaxpr(closed.jaxpr)
+    (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x)
+    np.testing.assert_array_equal(out, [[1, 3], [2, 6], [1, 1]])
+    np.testing.assert_array_equal(fn(x), out)
+
+
+def test_array_errors():
+    with pytest.raises(OverflowError, match="int32"):
+        jnp.array([2 ** 40])
+    with pytest.raises(OverflowError):
+        jnp.asarray(2 ** 40)
+    with pytest.raises(ValueError, match="inhomogeneous"):
+        jnp.array([[1, 2], [3]])
+    with pytest.raises(ValueError, match="shapes"):
+        jnp.array([jnp.ones(2), jnp.ones(3)])
+    with pytest.raises(TypeError, match="not a valid JAX array type"):
+        jnp.array("a")
+    with pytest.raises(TypeError, match="not a valid JAX array type"):
+        jnp.array(np.array(["a"]))
+
+
+def test_array_x64(x64):
+    same(jnp.array([1, 2]), [1, 2], np.int64)
+    same(jnp.array(np.float64(0.1)), 0.1, np.float64)
+    same(jnp.asarray(2.0), 2.0, np.float64, weak=True)
+    same(jnp.array([2 ** 40]), [2 ** 40], np.int64)
+
+
+# --- filled arrays -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [3, (2, 3), (), (0, 2), [1, 4]])
+@pytest.mark.parametrize("dtype", [None, I8, U8, F16, C64, bool])
+def test_zeros_ones_full_empty(shape, dtype):
+    out_dtype = dtype or F32
+    same(jnp.zeros(shape, dtype), np.zeros(shape, out_dtype), out_dtype)
+    same(jnp.ones(shape, dtype), np.ones(shape, out_dtype), out_dtype)
+    same(jnp.empty(shape, dtype), np.zeros(shape, out_dtype), out_dtype)
+    same(jnp.full(shape, 1, dtype), np.full(shape, 1, out_dtype), dtype or I32,
+         weak=dtype is None)
+
+
+def test_full_weak_and_array_fill():
+    same(jnp.full(3, 2.0), np.full(3, 2.0), F32, weak=True)
+    same(jnp.full((2, 2), np.arange(2, dtype=I8)), [[0, 1], [0, 1]], I8)
+    same(jnp.full((2,), np.float32(7)), [7, 7], F32)
+    with pytest.raises(TypeError):
+        jnp.full((2, 3), np.ones(4))
+    with pytest.raises(TypeError, match="non-negative"):
+        jnp.zeros((-1, 2))
+
+
+@pytest.mark.parametrize("like", [np.ones((2, 3), I8), np.ones(4, F16), 2.0,
+                                  np.ones((4, 6), F32)[:, ::2]])
+def test_like_functions(like):
+    dtype = np.asarray(like).dtype if not isinstance(like, float) else np.dtype(F32)
+    weak = isinstance(like, float)
+    shape = np.shape(like)
+    same(jnp.zeros_like(like), np.zeros(shape), dtype, weak)
+    same(jnp.ones_like(like), np.ones(shape), dtype, weak)
+    same(jnp.empty_like(like), np.zeros(shape), dtype, weak)
+    same(jnp.full_like(like, 3), np.full(shape, 3), dtype, weak)
+    same(jnp.zeros_like(like, dtype=I32), np.zeros(shape), I32)
+    same(jnp.full_like(like, 5, shape=(2, 1)), np.full((2, 1), 5), dtype, weak)
+
+
+# --- ranges --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, dtype", [
+    ((5,), I32), ((2, 9, 3), I32), ((5.0,), F32), ((1, 2, 0.25), F32), ((0,), I32),
+    ((-3,), I32), ((np.int8(4),), I8), ((5, 1, -2), I32), ((0.5, 3), F32),
+])
+def test_arange(args, dtype):
+    same(jnp.arange(*args), np.arange(*args), dtype)
+
+
+def test_arange_dtype_and_keywords():
+    same(jnp.arange(3, dtype=F16), np.arange(3), F16)
+    same(jnp.arange(0, 1, 0.1, dtype=F32), np.arange(0, 1, 0.1, dtype=F32), F32)
+    same(jnp.arange(start=2, stop=6, step=2), [2, 4], I32)
+    same(jnp.arange(jnp.asarray(4)), np.arange(4), I32)
+
+
+def test_arange_needs_concrete_bounds():
+    with pytest.raises(ConcretizationTypeError, match="arange.*stop"):
+        nbjax.make_jaxpr(lambda n: jnp.arange(0, n))(3)
+    closed = nbjax.make_jaxpr(lambda x: x + jnp.arange(3))(np.ones(3, I32))
+    assert "iota" in [e.primitive.name for e in closed.jaxpr.eqns]
+
+
+@pytest.mark.parametrize("num", [0, 1, 2, 7])
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_linspace(num, endpoint):
+    same(jnp.linspace(-1, 4, num, endpoint), np.linspace(-1, 4, num, endpoint), F32)
+    out, step = jnp.linspace(2.0, 3.0, num, endpoint, retstep=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        enp, estep = np.linspace(2.0, 3.0, num, endpoint, retstep=True)
+    same(out, enp, F32)
+    np.testing.assert_allclose(np.asarray(step), estep, rtol=1e-6)
+
+
+def test_linspace_arrays_axis_and_dtype():
+    start, stop = np.array([0.0, 1.0], F32), np.array([[2.0], [5.0]], F32)
+    for axis in (0, 1, 2, -1):
+        same(jnp.linspace(start, stop, 4, axis=axis), np.linspace(start, stop, 4, axis=axis),
+             F32)
+    same(jnp.linspace(0, 10, 4, dtype=I32), np.linspace(0, 10, 4, dtype=I32), I32)
+    same(jnp.linspace(-10, 0, 4, dtype=I32), np.floor(np.linspace(-10, 0, 4)), I32)
+    same(jnp.linspace(np.float16(0), 1, 5), np.linspace(0, 1, 5), F16)
+    with pytest.raises(ValueError, match="Number of samples, -1, must be non-negative"):
+        jnp.linspace(0, 1, -1)
+
+
+def test_linspace_is_traceable():
+    fn = lambda a, b: jnp.linspace(a, b, 5)  # noqa: E731
+    a, b = np.array([0.0, 1.0], F32), np.array([1.0, 3.0], F32)
+    closed = nbjax.make_jaxpr(fn)(a, b)
+    check_jaxpr(closed.jaxpr)
+    (out,) = eval_jaxpr(closed.jaxpr, closed.consts, a, b)
+    np.testing.assert_allclose(out, np.linspace(a, b, 5), rtol=1e-6)
+
+
+def test_logspace_geomspace():
+    same(jnp.logspace(0, 3, 4), np.logspace(0, 3, 4), F32)
+    same(jnp.logspace(0, 3, 4, base=2.0, endpoint=False),
+         np.logspace(0, 3, 4, base=2.0, endpoint=False), F32)
+    same(jnp.geomspace(1, 1000, 4), np.geomspace(1, 1000, 4), F32)
+    same(jnp.geomspace(-2, -32, 5), np.geomspace(-2, -32, 5), F32)
+    same(jnp.geomspace(1, 16, 4, endpoint=False), np.geomspace(1, 16, 4, endpoint=False), F32)
+    same(jnp.geomspace(np.array([1.0, 2.0]), 8.0, 3, axis=1),
+         np.geomspace(np.array([1.0, 2.0]), 8.0, 3, axis=1), F32)
+
+
+# --- matrices and grids --------------------------------------------------------------------
+
+@pytest.mark.parametrize("N, M, k", [(3, None, 0), (2, 4, 1), (4, 2, -1), (3, 3, 5), (0, 2, 0)])
+def test_eye_tri(N, M, k):
+    same(jnp.eye(N, M, k), np.eye(N, M, k), F32)
+    same(jnp.eye(N, M, k, dtype=I8), np.eye(N, M, k), I8)
+    same(jnp.tri(N, M, k), np.tri(N, M, k), F32)
+    same(jnp.tri(N, M, k, dtype=bool), np.tri(N, M, k, dtype=bool), np.bool_)
+
+
+def test_identity():
+    same(jnp.identity(3), np.identity(3), F32)
+    same(jnp.identity(2, dtype=int), np.identity(2), I32)
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_meshgrid(indexing, sparse):
+    xs = [np.arange(2, dtype=I32), np.linspace(0, 1, 3).astype(F32), np.arange(4, dtype=I8)]
+    for n in (1, 2, 3):
+        out = jnp.meshgrid(*xs[:n], indexing=indexing, sparse=sparse)
+        expected = np.meshgrid(*xs[:n], indexing=indexing, sparse=sparse)
+        assert len(out) == len(expected)
+        for o, e in zip(out, expected):
+            same(o, e, e.dtype)
+    with pytest.raises(ValueError, match="1D"):
+        jnp.meshgrid(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="indexing"):
+        jnp.meshgrid(np.ones(2), indexing="yx")
+
+
+# --- introspection helpers -----------------------------------------------------------------
+
+def test_introspection():
+    x = jnp.ones((2, 3))
+    assert jnp.isscalar(1) and jnp.isscalar(np.float32(1)) and jnp.isscalar(jnp.asarray(1))
+    assert not jnp.isscalar(x) and not jnp.isscalar([1])
+    assert jnp.ndim(x) == 2 and jnp.ndim([[1, 2]]) == 2 and jnp.ndim(3) == 0
+    assert jnp.shape(x) == (2, 3) and jnp.shape([1, 2]) == (2,)
+    assert jnp.size(x) == 6 and jnp.size(x, 1) == 3 and jnp.size(x, -2) == 2
+    assert jnp.result_type(I8, 1.0) == F32
+    assert jnp.result_type(np.ones(2, U8), 10) == U8
+    assert jnp.result_type(I8, U8) == np.int16
+    assert jnp.dtype("float32") == F32
+    assert jnp.issubdtype(F32, np.floating) and jnp.can_cast(I8, I32)
+
+
+def test_creation_x64(x64):
+    same(jnp.zeros(2), [0, 0], np.float64)
+    same(jnp.arange(3), [0, 1, 2], np.int64)
+    same(jnp.arange(0.5, 2), [0.5, 1.5], np.float64)
+    same(jnp.linspace(0, 1, 3), [0, 0.5, 1], np.float64)
+    same(jnp.eye(2), np.eye(2), np.float64)
+    same(jnp.full(2, 1.5), [1.5, 1.5], np.float64, weak=True)
+    same(jnp.full((2,), 3, np.int16), [3, 3], np.int16)
+
+
+def test_traced_grids_and_filled_arrays():
+    def fn(x, y):
+        gx, gy = jnp.meshgrid(x, y)
+        return gx * jnp.eye(3, 2) + gy + jnp.full_like(gy, 2) + jnp.zeros_like(x[0])
+    x, y = np.arange(2, dtype=F32), np.arange(3, dtype=F32)
+    closed = nbjax.make_jaxpr(fn)(x, y)
+    check_jaxpr(closed.jaxpr)
+    (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x, y)
+    gx, gy = np.meshgrid(x, y)
+    np.testing.assert_array_equal(out, gx * np.eye(3, 2) + gy + 2)
+    np.testing.assert_array_equal(fn(x, y), out)
