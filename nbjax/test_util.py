@@ -66,6 +66,11 @@ def _inner(xs, ys):
     return total
 
 
+def _conj(x):
+    x = np.asarray(x)
+    return x if x.dtype == dtypes.float0 else np.conj(x)
+
+
 def check_close(actual, expected, atol=None, rtol=None, err_msg=""):
     for a, e in zip(pytree.tree_leaves(actual), pytree.tree_leaves(expected)):
         a, e = np.asarray(a), np.asarray(e)
@@ -106,8 +111,8 @@ def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
     tangent = pytree.tree_map(functools.partial(_rand_like, rng), args)
     t_out = numerical_jvp(f, args, tangent, eps=eps)
     cotangent = pytree.tree_map(functools.partial(_rand_like, rng), v_out)
-    ct_out = vjp_fun(pytree.tree_map(np.conj, cotangent))
-    ct_out = pytree.tree_map(np.conj, ct_out)
+    ct_out = vjp_fun(pytree.tree_map(_conj, cotangent))
+    ct_out = pytree.tree_map(_conj, ct_out)
     dtype = _lowest_precision((args, v_out))
     _scalar_check(_inner(tangent, ct_out), _inner(t_out, cotangent), atol, rtol, dtype,
                   f"{err_msg} cotangent projection")

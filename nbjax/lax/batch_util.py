@@ -121,7 +121,15 @@ def batch_jaxpr(closed, axis_data, in_batched, instantiate):
 
 def _register_add_any():
     from ..interpreters import ad
-    ad.add_any_p.def_batch(elementwise_batcher(ad.add_any_p))
+
+    def rule(axis_data, vals, dims):
+        """add_any needs equal shapes (it does not broadcast size-1 axes), so an unbatched
+        operand is broadcast to the batch."""
+        if dims[0] == dims[1]:
+            return ad.add_any_p.bind(*vals), dims[0]
+        return ad.add_any_p.bind(*(bdim_at_front(v, d, axis_data.size)
+                                   for v, d in zip(vals, dims))), 0
+    ad.add_any_p.def_batch(rule)
 
 
 _register_add_any()

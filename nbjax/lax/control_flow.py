@@ -12,6 +12,10 @@ sees every value the body depends on as an ordinary operand.
 
 ``fori_loop`` and ``map`` are not primitives: they are written with ``scan`` or ``while``,
 exactly as in JAX, so their jaxprs look like JAX's.
+
+Each primitive's transformation rules follow it: vmap batches the sub-jaxprs; JVP runs the
+primitive on the sub-jaxprs' JVPs; reverse mode (cond, scan) transposes the sub-jaxprs.
+Loops find which carries are batched / have nonzero tangents / are linear by a fixed point.
 """
 
 import inspect
@@ -149,6 +153,12 @@ def _merge_tangents(nonzeros, values, avals):
     """Tangents for outputs: the next of ``values`` where nonzero, else a symbolic zero."""
     values = iter(values)
     return [next(values) if nz else Zero(ad.tangent_aval(a)) for nz, a in zip(nonzeros, avals)]
+
+
+def _fill_linear(flags, values):
+    """One entry per flag: the next of ``values`` where the flag is set, else None."""
+    values = iter(values)
+    return [next(values) if f else None for f in flags]
 
 
 def _at_front(vals, dims, size, batched):
@@ -305,9 +315,9 @@ def _cond_transpose(cts, index, *ops, branches):
         return _trace_flat(fun, in_avals, "transpose of a cond branch")
 
     t_branches, consts = _shared_branches([transposed(b) for b in branches])
-    outs = iter(cond_p.bind(index, *consts, *residuals, *_select(ct_nonzero, cts),
-                            branches=t_branches))
-    return [None] + [next(outs) if lin else None for lin in linear]
+    outs = cond_p.bind(index, *consts, *residuals, *_select(ct_nonzero, cts),
+                       branches=t_branches)
+    return [None] + _fill_linear(linear, outs)
 
 
 cond_p.def_transpose(_cond_transpose)
@@ -805,12 +815,6 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
 
 
 scan_p.def_transpose(_scan_transpose)
-
-
-def _fill_linear(flags, values):
-    """One entry per flag: the next of ``values`` where the flag is set, else None."""
-    values = iter(values)
-    return [next(values) if f else None for f in flags]
 
 
 def _scan_residuals(known, known_args, num_res, num_consts, num_carry, length, reverse,
