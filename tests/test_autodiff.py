@@ -173,10 +173,10 @@ def test_custom_jvp_and_defjvps():
 
 def test_custom_jvp_nondiff_argnums():
     @nbjax.custom_jvp
-    def clip_grad(x):
+    def half_grad(x):
         return x
-    clip_grad.defjvp(lambda p, t: (p[0], jnp.clip(t[0], -1.0, 1.0)))
-    assert float(nbjax.grad(lambda x: clip_grad(x) * 5.0)(np.float32(1.0))) == 5.0
+    half_grad.defjvp(lambda p, t: (p[0], t[0] * 0.5))  # tangent rules must stay linear
+    assert float(nbjax.grad(lambda x: half_grad(x) * 5.0)(np.float32(1.0))) == 2.5
 
     f = nbjax.custom_jvp(lambda n, x: x ** n, nondiff_argnums=(0,))
     f.defjvp(lambda n, p, t: (p[0] ** n, n * p[0] ** (n - 1) * t[0]))
@@ -222,8 +222,9 @@ def test_checkpoint_recomputes_in_backward_pass():
     closed = nbjax.make_jaxpr(nbjax.grad(f))(x)
     nbjax.core.check_jaxpr(closed.jaxpr)
     assert closed.eqns[0].primitive.name == "checkpoint"
-    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f))(randn(3)),
-                               [nbjax.grad(f)(v) for v in randn(3) * 0 + x], rtol=1e-6)
+    xs = randn(3)
+    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f))(xs),
+                               [nbjax.grad(f)(v) for v in xs], rtol=1e-6)
 
 
 def test_grad_jaxpr_is_forward_then_backward_with_provenance():
