@@ -57,13 +57,14 @@ def numerical_jvp(f, primals, tangents, eps=EPS):
 
 
 def _inner(xs, ys):
+    """Re <xs, ys>, the real inner product (complex values count as pairs of reals)."""
     total = 0.0
     for x, y in zip(pytree.tree_leaves(xs), pytree.tree_leaves(ys)):
         x, y = np.asarray(x), np.asarray(y)
         if x.dtype == dtypes.float0 or y.dtype == dtypes.float0:
             continue
-        total = total + np.sum(x.astype(np.complex128) * y.astype(np.complex128))
-    return total
+        total = total + np.sum(np.conj(x.astype(np.complex128)) * y.astype(np.complex128))
+    return np.real(total)
 
 
 def _conj(x):

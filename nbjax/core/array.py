@@ -143,9 +143,10 @@ class Array:
     __hash__ = None
 
     def __repr__(self):
-        prefix, suffix = "Array(", f", dtype={self.dtype.name})"
+        name = "float0" if self.dtype == dtypes.float0 else self.dtype.name
+        prefix, suffix = "Array(", f", dtype={name})"
         if self.weak_type:
-            suffix = f", dtype={self.dtype.name}, weak_type=True)"
+            suffix = f", dtype={name}, weak_type=True)"
         if self.size == 0 and self.ndim:
             return f"{prefix}[], shape={self.shape}{suffix}"
         body = np.array2string(self._value, prefix=prefix, suffix=suffix, separator=", ")

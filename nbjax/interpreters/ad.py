@@ -184,11 +184,18 @@ add_any_p.def_jvp(lambda primals, tangents: (add_any_p.bind(*primals),
 add_any_p.def_transpose(lambda ct, x, y: [ct, ct])
 
 
+def _symbolic_if_float0(t):
+    """A float0 tangent (of an integer input) carries nothing: make it a symbolic zero."""
+    if not isinstance(t, Zero) and get_aval(t).dtype == dtypes.float0:
+        return Zero(get_aval(t))
+    return t
+
+
 def jvp_flat(fun, primals, tangents, description="jvp"):
     """Run ``fun`` (flat in, flat out) forward with tangents; returns (primals, tangents)."""
     from ..core import new_trace
     with new_trace(lambda parent: JVPTrace(parent, description)) as trace:
-        tracers = [trace.wrap(p, t) for p, t in zip(primals, tangents)]
+        tracers = [trace.wrap(p, _symbolic_if_float0(t)) for p, t in zip(primals, tangents)]
         outs = fun(*tracers)
         pairs = [trace.unpack(o) for o in outs]
     return [p for p, _ in pairs], [t for _, t in pairs]

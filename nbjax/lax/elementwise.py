@@ -5,8 +5,15 @@ Each primitive is declared with a registrar from ``standard`` and wrapped by a l
 the same name (``add_p`` / ``add``); the bitwise ones are the exception JAX makes
 (``bitwise_and`` binds ``and_p``). The reference implementations are NumPy, corrected wherever
 NumPy and XLA disagree: integer division, right shifts, float-to-int conversion, signed zeros
-in ``max``/``min``, ties in ``round``. Each correction says which rule it encodes. Their
-transformation rules will sit beside them.
+in ``max``/``min``, ties in ``round``. Each correction says which rule it encodes.
+
+Each section ends with the derivatives of its primitives, written as JAX writes them: a JVP
+rule (usually one partial derivative per operand, through ``ad.defjvp``) and, for the
+primitives that are linear in some operand, a transpose rule for reverse mode. Element-wise
+operands may be rank-0 or have size-1 axes, so a transpose sums the cotangent back to its
+operand's shape (``standard.unbroadcast``). The batching rule of most of them is the shared
+``batch_util.elementwise_batcher``, which the registrars attach; the few primitives with
+their own shape rules (``select_n``, ``clamp``, ``bitcast_convert_type``) have their own.
 """
 
 import builtins
@@ -17,9 +24,12 @@ import warnings
 import numpy as np
 
 from ..core import Array, Primitive, ShapedArray, Tracer, dtypes, get_aval, to_numpy
+from ..interpreters import ad
+from ..interpreters.transpose import is_undefined
+from . import batch_util
 from .standard import (ANY, COMPLEX, FLOAT, FLOAT_OR_INT, INEXACT, INT, INT_OR_BOOL, NUMBER,
                        ORDERED, SIGNED, binop, broadcast_shapes, check_dtype, same_dtypes,
-                       scalars_like, unop)
+                       scalars_like, unbroadcast, unop)
 
 __all__ = [
     # arithmetic
@@ -118,6 +128,36 @@ def _real_dtype(dtype):
 def _complex_dtype(dtype):
     """complex64 for float32 (and complex64), complex128 for float64 (and complex128)."""
     return np.result_type(dtype, np.complex64)
+
+
+def _structural():
+    # Imported when a rule runs: structural.py imports this module.
+    from . import structural
+    return structural
+
+
+def _full_like(x, value):
+    """``value`` in the shape, dtype and weak type of ``x`` (a literal when ``x`` is rank-0)."""
+    return _structural().full_like(x, value)
+
+
+def _broadcast_to(x, shape):
+    """``x`` (rank-0, or of equal rank with size-1 axes) broadcast as an element-wise
+    primitive broadcasts its operands to the output ``shape``."""
+    old_shape = get_aval(x).shape
+    if old_shape == shape:
+        return x
+    dims = tuple(range(len(shape))) if old_shape else ()
+    return batch_util.broadcast_in_dim(x, shape, dims)
+
+
+def _zeros_like_aval(aval):
+    """The zeros autodiff makes when a symbolic zero must become a value: a rank-0 literal
+    broadcast (``broadcast_in_dim 0.0``), as JAX stages it, rather than a constant array."""
+    return _structural().zeros_like_shaped_array(aval)
+
+
+ad.register_zeros_maker(_zeros_like_aval)
 
 
 def _from_parts(re, im):
@@ -290,6 +330,126 @@ def integer_pow(x, y):
     return integer_pow_p.bind(x, y=int(y))
 
 
+# Derivatives of the arithmetic primitives.
+
+def _add_sub_jvp(prim, sign_of_second):
+    """add and sub are linear: the output tangent is the sum (difference) of the tangents.
+    A tangent alone is broadcast to the output's shape, as the other operand would be."""
+    def rule(primals, tangents):
+        out = prim.bind(*primals)
+        shape = get_aval(out).shape
+        tx, ty = tangents
+        if isinstance(tx, ad.Zero):
+            return out, _broadcast_to(sign_of_second(ty), shape)
+        if isinstance(ty, ad.Zero):
+            return out, _broadcast_to(tx, shape)
+        return out, prim.bind(tx, ty)
+    return rule
+
+
+def _ct_for(operand, ct):
+    """The cotangent of an operand that is being solved for, summed to its shape; None (no
+    cotangent) for an operand that is a known value."""
+    return unbroadcast(ct, operand.aval) if is_undefined(operand) else None
+
+
+def _mul_transpose(ct, x, y):
+    """``mul`` is linear in whichever operand is unknown: ``t -> t * y`` transposes to
+    ``ct -> ct * y`` (no conjugation: transposes are plain transposes, as in JAX)."""
+    if is_undefined(x) and is_undefined(y):
+        raise ValueError("mul of two linear values is not linear: cannot transpose it")
+    if is_undefined(x):
+        return [unbroadcast(mul(ct, y), x.aval), None]
+    return [None, unbroadcast(mul(x, ct), y.aval)]
+
+
+def _div_transpose(ct, x, y):
+    """``div`` is linear in its numerator only."""
+    if is_undefined(y):
+        raise ValueError("div is not linear in its denominator: cannot transpose it")
+    return [unbroadcast(div(ct, y), x.aval), None]
+
+
+def _balanced_eq(x, ans, other):
+    """The share of ``x``'s tangent in ``max``/``min``: 1 where ``x`` was chosen, halved where
+    ``other`` ties with it (JAX splits a tie evenly), 0 elsewhere."""
+    chosen = select(eq(x, ans), _full_like(ans, 1), _full_like(ans, 0))
+    tie = select(eq(other, ans), _full_like(ans, 2), _full_like(ans, 1))
+    return div(chosen, tie)
+
+
+def _replace_zero(x):
+    """``x`` with its zeros replaced by ones: a divisor (or log argument) that is safe where
+    the quantity it feeds is multiplied by zero anyway."""
+    return select(eq(x, _full_like(x, 0)), _full_like(x, 1), x)
+
+
+def _abs_jvp(g, ans, x):
+    """Real: ``sign(x) g``, with the derivative at 0 taken as +1 (``x >= 0``), as JAX does.
+    Complex: ``Re(conj(x) g) / |x|``, taken as 0 at 0."""
+    if dtypes.is_complex(get_aval(x).dtype):
+        magnitude = _replace_zero(convert_element_type(ans, get_aval(x).dtype))
+        return real(mul(g, div(conj(x), magnitude)))
+    return select(ge(x, _full_like(x, 0)), g, neg(g))
+
+
+def _pow_jvp_base(g, ans, x, y):
+    """``d(x**y)/dx = y x**(y-1)``. For an integer exponent, JAX takes it as exactly 0 where
+    ``y == 0`` (``x**0`` is constant, even at ``x = 0`` where ``0 * 0**-1`` would be nan)."""
+    x_dtype, y_dtype = get_aval(x).dtype, get_aval(y).dtype
+    if dtypes.is_int(y_dtype):
+        shape = get_aval(ans).shape
+        x, y = _broadcast_to(x, shape), _broadcast_to(convert_element_type(y, x_dtype), shape)
+        jac = select(eq(y, _full_like(y, 0)), _full_like(y, 0),
+                     mul(_replace_zero(y), pow(x, sub(y, _full_like(y, 1)))))
+    else:
+        jac = mul(y, pow(x, sub(y, _full_like(y, 1))))
+    return mul(g, jac)
+
+
+def _pow_jvp_exponent(g, ans, x, y):
+    """``d(x**y)/dy = log(x) x**y``, with ``log(0)`` replaced by 0 (``0**y`` is constant in
+    ``y > 0``)."""
+    return mul(g, mul(log(_replace_zero(x)), ans))
+
+
+def _integer_pow_jvp(g, x, *, y):
+    """``y x**(y-1) g``; the power is again an integer_pow, so ``x**3`` has an exact gradient."""
+    if y == 0:
+        return ad.Zero(get_aval(g))
+    if y == 1:
+        return g
+    if y == 2:
+        return mul(g, mul(2, x))
+    return mul(g, mul(y, integer_pow(x, y - 1)))
+
+
+add_p.def_jvp(_add_sub_jvp(add_p, lambda t: t))
+add_p.def_transpose(lambda ct, x, y: [_ct_for(x, ct), _ct_for(y, ct)])
+sub_p.def_jvp(_add_sub_jvp(sub_p, neg))
+sub_p.def_transpose(lambda ct, x, y: [_ct_for(x, ct), _ct_for(y, neg(ct))])
+ad.defjvp(mul_p, lambda g, x, y: mul(g, y), lambda g, x, y: mul(x, g))
+mul_p.def_transpose(_mul_transpose)
+ad.defjvp(div_p, lambda g, x, y: div(g, y),
+          lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
+div_p.def_transpose(_div_transpose)
+# rem(x, y) = x - trunc(x / y) * y, and trunc is locally constant.
+ad.defjvp(rem_p, lambda g, x, y: _broadcast_to(g, broadcast_shapes("rem", get_aval(x).shape,
+                                                                   get_aval(y).shape)),
+          lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+ad.defjvp2(max_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+ad.defjvp2(min_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
+ad.defjvp_zero(sign_p)
+ad.defjvp2(abs_p, _abs_jvp)
+ad.defjvp2(pow_p, _pow_jvp_base, _pow_jvp_exponent)
+pow_p.def_batch(batch_util.elementwise_batcher(pow_p))
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
+integer_pow_p.def_batch(batch_util.elementwise_batcher(integer_pow_p))
+
+
 # --- rounding and floating-point structure -------------------------------------------------
 
 class RoundingMethod(enum.IntEnum):
@@ -327,6 +487,11 @@ is_finite = unary_function(is_finite_p, "Element-wise: neither infinite nor NaN.
 def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
     """Element-wise round to an integral value; ties as ``rounding_method`` says."""
     return round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
+
+
+# Piecewise constant: the derivative is zero wherever it exists.
+for _prim in (floor_p, ceil_p, round_p, is_finite_p, nextafter_p):
+    ad.defjvp_zero(_prim)
 
 
 # --- transcendental ------------------------------------------------------------------------
@@ -386,6 +551,38 @@ atanh = unary_function(atanh_p, "Element-wise inverse hyperbolic tangent.")
 sqrt = unary_function(sqrt_p, "Element-wise square root.")
 rsqrt = unary_function(rsqrt_p, "Element-wise ``1 / sqrt(x)``.")
 cbrt = unary_function(cbrt_p, "Element-wise cube root.")
+
+
+# Derivatives of the transcendental functions: ``partial(g, x)`` is ``f'(x) g``, and the
+# ``defjvp2`` ones reuse the output ``ans = f(x)`` (``exp' = exp``).
+
+def _square(x):
+    return integer_pow(x, 2)
+
+
+ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
+ad.defjvp2(exp2_p, lambda g, ans, x: mul(float(np.log(2)), mul(g, ans)))
+ad.defjvp(log_p, lambda g, x: div(g, x))
+ad.defjvp(log1p_p, lambda g, x: div(g, add(x, 1)))
+ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, 1)))
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(1, ans)))  # (1+t)(1-t) g
+ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(1, ans))))
+ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(1, _square(ans))))
+ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(1, _square(x)))))
+ad.defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(sub(1, _square(x))))))
+ad.defjvp(atan_p, lambda g, x: div(g, add(1, _square(x))))
+ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(_square(x), _square(y)))),
+          lambda g, x, y: mul(g, div(neg(x), add(_square(x), _square(y)))))
+ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
+ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(_square(x), 1))))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(_square(x), 1))))
+ad.defjvp(atanh_p, lambda g, x: mul(div(1, add(1, x)), div(g, sub(1, x))))
+ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(0.5, ans)))  # inf at 0, as in JAX
+ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(-0.5, div(ans, x))))
+ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(1 / 3, integer_pow(ans, -2))))
 
 
 # --- comparisons ---------------------------------------------------------------------------
@@ -476,6 +673,12 @@ population_count = unary_function(population_count_p, "Element-wise number of se
 clz = unary_function(clz_p, "Element-wise number of leading zero bits.")
 
 
+# Comparisons and bit operations have boolean or integer results: float0 (zero) tangents.
+for _prim in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p, and_p, or_p, xor_p, not_p, shift_left_p,
+              shift_right_logical_p, shift_right_arithmetic_p, population_count_p, clz_p):
+    ad.defjvp_zero(_prim)
+
+
 # --- complex numbers -----------------------------------------------------------------------
 
 # ``complex`` and ``conj`` accept float32 and float64 (there is no complex32 for float16).
@@ -498,6 +701,26 @@ complex = binary_function(complex_p, "Element-wise ``x + i y`` from two float ar
 def conj(x):
     """Element-wise complex conjugate; a real input becomes complex."""
     return conj_p.bind(x, input_dtype=get_aval(x).dtype)
+
+
+# Derivatives of the complex-number primitives: all are linear (over the reals). Their
+# transposes follow JAX's convention, which pairs a cotangent ``c`` with a tangent ``t``
+# as ``Re(c * t)`` (no conjugate): so ``imag``'s transpose is ``-i c`` and ``conj``'s is
+# ``conj``.
+
+def _complex_transpose(ct, x, y):
+    return [unbroadcast(real(ct), x.aval) if is_undefined(x) else None,
+            unbroadcast(neg(imag(ct)), y.aval) if is_undefined(y) else None]
+
+
+def _conj_transpose(ct, x, *, input_dtype):
+    return [conj(ct) if dtypes.is_complex(input_dtype) else real(ct)]
+
+
+ad.deflinear(real_p, lambda ct, x: [complex(ct, 0)])
+ad.deflinear(imag_p, lambda ct, x: [complex(0, neg(ct))])
+ad.deflinear(complex_p, _complex_transpose)
+ad.deflinear(conj_p, _conj_transpose)
 
 
 # --- selection -----------------------------------------------------------------------------
@@ -570,6 +793,93 @@ def clamp(min, x, max):
     return clamp_p.bind(*scalars_like(min, x, max))
 
 
+# Derivatives and batching of select_n and clamp.
+
+def _select_n_jvp(primals, tangents):
+    """Linear in the cases (the chosen tangent passes through), constant in ``which``."""
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    case_tangents = tangents[1:]
+    if all(isinstance(t, ad.Zero) for t in case_tangents):
+        return out, ad.Zero.like(out)
+    return out, select_n_p.bind(which, *map(ad.instantiate, case_tangents))
+
+
+def _select_n_transpose(ct, which, *cases):
+    """Case i receives the cotangent where it was chosen, zero elsewhere: the same select
+    with ``ct`` as case i and zeros as every other case."""
+    zeros = _full_like(ct, 0)
+
+    def ct_of(i):
+        return select_n_p.bind(which, *[ct if j == i else zeros for j in range(len(cases))])
+    return [None] + [ct_of(i) if is_undefined(case) else None for i, case in enumerate(cases)]
+
+
+def _batched_to(x, bdim, shape, out_dim, keep_scalar):
+    """``x`` as an operand of a batched select_n or clamp whose full operands have ``shape``
+    (batch axis at ``out_dim``). Those primitives do not broadcast size-1 axes, only rank-0
+    operands, and only in some positions: an unbatched rank-0 ``x`` stays so if
+    ``keep_scalar``; a batched per-example scalar is broadcast along the batch axis."""
+    rank = batch_util.ndim(x)
+    if bdim is None:
+        if rank == 0:
+            return x if keep_scalar else batch_util.broadcast_in_dim(x, shape, ())
+        return batch_util.broadcast_batch(x, shape[out_dim], out_dim)
+    if rank == 1 and len(shape) > 1:
+        return batch_util.broadcast_in_dim(x, shape, (out_dim,))
+    return batch_util.moveaxis(x, bdim, out_dim)
+
+
+def _batch_axis_and_shape(vals, dims, full_index):
+    """Where the batched result keeps its batch axis, and its shape: the batch axis stays where
+    an operand of the full (per-example) rank has it already, else it goes in front."""
+    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+    full, full_dim = vals[full_index], dims[full_index]
+    example_shape = list(get_aval(full).shape)
+    if full_dim is not None:
+        del example_shape[full_dim]
+    rank = len(example_shape)
+    out_dim = next((d for v, d in zip(vals, dims)
+                    if d is not None and batch_util.ndim(v) == rank + 1), 0)
+    return out_dim, tuple(example_shape[:out_dim] + [size] + example_shape[out_dim:])
+
+
+def _select_n_batch(axis_data, vals, dims):
+    out_dim, shape = _batch_axis_and_shape(vals, dims, full_index=1)
+    which = _batched_to(vals[0], dims[0], shape, out_dim, keep_scalar=True)
+    cases = [_batched_to(c, d, shape, out_dim, keep_scalar=False)
+             for c, d in zip(vals[1:], dims[1:])]
+    return select_n_p.bind(which, *cases), out_dim
+
+
+def _clamp_batch(axis_data, vals, dims):
+    out_dim, shape = _batch_axis_and_shape(vals, dims, full_index=1)
+    lo, x, hi = (_batched_to(v, d, shape, out_dim, keep_scalar=(i != 1))
+                 for i, (v, d) in enumerate(zip(vals, dims)))
+    return clamp_p.bind(lo, x, hi), out_dim
+
+
+def _clamp_partial(condition):
+    """The tangent of one clamp operand: passed on where ``condition(lo, x, hi)`` says that
+    operand is the result (broadcast first if it is a rank-0 bound), zero elsewhere."""
+    def partial(g, lo, x, hi):
+        shape = get_aval(x).shape
+        return select(condition(lo, x, hi), _broadcast_to(g, shape), _full_like(x, 0))
+    return partial
+
+
+select_n_p.def_jvp(_select_n_jvp)
+select_n_p.def_transpose(_select_n_transpose)
+select_n_p.def_batch(_select_n_batch)
+# JAX's rule: where x equals a bound, no operand gets the tangent. (With lo > hi, where the
+# result is hi everywhere, it too gives hi's tangent only where x > hi.)
+ad.defjvp(clamp_p,
+          _clamp_partial(lambda lo, x, hi: bitwise_and(gt(lo, x), lt(lo, hi))),
+          _clamp_partial(lambda lo, x, hi: bitwise_and(gt(x, lo), lt(x, hi))),
+          _clamp_partial(lambda lo, x, hi: lt(hi, x)))
+clamp_p.def_batch(_clamp_batch)
+
+
 # --- dtype conversion ----------------------------------------------------------------------
 
 def _float_to_int(x, dtype):
@@ -627,6 +937,28 @@ def convert_element_type(x, new_dtype, weak_type=False):
     return convert_element_type_p.bind(x, **params)
 
 
+# Derivatives and batching of the dtype conversions.
+
+def _convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
+    """Linear between inexact types; to or from integers and bools the tangent is zero."""
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if not (dtypes.is_inexact(get_aval(x).dtype) and dtypes.is_inexact(new_dtype)):
+        return out, ad.Zero.like(out)
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
+    """Convert back. Complex to real keeps the real part, real to complex adds a zero
+    imaginary part: each is the other's transpose under ``Re(c * t)``."""
+    return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
+
+
+convert_element_type_p.def_jvp(_convert_element_type_jvp)
+convert_element_type_p.def_transpose(_convert_element_type_transpose)
+convert_element_type_p.def_batch(batch_util.elementwise_batcher(convert_element_type_p))
+
+
 def _bitcast_shape(shape, old, new):
     """Same width keeps the shape; a narrower type adds a trailing axis of the width ratio; a
     wider one consumes a trailing axis of exactly that ratio."""
@@ -666,3 +998,112 @@ def _bitcast_convert_type_impl(x, *, new_dtype):
 def bitcast_convert_type(operand, new_dtype):
     """Reinterpret the bits of ``operand`` as ``new_dtype`` (see ``_bitcast_shape``)."""
     return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize(new_dtype))
+
+
+def _bitcast_convert_type_batch(axis_data, vals, dims, *, new_dtype):
+    """Bitcasting adds or consumes a trailing axis; the batch axis may stay anywhere else."""
+    (x,), (bdim,) = vals, dims
+    widening = np.dtype(new_dtype).itemsize > get_aval(x).dtype.itemsize
+    if widening and bdim == batch_util.ndim(x) - 1:
+        x, bdim = batch_util.moveaxis(x, bdim, 0), 0
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), bdim
+
+
+ad.defjvp_zero(bitcast_convert_type_p)  # reinterpreted bits have no useful derivative
+bitcast_convert_type_p.def_batch(_bitcast_convert_type_batch)
+
+
+# --- kernel lowerings: one element of the result in the compiler's scalar ops ---------------
+# (``ctx`` is the compiler's builder; see standard.KernelLowering and compiler/kernel.py.)
+
+from .standard import kernel_elementwise  # noqa: E402
+
+
+def _kernel_method(name):
+    return lambda ctx, *xs, **params: getattr(ctx, name)(*xs)
+
+
+def _kernel_math(name):
+    return lambda ctx, *xs, **params: ctx.math(name, *xs)
+
+
+def _kernel_division(ctx, x, y, quotient):
+    """XLA's integer division: ``x / 0`` has every bit set, ``x % 0`` is ``x``, ``MIN / -1``
+    wraps to ``MIN`` (remainder 0); elsewhere C's division (see ``_c_division``)."""
+    if not dtypes.is_int(x.dtype):
+        return ctx.div(x, y) if quotient else ctx.rem(x, y)
+    by_zero = ctx.eq(y, 0)
+    unsafe = by_zero
+    if dtypes.is_signed_int(x.dtype):
+        overflow = ctx.and_(ctx.eq(x, int(np.iinfo(x.dtype).min)), ctx.eq(y, -1))
+        unsafe = ctx.or_(by_zero, overflow)
+    safe_y = ctx.select(unsafe, 1, y)
+    if quotient:
+        return ctx.select(by_zero, -1, ctx.div(x, safe_y))
+    return ctx.select(by_zero, x, ctx.rem(x, safe_y))
+
+
+def _kernel_integer_pow(ctx, x, *, y):
+    """Repeated squaring, as ``_integer_pow_impl`` (so the rounding is the same)."""
+    result, square, n = None, x, -y if y < 0 else y
+    while n:
+        if n & 1:
+            result = square if result is None else ctx.mul(result, square)
+        n >>= 1
+        if n:
+            square = ctx.mul(square, square)
+    result = ctx.const(1, x.dtype) if result is None else result
+    return ctx.div(1, result) if y < 0 else result
+
+
+def _kernel_shift(kind):
+    """Shifts by a negative amount or by the bit width or more: 0, or the sign fill."""
+    def rule(ctx, x, y):
+        bits = 8 * x.dtype.itemsize
+        too_far = ctx.ge(y, bits)
+        if dtypes.is_signed_int(y.dtype):
+            too_far = ctx.or_(too_far, ctx.lt(y, 0))
+        shifted = getattr(ctx, kind)(x, ctx.select(too_far, 0, y))
+        fill = ctx.shr_arith(x, bits - 1) if kind == "shr_arith" else 0
+        return ctx.select(too_far, fill, shifted)
+    return rule
+
+
+def _kernel_select_n(ctx, which, *cases):
+    """Case ``which``, where a value below 0 picks case 0 and one past the end the last."""
+    if which.dtype == dtypes.bool_:
+        return ctx.select(which, cases[1], cases[0]) if len(cases) > 1 else cases[0]
+    result = cases[0]
+    for i, case in enumerate(cases[1:], 1):
+        result = ctx.select(ctx.ge(which, i), case, result)
+    return result
+
+
+for _prim, _name in ((add_p, "add"), (sub_p, "sub"), (mul_p, "mul"), (max_p, "max"),
+                     (min_p, "min"), (neg_p, "neg"), (abs_p, "abs"), (eq_p, "eq"),
+                     (ne_p, "ne"), (lt_p, "lt"), (le_p, "le"), (gt_p, "gt"), (ge_p, "ge"),
+                     (and_p, "and_"), (or_p, "or_"), (xor_p, "xor"), (not_p, "not_"),
+                     (population_count_p, "popcount"), (clz_p, "clz")):
+    kernel_elementwise(_prim, _kernel_method(_name))
+for _prim in (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p, sin_p, cos_p, tan_p, asin_p,
+              acos_p, atan_p, atan2_p, sinh_p, cosh_p, asinh_p, acosh_p, atanh_p, sqrt_p,
+              cbrt_p, floor_p, ceil_p, nextafter_p):
+    kernel_elementwise(_prim, _kernel_math(_prim.name))
+kernel_elementwise(div_p, lambda ctx, x, y: _kernel_division(ctx, x, y, True))
+kernel_elementwise(rem_p, lambda ctx, x, y: _kernel_division(ctx, x, y, False))
+kernel_elementwise(sign_p, lambda ctx, x: ctx.select(ctx.gt(x, 0), 1,
+                                                     ctx.select(ctx.lt(x, 0), -1, x)))
+kernel_elementwise(pow_p, lambda ctx, x, y: ctx.math("pow", x, ctx.convert(y, x.dtype)))
+kernel_elementwise(integer_pow_p, _kernel_integer_pow)
+kernel_elementwise(round_p, lambda ctx, x, rounding_method: ctx.math(
+    "rint" if rounding_method == RoundingMethod.TO_NEAREST_EVEN else "round", x))
+kernel_elementwise(is_finite_p, lambda ctx, x: ctx.lt(ctx.abs(x), np.inf))
+kernel_elementwise(logistic_p, lambda ctx, x: ctx.div(1, ctx.add(1, ctx.math("exp", ctx.neg(x)))))
+kernel_elementwise(rsqrt_p, lambda ctx, x: ctx.div(1, ctx.math("sqrt", x)))
+kernel_elementwise(shift_left_p, _kernel_shift("shl"))
+kernel_elementwise(shift_right_logical_p, _kernel_shift("shr_logical"))
+kernel_elementwise(shift_right_arithmetic_p, _kernel_shift("shr_arith"))
+kernel_elementwise(select_n_p, _kernel_select_n)
+kernel_elementwise(clamp_p, lambda ctx, lo, x, hi: ctx.min(ctx.max(x, lo), hi))
+kernel_elementwise(convert_element_type_p,
+                   lambda ctx, x, new_dtype, weak_type: ctx.convert(x, new_dtype))

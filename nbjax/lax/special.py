@@ -1,27 +1,32 @@
-"""Special functions: erf, erfc, erf_inv, lgamma, digamma.
+"""Special functions: erf, erfc, erf_inv, lgamma, digamma, polygamma.
 
 The reference implementations compute in float64 and round to the input's type, so float32
 results are correctly rounded (up to a rare double rounding) and float64 results are within a
-few ulps. ``erf``, ``erfc`` and ``lgamma`` come from Python's ``math`` module; ``erf_inv`` and
-``digamma`` are written here, as NumPy has neither.
+few ulps. ``erf``, ``erfc`` and ``lgamma`` come from Python's ``math`` module; ``erf_inv``,
+``digamma`` and ``polygamma`` are written here, as NumPy has none of them.
+
+Their derivatives are JAX's. They chain: ``lgamma' = digamma``, ``digamma' = polygamma(1, .)``
+and ``polygamma(m, .)' = polygamma(m + 1, .)``, so every order of derivative exists.
 """
 
 import math
 
 import numpy as np
 
-from .elementwise import quiet, unary_function
-from .standard import FLOAT, unop
+from ..interpreters import ad
+from .elementwise import (add, binary_function, exp, integer_pow, mul, neg, quiet,
+                          unary_function)
+from .standard import FLOAT, binop, unop
 
 __all__ = ["erf", "erf_p", "erfc", "erfc_p", "erf_inv", "erf_inv_p",
-           "lgamma", "lgamma_p", "digamma", "digamma_p"]
+           "lgamma", "lgamma_p", "digamma", "digamma_p", "polygamma", "polygamma_p"]
 
 
 def _in_float64(fn):
-    """An impl that runs ``fn`` on float64 values and returns the input's dtype."""
+    """An impl that runs ``fn`` on float64 values and returns the (first) input's dtype."""
     @quiet
-    def impl(x):
-        return np.asarray(fn(x.astype(np.float64))).astype(x.dtype)
+    def impl(*args):
+        return np.asarray(fn(*(a.astype(np.float64) for a in args))).astype(args[0].dtype)
     return impl
 
 
@@ -95,12 +100,74 @@ def _digamma(x):
     return np.where(pole, np.nan, out)
 
 
+# Bernoulli numbers B_2 .. B_14 over (2j)!: the Euler-Maclaurin tail of the zeta function.
+_ZETA_TAIL = [b / math.factorial(2 * j) for j, b in enumerate(
+    (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6), start=1)]
+
+
+def _hurwitz_zeta(s, q):
+    """``sum_k (q + k)**-s`` for an integer ``s >= 2`` and ``q > 0``.
+
+    Terms are summed one by one until ``q`` reaches ``10 + s``; the rest is the
+    Euler-Maclaurin formula ``q**(1-s)/(s-1) + q**-s/2 + sum_j B_2j/(2j)! s(s+1)...(s+2j-2)
+    q**(1-s-2j)``, whose next term is then below float64 rounding.
+    """
+    total, threshold = 0.0, 10.0 + s
+    while np.any(q < threshold):
+        small = q < threshold
+        total = total + np.where(small, q ** -s, 0.0)
+        q = np.where(small, q + 1, q)
+    tail = q ** (1 - s) / (s - 1) + q ** -s / 2
+    rising, power = s, q ** (-s - 1)  # for j = 1: s, and q**(1-s-2j)
+    for j, coefficient in enumerate(_ZETA_TAIL, start=1):
+        tail = tail + coefficient * rising * power
+        rising = rising * (s + 2 * j - 1) * (s + 2 * j)
+        power = power / (q * q)
+    return total + tail
+
+
+def _cot_pi_derivative(m, x):
+    """``d^m/dx^m cot(pi x)``. With ``c = cot(y)``, ``dc/dy = -(1 + c**2)``: the m-th
+    derivative in ``y`` is a polynomial ``P_m(c)`` with ``P_0 = c`` and
+    ``P_(k+1) = -(1 + c**2) P_k'``; the chain rule adds ``pi**m``."""
+    poly = np.polynomial.Polynomial([0, 1])
+    for _ in range(m):
+        poly = -np.polynomial.Polynomial([1, 0, 1]) * poly.deriv()
+    return np.pi ** m * poly(_cot_pi(x))
+
+
+def _polygamma_of_order(n, x):
+    """``psi^(n)(x) = (-1)**(n+1) n! zeta(n + 1, x)`` for ``n >= 1``.
+
+    Below 0 the reflection formula, differentiated n times from
+    ``digamma(1 - x) - digamma(x) = pi cot(pi x)``, gives
+    ``psi^(n)(x) = (-1)**n psi^(n)(1 - x) - pi d^n/dx^n cot(pi x)``. At the poles (0, -1, ...)
+    odd orders are +inf from both sides; even ones change sign there: NaN (as XLA gives).
+    """
+    q = np.where(x > 0, x, 1 - x)
+    psi = (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(n + 1, q)
+    reflected = (-1) ** n * psi - np.pi * _cot_pi_derivative(n, x)
+    pole = (x <= 0) & (x == np.floor(x))
+    return np.where(pole, np.inf if n % 2 else np.nan, np.where(x > 0, psi, reflected))
+
+
+def _polygamma(m, x):
+    """The m-th derivative of digamma, for a whole number ``m`` (NaN for other m, as JAX)."""
+    m, x = np.broadcast_arrays(m, x)
+    whole = (m >= 0) & (m == np.floor(m))
+    out = np.where(whole & (m == 0), _digamma(x), np.nan)
+    for n in np.unique(m[whole & (m > 0)]):
+        out = np.where(m == n, _polygamma_of_order(int(n), x), out)
+    return out
+
+
 erf_p = unop("erf", _in_float64(np.vectorize(math.erf, otypes=[np.float64])), FLOAT)
 erfc_p = unop("erfc", _in_float64(np.vectorize(math.erfc, otypes=[np.float64])), FLOAT)
 erf_inv_p = unop("erf_inv", _in_float64(_erf_inv), FLOAT)
 lgamma_p = unop("lgamma", _in_float64(np.vectorize(_lgamma_scalar, otypes=[np.float64])),
                 FLOAT)
 digamma_p = unop("digamma", _in_float64(_digamma), FLOAT)
+polygamma_p = binop("polygamma", _in_float64(_polygamma), [FLOAT, FLOAT])
 
 erf = unary_function(erf_p, "Element-wise error function.")
 erfc = unary_function(erfc_p, "Element-wise ``1 - erf(x)``, accurate where erf is near 1.")
@@ -108,3 +175,23 @@ erf_inv = unary_function(erf_inv_p, "Element-wise inverse of ``erf`` (±inf at �
                                     "beyond).")
 lgamma = unary_function(lgamma_p, "Element-wise ``log|Γ(x)|``.")
 digamma = unary_function(digamma_p, "Element-wise digamma function, ``d/dx lgamma(x)``.")
+polygamma = binary_function(polygamma_p, "Element-wise ``psi^(m)(x)``, the m-th derivative of "
+                                         "digamma, for whole numbers ``m`` (an array like x).")
+
+
+# Derivatives (JAX's).
+
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x**2)
+
+
+def _polygamma_order_jvp(g, m, x):
+    raise ValueError("polygamma gradient with respect to m is not supported")
+
+
+ad.defjvp(erf_p, lambda g, x: mul(_TWO_OVER_SQRT_PI, mul(g, exp(neg(integer_pow(x, 2))))))
+ad.defjvp(erfc_p, lambda g, x: mul(-_TWO_OVER_SQRT_PI, mul(g, exp(neg(integer_pow(x, 2))))))
+ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(1 / _TWO_OVER_SQRT_PI,
+                                            mul(g, exp(integer_pow(ans, 2)))))
+ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
+ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(1, x)))
+ad.defjvp(polygamma_p, _polygamma_order_jvp, lambda g, m, x: mul(g, polygamma(add(m, 1), x)))

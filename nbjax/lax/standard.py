@@ -149,3 +149,34 @@ def unbroadcast(ct, aval):
         return reduce_sum(ct, tuple(range(len(ct_shape))))
     summed = tuple(i for i, (c, a) in enumerate(zip(ct_shape, aval.shape)) if c != a)
     return reshape(reduce_sum(ct, summed), aval.shape)
+
+
+# --- kernel lowerings (read by nbjax.compiler, which fuses them into loop kernels) ---------
+
+class KernelLowering:
+    """How the compiler computes one element of a primitive's result inside a fused loop.
+
+    ``kind`` is ``"elementwise"`` (``rule(ctx, *scalar_operands, **params)`` returns the
+    scalar result), ``"index"`` (``rule(ctx, index, read, shapes, **params)``: ``index`` is
+    the output position as a list of scalar index values, ``read(i, operand_index)`` the
+    value of operand ``i`` there and ``shapes`` the operands' shapes; slices, pads, transposes... are index arithmetic) or
+    ``"reduction"`` (``rule`` names the ctx method combining two values, ``identity(dtype)``
+    starts the accumulation and ``acc_dtype(dtype)`` is the dtype it accumulates in). ``ctx``
+    is the compiler's backend-neutral builder of scalar operations (``ctx.add``, ``ctx.exp``,
+    ``ctx.select``, ``ctx.convert``...), so the rules serve every backend.
+    """
+
+    def __init__(self, kind, rule, identity=None, acc_dtype=None):
+        self.kind, self.rule, self.identity, self.acc_dtype = kind, rule, identity, acc_dtype
+
+
+def kernel_elementwise(prim, rule):
+    prim.def_lowering("kernel", KernelLowering("elementwise", rule))
+
+
+def kernel_index(prim, rule):
+    prim.def_lowering("kernel", KernelLowering("index", rule))
+
+
+def kernel_reduction(prim, combine, identity, acc_dtype=lambda dtype: dtype):
+    prim.def_lowering("kernel", KernelLowering("reduction", combine, identity, acc_dtype))
