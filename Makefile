@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PYTEST_ARGS ?= -n 2
 
-.PHONY: test lab bench clean
+.PHONY: test lab bench array-api-tests clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ lab: $(VENV)/.lab-deps
 
 bench: $(VENV)/.test-deps
 	$(PY) -m benchmarks.run
+
+# Optional: the public array-api-tests suite, from a local checkout (it is not on PyPI).
+array-api-tests: $(VENV)/.test-deps
+	ARRAY_API_TESTS_DIR=$(ARRAY_API_TESTS_DIR) tools/run_array_api_tests.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

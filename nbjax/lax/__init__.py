@@ -6,6 +6,7 @@ Each module defines ``__all__`` (lax functions and their ``*_p`` primitives).
 from .control_flow import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
+from .fft import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .parallel import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403

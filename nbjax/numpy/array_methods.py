@@ -94,6 +94,9 @@ def register(jnp):
         cls.__getitem__ = lambda self, idx: jnp._getitem(self, idx)
         cls.at = property(lambda self: jnp._IndexUpdateHelper(self))
         cls.__round__ = lambda self, ndigits=None: jnp.round(self, ndigits or 0)
-        cls.__array_namespace__ = lambda self, api_version=None: jnp
+        cls.__array_namespace__ = jnp.array_api._array_namespace
+        cls.to_device = jnp.array_api._to_device
+    Array.__dlpack__ = jnp.array_api._dlpack
+    Array.__dlpack_device__ = jnp.array_api._dlpack_device
     Array.copy = lambda self: self  # immutable: a copy is the same value
     Tracer.copy = lambda self: self
