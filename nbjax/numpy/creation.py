@@ -14,6 +14,7 @@ from .. import lax
 from ..core import (Array, ConcretizationTypeError, Tracer, canonical_shape, dtypes,
                     get_aval)
 from ..core.array import scalar_in_range
+from ..core.trace import is_python_scalar
 from . import util
 from .ufuncs import _broadcast_to, _full_like, _where
 from .util import check_arraylike, to_array
@@ -116,6 +117,8 @@ def _as_array_leaf(obj, dtype):
             raise TypeError(f"Value {obj!r} with dtype {obj.dtype} is not a valid JAX array "
                             "type. Only arrays of numeric types are supported by JAX.")
         return lax.convert_element_type(np.asarray(obj), dtype or dtypes.canonicalize(obj.dtype))
+    if is_python_scalar(obj) and dtype is not None:  # check the range of the dtype asked for
+        return Array(np.asarray(scalar_in_range(obj, dtype), dtype))
     if isinstance(obj, (Array, Tracer) + _SCALARS):
         out = to_array(obj)
         return out if dtype is None else lax.convert_element_type(out, dtype)
