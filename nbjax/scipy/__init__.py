@@ -1,1 +1,3 @@
-"""nbjax.scipy (being written)."""
+"""``nbjax.scipy``: the parts of SciPy that ``jax.scipy`` provides, on nbjax arrays."""
+
+from . import linalg, special, stats  # noqa: F401

@@ -1,0 +1,110 @@
+"""``nbjax.scipy.special``: special functions, as ``jax.scipy.special``.
+
+Most are one lax primitive (``erf``, ``gammaln`` = ``lax.lgamma`` ...). ``xlogy`` and
+``xlog1py`` define ``0 * log(0) = 0`` and carry a custom JVP so that their derivative at
+``x = 0`` is finite too. ``logsumexp``, ``softmax`` and ``log_softmax`` are ``nbjax.nn``'s.
+"""
+
+import numpy as np
+
+from .. import lax
+from .. import numpy as jnp
+from ..custom_derivatives import custom_jvp
+from ..nn import log_softmax, logsumexp, softmax
+from ..numpy.util import promote_args_inexact
+
+__all__ = ["digamma", "erf", "erfc", "erfinv", "expit", "gammaln", "log_ndtr",
+           "log_softmax", "logit", "logsumexp", "ndtr", "ndtri", "softmax", "xlog1py",
+           "xlogy"]
+
+
+def _unary(name, prim_fn, doc):
+    """A ``scipy.special`` function that applies one lax function to a float array."""
+    def fn(x):
+        x, = promote_args_inexact(name, x)
+        return prim_fn(x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+erf = _unary("erf", lax.erf, "The error function.")
+erfc = _unary("erfc", lax.erfc, "``1 - erf(x)``, accurate where erf(x) is near 1.")
+erfinv = _unary("erfinv", lax.erf_inv, "The inverse of ``erf`` on (-1, 1).")
+gammaln = _unary("gammaln", lax.lgamma, "``log|Γ(x)|``.")
+digamma = _unary("digamma", lax.digamma, "The derivative of ``gammaln``.")
+expit = _unary("expit", lax.logistic, "The logistic sigmoid ``1 / (1 + exp(-x))``.")
+
+
+def logit(x):
+    """The inverse of ``expit``: ``log(x / (1 - x))``."""
+    x, = promote_args_inexact("logit", x)
+    return jnp.log(x / (1 - x))
+
+
+def _xlog_jvp(log_fn, shift):
+    """The JVP of ``x * log_fn(y)``: ``dx log_fn(y) + dy x / (y + shift)``, without the
+    ``where`` that makes the primal 0 at ``x = 0`` (so the derivative is finite there)."""
+    def jvp(primals, tangents):
+        (x, y), (x_dot, y_dot) = primals, tangents
+        out = _XLOG[log_fn](x, y)
+        return out, (x_dot * log_fn(y) + y_dot * x / (y + shift)).astype(out.dtype)
+    return jvp
+
+
+def _xlog(log_fn, name, doc):
+    def fn(x, y):
+        x, y = promote_args_inexact(name, x, y)
+        return jnp.where(x != 0, x * log_fn(y), jnp.zeros_like(x))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return custom_jvp(fn)
+
+
+xlogy = _xlog(jnp.log, "xlogy", "``x * log(y)``, and 0 where ``x == 0`` (even for y = 0).")
+xlog1py = _xlog(jnp.log1p, "xlog1py", "``x * log1p(y)``, and 0 where ``x == 0``.")
+_XLOG = {jnp.log: xlogy, jnp.log1p: xlog1py}
+xlogy.defjvp(_xlog_jvp(jnp.log, 0))
+xlog1py.defjvp(_xlog_jvp(jnp.log1p, 1))
+
+
+def ndtr(x):
+    """The standard normal CDF, ``(1 + erf(x / sqrt 2)) / 2``, computed through ``erfc`` so
+    that the lower tail keeps its relative accuracy."""
+    x, = promote_args_inexact("ndtr", x)
+    return 0.5 * lax.erfc(-x / np.sqrt(2).astype(x.dtype))
+
+
+def ndtri(p):
+    """The inverse of ``ndtr``: ``sqrt(2) erfinv(2p - 1)``."""
+    p, = promote_args_inexact("ndtri", p)
+    return np.sqrt(2).astype(p.dtype) * lax.erf_inv(2 * p - 1)
+
+
+# Where log_ndtr switches method, per precision: (lower, upper).
+_LOG_NDTR_SEGMENTS = {np.dtype(np.float32): (-10.0, 5.0), np.dtype(np.float64): (-20.0, 8.0)}
+
+
+def log_ndtr(x, series_order=3):
+    """``log(ndtr(x))`` accurate in both tails.
+
+    Above ``upper`` it is ``log1p(-ndtr(-x))``; below ``lower``, where ``ndtr`` underflows, it
+    is the asymptotic series ``log(e^{-x^2/2} / (-x sqrt(2 pi)) (1 + sum_n (-1)^n
+    (2n-1)!! / x^{2n}))`` with ``series_order`` terms; in between plainly ``log(ndtr(x))``.
+    """
+    if not isinstance(series_order, int) or not 0 <= series_order <= 30:
+        raise ValueError("series_order must be a Python integer in [0, 30].")
+    x, = promote_args_inexact("log_ndtr", x)
+    lower, upper = _LOG_NDTR_SEGMENTS.get(x.dtype, _LOG_NDTR_SEGMENTS[np.dtype(np.float32)])
+    high = x > upper
+    middle = jnp.log(ndtr(jnp.where(high, -x, jnp.maximum(x, lower))))
+    middle = jnp.where(high, -jnp.exp(middle), middle)  # log1p(-e) ~ -e for tiny e
+    x_low = jnp.minimum(x, lower)  # keeps the unused branch finite
+    x2 = x_low * x_low
+    series, term = jnp.ones_like(x), jnp.ones_like(x)
+    for n in range(1, series_order + 1):
+        term = -term * (2 * n - 1) / x2
+        series = series + term
+    asymptotic = (-0.5 * x2 - jnp.log(-x_low) - 0.5 * np.log(2 * np.pi).astype(x.dtype)
+                  + jnp.log(series))
+    return jnp.where(x < lower, asymptotic, middle)

@@ -1,0 +1,3 @@
+"""``nbjax.scipy.stats``: probability distributions (the normal distribution so far)."""
+
+from . import norm  # noqa: F401
