@@ -1,4 +1,4 @@
-"""Linear algebra: the lax primitives (nbjax.lax.decompositions) and nbjax.numpy.linalg,
+"""Linear algebra: the lax primitives (nbjax.lax.linalg) and nbjax.numpy.linalg,
 checked against NumPy through reconstruction identities, with derivatives against finite
 differences, vmap against Python loops, and traced jaxprs against eager results."""
 
@@ -8,7 +8,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.core import check_jaxpr, eval_jaxpr
-from nbjax.lax import decompositions as la
+from nbjax.lax import linalg as la
 from nbjax.test_util import check_grads
 
 RNG = np.random.default_rng(1234)

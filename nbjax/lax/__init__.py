@@ -7,7 +7,8 @@ from .control_flow import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
-from .linalg import *  # noqa: F401,F403
+from .dot import *  # noqa: F401,F403
+from . import linalg  # noqa: F401  (lax.linalg: decompositions, as jax.lax.linalg)
 from .parallel import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .slicing import *  # noqa: F401,F403

@@ -22,7 +22,7 @@ import numpy as np
 from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
 from . import batch_util, structural
-from .linalg import (accumulation_dtype, as_accumulation, bilinear_jvp, bilinear_transpose,
+from .dot import (accumulation_dtype, as_accumulation, bilinear_jvp, bilinear_transpose,
                      canonicalize_precision, check_preferred_element_type, finish_accumulation)
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "padtype_to_pads",

@@ -1,376 +1,876 @@
-"""Contractions: ``dot_general`` (and ``dot``), plus what they share with convolution.
+"""Linear-algebra primitives (``jax.lax.linalg``): matrix decompositions and triangular solves.
 
-``dot_general`` contracts chosen axes of two arrays, with optional batch axes that are matched
-rather than summed. Its result holds the batch axes, then the free (neither batch nor
-contracted) axes of ``lhs``, then those of ``rhs``. The reference implementation moves the axes
-into that order and calls ``np.matmul``: integers multiply exactly and wrap as XLA's do,
-``float16`` accumulates in ``float32`` as XLA does on the CPU.
+Every primitive here works on the last two axes of its operands and treats the axes in front
+of them as batch axes (a stack of matrices). So their batching rules are short: a vmapped axis
+that is already one of the leading axes stays where it is; one among the matrix axes moves to
+the front. ``triangular_solve`` is the exception worth reading: an unbatched matrix solves a
+batch of right-hand sides by folding the batch into extra columns (or rows).
+
+Reference implementations are NumPy's ``linalg`` where it has the decomposition (Cholesky, QR,
+SVD, eigh, eig), and written here where it does not (LU with partial pivoting, triangular
+substitution). Outputs follow LAPACK's conventions, as JAX's do: ``lu`` packs L and U in one
+matrix with row-swap ``pivots``, ``svd`` returns ``(s, u, vh)``, ``eigh`` ``(v, w)``.
+
+The JVP rules are the classical perturbation formulas (references next to each rule); they
+are built from ``triangular_solve`` and matrix products, so reverse mode needs only the
+transpose rule of ``triangular_solve`` (linear in its right-hand side) and of ``dot_general``.
 """
-
-import enum
-import math
-import operator
 
 import numpy as np
 
 from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
+from . import batch_util
+from .elementwise import (abs as _abs, add, bitwise_and, complex as _complex, conj,
+                          convert_element_type, div, eq, ge, imag, integer_pow, mul, neg, real,
+                          select, sub)
+from .dot import Precision, dot_general
+from .reductions import argmax, reduce_sum
+from .slicing import slice as _slice
+from .standard import INEXACT, INT, check_dtype, same_dtypes
+from .structural import (broadcast_in_dim, broadcasted_iota, concatenate, full, pad, reshape,
+                         squeeze, transpose)
 
-__all__ = ["Precision", "dot_general", "dot_general_p", "dot"]
+__all__ = ["cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "lu", "lu_p",
+           "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "qr", "qr_p",
+           "svd", "svd_p", "triangular_solve", "triangular_solve_p"]
 
 
-# --- rules shared with convolution ---------------------------------------------------------
+# --- matrix helpers on (batched) lax values --------------------------------------------------
+# The rules below compute with these; each is one or two lax operations on the last two axes.
 
-def bilinear_jvp(prim):
-    """The JVP of a primitive linear in each operand separately (a product):
-    ``d(lhs . rhs) = dlhs . rhs + lhs . drhs``."""
-    def rule(primals, tangents, **params):
-        lhs, rhs = primals
-        t_lhs, t_rhs = tangents
-        out = prim.bind(lhs, rhs, **params)
-        tangent = ad.Zero(ad.tangent_aval(get_aval(out)))
-        if not isinstance(t_lhs, ad.Zero):
-            tangent = ad.add_tangents(tangent, prim.bind(t_lhs, rhs, **params))
-        if not isinstance(t_rhs, ad.Zero):
-            tangent = ad.add_tangents(tangent, prim.bind(lhs, t_rhs, **params))
-        return out, tangent
+def _ndim(x):
+    return get_aval(x).ndim
+
+
+def _shape(x):
+    return get_aval(x).shape
+
+
+def _dtype(x):
+    return get_aval(x).dtype
+
+
+def _T(x):
+    """Swap the last two axes."""
+    n = _ndim(x)
+    return transpose(x, (*range(n - 2), n - 1, n - 2))
+
+
+def _conj(x):
+    """The conjugate of a complex value; a real value as it is (``lax.conj`` makes it complex)."""
+    return conj(x) if dtypes.is_complex(_dtype(x)) else x
+
+
+def _H(x):
+    """The conjugate transpose (adjoint) of a stack of matrices."""
+    return _conj(_T(x))
+
+
+def _mm(a, b):
+    """Matrix product of two stacks of matrices with the same leading (batch) axes."""
+    batch = tuple(range(_ndim(a) - 2))
+    return dot_general(a, b, (((_ndim(a) - 1,), (_ndim(b) - 2,)), (batch, batch)),
+                       precision=Precision.HIGHEST)
+
+
+def _const(x, value):
+    """A scalar of ``x``'s dtype."""
+    return full((), value, _dtype(x))
+
+
+def _zeros(x):
+    return full(_shape(x), 0, _dtype(x))
+
+
+def _matrix_mask(shape, test):
+    """A bool array of ``shape`` that is ``test(row, col)`` on its last two axes."""
+    n = len(shape)
+    rows = broadcasted_iota(np.int32, shape[-2:], 0)
+    cols = broadcasted_iota(np.int32, shape[-2:], 1)
+    return broadcast_in_dim(test(rows, cols), shape, (n - 2, n - 1))
+
+
+def _tril(x, k=0):
+    """Zero above the ``k``-th diagonal."""
+    mask = _matrix_mask(_shape(x), lambda r, c: ge(add(r, full((), k, np.int32)), c))
+    return select(mask, x, _zeros(x))
+
+
+def _triu(x, k=0):
+    """Zero below the ``k``-th diagonal."""
+    mask = _matrix_mask(_shape(x), lambda r, c: ge(add(r, full((), k - 1, np.int32)), c))
+    return select(mask, _zeros(x), x)
+
+
+def _eye(dtype, shape, start=0):
+    """Identity matrices of ``shape`` (batch axes first); with ``start``, the ones before
+    diagonal position ``start`` are left out."""
+    def test(r, c):
+        diagonal = eq(r, c)
+        return diagonal if start == 0 else bitwise_and(diagonal,
+                                                       ge(c, full((), start, np.int32)))
+    return convert_element_type(_matrix_mask(shape, test), dtype)
+
+
+def _diagonal(x):
+    """The main diagonal of stacks of square matrices, as ``[..., n]`` (linear in ``x``)."""
+    return reduce_sum(mul(x, _eye(_dtype(x), _shape(x))), (_ndim(x) - 1,))
+
+
+def _rows(x, start, stop):
+    """``x[..., start:stop, :]``."""
+    n = _ndim(x)
+    return _slice(x, (0,) * (n - 2) + (start, 0), _shape(x)[:-2] + (stop, _shape(x)[-1]))
+
+
+def _cols(x, start, stop):
+    """``x[..., :, start:stop]``."""
+    n = _ndim(x)
+    return _slice(x, (0,) * (n - 1) + (start,), _shape(x)[:-1] + (stop,))
+
+
+def _each_row(s, nrows, dtype=None):
+    """``s[..., None, :]`` repeated ``nrows`` times: ``m * _each_row(s, rows) = m diag(s)``."""
+    n = _ndim(s)
+    s = s if dtype is None else convert_element_type(s, dtype)
+    return broadcast_in_dim(s, _shape(s)[:-1] + (nrows, _shape(s)[-1]), (*range(n - 1), n))
+
+
+def _each_col(s, ncols, dtype=None):
+    """``s[..., :, None]`` repeated ``ncols`` times: ``_each_col(s, cols) * m = diag(s) m``."""
+    n = _ndim(s)
+    s = s if dtype is None else convert_element_type(s, dtype)
+    return broadcast_in_dim(s, _shape(s) + (ncols,), tuple(range(n)))
+
+
+def _outer_diff(w):
+    """``d[..., i, j] = w[j] - w[i]`` for a stack of vectors ``w``."""
+    n = _shape(w)[-1]
+    return sub(_each_row(w, n), _each_col(w, n))
+
+
+def permutation_matrix(permutation, dtype):
+    """``P`` with ``P @ a == a[..., permutation, :]``: ``P[..., i, j] = permutation[i] == j``."""
+    m = _shape(permutation)[-1]
+    shape = _shape(permutation) + (m,)
+    rows = broadcast_in_dim(permutation, shape, tuple(range(len(shape) - 1)))
+    return convert_element_type(eq(rows, broadcasted_iota(np.int32, shape, len(shape) - 1)),
+                                dtype)
+
+
+def symmetrize(x):
+    """``(x + x^H) / 2``: the Hermitian part, which the decompositions of Hermitian matrices
+    read (so their derivatives see only symmetric perturbations)."""
+    return div(add(x, _H(x)), _const(x, 2))
+
+
+# --- checks shared by the shape rules ---------------------------------------------------------
+
+def _check_matrix(name, aval, position=None, square=False):
+    """A stack of matrices of an inexact dtype; TypeError on rank/dtype, ValueError if not square
+    where it must be (as JAX raises)."""
+    check_dtype(name, aval, INEXACT, position)
+    if aval.ndim < 2:
+        at = "" if position is None else f" {position}"
+        raise TypeError(f"Input{at} to {name} must have rank at least 2, but got "
+                        f"shape={aval.shape}")
+    if square and aval.shape[-1] != aval.shape[-2]:
+        raise ValueError(f"The input to {name} must be a square matrix. Got shape "
+                         f"{aval.shape}.")
+
+
+def _real_dtype(dtype):
+    return np.finfo(dtype).dtype
+
+
+def _complex_dtype(dtype):
+    return np.result_type(dtype, np.complex64)
+
+
+# --- batching: leading axes are batch axes already --------------------------------------------
+
+def _batch_leading(prim):
+    """Batch rule of a one-operand primitive that maps over leading axes: a batch axis in front
+    of the matrix axes stays (every output has it at the same place); one among the matrix axes
+    moves to the front."""
+    def rule(axis_data, vals, dims, **params):
+        (x,), (d,) = vals, dims
+        if d >= _ndim(x) - prim.core_rank:
+            x, d = batch_util.moveaxis(x, d, 0), 0
+        out = prim.bind(x, **params)
+        return (out, [d] * len(out)) if prim.multiple_results else (out, d)
     return rule
 
 
-def bilinear_transpose(transpose_lhs, transpose_rhs):
-    """The transpose rule of a bilinear primitive: exactly one operand is the linear unknown;
-    ``transpose_lhs(ct, lhs_aval, rhs, **params)`` (and the mirror image) give its cotangent,
-    cast to its dtype."""
-    def rule(ct, lhs, rhs, **params):
-        if is_undefined(lhs):
-            return [_cast(transpose_lhs(ct, lhs.aval, rhs, **params), lhs.aval), None]
-        return [None, _cast(transpose_rhs(ct, lhs, rhs.aval, **params), rhs.aval)]
-    return rule
+def _linalg_primitive(name, core_rank=2, multiple_results=False):
+    prim = Primitive(name, multiple_results)
+    prim.core_rank = core_rank
+    prim.def_batch(_batch_leading(prim))
+    return prim
 
 
-def _cast(x, aval):
-    from .elementwise import convert_element_type
-    if get_aval(x).dtype == aval.dtype:
-        return x
-    return convert_element_type(x, aval.dtype, aval.weak_type)
+def _per_matrix(fn, x, *out_shapes):
+    """Run ``fn`` (a NumPy function of one matrix, returning a tuple) on each matrix of a stack,
+    filling outputs of the given per-matrix shapes and dtypes."""
+    batch = x.shape[:-2]
+    outs = [np.empty(batch + shape, dtype) for shape, dtype in out_shapes]
+    for idx in np.ndindex(*batch):
+        for out, value in zip(outs, fn(x[idx])):
+            out[idx] = value
+    return outs
 
 
-# --- precision -----------------------------------------------------------------------------
+# --- triangular_solve ---------------------------------------------------------------------------
 
-class Precision(enum.Enum):
-    """How precisely an accelerator should multiply floats (``lax.Precision``).
+triangular_solve_p = Primitive("triangular_solve")
 
-    The reference implementation always computes at full precision; the value is kept in the
-    params so that compiled backends can honour it.
+
+@triangular_solve_p.def_abstract_eval
+def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conjugate_a,
+                                    unit_diagonal):
+    _check_matrix("triangular_solve", a, 0)
+    _check_matrix("triangular_solve", b, 1)
+    same_dtypes("triangular_solve", (a, b))
+    if a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
+        raise TypeError(f"triangular_solve requires both operands to have the same batch "
+                        f"dimensions, got {a.shape} and {b.shape}")
+    if a.shape[-1] != a.shape[-2]:
+        raise ValueError("The first input to triangular_solve must be a square matrix. Got "
+                         f"shape {a.shape}.")
+    if a.shape[-1] != b.shape[-2 if left_side else -1]:
+        raise ValueError(f"Incompatible shapes for arguments to triangular_solve: {a.shape} "
+                         f"and {b.shape}.")
+    return ShapedArray(b.shape, b.dtype, a.weak_type and b.weak_type)
+
+
+def _substitute(m, b, lower, unit_diagonal):
+    """Solve ``m @ x = b`` for triangular ``m`` (stacks of them, zero off the triangle), one
+    row of ``x`` at a time: forward substitution from the top for lower triangles, back
+    substitution from the bottom for upper ones."""
+    n = m.shape[-1]
+    x = np.zeros(np.broadcast_shapes(m.shape[:-2], b.shape[:-2]) + b.shape[-2:], b.dtype)
+    for i in (range(n) if lower else reversed(range(n))):
+        # Rows of x not solved yet are still zero, so the whole row of m can be used.
+        rest = b[..., i, :] - np.einsum("...j,...jk->...k", m[..., i, :], x)
+        x[..., i, :] = rest if unit_diagonal else rest / m[..., i, i, None]
+    return x
+
+
+@triangular_solve_p.def_impl
+def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    n = a.shape[-1]
+    keep = np.tril(np.ones((n, n), bool), -unit_diagonal) if lower else \
+        np.triu(np.ones((n, n), bool), unit_diagonal)
+    m = np.where(keep, a, np.zeros((), a.dtype))  # the triangle read; a unit diagonal is 0
+    m = np.conj(m) if conjugate_a else m
+    if transpose_a:
+        m, lower = np.swapaxes(m, -1, -2), not lower
+    with np.errstate(all="ignore"):  # a singular a gives inf/nan, as LAPACK does
+        if left_side:
+            return _substitute(m, b, lower, unit_diagonal)
+        # x op(a) = b  <=>  op(a)^T x^T = b^T
+        xt = _substitute(np.swapaxes(m, -1, -2), np.swapaxes(b, -1, -2), not lower,
+                         unit_diagonal)
+    return np.swapaxes(xt, -1, -2).copy()
+
+
+def _triangular_solve_jvp_a(g_a, ans, a, b, *, left_side, lower, transpose_a, conjugate_a,
+                            unit_diagonal):
+    """``d(op(A)^{-1} B) = -op(A)^{-1} op(dA) X`` (left side; mirrored for the right side),
+    where only the triangle of ``dA`` that the solve reads counts. The product is ordered so
+    that the solve runs on the smaller operand."""
+    k = 1 if unit_diagonal else 0
+    g_a = neg(_tril(g_a, -k) if lower else _triu(g_a, k))
+    g_a = _T(g_a) if transpose_a else g_a
+    g_a = _conj(g_a) if conjugate_a else g_a
+    m, n = _shape(b)[-2:]
+
+    def a_inverse(rhs):
+        return triangular_solve(a, rhs, left_side=left_side, lower=lower,
+                                transpose_a=transpose_a, conjugate_a=conjugate_a,
+                                unit_diagonal=unit_diagonal)
+    if left_side:
+        return a_inverse(_mm(g_a, ans)) if m > n else _mm(a_inverse(g_a), ans)
+    return a_inverse(_mm(ans, g_a)) if m < n else _mm(ans, a_inverse(g_a))
+
+
+ad.defjvp2(triangular_solve_p, _triangular_solve_jvp_a,
+           lambda g_b, ans, a, b, **params: triangular_solve_p.bind(a, g_b, **params))
+
+
+@triangular_solve_p.def_transpose
+def _triangular_solve_transpose(ct, a, b, **params):
+    """Linear in ``b``: the transpose of ``b -> op(A)^{-1} b`` is ``ct -> op(A)^{-T} ct``, the
+    same solve with ``transpose_a`` flipped (a plain transpose, no conjugation)."""
+    assert not is_undefined(a) and is_undefined(b)
+    if isinstance(ct, ad.Zero):
+        return [None, ad.Zero(b.aval)]
+    params = dict(params, transpose_a=not params["transpose_a"])
+    return [None, triangular_solve_p.bind(a, ct, **params)]
+
+
+@triangular_solve_p.def_batch
+def _triangular_solve_batch(axis_data, vals, dims, *, left_side, **params):
+    """With one ``a`` for the whole batch, the batch of ``b``s becomes extra columns (left
+    side) or rows (right side) of a single right-hand side; otherwise both go to the front."""
+    (a, b), (da, db) = vals, dims
+    bind = lambda a, b: triangular_solve_p.bind(a, b, left_side=left_side, **params)  # noqa
+    if da is None:
+        n = _ndim(b)
+        axis = n - 1 if left_side else n - 2
+        b = batch_util.moveaxis(b, db, axis)
+        shape = _shape(b)
+        if left_side:  # [..., m, cols, B] -> [..., m, cols * B]
+            flat = reshape(b, shape[:-2] + (shape[-2] * shape[-1],))
+        else:  # [..., rows, B, m] -> [..., rows * B, m]
+            flat = reshape(b, shape[:-3] + (shape[-3] * shape[-2], shape[-1]))
+        return reshape(bind(a, flat), shape), axis
+    if da == db and da < _ndim(a) - 2:
+        return bind(a, b), da
+    size = axis_data.size
+    return bind(batch_util.bdim_at_front(a, da, size), batch_util.bdim_at_front(b, db, size)), 0
+
+
+def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
+                     conjugate_a=False, unit_diagonal=False):
+    """Solve ``op(a) @ x = b`` (``left_side``) or ``x @ op(a) = b`` for triangular ``a``.
+
+    ``op`` transposes ``a`` if ``transpose_a`` and conjugates it if ``conjugate_a``; only the
+    ``lower`` (or upper) triangle of ``a`` is read, and its diagonal is taken as ones if
+    ``unit_diagonal``. A ``b`` with one axis fewer than ``a`` is a (stack of) vector(s).
     """
-
-    DEFAULT = 0
-    HIGH = 1
-    HIGHEST = 2
-
-    @classmethod
-    def _missing_(cls, value):
-        return _PRECISION_NAMES.get(value)
-
-    def __repr__(self):
-        return f"Precision.{self.name}"
-
-    __str__ = __repr__
-
-
-_PRECISION_NAMES = {
-    "default": Precision.DEFAULT, "bfloat16": Precision.DEFAULT, "fastest": Precision.DEFAULT,
-    "high": Precision.HIGH, "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
-    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
-}
+    conjugate_a = bool(conjugate_a) and dtypes.is_complex(_dtype(a))
+    vector = _ndim(b) == _ndim(a) - 1
+    if vector:  # a column (left side) or a row (right side)
+        *batch, n = _shape(b)
+        shape = (*batch, n, 1) if left_side else (*batch, 1, n)
+        kept = tuple(range(len(batch))) + ((len(batch),) if left_side else (len(batch) + 1,))
+        b = broadcast_in_dim(b, shape, kept)
+    out = triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                  transpose_a=bool(transpose_a), conjugate_a=conjugate_a,
+                                  unit_diagonal=bool(unit_diagonal))
+    if vector:
+        out = squeeze(out, (_ndim(out) - 1 if left_side else _ndim(out) - 2,))
+    return out
 
 
-def canonicalize_precision(precision):
-    """None, or a pair of Precisions (one per operand), as JAX stores it in params."""
-    if precision is None:
-        return None
-    if isinstance(precision, (tuple, list)) and len(precision) == 2:
-        return tuple(_one_precision(p, precision) for p in precision)
-    p = _one_precision(precision, precision)
-    return (p, p)
+# --- cholesky -----------------------------------------------------------------------------------
+
+cholesky_p = _linalg_primitive("cholesky")
 
 
-def _one_precision(p, whole):
+@cholesky_p.def_abstract_eval
+def _cholesky_abstract_eval(x):
+    _check_matrix("cholesky", x, square=True)
+    return x
+
+
+@cholesky_p.def_impl
+def _cholesky_impl(x):
+    """The lower factor, zero above the diagonal; NaN for matrices that are not positive
+    definite (JAX's convention: no exception from inside a compiled program)."""
     try:
-        return Precision(p)
-    except ValueError:
-        raise ValueError(f"Precision argument must be None, a lax.Precision, one of the "
-                         f"strings {sorted(_PRECISION_NAMES)}, or a pair of these; "
-                         f"got {whole!r}.") from None
+        return np.linalg.cholesky(x)
+    except np.linalg.LinAlgError:
+        def one(m):
+            try:
+                return (np.linalg.cholesky(m),)
+            except np.linalg.LinAlgError:
+                return (np.full(m.shape, np.nan, m.dtype),)
+        return _per_matrix(one, x, (x.shape[-2:], x.dtype))[0]
 
 
-# --- result and accumulation dtypes (shared with convolution) ------------------------------
+@cholesky_p.def_jvp
+def _cholesky_jvp(primals, tangents):
+    """``dL = L phi(L^{-1} dA L^{-H})`` where ``phi`` takes the lower triangle with the
+    diagonal halved (Murray 2016, arXiv:1602.07527)."""
+    (x,), (dx,) = primals, tangents
+    L = cholesky_p.bind(x)
+    tmp = triangular_solve(L, dx, left_side=False, lower=True, transpose_a=True,
+                           conjugate_a=True)
+    inner = triangular_solve(L, tmp, left_side=True, lower=True)
+    half_diagonal = sub(_tril(inner), mul(_const(inner, 0.5),
+                                          mul(inner, _eye(_dtype(inner), _shape(inner)))))
+    return L, _mm(L, half_diagonal)
 
-def check_preferred_element_type(name, result_dtype, preferred):
-    """The dtype a contraction returns given ``preferred_element_type`` (as XLA's MaybeUpcast).
 
-    An integer or bool result may not be asked for in a narrower type.
+def cholesky(x, *, symmetrize_input=True):
+    """The lower-triangular ``L`` with ``x = L @ L^H``, for Hermitian positive-definite ``x``
+    (NaNs where it fails). With ``symmetrize_input`` the Hermitian part of ``x`` is used;
+    otherwise only its lower triangle is read."""
+    if symmetrize_input:
+        _check_matrix("cholesky", get_aval(x), square=True)
+        x = symmetrize(x)
+    return cholesky_p.bind(x)
+
+
+# --- LU with partial pivoting -------------------------------------------------------------------
+
+lu_p = _linalg_primitive("lu", multiple_results=True)
+
+
+@lu_p.def_abstract_eval
+def _lu_abstract_eval(x):
+    _check_matrix("lu", x)
+    *batch, m, n = x.shape
+    batch = tuple(batch)
+    return [x, ShapedArray(batch + (min(m, n),), np.int32),
+            ShapedArray(batch + (m,), np.int32)]
+
+
+def _pivot_magnitude(col):
+    """What partial pivoting maximises: ``|x|``, or ``|re| + |im|`` for complex x (LAPACK)."""
+    return np.abs(col.real) + np.abs(col.imag) if np.iscomplexobj(col) else np.abs(col)
+
+
+@lu_p.def_impl
+def _lu_impl(x):
+    """Doolittle elimination with partial pivoting, on the whole stack at once.
+
+    At step j the row with the largest entry in column j (from row j down) is swapped into
+    row j; the entries below the pivot become the multipliers (column j of L) and the
+    trailing block gets the rank-1 update. A zero pivot leaves its column as it is.
     """
-    if preferred is None or preferred == result_dtype:
-        return result_dtype
-    if not dtypes.is_inexact(result_dtype) and _bit_width(preferred) < _bit_width(result_dtype):
-        raise TypeError(f"{name}: `preferred_element_type` must not be narrower than the "
-                        f"original type, got preferred_element_type of {preferred.name} for "
-                        f"result type of {result_dtype.name}.")
-    return preferred
+    *batch, m, n = x.shape
+    a = x.reshape(int(np.prod(batch)), m, n).copy()
+    stack = np.arange(a.shape[0])
+    k = min(m, n)
+    pivots = np.zeros((a.shape[0], k), np.int32)
+    perm = np.tile(np.arange(m, dtype=np.int32), (a.shape[0], 1))
+    with np.errstate(all="ignore"):
+        for j in range(k):
+            p = j + np.argmax(_pivot_magnitude(a[:, j:, j]), axis=1)
+            pivots[:, j] = p
+            a[stack, j], a[stack, p] = a[stack, p], a[stack, j].copy()
+            perm[stack, j], perm[stack, p] = perm[stack, p], perm[stack, j].copy()
+            pivot = a[:, j, j, None]
+            a[:, j + 1:, j] = np.where(pivot != 0, a[:, j + 1:, j] / pivot, a[:, j + 1:, j])
+            a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, j, None, j + 1:]
+    batch = tuple(batch)
+    return [a.reshape(x.shape), pivots.reshape(batch + (k,)), perm.reshape(batch + (m,))]
 
 
-def _bit_width(dtype):
-    return 1 if dtypes.is_bool(dtype) else np.dtype(dtype).itemsize * 8
+def _lu_factors(lu_matrix):
+    """Unpack ``lu`` ([..., m, n]) into square ``l`` ([..., m, m], unit diagonal) and ``u``
+    ([..., n, n]), completed with identity blocks when the matrix is not square."""
+    m, n = _shape(lu_matrix)[-2:]
+    k = min(m, n)
+    dtype = _dtype(lu_matrix)
+    batch = _shape(lu_matrix)[:-2]
+    zero = _const(lu_matrix, 0)
+    no_pad = [(0, 0, 0)] * len(batch)
+    l = pad(_tril(_cols(lu_matrix, 0, k), -1), zero, no_pad + [(0, 0, 0), (0, m - k, 0)])
+    l = add(l, _eye(dtype, batch + (m, m)))
+    u = pad(_triu(_rows(lu_matrix, 0, k)), zero, no_pad + [(0, n - k, 0), (0, 0, 0)])
+    u = add(u, _eye(dtype, batch + (n, n), start=k))
+    return l, u
 
 
-def accumulation_dtype(result_dtype):
-    """The dtype a contraction sums in: float16 in float32 (as XLA on the CPU); bools are
-    counted as integers (an OR of ANDs is a count that is non-zero)."""
-    if result_dtype == dtypes.float16:
-        return dtypes.float32
-    if dtypes.is_bool(result_dtype):
-        return np.dtype(np.int64)
-    return result_dtype
+@lu_p.def_jvp
+def _lu_jvp(primals, tangents):
+    """From ``P A = L U``: ``L^{-1} P dA U^{-1} = L^{-1} dL + dU U^{-1}``, a strictly lower
+    plus an upper triangular matrix; so ``dL = L tril(X, -1)`` and ``dU = triu(X) U`` with
+    ``X = L^{-1} P dA U^{-1}`` (de Hoog, Anderssen and Lukas). Pivots get no tangent."""
+    (a,), (a_dot,) = primals, tangents
+    lu_matrix, pivots, permutation = lu_p.bind(a)
+    l, u = _lu_factors(lu_matrix)
+    pa_dot = _mm(permutation_matrix(permutation, _dtype(a)), a_dot)
+    la = triangular_solve(l, pa_dot, left_side=True, lower=True, unit_diagonal=True)
+    x = triangular_solve(u, la, left_side=False, lower=False)
+    lu_dot = add(_mm(l, _tril(x, -1)), _mm(_triu(x), u))
+    return [lu_matrix, pivots, permutation], [lu_dot, ad.Zero.like(pivots),
+                                              ad.Zero.like(permutation)]
 
 
-def finish_accumulation(acc, result_dtype):
-    """Turn the accumulated value into the result dtype (bool: was anything counted?)."""
-    if dtypes.is_bool(result_dtype):
-        return acc != 0
-    with np.errstate(invalid="ignore", over="ignore"):
-        return acc.astype(result_dtype)
+def lu(x):
+    """LU decomposition with partial pivoting: ``(lu, pivots, permutation)`` with
+    ``x[..., permutation, :] = L @ U``; ``lu`` holds ``U`` and the strictly lower part of the
+    unit-lower ``L``; ``pivots[i]`` is the row swapped with row ``i`` at step ``i``."""
+    return lu_p.bind(x)
 
 
-def as_accumulation(x, acc_dtype):
-    """An operand in the accumulation dtype; a complex value drops its imaginary part only if
-    the caller asked for a real result, as XLA does."""
-    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(acc_dtype):
-        x = x.real
-    return x.astype(acc_dtype, copy=False)
+lu_pivots_to_permutation_p = _linalg_primitive("lu_pivots_to_permutation", core_rank=1)
 
 
-# --- dot_general ---------------------------------------------------------------------------
-
-class DotDimensionNumbers(tuple):
-    """``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``: a plain tuple of tuples
-    (hashable, equal to the tuple) that prints its axis lists as lists, as JAX's jaxprs do."""
-
-    def __str__(self):
-        (lc, rc), (lb, rb) = self
-        return f"(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))"
-
-
-def _dimension_numbers(dimension_numbers):
-    try:
-        (lc, rc), (lb, rb) = dimension_numbers
-        return DotDimensionNumbers(((_axes(lc), _axes(rc)), (_axes(lb), _axes(rb))))
-    except (TypeError, ValueError):
-        raise TypeError("dot_general dimension_numbers must be ((lhs_contracting, "
-                        "rhs_contracting), (lhs_batch, rhs_batch)), got "
-                        f"{dimension_numbers!r}") from None
+@lu_pivots_to_permutation_p.def_abstract_eval
+def _lu_pivots_to_permutation_abstract_eval(pivots, *, permutation_size):
+    check_dtype("lu_pivots_to_permutation", pivots, INT)
+    if pivots.dtype != np.int32 or pivots.ndim < 1:
+        raise TypeError("lu_pivots_to_permutation requires int32 pivots of rank at least 1, "
+                        f"got {pivots.str_short()}")
+    if permutation_size < pivots.shape[-1]:
+        raise ValueError(f"Output permutation size {permutation_size} has to exceed the "
+                         f"trailing dimension of the pivots. Got pivots size "
+                         f"{pivots.shape[-1]}")
+    return ShapedArray(pivots.shape[:-1] + (permutation_size,), np.int32)
 
 
-def _axes(axes):
-    if isinstance(axes, (int, np.integer)):
-        return (int(axes),)
-    return tuple(operator.index(a) for a in axes)
+@lu_pivots_to_permutation_p.def_impl
+def _lu_pivots_to_permutation_impl(pivots, *, permutation_size):
+    """Apply the row swaps, in order, to ``0 .. size-1``."""
+    flat = pivots.reshape(int(np.prod(pivots.shape[:-1])), pivots.shape[-1])
+    perm = np.tile(np.arange(permutation_size, dtype=np.int32), (flat.shape[0], 1))
+    stack = np.arange(flat.shape[0])
+    for i in range(flat.shape[1]):
+        j = flat[:, i]
+        perm[stack, i], perm[stack, j] = perm[stack, j], perm[stack, i].copy()
+    return perm.reshape(pivots.shape[:-1] + (permutation_size,))
 
 
-def _higher_precision_dtype(a, b):
-    """The operand dtype that can represent the other's values best, as XLA chooses it:
-    complex over real, then more exponent bits, more mantissa bits, more bits, signed."""
-    def rank(dt):
-        real = np.finfo(dt) if dtypes.is_inexact(dt) else None
-        return (dtypes.is_complex(dt),
-                real.maxexp if real else -1, real.nmant if real else -1,
-                _bit_width(real.dtype if real else dt), not dtypes.is_unsigned_int(dt))
-    return a if rank(a) >= rank(b) else b
+def lu_pivots_to_permutation(pivots, permutation_size):
+    """The permutation that the row swaps ``pivots`` (as ``lu`` returns them) make."""
+    return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
 
 
-def _check_dot_axes(side, aval, contract, batch):
-    if not all(0 <= d < aval.ndim for d in contract + batch):
-        raise TypeError(f"dot_general requires {side} dimension numbers to be nonnegative and "
-                        f"less than the number of axes of the {side} value, got {side}_batch "
-                        f"of {batch} and {side}_contracting of {contract} for {side} of rank "
-                        f"{aval.ndim}")
-    for what, axes in (("batch", batch), ("contracting", contract)):
-        if len(set(axes)) != len(axes):
-            raise TypeError(f"dot_general requires {side} {what} dimensions to be distinct, "
-                            f"got {side}_{what} {axes}.")
-    if set(contract) & set(batch):
-        raise TypeError(f"dot_general requires {side} batch dimensions to be disjoint from "
-                        f"contracting dimensions, got {side}_batch {batch} and "
-                        f"{side}_contracting {contract}.")
+def lu_solve(lu_matrix, permutation, b, trans=0):
+    """Solve ``a x = b`` (``trans=0``), ``a^T x = b`` (1) or ``a^H x = b`` (2) from the LU
+    factors of ``a``; ``b`` is ``[..., m, k]`` with the batch axes of ``lu_matrix``.
 
-
-def _free_axes(ndim, contract, batch):
-    return [d for d in range(ndim) if d not in contract and d not in batch]
-
-
-dot_general_p = Primitive("dot_general")
-# As JAX prints it: the sharding never, precision and preferred type only when set.
-dot_general_p.pp_params = lambda params: {
-    k: v for k, v in params.items()
-    if k != "out_sharding" and not (k in ("precision", "preferred_element_type") and v is None)}
-
-
-@dot_general_p.def_abstract_eval
-def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
-                               preferred_element_type, out_sharding=None):
-    (lc, rc), (lb, rb) = dimension_numbers
-    _check_dot_axes("lhs", lhs, lc, lb)
-    _check_dot_axes("rhs", rhs, rc, rb)
-    if len(lb) != len(rb):
-        raise TypeError(f"dot_general requires equal numbers of lhs_batch and rhs_batch "
-                        f"dimensions, got lhs_batch {lb} and rhs_batch {rb}.")
-    for what, la, ra in (("lhs batch dimensions and rhs batch dimensions", lb, rb),
-                         ("contracting dimensions", lc, rc)):
-        lshape = tuple(lhs.shape[d] for d in la)
-        rshape = tuple(rhs.shape[d] for d in ra)
-        if lshape != rshape:
-            raise TypeError(f"dot_general requires {what} to have the same shape, got "
-                            f"{lshape} and {rshape}.")
-    shape = (tuple(lhs.shape[d] for d in lb)
-             + tuple(lhs.shape[d] for d in _free_axes(lhs.ndim, lc, lb))
-             + tuple(rhs.shape[d] for d in _free_axes(rhs.ndim, rc, rb)))
-    dtype = _dot_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
-    return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
-
-
-def _dot_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type):
-    return check_preferred_element_type(
-        "dot_general", _higher_precision_dtype(lhs_dtype, rhs_dtype), preferred_element_type)
-
-
-def _as_matrices(x, contract, batch):
-    """``x`` with its axes ordered (batch, free, contract), flattened to a stack of matrices
-    (b, free, contract); also returns the unflattened free shape."""
-    free = _free_axes(x.ndim, contract, batch)
-    free_shape = tuple(x.shape[d] for d in free)
-    sizes = [math.prod(x.shape[d] for d in axes) for axes in (batch, free, contract)]
-    x = np.transpose(x, list(batch) + free + list(contract))
-    return x.reshape(sizes), free_shape
-
-
-@dot_general_p.def_impl
-def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type,
-                      out_sharding=None):
-    (lc, rc), (lb, rb) = dimension_numbers
-    dtype = _dot_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
-    acc = accumulation_dtype(dtype)
-    a, lhs_free = _as_matrices(lhs, lc, lb)
-    b, rhs_free = _as_matrices(rhs, rc, rb)
-    with np.errstate(over="ignore", invalid="ignore"):
-        product = np.matmul(as_accumulation(a, acc), np.swapaxes(as_accumulation(b, acc), 1, 2))
-    batch_shape = tuple(lhs.shape[d] for d in lb)
-    return finish_accumulation(product, dtype).reshape(batch_shape + lhs_free + rhs_free)
-
-
-# --- dot_general's transformation rules ----------------------------------------------------
-
-dot_general_p.def_jvp(bilinear_jvp(dot_general_p))
-
-
-def _dot_general_transpose_lhs(ct, x_aval, y, *, dimension_numbers, swap_ans=False,
-                               **params):
-    """The cotangent of ``x`` in ``dot_general(x, y)`` (``swap_ans``: in ``dot_general(y,
-    x)``): contract the cotangent with ``y`` over the axes ``y`` kept, matching batch axes,
-    then put the axes back in ``x``'s order."""
-    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
-    x_kept = _free_axes(x_aval.ndim, x_contract, x_batch)
-    y_kept = _free_axes(get_aval(y).ndim, y_contract, y_batch)
-    n_batch = len(x_batch)
-    # The product's axes: batch, then lhs free, then rhs free; y's are lhs free if swapped.
-    y_first = n_batch if swap_ans else n_batch + len(x_kept)
-    ans_y = tuple(range(y_first, y_first + len(y_kept)))
-    ans_batch = tuple(range(n_batch))
-    product = dot_general_p.bind(ct, y, dimension_numbers=DotDimensionNumbers(
-        ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))), **params)
-    # product's axes: x's batch axes, x's kept axes, then y's contracted axes in ascending
-    # order, each of which stands for the x axis it was contracted with.
-    x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract)]
-    x_axes = list(x_batch) + x_kept + x_contract_by_y
-    return _transpose(product, tuple(np.argsort(x_axes)))
-
-
-def _dot_general_transpose_rhs(ct, x, y_aval, *, dimension_numbers, **params):
-    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
-    swapped = ((y_contract, x_contract), (y_batch, x_batch))
-    return _dot_general_transpose_lhs(ct, y_aval, x, dimension_numbers=swapped,
-                                      swap_ans=True, **params)
-
-
-def _transpose(x, permutation):
-    from .structural import transpose
-    return transpose(x, permutation)
-
-
-dot_general_p.def_transpose(bilinear_transpose(_dot_general_transpose_lhs,
-                                               _dot_general_transpose_rhs))
-
-
-def _shift_past(axes, bdim):
-    """Axes of an unbatched operand, renumbered for the operand with a batch axis at bdim."""
-    return tuple(a + (a >= bdim) for a in axes)
-
-
-def _dot_general_batch_rule(axis_data, vals, dims, *, dimension_numbers, **params):
-    """vmap of dot_general without moving any axis: two batched operands get one more batch
-    axis pair (first, so the result's batch axis is 0); a batched operand alone keeps its
-    batch axis as a free axis, which the result holds where dot_general puts free axes."""
-    lhs, rhs = vals
-    lbd, rbd = dims
-    (lc, rc), (lb, rb) = dimension_numbers
-    if lbd is not None and rbd is not None:
-        new_dims = (((_shift_past(lc, lbd), _shift_past(rc, rbd)),
-                     ((lbd,) + _shift_past(lb, lbd), (rbd,) + _shift_past(rb, rbd))))
-        out_dim = 0
-    elif lbd is not None:
-        lhs_free = _free_axes(get_aval(lhs).ndim - 1, lc, lb)
-        new_dims = ((_shift_past(lc, lbd), rc), (_shift_past(lb, lbd), rb))
-        out_dim = len(lb) + sum(d < lbd for d in lhs_free)
-    else:
-        rhs_free = _free_axes(get_aval(rhs).ndim - 1, rc, rb)
-        new_dims = ((lc, _shift_past(rc, rbd)), (lb, _shift_past(rb, rbd)))
-        lhs_out_axes = get_aval(lhs).ndim - len(lc)  # batch + free axes of lhs
-        out_dim = lhs_out_axes + sum(d < rbd for d in rhs_free)
-    out = dot_general_p.bind(lhs, rhs, dimension_numbers=DotDimensionNumbers(new_dims),
-                             **params)
-    return out, out_dim
-
-
-dot_general_p.def_batch(_dot_general_batch_rule)
-
-
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
-                *, out_sharding=None):
-    """Contract ``lhs`` and ``rhs`` over the axes named by ``dimension_numbers``.
-
-    ``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``.
-    Operands may have different dtypes; the result has the more precise one (or
-    ``preferred_element_type``).
+    ``P a = L U``, so ``a x = b`` is ``L U x = P b``: two triangular solves. The transposed
+    system ``U^T L^T P x = b`` solves in the other order and un-permutes at the end.
     """
-    if out_sharding is not None:
-        raise NotImplementedError("dot_general: out_sharding is not supported")
-    if preferred_element_type is not None:
-        preferred_element_type = dtypes.canonicalize(preferred_element_type)
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=_dimension_numbers(dimension_numbers),
-                              precision=canonicalize_precision(precision),
-                              preferred_element_type=preferred_element_type, out_sharding=None)
+    p = permutation_matrix(permutation, _dtype(lu_matrix))
+    if trans == 0:
+        x = triangular_solve(lu_matrix, _mm(p, b), left_side=True, lower=True,
+                             unit_diagonal=True)
+        return triangular_solve(lu_matrix, x, left_side=True, lower=False)
+    if trans not in (1, 2):
+        raise ValueError(f"'trans' value must be 0, 1, or 2, got {trans}")
+    conj_a = trans == 2
+    x = triangular_solve(lu_matrix, b, left_side=True, lower=False, transpose_a=True,
+                         conjugate_a=conj_a)
+    x = triangular_solve(lu_matrix, x, left_side=True, lower=True, unit_diagonal=True,
+                         transpose_a=True, conjugate_a=conj_a)
+    return _mm(_T(p), x)
 
 
-def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
-        out_sharding=None):
-    """Vector/matrix products of 1-D and 2-D operands, or ``dot_general`` when
-    ``dimension_numbers`` is given."""
-    if dimension_numbers is None:
-        ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
-        if not (1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]):
-            raise ValueError(f"lax.dot: dimension_numbers must be specified when not "
-                             f"performing simple un-batched matrix-matrix, matrix-vector, or "
-                             f"vector-vector products; got lhs_shape={ls} rhs_shape={rs}")
-        dimension_numbers = (((len(ls) - 1,), (0,)), ((), ()))
-    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
-                       out_sharding=out_sharding)
+def solve(a, b):
+    """``a^{-1} b`` for square ``a`` ([..., m, m]) and ``b`` ([..., m, k]), through LU.
+
+    Differentiating it differentiates the LU decomposition; ``jnp.linalg.solve`` has a
+    cheaper custom rule. This one is for rules whose ``a`` is a primal (constant) value.
+    """
+    lu_matrix, _, permutation = lu(a)
+    return lu_solve(lu_matrix, permutation, b)
+
+
+# --- QR -----------------------------------------------------------------------------------------
+
+qr_p = _linalg_primitive("qr", multiple_results=True)
+
+
+@qr_p.def_abstract_eval
+def _qr_abstract_eval(x, *, full_matrices):
+    _check_matrix("qr", x)
+    *batch, m, n = x.shape
+    k = m if full_matrices else min(m, n)
+    return [x.update(shape=(*batch, m, k)), x.update(shape=(*batch, k, n))]
+
+
+@qr_p.def_impl
+def _qr_impl(x, *, full_matrices):
+    q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    return [q, r]
+
+
+def _thin_qr_jvp(q, r, dx):
+    """JVP of ``x = q r`` for ``[..., m, n]`` with ``m >= n`` (q: m x n, r: n x n).
+
+    With ``C = q^H dx r^{-1}``, ``dr r^{-1} = C - Ω`` must be upper triangular and ``Ω =
+    q^H dq`` skew-Hermitian; so Ω is fixed by the strictly lower part of C (and, for complex
+    values, by the imaginary part of C's diagonal, which the real diagonal of r cannot take).
+    See j-towns.github.io/papers/qr-derivative.pdf.
+    """
+    dx_rinv = triangular_solve(r, dx)  # dx r^{-1}: right side, upper triangle
+    c = _mm(_H(q), dx_rinv)
+    c_lower = _tril(c, -1)
+    omega = sub(c_lower, _H(c_lower))
+    if dtypes.is_complex(_dtype(c)):
+        imag_diag = _complex(_zeros(real(c)), imag(c))
+        omega = add(omega, mul(_eye(_dtype(c), _shape(c)), imag_diag))
+    dq = add(_mm(q, sub(omega, c)), dx_rinv)
+    dr = _mm(sub(c, omega), r)
+    return dq, dr
+
+
+@qr_p.def_jvp
+def _qr_jvp(primals, tangents, *, full_matrices):
+    """Square and tall thin factors use ``_thin_qr_jvp``. A wide ``x = [x1 x2]`` (m < n) has
+    ``x1 = q r1``, whose JVP is the square case, and ``r2 = q^H x2``. The complete ``q`` of a
+    tall matrix also needs its last ``m - n`` columns: see arXiv:2409.13374 (eqs. 32, 33)."""
+    (x,), (dx,) = primals, tangents
+    q, r = qr_p.bind(x, full_matrices=full_matrices)
+    m, n = _shape(x)[-2:]
+    if m < n:
+        dq, dr1 = _thin_qr_jvp(q, _cols(r, 0, m), _cols(dx, 0, m))
+        dr2 = add(_mm(_H(dq), _cols(x, m, n)), _mm(_H(q), _cols(dx, m, n)))
+        return [q, r], [dq, concatenate([dr1, dr2], _ndim(x) - 1)]
+    q_mn = _cols(q, 0, n) if full_matrices else q
+    r_nn = _rows(r, 0, n) if full_matrices else r
+    dq, dr = _thin_qr_jvp(q_mn, r_nn, dx)
+    if full_matrices and m > n:
+        dq, dr = _complete_qr_tangents(q, q_mn, dq, dr, m, n)
+    return [q, r], [dq, dr]
+
+
+def _complete_qr_tangents(q, q_mn, dq_mn, dr_nn, m, n):
+    """Extend the thin tangents to the complete factors of a tall matrix (arXiv:2409.13374):
+    ``Z = q_pn (q_nn - I)^{-1}``, ``dq_mp = dq_mn Z^H - (q_mn + q_mp Z)(dq_pn - Z dq_nn)^H``,
+    and the extra rows of ``dr`` are zero."""
+    q_nn, q_pn = _rows(q_mn, 0, n), _rows(q_mn, n, m)
+    q_mp = _cols(q, n, m)
+    dq_nn, dq_pn = _rows(dq_mn, 0, n), _rows(dq_mn, n, m)
+    shifted = sub(q_nn, _eye(_dtype(q), _shape(q_nn)))
+    lu_matrix, _, permutation = lu(shifted)
+    z_h = lu_solve(lu_matrix, permutation, _H(q_pn), trans=2)  # (q_nn - I)^{-H} q_pn^H
+    z = _H(z_h)
+    dq_mp = sub(_mm(dq_mn, z_h),
+                _mm(add(q_mn, _mm(q_mp, z)), _H(sub(dq_pn, _mm(z, dq_nn)))))
+    dq = concatenate([dq_mn, dq_mp], _ndim(q) - 1)
+    zero_rows = full(_shape(dr_nn)[:-2] + (m - n, n), 0, _dtype(dr_nn))
+    return dq, concatenate([dr_nn, zero_rows], _ndim(q) - 2)
+
+
+def qr(x, *, full_matrices=True):
+    """``(q, r)`` with ``x = q @ r``, ``q`` unitary (``[..., m, m]``, or ``[..., m, k]`` with
+    ``k = min(m, n)`` unless ``full_matrices``) and ``r`` upper triangular."""
+    return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
+
+
+# --- SVD ----------------------------------------------------------------------------------------
+
+svd_p = _linalg_primitive("svd", multiple_results=True)
+
+
+@svd_p.def_abstract_eval
+def _svd_abstract_eval(x, *, full_matrices, compute_uv):
+    _check_matrix("svd", x)
+    *batch, m, n = x.shape
+    k = min(m, n)
+    s = ShapedArray((*batch, k), _real_dtype(x.dtype), x.weak_type)
+    if not compute_uv:
+        return [s]
+    return [s, x.update(shape=(*batch, m, m if full_matrices else k)),
+            x.update(shape=(*batch, n if full_matrices else k, n))]
+
+
+@svd_p.def_impl
+def _svd_impl(x, *, full_matrices, compute_uv):
+    *batch, m, n = x.shape
+    if min(m, n) == 0:  # LAPACK is not called on empty matrices: identities complete u, vh
+        s = np.zeros((*batch, 0), _real_dtype(x.dtype))
+        if not compute_uv:
+            return [s]
+        u = np.broadcast_to(np.eye(m, m if full_matrices else 0, dtype=x.dtype), (*batch, m,
+                            m if full_matrices else 0))
+        vh = np.broadcast_to(np.eye(n if full_matrices else 0, n, dtype=x.dtype),
+                             (*batch, n if full_matrices else 0, n))
+        return [s, u.copy(), vh.copy()]
+    if not compute_uv:
+        return [np.linalg.svd(x, compute_uv=False)]
+    u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+    return [s, u, vh]
+
+
+@svd_p.def_jvp
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
+    """With ``dS = U^H dA V``: ``ds = Re diag(dS)``; ``dU = U (F * (dS S + S dS^H)) + ...`` with
+    ``F[i, j] = 1 / (s_j^2 - s_i^2)`` (0 on the diagonal), plus the imaginary diagonal part for
+    complex values and the components outside the span of U (or V) for non-square matrices
+    (Townsend, "Differentiating the singular value decomposition"; Giles 2008)."""
+    (a,), (da,) = primals, tangents
+    m, n = _shape(a)[-2:]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError(
+            "Singular value decomposition JVP not implemented for full matrices")
+    s, u, vh = svd_p.bind(a, full_matrices=False, compute_uv=True)
+    dtype = _dtype(a)
+    v = _H(vh)
+    ds_mat = _mm(_mm(_H(u), da), v)
+    ds = real(_diagonal(ds_mat)) if dtypes.is_complex(dtype) else _diagonal(ds_mat)
+    if not compute_uv:
+        return [s], [ds]
+    k = _shape(s)[-1]
+    eye = _eye(_dtype(s), _shape(s) + (k,))
+    s_row, s_col = _each_row(s, k), _each_col(s, k)
+    f = sub(integer_pow(add(mul(add(s_row, s_col), sub(s_row, s_col)), eye), -1), eye)
+    f = convert_element_type(f, dtype)  # 1 / (s_j^2 - s_i^2), 0 on the diagonal
+    ds_s = mul(ds_mat, _each_row(s, k, dtype))  # dS diag(s)
+    s_ds = mul(_each_col(s, k, dtype), ds_mat)  # diag(s) dS
+    du_inner = mul(f, add(ds_s, _H(ds_s)))
+    if dtypes.is_complex(dtype):
+        s_zero = convert_element_type(eq(s, _const(s, 0)), _dtype(s))
+        s_inv = sub(integer_pow(add(s, s_zero), -1), s_zero)  # 1/s, and 0 for s = 0
+        s_inv_mat = mul(_eye(dtype, _shape(eye)), _each_row(s_inv, k, dtype))
+        anti_hermitian = mul(_const(ds_mat, 0.5), sub(ds_mat, _H(ds_mat)))
+        du_inner = add(du_inner, mul(anti_hermitian, s_inv_mat))
+    du = _mm(u, du_inner)
+    dv = _mm(v, mul(f, add(s_ds, _H(s_ds))))
+    if m > n:  # the part of dA V outside the span of U
+        dav = _mm(da, v)
+        du = add(du, div(sub(dav, _mm(u, _mm(_H(u), dav))), _each_row(s, m, dtype)))
+    if n > m:
+        dahu = _mm(_H(da), u)
+        dv = add(dv, div(sub(dahu, _mm(v, _mm(vh, dahu))), _each_row(s, n, dtype)))
+    return [s, u, vh], [ds, du, _H(dv)]
+
+
+def svd(x, *, full_matrices=True, compute_uv=True):
+    """Singular values ``s`` (descending), or ``(u, s, vh)`` with ``x = u diag(s) vh`` if
+    ``compute_uv``; ``u``/``vh`` are square unless not ``full_matrices``."""
+    out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if compute_uv:
+        s, u, vh = out
+        return u, s, vh
+    return out[0]
+
+
+# --- eigh -----------------------------------------------------------------------------------
+
+eigh_p = _linalg_primitive("eigh", multiple_results=True)
+
+
+@eigh_p.def_abstract_eval
+def _eigh_abstract_eval(x, *, lower, sort_eigenvalues):
+    _check_matrix("eigh", x, square=True)
+    return [x, ShapedArray(x.shape[:-1], _real_dtype(x.dtype), x.weak_type)]
+
+
+@eigh_p.def_impl
+def _eigh_impl(x, *, lower, sort_eigenvalues):
+    """LAPACK's ``syevd``/``heevd`` (through NumPy): eigenvalues always ascending."""
+    w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
+    return [v, w]
+
+
+@eigh_p.def_jvp
+def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues):
+    """Non-degenerate perturbation theory: with ``B = V^H dA V``, ``dw = Re diag(B)`` and
+    ``dV = V (F * B)``, ``F[i, j] = 1 / (w_j - w_i)`` off the diagonal and 0 on it (Giles,
+    "An extended collection of matrix derivative results", 2008). Valid for distinct
+    eigenvalues; ``dA`` must be Hermitian (``eigh`` symmetrizes its input)."""
+    (a,), (a_dot,) = primals, tangents
+    v, w = eigh_p.bind(symmetrize(a), lower=lower, sort_eigenvalues=sort_eigenvalues)
+    dtype = _dtype(a)
+    diffs = convert_element_type(_outer_diff(w), dtype)
+    eye = _eye(dtype, _shape(diffs))
+    f = sub(integer_pow(add(eye, diffs), -1), eye)
+    b = _mm(_mm(_H(v), a_dot), v)
+    dv = _mm(v, mul(f, b))
+    dw = _diagonal(real(b) if dtypes.is_complex(dtype) else b)
+    return [v, w], [dv, dw]
+
+
+def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True):
+    """``(v, w)``: eigenvectors (columns of ``v``) and ascending real eigenvalues of Hermitian
+    ``x``. With ``symmetrize_input`` the Hermitian part of ``x`` is used; otherwise only the
+    ``lower`` (or upper) triangle is read."""
+    if symmetrize_input:
+        _check_matrix("eigh", get_aval(x), square=True)
+        x = symmetrize(x)
+    v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
+    return v, w
+
+
+# --- eig ----------------------------------------------------------------------------------------
+
+eig_p = _linalg_primitive("eig", multiple_results=True)
+
+
+@eig_p.def_abstract_eval
+def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
+                       enable_eigvec_derivs):
+    _check_matrix("eig", x, square=True)
+    dtype = _complex_dtype(x.dtype)
+    count = compute_left_eigenvectors + compute_right_eigenvectors
+    return ([ShapedArray(x.shape[:-1], dtype)] + [ShapedArray(x.shape, dtype)] * count)
+
+
+def _normalize_columns(v):
+    """Unit-norm columns whose largest-magnitude entry is real and positive (LAPACK ``geev``
+    makes it real)."""
+    v = v / np.linalg.norm(v, axis=-2, keepdims=True)
+    k = np.argmax(np.abs(v), axis=-2)[..., None, :]
+    big = np.take_along_axis(v, k, axis=-2)
+    return v * (np.conj(big) / np.abs(big))
+
+
+@eig_p.def_impl
+def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
+              enable_eigvec_derivs):
+    """Right eigenvectors from NumPy (LAPACK ``geev``); left ones are the rows of ``vr^{-1}``
+    (``vl^H a = w vl^H``), conjugated and normalised as ``geev`` does."""
+    dtype = _complex_dtype(x.dtype)
+    w, vr = np.linalg.eig(x)
+    w, vr = w.astype(dtype), vr.astype(dtype)
+    out = [w]
+    if compute_left_eigenvectors:
+        out.append(_normalize_columns(np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2)))
+                   .astype(dtype))
+    if compute_right_eigenvectors:
+        out.append(vr)
+    return out
+
+
+def _eig_vec_jvp(w, v, da):
+    """Eigenvalue and eigenvector tangents of ``a v = v diag(w)`` (Giles 2008, sec. 3.1) with
+    the eigenvectors normalised as LAPACK's ``geev`` does: unit 2-norm and a real entry of
+    largest magnitude. That fixes the free multiple ``c_j v_j`` of each column's tangent."""
+    dtype = _dtype(v)
+    p = solve(v, _mm(da, v))  # v^{-1} da v
+    eye = _eye(dtype, _shape(p))
+    f = sub(integer_pow(add(eye, _outer_diff(w)), -1), eye)
+    dw = _diagonal(p)
+    u = _mm(v, mul(f, p))
+    axis = _ndim(v) - 2
+    k = argmax(_abs(v), axis, np.int32)
+    rows = broadcasted_iota(np.int32, _shape(v), axis)
+    mask = convert_element_type(eq(rows, broadcast_in_dim(k, _shape(v), (*range(axis),
+                                                                            axis + 1))), dtype)
+    c = _complex(neg(real(reduce_sum(mul(conj(v), u), (axis,)))),
+                 div(neg(imag(reduce_sum(mul(mask, u), (axis,)))),
+                     real(reduce_sum(mul(mask, v), (axis,)))))
+    return dw, add(u, mul(v, _each_row(c, _shape(v)[-2])))
+
+
+@eig_p.def_jvp
+def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors,
+             enable_eigvec_derivs):
+    """Eigenvalues: ``dw = diag(vr^{-1} da vr)``. Eigenvector tangents depend on a
+    normalisation JAX cannot check, so they need ``enable_eigvec_derivs=True``, as in JAX."""
+    (a,), (da,) = primals, tangents
+    vectors = compute_left_eigenvectors or compute_right_eigenvectors
+    if vectors and not enable_eigvec_derivs:
+        raise NotImplementedError(
+            "Derivatives of non-symmetric eigenvectors are only valid under assumptions on "
+            "the input that nbjax cannot check (see the enable_eigvec_derivs argument to "
+            "lax.linalg.eig). Pass enable_eigvec_derivs=True to lax.linalg.eig to opt in. "
+            "See https://github.com/jax-ml/jax/issues/2748 for discussion.")
+    outs = eig_p.bind(a, compute_left_eigenvectors=compute_left_eigenvectors,
+                      compute_right_eigenvectors=True,
+                      enable_eigvec_derivs=enable_eigvec_derivs)
+    w, vr = outs[0], outs[-1]
+    da = convert_element_type(da, _dtype(vr))
+    if not vectors:
+        return [w], [_diagonal(_mm(solve(vr, da), vr))]
+    dw, dvr = _eig_vec_jvp(w, vr, da)
+    primal_out, tangent_out = [w], [dw]
+    if compute_left_eigenvectors:
+        _, dvl = _eig_vec_jvp(conj(w), outs[1], _H(da))
+        primal_out.append(outs[1])
+        tangent_out.append(dvl)
+    if compute_right_eigenvectors:
+        primal_out.append(vr)
+        tangent_out.append(dvr)
+    return primal_out, tangent_out
+
+
+def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+        enable_eigvec_derivs=False):
+    """Eigenvalues ``w`` and (optionally) left and right eigenvectors of a general square
+    matrix, all complex: ``[w, vl, vr]`` with the eigenvectors not asked for left out."""
+    return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
+                      compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                      enable_eigvec_derivs=bool(enable_eigvec_derivs))

@@ -1,6 +1,6 @@
 """``nbjax.numpy.linalg``: NumPy's linear algebra with JAX's semantics.
 
-Everything is built on the primitives of ``nbjax.lax.decompositions`` (``lu``, ``qr``,
+Everything is built on the primitives of ``nbjax.lax.linalg`` (``lu``, ``qr``,
 ``svd``, ``eigh``, ``eig``, ``cholesky``, ``triangular_solve``) and on ordinary ``jnp``
 operations, so it batches over leading axes and differentiates. Three functions bring their
 own derivative (``custom_jvp``), as in JAX, because differentiating their implementation would
@@ -19,7 +19,7 @@ from .. import lax
 from .. import numpy as jnp  # the package being initialised: used only inside functions
 from ..core import Array, dtypes
 from ..custom_derivatives import custom_jvp
-from ..lax import decompositions as lax_linalg
+from ..lax import linalg as lax_linalg
 from .util import canonicalize_axis, check_arraylike, promote_dtypes_inexact, to_array
 
 __all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",

@@ -1,6 +1,6 @@
 """``nbjax.scipy.linalg``: SciPy's linear-algebra signatures, as ``jax.scipy.linalg``.
 
-The factorizations are the primitives of ``nbjax.lax.decompositions`` with SciPy's
+The factorizations are the primitives of ``nbjax.lax.linalg`` with SciPy's
 conventions on top (upper Cholesky factors by default, ``(p, l, u)`` for ``lu``, pivots for
 ``lu_factor``). ``expm`` is the scaling-and-squaring Padé algorithm of Higham (2005), as in
 SciPy and JAX, written with lax control flow so that it can be jitted, batched and
@@ -13,7 +13,7 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..api import vmap
-from ..lax import decompositions as lax_linalg
+from ..lax import linalg as lax_linalg
 from ..numpy import linalg as jnp_linalg
 from ..numpy.util import promote_dtypes_inexact
 

@@ -1,0 +1,376 @@
+"""Contractions: ``dot_general`` (and ``dot``), plus what they share with convolution.
+
+``dot_general`` contracts chosen axes of two arrays, with optional batch axes that are matched
+rather than summed. Its result holds the batch axes, then the free (neither batch nor
+contracted) axes of ``lhs``, then those of ``rhs``. The reference implementation moves the axes
+into that order and calls ``np.matmul``: integers multiply exactly and wrap as XLA's do,
+``float16`` accumulates in ``float32`` as XLA does on the CPU.
+"""
+
+import enum
+import math
+import operator
+
+import numpy as np
+
+from ..core import Primitive, ShapedArray, dtypes, get_aval
+from ..interpreters import ad
+from ..interpreters.transpose import is_undefined
+
+__all__ = ["Precision", "dot_general", "dot_general_p", "dot"]
+
+
+# --- rules shared with convolution ---------------------------------------------------------
+
+def bilinear_jvp(prim):
+    """The JVP of a primitive linear in each operand separately (a product):
+    ``d(lhs . rhs) = dlhs . rhs + lhs . drhs``."""
+    def rule(primals, tangents, **params):
+        lhs, rhs = primals
+        t_lhs, t_rhs = tangents
+        out = prim.bind(lhs, rhs, **params)
+        tangent = ad.Zero(ad.tangent_aval(get_aval(out)))
+        if not isinstance(t_lhs, ad.Zero):
+            tangent = ad.add_tangents(tangent, prim.bind(t_lhs, rhs, **params))
+        if not isinstance(t_rhs, ad.Zero):
+            tangent = ad.add_tangents(tangent, prim.bind(lhs, t_rhs, **params))
+        return out, tangent
+    return rule
+
+
+def bilinear_transpose(transpose_lhs, transpose_rhs):
+    """The transpose rule of a bilinear primitive: exactly one operand is the linear unknown;
+    ``transpose_lhs(ct, lhs_aval, rhs, **params)`` (and the mirror image) give its cotangent,
+    cast to its dtype."""
+    def rule(ct, lhs, rhs, **params):
+        if is_undefined(lhs):
+            return [_cast(transpose_lhs(ct, lhs.aval, rhs, **params), lhs.aval), None]
+        return [None, _cast(transpose_rhs(ct, lhs, rhs.aval, **params), rhs.aval)]
+    return rule
+
+
+def _cast(x, aval):
+    from .elementwise import convert_element_type
+    if get_aval(x).dtype == aval.dtype:
+        return x
+    return convert_element_type(x, aval.dtype, aval.weak_type)
+
+
+# --- precision -----------------------------------------------------------------------------
+
+class Precision(enum.Enum):
+    """How precisely an accelerator should multiply floats (``lax.Precision``).
+
+    The reference implementation always computes at full precision; the value is kept in the
+    params so that compiled backends can honour it.
+    """
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        return _PRECISION_NAMES.get(value)
+
+    def __repr__(self):
+        return f"Precision.{self.name}"
+
+    __str__ = __repr__
+
+
+_PRECISION_NAMES = {
+    "default": Precision.DEFAULT, "bfloat16": Precision.DEFAULT, "fastest": Precision.DEFAULT,
+    "high": Precision.HIGH, "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
+    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
+}
+
+
+def canonicalize_precision(precision):
+    """None, or a pair of Precisions (one per operand), as JAX stores it in params."""
+    if precision is None:
+        return None
+    if isinstance(precision, (tuple, list)) and len(precision) == 2:
+        return tuple(_one_precision(p, precision) for p in precision)
+    p = _one_precision(precision, precision)
+    return (p, p)
+
+
+def _one_precision(p, whole):
+    try:
+        return Precision(p)
+    except ValueError:
+        raise ValueError(f"Precision argument must be None, a lax.Precision, one of the "
+                         f"strings {sorted(_PRECISION_NAMES)}, or a pair of these; "
+                         f"got {whole!r}.") from None
+
+
+# --- result and accumulation dtypes (shared with convolution) ------------------------------
+
+def check_preferred_element_type(name, result_dtype, preferred):
+    """The dtype a contraction returns given ``preferred_element_type`` (as XLA's MaybeUpcast).
+
+    An integer or bool result may not be asked for in a narrower type.
+    """
+    if preferred is None or preferred == result_dtype:
+        return result_dtype
+    if not dtypes.is_inexact(result_dtype) and _bit_width(preferred) < _bit_width(result_dtype):
+        raise TypeError(f"{name}: `preferred_element_type` must not be narrower than the "
+                        f"original type, got preferred_element_type of {preferred.name} for "
+                        f"result type of {result_dtype.name}.")
+    return preferred
+
+
+def _bit_width(dtype):
+    return 1 if dtypes.is_bool(dtype) else np.dtype(dtype).itemsize * 8
+
+
+def accumulation_dtype(result_dtype):
+    """The dtype a contraction sums in: float16 in float32 (as XLA on the CPU); bools are
+    counted as integers (an OR of ANDs is a count that is non-zero)."""
+    if result_dtype == dtypes.float16:
+        return dtypes.float32
+    if dtypes.is_bool(result_dtype):
+        return np.dtype(np.int64)
+    return result_dtype
+
+
+def finish_accumulation(acc, result_dtype):
+    """Turn the accumulated value into the result dtype (bool: was anything counted?)."""
+    if dtypes.is_bool(result_dtype):
+        return acc != 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        return acc.astype(result_dtype)
+
+
+def as_accumulation(x, acc_dtype):
+    """An operand in the accumulation dtype; a complex value drops its imaginary part only if
+    the caller asked for a real result, as XLA does."""
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(acc_dtype):
+        x = x.real
+    return x.astype(acc_dtype, copy=False)
+
+
+# --- dot_general ---------------------------------------------------------------------------
+
+class DotDimensionNumbers(tuple):
+    """``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``: a plain tuple of tuples
+    (hashable, equal to the tuple) that prints its axis lists as lists, as JAX's jaxprs do."""
+
+    def __str__(self):
+        (lc, rc), (lb, rb) = self
+        return f"(({list(lc)}, {list(rc)}), ({list(lb)}, {list(rb)}))"
+
+
+def _dimension_numbers(dimension_numbers):
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+        return DotDimensionNumbers(((_axes(lc), _axes(rc)), (_axes(lb), _axes(rb))))
+    except (TypeError, ValueError):
+        raise TypeError("dot_general dimension_numbers must be ((lhs_contracting, "
+                        "rhs_contracting), (lhs_batch, rhs_batch)), got "
+                        f"{dimension_numbers!r}") from None
+
+
+def _axes(axes):
+    if isinstance(axes, (int, np.integer)):
+        return (int(axes),)
+    return tuple(operator.index(a) for a in axes)
+
+
+def _higher_precision_dtype(a, b):
+    """The operand dtype that can represent the other's values best, as XLA chooses it:
+    complex over real, then more exponent bits, more mantissa bits, more bits, signed."""
+    def rank(dt):
+        real = np.finfo(dt) if dtypes.is_inexact(dt) else None
+        return (dtypes.is_complex(dt),
+                real.maxexp if real else -1, real.nmant if real else -1,
+                _bit_width(real.dtype if real else dt), not dtypes.is_unsigned_int(dt))
+    return a if rank(a) >= rank(b) else b
+
+
+def _check_dot_axes(side, aval, contract, batch):
+    if not all(0 <= d < aval.ndim for d in contract + batch):
+        raise TypeError(f"dot_general requires {side} dimension numbers to be nonnegative and "
+                        f"less than the number of axes of the {side} value, got {side}_batch "
+                        f"of {batch} and {side}_contracting of {contract} for {side} of rank "
+                        f"{aval.ndim}")
+    for what, axes in (("batch", batch), ("contracting", contract)):
+        if len(set(axes)) != len(axes):
+            raise TypeError(f"dot_general requires {side} {what} dimensions to be distinct, "
+                            f"got {side}_{what} {axes}.")
+    if set(contract) & set(batch):
+        raise TypeError(f"dot_general requires {side} batch dimensions to be disjoint from "
+                        f"contracting dimensions, got {side}_batch {batch} and "
+                        f"{side}_contracting {contract}.")
+
+
+def _free_axes(ndim, contract, batch):
+    return [d for d in range(ndim) if d not in contract and d not in batch]
+
+
+dot_general_p = Primitive("dot_general")
+# As JAX prints it: the sharding never, precision and preferred type only when set.
+dot_general_p.pp_params = lambda params: {
+    k: v for k, v in params.items()
+    if k != "out_sharding" and not (k in ("precision", "preferred_element_type") and v is None)}
+
+
+@dot_general_p.def_abstract_eval
+def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
+                               preferred_element_type, out_sharding=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    _check_dot_axes("lhs", lhs, lc, lb)
+    _check_dot_axes("rhs", rhs, rc, rb)
+    if len(lb) != len(rb):
+        raise TypeError(f"dot_general requires equal numbers of lhs_batch and rhs_batch "
+                        f"dimensions, got lhs_batch {lb} and rhs_batch {rb}.")
+    for what, la, ra in (("lhs batch dimensions and rhs batch dimensions", lb, rb),
+                         ("contracting dimensions", lc, rc)):
+        lshape = tuple(lhs.shape[d] for d in la)
+        rshape = tuple(rhs.shape[d] for d in ra)
+        if lshape != rshape:
+            raise TypeError(f"dot_general requires {what} to have the same shape, got "
+                            f"{lshape} and {rshape}.")
+    shape = (tuple(lhs.shape[d] for d in lb)
+             + tuple(lhs.shape[d] for d in _free_axes(lhs.ndim, lc, lb))
+             + tuple(rhs.shape[d] for d in _free_axes(rhs.ndim, rc, rb)))
+    dtype = _dot_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
+
+
+def _dot_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type):
+    return check_preferred_element_type(
+        "dot_general", _higher_precision_dtype(lhs_dtype, rhs_dtype), preferred_element_type)
+
+
+def _as_matrices(x, contract, batch):
+    """``x`` with its axes ordered (batch, free, contract), flattened to a stack of matrices
+    (b, free, contract); also returns the unflattened free shape."""
+    free = _free_axes(x.ndim, contract, batch)
+    free_shape = tuple(x.shape[d] for d in free)
+    sizes = [math.prod(x.shape[d] for d in axes) for axes in (batch, free, contract)]
+    x = np.transpose(x, list(batch) + free + list(contract))
+    return x.reshape(sizes), free_shape
+
+
+@dot_general_p.def_impl
+def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type,
+                      out_sharding=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dtype = _dot_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    acc = accumulation_dtype(dtype)
+    a, lhs_free = _as_matrices(lhs, lc, lb)
+    b, rhs_free = _as_matrices(rhs, rc, rb)
+    with np.errstate(over="ignore", invalid="ignore"):
+        product = np.matmul(as_accumulation(a, acc), np.swapaxes(as_accumulation(b, acc), 1, 2))
+    batch_shape = tuple(lhs.shape[d] for d in lb)
+    return finish_accumulation(product, dtype).reshape(batch_shape + lhs_free + rhs_free)
+
+
+# --- dot_general's transformation rules ----------------------------------------------------
+
+dot_general_p.def_jvp(bilinear_jvp(dot_general_p))
+
+
+def _dot_general_transpose_lhs(ct, x_aval, y, *, dimension_numbers, swap_ans=False,
+                               **params):
+    """The cotangent of ``x`` in ``dot_general(x, y)`` (``swap_ans``: in ``dot_general(y,
+    x)``): contract the cotangent with ``y`` over the axes ``y`` kept, matching batch axes,
+    then put the axes back in ``x``'s order."""
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_kept = _free_axes(x_aval.ndim, x_contract, x_batch)
+    y_kept = _free_axes(get_aval(y).ndim, y_contract, y_batch)
+    n_batch = len(x_batch)
+    # The product's axes: batch, then lhs free, then rhs free; y's are lhs free if swapped.
+    y_first = n_batch if swap_ans else n_batch + len(x_kept)
+    ans_y = tuple(range(y_first, y_first + len(y_kept)))
+    ans_batch = tuple(range(n_batch))
+    product = dot_general_p.bind(ct, y, dimension_numbers=DotDimensionNumbers(
+        ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))), **params)
+    # product's axes: x's batch axes, x's kept axes, then y's contracted axes in ascending
+    # order, each of which stands for the x axis it was contracted with.
+    x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract)]
+    x_axes = list(x_batch) + x_kept + x_contract_by_y
+    return _transpose(product, tuple(np.argsort(x_axes)))
+
+
+def _dot_general_transpose_rhs(ct, x, y_aval, *, dimension_numbers, **params):
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    swapped = ((y_contract, x_contract), (y_batch, x_batch))
+    return _dot_general_transpose_lhs(ct, y_aval, x, dimension_numbers=swapped,
+                                      swap_ans=True, **params)
+
+
+def _transpose(x, permutation):
+    from .structural import transpose
+    return transpose(x, permutation)
+
+
+dot_general_p.def_transpose(bilinear_transpose(_dot_general_transpose_lhs,
+                                               _dot_general_transpose_rhs))
+
+
+def _shift_past(axes, bdim):
+    """Axes of an unbatched operand, renumbered for the operand with a batch axis at bdim."""
+    return tuple(a + (a >= bdim) for a in axes)
+
+
+def _dot_general_batch_rule(axis_data, vals, dims, *, dimension_numbers, **params):
+    """vmap of dot_general without moving any axis: two batched operands get one more batch
+    axis pair (first, so the result's batch axis is 0); a batched operand alone keeps its
+    batch axis as a free axis, which the result holds where dot_general puts free axes."""
+    lhs, rhs = vals
+    lbd, rbd = dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if lbd is not None and rbd is not None:
+        new_dims = (((_shift_past(lc, lbd), _shift_past(rc, rbd)),
+                     ((lbd,) + _shift_past(lb, lbd), (rbd,) + _shift_past(rb, rbd))))
+        out_dim = 0
+    elif lbd is not None:
+        lhs_free = _free_axes(get_aval(lhs).ndim - 1, lc, lb)
+        new_dims = ((_shift_past(lc, lbd), rc), (_shift_past(lb, lbd), rb))
+        out_dim = len(lb) + sum(d < lbd for d in lhs_free)
+    else:
+        rhs_free = _free_axes(get_aval(rhs).ndim - 1, rc, rb)
+        new_dims = ((lc, _shift_past(rc, rbd)), (lb, _shift_past(rb, rbd)))
+        lhs_out_axes = get_aval(lhs).ndim - len(lc)  # batch + free axes of lhs
+        out_dim = lhs_out_axes + sum(d < rbd for d in rhs_free)
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=DotDimensionNumbers(new_dims),
+                             **params)
+    return out, out_dim
+
+
+dot_general_p.def_batch(_dot_general_batch_rule)
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                *, out_sharding=None):
+    """Contract ``lhs`` and ``rhs`` over the axes named by ``dimension_numbers``.
+
+    ``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``.
+    Operands may have different dtypes; the result has the more precise one (or
+    ``preferred_element_type``).
+    """
+    if out_sharding is not None:
+        raise NotImplementedError("dot_general: out_sharding is not supported")
+    if preferred_element_type is not None:
+        preferred_element_type = dtypes.canonicalize(preferred_element_type)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=_dimension_numbers(dimension_numbers),
+                              precision=canonicalize_precision(precision),
+                              preferred_element_type=preferred_element_type, out_sharding=None)
+
+
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
+        out_sharding=None):
+    """Vector/matrix products of 1-D and 2-D operands, or ``dot_general`` when
+    ``dimension_numbers`` is given."""
+    if dimension_numbers is None:
+        ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
+        if not (1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]):
+            raise ValueError(f"lax.dot: dimension_numbers must be specified when not "
+                             f"performing simple un-batched matrix-matrix, matrix-vector, or "
+                             f"vector-vector products; got lhs_shape={ls} rhs_shape={rs}")
+        dimension_numbers = (((len(ls) - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
+                       out_sharding=out_sharding)
