@@ -11,6 +11,14 @@ the result (or updates) correspond; see
 https://openxla.org/xla/operation_semantics#gather. Out-of-bounds windows follow
 ``GatherScatterMode``: a window is clamped or filled (gather) and clamped or dropped (scatter) as
 a whole, never element by element.
+
+Autodiff: slices and gathers are linear in the operand, and transpose to scatters of their
+cotangent back where it was read (pad, dynamic_update_slice, scatter-add); a scatter-add
+transposes to the gather of its cotangent. Indices are integers: never differentiated.
+Batching: the batch axis of the operand becomes one more (whole) window axis, and batched
+indices become ``operand_batching_dims`` / ``*_indices_batching_dims`` pairs, so batch axes
+stay where they are; batched dynamic-slice indices turn the slice into a gather (a scatter
+for dynamic_update_slice).
 """
 
 import builtins
@@ -22,9 +30,14 @@ import numpy as np
 
 from ..core import Array, Primitive, ShapedArray, Tracer, canonical_shape, dtypes, get_aval
 from ..core.array import to_numpy
+from ..interpreters import ad
+from ..interpreters.transpose import is_undefined
 from . import elementwise  # module import: the two modules may import each other
+from . import structural
+from .batch_util import bdim_at, broadcast_batch, moveaxis, ndim
 from .standard import ANY, NUMBER, check_dtype, same_dtypes
-from .structural import canonicalize_axis, check_int_tuple, expand_dims, squeeze
+from .structural import aval_of, canonicalize_axis, check_int_tuple, expand_dims, shift_axes, \
+    squeeze
 
 __all__ = ["slice", "slice_p", "slice_in_dim", "index_in_dim",
            "dynamic_slice", "dynamic_slice_p", "dynamic_slice_in_dim", "dynamic_index_in_dim",
@@ -34,6 +47,30 @@ __all__ = ["slice", "slice_p", "slice_in_dim", "index_in_dim",
            "gather", "gather_p", "scatter", "scatter_p", "scatter_add", "scatter_add_p",
            "scatter_sub", "scatter_sub_p", "scatter_mul", "scatter_mul_p",
            "scatter_min", "scatter_min_p", "scatter_max", "scatter_max_p"]
+
+
+def _insert(seq, index, value):
+    """``seq`` as a tuple with ``value`` inserted at ``index``."""
+    seq = list(seq)
+    seq.insert(index, value)
+    return tuple(seq)
+
+
+def _zeros(shape, dtype):
+    return structural.full(shape, 0, dtype)
+
+
+def _linear_jvp(prim, *linear):
+    """The JVP of a primitive linear in its operands at positions ``linear`` (the others are
+    integer indices): the primitive applied to their tangents, zeros instantiated."""
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        if all(isinstance(tangents[i], ad.Zero) for i in linear):
+            return out, ad.Zero.like(out)
+        args = [ad.instantiate(t) if i in linear else p
+                for i, (p, t) in enumerate(zip(primals, tangents))]
+        return out, prim.bind(*args, **params)
+    return rule
 
 
 # --- slice ---------------------------------------------------------------------------------
@@ -88,6 +125,30 @@ def slice(operand, start_indices, limit_indices, strides=None):
     return slice_p.bind(operand, start_indices=ints(start_indices),
                         limit_indices=ints(limit_indices),
                         strides=None if strides is None else ints(strides))
+
+
+def _slice_batch_rule(axis_data, vals, dims, *, start_indices, limit_indices, strides):
+    """The batch axis is sliced whole, and stays where it is."""
+    (x,), (bdim,) = vals, dims
+    return slice(x, _insert(start_indices, bdim, 0),
+                 _insert(limit_indices, bdim, axis_data.size),
+                 None if strides is None else _insert(strides, bdim, 1)), bdim
+
+
+def _slice_transpose_rule(ct, x, *, start_indices, limit_indices, strides):
+    """The cotangent goes back where the slice took its elements, zeros elsewhere: a pad
+    with the gaps before, after and between (the stride) the taken elements."""
+    strides = strides or (1,) * x.aval.ndim
+    config = []
+    for start, n, stride, size in zip(start_indices, get_aval(ct).shape, strides,
+                                       x.aval.shape):
+        end = start + (n - 1) * stride + 1 if n else start
+        config.append((start, size - end, stride - 1))
+    return [structural.pad(ct, np.zeros((), get_aval(ct).dtype), config)]
+
+
+slice_p.def_batch(_slice_batch_rule)
+ad.deflinear(slice_p, _slice_transpose_rule)
 
 
 def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
@@ -290,6 +351,88 @@ def dynamic_update_index_in_dim(operand, update, index, axis, *, allow_negative_
                                        allow_negative_indices=allow_negative_indices)
 
 
+def _dynamic_slice_transpose_rule(ct, x, *start_indices, slice_sizes):
+    """The cotangent goes back into the window it was read from, in zeros."""
+    zeros = _zeros(x.aval.shape, x.aval.dtype)
+    return ([dynamic_update_slice_p.bind(zeros, ct, *start_indices)]
+            + [None] * len(start_indices))
+
+
+def _index_zero(start_indices):
+    """A 0 start index for a new axis, of the other start indices' dtype."""
+    dtype = get_aval(start_indices[0]).dtype if start_indices else np.int32
+    return np.zeros((), dtype)
+
+
+def _stack_start_indices(start_indices, dims, size):
+    """Batched scalar start indices as one ``(size, n)`` array of index vectors (batch axis
+    0), for the gather or scatter that replaces a batched dynamic slice."""
+    columns = [structural.broadcast_in_dim(i, (size, 1), () if d is None else (0,))
+               for i, d in zip(start_indices, dims)]
+    return structural.concatenate(columns, 1)
+
+
+def _dynamic_slice_batch_rule(axis_data, vals, dims, *, slice_sizes):
+    """With the same start for every member, slice the batch axis whole too; with batched
+    starts each member's window is elsewhere: that is a gather (clamped like the slice)."""
+    (x, *starts), (x_dim, *start_dims) = vals, dims
+    if all(d is None for d in start_dims):
+        starts = _insert(starts, x_dim, _index_zero(starts))
+        return dynamic_slice_p.bind(x, *starts, slice_sizes=_insert(slice_sizes, x_dim,
+                                                                     axis_data.size)), x_dim
+    axes = tuple(range(len(slice_sizes)))
+    dnums = GatherDimensionNumbers(offset_dims=axes, collapsed_slice_dims=(),
+                                   start_index_map=axes)
+    indices = _stack_start_indices(starts, start_dims, axis_data.size)
+    return _gather_batch_rule(axis_data, (x, indices), (x_dim, 0), dimension_numbers=dnums,
+                              slice_sizes=slice_sizes, unique_indices=True,
+                              indices_are_sorted=True, mode=GatherScatterMode.CLIP,
+                              fill_value=None)
+
+
+dynamic_slice_p.def_jvp(_linear_jvp(dynamic_slice_p, 0))
+dynamic_slice_p.def_transpose(_dynamic_slice_transpose_rule)
+dynamic_slice_p.def_batch(_dynamic_slice_batch_rule)
+
+
+def _dynamic_update_slice_transpose_rule(ct, x, update, *start_indices):
+    """The operand's cotangent is ``ct`` with the overwritten window zeroed; the update's is
+    that window of ``ct``."""
+    update_shape = aval_of(update).shape
+    ct_x = ct_update = None
+    if is_undefined(x):
+        zeros = _zeros(update_shape, get_aval(ct).dtype)
+        ct_x = dynamic_update_slice_p.bind(ct, zeros, *start_indices)
+    if is_undefined(update):
+        ct_update = dynamic_slice_p.bind(ct, *start_indices, slice_sizes=update_shape)
+    return [ct_x, ct_update] + [None] * len(start_indices)
+
+
+def _dynamic_update_slice_batch_rule(axis_data, vals, dims):
+    """With the same start for every member, the update covers the batch axis whole; with
+    batched starts it is a scatter (clamped like the update)."""
+    (x, update, *starts), (x_dim, update_dim, *start_dims) = vals, dims
+    size = axis_data.size
+    if all(d is None for d in start_dims):
+        bdim = update_dim if x_dim is None else x_dim
+        x, update = bdim_at(x, x_dim, bdim, size), bdim_at(update, update_dim, bdim, size)
+        starts = _insert(starts, bdim, _index_zero(starts))
+        return dynamic_update_slice_p.bind(x, update, *starts), bdim
+    axes = tuple(range(len(starts)))
+    dnums = ScatterDimensionNumbers(update_window_dims=axes, inserted_window_dims=(),
+                                    scatter_dims_to_operand_dims=axes)
+    indices = _stack_start_indices(starts, start_dims, size)
+    return scatter_p.rule("batch")(axis_data, (x, indices, update), (x_dim, 0, update_dim),
+                                   dimension_numbers=dnums, indices_are_sorted=True,
+                                   unique_indices=True, mode=GatherScatterMode.CLIP,
+                                   update_jaxpr=None, update_consts=())
+
+
+dynamic_update_slice_p.def_jvp(_linear_jvp(dynamic_update_slice_p, 0, 1))
+dynamic_update_slice_p.def_transpose(_dynamic_update_slice_transpose_rule)
+dynamic_update_slice_p.def_batch(_dynamic_update_slice_batch_rule)
+
+
 # --- dimension numbers and modes -----------------------------------------------------------
 
 class GatherDimensionNumbers(NamedTuple):
@@ -353,6 +496,36 @@ class GatherScatterMode(enum.Enum):
         if mode not in names:
             raise ValueError(f'Unknown gather mode "{mode}"')
         return names[mode]
+
+
+def _scatter_dnums_of(dnums):
+    """The scatter that puts back what a gather with ``dnums`` took (the fields correspond
+    one to one, in order: windows, collapsed/inserted axes, index map, batching axes)."""
+    return ScatterDimensionNumbers(*dnums)
+
+
+def _gather_dnums_of(dnums):
+    """The gather that reads what a scatter with ``dnums`` wrote."""
+    return GatherDimensionNumbers(*dnums)
+
+
+def _new_axis_position(axes, count, current=None, rank=None):
+    """Where a new axis can go so that exactly ``count`` of the sorted ``axes`` come before
+    it: ``current`` (its position in an array of ``rank`` other axes) if that qualifies, else
+    the first such position."""
+    low = axes[count - 1] + 1 if count else 0
+    if current is None:
+        return low
+    high = axes[count] if count < len(axes) else rank
+    return current if low <= current <= high else low
+
+
+def _paired_batching_dims(operand_dims, indices_dims, operand_dim, indices_dim):
+    """Batching axis pairs with the new pair ``(operand_dim, indices_dim)`` added (after
+    shifting the old ones around it), sorted by operand axis as the primitives require."""
+    pairs = sorted(zip(shift_axes(operand_dims, operand_dim) + (operand_dim,),
+                       shift_axes(indices_dims, indices_dim) + (indices_dim,)))
+    return tuple(o for o, _ in pairs), tuple(i for _, i in pairs)
 
 
 def _canonical_dnums(cls, dimension_numbers):
@@ -582,6 +755,74 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
                          fill_value=fill_value)
 
 
+def _gather_jvp(g, operand, indices, *, mode, fill_value, **params):
+    """Gather is linear in the operand; a filled (out-of-bounds) window has zero tangent."""
+    fill_value = 0 if mode == GatherScatterMode.FILL_OR_DROP else None
+    return gather_p.bind(g, indices, mode=mode, fill_value=fill_value, **params)
+
+
+def _gather_transpose_rule(ct, operand, indices, *, dimension_numbers, slice_sizes,
+                           unique_indices, indices_are_sorted, mode, fill_value):
+    """Each gathered element's cotangent goes back where it was read; repeated reads add."""
+    zeros = _zeros(operand.aval.shape, operand.aval.dtype)
+    return [scatter_add(zeros, indices, ct, _scatter_dnums_of(dimension_numbers),
+                        indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                        mode=mode), None]
+
+
+def _gather_batch_rule(axis_data, vals, dims, *, dimension_numbers, slice_sizes,
+                       unique_indices, indices_are_sorted, mode, fill_value):
+    """A batched operand's batch axis becomes one more window axis, taken whole (if the
+    indices are unbatched) or a batching axis paired with the indices' batch axis; batched
+    indices give the output one more batch axis. Nothing moves, except a batch axis on the
+    indices' last axis, which must hold the index vectors."""
+    (operand, indices), (o_dim, i_dim) = vals, dims
+    dn = dimension_numbers
+    params = dict(indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                  mode=mode, fill_value=fill_value)
+    if i_dim is None:
+        window_dims = _window_dims(ndim(operand) - 1, dn.collapsed_slice_dims,
+                                   dn.operand_batching_dims)
+        rank = sum(d < o_dim for d in window_dims)  # o_dim's place among the window axes
+        out_dim = _new_axis_position(dn.offset_dims, rank)
+        dn = GatherDimensionNumbers(
+            offset_dims=_insert(shift_axes(dn.offset_dims, out_dim), rank, out_dim),
+            collapsed_slice_dims=shift_axes(dn.collapsed_slice_dims, o_dim),
+            start_index_map=shift_axes(dn.start_index_map, o_dim),
+            operand_batching_dims=shift_axes(dn.operand_batching_dims, o_dim),
+            start_indices_batching_dims=dn.start_indices_batching_dims)
+        slice_sizes = _insert(slice_sizes, o_dim, axis_data.size)
+        return gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=slice_sizes,
+                             **params), out_dim
+    if i_dim == ndim(indices) - 1:
+        indices, i_dim = moveaxis(indices, i_dim, 0), 0
+    out_rank = len(dn.offset_dims) + ndim(indices) - 2
+    out_batch_dims = [d for d in range(out_rank) if d not in dn.offset_dims]
+    out_dim = _new_axis_position(out_batch_dims, i_dim)
+    offset_dims = shift_axes(dn.offset_dims, out_dim)
+    if o_dim is None:
+        # Every member reads the same operand, so its indices may repeat across members.
+        dn = dn._replace(offset_dims=offset_dims, start_indices_batching_dims=shift_axes(
+            dn.start_indices_batching_dims, i_dim))
+        params.update(indices_are_sorted=False, unique_indices=False)
+        return gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=slice_sizes,
+                             **params), out_dim
+    operand_batching, indices_batching = _paired_batching_dims(
+        dn.operand_batching_dims, dn.start_indices_batching_dims, o_dim, i_dim)
+    dn = GatherDimensionNumbers(
+        offset_dims=offset_dims,
+        collapsed_slice_dims=shift_axes(dn.collapsed_slice_dims, o_dim),
+        start_index_map=shift_axes(dn.start_index_map, o_dim),
+        operand_batching_dims=operand_batching, start_indices_batching_dims=indices_batching)
+    return gather_p.bind(operand, indices, dimension_numbers=dn,
+                         slice_sizes=_insert(slice_sizes, o_dim, 1), **params), out_dim
+
+
+ad.defjvp(gather_p, _gather_jvp, None)
+gather_p.def_transpose(_gather_transpose_rule)
+gather_p.def_batch(_gather_batch_rule)
+
+
 # --- scatter -------------------------------------------------------------------------------
 
 def _scatter_abstract_eval(operand, indices, updates, *, dimension_numbers,
@@ -629,17 +870,26 @@ def _set(flat_out, positions, values):
     flat_out[positions] = values
 
 
+def _scatter_window_sizes(operand_rank, updates_shape, dimension_numbers):
+    """The size of an update window along every operand axis (1 on inserted and batching
+    axes): also the slice sizes of the gather that reads the window back."""
+    dn = dimension_numbers
+    sizes = [1] * operand_rank
+    window_dims = _window_dims(operand_rank, dn.inserted_window_dims, dn.operand_batching_dims)
+    for d, u in zip(window_dims, dn.update_window_dims):
+        sizes[d] = updates_shape[u]
+    return tuple(sizes)
+
+
 def _scatter_impl(combine, operand, indices, updates, *, dimension_numbers, mode, **_):
     dn = dimension_numbers
     n_batch = indices.ndim - 1
+    window_sizes = _scatter_window_sizes(operand.ndim, updates.shape, dn)
     # Updates as (*batch, *window): move the window axes last, keeping both orders.
     updates = np.moveaxis(updates, dn.update_window_dims,
                           range(n_batch, n_batch + len(dn.update_window_dims)))
     window_dims = _window_dims(operand.ndim, dn.inserted_window_dims, dn.operand_batching_dims)
     window_shape = updates.shape[n_batch:]
-    window_sizes = [1] * operand.ndim
-    for d, size in zip(window_dims, window_shape):
-        window_sizes[d] = size
     starts = _start_vectors(indices, operand.ndim, dn.scatter_dims_to_operand_dims,
                             dn.operand_batching_dims, dn.scatter_indices_batching_dims)
     index_dims = dn.scatter_dims_to_operand_dims
@@ -666,7 +916,50 @@ def _scatter_primitive(name, combine, kind=ANY):
         return _scatter_abstract_eval(operand, indices, updates, **params)
     prim.def_abstract_eval(abstract_eval)
     prim.def_impl(lambda *args, **params: _scatter_impl(combine, *args, **params))
+    prim.def_batch(_scatter_batch_rule(prim))
     return prim
+
+
+def _scatter_batch_rule(prim):
+    """The mirror image of gather's batching rule. The output is the operand, so an
+    unbatched operand is broadcast; the updates' batch axis must then sit among their window
+    axes (unbatched indices) or their scatter axes (batched indices) where the operand's
+    batch axis does among its own: it stays there if it does, else it is moved there."""
+    def rule(axis_data, vals, dims, *, dimension_numbers, **params):
+        (operand, indices, updates), (o_dim, i_dim, u_dim) = vals, dims
+        dn, size = dimension_numbers, axis_data.size
+        if o_dim is None:
+            operand, o_dim = broadcast_batch(operand, size, 0), 0
+        updates_rank = ndim(updates) - (u_dim is not None)
+        if i_dim is None:
+            window_dims = _window_dims(ndim(operand) - 1, dn.inserted_window_dims,
+                                       dn.operand_batching_dims)
+            rank = sum(d < o_dim for d in window_dims)
+            u_pos = _new_axis_position(dn.update_window_dims, rank, u_dim, updates_rank)
+            dn = dn._replace(
+                update_window_dims=_insert(shift_axes(dn.update_window_dims, u_pos), rank,
+                                           u_pos),
+                inserted_window_dims=shift_axes(dn.inserted_window_dims, o_dim),
+                scatter_dims_to_operand_dims=shift_axes(dn.scatter_dims_to_operand_dims,
+                                                        o_dim),
+                operand_batching_dims=shift_axes(dn.operand_batching_dims, o_dim))
+        else:
+            if i_dim == ndim(indices) - 1:
+                indices, i_dim = moveaxis(indices, i_dim, 0), 0
+            scatter_axes = [d for d in range(updates_rank) if d not in dn.update_window_dims]
+            u_pos = _new_axis_position(scatter_axes, i_dim, u_dim, updates_rank)
+            operand_batching, indices_batching = _paired_batching_dims(
+                dn.operand_batching_dims, dn.scatter_indices_batching_dims, o_dim, i_dim)
+            dn = ScatterDimensionNumbers(
+                update_window_dims=shift_axes(dn.update_window_dims, u_pos),
+                inserted_window_dims=shift_axes(dn.inserted_window_dims, o_dim),
+                scatter_dims_to_operand_dims=shift_axes(dn.scatter_dims_to_operand_dims,
+                                                        o_dim),
+                operand_batching_dims=operand_batching,
+                scatter_indices_batching_dims=indices_batching)
+        updates = bdim_at(updates, u_dim, u_pos, size)
+        return prim.bind(operand, indices, updates, dimension_numbers=dn, **params), o_dim
+    return rule
 
 
 # Arithmetic scatters reject bool, as lax.add/sub/mul do; set, min and max accept any dtype.
@@ -709,3 +1002,206 @@ scatter_min = _scatter_wrapper(scatter_min_p, "Scatter that keeps the minimum of
                                               "value and every update.")
 scatter_max = _scatter_wrapper(scatter_max_p, "Scatter that keeps the maximum of the old "
                                               "value and every update.")
+
+
+# --- scatter: autodiff ---------------------------------------------------------------------
+
+def _gather_windows(x, indices, updates_shape, dimension_numbers, mode):
+    """The inverse of a scatter: the windows of the operand-shaped ``x`` that updates of
+    ``updates_shape`` went to, arranged like the updates (a dropped window reads as 0)."""
+    sizes = _scatter_window_sizes(get_aval(x).ndim, updates_shape, dimension_numbers)
+    return gather(x, indices, _gather_dnums_of(dimension_numbers), sizes, mode=mode,
+                  fill_value=0)
+
+
+def _scatter_add_transpose_rule(negate):
+    """scatter-add/sub: the operand's cotangent is ``ct``; each update's is the cotangent
+    where it was added (negated for scatter-sub)."""
+    def rule(ct, operand, indices, updates, *, dimension_numbers, mode, **params):
+        ct_updates = None
+        if is_undefined(updates):
+            ct_updates = _gather_windows(ct, indices, updates.aval.shape, dimension_numbers,
+                                         mode)
+            if negate:
+                ct_updates = elementwise.neg(ct_updates)
+        return [ct if is_undefined(operand) else None, None, ct_updates]
+    return rule
+
+
+scatter_add_p.def_jvp(_linear_jvp(scatter_add_p, 0, 2))
+scatter_add_p.def_transpose(_scatter_add_transpose_rule(negate=False))
+scatter_sub_p.def_jvp(_linear_jvp(scatter_sub_p, 0, 2))
+scatter_sub_p.def_transpose(_scatter_add_transpose_rule(negate=True))
+
+
+def _require_unique(what, unique_indices):
+    if not unique_indices:
+        raise NotImplementedError(f"{what} are only implemented if `unique_indices=True`")
+
+
+def _scatter_mul_jvp_updates(g, operand, indices, updates, **params):
+    """``d(x * y)/dy = x`` at the scattered positions. With repeated indices each factor's
+    derivative would involve the others; JAX supports unique indices only, and so do we."""
+    _require_unique("scatter_mul gradients", params["unique_indices"])
+    spread = scatter_add_p.bind(_zeros(get_aval(operand).shape, get_aval(operand).dtype),
+                                indices, g, **params)
+    return elementwise.mul(operand, spread)
+
+
+def _scatter_mul_transpose_rule(ct, operand, indices, updates, *, dimension_numbers, mode,
+                                unique_indices, **params):
+    """Linear in the operand (each element is multiplied by its updates), or, with unique
+    indices and a known operand, in the updates."""
+    params.update(dimension_numbers=dimension_numbers, mode=mode,
+                  unique_indices=unique_indices)
+    ct_operand = ct_updates = None
+    if is_undefined(operand):
+        ct_operand = scatter_mul_p.bind(ct, indices, updates, **params)
+    if is_undefined(updates):
+        _require_unique("scatter_mul gradients", unique_indices)
+        ct_updates = _gather_windows(elementwise.mul(ct, operand), indices, updates.aval.shape,
+                                     dimension_numbers, mode)
+    return [ct_operand, None, ct_updates]
+
+
+ad.defjvp(scatter_mul_p, lambda g, x, i, y, **params: scatter_mul_p.bind(g, i, y, **params),
+          None, _scatter_mul_jvp_updates)
+scatter_mul_p.def_transpose(_scatter_mul_transpose_rule)
+
+
+def _scatter_extremum_jvp(prim):
+    """scatter-min/max: each output element takes the tangent of the value that won, the
+    operand's or an update's; where several of them tie, their tangents are averaged (as
+    JAX does, and as reduce_max splits ties)."""
+    def rule(primals, tangents, *, dimension_numbers, mode, **params):
+        operand, indices, updates = primals
+        params.update(dimension_numbers=dimension_numbers, mode=mode)
+        out = prim.bind(operand, indices, updates, **params)
+        g_operand, g_updates = ad.instantiate(tangents[0]), ad.instantiate(tangents[2])
+        shape = get_aval(updates).shape
+
+        def at_updates(x):  # the values of an operand-shaped x where each update went
+            return _gather_windows(x, indices, shape, dimension_numbers, mode)
+
+        def count(flags):  # per update: how many of the updates to its position are flagged
+            zeros = structural.zeros_like_array(operand)
+            return at_updates(scatter_add_p.bind(zeros, indices, flags, **params))
+
+        ones, zeros = structural.full_like(updates, 1), structural.zeros_like_array(updates)
+        result = at_updates(out)
+        update_won = elementwise.eq(updates, result)
+        operand_kept = elementwise.eq(at_updates(operand), result)
+        winners = count(elementwise.select(update_won, ones, zeros))
+        ties = elementwise.select(operand_kept, elementwise.add(winners, 1), winners)
+        update_share = elementwise.select(update_won, elementwise.div(ones, ties), zeros)
+        operand_share = elementwise.select(operand_kept, elementwise.div(ones, ties), zeros)
+        # The operand's tangent is added once per update to its position: spread the change
+        # from 1 (its whole tangent, already in g_operand) to its share over them.
+        per_update_operand = elementwise.div(elementwise.sub(operand_share, 1), count(ones))
+        tangent_updates = elementwise.add(elementwise.mul(at_updates(g_operand),
+                                                          per_update_operand),
+                                          elementwise.mul(g_updates, update_share))
+        return out, scatter_add_p.bind(g_operand, indices, tangent_updates, **params)
+    return rule
+
+
+scatter_min_p.def_jvp(_scatter_extremum_jvp(scatter_min_p))
+scatter_max_p.def_jvp(_scatter_extremum_jvp(scatter_max_p))
+
+
+def _scatter_jvp(primals, tangents, *, unique_indices, **params):
+    """scatter (set) is linear in the operand and the updates together. With repeated
+    indices, which update wins is unspecified; so (as JAX does) scatter a distinct id per
+    update, read back which id won each position, keep only the winning updates and the
+    operand elements nobody overwrote, and add them up with scatter-add: the same values,
+    and a tangent computed the same way."""
+    operand, indices, updates = primals
+    g_operand, g_updates = ad.instantiate(tangents[0]), ad.instantiate(tangents[2])
+    if unique_indices:
+        params.update(unique_indices=True)
+        return (scatter_p.bind(operand, indices, updates, **params),
+                scatter_p.bind(g_operand, indices, g_updates, **params))
+    dn, mode = params["dimension_numbers"], params["mode"]
+    params.update(unique_indices=False)
+    shape = get_aval(updates).shape
+    scatter_axes = [d for d in range(len(shape)) if d not in dn.update_window_dims]
+    id_shape = tuple(shape[d] for d in scatter_axes)
+    ids = structural.reshape(structural.iota(np.int32, int(np.prod(id_shape))), id_shape)
+    ids = structural.broadcast_in_dim(elementwise.add(ids, 1), shape, scatter_axes)
+    winner = scatter_p.bind(_zeros(get_aval(operand).shape, np.int32), indices, ids, **params)
+    operand_kept = elementwise.eq(winner, 0)
+    update_won = elementwise.eq(ids, _gather_windows(winner, indices, shape, dn, mode))
+
+    def masked(keep, x):
+        return elementwise.select(keep, x, structural.zeros_like_array(x))
+
+    def combine(x, u):
+        return scatter_add_p.bind(masked(operand_kept, x), indices, masked(update_won, u),
+                                  **params)
+    return combine(operand, updates), combine(g_operand, g_updates)
+
+
+def _scatter_transpose_rule(ct, operand, indices, updates, *, dimension_numbers, mode,
+                            unique_indices, **params):
+    """With unique indices: the operand's cotangent is ``ct`` with the overwritten elements
+    zeroed; each update's is the cotangent where it went. (With repeated indices the JVP
+    above stages scatter-adds instead, so reverse mode never transposes a scatter.)"""
+    _require_unique("scatter transposes", unique_indices)
+    updates_shape = aval_of(updates).shape
+    ct_operand = ct_updates = None
+    if is_undefined(operand):
+        ct_operand = scatter_p.bind(ct, indices, _zeros(updates_shape, get_aval(ct).dtype),
+                                    dimension_numbers=dimension_numbers, mode=mode,
+                                    unique_indices=True, **params)
+    if is_undefined(updates):
+        ct_updates = _gather_windows(ct, indices, updates_shape, dimension_numbers, mode)
+    return [ct_operand, None, ct_updates]
+
+
+scatter_p.def_jvp(_scatter_jvp)
+scatter_p.def_transpose(_scatter_transpose_rule)
+
+
+# --- kernel lowerings: which operand element each result element reads ----------------------
+# (``ctx`` is the compiler's builder; see standard.KernelLowering and compiler/kernel.py.)
+
+from .standard import kernel_index  # noqa: E402
+
+
+def _kernel_slice(ctx, index, read, shapes, *, start_indices, limit_indices, strides):
+    strides = strides or (1,) * len(index)
+    return read(0, [ctx.iadd(ctx.imul(i, ctx.iconst(s)), ctx.iconst(start))
+                    for i, start, s in zip(index, start_indices, strides)])
+
+
+def _kernel_window_starts(ctx, read, shape, sizes):
+    """The runtime start indices (operands 1...), clamped so the window fits (as XLA)."""
+    return [ctx.min(ctx.max(ctx.convert(read(k + 1, []), dtypes.int64), ctx.iconst(0)),
+                    ctx.iconst(d - n)) for k, (d, n) in enumerate(zip(shape, sizes))]
+
+
+def _kernel_dynamic_slice(ctx, index, read, shapes, *, slice_sizes):
+    starts = _kernel_window_starts(ctx, read, shapes[0], slice_sizes)
+    return read(0, [ctx.add(i, s) for i, s in zip(index, starts)])
+
+
+def _kernel_dynamic_update_slice(ctx, index, read, shapes, **params):
+    """The update where the index falls in its (clamped) window, else the operand."""
+    starts = _kernel_window_starts(ctx, lambda k, j: read(k + 1, j), shapes[0], shapes[1])
+    if 0 in shapes[1]:
+        return read(0, index)
+    inside, local = None, []
+    for i, s, n in zip(index, starts, shapes[1]):
+        j = ctx.sub(i, s)
+        ok = ctx.and_(ctx.ge(j, ctx.iconst(0)), ctx.lt(j, ctx.iconst(n)))
+        inside = ok if inside is None else ctx.and_(inside, ok)
+        local.append(j)
+    if inside is None:  # rank 0: the update replaces the operand
+        return read(1, [])
+    safe = [ctx.select(inside, j, ctx.iconst(0)) for j in local]
+    return ctx.select(inside, read(1, safe), read(0, index))
+
+
+kernel_index(slice_p, _kernel_slice)
+kernel_index(dynamic_slice_p, _kernel_dynamic_slice)
+kernel_index(dynamic_update_slice_p, _kernel_dynamic_update_slice)

@@ -4,6 +4,10 @@ broadcast_in_dim, reshape, transpose, squeeze, rev, concatenate, pad and iota, e
 lax wrapper, plus the lax helpers built on them (``expand_dims``, ``full``, ``full_like``,
 ``collapse``). Every rule of one primitive sits in its own section.
 
+All of them are linear, so their JVP applies the primitive to the tangents and their
+transpose sends each output element's cotangent back to the element(s) it came from. Their
+batching rules leave the batch axis where it is whenever the primitive can work around it.
+
 Reference implementations return arrays that own their memory: an ``Array`` wraps the result
 without copying, so a view of an input (which may be a user's writable NumPy array) must not
 leak into it.
@@ -15,7 +19,10 @@ import operator
 import numpy as np
 
 from ..core import Array, Primitive, ShapedArray, Tracer, canonical_shape, dtypes, get_aval
+from ..interpreters import ad
+from ..interpreters.transpose import is_undefined
 from . import elementwise  # module import: elementwise may import this module too
+from .batch_util import bdim_at, broadcast_batch
 from .standard import check_dtype, same_dtypes
 
 __all__ = ["broadcast_in_dim", "broadcast_in_dim_p", "broadcast", "broadcast_to_rank",
@@ -46,6 +53,16 @@ def check_int_tuple(name, arg_name, obj):
     if any(d < 0 for d in values):
         raise TypeError(f"{name} {arg_name} must have every element be nonnegative, "
                         f"got {tuple(obj)}.")
+
+
+def shift_axes(axes, inserted):
+    """Axis numbers after a new axis is inserted at position ``inserted``."""
+    return tuple(a + (a >= inserted) for a in axes)
+
+
+def aval_of(x):
+    """The type of an operand of a transpose rule, whether it is linear or a value."""
+    return x.aval if is_undefined(x) else get_aval(x)
 
 
 def _is_array(x):
@@ -96,6 +113,34 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
         return operand
     return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=dims,
                                    sharding=None)
+
+
+def _broadcast_in_dim_batch_rule(axis_data, vals, dims, *, shape, broadcast_dimensions,
+                                 sharding=None):
+    """The batch axis goes right after the result axis of the operand axis before it, so the
+    operand's axes stay in order and nothing needs moving."""
+    (x,), (bdim,) = vals, dims
+    out_dim = broadcast_dimensions[bdim - 1] + 1 if bdim else 0
+    new_dims = shift_axes(broadcast_dimensions, out_dim)
+    new_dims = new_dims[:bdim] + (out_dim,) + new_dims[bdim:]
+    new_shape = shape[:out_dim] + (axis_data.size,) + shape[out_dim:]
+    return broadcast_in_dim(x, new_shape, new_dims), out_dim
+
+
+def _broadcast_in_dim_transpose_rule(ct, x, *, shape, broadcast_dimensions, sharding=None):
+    """Each operand element was copied along the new axes and along its own size-1 axes:
+    its cotangent is the sum of its copies' cotangents (then the size-1 axes come back)."""
+    from .reductions import reduce_sum  # imported here: reductions imports this module
+    in_shape = x.aval.shape
+    kept = [d for d, n in zip(broadcast_dimensions, in_shape) if n != 1]
+    summed = tuple(a for a in range(len(shape)) if a not in kept)
+    if summed:
+        ct = reduce_sum(ct, summed)
+    return [reshape(ct, in_shape)]
+
+
+broadcast_in_dim_p.def_batch(_broadcast_in_dim_batch_rule)
+ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose_rule)
 
 
 def broadcast(operand, sizes):
@@ -166,6 +211,37 @@ def reshape(operand, new_sizes, dimensions=None):
     return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=dimensions, sharding=None)
 
 
+def _reshape_batch_rule(axis_data, vals, dims, *, new_sizes, dimensions, sharding=None):
+    """A row-major reshape keeps the batch axis in place when the axes before it hold as many
+    elements as a leading run of ``new_sizes`` (the blocks before and after it reshape
+    independently). Otherwise the reshape's own transposition (``dimensions``) brings the
+    batch axis to the front."""
+    (x,), (bdim,) = vals, dims
+    size, shape = axis_data.size, get_aval(x).shape
+    if dimensions is None:
+        before = math.prod(shape[:bdim])
+        split = next((k for k in range(len(new_sizes) + 1)
+                      if math.prod(new_sizes[:k]) == before), None)
+        if split is not None:
+            return reshape(x, new_sizes[:split] + (size,) + new_sizes[split:]), split
+        dimensions = range(len(shape) - 1)
+    permutation = (bdim,) + shift_axes(dimensions, bdim)
+    return reshape(x, (size,) + new_sizes, permutation), 0
+
+
+def _reshape_transpose_rule(ct, x, *, new_sizes, dimensions, sharding=None):
+    """Reshape back; if the operand was transposed first, undo that afterwards."""
+    shape = x.aval.shape
+    if dimensions is None:
+        return [reshape(ct, shape)]
+    transposed = reshape(ct, tuple(shape[d] for d in dimensions))
+    return [transpose(transposed, _inverse_permutation(dimensions))]
+
+
+reshape_p.def_batch(_reshape_batch_rule)
+ad.deflinear(reshape_p, _reshape_transpose_rule)
+
+
 def collapse(operand, start_dimension, stop_dimension=None):
     """Merge the axes ``start_dimension:stop_dimension`` into one (``lax.collapse``)."""
     shape = get_aval(operand).shape
@@ -202,6 +278,22 @@ def transpose(operand, permutation):
     return transpose_p.bind(operand, permutation=permutation)
 
 
+def _inverse_permutation(permutation):
+    return tuple(int(i) for i in np.argsort(permutation))
+
+
+def _transpose_batch_rule(axis_data, vals, dims, *, permutation):
+    """One transpose that also brings the batch axis to the front: the data moves anyway, and
+    the front is where vmap's output (and most rules) want it."""
+    (x,), (bdim,) = vals, dims
+    return transpose(x, (bdim,) + shift_axes(permutation, bdim)), 0
+
+
+transpose_p.def_batch(_transpose_batch_rule)
+ad.deflinear(transpose_p, lambda ct, x, *, permutation:
+             [transpose(ct, _inverse_permutation(permutation))])
+
+
 # --- squeeze -------------------------------------------------------------------------------
 
 squeeze_p = Primitive("squeeze")
@@ -223,6 +315,18 @@ def _squeeze_abstract_eval(x, *, dimensions):
 @squeeze_p.def_impl
 def _squeeze_impl(x, *, dimensions):
     return np.squeeze(x, axis=dimensions).copy()
+
+
+def _squeeze_batch_rule(axis_data, vals, dims, *, dimensions):
+    """Squeeze the same axes, numbered around the batch axis, which stays (shifted left by
+    the axes removed before it)."""
+    (x,), (bdim,) = vals, dims
+    out_dim = bdim - sum(d < bdim for d in dimensions)
+    return squeeze(x, shift_axes(dimensions, bdim)), out_dim
+
+
+squeeze_p.def_batch(_squeeze_batch_rule)
+ad.deflinear(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
 
 
 def squeeze(array, dimensions):
@@ -260,6 +364,11 @@ def rev(operand, dimensions):
     return rev_p.bind(operand, dimensions=tuple(operator.index(d) for d in dimensions))
 
 
+rev_p.def_batch(lambda axis_data, vals, dims, *, dimensions:
+                (rev(vals[0], shift_axes(dimensions, dims[0])), dims[0]))
+ad.deflinear(rev_p, lambda ct, x, *, dimensions: [rev(ct, dimensions)])
+
+
 # --- concatenate ---------------------------------------------------------------------------
 
 concatenate_p = Primitive("concatenate")
@@ -290,6 +399,29 @@ def _concatenate_abstract_eval(*operands, dimension):
 @concatenate_p.def_impl
 def _concatenate_impl(*operands, dimension):
     return np.concatenate(operands, axis=dimension)
+
+
+def _concatenate_batch_rule(axis_data, vals, dims, *, dimension):
+    """Join along the shifted ``dimension`` at the first batched operand's batch axis; other
+    operands are brought there (moved, or broadcast when unbatched)."""
+    bdim = next(d for d in dims if d is not None)
+    operands = [bdim_at(v, d, bdim, axis_data.size) for v, d in zip(vals, dims)]
+    return concatenate(operands, dimension + (dimension >= bdim)), bdim
+
+
+def _concatenate_transpose_rule(ct, *operands, dimension):
+    """Each linear operand's cotangent is its own stretch of ``ct`` along ``dimension``."""
+    from .slicing import slice_in_dim  # imported here: slicing imports this module
+    cts, start = [], 0
+    for x in operands:
+        stop = start + aval_of(x).shape[dimension]
+        cts.append(slice_in_dim(ct, start, stop, axis=dimension) if is_undefined(x) else None)
+        start = stop
+    return cts
+
+
+concatenate_p.def_batch(_concatenate_batch_rule)
+ad.deflinear(concatenate_p, _concatenate_transpose_rule)
 
 
 def concatenate(operands, dimension):
@@ -348,6 +480,56 @@ def _pad_impl(x, padding_value, *, padding_config):
     return out[crop].copy()
 
 
+def _pad_batch_rule(axis_data, vals, dims, *, padding_config):
+    """The batch axis is not padded. A batched padding value cannot be a pad's scalar: pad
+    with zeros, then select each member's padding value wherever padding went."""
+    (x, padding_value), (x_dim, value_dim) = vals, dims
+    if x_dim is None:
+        x, x_dim = broadcast_batch(x, axis_data.size, 0), 0
+    config = list(padding_config)
+    config.insert(x_dim, (0, 0, 0))
+    if value_dim is None:
+        return pad(x, padding_value, config), x_dim
+    padded = pad(x, _zero_scalar(x), config)
+    from_operand = pad(full_like(x, True, np.bool_), np.bool_(False), config)
+    fill = broadcast_in_dim(padding_value, get_aval(padded).shape, (x_dim,))
+    return elementwise.select(from_operand, padded, fill), x_dim
+
+
+def _unpad(ct, padding_config):
+    """The elements of a padded array that came from the operand: crop the low/high padding
+    (a pad by its negation, which also puts zeros where the operand itself was cropped),
+    then step over the interior padding."""
+    if any(lo or hi for lo, hi, _ in padding_config):
+        ct = pad(ct, _zero_scalar(ct), [(-lo, -hi, 0) for lo, hi, _ in padding_config])
+    if any(interior for _, _, interior in padding_config):
+        from .slicing import slice  # imported here: slicing imports this module
+        shape = get_aval(ct).shape
+        ct = slice(ct, (0,) * len(shape), shape, [i + 1 for _, _, i in padding_config])
+    return ct
+
+
+def _pad_transpose_rule(ct, x, padding_value, *, padding_config):
+    """The operand's cotangent is ``ct`` where the operand landed; the padding value was
+    copied everywhere else, so its cotangent is the sum of the rest of ``ct``."""
+    from .reductions import reduce_sum  # imported here: reductions imports this module
+    from_operand = _unpad(ct, padding_config)
+    ct_value = None
+    if is_undefined(padding_value):
+        def total(y):
+            return reduce_sum(y, tuple(range(get_aval(y).ndim)))
+        ct_value = elementwise.sub(total(ct), total(from_operand))
+    return [from_operand if is_undefined(x) else None, ct_value]
+
+
+def _zero_scalar(x):
+    return np.zeros((), get_aval(x).dtype)
+
+
+pad_p.def_batch(_pad_batch_rule)
+ad.deflinear(pad_p, _pad_transpose_rule)
+
+
 def pad(operand, padding_value, padding_config):
     """Pad each axis by ``(low, high, interior)``; negative low/high crop.
 
@@ -363,6 +545,7 @@ def pad(operand, padding_value, padding_config):
 
 # --- iota ----------------------------------------------------------------------------------
 
+# iota has no operands, so vmap and jvp never see it: it needs no batching or JVP rule.
 iota_p = Primitive("iota")
 
 _IOTA_DTYPES = ("integer, floating, complexfloating", lambda d: not dtypes.is_bool(d))
@@ -434,3 +617,117 @@ def zeros_like_shaped_array(aval):
 def zeros_like_array(x):
     """Zeros with the shape, dtype and weak type of ``x``."""
     return zeros_like_shaped_array(get_aval(x))
+
+
+# --- kernel lowerings: which operand element each result element reads ----------------------
+# (``ctx`` is the compiler's builder; see standard.KernelLowering and compiler/kernel.py.)
+
+from .standard import kernel_index  # noqa: E402
+
+
+def _kernel_broadcast_in_dim(ctx, index, read, shapes, *, broadcast_dimensions, **params):
+    return read(0, [ctx.iconst(0) if n == 1 else index[d]
+                    for n, d in zip(shapes[0], broadcast_dimensions)])
+
+
+def _kernel_reshape_index(ctx, index, out_shape, in_shape):
+    """The operand index of a row-major reshape: axes are matched in groups of equal size,
+    and within a group the flat position is split again with divisions."""
+    in_index = [ctx.iconst(0)] * len(in_shape)
+    if 0 in in_shape:
+        return in_index
+    outs = [(i, n) for i, n in zip(index, out_shape) if n != 1]
+    ins = [k for k, n in enumerate(in_shape) if n != 1]
+    while outs:
+        group_out, group_in = [outs.pop(0)], [ins.pop(0)]
+        size_out, size_in = group_out[0][1], in_shape[group_in[0]]
+        while size_out != size_in:
+            if size_out < size_in:
+                group_out.append(outs.pop(0))
+                size_out *= group_out[-1][1]
+            else:
+                group_in.append(ins.pop(0))
+                size_in *= in_shape[group_in[-1]]
+        flat = ctx.offset([i for i, _ in group_out], [n for _, n in group_out])
+        stride = size_in
+        for k in group_in:
+            stride //= in_shape[k]
+            part = ctx.div(flat, ctx.iconst(stride)) if stride != 1 else flat
+            in_index[k] = ctx.rem(part, ctx.iconst(in_shape[k])) if k != group_in[0] else part
+    return in_index
+
+
+def _kernel_reshape(ctx, index, read, shapes, *, new_sizes, dimensions, **params):
+    in_shape = shapes[0]
+    if dimensions is None:
+        return read(0, _kernel_reshape_index(ctx, index, new_sizes, in_shape))
+    transposed = _kernel_reshape_index(ctx, index, new_sizes, [in_shape[d] for d in dimensions])
+    return read(0, [transposed[dimensions.index(k)] for k in range(len(in_shape))])
+
+
+def _kernel_squeeze(ctx, index, read, shapes, *, dimensions):
+    kept = iter(index)
+    return read(0, [ctx.iconst(0) if k in dimensions else next(kept)
+                    for k in range(len(shapes[0]))])
+
+
+def _kernel_rev(ctx, index, read, shapes, *, dimensions):
+    return read(0, [ctx.sub(ctx.iconst(n - 1), i) if k in dimensions else i
+                    for k, (i, n) in enumerate(zip(index, shapes[0]))])
+
+
+def _kernel_concatenate(ctx, index, read, shapes, *, dimension):
+    """Every operand is read (at an index clamped into it) and a select keeps the right one."""
+    at, result, start = index[dimension], None, 0
+    for k, shape in enumerate(shapes):
+        size = shape[dimension]
+        if size == 0:
+            continue
+        local = ctx.min(ctx.max(ctx.sub(at, ctx.iconst(start)), ctx.iconst(0)),
+                        ctx.iconst(size - 1))
+        value = read(k, index[:dimension] + [local] + index[dimension + 1:])
+        result = value if result is None else ctx.select(ctx.lt(at, ctx.iconst(start)),
+                                                        result, value)
+        start += size
+    return result
+
+
+def _kernel_pad(ctx, index, read, shapes, *, padding_config):
+    """Operand element ``(i - low) / (interior + 1)`` where that divides exactly and lies
+    inside the operand, else the padding value."""
+    if 0 in shapes[0]:
+        return read(1, [])
+    inside, operand_index = None, []
+    for i, n, (low, high, interior) in zip(index, shapes[0], padding_config):
+        shifted = ctx.sub(i, ctx.iconst(low)) if low else i
+        step = interior + 1
+        j = ctx.div(shifted, ctx.iconst(step)) if step != 1 else shifted
+        checks = []
+        if low > 0 or interior:
+            checks.append(ctx.ge(shifted, ctx.iconst(0)))
+        if interior:
+            checks.append(ctx.eq(ctx.rem(shifted, ctx.iconst(step)), ctx.iconst(0)))
+        if high > 0 or interior:
+            checks.append(ctx.lt(j, ctx.iconst(n)))
+        for c in checks:
+            inside = c if inside is None else ctx.and_(inside, c)
+        operand_index.append(j)
+    if inside is None:
+        return read(0, operand_index)
+    safe = [ctx.select(inside, j, ctx.iconst(0)) for j in operand_index]
+    return ctx.select(inside, read(0, safe), read(1, []))
+
+
+def _kernel_iota(ctx, index, read, shapes, *, dtype, shape, dimension, sharding=None):
+    return ctx.convert(index[dimension], dtype)
+
+
+kernel_index(broadcast_in_dim_p, _kernel_broadcast_in_dim)
+kernel_index(reshape_p, _kernel_reshape)
+kernel_index(squeeze_p, _kernel_squeeze)
+kernel_index(transpose_p, lambda ctx, index, read, shapes, *, permutation: read(
+    0, [index[permutation.index(k)] for k in range(len(permutation))]))
+kernel_index(rev_p, _kernel_rev)
+kernel_index(concatenate_p, _kernel_concatenate)
+kernel_index(pad_p, _kernel_pad)
+kernel_index(iota_p, _kernel_iota)
