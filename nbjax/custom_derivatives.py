@@ -101,6 +101,15 @@ def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts
     return outs, [0] * len(outs)
 
 
+def _inline_partial_eval(trace, args, unknowns, *, call_jaxpr, **params):
+    """Applied to unknown values (e.g. to tangents inside another primitive's JVP rule), a
+    custom-rule function is just its body: stage that, as JAX does."""
+    return eval_closed_jaxpr(call_jaxpr, *args)
+
+
+custom_jvp_call_p.def_rule("partial_eval", _inline_partial_eval)
+
+
 class custom_jvp:
     """A function with a user-defined JVP: ``f = custom_jvp(f)``, then ``@f.defjvp``."""
 
@@ -226,6 +235,9 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
         aval = x.aval if is_undefined(x) else get_aval(x)
         out.append(ad.zeros_like_aval(ad.tangent_aval(aval)) if ct is None else ct)
     return [None] * num_res + out
+
+
+custom_vjp_call_p.def_rule("partial_eval", _inline_partial_eval)
 
 
 class custom_vjp:
