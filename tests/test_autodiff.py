@@ -260,3 +260,12 @@ def test_while_loop_reverse_mode_error_suggests_scan():
     np.testing.assert_allclose(nbjax.jvp(f, (np.float32(1.0),), (np.float32(1.0),))[1], 16.0)
     with pytest.raises(ValueError, match="scan"):
         nbjax.grad(f)(np.float32(1.0))
+
+
+def test_custom_jvp_function_applied_to_tangents_inside_a_rule():
+    double = nbjax.custom_jvp(lambda x: x * 2.0)
+    double.defjvp(lambda p, t: (double(p[0]), t[0] * 2.0))
+    triple = nbjax.custom_jvp(lambda x: x * 3.0)
+    triple.defjvp(lambda p, t: (triple(p[0]), double(t[0]) * 1.5))  # linear in t
+    assert float(nbjax.grad(triple)(np.float32(1.0))) == 3.0
+    check_grads(triple, (np.float32(0.5),), order=1)
