@@ -20,6 +20,7 @@ $(VENV)/.lab-deps: $(PY) pyproject.toml
 	touch $@
 
 test: $(VENV)/.test-deps
+	tools/install_system_deps.sh
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 
 lab: $(VENV)/.lab-deps

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Install the Debian packages the tests use, when they are missing: Graphviz's `dot` (the
+# graph views). Needs root and apt-get; elsewhere it says what is missing and carries on
+# (the tests that need a missing program skip with the reason).
+set -u
+missing=()
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing ${missing[*]} with apt-get"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${missing[@]}") >/dev/null || \
+        echo "warning: apt-get could not install ${missing[*]}; dependent tests will skip"
+else
+    echo "note: ${missing[*]} not installed (needs root + apt-get); dependent tests will skip"
+fi
+exit 0
