@@ -269,3 +269,30 @@ def test_custom_jvp_function_applied_to_tangents_inside_a_rule():
     triple.defjvp(lambda p, t: (triple(p[0]), double(t[0]) * 1.5))  # linear in t
     assert float(nbjax.grad(triple)(np.float32(1.0))) == 3.0
     check_grads(triple, (np.float32(0.5),), order=1)
+
+
+def test_custom_vjp_nondiff_argnums_and_pytrees():
+    @nbjax.custom_vjp
+    def clip_gradient(lo, hi, x):
+        return x
+
+    def fwd(lo, hi, x):
+        return x, None
+
+    def bwd(lo, hi, res, g):
+        return (jnp.clip(g, lo, hi),)
+
+    clip_gradient = nbjax.custom_vjp(clip_gradient.fun, nondiff_argnums=(0, 1))
+    clip_gradient.defvjp(fwd, bwd)
+    g = nbjax.grad(lambda x: clip_gradient(-0.5, 0.5, x) * 3.0)(np.float32(2.0))
+    assert float(g) == 0.5
+
+    @nbjax.custom_vjp
+    def scale(params, x):
+        return params["w"] * x
+
+    scale.defvjp(lambda p, x: (p["w"] * x, (p, x)),
+                 lambda res, g: ({"w": g * res[1]}, g * res[0]["w"]))
+    grads = nbjax.grad(lambda p, x: scale(p, x), argnums=(0, 1))({"w": np.float32(3.0)},
+                                                                 np.float32(2.0))
+    assert float(grads[0]["w"]) == 2.0 and float(grads[1]) == 3.0
