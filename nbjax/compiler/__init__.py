@@ -1,16 +1,38 @@
 """The compiler behind ``jit``: a jaxpr in, an executable out, cached per backend.
 
 ``passes.optimize`` rewrites jaxprs (inlining, folding, simplification, CSE, DCE) and records
-each rewrite. The only backend today is the reference interpreter, which runs the jaxpr as
-traced: it defines the semantics every compiling backend (llvmlite on CPU, CuPy on GPU) is
-tested against.
+each rewrite; ``fusion.plan`` groups the equations into loop kernels (``kernel.LoopKernel``,
+backend-neutral) and library steps, recording why; a backend turns the plan into machine code.
+
+Backends: ``"reference"`` runs the jaxpr as traced with the NumPy implementations (the
+semantics every other backend is tested against); ``"cpu"`` compiles fused kernels with
+llvmlite (``nbjax.backends.cpu``).
 """
+
+import importlib
 
 from ..backends import reference
 from .passes import Rewrite, optimize  # noqa: F401
 
 _BACKENDS = {"reference": reference.compile}
+# Backends imported on first use (llvmlite takes a moment to load).
+_LAZY_BACKENDS = {"cpu": "nbjax.backends.cpu"}
 _cache = {}
+
+
+def register_backend(name, compile_fn):
+    """Add a backend: ``compile_fn(closed_jaxpr, name)`` returns an object with ``run``."""
+    _BACKENDS[name] = compile_fn
+
+
+def backend(name):
+    if name not in _BACKENDS and name in _LAZY_BACKENDS:
+        _BACKENDS[name] = importlib.import_module(_LAZY_BACKENDS[name]).compile
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; known backends: "
+                         f"{sorted(set(_BACKENDS) | set(_LAZY_BACKENDS))}") from None
 
 
 def compile(closed_jaxpr, name="jit", backend="reference"):
@@ -18,6 +40,9 @@ def compile(closed_jaxpr, name="jit", backend="reference"):
     key = (id(closed_jaxpr), backend)
     entry = _cache.get(key)
     if entry is None or entry[0] is not closed_jaxpr:
-        entry = (closed_jaxpr, _BACKENDS[backend](closed_jaxpr, name))
+        entry = (closed_jaxpr, _backend_fn(backend)(closed_jaxpr, name))
         _cache[key] = entry
     return entry[1]
+
+
+_backend_fn = backend

@@ -530,3 +530,17 @@ def cummin(operand, axis=0, reverse=False):
 def cumlogsumexp(operand, axis=0, reverse=False):
     """Running ``log(sum(exp(x)))`` along ``axis``, computed without overflow."""
     return cumlogsumexp_p.bind(operand, **_cumulative_params(axis, reverse))
+
+
+# --- kernel lowerings: the combining op and identity of each reduction over axes -----------
+# (read by the compiler; see standard.KernelLowering and compiler/kernel.py.)
+
+from .standard import kernel_reduction  # noqa: E402
+
+kernel_reduction(reduce_sum_p, "add", lambda dtype: 0, _accumulation_dtype)
+kernel_reduction(reduce_prod_p, "mul", lambda dtype: 1, _accumulation_dtype)
+kernel_reduction(reduce_max_p, "max", _lowest)
+kernel_reduction(reduce_min_p, "min", _highest)
+kernel_reduction(reduce_and_p, "and_", _all_ones)
+kernel_reduction(reduce_or_p, "or_", _no_bits)
+kernel_reduction(reduce_xor_p, "xor", _no_bits)

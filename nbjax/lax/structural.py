@@ -689,7 +689,7 @@ def _kernel_concatenate(ctx, index, read, shapes, *, dimension):
         result = value if result is None else ctx.select(ctx.lt(at, ctx.iconst(start)),
                                                         result, value)
         start += size
-    return result
+    return read(0, index) if result is None else result  # None: the result is empty
 
 
 def _kernel_pad(ctx, index, read, shapes, *, padding_config):

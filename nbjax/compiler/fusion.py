@@ -1,0 +1,258 @@
+"""The fusion planner: which equations become one loop kernel, and why.
+
+Input: an optimised jaxpr. Output: a ``FusionPlan``, the ordered steps of the program
+(``FusionGroup``: a fused loop kernel, a library call, or a reference fallback) and a
+``FusionDecision`` for every equation saying which step it went to and why.
+
+The rules, applied walking the program backwards (from results to inputs):
+
+- An equation with a kernel lowering whose result has exactly one consuming kernel, and is
+  not a program output, joins that kernel: element-wise ops are computed inline, and slices,
+  pads, broadcasts, transposes... become index arithmetic on the consumer's loads (so a sum
+  of 81 shifted slices of an image is one kernel reading the image 81 times).
+- Otherwise its result is materialised: it starts a kernel of its own. That happens for
+  program outputs, for values several kernels (or a library step) read, and for reductions,
+  which always root their own loop (over their operand's shape) and fuse their element-wise
+  producers.
+- Equations without a kernel lowering (dot_general, sort, gather, control flow...) are
+  library or reference steps on materialised buffers.
+
+Then sibling kernels with the same iteration space share one loop when nothing in between
+needs the earlier one's results, and the later one reads the earlier one's results (if at
+all) only at the same index: a softmax's ``exp(x - max)`` and its sum are one loop.
+"""
+
+from dataclasses import dataclass, field
+
+from ..core import Var, dtypes
+from .kernel import CannotFuse, build_kernel
+
+# Primitives with no kernel lowering that run as a call into a library on our buffers.
+LIBRARY = {
+    "dot_general": "dot_general is a BLAS call (NumPy)",
+    "conv_general_dilated": "conv_general_dilated is a library call (NumPy)",
+    "sort": "sort is a library call (NumPy)",
+    "top_k": "top_k is a library call (NumPy)",
+    "gather": "gather is a library step (NumPy indexing)",
+    "argmax": "argmax is a library call (NumPy)",
+    "argmin": "argmin is a library call (NumPy)",
+}
+for _name in ("scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min",
+              "scatter-max"):
+    LIBRARY[_name] = f"{_name} is a library step (NumPy indexing)"
+for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
+    LIBRARY[_name] = f"{_name} is a library call (NumPy cumulative op)"
+
+
+@dataclass
+class FusionGroup:
+    """One step of the program: a ``"kernel"`` (fused loop), ``"library"`` or ``"fallback"``
+    (the reference implementation runs it, with a warning)."""
+    kind: str
+    eqns: list
+    shape: tuple = ()
+    inputs: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    parts: list = field(default_factory=list)  # (root eqn, {var: eqn}) for kernels
+    reason: str = ""
+    kernel: object = None  # the LoopKernel, for kernels
+    index: int = -1
+    merged_into: object = None  # the kernel whose loop this one's equations joined
+
+    def __repr__(self):
+        return f"FusionGroup({self.describe()})"
+
+    def describe(self):
+        what = {"kernel": f"kernel {self.index} over {list(self.shape)}",
+                "library": f"library step {self.index}",
+                "fallback": f"reference step {self.index}"}[self.kind]
+        return f"{what}: {', '.join(e.primitive.name for e in self.eqns)}"
+
+
+@dataclass(frozen=True, eq=False)
+class FusionDecision:
+    eqn: object
+    group: int
+    started_new_group: bool
+    reason: str
+
+    def __str__(self):
+        verb = "starts" if self.started_new_group else "joins"
+        return f"{self.eqn.primitive.name}: {verb} step {self.group}: {self.reason}"
+
+
+@dataclass
+class FusionPlan:
+    jaxpr: object
+    groups: list
+    decisions: list
+
+    @property
+    def kernels(self):
+        return [g for g in self.groups if g.kind == "kernel"]
+
+    def report(self):
+        lines = [g.describe() for g in self.groups]
+        lines += ["", "decisions:"] + [f"  {d}" for d in self.decisions]
+        return "\n".join(lines)
+
+    __str__ = report
+
+
+def kernel_lowering(eqn):
+    """The kernel lowering of ``eqn``'s primitive, or None with the reason it has none."""
+    prim = eqn.primitive
+    lowering = prim.lowerings.get("kernel")
+    if prim.multiple_results or lowering is None:
+        return None, LIBRARY.get(prim.name, f"no kernel lowering for {prim.name}")
+    avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
+    if any(dtypes.is_complex(a.dtype) for a in avals):
+        return None, f"{prim.name} on complex numbers has no kernel lowering"
+    return lowering, None
+
+
+def plan(jaxpr):
+    """The FusionPlan of an optimised (open) Jaxpr."""
+    eqns = jaxpr.eqns
+    consumers = {}
+    for i, eqn in enumerate(eqns):
+        for a in eqn.invars:
+            if isinstance(a, Var):
+                consumers.setdefault(a, []).append(i)
+    program_outputs = {a for a in jaxpr.outvars if isinstance(a, Var)}
+    group_of = [None] * len(eqns)
+    notes = [None] * len(eqns)  # (started_new_group, reason template with {g})
+
+    for i in reversed(range(len(eqns))):
+        eqn = eqns[i]
+        lowering, why_not = kernel_lowering(eqn)
+        if lowering is None:
+            kind = "library" if eqn.primitive.name in LIBRARY else "fallback"
+            group_of[i] = FusionGroup(kind, [eqn], reason=why_not)
+            notes[i] = (True, why_not + (": library step" if kind == "library"
+                                         else ": runs on the reference backend"))
+            continue
+        group, reason = _join_or_start(eqn, lowering, consumers, group_of, program_outputs)
+        if group is None:
+            shape = eqn.invars[0].aval.shape if lowering.kind == "reduction" \
+                else eqn.outvars[0].aval.shape
+            group = FusionGroup("kernel", [], tuple(shape), parts=[(eqn, {})])
+            notes[i] = (True, reason)
+        else:
+            notes[i] = (False, reason)
+        group.eqns.insert(0, eqn)
+        _add_member(group, eqn)
+        group_of[i] = group
+
+    position = {id(e): i for i, e in enumerate(eqns)}
+    groups = sorted({id(g): g for g in group_of}.values(),
+                    key=lambda g: position[id(g.eqns[-1])])
+    groups = _merge_siblings(groups)
+    for n, g in enumerate(groups):
+        g.index = n
+        _finish(g, n)
+    decisions = []
+    for eqn, g, (started, reason) in zip(eqns, group_of, notes):
+        final = _final(g)
+        if started and final is not g:
+            reason += "; it shares the loop of kernel {g} (same iteration space)"
+        decisions.append(FusionDecision(eqn, final.index, started, reason.format(g=final.index)))
+    return FusionPlan(jaxpr, groups, decisions)
+
+
+def _join_or_start(eqn, lowering, consumers, group_of, program_outputs):
+    """(group to join or None, reason template): see the module docstring."""
+    name = eqn.primitive.name
+    out = eqn.outvars[0]
+    if lowering.kind == "reduction":
+        return None, f"{name}: a reduction roots kernel {{g}} and fuses its element-wise producers"
+    if out in program_outputs:
+        return None, f"{name}: result is a program output: materialised by kernel {{g}}"
+    users = [group_of[c] for c in consumers.get(out, [])]
+    distinct = list({id(g): g for g in users}.values())
+    steps = [g for g in distinct if g.kind != "kernel"]
+    if steps:
+        return None, (f"{name}: result feeds {steps[0].eqns[0].primitive.name}, a "
+                      f"{steps[0].kind} step: materialised by kernel {{g}}")
+    if len(distinct) > 1:
+        return None, f"value used by {len(distinct)} kernels: materialised by kernel {{g}}"
+    if not distinct:
+        return None, f"{name}: result unused: kernel {{g}}"
+    target = distinct[0]
+    if lowering.kind == "index":
+        return target, f"{name}: index arithmetic on the loads of kernel {{g}}"
+    root = target.parts[0][0]
+    if root.primitive.lowerings["kernel"].kind == "reduction":
+        return target, f"element-wise: fused into the reduction of kernel {{g}}"
+    return target, "element-wise: joined kernel {g}"
+
+
+def _add_member(group, eqn):
+    root, members = group.parts[0]
+    members[eqn.outvars[0]] = eqn
+
+
+def _merge_siblings(groups):
+    """Let a kernel share the loop of an earlier kernel with the same iteration space
+    when no step in between reads the earlier one's results (it now runs later)."""
+    merged = []
+    for g in groups:
+        partner = _sibling_for(g, merged)
+        if partner is None:
+            merged.append(g)
+            continue
+        partner.parts += g.parts
+        partner.eqns += g.eqns
+        g.merged_into = partner
+    return merged
+
+
+# How far back a kernel looks for a sibling, and how many it tries (a try builds a kernel).
+SIBLING_WINDOW = 8
+SIBLING_TRIES = 4
+
+
+def _sibling_for(g, earlier):
+    if g.kind != "kernel":
+        return None
+    tried = 0
+    for k in range(len(earlier) - 1, max(len(earlier) - 1 - SIBLING_WINDOW, -1), -1):
+        cand = earlier[k]
+        outs = {p[0].outvars[0] for p in cand.parts}
+        if any(a in outs for s in earlier[k + 1:] for e in s.eqns for a in e.invars):
+            continue  # a step in between needs cand's results where cand runs now
+        if cand.kind != "kernel" or cand.shape != g.shape or not _related(cand, g):
+            continue
+        try:
+            build_kernel("probe", g.shape, cand.parts + g.parts)
+            return cand
+        except CannotFuse:
+            pass
+        tried += 1
+        if tried == SIBLING_TRIES:
+            return None
+    return None
+
+
+def _related(a, b):
+    """Worth sharing a loop: ``b`` reads one of ``a``'s inputs or results."""
+    reads_a = {x for e in a.eqns for x in e.invars if isinstance(x, Var)} | \
+        {p[0].outvars[0] for p in a.parts}
+    return any(x in reads_a for e in b.eqns for x in e.invars if isinstance(x, Var))
+
+
+def _final(g):
+    while g.merged_into is not None:
+        g = g.merged_into
+    return g
+
+
+def _finish(g, n):
+    if g.kind != "kernel":
+        g.inputs = [a for a in g.eqns[0].invars if isinstance(a, Var)]
+        g.outputs = list(g.eqns[0].outvars)
+        return
+    g.kernel = build_kernel(f"kernel_{n}", g.shape, g.parts)
+    g.inputs = list(g.kernel.inputs)
+    g.outputs = [o.var for o in g.kernel.outputs]
+    g.eqns = g.kernel.eqns

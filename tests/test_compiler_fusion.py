@@ -1,0 +1,169 @@
+"""The fusion planner: which equations become one kernel, and the recorded reasons.
+
+Each plan is also run on the CPU backend and compared with the reference backend, so a
+planning decision that computes the wrong thing fails here too."""
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import lax
+from nbjax.compiler import compile, fusion, optimize
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((6, 10)).astype(np.float32)
+
+
+def _plan(f, *args):
+    closed = nbjax.make_jaxpr(f)(*args)
+    optimised, _ = optimize(closed)
+    plan = fusion.plan(optimised.jaxpr)
+    assert len(plan.decisions) == len(optimised.jaxpr.eqns)  # one decision per equation
+    out = compile(closed, "t", backend="cpu").run(*args)
+    ref = compile(closed, "t", backend="reference").run(*args)
+    for a, b in zip(out, ref):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    return plan
+
+
+def _kinds(plan):
+    return [g.kind for g in plan.groups]
+
+
+def test_power_sum_is_one_kernel():
+    plan = _plan(lambda x: x + x * x + x * x * x, X)
+    assert _kinds(plan) == ["kernel"]
+    assert [d.started_new_group for d in plan.decisions].count(True) == 1
+    assert all("joined kernel 0" in d.reason for d in plan.decisions[:-1])
+    assert "program output" in plan.decisions[-1].reason
+
+
+def test_selu_is_one_kernel():
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    plan = _plan(lambda x: scale * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha), X)
+    assert _kinds(plan) == ["kernel"]
+    names = {e.primitive.name for e in plan.groups[0].eqns}
+    assert {"exp", "select_n", "gt"} <= names
+
+
+def test_81_slice_blur_is_one_kernel_reading_the_image_once_per_tap():
+    weights = RNG.random((9, 9)).astype(np.float32)
+    image = RNG.random((20, 26)).astype(np.float32)
+
+    def blur(padded):
+        h, w = padded.shape[0] - 8, padded.shape[1] - 8
+        out = 0.0
+        for i in range(9):
+            for j in range(9):
+                out = out + float(weights[i, j]) * padded[i:i + h, j:j + w]
+        return out
+    plan = _plan(blur, image)
+    assert _kinds(plan) == ["kernel"]
+    kernel = plan.groups[0].kernel
+    assert len(kernel.inputs) == 1
+    assert sum(op.name == "load" for op in kernel.body) == 81
+    slices = [d for d in plan.decisions if d.eqn.primitive.name == "slice"]
+    assert len(slices) == 81 and all("index arithmetic" in d.reason for d in slices)
+
+
+def test_blur_of_a_padded_image_is_one_kernel():
+    weights = RNG.random((3, 3)).astype(np.float32)
+
+    def blur(x):
+        padded = lax.pad(x, 0.0, [(1, 1, 0), (1, 1, 0)])
+        return sum(float(weights[i, j]) * padded[i:i + 6, j:j + 10]
+                   for i in range(3) for j in range(3))
+    plan = _plan(blur, X)
+    assert _kinds(plan) == ["kernel"]
+
+
+def test_softmax_plans_three_loops():
+    def softmax(x):
+        e = jnp.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    plan = _plan(softmax, X)
+    assert _kinds(plan) == ["kernel"] * 3
+    first, second, third = plan.groups
+    assert [e.primitive.name for e in first.eqns] == ["reduce_max"]
+    # exp(x - max) is read by the sum and by the division: materialised once, and the sum
+    # shares its loop.
+    assert {"exp", "reduce_sum"} <= {e.primitive.name for e in second.eqns}
+    assert len(second.kernel.outputs) == 2
+    exp_decision = next(d for d in plan.decisions if d.eqn.primitive.name == "exp")
+    assert exp_decision.started_new_group and "used by 2 kernels" in exp_decision.reason
+    assert [e.primitive.name for e in third.eqns if e.primitive.name != "broadcast_in_dim"] \
+        == ["div"]
+
+
+def test_reduction_fuses_its_element_wise_producers():
+    plan = _plan(lambda x: jnp.sum(jnp.sin(x) * 2.0, axis=0), X)
+    assert _kinds(plan) == ["kernel"]
+    reasons = [d.reason for d in plan.decisions]
+    assert any("fused into the reduction" in r for r in reasons)
+    assert any("roots kernel 0" in r for r in reasons)
+
+
+def test_dot_general_is_a_library_step_with_its_reason():
+    plan = _plan(lambda x, y: jnp.tanh(x @ y) + 1.0, X, X.T)
+    assert _kinds(plan) == ["library", "kernel"]
+    dot = plan.decisions[0]
+    assert dot.eqn.primitive.name == "dot_general" and "BLAS" in dot.reason
+
+
+def test_a_value_feeding_a_library_step_and_a_kernel_is_materialised():
+    def f(x):
+        y = jnp.exp(x)
+        return y @ y.T, y.sum()
+    plan = _plan(f, X)
+    exp = next(d for d in plan.decisions if d.eqn.primitive.name == "exp")
+    assert exp.started_new_group and "dot_general" in exp.reason
+
+
+def test_value_used_by_several_kernels_is_materialised_once():
+    def f(x):
+        y = jnp.exp(x)
+        return y.sum(axis=0), y.max(axis=1), y[::-1] * 2.0
+    plan = _plan(f, X)
+    exp = next(d for d in plan.decisions if d.eqn.primitive.name == "exp")
+    assert exp.started_new_group and "used by 3 kernels" in exp.reason
+    producers = [g for g in plan.groups if any(o.aval.shape == (6, 10) and
+                                               g.eqns[0].primitive.name == "exp"
+                                               for o in g.outputs)]
+    assert len(producers) == 1
+
+
+def test_siblings_reading_the_same_input_share_a_loop():
+    plan = _plan(lambda x: (jnp.sin(x), jnp.cos(x)), X)
+    assert _kinds(plan) == ["kernel"]
+    assert len(plan.groups[0].kernel.outputs) == 2
+
+
+def test_structural_ops_become_index_maps():
+    def f(x, i):
+        y = jnp.concatenate([x[:, ::-1], lax.pad(x, 1.0, [(0, 0, 0), (1, -2, 1)])], axis=1)
+        z = lax.dynamic_slice(y, (i, 3), (4, 5))
+        return jnp.transpose(z).reshape(20) * 2.0
+    plan = _plan(f, X, np.int32(1))
+    assert _kinds(plan) == ["kernel"]
+    assert all(not d.started_new_group for d in plan.decisions[:-1])
+
+
+def test_control_flow_falls_back_with_a_warning_and_a_recorded_reason():
+    def f(x, p):
+        return lax.cond(p, lambda y: y * 2.0, lambda y: -y, jnp.sin(x))
+    closed = nbjax.make_jaxpr(f)(X, True)
+    executable = compile(closed, "t", backend="cpu")
+    # sin(x) and the predicate's conversion to a branch index are kernels
+    assert [g.kind for g in executable.plan.groups] == ["kernel", "kernel", "fallback"]
+    assert "no kernel lowering for cond" in executable.plan.decisions[-1].reason
+    with pytest.warns(UserWarning, match="cond"):
+        out = executable.run(X, np.bool_(False))
+    np.testing.assert_allclose(out[0], -np.sin(X), rtol=1e-6)
+
+
+def test_report_lists_every_step_and_decision():
+    plan = _plan(lambda x, y: jnp.sum(x @ y, axis=0) * 2.0, X, X.T)
+    text = plan.report()
+    assert "library step 0: dot_general" in text and "kernel 1" in text
+    assert text.count("\n  ") == len(plan.decisions)

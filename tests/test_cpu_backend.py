@@ -1,0 +1,419 @@
+"""The llvmlite CPU backend: generated code, runtime, and a differential fuzz test of random
+programs compiled with backend="cpu" against the reference backend."""
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import lax
+from nbjax.backends.cpu import runtime
+from nbjax.compiler import compile
+
+RNG = np.random.default_rng(1)
+
+
+def _both(f, *args):
+    closed = nbjax.make_jaxpr(f)(*args)
+    return (compile(closed, "t", backend="cpu"), compile(closed, "t", backend="reference"))
+
+
+def _check(f, *args, rtol=1e-6):
+    cpu, ref = _both(f, *args)
+    outs = cpu.run(*args)
+    for a, b in zip(outs, ref.run(*args)):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol)
+    return cpu, outs
+
+
+# --- generated code ------------------------------------------------------------------------
+
+def test_float32_elementwise_kernel_is_vectorised():
+    cpu, _ = _check(lambda x: x + x * x + x * x * x, RNG.random((64, 200), np.float32))
+    (kernel,) = cpu.kernels
+    assert "noalias" in kernel.llvm_ir
+    assert "<8 x float>" in kernel.optimised_ir or "<16 x float>" in kernel.optimised_ir
+    assert kernel.loop.pretty().startswith("kernel kernel_0 over [64, 200]")
+    assert [e.primitive.name for e in kernel.eqns].count("mul") == 2
+
+
+def test_exp_is_inline_so_selu_is_vectorised():
+    alpha, scale = 1.6732632423543772, 1.0507009873554805
+    cpu, _ = _check(lambda x: scale * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha),
+                    RNG.standard_normal((16, 64)).astype(np.float32), rtol=1e-6)
+    ir_text = cpu.kernels[0].optimised_ir
+    assert "<8 x float>" in ir_text or "<16 x float>" in ir_text
+    assert "expf" not in ir_text and "llvm.exp." not in ir_text
+
+
+def test_one_module_for_all_kernels_and_compile_times():
+    cpu, _ = _check(lambda x: (jnp.sin(x).sum(0), (x @ x.T).max(1)),
+                    RNG.random((5, 7), np.float32), rtol=1e-5)
+    # sin+sum, the transpose feeding the dot, and the max
+    assert len(cpu.kernels) == len(cpu.plan.kernels) == 3
+    assert cpu._jit_module.optimised_ir.count("define void @") == 3
+    assert set(cpu.compile_times) >= {"passes", "fusion", "codegen", "llvm_optimise",
+                                      "machine_code"}
+    assert all(t >= 0 for t in cpu.compile_times.values())
+
+
+def test_rewrites_are_reported():
+    cpu, _ = _check(lambda x: lax.integer_pow(x, 2) * 1.0, RNG.random(5, np.float32))
+    assert any(r.rule == "simplify" for r in cpu.rewrites)
+
+
+def test_per_step_timing_is_opt_in():
+    x = RNG.random((3, 4), np.float32)
+    cpu, _ = _both(lambda x: (x @ x.T).sum(), x)
+    assert cpu.step_times is None
+    cpu.enable_timing()
+    cpu.run(x)
+    cpu.run(x)
+    assert sorted(cpu.step_times) == list(range(len(cpu.plan.groups)))
+    assert all(len(t) == 2 for t in cpu.step_times.values())
+
+
+# --- semantics the kernels must share with the reference ---------------------------------
+
+def test_integer_division_and_shifts_follow_xla():
+    ints = np.array([7, -7, 0, np.iinfo(np.int32).min, 5, -1], np.int32)
+    divisors = np.array([2, 2, 0, -1, 0, 40], np.int32)
+    _check(lambda x, y: (lax.div(x, y), lax.rem(x, y), lax.shift_left(x, y),
+                         lax.shift_right_arithmetic(x, y), lax.shift_right_logical(x, y)),
+           ints, divisors)
+    u = np.array([200, 7, 0, 255], np.uint8)
+    _check(lambda x, y: (lax.div(x, y), lax.rem(x, y), lax.shift_right_arithmetic(x, y)),
+           u, np.array([3, 0, 0, 9], np.uint8))
+
+
+def test_float_special_values_conversions_and_min_max():
+    x = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 2.5, -2.5, 3e9, -3e9, 0.5],
+                 np.float32)
+    y = x[::-1].copy()
+    _check(lambda x, y: (jnp.maximum(x, y), jnp.minimum(x, y), x.astype(jnp.int32),
+                         x.astype(jnp.uint8), x.astype(bool), jnp.round(x), lax.round(x, 1),
+                         jnp.sign(x), x != y, x < y, jnp.isfinite(x), x.max(), x.min()),
+           x, y)
+
+
+def test_bool_and_small_integer_buffers():
+    b = RNG.random((4, 5)) > 0.5
+    i8 = RNG.integers(-128, 128, (4, 5)).astype(np.int8)
+    _check(lambda b, i: (b & ~b.T.reshape(4, 5), jnp.where(b, i, -i), b.sum(), b.any(0),
+                         (i * i).astype(jnp.int16), lax.population_count(i), lax.clz(i)),
+           b, i8)
+
+
+def test_float16_arithmetic_and_reductions():
+    h = RNG.standard_normal((5, 6)).astype(np.float16)
+    _check(lambda h: (h * h + 1, jnp.exp(h), h.sum(0), h.astype(jnp.float32)), h, rtol=1e-3)
+
+
+def test_non_contiguous_size_zero_and_size_one_inputs():
+    base = RNG.standard_normal((6, 8)).astype(np.float32)
+    for x in (base[:, ::2], base.T, base[::-1], base[:0], base[:1, :1], base[2, :]):
+        _check(lambda x: (jnp.sin(x) * 2.0, x.sum(axis=0), x[::-1]), x)
+
+
+def test_empty_reductions_give_the_identity():
+    z = np.zeros((3, 0), np.float32)
+    _check(lambda z: (lax.reduce_sum(z, (1,)), lax.reduce_max(z, (1,)),
+                      lax.reduce_min(z, (1,)), lax.reduce_prod(z, (1,))), z)
+
+
+def test_dynamic_slice_clamps_its_runtime_start():
+    x = RNG.standard_normal((5, 6)).astype(np.float32)
+    cpu, ref = _both(lambda x, i, j: lax.dynamic_slice(x, (i, j), (2, 3)) * 2.0, x,
+                     np.int32(0), np.int32(0))
+    assert [g.kind for g in cpu.plan.groups] == ["kernel"]
+    for i, j in [(0, 0), (4, 4), (-3, 2), (100, -100), (2, 1)]:
+        np.testing.assert_array_equal(cpu.run(x, np.int32(i), np.int32(j))[0],
+                                      ref.run(x, np.int32(i), np.int32(j))[0])
+
+
+def test_large_loops_split_between_threads_and_match():
+    x = RNG.standard_normal((1 << 10, 1 << 10)).astype(np.float32)  # 2**20 elements
+    cpu, outs = _check(lambda x: (x * 2.0 + 1.0, jnp.sum(x * x, axis=1)), x, rtol=1e-4)
+    assert cpu.kernels[0].loop.split_axis == 0
+
+
+# --- runtime -------------------------------------------------------------------------------
+
+def test_buffers_are_aligned_and_reused_once_free():
+    pool = runtime.BufferPool()
+    a = pool.empty((3, 5), np.float32)
+    assert runtime.address(a) % 64 == 0 and a.flags.c_contiguous
+    address = runtime.address(a)
+    b = pool.empty((3, 5), np.float32)
+    assert runtime.address(b) != address  # a is still alive
+    view = a[1:]
+    del a
+    assert runtime.address(pool.empty((3, 5), np.float32)) != address  # a view is alive
+    del view
+    c = pool.empty((3, 5), np.float32)
+    assert runtime.address(c) == address
+    big = pool.empty((1 << 21,), np.float32)  # a huge-page mapping
+    assert runtime.address(big) % 64 == 0
+    assert pool.empty((0, 4), np.int8).shape == (0, 4)
+
+
+def test_outputs_are_not_overwritten_by_later_calls():
+    x = RNG.standard_normal(16).astype(np.float32)
+    cpu, _ = _both(lambda x: x * 2.0, x)
+    first = cpu.run(x)[0]
+    second = cpu.run(x + 1)[0]
+    np.testing.assert_allclose(first, x * 2)
+    np.testing.assert_allclose(second, (x + 1) * 2)
+
+
+def test_kernels_run_concurrently_from_threads():
+    x = RNG.standard_normal((50, 50)).astype(np.float32)
+    cpu, _ = _both(lambda x: jnp.tanh(x).sum(0), x)
+    expected = cpu.run(x)[0]
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(cpu.run(x)[0]))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results:
+        np.testing.assert_array_equal(r, expected)
+
+
+def test_jit_with_the_cpu_backend():
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+    closed = nbjax.make_jaxpr(nbjax.jit(lambda x: jnp.exp(x) * 2.0))(x)
+    out = compile(closed, "outer", backend="cpu").run(x)[0]  # the inner jit is inlined
+    np.testing.assert_allclose(out, np.exp(x) * 2, rtol=1e-6)
+
+
+# --- differential fuzz test ----------------------------------------------------------------
+
+DTYPES = [np.float32, np.float16, np.int32, np.int8, np.uint8, np.uint32, np.bool_]
+DIMS = [0, 1, 2, 3, 5]
+
+
+def _input(rng, shape, dtype, special):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) > 0.5
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        lo, hi = max(info.min, -1000), min(info.max, 1000)
+        x = rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
+        if special and x.size:
+            x.flat[rng.integers(0, x.size)] = info.min
+        return x
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    if special and x.size:
+        for v in (np.nan, np.inf, -0.0):
+            x.flat[rng.integers(0, x.size)] = v
+    return x
+
+
+class _Program:
+    """A random program built op by op from random choices (seeded by hypothesis).
+
+    ``exact`` tracks whether a float value may differ by rounding between the backends
+    (transcendentals, float sums), so that discontinuous ops (floor, comparisons,
+    conversions to int) are only applied to exact values."""
+
+    def __init__(self, rng, x):
+        self.rng = rng
+        self.x = x
+        self.exact = True
+        self.outputs = []
+
+    def choice(self, options):
+        return options[self.integer(0, len(options) - 1)]
+
+    def integer(self, lo, hi):
+        return int(self.rng.integers(lo, hi, endpoint=True))
+
+    def flip(self):
+        return bool(self.rng.integers(0, 2))
+
+    def is_float(self):
+        return jnp.issubdtype(self.x.dtype, jnp.floating)
+
+    def step(self):
+        ops = [self.unary, self.binary, self.convert, self.reduce, self.structural,
+               self.keep_output]
+        if self.x.ndim == 2 and self.is_float():
+            ops.append(self.dot)
+        self.choice(ops)()
+
+    def unary(self):
+        x = self.x
+        if self.x.dtype == jnp.bool_:
+            self.x = ~x
+        elif self.is_float():
+            smooth = [jnp.sin, jnp.tanh, jnp.exp, lambda v: jnp.log1p(jnp.abs(v)),
+                      lambda v: jnp.sqrt(jnp.abs(v)), lax.logistic, jnp.cos, jnp.expm1]
+            exact = [jnp.negative, jnp.abs, jnp.floor, jnp.round, jnp.sign,
+                     lambda v: lax.integer_pow(v, 3), lambda v: v * v]
+            if self.exact and self.flip():
+                self.x = self.choice(exact)(x)
+            else:
+                self.x = self.choice(smooth + exact[:2])(x)
+                self.exact = False
+        else:
+            self.x = self.choice([jnp.negative, jnp.abs, jnp.invert, lax.population_count,
+                                  lambda v: v >> 2, lambda v: lax.shift_left(v, v),
+                                  jnp.sign])(x)
+
+    def _other(self):
+        """Another value of x's shape and dtype, computed from x (same index or not)."""
+        x = self.x
+        return self.choice([
+            lambda: x,
+            lambda: jnp.flip(x, axis=-1) if x.ndim else x,
+            lambda: jnp.full_like(x, self.integer(-3, 3)),
+            lambda: (jnp.max(x, axis=0, keepdims=True) if x.ndim and x.shape[0]
+                     else x) * jnp.ones_like(x),
+        ])()
+
+    def binary(self):
+        x, y = self.x, self._other()
+        if x.dtype == jnp.bool_:
+            self.x = self.choice([jnp.logical_and, jnp.logical_or, jnp.logical_xor,
+                                  lambda a, b: jnp.where(a, b, ~b)])(x, y)
+            return
+        ops = [jnp.add, jnp.subtract, jnp.multiply, jnp.maximum, jnp.minimum,
+               lambda a, b: jnp.where(a > b, a, b * 2)]
+        if not self.is_float():
+            ops += [lax.div, lax.rem, jnp.bitwise_xor, jnp.bitwise_and,
+                    lambda a, b: jnp.where(a == b, a, b)]
+        else:
+            ops += [lax.div, lambda a, b: jnp.clip(a, -1.5, b)]
+        if self.is_float() and not self.exact:
+            ops = ops[:5] + [lax.div]
+        self.x = self.choice(ops)(x, y)
+        if x.dtype != self.x.dtype:
+            self.x = self.x.astype(x.dtype)
+
+    def convert(self):
+        if self.is_float() and not self.exact:
+            target = self.choice([jnp.float32, jnp.float16])
+        else:
+            target = self.choice(DTYPES)
+        self.x = lax.convert_element_type(self.x, target)
+
+    def reduce(self):
+        x = self.x
+        if x.ndim == 0:
+            return
+        axes = tuple(sorted({self.integer(0, x.ndim - 1) for _ in range(self.integer(1, 2))}))
+        keep = self.flip()
+        if x.dtype == jnp.bool_:
+            fn = self.choice([lax.reduce_or, lax.reduce_and])
+        else:
+            fn = self.choice([lax.reduce_sum, lax.reduce_max, lax.reduce_min, lax.reduce_prod])
+            if self.is_float() and fn in (lax.reduce_sum, lax.reduce_prod):
+                self.exact = False
+        self.x = fn(x, axes)
+        if keep:
+            self.x = jnp.expand_dims(self.x, axes)
+
+    def structural(self):
+        x = self.x
+        if x.ndim == 0:
+            self.x = jnp.broadcast_to(x, (self.choice(DIMS), 2))
+            return
+        axis = self.integer(0, x.ndim - 1)
+        n = x.shape[axis]
+        start = self.integer(0, n)
+        stop = self.integer(start, n)
+        step = self.integer(1, 3)
+        ops = [
+            lambda: lax.slice_in_dim(x, start, stop, step, axis),
+            lambda: jnp.flip(x, axis),
+            lambda: jnp.transpose(x),
+            lambda: x.reshape(-1),
+            lambda: x.reshape((1,) + x.shape)[:, None],
+            lambda: lax.pad(x, lax.convert_element_type(0, x.dtype),
+                            [(self.integer(-1, 2), self.integer(-1, 2),
+                              self.integer(0, 1))] * x.ndim),
+            lambda: jnp.concatenate([x, jnp.flip(x, axis)[..., :1] if x.shape[-1] else x],
+                                    axis=-1),
+            lambda: lax.dynamic_slice_in_dim(x, self.integer(-2, 6),
+                                             self.integer(0, n), axis),
+            lambda: jnp.cumsum(x, axis) if x.dtype != jnp.bool_ and not self.is_float()
+            else x[::-1],
+        ]
+        if self.integer(0, 9) == 0:
+            ops.append(lambda: lax.cond(self.flip(), lambda v: v,
+                                        lambda v: jnp.flip(v, axis), x))
+        try:
+            self.x = self.choice(ops)()
+        except (ValueError, TypeError):  # a pad that would shrink an axis below 0
+            pass
+
+    def dot(self):
+        self.x = self.x @ jnp.transpose(self.x)
+        self.exact = False
+
+    def keep_output(self):
+        self.outputs.append(self.x)
+
+
+def _draw_program(draw):
+    dtype = draw(st.sampled_from(DTYPES))
+    shape = tuple(draw(st.lists(st.sampled_from(DIMS), max_size=3)))
+    layout = draw(st.sampled_from(["c", "strided", "transposed"]))
+    return dtype, shape, layout, draw(st.integers(1, 8)), draw(st.booleans()), \
+        draw(st.integers(0, 2 ** 32))
+
+
+def _make_input(rng, shape, dtype, layout, special):
+    if layout == "strided" and shape:
+        wide = _input(rng, shape[:-1] + (2 * shape[-1],), dtype, special)
+        return wide[..., ::2]
+    if layout == "transposed" and len(shape) >= 2:
+        return _input(rng, shape[::-1], dtype, special).T
+    return _input(rng, shape, dtype, special)
+
+
+def _compare(out, ref, exact):
+    assert out.shape == ref.shape and out.dtype == ref.dtype, (out.dtype, ref.dtype)
+    if np.issubdtype(ref.dtype, np.floating) and not exact:
+        finite = np.abs(ref[np.isfinite(ref)]).astype(np.float64)
+        scale = 1.0 + (finite.max() if finite.size else 0.0)
+        tol = 2e-2 if ref.dtype == np.float16 else 1e-4
+        np.testing.assert_allclose(out, ref, rtol=tol, atol=tol * scale, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(out, ref)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_differential_random_programs(data):
+    dtype, shape, layout, n_ops, special, seed = _draw_program(data.draw)
+    rng = np.random.default_rng(seed)
+    x = _make_input(rng, shape, dtype, layout, special)
+    programs = []
+
+    def f(x):
+        p = _Program(rng, x)
+        for _ in range(n_ops):
+            p.step()
+        p.keep_output()
+        programs.append(p)
+        return p.outputs
+
+    closed = nbjax.make_jaxpr(f)(x)
+    cpu = compile(closed, "fuzz", backend="cpu")
+    ref = compile(closed, "fuzz", backend="reference")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outs, refs = cpu.run(x), ref.run(x)
+    assert len(outs) == len(refs)
+    for out, r in zip(outs, refs):
+        _compare(out, r, programs[0].exact)
