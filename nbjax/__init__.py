@@ -14,6 +14,7 @@ from . import lax, numpy, random, scipy  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
 from .custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
 from .jit import jit  # noqa: F401
+from .api import pmap  # noqa: F401
 
 __version__ = "0.1.0"
 
@@ -25,3 +26,4 @@ def device_put(x, device=None):
         raise ValueError(f"unknown device {device!r}; available: {devices()}")
     return tree_util.tree_map(asarray, x)
 
+from . import viz  # noqa: F401,E402  (installs rich display of jaxprs)

@@ -540,3 +540,159 @@ def _select_argnums(jac, out_tree, many):
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Hessian: forward-over-reverse, ``jacfwd(jacrev(fun))``."""
     return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+
+
+# --- pmap ----------------------------------------------------------------------------------
+
+def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
+         devices=None, axis_size=None):
+    """Run ``fun`` on every device at once, each shard on one slice of the mapped axis, as
+    ``jax.pmap``: one shard per device (``nbjax.devices()``; ``devices`` to choose them), each
+    on its own thread. ``axis_name`` names the mapped axis for collectives
+    (``lax.psum(x, axis_name)``); ``in_axes``/``out_axes`` work as vmap's; the arguments at
+    ``static_broadcasted_argnums`` are passed to every shard as Python values.
+    """
+    from .config import config
+    from .interpreters import pmap as pmap_rules
+    from .lax.parallel import pmap_frames
+    if not callable(fun):
+        raise TypeError(f"pmap expects a callable, got {type(fun).__name__}")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    for spec in (in_axes, out_axes):
+        for leaf in pytree.tree_leaves(spec, is_leaf=lambda x: x is None):
+            if leaf is not None and not isinstance(leaf, int):
+                raise TypeError(f"pmap in_axes and out_axes must contain only ints and None, "
+                                f"got {leaf!r}")
+    if devices is not None:
+        if not devices:
+            raise ValueError("'devices' argument to pmap must be non-empty, or None.")
+        devices = tuple(devices)
+    static_nums = ((static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int)
+                   else tuple(static_broadcasted_argnums))
+    name = getattr(fun, "__name__", type(fun).__name__)
+    cache = {}  # one traced shard jaxpr per argument signature, so each compiles once
+
+    @functools.wraps(fun)
+    def pmapped(*args, **kwargs):
+        if pmap_frames():
+            raise NotImplementedError("nested pmap is not supported: pmap was called inside "
+                                      "a pmapped function (use vmap for the inner axis)")
+        static_args, dyn, axes = _pmap_static_split(name, args, static_nums, in_axes)
+        flat_args, in_tree = pytree.tree_flatten((dyn, kwargs))
+        flat_axes = _flatten_axes("pmap in_axes", in_tree, (axes, 0), len(flat_args))
+        flat_args, flat_axes = _pmap_in_axes(flat_args, flat_axes)
+        size = _pmap_axis_size(fun, in_tree, flat_args, flat_axes, axis_size)
+        shard_avals = tuple(pmap_rules.shard_avals(flat_args, flat_axes))
+        key = (in_tree, shard_avals, tuple(flat_axes), size, static_args, config.enable_x64)
+        traced = cache.get(key)
+        if traced is None:
+            traced = _trace_shard(fun, len(args), dict(static_args), in_tree, shard_avals,
+                                  axis_name, size)
+            if not any(isinstance(c, Tracer) for c in traced[1]):
+                cache[key] = traced
+        closed, consts, out_tree = traced
+        flat_out_axes = _flatten_axes("pmap out_axes", out_tree, out_axes,
+                                      len(closed.out_avals))
+        flat_out_axes = [_pmap_out_axis(axis, aval) for axis, aval in
+                         zip(flat_out_axes, closed.out_avals)]
+        outs = pmap_rules.pmap_p.bind(
+            *consts, *flat_args, jaxpr=closed, axis_name=axis_name, axis_size=size,
+            in_axes=(None,) * len(consts) + tuple(flat_axes), out_axes=tuple(flat_out_axes),
+            name=name, devices=devices)
+        return out_tree.unflatten(outs)
+    return pmapped
+
+
+def _pmap_static_split(name, args, static_nums, in_axes):
+    """``(static_args, dyn_args, dyn_in_axes)``: the static ``(position, value)`` pairs (they
+    must be hashable: they key the trace cache), the other arguments and their in_axes
+    (a tuple in_axes lists every positional argument, static ones included, as in JAX)."""
+    if static_nums and max(static_nums) >= len(args):
+        raise ValueError(f"pmapped function has static_broadcasted_argnums={static_nums} but "
+                         f"was called with only {len(args)} positional arguments. All static "
+                         "broadcasted arguments must be passed positionally.")
+    static = _static_argnums(static_nums, len(args))
+    static_args = tuple((i, args[i]) for i in sorted(static))
+    for i, value in static_args:
+        try:
+            hash(value)
+        except TypeError:
+            raise ValueError(f"Non-hashable static arguments are not supported: argument {i} "
+                             f"of {name} is {type(value).__name__}.") from None
+    dyn = tuple(a for i, a in enumerate(args) if i not in static)
+    if not isinstance(in_axes, tuple):
+        return static_args, dyn, in_axes
+    if len(in_axes) != len(args):
+        raise ValueError(f"pmap in_axes specification must be a tree prefix of the "
+                         f"corresponding value, got specification {in_axes} for value tree "
+                         f"{pytree.tree_structure(tuple(args))}.")
+    return static_args, dyn, tuple(a for i, a in enumerate(in_axes) if i not in static)
+
+
+def _pmap_in_axes(args, axes):
+    """Arrays for the mapped arguments, and their mapped axes made non-negative."""
+    out_args, out_axes = [], []
+    for x, d in zip(args, axes):
+        if d is not None:
+            x = x if isinstance(x, (Tracer, Array)) else _as_array(x)
+            shape = get_aval(x).shape
+            if not -len(shape) <= d < len(shape):
+                raise ValueError(
+                    f"pmap was requested to map its argument along axis {d}, which implies "
+                    f"that its rank should be at least {d + 1 if d >= 0 else -d}, but is only "
+                    f"{len(shape)} (its shape is {shape})")
+            d %= len(shape)
+        out_args.append(x)
+        out_axes.append(d)
+    return out_args, out_axes
+
+
+def _pmap_axis_size(fun, in_tree, args, axes, axis_size):
+    sizes = {get_aval(x).shape[d] for x, d in zip(args, axes) if d is not None}
+    if axis_size is not None:
+        sizes.add(axis_size)
+    if not sizes:
+        raise ValueError("pmap must have at least one non-None value in in_axes or axis_size "
+                         "must be specified")
+    if len(sizes) > 1:
+        names = _argument_names(fun, in_tree, len(args))
+        lines = [f"  * one axis had size {get_aval(x).shape[d]}: axis {d} of {n} of type "
+                 f"{get_aval(x).str_short()}" for x, d, n in zip(args, axes, names)
+                 if d is not None]
+        raise ValueError("pmap got inconsistent sizes for array axes to be mapped:\n" +
+                         ";\n".join(lines))
+    size = sizes.pop()
+    if size < 1:
+        raise ValueError(f"pmap needs a mapped axis of size at least 1, got {size}")
+    return size
+
+
+def _trace_shard(fun, nargs, static, in_tree, shard_avals, axis_name, size):
+    """The jaxpr of one shard (its closed-over values made leading operands), the values of
+    those, and the output tree. ``static`` maps positions to static arguments. The axis is
+    bound while tracing, so collectives know its size."""
+    from .interpreters.pmap import tracing_frame
+    out_trees = []
+
+    def flat(*leaves):
+        dyn_args, kw = in_tree.unflatten(leaves)
+        it = iter(dyn_args)
+        out = fun(*[static[i] if i in static else next(it) for i in range(nargs)], **kw)
+        out_leaves, tree = pytree.tree_flatten(out)
+        out_trees.append(tree)
+        return out_leaves
+
+    with tracing_frame(axis_name, size):
+        jaxpr, consts = staging.trace_to_jaxpr(flat, list(shard_avals),
+                                               staging.describe(fun, "pmap"))
+    return ClosedJaxpr(staging.convert_constvars(jaxpr), []), consts, out_trees[0]
+
+
+def _pmap_out_axis(axis, shard_aval):
+    if axis is None:
+        return None
+    rank = shard_aval.ndim + 1
+    if not -rank <= axis < rank:
+        raise ValueError(f"pmap out_axes {axis} is out of range for an output of rank {rank}")
+    return axis % rank

@@ -14,6 +14,7 @@ from .interpreters.transpose import backward_pass, is_undefined
 from .lax import batch_util
 
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
+checkpoint_p.call_param = "jaxpr"
 checkpoint_p.def_abstract_eval(lambda *avals, jaxpr, **_: jaxpr.out_avals)
 checkpoint_p.def_impl(lambda *args, jaxpr, **_: eval_closed_jaxpr(jaxpr, *args))
 

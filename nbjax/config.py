@@ -9,6 +9,9 @@ class Config:
     _defaults = {
         "enable_x64": os.environ.get("NBJAX_ENABLE_X64", "0").lower() in ("1", "true"),
         "explain_cache_misses": False,
+        # Which backend executes jitted functions: "cpu" (our llvmlite compiler) or
+        # "reference" (the NumPy interpreter that defines the semantics).
+        "jit_backend": os.environ.get("NBJAX_JIT_BACKEND", "cpu"),
     }
 
     def __init__(self):

@@ -71,6 +71,7 @@ def _check_no_closure_tangents(tangents, num_consts, kind):
 # --- custom_jvp ----------------------------------------------------------------------------
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.call_param = "call_jaxpr"
 custom_jvp_call_p.pp_hidden = ("jvp",)
 custom_jvp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
 custom_jvp_call_p.def_impl(lambda *args, call_jaxpr, **_: eval_closed_jaxpr(call_jaxpr, *args))
@@ -180,6 +181,7 @@ class custom_jvp:
 # --- custom_vjp ----------------------------------------------------------------------------
 
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.call_param = "call_jaxpr"
 custom_vjp_call_p.pp_hidden = ("fwd", "bwd")
 custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
 custom_vjp_call_p.def_impl(lambda *args, call_jaxpr, **_: eval_closed_jaxpr(call_jaxpr, *args))

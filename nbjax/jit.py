@@ -23,6 +23,7 @@ logger = logging.getLogger("nbjax")
 
 jit_p = Primitive("jit", multiple_results=True)
 jit_p.is_call = True
+jit_p.call_param = "jaxpr"
 # JAX prints the name before the jaxpr.
 jit_p.pp_params = lambda params: [("name", params["name"]), ("jaxpr", params["jaxpr"])]
 
@@ -34,7 +35,7 @@ def _jit_abstract_eval(*avals, jaxpr, name):
 
 @jit_p.def_impl
 def _jit_impl(*args, jaxpr, name):
-    return compiler.compile(jaxpr, name=name).run(*args)
+    return compiler.compile(jaxpr, name=name, backend=config.jit_backend).run(*args)
 
 
 @jit_p.def_batch
@@ -104,7 +105,7 @@ class JitWrapped:
         self.fun = fun
         self.static_argnums = _as_tuple(static_argnums)
         self.static_argnames = _as_tuple(static_argnames)
-        self.donate_argnums = _as_tuple(donate_argnums)  # a hint; the reference backend copies
+        self.donate_argnums = _as_tuple(donate_argnums)  # accepted; buffers are not donated yet
         self.name = getattr(fun, "__name__", type(fun).__name__)
         self._cache = {}
         self._last_key = None

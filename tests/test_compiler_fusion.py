@@ -167,3 +167,23 @@ def test_report_lists_every_step_and_decision():
     text = plan.report()
     assert "library step 0: dot_general" in text and "kernel 1" in text
     assert text.count("\n  ") == len(plan.decisions)
+
+
+def test_sibling_kernels_do_not_move_before_a_step_they_read():
+    """A kernel that reads a library step's result may not share the loop of a kernel that
+    runs before that step (regression: the merged loop read an unset buffer)."""
+    import nbjax.numpy as jnp
+    from nbjax.compiler import compile as compile_jaxpr
+
+    def f(x, y):
+        a = jnp.sin(x) + 1.0
+        s = jnp.sort(y)
+        b = jnp.cos(x) * s
+        return a, b
+    x = np.linspace(0, 1, 5).astype(np.float32)
+    y = np.float32([3, 1, 2, 5, 4])
+    closed = nbjax.make_jaxpr(f)(x, y)
+    got = compile_jaxpr(closed, backend="cpu").run(x, y)
+    want = compile_jaxpr(closed, backend="reference").run(x, y)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)

@@ -2,12 +2,23 @@
 result (differential test against the unoptimised jaxpr on random programs)."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 import nbjax
 from nbjax import lax
 from nbjax.compiler import optimize
 from nbjax.core import check_jaxpr, eval_closed_jaxpr
+
+
+@pytest.fixture(autouse=True)
+def reference_backend():
+    """Compare programs on the reference backend: the passes must keep results bit-exact
+    (jitted calls would otherwise use the compiled math library, within a few ulp)."""
+    previous = nbjax.config.jit_backend
+    nbjax.config.update("jit_backend", "reference")
+    yield
+    nbjax.config.update("jit_backend", previous)
 
 
 def _optimized(f, *args):

@@ -10,6 +10,7 @@ llvmlite (``nbjax.backends.cpu``).
 """
 
 import importlib
+import threading
 
 from ..backends import reference
 from .passes import Rewrite, optimize  # noqa: F401
@@ -18,6 +19,7 @@ _BACKENDS = {"reference": reference.compile}
 # Backends imported on first use (llvmlite takes a moment to load).
 _LAZY_BACKENDS = {"cpu": "nbjax.backends.cpu"}
 _cache = {}
+_lock = threading.Lock()  # pmap shards may ask for the same executable at once
 
 
 def register_backend(name, compile_fn):
@@ -36,12 +38,17 @@ def backend(name):
 
 
 def compile(closed_jaxpr, name="jit", backend="reference"):
-    """An executable for ``closed_jaxpr`` on ``backend``, compiled once and cached."""
+    """An executable for ``closed_jaxpr`` on ``backend``, compiled once and cached.
+
+    The cache holds the jaxpr it was compiled from, so an ``id`` is never reused for
+    another jaxpr while its entry exists.
+    """
     key = (id(closed_jaxpr), backend)
-    entry = _cache.get(key)
-    if entry is None or entry[0] is not closed_jaxpr:
-        entry = (closed_jaxpr, _backend_fn(backend)(closed_jaxpr, name))
-        _cache[key] = entry
+    with _lock:
+        entry = _cache.get(key)
+        if entry is None or entry[0] is not closed_jaxpr:
+            entry = (closed_jaxpr, _backend_fn(backend)(closed_jaxpr, name))
+            _cache[key] = entry
     return entry[1]
 
 

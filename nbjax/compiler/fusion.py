@@ -216,11 +216,15 @@ def _sibling_for(g, earlier):
     if g.kind != "kernel":
         return None
     tried = 0
+    g_reads = {a for e in g.eqns for a in e.invars if isinstance(a, Var)}
     for k in range(len(earlier) - 1, max(len(earlier) - 1 - SIBLING_WINDOW, -1), -1):
         cand = earlier[k]
         outs = {p[0].outvars[0] for p in cand.parts}
-        if any(a in outs for s in earlier[k + 1:] for e in s.eqns for a in e.invars):
+        between = earlier[k + 1:]
+        if any(a in outs for s in between for e in s.eqns for a in e.invars):
             continue  # a step in between needs cand's results where cand runs now
+        if any(v in g_reads for s in between for e in s.eqns for v in e.outvars):
+            continue  # g needs a result of a step in between, which would run after it
         if cand.kind != "kernel" or cand.shape != g.shape or not _related(cand, g):
             continue
         try:

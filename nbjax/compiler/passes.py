@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import ClosedJaxpr, EvalTrace, Jaxpr, JaxprEqn, Literal, Var, set_current_trace
+from ..interpreters.batching import axis_primitives
 
 # Constant folding makes new constants; bigger results stay computations.
 FOLD_SIZE_LIMIT = 1024
@@ -54,14 +55,15 @@ class _Rewriter:
 # --- inlining ------------------------------------------------------------------------------
 
 def inline_calls(jaxpr, consts, log):
-    """Replace ``jit`` calls by the equations of the jaxpr they call (jit of jit is one
-    program for the compiler). Each inlined copy gets fresh variables."""
+    """Replace calls (jit, checkpoint, custom_jvp/custom_vjp calls: their rules only matter
+    to transformations) by the equations of the jaxpr they call, so jit of jit is one program
+    for the compiler. Each inlined copy gets fresh variables."""
     rw = _Rewriter(jaxpr)
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name != "jit":
+        if eqn.primitive.call_param is None:
             rw.emit(eqn)
             continue
-        callee = eqn.params["jaxpr"]
+        callee = eqn.params[eqn.primitive.call_param]
         inner, inner_consts = inline_calls(callee.jaxpr, callee.consts, log)
         local = {}
         for v, c in zip(inner.constvars, inner_consts):
@@ -77,7 +79,8 @@ def inline_calls(jaxpr, consts, log):
                                              outvars=fresh))
             local.update(zip(inner_eqn.outvars, fresh))
         rw.bind_outputs(eqn.outvars, [read_local(a) for a in inner.outvars])
-        log.append(Rewrite("inline", eqn, f"inlined {eqn.params['name']}"))
+        log.append(Rewrite("inline", eqn,
+                           f"inlined {eqn.primitive.name} {eqn.params.get('name', '')}".strip()))
     return rw.finish([v for v, _ in rw.new_consts]), \
         list(consts) + [c for _, c in rw.new_consts]
 
@@ -92,6 +95,7 @@ def fold_constants(jaxpr, consts, log):
         ins = [rw.read(a) for a in eqn.invars]
         foldable = (all(isinstance(a, Literal) or a in known for a in ins)
                     and not _has_subjaxpr(eqn)
+                    and eqn.primitive not in axis_primitives  # psum(1.0) differs per axis
                     and all(v.aval.size <= FOLD_SIZE_LIMIT for v in eqn.outvars))
         if not foldable:
             rw.emit(eqn)

@@ -5,6 +5,7 @@ are attached by ``nbjax.numpy`` (shared with tracers), keeping this class to sto
 """
 
 import operator
+import os
 
 import numpy as np
 
@@ -32,13 +33,31 @@ class Device:
 
 
 _CPU0 = Device(0)
+_cpu_devices = {0: _CPU0}  # id -> Device, so a device is the same object every time
+
+
+def _cpu_device_count():
+    """``NBJAX_NUM_CPU_DEVICES`` if set (as JAX's ``--xla_force_host_platform_device_count``),
+    else one device per core this process may run on. Read at every call, so tests can
+    change it."""
+    value = os.environ.get("NBJAX_NUM_CPU_DEVICES")
+    if value is None:
+        cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        return len(cores) if cores else (os.cpu_count() or 1)
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"NBJAX_NUM_CPU_DEVICES must be a positive integer, got {value!r}")
+    return count
 
 
 def devices(backend=None):
-    """The available devices (``nbjax.devices()``)."""
+    """The available devices (``nbjax.devices()``): pmap runs one shard on each."""
     if backend not in (None, "cpu"):
         raise RuntimeError(f"Unknown backend {backend!r}; available backends: cpu")
-    return [_CPU0]
+    return [_cpu_devices.setdefault(i, Device(i)) for i in range(_cpu_device_count())]
 
 
 def default_device():

@@ -26,6 +26,9 @@ class Primitive:
         self.lowerings = {}  # backend name -> lowering rule
         self.pp_hidden = ()  # params not printed in jaxprs (implied by the output type)
         self.is_call = False  # a call of its ``jaxpr`` param on its operands (jit)
+        # The param holding a jaxpr this primitive applies to its operands unchanged (jit,
+        # checkpoint, custom_jvp/vjp calls): executing it may inline that jaxpr.
+        self.call_param = None
 
     def pp_params(self, params):
         """The params a jaxpr prints for this primitive (JAX hides some, e.g. shapes)."""

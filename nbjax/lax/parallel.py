@@ -1,19 +1,32 @@
-"""Collectives over a named mapped axis: psum, pmean, pmax, pmin, all_gather, axis_index.
+"""Collectives over a named mapped axis: psum, pmean, pmax, pmin, all_gather, axis_index,
+ppermute.
 
 They are meaningful only inside a transformation that names the axis (``vmap(...,
-axis_name="i")`` now, ``pmap`` later); evaluated outside one they raise NameError, as in JAX.
-Under vmap a collective over the vmapped axis is a reduction over the batch dimension.
+axis_name="i")`` or ``pmap(..., axis_name="i")``); called outside one they raise NameError,
+as in JAX. Under vmap a collective over the vmapped axis is an operation on the batch
+dimension (its batch rule). Under pmap every shard runs on its own thread: the collective's
+impl finds the shard's position and the pmap's ``Rendezvous`` in a thread-local *axis
+environment*, hands its operand over, waits for the other shards and combines their values.
 """
 
+import contextlib
+import functools
+import operator
+import threading
+from typing import NamedTuple
+
+import numpy as np
+
 from ..core import Primitive, ShapedArray, dtypes, get_aval, pytree
-from ..interpreters import batching
+from ..interpreters import ad, batching
 from . import batch_util
 from .elementwise import convert_element_type, div, mul
 from .reductions import reduce_max, reduce_min, reduce_sum
-from .structural import iota, reshape
+from .slicing import dynamic_index_in_dim, dynamic_slice_in_dim, index_in_dim
+from .structural import concatenate, full_like, iota, reshape
 
 __all__ = ["psum", "psum_p", "pmean", "pmax", "pmax_p", "pmin", "pmin_p", "all_gather",
-           "all_gather_p", "axis_index", "axis_index_p"]
+           "all_gather_p", "axis_index", "axis_index_p", "ppermute", "ppermute_p"]
 
 
 def _axes(axis_name):
@@ -23,15 +36,132 @@ def _axes(axis_name):
 def _unbound(axes, **_):
     raise NameError(f"unbound axis name: {axes[0]}. The following axis names (e.g. defined "
                     "by vmap(..., axis_name=) or pmap) are available to collective operations: "
-                    "none here.")
+                    f"{', '.join(map(str, _bound_names())) or 'none here'}.")
 
 
-def _collective(name, reduce, unbatched):
+# --- pmap's axis environment ---------------------------------------------------------------
+
+class Rendezvous:
+    """Where the shards of one pmap meet: each collective hands in its operand, waits for the
+    others, and reads all of them (a barrier and one slot per shard)."""
+
+    def __init__(self, size):
+        self._slots = [None] * size
+        self._barrier = threading.Barrier(size)
+
+    def exchange(self, index, value):
+        """Every shard's ``value``, in shard order, once all have arrived."""
+        self._slots[index] = value
+        self._barrier.wait()
+        values = list(self._slots)
+        self._barrier.wait()  # no shard overwrites its slot before all have read
+        return values
+
+    def abort(self):
+        """A shard failed: wake the others (BrokenBarrierError) rather than leave them waiting."""
+        self._barrier.abort()
+
+
+class AxisFrame(NamedTuple):
+    """A pmap axis as its shards see it. While the pmapped function is traced ``index`` and
+    ``rendezvous`` are None: only the name and size are known then."""
+    name: object
+    size: int
+    index: object = None
+    rendezvous: object = None
+
+
+class _AxisEnv(threading.local):
+    def __init__(self):
+        self.frames = ()
+
+
+_axis_env = _AxisEnv()
+
+
+@contextlib.contextmanager
+def extend_axis_env(frame):
+    """Bind a pmap axis for the current thread (tracing its function, or running a shard)."""
+    previous = _axis_env.frames
+    _axis_env.frames = previous + (frame,)
+    try:
+        yield frame
+    finally:
+        _axis_env.frames = previous
+
+
+def pmap_frames():
+    """The pmap axes bound in this thread, outermost first."""
+    return _axis_env.frames
+
+
+def _pmap_frame(name):
+    for frame in reversed(_axis_env.frames):
+        if frame.name is not None and frame.name == name:
+            return frame
+    return None
+
+
+def _bound_names():
+    """Names of the axes a collective could refer to here (enclosing vmaps and pmaps)."""
+    from ..core import current_trace
+    names, trace = [], current_trace()
+    while trace is not None:
+        data = getattr(trace, "axis_data", None)
+        if data is not None and data.name is not None:
+            names.append(data.name)
+        trace = trace.parent
+    return names + [f.name for f in reversed(_axis_env.frames) if f.name is not None]
+
+
+def _axis_size(name):
+    """The size of the named axis: the innermost enclosing vmap of that name, else the pmap."""
+    from ..core import current_trace
+    trace = current_trace()
+    while trace is not None:
+        data = getattr(trace, "axis_data", None)
+        if data is not None and data.name == name:
+            return data.size
+        trace = trace.parent
+    frame = _pmap_frame(name)
+    if frame is None:
+        _unbound((name,))
+    return frame.size
+
+
+def _check_bound(axes):
+    """NameError now, where the user called the collective, for an axis nothing defines."""
+    for name in axes:
+        _axis_size(name)
+
+
+def _exchange(x, axes):
+    """Inside a pmap shard: every shard's ``x`` over the (single) pmap axis in ``axes``, and
+    this shard's frame."""
+    frames = [_pmap_frame(name) for name in dict.fromkeys(axes)]
+    for name, frame in zip(axes, frames):
+        if frame is None or frame.rendezvous is None:
+            _unbound((name,))
+    if len(frames) != 1:
+        raise NotImplementedError("collectives over several pmap axes (nested pmap) are not "
+                                  "supported")
+    frame = frames[0]
+    return frame.rendezvous.exchange(frame.index, x), frame
+
+
+# --- psum, pmax, pmin ----------------------------------------------------------------------
+
+def _collective(name, reduce, unbatched, combine):
     """A reduction over named axes: ``reduce(x, axis)`` over the batch axis of a vmap whose
-    name is listed, ``unbatched(x, size)`` for a value the same across that axis."""
+    name is listed, ``unbatched(x, size)`` for a value the same across that axis, and
+    ``combine`` (a NumPy binary function) folding the shards' values under pmap."""
     prim = Primitive(name)
     prim.def_abstract_eval(lambda x, *, axes: x)
-    prim.def_impl(lambda x, *, axes: _unbound(axes))
+
+    @prim.def_impl
+    def impl(x, *, axes):
+        values, _ = _exchange(x, axes)
+        return functools.reduce(combine, values)  # the same order on every shard: same bits
 
     @prim.def_batch
     def batch_rule(axis_data, vals, dims, *, axes):
@@ -51,30 +181,41 @@ def _times_size(x, size):
     return mul(x, convert_element_type(size, aval.dtype, weak_type=aval.weak_type))
 
 
-psum_p = _collective("psum", lambda x, d: reduce_sum(x, (d,)), _times_size)
-pmax_p = _collective("pmax", lambda x, d: reduce_max(x, (d,)), lambda x, size: x)
-pmin_p = _collective("pmin", lambda x, d: reduce_min(x, (d,)), lambda x, size: x)
+psum_p = _collective("psum", lambda x, d: reduce_sum(x, (d,)), _times_size, np.add)
+pmax_p = _collective("pmax", lambda x, d: reduce_max(x, (d,)), lambda x, size: x, np.maximum)
+pmin_p = _collective("pmin", lambda x, d: reduce_min(x, (d,)), lambda x, size: x, np.minimum)
+
+# psum is linear. Its transpose is psum again, as in JAX: the cotangent each member receives
+# is summed over the axis, because every member's output depends on every member's input.
+# pmax and pmin have no derivative rules (neither have JAX's).
+ad.deflinear(psum_p, lambda ct, x, *, axes: [psum_p.bind(ct, axes=axes)])
+
+
+def _reduce_over(prim, x, axis_name):
+    axes = _axes(axis_name)
+    _check_bound(axes)
+    return pytree.tree_map(lambda leaf: prim.bind(leaf, axes=axes), x)
 
 
 def psum(x, axis_name):
     """Sum a pytree of arrays over the named mapped axis (or axes)."""
-    axes = _axes(axis_name)
-    return pytree.tree_map(lambda leaf: psum_p.bind(leaf, axes=axes), x)
+    return _reduce_over(psum_p, x, axis_name)
 
 
 def pmax(x, axis_name):
-    axes = _axes(axis_name)
-    return pytree.tree_map(lambda leaf: pmax_p.bind(leaf, axes=axes), x)
+    """The maximum over the named mapped axis (or axes)."""
+    return _reduce_over(pmax_p, x, axis_name)
 
 
 def pmin(x, axis_name):
-    axes = _axes(axis_name)
-    return pytree.tree_map(lambda leaf: pmin_p.bind(leaf, axes=axes), x)
+    """The minimum over the named mapped axis (or axes)."""
+    return _reduce_over(pmin_p, x, axis_name)
 
 
 def pmean(x, axis_name):
     """Mean over the named axis: psum divided by the axis size (itself a psum of ones)."""
     axes = _axes(axis_name)
+    _check_bound(axes)
 
     def mean(leaf):
         aval = get_aval(leaf)
@@ -89,7 +230,6 @@ def pmean(x, axis_name):
 # --- all_gather ----------------------------------------------------------------------------
 
 all_gather_p = Primitive("all_gather")
-all_gather_p.def_impl(lambda x, **params: _unbound(params["axes"]))
 
 
 @all_gather_p.def_abstract_eval
@@ -100,6 +240,13 @@ def _all_gather_abstract_eval(x, *, axes, axis_size, all_gather_dimension, tiled
     else:
         shape.insert(all_gather_dimension, axis_size)
     return ShapedArray(tuple(shape), x.dtype, x.weak_type)
+
+
+@all_gather_p.def_impl
+def _all_gather_impl(x, *, axes, axis_size, all_gather_dimension, tiled):
+    values, _ = _exchange(x, axes)
+    join = np.concatenate if tiled else np.stack
+    return join(values, axis=all_gather_dimension)
 
 
 @all_gather_p.def_batch
@@ -120,6 +267,21 @@ def _all_gather_batch(axis_data, vals, dims, *, axes, axis_size, all_gather_dime
     return x, None
 
 
+def _all_gather_transpose(ct, x, *, axes, axis_size, all_gather_dimension, tiled):
+    """Each member's input went to every member's output: its cotangent is its own block of
+    the cotangents summed over the axis (JAX's psum_scatter)."""
+    total = psum_p.bind(ct, axes=axes)
+    index = axis_index_p.bind(axes=axes)
+    if tiled:
+        block = x.aval.shape[all_gather_dimension]
+        return [dynamic_slice_in_dim(total, mul(index, block), block, all_gather_dimension)]
+    return [dynamic_index_in_dim(total, index, all_gather_dimension, keepdims=False)]
+
+
+ad.deflinear(all_gather_p, _all_gather_transpose)
+batching.axis_primitives.add(all_gather_p)
+
+
 def all_gather(x, axis_name, *, axis=0, tiled=False, axis_size=None):
     """Gather a pytree of arrays from every member of the named axis, stacked at ``axis``."""
     axes = _axes(axis_name)
@@ -136,14 +298,18 @@ def all_gather(x, axis_name, *, axis=0, tiled=False, axis_size=None):
     return pytree.tree_map(gather, x)
 
 
-batching.axis_primitives.add(all_gather_p)
-
-
 # --- axis_index ----------------------------------------------------------------------------
 
 axis_index_p = Primitive("axis_index")
 axis_index_p.def_abstract_eval(lambda *, axes: ShapedArray((), dtypes.int32, False))
-axis_index_p.def_impl(lambda *, axes: _unbound(axes))
+
+
+@axis_index_p.def_impl
+def _axis_index_impl(*, axes):
+    frame = _pmap_frame(axes[0])
+    if frame is None or frame.index is None:
+        _unbound(axes)
+    return np.int32(frame.index)
 
 
 @axis_index_p.def_batch
@@ -158,16 +324,64 @@ batching.axis_primitives.add(axis_index_p)
 
 def axis_index(axis_name):
     """The position of this member along the named mapped axis (an int32 scalar)."""
-    return axis_index_p.bind(axes=_axes(axis_name))
+    axes = _axes(axis_name)
+    _check_bound(axes)
+    return axis_index_p.bind(axes=axes)
 
 
-def _axis_size(name):
-    """The size of the named axis, found from the enclosing traces."""
-    from ..core import current_trace
-    trace = current_trace()
-    while trace is not None:
-        data = getattr(trace, "axis_data", None)
-        if data is not None and data.name == name:
-            return data.size
-        trace = trace.parent
-    _unbound((name,))
+# --- ppermute ------------------------------------------------------------------------------
+
+ppermute_p = Primitive("ppermute")
+ppermute_p.def_abstract_eval(lambda x, *, axis_name, perm: x)
+
+
+def _sources(perm):
+    """``{destination: source}`` of a permutation given as (source, destination) pairs."""
+    return {dst: src for src, dst in perm}
+
+
+@ppermute_p.def_impl
+def _ppermute_impl(x, *, axis_name, perm):
+    values, frame = _exchange(x, axis_name)
+    source = _sources(perm).get(frame.index)
+    return np.zeros_like(x) if source is None else values[source]
+
+
+@ppermute_p.def_batch
+def _ppermute_batch(axis_data, vals, dims, *, axis_name, perm):
+    """Over the vmapped axis, member j takes the row of its source (zeros if it has none)."""
+    (x,), (d,) = vals, dims
+    if axis_data.name not in axis_name:
+        return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
+    sources = _sources(perm)
+    if d is None and len(sources) == axis_data.size:
+        return x, None  # every member holds the same value: a full permutation changes nothing
+    if d is None:
+        x, d = batch_util.broadcast_batch(x, axis_data.size), 0
+    zero_row = full_like(index_in_dim(x, 0, d), 0)
+    rows = [index_in_dim(x, sources[j], d) if j in sources else zero_row
+            for j in range(axis_data.size)]
+    return concatenate(rows, d), d
+
+
+# Linear; its transpose sends cotangents back along the inverse permutation.
+ad.deflinear(ppermute_p, lambda ct, x, *, axis_name, perm: [
+    ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((dst, src) for src, dst in perm))])
+batching.axis_primitives.add(ppermute_p)
+
+
+def ppermute(x, axis_name, perm):
+    """Send each member's value to another member: ``perm`` lists ``(source, destination)``
+    pairs; a member that is no destination receives zeros."""
+    axes = _axes(axis_name)
+    if len(axes) != 1:
+        raise NotImplementedError("ppermute over several axis names is not supported")
+    size = _axis_size(axes[0])
+    perm = tuple((operator.index(src), operator.index(dst)) for src, dst in perm)
+    sources, destinations = [p[0] for p in perm], [p[1] for p in perm]
+    if len(set(sources)) != len(sources) or len(set(destinations)) != len(destinations):
+        raise ValueError(f"ppermute sources and destinations must be unique, got {perm}.")
+    if not all(0 <= i < size for i in sources + destinations):
+        raise ValueError(f"ppermute indices must lie in [0, {size}) for axis {axes[0]!r} of "
+                         f"size {size}, got {perm}.")
+    return pytree.tree_map(lambda leaf: ppermute_p.bind(leaf, axis_name=axes, perm=perm), x)

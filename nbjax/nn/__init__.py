@@ -11,6 +11,7 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..core import dtypes, get_aval
+from ..custom_derivatives import custom_jvp
 from ..numpy.creation import _concrete
 from ..numpy.ufuncs import _broadcast_arrays
 from ..numpy.util import canonicalize_axis, check_arraylike, promote_args_inexact
@@ -31,14 +32,29 @@ def _float(name, x):
     return x
 
 
+def _zero_outside(inside):
+    """A JVP that passes the tangent where ``inside(x)`` and gives 0 elsewhere: at the kinks
+    (relu at 0, relu6 at 0 and 6) the derivative is 0, as in JAX, not the 1/2 that
+    ``maximum``'s tie-splitting rule would give."""
+    return lambda g, ans, x: jnp.where(inside(x), g, jnp.zeros_like(g))
+
+
+@custom_jvp
 def relu(x):
     """``max(x, 0)``."""
     return jnp.maximum(x, 0)
 
 
+relu.defjvps(_zero_outside(lambda x: x > 0))
+
+
+@custom_jvp
 def relu6(x):
     """``min(max(x, 0), 6)``."""
     return jnp.minimum(jnp.maximum(x, 0), 6.0)
+
+
+relu6.defjvps(_zero_outside(lambda x: (x > 0) & (x < 6)))
 
 
 def sigmoid(x):

@@ -380,6 +380,10 @@ def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices):
         x = lax.expand_dims(x, new_axes)
     shape = get_aval(x).shape
     plan = _gather_plan(shape, entries)
+    if not any(map(_is_advanced, entries)):
+        # Integers and slices address each element at most once (JAX says so too); only a
+        # unique scatter_mul/min/max can be differentiated with respect to its updates.
+        unique_indices = True
     y = _cast_update(x, y)
     from .manipulation import broadcast_to
     y = broadcast_to(y, plan.out_shape)

@@ -448,10 +448,12 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            correction=None):
-    """``var`` of the non-NaN elements."""
+    """``var`` of the non-NaN elements. The NaNs are also replaced by zeros: ``where`` alone
+    would leave them in ``(a - mean)**2``, whose derivative (NaN * 0) poisons the gradient."""
     a = _asarray("nanvar", a)
     if dtypes.is_inexact(_dtype(a)):
         where = _and_where(_not_nan(a), where)
+        a = _replace_nan(a, 0)
     return var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction)
 
 

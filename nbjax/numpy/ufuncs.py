@@ -13,6 +13,7 @@ import numpy as np
 from .. import lax
 from ..core import Tracer, dtypes, get_aval
 from ..core.trace import is_python_scalar
+from ..custom_derivatives import custom_jvp
 from .util import (broadcast_shapes, check_arraylike, promote_args, promote_args_inexact,
                    to_array)
 
@@ -354,14 +355,40 @@ def cbrt(x, /):
 
 
 def _logaddexp(name, exp_fn, log1p_fn):
+    """``log(exp(x) + exp(y))`` (in base e or 2) with its own derivative, as in JAX.
+
+    Differentiating ``max(x, y) + log1p(exp(-|x - y|))`` would be wrong where ``x == y``:
+    max splits the tie (1/2 each) but abs' derivative at 0 is 1, giving (0, 1) instead of
+    (1/2, 1/2). The JVP is the softmax weights ``exp(x - out)`` (``exp2`` in base 2), with
+    +inf replaced by 0 so that ``inf - inf`` cannot make them NaN (JAX's rule).
+    """
+    def stable(x, y):
+        delta = lax.sub(x, y)
+        # Both infinite with one sign makes delta NaN; x + y is then the right answer.
+        out = lax.add(lax.max(x, y), log1p_fn(exp_fn(lax.neg(lax.abs(delta)))))
+        return _where(lax.ne(delta, delta), lax.add(x, y), out)
+
+    stable.__name__ = stable.__qualname__ = name  # the name the jaxpr shows
+    stable = custom_jvp(stable)
+
+    @stable.defjvp
+    def _jvp(primals, tangents):
+        out = stable(*primals)
+
+        def weight(v):
+            return exp_fn(lax.sub(_replace_posinf(v), _replace_posinf(out)))
+        (x, y), (tx, ty) = primals, tangents
+        return out, lax.add(lax.mul(tx, weight(x)), lax.mul(ty, weight(y)))
+
     def fn(x, y, /):
         x, y = promote_args_inexact(name, x, y)
         _require(name, x, dtypes.is_float, "floating")
-        delta = lax.sub(x, y)
-        # Both infinite with one sign makes delta NaN; x + y is then the right answer.
-        stable = lax.add(lax.max(x, y), log1p_fn(exp_fn(lax.neg(lax.abs(delta)))))
-        return _where(lax.ne(delta, delta), lax.add(x, y), stable)
+        return stable(x, y)
     return _named(name, fn, f"``{name}``: the log of a sum of exponentials, without overflow.")
+
+
+def _replace_posinf(x):
+    return _where(isposinf(x), _full_like(x, 0), x)
 
 
 logaddexp = _logaddexp("logaddexp", lax.exp, lax.log1p)

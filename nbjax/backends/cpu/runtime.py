@@ -111,6 +111,8 @@ class BufferPool:
                 # block: the entry, the array's base, getrefcount's argument;
                 # array: the entry, getrefcount's argument
                 if sys.getrefcount(entry[0]) == 3 and sys.getrefcount(entry[1]) == 2:
+                    # An Array that held it froze it; nobody holds it now.
+                    entry[1].flags.writeable = True
                     return entry[1], entry[2]
             entry = _new_array(shape, dtype)
             if len(cached) < KEEP_PER_SIZE:

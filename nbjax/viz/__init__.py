@@ -1,0 +1,19 @@
+"""``nbjax.viz``: jaxprs as graphs and coloured text, static HTML/SVG, rich display.
+
+- ``graph_model(jaxpr, fusion=None, budget=150)``: the graph as JSON-able data.
+- ``to_dot(model)`` / ``to_svg(dot)``: draw it with Graphviz.
+- ``jaxpr_html(jaxpr)``: ``str(jaxpr)`` with syntax colouring, equations linked to node ids.
+- ``view(jaxpr, budget=None)``: text and graph for a notebook; importing this package also
+  makes every Jaxpr/ClosedJaxpr display that way.
+"""
+
+from .display import JaxprView, install_display_hooks, view
+from .dot import GraphvizNotFoundError, dot_available, to_dot, to_svg
+from .model import DEFAULT_BUDGET, graph_model, representatives
+from .text import annotate, jaxpr_html
+
+__all__ = ["DEFAULT_BUDGET", "GraphvizNotFoundError", "JaxprView", "annotate",
+           "dot_available", "graph_model", "jaxpr_html", "representatives", "to_dot",
+           "to_svg", "view"]
+
+install_display_hooks()

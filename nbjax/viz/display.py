@@ -1,0 +1,100 @@
+"""Rich display of jaxprs in notebooks: the coloured text and, when Graphviz is installed,
+the graph as SVG.
+
+The HTML is static and self-contained (inline styles, inline SVG, a ``<details>`` element to
+fold the graph; no scripts, no event handlers), so it still shows in nbconvert HTML exports
+and on GitHub, where the live widgets of the notebook layer do not run.
+"""
+
+import html
+import sys
+
+from ..core.jaxpr import ClosedJaxpr, Jaxpr
+from .dot import GraphvizNotFoundError, to_dot, to_svg
+from .model import DEFAULT_BUDGET, build_model
+from .text import annotate, pre_html
+
+_NOTE_STYLE = "color:#6b7280;font-size:12px;margin:0.3em 0"
+# Longer texts are shown uncoloured: a span per token would multiply a saved notebook's size.
+COLOUR_LIMIT = 100_000
+_GRAPH_BOX_STYLE = "overflow:auto;max-height:42em;margin-top:0.3em"
+
+
+class JaxprView:
+    """A jaxpr shown as text and graph; ``view(j, budget=None)`` draws every node."""
+
+    def __init__(self, jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True):
+        self.jaxpr, self.fusion, self.budget, self.graph = jaxpr, fusion, budget, graph
+
+    def html(self):
+        annotated = annotate(self.jaxpr)
+        colour = len(annotated.text) <= COLOUR_LIMIT
+        parts = ['<div class="nbjax-view" data-nbjax-view="jaxpr">',
+                 pre_html(annotated.html if colour else html.escape(annotated.text))]
+        if self.graph:
+            parts.append(self.graph_html(annotated))
+        parts.append("</div>")
+        return "".join(parts)
+
+    def graph_html(self, annotated):
+        try:
+            model = build_model(self.jaxpr, annotated, self.fusion, self.budget)
+            svg = to_svg(to_dot(model))
+        except GraphvizNotFoundError as e:
+            return f'<p class="nbjax-note" style="{_NOTE_STYLE}">Graph not shown: ' \
+                   f'{html.escape(str(e))}</p>'
+        shown = len(model["nodes"]) - model["hidden"] - (1 if model["truncated"] else 0)
+        summary = f"graph: {shown} nodes"
+        if model["truncated"]:
+            summary += (f" shown, {model['hidden']} hidden (budget {model['budget']}); "
+                        "nbjax.viz.view(jaxpr, budget=None) shows all")
+        return (f'<details class="nbjax-graph" open><summary style="{_NOTE_STYLE}">'
+                f'{html.escape(summary)}</summary>'
+                f'<div style="{_GRAPH_BOX_STYLE}">{svg}</div></details>')
+
+    def __repr__(self):
+        return str(self.jaxpr)
+
+    def _repr_html_(self):
+        return self.html()
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = {"text/plain": str(self.jaxpr)}
+        if _html_wanted(include, exclude):
+            bundle["text/html"] = self.html()
+        return bundle
+
+
+def view(jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True):
+    """A displayable view of a jaxpr; ``budget=None`` shows the whole graph."""
+    return JaxprView(jaxpr, fusion=fusion, budget=budget, graph=graph)
+
+
+def _html_wanted(include, exclude):
+    """Whether the front end asked for HTML. IPython asks for every type (include=None)
+    even in a terminal, so there we look at the types its formatter has switched on,
+    rather than run Graphviz for output nobody sees."""
+    if exclude and "text/html" in exclude:
+        return False
+    if include is not None:
+        return "text/html" in include
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    formatter = getattr(shell, "display_formatter", None)
+    return formatter is None or "text/html" in formatter.active_types
+
+
+def _repr_html_(self):
+    return JaxprView(self)._repr_html_()
+
+
+def _repr_mimebundle_(self, include=None, exclude=None):
+    return JaxprView(self)._repr_mimebundle_(include, exclude)
+
+
+def install_display_hooks():
+    """Give Jaxpr and ClosedJaxpr their rich display (viz sits above core, so the core
+    classes receive these methods from here instead of importing viz)."""
+    for cls in (Jaxpr, ClosedJaxpr):
+        cls._repr_html_ = _repr_html_
+        cls._repr_mimebundle_ = _repr_mimebundle_

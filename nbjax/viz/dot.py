@@ -1,0 +1,251 @@
+"""Draw a graph model with Graphviz: DOT text, then SVG.
+
+Each fusion kernel is a coloured cluster; sub-jaxprs are nested dashed clusters hanging off
+the equation that owns them; forward and backward equations of a gradient have different
+fill colours; edges are labelled with the shape and dtype of the value they carry. Nodes
+get ``id`` and ``class`` attributes (kind, phase, provenance id, group), which Graphviz
+copies into the SVG, so a view can highlight linked nodes with CSS alone.
+"""
+
+import importlib.util
+import re
+import shutil
+
+from .model import representatives
+
+FONT = "Helvetica,Arial,sans-serif"
+PHASE_FILL = {"forward": "#dbeafe", "backward": "#fed7aa"}
+KIND_STYLE = {  # node kind -> DOT attributes
+    "input": {"shape": "invhouse", "fillcolor": "#dcfce7"},
+    "const": {"shape": "note", "fillcolor": "#f1f5f9"},
+    "output": {"shape": "house", "fillcolor": "#fef3c7"},
+    "eqn": {"shape": "box", "fillcolor": "#ffffff"},
+    "more": {"shape": "box", "style": "dashed", "fillcolor": "#ffffff", "color": "#9ca3af"},
+}
+# (border, fill) per fusion kernel, cycled.
+KERNEL_COLOURS = [("#2563eb", "#eff6ff"), ("#16a34a", "#f0fdf4"), ("#dc2626", "#fef2f2"),
+                  ("#9333ea", "#faf5ff"), ("#ea580c", "#fff7ed"), ("#0891b2", "#ecfeff"),
+                  ("#ca8a04", "#fefce8"), ("#db2777", "#fdf2f8")]
+_TOOLTIP_CHARS = 400
+
+INSTALL_HINT = ("Install Graphviz: `apt-get install graphviz` (Debian/Ubuntu), "
+                "`conda install graphviz`, or `brew install graphviz` (macOS).")
+
+
+class GraphvizNotFoundError(RuntimeError):
+    """Graphviz (the ``dot`` program or the ``graphviz`` Python package) is missing."""
+
+
+def quote(text):
+    """A DOT string literal; newlines become DOT line breaks, user text stays literal."""
+    text = str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\r", " ")
+    return '"' + text.replace("\n", "\\n") + '"'
+
+
+def _attrs(attrs):
+    return "[" + ", ".join(f"{k}={quote(v)}" for k, v in attrs.items()) + "]"
+
+
+def _css(text):
+    return re.sub(r"[^\w-]", "_", str(text))
+
+
+def to_dot(model, *, id_prefix=""):
+    """Graphviz DOT text for a graph model (see ``graph_model``); ``id_prefix`` goes in
+    front of every node's SVG id, for pages showing several graphs."""
+    return _DotWriter(model, id_prefix).write()
+
+
+class _DotWriter:
+    def __init__(self, model, id_prefix):
+        self.model, self.prefix = model, id_prefix
+        self.shown = representatives(model)
+        self.lines = []
+        self.by_scope, self.owned = {}, {}
+        for node in model["nodes"]:
+            self.by_scope.setdefault(node["cluster"], []).append(node)
+        for cluster in model["clusters"]:
+            self.owned.setdefault(cluster["owner"], []).append(cluster)
+        self.clusters = {c["id"]: c for c in model["clusters"]}
+        groups = model.get("groups") or []
+        self.groups = {g["id"]: (i, g) for i, g in enumerate(groups)}
+
+    def visible(self, node):
+        return self.shown[node["id"]] == node["id"]
+
+    def drawn(self, cluster):
+        """A cluster is drawn when expanded, inside drawn clusters, its owner visible."""
+        while cluster is not None:
+            if cluster["collapsed"] or self.shown[cluster["owner"]] != cluster["owner"]:
+                return False
+            cluster = self.clusters.get(cluster["parent"])
+        return True
+
+    def emit(self, depth, text):
+        self.lines.append("  " * depth + text)
+
+    def write(self):
+        graph = {"rankdir": "TB", "compound": "true", "fontname": FONT, "fontsize": "10",
+                 "nodesep": "0.25", "ranksep": "0.35", "bgcolor": "white"}
+        phases = [n["provenance"]["phase"] for n in self.model["nodes"] if n["provenance"]]
+        if "backward" in phases:
+            graph.update(label="blue: forward pass    orange: backward pass", labelloc="b")
+        self.emit(0, "digraph jaxpr {")
+        self.emit(1, "graph " + _attrs(graph) + ";")
+        self.emit(1, "node " + _attrs({
+            "shape": "box", "style": "rounded,filled", "fontname": FONT, "fontsize": "10",
+            "color": "#4b5563", "fillcolor": "white", "height": "0.3",
+            "margin": "0.08,0.04"}) + ";")
+        self.emit(1, "edge " + _attrs({
+            "fontname": FONT, "fontsize": "8", "color": "#6b7280", "fontcolor": "#4b5563",
+            "arrowsize": "0.6"}) + ";")
+        self.scope(None, 1)
+        self.edges()
+        self.emit(0, "}")
+        return "\n".join(self.lines) + "\n"
+
+    # -- nodes and clusters -----------------------------------------------------------------
+
+    def scope(self, cluster_id, depth):
+        """The visible nodes of one scope, grouped into their fusion kernels."""
+        grouped = {}
+        for node in self.by_scope.get(cluster_id, []):
+            if not self.visible(node):
+                continue
+            if node["group"] is None or node["group"] not in self.groups:
+                self.node(node, depth)
+            else:
+                grouped.setdefault(node["group"], []).append(node)
+        for gid, nodes in grouped.items():
+            index, group = self.groups[gid]
+            name = f"cluster_group_{gid}" + (f"_{cluster_id}" if cluster_id else "")
+            self.emit(depth, f"subgraph {quote(name)} {{")
+            self.emit(depth + 1, "graph " + _attrs(self.group_style(index, group)) + ";")
+            for node in nodes:
+                self.node(node, depth + 1)
+            self.emit(depth, "}")
+
+    def group_style(self, index, group):
+        style = {"label": group["label"], "labelloc": "t", "fontsize": "9",
+                 "id": f"{self.prefix}group-{_css(group['id'])}"}
+        if group["kind"] == "kernel":
+            border, fill = KERNEL_COLOURS[index % len(KERNEL_COLOURS)]
+            style.update(style="rounded,filled", color=border, fillcolor=fill,
+                         fontcolor=border, penwidth="1.5")
+        else:
+            style.update(style="rounded,dashed", color="#9ca3af", fontcolor="#6b7280")
+        return style
+
+    def node(self, node, depth):
+        self.emit(depth, f"{quote(node['id'])} {_attrs(self.node_attrs(node))};")
+        for cluster in self.owned.get(node["id"], []):
+            if self.drawn(cluster):
+                self.sub_cluster(cluster, depth)
+
+    def sub_cluster(self, cluster, depth):
+        self.emit(depth, f"subgraph {quote('cluster_' + cluster['id'])} {{")
+        self.emit(depth + 1, "graph " + _attrs({
+            "label": cluster["label"], "labelloc": "t", "style": "rounded,dashed",
+            "color": "#9ca3af", "fontcolor": "#4b5563", "fontsize": "9",
+            "id": self.prefix + "cluster-" + cluster["id"]}) + ";")
+        self.scope(cluster["id"], depth + 1)
+        self.emit(depth, "}")
+
+    def node_attrs(self, node):
+        attrs = {"id": self.prefix + node["id"], "label": self.label(node),
+                 "class": " ".join(self.classes(node)), "tooltip": self.tooltip(node)}
+        attrs.update(KIND_STYLE[node["kind"]])
+        if node["provenance"]:
+            attrs["fillcolor"] = PHASE_FILL.get(node["provenance"]["phase"],
+                                                attrs["fillcolor"])
+        if "style" not in attrs and node["kind"] != "eqn":
+            attrs["style"] = "filled"
+        return attrs
+
+    def label(self, node):
+        """The model's label, plus a line per collapsed sub-jaxpr of this (visible) node."""
+        lines = [node["label"]]
+        for cluster in self.owned.get(node["id"], []):
+            if not self.drawn(cluster):
+                lines.append(f"▸ {cluster['name']} ({cluster['size']} nodes hidden)")
+        return "\n".join(lines)
+
+    @staticmethod
+    def classes(node):
+        classes = ["nbjax-node", f"nbjax-{node['kind']}"]
+        if node["provenance"]:
+            classes += [f"nbjax-{_css(node['provenance']['phase'])}",
+                        f"nbjax-prov-{_css(node['provenance']['id'])}"]
+        if node["group"] is not None:
+            classes.append(f"nbjax-group-{_css(node['group'])}")
+        return classes
+
+    @staticmethod
+    def tooltip(node):
+        lines = [node["text"] or node["label"].replace("\n", " ")]
+        source = node["source"]
+        if source:
+            lines.append(f"{source['file']}:{source['line']} ({source['function']})")
+            if source["text"]:
+                lines.append(source["text"])
+        if node["fusion_reason"]:
+            lines.append(node["fusion_reason"])
+        text = "\n".join(lines)
+        return text if len(text) <= _TOOLTIP_CHARS else text[:_TOOLTIP_CHARS - 1] + "…"
+
+    # -- edges ------------------------------------------------------------------------------
+
+    def edges(self):
+        rerouted = {}
+        for edge in self.model["edges"]:
+            source, target = self.shown[edge["source"]], self.shown[edge["target"]]
+            if source == target:
+                continue
+            if (source, target) != (edge["source"], edge["target"]):
+                if (source, target) in rerouted:
+                    continue
+                rerouted[source, target] = True
+            attrs = {"label": edge["aval"], "class": "nbjax-edge"}
+            if edge["var"]:
+                attrs["tooltip"] = f"{edge['var']}: {edge['aval']}"
+            self.emit(1, f"{quote(source)} -> {quote(target)} {_attrs(attrs)};")
+        for cluster in self.model["clusters"]:
+            self.owner_edge(cluster)
+
+    def owner_edge(self, cluster):
+        """A dashed arrow from an equation to a drawn sub-jaxpr cluster it owns."""
+        if not self.drawn(cluster):
+            return
+        inside = [n for n in self.by_scope.get(cluster["id"], []) if self.visible(n)]
+        if not inside:
+            return
+        self.emit(1, f"{quote(cluster['owner'])} -> {quote(inside[0]['id'])} " + _attrs({
+            "lhead": "cluster_" + cluster["id"], "style": "dashed", "color": "#9ca3af",
+            "arrowhead": "odot", "class": "nbjax-subjaxpr-edge"}) + ";")
+
+
+# --- SVG ------------------------------------------------------------------------------------
+
+def dot_available():
+    """Whether Graphviz's ``dot`` program and the ``graphviz`` package are installed."""
+    return importlib.util.find_spec("graphviz") is not None and shutil.which("dot") is not None
+
+
+def to_svg(dot):
+    """Render DOT text to an SVG element (no XML prolog or DOCTYPE, ready to put in HTML).
+
+    Raises GraphvizNotFoundError, saying how to install it, when Graphviz is missing.
+    """
+    try:
+        import graphviz
+    except ImportError:
+        raise GraphvizNotFoundError(
+            "the `graphviz` Python package is missing: `pip install graphviz`. "
+            + INSTALL_HINT) from None
+    try:
+        svg = graphviz.Source(dot).pipe(format="svg", encoding="utf-8")
+    except graphviz.ExecutableNotFound:
+        raise GraphvizNotFoundError(
+            "Graphviz's `dot` program was not found on PATH, so the graph cannot be drawn. "
+            + INSTALL_HINT) from None
+    return svg[svg.index("<svg"):]

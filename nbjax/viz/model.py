@@ -1,0 +1,305 @@
+"""A jaxpr as graph data: nodes, edges, nested clusters and fusion groups, as a JSON-able dict.
+
+Pure data, no drawing: ``to_dot`` draws it, the notebook widget sends it to the browser.
+Everything is built in program order (never by iterating a set), so the same jaxpr always
+gives the same model.
+
+Nodes are the jaxpr's inputs (``in0``...), constants (``c0``...), equations (``e0``...) and
+outputs (``out0``...). An equation with sub-jaxprs (``cond``, ``scan``, ``while``, ``jit``,
+``checkpoint``, ``custom_*``) owns one cluster per sub-jaxpr, whose nodes are named under it
+(``e1/branches0/e0``). Edges carry the type of the value flowing along them.
+
+Large programs stay readable under a node budget: sub-jaxpr clusters collapse first (the
+deepest, then the largest), and if that is not enough, the middle of the top-level program
+folds into one ``more`` node. ``graph_model(j, budget=None)`` shows everything.
+"""
+
+import numpy as np
+
+from ..core.jaxpr import Literal, Var
+from .structure import eqn_id, is_jaxpr, is_jaxpr_tuple, open_jaxpr, param_text, \
+    printed_params, sub_jaxprs, sub_prefix
+from .text import annotate
+
+DEFAULT_BUDGET = 150
+_LABEL_PARAMS = 3  # params shown in a node's label (all of them are in node["params"])
+_LABEL_CHARS = 24
+_PREVIEW_SIZE = 6  # constants this small show their value
+
+
+def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET):
+    """The graph model of a Jaxpr or ClosedJaxpr.
+
+    ``fusion``: a fusion plan (an object with ``.groups``, each with ``.eqns``; ``.index``,
+    ``.id`` or ``.name``; optionally ``.kind`` and ``.shape``, and ``.decisions`` with
+    ``.eqn`` and ``.reason``) for this very jaxpr (equations are matched by identity):
+    equations are tagged with their group. ``budget``: the most nodes to draw, or None.
+
+    The model: ``nodes`` (each with ``id``, ``kind`` (input/const/eqn/output/more),
+    ``label``, ``cluster`` (the sub-jaxpr it is in, or None), ``depth``, ``avals`` and
+    ``vars`` (its results' types and printed names), ``primitive``, ``params`` (printed,
+    as text), ``literals``, ``value`` (small constants), ``text`` (the equation as
+    printed), ``source`` (file, line, function, text), ``provenance`` (phase, id,
+    primitive), ``group``, ``fusion_reason``, ``truncated``); ``edges`` (``source``,
+    ``target``, ``var``, ``aval``, ``operand`` position); ``clusters`` (``id``, ``name``,
+    ``label``, ``owner`` equation, ``parent`` cluster, ``depth``, ``size`` in nodes,
+    ``collapsed``); ``groups`` (``id``, ``kind``, ``label``, ``nodes``); ``budget``,
+    ``hidden`` (nodes not drawn) and ``truncated``. Flip a cluster's ``collapsed`` and draw
+    again to open or close it.
+    """
+    return build_model(closed_jaxpr, annotate(closed_jaxpr), fusion, budget)
+
+
+def build_model(closed_jaxpr, annotated, fusion, budget):
+    """``graph_model`` given the jaxpr's annotated text (a view shows both, and printing
+    a large jaxpr is the slow part)."""
+    jaxpr, consts = open_jaxpr(closed_jaxpr)
+    builder = _Builder(annotated, _Fusion(fusion))
+    builder.jaxpr(jaxpr, consts, prefix="", cluster=None, depth=0)
+    model = {"nodes": builder.nodes, "edges": builder.edges, "clusters": builder.clusters,
+             "groups": builder.fusion.groups}
+    _apply_budget(model, budget)
+    return model
+
+
+# --- building -------------------------------------------------------------------------------
+
+def _short(text, limit=_LABEL_CHARS):
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _source(info):
+    if info is None:
+        return None
+    return {"file": info.file, "line": info.line, "function": info.function,
+            "text": info.source_line()}
+
+
+def _provenance(p):
+    if p is None:
+        return None
+    return {"phase": p.phase, "id": p.id, "primitive": p.primitive}
+
+
+def _preview(value):
+    """A small constant's value as text, else None."""
+    array = np.asarray(value)
+    if array.size > _PREVIEW_SIZE:
+        return None
+    return np.array2string(array, separator=", ")
+
+
+class _Fusion:
+    """A fusion plan read tolerantly: equation identity -> group id and decision reason."""
+
+    KIND_NAMES = {"kernel": "kernel", "library": "library step", "fallback": "reference step"}
+
+    def __init__(self, plan):
+        self.groups, self.group_of, self.reason_of = [], {}, {}
+        for position, group in enumerate(getattr(plan, "groups", None) or ()):
+            gid = self._group_id(group, position)
+            kind = str(getattr(group, "kind", "kernel"))
+            shape = getattr(group, "shape", None)
+            label = f"{self.KIND_NAMES.get(kind, kind)} {gid}"
+            if kind == "kernel" and shape is not None:
+                label += f" over [{','.join(map(str, shape))}]"
+            self.groups.append({"id": gid, "kind": kind, "label": label, "nodes": []})
+            for eqn in getattr(group, "eqns", ()):
+                self.group_of[id(eqn)] = self.groups[-1]
+        for decision in getattr(plan, "decisions", None) or ():
+            if getattr(decision, "eqn", None) is not None:
+                self.reason_of[id(decision.eqn)] = str(getattr(decision, "reason", ""))
+
+    @staticmethod
+    def _group_id(group, position):
+        for attr in ("index", "id", "name"):
+            value = getattr(group, attr, None)
+            if isinstance(value, int) and value >= 0 or isinstance(value, str) and value:
+                return value
+        return position
+
+
+def _node(node_id, kind, label, cluster, depth, **fields):
+    """A node dict; every node has every key, so readers need no special cases."""
+    node = {"id": node_id, "kind": kind, "label": label, "cluster": cluster, "depth": depth,
+            "avals": [], "vars": [], "primitive": None, "params": {}, "literals": [],
+            "value": None, "text": None, "source": None, "provenance": None, "group": None,
+            "fusion_reason": None, "truncated": False}
+    node.update(fields)
+    return node
+
+
+class _Builder:
+    def __init__(self, annotated, fusion):
+        self.text, self.fusion = annotated, fusion
+        self.nodes, self.edges, self.clusters = [], [], []
+
+    def name(self, var):
+        return self.text.names.get(var)
+
+    def add(self, node_id, kind, label, cluster, depth, **fields):
+        self.nodes.append(_node(node_id, kind, label, cluster, depth, **fields))
+        return node_id
+
+    def edge(self, source, target, var, operand):
+        self.edges.append({"source": source, "target": target, "var": self.name(var),
+                           "aval": var.aval.str_short(), "operand": operand})
+
+    def value_node(self, node_id, kind, var, cluster, depth, value=None):
+        """An input or constant node."""
+        name, aval = self.name(var), var.aval.str_short()
+        title = f"{name}: {aval}" if name else aval
+        preview = None if value is None else _preview(value)
+        label = f"const {title}" if kind == "const" else title
+        if preview is not None:
+            label += f"\n= {_short(preview)}"
+        return self.add(node_id, kind, label, cluster, depth, avals=[aval],
+                        vars=[name], value=preview)
+
+    def jaxpr(self, jaxpr, consts, prefix, cluster, depth):
+        env = {}
+        for i, v in enumerate(jaxpr.constvars):
+            value = None if consts is None else consts[i]
+            env[v] = self.value_node(f"{prefix}c{i}", "const", v, cluster, depth, value)
+        for i, v in enumerate(jaxpr.invars):
+            env[v] = self.value_node(f"{prefix}in{i}", "input", v, cluster, depth)
+        for i, eqn in enumerate(jaxpr.eqns):
+            self.eqn(eqn, eqn_id(prefix, i), env, cluster, depth)
+        for i, a in enumerate(jaxpr.outvars):
+            label = f"out {i}: {a.aval.str_short()}"
+            if isinstance(a, Literal):
+                label = f"out {i} = {a.pretty()}"
+            node_id = self.add(f"{prefix}out{i}", "output", label, cluster, depth,
+                               avals=[a.aval.str_short()],
+                               vars=[self.name(a) if isinstance(a, Var) else None])
+            if isinstance(a, Var):
+                self.edge(env[a], node_id, a, 0)
+
+    def eqn(self, eqn, node_id, env, cluster, depth):
+        params = {k: param_text(v) for k, v in printed_params(eqn)
+                  if not (is_jaxpr(v) or is_jaxpr_tuple(v))}
+        literals = [a.pretty() for a in eqn.invars if isinstance(a, Literal)]
+        lines = [eqn.primitive.name]
+        lines += [_short(f"{k}={v}") for k, v in list(params.items())[:_LABEL_PARAMS]]
+        lines += [_short(lit) for lit in literals]
+        group = self.fusion.group_of.get(id(eqn))
+        if group is not None:
+            group["nodes"].append(node_id)
+        self.add(node_id, "eqn", "\n".join(lines), cluster, depth,
+                 avals=[v.aval.str_short() for v in eqn.outvars],
+                 vars=[self.name(v) for v in eqn.outvars], primitive=eqn.primitive.name,
+                 params=params, literals=literals,
+                 text=self.text.eqn_text(node_id) or repr(eqn),
+                 source=_source(eqn.source_info), provenance=_provenance(eqn.provenance),
+                 group=None if group is None else group["id"],
+                 fusion_reason=self.fusion.reason_of.get(id(eqn)))
+        for operand, a in enumerate(eqn.invars):
+            if isinstance(a, Var):
+                self.edge(env[a], node_id, a, operand)
+        for suffix, name, sub in sub_jaxprs(eqn):
+            self.sub_jaxpr(sub_prefix(node_id, suffix), name, sub, eqn, node_id, cluster,
+                           depth)
+        for v in eqn.outvars:
+            env[v] = node_id
+
+    def sub_jaxpr(self, cluster_id, name, sub, eqn, owner, parent, depth):
+        cluster = {"id": cluster_id, "name": name, "label": f"{eqn.primitive.name}: {name}",
+                   "owner": owner, "parent": parent, "depth": depth + 1, "size": 0,
+                   "collapsed": False}
+        self.clusters.append(cluster)
+        first = len(self.nodes)
+        jaxpr, consts = open_jaxpr(sub)
+        self.jaxpr(jaxpr, consts, cluster_id + "/", cluster_id, depth + 1)
+        cluster["size"] = len(self.nodes) - first
+
+
+# --- the node budget ------------------------------------------------------------------------
+
+MORE = "more"  # the id of the node standing for the folded middle of a large program
+
+
+def representatives(model):
+    """node id -> the id of the node drawn for it: itself, the owner of a collapsed
+    cluster it is in, or ``MORE`` when the budget folded it away."""
+    clusters = {c["id"]: c for c in model["clusters"]}
+    nodes = {n["id"]: n for n in model["nodes"]}
+    memo = {}
+
+    def shown(node_id):
+        if node_id not in memo:
+            node = nodes[node_id]
+            collapsed = _outermost_collapsed(node["cluster"], clusters)
+            if collapsed is not None:
+                memo[node_id] = shown(collapsed["owner"])
+            elif node["truncated"]:
+                memo[node_id] = MORE
+            elif node["cluster"] is not None and \
+                    shown(clusters[node["cluster"]]["owner"]) == MORE:
+                memo[node_id] = MORE
+            else:
+                memo[node_id] = node_id
+        return memo[node_id]
+
+    return {node_id: shown(node_id) for node_id in nodes}
+
+
+def _outermost_collapsed(cluster_id, clusters):
+    found = None
+    while cluster_id is not None:
+        cluster = clusters[cluster_id]
+        if cluster["collapsed"]:
+            found = cluster
+        cluster_id = cluster["parent"]
+    return found
+
+
+def _apply_budget(model, budget):
+    model["budget"] = budget
+    if budget is not None and len(model["nodes"]) > budget:
+        visible = _collapse_clusters(model, budget)
+        if visible > budget:
+            _fold_top_level(model, visible - budget + 1)  # + 1: the MORE node itself
+    shown = representatives(model)
+    hidden = [n for n in model["nodes"] if n["id"] != MORE and shown[n["id"]] != n["id"]]
+    model["hidden"] = len(hidden)
+    model["truncated"] = bool(hidden)
+    if model["truncated"] and model["nodes"][-1]["id"] == MORE:
+        folded = sum(1 for n in hidden if shown[n["id"]] == MORE)
+        model["nodes"][-1]["label"] = f"… {folded} more nodes\n(budget {budget})"
+
+
+def _collapse_clusters(model, budget):
+    """Collapse clusters, deepest and then largest first, until the budget is met (or none
+    is left); returns the number of nodes still visible."""
+    subtree = {c["id"]: [] for c in model["clusters"]}
+    parent = {c["id"]: c["parent"] for c in model["clusters"]}
+    for node in model["nodes"]:
+        cluster_id = node["cluster"]
+        while cluster_id is not None:
+            subtree[cluster_id].append(node["id"])
+            cluster_id = parent[cluster_id]
+    order = sorted(enumerate(model["clusters"]),
+                   key=lambda ic: (-ic[1]["depth"], -ic[1]["size"], ic[0]))
+    hidden, visible = {}, len(model["nodes"])
+    for _, cluster in order:
+        if visible <= budget:
+            break
+        cluster["collapsed"] = True
+        for node_id in subtree[cluster["id"]]:
+            if node_id not in hidden:
+                hidden[node_id] = True
+                visible -= 1
+    return visible
+
+
+def _fold_top_level(model, excess):
+    """Hide ``excess`` top-level equations from the middle of the program, keeping its
+    beginning and end, behind one MORE node."""
+    roots = [n for n in model["nodes"] if n["cluster"] is None and n["kind"] == "eqn"]
+    count = min(excess, len(roots))
+    if count <= 0:
+        return
+    head = (len(roots) - count + 1) // 2
+    for node in roots[head:head + count]:
+        node["truncated"] = True
+    model["nodes"].append(_node(MORE, MORE, "", None, 0))

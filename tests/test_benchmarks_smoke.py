@@ -1,0 +1,117 @@
+"""The benchmark runner's machinery on tiny sizes: it runs, prints its table, writes its JSON,
+and nbjax's results agree with NumPy's. No timing is asserted (machines are noisy); timings
+belong to ``make bench``."""
+
+import contextlib
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nbjax
+
+# The benchmarks package lives next to tests/, at the repository root (it is not installed).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import run, workloads  # noqa: E402
+from benchmarks.timing import format_seconds, median_time  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """One small run of every workload (one repetition, no jax), shared by the tests below."""
+    path = tmp_path_factory.mktemp("bench") / "results.json"
+    printed = _capture(lambda: run.main(["--small", "--reps", "1", "--no-jax",
+                                         "--json", str(path)]))
+    return printed, json.loads(path.read_text())
+
+
+def _capture(fn):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        fn()
+    return out.getvalue()
+
+
+def test_table_lists_every_workload_with_its_times(report):
+    printed, _ = report
+    lines = printed.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("workload"))
+    rows = {line.split()[0].rstrip("*"): line for line in lines[header + 2:] if line.strip()
+            and not line.startswith(("notes", "wrote"))}
+    for w in workloads.WORKLOADS:
+        assert w.name in rows
+        assert "error" not in rows[w.name]
+    assert "memory bandwidth" in printed and "GB/s" in printed
+
+
+def test_the_backend_measured_is_named(report):
+    printed, data = report
+    assert data["nbjax_backend"] == nbjax.config.jit_backend
+    assert f"nbjax: nbjax.jit on the {nbjax.config.jit_backend!r} backend" in printed
+
+
+def test_only_filters_and_unknown_names_fail(tmp_path):
+    path = tmp_path / "r.json"
+    _capture(lambda: run.main(["--small", "--reps", "1", "--no-jax", "--only", "grad",
+                               "--json", str(path)]))
+    assert [w["name"] for w in json.loads(path.read_text())["workloads"]] == ["grad_1e6",
+                                                                              "grad_1e7"]
+    with pytest.raises(ValueError, match="no workload matches"):
+        workloads.select(["no_such_workload"])
+    with pytest.raises(SystemExit):
+        _capture(lambda: run.parse_args(["--reps", "0"]))
+
+
+def test_backend_option_selects_and_restores_jit_backend(tmp_path):
+    before = nbjax.config.jit_backend
+    other = "reference" if before != "reference" else "cpu"
+    path = tmp_path / "r.json"
+    printed = _capture(lambda: run.main(["--small", "--reps", "1", "--no-jax", "--backend",
+                                         other, "--only", "dispatch", "--json", str(path)]))
+    assert json.loads(path.read_text())["nbjax_backend"] == other
+    assert f"nbjax.jit on the {other!r} backend" in printed
+    assert nbjax.config.jit_backend == before
+    with pytest.raises(ValueError, match="unknown backend"):
+        run.main(["--backend", "no_such_backend", "--json", str(path)])
+    assert nbjax.config.jit_backend == before
+
+
+def test_relative_error_sees_differences_and_shapes():
+    a = np.array([1.0, 2.0, 4.0], np.float32)
+    assert run.relative_error((a,), (a,)) == 0
+    assert run.relative_error(a + np.float32(0.4), a) == pytest.approx(0.1)
+    assert run.relative_error(a[:2], a) == float("inf")
+
+
+def test_median_time_batches_short_calls_and_keeps_reps():
+    calls = []
+    result = median_time(lambda: calls.append(1), (), reps=3, budget_s=10)
+    assert len(result["times_s"]) == 3 and result["batch"] > 1
+    assert len(calls) == 1 + 3 * result["batch"]
+
+
+def test_format_seconds_picks_a_unit():
+    assert format_seconds(1.95) == "1.95 s"
+    assert format_seconds(0.0852) == "85.2 ms"
+    assert format_seconds(4.05e-6) == "4.05 us"
+    assert format_seconds(None) == "-"
+
+
+def test_blas_overrides_are_dropped_by_a_re_exec(monkeypatch):
+    execs = []
+    monkeypatch.setattr(os, "execve", lambda *a: execs.append(a))
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    monkeypatch.delenv("OPENBLAS_L2_SIZE", raising=False)
+    run.exec_without_blas_overrides()
+    assert execs == []
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setattr(sys, "argv", ["run.py", "--small"])
+    run.exec_without_blas_overrides()
+    (exe, argv, env), = execs
+    assert argv == [sys.executable, "-m", "benchmarks.run", "--small"]
+    assert "OPENBLAS_CORETYPE" not in env and env["PATH"] == os.environ["PATH"]

@@ -1,0 +1,338 @@
+"""pmap over CPU devices: shards on threads, collectives meeting at a rendezvous, and pmap
+composed with vmap, jvp and grad. Two devices (NBJAX_NUM_CPU_DEVICES=2), as JAX's
+--xla_force_host_platform_device_count=2."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import lax
+from nbjax.core import Primitive, check_jaxpr, eval_jaxpr
+from nbjax.test_util import check_grads
+
+N = 2  # devices
+
+
+@pytest.fixture(autouse=True)
+def two_devices(monkeypatch):
+    monkeypatch.setenv("NBJAX_NUM_CPU_DEVICES", str(N))
+
+
+def randn(*shape, seed=0):
+    return np.random.RandomState(seed).randn(*shape).astype(np.float32)
+
+
+def pmap(f, **kwargs):
+    return nbjax.pmap(f, axis_name="i", **kwargs)
+
+
+# --- devices -------------------------------------------------------------------------------
+
+def test_device_count_follows_the_environment(monkeypatch):
+    assert len(nbjax.devices()) == N
+    assert [d.id for d in nbjax.devices()] == list(range(N))
+    assert nbjax.devices()[1] is nbjax.devices()[1]
+    monkeypatch.setenv("NBJAX_NUM_CPU_DEVICES", "3")
+    assert len(nbjax.devices()) == 3
+    monkeypatch.setenv("NBJAX_NUM_CPU_DEVICES", "zero")
+    with pytest.raises(ValueError, match="NBJAX_NUM_CPU_DEVICES"):
+        nbjax.devices()
+    monkeypatch.delenv("NBJAX_NUM_CPU_DEVICES")
+    assert len(nbjax.devices()) >= 1
+
+
+# --- pmap against a Python loop ------------------------------------------------------------
+
+def loop(f, *xs):
+    """``f`` on each slice of the leading axis, stacked: what pmap must compute."""
+    return np.stack([np.asarray(f(*[x[i] for x in xs])) for i in range(len(xs[0]))])
+
+
+def test_pmap_matches_a_loop():
+    def f(x, y):
+        return jnp.sin(x) @ y + 1.0
+
+    x, y = randn(N, 3, 4), randn(N, 4, 2, seed=1)
+    out = pmap(f)(x, y)
+    assert isinstance(out, nbjax.Array) and out.shape == (N, 3, 2)
+    np.testing.assert_allclose(out, loop(f, x, y), rtol=1e-5, atol=1e-6)
+
+
+def test_pmap_pytrees_kwargs_and_integers():
+    def f(tree, scale):
+        return {"sum": tree["a"] + tree["b"][0], "count": tree["n"] * 2}, scale * 2
+
+    tree = {"a": randn(N, 3), "b": [randn(N, 3, seed=1)], "n": np.arange(N, dtype=np.int32)}
+    out, scaled = pmap(f)(tree, scale=randn(N, seed=2))
+    np.testing.assert_allclose(out["sum"], tree["a"] + tree["b"][0])
+    np.testing.assert_array_equal(out["count"], np.arange(N) * 2)
+    assert out["count"].dtype == np.int32
+    np.testing.assert_allclose(scaled, randn(N, seed=2) * 2)
+
+
+def test_in_axes_out_axes_and_static_arguments():
+    x, y = randn(3, N), randn(3, seed=1)
+    out = pmap(lambda a, b: a * b, in_axes=(1, None), out_axes=1)(x, y)
+    np.testing.assert_allclose(out, x * y[:, None])
+    # negative axes; an unmapped output is every shard's (equal) value
+    out, shared = pmap(lambda a, b: (a * 2, lax.psum(a, "i")), in_axes=(-1, None),
+                       out_axes=(-1, None))(x, y)
+    np.testing.assert_allclose(out, x * 2)
+    np.testing.assert_allclose(shared, x.sum(1), rtol=1e-6)
+    f = pmap(lambda a, n, b: a * n + b, static_broadcasted_argnums=1, in_axes=(0, None, 0))
+    np.testing.assert_allclose(f(x.T, 3, y[:N]), x.T * 3 + y[:N, None])
+    np.testing.assert_allclose(f(x.T, 5, y[:N]), x.T * 5 + y[:N, None])
+
+
+def test_closure_over_arrays_and_the_trace_cache():
+    w, traces = randn(3), []
+
+    def f(x):
+        traces.append(1)
+        return x * w
+
+    g = pmap(f)
+    x = randn(N, 3)
+    np.testing.assert_allclose(g(x), x * w)
+    np.testing.assert_allclose(g(x + 1), (x + 1) * w)
+    assert len(traces) == 1
+    g(randn(N, 4)[:, :3].copy())
+    assert len(traces) == 1
+    with pytest.raises(ValueError):
+        g(randn(N, 4))  # a new shape: traced again, and x * w no longer broadcasts
+    assert len(traces) == 2
+
+
+def test_make_jaxpr_of_pmap():
+    closed = nbjax.make_jaxpr(pmap(lambda x: lax.psum(jnp.sin(x), "i")))(randn(N, 3))
+    check_jaxpr(closed.jaxpr)
+    text = str(closed)
+    assert "pmap[" in text and "axis_size=2" in text and "psum[axes=('i',)]" in text
+    shard_jaxpr = closed.jaxpr.eqns[0].params["jaxpr"]
+    assert shard_jaxpr.in_avals[0].shape == (3,)  # the shard jaxpr takes one slice
+    x = randn(N, 3)
+    out, = eval_jaxpr(closed.jaxpr, closed.consts, x)
+    np.testing.assert_allclose(out, np.broadcast_to(np.sin(x).sum(0), x.shape), rtol=1e-6)
+
+
+# --- collectives on two devices ------------------------------------------------------------
+
+@pytest.mark.parametrize("name, collective, expected", [
+    ("psum", lambda x: lax.psum(x, "i"), lambda x: np.broadcast_to(x.sum(0), x.shape)),
+    ("pmean", lambda x: lax.pmean(x, "i"), lambda x: np.broadcast_to(x.mean(0), x.shape)),
+    ("pmax", lambda x: lax.pmax(x, "i"), lambda x: np.broadcast_to(x.max(0), x.shape)),
+    ("pmin", lambda x: lax.pmin(x, "i"), lambda x: np.broadcast_to(x.min(0), x.shape)),
+    ("all_gather", lambda x: lax.all_gather(x, "i"), lambda x: np.stack([x] * N)),
+    ("all_gather axis=1", lambda x: lax.all_gather(x, "i", axis=1),
+     lambda x: np.stack([np.moveaxis(x, 0, 1)] * N)),
+    ("all_gather tiled", lambda x: lax.all_gather(x, "i", tiled=True),
+     lambda x: np.stack([x.reshape(-1, x.shape[-1])] * N)),
+    ("axis_index", lambda x: lax.axis_index("i") + 0 * x.astype(jnp.int32),
+     lambda x: np.broadcast_to(np.arange(N)[:, None, None], x.shape)),
+    ("ppermute shift", lambda x: lax.ppermute(x, "i", [(0, 1)]),
+     lambda x: np.stack([np.zeros_like(x[0]), x[0]])),
+    ("ppermute swap", lambda x: lax.ppermute(x, "i", [(0, 1), (1, 0)]), lambda x: x[::-1]),
+])
+def test_collectives_match_numpy(name, collective, expected):
+    """Each shard holds x[i]; every result needs both threads at the rendezvous at once."""
+    x = randn(N, 2, 3)
+    out = pmap(collective)(x)
+    np.testing.assert_allclose(out, expected(x), rtol=1e-6)
+    # the collective over a vmapped axis of the same name computes the same
+    np.testing.assert_allclose(nbjax.vmap(collective, axis_name="i")(x), expected(x),
+                               rtol=1e-6)
+
+
+def test_collectives_keep_dtypes_and_pytrees():
+    x = np.arange(2 * N, dtype=np.int32).reshape(N, 2)
+    out = pmap(lambda a: (lax.psum(a, "i"), lax.pmean(a, "i")))(x)
+    np.testing.assert_array_equal(out[0], np.broadcast_to(x.sum(0), x.shape))
+    assert out[0].dtype == np.int32 and out[1].dtype == np.float32
+    tree = pmap(lambda a: lax.psum({"u": a, "v": [a * 2]}, "i"))(x)
+    np.testing.assert_array_equal(tree["v"][0], np.broadcast_to(2 * x.sum(0), x.shape))
+
+
+def test_collectives_over_a_pmap_axis_and_a_vmap_axis():
+    x = randn(N, 3, 2)
+    both = pmap(nbjax.vmap(lambda a: lax.psum(a, ("i", "j")), axis_name="j"))(x)
+    np.testing.assert_allclose(both, np.broadcast_to(x.sum((0, 1)), x.shape), rtol=1e-5)
+    inner = pmap(nbjax.vmap(lambda a: lax.psum(a, "j"), axis_name="j"))(x)
+    np.testing.assert_allclose(inner, np.broadcast_to(x.sum(1, keepdims=True), x.shape),
+                               rtol=1e-5)
+    outer = pmap(nbjax.vmap(lambda a: lax.all_gather(a, "i")))(x)
+    np.testing.assert_allclose(outer, np.stack([np.moveaxis(x, 0, 1)] * N))
+
+
+def test_shards_run_concurrently():
+    """Each shard waits at a two-party barrier before its psum: with the shards run one after
+    the other, the first would time out."""
+    barrier = threading.Barrier(N, timeout=10)
+    wait_p = Primitive("wait_for_other_shards")
+    wait_p.def_abstract_eval(lambda x: x)
+
+    @wait_p.def_impl
+    def _(x):
+        barrier.wait()
+        return x
+
+    out = pmap(lambda x: lax.psum(wait_p.bind(x), "i"))(randn(N, 3))
+    np.testing.assert_allclose(out[0], randn(N, 3).sum(0), rtol=1e-6)
+
+
+def test_a_failing_shard_does_not_leave_the_others_waiting():
+    fail_p = Primitive("fail_on_shard_1")
+    fail_p.def_abstract_eval(lambda x: x)
+
+    @fail_p.def_impl
+    def _(x):
+        if x[0] == 1:
+            raise RuntimeError("shard 1 failed")
+        return x
+
+    with pytest.raises(RuntimeError, match="shard 1 failed"):
+        pmap(lambda x: lax.psum(fail_p.bind(x), "i"))(np.arange(N, dtype=np.float32)[:, None])
+
+
+# --- errors --------------------------------------------------------------------------------
+
+def test_more_shards_than_devices():
+    with pytest.raises(ValueError, match="requires 3 logical devices, but only 2 XLA devices "
+                                         r"are available \(num_replicas=3\)"):
+        pmap(lambda x: x)(randn(3, 2))
+    with pytest.raises(ValueError, match="must equal the number of local devices"):
+        nbjax.pmap(lambda x: x, devices=nbjax.devices()[:1])(randn(2))
+    np.testing.assert_allclose(nbjax.pmap(lambda x: x * 2, devices=nbjax.devices()[:1])(
+        randn(1, 2)), randn(1, 2) * 2)
+
+
+def test_argument_errors():
+    with pytest.raises(ValueError, match="rank should be at least 1, but is only 0"):
+        pmap(lambda x: x)(1.0)
+    with pytest.raises(ValueError, match="inconsistent sizes"):
+        pmap(lambda x, y: x + y)(randn(2, 3), randn(1, 3))
+    with pytest.raises(ValueError, match="at least one non-None value in in_axes"):
+        pmap(lambda x: x, in_axes=None)(randn(2))
+    with pytest.raises(ValueError, match="static_broadcasted_argnums"):
+        pmap(lambda x, n: x, static_broadcasted_argnums=1)(randn(2))
+    with pytest.raises(ValueError, match="Non-hashable static"):
+        pmap(lambda x, n: x, static_broadcasted_argnums=1)(randn(2), [1])
+    with pytest.raises(ValueError, match="out_axes 2 is out of range"):
+        pmap(lambda x: x, out_axes=2)(randn(2, 3))
+    with pytest.raises(TypeError, match="callable"):
+        nbjax.pmap(3)
+    with pytest.raises(ValueError, match="non-empty"):
+        nbjax.pmap(lambda x: x, devices=[])
+
+
+def test_unbound_axis_names_and_nested_pmap():
+    with pytest.raises(NameError, match="unbound axis name: j"):
+        pmap(lambda x: lax.psum(x, "j"))(randn(N))
+    for collective in (lambda x: lax.psum(x, "i"), lambda x: lax.axis_index("i"),
+                       lambda x: lax.all_gather(x, "i"), lambda x: lax.ppermute(x, "i", [])):
+        with pytest.raises(NameError, match="unbound axis name: i"):
+            collective(randn(2))
+    with pytest.raises(NotImplementedError, match="nested pmap"):
+        pmap(lambda x: pmap(lambda y: y)(x[None]))(randn(N))
+    with pytest.raises(ValueError, match="must be unique"):
+        pmap(lambda x: lax.ppermute(x, "i", [(0, 1), (1, 1)]))(randn(N))
+    with pytest.raises(ValueError, match=r"must lie in \[0, 2\)"):
+        pmap(lambda x: lax.ppermute(x, "i", [(0, 2)]))(randn(N))
+
+
+# --- transformations -----------------------------------------------------------------------
+
+def test_vmap_of_pmap():
+    def f(x, y):
+        return lax.psum(x * y, "i"), lax.axis_index("i") + 0 * y.astype(jnp.int32)
+
+    x, y = randn(4, N, 3), randn(N, 3, seed=1)
+    s, idx = nbjax.vmap(pmap(f), in_axes=(0, None))(x, y)
+    np.testing.assert_allclose(s, np.broadcast_to((x * y).sum(1, keepdims=True), x.shape),
+                               rtol=1e-5)
+    np.testing.assert_array_equal(idx, np.broadcast_to(np.arange(N)[None, :, None], x.shape))
+    # the batch axis after the mapped axis, which is not the first
+    z = randn(3, N, 4)
+    out = nbjax.vmap(pmap(lambda a: a * 2, in_axes=1, out_axes=1), in_axes=2)(z)
+    np.testing.assert_allclose(out, np.moveaxis(z, 2, 0) * 2)
+    # an operand batched by vmap but shared by the shards; an unmapped output
+    f = pmap(lambda a, b: (a * b, lax.psum(a * b, "i")), in_axes=(0, None), out_axes=(0, None))
+    y5 = randn(5, 3, seed=2)
+    each, total = nbjax.vmap(f, in_axes=(None, 0), out_axes=1)(y, y5)
+    np.testing.assert_allclose(each, np.moveaxis(y[None] * y5[:, None], 0, 1), rtol=1e-6)
+    np.testing.assert_allclose(total, (y.sum(0) * y5).T, rtol=1e-5, atol=1e-6)
+    # the batched shard jaxpr keeps the mapped axis unmoved when the batch axis is in front
+    text = str(nbjax.make_jaxpr(nbjax.vmap(pmap(jnp.sin)))(x))
+    assert "transpose" not in text and "in_axes=(1,)" in text
+
+
+def test_pmap_of_vmap_and_of_grad():
+    x = randn(N, 3, 2)
+    out = pmap(nbjax.vmap(lambda a: lax.pmax(jnp.sum(a), "i")))(x)
+    np.testing.assert_allclose(out, np.broadcast_to(x.sum(2).max(0), (N, 3)), rtol=1e-6)
+    g = pmap(nbjax.grad(lambda a: jnp.sum(jnp.sin(a) * lax.axis_index("i"))))(x)
+    np.testing.assert_allclose(g, np.cos(x) * np.arange(N)[:, None, None], rtol=1e-6)
+
+
+def test_grad_of_pmap_with_collectives():
+    x, w = randn(N, 3), randn(N, N, 3, seed=1)
+
+    def loss(x):
+        s = pmap(lambda a: lax.psum(a ** 2, "i"))(x)
+        g = pmap(lambda a: lax.all_gather(jnp.sin(a), "i"))(x)
+        p = pmap(lambda a: lax.ppermute(a, "i", [(0, 1), (1, 0)]))(x)
+        return jnp.sum(s) + jnp.sum(g * w) + jnp.sum(p * x)
+
+    # psum's transpose is psum: every member's output depends on every member's input
+    expected = 2 * x * N + np.cos(x) * w.sum(0) + 2 * x[::-1]
+    np.testing.assert_allclose(nbjax.grad(loss)(x), expected, rtol=1e-5, atol=1e-6)
+    check_grads(loss, (x,), order=2, modes=("fwd", "rev"))
+
+
+def test_grad_of_pmap_with_unmapped_and_tiled_operands():
+    x, y = randn(N, 3), randn(3, seed=1)
+
+    def loss(x, y):
+        out = pmap(lambda a, b: jnp.tanh(a * b), in_axes=(0, None), out_axes=1)(x, y)
+        tiled = pmap(lambda a: lax.all_gather(a, "i", tiled=True))(x)
+        return jnp.sum(out ** 2) + jnp.sum(tiled * jnp.arange(N * 3.0))
+
+    gx, gy = nbjax.grad(loss, argnums=(0, 1))(x, y)
+    t = np.tanh(x * y)
+    np.testing.assert_allclose(gy, (2 * t * (1 - t ** 2) * x).sum(0), rtol=1e-5)
+    np.testing.assert_allclose(gx, 2 * t * (1 - t ** 2) * y + N * np.arange(N * 3.0).reshape(
+        N, 3), rtol=1e-5)
+    check_grads(loss, (x, y), order=1, modes=("fwd", "rev"))
+    closed = nbjax.make_jaxpr(nbjax.grad(loss))(x, y)
+    check_jaxpr(closed.jaxpr)
+
+
+def test_jit_and_pmap_compose():
+    x = randn(N, 3)
+    f = pmap(nbjax.jit(lambda a: lax.psum(jnp.exp(a), "i")))
+    np.testing.assert_allclose(nbjax.jit(f)(x), np.broadcast_to(np.exp(x).sum(0), x.shape),
+                               rtol=1e-6)
+    np.testing.assert_allclose(nbjax.jit(nbjax.grad(lambda a: f(a).sum()))(x),
+                               N * np.exp(x), rtol=1e-5)
+
+
+def test_vmap_of_grad_of_pmap_and_grad_of_vmap_of_pmap():
+    x = randn(4, N, 3)
+
+    def loss(a):
+        return jnp.sum(pmap(lambda b: lax.pmean(jnp.sin(b), "i"))(a))
+
+    expected = np.cos(x)  # pmean then sum over members: d/dx = cos(x)
+    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(loss))(x), expected, rtol=1e-5)
+    np.testing.assert_allclose(nbjax.grad(lambda a: jnp.sum(nbjax.vmap(loss)(a)))(x),
+                               expected, rtol=1e-5)
+
+
+def test_reverse_mode_with_unmapped_output_is_not_supported():
+    f = pmap(lambda a: lax.psum(a, "i"), out_axes=None)
+    with pytest.raises(NotImplementedError, match="out_axes=None"):
+        nbjax.grad(lambda a: f(a).sum())(randn(N, 3))
+    _, tangent = nbjax.jvp(f, (randn(N, 3),), (np.ones((N, 3), np.float32),))
+    np.testing.assert_allclose(tangent, np.full(3, N))

@@ -1,0 +1,504 @@
+"""nbjax.viz: the graph model of jaxprs, its DOT/SVG drawing, the coloured jaxpr text and
+the rich display of jaxprs in notebooks."""
+
+import html
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import types
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import lax, viz
+from nbjax.compiler import fusion, optimize
+from nbjax.core.jaxpr import ClosedJaxpr
+
+C3 = np.arange(3.0, dtype=np.float32)
+C10 = np.arange(10.0, dtype=np.float32)
+V3 = np.ones(3, np.float32)
+
+needs_dot = pytest.mark.skipif(
+    not viz.dot_available(),
+    reason="Graphviz's `dot` is not installed (apt-get install graphviz)")
+
+
+def chain(x):
+    return jnp.sin(x) * C3 + 2.0
+
+
+def _line_of(fun, needle):
+    lines, start = inspect.getsourcelines(fun)
+    return start + next(i for i, line in enumerate(lines) if needle in line)
+
+
+def _custom_jvp():
+    @nbjax.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+    f.defjvps(lambda t, ans, x: jnp.cos(x) * t)
+    return f
+
+
+def _custom_vjp():
+    @nbjax.custom_vjp
+    def f(x):
+        return jnp.sin(x)
+    f.defvjp(lambda x: (jnp.sin(x), jnp.cos(x)), lambda r, g: (r * g,))
+    return f
+
+
+def _scan_with_cond(xs):
+    def body(c, y):
+        return c * jnp.sin(y), lax.cond(c > 0, jnp.sin, jnp.cos, y)
+    return lax.scan(body, 1.0, xs)[0]
+
+
+def _long_chain(x, n=200):
+    for _ in range(n):
+        x = jnp.sin(x)
+    return x
+
+
+def _big_scan(xs):
+    def body(c, y):
+        for _ in range(30):
+            c = jnp.cos(c) + y
+        return c, c
+    return lax.scan(body, 0.0, xs)
+
+
+# A dozen programs that every view must handle.
+ZOO = {
+    "chain": lambda: nbjax.make_jaxpr(chain)(V3),
+    "big_const": lambda: nbjax.make_jaxpr(lambda x: x * C10)(np.ones(10, np.float32)),
+    "cond": lambda: nbjax.make_jaxpr(lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x))(True, 1.),
+    "scan_cond": lambda: nbjax.make_jaxpr(_scan_with_cond)(V3),
+    "while": lambda: nbjax.make_jaxpr(
+        lambda x: lax.while_loop(lambda c: c < 3, lambda c: c + 1, x))(1),
+    "jit": lambda: nbjax.make_jaxpr(lambda x: nbjax.jit(lambda y: y * 2)(x))(1.0),
+    "checkpoint": lambda: nbjax.make_jaxpr(
+        nbjax.checkpoint(lambda x: jnp.sin(jnp.sin(x))))(1.0),
+    "custom_jvp": lambda: nbjax.make_jaxpr(_custom_jvp())(1.0),
+    "custom_vjp": lambda: nbjax.make_jaxpr(_custom_vjp())(1.0),
+    "grad": lambda: nbjax.make_jaxpr(nbjax.grad(lambda x: jnp.sin(x) * x))(1.0),
+    "grad_scan": lambda: nbjax.make_jaxpr(nbjax.grad(_scan_with_cond))(V3),
+    "softmax_dot": lambda: nbjax.make_jaxpr(
+        lambda x, y: jnp.dot(nbjax.nn.softmax(x), y))(np.ones((4, 5), np.float32),
+                                                      np.ones((5, 3), np.float32)),
+    "literal_and_passthrough_outputs": lambda: nbjax.make_jaxpr(
+        lambda x, y: (1.0, y, x + 1))(1.0, 2),
+    "long_chain": lambda: nbjax.make_jaxpr(_long_chain)(1.0),
+}
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    return {name: make() for name, make in ZOO.items()}
+
+
+def _nodes(model):
+    return {n["id"]: n for n in model["nodes"]}
+
+
+def _edges(model):
+    return [(e["source"], e["target"], e["aval"]) for e in model["edges"]]
+
+
+def _plain(markup):
+    """The text a browser shows for HTML without tags."""
+    return html.unescape(re.sub(r"<[^>]*>", "", markup))
+
+
+def _visible(model):
+    shown = viz.representatives(model)
+    return [n for n in model["nodes"] if shown[n["id"]] == n["id"]]
+
+
+# --- the graph model ------------------------------------------------------------------------
+
+def test_model_of_an_elementwise_chain_with_a_closure_constant():
+    closed = nbjax.make_jaxpr(chain)(V3)
+    model = viz.graph_model(closed)
+    assert [n["id"] for n in model["nodes"]] == ["c0", "in0", "e0", "e1", "e2", "out0"]
+    assert [n["kind"] for n in model["nodes"]] == [
+        "const", "input", "eqn", "eqn", "eqn", "output"]
+    nodes = _nodes(model)
+    assert nodes["c0"]["label"] == "const a: f32[3]\n= [0., 1., 2.]"
+    assert nodes["c0"]["value"] == "[0., 1., 2.]"
+    assert nodes["in0"]["label"] == "b: f32[3]"
+    assert [nodes[f"e{i}"]["primitive"] for i in range(3)] == ["sin", "mul", "add"]
+    assert nodes["e1"]["text"] == "d:f32[3] = mul c a"
+    assert nodes["e1"]["vars"] == ["d"] and nodes["e1"]["avals"] == ["f32[3]"]
+    assert nodes["e2"]["literals"] == ["2.0:f32[]"]
+    assert nodes["e2"]["label"] == "add\n2.0:f32[]"
+    assert _edges(model) == [("in0", "e0", "f32[3]"), ("e0", "e1", "f32[3]"),
+                             ("c0", "e1", "f32[3]"), ("e1", "e2", "f32[3]"),
+                             ("e2", "out0", "f32[3]")]
+    assert [e["operand"] for e in model["edges"]] == [0, 0, 1, 0, 0]
+    source = nodes["e0"]["source"]
+    assert source == {"file": __file__, "line": _line_of(chain, "return"),
+                      "function": "chain", "text": "return jnp.sin(x) * C3 + 2.0"}
+    assert nodes["e0"]["provenance"] is None and nodes["e0"]["group"] is None
+    assert model["clusters"] == [] and not model["truncated"] and model["hidden"] == 0
+    assert json.loads(json.dumps(model)) == model
+
+
+def test_large_constants_show_no_value():
+    model = viz.graph_model(nbjax.make_jaxpr(lambda x: x * C10)(np.ones(10, np.float32)))
+    const = _nodes(model)["c0"]
+    assert const["value"] is None and const["label"] == "const a: f32[10]"
+
+
+def test_literal_and_passthrough_outputs(zoo):
+    model = viz.graph_model(zoo["literal_and_passthrough_outputs"])
+    nodes = _nodes(model)
+    assert nodes["out0"]["label"] == "out 0 = 1.0:f32[]"
+    assert ("in1", "out1", "i32[]") in _edges(model)
+    assert not any(e["target"] == "out0" for e in model["edges"])
+
+
+def test_cond_branches_are_nested_clusters(zoo):
+    model = viz.graph_model(zoo["cond"])
+    assert [(c["id"], c["name"], c["owner"], c["parent"], c["depth"], c["size"])
+            for c in model["clusters"]] == [
+        ("e1/branches0", "branches[0]", "e1", None, 1, 3),
+        ("e1/branches1", "branches[1]", "e1", None, 1, 3)]
+    nodes = _nodes(model)
+    assert nodes["e1/branches0/e0"]["primitive"] == "cos"
+    assert nodes["e1/branches1/e0"]["primitive"] == "sin"
+    assert nodes["e1/branches1/e0"]["cluster"] == "e1/branches1"
+    assert ("e1/branches0/in0", "e1/branches0/e0", "f32[]") in _edges(model)
+    assert nodes["e1"]["label"] == "cond"  # the branches are clusters, not label text
+
+
+def test_scan_with_a_cond_inside_nests_two_levels(zoo):
+    model = viz.graph_model(zoo["scan_cond"])
+    clusters = {c["id"]: c for c in model["clusters"]}
+    assert list(clusters) == ["e0/jaxpr", "e0/jaxpr/e5/branches0", "e0/jaxpr/e5/branches1"]
+    inner = clusters["e0/jaxpr/e5/branches0"]
+    assert (inner["parent"], inner["owner"], inner["depth"]) == ("e0/jaxpr", "e0/jaxpr/e5", 2)
+    inside = [n for n in model["nodes"] if n["id"].startswith("e0/jaxpr/")]
+    assert clusters["e0/jaxpr"]["size"] == len(inside)
+    assert _nodes(model)["e0"]["params"]["length"] == "3"
+
+
+@pytest.mark.parametrize("name, primitive, clusters", [
+    ("while", "while", ["body_jaxpr", "cond_jaxpr"]),
+    ("jit", "jit", ["jaxpr"]),
+    ("checkpoint", "checkpoint", ["jaxpr"]),
+    ("custom_jvp", "custom_jvp_call", ["call_jaxpr"]),
+    ("custom_vjp", "custom_vjp_call", ["call_jaxpr"]),
+])
+def test_sub_jaxprs_of_call_like_primitives(zoo, name, primitive, clusters):
+    model = viz.graph_model(zoo[name])
+    assert _nodes(model)["e0"]["primitive"] == primitive
+    assert [c["id"] for c in model["clusters"]] == [f"e0/{c}" for c in clusters]
+    assert all(c["owner"] == "e0" for c in model["clusters"])
+
+
+def test_jit_name_param_is_on_the_label(zoo):
+    assert _nodes(viz.graph_model(zoo["jit"]))["e0"]["label"] == "jit\nname=<lambda>"
+
+
+def test_gradient_phases_and_provenance_links(zoo):
+    model = viz.graph_model(zoo["grad"])
+    eqns = [n for n in model["nodes"] if n["kind"] == "eqn"]
+    phases = [n["provenance"]["phase"] for n in eqns]
+    assert phases[:3] == ["forward"] * 3 and set(phases[3:]) == {"backward"}
+    sin = next(n for n in eqns if n["primitive"] == "sin")
+    assert sin["provenance"]["primitive"] == "sin"
+    # The backward `mul` by cos(x) is the transpose of sin's tangent rule: same provenance.
+    linked = [n for n in eqns if n["provenance"]["phase"] == "backward"
+              and n["provenance"]["id"] == sin["provenance"]["id"]]
+    assert "mul" in [n["primitive"] for n in linked]
+    forward_ids = {n["provenance"]["id"] for n in eqns if n["provenance"]["phase"] == "forward"}
+    assert all(n["provenance"]["id"] in forward_ids for n in eqns)
+
+
+def test_fusion_plan_groups(zoo):
+    optimised, _ = optimize(zoo["softmax_dot"])
+    plan = fusion.plan(optimised.jaxpr)
+    model = viz.graph_model(optimised, fusion=plan)
+    assert [g["id"] for g in model["groups"]] == [g.index for g in plan.groups]
+    nodes = _nodes(model)
+    for group, plan_group in zip(model["groups"], plan.groups):
+        assert group["kind"] == plan_group.kind
+        assert [nodes[i]["primitive"] for i in group["nodes"]] == [
+            e.primitive.name for e in optimised.jaxpr.eqns if e in plan_group.eqns]
+        assert all(nodes[i]["group"] == group["id"] for i in group["nodes"])
+    assert model["groups"][0]["label"].startswith("kernel 0 over [")
+    dot_step = next(n for n in model["nodes"] if n["primitive"] == "dot_general")
+    assert "library" in dot_step["fusion_reason"]
+    assert all(n["fusion_reason"] for n in model["nodes"] if n["kind"] == "eqn")
+
+
+def test_fusion_plan_is_read_tolerantly(zoo):
+    closed = zoo["chain"]
+    assert viz.graph_model(closed, fusion=object())["groups"] == []
+    plan = types.SimpleNamespace(groups=[types.SimpleNamespace(eqns=closed.eqns[:2],
+                                                               name="k")])
+    model = viz.graph_model(closed, fusion=plan)
+    assert model["groups"] == [{"id": "k", "kind": "kernel", "label": "kernel k",
+                                "nodes": ["e0", "e1"]}]
+    assert [n["group"] for n in model["nodes"]] == [None, None, "k", "k", None, None]
+
+
+# --- the node budget ------------------------------------------------------------------------
+
+def test_long_program_folds_its_middle_under_the_budget(zoo):
+    closed = zoo["long_chain"]
+    full = viz.graph_model(closed, budget=None)
+    assert len(full["nodes"]) == 202 and not full["truncated"] and full["hidden"] == 0
+    model = viz.graph_model(closed)
+    assert model["budget"] == viz.DEFAULT_BUDGET and model["truncated"]
+    visible = _visible(model)
+    assert len(visible) == viz.DEFAULT_BUDGET
+    assert model["hidden"] == len(model["nodes"]) - len(visible) == 202 - 149
+    ids = [n["id"] for n in visible]
+    assert ids[:3] == ["in0", "e0", "e1"] and ids[-2:] == ["out0", "more"]
+    assert "e199" in ids and "e100" not in ids
+    assert _nodes(model)["more"]["label"] == f"… {model['hidden']} more nodes\n(budget 150)"
+    dot = viz.to_dot(model)
+    assert '"e73" -> "more"' in dot and '"more" -> "e127"' in dot
+    assert '"e100"' not in dot
+    assert dot.count("-> \"more\"") == 1  # rerouted edges are not duplicated
+
+
+def test_sub_jaxprs_collapse_first(zoo):
+    closed = nbjax.make_jaxpr(_big_scan)(V3)
+    model = viz.graph_model(closed, budget=20)
+    (cluster,) = model["clusters"]
+    assert cluster["collapsed"] and model["truncated"]
+    assert model["hidden"] == cluster["size"] > 60
+    assert "more" not in _nodes(model)  # collapsing was enough
+    dot = viz.to_dot(model)
+    assert "cluster_e0/jaxpr" not in dot and f"▸ jaxpr ({cluster['size']} nodes hidden)" in dot
+    # A collapsed cluster opens again by flipping its flag.
+    cluster["collapsed"] = False
+    assert 'subgraph "cluster_e0/jaxpr"' in viz.to_dot(model)
+
+
+def test_budget_collapses_the_deepest_clusters_first(zoo):
+    model = viz.graph_model(zoo["scan_cond"], budget=len(
+        viz.graph_model(zoo["scan_cond"], budget=None)["nodes"]) - 1)
+    assert [c["collapsed"] for c in model["clusters"]] == [False, True, False]
+
+
+# --- DOT ------------------------------------------------------------------------------------
+
+def test_dot_snippets_of_a_chain(zoo):
+    dot = viz.to_dot(viz.graph_model(zoo["chain"]))
+    assert dot.startswith("digraph jaxpr {\n") and dot.endswith("}\n")
+    assert '"in0" -> "e0" [label="f32[3]", class="nbjax-edge", tooltip="b: f32[3]"];' in dot
+    assert '"c0" -> "e1" [label="f32[3]", class="nbjax-edge", tooltip="a: f32[3]"];' in dot
+    assert ('"in0" [id="in0", label="b: f32[3]", class="nbjax-node nbjax-input", '
+            'tooltip="b: f32[3]", shape="invhouse", fillcolor="#dcfce7", style="filled"];'
+            ) in dot
+    assert '"e2" [id="e2", label="add\\n2.0:f32[]", class="nbjax-node nbjax-eqn", ' in dot
+    assert 'shape="house"' in dot and "backward" not in dot
+
+
+def test_dot_of_cond_nests_clusters_and_links_them_to_their_owner(zoo):
+    dot = viz.to_dot(viz.graph_model(zoo["cond"]), id_prefix="g1-")
+    assert ('  subgraph "cluster_e1/branches0" {\n    graph [label="cond: branches[0]", '
+            'labelloc="t", style="rounded,dashed"') in dot
+    assert ('"e1" -> "e1/branches1/in0" [lhead="cluster_e1/branches1", style="dashed"'
+            ) in dot
+    assert 'id="g1-e1/branches1/e0"' in dot
+
+
+def test_dot_colours_forward_and_backward(zoo):
+    model = viz.graph_model(zoo["grad"])
+    dot = viz.to_dot(model)
+    sin = next(n for n in model["nodes"] if n["primitive"] == "sin")
+    prov = sin["provenance"]["id"]
+    assert f'class="nbjax-node nbjax-eqn nbjax-forward nbjax-prov-{prov}"' in dot
+    assert f'class="nbjax-node nbjax-eqn nbjax-backward nbjax-prov-{prov}"' in dot
+    assert 'fillcolor="#dbeafe"' in dot and 'fillcolor="#fed7aa"' in dot
+    assert 'label="blue: forward pass    orange: backward pass"' in dot
+
+
+def test_dot_draws_fusion_kernels_as_coloured_clusters(zoo):
+    optimised, _ = optimize(zoo["softmax_dot"])
+    plan = fusion.plan(optimised.jaxpr)
+    dot = viz.to_dot(viz.graph_model(optimised, fusion=plan))
+    assert ('subgraph "cluster_group_0" {\n    graph [label="kernel 0 over [4,5]", '
+            'labelloc="t", fontsize="9", id="group-0", style="rounded,filled", '
+            'color="#2563eb", fillcolor="#eff6ff"') in dot
+    library = next(g for g in plan.groups if g.kind == "library")
+    assert f'label="library step {library.index}"' in dot
+
+
+def test_dot_quotes_user_text():
+    assert viz.dot.quote('a "b" \\ c\nd') == '"a \\"b\\" \\\\ c\\nd"'
+
+
+def test_dot_is_deterministic(zoo):
+    for closed in zoo.values():
+        assert viz.to_dot(viz.graph_model(closed)) == viz.to_dot(viz.graph_model(closed))
+
+
+def test_dot_does_not_depend_on_the_hash_seed():
+    script = textwrap.dedent("""
+        import numpy as np, nbjax, nbjax.numpy as jnp
+        from nbjax import lax, viz
+        def f(xs):
+            def body(c, y):
+                d = {'b': c, 'a': y}
+                return c * jnp.sin(y), lax.cond(c > 0, lambda d: jnp.sin(d['a']) * d['b'],
+                                                lambda d: jnp.cos(d['b']), d)
+            return lax.scan(body, 1.0, xs)[0]
+        closed = nbjax.make_jaxpr(nbjax.grad(f))(np.ones(3, np.float32))
+        print(viz.to_dot(viz.graph_model(closed, budget=40)))
+        print(viz.jaxpr_html(closed))
+    """)
+    outs = []
+    for seed in ("0", "4242"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                             text=True, timeout=120, cwd=os.path.dirname(os.path.dirname(
+                                 os.path.abspath(__file__))))
+        assert run.returncode == 0, run.stderr
+        outs.append(run.stdout)
+    assert "digraph" in outs[0] and outs[0] == outs[1]
+
+
+# --- SVG ------------------------------------------------------------------------------------
+
+@needs_dot
+def test_svg_rendering(zoo):
+    svg = viz.to_svg(viz.to_dot(viz.graph_model(zoo["cond"])))
+    assert svg.startswith("<svg") and "<?xml" not in svg and "<!DOCTYPE" not in svg
+    text = html.unescape(svg)  # Graphviz writes "-" as "&#45;" in attributes
+    assert 'id="e1/branches0/e0"' in text and 'class="node nbjax-node nbjax-eqn"' in text
+    assert svg.rstrip().endswith("</svg>")
+
+
+def test_missing_dot_says_how_to_install_it(zoo, monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(viz.GraphvizNotFoundError, match="apt-get install graphviz"):
+        viz.to_svg("digraph { a }")
+    page = viz.view(zoo["chain"]).html()
+    assert "Graph not shown" in page and "conda install graphviz" in page
+    assert _plain(viz.jaxpr_html(zoo["chain"])) in _plain(page)
+
+
+# --- coloured text --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(ZOO))
+def test_jaxpr_html_is_exactly_the_printed_text(zoo, name):
+    closed = zoo[name]
+    assert viz.annotate(closed).ok
+    page = viz.jaxpr_html(closed)
+    assert page.startswith('<pre class="nbjax-jaxpr"') and page.endswith("</pre>")
+    assert page.count("<span") == page.count("</span>")
+    assert _plain(page) == str(closed)
+    model = viz.graph_model(closed, budget=None)
+    eqn_ids = [n["id"] for n in model["nodes"] if n["kind"] == "eqn"]
+    assert sorted(re.findall(r'data-node="([^"]*)"', page)) == sorted(eqn_ids)
+
+
+def test_jaxpr_html_token_classes(zoo):
+    page = viz.jaxpr_html(zoo["cond"])
+    assert '<span class="nbjax-primitive" style="color:#1d4ed8;font-weight:bold">cond' in page
+    assert '<span class="nbjax-keyword" style="color:#7c3aed;font-weight:bold">lambda' in page
+    assert '<span class="nbjax-type" style="color:#047857">f32[]</span>' in page
+    assert '<span class="nbjax-pkey" style="color:#6b7280">new_dtype</span>' in page
+    assert '<span class="nbjax-pval" style="color:#9333ea">int32</span>' in page
+    assert '<span class="nbjax-eqn" data-node="e1/branches1/e0">' in page
+    assert '<span class="nbjax-var" data-var="h">h</span>' in page
+    literal = viz.jaxpr_html(zoo["chain"])
+    assert '<span class="nbjax-literal" style="color:#c2410c">2.0</span>' in literal
+
+
+def test_equation_spans_nest_like_the_jaxpr(zoo):
+    annotated = viz.annotate(zoo["cond"])
+    start, end = annotated.spans["e1"]
+    inner = annotated.spans["e1/branches0/e0"]
+    assert start < inner[0] < inner[1] < end
+    assert annotated.eqn_text("e1/branches0/e0") == "f:f32[] = cos e"
+
+
+def test_unreadable_text_is_shown_plain(zoo):
+    class Odd(ClosedJaxpr):
+        def __str__(self):
+            return super().__str__() + " <junk>"
+    closed = zoo["chain"]
+    odd = Odd(closed.jaxpr, closed.consts)
+    annotated = viz.annotate(odd)
+    assert not annotated.ok and annotated.html == html.escape(str(odd))
+    assert _plain(viz.jaxpr_html(odd)) == str(odd)
+    assert _nodes(viz.graph_model(odd))["e1"]["text"]  # the model still has equation text
+
+
+# --- user text is escaped -------------------------------------------------------------------
+
+def test_html_and_svg_escape_user_text():
+    evil = "<script>alert(1)</script>"
+
+    def f(x):
+        return x * 2
+    f.__code__ = f.__code__.replace(co_name=evil)
+    f.__name__ = f.__qualname__ = evil
+    closed = nbjax.make_jaxpr(lambda x: nbjax.jit(f)(x) + f(x))(1.0)
+    assert evil in str(closed)
+    page = viz.jaxpr_html(closed)
+    assert "<script" not in page and "&lt;script&gt;" in page
+    assert _plain(page) == str(closed)
+    model = viz.graph_model(closed)
+    assert any(n["source"] and n["source"]["function"] == evil for n in model["nodes"])
+    full = viz.view(closed).html()
+    assert "<script" not in full.lower() and "onclick" not in full.lower()
+    if viz.dot_available():
+        assert "<svg" in full and "&lt;script&gt;" in full
+
+
+# --- rich display ---------------------------------------------------------------------------
+
+def test_repr_html_of_make_jaxpr_results(zoo):
+    closed = zoo["grad"]
+    page = closed._repr_html_()
+    assert page.startswith('<div class="nbjax-view"') and page.endswith("</div>")
+    assert viz.jaxpr_html(closed) in page
+    assert ("<svg" in page) == viz.dot_available()
+    assert "<script" not in page and "onclick" not in page
+    bundle = closed._repr_mimebundle_()
+    assert bundle == {"text/plain": str(closed), "text/html": page}
+    assert closed._repr_mimebundle_(include={"text/plain"}) == {"text/plain": str(closed)}
+    assert "text/html" not in closed._repr_mimebundle_(exclude={"text/html"})
+    assert closed.jaxpr._repr_mimebundle_()["text/plain"] == str(closed.jaxpr)
+
+
+@needs_dot
+def test_view_of_a_truncated_graph_says_how_to_show_all(zoo):
+    page = viz.view(zoo["long_chain"]).html()
+    assert "graph: 149 nodes shown, 53 hidden (budget 150)" in page
+    assert "budget=None" in page
+    assert "53 hidden" not in viz.view(zoo["long_chain"], budget=None).html()
+
+
+def test_very_long_jaxprs_are_shown_uncoloured(zoo, monkeypatch):
+    monkeypatch.setattr(viz.display, "COLOUR_LIMIT", 100)
+    page = viz.view(zoo["chain"], graph=False).html()
+    assert "nbjax-eqn" not in page and "<span" not in page
+    assert _plain(page) == str(zoo["chain"])
+
+
+def test_ipython_formats_jaxprs_as_html_only_where_html_is_shown(zoo, monkeypatch):
+    IPython = pytest.importorskip("IPython")
+    from IPython.core.formatters import DisplayFormatter
+    closed = zoo["chain"]
+    data, _ = DisplayFormatter().format(closed)
+    assert data["text/plain"] == str(closed) and "nbjax-jaxpr" in data["text/html"]
+    # A terminal IPython asks for every type but only shows text: no HTML (nor Graphviz).
+    terminal = types.SimpleNamespace(
+        display_formatter=types.SimpleNamespace(active_types=["text/plain"]))
+    monkeypatch.setattr(IPython, "get_ipython", lambda: terminal)
+    assert closed._repr_mimebundle_() == {"text/plain": str(closed)}
