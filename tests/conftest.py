@@ -12,3 +12,22 @@ def x64():
         yield
     finally:
         nbjax.config.update("enable_x64", previous)
+
+
+@pytest.fixture(autouse=True)
+def _deterministic_module_rng(request):
+    """Reseed a test module's shared random generator (``rng``/``RNG``) for each test from
+    the test's id, so a test sees the same inputs whatever ran before it (pytest-xdist
+    distributes tests differently on every run)."""
+    import zlib
+
+    import numpy as np
+    module = request.module
+    seed = zlib.crc32(request.node.nodeid.encode())
+    for name in ("rng", "RNG", "_rng"):
+        current = getattr(module, name, None)
+        if isinstance(current, np.random.RandomState):
+            setattr(module, name, np.random.RandomState(seed))
+        elif isinstance(current, np.random.Generator):
+            setattr(module, name, np.random.default_rng(seed))
+    yield

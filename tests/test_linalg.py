@@ -26,7 +26,7 @@ def rand(shape, dtype=np.float32):
 def well_conditioned(shape, dtype=np.float32):
     """Square matrices with the diagonal pushed away from zero."""
     n = shape[-1]
-    return (rand(shape, dtype) + 3 * np.eye(n)).astype(dtype)
+    return (0.5 * rand(shape, dtype) + 3 * np.eye(n)).astype(dtype)
 
 
 def hpd(shape, dtype=np.float32):
