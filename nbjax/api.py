@@ -553,7 +553,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     ``static_broadcasted_argnums`` are passed to every shard as Python values.
     """
     from .config import config
-    from .interpreters import pmap as pmap_rules
+    from . import pmap_primitive as pmap_rules
     from .lax.parallel import pmap_frames
     if not callable(fun):
         raise TypeError(f"pmap expects a callable, got {type(fun).__name__}")
@@ -672,7 +672,7 @@ def _trace_shard(fun, nargs, static, in_tree, shard_avals, axis_name, size):
     """The jaxpr of one shard (its closed-over values made leading operands), the values of
     those, and the output tree. ``static`` maps positions to static arguments. The axis is
     bound while tracing, so collectives know its size."""
-    from .interpreters.pmap import tracing_frame
+    from .pmap_primitive import tracing_frame
     out_trees = []
 
     def flat(*leaves):

@@ -19,15 +19,15 @@ from threading import BrokenBarrierError
 
 import numpy as np
 
-from .. import compiler
-from ..core import ClosedJaxpr, Primitive, get_aval
-from ..core.array import devices as available_devices
-from ..lax import batch_util
-from ..lax.parallel import AxisFrame, Rendezvous, extend_axis_env
-from ..lax.reductions import reduce_sum
-from . import ad, staging
-from .partial_eval import partial_eval_jaxpr
-from .transpose import backward_pass, is_undefined
+from . import compiler
+from .core import ClosedJaxpr, Primitive, get_aval
+from .core.array import devices as available_devices
+from .interpreters import ad, staging
+from .interpreters.partial_eval import partial_eval_jaxpr
+from .interpreters.transpose import backward_pass, is_undefined
+from .lax import batch_util
+from .lax.parallel import AxisFrame, Rendezvous, extend_axis_env
+from .lax.reductions import reduce_sum
 
 pmap_p = Primitive("pmap", multiple_results=True)
 
