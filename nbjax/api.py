@@ -128,18 +128,19 @@ def _flatten_axes(what, tree, axes, n):
     return flat
 
 
-def _canonical_in_axes(args, axes):
+def _canonical_in_axes(args, axes, what="vmap"):
+    """Arrays for the mapped arguments, and their mapped axes made non-negative."""
     out_args, out_axes = [], []
     for x, d in zip(args, axes):
         if d is not None:
             x = x if isinstance(x, (Tracer, Array)) else _as_array(x)
-            nd = get_aval(x).ndim
-            if not -nd <= d < nd:
+            shape = get_aval(x).shape
+            if not -len(shape) <= d < len(shape):
                 raise ValueError(
-                    f"vmap was requested to map its argument along axis {d}, which implies that "
-                    f"its rank should be at least {d + 1 if d >= 0 else -d}, but is only {nd} "
-                    f"(its shape is {get_aval(x).shape})")
-            d %= nd
+                    f"{what} was requested to map its argument along axis {d}, which implies "
+                    f"that its rank should be at least {d + 1 if d >= 0 else -d}, but is only "
+                    f"{len(shape)} (its shape is {shape})")
+            d %= len(shape)
         out_args.append(x)
         out_axes.append(d)
     return out_args, out_axes
@@ -150,20 +151,21 @@ def _as_array(x):
     return to_array(x)
 
 
-def _mapped_size(fun, in_tree, args, axes, axis_size):
+def _mapped_size(fun, in_tree, args, axes, axis_size, what="vmap"):
+    """The size of the mapped axis; ValueError listing every argument's size if they differ."""
     sizes = {get_aval(x).shape[d] for x, d in zip(args, axes) if d is not None}
     if axis_size is not None:
         sizes.add(axis_size)
     if len(sizes) == 1:
         return sizes.pop()
     if not sizes:
-        raise ValueError("vmap must have at least one non-None value in in_axes or axis_size "
-                         "must be specified")
+        raise ValueError(f"{what} must have at least one non-None value in in_axes or "
+                         "axis_size must be specified")
     names = _argument_names(fun, in_tree, len(args))
     lines = [f"  * one axis had size {get_aval(x).shape[d]}: axis {d} of {name} of type "
              f"{get_aval(x).str_short()}" for x, d, name in zip(args, axes, names)
              if d is not None]
-    raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n" +
+    raise ValueError(f"{what} got inconsistent sizes for array axes to be mapped:\n" +
                      ";\n".join(lines))
 
 
@@ -581,7 +583,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         static_args, dyn, axes = _pmap_static_split(name, args, static_nums, in_axes)
         flat_args, in_tree = pytree.tree_flatten((dyn, kwargs))
         flat_axes = _flatten_axes("pmap in_axes", in_tree, (axes, 0), len(flat_args))
-        flat_args, flat_axes = _pmap_in_axes(flat_args, flat_axes)
+        flat_args, flat_axes = _canonical_in_axes(flat_args, flat_axes, "pmap")
         size = _pmap_axis_size(fun, in_tree, flat_args, flat_axes, axis_size)
         shard_avals = tuple(pmap_rules.shard_avals(flat_args, flat_axes))
         key = (in_tree, shard_avals, tuple(flat_axes), size, static_args, config.enable_x64)
@@ -630,39 +632,8 @@ def _pmap_static_split(name, args, static_nums, in_axes):
     return static_args, dyn, tuple(a for i, a in enumerate(in_axes) if i not in static)
 
 
-def _pmap_in_axes(args, axes):
-    """Arrays for the mapped arguments, and their mapped axes made non-negative."""
-    out_args, out_axes = [], []
-    for x, d in zip(args, axes):
-        if d is not None:
-            x = x if isinstance(x, (Tracer, Array)) else _as_array(x)
-            shape = get_aval(x).shape
-            if not -len(shape) <= d < len(shape):
-                raise ValueError(
-                    f"pmap was requested to map its argument along axis {d}, which implies "
-                    f"that its rank should be at least {d + 1 if d >= 0 else -d}, but is only "
-                    f"{len(shape)} (its shape is {shape})")
-            d %= len(shape)
-        out_args.append(x)
-        out_axes.append(d)
-    return out_args, out_axes
-
-
 def _pmap_axis_size(fun, in_tree, args, axes, axis_size):
-    sizes = {get_aval(x).shape[d] for x, d in zip(args, axes) if d is not None}
-    if axis_size is not None:
-        sizes.add(axis_size)
-    if not sizes:
-        raise ValueError("pmap must have at least one non-None value in in_axes or axis_size "
-                         "must be specified")
-    if len(sizes) > 1:
-        names = _argument_names(fun, in_tree, len(args))
-        lines = [f"  * one axis had size {get_aval(x).shape[d]}: axis {d} of {n} of type "
-                 f"{get_aval(x).str_short()}" for x, d, n in zip(args, axes, names)
-                 if d is not None]
-        raise ValueError("pmap got inconsistent sizes for array axes to be mapped:\n" +
-                         ";\n".join(lines))
-    size = sizes.pop()
+    size = _mapped_size(fun, in_tree, args, axes, axis_size, "pmap")
     if size < 1:
         raise ValueError(f"pmap needs a mapped axis of size at least 1, got {size}")
     return size

@@ -16,7 +16,7 @@ from .config import config
 from .core import (Array, ClosedJaxpr, Primitive, Tracer, dtypes, get_aval, pytree)
 from .interpreters import ad, staging
 from .interpreters.partial_eval import partial_eval_jaxpr
-from .interpreters.transpose import backward_pass, is_undefined
+from .interpreters.transpose import is_undefined, transposed_call
 from .lax import batch_util
 
 logger = logging.getLogger("nbjax")
@@ -82,14 +82,9 @@ def _jit_transpose(cts, *args, jaxpr, name):
     linear = [is_undefined(a) for a in args]
     nonlinear = [a for a in args if not is_undefined(a)]
     cts = [ad.instantiate(c) for c in cts]
-
-    def transposed(*res_and_cts):
-        res, cts_ = res_and_cts[:len(nonlinear)], res_and_cts[len(nonlinear):]
-        cts_in = backward_pass(jaxpr.jaxpr, list(jaxpr.consts) + list(res), list(cts_), linear)
-        return [ad.instantiate(c) for c, lin in zip(cts_in, linear) if lin]
-
     in_avals = [get_aval(a) for a in nonlinear] + [get_aval(c) for c in cts]
-    t_jaxpr, consts = staging.trace_to_jaxpr(transposed, in_avals, f"transpose of {name}")
+    t_jaxpr, consts = staging.trace_to_jaxpr(transposed_call(jaxpr, linear), in_avals,
+                                             f"transpose of {name}")
     closed = ClosedJaxpr(staging.convert_constvars(t_jaxpr), [])
     outs = iter(jit_p.bind(*consts, *nonlinear, *cts, jaxpr=closed, name=name))
     return [next(outs) if lin else None for lin in linear]

@@ -24,7 +24,7 @@ from .core import ClosedJaxpr, Primitive, get_aval
 from .core.array import devices as available_devices
 from .interpreters import ad, staging
 from .interpreters.partial_eval import partial_eval_jaxpr
-from .interpreters.transpose import backward_pass, is_undefined
+from .interpreters.transpose import is_undefined, transposed_call
 from .lax import batch_util
 from .lax.parallel import AxisFrame, Rendezvous, extend_axis_env
 from .lax.reductions import reduce_sum
@@ -202,16 +202,11 @@ def _pmap_transpose(cts, *args, jaxpr, axis_name, axis_size, in_axes, out_axes, 
     nonlinear = [a for a in args if not is_undefined(a)]
     cts = [ad.instantiate(c) for c in cts]
 
-    def transposed(*res_and_cts):
-        res, cts_ = res_and_cts[:len(nonlinear)], res_and_cts[len(nonlinear):]
-        cts_in = backward_pass(jaxpr.jaxpr, list(jaxpr.consts) + list(res), list(cts_), linear)
-        return [ad.instantiate(c) for c, lin in zip(cts_in, linear) if lin]
-
     nonlinear_axes = tuple(axis for axis, lin in zip(in_axes, linear) if not lin)
     shard_in_avals = ([a for a, lin in zip(jaxpr.in_avals, linear) if not lin]
                       + list(jaxpr.out_avals))
     with tracing_frame(axis_name, axis_size):
-        t_jaxpr, consts = staging.trace_to_jaxpr(transposed, shard_in_avals,
+        t_jaxpr, consts = staging.trace_to_jaxpr(transposed_call(jaxpr, linear), shard_in_avals,
                                                  f"transpose of pmap of {name}")
     linear_axes = [axis for axis, lin in zip(in_axes, linear) if lin]
     outs = pmap_p.bind(*consts, *nonlinear, *cts,

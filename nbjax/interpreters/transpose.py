@@ -92,3 +92,16 @@ def vjp_flat(fun, primals, description="vjp"):
 
 def zeros_like(x):
     return zeros_like_aval(get_aval(x))
+
+
+def transposed_call(closed, linear):
+    """The backward function of a call primitive (jit, pmap): from the non-linear operands
+    followed by the output cotangents, the cotangents of the linear operands. A call's
+    transpose rule stages it as a new call."""
+    n_nonlinear = list(linear).count(False)
+
+    def transposed(*res_and_cts):
+        res, cts = res_and_cts[:n_nonlinear], res_and_cts[n_nonlinear:]
+        cts_in = backward_pass(closed.jaxpr, list(closed.consts) + list(res), list(cts), linear)
+        return [instantiate(c) for c, lin in zip(cts_in, linear) if lin]
+    return transposed
