@@ -159,7 +159,8 @@ class KernelLowering:
     ``kind`` is ``"elementwise"`` (``rule(ctx, *scalar_operands, **params)`` returns the
     scalar result), ``"index"`` (``rule(ctx, index, read, shapes, **params)``: ``index`` is
     the output position as a list of scalar index values, ``read(i, operand_index)`` the
-    value of operand ``i`` there and ``shapes`` the operands' shapes; slices, pads, transposes... are index arithmetic) or
+    value of operand ``i`` there and ``shapes`` the operands' shapes; slices, pads,
+    transposes... are index arithmetic) or
     ``"reduction"`` (``rule`` names the ctx method combining two values, ``identity(dtype)``
     starts the accumulation and ``acc_dtype(dtype)`` is the dtype it accumulates in). ``ctx``
     is the compiler's backend-neutral builder of scalar operations (``ctx.add``, ``ctx.exp``,
