@@ -705,10 +705,10 @@ scan_p.def_batch(_scan_batch)
 
 
 def _scan_jvp(primals, tangents, jaxpr, length, reverse, num_consts, num_carry, unroll):
-    """Forward mode through scan: a scan of the body's JVP, carrying the tangents of the
+    """Forward mode through scan: one scan of the body's JVP, carrying the tangents of the
     carries that can be nonzero (a fixed point, as for while) and stacking the tangents of
-    the ys. As for cond, the primal outputs come from the original scan so that under
-    ``linearize`` they are known at once; the staged tangent scan is transposed below."""
+    the ys. Under ``linearize`` the partial-evaluation rule below splits it again into a
+    known scan (the primal values, now) and an unknown one (the tangents, staged)."""
     consts, init, xs = _split(primals, [num_consts, num_carry])
     const_t, init_t, xs_t = _split(tangents, [num_consts, num_carry])
     const_nz, xs_nz = _nonzero(const_t), _nonzero(xs_t)
@@ -720,27 +720,74 @@ def _scan_jvp(primals, tangents, jaxpr, length, reverse, num_consts, num_carry, 
     carry_nz = _fixed_point(_nonzero(init_t), lambda nz: jvp_body(nz)[1][:num_carry])
     jvp, out_nz = jvp_body(carry_nz)
     ys_nz = out_nz[num_carry:]
-    primals_out = scan_p.bind(*primals, jaxpr=jaxpr, length=length, reverse=reverse,
-                              num_consts=num_consts, num_carry=num_carry, unroll=unroll)
-    if not any(out_nz):
-        return primals_out, _merge_tangents(out_nz, [], [get_aval(p) for p in primals_out])
     jvp, jvp_consts = _hoist(jvp)
     # jvp's inputs: jvp_consts, consts, carries, xs, then tangents of each group; its
     # outputs: carries, ys, then tangents of each. scan_p wants consts, carries, xs (each
-    # with its tangents); its outputs are carries then ys (the primal ys are not needed).
+    # followed by its tangents) and returns carries then ys (each followed by its tangents).
     n_ct, n_cat, n_xt, n_yt = sum(const_nz), sum(carry_nz), sum(xs_nz), sum(ys_nz)
     hc, c, ca, x, ct, cat, xt = _groups(
         [len(jvp_consts), num_consts, num_carry, len(xs), n_ct, n_cat, n_xt])
-    ca_out, _, cat_out, yt_out = _groups([num_carry, n_ys, n_cat, n_yt])
-    jvp = _rearrange(jvp, hc + c + ct + ca + cat + x + xt, ca_out + cat_out + yt_out)
+    ca_out, y_out, cat_out, yt_out = _groups([num_carry, n_ys, n_cat, n_yt])
+    jvp = _rearrange(jvp, hc + c + ct + ca + cat + x + xt, ca_out + cat_out + y_out + yt_out)
     outs = scan_p.bind(*jvp_consts, *consts, *_select(const_nz, const_t),
                        *init, *[ad.instantiate(t) for t in _select(carry_nz, init_t)],
                        *xs, *_select(xs_nz, xs_t),
                        jaxpr=jvp, length=length, reverse=reverse,
                        num_consts=len(jvp_consts) + num_consts + n_ct,
                        num_carry=num_carry + n_cat, unroll=unroll)
-    return primals_out, _merge_tangents(out_nz, outs[num_carry:],
+    carry_out, carry_t_out, ys_out, ys_t_out = _split(outs, [num_carry, n_cat, n_ys])
+    primals_out = carry_out + ys_out
+    return primals_out, _merge_tangents(out_nz, carry_t_out + ys_t_out,
                                         [get_aval(p) for p in primals_out])
+
+
+def _scan_partial_eval(trace, args, unknowns, *, jaxpr, length, reverse, num_consts,
+                       num_carry, unroll):
+    """Partial evaluation of a scan with some unknown operands (reverse mode: the tangents).
+
+    The body is split with ``partial_eval_jaxpr`` (a carry is unknown if the body makes it
+    depend on an unknown value: a fixed point). A scan of the known part runs now, computing
+    the known carries and ys and stacking, per iteration, the residuals the unknown part
+    needs; a scan of the unknown part is staged, taking those residuals as extra xs.
+    """
+    const_uk, carry_uk, xs_uk = _split(unknowns, [num_consts, num_carry])
+    n_ys = len(jaxpr.out_avals) - num_carry
+
+    def split_body(carry_uk):
+        return partial_eval.partial_eval_jaxpr(jaxpr, const_uk + carry_uk + xs_uk,
+                                               carry_uk + [False] * n_ys)
+
+    carry_uk = _fixed_point(carry_uk, lambda uk: split_body(uk)[2][:num_carry])
+    known, unknown, out_uk, num_res = split_body(carry_uk)
+    consts, init, xs = _split(args, [num_consts, num_carry])
+    n_known_carry = num_carry - sum(carry_uk)
+    # Known scan: its body returns the known carries, the known ys, then the residuals,
+    # which a scan stacks like ys.
+    body, body_consts = _hoist(known)
+    known_consts = body_consts + [a for a, u in zip(consts, const_uk) if not u]
+    known_outs = trace.compute_known(scan_p, [
+        *known_consts, *[a for a, u in zip(init, carry_uk) if not u],
+        *[a for a, u in zip(xs, xs_uk) if not u]], dict(
+            jaxpr=body, length=length, reverse=reverse, num_consts=len(known_consts),
+            num_carry=n_known_carry, unroll=unroll))
+    known_results, residuals = known_outs[:len(known_outs) - num_res], \
+        known_outs[len(known_outs) - num_res:]
+    # Unknown scan: its body takes residuals, consts, carries, xs; scan_p wants consts,
+    # carries, then xs (the stacked residuals first).
+    n_uc, n_ucar, n_ux = sum(const_uk), sum(carry_uk), sum(xs_uk)
+    res, uc, ucar, ux = _groups([num_res, n_uc, n_ucar, n_ux])
+    staged_body = _rearrange(unknown, uc + ucar + res + ux,
+                             range(len(unknown.out_avals)))
+    unknown_outs = trace.stage(scan_p, [
+        *_select(const_uk, consts), *_select(carry_uk, init), *residuals,
+        *_select(xs_uk, xs)], dict(
+            jaxpr=staged_body, length=length, reverse=reverse, num_consts=n_uc,
+            num_carry=n_ucar, unroll=unroll))
+    known_iter, unknown_iter = iter(known_results), iter(unknown_outs)
+    return [next(unknown_iter) if u else next(known_iter) for u in out_uk]
+
+
+scan_p.def_rule("partial_eval", _scan_partial_eval)
 
 
 scan_p.def_jvp(_scan_jvp)
@@ -824,26 +871,35 @@ def _scan_residuals(known, known_args, num_res, num_consts, num_carry, length, r
 
     A residual that is one of the known consts (a matrix the body multiplies a tangent by)
     is the same at every iteration: it is passed as it is rather than stacked ``length``
-    times. The others are stacked as the known scan's ys.
+    times. A residual that is one of the known xs is already stacked: it is passed as it
+    is. Only the others are computed, stacked as the ys of a scan of the known part (no
+    scan at all when there are none).
     """
     body, body_consts = _hoist(known)
     known_args = body_consts + known_args
     num_consts += len(body_consts)
-    const_vars = body.jaxpr.invars[:num_consts]
+    invars = body.jaxpr.invars
+    const_vars, xs_vars = invars[:num_consts], invars[num_consts + num_carry:]
     n_out = len(body.out_avals)
     res_vars = body.jaxpr.outvars[n_out - num_res:]
-    invariant = [any(v is c for c in const_vars) for v in res_vars]
-    stacked_outputs = [n_out - num_res + r for r, inv in enumerate(invariant) if not inv]
+
+    def position(v, group):
+        return next((i for i, g in enumerate(group) if v is g), None)
+    invariant = [position(v, const_vars) is not None for v in res_vars]
+    from_xs = [position(v, xs_vars) for v in res_vars]
+    computed = [n_out - num_res + r for r, (inv, x) in enumerate(zip(invariant, from_xs))
+                if not inv and x is None]
     stacked = []
-    if stacked_outputs:
-        body = _rearrange(body, range(len(body.in_avals)),
-                          list(range(num_carry)) + stacked_outputs)
+    if computed:
+        body = _rearrange(body, range(len(body.in_avals)), list(range(num_carry)) + computed)
         stacked = scan_p.bind(*known_args, jaxpr=body, length=length, reverse=reverse,
                               num_consts=num_consts, num_carry=num_carry,
                               unroll=unroll)[num_carry:]
     stacked = iter(stacked)
-    residuals = [known_args[const_vars.index(v)] if inv else next(stacked)
-                 for v, inv in zip(res_vars, invariant)]
+    xs_args = known_args[num_consts + num_carry:]
+    residuals = [known_args[position(v, const_vars)] if inv
+                 else xs_args[x] if x is not None else next(stacked)
+                 for v, inv, x in zip(res_vars, invariant, from_xs)]
     return residuals, invariant
 
 
