@@ -1,6 +1,12 @@
+import os
+import tempfile
+
 import pytest
 
-import nbjax
+# Tests compile into their own disk cache, not the user's (~/.cache/nbjax).
+os.environ.setdefault("NBJAX_CACHE_DIR", tempfile.mkdtemp(prefix="nbjax-test-cache-"))
+
+import nbjax  # noqa: E402
 
 
 @pytest.fixture

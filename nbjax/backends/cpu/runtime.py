@@ -6,19 +6,23 @@
 - ``BufferPool``: 64-byte-aligned output buffers (vector stores need it, and NumPy only
   guarantees 16), reused once nothing refers to them any more, so steady-state calls do not
   pay page faults; large ones are anonymous mappings with transparent huge pages.
-- ``run_split``: a large loop runs its outer axis in two halves, one on a worker thread.
-  ctypes releases the GIL during the calls, so both halves run at once.
+- ``run_split``: a large loop runs its outer axis in one chunk per core, on worker threads.
+  ctypes releases the GIL during the calls, so the chunks run at once; a reduction over
+  that axis accumulates each chunk into a private buffer, combined at the end.
 """
 
 import ctypes
 import math
 import mmap
+import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import llvmlite.binding as llvm
+
+from . import cache
 
 _init_lock = threading.Lock()
 _initialised = False
@@ -46,31 +50,37 @@ class JitModule:
 
     def __init__(self, ir_text, timer):
         tm = _target_machine()
+        with timer("disk_cache"):
+            lookup = cache.Lookup(ir_text)   # a hit: optimised IR and machine code, no passes
+        self.from_disk_cache = lookup.hit
         with timer("llvm_parse"):
-            module = llvm.parse_assembly(ir_text)
+            module = llvm.parse_assembly(lookup.optimised_ir or ir_text)
             module.triple = tm.triple
             module.data_layout = str(tm.target_data)
             module.verify()
-        with timer("llvm_optimise"):
-            pto = llvm.create_pipeline_tuning_options(speed_level=3)
-            pto.loop_vectorization = True
-            pto.slp_vectorization = True
-            pto.loop_unrolling = True
-            pto.loop_interleaving = True
-            pb = llvm.create_pass_builder(tm, pto)
-            pb.getModulePassManager().run(module, pb)
+        if not lookup.hit:
+            with timer("llvm_optimise"):
+                pto = llvm.create_pipeline_tuning_options(speed_level=3)
+                pto.loop_vectorization = True
+                pto.slp_vectorization = True
+                pto.loop_unrolling = True
+                pto.loop_interleaving = True
+                pb = llvm.create_pass_builder(tm, pto)
+                pb.getModulePassManager().run(module, pb)
         with timer("machine_code"):
             self.engine = llvm.create_mcjit_compiler(module, tm)  # owns tm from now on
+            lookup.attach(self.engine)
             self.engine.finalize_object()
         self.module = module
         self.optimised_ir = str(module)
+        lookup.done(self.optimised_ir)
 
-    def function(self, name, n_pointers):
+    def function(self, name, n_pointers, bounds=True):
         """A ctypes function for kernel ``name``; it takes the buffer addresses as ints and
-        the outer loop's start and stop."""
+        (with ``bounds``) the outer loop's start and stop."""
         address = self.engine.get_function_address(name)
         proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_pointers,
-                                 ctypes.c_int64, ctypes.c_int64)
+                                 *[ctypes.c_int64] * (2 if bounds else 0))
         return proto(address)
 
     def function_ir(self, name):
@@ -153,20 +163,61 @@ pool = BufferPool()
 
 # --- threads -------------------------------------------------------------------------------
 
-SPLIT_THRESHOLD = 1 << 20   # iteration-space elements from which a loop runs on 2 threads
+SPLIT_THRESHOLD = 1 << 20   # iteration-space elements from which a loop runs on every core
 _executor = None
+_executor_lock = threading.Lock()
 
 
-def _worker():
+def core_count():
+    """The cores this process may run on (a kernel splits its outer axis into that many
+    chunks)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+THREADS = core_count()
+
+
+def _workers():
     global _executor
-    if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nbjax-cpu")
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=max(1, THREADS - 1),
+                                           thread_name_prefix="nbjax-cpu")
     return _executor
 
 
-def run_split(fn, pointers, extent):
-    """Run ``fn`` over ``[0, extent)`` of its outer axis in two halves, in parallel."""
-    mid = extent // 2
-    second = _worker().submit(fn, *pointers, mid, extent)
-    fn(*pointers, 0, mid)
-    second.result()
+def splits(loop):
+    """Whether the runtime splits ``loop`` (a LoopKernel) between the cores: when it is
+    large enough to repay the hand-over to the worker threads."""
+    return loop.split_axis is not None and loop.shape[0] >= 2 \
+        and math.prod(loop.shape) >= SPLIT_THRESHOLD
+
+
+def run_split(fn, pointers, extent, partials=(), combine=None):
+    """Run ``fn`` over ``[0, extent)`` of its outer axis in ``THREADS`` chunks at once (ctypes
+    releases the GIL during each call); the calling thread runs the first chunk.
+
+    ``partials`` lists the outputs that accumulate over the outer axis, as (position in
+    ``pointers``, shape, dtype, identity): every chunk but the first accumulates into a
+    fresh buffer of its own, which ``combine(out0, part0, out1, part1, ...)`` folds into
+    the real output once all chunks are done.
+    """
+    n = min(THREADS, extent)
+    bounds = [extent * k // n for k in range(n + 1)]
+    jobs, private = [], []
+    for k in range(1, n):
+        args, pairs = list(pointers), []
+        for position, shape, dtype, identity in partials:
+            buf, args[position] = pool.empty_with_address(shape, dtype)
+            buf.fill(identity)
+            private.append(buf)
+            pairs += [pointers[position], args[position]]
+        jobs.append((_workers().submit(fn, *args, bounds[k], bounds[k + 1]), pairs))
+    fn(*pointers, bounds[0], bounds[1])
+    for future, pairs in jobs:
+        future.result()
+        if pairs:
+            combine(*pairs)

@@ -1,0 +1,235 @@
+"""The on-disk compile cache: machine code kept between processes, so re-running a notebook
+skips LLVM's optimisation and code generation.
+
+An entry holds what LLVM made of one module: its optimised IR (what ``as_text`` and the
+kernel reports show) and its object code. ``JitModule`` asks for an entry before optimising;
+on a hit it parses the optimised IR and hands the object code to the MCJIT engine through
+llvmlite's object cache, so no pass runs and no code is generated; on a miss it compiles as
+usual and the engine's "object compiled" notification gives us the code to store.
+
+Where: ``$NBJAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/nbjax``, else ``~/.cache/nbjax``;
+``NBJAX_DISABLE_DISK_CACHE=1`` turns the cache off. Machine code from a file is run without
+question, so the directory must be ours alone: it is created with mode 0700, and one that is
+not owned by the current user or is writable by group or others is refused (with a warning,
+once) and nbjax compiles without a disk cache.
+
+Keys: the SHA-256 of the module's IR text and of everything else that shapes the machine
+code: nbjax's version and the source of the modules that turn IR into code (this one and
+``runtime``), the llvmlite and LLVM versions, the target triple, the CPU name and its
+features. Entries are written to a temporary file in the same directory, flushed to disk and
+renamed over the final name, so a reader never sees half an entry; each carries the SHA-256
+of its contents, so a truncated or corrupted file is detected, ignored (logged at debug
+level) and rebuilt.
+"""
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import stat
+import struct
+import tempfile
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import llvmlite
+import llvmlite.binding as llvm
+
+log = logging.getLogger(__name__)
+
+# Counts of "hit", "miss", "store", "corrupt" since the process started (tests and the
+# notebook read them).
+stats = Counter()
+
+MAGIC = b"nbjax-o1"                 # the entry layout; change it when the layout changes
+_DIGEST = hashlib.sha256().digest_size
+_IR_LENGTH = struct.Struct("<Q")    # the payload: IR length, IR (UTF-8), object code
+SUFFIX = ".nbjax-obj"
+_warned = set()                     # refused directories already warned about
+
+
+# --- where ---------------------------------------------------------------------------------
+
+def directory():
+    """The cache directory to use now, created if needed, or None when the disk cache is
+    off or the directory is not safe to load code from."""
+    if os.environ.get("NBJAX_DISABLE_DISK_CACHE", "") not in ("", "0"):
+        return None
+    return _checked(Path(os.environ.get("NBJAX_CACHE_DIR") or _default_directory()))
+
+
+def _default_directory():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "nbjax")
+
+
+def _checked(path):
+    """``path`` if it is (or could be made) a directory only we can write, else None with a
+    warning the first time."""
+    try:
+        _make_private(path)
+        info = os.stat(path)
+    except OSError as e:
+        return _refuse(path, f"it cannot be created or read ({e})")
+    if not stat.S_ISDIR(info.st_mode):
+        return _refuse(path, "it is not a directory")
+    if info.st_uid != os.getuid():
+        return _refuse(path, f"it is owned by user id {info.st_uid}, not by you")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return _refuse(path, f"it is writable by group or others (mode "
+                             f"{stat.S_IMODE(info.st_mode):04o}; chmod 700 it)")
+    return path
+
+
+def _make_private(path):
+    """Create ``path`` with mode 0700 if it does not exist (its parents as usual)."""
+    if path.is_dir():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        return
+    os.chmod(path, 0o700)   # mkdir's mode passes through the umask
+
+
+def _refuse(path, why):
+    if path not in _warned:
+        _warned.add(path)
+        warnings.warn(f"nbjax: not using {path} as the compile cache: {why}; compiling "
+                      "without a disk cache", RuntimeWarning, stacklevel=2)
+    return None
+
+
+# --- keys ----------------------------------------------------------------------------------
+
+@functools.cache
+def environment():
+    """Everything besides the IR that the machine code depends on."""
+    return {"nbjax": _compiler_version(),
+            "llvmlite": llvmlite.__version__,
+            "llvm": ".".join(map(str, llvm.llvm_version_info)),
+            "triple": llvm.get_process_triple(),
+            "cpu": llvm.get_host_cpu_name(),
+            "features": llvm.get_host_cpu_features().flatten()}
+
+
+def _compiler_version():
+    """nbjax's version and a hash of the code that turns IR into machine code (the pass
+    pipeline's options live there), so editing it never reuses stale entries."""
+    from ... import __version__
+    here = Path(__file__).parent
+    source = hashlib.sha256()
+    for name in ("runtime.py", "cache.py"):
+        source.update((here / name).read_bytes())
+    return f"{__version__}+{source.hexdigest()[:16]}"
+
+
+def entry_key(ir_text, env=None):
+    """The hex SHA-256 naming the entry of the module ``ir_text`` compiled in ``env``
+    (default: this process's ``environment()``)."""
+    h = hashlib.sha256(json.dumps(env or environment(), sort_keys=True).encode())
+    h.update(b"\0")
+    h.update(ir_text.encode())
+    return h.hexdigest()
+
+
+# --- entries -------------------------------------------------------------------------------
+
+def encode(optimised_ir, object_code):
+    """An entry's bytes: magic, the SHA-256 of the payload, the payload."""
+    ir = optimised_ir.encode()
+    payload = _IR_LENGTH.pack(len(ir)) + ir + bytes(object_code)
+    return MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def decode(data):
+    """(optimised IR, object code) from an entry's bytes; ValueError if they are damaged."""
+    head = len(MAGIC) + _DIGEST
+    if data[:len(MAGIC)] != MAGIC:
+        raise ValueError("not an nbjax cache entry (or another layout)")
+    payload = data[head:]
+    if hashlib.sha256(payload).digest() != data[len(MAGIC):head]:
+        raise ValueError("checksum mismatch (truncated or corrupted)")
+    (n,) = _IR_LENGTH.unpack_from(payload)
+    start = _IR_LENGTH.size
+    return payload[start:start + n].decode(), payload[start + n:]
+
+
+def read(path):
+    """An entry's (optimised IR, object code), or None if it is missing or damaged."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        log.debug("nbjax compile cache: cannot read %s: %s", path, e)
+        return None
+    try:
+        return decode(data)
+    except (ValueError, struct.error, UnicodeDecodeError) as e:
+        stats["corrupt"] += 1
+        log.debug("nbjax compile cache: ignoring %s: %s; it will be rebuilt", path, e)
+        return None
+
+
+def write(path, data):
+    """Write ``data`` to ``path`` atomically: a temporary file in the same directory, flushed
+    to disk, then renamed over ``path``. Failing to write only costs the cache entry."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=SUFFIX)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        stats["store"] += 1
+    except OSError as e:
+        log.debug("nbjax compile cache: cannot write %s: %s", path, e)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+# --- one module's lookup -------------------------------------------------------------------
+
+class Lookup:
+    """One module's trip through the disk cache.
+
+    ``Lookup(ir_text)`` reads the module's entry; ``hit`` says whether there was one, and then
+    ``optimised_ir`` is its optimised IR (parse that, and skip the passes). ``attach(engine)``
+    before ``finalize_object`` feeds the cached object code to the engine, or catches the
+    code it generates; ``done(optimised_ir)`` afterwards stores a new entry.
+    """
+
+    def __init__(self, ir_text):
+        self.directory = directory()
+        self.path = None
+        self.optimised_ir = self._object = self._new_object = None
+        self.hit = False
+        if self.directory is None:
+            return
+        self.path = self.directory / (entry_key(ir_text) + SUFFIX)
+        found = read(self.path)
+        self.hit = found is not None
+        stats["hit" if self.hit else "miss"] += 1
+        if self.hit:
+            self.optimised_ir, self._object = found
+
+    def attach(self, engine):
+        if self.path is not None:
+            engine.set_object_cache(self._compiled, self._cached)
+
+    def _cached(self, module):
+        return self._object
+
+    def _compiled(self, module, object_code):
+        self._new_object = object_code
+
+    def done(self, optimised_ir):
+        """Store the entry of a module compiled afresh; drop the code we held."""
+        if self._new_object is not None and not self.hit:
+            write(self.path, encode(optimised_ir, self._new_object))
+        self._object = self._new_object = None
