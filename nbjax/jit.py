@@ -5,15 +5,27 @@ passes through it: vmap batches the jaxpr, JVP differentiates it, partial evalua
 it into a known (forward) call and an unknown (linear) call, and transposition turns the
 linear call into a backward call. Executing a ``jit`` equation compiles its jaxpr once per
 backend and caches the executable (``nbjax.compiler``).
+
+Eager calls of a signature seen before take a fast path that skips what cannot change
+between such calls (see ``JitWrapped``). ``jit(f).lower(*args)`` and ``.compile()`` give the
+traced and optimised program, the kernels, their cost and the fusion report ahead of time
+(``Lowered``, ``Compiled``, as ``jax.stages``).
 """
 
 import functools
 import logging
 import operator
+import time
+
+import numpy as np
 
 from . import compiler
+from .api import _abstractify
+from .compiler import report
 from .config import config
-from .core import (Array, ClosedJaxpr, Primitive, Tracer, dtypes, get_aval, pytree)
+from .core import (Array, ClosedJaxpr, EvalTrace, Primitive, ShapedArray, Tracer,
+                   current_trace, get_aval, pytree, to_numpy)
+from .core.abstract import ShapeDtypeStruct
 from .interpreters import ad, staging
 from .interpreters.partial_eval import partial_eval_jaxpr
 from .interpreters.transpose import is_undefined, transposed_call
@@ -93,7 +105,33 @@ def _jit_transpose(cts, *args, jaxpr, name):
 # --- the user-facing wrapper -------------------------------------------------------------
 
 class JitWrapped:
-    """``jit(f)``: call it like ``f``; it traces once per input signature."""
+    """``jit(f)``: call it like ``f``; it traces once per input signature.
+
+    A call takes one of two paths.
+
+    The general path (``_call``) works for every call, eager or under a transformation: split
+    off the static arguments, flatten the pytree of the others, find the trace for their
+    avals in ``_cache`` (tracing on a miss, and explaining why when
+    ``config.explain_cache_misses`` is on), then bind ``jit_p``. Under a transformation that
+    binding is what lets vmap/grad/make_jaxpr see the call; eagerly, ``EvalTrace`` checks the
+    operands, runs ``jit_p``'s abstract evaluation, and its impl looks the executable up in
+    the compiler's cache, runs it and wraps each result as an Array.
+
+    The fast path (``__call__``, then ``_FastCall``) is that same eager call with everything
+    that cannot change between two calls of one signature done once. It applies when no
+    transformation is running (the current trace is the ``EvalTrace``), there are no keyword
+    arguments and no static arguments, and every argument is an Array or a NumPy array. Then
+    the pytree of arguments is a flat tuple whose structure the number of arguments fixes, so
+    the signature is just the arguments' avals (for NumPy arrays their shape and dtype), plus
+    the two settings a trace depends on (``enable_x64`` and the backend). ``_fast`` maps that
+    key to a ``_FastCall`` holding the executable, the closed-over constants as NumPy values
+    and the output avals and tree: a call is one dict lookup, one ``run`` and wrapping the
+    outputs. A key is added after a general-path call of a cacheable trace, so the first call
+    of a signature always takes the general path (and is the one that traces and compiles).
+    Anything else (a tracer, a Python scalar, a list, a keyword) takes the general path:
+    transformations of jitted functions, static arguments and retrace explanations behave
+    exactly as without the fast path. ``slow_path_calls`` counts the general-path calls.
+    """
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
         functools.update_wrapper(self, fun)
@@ -103,16 +141,40 @@ class JitWrapped:
         self.donate_argnums = _as_tuple(donate_argnums)  # accepted; buffers are not donated yet
         self.name = getattr(fun, "__name__", type(fun).__name__)
         self._cache = {}
+        self._fast = {}
+        self._has_static = bool(self.static_argnums or self.static_argnames)
         self._last_key = None
         self.trace_count = 0
+        self.slow_path_calls = 0
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        closed, leaves, out_tree = self._trace(args, kwargs)
-        outs = jit_p.bind(*closed.consts_as_args, *leaves, jaxpr=closed.jaxpr, name=self.name)
-        return out_tree.unflatten(outs)
+        key = None
+        if not (kwargs or self._has_static) and type(current_trace()) is EvalTrace:
+            key = _fast_key(args)
+            fast = self._fast.get(key)
+            if fast is not None:
+                self._last_key = fast.slow_key  # what a later cache miss is explained against
+                return fast(args)
+        return self._call(args, kwargs, key)
+
+    def _call(self, args, kwargs, fast_key=None):
+        """The general path; ``fast_key`` (None if the call is not eligible) gets a fast-path
+        entry afterwards."""
+        self.slow_path_calls += 1
+        entry, leaves, _ = self._lookup(args, kwargs, _as_value)
+        outs = jit_p.bind(*entry.consts_as_args, *leaves, jaxpr=entry.jaxpr, name=self.name)
+        if fast_key is not None and entry.cacheable:
+            self._fast[fast_key] = _FastCall(entry, self._last_key, self.name, backend=fast_key[1])
+        return entry.out_tree.unflatten(outs)
+
+    def lower(self, *args, **kwargs):
+        """Trace for arguments like these (arrays, scalars or ``ShapeDtypeStruct``s): the
+        ahead-of-time API, as ``jax.jit(f).lower``. Returns a ``Lowered``."""
+        entry, _, in_tree = self._lookup(args, kwargs, _as_abstract)
+        return Lowered(entry, in_tree, self.name)
 
     def _split_args(self, args, kwargs):
         nargs = len(args)
@@ -130,11 +192,12 @@ class JitWrapped:
                                 "unhashable. Make it hashable (e.g. a tuple) or not static.")
         return static, static_kw, dyn_args, dyn_kwargs
 
-    def _trace(self, args, kwargs):
+    def _lookup(self, args, kwargs, as_leaf):
+        """(trace cache entry, the argument leaves made values by ``as_leaf``, input tree)."""
         static, static_kw, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
         leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
-        leaves = [x if isinstance(x, (Array, Tracer)) else _as_array(x) for x in leaves]
-        avals = tuple(get_aval(x) for x in leaves)
+        leaves = [as_leaf(x) for x in leaves]
+        avals = tuple(_abstractify(x) for x in leaves)
         key = (in_tree, avals, static, static_kw, config.enable_x64)
         entry = self._cache.get(key)
         if entry is None:
@@ -143,7 +206,7 @@ class JitWrapped:
             if entry.cacheable:
                 self._cache[key] = entry
         self._last_key = key
-        return entry, leaves, entry.out_tree
+        return entry, leaves, in_tree
 
     def _stage(self, args, static, static_kw, in_tree, avals):
         self.trace_count += 1
@@ -159,9 +222,10 @@ class JitWrapped:
             out_trees.append(tree)
             return out_leaves
 
+        t0 = time.perf_counter()
         jaxpr, consts = staging.trace_to_jaxpr(flat, list(avals),
                                                staging.describe(self.fun, "jit"))
-        return _Traced(jaxpr, consts, out_trees[0])
+        return _Traced(jaxpr, consts, out_trees[0], time.perf_counter() - t0)
 
     def _explain_miss(self, key, args):
         if not config.explain_cache_misses or self._last_key is None:
@@ -171,19 +235,177 @@ class JitWrapped:
 
     def clear_cache(self):
         self._cache.clear()
+        self._fast.clear()
         self._last_key = None
 
 
 class _Traced:
     """One cache entry: the traced jaxpr with its closed-over values made leading operands."""
 
-    def __init__(self, jaxpr, consts, out_tree):
+    def __init__(self, jaxpr, consts, out_tree, trace_seconds):
         # Closed-over tracers (of an enclosing transformation) must be passed each call, and
         # such a trace cannot be reused once that transformation ends.
         self.cacheable = not any(isinstance(c, Tracer) for c in consts)
         self.jaxpr = ClosedJaxpr(staging.convert_constvars(jaxpr), [])
         self.consts_as_args = list(consts)
         self.out_tree = out_tree
+        self.trace_seconds = trace_seconds
+
+
+_config_values = config._values  # read directly on the fast path: two dict reads per call
+
+
+def _fast_key(args):
+    """The fast path's key of an all-array call (see ``JitWrapped``), None for other calls."""
+    key = [_config_values["enable_x64"], _config_values["jit_backend"]]
+    for a in args:
+        kind = type(a)
+        if kind is Array:
+            key.append(a.aval)
+        elif kind is np.ndarray:
+            key.append((a.shape, a.dtype))
+        else:
+            return None
+        # (A ShapedArray never equals a tuple, so an Array and a NumPy array never collide.)
+    return tuple(key)
+
+
+class _FastCall:
+    """A fast-path entry: run the executable of one signature on the arguments' buffers.
+
+    This is exactly what binding ``jit_p`` eagerly does on a cache hit (see ``JitWrapped``):
+    ``to_numpy`` of each operand (closed-over constants first), the executable's ``run``,
+    and ``Array.wrap`` of each output with the aval abstract evaluation would return (the
+    jaxpr's output avals, which cannot change for one signature).
+    """
+
+    __slots__ = ("run", "consts", "out_avals", "out_tree", "slow_key")
+
+    def __init__(self, entry, slow_key, name, backend):
+        self.run = compiler.compile(entry.jaxpr, name=name, backend=backend).run
+        self.consts = [to_numpy(c) for c in entry.consts_as_args]
+        self.out_avals = entry.jaxpr.out_avals
+        self.out_tree = None if entry.out_tree.is_leaf() else entry.out_tree
+        self.slow_key = slow_key
+
+    def __call__(self, args):
+        outs = self.run(*self.consts, *map(to_numpy, args))
+        if self.out_tree is None:  # a function returning one array
+            return Array.wrap(outs[0], self.out_avals[0])
+        return self.out_tree.unflatten(map(Array.wrap, outs, self.out_avals))
+
+
+# --- the ahead-of-time API ----------------------------------------------------------------
+
+class Lowered:
+    """``jit(f).lower(*args)``: the traced program, before compilation (as ``jax.stages``).
+
+    ``jaxpr`` is what ``jit`` compiles (values the function closes over are its leading
+    inputs); ``optimized`` and ``rewrites`` are what the compiler's passes make of it
+    (inlining, folding, simplification, CSE, DCE), which ``as_text()`` prints.
+    """
+
+    def __init__(self, entry, in_tree, name):
+        self._entry = entry
+        self.name = name
+        self.jaxpr = entry.jaxpr
+        self.optimized, self.rewrites = compiler.optimize(entry.jaxpr)
+        self.in_tree = in_tree
+        self.out_tree = entry.out_tree
+        n_consts = len(entry.consts_as_args)
+        self.in_avals = self.jaxpr.in_avals[n_consts:]
+        self.out_avals = self.jaxpr.out_avals
+
+    def as_text(self):
+        """The optimised jaxpr, followed by the rewrites that made it."""
+        lines = [str(self.optimized)]
+        if self.rewrites:
+            lines += ["", f"rewrites ({len(self.rewrites)}):"] + [f"  {r}" for r in self.rewrites]
+        return "\n".join(lines)
+
+    def compile(self, backend=None):
+        """Compile for ``backend`` (default: ``config.jit_backend``). The executable is the
+        one jitted calls use (the compiler caches it), so compiling twice is free."""
+        backend = backend or config.jit_backend
+        executable = compiler.compile(self.jaxpr, name=self.name, backend=backend)
+        return Compiled(self, executable, backend)
+
+    def __repr__(self):
+        return f"Lowered({self.name})"
+
+
+class Compiled:
+    """``jit(f).lower(*args).compile()``: an executable for one signature (as ``jax.stages``).
+
+    Call it with the non-static arguments of the signature it was lowered for (anything else
+    raises TypeError, as JAX's Compiled does). ``as_text()``, ``cost_analysis()`` and
+    ``fusion_report()`` describe what the compiler made (``nbjax.compiler.report``);
+    ``compile_times`` gives the seconds of each phase, tracing included.
+    """
+
+    def __init__(self, lowered, executable, backend):
+        self.lowered = lowered
+        self.executable = executable
+        self.backend = backend
+        self.name = lowered.name
+        self.in_tree, self.out_tree = lowered.in_tree, lowered.out_tree
+        self.in_avals, self.out_avals = lowered.in_avals, lowered.out_avals
+
+    @property
+    def compile_times(self):
+        """Seconds per phase: ``trace`` then the backend's (passes, fusion, codegen, LLVM...)."""
+        return {"trace": self.lowered._entry.trace_seconds,
+                **getattr(self.executable, "compile_times", {})}
+
+    def as_text(self):
+        return report.compiled_text(self.executable, self.backend)
+
+    def fusion_report(self):
+        return report.fusion_report(self.executable)
+
+    def cost_analysis(self, per_step=False):
+        """Totals as JAX's ``cost_analysis()`` (``flops``, ``transcendentals``, ``bytes
+        accessed``, plus ``bytes read`` and ``bytes written``); with ``per_step=True`` a list
+        with one such dict per step (kernel, library call or reference step) and its detail.
+        The conventions are XLA's: see ``nbjax.compiler.report``."""
+        costs = report.step_costs(self.executable)
+        return [c.as_dict() for c in costs] if per_step else report.total_cost(costs)
+
+    def enable_timing(self, on=True):
+        """Record each step's run time (``step_times``, shown by ``cost_analysis``); it also
+        applies to jitted calls of this signature, which share the executable."""
+        if not hasattr(self.executable, "enable_timing"):
+            raise ValueError(f"the {self.backend} backend has no per-step timing")
+        self.executable.enable_timing(on)
+
+    @property
+    def step_times(self):
+        return getattr(self.executable, "step_times", None)
+
+    def __call__(self, *args, **kwargs):
+        leaves, tree = pytree.tree_flatten((list(args), kwargs))
+        if tree != self.in_tree:
+            raise TypeError(f"Function compiled with input pytree does not match the input "
+                            f"pytree it was called with: compiled for {self.in_tree}, called "
+                            f"with {tree}")
+        avals = [get_aval(x) for x in leaves]
+        mismatches = [f"argument leaf {i} compiled with {_describe(want)} and called with "
+                      f"{_describe(got)}"
+                      for i, (want, got) in enumerate(zip(self.in_avals, avals))
+                      if (want.shape, want.dtype) != (got.shape, got.dtype)]
+        if mismatches:
+            raise TypeError("Argument types differ from the types for which this computation "
+                            "was compiled. The mismatches are:\n" + "\n".join(mismatches))
+        if any(isinstance(x, Tracer) for x in leaves):
+            raise TypeError(f"a Compiled function runs on concrete arrays; call the jitted "
+                            f"function instead of {self.name}'s Compiled object inside a "
+                            "transformation")
+        values = [to_numpy(c) for c in self.lowered._entry.consts_as_args]
+        outs = self.executable.run(*values, *map(to_numpy, leaves))
+        return self.out_tree.unflatten(map(Array.wrap, outs, self.out_avals))
+
+    def __repr__(self):
+        return f"Compiled({self.name}, backend={self.backend})"
 
 
 def explain_difference(old, new):
@@ -221,6 +443,18 @@ def _as_tuple(x):
 def _as_array(x):
     from .numpy.util import to_array
     return to_array(x)
+
+
+def _as_value(x):
+    """An argument leaf as the general path traces and binds it: Arrays and tracers as they
+    are, anything else (NumPy arrays, scalars) converted to an Array."""
+    return x if isinstance(x, (Array, Tracer)) else _as_array(x)
+
+
+def _as_abstract(x):
+    """An argument leaf for ``lower``: ``ShapeDtypeStruct``s and ShapedArrays stand for
+    themselves (their aval is all tracing needs)."""
+    return _abstractify(x) if isinstance(x, (ShapedArray, ShapeDtypeStruct)) else _as_value(x)
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):

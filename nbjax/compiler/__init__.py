@@ -4,6 +4,10 @@
 each rewrite; ``fusion.plan`` groups the equations into loop kernels (``kernel.LoopKernel``,
 backend-neutral) and library steps, recording why; a backend turns the plan into machine code.
 
+``report`` describes the result: the estimated cost of each step (flops, bytes read and
+written, with XLA's conventions), the fusion report, and the compiled program as text (what
+``jit(f).lower(...).compile()`` shows).
+
 Backends: ``"reference"`` runs the jaxpr as traced with the NumPy implementations (the
 semantics every other backend is tested against); ``"cpu"`` compiles fused kernels with
 llvmlite (``nbjax.backends.cpu``).
@@ -13,6 +17,7 @@ import importlib
 import threading
 
 from ..backends import reference
+from . import report  # noqa: F401
 from .passes import Rewrite, optimize  # noqa: F401
 
 _BACKENDS = {"reference": reference.compile}

@@ -6,6 +6,9 @@ implementation on our buffers. Values live in a list of slots (one per jaxpr var
 a run; each step reads its operands' slots and fills its results'.
 """
 
+import ctypes
+import math
+import sys
 import time
 import warnings
 from contextlib import contextmanager
@@ -59,6 +62,9 @@ class Executable:
         self._n_slots = len(self._slots)
         self._const_slots = [(self._slots[v], np.ascontiguousarray(to_numpy(c)))
                              for v, c in zip(j.constvars, consts)]
+        self._env = [None] * self._n_slots  # where a run starts: the constants in place
+        for slot, value in self._const_slots:
+            self._env[slot] = value
         self._in = [(self._slots[v], v.aval.dtype) for v in j.invars]
         self._out = [(None, np.asarray(to_numpy(a.val))) if isinstance(a, Literal)
                      else (self._slots[a], None) for a in j.outvars]
@@ -69,9 +75,7 @@ class Executable:
         self.step_times = {} if on else None
 
     def run(self, *args):
-        env = [None] * self._n_slots
-        for slot, value in self._const_slots:
-            env[slot] = value
+        env = self._env.copy()
         for (slot, dtype), a in zip(self._in, args):
             env[slot] = _as_buffer(a, dtype)
         if self.step_times is None:
@@ -100,6 +104,8 @@ def _all_vars(jaxpr):
 
 def _as_buffer(a, dtype):
     """An argument as a C-contiguous array of ``dtype`` (copied only when it is not one)."""
+    if type(a) is np.ndarray and a.dtype == dtype and a.flags.c_contiguous:
+        return a  # the common case, checked first: a jitted call's inputs
     a = np.asarray(to_numpy(a) if not isinstance(a, np.ndarray) else a)
     if a.dtype != dtype:
         a = a.astype(dtype)
@@ -110,36 +116,115 @@ def _as_buffer(a, dtype):
 
 # --- steps ---------------------------------------------------------------------------------
 
-def kernel_step(fn, loop, slots):
+def kernel_step(fn, loop, slots, combine=None):
     """Run a compiled kernel: allocate its outputs (reductions start at their identity),
-    call it with the buffers' addresses, on two threads when it is large."""
+    call it with the buffers' addresses, on every core when it is large (``combine`` folds
+    the partial results of a reduction over the split axis)."""
     in_slots = [slots[v] for v in loop.inputs]
     outputs = [(slots[o.var], o.var.aval.dtype, tuple(o.shape), np.dtype(o.acc_dtype or
                                                                        o.var.aval.dtype),
                 o.identity) for o in loop.outputs]
     size = int(np.prod(loop.shape, dtype=np.int64))
-    split = loop.split_axis is not None and size >= runtime.SPLIT_THRESHOLD \
-        and loop.shape[0] >= 2
+    partials = [(k,) + outputs[k][2:] for k in loop.partial_outputs]
+    split = runtime.splits(loop) and (combine is not None or not partials)
     extent = loop.shape[0] if loop.shape else 1
-    empty, address = runtime.pool.empty_with_address, runtime.address
+    # Per output, precomputed for the run: (allocator, identity), (slot, dtype to cast to).
+    makes = [(_allocator(shape, buf_dtype, identity is not None), identity)
+             for _, _, shape, buf_dtype, identity in outputs]
+    stores = [(slot, None if buf_dtype == dtype else dtype)
+              for slot, dtype, _, buf_dtype, _ in outputs]
+    address = data_address
 
     def step(env):
         results, pointers = [], []
-        for slot, dtype, shape, buf_dtype, identity in outputs:
-            buf, ptr = empty(shape, buf_dtype)
+        for allocate, identity in makes:
+            buf, ptr = allocate()
             if identity is not None:
                 buf.fill(identity)
             results.append(buf)
             pointers.append(ptr)
         if size:
-            pointers += [address(env[s]) for s in in_slots]
+            for s in in_slots:
+                pointers.append(address(env[s]))
             if split:
-                runtime.run_split(fn, pointers, extent)
+                runtime.run_split(fn, pointers, extent, partials, combine)
             else:
                 fn(*pointers, 0, extent)
-        for (slot, dtype, *_), buf in zip(outputs, results):
-            env[slot] = buf if buf.dtype == dtype else buf.astype(dtype)
+        for (slot, cast), buf in zip(stores, results):
+            env[slot] = buf if cast is None else buf.astype(cast)
     return step
+
+
+# --- output buffers and addresses at dispatch-bound sizes ----------------------------------
+
+SMALL_OUTPUT = 1 << 16  # bytes: outputs up to this size are recycled by their step
+
+
+def _allocator(shape, dtype, fill):
+    """A function returning (a new output buffer, its address) for one kernel output: the
+    pool for large outputs, a ``_Recycler`` for small ones (``fill``: the step writes it with
+    NumPy before the kernel runs, so it must be writeable)."""
+    if math.prod(shape) * dtype.itemsize > SMALL_OUTPUT:
+        return lambda: runtime.pool.empty_with_address(shape, dtype)
+    return _Recycler(shape, dtype, fill)
+
+
+class _Recycler:
+    """The buffers of one small kernel output, each reused by a later run of the step as
+    soon as nothing else refers to it (typically: the caller dropped the previous result).
+
+    At a few elements, the pool's lock and search cost more than the kernel. Here the step
+    keeps the buffers it handed out in ``spare`` and takes one back with ``list.pop`` (atomic,
+    so two threads running one step never share a buffer); it is reused if its reference
+    count shows that nobody else holds it (no Array, view or buffer export of it: a view of
+    it has it as its ``base``). The kernel writes through its address, so a buffer frozen by
+    the Array that held it needs no unfreezing, unless the step fills it first.
+    """
+
+    __slots__ = ("shape", "dtype", "fill", "spare")
+
+    def __init__(self, shape, dtype, fill):
+        self.shape, self.dtype, self.fill, self.spare = shape, dtype, fill, []
+
+    def __call__(self):
+        try:
+            buf, ptr = self.spare.pop()
+        except IndexError:
+            buf = None
+        if buf is None or sys.getrefcount(buf) != _FREE_REFS:
+            buf = np.empty(self.shape, self.dtype)
+            ptr = data_address(buf)
+        elif self.fill:
+            buf.setflags(write=True)
+        self.spare.append((buf, ptr))
+        return buf, ptr
+
+
+def _refcount_of_a_local():
+    buf = np.empty(1)
+    return sys.getrefcount(buf)
+
+
+_FREE_REFS = _refcount_of_a_local()  # a buffer only a local variable refers to
+
+
+# PyArrayObject (NumPy's C struct of an array) is the object header followed by ``char *data``:
+# reading that field is what ``PyArray_DATA`` does in C, and 5x faster than
+# ``__array_interface__`` (about 0.3 us against 1.5 us, more than a small kernel takes).
+_DATA_OFFSET = object.__basicsize__
+
+
+def _read_data_field(array):
+    return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value
+
+
+def _check_data_field():
+    probe = np.arange(3.0)[1:]
+    return _read_data_field(probe) == runtime.address(probe)
+
+
+# The address of an array's first element (the portable way if the layout is not as expected).
+data_address = _read_data_field if _check_data_field() else runtime.address
 
 
 def reference_step(eqn, slots, warn):
@@ -174,18 +259,24 @@ def compile_plan(name, optimised, plan, rewrites, timer):
         with timer("codegen"):
             mb = codegen.ModuleBuilder(name)
             texts = [mb.add_kernel(loop) for loop in loops]
+            combiners = {loop.name: mb.add_combiner(loop) if runtime.splits(loop) else None
+                         for loop in loops}
             ir_text = str(mb.module)
         jit_module = runtime.JitModule(ir_text, timer)
         with timer("machine_code"):
             for loop, text in zip(loops, texts):
                 n_ptr = len(loop.inputs) + len(loop.outputs)
                 functions[loop.name] = jit_module.function(loop.name, n_ptr)
+                if combiners[loop.name]:
+                    functions[combiners[loop.name]] = jit_module.function(
+                        combiners[loop.name], 2 * len(loop.partial_outputs), bounds=False)
                 kernels.append(KernelInfo(loop.name, text, jit_module.function_ir(loop.name),
                                           loop.eqns, loop))
     steps = []
     for g in plan.groups:
         if g.kind == "kernel":
-            steps.append(kernel_step(functions[g.kernel.name], g.kernel, slots))
+            steps.append(kernel_step(functions[g.kernel.name], g.kernel, slots,
+                                     functions.get(combiners[g.kernel.name])))
         else:
             steps.append(reference_step(g.eqns[0], slots, warn=g.kind == "fallback"))
     return Executable(name, optimised, optimised.consts, plan, rewrites, steps, kernels,
