@@ -13,7 +13,12 @@ The rules, applied walking the program backwards (from results to inputs):
 - Otherwise its result is materialised: it starts a kernel of its own. That happens for
   program outputs, for values several kernels (or a library step) read, and for reductions,
   which always root their own loop (over their operand's shape) and fuse their element-wise
-  producers.
+  producers. It also happens to a value its kernel would read at more than
+  ``MAX_REREADS`` different places (the 81 shifted slices of a padded image): computed
+  inline, it would be computed that many times per element (a pad's guards, a gather's
+  index loads, arithmetic), so one pass writing it out is cheaper, and the consumer then
+  reads plain shifted rows that vectorise. Pure re-stridings of a buffer (slices,
+  transposes, broadcasts...) are exempt: re-reading them costs nothing more than the loads.
 - Equations without a kernel lowering (dot_general, sort, gather, control flow...) are
   library or reference steps on materialised buffers.
 
@@ -33,7 +38,6 @@ LIBRARY = {
     "conv_general_dilated": "conv_general_dilated is a library call (NumPy)",
     "sort": "sort is a library call (NumPy)",
     "top_k": "top_k is a library call (NumPy)",
-    "gather": "gather is a library step (NumPy indexing)",
     "argmax": "argmax is a library call (NumPy)",
     "argmin": "argmin is a library call (NumPy)",
 }
@@ -121,6 +125,7 @@ def plan(jaxpr):
                 consumers.setdefault(a, []).append(i)
     program_outputs = {a for a in jaxpr.outvars if isinstance(a, Var)}
     group_of = [None] * len(eqns)
+    reads = {}  # var -> at how many places the kernel it joined reads it (see _reads)
     notes = [None] * len(eqns)  # (started_new_group, reason template with {g})
 
     for i in reversed(range(len(eqns))):
@@ -132,7 +137,8 @@ def plan(jaxpr):
             notes[i] = (True, why_not + (": library step" if kind == "library"
                                          else ": runs on the reference backend"))
             continue
-        group, reason = _join_or_start(eqn, lowering, consumers, group_of, program_outputs)
+        group, reason = _join_or_start(eqn, lowering, consumers, group_of, program_outputs,
+                                       eqns, reads)
         if group is None:
             shape = eqn.invars[0].aval.shape if lowering.kind == "reduction" \
                 else eqn.outvars[0].aval.shape
@@ -160,7 +166,29 @@ def plan(jaxpr):
     return FusionPlan(jaxpr, groups, decisions)
 
 
-def _join_or_start(eqn, lowering, consumers, group_of, program_outputs):
+# A value read at more places than this by the kernel it would join is materialised.
+MAX_REREADS = 16
+# Index arithmetic that only re-strides its operand's loads: re-reading it is free.
+RESTRIDINGS = {"slice", "rev", "transpose", "broadcast_in_dim", "squeeze", "expand_dims",
+               "dynamic_slice"}
+
+
+def _reads(out, consumers, eqns, reads):
+    """At how many places (indices) the kernel computing ``out``'s consumers reads it: each
+    index-arithmetic consumer reads it where its own result is read; element-wise consumers
+    read it at their own indices (the same ones, counted once); a kernel's root is computed
+    once per element."""
+    by_index, elementwise = 0, 0
+    for c in dict.fromkeys(consumers.get(out, [])):
+        n = reads.get(eqns[c].outvars[0], 1)
+        if eqns[c].primitive.lowerings["kernel"].kind == "index":
+            by_index += n
+        else:
+            elementwise = max(elementwise, n)
+    return by_index + elementwise
+
+
+def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, reads):
     """(group to join or None, reason template): see the module docstring."""
     name = eqn.primitive.name
     out = eqn.outvars[0]
@@ -179,6 +207,11 @@ def _join_or_start(eqn, lowering, consumers, group_of, program_outputs):
     if not distinct:
         return None, f"{name}: result unused: kernel {{g}}"
     target = distinct[0]
+    n = _reads(out, consumers, eqns, reads)
+    if n > MAX_REREADS and name not in RESTRIDINGS:
+        return None, (f"{name}: read at {n} places by one kernel: materialised by kernel "
+                      "{g} (computing it once is cheaper)")
+    reads[out] = n
     if lowering.kind == "index":
         return target, f"{name}: index arithmetic on the loads of kernel {{g}}"
     root = target.parts[0][0]

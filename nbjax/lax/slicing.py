@@ -1202,6 +1202,42 @@ def _kernel_dynamic_update_slice(ctx, index, read, shapes, **params):
     return ctx.select(inside, read(1, safe), read(0, index))
 
 
+def _kernel_gather(ctx, index, read, shapes, *, dimension_numbers, slice_sizes, mode,
+                   fill_value, **params):
+    """Output element ``index`` of XLA's gather: its batch position picks an index vector
+    (a load from operand 1), whose components are the window's start along
+    ``start_index_map``, clamped so the window fits (or, under FILL_OR_DROP, the fill value
+    where it does not); the window position adds along the window axes. The semantics
+    are those of _gather_impl."""
+    dn = dimension_numbers
+    operand_shape = shapes[0]
+    batch = [i for d, i in enumerate(index) if d not in dn.offset_dims]
+    window = [index[d] for d in dn.offset_dims]
+    starts = [ctx.iconst(0)] * len(operand_shape)
+    fits = None
+    for k, d in enumerate(dn.start_index_map):
+        raw = read(1, batch + [ctx.iconst(k)])
+        if raw.dtype == np.uint64:  # huge values stay huge (out of bounds) in int64
+            raw = ctx.min(raw, ctx.const(np.iinfo(np.int64).max, np.uint64))
+        start = ctx.convert(raw, dtypes.int64)
+        last = ctx.iconst(operand_shape[d] - slice_sizes[d])
+        inside = ctx.and_(ctx.ge(start, ctx.iconst(0)), ctx.le(start, last))
+        fits = inside if fits is None else ctx.and_(fits, inside)
+        starts[d] = ctx.min(ctx.max(start, ctx.iconst(0)), last)
+    for operand_dim, batch_dim in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+        starts[operand_dim] = batch[batch_dim]
+    excluded = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    window_dims = [d for d in range(len(operand_shape)) if d not in excluded]
+    position = list(starts)
+    for d, w in zip(window_dims, window):
+        position[d] = ctx.iadd(starts[d], w)
+    value = read(0, position)
+    if mode == GatherScatterMode.FILL_OR_DROP and fits is not None:
+        value = ctx.select(fits, value, ctx.const(fill_value, value.dtype))
+    return value
+
+
 kernel_index(slice_p, _kernel_slice)
 kernel_index(dynamic_slice_p, _kernel_dynamic_slice)
 kernel_index(dynamic_update_slice_p, _kernel_dynamic_update_slice)
+kernel_index(gather_p, _kernel_gather)

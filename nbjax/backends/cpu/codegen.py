@@ -10,10 +10,19 @@ every stride is a constant and the innermost loop walks the output contiguously;
 ``noalias`` pointers LLVM's loop vectoriser turns it into vector code. Bools are ``i1`` in
 registers and one byte in memory.
 
+Large memory-bound outputs are written with non-temporal (streaming) stores through an L1
+scratch block (``streams``, ``_streaming_row``); a reduction over the innermost axis
+accumulates in a local variable, in float64 for float sums (``_reducing_row``); a kernel
+split between threads over a reduced axis gets a ``<name>_combine`` function that folds the
+per-thread partial results (``add_combiner``).
+
 Transcendental functions go through one hook, ``emit_math``: the inline, vectorisable
 polynomials of ``mathlib`` where it has the function, else LLVM intrinsics or libm calls
 (correct, but scalar calls that stop the vectoriser).
 """
+
+import math
+import platform
 
 import numpy as np
 from llvmlite import ir
@@ -50,11 +59,67 @@ def _is_signed(dtype):
     return dtypes.is_signed_int(dtype)
 
 
+# Non-temporal ("streaming") stores write whole cache lines to memory without reading them
+# first or evicting useful data: for outputs much larger than the caches they are about twice
+# as fast (PERF_NOTES.md). Smaller outputs are better left in the cache for their consumer.
+STREAM_MIN_BYTES = 8 << 20
+STREAM_OPS_PER_BUFFER = 8  # arithmetic ops per buffer read or written: memory-bound
+STREAM_BLOCK = 1024     # bytes per output computed into an L1 scratch buffer, then streamed
+ALIGN = 64              # a cache line; the buffer pool aligns every output to it
+# Bytes per non-temporal store: the vector width LLVM picks for this CPU's loops (256-bit),
+# so each store reads back exactly what one vector store of the loop wrote to the scratch
+# buffer (a wider load spanning two stores would wait for them to retire).
+STREAM_VECTOR = 32
+_X86 = platform.machine().lower() in ("x86_64", "amd64")
+
+
+def streams(kernel):
+    """Whether ``kernel`` writes its outputs with non-temporal stores: on x86, when every
+    output is element-wise (written once, at the iteration index) with one element size,
+    together at least ``STREAM_MIN_BYTES``, in rows of several blocks, and the body is
+    memory-bound."""
+    outs = kernel.outputs
+    if not _X86 or not kernel.shape or not outs or any(o.combine for o in outs):
+        return False
+    sizes = {np.dtype(o.var.aval.dtype).itemsize for o in outs}
+    if len(sizes) != 1:
+        return False
+    size = sizes.pop()
+    total = sum(math.prod(o.shape) for o in outs) * size
+    return total >= STREAM_MIN_BYTES and kernel.shape[-1] * size >= 4 * STREAM_BLOCK \
+        and _memory_bound(kernel)
+
+
+def _memory_bound(kernel):
+    """A body of a few arithmetic ops per element of the buffers it streams through: its
+    speed is the memory's, which streaming stores raise. (Measured: SELU's body, with an
+    inline ``exp``, and the 81-tap blur's are bound by arithmetic; they ran no faster, or
+    slower, with streaming stores, and the blur's code took 0.5 s more to compile.)"""
+    work = sum(op.name not in ("const", "index", "load") for op in kernel.body)
+    buffers = len(kernel.inputs) + len(kernel.outputs)
+    return not any(op.name == "math" for op in kernel.body) \
+        and work <= STREAM_OPS_PER_BUFFER * buffers
+
+
+def _local_dtype(out):
+    """The dtype a row of reduction ``out`` accumulates in: float64 for float sums (cheap
+    next to the memory traffic, and the row's rounding error all but disappears), else the
+    output's accumulation dtype."""
+    if out.combine == "add" and _is_float(out.acc_dtype):
+        return np.dtype(np.float64)
+    return np.dtype(out.acc_dtype)
+
+
+def _smin(builder, x, y):
+    return builder.select(builder.icmp_signed("<", x, y), x, y)
+
+
 class ModuleBuilder:
     """One LLVM module holding every kernel of a compiled program."""
 
     def __init__(self, name):
         self.module = ir.Module(name=name)
+        self.nontemporal = self.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
 
     def intrinsic(self, name, ret, args):
         fn = self.module.globals.get(name)
@@ -79,10 +144,38 @@ class ModuleBuilder:
         builder.ret_void()
         return str(fn)
 
+    def add_combiner(self, kernel):
+        """Emit ``<kernel>_combine(out0, part0, out1, part1, ...)``, which folds the partial
+        results of a chunk of a split loop into the outputs that accumulate over the split
+        axis (``LoopKernel.partial_outputs``); returns its name, or None when there are
+        none."""
+        outputs = [kernel.outputs[k] for k in kernel.partial_outputs]
+        if not outputs:
+            return None
+        types = [mem_type(o.acc_dtype).as_pointer() for o in outputs for _ in range(2)]
+        name = kernel.name + "_combine"
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), types), name=name)
+        for arg in fn.args:
+            arg.add_attribute("noalias")
+        builder = ir.IRBuilder(fn.append_basic_block("entry"))
+        emitter = _KernelEmitter(self, builder, kernel, [], [])
+        for k, out in enumerate(outputs):
+            acc, part = fn.args[2 * k], fn.args[2 * k + 1]
+
+            def combine(i, out=out, acc=acc, part=part):
+                total = emitter.accumulate(out.combine, emitter.load(acc, i, out.acc_dtype),
+                                           emitter.load(part, i, out.acc_dtype), out.acc_dtype)
+                emitter.store(acc, i, total, out.acc_dtype)
+            emitter._for(ir.Constant(I64, 0), ir.Constant(I64, math.prod(out.shape)), combine,
+                         f"out{k}")
+        builder.ret_void()
+        return name
+
 
 class _KernelEmitter:
     def __init__(self, mb, builder, kernel, outs, ins):
         self.mb, self.b, self.kernel, self.outs, self.ins = mb, builder, kernel, outs, ins
+        self.streaming = streams(kernel)
 
     # --- loops
     def emit_loops(self, start, stop):
@@ -91,44 +184,154 @@ class _KernelEmitter:
             self.emit_body([])
             return
         self._loop(0, [], start, stop)
+        if self.streaming:
+            # Non-temporal stores are weakly ordered: make them visible before returning.
+            self.b.call(self.mb.intrinsic("llvm.x86.sse.sfence", ir.VoidType(), []), [])
 
     def _loop(self, axis, index, lo, hi):
+        last = axis + 1 == len(self.kernel.shape)
+        if last and self.streaming:
+            self._streaming_row(index, lo, hi)
+        elif last:
+            self._reducing_row(index, lo, hi)
+        else:
+            n = ir.Constant(I64, self.kernel.shape[axis + 1])
+            self._for(lo, hi, lambda i: self._loop(axis + 1, index + [i], ir.Constant(I64, 0),
+                                                   n), f"i{axis}")
+
+    def _reducing_row(self, index, lo, hi):
+        """The innermost loop. Outputs that reduce over its axis accumulate in a local
+        variable (a register, several vector lanes once LLVM vectorises), combined into the
+        output after the loop; float sums accumulate in float64 there, so the sum of a
+        long row does not lose the small terms."""
+        b, kernel, axis = self.b, self.kernel, len(self.kernel.shape) - 1
+        local = {}
+        for k, out in enumerate(kernel.outputs):
+            if out.combine and axis not in out.kept_axes:
+                dtype = _local_dtype(out)
+                var = self._entry_alloca(reg_type(dtype), 1)
+                b.store(_constant(out.identity, dtype), var)
+                local[k] = (var, dtype)
+        self._for(lo, hi, lambda i: self.emit_body(index + [i], local=local), f"i{axis}")
+        for k, (var, dtype) in local.items():
+            out = kernel.outputs[k]
+            offset = self.offset([index[a] for a in out.kept_axes], out.shape)
+            row = self.convert(b.load(var, typ=reg_type(dtype)), dtype, out.acc_dtype)
+            total = self.accumulate(out.combine, self.load(self.outs[k], offset, out.acc_dtype),
+                                    row, out.acc_dtype)
+            self.store(self.outs[k], offset, total, out.acc_dtype)
+
+    def _for(self, lo, hi, emit, name, step=1):
+        """``for (i = lo; i < hi; i += step) emit(i)``; returns nothing."""
         b = self.b
         pre = b.block
-        header = b.append_basic_block(f"axis{axis}")
-        body = b.append_basic_block(f"axis{axis}.body")
-        done = b.append_basic_block(f"axis{axis}.done")
+        header = b.append_basic_block(name)
+        body = b.append_basic_block(name + ".body")
+        done = b.append_basic_block(name + ".done")
         b.branch(header)
         b.position_at_end(header)
-        i = b.phi(I64, name=f"i{axis}")
+        i = b.phi(I64, name=name)
         i.add_incoming(lo, pre)
         b.cbranch(b.icmp_signed("<", i, hi), body, done)
         b.position_at_end(body)
-        if axis + 1 < len(self.kernel.shape):
-            n = ir.Constant(I64, self.kernel.shape[axis + 1])
-            self._loop(axis + 1, index + [i], ir.Constant(I64, 0), n)
-        else:
-            self.emit_body(index + [i])
-        nxt = b.add(i, ir.Constant(I64, 1), name=f"i{axis}.next")
+        emit(i)
+        nxt = b.add(i, ir.Constant(I64, step), name=name + ".next")
         i.add_incoming(nxt, b.block)
         b.branch(header)
         b.position_at_end(done)
 
+    def _streaming_row(self, index, lo, hi):
+        """The innermost loop of a kernel whose outputs bypass the cache (see ``streams``).
+
+        Elements up to the first 64-byte boundary of the outputs and after the last whole
+        block run as the ordinary loop. In between, each block of ``STREAM_BLOCK`` bytes per
+        output is computed by an ordinary (vectorised) loop into a small scratch buffer that
+        stays in L1, then copied to the output with aligned non-temporal vector stores.
+        """
+        b, kernel = self.b, self.kernel
+        dtype = kernel.outputs[0].var.aval.dtype
+        size = np.dtype(dtype).itemsize
+        block = STREAM_BLOCK // size
+        row = self.offset(index + [ir.Constant(I64, 0)], kernel.outputs[0].shape)
+        first = b.gep(self.outs[0], [b.add(row, lo)], source_etype=mem_type(dtype))
+        misaligned = b.and_(b.sub(ir.Constant(I64, 0), b.ptrtoint(first, I64)),
+                            ir.Constant(I64, ALIGN - 1))
+        head_end = _smin(b, hi, b.add(lo, b.udiv(misaligned, ir.Constant(I64, size))))
+        blocks = b.sdiv(b.sub(hi, head_end), ir.Constant(I64, block))
+        blocks_end = b.add(head_end, b.mul(blocks, ir.Constant(I64, block)))
+        self._for(lo, head_end, lambda i: self.emit_body(index + [i]), "head")
+        scratch = [self._entry_alloca(mem_type(o.var.aval.dtype), block)
+                   for o in kernel.outputs]
+        lanes = STREAM_VECTOR // size
+
+        def one_block(start):
+            self._for(ir.Constant(I64, 0), ir.Constant(I64, block),
+                      lambda j: self.emit_body(index + [b.add(start, j)], scratch, j), "lane")
+            for out, buf in zip(self.outs, scratch):
+                vec = ir.VectorType(out.type.pointee, lanes)
+                self._for(ir.Constant(I64, 0), ir.Constant(I64, block),
+                          lambda j: self._stream(buf, out, vec, j, b.add(row, b.add(start, j))),
+                          "stream", step=lanes)
+
+        self._for(head_end, blocks_end, one_block, "block", step=block)
+        self._for(blocks_end, hi, lambda i: self.emit_body(index + [i]), "tail")
+
+    def _stream(self, scratch, out, vec, j, offset):
+        b = self.b
+        src = b.bitcast(b.gep(scratch, [j], source_etype=out.type.pointee), vec.as_pointer())
+        dst = b.bitcast(b.gep(out, [offset], source_etype=out.type.pointee), vec.as_pointer())
+        store = b.store(b.load(src, typ=vec, align=ALIGN), dst, align=ALIGN)
+        store.set_metadata("nontemporal", self.mb.nontemporal)
+
+    def _entry_alloca(self, element, count):
+        """A pointer to an aligned stack buffer of ``count`` elements, allocated once, in
+        the function's entry block."""
+        b = self.b
+        here = b.block
+        b.position_at_start(b.function.entry_basic_block)
+        buf = b.alloca(ir.ArrayType(element, count))
+        buf.align = ALIGN
+        pointer = b.bitcast(buf, element.as_pointer())
+        b.position_at_end(here)
+        return pointer
+
     # --- the body and the stores
-    def emit_body(self, index):
+    def emit_body(self, index, scratch=None, lane=None, local=None):
+        """The body at ``index``; element-wise results go to ``scratch[lane]`` when given
+        (see ``_streaming_row``), else to the outputs; reductions accumulate in the
+        ``local`` variable of their output where it has one (see ``_reducing_row``)."""
         values = {}
         for op in self.kernel.body:
             args = [values[a.id] for a in op.args]
             values[op.id] = self.emit_op(op, args, index)
-        for ptr, out in zip(self.outs, self.kernel.outputs):
+        for k, (ptr, out) in enumerate(zip(self.outs, self.kernel.outputs)):
             value = values[out.value.id]
             if out.combine is None:
-                self.store(ptr, self.offset(index, out.shape), value, out.var.aval.dtype)
+                if scratch is None:
+                    self.store(ptr, self.offset(index, out.shape), value, out.var.aval.dtype)
+                else:
+                    self.store(scratch[k], lane, value, out.var.aval.dtype)
                 continue
-            offset = self.offset([index[k] for k in out.kept_axes], out.shape)
+            if local and k in local:
+                var, dtype = local[k]
+                acc = self.b.load(var, typ=reg_type(dtype))
+                value = self.convert(value, out.acc_dtype, dtype)
+                self.b.store(self.accumulate(out.combine, acc, value, dtype), var)
+                continue
+            offset = self.offset([index[a] for a in out.kept_axes], out.shape)
             acc = self.load(ptr, offset, out.acc_dtype)
-            combined = self.binary(out.combine.rstrip("_"), acc, value, out.acc_dtype)
+            combined = self.accumulate(out.combine, acc, value, out.acc_dtype)
             self.store(ptr, offset, combined, out.acc_dtype)
+
+    def accumulate(self, combine, acc, value, dtype):
+        """``combine(acc, value)``; float sums and products may be reassociated, so LLVM
+        keeps several partial results (one per vector lane, several vectors) and adds them
+        up at the end of the loop: faster, and with a rounding error that grows more slowly
+        than a strictly sequential sum's, though not bit-identical to it."""
+        result = self.binary(combine.rstrip("_"), acc, value, dtype)
+        if _is_float(dtype) and combine in ("add", "mul"):
+            result.flags.append("reassoc")
+        return result
 
     def offset(self, index, shape):
         total, stride = None, 1

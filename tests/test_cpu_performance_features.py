@@ -1,0 +1,193 @@
+"""What makes the CPU backend fast, checked in the generated code and the plans (no timings):
+streaming stores for large outputs, reductions in local (float64) accumulators split across
+the cores, gathers and pads as kernels, and the planner materialising a value that a kernel
+would otherwise recompute at many places (the 81-tap blur)."""
+
+import platform
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import lax
+from nbjax.backends import cpu as cpu_backend
+from nbjax.backends.cpu import codegen, runtime
+from nbjax.compiler import compile
+
+RNG = np.random.default_rng(5)
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+
+
+def _compiled(f, *args):
+    closed = nbjax.make_jaxpr(f)(*args)
+    return compile(closed, "t", backend="cpu"), compile(closed, "t", backend="reference")
+
+
+def _check(f, *args, rtol=0.0, atol=None):
+    cpu, ref = _compiled(f, *args)
+    for out, expected in zip(cpu.run(*args), ref.run(*args)):
+        assert out.shape == expected.shape and out.dtype == expected.dtype
+        np.testing.assert_allclose(out, expected, rtol=rtol, atol=rtol if atol is None else atol)
+    return cpu
+
+
+def power_sum(x):
+    return x + x * x + x * x * x
+
+
+# --- streaming (non-temporal) stores -------------------------------------------------------
+
+@pytest.mark.skipif(not X86, reason="streaming stores are emitted on x86 only")
+@pytest.mark.parametrize("shape", [(2048, 1024), (1031, 2053), (2 ** 21 + 7,)])
+def test_large_memory_bound_outputs_use_streaming_stores_and_a_fence(shape):
+    # Rows whose length is not a multiple of the 64-byte line exercise the ordinary head and
+    # tail loops around the aligned blocks; the results must not change.
+    x = RNG.standard_normal(shape).astype(np.float32)
+    cpu = _check(power_sum, x)
+    (kernel,) = cpu.kernels
+    assert codegen.streams(kernel.loop)
+    assert "!nontemporal" in kernel.optimised_ir
+    assert "llvm.x86.sse.sfence" in kernel.optimised_ir
+
+
+@pytest.mark.skipif(not X86, reason="streaming stores are emitted on x86 only")
+def test_every_output_of_a_multi_output_kernel_streams():
+    x = RNG.standard_normal((1024, 2048)).astype(np.float32)
+    cpu = _check(lambda x: (x * 2.0, x + 1.0), x)
+    (kernel,) = cpu.kernels
+    assert len(kernel.loop.outputs) == 2 and codegen.streams(kernel.loop)
+    assert kernel.optimised_ir.count("!nontemporal") >= 2
+
+
+def test_small_outputs_reductions_and_arithmetic_bound_bodies_do_not_stream():
+    small = RNG.standard_normal((64, 64)).astype(np.float32)
+    large = RNG.standard_normal((1024, 2048)).astype(np.float32)
+    for f, x in [(power_sum, small), (lambda x: jnp.exp(x) * 2.0, large),
+                 (lambda x: x.sum(1), large)]:
+        closed = nbjax.make_jaxpr(f)(x)
+        (kernel,) = compile(closed, "t", backend="cpu").kernels
+        assert not codegen.streams(kernel.loop)
+        assert "!nontemporal" not in kernel.optimised_ir
+
+
+# --- reductions ----------------------------------------------------------------------------
+
+def test_float_sums_accumulate_rows_in_float64():
+    # A float32 running sum stops growing at 2**24 (adding 1.0 rounds back); the kernel sums
+    # each row in a float64 local and rounds once.
+    x = np.ones(4001, np.float32)
+    x[0] = 2.0 ** 24
+    cpu, _ = _compiled(lambda x: jnp.sum(x), x)
+    out = cpu.run(x)[0]
+    assert out == np.float32(np.sum(x, dtype=np.float64))
+    assert "fadd reassoc" in cpu.kernels[0].llvm_ir and "double" in cpu.kernels[0].llvm_ir
+
+
+def test_float_sum_is_vectorised():
+    x = RNG.standard_normal((64, 256)).astype(np.float32)
+    cpu = _check(lambda x: x.sum(1), x, rtol=1e-6)
+    ir_text = cpu.kernels[0].optimised_ir
+    assert "x double>" in ir_text or "x float>" in ir_text
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: jnp.sum(x * x),
+    lambda x: jnp.max(x, axis=0),
+    lambda x: (jnp.min(x), x.sum(axis=0), x.sum(axis=1)),
+    lambda x: jnp.prod(jnp.abs(x) * 0.01 + 1.0, axis=0),
+])
+def test_reductions_over_the_split_axis_combine_per_core_partials(f):
+    x = RNG.standard_normal((1 << 11, 1 << 9)).astype(np.float32)  # 2**20 elements: split
+    x[3, 7] = np.nan
+    # Sums of 2048 terms of size ~1 (results up to ~100) round differently from NumPy's
+    # pairwise sums: an absolute tolerance of a few float32 ulps of the result.
+    cpu = _check(f, x, rtol=1e-5, atol=1e-3)
+    loops = [k.loop for k in cpu.kernels]
+    assert any(loop.partial_outputs for loop in loops)
+    assert "_combine" in cpu._jit_module.optimised_ir
+
+
+def test_integer_reductions_split_across_cores_are_exact():
+    x = RNG.integers(-1000, 1000, (1 << 10, 1 << 10)).astype(np.int32)
+    _check(lambda x: (x.sum(), x.max(0), (x & 1).astype(bool).any()), x)
+
+
+def test_run_split_uses_every_core_and_short_extents():
+    calls = []
+
+    def fn(*args):
+        calls.append(args[-2:])
+    runtime.run_split(fn, [], 1)
+    assert calls == [(0, 1)]
+    calls.clear()
+    runtime.run_split(fn, [], 10)
+    assert sorted(calls) == [(10 * k // min(runtime.THREADS, 10),
+                              10 * (k + 1) // min(runtime.THREADS, 10))
+                             for k in range(min(runtime.THREADS, 10))]
+    assert runtime.THREADS == runtime.core_count() >= 1
+
+
+# --- gathers, pads and the blur ------------------------------------------------------------
+
+def _blur(img):
+    """The seed blur: 81 weighted shifted slices of the edge-padded image."""
+    r = np.arange(9) - 4
+    g = np.exp(-r ** 2 / (2 * 2.5 ** 2))
+    weights = (np.outer(g, g) / np.outer(g, g).sum()).astype(np.float32)
+    xp = jnp if not isinstance(img, np.ndarray) else np
+    h, w = img.shape
+    padded = xp.pad(img, 4, mode="edge")
+    out = xp.zeros_like(img)
+    for i in range(9):
+        for j in range(9):
+            out = out + weights[i, j] * padded[i:i + h, j:j + w]
+    return out
+
+
+def test_edge_padded_blur_materialises_the_pad_once_then_one_blur_kernel():
+    img = RNG.standard_normal((23, 31)).astype(np.float32)
+    cpu = _check(_blur, img)
+    assert [g.kind for g in cpu.plan.groups] == ["kernel", "kernel"]
+    pad, blur = cpu.kernels
+    assert {e.primitive.name for e in pad.eqns} == {"gather"}
+    padded = blur.loop.inputs.index(pad.loop.outputs[0].var)
+    assert sum(op.name == "load" and op.attr == padded for op in blur.loop.body) == 81
+    assert any("read at 81 places" in d.reason for d in cpu.plan.decisions)
+    np.testing.assert_allclose(cpu.run(img)[0], _blur(img), rtol=1e-6, atol=1e-6)
+
+
+def test_a_value_read_at_few_places_is_still_fused():
+    x = RNG.standard_normal((6, 9)).astype(np.float32)
+    cpu = _check(lambda x: (lambda p: p[:-1] + p[1:])(jnp.exp(x) * 2.0), x, rtol=1e-6)
+    assert [g.kind for g in cpu.plan.groups] == ["kernel"]
+
+
+@pytest.mark.parametrize("f", [
+    lambda x, i: x[i],
+    lambda x, i: x[:, i],
+    lambda x, i: jnp.take(x, i, axis=1, mode="clip"),
+    lambda x, i: jnp.take(x, i, axis=0, mode="fill", fill_value=-7.0),
+    lambda x, i: x[i, i[::-1]] * 2.0,
+    lambda x, i: jnp.take_along_axis(x, jnp.broadcast_to(i[:5, None] % 5, (5, 4)), axis=1),
+])
+def test_gathers_are_kernels_matching_the_reference(f):
+    x = RNG.standard_normal((5, 7)).astype(np.float32)
+    i = np.array([0, 4, -1, 9, 2, -8, 3], np.int32)  # out of range on purpose
+    cpu = _check(f, x, i)
+    assert all(g.kind == "kernel" for g in cpu.plan.groups)
+
+
+def test_gather_with_unsigned_and_batched_indices():
+    x = RNG.standard_normal((3, 4, 5)).astype(np.float32)
+    u = np.array([[0, 9], [3, 1], [2, 2]], np.uint8)
+    _check(lambda x, u: jnp.take_along_axis(x, u[:, :, None].astype(jnp.int32) % 4, axis=1), x, u)
+    _check(lambda x, u: x[:, u[:, 0], :], x, u)
+    _check(lambda x, u: nbjax.vmap(lambda row, k: row[k])(x, u[:, 1] % 4), x, u)
+
+
+def test_compile_of_the_seed_blur_is_one_module():
+    img = RNG.standard_normal((47, 72)).astype(np.float32)
+    ex = cpu_backend.compile(nbjax.make_jaxpr(_blur)(img), "blur")
+    assert ex._jit_module.optimised_ir.count("define void @") == 2
+    assert set(ex.compile_times) >= {"passes", "fusion", "codegen", "machine_code"}
