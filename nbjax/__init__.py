@@ -27,3 +27,14 @@ def device_put(x, device=None):
     return tree_util.tree_map(asarray, x)
 
 from . import viz  # noqa: F401,E402  (installs rich display of jaxprs)
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext nbjax``: the magics ``%%jit``, ``%%grad``, ``%jaxpr``, ``%nbjax``."""
+    from .notebook import load_ipython_extension as load
+    load(ipython)
+
+
+def unload_ipython_extension(ipython):
+    from .notebook import unload_ipython_extension as unload
+    unload(ipython)

@@ -1079,7 +1079,8 @@ def _kernel_select_n(ctx, which, *cases):
     return result
 
 
-for _prim, _name in ((add_p, "add"), (sub_p, "sub"), (mul_p, "mul"), (max_p, "max"),
+for _prim, _name in ((add_p, "add"), (ad.add_any_p, "add"), (sub_p, "sub"), (mul_p, "mul"),
+                     (max_p, "max"),
                      (min_p, "min"), (neg_p, "neg"), (abs_p, "abs"), (eq_p, "eq"),
                      (ne_p, "ne"), (lt_p, "lt"), (le_p, "le"), (gt_p, "gt"), (ge_p, "ge"),
                      (and_p, "and_"), (or_p, "or_"), (xor_p, "xor"), (not_p, "not_"),

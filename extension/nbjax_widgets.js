@@ -1,0 +1,517 @@
+// nbjax widgets: the browser side of nbjax.notebook's views, loaded by anywidget.
+//
+// The kernel sends the whole view state as JSON traitlets (see nbjax/notebook/widgets.py);
+// this module only renders it and writes back what the user chose: the open tab (`tab`),
+// the selected node (`selected`), the current step of a step-through (`step`) and whether
+// to draw every node of a large graph (`show_all`). No build step: a plain ES module.
+//
+// The SVG graphs and coloured jaxprs arrive as markup generated (and escaped) by the
+// kernel; every other text is inserted with textContent. Stable `data-testid` attributes
+// (listed in nbjax/notebook/__init__.py) let browser tests find the parts.
+
+const PANE_TITLES = {
+  graph: "Graph", jaxpr: "Jaxpr", fusion: "Fusion", code: "Code", timing: "Timing",
+  linked: "Side by side", steps: "Step through",
+};
+const PLAY_INTERVAL_MS = 800;
+
+// --- small helpers ------------------------------------------------------------------------
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === "testid") el.setAttribute("data-testid", value);
+    else if (key === "class") el.className = value;
+    else if (key === "onclick") el.addEventListener("click", value);
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+function seconds(s) {
+  if (s === null || s === undefined) return "–";
+  if (s >= 1) return `${s.toPrecision(3)} s`;
+  if (s >= 1e-3) return `${(s * 1e3).toPrecision(3)} ms`;
+  if (s >= 1e-6) return `${(s * 1e6).toPrecision(3)} µs`;
+  return `${(s * 1e9).toPrecision(3)} ns`;
+}
+
+function number(x, unit = "") {
+  return x === null || x === undefined ? "–" : `${Number(x.toPrecision(3)).toLocaleString()}${unit}`;
+}
+
+function bytes(n) {
+  for (const [unit, scale] of [["GB", 1e9], ["MB", 1e6], ["kB", 1e3]]) {
+    if (n >= scale) return `${(n / scale).toPrecision(3)} ${unit}`;
+  }
+  return `${n} B`;
+}
+
+function table(header, rows, attrs = {}) {
+  return h("table", { class: "nbjax-table", ...attrs },
+    h("thead", {}, h("tr", {}, header.map((c) => h("th", {}, c)))),
+    h("tbody", {}, rows.map((r) => (r instanceof Node ? r : h("tr", {}, r.map((c) => h("td", {}, c)))))));
+}
+
+function markup(html, attrs = {}) {
+  // Markup generated and escaped by the kernel (SVG from Graphviz, coloured jaxprs).
+  const el = h("div", attrs);
+  el.innerHTML = html;
+  return el;
+}
+
+function sparkline(values, width = 260, height = 44) {
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
+  svg.setAttribute("class", "nbjax-sparkline");
+  svg.setAttribute("data-testid", "nbjax-sparkline");
+  svg.setAttribute("data-points", values.length);
+  if (values.length >= 2) {
+    const top = Math.max(...values), bottom = Math.min(...values);
+    const span = top - bottom || 1;
+    const step = width / (values.length - 1);
+    const line = document.createElementNS(ns, "polyline");
+    line.setAttribute("points", values.map((v, i) =>
+      `${(i * step).toFixed(1)},${(height - 2 - ((v - bottom) / span) * (height - 4)).toFixed(1)}`).join(" "));
+    svg.append(line);
+  }
+  return svg;
+}
+
+// --- a Graphviz graph with clickable nodes -------------------------------------------------
+
+class Graph {
+  // state: {svg, note, prefix, nodes, truncated, shown, hidden, budget}
+  constructor(state, onSelect, testid = "nbjax-graph") {
+    this.state = state;
+    this.nodes = new Map();  // node id -> <g>
+    this.el = h("div", { class: "nbjax-graph", testid });
+    if (!state) return;
+    if (!state.svg) {
+      this.el.append(h("p", { class: "nbjax-note", testid: "nbjax-graph-note" }, state.note || "no graph"));
+      return;
+    }
+    this.el.append(markup(state.svg, { class: "nbjax-svg" }));
+    const prefix = state.prefix || "";
+    for (const g of this.el.querySelectorAll("g.node")) {
+      if (!g.id.startsWith(prefix)) continue;
+      const id = g.id.slice(prefix.length);
+      this.nodes.set(id, g);
+      g.setAttribute("data-testid", `nbjax-node-${id}`);
+      g.addEventListener("click", (event) => { event.stopPropagation(); onSelect(id); });
+    }
+    for (const g of this.el.querySelectorAll("g.cluster")) {
+      const match = g.id.slice(prefix.length).match(/^group-(.+)$/);
+      if (g.id.startsWith(prefix) && match) g.setAttribute("data-testid", `nbjax-kernel-${match[1]}`);
+    }
+  }
+
+  mark(cls, ids) {
+    for (const g of this.el.querySelectorAll(`g.${cls}`)) g.classList.remove(cls);
+    for (const id of ids) this.nodes.get(id)?.classList.add(cls);
+  }
+
+  scrollTo(id) {
+    this.nodes.get(id)?.scrollIntoView?.({ block: "nearest", inline: "nearest" });
+  }
+}
+
+function detailsOf(node) {
+  // The node's details as a definition list.
+  if (!node) return h("p", { class: "nbjax-note" }, "Click a node to see its equation, type, source line and kernel.");
+  const rows = [
+    ["equation", node.text],
+    ["type", (node.avals || []).join(", ")],
+    ["value", node.value],
+    ["source", node.source && `${node.source}${node.source_text ? ":  " + node.source_text : ""}`],
+    ["from", node.origin && `${node.phase || ""} part of ${node.origin} (operation ${node.provenance})`],
+    ["kernel", node.kernel],
+    ["fusion", node.fusion_reason],
+  ].filter(([, v]) => v);
+  return h("dl", { class: "nbjax-details-list" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+// --- the frame shared by both views: title, status, tabs -----------------------------------
+
+class View {
+  constructor(model, root) {
+    this.model = model;
+    this.root = root;
+    this.head = h("div", { class: "nbjax-head" });
+    this.tabs = h("div", { class: "nbjax-tabs", role: "tablist" });
+    this.body = h("div", { class: "nbjax-body" });
+    root.append(this.head, this.tabs, this.body);
+    this.panes = {};
+  }
+
+  get(name) { return this.model.get(name); }
+
+  set(name, value) {
+    this.model.set(name, value);
+    this.model.save_changes();
+  }
+
+  drawHead(extra = []) {
+    const status = this.get("status") || {};
+    this.root.setAttribute("data-state", status.state || "waiting");
+    this.head.replaceChildren(
+      h("span", { class: "nbjax-title", testid: "nbjax-title" }, this.get("title")),
+      h("span", { class: `nbjax-status nbjax-status-${status.state || "waiting"}`, testid: "nbjax-status" },
+        status.message || ""),
+      ...extra);
+  }
+
+  drawTabs() {
+    const panes = this.get("panes") || [];
+    const open = panes.includes(this.get("tab")) ? this.get("tab") : panes[0];
+    this.tabs.replaceChildren(...panes.map((p) => h("button", {
+      class: `nbjax-tab${p === open ? " nbjax-tab-open" : ""}`, role: "tab",
+      "aria-selected": p === open ? "true" : "false", testid: `nbjax-tab-${p}`,
+      onclick: () => this.set("tab", p),
+    }, PANE_TITLES[p] || p)));
+    for (const [name, pane] of Object.entries(this.panes)) pane.hidden = name !== open;
+  }
+
+  pane(name, ...content) {
+    // (Re)fill the container of one pane.
+    let pane = this.panes[name];
+    if (!pane) {
+      pane = this.panes[name] = h("div", { class: "nbjax-pane", role: "tabpanel", testid: `nbjax-pane-${name}` });
+      this.body.append(pane);
+    }
+    pane.replaceChildren(...content.filter((c) => c !== null && c !== undefined));
+    return pane;
+  }
+}
+
+// --- the compiler view (%%jit) -------------------------------------------------------------
+
+class JitView extends View {
+  constructor(model, root) {
+    super(model, root);
+    this.codeKernel = 0;
+    this.codeMode = "loop";
+  }
+
+  draw() {
+    this.drawHead();
+    const c = this.get("compiled") || {};
+    const waiting = !c.name;
+    for (const p of this.get("panes") || []) {
+      if (waiting) this.pane(p, h("p", { class: "nbjax-note nbjax-waiting" }, (this.get("status") || {}).message || ""));
+      else if (p === "timing") this.drawTiming();
+      else this[`draw_${p}`](c);
+    }
+    this.drawTabs();
+    this.drawSelection();
+  }
+
+  select(id) { this.set("selected", this.get("selected") === id ? "" : id); }
+
+  draw_graph(c) {
+    this.graph = new Graph(c.graph, (id) => this.select(id));
+    const g = c.graph || {};
+    const more = g.truncated
+      ? h("p", { class: "nbjax-note" }, `${g.shown} nodes shown, ${g.hidden} hidden (budget ${g.budget}). `,
+        h("button", { class: "nbjax-button", testid: "nbjax-show-all", onclick: () => this.set("show_all", true) }, "show all"))
+      : null;
+    this.details = h("div", { class: "nbjax-details", testid: "nbjax-node-details" });
+    this.pane("graph", h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.details), more);
+  }
+
+  clusterButtons(graph, id) {
+    // Open or close the sub-jaxprs (cond branches, scan bodies...) of the selected node.
+    const owned = ((graph && graph.clusters) || []).filter((cl) => cl.owner === id);
+    if (!owned.length) return null;
+    const toggle = (cid) => {
+      const toggled = new Set(this.get("toggled") || []);
+      if (toggled.has(cid)) toggled.delete(cid); else toggled.add(cid);
+      this.set("toggled", [...toggled]);
+    };
+    return h("div", { class: "nbjax-buttons" }, owned.map((cl) => h("button", {
+      class: "nbjax-button", testid: `nbjax-toggle-${cl.id}`, onclick: () => toggle(cl.id),
+    }, `${cl.collapsed ? "▸ open" : "▾ close"} ${cl.name} (${cl.size} nodes)`)));
+  }
+
+  draw_jaxpr(c) {
+    const j = c.jaxpr;
+    const traced = markup(j.traced, { class: "nbjax-jaxpr-text", testid: "nbjax-jaxpr-traced" });
+    const optimised = j.optimised ? markup(j.optimised, { class: "nbjax-jaxpr-text", testid: "nbjax-jaxpr-optimised" }) : null;
+    this.linkedText = c.graph_of === "optimised" ? optimised : traced;
+    for (const span of this.linkedText.querySelectorAll(".nbjax-eqn[data-node]")) {
+      span.addEventListener("click", () => this.select(span.getAttribute("data-node")));
+    }
+    const rewrites = j.rewrites.length
+      ? table(["rule", "equation", "detail"], j.rewrites.map((r) => [r.rule, r.eqn, r.detail]))
+      : h("p", { class: "nbjax-note" }, "no rewrites");
+    this.pane("jaxpr", h("div", { testid: "nbjax-jaxpr" },
+      h("h4", {}, "traced"), traced,
+      optimised && h("h4", {}, "optimised"), optimised,
+      optimised && h("details", {}, h("summary", {}, `rewrites (${j.rewrites.length})`), rewrites)));
+  }
+
+  draw_fusion(c) {
+    const f = c.fusion;
+    if (f.note) return this.pane("fusion", h("p", { class: "nbjax-note", testid: "nbjax-fusion" }, f.note));
+    const eqnList = (eqns) => h("div", {}, eqns.map((e) => h("div", {
+      class: "nbjax-eqn-link", onclick: () => e.node && this.select(e.node),
+    }, e.text)));
+    const steps = table(["step", "equations", "bytes in", "bytes out", "flops", "why a step starts here"],
+      f.steps.map((s) => h("tr", { testid: `nbjax-fusion-step-${s.index}`, class: `nbjax-step-kind-${s.kind}` },
+        h("td", {}, s.label.split(":")[0]), h("td", {}, eqnList(s.eqns)), h("td", {}, bytes(s.bytes_in)),
+        h("td", {}, bytes(s.bytes_out)), h("td", {}, number(s.flops)), h("td", {}, s.reason))));
+    const decisions = table(["equation", "step", "decision"],
+      f.decisions.map((d) => h("tr", { class: d.started ? "nbjax-starts" : "" },
+        h("td", {}, eqnList([d])), h("td", {}, d.step), h("td", {}, d.reason))),
+      { testid: "nbjax-fusion-decisions" });
+    this.pane("fusion", h("div", { testid: "nbjax-fusion" }, steps,
+      h("h4", {}, "why each equation went where it did"), decisions));
+  }
+
+  draw_code(c) {
+    const code = c.code;
+    if (!code.kernels.length) return this.pane("code", h("p", { class: "nbjax-note", testid: "nbjax-code" }, code.note));
+    const k = code.kernels[Math.min(this.codeKernel, code.kernels.length - 1)];
+    const modes = { loop: "kernel IR", ir: "LLVM IR", optimised_ir: "optimised LLVM IR" };
+    const redraw = () => this.draw_code(c);
+    this.pane("code", h("div", { testid: "nbjax-code" },
+      h("div", { class: "nbjax-buttons" }, code.kernels.map((kk, i) => h("button", {
+        class: `nbjax-button${kk === k ? " nbjax-on" : ""}`, testid: `nbjax-code-kernel-${kk.name}`,
+        onclick: () => { this.codeKernel = i; redraw(); },
+      }, kk.name))),
+      h("div", { class: "nbjax-buttons" }, Object.entries(modes).map(([m, label]) => h("button", {
+        class: `nbjax-button${m === this.codeMode ? " nbjax-on" : ""}`, testid: `nbjax-code-mode-${m}`,
+        onclick: () => { this.codeMode = m; redraw(); },
+      }, label))),
+      h("pre", { class: "nbjax-code-text", testid: "nbjax-code-text" }, k[this.codeMode])));
+  }
+
+  drawTiming() {
+    const t = this.get("timing") || {};
+    if (!t.calls) return this.pane("timing", h("p", { class: "nbjax-note", testid: "nbjax-timing" }, "no calls timed yet"));
+    const limits = t.limits || {};
+    const percent = (f) => (f ? ` (${(100 * f).toFixed(0)}%)` : "");
+    const summary = h("div", { class: "nbjax-timing-summary" },
+      h("span", {}, "calls ", h("b", { testid: "nbjax-call-count" }, t.call_count)),
+      h("span", {}, "last ", h("b", {}, seconds(t.last_seconds))),
+      h("span", {}, "median ", h("b", {}, seconds(t.median_seconds))),
+      h("span", {}, "without jit ", h("b", {}, seconds(t.eager_seconds))),
+      h("span", {}, "speed-up ", h("b", { testid: "nbjax-speedup" }, number(t.speedup, "×"))));
+    const phases = table(["compile phase", "time"], t.compile.map((p) => [p.phase, seconds(p.seconds)]),
+      { testid: "nbjax-compile-phases" });
+    const steps = t.steps.length ? table(["step", "time", "bytes", "GB/s", "GFLOP/s"],
+      t.steps.map((s) => [s.label, seconds(s.seconds), bytes(s.bytes_in + s.bytes_out),
+        number(s.gbps) + percent(s.bandwidth_fraction), number(s.gflops) + percent(s.flops_fraction)]),
+      { testid: "nbjax-step-times" }) : null;
+    const machine = limits.gbps ? h("p", { class: "nbjax-note" },
+      `this machine: ${number(limits.gbps)} GB/s, ${number(limits.gflops)} GFLOP/s (${limits.how}); percentages are of these`) : null;
+    this.pane("timing", h("div", { testid: "nbjax-timing" }, summary,
+      h("div", { class: "nbjax-spark" }, sparkline(t.calls), h("span", { class: "nbjax-note" }, `call times (last ${t.calls.length})`)),
+      phases, steps, machine));
+  }
+
+  drawSelection() {
+    const id = this.get("selected");
+    const c = this.get("compiled") || {};
+    if (this.graph) this.graph.mark("nbjax-selected", id ? [id] : []);
+    if (this.details) this.details.replaceChildren(detailsOf(c.graph && c.graph.nodes[id]), this.clusterButtons(c.graph, id));
+    if (this.linkedText) {
+      for (const span of this.linkedText.querySelectorAll(".nbjax-eqn[data-node]")) {
+        span.classList.toggle("nbjax-selected", span.getAttribute("data-node") === id);
+      }
+    }
+  }
+
+  listen() {
+    return {
+      "change:compiled": () => this.draw(),
+      "change:timing": () => { this.drawHead(); if (this.panes.timing && (this.get("compiled") || {}).name) this.drawTiming(); this.drawTabs(); },
+      "change:status": () => this.drawHead(),
+      "change:tab": () => this.drawTabs(),
+      "change:selected": () => this.drawSelection(),
+    };
+  }
+}
+
+// --- the gradient view (%%grad) ------------------------------------------------------------
+
+class GradView extends View {
+  draw() {
+    this.stopPlaying();
+    this.drawHead();
+    const g = this.get("grad") || {};
+    if (!g.rows) {
+      for (const p of this.get("panes") || []) this.pane(p, h("p", { class: "nbjax-note nbjax-waiting" }, (this.get("status") || {}).message || ""));
+      this.drawTabs();
+      return;
+    }
+    this.drawLinked(g);
+    this.graph = new Graph(g.graph, (id) => this.select(id));
+    this.graphDetails = h("div", { class: "nbjax-details", testid: "nbjax-node-details" });
+    this.pane("graph", h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.graphDetails));
+    this.drawSteps();
+    this.pane("jaxpr", markup(g.jaxpr, { testid: "nbjax-grad-jaxpr" }),
+      g.hessian ? h("div", {}, h("h4", {}, "Hessian"), markup(g.hessian.jaxpr, { testid: "nbjax-hessian" })) : null);
+    this.drawTabs();
+    this.drawSelection();
+  }
+
+  select(id) { this.set("selected", this.get("selected") === id ? "" : id); }
+
+  drawLinked(g) {
+    this.rows = new Map();
+    const column = (side) => h("div", { class: `nbjax-column nbjax-column-${side}`, testid: side === "left" ? "nbjax-grad-forward" : "nbjax-grad-backward" },
+      h("h4", {}, g.sides[side]),
+      g.rows.filter((r) => r.side === side).map((r) => {
+        const row = h("div", {
+          class: "nbjax-row", testid: `nbjax-row-${r.id}`, "data-provenance": r.provenance ?? "",
+          title: r.source ? `${r.origin} at ${r.source}` : "", onclick: () => this.select(r.id),
+        }, h("code", {}, r.text));
+        this.rows.set(r.id, row);
+        return row;
+      }));
+    this.linkDetails = h("div", { class: "nbjax-details", testid: "nbjax-link-details" });
+    this.pane("linked", h("div", { class: "nbjax-columns" }, column("left"), column("right")), this.linkDetails);
+  }
+
+  linkOf(id) {
+    const g = this.get("grad") || {};
+    const row = (g.rows || []).find((r) => r.id === id);
+    return row && row.provenance !== null ? (g.links || []).find((l) => l.provenance === row.provenance) : null;
+  }
+
+  drawSelection() {
+    const g = this.get("grad") || {};
+    const id = this.get("selected");
+    const link = id ? this.linkOf(id) : null;
+    const peers = link ? [...link.left, ...link.right] : [];
+    for (const [rowId, row] of this.rows || []) {
+      row.classList.toggle("nbjax-selected", rowId === id);
+      row.classList.toggle("nbjax-linked", rowId !== id && peers.includes(rowId));
+    }
+    if (this.graph) {
+      this.graph.mark("nbjax-selected", id ? [id] : []);
+      this.graph.mark("nbjax-linked", peers.filter((p) => p !== id));
+    }
+    if (this.graphDetails) this.graphDetails.replaceChildren(detailsOf(g.graph && g.graph.nodes[id]));
+    if (this.linkDetails) {
+      this.linkDetails.replaceChildren(link
+        ? h("p", {}, `${link.origin}${link.source ? " at " + link.source : ""}${link.source_text ? ":  " + link.source_text : ""} — `,
+          `${g.sides.left}: ${link.left.join(", ") || "none"}; ${g.sides.right}: ${link.right.join(", ") || "none"}`)
+        : h("p", { class: "nbjax-note" }, `Click an equation: the equations of the same operation are highlighted on both sides.`));
+    }
+  }
+
+  // -- step-through --
+
+  drawSteps() {
+    const s = this.get("steps") || {};
+    if (!s.steps) return;
+    this.stepGraph = new Graph(s.graph, () => {}, "nbjax-stepper-graph");
+    this.cells = new Map();
+    const rows = s.rows.map((r) => {
+      const value = h("td", { class: "nbjax-value", testid: `nbjax-value-${r.id}` });
+      const deriv = h("td", { class: "nbjax-deriv", testid: `nbjax-deriv-${r.id}` });
+      const tr = h("tr", { testid: `nbjax-step-row-${r.id}` }, h("td", {}, r.id), h("td", {}, h("code", {}, r.text)), value, deriv);
+      this.cells.set(r.id, { tr, value, deriv });
+      return tr;
+    });
+    this.playButton = h("button", { class: "nbjax-button", testid: "nbjax-step-play", onclick: () => this.togglePlay() }, "▶ play");
+    this.position = h("span", { class: "nbjax-step-position", testid: "nbjax-step-position" });
+    this.stepText = h("div", { class: "nbjax-step-text", testid: "nbjax-step-text" });
+    const go = (delta) => () => { this.stopPlaying(); this.goto(this.get("step") + delta); };
+    this.pane("steps",
+      h("div", { class: "nbjax-buttons" },
+        h("button", { class: "nbjax-button", testid: "nbjax-step-reset", onclick: () => { this.stopPlaying(); this.goto(0); } }, "reset"),
+        h("button", { class: "nbjax-button", testid: "nbjax-step-prev", onclick: go(-1) }, "◀ back"),
+        this.playButton,
+        h("button", { class: "nbjax-button", testid: "nbjax-step-next", onclick: go(1) }, "step ▶"),
+        this.position),
+      h("p", { class: "nbjax-note" }, `seed: ${s.seed}`),
+      this.stepText,
+      h("div", { class: "nbjax-graph-layout" }, this.stepGraph.el,
+        table(["node", "", "value", s.derivative], rows, { testid: "nbjax-step-table" })));
+    this.drawStep();
+  }
+
+  goto(k) {
+    const n = ((this.get("steps") || {}).steps || []).length;
+    this.set("step", Math.max(0, Math.min(n - 1, k)));
+  }
+
+  drawStep() {
+    const s = this.get("steps") || {};
+    if (!s.steps || !this.cells) return;
+    const k = Math.max(0, Math.min(s.steps.length - 1, this.get("step")));
+    const values = {}, derivs = {};
+    for (const step of s.steps.slice(0, k + 1)) {
+      Object.assign(values, step.values);
+      Object.assign(derivs, step.derivs);
+    }
+    const current = s.steps[k];
+    for (const [id, { tr, value, deriv }] of this.cells) {
+      value.textContent = values[id] ?? "";
+      deriv.textContent = derivs[id] ?? "";
+      tr.classList.toggle("nbjax-current", id === current.node);
+      tr.classList.toggle("nbjax-changed", id in current.values || id in current.derivs);
+    }
+    this.position.textContent = `step ${k + 1} / ${s.steps.length}`;
+    const g = this.get("grad") || {};
+    const linked = (current.linked || []).map((id) => (g.rows || []).find((r) => r.id === id)).filter(Boolean);
+    this.stepText.replaceChildren(h("b", {}, current.phase), " ", current.text,
+      linked.length ? h("div", { class: "nbjax-note" }, "in the derivative's jaxpr: ", linked.map((r) => r.text).join(";  ")) : null);
+    this.stepGraph.mark("nbjax-current", current.node ? [current.node] : []);
+    this.stepGraph.mark("nbjax-changed", Object.keys({ ...current.values, ...current.derivs }));
+    if (this.timer && k >= s.steps.length - 1) this.stopPlaying();
+  }
+
+  togglePlay() {
+    if (this.timer) return this.stopPlaying();
+    const n = ((this.get("steps") || {}).steps || []).length;
+    if (this.get("step") >= n - 1) this.goto(0);
+    this.playButton.textContent = "pause";
+    this.timer = setInterval(() => this.goto(this.get("step") + 1), PLAY_INTERVAL_MS);
+  }
+
+  stopPlaying() {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    if (this.playButton) this.playButton.textContent = "▶ play";
+  }
+
+  listen() {
+    return {
+      "change:grad": () => this.draw(),
+      "change:steps": () => this.draw(),
+      "change:status": () => this.drawHead(),
+      "change:tab": () => this.drawTabs(),
+      "change:selected": () => this.drawSelection(),
+      "change:step": () => this.drawStep(),
+    };
+  }
+}
+
+// --- entry point ---------------------------------------------------------------------------
+
+function render({ model, el }) {
+  const kind = model.get("view");
+  const root = h("div", { class: "nbjax-root", testid: "nbjax-view", "data-view": kind });
+  el.append(root);
+  const view = kind === "grad" ? new GradView(model, root) : new JitView(model, root);
+  view.draw();
+  const handlers = Object.entries(view.listen());
+  for (const [event, handler] of handlers) model.on(event, handler);
+  return () => {
+    if (view.stopPlaying) view.stopPlaying();
+    for (const [event, handler] of handlers) model.off(event, handler);
+  };
+}
+
+export default { render };

@@ -1,0 +1,107 @@
+"""nbjax in Jupyter: ``%load_ext nbjax`` registers the magics and the live views.
+
+Magics (each accepts ``--help``; bad options raise a short usage error)
+-----------------------------------------------------------------------
+- ``%%jit [--static NAMES] [--backend cpu|reference] [--show PANES] [--quiet]``: every
+  function defined at the cell's top level becomes ``nbjax.jit`` of itself (a
+  ``WatchedJit``); one compiler view per function appears under the cell and updates on
+  every call. ``f.view()`` displays another view later (e.g. after ``--quiet``).
+- ``%%grad [--wrt NAMES] [--order 1|2] [--mode rev|fwd] [--quiet]``: for each function
+  ``f`` also defines ``grad_f`` (and ``hess_f`` with ``--order 2``) and shows a gradient
+  view, filled at the first call of ``grad_f``/``hess_f``.
+- ``%jaxpr [--budget N|all] [--text] EXPR``: the jaxpr of a call (``%jaxpr f(x)``,
+  ``%jaxpr grad(f)(x)``), as text and graph.
+- ``%nbjax [--backend B] [--panes PANES] [--x64 on|off]``: show or set session options.
+
+The cell keeps ordinary Python semantics: a syntax error is an ordinary SyntaxError, the
+last expression is displayed as the cell's result, and an exception raised inside a user
+function shows a traceback ending at the user's cell line (nbjax's frames are removed;
+``NBJAX_TRACEBACK_FILTERING=off`` keeps them).
+
+Views and their JSON state (``widgets.py``)
+-------------------------------------------
+``CompilerView`` (``view == "jit"``): traitlets ``status`` ({state: waiting|ready|error,
+message}; "not compiled yet: call f(...)" before the first call), ``panes``, ``tab``,
+``selected``, ``show_all``, ``toggled`` (sub-jaxpr clusters opened or closed), ``compiled`` ({name, backend, signature, graph_of, graph,
+jaxpr, fusion, code}: see ``jit_state.compiled_state``) and ``timing`` ({call_count,
+calls, last_seconds, median_seconds, eager_seconds, speedup, compile, steps, limits}:
+``jit_state.timing_state``). ``GradView`` (``view == "grad"``): ``grad`` (rows of both
+sides with provenance, ``links``, the graph, the jaxpr, the Hessian's) and ``steps``
+(the step-through: ``rows``, ``steps`` each with ``values``/``derivs`` updates) and
+``step``. Every view's MIME bundle also carries static HTML (inline SVG and tables, no
+script) for nbconvert and GitHub.
+
+Stable ``data-testid`` attributes of the browser side (``extension/nbjax_widgets.js``)
+-------------------------------------------------------------------------------------
+Both views:
+
+- ``nbjax-view``: the root element; ``data-view`` is ``jit`` or ``grad``, ``data-state``
+  is ``waiting``, ``ready`` or ``error``.
+- ``nbjax-title``, ``nbjax-status`` (the status message, e.g. "not compiled yet: ...").
+- ``nbjax-tab-<pane>`` (tab buttons; the open one has ``aria-selected="true"``) and
+  ``nbjax-pane-<pane>`` (pane containers; closed ones are ``hidden``). Panes of a compiler
+  view: ``graph``, ``jaxpr``, ``fusion``, ``code``, ``timing``; of a gradient view:
+  ``linked``, ``graph``, ``steps``, ``jaxpr``.
+- ``nbjax-graph``: the graph container (an inline Graphviz SVG); ``nbjax-graph-note``
+  replaces the SVG when Graphviz is missing. In the SVG, ``nbjax-node-<id>`` on each node's
+  ``<g>`` (ids as in ``nbjax.viz.graph_model``: ``in0``, ``c0``, ``e3``, ``out0``) and
+  ``nbjax-kernel-<index>`` on each fusion kernel's cluster. A selected node gets the class
+  ``nbjax-selected``; nodes of the same operation in a gradient graph ``nbjax-linked``.
+- ``nbjax-node-details``: what clicking a node shows (equation, type, source line, kernel,
+  fusion decision). ``nbjax-show-all``: button drawing every node of a truncated graph.
+  In a compiler view, the details of a node owning sub-jaxprs (``cond``, ``scan``...) have
+  ``nbjax-toggle-<cluster id>`` buttons opening or closing each (e.g.
+  ``nbjax-toggle-e3/branches0``).
+
+Compiler view:
+
+- ``nbjax-jaxpr`` (pane body), ``nbjax-jaxpr-traced``, ``nbjax-jaxpr-optimised``.
+- ``nbjax-fusion`` (pane body), ``nbjax-fusion-step-<index>`` (one table row per plan
+  step), ``nbjax-fusion-decisions``.
+- ``nbjax-code`` (pane body), ``nbjax-code-kernel-<name>`` and
+  ``nbjax-code-mode-<loop|ir|optimised_ir>`` (buttons), ``nbjax-code-text`` (the ``<pre>``).
+- ``nbjax-timing`` (pane body), ``nbjax-call-count`` (the number of calls), ``nbjax-speedup``,
+  ``nbjax-sparkline`` (an ``<svg>`` whose ``data-points`` is the number of call samples),
+  ``nbjax-compile-phases``, ``nbjax-step-times``.
+
+Gradient view:
+
+- ``nbjax-grad-forward`` and ``nbjax-grad-backward``: the two columns (forward / backward
+  pass; primal / tangents in forward mode); ``nbjax-row-<id>`` each equation's row
+  (``data-provenance`` = its operation), ``nbjax-selected`` on the clicked row and
+  ``nbjax-linked`` on the rows of the same operation; ``nbjax-link-details``.
+- Step-through: ``nbjax-step-reset``, ``nbjax-step-prev``, ``nbjax-step-play``,
+  ``nbjax-step-next`` (buttons), ``nbjax-step-position`` ("step k / n"),
+  ``nbjax-step-text``, ``nbjax-stepper-graph`` (its current node has class
+  ``nbjax-current``), ``nbjax-step-table`` with rows ``nbjax-step-row-<id>`` and cells
+  ``nbjax-value-<id>`` and ``nbjax-deriv-<id>`` (accumulated cotangent, or tangent).
+- ``nbjax-grad-jaxpr``, ``nbjax-hessian``.
+
+The static fallback's root is ``<div class="nbjax-static" data-nbjax-view="jit|grad">``.
+"""
+
+from .options import session
+
+__all__ = ["load_ipython_extension", "unload_ipython_extension", "session"]
+
+
+def load_ipython_extension(ipython):
+    """Register the magics, the check that reports a syntax error in a magic's cell as an
+    ordinary one, and the hook that sends throttled view updates after each cell."""
+    from .cells import syntax_checker
+    from .magics import NbjaxMagics
+    from .widgets import after_cell
+    unload_ipython_extension(ipython)  # loading twice must not register twice
+    ipython.register_magics(NbjaxMagics)
+    check = syntax_checker(ipython)
+    check.nbjax = True
+    ipython.input_transformers_cleanup.append(check)
+    ipython.events.register("post_run_cell", after_cell)
+
+
+def unload_ipython_extension(ipython):
+    from .widgets import after_cell
+    if after_cell in ipython.events.callbacks["post_run_cell"]:
+        ipython.events.unregister("post_run_cell", after_cell)
+    ipython.input_transformers_cleanup[:] = [
+        t for t in ipython.input_transformers_cleanup if not getattr(t, "nbjax", False)]

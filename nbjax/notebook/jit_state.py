@@ -1,0 +1,147 @@
+"""The JSON a compiler view shows for one compilation of a jitted function.
+
+``compiled_state`` (rebuilt when the function is traced or compiled anew): the graph of the
+optimised jaxpr with its fusion kernels as clusters, the traced and optimised jaxprs, the
+rewrites, the fusion plan (kernels, their equations, bytes, flops, every decision's reason)
+and the generated code. ``timing_state`` (rebuilt on every call): compile phases, call
+times, per-step run times with achieved GB/s and GFLOP/s, and the speed-up over running
+the function without jit.
+"""
+
+import statistics
+
+from ..viz import DEFAULT_BUDGET
+from ..viz.text import annotate
+from . import machine
+from .panes import graph_state, jaxpr_pane
+
+IR_LIMIT = 200_000  # characters of IR sent per kernel
+CALL_SAMPLES = 200  # call times kept for the sparkline
+
+
+def compiled_state(comp, panes, prefix, show_all=False, toggled=()):
+    """What the graph, jaxpr, fusion and code panes show for ``comp`` (a Compilation);
+    ``show_all`` and ``toggled`` (sub-jaxpr clusters opened or closed) are the browser's."""
+    traced = annotate(comp.traced)
+    plan = comp.plan
+    drawn = comp.optimised if comp.optimised is not None else comp.traced
+    drawn_text = traced if drawn is comp.traced else annotate(drawn)
+    state = {"name": comp.name, "backend": comp.backend, "signature": comp.signature,
+             "graph_of": "traced" if drawn is comp.traced else "optimised"}
+    if "graph" in panes:
+        state["graph"] = graph_state(drawn, fusion=plan, prefix=prefix,
+                                     budget=None if show_all else DEFAULT_BUDGET,
+                                     annotated=drawn_text, toggled=toggled)
+    if "jaxpr" in panes:
+        state["jaxpr"] = {"traced": jaxpr_pane(traced),
+                          "optimised": None if drawn is comp.traced else jaxpr_pane(drawn_text),
+                          "rewrites": [{"rule": r.rule, "eqn": str(r.eqn), "detail": r.detail}
+                                       for r in comp.rewrites]}
+    if "fusion" in panes:
+        state["fusion"] = fusion_state(comp, drawn_text)
+    if "code" in panes:
+        state["code"] = code_state(comp, drawn)
+    return state
+
+
+def _no_plan_note(comp):
+    return (f"The {comp.backend} backend runs the jaxpr equation by equation with NumPy: "
+            "nothing is fused and no code is generated. Use --backend cpu to compile it.")
+
+
+def fusion_state(comp, annotated):
+    """Each step of the plan (kernels, library and reference steps) and each decision."""
+    if comp.plan is None:
+        return {"steps": [], "decisions": [], "note": _no_plan_note(comp)}
+    node_of = _node_ids(comp.optimised)
+
+    def row(eqn):
+        node = node_of.get(id(eqn))
+        return {"node": node, "primitive": eqn.primitive.name,
+                "text": (annotated.eqn_text(node) if node else None) or str(eqn)}
+
+    starts = {}  # step -> why it starts: the reason of its first equation that started it
+    for d in comp.plan.decisions:
+        if d.started_new_group:
+            starts.setdefault(d.group, d.reason)
+    steps = [dict(step_cost(comp.costs[g.index]), index=g.index, kind=g.kind,
+                  label=g.describe(), shape=list(g.shape),
+                  reason=g.reason or starts.get(g.index, ""), eqns=[row(e) for e in g.eqns],
+                  inputs=[v.aval.str_short() for v in g.inputs],
+                  outputs=[v.aval.str_short() for v in g.outputs])
+             for g in comp.plan.groups]
+    decisions = [dict(row(d.eqn), step=d.group, started=d.started_new_group, reason=d.reason)
+                 for d in comp.plan.decisions]
+    return {"steps": steps, "decisions": decisions, "note": None}
+
+
+def _node_ids(closed):
+    """id(top-level equation) -> its node id in the graph and jaxpr panes."""
+    return {id(e): f"e{i}" for i, e in enumerate(closed.jaxpr.eqns)}
+
+
+def code_state(comp, drawn):
+    kernels = getattr(comp.executable, "kernels", None)
+    if comp.plan is None or kernels is None:
+        return {"kernels": [], "note": _no_plan_note(comp)}
+    node_of = _node_ids(drawn)
+    return {"note": None if kernels else "This program has no loop kernels (only library "
+                                         "or reference steps), so no code was generated.",
+            "kernels": [{"name": k.name, "nodes": [node_of.get(id(e)) for e in k.eqns],
+                         "loop": k.loop.pretty(), "ir": _clip(k.llvm_ir),
+                         "optimised_ir": _clip(k.optimised_ir)} for k in kernels]}
+
+
+def _clip(text):
+    if len(text) <= IR_LIMIT:
+        return text
+    return text[:IR_LIMIT] + f"\n; ... {len(text) - IR_LIMIT} more characters not shown"
+
+
+# --- costs ---------------------------------------------------------------------------------
+
+def step_cost(cost):
+    """A step's bytes and flops (``nbjax.compiler.report``'s estimates, XLA's conventions)."""
+    return {"bytes_in": cost.bytes_read, "bytes_out": cost.bytes_written, "flops": cost.flops,
+            "transcendentals": cost.transcendentals, "cost_note": cost.note or None}
+
+
+# --- timing ---------------------------------------------------------------------------------
+
+def timing_state(comp):
+    """Compile phases, call times, per-step times and rates, speed-up over no jit."""
+    calls = list(comp.call_seconds)
+    typical = statistics.median(calls) if calls else None
+    limits = machine.limits()
+    state = {"signature": comp.signature, "call_count": comp.call_count,
+             "calls": calls[-CALL_SAMPLES:], "last_seconds": calls[-1] if calls else None,
+             "median_seconds": typical, "eager_seconds": comp.eager_seconds,
+             "speedup": (comp.eager_seconds / typical
+                         if comp.eager_seconds and typical else None),
+             "compile": compile_phases(comp), "limits": limits, "steps": []}
+    labels = [g.describe() for g in comp.plan.groups] if comp.plan is not None else \
+        [f"equation {c.step}: {c.name}" for c in comp.costs]
+    for cost, label in zip(comp.costs, labels):
+        samples = comp.step_seconds.get(cost.step)
+        seconds = statistics.median(samples) if samples else None
+        gbps = cost.bytes_accessed / seconds / 1e9 if seconds else None
+        gflops = cost.flops / seconds / 1e9 if seconds and cost.flops else None
+        state["steps"].append(dict(
+            step_cost(cost), index=cost.step, kind=cost.kind, label=label, seconds=seconds,
+            gbps=gbps, gflops=gflops,
+            bandwidth_fraction=gbps / limits["gbps"] if gbps else None,
+            flops_fraction=gflops / limits["gflops"] if gflops else None))
+    return state
+
+
+def compile_phases(comp):
+    """[{"phase", "seconds"}]: tracing, then the backend's own phases (or its total)."""
+    phases = []
+    if comp.trace_seconds is not None:
+        phases.append({"phase": "trace", "seconds": comp.trace_seconds})
+    own = getattr(comp.executable, "compile_times", None)
+    if own:
+        phases += [{"phase": k, "seconds": v} for k, v in own.items()]
+    else:
+        phases.append({"phase": "compile", "seconds": comp.compile_seconds})
+    return phases

@@ -1,0 +1,252 @@
+"""The magics: ``%%jit``, ``%%grad``, ``%jaxpr`` and ``%nbjax``.
+
+A cell magic runs its cell as ordinary Python (``cells.py``), then replaces or adds
+functions in the user's namespace and displays a view per function; the cell's last
+expression is evaluated after the views are shown (so they update live while it runs) and
+returned, so IPython displays it as the cell's result.
+"""
+
+import ast
+import collections
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+
+from .. import api
+from ..api import grad, hessian, jacfwd, make_jaxpr
+from ..jit import jit
+from ..viz import view as jaxpr_view
+from . import cells
+from .options import BACKENDS, JIT_PANES, MagicParser, name_list, on_off, pane_list, session
+from .tracebacks import call_user_function
+from .watch import GradWatch, WatchedJit
+
+JIT_PARSER = MagicParser("%%jit", "Jit every function defined at the top level of the cell "
+                         "and show, under the cell, what the compiler did with each.",
+                         epilog="Example:\n  %%jit --static n --show graph,timing\n"
+                                "  def f(x, n):\n      return x ** n")
+JIT_PARSER.add_argument("--static", type=name_list, default=(), metavar="NAMES",
+                        help="comma-separated parameter names that are static (hashable "
+                             "Python values; a new value traces again)")
+JIT_PARSER.add_argument("--backend", choices=BACKENDS, default=None,
+                        help="run on this backend (default: the session's, see %%nbjax)")
+JIT_PARSER.add_argument("--show", type=pane_list, default=None, metavar="PANES",
+                        help=f"panes of the view: comma-separated from {','.join(JIT_PANES)}"
+                             " or all (default: the session's, see %%nbjax)")
+JIT_PARSER.add_argument("--quiet", action="store_true",
+                        help="jit the functions but show no view (f.view() shows one later)")
+
+GRAD_PARSER = MagicParser("%%grad", "For every function f defined at the top level of the "
+                          "cell, define grad_f (and hess_f with --order 2) and show the "
+                          "forward and backward computations side by side, with a "
+                          "step-through of the derivative at the last input.",
+                          epilog="Example:\n  %%grad --wrt x\n  def f(x, y):\n"
+                                 "      return jnp.sum(jnp.sin(x) * y)")
+GRAD_PARSER.add_argument("--wrt", type=name_list, default=None, metavar="NAMES",
+                         help="differentiate with respect to these (positional) parameters "
+                              "(default: the first)")
+GRAD_PARSER.add_argument("--order", type=int, choices=(1, 2), default=1,
+                         help="2 also defines hess_f, the Hessian")
+GRAD_PARSER.add_argument("--mode", choices=("rev", "fwd"), default="rev",
+                         help="reverse mode (grad, the backward pass) or forward mode "
+                              "(jacfwd, tangents)")
+GRAD_PARSER.add_argument("--quiet", action="store_true", help="show no view")
+
+JAXPR_PARSER = MagicParser("%jaxpr", "Show the jaxpr of a call as text and graph: "
+                           "%jaxpr f(x), %jaxpr grad(f)(x).")
+JAXPR_PARSER.add_argument("--budget", default="150", metavar="N|all",
+                          help="draw at most N nodes (default 150), or all")
+JAXPR_PARSER.add_argument("--text", action="store_true", help="text only, no graph")
+
+NBJAX_PARSER = MagicParser("%nbjax", "Show the session's nbjax options, or set them.",
+                           epilog="Example:\n  %nbjax --backend reference --x64 on")
+NBJAX_PARSER.add_argument("--backend", choices=BACKENDS,
+                          help="backend of jitted functions (nbjax.config jit_backend)")
+NBJAX_PARSER.add_argument("--panes", type=pane_list, metavar="PANES",
+                          help="panes a %%jit view shows by default")
+NBJAX_PARSER.add_argument("--x64", type=on_off, metavar="on|off",
+                          help="64-bit floats and ints (nbjax.config enable_x64)")
+
+
+# Names ``%jaxpr`` finds when the user's namespace does not define them.
+_TRANSFORMATIONS = {name: getattr(api, name) for name in (
+    "grad", "value_and_grad", "jvp", "vjp", "linearize", "vmap", "jacfwd", "jacrev",
+    "hessian")}
+_TRANSFORMATIONS["jit"] = jit
+
+
+def _top_level_defs(cell):
+    """name -> FunctionDef of the cell's top-level functions (the last definition wins)."""
+    return {node.name: node for node in cell.statements.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _positional(node):
+    return [a.arg for a in node.args.posonlyargs + node.args.args]
+
+
+def _all_params(node):
+    return _positional(node) + [a.arg for a in node.args.kwonlyargs]
+
+
+def _check_names(option, names, defs):
+    """Every name must be a parameter of some function of the cell."""
+    known = {p for node in defs.values() for p in _all_params(node)}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        listing = "; ".join(f"{name}({', '.join(_all_params(node))})"
+                            for name, node in defs.items()) or "none"
+        raise UsageError(f"{option}: no function in this cell has a parameter named "
+                         f"{', '.join(map(repr, unknown))} (the cell's functions: {listing})")
+
+
+def _no_functions_note(magic):
+    print(f"{magic}: this cell defines no function at its top level, so nothing was "
+          "transformed (define one with def).")
+
+
+@magics_class
+class NbjaxMagics(Magics):
+
+    @cell_magic
+    def jit(self, line, cell):
+        """Jit the cell's functions and show a compiler view for each (%%jit --help)."""
+        __tracebackhide__ = True  # noqa: F841
+        args = JIT_PARSER.parse(line)
+        if args.help:
+            print(JIT_PARSER.format_help())
+            return None
+        parsed = cells.parse_cell(self.shell, "jit", line, cell)
+        defs = _top_level_defs(parsed)
+        _check_names("--static", args.static, defs)
+        cells.run_statements(parsed)
+        if not parsed.functions:
+            _no_functions_note("%%jit")
+        views = []
+        for name in parsed.functions:
+            node, fn = defs[name], self.shell.user_ns[name]
+            positional = _positional(node)
+            watched = WatchedJit(
+                fn, backend=args.backend,
+                static_argnums=tuple(i for i, p in enumerate(positional) if p in args.static),
+                static_argnames=tuple(p for p in _all_params(node) if p in args.static))
+            self.shell.user_ns[name] = watched
+            if not args.quiet:
+                views.append(watched.view(panes=args.show))
+        for v in views:
+            v.show()
+        return cells.eval_last(parsed)
+
+    @cell_magic
+    def grad(self, line, cell):
+        """Define grad_f (and hess_f) for the cell's functions and show how the derivative
+        is computed (%%grad --help)."""
+        __tracebackhide__ = True  # noqa: F841
+        args = GRAD_PARSER.parse(line)
+        if args.help:
+            print(GRAD_PARSER.format_help())
+            return None
+        parsed = cells.parse_cell(self.shell, "grad", line, cell)
+        defs = _top_level_defs(parsed)
+        wrt = {name: _wrt(name, node, args.wrt) for name, node in defs.items()}
+        cells.run_statements(parsed)
+        if not parsed.functions:
+            _no_functions_note("%%grad")
+        from .widgets import GradView
+        for name in parsed.functions:
+            fn = self.shell.user_ns[name]
+            argnums, names = wrt[name]
+            single = argnums[0] if len(argnums) == 1 else argnums
+            derivative = grad(fn, argnums=single) if args.mode == "rev" else \
+                jacfwd(fn, argnums=single)
+            watches = [GradWatch(derivative, fn, "grad", argnums)]
+            if args.order == 2:
+                watches.append(GradWatch(hessian(fn, argnums=single), fn, "hess", argnums))
+            for w in watches:
+                self.shell.user_ns[w.__name__] = w
+            if not args.quiet:
+                GradView(fn, args.mode, argnums, names, watches).show()
+        return cells.eval_last(parsed)
+
+    @line_magic
+    @no_var_expand
+    def jaxpr(self, line):
+        """Show the jaxpr of a call: %jaxpr f(x), %jaxpr grad(f)(x) (%jaxpr --help)."""
+        __tracebackhide__ = True  # noqa: F841
+        args, expr = JAXPR_PARSER.parse_with_rest(line)
+        if args.help or not expr:
+            print(JAXPR_PARSER.format_help())
+            return None
+        budget = _budget(args.budget)
+        fn, call_args, call_kwargs = self._call_parts(expr)
+        closed = call_user_function(make_jaxpr(fn), call_args, call_kwargs)
+        return jaxpr_view(closed, budget=budget, graph=not args.text)
+
+    def _call_parts(self, expr):
+        """(function, args, kwargs) of the call ``expr``, evaluated in the user's namespace
+        (where nbjax's transformations are also found, so ``%jaxpr grad(f)(x)`` works
+        without importing ``grad``)."""
+        __tracebackhide__ = True  # noqa: F841
+        expr = expr.strip()
+        filename = self.shell.compile.cache(expr, self.shell.execution_count)
+        try:
+            tree = ast.parse(expr, filename=filename, mode="eval")
+        except SyntaxError as e:
+            raise UsageError(f"%jaxpr: cannot read {expr!r}: {e.msg}") from None
+        if not isinstance(tree.body, ast.Call):
+            raise UsageError(f"%jaxpr expects a call such as f(x) or grad(f)(x), got {expr!r}")
+        call = tree.body
+        capture = "__nbjax_capture_call__"
+        arguments = ast.Call(func=ast.Name(capture, ast.Load()), args=call.args,
+                             keywords=call.keywords)
+        parts = ast.Expression(ast.Tuple([call.func, arguments], ast.Load()))
+        ast.copy_location(parts.body, call)
+        ast.fix_missing_locations(parts)
+        names = collections.ChainMap({capture: lambda *a, **k: (a, k)}, self.shell.user_ns,
+                                     _TRANSFORMATIONS)
+        fn, (call_args, call_kwargs) = eval(compile(parts, filename, "eval"),
+                                            self.shell.user_ns, names)
+        if not callable(fn):
+            raise UsageError(f"%jaxpr: {ast.unparse(call.func)} is not callable")
+        return fn, call_args, call_kwargs
+
+    @line_magic
+    def nbjax(self, line):
+        """Show or set the session's nbjax options (%nbjax --help)."""
+        args = NBJAX_PARSER.parse(line)
+        if args.help:
+            print(NBJAX_PARSER.format_help())
+            return
+        for option in ("backend", "panes", "x64"):
+            value = getattr(args, option)
+            if value is not None:
+                setattr(session, option, value)
+        print(session.describe())
+
+
+def _wrt(name, node, wrt):
+    """(argnums, names) of the parameters of ``name`` to differentiate."""
+    positional = _positional(node)
+    if not positional:
+        raise UsageError(f"%%grad: {name}() has no positional parameter to differentiate")
+    if wrt is None:
+        return (0,), (positional[0],)
+    chosen = [p for p in wrt if p in positional]
+    if not chosen:
+        raise UsageError(f"%%grad --wrt {','.join(wrt)}: {name}({', '.join(_all_params(node))}) "
+                         f"has no positional parameter named "
+                         f"{' or '.join(map(repr, wrt))}")
+    return tuple(positional.index(p) for p in chosen), tuple(chosen)
+
+
+def _budget(text):
+    if text == "all":
+        return None
+    try:
+        budget = int(text)
+    except ValueError:
+        budget = 0
+    if budget <= 0:
+        raise UsageError(f"%jaxpr: argument --budget: expected a positive number or all, "
+                         f"got {text!r}")
+    return budget

@@ -1,0 +1,203 @@
+"""Static HTML of a view's state: what nbconvert, GitHub and notebook viewers show.
+
+Plain HTML with inline styles and inline SVG, folded with ``<details>``: no scripts, no
+event handlers, so it renders anywhere (the lesson of Cython's ``%%cython -a``, whose
+annotated view relied on inline scripts and broke in JupyterLab).
+"""
+
+import html
+
+BOX = ("font-family:system-ui,sans-serif;font-size:13px;border:1px solid #d1d5db;"
+       "border-radius:6px;padding:0.5em 0.8em;margin:0.3em 0")
+NOTE = "color:#6b7280;font-size:12px"
+TABLE = "border-collapse:collapse;font-size:12px;margin:0.3em 0"
+CELL = "border:1px solid #e5e7eb;padding:2px 6px;text-align:left;vertical-align:top"
+PRE = ("background:#fafafa;border:1px solid #e5e7eb;padding:0.5em;font-size:11px;"
+       "max-height:30em;overflow:auto;white-space:pre")
+
+
+def esc(x):
+    return html.escape("" if x is None else str(x))
+
+
+def seconds(s):
+    """A duration for people: 1.23 ms, 45.6 µs, 2.01 s."""
+    if s is None:
+        return "–"
+    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"
+
+
+def number(x, unit=""):
+    return "–" if x is None else f"{x:,.3g}{unit}"
+
+
+def nbytes(n):
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
+def table(header, rows):
+    head = "".join(f'<th style="{CELL}">{esc(h)}</th>' for h in header)
+    body = "".join("<tr>" + "".join(f'<td style="{CELL}">{c}</td>' for c in row) + "</tr>"
+                   for row in rows)
+    return f'<table style="{TABLE}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def section(title, body, open_=False):
+    return (f'<details{" open" if open_ else ""} style="margin:0.3em 0">'
+            f'<summary style="cursor:pointer;font-weight:600">{esc(title)}</summary>'
+            f'{body}</details>')
+
+
+def note(text):
+    return f'<p style="{NOTE}">{esc(text)}</p>'
+
+
+def sparkline(values, width=240, height=40):
+    """Call times as a small SVG line (the live view draws the same)."""
+    if len(values) < 2:
+        return ""
+    top, bottom = max(values), min(values)
+    span = (top - bottom) or 1.0
+    step = width / (len(values) - 1)
+    points = " ".join(f"{i * step:.1f},{height - 2 - (v - bottom) / span * (height - 4):.1f}"
+                      for i, v in enumerate(values))
+    return (f'<svg width="{width}" height="{height}" class="nbjax-sparkline" '
+            f'xmlns="http://www.w3.org/2000/svg"><polyline fill="none" stroke="#2563eb" '
+            f'stroke-width="1.5" points="{points}"/></svg>')
+
+
+def graph(state):
+    if not state:
+        return ""
+    if state.get("svg") is None:
+        return note(state.get("note") or "graph not drawn")
+    extra = ""
+    if state["truncated"]:
+        extra = note(f"{state['shown']} nodes shown, {state['hidden']} hidden "
+                     f"(budget {state['budget']})")
+    return f'<div style="overflow:auto;max-height:40em">{state["svg"]}</div>{extra}'
+
+
+def header(view):
+    status = view.status or {}
+    return (f'<div><b>{esc(view.title)}</b> '
+            f'<span style="{NOTE}">{esc(status.get("message"))}</span></div>')
+
+
+def wrap(view, body):
+    return (f'<div class="nbjax-static" data-nbjax-view="{esc(view.view)}" style="{BOX}">'
+            f'{header(view)}{body}</div>')
+
+
+# --- the compiler view ----------------------------------------------------------------------
+
+def jit_html(view):
+    c, t = view.compiled, view.timing
+    if not c:
+        return wrap(view, "")
+    parts = []
+    if "graph" in c:
+        parts.append(section("Graph", graph(c["graph"]), open_=True))
+    if "jaxpr" in c:
+        j = c["jaxpr"]
+        body = "<div>traced</div>" + j["traced"]
+        if j["optimised"]:
+            body += "<div>optimised</div>" + j["optimised"]
+        parts.append(section("Jaxpr", body))
+    if "fusion" in c:
+        parts.append(section("Fusion", fusion_html(c["fusion"])))
+    if "code" in c:
+        parts.append(section("Code", code_html(c["code"])))
+    if t:
+        parts.append(section("Timing", timing_html(t), open_=True))
+    return wrap(view, "".join(parts))
+
+
+def fusion_html(f):
+    if f["note"]:
+        return note(f["note"])
+    steps = table(["step", "equations", "in", "out", "flops", "reason"], [
+        [esc(s["label"].split(":")[0]),
+         "<br>".join(esc(e["text"]) for e in s["eqns"]),
+         esc(nbytes(s["bytes_in"])), esc(nbytes(s["bytes_out"])), esc(number(s["flops"])),
+         esc(s["reason"])] for s in f["steps"]])
+    decisions = table(["equation", "step", "decision"], [
+        [esc(d["text"]), esc(d["step"]), esc(d["reason"])] for d in f["decisions"]])
+    return steps + section("Why each equation went where it did", decisions)
+
+
+def code_html(code):
+    if not code["kernels"]:
+        return note(code["note"])
+    return "".join(section(k["name"], f'<pre style="{PRE}">{esc(k["loop"])}</pre>'
+                           f'<pre style="{PRE}">{esc(k["optimised_ir"])}</pre>')
+                   for k in code["kernels"])
+
+
+def timing_html(t):
+    summary = [
+        ["calls", esc(t["call_count"])],
+        ["last call", esc(seconds(t["last_seconds"]))],
+        ["median call", esc(seconds(t["median_seconds"]))],
+        ["without jit", esc(seconds(t["eager_seconds"]))],
+        ["speed-up", esc(number(t["speedup"], "×"))],
+    ]
+    parts = [table(["", ""], summary), sparkline(t["calls"])]
+    parts.append(table(["compile phase", "time"],
+                       [[esc(p["phase"]), esc(seconds(p["seconds"]))] for p in t["compile"]]))
+    if t["steps"]:
+        limits = t["limits"]
+        parts.append(table(
+            ["step", "time", "bytes", "GB/s", "GFLOP/s"],
+            [[esc(s["label"]), esc(seconds(s["seconds"])),
+              esc(nbytes(s["bytes_in"] + s["bytes_out"])), esc(number(s["gbps"])),
+              esc(number(s["gflops"]))] for s in t["steps"]]))
+        parts.append(note(f"this machine: {limits['gbps']:.3g} GB/s, "
+                          f"{limits['gflops']:.3g} GFLOP/s ({limits['how']})"))
+    return "".join(parts)
+
+
+# --- the gradient view ----------------------------------------------------------------------
+
+def grad_html(view):
+    g, s = view.grad, view.steps
+    if not g:
+        return wrap(view, "")
+    left = [r for r in g["rows"] if r["side"] == "left"]
+    right = [r for r in g["rows"] if r["side"] == "right"]
+
+    def column(rows):
+        return "<br>".join(f'<code>{esc(r["text"])}</code>' for r in rows)
+
+    sides = table([g["sides"]["left"], g["sides"]["right"]], [[column(left), column(right)]])
+    links = table(["operation", "source", g["sides"]["left"], g["sides"]["right"]], [
+        [esc(link["origin"]), esc(link["source"]), esc(", ".join(link["left"])),
+         esc(", ".join(link["right"]))] for link in g["links"]])
+    parts = [section("Side by side", sides + section("Links (provenance)", links), True),
+             section("Graph", graph(g["graph"])),
+             section("Jaxpr", g["jaxpr"] + (g["hessian"]["jaxpr"] if g.get("hessian") else ""))]
+    if s:
+        parts.append(section("Step through (final state)", steps_html(s)))
+    return wrap(view, "".join(parts))
+
+
+def final_state(steps):
+    """Node id -> (value, derivative) after replaying every step."""
+    values, derivs = {}, {}
+    for step in steps["steps"]:
+        values.update(step["values"])
+        derivs.update(step["derivs"])
+    return values, derivs
+
+
+def steps_html(s):
+    values, derivs = final_state(s)
+    rows = [[esc(r["id"]), f'<code>{esc(r["text"])}</code>', esc(values.get(r["id"], "")),
+             esc(derivs.get(r["id"], ""))] for r in s["rows"]]
+    return note(f"seed: {s['seed']}") + table(["node", "", "value", s["derivative"]], rows)

@@ -1,0 +1,231 @@
+"""The views: anywidget widgets whose whole state is JSON traitlets.
+
+The browser module (``extension/nbjax_widgets.js``) renders that JSON and writes back only
+what the user chose (``tab``, ``selected``, ``step``, ``show_all``); nothing is sent as
+HTML with scripts or event handlers. Every view also carries a static HTML rendering of the
+same state in its MIME bundle (``static.py``), shown where widgets do not run.
+
+Updates are throttled: a function called in a tight loop updates its view at most every
+``min_interval`` seconds; whatever is left is sent when the cell finishes (``after_cell``,
+an IPython ``post_run_cell`` hook), which also refreshes the static HTML of the views
+that changed.
+"""
+
+import logging
+import time
+import weakref
+
+import anywidget
+import traitlets
+from IPython.display import display
+
+from . import static
+from .assets import read_asset
+from .grad_state import grad_states, hessian_state
+from .jit_state import compiled_state, timing_state
+from .options import session
+from .panes import new_prefix
+
+logger = logging.getLogger("nbjax.notebook")
+
+_pending_views = weakref.WeakSet()
+_shown_views = weakref.WeakSet()
+
+
+class NbjaxView(anywidget.AnyWidget):
+    """Shared plumbing: the browser module, throttled updates, the static fallback."""
+
+    _esm = read_asset("nbjax_widgets.js")
+    _css = read_asset("nbjax.css")
+
+    view = traitlets.Unicode().tag(sync=True)  # which renderer: "jit" or "grad"
+    title = traitlets.Unicode().tag(sync=True)
+    status = traitlets.Dict().tag(sync=True)  # {"state": waiting|ready|error, "message"}
+    panes = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    tab = traitlets.Unicode("").tag(sync=True)  # the open pane (set by the browser)
+    selected = traitlets.Unicode("").tag(sync=True)  # the selected node id (browser)
+
+    min_interval = 0.2  # seconds between two updates sent while cells run
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._pending = {}
+        self._last_sent = 0.0
+        self._handle = None
+        self._static_stale = False
+
+    # -- updates ---------------------------------------------------------------------------
+
+    def schedule(self, key, build):
+        """Queue ``build()`` (-> {trait: value}) under ``key`` (a later one replaces it);
+        run it now unless an update went out less than ``min_interval`` ago."""
+        self._pending[key] = build
+        _pending_views.add(self)
+        if time.monotonic() - self._last_sent >= self.min_interval:
+            self.flush()
+
+    def flush(self):
+        """Build and send everything queued."""
+        pending, self._pending = self._pending, {}
+        _pending_views.discard(self)
+        values = {}
+        for key, build in pending.items():
+            try:
+                values.update(build())
+            except Exception as e:  # a view must never break the user's program
+                logger.warning("nbjax view %r: could not build %s", self.title, key,
+                               exc_info=True)
+                values["status"] = {"state": "error",
+                                    "message": f"could not show the {key}: "
+                                               f"{type(e).__name__}: {e}"}
+        if values:
+            with self.hold_sync():
+                for name, value in values.items():
+                    setattr(self, name, value)
+            self._static_stale = True
+        self._last_sent = time.monotonic()
+
+    # -- display ---------------------------------------------------------------------------
+
+    def show(self):
+        """Display the view under the current cell (updated in place later)."""
+        self._handle = display(self, display_id=True)
+        self._static_stale = False
+        _shown_views.add(self)
+
+    def refresh_static(self):
+        """Re-publish the view so its static HTML matches its state (for saved notebooks)."""
+        if self._handle is not None and self._static_stale:
+            self._static_stale = False
+            self._handle.update(self)
+
+    def static_html(self):
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, **kwargs):
+        data, metadata = super()._repr_mimebundle_(**kwargs)
+        data["text/html"] = self.static_html()
+        return data, metadata
+
+    def __repr__(self):
+        return f"<{type(self).__name__} of {self.title}>"
+
+
+def after_cell(result=None):
+    """post_run_cell: send the updates throttled during the cell, refresh static HTML."""
+    for view in list(_pending_views):
+        view.flush()
+    for view in list(_shown_views):
+        view.refresh_static()
+
+
+class CompilerView(NbjaxView):
+    """What ``nbjax.jit`` did with one function: graph, jaxprs, fusion, code, timing.
+
+    Attached to a WatchedJit, it is told of every call; the compiled panes are rebuilt
+    when a call traces or compiles a new signature, the timing on every call."""
+
+    compiled = traitlets.Dict().tag(sync=True)
+    timing = traitlets.Dict().tag(sync=True)
+    show_all = traitlets.Bool(False).tag(sync=True)  # draw every node (browser sets it)
+    toggled = traitlets.List(traitlets.Unicode()).tag(sync=True)  # clusters opened/closed
+
+    def __init__(self, watched, panes=None):
+        panes = list(panes or session.panes)
+        super().__init__(view="jit", title=watched.name, panes=panes, tab=panes[0])
+        self.prefix = new_prefix()
+        self.watched, self.comp = watched, None
+        self.status = {"state": "waiting",
+                       "message": f"not compiled yet: call {watched.name}(...)"}
+        watched.watchers.append(self)
+        if watched.current is not None:
+            self.on_call(watched, watched.current)
+
+    @property
+    def wants_timing(self):
+        return "timing" in self.panes
+
+    def on_call(self, watched, comp):
+        if comp is not self.comp:
+            self.comp = comp
+            self.schedule("compiled", lambda: self._compiled(comp))
+        self.schedule("calls", lambda: self._calls(comp))
+
+    def _calls(self, comp):
+        calls = "call" if comp.call_count == 1 else "calls"
+        values = {"status": {"state": "ready",
+                             "message": f"compiled for {comp.signature} on the {comp.backend} "
+                                        f"backend; {comp.call_count} {calls}"}}
+        if self.wants_timing:
+            values["timing"] = timing_state(comp)
+        return values
+
+    def _compiled(self, comp):
+        return {"compiled": compiled_state(comp, self.panes, self.prefix, self.show_all,
+                                           self.toggled)}
+
+    @traitlets.observe("show_all", "toggled")
+    def _redraw(self, change):
+        if self.comp is not None:
+            self.schedule("compiled", lambda: self._compiled(self.comp))
+            self.flush()
+
+    def detach(self):
+        """Stop watching (the function's calls no longer update this view)."""
+        if self in self.watched.watchers:
+            self.watched.watchers.remove(self)
+
+    def static_html(self):
+        return static.jit_html(self)
+
+
+GRAD_PANES = ("linked", "graph", "steps", "jaxpr")
+
+
+class GradView(NbjaxView):
+    """Forward and backward computation of ``grad_f`` side by side, linked by provenance,
+    and a step-through of the derivative on the last concrete input."""
+
+    grad = traitlets.Dict().tag(sync=True)  # linked_state + hessian
+    steps = traitlets.Dict().tag(sync=True)  # the walk
+    step = traitlets.Int(0).tag(sync=True)  # the browser's current step
+
+    def __init__(self, fun, mode, argnums, names, watches):
+        name = fun.__name__
+        super().__init__(view="grad", title=name, panes=list(GRAD_PANES), tab=GRAD_PANES[0])
+        self.fun, self.mode, self.argnums, self.names = fun, mode, argnums, names
+        self.prefixes = (new_prefix(), new_prefix())
+        first = " or ".join(f"{w.__name__}(...)" for w in watches)
+        self.status = {"state": "waiting", "message": f"not traced yet: call {first}"}
+        self.hessian = None
+        for w in watches:
+            w.watchers.append(self)
+
+    def on_input(self, watch, args, kwargs):
+        if watch.kind == "hess":
+            self.schedule("hessian", lambda: self._hessian(args, kwargs))
+        else:
+            self.schedule("grad", lambda: self._grad(args, kwargs))
+
+    def _grad(self, args, kwargs):
+        linked, steps = grad_states(self.fun, args, kwargs, self.argnums, self.mode,
+                                    self.names, self.prefixes)
+        linked["hessian"] = self.hessian
+        linked.update(name=self.title, mode=self.mode, wrt=list(self.names))
+        return {"grad": linked, "steps": steps, "step": 0,
+                "status": {"state": "ready",
+                           "message": f"{'reverse' if self.mode == 'rev' else 'forward'} "
+                                      f"mode, at the last input of grad_{self.title}"}}
+
+    def _hessian(self, args, kwargs):
+        self.hessian = hessian_state(self.fun, args, kwargs, self.argnums)
+        values = {"grad": dict(self.grad, hessian=self.hessian)} if self.grad else {}
+        if not self.grad:
+            values.update(self._grad(args, kwargs))
+        return values
+
+    def static_html(self):
+        return static.grad_html(self)
+
+
+__all__ = ["CompilerView", "GradView", "after_cell"]

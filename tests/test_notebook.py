@@ -1,0 +1,554 @@
+"""The notebook layer in-process: magics in IPython's InteractiveShell (no kernel, no browser).
+
+What the browser is sent is tested as data: the JSON state of the views before and after
+calls, the provenance links and step-through of the gradient view, the static HTML
+fallbacks. Real-browser tests live in tests/test_browser.py.
+"""
+
+import ast
+import linecache
+import os
+import re
+import traceback
+import warnings
+
+import numpy as np
+import pytest
+
+IPython = pytest.importorskip("IPython")
+pytest.importorskip("anywidget")
+
+from IPython.core.error import UsageError  # noqa: E402
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+
+import nbjax  # noqa: E402
+import nbjax.notebook  # noqa: E402
+from nbjax.config import config  # noqa: E402
+from nbjax.notebook import assets, jit_state, session  # noqa: E402
+from nbjax.notebook.watch import GradWatch, WatchedJit  # noqa: E402
+
+NBJAX_DIR = os.path.dirname(os.path.abspath(nbjax.__file__))
+
+
+@pytest.fixture(scope="module")
+def ip(tmp_path_factory):
+    os.environ.setdefault("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbjax")
+    run(shell, "import numpy as np\nimport nbjax\nimport nbjax.numpy as jnp")
+    return shell
+
+
+def run(shell, code):
+    """Run a cell like a notebook does (the post-cell hook included); re-raise its error."""
+    result = shell.run_cell(code)
+    result.raise_error()
+    return result.result
+
+
+def view_of(fn):
+    (view,) = fn.watchers
+    return view
+
+
+def parse_value(text):
+    """A value as ``value_text`` printed it, back as an array."""
+    return np.array(ast.literal_eval(text), dtype=np.float64)
+
+
+# --- loading, namespaces ------------------------------------------------------------------
+
+def test_load_ext_registers_magics_once(ip):
+    magics = ip.magics_manager.magics
+    assert {"jit", "grad"} <= set(magics["cell"])
+    assert {"jaxpr", "nbjax"} <= set(magics["line"])
+    nbjax.load_ipython_extension(ip)  # loading again replaces, never duplicates
+    hooks = [h for h in ip.events.callbacks["post_run_cell"] if "after_cell" in repr(h)]
+    assert len(hooks) == 1
+    checks = [t for t in ip.input_transformers_cleanup if getattr(t, "nbjax", False)]
+    assert len(checks) == 1
+
+
+def test_jit_wraps_top_level_functions_and_returns_last_expression(ip):
+    out = run(ip, """%%jit --quiet
+offset = 2.0
+def scale(x):
+    return x * 3.0 + offset
+def shift(x, y):
+    def inner(z):
+        return z
+    return inner(x - y)
+scale(np.arange(3.0, dtype=np.float32))
+""")
+    ns = ip.user_ns
+    assert isinstance(ns["scale"], WatchedJit) and isinstance(ns["shift"], WatchedJit)
+    assert "inner" not in ns and ns["offset"] == 2.0
+    np.testing.assert_allclose(np.asarray(out), np.arange(3.0) * 3 + 2)
+    np.testing.assert_allclose(np.asarray(ns["shift"](np.ones(2, np.float32), 1.0)), [0, 0])
+    assert ns["scale"].watchers == []  # --quiet: no view, nothing watches the calls
+
+
+def test_static_argument_names(ip):
+    run(ip, """%%jit --quiet --static n
+def power(x, n):
+    return x ** n
+""")
+    power, x = ip.user_ns["power"], np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_allclose(np.asarray(power(x, 3)), x ** 3)
+    np.testing.assert_allclose(np.asarray(power(x, n=2)), x ** 2)
+    assert power.static_argnums == (1,) and power.static_argnames == ("n",)
+
+
+# --- options and help -------------------------------------------------------------------
+
+@pytest.mark.parametrize("magic, line, message", [
+    ("jit", "--backend gpu", r"argument --backend: invalid choice: 'gpu'"),
+    ("jit", "--show graph,flames", r"unknown pane 'flames'; choose from graph, jaxpr"),
+    ("jit", "--static n", r"--static: no function in this cell has a parameter named 'n'"),
+    ("jit", "--static 3x", r"expected comma-separated Python names"),
+    ("jit", "--fast", r"unrecognized arguments: --fast"),
+    ("grad", "--order 3", r"argument --order: invalid choice: 3"),
+    ("grad", "--mode sideways", r"argument --mode: invalid choice: 'sideways'"),
+    ("grad", "--wrt y", r"f\(x\) has no positional parameter named 'y'"),
+])
+def test_cell_magic_options_are_validated_before_the_cell_runs(ip, magic, line, message):
+    ip.user_ns.pop("ran", None)
+    with pytest.raises(UsageError, match=message):
+        ip.run_cell_magic(magic, line, "ran = True\ndef f(x):\n    return x\n")
+    assert "ran" not in ip.user_ns
+
+
+@pytest.mark.parametrize("magic, line, message", [
+    ("nbjax", "--x64 maybe", r"argument --x64: expected on or off"),
+    ("nbjax", "--backend tpu", r"invalid choice: 'tpu'"),
+    ("jaxpr", "--budget 0 f(1.0)", r"--budget: expected a positive number or all"),
+    ("jaxpr", "1 + 2", r"expects a call such as f\(x\)"),
+    ("jaxpr", "f(", r"cannot read"),
+])
+def test_line_magic_options_are_validated(ip, magic, line, message):
+    with pytest.raises(UsageError, match=message):
+        ip.run_line_magic(magic, line)
+
+
+@pytest.mark.parametrize("kind, magic, expected", [
+    ("cell", "jit", ["--static NAMES", "--backend {cpu,reference}", "--show PANES", "--quiet"]),
+    ("cell", "grad", ["--wrt NAMES", "--order {1,2}", "--mode {rev,fwd}"]),
+    ("line", "jaxpr", ["--budget N|all", "--text"]),
+    ("line", "nbjax", ["--backend {cpu,reference}", "--panes PANES", "--x64 on|off"]),
+])
+def test_help(ip, capsys, kind, magic, expected):
+    ip.user_ns.pop("ran", None)
+    if kind == "cell":
+        ip.run_cell_magic(magic, "--help", "ran = True\n")
+    else:
+        ip.run_line_magic(magic, "--help")
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"usage: %{'%' if kind == 'cell' else ''}{magic}")
+    for option in expected:
+        assert option in printed
+    assert "ran" not in ip.user_ns  # --help runs nothing
+
+
+def test_nbjax_magic_shows_and_sets_session_options(ip, capsys):
+    saved = (config.jit_backend, config.enable_x64, session.panes)
+    try:
+        ip.run_line_magic("nbjax", "--backend reference --x64 on --panes timing,graph")
+        assert config.jit_backend == "reference" and config.enable_x64 is True
+        assert session.panes == ("graph", "timing")  # the view's order
+        printed = capsys.readouterr().out
+        assert "backend: reference" in printed and "x64:     on" in printed
+        run(ip, "%%jit\ndef panes_default(x):\n    return x + 1\n")
+        assert view_of(ip.user_ns["panes_default"]).panes == ["graph", "timing"]
+        out = run(ip, "panes_default(np.ones(2))")
+        assert out.dtype == np.float64  # x64 on
+    finally:
+        config.update("jit_backend", saved[0])
+        config.update("enable_x64", saved[1])
+        session.panes = saved[2]
+    ip.run_line_magic("nbjax", "")
+    assert f"backend: {saved[0]}" in capsys.readouterr().out
+
+
+# --- the compiler view ------------------------------------------------------------------
+
+JIT_CELL = """%%jit
+def selu_sum(x):
+    y = jnp.where(x > 0, x, 1.67 * (jnp.exp(x) - 1.0))
+    return jnp.sum(1.05 * y)
+"""
+
+
+def test_compiler_view_state_before_and_after_calls(ip):
+    run(ip, JIT_CELL)
+    f = ip.user_ns["selu_sum"]
+    view = view_of(f)
+    assert view.view == "jit" and view.panes == list(session.panes)
+    assert view.status == {"state": "waiting",
+                           "message": "not compiled yet: call selu_sum(...)"}
+    assert view.compiled == {} and view.timing == {}
+    assert "not compiled yet: call selu_sum(...)" in view.static_html()
+
+    x = np.linspace(-2, 2, 64).astype(np.float32)
+    out = run(ip, "selu_sum(np.linspace(-2, 2, 64).astype(np.float32))")
+    expected = np.sum(1.05 * np.where(x > 0, x, 1.67 * (np.exp(x) - 1)))
+    np.testing.assert_allclose(float(out), expected, rtol=1e-5)
+    c, t = view.compiled, view.timing
+    assert view.status["state"] == "ready" and "f32[64]" in view.status["message"]
+    assert c["signature"] == "f32[64]" and c["backend"] == config.jit_backend
+
+    # graph: the fused kernel is a cluster; nodes know their line, kernel and decision
+    graph = c["graph"]
+    assert f'id="{graph["prefix"]}group-0"' in graph["svg"].replace("&#45;", "-")
+    exp_node = next(n for n in graph["nodes"].values() if n["primitive"] == "exp")
+    assert exp_node["source_text"] == "y = jnp.where(x > 0, x, 1.67 * (jnp.exp(x) - 1.0))"
+    assert exp_node["source"].endswith("line 3")
+    assert exp_node["kernel"].startswith("kernel 0") and exp_node["fusion_reason"]
+    assert exp_node["avals"] == ["f32[64]"]
+    # jaxpr: traced and optimised, coloured, equations tagged with the graph's node ids
+    assert 'class="nbjax-primitive"' in c["jaxpr"]["traced"]
+    assert f'data-node="{exp_node["id"]}"' in c["jaxpr"]["optimised"]
+    # fusion: one kernel for the whole SELU sum, with costs and a reason per equation
+    (step,) = c["fusion"]["steps"]
+    assert step["kind"] == "kernel" and step["bytes_in"] == 64 * 4 and step["bytes_out"] == 4
+    assert step["flops"] > 0 and step["reason"]
+    assert {e["primitive"] for e in step["eqns"]} >= {"exp", "select_n", "reduce_sum"}
+    assert len(c["fusion"]["decisions"]) == len(step["eqns"])
+    assert all(d["reason"] for d in c["fusion"]["decisions"])
+    # code: LLVM IR per kernel
+    (kernel,) = c["code"]["kernels"]
+    assert "define" in kernel["ir"] and "define" in kernel["optimised_ir"] and kernel["loop"]
+    # timing
+    assert t["call_count"] == 1 and len(t["calls"]) == 1 and t["calls"][0] > 0
+    assert [p["phase"] for p in t["compile"]][0] == "trace"
+    assert t["eager_seconds"] > 0 and t["speedup"] > 0
+    assert t["steps"][0]["seconds"] > 0 and t["steps"][0]["gbps"] > 0
+    assert t["limits"]["gbps"] > 0 and t["limits"]["gflops"] > 0
+
+    first = list(t["calls"])
+    run(ip, "for _ in range(3): selu_sum(np.linspace(-2, 2, 64).astype(np.float32))")
+    assert view.timing["call_count"] == 4
+    assert view.timing["calls"][:1] == first and len(view.timing["calls"]) == 4
+    assert view.compiled is c  # same signature: the compiled panes are not rebuilt
+    assert "4 calls" in view.status["message"]
+
+
+def test_new_signature_rebuilds_compiled_panes(ip):
+    run(ip, "%%jit\ndef twice(x):\n    return 2 * x\n")
+    run(ip, "twice(np.ones(3, np.float32))")
+    run(ip, "twice(np.ones((2, 2), np.float32))")
+    view = view_of(ip.user_ns["twice"])
+    assert view.compiled["signature"] == "f32[2,2]" and ip.user_ns["twice"].trace_count == 2
+    assert view.timing["call_count"] == 1  # counted per signature
+
+
+def test_updates_are_throttled_during_a_cell_and_flushed_after(ip):
+    run(ip, "%%jit\ndef inc(x):\n    return x + 1\n")
+    view = view_of(ip.user_ns["inc"])
+    run(ip, "inc(np.zeros(4, np.float32))")
+    view.min_interval = 3600.0
+    ip.user_ns["view"] = view
+    run(ip, "seen = []\nfor _ in range(3):\n    inc(np.zeros(4, np.float32))\n"
+            "    seen.append(view.timing['call_count'])")
+    assert ip.user_ns["seen"] == [1, 1, 1]  # nothing sent while the loop ran
+    assert view.timing["call_count"] == 4 and len(view.timing["calls"]) == 4
+
+
+def test_static_html_is_refreshed_after_a_cell_that_changed_the_view(ip):
+    run(ip, "%%jit\ndef neg(x):\n    return -x\n")
+    view = view_of(ip.user_ns["neg"])
+
+    class Handle:
+        updates = 0
+
+        def update(self, obj):
+            assert obj is view
+            Handle.updates += 1
+
+    view._handle = Handle()
+    run(ip, "neg(np.ones(2, np.float32))")
+    assert Handle.updates == 1
+    run(ip, "1 + 1")
+    assert Handle.updates == 1  # unchanged views are not re-published
+
+
+def test_calls_under_transformations_are_not_timed(ip):
+    run(ip, "%%jit\ndef cube(x):\n    return x * x * x\n")
+    view = view_of(ip.user_ns["cube"])
+    g = run(ip, "nbjax.grad(lambda x: cube(x).sum())(np.array([1.0, 2.0], np.float32))")
+    v = run(ip, "nbjax.vmap(cube)(np.ones((3, 2), np.float32))")
+    np.testing.assert_allclose(np.asarray(g), [3.0, 12.0])
+    assert np.asarray(v).shape == (3, 2)
+    assert view.timing == {} and view.status["state"] == "waiting"
+
+
+def test_reference_backend_view(ip):
+    backend = config.jit_backend
+    run(ip, "%%jit --backend reference\ndef ref(x):\n    return jnp.sin(x) + 1\n")
+    out = run(ip, "ref(np.zeros(3, np.float32))")
+    np.testing.assert_allclose(np.asarray(out), np.ones(3))
+    view = view_of(ip.user_ns["ref"])
+    c = view.compiled
+    assert c["backend"] == "reference" and c["graph_of"] == "traced"
+    assert "reference backend" in c["fusion"]["note"] and c["code"]["kernels"] == []
+    assert config.jit_backend == backend  # the override ends with the call
+
+
+def test_show_all_draws_a_truncated_graph_in_full(ip, monkeypatch):
+    monkeypatch.setattr(jit_state, "DEFAULT_BUDGET", 3)
+    run(ip, "%%jit --show graph\ndef chain(x):\n    return jnp.cos(jnp.sin(x) * 2.0) + x\n")
+    run(ip, "chain(np.ones(3, np.float32))")
+    view = view_of(ip.user_ns["chain"])
+    assert set(view.compiled) >= {"graph"} and "timing" not in view.compiled
+    assert view.compiled["graph"]["truncated"] and view.compiled["graph"]["budget"] == 3
+    view.show_all = True  # what the browser's "show all" button does
+    graph = view.compiled["graph"]
+    assert not graph["truncated"] and graph["budget"] is None and graph["hidden"] == 0
+
+
+def test_sub_jaxprs_open_and_close(ip):
+    run(ip, "%%jit --show graph\ndef branchy(x):\n"
+            "    return nbjax.lax.cond(x.sum() > 0, lambda x: jnp.sin(x) * 2, lambda x: -x, x)\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cpu backend may run cond on the reference one
+        run(ip, "branchy(np.ones(3, np.float32))")
+    view = view_of(ip.user_ns["branchy"])
+    clusters = view.compiled["graph"]["clusters"]
+    assert [c["name"] for c in clusters] == ["branches[0]", "branches[1]"]
+    assert not any(c["collapsed"] for c in clusters) and view.compiled["graph"]["hidden"] == 0
+    first = clusters[0]
+    view.toggled = [first["id"]]  # what the browser's toggle button does
+    graph = view.compiled["graph"]
+    assert graph["clusters"][0]["collapsed"] and not graph["clusters"][1]["collapsed"]
+    assert graph["hidden"] == first["size"]
+    assert "▸ branches[0]" in graph["svg"]
+
+
+def test_quiet_function_gets_a_view_later(ip):
+    run(ip, "%%jit --quiet\ndef later(x):\n    return x - 1\n")
+    run(ip, "later(np.ones(2, np.float32))")
+    view = run(ip, "later.view()")
+    assert view.status["state"] == "waiting"  # the view sees the calls made from now on
+    run(ip, "later(np.ones(2, np.float32))")
+    assert view.timing["call_count"] == 1
+
+
+# --- static fallbacks, Graphviz missing ----------------------------------------------------
+
+def _assert_static(html):
+    assert "<script" not in html.lower()
+    assert not re.search(r"\son[a-z]+\s*=", html)  # no inline event handlers
+
+
+def test_static_fallbacks_have_svg_and_tables_but_no_script(ip):
+    run(ip, JIT_CELL.replace("selu_sum", "selu_static"))
+    run(ip, "selu_static(np.ones(8, np.float32))")
+    view = view_of(ip.user_ns["selu_static"])
+    data, _ = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    html = data["text/html"]
+    _assert_static(html)
+    assert "<svg" in html and "<table" in html and 'data-nbjax-view="jit"' in html
+    assert "kernel 0" in html and "define" in html  # fusion and code panes
+
+
+def test_graphviz_missing_still_shows_the_text_panes(ip, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `dot` on the PATH
+    run(ip, "%%jit\ndef nodot(x):\n    return x * 2\n")
+    run(ip, "nodot(np.ones(2, np.float32))")
+    view = view_of(ip.user_ns["nodot"])
+    graph = view.compiled["graph"]
+    assert graph["svg"] is None and "apt-get install graphviz" in graph["note"]
+    assert graph["nodes"]  # the nodes' details are still there
+    html = view.static_html()
+    _assert_static(html)
+    assert "apt-get install graphviz" in html and "nbjax-primitive" in html
+
+
+# --- ordinary Python semantics -------------------------------------------------------------
+
+def test_syntax_error_is_an_ordinary_syntax_error(ip):
+    ip.user_ns.pop("broken", None)
+    result = ip.run_cell("%%jit\nbroken = 1\ndef f(x)\n    return x\n")
+    error = result.error_before_exec
+    assert type(error) is SyntaxError and error.lineno == 3  # the cell's line
+    assert error.text.strip() == "def f(x)"
+    assert "broken" not in ip.user_ns  # nothing ran
+    with pytest.raises(SyntaxError) as raised:  # called directly, the magic raises it too
+        ip.run_cell_magic("grad", "", "def f(x):\n    return x +\n")
+    assert raised.value.lineno == 3
+
+
+def _visible_frames(tb):
+    """The frames IPython shows: those not marked with __tracebackhide__."""
+    return [(f.f_code.co_filename, line) for f, line in traceback.walk_tb(tb)
+            if not f.f_locals.get("__tracebackhide__")]
+
+
+@pytest.mark.parametrize("call", ["bad_dot(np.ones(3, np.float32))",
+                                  "grad_bad_dot(np.ones(3, np.float32))"])
+def test_exception_in_a_user_function_points_at_the_cell_line(ip, call):
+    magic = "jit" if call.startswith("bad_dot") else "grad"
+    run(ip, f"%%{magic}\ndef bad_dot(x):\n    y = jnp.sin(x)\n    return jnp.dot(y, jnp.ones(4))\n")
+    result = ip.run_cell(call)
+    error = result.error_in_exec
+    assert isinstance(error, TypeError) and "dot" in str(error)
+    frames = _visible_frames(error.__traceback__)
+    assert not [f for f, _ in frames if f.startswith(NBJAX_DIR)]  # nbjax internals hidden
+    filename, line = frames[-1]  # the user's line, in the cell (counted from %%magic)
+    assert line == 4
+    assert linecache.getline(filename, line).strip() == "return jnp.dot(y, jnp.ones(4))"
+    shown = "".join(ip.InteractiveTB.structured_traceback(
+        type(error), error, error.__traceback__))
+    assert "return jnp.dot(y, jnp.ones(4))" in shown and "jit.py" not in shown
+
+
+# --- %%grad ---------------------------------------------------------------------------------
+
+GRAD_CELL = """%%grad --order 2
+def loss(x, w):
+    y = jnp.sin(x) * w
+    return jnp.sum(y * y)
+"""
+
+
+def test_grad_defines_gradient_and_hessian(ip):
+    run(ip, GRAD_CELL)
+    ns = ip.user_ns
+    assert isinstance(ns["grad_loss"], GradWatch) and isinstance(ns["hess_loss"], GradWatch)
+    assert not isinstance(ns["loss"], (GradWatch, WatchedJit))  # f itself is unchanged
+    x = np.array([0.5, 1.0, -2.0], np.float32)
+    w = np.float32(1.5)
+    ns.update(x=x, w=w)
+    g = np.asarray(run(ip, "grad_loss(x, w)"))
+    np.testing.assert_allclose(g, 2 * np.sin(x) * np.cos(x) * w * w, rtol=1e-5)
+    h = np.asarray(run(ip, "hess_loss(x, w)"))
+    np.testing.assert_allclose(h, np.diag(2 * np.cos(2 * x) * w * w), rtol=1e-4, atol=1e-6)
+
+
+def test_grad_wrt_several_parameters(ip):
+    run(ip, "%%grad --wrt w,x --quiet\ndef bilinear(x, w):\n    return jnp.sum(x * w)\n")
+    gw, gx = run(ip, "grad_bilinear(np.array([1., 2.], np.float32), "
+                     "np.array([3., 4.], np.float32))")  # in the order of --wrt
+    np.testing.assert_allclose(np.asarray(gx), [3, 4])
+    np.testing.assert_allclose(np.asarray(gw), [1, 2])
+
+
+def test_grad_view_links_backward_equations_to_forward_ones(ip):
+    run(ip, GRAD_CELL.replace("loss", "linked"))
+    view = view_of(ip.user_ns["grad_linked"])
+    assert view.status["message"] == "not traced yet: call grad_linked(...) or hess_linked(...)"
+    run(ip, "grad_linked(np.array([0.5, 1.0, -2.0], np.float32), np.float32(1.5))")
+    g = view.grad
+    assert g["sides"] == {"left": "forward pass", "right": "backward pass"}
+    rows = {r["id"]: r for r in g["rows"]}
+    links = {link["provenance"]: link for link in g["links"]}
+    # the forward pass comes first, then the backward pass
+    sides = [r["side"] for r in g["rows"]]
+    assert sides == sorted(sides) and "right" in sides
+    for r in g["rows"]:
+        if r["side"] == "right" and r["provenance"] is not None:
+            link = links[r["provenance"]]
+            assert r["id"] in link["right"] and link["left"]
+            assert all(rows[i]["provenance"] == r["provenance"] for i in link["left"])
+    sin = next(link for link in g["links"] if link["origin"] == "sin")
+    assert [rows[i]["primitive"] for i in sin["left"]] == ["sin", "cos"]
+    assert sin["right"] and sin["source_text"] == "y = jnp.sin(x) * w"
+    # the graph nodes carry the same provenance (the browser highlights by it)
+    assert g["graph"]["nodes"][sin["right"][0]]["provenance"] == sin["provenance"]
+    assert g["graph"]["nodes"][sin["right"][0]]["phase"] == "backward"
+    assert g["hessian"] is None
+    run(ip, "hess_linked(np.array([0.5, 1.0, -2.0], np.float32), np.float32(1.5))")
+    assert "nbjax-primitive" in view.grad["hessian"]["jaxpr"]
+    _assert_static(view.static_html())
+
+
+def _replay(steps, upto=None):
+    values, derivs = {}, {}
+    for step in steps["steps"][:upto]:
+        values.update(step["values"])
+        derivs.update(step["derivs"])
+    return values, derivs
+
+
+def test_step_through_walks_the_backward_pass(ip):
+    run(ip, GRAD_CELL.replace("loss", "walked"))
+    view = view_of(ip.user_ns["grad_walked"])
+    x = np.array([0.5, 1.0, -2.0], np.float32)
+    ip.user_ns.update(x=x, w=np.float32(1.5))
+    grad = np.asarray(run(ip, "grad_walked(x, w)"))
+    s = view.steps
+    assert s["mode"] == "rev" and s["derivative"] == "cotangent"
+    phases = [step["phase"] for step in s["steps"]]
+    n = len(s["rows"]) - 1  # rows: the input, then one per equation
+    assert phases == ["input"] + ["forward"] * n + ["seed"] + ["backward"] * n + ["result"]
+    assert [r["id"] for r in s["rows"]] == ["in0"] + [f"e{i}" for i in range(n)]
+    # forward steps compute the values; the first equation is sin x
+    values, _ = _replay(s, upto=1 + n)
+    np.testing.assert_allclose(parse_value(values["in0"]), x)
+    np.testing.assert_allclose(parse_value(values["e0"]), np.sin(x), rtol=1e-3)
+    # backward: each step's node is the equation it goes back through, in reverse order
+    backward = [step for step in s["steps"] if step["phase"] == "backward"]
+    assert [step["node"] for step in backward] == [f"e{i}" for i in reversed(range(n))]
+    assert all(step["derivs"] and step["linked"] for step in backward)
+    _, derivs = _replay(s)
+    np.testing.assert_allclose(parse_value(derivs["in0"]), grad, rtol=1e-3)
+    # the output's cotangent is 1, and d out / d (y*y) is 1 for the sum's operand
+    assert parse_value(derivs[f"e{n - 1}"]) == 1
+    np.testing.assert_allclose(parse_value(derivs[f"e{n - 2}"]), np.ones(3))
+    # step-through steps link to the derivative's equations of the same operation
+    rows = {r["id"]: r for r in view.grad["rows"]}
+    first = backward[-1]  # back through sin
+    assert {rows[i]["origin"] for i in first["linked"]} == {"sin"}
+    assert view.step == 0
+
+
+def test_step_through_forward_mode_carries_tangents(ip):
+    run(ip, "%%grad --mode fwd\ndef fwd(x):\n    return jnp.sum(jnp.exp(x) * x)\n")
+    x = np.array([0.3, -0.7], np.float32)
+    ip.user_ns["x"] = x
+    grad = np.asarray(run(ip, "grad_fwd(x)"))
+    np.testing.assert_allclose(grad, np.exp(x) * (1 + x), rtol=1e-5)
+    view = view_of(ip.user_ns["grad_fwd"])
+    assert view.grad["sides"] == {"left": "primal", "right": "tangents"}
+    right = [r for r in view.grad["rows"] if r["side"] == "right"]
+    assert right and all(r["provenance"] is not None for r in right)
+    s = view.steps
+    assert s["derivative"] == "tangent" and "x[0]" in s["seed"]
+    _, tangents = _replay(s)
+    np.testing.assert_allclose(parse_value(tangents["in0"]), [1, 0])
+    out = s["steps"][-1]
+    assert out["phase"] == "result"
+    # the output's tangent along e_0 is the first component of the gradient
+    np.testing.assert_allclose(parse_value(tangents[out["node"]]), grad[0], rtol=1e-3)
+
+
+# --- %jaxpr ---------------------------------------------------------------------------------
+
+def test_jaxpr_magic(ip):
+    run(ip, "def poly(x, coeffs):\n    return coeffs['a'] * x ** 2 + coeffs['b']")
+    shown = run(ip, "%jaxpr poly(np.ones(3, np.float32), {'a': 2.0, 'b': 1.0})")
+    expected = nbjax.make_jaxpr(ip.user_ns["poly"])(np.ones(3, np.float32),
+                                                    {"a": 2.0, "b": 1.0})
+    assert str(shown) == str(expected) and shown.graph
+    text_only = run(ip, "%jaxpr --text --budget all poly(1.0, {'a': 1.0, 'b': 0.0})")
+    assert not text_only.graph and text_only.budget is None
+    grad_jaxpr = run(ip, "%jaxpr grad(lambda x: jnp.sin(x))(1.0)")  # grad not imported
+    assert "cos" in str(grad_jaxpr)
+    html = grad_jaxpr._repr_html_()
+    _assert_static(html)
+    result = ip.run_cell("%jaxpr undefined_function(1.0)")
+    assert isinstance(result.error_in_exec, NameError)
+
+
+# --- the browser side -----------------------------------------------------------------------
+
+def test_widget_assets_are_found_and_documented_test_ids_exist():
+    js = (assets.extension_dir() / "nbjax_widgets.js").read_text()
+    assert "export default { render }" in js
+    assert (assets.extension_dir() / "nbjax.css").is_file()
+    doc = nbjax.notebook.__doc__
+    section = doc[doc.index("Stable ``data-testid``"):doc.index("The static fallback")]
+    ids = set(re.findall(r"``(nbjax-[a-z-]+)(?:<|``)", section))
+    assert len(ids) > 30
+    missing = [i for i in ids if i not in js and i.rstrip("-") not in js]
+    assert not missing
