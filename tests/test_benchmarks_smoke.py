@@ -7,6 +7,7 @@ import io
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,8 @@ import nbjax
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import run, workloads  # noqa: E402
-from benchmarks.timing import format_seconds, median_time  # noqa: E402
+from benchmarks.contenders import NBJAX_CACHE_DIR, empty_disk_cache, nbjax_backend  # noqa: E402
+from benchmarks.timing import BATCH_SECONDS, format_seconds, interleaved_times  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +49,16 @@ def test_table_lists_every_workload_with_its_times(report):
         assert w.name in rows
         assert "error" not in rows[w.name]
     assert "memory bandwidth" in printed and "GB/s" in printed
+
+
+def test_the_json_renders_the_same_table_and_as_markdown(report):
+    printed, data = report
+    assert run.render(data) in printed
+    table = [line for line in run.render(data, markdown=True).splitlines()
+             if line.startswith("|")]
+    assert len(table) == 2 + len(workloads.WORKLOADS)
+    assert table[0].startswith("| workload | size | nbjax |")
+    assert table[2].startswith("| power_sum\\* | 1000x1000 |")
 
 
 def test_the_backend_measured_is_named(report):
@@ -81,6 +93,24 @@ def test_backend_option_selects_and_restores_jit_backend(tmp_path):
     assert nbjax.config.jit_backend == before
 
 
+def test_first_calls_compile_into_an_empty_disk_cache_then_hit_it(monkeypatch):
+    """What the two first-call columns claim: the first compiles (the cache directory starts
+    empty), the second finds the code on disk; the user's cache setting is left as it was."""
+    from nbjax.backends.cpu import cache
+    monkeypatch.setenv(NBJAX_CACHE_DIR, "/users/own/cache")
+    x = nbjax.numpy.ones(8)
+    with nbjax_backend("cpu"), empty_disk_cache():
+        directory = os.environ[NBJAX_CACHE_DIR]
+        assert os.listdir(directory) == [] and os.stat(directory).st_mode & 0o077 == 0
+        hits = cache.stats["hit"]
+        nbjax.jit(workloads.power_sum)(x).block_until_ready()
+        assert os.listdir(directory) and cache.stats["hit"] == hits
+        nbjax.jit(workloads.power_sum)(x).block_until_ready()
+        assert cache.stats["hit"] > hits
+    assert os.environ[NBJAX_CACHE_DIR] == "/users/own/cache"
+    assert not os.path.exists(directory)
+
+
 def test_relative_error_sees_differences_and_shapes():
     a = np.array([1.0, 2.0, 4.0], np.float32)
     assert run.relative_error((a,), (a,)) == 0
@@ -88,11 +118,24 @@ def test_relative_error_sees_differences_and_shapes():
     assert run.relative_error(a[:2], a) == float("inf")
 
 
-def test_median_time_batches_short_calls_and_keeps_reps():
-    calls = []
-    result = median_time(lambda: calls.append(1), (), reps=3, budget_s=10)
-    assert len(result["times_s"]) == 3 and result["batch"] > 1
-    assert len(calls) == 1 + 3 * result["batch"]
+def test_interleaved_times_batch_short_calls_and_take_turns():
+    order = []
+    slow = (lambda: order.append("slow") or time.sleep(BATCH_SECONDS), ())
+    fast = (lambda: order.append("fast"), ())
+    timed_slow, timed_fast = interleaved_times([slow, fast], reps=3, budget_s=10)
+    assert timed_slow["batch"] == 1 and timed_fast["batch"] > 1
+    assert len(timed_slow["times_s"]) == len(timed_fast["times_s"]) == 3
+    assert timed_slow["median_s"] >= BATCH_SECONDS > timed_fast["median_s"]
+    # a warm-up call each, then rounds in which each takes its turn
+    assert order[:2] == ["slow", "fast"]
+    rounds = order[2:]
+    assert rounds == (["slow"] + ["fast"] * timed_fast["batch"]) * 3
+
+
+def test_the_time_budget_cuts_repetitions_but_not_below_three():
+    calls = [(lambda: time.sleep(0.01), ())]
+    assert len(interleaved_times(calls, reps=50, budget_s=0)[0]["times_s"]) == 3
+    assert len(interleaved_times(calls, reps=2, budget_s=0)[0]["times_s"]) == 2
 
 
 def test_format_seconds_picks_a_unit():

@@ -1,0 +1,116 @@
+"""How the benchmarks measure: call times, first-call times and the memory bandwidth.
+
+Every timed call blocks on its result (``block_until_ready`` where a library dispatches
+asynchronously), so a time covers the computation and not just its launch. Steady-state times
+are the median of several repetitions after a warm-up call, the libraries taking turns: a
+median resists the noise of a shared machine better than a mean, and taking turns keeps the
+ratios fair when the load changes. A call shorter than ``BATCH_SECONDS`` is repeated in a batch
+and the batch's time divided, so the clock's resolution does not dominate tiny calls.
+"""
+
+import os
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from nbjax.tree_util import tree_leaves
+
+BATCH_SECONDS = 2e-3
+MAX_BATCH = 10_000
+MIN_REPS = 3
+
+
+def block(result):
+    """Wait until every array in ``result`` (any library's pytree of outputs) is computed."""
+    for leaf in tree_leaves(result):
+        wait = getattr(leaf, "block_until_ready", None)
+        if wait is not None:
+            wait()
+    return result
+
+
+def call_time(fn, args):
+    """Seconds for one blocking call ``fn(*args)``."""
+    start = time.perf_counter()
+    block(fn(*args))
+    return time.perf_counter() - start
+
+
+def batch_size(fn, args):
+    """How many calls to time together: one warm-up call sizes the batch so that a batch lasts
+    at least ``BATCH_SECONDS``."""
+    warm = call_time(fn, args)
+    if warm >= BATCH_SECONDS:
+        return 1
+    return min(MAX_BATCH, int(BATCH_SECONDS / max(warm, 1e-9)) + 1)
+
+
+def batch_time(fn, args, batch):
+    """Seconds per call of ``batch`` blocking calls ``fn(*args)``."""
+    start = time.perf_counter()
+    for _ in range(batch):
+        block(fn(*args))
+    return (time.perf_counter() - start) / batch
+
+
+def interleaved_times(calls, reps, budget_s):
+    """The median seconds per call of each ``(fn, args)`` in ``calls``, after a warm-up call.
+
+    The repetitions are interleaved: each round times every call once, so a change in the
+    machine's load (other processes come and go) affects all of them alike and their ratios
+    stay meaningful. Runs ``reps`` rounds, or fewer (at least ``MIN_REPS``) once ``budget_s``
+    seconds are spent, so slow workloads do not stretch a run to hours. Returns, per call, the
+    median, every repetition's time and the batch size used.
+    """
+    batches = [batch_size(fn, args) for fn, args in calls]
+    times = [[] for _ in calls]
+    start = time.perf_counter()
+    for done in range(1, reps + 1):
+        for (fn, args), batch, series in zip(calls, batches, times):
+            series.append(batch_time(fn, args, batch))
+        if done >= min(MIN_REPS, reps) and time.perf_counter() - start > budget_s:
+            break
+    return [{"median_s": statistics.median(series), "times_s": series, "batch": batch}
+            for series, batch in zip(times, batches)]
+
+
+def copy_bandwidth(nbytes, threads, reps=7):
+    """GB/s of copying ``nbytes`` between two existing buffers, counting bytes read plus bytes
+    written, with the copy split over ``threads`` threads (NumPy releases the GIL while it
+    copies). The destination is written once before timing, so page faults are not counted:
+    a kernel that streams into reused buffers is held to this figure."""
+    n = int(nbytes) // 4
+    src = np.ones(n, np.float32)
+    dst = np.empty_like(src)
+    bounds = np.linspace(0, n, threads + 1).astype(int)
+    pieces = [(dst[a:b], src[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    with ThreadPoolExecutor(threads) as pool:
+        def copy():
+            list(pool.map(lambda piece: np.copyto(*piece), pieces))
+        copy()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            copy()
+            times.append(time.perf_counter() - t0)
+    return 2 * src.nbytes / statistics.median(times) / 1e9
+
+
+def core_count():
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def format_seconds(seconds):
+    """A time with a readable unit: ``85.2 ms``, ``4.05 us``, ``1.95 s``."""
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"

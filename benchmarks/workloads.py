@@ -1,0 +1,224 @@
+"""What the benchmarks measure: each workload as a NumPy baseline and as a JAX-style function.
+
+The JAX-style function is built from a module (``nbjax`` or ``jax``: they share an API), so
+one definition serves both libraries; the runner jits it. Most baselines are the same code on
+NumPy; where NumPy needs another formulation (a batched product, a hand-written gradient, a
+Python loop for ``scan``) it is written as a NumPy user would.
+
+The seed workloads (``seed=True``) come from the documents the project was created from
+(``shared/SEEDS.md``), at their sizes. ``setup(small)`` gives a size label and the NumPy
+inputs; ``small=True`` shrinks the work about 100x for quick runs.
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+LEARNING_RATE = 0.01
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    what: str
+    setup: Callable      # small -> (size label, tuple of NumPy inputs)
+    numpy: Callable      # the NumPy baseline, called on the inputs
+    build: Callable      # module (nbjax or jax) -> the function to jit
+    seed: bool = False   # from the seed documents
+    streams: bool = False  # element-wise: bounded by memory bandwidth, bytes = inputs + outputs
+
+
+def _normal(*shape, seed=0, scale=1.0):
+    values = np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+    return values * np.float32(scale) if scale != 1.0 else values
+
+
+def _label(shape):
+    return "x".join(str(n) for n in shape)
+
+
+def _array_of(full, small):
+    """A setup giving one normal float32 array of the ``full`` or ``small`` shape."""
+    def setup(is_small):
+        shape = small if is_small else full
+        return _label(shape), (_normal(*shape),)
+    return setup
+
+
+# --- the element-wise seeds ------------------------------------------------------------------
+
+def power_sum(x):
+    return x + x * x + x * x * x
+
+
+def selu(xp):
+    def selu(x):
+        return SELU_SCALE * xp.where(x > 0, x, SELU_ALPHA * xp.exp(x) - SELU_ALPHA)
+    return selu
+
+
+# --- the 81-slice Gaussian blur ----------------------------------------------------------------
+
+def gaussian_kernel(size=9, sigma=2.5):
+    """The normalised 2-D Gaussian, as float32 weights."""
+    r = np.arange(size) - size // 2
+    g = np.exp(-r ** 2 / (2 * sigma ** 2))
+    k = np.outer(g, g)
+    return (k / k.sum()).astype(np.float32)
+
+
+def blur(xp):
+    """The seed article's blur: pad by the kernel's radius (edge values), then sum the 81
+    weighted shifted slices of the padded image."""
+    kernel = gaussian_kernel()
+    size = kernel.shape[0]
+
+    def blur(img):
+        h, w = img.shape
+        padded = xp.pad(img, size // 2, mode="edge")
+        out = xp.zeros_like(img)
+        for i in range(size):
+            for j in range(size):
+                out = out + kernel[i, j] * padded[i:i + h, j:j + w]
+        return out
+    return blur
+
+
+# --- the batched matrix-vector product ---------------------------------------------------------
+
+def _matvec_setup(is_small):
+    n = 1000 if is_small else 10000
+    return f"{n}x{n} @ 128x{n}", (_normal(n, n), _normal(128, n, seed=1))
+
+
+def numpy_matvec(m, v):
+    return (m @ v.T).T
+
+
+# --- a two-layer MLP's training step -----------------------------------------------------------
+
+def _mlp_setup(is_small):
+    batch, hidden = (16, 64) if is_small else (128, 512)
+    n_in, n_out = 784, 10
+    params = (_normal(n_in, hidden, seed=1, scale=n_in ** -0.5), np.zeros(hidden, np.float32),
+              _normal(hidden, n_out, seed=2, scale=hidden ** -0.5), np.zeros(n_out, np.float32))
+    x = _normal(batch, n_in, seed=3)
+    labels = np.random.default_rng(4).integers(0, n_out, batch)
+    y = np.eye(n_out, dtype=np.float32)[labels]
+    return f"batch {batch}, {n_in}-{hidden}-{n_out}", (params, x, y)
+
+
+def _log_softmax(xp, logits):
+    shifted = logits - xp.max(logits, axis=1, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
+
+
+def mlp_step(lib):
+    """One SGD step on the softmax cross-entropy of ``tanh(x W1 + b1) W2 + b2``."""
+    xp = lib.numpy
+
+    def loss(params, x, y):
+        w1, b1, w2, b2 = params
+        logits = xp.tanh(x @ w1 + b1) @ w2 + b2
+        return -xp.mean(xp.sum(y * _log_softmax(xp, logits), axis=1))
+
+    def step(params, x, y):
+        value, grads = lib.value_and_grad(loss)(params, x, y)
+        return tuple(p - LEARNING_RATE * g for p, g in zip(params, grads)), value
+    return step
+
+
+def numpy_mlp_step(params, x, y):
+    """The same step with the gradient written by hand (softmax minus labels, back through
+    the layers), as one would in NumPy."""
+    w1, b1, w2, b2 = params
+    h = np.tanh(x @ w1 + b1)
+    log_p = _log_softmax(np, h @ w2 + b2)
+    value = -np.mean(np.sum(y * log_p, axis=1))
+    d_logits = (np.exp(log_p) - y) / x.shape[0]
+    d_h = (d_logits @ w2.T) * (1 - h * h)
+    grads = (x.T @ d_h, d_h.sum(axis=0), h.T @ d_logits, d_logits.sum(axis=0))
+    return tuple(p - LEARNING_RATE * g for p, g in zip(params, grads)), value
+
+
+# --- a recurrent loop with scan ----------------------------------------------------------------
+
+RNN_STEPS = 100
+
+
+def _rnn_setup(is_small):
+    batch, hidden, n_in = (8, 128, 32) if is_small else (32, 512, 128)
+    w = _normal(hidden, hidden, seed=1, scale=hidden ** -0.5)
+    u = _normal(n_in, hidden, seed=2, scale=n_in ** -0.5)
+    xs = _normal(RNN_STEPS, batch, n_in, seed=3)
+    return (f"{RNN_STEPS} steps, batch {batch}, {n_in}->{hidden}",
+            (w, u, np.zeros((batch, hidden), np.float32), xs))
+
+
+def rnn(lib):
+    """``h = tanh(W h + U x_t)`` over the steps of ``xs`` (rows are batch elements)."""
+    def rnn(w, u, h, xs):
+        def step(h, x_t):
+            return lib.numpy.tanh(h @ w + x_t @ u), None
+        return lib.lax.scan(step, h, xs)[0]
+    return rnn
+
+
+def numpy_rnn(w, u, h, xs):
+    for x_t in xs:
+        h = np.tanh(h @ w + x_t @ u)
+    return h
+
+
+# --- dispatch ------------------------------------------------------------------------------------
+
+def add_one(x):
+    return x + 1
+
+
+def _dispatch_setup(is_small):
+    return "4", (np.arange(4, dtype=np.float32),)
+
+
+WORKLOADS = [
+    Workload("power_sum", "x + x*x + x*x*x", _array_of((10000, 10000), (1000, 1000)),
+             power_sum, lambda lib: power_sum, seed=True, streams=True),
+    Workload("selu", "scale * where(x > 0, x, alpha*exp(x) - alpha)",
+             _array_of((10000, 10000), (1000, 1000)), selu(np),
+             lambda lib: selu(lib.numpy), seed=True, streams=True),
+    Workload("batched_matvec", "vmap(dot, in_axes=(None, 0)); NumPy (M @ V.T).T",
+             _matvec_setup, numpy_matvec,
+             lambda lib: lib.vmap(lib.numpy.dot, in_axes=(None, 0)), seed=True),
+    Workload("blur_473x716", "9x9 Gaussian blur, 81 shifted slices of an edge-padded image",
+             _array_of((473, 716), (47, 72)), blur(np), lambda lib: blur(lib.numpy), seed=True),
+    Workload("blur_4096x4096", "the same blur on a larger image",
+             _array_of((4096, 4096), (410, 410)), blur(np), lambda lib: blur(lib.numpy),
+             seed=True),
+    Workload("grad_1e6", "grad(lambda x: sum(x**3)); NumPy 3*x**2",
+             _array_of((10 ** 6,), (10 ** 4,)), lambda x: 3 * x ** 2,
+             lambda lib: lib.grad(lambda x: lib.numpy.sum(x ** 3)), seed=True, streams=True),
+    Workload("grad_1e7", "the same gradient on a larger vector",
+             _array_of((10 ** 7,), (10 ** 5,)), lambda x: 3 * x ** 2,
+             lambda lib: lib.grad(lambda x: lib.numpy.sum(x ** 3)), seed=True, streams=True),
+    Workload("mlp_step", "MLP training step: tanh, softmax cross-entropy, SGD",
+             _mlp_setup, numpy_mlp_step, mlp_step),
+    Workload("rnn_scan", "scan of h = tanh(W h + U x_t); NumPy a Python loop",
+             _rnn_setup, numpy_rnn, rnn),
+    Workload("dispatch", "x + 1 on 4 elements: the cost of one call", _dispatch_setup,
+             add_one, lambda lib: add_one),
+]
+
+
+def select(names):
+    """The workloads whose name contains one of ``names`` (all when ``names`` is empty)."""
+    if not names:
+        return list(WORKLOADS)
+    chosen = [w for w in WORKLOADS if any(n in w.name for n in names)]
+    unknown = [n for n in names if not any(n in w.name for w in WORKLOADS)]
+    if unknown:
+        raise ValueError(f"no workload matches {unknown}; workloads: "
+                         f"{[w.name for w in WORKLOADS]}")
+    return chosen
