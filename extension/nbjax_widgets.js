@@ -17,6 +17,11 @@ const PLAY_INTERVAL_MS = 800;
 
 // --- small helpers ------------------------------------------------------------------------
 
+// Replace an element's children, skipping absent ones (replaceChildren prints null as "null").
+function setChildren(el, ...children) {
+  el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}
+
 function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs)) {
@@ -186,7 +191,7 @@ class View {
       pane = this.panes[name] = h("div", { class: "nbjax-pane", role: "tabpanel", testid: `nbjax-pane-${name}` });
       this.body.append(pane);
     }
-    pane.replaceChildren(...content.filter((c) => c !== null && c !== undefined));
+    setChildren(pane, ...content);
     return pane;
   }
 }
@@ -321,7 +326,7 @@ class JitView extends View {
     const id = this.get("selected");
     const c = this.get("compiled") || {};
     if (this.graph) this.graph.mark("nbjax-selected", id ? [id] : []);
-    if (this.details) this.details.replaceChildren(detailsOf(c.graph && c.graph.nodes[id]), this.clusterButtons(c.graph, id));
+    if (this.details) setChildren(this.details, detailsOf(c.graph && c.graph.nodes[id]), this.clusterButtons(c.graph, id));
     if (this.linkedText) {
       for (const span of this.linkedText.querySelectorAll(".nbjax-eqn[data-node]")) {
         span.classList.toggle("nbjax-selected", span.getAttribute("data-node") === id);
@@ -465,7 +470,7 @@ class GradView extends View {
     this.position.textContent = `step ${k + 1} / ${s.steps.length}`;
     const g = this.get("grad") || {};
     const linked = (current.linked || []).map((id) => (g.rows || []).find((r) => r.id === id)).filter(Boolean);
-    this.stepText.replaceChildren(h("b", {}, current.phase), " ", current.text,
+    setChildren(this.stepText, h("b", {}, current.phase), " ", current.text,
       linked.length ? h("div", { class: "nbjax-note" }, "in the derivative's jaxpr: ", linked.map((r) => r.text).join(";  ")) : null);
     this.stepGraph.mark("nbjax-current", current.node ? [current.node] : []);
     this.stepGraph.mark("nbjax-changed", Object.keys({ ...current.values, ...current.derivs }));

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Install the Debian packages the tests use, when they are missing: Graphviz's `dot` (the
-# graph views). Needs root and apt-get; elsewhere it says what is missing and carries on
-# (the tests that need a missing program skip with the reason).
+# graph views), and Chromium with a font (the real-browser tests of the notebooks; Playwright
+# drives this system browser, so `playwright install` is never needed). Needs root and
+# apt-get; elsewhere it says what is missing and carries on (the tests that need a missing
+# program skip with the reason). NBJAX_BROWSER names another browser binary to use instead.
 set -u
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+# (A browser named by NBJAX_BROWSER is the user's to provide.)
+[ -n "${NBJAX_BROWSER:-}" ] || [ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -e /usr/share/fonts/truetype/liberation ] || missing+=(fonts-liberation)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${missing[*]} with apt-get"

@@ -1,0 +1,134 @@
+"""Every notebook in notebooks/ runs top to bottom in a real Jupyter kernel (nbclient), with
+``NBJAX_NOTEBOOK_SMALL=1`` so that the notebooks use small arrays. The notebooks check their
+own results with ``assert``s (a gradient against its formula, vmap against a loop...), so an
+exception in any cell fails the test; the tests below also check that the rich outputs the
+notebooks are for (graphs, compiler views, the benchmark chart) were produced.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+MISSING = "{} is not installed (pip install -e .[test])"
+nbformat = pytest.importorskip("nbformat", reason=MISSING.format("nbformat"))
+nbclient = pytest.importorskip("nbclient", reason=MISSING.format("nbclient"))
+pytest.importorskip("ipykernel", reason=MISSING.format("ipykernel"))
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+KERNEL = "nbjax-test"
+CELL_TIMEOUT_S = 180
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+@pytest.fixture
+def jupyter_env(tmp_path, monkeypatch):
+    """A private Jupyter/IPython configuration whose only kernel runs this interpreter (so
+    the notebooks import the nbjax under test, whatever kernels the machine has), with the
+    notebooks' small sizes switched on."""
+    spec_dir = tmp_path / "data" / "kernels" / KERNEL
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "nbjax tests", "language": "python"}))
+    for name, sub in (("JUPYTER_DATA_DIR", "data"), ("JUPYTER_CONFIG_DIR", "config"),
+                      ("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython")):
+        monkeypatch.setenv(name, str(tmp_path / sub))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "data"))
+    monkeypatch.setenv("NBJAX_NOTEBOOK_SMALL", "1")
+    monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")   # quiets the kernel's debugger
+    return tmp_path
+
+
+def execute(path):
+    """The notebook at ``path``, executed in its own folder (as a user opening it would)."""
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(nb, kernel_name=KERNEL, timeout=CELL_TIMEOUT_S,
+                                     resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    return nb
+
+
+def outputs(nb, mime):
+    """The ``mime`` parts of every rich output of ``nb``, in order."""
+    return [out["data"][mime] for cell in nb.cells if cell.cell_type == "code"
+            for out in cell.get("outputs", []) if mime in out.get("data", {})]
+
+
+def views_under(nb, text):
+    """The saved state of the widgets displayed by the first code cell whose source contains
+    ``text`` (nbclient stores every widget's last state in the notebook's metadata)."""
+    cell = next(c for c in nb.cells if c.cell_type == "code" and text in c.source)
+    states = nb.metadata["widgets"][WIDGET_STATE]["state"]
+    return [states[out["data"][WIDGET_VIEW]["model_id"]]["state"] for out in cell.outputs
+            if WIDGET_VIEW in out.get("data", {})]
+
+
+def assert_ready_view(nb, text, kind, title):
+    """The cell containing ``text`` shows one ``kind`` view of ``title``, filled in by the
+    calls of later cells (its status is no longer "waiting")."""
+    views = views_under(nb, text)
+    assert [(v["view"], v["title"]) for v in views] == [(kind, title)]
+    assert views[0]["status"]["state"] == "ready", views[0]["status"]
+
+
+def test_there_are_notebooks():
+    assert [p.name for p in NOTEBOOKS] == [
+        "01_tour.ipynb", "02_autodiff_classroom.ipynb", "03_seed_benchmarks.ipynb"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_stored_notebooks_are_valid_and_clean(path):
+    """Stored without outputs, so that diffs show only what the author changed and nobody
+    runs a stale result; the outputs appear when a reader runs the notebook."""
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
+    assert "widgets" not in nb.metadata
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs_top_to_bottom(path, jupyter_env):
+    nb = execute(path)
+    executed = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in executed)
+    errors = [out for c in executed for out in c.outputs if out.output_type == "error"]
+    assert not errors
+    CHECKS[path.stem](nb)
+
+
+def check_tour(nb):
+    # make_jaxpr's result displays as coloured text and a graph (or a note on installing
+    # Graphviz); each %%jit cell shows a compiler view, compiled by the calls below it.
+    assert 'data-nbjax-view="jaxpr"' in "\n".join(outputs(nb, "text/html"))
+    assert_ready_view(nb, "def fast_power_sum(", "jit", "fast_power_sum")
+    assert_ready_view(nb, "def selu(", "jit", "selu")
+    assert_ready_view(nb, "def sum_of_cubes(", "grad", "sum_of_cubes")
+    timing = views_under(nb, "def fast_power_sum(")[0]["timing"]
+    assert timing["call_count"] >= 6   # the check and the five timed calls
+
+
+def check_classroom(nb):
+    html = "\n".join(outputs(nb, "text/html"))
+    assert "<svg" in html and "step size h" in html   # the plot of error against step size
+    for options in ("%%grad --mode fwd", "%%grad --wrt x1,x2"):
+        assert_ready_view(nb, options, "grad", "y")
+        steps = views_under(nb, options)[0]["steps"]
+        assert steps["steps"], options   # something to step through
+
+
+def check_benchmarks(nb):
+    html = "\n".join(outputs(nb, "text/html"))
+    assert 'data-testid="benchmark-chart"' in html and "<svg" in html
+    assert 'data-testid="benchmark-table"' in html
+    for name in ("power_sum", "selu", "batched_matvec", "blur_473x716", "grad_1e6"):
+        assert name in html
+
+
+CHECKS = {"01_tour": check_tour, "02_autodiff_classroom": check_classroom,
+          "03_seed_benchmarks": check_benchmarks}
