@@ -144,7 +144,8 @@ def _numeric_int(name, x, y):
 def _float_divmod(x, y):
     """Floor quotient and remainder of floats, as NumPy defines them (sign of the divisor)."""
     mod = lax.rem(x, y)
-    quotient = lax.div(lax.sub(x, mod), y)
+    # x / 0 keeps its infinity: rem(x, 0) is nan, so x - mod would make the quotient nan.
+    quotient = lax.div(_where(lax.eq(y, 0), x, lax.sub(x, mod)), y)
     fix = lax.bitwise_and(lax.ne(mod, 0), lax.ne(lax.lt(y, 0), lax.lt(mod, 0)))
     mod = _where(fix, lax.add(mod, y), mod)
     quotient = _where(fix, lax.sub(quotient, 1), quotient)
