@@ -266,30 +266,82 @@ cond_p.def_batch(_cond_batch)
 
 
 def _cond_jvp(primals, tangents, branches):
-    """The primal outputs come from the cond itself; the tangents from a second cond over
-    the branches' JVPs, with tangents for the union of outputs any branch makes nonzero.
-
-    Two conds rather than one so that under ``linearize`` the first, which needs only known
-    values, is computed at once, while the second is staged into the linear jaxpr (whose
-    transpose, below, recomputes the primal part it needs inside each branch).
-    """
+    """Forward mode through cond: one cond over the branches' JVPs, returning the primal
+    outputs and tangents for the union of outputs any branch makes nonzero. Under
+    ``linearize`` the partial-evaluation rule below splits it into a known cond (primal
+    values and residuals, now) and an unknown one (the tangents, staged)."""
     (index, *ops), (_, *op_tangents) = primals, tangents
     nonzeros = _nonzero(op_tangents)
     out_nonzeros = [any(flags) for flags in zip(
         *(ad.jvp_jaxpr(b, nonzeros, False)[1] for b in branches))]
-    primals_out = cond_p.bind(index, *ops, branches=branches)
     if not any(out_nonzeros):
+        primals_out = cond_p.bind(index, *ops, branches=branches)
         return primals_out, _merge_tangents(out_nonzeros, [], branches[0].out_avals)
-    n_out, n_tangents = len(primals_out), sum(out_nonzeros)
-    tangent_outputs = range(n_out, n_out + n_tangents)
-    jvps = []
-    for b in branches:
-        jvp, consts = _hoist(ad.jvp_jaxpr(b, nonzeros, out_nonzeros)[0])
-        jvps.append((_rearrange(jvp, range(len(jvp.in_avals)), tangent_outputs), consts))
+    jvps = [_hoist(ad.jvp_jaxpr(b, nonzeros, out_nonzeros)[0]) for b in branches]
     jvp_branches, consts = _shared_branches(jvps)
-    touts = cond_p.bind(index, *consts, *ops, *_select(nonzeros, op_tangents),
-                        branches=jvp_branches)
-    return primals_out, _merge_tangents(out_nonzeros, touts, branches[0].out_avals)
+    outs = cond_p.bind(index, *consts, *ops, *_select(nonzeros, op_tangents),
+                       branches=jvp_branches)
+    n_out = len(branches[0].out_avals)
+    return outs[:n_out], _merge_tangents(out_nonzeros, outs[n_out:], branches[0].out_avals)
+
+
+def _cond_partial_eval(trace, args, unknowns, *, branches):
+    """Partial evaluation of a cond with some unknown operands (reverse mode: tangents).
+
+    Each branch is split with ``partial_eval_jaxpr`` (an output is unknown if it is in any
+    branch). The branches' residuals differ, so the known cond returns all of them, each
+    branch filling the others' with zeros, and the staged unknown cond takes them all,
+    each branch reading its own.
+    """
+    index_unknown, ops_uk = unknowns[0], unknowns[1:]
+    if index_unknown:
+        return trace.stage(cond_p, args, dict(branches=branches))
+    index, ops = args[0], args[1:]
+    out_uk = [any(flags) for flags in zip(
+        *(partial_eval.partial_eval_jaxpr(b, ops_uk)[2] for b in branches))]
+    splits = [partial_eval.partial_eval_jaxpr(b, ops_uk, out_uk) for b in branches]
+    res_avals = [s[1].in_avals[:s[3]] for s in splits]
+    all_res = [a for avals in res_avals for a in avals]
+    n_known_out = out_uk.count(False)
+
+    def known_branch(b):
+        known, _, _, num_res = splits[b]
+
+        def fun(*known_ops):
+            outs = eval_closed_jaxpr(known, *known_ops)
+            padded = [ad.zeros_like_aval(a) for j in range(b) for a in res_avals[j]]
+            padded += outs[n_known_out:]
+            padded += [ad.zeros_like_aval(a) for j in range(b + 1, len(branches))
+                       for a in res_avals[j]]
+            return outs[:n_known_out] + padded
+        return _trace_flat(fun, known.in_avals, "known part of a cond branch")
+
+    def unknown_branch(b):
+        unknown, start = splits[b][1], sum(len(r) for r in res_avals[:b])
+
+        def fun(*res_and_ops):
+            res, uk_ops = res_and_ops[:len(all_res)], res_and_ops[len(all_res):]
+            own = res[start:start + len(res_avals[b])]
+            return eval_closed_jaxpr(unknown, *own, *uk_ops)
+        in_avals = all_res + [a for a, u in zip(branches[b].in_avals, ops_uk) if u]
+        return _trace_flat(fun, in_avals, "unknown part of a cond branch")
+
+    known_branches, known_consts = _shared_branches(
+        [known_branch(b) for b in range(len(branches))])
+    known_outs = trace.compute_known(cond_p, [
+        index, *known_consts, *[x for x, u in zip(ops, ops_uk) if not u]],
+        dict(branches=known_branches))
+    residuals = known_outs[n_known_out:]
+    unknown_branches, unknown_consts = _shared_branches(
+        [unknown_branch(b) for b in range(len(branches))])
+    unknown_outs = trace.stage(cond_p, [
+        index, *unknown_consts, *residuals, *[x for x, u in zip(ops, ops_uk) if u]],
+        dict(branches=unknown_branches))
+    known_iter, unknown_iter = iter(known_outs[:n_known_out]), iter(unknown_outs)
+    return [next(unknown_iter) if u else next(known_iter) for u in out_uk]
+
+
+cond_p.def_rule("partial_eval", _cond_partial_eval)
 
 
 cond_p.def_jvp(_cond_jvp)
