@@ -8,6 +8,7 @@ from .. import lax
 from ..core import Array, Tracer, dtypes, get_aval, valid_value
 from ..core.trace import is_python_scalar
 from ..lax.standard import IncompatibleShapesError, weak_scalar
+from ..lax.standard import broadcast_shapes as lax_broadcast_shapes  # equal ranks only
 
 _SCALARS = (bool, int, float, complex)
 
@@ -59,17 +60,16 @@ def promote_dtypes_inexact(*args):
 
 
 def broadcast_shapes(*shapes, name="broadcast_shapes"):
-    """NumPy broadcasting of shapes; IncompatibleShapesError (a TypeError) naming both."""
+    """NumPy broadcasting of shapes: lax's rule (equal ranks, size-1 axes stretch) after
+    padding the ranks; IncompatibleShapesError (a TypeError) naming both shapes."""
+    shapes = [tuple(s) for s in shapes]
     rank = max((len(s) for s in shapes), default=0)
-    out = []
-    for sizes in zip(*((1,) * (rank - len(s)) + tuple(s) for s in shapes)):
-        non_one = {d for d in sizes if d != 1}
-        if len(non_one) > 1:
-            raise IncompatibleShapesError(
-                f"{name}: incompatible shapes for broadcasting: "
-                f"{' and '.join(map(str, map(tuple, shapes)))}.")
-        out.append(non_one.pop() if non_one else 1)
-    return tuple(out)
+    try:
+        return lax_broadcast_shapes(name, *((1,) * (rank - len(s)) + s for s in shapes))
+    except IncompatibleShapesError:
+        raise IncompatibleShapesError(
+            f"{name}: incompatible shapes for broadcasting: "
+            f"{' and '.join(map(str, shapes))}.") from None
 
 
 def promote_shapes(name, *args):
