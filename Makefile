@@ -15,6 +15,10 @@ $(VENV)/.test-deps: $(PY) pyproject.toml
 	$(PY) -m pip install -q -e ".[test]"
 	touch $@
 
+$(VENV)/.bench-deps: $(PY) pyproject.toml
+	$(PY) -m pip install -q -e ".[test,bench]"
+	touch $@
+
 $(VENV)/.lab-deps: $(PY) pyproject.toml
 	$(PY) -m pip install -q -e ".[lab]"
 	touch $@
@@ -26,7 +30,8 @@ test: $(VENV)/.test-deps
 lab: $(VENV)/.lab-deps
 	$(VENV)/bin/jupyter lab notebooks/
 
-bench: $(VENV)/.test-deps
+# `make bench`: the benchmark table (installs jax, the reference it is compared with).
+bench: $(VENV)/.bench-deps
 	$(PY) -m benchmarks.run
 
 # Optional: the public array-api-tests suite, from a local checkout (it is not on PyPI).

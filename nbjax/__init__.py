@@ -1,20 +1,20 @@
 """nbjax: JAX rebuilt from scratch in Python, made visible in Jupyter."""
 
 from .config import config
-from .core import Array, devices, default_device
+from .core import Array, default_device, devices  # noqa: F401
 from .core.abstract import ShapeDtypeStruct, ShapedArray  # noqa: F401
+from .core.array import Device  # noqa: F401
 from .core.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa: F401
                           TracerBoolConversionError, TracerIntegerConversionError,
                           UnexpectedTracerError)
-from .core.array import Device
 from . import tree_util, tree, test_util  # noqa: F401
 from .api import (grad, hessian, jacfwd, jacrev, jvp, linearize, make_jaxpr,  # noqa: F401
-                  value_and_grad, vjp, vmap)
+                  pmap, value_and_grad, vjp, vmap)
 from . import lax, numpy, random, scipy  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
 from .custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
 from .jit import jit  # noqa: F401
-from .api import pmap  # noqa: F401
+from . import viz  # noqa: F401  (installs the rich display of jaxprs)
 
 __version__ = "0.1.0"
 
@@ -25,8 +25,6 @@ def device_put(x, device=None):
     if device is not None and device not in devices():
         raise ValueError(f"unknown device {device!r}; available: {devices()}")
     return tree_util.tree_map(asarray, x)
-
-from . import viz  # noqa: F401,E402  (installs rich display of jaxprs)
 
 
 def load_ipython_extension(ipython):
