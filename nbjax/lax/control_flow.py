@@ -31,6 +31,7 @@ from ..interpreters.ad import Zero
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
 from .batch_util import batch_jaxpr, bdim_at_front, broadcast_in_dim, moveaxis
+from .standard import kernel_elementwise
 
 __all__ = ["cond", "cond_p", "switch", "while_loop", "while_p", "fori_loop", "scan", "scan_p",
            "map", "stop_gradient", "stop_gradient_p"]
@@ -1092,6 +1093,7 @@ stop_gradient_p.def_abstract_eval(lambda x: x)
 stop_gradient_p.def_impl(lambda x: _owned([x])[0])
 ad.defjvp_zero(stop_gradient_p)
 stop_gradient_p.def_batch(lambda axis_data, vals, dims: (stop_gradient_p.bind(*vals), dims[0]))
+kernel_elementwise(stop_gradient_p, lambda ctx, x: x)  # compiled code computes no gradients
 
 
 def stop_gradient(x):

@@ -16,7 +16,7 @@ import numpy as np
 from ..interpreters import ad
 from .elementwise import (add, binary_function, exp, integer_pow, mul, neg, quiet,
                           unary_function)
-from .standard import FLOAT, binop, unop
+from .standard import FLOAT, binop, kernel_elementwise, unop
 
 __all__ = ["erf", "erf_p", "erfc", "erfc_p", "erf_inv", "erf_inv_p",
            "lgamma", "lgamma_p", "digamma", "digamma_p", "polygamma", "polygamma_p"]
@@ -195,3 +195,10 @@ ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(1 / _TWO_OVER_SQRT_PI,
 ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
 ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(1, x)))
 ad.defjvp(polygamma_p, _polygamma_order_jvp, lambda g, m, x: mul(g, polygamma(add(m, 1), x)))
+
+
+# --- kernel lowerings: erf inline (the CPU math library), erfc and lgamma through libm ------
+
+kernel_elementwise(erf_p, lambda ctx, x: ctx.math("erf", x))
+kernel_elementwise(erfc_p, lambda ctx, x: ctx.math("erfc", x))
+kernel_elementwise(lgamma_p, lambda ctx, x: ctx.math("lgamma", x))
