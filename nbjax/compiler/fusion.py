@@ -19,8 +19,12 @@ The rules, applied walking the program backwards (from results to inputs):
   index loads, arithmetic), so one pass writing it out is cheaper, and the consumer then
   reads plain shifted rows that vectorise. Pure re-stridings of a buffer (slices,
   transposes, broadcasts...) are exempt: re-reading them costs nothing more than the loads.
-- Equations without a kernel lowering (dot_general, sort, gather, control flow...) are
-  library or reference steps on materialised buffers.
+- Equations without a kernel lowering (dot_general, sort, gather...) are library or
+  reference steps on materialised buffers.
+- Control flow (``scan``, ``while``, ``cond``) is planned recursively: when each of its
+  sub-jaxprs (body, loop condition, branches) plans into kernels only (or into control flow
+  that does, in turn), it is a ``"loop"`` step that the backend compiles into one native
+  loop or branch around those kernels; otherwise it is a reference step.
 
 Then sibling kernels with the same iteration space share one loop when nothing in between
 needs the earlier one's results, and the later one reads the earlier one's results (if at
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 
 from ..core import Var, dtypes
 from .kernel import CannotFuse, build_kernel
+from .passes import optimize
 
 # Primitives with no kernel lowering that run as a call into a library on our buffers.
 LIBRARY = {
@@ -50,7 +55,8 @@ for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
 
 @dataclass
 class FusionGroup:
-    """One step of the program: a ``"kernel"`` (fused loop), ``"library"`` or ``"fallback"``
+    """One step of the program: a ``"kernel"`` (fused loop), a ``"loop"`` (control flow
+    compiled around the kernels of its ``subprograms``), ``"library"`` or ``"fallback"``
     (the reference implementation runs it, with a warning)."""
     kind: str
     eqns: list
@@ -62,6 +68,7 @@ class FusionGroup:
     kernel: object = None  # the LoopKernel, for kernels
     index: int = -1
     merged_into: object = None  # the kernel whose loop this one's equations joined
+    subprograms: list = field(default_factory=list)  # SubProgram, for loops
 
     def __repr__(self):
         return f"FusionGroup({self.describe()})"
@@ -69,6 +76,7 @@ class FusionGroup:
     def describe(self):
         what = {"kernel": f"kernel {self.index} over {list(self.shape)}",
                 "library": f"library step {self.index}",
+                "loop": f"native control flow {self.index}",
                 "fallback": f"reference step {self.index}"}[self.kind]
         return f"{what}: {', '.join(e.primitive.name for e in self.eqns)}"
 
@@ -115,8 +123,79 @@ def kernel_lowering(eqn):
     return lowering, None
 
 
-def plan(jaxpr):
-    """The FusionPlan of an optimised (open) Jaxpr."""
+@dataclass
+class SubProgram:
+    """A sub-jaxpr of a control-flow equation (``role``: "body", "cond", "branch 1"...),
+    optimised (``closed``, a ClosedJaxpr), and its plan."""
+    role: str
+    closed: object
+    plan: object
+
+    @property
+    def n_kernels(self):
+        return sum(1 if g.kind == "kernel" else sum(s.n_kernels for s in g.subprograms)
+                   for g in self.plan.groups)
+
+
+def _sub_jaxprs(eqn):
+    """(role, ClosedJaxpr) of each sub-jaxpr of a control-flow equation, or None."""
+    p = eqn.params
+    name = eqn.primitive.name
+    if name == "scan":
+        return [("body", p["jaxpr"])]
+    if name == "while":
+        return [("cond", p["cond_jaxpr"]), ("body", p["body_jaxpr"])]
+    if name == "cond":
+        return [(f"branch {k}", b) for k, b in enumerate(p["branches"])]
+    return None
+
+
+def _plan_control_flow(eqn, prefix):
+    """(the SubPrograms of a control-flow equation, the decision's reason), or (None, why
+    not) when one of its sub-jaxprs has a step that is not a kernel (nor compiled control
+    flow) or ``eqn`` is not control flow."""
+    name = eqn.primitive.name
+    jaxprs = _sub_jaxprs(eqn)
+    if jaxprs is None:
+        return None, None
+    subs = []
+    for role, closed in jaxprs:
+        optimised, _ = optimize(closed)
+        sub = plan(optimised.jaxpr, f"{prefix}_{role.replace(' ', '')}")
+        blocking = [g for g in sub.groups if g.kind not in ("kernel", "loop")]
+        if blocking:
+            step = blocking[0]
+            return None, (f"{name} {role} has a {step.kind} step "
+                          f"({step.eqns[0].primitive.name}): {name} runs on the reference "
+                          "backend")
+        subs.append(SubProgram(role, optimised, sub))
+    if name == "cond":
+        sizes = ", ".join(_kernels(s.n_kernels) for s in subs)
+        return subs, f"cond compiled as a native branch between {len(subs)} branches ({sizes})"
+    what = " and ".join(f"{s.role} of {_kernels(s.n_kernels)}" for s in subs)
+    return subs, f"{name} compiled as a native loop: {what}"
+
+
+def _step_without_kernel(eqn, why_not, prefix):
+    """(group, (started_new_group, reason)) of an equation with no kernel lowering:
+    compiled control flow, a library step or a reference step."""
+    subs, why = _plan_control_flow(eqn, prefix)
+    if subs is not None:
+        return FusionGroup("loop", [eqn], reason=why, subprograms=subs), (True, why)
+    if why is not None:  # control flow that cannot be compiled
+        return FusionGroup("fallback", [eqn], reason=why), (True, why)
+    if eqn.primitive.name in LIBRARY:
+        return FusionGroup("library", [eqn], reason=why_not), (True, why_not + ": library step")
+    return FusionGroup("fallback", [eqn], reason=why_not), \
+        (True, why_not + ": runs on the reference backend")
+
+
+def _kernels(n):
+    return f"{n} kernel{'s' * (n != 1)}"
+
+
+def plan(jaxpr, prefix="kernel"):
+    """The FusionPlan of an optimised (open) Jaxpr; kernels are named ``<prefix>_<n>``."""
     eqns = jaxpr.eqns
     consumers = {}
     for i, eqn in enumerate(eqns):
@@ -132,10 +211,7 @@ def plan(jaxpr):
         eqn = eqns[i]
         lowering, why_not = kernel_lowering(eqn)
         if lowering is None:
-            kind = "library" if eqn.primitive.name in LIBRARY else "fallback"
-            group_of[i] = FusionGroup(kind, [eqn], reason=why_not)
-            notes[i] = (True, why_not + (": library step" if kind == "library"
-                                         else ": runs on the reference backend"))
+            group_of[i], notes[i] = _step_without_kernel(eqn, why_not, f"{prefix}_cf{i}")
             continue
         group, reason = _join_or_start(eqn, lowering, consumers, group_of, program_outputs,
                                        eqns, reads)
@@ -156,7 +232,7 @@ def plan(jaxpr):
     groups = _merge_siblings(groups)
     for n, g in enumerate(groups):
         g.index = n
-        _finish(g, n)
+        _finish(g, n, prefix)
     decisions = []
     for eqn, g, (started, reason) in zip(eqns, group_of, notes):
         final = _final(g)
@@ -284,12 +360,12 @@ def _final(g):
     return g
 
 
-def _finish(g, n):
+def _finish(g, n, prefix):
     if g.kind != "kernel":
         g.inputs = [a for a in g.eqns[0].invars if isinstance(a, Var)]
         g.outputs = list(g.eqns[0].outvars)
         return
-    g.kernel = build_kernel(f"kernel_{n}", g.shape, g.parts)
+    g.kernel = build_kernel(f"{prefix}_{n}", g.shape, g.parts)
     g.inputs = list(g.kernel.inputs)
     g.outputs = [o.var for o in g.kernel.outputs]
     g.eqns = g.kernel.eqns

@@ -175,7 +175,7 @@ class ModuleBuilder:
 class _KernelEmitter:
     def __init__(self, mb, builder, kernel, outs, ins):
         self.mb, self.b, self.kernel, self.outs, self.ins = mb, builder, kernel, outs, ins
-        self.streaming = streams(kernel)
+        self.streaming = kernel is not None and streams(kernel)
 
     # --- loops
     def emit_loops(self, start, stop):

@@ -1,9 +1,10 @@
 """A compiled program for the CPU: its steps, run one after the other on NumPy buffers.
 
-``compile_plan`` turns a FusionPlan into an ``Executable``: every kernel of the plan goes into
-one LLVM module (one compilation), library and fallback steps call the primitive's reference
-implementation on our buffers. Values live in a list of slots (one per jaxpr variable) during
-a run; each step reads its operands' slots and fills its results'.
+``compile_plan`` turns a FusionPlan into an ``Executable``: every kernel of the plan (those
+of compiled control flow included) goes into one LLVM module (one compilation), with one
+function per control-flow step (``control_flow``); library and fallback steps call the
+primitive's reference implementation on our buffers. Values live in a list of slots (one per
+jaxpr variable) during a run; each step reads its operands' slots and fills its results'.
 """
 
 import ctypes
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core import EvalTrace, Literal, set_current_trace, to_numpy
-from . import codegen, runtime
+from . import codegen, control_flow, runtime
 
 
 @dataclass
@@ -250,21 +251,57 @@ def reference_step(eqn, slots, warn):
     return step
 
 
+def control_step(fn, cf, slots):
+    """Run a compiled control-flow step (a ``control_flow.ControlFlowFunction``): one call
+    with the addresses of its operands, results and constants, and a scratch block."""
+    operands = [None if isinstance(a, Literal) else slots[a] for a in cf.operands]
+    results = [(slots[v], _allocator(tuple(v.aval.shape), np.dtype(v.aval.dtype), False))
+               for v in cf.results]
+    constants = [data_address(c) for c in cf.constants]
+    scratch = _allocator((cf.scratch_bytes,), np.dtype(np.uint8), False)
+    addresses = ctypes.c_void_p * (len(operands) + len(results) + len(constants))
+    address = data_address
+
+    def step(env):
+        outs = [allocate() for _, allocate in results]
+        io = addresses(*[0 if s is None else address(env[s]) for s in operands],
+                       *[p for _, p in outs], *constants)
+        block, block_address = scratch()  # ``block`` keeps the scratch alive during the call
+        fn(ctypes.addressof(io), block_address)
+        for (slot, _), (buf, _) in zip(results, outs):
+            env[slot] = buf
+    step.constants = cf.constants  # their buffers must live as long as the step
+    return step
+
+
+def _kernels_of(plan, own=True):
+    """(LoopKernel, whether it is a step of its own) for the kernels of a plan and,
+    recursively, of its compiled control flow (whose kernels are not steps of their own)."""
+    for g in plan.groups:
+        if g.kind == "kernel":
+            yield g.kernel, own
+        for sub in g.subprograms:
+            yield from _kernels_of(sub.plan, own=False)
+
+
 def compile_plan(name, optimised, plan, rewrites, timer):
     """The Executable of a FusionPlan (``optimised`` is the ClosedJaxpr it plans)."""
     slots = {v: i for i, v in enumerate(_all_vars(optimised.jaxpr))}
-    loops = [g.kernel for g in plan.groups if g.kind == "kernel"]
-    jit_module, kernels, functions = None, [], {}
-    if loops:
+    loops = list(_kernels_of(plan))
+    controls = [g for g in plan.groups if g.kind == "loop"]
+    jit_module, kernels, functions, flows = None, [], {}, {}
+    if loops or controls:
         with timer("codegen"):
             mb = codegen.ModuleBuilder(name)
-            texts = [mb.add_kernel(loop) for loop in loops]
-            combiners = {loop.name: mb.add_combiner(loop) if runtime.splits(loop) else None
-                         for loop in loops}
+            texts = [mb.add_kernel(loop) for loop, _ in loops]
+            combiners = {loop.name: mb.add_combiner(loop) if own and runtime.splits(loop)
+                         else None for loop, own in loops}
+            for g in controls:
+                flows[g.index] = control_flow.ControlFlowFunction(mb, g, f"control_{g.index}")
             ir_text = str(mb.module)
         jit_module = runtime.JitModule(ir_text, timer)
         with timer("machine_code"):
-            for loop, text in zip(loops, texts):
+            for (loop, _), text in zip(loops, texts):
                 n_ptr = len(loop.inputs) + len(loop.outputs)
                 functions[loop.name] = jit_module.function(loop.name, n_ptr)
                 if combiners[loop.name]:
@@ -272,11 +309,16 @@ def compile_plan(name, optimised, plan, rewrites, timer):
                         combiners[loop.name], 2 * len(loop.partial_outputs), bounds=False)
                 kernels.append(KernelInfo(loop.name, text, jit_module.function_ir(loop.name),
                                           loop.eqns, loop))
+            for cf in flows.values():
+                functions[cf.name] = jit_module.function(cf.name, 2, bounds=False)
     steps = []
     for g in plan.groups:
         if g.kind == "kernel":
             steps.append(kernel_step(functions[g.kernel.name], g.kernel, slots,
                                      functions.get(combiners[g.kernel.name])))
+        elif g.kind == "loop":
+            cf = flows[g.index]
+            steps.append(control_step(functions[cf.name], cf, slots))
         else:
             steps.append(reference_step(g.eqns[0], slots, warn=g.kind == "fallback"))
     return Executable(name, optimised, optimised.consts, plan, rewrites, steps, kernels,

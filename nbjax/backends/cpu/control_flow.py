@@ -1,0 +1,239 @@
+"""Control flow compiled natively: ``scan``, ``while`` and ``cond`` around compiled kernels.
+
+A ``"loop"`` step of the plan (see ``compiler.fusion``) becomes one function
+
+    void control_N(i8** io, i8* scratch)
+
+``io`` holds the addresses of the equation's operands, then of its results, then of
+constants baked into the program (a sub-jaxpr's constants, literals: ``constants``);
+``scratch`` is one block for everything the sub-programs compute on the way (a kernel result
+that another kernel reads, the second buffer of a loop's carries...), laid out at compile
+time (``scratch_bytes`` in all). So a loop of a thousand iterations is one call from Python.
+
+Inside, a sub-program (a loop body, a loop condition, a branch) is a sequence of calls of its
+kernels, functions of the same module (LLVM may inline them), on buffer addresses:
+
+- scan and while keep each carry in two buffers and swap them every iteration: the body reads
+  the current ones and writes the next ones. scan reads the row of its ``xs`` and writes the
+  row of its ``ys`` of the iteration (counted from the end with ``reverse``);
+- while evaluates its condition's kernels into a one-byte buffer before each iteration;
+- cond jumps to the branch of its index, clamped into range as ``lax.switch`` does.
+
+Control flow nested in a sub-program is emitted inline the same way. A kernel writes a
+result straight where its sub-program delivers it (the next carry, the row of ``ys``, the
+step's output) when that is the result's one use as an output; other outputs are copied.
+"""
+
+import math
+from collections import Counter
+
+import numpy as np
+from llvmlite import ir
+
+from ...core import Literal, Var, to_numpy
+from .codegen import ALIGN, I1, I8, I64, _KernelEmitter, _constant, mem_type
+
+I8P = I8.as_pointer()
+I32 = ir.IntType(32)
+
+
+def _nbytes(aval):
+    return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
+
+
+class ControlFlowFunction:
+    """Emits the function of one control-flow step; what the caller must pass is in
+    ``operands`` (jaxpr atoms; a Literal's io entry is unused), ``results`` (vars),
+    ``constants`` (arrays) and ``scratch_bytes``."""
+
+    def __init__(self, mb, group, name):
+        eqn = group.eqns[0]
+        self.mb, self.name = mb, name
+        self.operands, self.results = list(eqn.invars), list(eqn.outvars)
+        self.constants, self.scratch_bytes = [], 0
+        fn = ir.Function(mb.module, ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P]),
+                         name=name)
+        self.io, self.scratch_base = fn.args
+        # Addresses are computed once, in a block of their own that runs first, so they
+        # dominate every use whatever branch or loop asks for them.
+        self.setup = ir.IRBuilder(fn.append_basic_block("setup"))
+        start = fn.append_basic_block("start")
+        self.b = ir.IRBuilder(start)
+        self.e = _KernelEmitter(mb, self.b, None, [], [])
+        ins = [self.constant(to_numpy(a.val), a.aval.dtype) if isinstance(a, Literal)
+               else self.io_pointer(k) for k, a in enumerate(self.operands)]
+        outs = [self.io_pointer(len(self.operands) + k) for k in range(len(self.results))]
+        self.emit(group, ins, outs)
+        self.b.ret_void()
+        self.setup.branch(start)
+
+    # --- addresses
+    def io_pointer(self, k):
+        slot = self.setup.gep(self.io, [ir.Constant(I64, k)], source_etype=I8P)
+        return self.setup.load(slot, typ=I8P)
+
+    def constant(self, value, dtype):
+        self.constants.append(np.ascontiguousarray(np.asarray(value, dtype)))
+        return self.io_pointer(len(self.operands) + len(self.results) + len(self.constants) - 1)
+
+    def scratch(self, nbytes):
+        offset = self.scratch_bytes
+        self.scratch_bytes += -(-max(nbytes, 1) // ALIGN) * ALIGN
+        return self.setup.gep(self.scratch_base, [ir.Constant(I64, offset)], source_etype=I8)
+
+    def typed(self, pointer, dtype):
+        return self.b.bitcast(pointer, mem_type(dtype).as_pointer())
+
+    # --- data movement
+    def copy(self, dst, src, nbytes):
+        if nbytes:
+            memcpy = self.mb.intrinsic("llvm.memcpy.p0.p0.i64", ir.VoidType(),
+                                       [I8P, I8P, I64, I1])
+            self.b.call(memcpy, [dst, src, ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
+
+    def fill(self, pointer, value, dtype, n):
+        typed, e = self.typed(pointer, dtype), self.e
+        e._for(ir.Constant(I64, 0), ir.Constant(I64, n),
+               lambda i: e.store(typed, i, _constant(value, dtype), dtype), "fill")
+
+    def convert(self, dst, src, src_dtype, dst_dtype, n):
+        e = self.e
+        to, frm = self.typed(dst, dst_dtype), self.typed(src, src_dtype)
+        e._for(ir.Constant(I64, 0), ir.Constant(I64, n),
+               lambda i: e.store(to, i, e.convert(e.load(frm, i, src_dtype), src_dtype,
+                                                  dst_dtype), dst_dtype), "convert")
+
+    # --- sub-programs
+    def run(self, sub, ins, dests):
+        """Emit ``sub`` (a SubProgram) on the buffers ``ins`` of its inputs, delivering its
+        results into ``dests``."""
+        j = sub.closed.jaxpr
+        env = dict(zip(j.invars, ins))
+        for v, c in zip(j.constvars, sub.closed.consts):
+            env[v] = self.constant(to_numpy(c), v.aval.dtype)
+        uses = Counter(a for a in j.outvars if isinstance(a, Var))
+        direct = {a: d for a, d in zip(j.outvars, dests)
+                  if isinstance(a, Var) and uses[a] == 1 and a not in env}
+        for g in sub.plan.groups:
+            if g.kind == "kernel":
+                self.kernel(g.kernel, env, direct)
+            else:
+                eqn = g.eqns[0]
+                outs = [direct[v] if v in direct else self.scratch(_nbytes(v.aval))
+                        for v in eqn.outvars]
+                self.emit(g, [self.atom(a, env) for a in eqn.invars], outs)
+                env.update(zip(eqn.outvars, outs))
+        for a, d in zip(j.outvars, dests):
+            if not (isinstance(a, Var) and direct.get(a) is d):
+                self.copy(d, self.atom(a, env), _nbytes(a.aval))
+
+    def atom(self, a, env):
+        return self.constant(to_numpy(a.val), a.aval.dtype) if isinstance(a, Literal) \
+            else env[a]
+
+    def kernel(self, kernel, env, direct):
+        """Call ``kernel`` (reductions start from their identity, and results accumulated
+        in a wider dtype are converted afterwards, as ``executable.kernel_step`` does)."""
+        fn = self.mb.module.globals[kernel.name]
+        outs, converts = [], []
+        for o in kernel.outputs:
+            dtype, acc, n = o.var.aval.dtype, np.dtype(o.acc_dtype or o.var.aval.dtype), \
+                math.prod(o.shape)
+            where = direct[o.var] if o.var in direct else self.scratch(_nbytes(o.var.aval))
+            env[o.var] = where
+            buf = where if acc == dtype else self.scratch(n * acc.itemsize)
+            if o.combine:
+                self.fill(buf, o.identity, acc, n)
+            if buf is not where:
+                converts.append((where, buf, acc, dtype, n))
+            outs.append(buf)
+        if math.prod(kernel.shape):
+            pointers = outs + [env[v] for v in kernel.inputs]
+            args = [self.b.bitcast(p, t) for p, t in zip(pointers, fn.function_type.args)]
+            extent = kernel.shape[0] if kernel.shape else 1
+            self.b.call(fn, args + [ir.Constant(I64, 0), ir.Constant(I64, extent)])
+        for where, buf, acc, dtype, n in converts:
+            self.convert(where, buf, acc, dtype, n)
+
+    # --- control flow
+    def emit(self, group, ins, outs):
+        eqn = group.eqns[0]
+        {"scan": self.scan, "while": self.while_, "cond": self.cond}[eqn.primitive.name](
+            eqn, group.subprograms, ins, outs)
+
+    def carries(self, avals, init, first):
+        """The second buffer of each carry; the first (the result's) starts at ``init``."""
+        for dst, src, aval in zip(first, init, avals):
+            self.copy(dst, src, _nbytes(aval))
+        return [self.scratch(_nbytes(a)) for a in avals]
+
+    def swapped(self, i, first, second):
+        """(current, next) carry buffers of iteration ``i``: even iterations read ``first``."""
+        odd = self.b.trunc(i, I1)
+        return ([self.b.select(odd, s, f) for f, s in zip(first, second)],
+                [self.b.select(odd, f, s) for f, s in zip(first, second)])
+
+    def scan(self, eqn, subs, ins, outs):
+        p, b = eqn.params, self.b
+        nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
+        consts, init, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
+        first = outs[:nk]
+        second = self.carries([v.aval for v in eqn.outvars[:nk]], init, first)
+
+        def row(pointer, aval, t):
+            size = math.prod(aval.shape[1:]) * np.dtype(aval.dtype).itemsize
+            return b.gep(pointer, [b.mul(t, ir.Constant(I64, size))], source_etype=I8)
+
+        def iteration(i):
+            cur, nxt = self.swapped(i, first, second)
+            t = b.sub(ir.Constant(I64, length - 1), i) if p["reverse"] else i
+            x_rows = [row(x, a.aval, t) for x, a in zip(xs, eqn.invars[nc + nk:])]
+            y_rows = [row(y, v.aval, t) for y, v in zip(outs[nk:], eqn.outvars[nk:])]
+            self.run(subs[0], consts + cur + x_rows, nxt + y_rows)
+
+        self.e._for(ir.Constant(I64, 0), ir.Constant(I64, length), iteration, "scan")
+        if length % 2:  # the last iteration wrote the second buffers
+            for dst, src, v in zip(first, second, eqn.outvars[:nk]):
+                self.copy(dst, src, _nbytes(v.aval))
+
+    def while_(self, eqn, subs, ins, outs):
+        p, b = eqn.params, self.b
+        cond_consts = ins[:p["cond_nconsts"]]
+        body_consts = ins[p["cond_nconsts"]:p["cond_nconsts"] + p["body_nconsts"]]
+        init = ins[p["cond_nconsts"] + p["body_nconsts"]:]
+        avals = [v.aval for v in eqn.outvars]
+        second = self.carries(avals, init, outs)
+        flag = self.scratch(1)
+        pre = b.block
+        header, body, done = (b.append_basic_block(n) for n in ("while", "while.body",
+                                                                  "while.done"))
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64, name="iteration")
+        i.add_incoming(ir.Constant(I64, 0), pre)
+        cur, nxt = self.swapped(i, outs, second)
+        self.run(subs[0], cond_consts + cur, [flag])
+        b.cbranch(b.icmp_unsigned("!=", b.load(flag, typ=I8), ir.Constant(I8, 0)), body, done)
+        b.position_at_end(body)
+        self.run(subs[1], body_consts + cur, nxt)
+        i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
+        b.branch(header)
+        b.position_at_end(done)
+        with b.if_then(b.trunc(i, I1)):  # an odd number of iterations: the result is in second
+            for dst, src, aval in zip(outs, second, avals):
+                self.copy(dst, src, _nbytes(aval))
+
+    def cond(self, eqn, subs, ins, outs):
+        b, last = self.b, ir.Constant(I32, len(subs) - 1)
+        index = b.load(self.typed(ins[0], np.int32), typ=I32)
+        index = b.select(b.icmp_signed("<", index, ir.Constant(I32, 0)), ir.Constant(I32, 0),
+                         b.select(b.icmp_signed(">", index, last), last, index))
+        blocks = [b.append_basic_block(f"branch{k}") for k in range(len(subs))]
+        done = b.append_basic_block("cond.done")
+        switch = b.switch(index, blocks[-1])
+        for k, (block, sub) in enumerate(zip(blocks, subs)):
+            switch.add_case(ir.Constant(I32, k), block)
+            b.position_at_end(block)
+            self.run(sub, ins[1:], outs)
+            b.branch(done)
+        b.position_at_end(done)
