@@ -5,7 +5,7 @@ import pytest
 
 import nbjax
 from nbjax import lax
-from nbjax.core import check_jaxpr, eval_jaxpr
+from helpers import eager_and_traced
 
 RNG = np.random.default_rng(2)
 
@@ -20,16 +20,6 @@ def random(shape, dtype):
     if np.issubdtype(dtype, np.complexfloating):
         return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
     return RNG.standard_normal(shape).astype(dtype)
-
-
-def eager_and_traced(fn, *args):
-    out = fn(*args)
-    closed = nbjax.make_jaxpr(fn)(*args)
-    check_jaxpr(closed.jaxpr)
-    traced, = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    assert traced.dtype == out.dtype and traced.shape == out.shape
-    np.testing.assert_array_equal(np.asarray(traced), np.asarray(out))
-    return out
 
 
 def random_dot_case():

@@ -5,8 +5,7 @@ import pytest
 
 import nbjax
 from nbjax import lax
-from nbjax.core import check_jaxpr, eval_jaxpr
-from nbjax.tree_util import tree_leaves
+from helpers import eager_and_traced
 
 RNG = np.random.default_rng(0)
 
@@ -23,18 +22,6 @@ def random(shape, dtype):
     if np.issubdtype(dtype, np.complexfloating):
         return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
     return RNG.standard_normal(shape).astype(dtype)
-
-
-def eager_and_traced(fn, *args):
-    """``fn(*args)`` eagerly; also traced, checked and evaluated, which must agree exactly."""
-    out = fn(*args)
-    closed = nbjax.make_jaxpr(fn)(*args)
-    check_jaxpr(closed.jaxpr)
-    traced = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    for e, t in zip(tree_leaves(out), traced, strict=True):
-        assert e.dtype == t.dtype and e.shape == t.shape
-        np.testing.assert_array_equal(np.asarray(e), np.asarray(t))
-    return out
 
 
 def assert_close(actual, expected, dtype):

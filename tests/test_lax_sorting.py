@@ -5,21 +5,9 @@ import pytest
 
 import nbjax
 from nbjax import lax
-from nbjax.core import check_jaxpr, eval_jaxpr
+from helpers import eager_and_traced
 
 RNG = np.random.default_rng(1)
-
-
-def eager_and_traced(fn, *args):
-    """``fn(*args)`` eagerly (a tuple of arrays); also traced, checked and evaluated."""
-    out = fn(*args)
-    closed = nbjax.make_jaxpr(fn)(*args)
-    check_jaxpr(closed.jaxpr)
-    traced = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    for e, t in zip(out, traced, strict=True):
-        assert e.dtype == t.dtype and e.shape == t.shape
-        np.testing.assert_array_equal(np.asarray(e), np.asarray(t))
-    return out
 
 
 def few_values(shape, dtype):

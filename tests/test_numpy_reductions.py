@@ -6,8 +6,7 @@ import pytest
 
 import nbjax
 import nbjax.numpy as jnp
-from nbjax.core import check_jaxpr, eval_jaxpr
-from nbjax.tree_util import tree_leaves
+from helpers import eager_and_traced
 
 RNG = np.random.default_rng(2)
 
@@ -50,17 +49,6 @@ def wide(x):
     if np.issubdtype(x.dtype, np.floating):
         return x.astype(np.float64)
     return x.astype(np.int64)
-
-
-def eager_and_traced(fn, *args):
-    out = fn(*args)
-    closed = nbjax.make_jaxpr(fn)(*args)
-    check_jaxpr(closed.jaxpr)
-    traced = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    for e, t in zip(tree_leaves(out), traced, strict=True):
-        assert e.dtype == t.dtype and e.shape == t.shape
-        np.testing.assert_array_equal(np.asarray(e), np.asarray(t))
-    return out
 
 
 # JAX's result dtypes for sum/prod (x32): narrow ints and bools accumulate in 32 bits.

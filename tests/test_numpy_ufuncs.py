@@ -6,8 +6,7 @@ import pytest
 
 import nbjax
 import nbjax.numpy as jnp
-from nbjax.core import check_jaxpr, eval_jaxpr
-from nbjax.tree_util import tree_leaves
+from helpers import eager_and_traced
 
 RNG = np.random.default_rng(1)
 
@@ -48,18 +47,6 @@ def check(actual, expected, dtype, atol_scale=1.0):
     t = tol(dtype) if np.issubdtype(dtype, np.inexact) else 0
     np.testing.assert_allclose(np.asarray(actual).astype(expected.dtype), expected,
                                rtol=t, atol=t * atol_scale, equal_nan=True)
-
-
-def eager_and_traced(fn, *args):
-    """``fn(*args)`` eagerly and through make_jaxpr + eval_jaxpr; both must agree exactly."""
-    out = fn(*args)
-    closed = nbjax.make_jaxpr(fn)(*args)
-    check_jaxpr(closed.jaxpr)
-    traced = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    for e, t in zip(tree_leaves(out), traced, strict=True):
-        assert e.dtype == t.dtype and e.shape == t.shape
-        np.testing.assert_array_equal(np.asarray(e), np.asarray(t))
-    return out
 
 
 # --- unary functions with a float result -----------------------------------------------------
