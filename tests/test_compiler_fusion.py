@@ -189,3 +189,29 @@ def test_sibling_kernels_do_not_move_before_a_step_they_read():
     want = compile_jaxpr(closed, backend="reference").run(x, y)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_threefry_decomposes_into_one_fused_kernel():
+    """threefry2x32 has a "jaxpr" lowering (uint32 arithmetic): jitted random bits are one
+    kernel, bit for bit the eager values."""
+    import nbjax.random as R
+    key = R.PRNGKey(7)
+    f = nbjax.jit(lambda k: R.bits(k, (64,)))
+    compiled = f.lower(key).compile()
+    kinds = [g.kind for g in compiled.executable.plan.groups]
+    assert kinds == ["kernel"]
+    assert any(r.rule == "inline" and "threefry2x32" in r.detail
+               for r in compiled.executable.rewrites)
+    np.testing.assert_array_equal(np.asarray(f(key)), np.asarray(R.bits(key, (64,))))
+
+
+def test_same_width_bitcasts_fuse_and_others_do_not():
+    x = np.float32([1.5, -2.0, np.nan, 0.0, -0.0])
+    for dtype in (np.int32, np.uint32):
+        closed = nbjax.make_jaxpr(lambda v: lax.bitcast_convert_type(v * 2.0, dtype))(x)
+        got = compile(closed, backend="cpu")
+        assert [g.kind for g in got.plan.groups] == ["kernel"]
+        np.testing.assert_array_equal(got.run(x)[0], (x * 2).view(dtype))
+    closed = nbjax.make_jaxpr(lambda v: lax.bitcast_convert_type(v, np.uint8))(x)
+    plan = fusion.plan(optimize(closed)[0].jaxpr)
+    assert "changes the shape" in plan.decisions[0].reason

@@ -120,7 +120,17 @@ def kernel_lowering(eqn):
     avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
     if any(dtypes.is_complex(a.dtype) for a in avals):
         return None, f"{prim.name} on complex numbers has no kernel lowering"
+    if lowering.kind == "elementwise" and not _elementwise_shapes(eqn):
+        return None, f"{prim.name} changes the shape here: no element-wise kernel"
     return lowering, None
+
+
+def _elementwise_shapes(eqn):
+    """Every operand is rank 0 or has the output's shape up to size-1 axes (bitcasts
+    between widths add or drop an axis: those are not element-wise)."""
+    out = eqn.outvars[0].aval.shape
+    return all(not a.aval.shape or (len(a.aval.shape) == len(out) and all(
+        n in (1, m) for n, m in zip(a.aval.shape, out))) for a in eqn.invars)
 
 
 @dataclass

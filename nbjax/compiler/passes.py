@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core import ClosedJaxpr, EvalTrace, Jaxpr, JaxprEqn, Literal, Var, set_current_trace
 from ..interpreters.batching import axis_primitives
+from ..interpreters.staging import trace_to_closed_jaxpr
 
 # Constant folding makes new constants; bigger results stay computations.
 FOLD_SIZE_LIMIT = 1024
@@ -54,16 +55,35 @@ class _Rewriter:
 
 # --- inlining ------------------------------------------------------------------------------
 
+def _callee(eqn):
+    """The jaxpr an equation stands for, or None: a call's jaxpr, or the primitive's
+    decomposition into other primitives (its "jaxpr" lowering, e.g. threefry2x32 as uint32
+    arithmetic) when it has no kernel lowering of its own."""
+    prim = eqn.primitive
+    if prim.call_param is not None:
+        return eqn.params[prim.call_param]
+    decompose = prim.lowerings.get("jaxpr")
+    if decompose is None or "kernel" in prim.lowerings:
+        return None
+
+    def flat(*args):
+        out = decompose(*args, **eqn.params)
+        return list(out) if prim.multiple_results else [out]
+    return trace_to_closed_jaxpr(flat, [a.aval for a in eqn.invars],
+                                 f"decomposition of {prim.name}")
+
+
 def inline_calls(jaxpr, consts, log):
     """Replace calls (jit, checkpoint, custom_jvp/custom_vjp calls: their rules only matter
     to transformations) by the equations of the jaxpr they call, so jit of jit is one program
-    for the compiler. Each inlined copy gets fresh variables."""
+    for the compiler, and expand primitives that decompose into others. Each inlined copy
+    gets fresh variables."""
     rw = _Rewriter(jaxpr)
     for eqn in jaxpr.eqns:
-        if eqn.primitive.call_param is None:
+        callee = _callee(eqn)
+        if callee is None:
             rw.emit(eqn)
             continue
-        callee = eqn.params[eqn.primitive.call_param]
         inner, inner_consts = inline_calls(callee.jaxpr, callee.consts, log)
         local = {}
         for v, c in zip(inner.constvars, inner_consts):

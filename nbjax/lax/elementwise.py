@@ -1091,6 +1091,8 @@ for _prim in (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p, sin_p, cos_p, tan_
               cbrt_p, floor_p, ceil_p, nextafter_p):
     kernel_elementwise(_prim, _kernel_math(_prim.name))
 kernel_elementwise(div_p, lambda ctx, x, y: _kernel_division(ctx, x, y, True))
+kernel_elementwise(bitcast_convert_type_p,  # between types of one width (see fusion.py)
+                   lambda ctx, x, *, new_dtype: ctx.bitcast(x, new_dtype))
 kernel_elementwise(rem_p, lambda ctx, x, y: _kernel_division(ctx, x, y, False))
 kernel_elementwise(sign_p, lambda ctx, x: ctx.select(ctx.gt(x, 0), 1,
                                                      ctx.select(ctx.lt(x, 0), -1, x)))

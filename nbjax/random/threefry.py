@@ -48,13 +48,9 @@ def _rotate_left(x, distance):
     return (x << np.uint32(distance)) | (x >> np.uint32(32 - distance))
 
 
-@threefry2x32_p.def_impl
-def _threefry2x32_impl(k1, k2, x1, x2):
-    """The 20 rounds on NumPy uint32 arrays (additions wrap modulo 2**32)."""
-    shape = np.broadcast_shapes(*(np.shape(a) for a in (k1, k2, x1, x2)))
-    # Flat 1-d copies: uint32 arithmetic on arrays wraps silently (on 0-d values it warns).
-    k1, k2, x1, x2 = (np.broadcast_to(np.asarray(a, np.uint32), shape).ravel()
-                      for a in (k1, k2, x1, x2))
+def _rounds(k1, k2, x1, x2):
+    """The 20 rounds, written with operators only, so the same code runs on NumPy uint32
+    arrays (the reference impl) and on nbjax arrays (the compiler's decomposition)."""
     schedule = (k1, k2, k1 ^ k2 ^ _KEY_SCHEDULE_PARITY)
     x1, x2 = x1 + schedule[0], x2 + schedule[1]
     for group in range(5):
@@ -64,7 +60,26 @@ def _threefry2x32_impl(k1, k2, x1, x2):
         # Inject the key schedule, rotated by one word per group, and the group counter.
         x1 = x1 + schedule[(group + 1) % 3]
         x2 = x2 + schedule[(group + 2) % 3] + np.uint32(group + 1)
-    return [x1.reshape(shape), x2.reshape(shape)]
+    return [x1, x2]
+
+
+@threefry2x32_p.def_impl
+def _threefry2x32_impl(k1, k2, x1, x2):
+    """The rounds on NumPy uint32 arrays (additions wrap modulo 2**32)."""
+    shape = np.broadcast_shapes(*(np.shape(a) for a in (k1, k2, x1, x2)))
+    # Flat 1-d copies: uint32 arithmetic on arrays wraps silently (on 0-d values it warns).
+    flat = (np.broadcast_to(np.asarray(a, np.uint32), shape).ravel() for a in (k1, k2, x1, x2))
+    return [x.reshape(shape) for x in _rounds(*flat)]
+
+
+def _threefry2x32_decomposition(k1, k2, x1, x2):
+    """For the compiler: the hash as element-wise uint32 operations, which fuse."""
+    import nbjax.numpy as jnp
+    shape = np.broadcast_shapes(*(get_aval(a).shape for a in (k1, k2, x1, x2)))
+    return _rounds(*(jnp.broadcast_to(a, shape) for a in (k1, k2, x1, x2)))
+
+
+threefry2x32_p.def_lowering("jaxpr", _threefry2x32_decomposition)
 
 
 _elementwise_batch = batch_util.elementwise_batcher(threefry2x32_p)
