@@ -184,6 +184,20 @@ class View {
     for (const [name, pane] of Object.entries(this.panes)) pane.hidden = name !== open;
   }
 
+  clusterButtons(graph, id) {
+    // Open or close the sub-jaxprs (cond branches, scan bodies...) of the selected node.
+    const owned = ((graph && graph.clusters) || []).filter((cl) => cl.owner === id);
+    if (!owned.length) return null;
+    const toggle = (cid) => {
+      const toggled = new Set(this.get("toggled") || []);
+      if (toggled.has(cid)) toggled.delete(cid); else toggled.add(cid);
+      this.set("toggled", [...toggled]);
+    };
+    return h("div", { class: "nbjax-buttons" }, owned.map((cl) => h("button", {
+      class: "nbjax-button", testid: `nbjax-toggle-${cl.id}`, onclick: () => toggle(cl.id),
+    }, `${cl.collapsed ? "▸ open" : "▾ close"} ${cl.name} (${cl.size} nodes)`)));
+  }
+
   pane(name, ...content) {
     // (Re)fill the container of one pane.
     let pane = this.panes[name];
@@ -229,20 +243,6 @@ class JitView extends View {
       : null;
     this.details = h("div", { class: "nbjax-details", testid: "nbjax-node-details" });
     this.pane("graph", h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.details), more);
-  }
-
-  clusterButtons(graph, id) {
-    // Open or close the sub-jaxprs (cond branches, scan bodies...) of the selected node.
-    const owned = ((graph && graph.clusters) || []).filter((cl) => cl.owner === id);
-    if (!owned.length) return null;
-    const toggle = (cid) => {
-      const toggled = new Set(this.get("toggled") || []);
-      if (toggled.has(cid)) toggled.delete(cid); else toggled.add(cid);
-      this.set("toggled", [...toggled]);
-    };
-    return h("div", { class: "nbjax-buttons" }, owned.map((cl) => h("button", {
-      class: "nbjax-button", testid: `nbjax-toggle-${cl.id}`, onclick: () => toggle(cl.id),
-    }, `${cl.collapsed ? "▸ open" : "▾ close"} ${cl.name} (${cl.size} nodes)`)));
   }
 
   draw_jaxpr(c) {
@@ -405,7 +405,7 @@ class GradView extends View {
       this.graph.mark("nbjax-selected", id ? [id] : []);
       this.graph.mark("nbjax-linked", peers.filter((p) => p !== id));
     }
-    if (this.graphDetails) this.graphDetails.replaceChildren(detailsOf(g.graph && g.graph.nodes[id]));
+    if (this.graphDetails) setChildren(this.graphDetails, detailsOf(g.graph && g.graph.nodes[id]), this.clusterButtons(g.graph, id));
     if (this.linkDetails) {
       this.linkDetails.replaceChildren(link
         ? h("p", {}, `${link.origin}${link.source ? " at " + link.source : ""}${link.source_text ? ":  " + link.source_text : ""} — `,

@@ -323,6 +323,20 @@ def test_sub_jaxprs_open_and_close(ip):
     assert "▸ branches[0]" in graph["svg"]
 
 
+def test_grad_view_sub_jaxprs_open_and_close(ip):
+    run(ip, "%%grad\ndef branchy(x):\n"
+            "    return nbjax.lax.cond(x > 0, lambda x: jnp.sin(x) * 2, lambda x: -x, x)\n")
+    run(ip, "grad_branchy(np.float32(0.5))")
+    view = view_of(ip.user_ns["grad_branchy"])
+    clusters = view.grad["graph"]["clusters"]
+    assert clusters and not any(c["collapsed"] for c in clusters)
+    step = view.step
+    view.toggled = [clusters[0]["id"]]  # what the browser's toggle button does
+    graph = view.grad["graph"]
+    assert graph["clusters"][0]["collapsed"] and graph["hidden"] == clusters[0]["size"]
+    assert view.step == step  # redrawing keeps the step-through where it was
+
+
 def test_quiet_function_gets_a_view_later(ip):
     run(ip, "%%jit --quiet\ndef later(x):\n    return x - 1\n")
     run(ip, "later(np.ones(2, np.float32))")

@@ -98,7 +98,7 @@ def _origin(eqn):
     return p.id, p.primitive, p.source_info or eqn.source_info
 
 
-def linked_state(closed, flags, mode, prefix):
+def linked_state(closed, flags, mode, prefix, toggled=()):
     annotated = annotate(closed)
     rows, links = [], {}
     for i, (eqn, right) in enumerate(zip(closed.jaxpr.eqns, flags)):
@@ -118,7 +118,7 @@ def linked_state(closed, flags, mode, prefix):
     left, right = SIDES[mode]
     return {"sides": {"left": left, "right": right}, "rows": rows,
             "links": list(links.values()), "jaxpr": jaxpr_pane(annotated),
-            "graph": graph_state(closed, prefix=prefix, annotated=annotated)}
+            "graph": graph_state(closed, prefix=prefix, annotated=annotated, toggled=toggled)}
 
 
 # --- stepping through -----------------------------------------------------------------------
@@ -307,11 +307,12 @@ def align(closed, link_rows):
     return linked
 
 
-def grad_states(fun, args, kwargs, argnums, mode, names, prefixes):
-    """(linked state, steps state) for ``fun`` at this input."""
+def grad_states(fun, args, kwargs, argnums, mode, names, prefixes, toggled=()):
+    """(linked state, steps state) for ``fun`` at this input; ``toggled``: the sub-jaxpr
+    clusters the browser opened or closed."""
     g, diff = restrict(fun, args, kwargs, argnums)
     derivative, flags = derivative_jaxpr(g, diff, mode)
-    linked = linked_state(derivative, flags, mode, prefixes[0])
+    linked = linked_state(derivative, flags, mode, prefixes[0], toggled)
     primal = make_jaxpr(g)(*diff)
     links = align(primal, list(zip(linked["rows"], derivative.jaxpr.eqns)))
     walk = (walk_reverse if mode == "rev" else walk_forward)(primal, diff, links)
@@ -319,7 +320,8 @@ def grad_states(fun, args, kwargs, argnums, mode, names, prefixes):
              "derivative": "cotangent" if mode == "rev" else "tangent",
              "seed": ("cotangent 1 of the output" if mode == "rev"
                       else _seed_text(diff, names)),
-             "graph": graph_state(primal, prefix=prefixes[1], annotated=walk.annotated)}
+             "graph": graph_state(primal, prefix=prefixes[1], annotated=walk.annotated,
+                                  toggled=toggled)}
     return linked, steps
 
 

@@ -189,6 +189,7 @@ class GradView(NbjaxView):
     grad = traitlets.Dict().tag(sync=True)  # linked_state + hessian
     steps = traitlets.Dict().tag(sync=True)  # the walk
     step = traitlets.Int(0).tag(sync=True)  # the browser's current step
+    toggled = traitlets.List(traitlets.Unicode()).tag(sync=True)  # clusters opened/closed
 
     def __init__(self, fun, mode, argnums, names, watches):
         name = fun.__name__
@@ -198,6 +199,7 @@ class GradView(NbjaxView):
         first = " or ".join(f"{w.__name__}(...)" for w in watches)
         self.status = {"state": "waiting", "message": f"not traced yet: call {first}"}
         self.hessian = None
+        self.last_input = None
         for w in watches:
             w.watchers.append(self)
 
@@ -207,15 +209,28 @@ class GradView(NbjaxView):
         else:
             self.schedule("grad", lambda: self._grad(args, kwargs))
 
-    def _grad(self, args, kwargs):
+    @traitlets.observe("toggled")
+    def _redraw(self, change):
+        """Sub-jaxpr clusters opened or closed in the browser: redraw the graphs."""
+        if self.last_input is not None:
+            self.schedule("grad", lambda: self._states(*self.last_input))
+            self.flush()
+
+    def _states(self, args, kwargs):
         linked, steps = grad_states(self.fun, args, kwargs, self.argnums, self.mode,
-                                    self.names, self.prefixes)
+                                    self.names, self.prefixes, self.toggled)
         linked["hessian"] = self.hessian
         linked.update(name=self.title, mode=self.mode, wrt=list(self.names))
-        return {"grad": linked, "steps": steps, "step": 0,
-                "status": {"state": "ready",
-                           "message": f"{'reverse' if self.mode == 'rev' else 'forward'} "
-                                      f"mode, at the last input of grad_{self.title}"}}
+        return {"grad": linked, "steps": steps}
+
+    def _grad(self, args, kwargs):
+        self.last_input = (args, kwargs)
+        values = self._states(args, kwargs)
+        values.update(step=0, status={
+            "state": "ready",
+            "message": f"{'reverse' if self.mode == 'rev' else 'forward'} mode, at the last "
+                       f"input of grad_{self.title}"})
+        return values
 
     def _hessian(self, args, kwargs):
         self.hessian = hessian_state(self.fun, args, kwargs, self.argnums)
