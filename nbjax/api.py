@@ -1,5 +1,6 @@
 """The user-facing transformations: make_jaxpr, vmap, and autodiff (jvp, linearize, vjp,
-grad, value_and_grad, jacfwd, jacrev, hessian). jit comes next."""
+grad, value_and_grad, jacfwd, jacrev, hessian) and pmap. jit lives in jit.py, custom rules in
+custom_derivatives.py, checkpoint in checkpoint.py."""
 
 import functools
 

@@ -1,1 +1,2 @@
-"""Backends that execute jaxprs: the reference interpreter (CPU llvmlite and GPU CuPy next)."""
+"""Backends that execute jaxprs: ``reference`` (the NumPy interpreter that defines the
+semantics) and ``cpu`` (the llvmlite compiler); a GPU backend (CUDA C through CuPy) is next."""

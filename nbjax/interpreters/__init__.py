@@ -1,1 +1,2 @@
-"""Transformations as traces: staging (trace to jaxpr) now; jvp, transpose, batching next."""
+"""Transformations as traces: staging (trace to jaxpr), batching (vmap), ad (JVP),
+partial_eval (linearize) and transpose (reverse mode)."""
