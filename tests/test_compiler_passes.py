@@ -103,3 +103,21 @@ def test_random_programs_keep_their_results(program, seed):
             values.append(UNARY[u](BINARY[b](a1, a2)))
         return values[-1], values[len(values) // 2]
     _optimized(f, x)
+
+
+def test_transpose_of_a_dot_becomes_the_swapped_dot():
+    """vmap(jnp.dot, (None, 0)) stages dot_general then a transpose of its result: computing
+    dot(v, m) directly needs no transpose (integer-valued floats keep the sums exact)."""
+    rng = np.random.RandomState(0)
+    m = rng.randint(-4, 5, (6, 5)).astype(np.float32)
+    v = rng.randint(-4, 5, (3, 5)).astype(np.float32)
+    f = lambda m, v: lax.transpose(lax.dot_general(m, v, (((1,), (1,)), ((), ()))), (1, 0))
+    _, rules, prims = _optimized(f, m, v)
+    assert prims == ["dot_general"]
+    assert ("simplify", "transpose of a dot as the dot with its operands swapped") in rules
+    # a dot whose result is also used elsewhere keeps its transpose (no second dot)
+    def both(m, v):
+        d = lax.dot_general(m, v, (((1,), (1,)), ((), ())))
+        return lax.transpose(d, (1, 0)), d
+    _, _, prims = _optimized(both, m, v)
+    assert prims == ["dot_general", "transpose"]

@@ -158,7 +158,7 @@ def _exact_identity(name, dtype):
     return name != "add" or not np.issubdtype(dtype, np.inexact)
 
 
-def _simplify_eqn(eqn, ins, producers):
+def _simplify_eqn(eqn, ins, producers, uses):
     """``(atom, rule)`` when the output equals an existing atom, ``(eqns, rule)`` when
     cheaper equations compute it, or None."""
     name = eqn.primitive.name
@@ -191,7 +191,28 @@ def _simplify_eqn(eqn, ins, producers):
         return [merged], "broadcast of a broadcast"
     if name == "integer_pow" and eqn.params["y"] in (1, 2, 3):
         return _integer_pow_as_muls(eqn, ins[0], out)
+    if name == "transpose" and producer is not None and producer.primitive.name == "dot_general" \
+            and uses.get(ins[0], 0) == 1:
+        swapped = _swapped_dot(producer, eqn.params["permutation"], out)
+        if swapped is not None:
+            return [swapped], "transpose of a dot as the dot with its operands swapped"
     return None
+
+
+def _swapped_dot(dot, permutation, out):
+    """``transpose(dot(a, b))`` that swaps the two operands' free axes is ``dot(b, a)``: the
+    library computes it directly in the layout wanted (no batch axes)."""
+    from ..lax.dot import DotDimensionNumbers
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    if lb or rb:
+        return None
+    lhs, rhs = dot.invars
+    n_lhs_free = lhs.aval.ndim - len(lc)
+    n_out = len(permutation)
+    if tuple(permutation) != tuple(range(n_lhs_free, n_out)) + tuple(range(n_lhs_free)):
+        return None
+    params = dict(dot.params, dimension_numbers=DotDimensionNumbers(((rc, lc), ((), ()))))
+    return JaxprEqn([rhs, lhs], [out], dot.primitive, params, dot.source_info, dot.provenance)
 
 
 def _integer_pow_as_muls(eqn, x, out):
@@ -208,14 +229,24 @@ def _integer_pow_as_muls(eqn, x, out):
     return [mul(x, x, square), mul(square, x, out)], "x ** 3 as (x * x) * x"
 
 
+def _use_counts(jaxpr):
+    """How many times each variable is read (by equations or as a program output)."""
+    counts = {}
+    for a in [x for e in jaxpr.eqns for x in e.invars] + list(jaxpr.outvars):
+        if isinstance(a, Var):
+            counts[a] = counts.get(a, 0) + 1
+    return counts
+
+
 def simplify(jaxpr, consts, log):
     """Algebraic identities: x*1, x+0, -(-x), same-type conversions, broadcast of a
-    broadcast, small integer powers as multiplies."""
+    broadcast, small integer powers as multiplies, the transpose of a dot as a dot."""
     rw = _Rewriter(jaxpr)
     producers = {}
+    uses = _use_counts(jaxpr)
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
-        result = _simplify_eqn(eqn, ins, producers)
+        result = _simplify_eqn(eqn, ins, producers, uses)
         if result is None:
             new_eqns = [eqn.replace(invars=ins)]
         else:
