@@ -17,6 +17,7 @@ ir = pytest.importorskip("llvmlite.ir")
 llvm = pytest.importorskip("llvmlite.binding")
 
 from nbjax.backends.cpu import mathlib  # noqa: E402
+from nbjax.backends.cpu.runtime import optimise  # noqa: E402
 
 # Max ulp error allowed per (function, dtype). float32 is compared with the float64 result
 # rounded to float32 (measured: <= 2 ulp for every function); float64 with NumPy's libm,
@@ -49,13 +50,7 @@ def _compile(module):
     mod.triple = llvm.get_process_triple()
     mod.data_layout = str(tm.target_data)
     mod.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_unrolling = True
-    pto.loop_interleaving = True
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    optimise(mod, tm)
     optimised = str(mod)
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()

@@ -49,16 +49,6 @@ def is_64(dtype):
     return np.dtype(dtype) in INTS64 + FLOATS64 + COMPLEXES64
 
 
-@pytest.fixture
-def x64():
-    previous = nbjax.config.enable_x64
-    nbjax.config.update("enable_x64", True)
-    try:
-        yield
-    finally:
-        nbjax.config.update("enable_x64", previous)
-
-
 # --- inputs --------------------------------------------------------------------------------
 
 def _rng(*keys):

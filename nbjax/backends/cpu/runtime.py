@@ -45,6 +45,17 @@ def _target_machine():
                                         opt=3, jit=True)
 
 
+def optimise(module, tm):
+    """LLVM's O3 pipeline with the loop and SLP vectorisers (PERF_NOTES: new pass manager)."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pto.loop_interleaving = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(module, pb)
+
+
 class JitModule:
     """LLVM IR text -> optimised module -> machine code, with the time of each phase."""
 
@@ -60,13 +71,7 @@ class JitModule:
             module.verify()
         if not lookup.hit:
             with timer("llvm_optimise"):
-                pto = llvm.create_pipeline_tuning_options(speed_level=3)
-                pto.loop_vectorization = True
-                pto.slp_vectorization = True
-                pto.loop_unrolling = True
-                pto.loop_interleaving = True
-                pb = llvm.create_pass_builder(tm, pto)
-                pb.getModulePassManager().run(module, pb)
+                optimise(module, tm)
         with timer("machine_code"):
             self.engine = llvm.create_mcjit_compiler(module, tm)  # owns tm from now on
             lookup.attach(self.engine)
