@@ -194,6 +194,33 @@ def test_jit_with_the_cpu_backend():
     np.testing.assert_allclose(out, np.exp(x) * 2, rtol=1e-6)
 
 
+ZERO_D_RESULTS = {
+    "dot": lambda v: jnp.dot(v, v),
+    "vdot": lambda v: jnp.vdot(v, v),
+    "inner": lambda v: jnp.inner(v, v),
+    "einsum": lambda v: jnp.einsum("i,i->", v, v),
+    "argmax": jnp.argmax,
+    "digamma": lambda v: nbjax.scipy.special.digamma(v[1]),
+    "erf_inv": lambda v: lax.erf_inv(v[0] / 4.0),
+    "gamma": lambda v: nbjax.random.gamma(nbjax.random.PRNGKey(0), v[1]),
+}
+
+
+@pytest.mark.parametrize("name", list(ZERO_D_RESULTS))
+def test_library_steps_with_0d_results_keep_their_shape(name):
+    """Library and fallback steps returning 0-d arrays (np.ascontiguousarray makes them 1-d)."""
+    import nbjax.random  # noqa: F401
+    import nbjax.scipy.special  # noqa: F401
+    f = ZERO_D_RESULTS[name]
+    v = jnp.array([1.0, 2.5, 3.0], jnp.float32)
+    eager = f(v)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        jitted = nbjax.jit(f)(v)
+    assert jitted.shape == eager.shape == () and jitted.dtype == eager.dtype
+    np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager), rtol=1e-6, atol=1e-6)
+
+
 # --- differential fuzz test ----------------------------------------------------------------
 
 DTYPES = [np.float32, np.float16, np.int32, np.int8, np.uint8, np.uint32, np.bool_]

@@ -73,7 +73,7 @@ class ControlFlowFunction:
         return self.setup.load(slot, typ=I8P)
 
     def constant(self, value, dtype):
-        self.constants.append(np.ascontiguousarray(np.asarray(value, dtype)))
+        self.constants.append(np.asarray(value, dtype, order="C"))
         return self.io_pointer(len(self.operands) + len(self.results) + len(self.constants) - 1)
 
     def scratch(self, nbytes):

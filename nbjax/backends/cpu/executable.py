@@ -61,7 +61,7 @@ class Executable:
         j = jaxpr.jaxpr
         self._slots = {v: i for i, v in enumerate(_all_vars(j))}
         self._n_slots = len(self._slots)
-        self._const_slots = [(self._slots[v], np.ascontiguousarray(to_numpy(c)))
+        self._const_slots = [(self._slots[v], np.asarray(to_numpy(c), order="C"))
                              for v, c in zip(j.constvars, consts)]
         self._env = [None] * self._n_slots  # where a run starts: the constants in place
         for slot, value in self._const_slots:
@@ -111,7 +111,7 @@ def _as_buffer(a, dtype):
     if a.dtype != dtype:
         a = a.astype(dtype)
     if not a.flags.c_contiguous:
-        a = np.ascontiguousarray(a)
+        a = np.asarray(a, order="C")
     return a
 
 
@@ -247,7 +247,8 @@ def reference_step(eqn, slots, warn):
             out = prim.bind(*args, **params)
         outs = out if prim.multiple_results else [out]
         for slot, dtype, o in zip(out_slots, out_dtypes, outs):
-            env[slot] = np.ascontiguousarray(np.asarray(to_numpy(o)), dtype=dtype)
+            # (not np.ascontiguousarray: it turns a 0-d result into a 1-d one)
+            env[slot] = np.asarray(to_numpy(o), dtype=dtype, order="C")
     return step
 
 
