@@ -27,8 +27,11 @@ test: $(VENV)/.test-deps
 	tools/install_system_deps.sh
 	$(PY) -m pytest $(PYTEST_ARGS) tests
 
+# Jupyter refuses to run as root unless told; root is usual in containers.
+ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(VENV)/.lab-deps
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) notebooks/
 
 # `make bench`: the benchmark table (installs jax, the reference it is compared with).
 bench: $(VENV)/.bench-deps

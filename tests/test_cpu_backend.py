@@ -445,3 +445,12 @@ def test_differential_random_programs(data):
     assert len(outs) == len(refs)
     for out, r in zip(outs, refs):
         _compare(out, r, programs[0].exact)
+
+
+def test_fallback_warning_points_at_the_users_call():
+    def loop(h, w):
+        return lax.scan(lambda h, _: (jnp.tanh(w @ h), None), h, None, length=3)[0]
+    f = nbjax.jit(loop)
+    with pytest.warns(UserWarning, match="no kernel for scan") as record:
+        f(np.ones(3, np.float32), np.eye(3, dtype=np.float32))
+    assert record[0].filename == __file__

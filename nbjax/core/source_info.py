@@ -6,6 +6,7 @@ import linecache
 import os
 import sys
 import threading
+import warnings
 from dataclasses import dataclass, field
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,6 +38,16 @@ def user_frame(skip=1):
     if frame is None:
         return None
     return SourceInfo(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+
+
+def warn_at_user_line(message, category=UserWarning):
+    """``warnings.warn`` attributed to the innermost line of user code on the stack (the call
+    of a jitted function, say), where a user can act on it, not to the line inside nbjax
+    that noticed the problem."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and _is_internal(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 def function_location(fun):

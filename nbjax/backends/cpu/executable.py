@@ -11,13 +11,13 @@ import ctypes
 import math
 import sys
 import time
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...core import EvalTrace, Literal, set_current_trace, to_numpy
+from ...core.source_info import warn_at_user_line
 from . import codegen, control_flow, runtime
 
 
@@ -239,8 +239,8 @@ def reference_step(eqn, slots, warn):
 
     def step(env):
         if warn and not warned:
-            warnings.warn(f"nbjax cpu backend: no kernel for {prim.name}; it runs on the "
-                          "reference backend", stacklevel=4)
+            warn_at_user_line(f"nbjax cpu backend: no kernel for {prim.name}; it runs on "
+                              "the reference backend")
             warned.append(True)
         args = [env[s] if s is not None else v for s, v in reads]
         with set_current_trace(EvalTrace()):
