@@ -12,6 +12,9 @@ class Config:
         # Which backend executes jitted functions: "cpu" (our llvmlite compiler) or
         # "reference" (the NumPy interpreter that defines the semantics).
         "jit_backend": os.environ.get("NBJAX_JIT_BACKEND", "cpu"),
+        # The CPU the cpu backend compiles for: "host", or a CPU name LLVM knows
+        # ("x86-64-v3", "znver3", ...), to inspect or test the code made for another CPU.
+        "cpu_target": os.environ.get("NBJAX_CPU_TARGET", "host"),
     }
 
     def __init__(self):

@@ -37,6 +37,8 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from .target import cpu_target
+
 log = logging.getLogger(__name__)
 
 # Counts of "hit", "miss", "store", "corrupt" since the process started (tests and the
@@ -105,15 +107,20 @@ def _refuse(path, why):
 
 # --- keys ----------------------------------------------------------------------------------
 
-@functools.cache
 def environment():
     """Everything besides the IR that the machine code depends on."""
+    return _environment(cpu_target())
+
+
+@functools.cache
+def _environment(target):
+    cpu, features = target
     return {"nbjax": _compiler_version(),
             "llvmlite": llvmlite.__version__,
             "llvm": ".".join(map(str, llvm.llvm_version_info)),
             "triple": llvm.get_process_triple(),
-            "cpu": llvm.get_host_cpu_name(),
-            "features": llvm.get_host_cpu_features().flatten()}
+            "cpu": cpu,
+            "features": features}
 
 
 def _compiler_version():

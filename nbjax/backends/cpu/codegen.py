@@ -28,7 +28,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...core import dtypes
-from . import mathlib
+from . import mathlib, runtime
 
 I1, I8, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(64)
 
@@ -114,12 +114,34 @@ def _smin(builder, x, y):
     return builder.select(builder.icmp_signed("<", x, y), x, y)
 
 
+def _row_width(kernel):
+    """The vector width the innermost loop asks LLVM for, or None to let it choose: the
+    float32 width when the body calls a math function that computes in float64 inside
+    (``mathlib.computes_in_float64``; measured on AVX2: float32 pow 30% faster at 8 lanes
+    than at the 4 LLVM picks by itself)."""
+    if any(op.name == "math" and mathlib.computes_in_float64(op.attr, op.dtype)
+           for op in kernel.body):
+        return runtime.float32_lanes()
+    return None
+
+
 class ModuleBuilder:
     """One LLVM module holding every kernel of a compiled program."""
 
     def __init__(self, name):
         self.module = ir.Module(name=name)
         self.nontemporal = self.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
+
+    def loop_hints(self, width):
+        """The ``llvm.loop`` metadata asking the vectoriser for ``width`` lanes: a node that
+        names itself first, as LLVM's loop IDs do (made distinct by a unique string, since
+        llvmlite would otherwise share equal nodes between loops)."""
+        m = self.module
+        hint = m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.width"),
+                               ir.Constant(ir.IntType(32), width)])
+        loop_id = m.add_metadata([hint, ir.MetaDataString(m, f"loop.{len(m.metadata)}")])
+        loop_id.operands = (loop_id,) + loop_id.operands
+        return loop_id
 
     def intrinsic(self, name, ret, args):
         fn = self.module.globals.get(name)
@@ -176,6 +198,7 @@ class _KernelEmitter:
     def __init__(self, mb, builder, kernel, outs, ins):
         self.mb, self.b, self.kernel, self.outs, self.ins = mb, builder, kernel, outs, ins
         self.streaming = kernel is not None and streams(kernel)
+        self.row_width = kernel is not None and _row_width(kernel)
 
     # --- loops
     def emit_loops(self, start, stop):
@@ -212,7 +235,8 @@ class _KernelEmitter:
                 var = self._entry_alloca(reg_type(dtype), 1)
                 b.store(_constant(out.identity, dtype), var)
                 local[k] = (var, dtype)
-        self._for(lo, hi, lambda i: self.emit_body(index + [i], local=local), f"i{axis}")
+        self._for(lo, hi, lambda i: self.emit_body(index + [i], local=local), f"i{axis}",
+                  width=self.row_width)
         for k, (var, dtype) in local.items():
             out = kernel.outputs[k]
             offset = self.offset([index[a] for a in out.kept_axes], out.shape)
@@ -221,8 +245,9 @@ class _KernelEmitter:
                                     row, out.acc_dtype)
             self.store(self.outs[k], offset, total, out.acc_dtype)
 
-    def _for(self, lo, hi, emit, name, step=1):
-        """``for (i = lo; i < hi; i += step) emit(i)``; returns nothing."""
+    def _for(self, lo, hi, emit, name, step=1, width=None):
+        """``for (i = lo; i < hi; i += step) emit(i)``, vectorised ``width`` lanes wide when
+        given; returns nothing."""
         b = self.b
         pre = b.block
         header = b.append_basic_block(name)
@@ -237,7 +262,9 @@ class _KernelEmitter:
         emit(i)
         nxt = b.add(i, ir.Constant(I64, step), name=name + ".next")
         i.add_incoming(nxt, b.block)
-        b.branch(header)
+        back = b.branch(header)
+        if width:
+            back.set_metadata("llvm.loop", self.mb.loop_hints(width))
         b.position_at_end(done)
 
     def _streaming_row(self, index, lo, hi):

@@ -667,6 +667,13 @@ EMITTERS = {"exp": exp, "log": log, "log1p": log1p, "expm1": expm1, "tanh": tanh
             "logistic": logistic, "sin": sin, "cos": cos, "pow": pow, "erf": erf}
 ARITY = {name: 2 if name == "pow" else 1 for name in EMITTERS}
 
+
+def computes_in_float64(name, dtype):
+    """Whether ``name`` on ``dtype`` computes in float64 inside (float32 pow does). LLVM
+    sizes a loop's vectors by its widest type, so such a loop is vectorised half as wide as
+    the float32 loops around it unless it is asked for their width (``codegen``)."""
+    return name == "pow" and np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float16))
+
 _DTYPES = {np.dtype(np.float32): _F32, np.dtype(np.float64): _F64}
 
 

@@ -12,9 +12,11 @@
 """
 
 import ctypes
+import functools
 import math
 import mmap
 import os
+import re
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import llvmlite.binding as llvm
 
-from . import cache
+from . import cache, support
+from .target import cpu_target, runs_here
 
 _init_lock = threading.Lock()
 _initialised = False
@@ -34,15 +37,51 @@ def _initialise():
         if not _initialised:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
+            support.register()
             _initialised = True
 
 
 def _target_machine():
     _initialise()
+    cpu, features = cpu_target()
     target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, jit=True)
+    return target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
+
+
+_PLAIN_LOOP = """
+define void @plain(float* noalias %out, float* noalias %in, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%next, %loop]
+  %p = getelementptr float, float* %in, i64 %i
+  %x = load float, float* %p
+  %y = fmul float %x, %x
+  %q = getelementptr float, float* %out, i64 %i
+  store float %y, float* %q
+  %next = add i64 %i, 1
+  %more = icmp slt i64 %next, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def _float32_lanes(target):
+    tm = _target_machine()
+    module = llvm.parse_assembly(_PLAIN_LOOP)
+    module.triple, module.data_layout = tm.triple, str(tm.target_data)
+    optimise(module, tm)
+    return max([int(n) for n in re.findall(r"<(\d+) x float>", str(module))], default=1)
+
+
+def float32_lanes():
+    """The number of float32 lanes LLVM's vectoriser gives a plain loop on the target (8 on
+    AVX2 and on AVX-512 CPUs that prefer 256-bit vectors, 4 with SSE only): the width that
+    loops computing in float64 internally are asked for (see ``codegen``)."""
+    return _float32_lanes(cpu_target())
 
 
 def optimise(module, tm):
@@ -61,6 +100,8 @@ class JitModule:
 
     def __init__(self, ir_text, timer):
         tm = _target_machine()
+        self.target = cpu_target()
+        self.runs_here = runs_here()
         with timer("disk_cache"):
             lookup = cache.Lookup(ir_text)   # a hit: optimised IR and machine code, no passes
         self.from_disk_cache = lookup.hit
@@ -83,6 +124,8 @@ class JitModule:
     def function(self, name, n_pointers, bounds=True):
         """A ctypes function for kernel ``name``; it takes the buffer addresses as ints and
         (with ``bounds``) the outer loop's start and stop."""
+        if not self.runs_here:
+            return functools.partial(_refuse_to_run, self.target[0])
         address = self.engine.get_function_address(name)
         proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_pointers,
                                  *[ctypes.c_int64] * (2 if bounds else 0))
@@ -90,6 +133,12 @@ class JitModule:
 
     def function_ir(self, name):
         return str(self.module.get_function(name))
+
+
+def _refuse_to_run(cpu, *args):
+    raise RuntimeError(f"nbjax: this code was compiled for the CPU {cpu!r} (the cpu_target "
+                       "option), which this machine may not be able to run; set cpu_target "
+                       "to 'host' to run it")
 
 
 # --- buffers -------------------------------------------------------------------------------

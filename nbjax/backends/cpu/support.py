@@ -1,0 +1,112 @@
+"""Functions that compiled code may call but the process need not export.
+
+On a CPU without F16C (x86-64-v2 and older), LLVM converts float16 values by calling
+compiler-rt's ``__extendhfsf2``, ``__truncsfhf2`` and ``__truncdfhf2``. Only recent GCC
+runtimes define them, and not where MCJIT looks (the process's global symbols), so a call
+would jump to address 0 and kill the process. They are defined here in LLVM IR (integer
+code, so they need no F16C themselves) with the signatures LLVM calls them by, compiled
+once for the baseline x86-64 CPU, and registered with LLVM's symbol table.
+"""
+
+import platform
+import threading
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+I16, I32, I64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
+HALF, FLOAT, DOUBLE = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+
+
+def _c(ty, value):
+    return ir.Constant(ty, value)
+
+
+def _half_to_float(b, h):
+    """float bits of the float16 ``h`` (exact): rebias a normal's exponent; a subnormal is
+    its mantissa times 2**-24; infinities and NaNs keep their payload."""
+    bits = b.zext(b.bitcast(h, I16), I32)
+    sign = b.shl(b.and_(bits, _c(I32, 0x8000)), _c(I32, 16))
+    exp = b.and_(bits, _c(I32, 0x7C00))
+    mant = b.and_(bits, _c(I32, 0x3FF))
+    normal = b.add(b.shl(b.and_(bits, _c(I32, 0x7FFF)), _c(I32, 13)),
+                   _c(I32, (127 - 15) << 23))
+    special = b.or_(_c(I32, 0x7F800000), b.shl(mant, _c(I32, 13)))
+    tiny = b.bitcast(b.fmul(b.uitofp(mant, FLOAT), _c(FLOAT, 2.0 ** -24)), I32)
+    out = b.select(b.icmp_unsigned("==", exp, _c(I32, 0x7C00)), special, normal)
+    out = b.select(b.icmp_unsigned("==", exp, _c(I32, 0)), tiny, out)
+    return b.bitcast(b.or_(out, sign), FLOAT)
+
+
+def _to_half(b, x, int_type, mant_bits, bias):
+    """The float16 nearest ``x`` (a float or double; ties to even). Magnitudes from 65536
+    are infinite (NaNs become the quiet NaN); below 2**-14, adding a power of two whose last
+    mantissa bit weighs 2**-24 rounds to the subnormal grid in hardware; in between, a
+    rounding bias (half an output ulp, less one, plus the kept part's last bit) is added to
+    the bits before they are shifted down."""
+    shift = mant_bits - 10
+    sign_bit = 1 << (int_type.width - 1)
+    bits = b.bitcast(x, int_type)
+    sign = b.trunc(b.lshr(b.and_(bits, _c(int_type, sign_bit)), _c(int_type, int_type.width - 16)),
+                   I16)
+    mag = b.and_(bits, _c(int_type, sign_bit - 1))
+    inf_bits = ((1 << (int_type.width - 1 - mant_bits)) - 1) << mant_bits
+    overflow = (bias + 16) << mant_bits              # 65536.0
+    smallest_normal = (bias - 14) << mant_bits       # 2**-14
+    magic = (bias - 24 + mant_bits) << mant_bits     # ulp 2**-24
+    nan_or_inf = b.select(b.icmp_unsigned(">", mag, _c(int_type, inf_bits)),
+                          _c(I16, 0x7E00), _c(I16, 0x7C00))
+    tiny_sum = b.fadd(b.bitcast(mag, x.type), b.bitcast(_c(int_type, magic), x.type))
+    tiny = b.trunc(b.sub(b.bitcast(tiny_sum, int_type), _c(int_type, magic)), I16)
+    odd = b.and_(b.lshr(mag, _c(int_type, shift)), _c(int_type, 1))
+    rebiased = b.add(mag, _c(int_type, ((15 - bias) << mant_bits) + (1 << (shift - 1)) - 1))
+    normal = b.trunc(b.lshr(b.add(rebiased, odd), _c(int_type, shift)), I16)
+    out = b.select(b.icmp_unsigned("<", mag, _c(int_type, smallest_normal)), tiny, normal)
+    out = b.select(b.icmp_unsigned(">=", mag, _c(int_type, overflow)), nan_or_inf, out)
+    return b.bitcast(b.or_(out, sign), HALF)
+
+
+def _float_to_half(b, x):
+    return _to_half(b, x, I32, 23, 127)
+
+
+def _double_to_half(b, x):
+    return _to_half(b, x, I64, 52, 1023)
+
+
+FUNCTIONS = {"__extendhfsf2": (FLOAT, HALF, _half_to_float),
+             "__truncsfhf2": (HALF, FLOAT, _float_to_half),
+             "__truncdfhf2": (HALF, DOUBLE, _double_to_half)}
+
+
+def module():
+    """The LLVM module defining ``FUNCTIONS``."""
+    m = ir.Module(name="nbjax_support")
+    for name, (ret, arg, body) in FUNCTIONS.items():
+        fn = ir.Function(m, ir.FunctionType(ret, [arg]), name=name)
+        b = ir.IRBuilder(fn.append_basic_block())
+        b.ret(body(b, fn.args[0]))
+    return m
+
+
+_X86 = platform.machine().lower() in ("x86_64", "amd64")
+_lock = threading.Lock()
+_engine = None  # kept for the life of the process: its machine code is what the symbols name
+
+
+def register():
+    """Compile the support functions and make them resolvable by every engine (once; on
+    x86-64, the only architecture whose older CPUs lack float16 conversions)."""
+    global _engine
+    with _lock:
+        if _engine is not None or not _X86:
+            return
+        target = llvm.Target.from_default_triple()
+        tm = target.create_target_machine(cpu="x86-64", features="", opt=2, jit=True)
+        mod = llvm.parse_assembly(str(module()))
+        mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine.finalize_object()
+        for name in FUNCTIONS:
+            llvm.add_symbol(name, engine.get_function_address(name))
+        _engine = engine
