@@ -1,10 +1,19 @@
 import os
+import shutil
 import tempfile
 
 import pytest
 
-# Tests compile into their own disk cache, not the user's (~/.cache/nbjax).
-os.environ.setdefault("NBJAX_CACHE_DIR", tempfile.mkdtemp(prefix="nbjax-test-cache-"))
+# Tests compile into their own disk cache, not the user's (~/.cache/nbjax). The process that
+# makes it (pytest-xdist's workers inherit it) removes it when the session ends.
+_OWN_CACHE = None
+if "NBJAX_CACHE_DIR" not in os.environ:
+    _OWN_CACHE = os.environ["NBJAX_CACHE_DIR"] = tempfile.mkdtemp(prefix="nbjax-test-cache-")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _OWN_CACHE is not None:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 import nbjax  # noqa: E402
 

@@ -204,13 +204,35 @@ def test_damaged_entry_is_ignored_and_rebuilt(cache_dir, damage, caplog):
     assert _compile_and_check(x)._jit_module.from_disk_cache  # and used again
 
 
+KEY = "ab" * 32
+
+
 def test_entry_round_trip_and_every_truncation_is_detected():
-    data = cache.encode("define void @k() {\n  ret void\n}\n", b"\x7fELF" + bytes(range(50)))
-    assert cache.decode(data) == ("define void @k() {\n  ret void\n}\n",
-                                  b"\x7fELF" + bytes(range(50)))
+    data = cache.encode(KEY, "define void @k() {\n  ret void\n}\n", b"\x7fELF" + bytes(range(50)))
+    assert cache.decode(data, KEY) == ("define void @k() {\n  ret void\n}\n",
+                                       b"\x7fELF" + bytes(range(50)))
     for cut in range(len(data)):
         with pytest.raises(ValueError):
-            cache.decode(data[:cut])
+            cache.decode(data[:cut], KEY)
+    with pytest.raises(ValueError, match="another key"):
+        cache.decode(data, "cd" * 32)
+
+
+def test_swapped_entries_are_rebuilt_not_run(cache_dir):
+    """Two valid entries exchanged between file names: each program must still compute its
+    own result (its entry is rebuilt), never the other's."""
+    x = RNG.standard_normal((3, 8)).astype(np.float32)
+    programs = [lambda x: jnp.exp(x) * 2.0, lambda x: jnp.sin(x) - 1.0]
+    for f in programs:
+        compile(nbjax.make_jaxpr(f)(x), "swap", backend="cpu")
+    first, second = sorted(_entries(cache_dir))
+    a, b = first.read_bytes(), second.read_bytes()
+    first.write_bytes(b)
+    second.write_bytes(a)
+    for f in programs:
+        exe = compile(nbjax.make_jaxpr(f)(x), "swap", backend="cpu")
+        assert not exe._jit_module.from_disk_cache
+        np.testing.assert_allclose(exe.run(x)[0], f(x), rtol=1e-6, atol=1e-6)
 
 
 # --- keys ------------------------------------------------------------------------------------
@@ -248,7 +270,7 @@ def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(KeyboardInterrupt):
-        cache.write(target, cache.encode("ir", b"code"))
+        cache.write(target, cache.encode(KEY, "ir", b"code"))
     assert list(tmp_path.iterdir()) == []
 
 

@@ -19,7 +19,8 @@ code: nbjax's version and the source of the modules that turn IR into code (this
 features. Entries are written to a temporary file in the same directory, flushed to disk and
 renamed over the final name, so a reader never sees half an entry; each carries the SHA-256
 of its contents, so a truncated or corrupted file is detected, ignored (logged at debug
-level) and rebuilt.
+level) and rebuilt, and the key it was built for, so an entry found under another entry's
+name (files swapped or copied) is rebuilt rather than run.
 """
 
 import functools
@@ -45,9 +46,10 @@ log = logging.getLogger(__name__)
 # notebook read them).
 stats = Counter()
 
-MAGIC = b"nbjax-o1"                 # the entry layout; change it when the layout changes
+MAGIC = b"nbjax-o2"                 # the entry layout; change it when the layout changes
 _DIGEST = hashlib.sha256().digest_size
-_IR_LENGTH = struct.Struct("<Q")    # the payload: IR length, IR (UTF-8), object code
+_KEY = 64                          # the payload: the entry's key (hex), then
+_IR_LENGTH = struct.Struct("<Q")    # IR length, IR (UTF-8), object code
 SUFFIX = ".nbjax-obj"
 _warned = set()                     # refused directories already warned about
 
@@ -145,28 +147,33 @@ def entry_key(ir_text, env=None):
 
 # --- entries -------------------------------------------------------------------------------
 
-def encode(optimised_ir, object_code):
-    """An entry's bytes: magic, the SHA-256 of the payload, the payload."""
+def encode(key, optimised_ir, object_code):
+    """An entry's bytes: magic, the SHA-256 of the payload, the payload (which starts with
+    the entry's key, so an entry found under another key's name is not run)."""
     ir = optimised_ir.encode()
-    payload = _IR_LENGTH.pack(len(ir)) + ir + bytes(object_code)
+    payload = key.encode() + _IR_LENGTH.pack(len(ir)) + ir + bytes(object_code)
     return MAGIC + hashlib.sha256(payload).digest() + payload
 
 
-def decode(data):
-    """(optimised IR, object code) from an entry's bytes; ValueError if they are damaged."""
+def decode(data, key):
+    """(optimised IR, object code) from the bytes of the entry of ``key``; ValueError if
+    they are damaged or belong to another key."""
     head = len(MAGIC) + _DIGEST
     if data[:len(MAGIC)] != MAGIC:
         raise ValueError("not an nbjax cache entry (or another layout)")
     payload = data[head:]
     if hashlib.sha256(payload).digest() != data[len(MAGIC):head]:
         raise ValueError("checksum mismatch (truncated or corrupted)")
-    (n,) = _IR_LENGTH.unpack_from(payload)
-    start = _IR_LENGTH.size
+    if payload[:_KEY] != key.encode():
+        raise ValueError("the entry was built for another key")
+    (n,) = _IR_LENGTH.unpack_from(payload, _KEY)
+    start = _KEY + _IR_LENGTH.size
     return payload[start:start + n].decode(), payload[start + n:]
 
 
-def read(path):
-    """An entry's (optimised IR, object code), or None if it is missing or damaged."""
+def read(path, key):
+    """The (optimised IR, object code) of ``key``'s entry at ``path``, or None if it is
+    missing, damaged or another key's."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -175,7 +182,7 @@ def read(path):
         log.debug("nbjax compile cache: cannot read %s: %s", path, e)
         return None
     try:
-        return decode(data)
+        return decode(data, key)
     except (ValueError, struct.error, UnicodeDecodeError) as e:
         stats["corrupt"] += 1
         log.debug("nbjax compile cache: ignoring %s: %s; it will be rebuilt", path, e)
@@ -218,8 +225,9 @@ class Lookup:
         self.hit = False
         if self.directory is None:
             return
-        self.path = self.directory / (entry_key(ir_text) + SUFFIX)
-        found = read(self.path)
+        self.key = entry_key(ir_text)
+        self.path = self.directory / (self.key + SUFFIX)
+        found = read(self.path, self.key)
         self.hit = found is not None
         stats["hit" if self.hit else "miss"] += 1
         if self.hit:
@@ -238,5 +246,5 @@ class Lookup:
     def done(self, optimised_ir):
         """Store the entry of a module compiled afresh; drop the code we held."""
         if self._new_object is not None and not self.hit:
-            write(self.path, encode(optimised_ir, self._new_object))
+            write(self.path, encode(self.key, optimised_ir, self._new_object))
         self._object = self._new_object = None
