@@ -2,8 +2,10 @@
 
 A ``"loop"`` step of the plan (see ``compiler.fusion``) becomes one function
 
-    void control_N(i8** io, i8* scratch)
+    i32 control_N(i8** io, i8* scratch)
 
+which returns 0, or 1 when it stopped early because the user interrupted it (its loops poll
+the interrupt flag: see ``interrupts``).
 ``io`` holds the addresses of the equation's operands, then of its results, then of
 constants baked into the program (a sub-jaxpr's constants, literals: ``constants``);
 ``scratch`` is one block for everything the sub-programs compute on the way (a kernel result
@@ -31,6 +33,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...core import Literal, Var, to_numpy
+from . import interrupts, support
 from .codegen import ALIGN, I1, I8, I64, _KernelEmitter, _constant, mem_type
 
 I8P = I8.as_pointer()
@@ -51,21 +54,37 @@ class ControlFlowFunction:
         self.mb, self.name = mb, name
         self.operands, self.results = list(eqn.invars), list(eqn.outvars)
         self.constants, self.scratch_bytes = [], 0
-        fn = ir.Function(mb.module, ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I8P]),
-                         name=name)
+        fn = ir.Function(mb.module, ir.FunctionType(I32, [I8P.as_pointer(), I8P]), name=name)
         self.io, self.scratch_base = fn.args
         # Addresses are computed once, in a block of their own that runs first, so they
         # dominate every use whatever branch or loop asks for them.
         self.setup = ir.IRBuilder(fn.append_basic_block("setup"))
         start = fn.append_basic_block("start")
+        self.interrupted = fn.append_basic_block("interrupted")
+        ir.IRBuilder(self.interrupted).ret(ir.Constant(I32, 1))
         self.b = ir.IRBuilder(start)
         self.e = _KernelEmitter(mb, self.b, None, [], [])
         ins = [self.constant(to_numpy(a.val), a.aval.dtype) if isinstance(a, Literal)
                else self.io_pointer(k) for k, a in enumerate(self.operands)]
         outs = [self.io_pointer(len(self.operands) + k) for k in range(len(self.results))]
         self.emit(group, ins, outs)
-        self.b.ret_void()
+        self.b.ret(ir.Constant(I32, 0))
         self.setup.branch(start)
+
+    def poll_interrupt(self, i):
+        """Every ``POLL_EVERY`` iterations ``i`` of a loop, return 1 (interrupted) if the
+        interrupt flag is set (see ``interrupts``)."""
+        b = self.b
+        module = self.mb.module
+        flag = module.globals.get(support.INTERRUPT_FLAG) or \
+            ir.GlobalVariable(module, I32, support.INTERRUPT_FLAG)
+        due = b.icmp_unsigned("==", b.and_(i, ir.Constant(I64, interrupts.POLL_EVERY - 1)),
+                              ir.Constant(I64, 0))
+        with b.if_then(due):
+            go_on = b.append_basic_block("not_interrupted")
+            b.cbranch(b.icmp_unsigned("!=", b.load_atomic(flag, "monotonic", 4),
+                                      ir.Constant(I32, 0)), self.interrupted, go_on)
+            b.position_at_end(go_on)
 
     # --- addresses
     def io_pointer(self, k):
@@ -185,6 +204,7 @@ class ControlFlowFunction:
             return b.gep(pointer, [b.mul(t, ir.Constant(I64, size))], source_etype=I8)
 
         def iteration(i):
+            self.poll_interrupt(i)
             cur, nxt = self.swapped(i, first, second)
             t = b.sub(ir.Constant(I64, length - 1), i) if p["reverse"] else i
             x_rows = [row(x, a.aval, t) for x, a in zip(xs, eqn.invars[nc + nk:])]
@@ -215,6 +235,7 @@ class ControlFlowFunction:
         self.run(subs[0], cond_consts + cur, [flag])
         b.cbranch(b.icmp_unsigned("!=", b.load(flag, typ=I8), ir.Constant(I8, 0)), body, done)
         b.position_at_end(body)
+        self.poll_interrupt(i)
         self.run(subs[1], body_consts + cur, nxt)
         i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
         b.branch(header)

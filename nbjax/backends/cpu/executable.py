@@ -18,7 +18,7 @@ import numpy as np
 
 from ...core import EvalTrace, Literal, set_current_trace, to_numpy
 from ...core.source_info import warn_at_user_line
-from . import codegen, control_flow, runtime
+from . import codegen, control_flow, interrupts, runtime
 
 
 @dataclass
@@ -268,7 +268,9 @@ def control_step(fn, cf, slots):
         io = addresses(*[0 if s is None else address(env[s]) for s in operands],
                        *[p for _, p in outs], *constants)
         block, block_address = scratch()  # ``block`` keeps the scratch alive during the call
-        fn(ctypes.addressof(io), block_address)
+        interrupts.arm()
+        if fn(ctypes.addressof(io), block_address):
+            interrupts.raise_interrupt()
         for (slot, _), (buf, _) in zip(results, outs):
             env[slot] = buf
     step.constants = cf.constants  # their buffers must live as long as the step
@@ -311,7 +313,8 @@ def compile_plan(name, optimised, plan, rewrites, timer):
                 kernels.append(KernelInfo(loop.name, text, jit_module.function_ir(loop.name),
                                           loop.eqns, loop))
             for cf in flows.values():
-                functions[cf.name] = jit_module.function(cf.name, 2, bounds=False)
+                functions[cf.name] = jit_module.function(cf.name, 2, bounds=False,
+                                                         status=True)
     steps = []
     for g in plan.groups:
         if g.kind == "kernel":

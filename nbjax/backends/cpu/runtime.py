@@ -121,13 +121,15 @@ class JitModule:
         self.optimised_ir = str(module)
         lookup.done(self.optimised_ir)
 
-    def function(self, name, n_pointers, bounds=True):
+    def function(self, name, n_pointers, bounds=True, status=False):
         """A ctypes function for kernel ``name``; it takes the buffer addresses as ints and
-        (with ``bounds``) the outer loop's start and stop."""
+        (with ``bounds``) the outer loop's start and stop, and returns an int ``status``
+        (control flow: 1 when interrupted) or nothing."""
         if not self.runs_here:
             return functools.partial(_refuse_to_run, self.target[0])
         address = self.engine.get_function_address(name)
-        proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_pointers,
+        proto = ctypes.CFUNCTYPE(ctypes.c_int32 if status else None,
+                                 *[ctypes.c_void_p] * n_pointers,
                                  *[ctypes.c_int64] * (2 if bounds else 0))
         return proto(address)
 

@@ -1,6 +1,10 @@
-"""Functions that compiled code may call but the process need not export.
+"""Functions and data that compiled code may use but the process need not export.
 
-On a CPU without F16C (x86-64-v2 and older), LLVM converts float16 values by calling
+Interrupts: compiled loops poll ``nbjax_interrupt_flag`` (see ``interrupts``), which
+``nbjax_on_sigint``, a signal handler, sets before it calls the handler it displaced
+(``nbjax_previous_sigint``, Python's own).
+
+Float16: on a CPU without F16C (x86-64-v2 and older), LLVM converts float16 values by calling
 compiler-rt's ``__extendhfsf2``, ``__truncsfhf2`` and ``__truncdfhf2``. Only recent GCC
 runtimes define them, and not where MCJIT looks (the process's global symbols), so a call
 would jump to address 0 and kill the process. They are defined here in LLVM IR (integer
@@ -79,13 +83,35 @@ FUNCTIONS = {"__extendhfsf2": (FLOAT, HALF, _half_to_float),
              "__truncdfhf2": (HALF, DOUBLE, _double_to_half)}
 
 
+INTERRUPT_FLAG = "nbjax_interrupt_flag"
+I8P = ir.IntType(8).as_pointer()
+_HANDLER = ir.FunctionType(ir.VoidType(), [I32, I8P, I8P])
+
+
+def _interrupt_handler(m):
+    """``nbjax_on_sigint(sig, info, context)``: set the flag, then call the previous handler
+    with the same arguments (they suit a one- or three-argument handler alike)."""
+    flag = ir.GlobalVariable(m, I32, INTERRUPT_FLAG)
+    flag.initializer = ir.Constant(I32, 0)
+    previous = ir.GlobalVariable(m, _HANDLER.as_pointer(), "nbjax_previous_sigint")
+    previous.initializer = ir.Constant(_HANDLER.as_pointer(), None)
+    fn = ir.Function(m, _HANDLER, name="nbjax_on_sigint")
+    b = ir.IRBuilder(fn.append_basic_block())
+    b.store_atomic(ir.Constant(I32, 1), flag, "monotonic", 4)
+    handler = b.load(previous)
+    with b.if_then(b.icmp_unsigned("!=", handler, ir.Constant(handler.type, None))):
+        b.call(handler, fn.args)
+    b.ret_void()
+
+
 def module():
-    """The LLVM module defining ``FUNCTIONS``."""
+    """The LLVM module defining ``FUNCTIONS`` and the interrupt handler and flag."""
     m = ir.Module(name="nbjax_support")
     for name, (ret, arg, body) in FUNCTIONS.items():
         fn = ir.Function(m, ir.FunctionType(ret, [arg]), name=name)
         b = ir.IRBuilder(fn.append_basic_block())
         b.ret(body(b, fn.args[0]))
+    _interrupt_handler(m)
     return m
 
 
@@ -95,18 +121,28 @@ _engine = None  # kept for the life of the process: its machine code is what the
 
 
 def register():
-    """Compile the support functions and make them resolvable by every engine (once; on
-    x86-64, the only architecture whose older CPUs lack float16 conversions)."""
+    """Compile the support module and make its symbols resolvable by every engine (once)."""
     global _engine
     with _lock:
-        if _engine is not None or not _X86:
+        if _engine is not None:
             return
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
-        tm = target.create_target_machine(cpu="x86-64", features="", opt=2, jit=True)
+        tm = target.create_target_machine(cpu="x86-64" if _X86 else "generic", features="",
+                                          opt=2, jit=True)
         mod = llvm.parse_assembly(str(module()))
         mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()
-        for name in FUNCTIONS:
-            llvm.add_symbol(name, engine.get_function_address(name))
+        if _X86:  # elsewhere float16 conversions are instructions
+            for name in FUNCTIONS:
+                llvm.add_symbol(name, engine.get_function_address(name))
+        llvm.add_symbol(INTERRUPT_FLAG, engine.get_global_value_address(INTERRUPT_FLAG))
         _engine = engine
+
+
+def address(name):
+    """The address of the support module's function or global ``name``."""
+    register()
+    return _engine.get_global_value_address(name)

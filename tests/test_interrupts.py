@@ -1,0 +1,97 @@
+"""Ctrl-C and Jupyter's "interrupt kernel" stop compiled loops (backends/cpu/interrupts.py).
+
+Each case runs in a fresh process that sends itself SIGINT while a jitted loop of billions of
+iterations runs natively: KeyboardInterrupt must arrive within half a second, and the process
+(a notebook's kernel) must stay usable."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PRELUDE = """
+import os, signal, threading, time
+import numpy as np
+import nbjax, nbjax.numpy as jnp
+from nbjax import lax
+
+def interrupt_after(seconds):
+    sent = []
+    def send():
+        time.sleep(seconds)
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=send, daemon=True).start()
+    return sent
+
+def delay_of(run, seconds=1.0):
+    sent = interrupt_after(seconds)
+    try:
+        run()
+    except KeyboardInterrupt:
+        return time.perf_counter() - sent[0]
+    raise AssertionError("the loop was not interrupted")
+"""
+
+CASES = {
+    "fori_loop": """
+        f = nbjax.jit(lambda x, n: lax.fori_loop(0, n, lambda i, v: v * 1.0000001 + 1e-7, x))
+        x = np.ones(64, np.float32)
+        before = np.asarray(f(x, 10))
+        delay = delay_of(lambda: f(x, 2_000_000_000))
+        assert delay < 0.5, delay
+        np.testing.assert_array_equal(np.asarray(f(x, 10)), before)   # usable, same result
+    """,
+    "scan_in_a_while": """
+        def g(x):
+            inner = lambda c, _: (jnp.sin(c) + 0.5, None)
+            body = lambda v: lax.scan(inner, v, None, length=1000)[0]
+            return lax.while_loop(lambda v: v[0] < 10.0, body, x)
+        f = nbjax.jit(g)
+        assert delay_of(lambda: f(np.zeros(8, np.float32))) < 0.5
+    """,
+    "python_keeps_its_handler": """
+        f = nbjax.jit(lambda x: lax.fori_loop(0, 3, lambda i, v: v + 1.0, x))
+        f(np.zeros(3, np.float32))       # armed nbjax's handler in front of Python's
+        assert delay_of(lambda: time.sleep(5)) < 0.5
+        calls = []
+        signal.signal(signal.SIGINT, lambda *a: calls.append(1))   # a handler that does not raise
+        slow = nbjax.jit(lambda x, n: lax.fori_loop(0, n, lambda i, v: v * 0.5, x))
+        assert delay_of(lambda: slow(np.ones(4, np.float32), 2_000_000_000)) < 0.5
+        assert calls == [1]              # it ran once, and the loop still stopped
+    """,
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_sigint_stops_a_compiled_loop(case):
+    code = PRELUDE + textwrap.dedent(CASES[case]) + "print('ok')\n"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]
+
+
+def test_interrupt_kernel_stops_a_cell_and_the_kernel_stays_usable():
+    jupyter_client = pytest.importorskip("jupyter_client")
+    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3")
+    try:
+        kc.execute_interactive(textwrap.dedent("""
+            import numpy as np, nbjax
+            from nbjax import lax
+            f = nbjax.jit(lambda x, n: lax.fori_loop(0, n, lambda i, v: v * 0.5 + 1.0, x))
+            f(np.ones(4, np.float32), 3)
+        """), timeout=120)
+        msg_id = kc.execute("f(np.ones(4, np.float32), 2_000_000_000)")
+        kc.get_iopub_msg(timeout=30)               # busy: the cell started
+        import time
+        time.sleep(1.0)
+        km.interrupt_kernel()
+        reply = kc.get_shell_msg(timeout=10)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        again = kc.execute_interactive("print(f(np.ones(4, np.float32), 3))", timeout=60)
+        assert again["content"]["status"] == "ok"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
