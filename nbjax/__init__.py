@@ -10,7 +10,7 @@ from .core.errors import (ConcretizationTypeError, TracerArrayConversionError,  
 from . import tree_util, tree, test_util  # noqa: F401
 from .api import (grad, hessian, jacfwd, jacrev, jvp, linearize, make_jaxpr,  # noqa: F401
                   pmap, value_and_grad, vjp, vmap)
-from . import lax, numpy, random, scipy  # noqa: F401
+from . import debug, lax, numpy, random, scipy  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
 from .custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
 from .jit import jit  # noqa: F401
