@@ -2,11 +2,13 @@
 grad, value_and_grad, jacfwd, jacrev, hessian) and pmap. jit lives in jit.py, custom rules in
 custom_derivatives.py, checkpoint in checkpoint.py."""
 
+import contextlib
 import functools
 
 import numpy as np
 
-from .core import Array, ClosedJaxpr, Tracer, eval_jaxpr, get_aval, new_trace, pytree
+from .core import (Array, ClosedJaxpr, EvalTrace, Trace, Tracer, eval_jaxpr, get_aval,
+                   new_trace, pytree, set_current_trace)
 from .core import dtypes
 from .core.abstract import ShapedArray, ShapeDtypeStruct
 from .interpreters import ad, batching, partial_eval, staging, transpose
@@ -668,3 +670,69 @@ def _pmap_out_axis(axis, shard_aval):
     if not -rank <= axis < rank:
         raise ValueError(f"pmap out_axes {axis} is out of range for an output of rank {rank}")
     return axis % rank
+
+
+# --- shapes, linear transposes, names, compile-time evaluation -----------------------------
+
+jacobian = jacrev  # as jax.jacobian
+
+
+def typeof(x):
+    """The abstract value (shape, dtype, weak type) of an array, tracer or scalar."""
+    return get_aval(x)
+
+
+def eval_shape(fun, *args, **kwargs):
+    """The shapes and dtypes ``fun(*args, **kwargs)`` would return, as a pytree of
+    ``ShapeDtypeStruct``s, found by tracing (nothing is computed). Arguments may be
+    arrays or anything with ``shape`` and ``dtype``."""
+    _, shapes = make_jaxpr(lambda a, k: fun(*a, **k), return_shape=True)(args, kwargs)
+    return pytree.tree_map(lambda a: ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type),
+                           shapes)
+
+
+def linear_transpose(fun, *primals):
+    """The transpose of the linear function ``fun`` at arguments shaped like ``primals``:
+    ``f_t(ct)`` returns a tuple of cotangents, one per argument (its VJP, which for a
+    linear function does not depend on the point)."""
+    zeros = pytree.tree_map(lambda p: np.zeros(np.shape(p), _abstractify(p).dtype), primals)
+    _, f_vjp = vjp(fun, *zeros)
+    return f_vjp
+
+
+def named_call(fun, *, name=None):
+    """``fun`` under another name (JAX names the call in its compiled program; nbjax's
+    jaxprs inline it, so only the Python name changes)."""
+    @functools.wraps(fun)
+    def named(*args, **kwargs):
+        return fun(*args, **kwargs)
+    if name is not None:
+        named.__name__ = named.__qualname__ = name
+    return named
+
+
+@contextlib.contextmanager
+def named_scope(name):
+    """``with named_scope("layer1"):`` a name for the operations in the block (JAX writes it
+    into compiled programs' metadata; it never changes a result)."""
+    if not isinstance(name, str):
+        raise TypeError("named_scope name argument must be a string.")
+    yield
+
+
+class _CompileTimeEvalTrace(Trace):
+    """Computes operations on concrete operands at once; stages the others as usual."""
+
+    def process_primitive(self, primitive, args, params):
+        concrete = not any(isinstance(a, Tracer) for a in args)
+        with set_current_trace(EvalTrace() if concrete else self.parent):
+            return primitive.bind(*args, **params)
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """``with ensure_compile_time_eval():`` operations whose operands are all concrete are
+    computed while tracing (``jnp.sin(2.0)`` inside ``jit`` is an Array, not a tracer);
+    operations on traced values are traced as usual."""
+    with new_trace(lambda parent: _CompileTimeEvalTrace(parent, "ensure_compile_time_eval")):
+        yield

@@ -1,5 +1,6 @@
 """Global settings, read and written as JAX's are: ``nbjax.config.update("enable_x64", True)``."""
 
+import contextlib
 import os
 
 
@@ -9,6 +10,8 @@ class Config:
     _defaults = {
         "enable_x64": os.environ.get("NBJAX_ENABLE_X64", "0").lower() in ("1", "true"),
         "explain_cache_misses": False,
+        # jit(f)(x) calls f(x) directly, op by op (nbjax.disable_jit()).
+        "disable_jit": False,
         # Which backend executes jitted functions: "cpu" (our llvmlite compiler) or
         # "reference" (the NumPy interpreter that defines the semantics).
         "jit_backend": os.environ.get("NBJAX_JIT_BACKEND", "cpu"),
@@ -38,3 +41,29 @@ class Config:
 
 
 config = Config()
+
+
+@contextlib.contextmanager
+def _option(name, value):
+    """Set option ``name`` for the duration of a ``with`` block."""
+    old = config.read(name)
+    config.update(name, value)
+    try:
+        yield
+    finally:
+        config.update(name, old)
+
+
+def enable_x64(new_val=True):
+    """``with nbjax.enable_x64():`` 64-bit types by default inside the block."""
+    return _option("enable_x64", bool(new_val))
+
+
+def disable_jit(disable=True):
+    """``with nbjax.disable_jit():`` jitted functions run op by op, as plain Python."""
+    return _option("disable_jit", bool(disable))
+
+
+def explain_cache_misses(new_val=True):
+    """``with nbjax.explain_cache_misses():`` jit says why it traces again."""
+    return _option("explain_cache_misses", bool(new_val))

@@ -151,6 +151,8 @@ class JitWrapped:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
+        if config.read("disable_jit"):
+            return self.fun(*args, **kwargs)
         key = None
         if not (kwargs or self._has_static) and type(current_trace()) is EvalTrace:
             key = _fast_key(args)

@@ -114,7 +114,7 @@ def fold_constants(jaxpr, consts, log):
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
         foldable = (all(isinstance(a, Literal) or a in known for a in ins)
-                    and not _has_subjaxpr(eqn)
+                    and not _has_subjaxpr(eqn) and not _has_effect(eqn)
                     and eqn.primitive not in axis_primitives  # psum(1.0) differs per axis
                     and all(v.aval.size <= FOLD_SIZE_LIMIT for v in eqn.outvars))
         if not foldable:
@@ -142,6 +142,14 @@ def fold_constants(jaxpr, consts, log):
 def _has_subjaxpr(eqn):
     from ..core import subjaxprs
     return any(True for _ in subjaxprs(eqn.params))
+
+
+def _has_effect(eqn):
+    """Whether running ``eqn`` does more than compute its results (a host callback, also
+    inside a sub-jaxpr): such equations run when the program runs, each one, always."""
+    from ..core import subjaxprs
+    return eqn.primitive.effectful or any(
+        _has_effect(e) for j in subjaxprs(eqn.params) for e in j.eqns)
 
 
 # --- algebraic simplification --------------------------------------------------------------
@@ -276,6 +284,9 @@ def cse(jaxpr, consts, log):
     seen = {}
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
+        if _has_effect(eqn):
+            rw.emit(eqn)
+            continue
         try:
             key = (eqn.primitive, tuple(map(_atom_key, ins)),
                    tuple(sorted((k, _param_key(v)) for k, v in eqn.params.items())))
@@ -299,11 +310,12 @@ def _param_key(value):
 
 
 def dce(jaxpr, consts, log):
-    """Drop equations whose results nothing uses, and constvars nothing reads."""
+    """Drop equations whose results nothing uses (unless they have an effect), and
+    constvars nothing reads."""
     live = {a for a in jaxpr.outvars if isinstance(a, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars):
+        if any(v in live for v in eqn.outvars) or _has_effect(eqn):
             kept.append(eqn)
             live.update(a for a in eqn.invars if isinstance(a, Var))
         else:

@@ -29,6 +29,9 @@ class Primitive:
         # The param holding a jaxpr this primitive applies to its operands unchanged (jit,
         # checkpoint, custom_jvp/vjp calls): executing it may inline that jaxpr.
         self.call_param = None
+        # Running it does something besides computing its results (a host callback): the
+        # compiler must never drop it as dead, merge two of them, or run it at compile time.
+        self.effectful = False
 
     def pp_params(self, params):
         """The params a jaxpr prints for this primitive (JAX hides some, e.g. shapes)."""

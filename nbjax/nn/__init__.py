@@ -14,12 +14,16 @@ from ..core import dtypes, get_aval
 from ..custom_derivatives import custom_jvp
 from ..numpy.creation import _concrete
 from ..numpy.ufuncs import _broadcast_arrays
-from ..numpy.util import canonicalize_axis, check_arraylike, promote_args_inexact
+from ..numpy.util import (canonicalize_axis, check_arraylike, not_implemented,
+                          promote_args_inexact)
 
 __all__ = [
     "relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "silu", "swish",
     "gelu", "elu", "leaky_relu", "celu", "selu", "hard_tanh", "hard_sigmoid", "hard_silu",
     "hard_swish", "softmax", "log_softmax", "logsumexp", "one_hot", "standardize", "normalize",
+    "identity", "tanh", "squareplus", "sparse_plus", "sparse_sigmoid", "mish", "glu",
+    "log1mexp", "logmeanexp", "dot_product_attention", "scaled_matmul", "scaled_dot_general",
+    "get_scaled_dot_general_config",
 ]
 
 
@@ -143,6 +147,153 @@ def hard_silu(x):
 
 
 hard_swish = hard_silu
+
+
+def identity(x):
+    """``x`` itself (as an array)."""
+    check_arraylike("identity", x)
+    return jnp.asarray(x)
+
+
+tanh = jnp.tanh
+
+
+def squareplus(x, b=4):
+    """``(x + sqrt(x^2 + b)) / 2``, a smooth ReLU (So, 2021)."""
+    x, b = promote_args_inexact("squareplus", x, b)
+    return (x + jnp.sqrt(jnp.square(x) + b)) / 2
+
+
+def sparse_plus(x):
+    """0 below -1, ``(x + 1)^2 / 4`` on ``[-1, 1]``, ``x`` above 1: softplus's sparse twin."""
+    x = _float("sparse_plus", x)
+    return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+
+
+def sparse_sigmoid(x):
+    """``clip((x + 1) / 2, 0, 1)``, the derivative of ``sparse_plus``."""
+    return 0.5 * jnp.clip(_float("sparse_sigmoid", x) + 1.0, 0.0, 2.0)
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``."""
+    x = _float("mish", x)
+    return x * jnp.tanh(softplus(x))
+
+
+def glu(x, axis=-1):
+    """Gated linear unit: the first half of ``x`` along ``axis`` times the sigmoid of the
+    second half."""
+    x = _float("glu", x)
+    if x.shape[axis] % 2:
+        raise ValueError(f"glu: axis size must be divisible by 2, got {x.shape[axis]}")
+    x1, x2 = jnp.split(x, 2, axis)
+    return x1 * sigmoid(x2)
+
+
+@custom_jvp
+def log1mexp(x):
+    """``log(1 - exp(-x))``: through ``expm1`` for small ``x``, ``log1p`` for large ones
+    (Maechler's split at log 2), so neither end loses precision."""
+    x = _float("log1mexp", x)
+    return jnp.where(x < math.log(2.0), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
+
+
+log1mexp.defjvps(lambda g, ans, x: g / jnp.expm1(x))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """``logsumexp(x) - log(n)``, ``n`` the number of elements reduced (those in ``where``)."""
+    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+    ones = jnp.ones(jnp.shape(x), get_aval(lse).dtype)
+    count = jnp.sum(ones, axis=axis, keepdims=keepdims, where=where)
+    return lse - jnp.log(count)
+
+
+# --- attention -----------------------------------------------------------------------------
+
+def _as_4d(t):
+    t = jnp.asarray(t)
+    return jnp.expand_dims(t, tuple(range(4 - t.ndim))) if t.ndim < 4 else t
+
+
+def _attention_mask(shape, mask, is_causal, q_lengths, kv_lengths, window):
+    """The boolean ``[B, N, T, S]`` mask of the logits that take part, or None for all."""
+    B, N, T, S = shape
+    keep = None if mask is None else jnp.broadcast_to(mask, shape)
+
+    def both(m):
+        return m if keep is None else jnp.logical_and(keep, m)
+    q_pos = jnp.arange(T)[:, None]
+    k_pos = jnp.arange(S)[None, :]
+    if is_causal:
+        keep = both(jnp.broadcast_to(q_pos >= k_pos, shape))
+    if window is not None:
+        left, right = (window, window) if isinstance(window, int) else window
+        keep = both(jnp.broadcast_to((q_pos <= k_pos + left) & (q_pos >= k_pos - right), shape))
+    if q_lengths is not None or kv_lengths is not None:
+        pad = jnp.ones((B, 1, T, S), bool)
+        if q_lengths is not None:
+            pad = pad & (jnp.arange(T)[None, None, :, None] < q_lengths[:, None, None, None])
+        if kv_lengths is not None:
+            pad = pad & (jnp.arange(S)[None, None, None, :] < kv_lengths[:, None, None, None])
+        keep = both(jnp.broadcast_to(pad, shape))
+    return keep
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal=False, query_seq_lengths=None, key_value_seq_lengths=None,
+                          local_window_size=None, implementation=None, return_residual=False):
+    """Scaled dot-product attention, ``softmax(scale * q k^T + bias, masked) v``, on
+    ``[B, T, N, H]`` queries and ``[B, S, K, H]`` keys/values (``N`` a multiple of ``K``:
+    grouped-query attention; the batch axis may be left out). Masked logits get a large
+    negative number, the softmax runs in float32 and query rows past ``query_seq_lengths``
+    are zero, as in JAX's "xla" implementation (the only one here)."""
+    if implementation not in (None, "xla"):
+        raise ValueError(f"dot_product_attention: implementation {implementation!r} is not "
+                         "available in nbjax; use None or 'xla'")
+    out_shape = jnp.shape(query)
+    q, k, v = _as_4d(query), _as_4d(key), _as_4d(value)
+    B, T, N, H = q.shape
+    K = k.shape[2]
+    if N % K:
+        raise ValueError(f"The number of query heads must be a multiple of key/value heads, "
+                         f"but got {N} vs {K}")
+    if N != K:  # grouped queries: every key/value head serves N // K query heads
+        k, v = jnp.repeat(k, N // K, axis=2), jnp.repeat(v, N // K, axis=2)
+    logits_dtype = jnp.promote_types(q.dtype, np.float32)
+    logits = jnp.einsum("BTNH,BSNH->BNTS", q, k, preferred_element_type=logits_dtype)
+    logits = logits * jnp.asarray(1.0 / math.sqrt(H) if scale is None else scale,
+                                  logits_dtype)
+    if bias is not None:
+        logits = (logits + _as_4d(bias)).astype(logits_dtype)
+    keep = _attention_mask(logits.shape, None if mask is None else _as_4d(mask), is_causal,
+                           None if query_seq_lengths is None else jnp.asarray(query_seq_lengths),
+                           None if key_value_seq_lengths is None
+                           else jnp.asarray(key_value_seq_lengths), local_window_size)
+    if keep is not None:
+        large_negative = -0.7 * min(float(jnp.finfo(logits_dtype).max),
+                                    float(jnp.finfo(np.float32).max))
+        logits = jnp.where(keep, logits, jnp.asarray(large_negative, logits_dtype))
+    logits = logits.astype(np.float32)
+    probs = softmax(logits, axis=-1).astype(k.dtype)
+    encoded = jnp.einsum("BNTS,BSNH->BTNH", probs, v)
+    if query_seq_lengths is not None:
+        rows = jnp.arange(T)[None, :] < jnp.asarray(query_seq_lengths)[:, None]
+        encoded = encoded * rows[:, :, None, None].astype(encoded.dtype)
+    encoded = jnp.reshape(encoded, out_shape)
+    if not return_residual:
+        return encoded
+    residual = jnp.transpose(logsumexp(logits, axis=-1).astype(k.dtype), (0, 2, 1))
+    return encoded, lax.stop_gradient(jnp.reshape(residual, out_shape[:-1]))
+
+
+_MX = ("block-scaled (microscaling) matmuls need the float8/float4 dtypes nbjax does not "
+       "have")
+scaled_matmul = not_implemented("scaled_matmul", f"nbjax.nn.scaled_matmul: {_MX}")
+scaled_dot_general = not_implemented("scaled_dot_general", f"nbjax.nn.scaled_dot_general: {_MX}")
+get_scaled_dot_general_config = not_implemented(
+    "get_scaled_dot_general_config", f"nbjax.nn.get_scaled_dot_general_config: {_MX}")
 
 
 # --- normalisations over an axis -----------------------------------------------------------

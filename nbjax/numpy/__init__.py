@@ -15,6 +15,7 @@ from .array_api import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
+from .polynomial import *  # noqa: F401,F403
 from .products import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .scalar_types import *  # noqa: F401,F403

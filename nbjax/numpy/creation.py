@@ -23,8 +23,7 @@ __all__ = [
     "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
     "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye",
     "identity", "meshgrid", "tri", "copy", "dtype", "result_type", "can_cast", "issubdtype",
-    "isscalar", "ndim", "shape", "size",
-]
+    "isscalar", "ndim", "shape", "size", "iscomplexobj", "isrealobj", "iterable", "bartlett", "blackman", "hamming", "hanning", "vander", "fromfunction"]
 
 dtype = np.dtype
 can_cast = np.can_cast
@@ -359,3 +358,86 @@ def size(a, axis=None):
     if axis is None:
         return int(np.prod(s, dtype=np.int64))
     return s[util.canonicalize_axis(axis, len(s))]
+
+
+def iscomplexobj(x):
+    """Whether ``x`` has a complex dtype (its values do not matter)."""
+    if x is None:
+        return False
+    dtype = getattr(x, "dtype", None)
+    return dtypes.is_complex(dtype if dtype is not None else np.asarray(x).dtype)
+
+
+def isrealobj(x):
+    return not iscomplexobj(x)
+
+
+def iterable(y):
+    """Whether ``iter(y)`` works."""
+    try:
+        iter(y)
+    except TypeError:
+        return False
+    return True
+
+
+def _window(name, M, terms):
+    """The cosine-sum window ``sum_k a_k cos(2 pi k n / (M - 1))`` of ``M`` points."""
+    M = int(_concrete(name, "M", M))
+    if M <= 1:
+        return full((max(M, 0),), 1.0, dtypes.default_float())
+    n = arange(M, dtype=dtypes.default_float())
+    out = zeros((M,), dtypes.default_float())
+    for k, a in enumerate(terms):
+        out = out + a * lax.cos(2 * np.pi * k * n / (M - 1))
+    return out
+
+
+def hanning(M):
+    """The Hann window, ``0.5 - 0.5 cos(2 pi n / (M - 1))``."""
+    return _window("hanning", M, (0.5, -0.5))
+
+
+def hamming(M):
+    """The Hamming window, ``0.54 - 0.46 cos(2 pi n / (M - 1))``."""
+    return _window("hamming", M, (0.54, -0.46))
+
+
+def blackman(M):
+    """The Blackman window, ``0.42 - 0.5 cos(2 pi n / (M-1)) + 0.08 cos(4 pi n / (M-1))``."""
+    return _window("blackman", M, (0.42, -0.5, 0.08))
+
+
+def bartlett(M):
+    """The triangular window, ``1 - |2 n / (M - 1) - 1|``."""
+    M = int(_concrete("bartlett", "M", M))
+    if M <= 1:
+        return full((max(M, 0),), 1.0, dtypes.default_float())
+    n = arange(M, dtype=dtypes.default_float())
+    return 1 - lax.abs(2 * n / (M - 1) - 1)
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of the 1-D ``x``: columns ``x**(N-1), ..., x, 1`` (or the
+    reverse with ``increasing``)."""
+    check_arraylike("vander", x)
+    x = asarray(x)
+    if x.ndim != 1:
+        raise ValueError("x must be a one-dimensional array")
+    N = x.shape[0] if N is None else int(_concrete("vander", "N", N))
+    if N < 0:
+        raise ValueError("N must be nonnegative")
+    powers = arange(N, dtype=x.dtype if dtypes.is_inexact(x.dtype) else None)
+    if not increasing:
+        powers = powers[::-1]
+    from .ufuncs import power
+    return power(x[:, None], powers[None, :])
+
+
+def fromfunction(function, shape, *, dtype=float, **kwargs):
+    """``function(*indices)`` where ``indices`` are the index grids of ``shape`` (as
+    ``dtype``), evaluated once on whole arrays as NumPy does."""
+    shape = canonical_shape(shape)
+    dtype = dtypes.canonicalize(dtype)
+    grids = [lax.broadcasted_iota(dtype, shape, i) for i in range(len(shape))]
+    return function(*grids, **kwargs)

@@ -25,8 +25,7 @@ __all__ = [
     "stack", "hstack", "vstack", "dstack", "column_stack", "split", "array_split", "hsplit",
     "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud", "roll", "rot90", "pad",
     "where", "select", "diag", "diagonal", "diagflat", "trace", "tril", "triu", "append",
-    "insert", "delete", "nonzero", "argwhere", "flatnonzero",
-]
+    "insert", "delete", "nonzero", "argwhere", "flatnonzero", "rollaxis", "resize"]
 
 
 def _arr(name, x):
@@ -874,3 +873,28 @@ def insert(arr, obj, values, axis=None):
     return take(concatenate([arr, values], axis), source, axis=axis,
                 mode="promise_in_bounds")
 
+
+def rollaxis(a, axis, start=0):
+    """Move ``axis`` to just before position ``start`` (NumPy's older ``moveaxis``)."""
+    ndim = get_aval(a).ndim
+    axis = canonicalize_axis(axis, ndim)
+    if not -ndim <= start <= ndim:
+        raise ValueError(f"start={start} must satisfy {-ndim} <= start <= {ndim}")
+    start = start % (ndim + 1) if start < 0 else start
+    if axis < start:
+        start -= 1
+    return moveaxis(a, axis, start) if ndim else to_array(a)
+
+
+def resize(a, new_shape):
+    """``a`` flattened, repeated as often as needed and cut to ``new_shape``."""
+    check_arraylike("resize", a)
+    shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
+    if any(d < 0 for d in shape):
+        raise ValueError("All elements of `new_shape` must be non-negative")
+    flat = ravel(a)
+    size = math.prod(shape)
+    if size and not get_aval(flat).size:
+        raise ValueError("resize: cannot fill a non-empty shape from an empty array")
+    repeats = -(-size // get_aval(flat).size) if size else 0
+    return reshape(concatenate([flat] * repeats)[:size] if repeats else flat[:0], shape)

@@ -20,7 +20,7 @@ from .manipulation import (broadcast_arrays, broadcast_shapes, diagonal, moveaxi
 from .util import canonicalize_axis, check_arraylike, promote_dtypes
 
 __all__ = ["dot", "vdot", "matmul", "inner", "outer", "kron", "tensordot", "einsum", "cross",
-           "vecdot"]
+           "vecdot", "matvec", "vecmat"]
 
 
 def _shape(x):
@@ -409,3 +409,13 @@ def _broadcast_missing(x, present, output, sizes):
     shape = tuple(sizes[c] for c in output)
     return lax.broadcast_in_dim(x, shape, tuple(output.index(c) for c in present))
 
+
+def matvec(x1, x2, /):
+    """Matrix times vector over the last axes, other axes broadcast: ``x1 @ x2[..., None]``."""
+    return matmul(x1, x2[..., None])[..., 0]
+
+
+def vecmat(x1, x2, /):
+    """Vector (conjugated) times matrix over the last axes: ``conj(x1)[..., None, :] @ x2``."""
+    from .ufuncs import conj
+    return matmul(conj(x1)[..., None, :], x2)[..., 0, :]

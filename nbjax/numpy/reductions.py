@@ -22,8 +22,7 @@ __all__ = [
     "nancumprod", "nansum", "nanprod", "nanmean", "nanmin", "nanmax", "nanvar", "nanstd",
     "nanargmin", "nanargmax", "median", "nanmedian", "quantile", "nanquantile", "percentile",
     "nanpercentile", "average", "count_nonzero", "ptp", "allclose", "array_equal",
-    "array_equiv",
-]
+    "array_equiv", "ediff1d", "trapezoid"]
 
 
 def _asarray(name, a):
@@ -615,3 +614,34 @@ def array_equiv(a1, a2):
     except ValueError:
         return to_array(False)
 
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """Differences of consecutive elements of the flattened ``ary``, with ``to_begin`` and
+    ``to_end`` (flattened, cast to its dtype) around them."""
+    from .manipulation import concatenate, ravel
+    check_arraylike("ediff1d", ary, *(a for a in (to_begin, to_end) if a is not None))
+    flat = ravel(ary)
+    dtype = get_aval(flat).dtype
+    parts = [flat[1:] - flat[:-1]]
+    if to_begin is not None:
+        parts.insert(0, ravel(lax.convert_element_type(to_array(to_begin), dtype)))
+    if to_end is not None:
+        parts.append(ravel(lax.convert_element_type(to_array(to_end), dtype)))
+    return concatenate(parts)
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """The trapezoidal rule along ``axis``: sum of ``(y[i] + y[i+1]) / 2`` times the spacing
+    (``dx``, or the differences of ``x``)."""
+    from .manipulation import moveaxis
+    from .util import promote_dtypes_inexact
+    check_arraylike("trapezoid", y)
+    if x is None:
+        (y,), spacing = promote_dtypes_inexact(y), dx
+    else:
+        check_arraylike("trapezoid", x)
+        y, x = promote_dtypes_inexact(y, x)
+        x = moveaxis(x, axis, -1) if get_aval(x).ndim > 1 else x
+        spacing = x[..., 1:] - x[..., :-1]
+    y = moveaxis(y, axis, -1)
+    return sum(spacing * (y[..., 1:] + y[..., :-1]), axis=-1) * 0.5

@@ -9,7 +9,7 @@ import numpy as np
 __all__ = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64", "complex64", "complex128",
            "generic", "number", "inexact", "floating", "complexfloating", "integer",
-           "signedinteger", "unsignedinteger"]
+           "signedinteger", "unsignedinteger", "double", "single", "csingle", "cdouble", "float_", "complex_", "int_", "uint", "character", "flexible", "object_"]
 
 # NumPy's abstract scalar classes, for ``jnp.issubdtype(x.dtype, jnp.floating)``.
 generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
@@ -46,3 +46,10 @@ uint8, uint16, uint32, uint64 = (_scalar_type(n, n)
 float16, float32, float64 = (_scalar_type(n, n) for n in ("float16", "float32", "float64"))
 complex64, complex128 = _scalar_type("complex64", "complex64"), \
     _scalar_type("complex128", "complex128")
+
+
+# NumPy's C-style names, which JAX keeps as aliases (64-bit ones follow enable_x64 on use).
+double, single, float_ = float64, float32, float64
+csingle, cdouble, complex_ = complex64, complex128, complex128
+int_, uint = int64, uint64
+character, flexible, object_ = np.character, np.flexible, np.object_

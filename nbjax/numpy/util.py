@@ -114,9 +114,15 @@ def canonicalize_axes(axis, ndim):
     return tuple(sorted(axes))
 
 
-def not_implemented(name):
-    """A stand-in for a NumPy function nbjax does not provide: calling it says so."""
+def not_implemented(name, reason=None):
+    """A stand-in for a function nbjax does not provide: calling it says so. With a
+    ``reason`` (why it cannot exist here), the stand-in carries it as
+    ``not_implemented_reason``, which ``tools/api_coverage.py`` reports."""
+    message = f"nbjax.numpy.{name} is not implemented" if reason is None else reason
+
     def fn(*args, **kwargs):
-        raise NotImplementedError(f"nbjax.numpy.{name} is not implemented")
+        raise NotImplementedError(message)
     fn.__name__ = name
+    if reason is not None:
+        fn.not_implemented_reason = reason
     return fn

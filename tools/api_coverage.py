@@ -1,0 +1,190 @@
+"""Measure how much of JAX's public surface nbjax provides.
+
+For every public callable of a JAX module (and every public attribute of ``jax.Array``) the
+tool looks up the nbjax counterpart and files the name under one of:
+
+- ``present``: nbjax defines it;
+- ``not_implemented``: nbjax defines a stand-in that raises ``NotImplementedError`` and says
+  why (an object with a ``not_implemented_reason`` attribute, see
+  ``nbjax.numpy.util.not_implemented``);
+- ``missing``: nbjax has no such name. The generic stubs that ``nbjax.numpy.__getattr__``
+  hands out for any NumPy name count as missing: nbjax does not define them.
+
+It writes ``docs/api_coverage.md`` (per module: counts, percentage, missing names) and
+``tests/data/api_coverage.json`` (what nbjax has, read by ``tests/test_api_surface.py``).
+JAX is imported here only, as the reference; nbjax never imports it.
+
+    python tools/api_coverage.py          # from the repository root
+"""
+
+import importlib
+import json
+import pathlib
+import sys
+import types
+import warnings
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# (JAX module, nbjax module). "Array" rows compare the attributes of an array instance.
+MODULES = [
+    ("jax", "nbjax"),
+    ("jax.tree", "nbjax.tree"),
+    ("jax.tree_util", "nbjax.tree_util"),
+    ("jax.debug", "nbjax.debug"),
+    ("jax.numpy", "nbjax.numpy"),
+    ("jax.numpy.linalg", "nbjax.numpy.linalg"),
+    ("jax.numpy.fft", "nbjax.numpy.fft"),
+    ("jax.lax", "nbjax.lax"),
+    ("jax.nn", "nbjax.nn"),
+    ("jax.random", "nbjax.random"),
+    ("jax.scipy.special", "nbjax.scipy.special"),
+    ("jax.scipy.linalg", "nbjax.scipy.linalg"),
+    ("jax.scipy.stats", "nbjax.scipy.stats"),
+    ("jax.Array", "nbjax.Array"),
+]
+
+
+def import_quietly(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return importlib.import_module(name)
+
+
+def public_names(obj):
+    """Public callables of a module (submodules excluded), or every public attribute of a
+    class (methods and properties alike)."""
+    names = []
+    for name in sorted(dir(obj)):
+        if name.startswith("_"):
+            continue
+        if isinstance(obj, type):
+            names.append(name)
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                value = getattr(obj, name)
+            except Exception:  # deprecated names that raise on access are not public
+                continue
+        if callable(value) and not isinstance(value, types.ModuleType):
+            names.append(name)
+    return names
+
+
+def jax_modules():
+    """The (JAX, nbjax) pairs, with each distribution module of jax.scipy.stats added."""
+    pairs = list(MODULES)
+    stats = import_quietly("jax.scipy.stats")
+    for name in sorted(dir(stats)):
+        if isinstance(getattr(stats, name), types.ModuleType) and not name.startswith("_"):
+            pairs.append((f"jax.scipy.stats.{name}", f"nbjax.scipy.stats.{name}"))
+    return pairs
+
+
+def resolve_jax(name):
+    if name == "jax.Array":
+        return import_quietly("jax").Array
+    return import_quietly(name)
+
+
+def nbjax_target(name):
+    """The nbjax module, or an array instance for the Array row; None if it does not exist."""
+    if name == "nbjax.Array":
+        return import_quietly("nbjax.numpy").zeros((2, 2))
+    try:
+        return import_quietly(name)
+    except ImportError:
+        return None
+
+
+def classify(target, name):
+    """``("present"|"not_implemented"|"missing", reason)`` for ``name`` on ``target``."""
+    if target is None:
+        return "missing", None
+    if isinstance(target, types.ModuleType) and name not in vars(target):
+        return "missing", None  # absent, or only a generic stub from __getattr__
+    try:
+        value = getattr(target, name)
+    except NotImplementedError as e:  # a property that says why it is missing
+        return "not_implemented", str(e)
+    except AttributeError:
+        return "missing", None
+    reason = getattr(value, "not_implemented_reason", None)
+    if isinstance(reason, str):
+        return "not_implemented", reason
+    return "present", None
+
+
+def survey():
+    """``{jax module: {"nbjax": ..., "present": [...], "not_implemented": {...},
+    "missing": [...]}}``."""
+    result = {}
+    for jax_name, nb_name in jax_modules():
+        target = nbjax_target(nb_name)
+        row = {"nbjax": nb_name, "present": [], "not_implemented": {}, "missing": []}
+        for name in public_names(resolve_jax(jax_name)):
+            status, reason = classify(target, name)
+            if status == "not_implemented":
+                row["not_implemented"][name] = reason
+            else:
+                row[status].append(name)
+        result[jax_name] = row
+    return result
+
+
+def percent(part, whole):
+    return 100.0 * part / whole if whole else 100.0
+
+
+def markdown(result, jax_version):
+    lines = [
+        "# nbjax's coverage of JAX's public API",
+        "",
+        f"Generated by `python tools/api_coverage.py` against JAX {jax_version}. A name counts",
+        "as present when nbjax defines it; *stub* names exist but raise `NotImplementedError`",
+        "with a reason; everything else is missing. `jax.Array` compares the public methods and",
+        "properties of an array.",
+        "",
+        "| JAX module | nbjax | names | present | stub | missing | coverage |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for jax_name, row in result.items():
+        n_present, n_stub, n_missing = (len(row["present"]), len(row["not_implemented"]),
+                                         len(row["missing"]))
+        total = n_present + n_stub + n_missing
+        lines.append(f"| `{jax_name}` | `{row['nbjax']}` | {total} | {n_present} | {n_stub} "
+                     f"| {n_missing} | {percent(n_present, total):.1f}% |")
+    for jax_name, row in result.items():
+        if not row["missing"] and not row["not_implemented"]:
+            continue
+        lines += ["", f"## `{jax_name}`", ""]
+        if row["not_implemented"]:
+            lines.append("Stubs (raise `NotImplementedError`):")
+            lines.append("")
+            lines += [f"- `{n}`: {r}" for n, r in sorted(row["not_implemented"].items())]
+            lines.append("")
+        if row["missing"]:
+            lines.append("Missing: " + ", ".join(f"`{n}`" for n in row["missing"]))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    jax = import_quietly("jax")
+    result = survey()
+    (ROOT / "docs" / "api_coverage.md").write_text(markdown(result, jax.__version__))
+    names = {jax_name: {"nbjax": row["nbjax"], "present": row["present"],
+                        "not_implemented": sorted(row["not_implemented"])}
+             for jax_name, row in result.items()}
+    data = {"jax_version": jax.__version__, "modules": names}
+    path = ROOT / "tests" / "data" / "api_coverage.json"
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    for jax_name, row in result.items():
+        total = len(row["present"]) + len(row["not_implemented"]) + len(row["missing"])
+        print(f"{jax_name:28s} {len(row['present']):4d}/{total:<4d} "
+              f"{percent(len(row['present']), total):5.1f}%")
+
+
+if __name__ == "__main__":
+    main()
