@@ -4,7 +4,73 @@ import numpy as np
 
 import nbjax
 from nbjax.core import check_jaxpr, eval_jaxpr
-from nbjax.tree_util import tree_leaves
+from nbjax.tree_util import tree_flatten, tree_leaves, tree_map
+
+
+def assert_close(actual, expected, rtol=1e-7, scale=None, err_msg=""):
+    """``actual`` equals ``expected`` in shape and, element-wise, within
+    ``rtol * |expected| + rtol * scale``.
+
+    The absolute part is there because of cancellation: an element computed as a sum of large
+    terms (a dot, a convolution, a reduction, a difference) can come out near zero, and its
+    rounding error is relative to the terms, not to itself, so the CPU's summation order alone
+    moves it by many of its own ulps. ``scale`` is the magnitude of those terms: callers that
+    know it pass the same computation on the operands' absolute values (the sum of |terms|,
+    scalar or per element); by default it is the largest finite |expected|. NaNs must sit at the
+    same positions, infinities must be equal, integer and boolean results must match exactly.
+    """
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, (
+        f"shapes differ: {actual.shape} (actual), {expected.shape} (expected) {err_msg}")
+    if not (np.issubdtype(actual.dtype, np.inexact) or np.issubdtype(expected.dtype, np.inexact)):
+        np.testing.assert_array_equal(actual, expected, err_msg=err_msg)
+        return
+    if scale is None:
+        finite = np.abs(expected[np.isfinite(expected)])
+        scale = finite.max() if finite.size else 0.0
+    scale = np.abs(np.asarray(scale, np.float64))
+    atol = rtol * np.maximum(np.where(np.isfinite(scale), scale, 0.0), np.finfo(np.float64).tiny)
+    close = np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+    if not close.all():
+        bad = ~close
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        with np.errstate(invalid="ignore"):  # inf - inf where infinities differ in sign
+            error = np.abs(actual.astype(np.complex128) - expected)
+        allowed = np.broadcast_to(atol + rtol * np.abs(expected), expected.shape)
+        raise AssertionError(
+            f"Not equal to tolerance rtol={rtol:g}, atol=rtol*scale {err_msg}\n"
+            f"Mismatched elements: {bad.sum()} / {bad.size}; the first at {where}: "
+            f"{actual[where]} (actual), {expected[where]} (expected), "
+            f"|difference| {error[where]:.3g} > allowed {allowed[where]:.3g}\n"
+            f"ACTUAL: {actual!r}\nEXPECTED: {expected!r}")
+
+
+def loop_vmap(f, args, in_axes, out_axes=0):
+    """What ``vmap(f, in_axes, out_axes)(*args)`` must be: ``f`` of each batch member, stacked."""
+    size = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
+    outs = [f(*[a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, in_axes)])
+            for i in range(size)]
+    return tree_map(lambda *ys: np.stack([np.asarray(y) for y in ys], axis=out_axes), *outs)
+
+
+def check_vmap(f, args, in_axes, out_axes=0, rtol=1e-6, terms=None):
+    """``vmap(f, in_axes, out_axes)(*args)`` agrees with a Python loop over the batch (same tree,
+    dtypes and shapes, values to ``assert_close``), and its jaxpr type-checks.
+
+    ``terms``, for an ``f`` whose outputs are sums (a dot or a convolution: ``f`` itself), is a
+    function like ``f`` that gives at ``|args|`` the sum of |terms| of each output element: the
+    scale of the outputs' rounding errors.
+    """
+    got_leaves, got_tree = tree_flatten(nbjax.vmap(f, in_axes, out_axes)(*args))
+    want_leaves, want_tree = tree_flatten(loop_vmap(f, args, in_axes, out_axes))
+    assert got_tree == want_tree
+    scales = ([None] * len(want_leaves) if terms is None else
+              tree_leaves(loop_vmap(terms, [np.abs(a) for a in args], in_axes, out_axes)))
+    for got, want, scale in zip(got_leaves, want_leaves, scales, strict=True):
+        got = np.asarray(got)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert_close(got, want, rtol=rtol, scale=scale)
+    check_jaxpr(nbjax.make_jaxpr(nbjax.vmap(f, in_axes, out_axes))(*args).jaxpr)
 
 
 def eager_and_traced(fn, *args):

@@ -11,6 +11,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.core import dtypes
+from helpers import assert_close
 
 RNG = np.random.default_rng(0)
 
@@ -265,8 +266,8 @@ def test_diff_and_unstack_edge_cases():
     with pytest.raises(ValueError, match="rank > 0"):
         jnp.unstack(np.float32(1))
     closed = nbjax.make_jaxpr(lambda a: jnp.diff(a, axis=0))(X)
-    np.testing.assert_allclose(nbjax.core.eval_jaxpr(closed.jaxpr, closed.consts, X)[0],
-                               np.diff(X, axis=0), rtol=1e-6)
+    assert_close(nbjax.core.eval_jaxpr(closed.jaxpr, closed.consts, X)[0],
+                 np.diff(X, axis=0), rtol=1e-6)
 
 
 # --- inspection API ------------------------------------------------------------------------

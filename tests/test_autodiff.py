@@ -7,6 +7,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.test_util import check_grads
+from helpers import assert_close
 
 rng = np.random.RandomState(1)
 
@@ -24,13 +25,13 @@ def test_grad_argnums_has_aux_and_value_and_grad():
     f = lambda x, y: jnp.sum(jnp.sin(x) * y)
     x, y = randn(3), randn(3)
     gx, gy = nbjax.grad(f, argnums=(0, 1))(x, y)
-    np.testing.assert_allclose(gx, np.cos(x) * y, rtol=1e-5)
-    np.testing.assert_allclose(gy, np.sin(x), rtol=1e-5)
-    np.testing.assert_allclose(nbjax.grad(f, argnums=1)(x, y), np.sin(x), rtol=1e-5)
+    assert_close(gx, np.cos(x) * y, rtol=1e-5)
+    assert_close(gy, np.sin(x), rtol=1e-5)
+    assert_close(nbjax.grad(f, argnums=1)(x, y), np.sin(x), rtol=1e-5)
     (value, aux), g = nbjax.value_and_grad(lambda x: (jnp.sum(x ** 2), x * 3), has_aux=True)(x)
-    np.testing.assert_allclose(value, np.sum(x ** 2), rtol=1e-5)
-    np.testing.assert_allclose(aux, x * 3, rtol=1e-6)
-    np.testing.assert_allclose(g, 2 * x, rtol=1e-6)
+    assert_close(value, np.sum(x ** 2), rtol=1e-5)
+    assert_close(aux, x * 3, rtol=1e-6)
+    assert_close(g, 2 * x, rtol=1e-6)
     g, aux = nbjax.grad(lambda x: (jnp.sum(x), {"n": 1}), has_aux=True)(x)
     assert aux == {"n": 1}
 
@@ -49,13 +50,13 @@ def test_higher_order_and_composition():
     x = np.float32(0.7)
     d2 = nbjax.grad(nbjax.grad(f))(x)
     expected = -np.sin(x) * x ** 2 + 4 * x * np.cos(x) + 2 * np.sin(x)
-    np.testing.assert_allclose(d2, expected, rtol=1e-5)
+    assert_close(d2, expected, rtol=1e-5)
     check_grads(f, (x,), order=2)
     xs = randn(5)
-    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f))(xs),
-                               [nbjax.grad(f)(v) for v in xs], rtol=1e-6)
-    np.testing.assert_allclose(nbjax.grad(lambda v: nbjax.vmap(f)(v).sum())(xs),
-                               nbjax.vmap(nbjax.grad(f))(xs), rtol=1e-6)
+    assert_close(nbjax.vmap(nbjax.grad(f))(xs),
+                 [nbjax.grad(f)(v) for v in xs], rtol=1e-6)
+    assert_close(nbjax.grad(lambda v: nbjax.vmap(f)(v).sum())(xs),
+                 nbjax.vmap(nbjax.grad(f))(xs), rtol=1e-6)
 
 
 def test_per_example_gradients():
@@ -93,7 +94,7 @@ def test_jacobians_and_hessian_against_finite_differences():
     m = randn(2, 3)
     jac = nbjax.jacrev(lambda m: m * 2.0)(m)
     assert jac.shape == (2, 3, 2, 3)
-    np.testing.assert_allclose(jac, 2 * np.eye(6).reshape(2, 3, 2, 3))
+    assert_close(jac, 2 * np.eye(6).reshape(2, 3, 2, 3))
     jac = nbjax.jacfwd(lambda a, b: a * b, argnums=(0, 1))(randn(2), randn(2))
     assert isinstance(jac, tuple) and jac[0].shape == (2, 2)
 
@@ -101,10 +102,10 @@ def test_jacobians_and_hessian_against_finite_differences():
 def test_jvp_and_linearize():
     x, t = randn(4), randn(4)
     out, tout = nbjax.jvp(jnp.sin, (x,), (t,))
-    np.testing.assert_allclose(out, np.sin(x), rtol=1e-6)
-    np.testing.assert_allclose(tout, np.cos(x) * t, rtol=1e-5)
+    assert_close(out, np.sin(x), rtol=1e-6)
+    assert_close(tout, np.cos(x) * t, rtol=1e-5)
     out, f_jvp = nbjax.linearize(lambda x: jnp.exp(x) * 2.0, x)
-    np.testing.assert_allclose(f_jvp(t), np.exp(x) * 2 * t, rtol=1e-5)
+    assert_close(f_jvp(t), np.exp(x) * 2 * t, rtol=1e-5)
     with pytest.raises(TypeError, match="tuples or lists"):
         nbjax.jvp(jnp.sin, x, t)
     with pytest.raises(TypeError, match="dtypes must be equal"):
@@ -134,8 +135,8 @@ def test_grad_errors():
 
 def test_holomorphic_grad():
     z = np.complex64(1.0 + 2.0j)
-    np.testing.assert_allclose(nbjax.grad(lambda z: z ** 2, holomorphic=True)(z), 2 * z,
-                               rtol=1e-6)
+    assert_close(nbjax.grad(lambda z: z ** 2, holomorphic=True)(z), 2 * z,
+                 rtol=1e-6)
 
 
 def test_stop_gradient():
@@ -154,14 +155,14 @@ def test_custom_jvp_and_defjvps():
         return f(x), 2.0 * jnp.cos(x) * t  # deliberately twice the true derivative
 
     x = np.float32(0.4)
-    np.testing.assert_allclose(nbjax.grad(f)(x), 2 * np.cos(x), rtol=1e-6)
-    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f))(randn(3) * 0 + x),
-                               np.full(3, 2 * np.cos(x)), rtol=1e-6)
-    np.testing.assert_allclose(nbjax.jacfwd(f)(x), 2 * np.cos(x), rtol=1e-6)
+    assert_close(nbjax.grad(f)(x), 2 * np.cos(x), rtol=1e-6)
+    assert_close(nbjax.vmap(nbjax.grad(f))(randn(3) * 0 + x),
+                 np.full(3, 2 * np.cos(x)), rtol=1e-6)
+    assert_close(nbjax.jacfwd(f)(x), 2 * np.cos(x), rtol=1e-6)
 
     g = nbjax.custom_jvp(lambda x, y: x * y)
     g.defjvps(lambda t, ans, x, y: t * y * 10.0, None)
-    np.testing.assert_allclose(nbjax.grad(g)(np.float32(2.0), np.float32(3.0)), 30.0)
+    assert_close(nbjax.grad(g)(np.float32(2.0), np.float32(3.0)), 30.0)
 
     def outer(c):
         h = nbjax.custom_jvp(lambda x: x * c)
@@ -180,7 +181,7 @@ def test_custom_jvp_nondiff_argnums():
 
     f = nbjax.custom_jvp(lambda n, x: x ** n, nondiff_argnums=(0,))
     f.defjvp(lambda n, p, t: (p[0] ** n, n * p[0] ** (n - 1) * t[0]))
-    np.testing.assert_allclose(nbjax.grad(f, argnums=1)(3, np.float32(2.0)), 12.0)
+    assert_close(nbjax.grad(f, argnums=1)(3, np.float32(2.0)), 12.0)
 
 
 def test_custom_vjp():
@@ -198,12 +199,12 @@ def test_custom_vjp():
     f.defvjp(fwd, bwd)
     x, y = np.float32(0.5), np.float32(2.0)
     gx, gy = nbjax.grad(f, argnums=(0, 1))(x, y)
-    np.testing.assert_allclose([gx, gy], [np.cos(x) * y, np.sin(x)], rtol=1e-6)
+    assert_close([gx, gy], [np.cos(x) * y, np.sin(x)], rtol=1e-6)
     xs = randn(4)
-    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f), in_axes=(0, None))(xs, y),
-                               np.cos(xs) * y, rtol=1e-5)
-    np.testing.assert_allclose(nbjax.grad(lambda v: nbjax.vmap(f, (0, None))(v, y).sum())(xs),
-                               np.cos(xs) * y, rtol=1e-5)
+    assert_close(nbjax.vmap(nbjax.grad(f), in_axes=(0, None))(xs, y),
+                 np.cos(xs) * y, rtol=1e-5)
+    assert_close(nbjax.grad(lambda v: nbjax.vmap(f, (0, None))(v, y).sum())(xs),
+                 np.cos(xs) * y, rtol=1e-5)
     with pytest.raises(TypeError, match="forward-mode"):
         nbjax.jvp(f, (x, y), (x, y))
 
@@ -216,15 +217,15 @@ def test_custom_vjp():
 def test_checkpoint_recomputes_in_backward_pass():
     f = nbjax.checkpoint(lambda x: jnp.sin(jnp.sin(x)))
     x = np.float32(0.5)
-    np.testing.assert_allclose(nbjax.grad(f)(x), np.cos(np.sin(x)) * np.cos(x), rtol=1e-6)
+    assert_close(nbjax.grad(f)(x), np.cos(np.sin(x)) * np.cos(x), rtol=1e-6)
     check_grads(f, (x,), order=2)
     assert nbjax.remat is nbjax.checkpoint
     closed = nbjax.make_jaxpr(nbjax.grad(f))(x)
     nbjax.core.check_jaxpr(closed.jaxpr)
     assert closed.eqns[0].primitive.name == "checkpoint"
     xs = randn(3)
-    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f))(xs),
-                               [nbjax.grad(f)(v) for v in xs], rtol=1e-6)
+    assert_close(nbjax.vmap(nbjax.grad(f))(xs),
+                 [nbjax.grad(f)(v) for v in xs], rtol=1e-6)
 
 
 def test_grad_jaxpr_is_forward_then_backward_with_provenance():
@@ -257,7 +258,7 @@ def test_grad_jaxpr_is_forward_then_backward_with_provenance():
 def test_while_loop_reverse_mode_error_suggests_scan():
     def f(x):
         return nbjax.lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0, x)
-    np.testing.assert_allclose(nbjax.jvp(f, (np.float32(1.0),), (np.float32(1.0),))[1], 16.0)
+    assert_close(nbjax.jvp(f, (np.float32(1.0),), (np.float32(1.0),))[1], 16.0)
     with pytest.raises(ValueError, match="scan"):
         nbjax.grad(f)(np.float32(1.0))
 

@@ -10,6 +10,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.compiler import compile, fusion, optimize
+from helpers import assert_close
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((6, 10)).astype(np.float32)
@@ -161,7 +162,7 @@ def test_control_flow_falls_back_with_a_warning_and_a_recorded_reason():
     assert "cond branch 1 has a library step (sort)" in executable.plan.decisions[-1].reason
     with pytest.warns(UserWarning, match="cond"):
         out = executable.run(X, np.bool_(False))
-    np.testing.assert_allclose(out[0], -np.sin(X), rtol=1e-6)
+    assert_close(out[0], -np.sin(X), rtol=1e-6)
 
 
 def test_report_lists_every_step_and_decision():
@@ -188,7 +189,7 @@ def test_sibling_kernels_do_not_move_before_a_step_they_read():
     got = compile_jaxpr(closed, backend="cpu").run(x, y)
     want = compile_jaxpr(closed, backend="reference").run(x, y)
     for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=1e-6)
+        assert_close(g, w, rtol=1e-6)
 
 
 def test_threefry_decomposes_into_one_fused_kernel():

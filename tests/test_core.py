@@ -8,6 +8,7 @@ import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.core import (Array, ClosedJaxpr, Jaxpr, JaxprEqn, Var, check_jaxpr, eval_jaxpr,
                         ShapedArray)
+from helpers import assert_close
 
 
 def f32(*values):
@@ -162,7 +163,7 @@ def test_eval_jaxpr_matches_eager_and_check_jaxpr_passes():
     closed = nbjax.make_jaxpr(f)(x, y)
     check_jaxpr(closed.jaxpr)
     (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x, y)
-    np.testing.assert_allclose(np.asarray(out), np.asarray(f(x, y)), rtol=1e-6)
+    assert_close(np.asarray(out), np.asarray(f(x, y)), rtol=1e-6)
 
 
 def test_check_jaxpr_rejects_ill_typed_and_undefined():

@@ -13,6 +13,7 @@ import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.backends.cpu import runtime
 from nbjax.compiler import compile
+from helpers import assert_close
 
 from helpers import is_full_width_float32
 
@@ -170,8 +171,8 @@ def test_outputs_are_not_overwritten_by_later_calls():
     cpu, _ = _both(lambda x: x * 2.0, x)
     first = cpu.run(x)[0]
     second = cpu.run(x + 1)[0]
-    np.testing.assert_allclose(first, x * 2)
-    np.testing.assert_allclose(second, (x + 1) * 2)
+    assert_close(first, x * 2)
+    assert_close(second, (x + 1) * 2)
 
 
 def test_kernels_run_concurrently_from_threads():
@@ -193,7 +194,7 @@ def test_jit_with_the_cpu_backend():
     x = RNG.standard_normal((4, 3)).astype(np.float32)
     closed = nbjax.make_jaxpr(nbjax.jit(lambda x: jnp.exp(x) * 2.0))(x)
     out = compile(closed, "outer", backend="cpu").run(x)[0]  # the inner jit is inlined
-    np.testing.assert_allclose(out, np.exp(x) * 2, rtol=1e-6)
+    assert_close(out, np.exp(x) * 2, rtol=1e-6)
 
 
 ZERO_D_RESULTS = {

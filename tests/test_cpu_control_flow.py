@@ -11,6 +11,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.compiler import compile
+from helpers import assert_close
 
 RNG = np.random.default_rng(0)
 
@@ -207,4 +208,4 @@ def test_a_body_with_a_library_step_falls_back_with_a_warning():
     with pytest.warns(UserWarning, match="scan"):
         outs = cpu.run(xs, m)
     for a, b in zip(outs, compile(closed, "t", backend="reference").run(xs, m)):
-        np.testing.assert_allclose(a, b, rtol=1e-5)
+        assert_close(a, b, rtol=1e-5)

@@ -9,6 +9,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.test_util import check_grads
+from helpers import assert_close
 
 rng = np.random.RandomState(2)
 
@@ -27,8 +28,8 @@ def test_jit_matches_eager_and_caches_per_signature():
 
     x, y = randn(3), randn(3)
     out = f(x, y)
-    np.testing.assert_allclose(out["s"], np.sin(x) * y, rtol=1e-6)
-    np.testing.assert_allclose(out["t"][0], x + y, rtol=1e-6)
+    assert_close(out["s"], np.sin(x) * y, rtol=1e-6)
+    assert_close(out["t"][0], x + y, rtol=1e-6)
     f(randn(3), randn(3))
     assert len(calls) == 1 and f.trace_count == 1
     f(randn(4), randn(4))
@@ -39,13 +40,13 @@ def test_jit_matches_eager_and_caches_per_signature():
 
 def test_static_args_and_errors():
     f = nbjax.jit(lambda x, n: x * n, static_argnums=1)
-    np.testing.assert_allclose(f(randn(2) * 0 + 1, 3), [3, 3])
+    assert_close(f(randn(2) * 0 + 1, 3), [3, 3])
     f(np.ones(2, np.float32), 3)
     assert f.trace_count == 1
     f(np.ones(2, np.float32), 4)
     assert f.trace_count == 2
     g = nbjax.jit(lambda x, *, mode: x * 2 if mode == "double" else x, static_argnames="mode")
-    np.testing.assert_allclose(g(np.ones(2, np.float32), mode="double"), [2, 2])
+    assert_close(g(np.ones(2, np.float32), mode="double"), [2, 2])
     with pytest.raises(TypeError, match="Non-hashable static"):
         f(np.ones(2, np.float32), [1])
 
@@ -77,7 +78,7 @@ def test_retrace_reason_is_reported(caplog):
 def test_closures_over_arrays_and_tracers():
     c = randn(3)
     f = nbjax.jit(lambda x: x * c)
-    np.testing.assert_allclose(f(np.ones(3, np.float32)), c)
+    assert_close(f(np.ones(3, np.float32)), c)
 
     def outer(y):
         return nbjax.jit(lambda x: x * y)(np.float32(2.0))
@@ -91,7 +92,7 @@ def test_jit_of_jit_and_decorator_with_options():
     def outer(x):
         return inner(x) * 2.0
     x = randn(4)
-    np.testing.assert_allclose(outer(x), (np.cos(x) + 1) * 2, rtol=1e-6)
+    assert_close(outer(x), (np.cos(x) + 1) * 2, rtol=1e-6)
     closed = nbjax.make_jaxpr(outer)(x)
     assert closed.eqns[0].primitive.name == "jit"
     inner_eqns = closed.eqns[0].params["jaxpr"].eqns
@@ -100,19 +101,19 @@ def test_jit_of_jit_and_decorator_with_options():
     @nbjax.jit(static_argnums=0)
     def power(n, x):
         return x ** n
-    np.testing.assert_allclose(power(3, x), x ** 3, rtol=1e-5)
+    assert_close(power(3, x), x ** 3, rtol=1e-5)
 
 
 def test_transformations_through_jit():
     f = nbjax.jit(lambda x: jnp.sin(x) * x)
     x = randn(5)
     df = lambda v: np.cos(v) * v + np.sin(v)
-    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f))(x), df(x), rtol=1e-5)
-    np.testing.assert_allclose(nbjax.grad(lambda v: f(v).sum())(x), df(x), rtol=1e-5)
-    np.testing.assert_allclose(nbjax.jit(nbjax.grad(lambda v: f(v).sum()))(x), df(x),
-                               rtol=1e-5)
-    np.testing.assert_allclose(nbjax.jit(nbjax.vmap(nbjax.grad(f)))(x), df(x), rtol=1e-5)
-    np.testing.assert_allclose(nbjax.vmap(f)(x), np.sin(x) * x, rtol=1e-6)
+    assert_close(nbjax.vmap(nbjax.grad(f))(x), df(x), rtol=1e-5)
+    assert_close(nbjax.grad(lambda v: f(v).sum())(x), df(x), rtol=1e-5)
+    assert_close(nbjax.jit(nbjax.grad(lambda v: f(v).sum()))(x), df(x),
+                 rtol=1e-5)
+    assert_close(nbjax.jit(nbjax.vmap(nbjax.grad(f)))(x), df(x), rtol=1e-5)
+    assert_close(nbjax.vmap(f)(x), np.sin(x) * x, rtol=1e-6)
     check_grads(f, (x,), order=2)
 
 

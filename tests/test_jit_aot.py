@@ -12,6 +12,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax.compiler import report
 from nbjax.compiler.fusion import FusionDecision
+from helpers import assert_close
 
 rng = np.random.RandomState(7)
 
@@ -65,7 +66,7 @@ def test_lower_accepts_shape_dtype_structs_and_static_args():
     assert str(lowered.jaxpr.in_avals[0]) == "f32[2,3]"
     compiled = lowered.compile()
     x = randn(2, 3)
-    np.testing.assert_allclose(compiled(x), x * 4, rtol=1e-6)  # static args are not passed
+    assert_close(compiled(x), x * 4, rtol=1e-6)  # static args are not passed
     with pytest.raises(TypeError, match="pytree"):
         compiled(x, 4)
 
@@ -113,7 +114,7 @@ def test_reference_backend_compiles_without_kernels():
     assert "no kernels" in compiled.as_text()
     assert "no kernels" in str(compiled.fusion_report())
     assert compiled.fusion_report().decisions == []
-    np.testing.assert_allclose(compiled(x, y), x * y + x, rtol=1e-6)
+    assert_close(compiled(x, y), x * y + x, rtol=1e-6)
     with pytest.raises(ValueError, match="timing"):
         compiled.enable_timing()
 
@@ -125,7 +126,7 @@ def test_compiled_call_checks_argument_types():
     x, w, b = randn(3), randn(3), np.float32(0.5)
     compiled = f.lower(x, {"w": w, "b": b}).compile()
     out = compiled(x, {"w": w, "b": b})
-    np.testing.assert_allclose(out["y"], x * w + b, rtol=1e-6)
+    assert_close(out["y"], x * w + b, rtol=1e-6)
     assert out["y"].dtype == np.float32
     with pytest.raises(TypeError, match="compiled with f32\\[3\\] and called with f32\\[4\\]"):
         compiled(randn(4), {"w": w, "b": b})
@@ -145,7 +146,7 @@ def test_compiled_runs_closures_and_shares_the_jitted_executable():
     f = nbjax.jit(lambda x: jnp.sin(x) * c)
     x = randn(3)
     compiled = f.lower(x).compile()
-    np.testing.assert_allclose(compiled(x), np.sin(x) * c, rtol=1e-6)
+    assert_close(compiled(x), np.sin(x) * c, rtol=1e-6)
     assert f.lower(x).compile().executable is compiled.executable
 
 
@@ -270,7 +271,7 @@ def test_dispatch_counts():
     for _ in range(10):
         out = f(x, y)
     assert f.trace_count == 1 and f.slow_path_calls == 1 and len(f._fast) == 1
-    np.testing.assert_allclose(out, np.asarray(x) * np.asarray(y), rtol=1e-6)
+    assert_close(out, np.asarray(x) * np.asarray(y), rtol=1e-6)
     f(randn(4), randn(4))  # NumPy arrays: another fast key, same trace
     f(randn(4), randn(4))
     assert f.trace_count == 1 and f.slow_path_calls == 2 and len(f._fast) == 2
@@ -295,9 +296,9 @@ def test_fast_path_not_taken_under_transformations():
     f(x)
     assert f.slow_path_calls == 1
     df = nbjax.grad(lambda v: f(v).sum())(x)
-    np.testing.assert_allclose(df, np.cos(x) * x + np.sin(x), rtol=1e-5)
+    assert_close(df, np.cos(x) * x + np.sin(x), rtol=1e-5)
     assert f.slow_path_calls == 2
-    np.testing.assert_allclose(nbjax.vmap(f)(x[:, None])[:, 0], np.sin(x) * x, rtol=1e-6)
+    assert_close(nbjax.vmap(f)(x[:, None])[:, 0], np.sin(x) * x, rtol=1e-6)
     closed = nbjax.make_jaxpr(f)(x)
     assert closed.eqns[0].primitive.name == "jit"
     assert f.slow_path_calls == 4 and f.trace_count == 2  # vmap of a [5, 1] input traced anew
@@ -311,7 +312,7 @@ def test_config_changes_are_part_of_the_fast_key(backend):
     f(x)
     assert f.slow_path_calls == 1
     backend("reference")
-    np.testing.assert_allclose(f(x), np.asarray(x) + 1, rtol=1e-6)
+    assert_close(f(x), np.asarray(x) + 1, rtol=1e-6)
     assert f.slow_path_calls == 2
     from nbjax.compiler import _cache
     assert any(key[1] == "reference" and entry[0] is f._cache[next(iter(f._cache))].jaxpr
@@ -343,13 +344,13 @@ def test_results_are_not_overwritten_by_later_calls():
         view = np.asarray(fun(x))[1:]   # only a view of the result survives
         for _ in range(3):
             fun(y)
-        np.testing.assert_allclose(kept, expect(x), rtol=1e-6)
-        np.testing.assert_allclose(view, expect(x)[1:], rtol=1e-6)
+        assert_close(kept, expect(x), rtol=1e-6)
+        assert_close(view, expect(x)[1:], rtol=1e-6)
         with pytest.raises(ValueError):
             np.asarray(kept)[0] = 0  # results stay read-only, even reused buffers
         dropped = [fun(v) for v in (x, y)]
-        np.testing.assert_allclose(dropped[0], expect(x), rtol=1e-6)
-        np.testing.assert_allclose(dropped[1], expect(y), rtol=1e-6)
+        assert_close(dropped[0], expect(x), rtol=1e-6)
+        assert_close(dropped[1], expect(y), rtol=1e-6)
 
 
 def test_fast_path_from_several_threads():

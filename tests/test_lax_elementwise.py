@@ -18,6 +18,7 @@ import pytest
 import nbjax
 from nbjax import lax
 from nbjax.core import check_jaxpr, eval_jaxpr
+from helpers import assert_close
 
 # --- dtypes --------------------------------------------------------------------------------
 
@@ -463,7 +464,7 @@ def test_sign_keeps_negative_zero_and_nan():
 
 def test_complex_sign_is_x_over_abs_x():
     x = np.array([3 + 4j, 0j, -2j], np.complex64)
-    np.testing.assert_allclose(lax.sign(x), [0.6 + 0.8j, 0, -1j], rtol=1e-6)
+    assert_close(lax.sign(x), [0.6 + 0.8j, 0, -1j], rtol=1e-6)
 
 
 @pytest.mark.parametrize("fn,expected", [(lax.max, [np.nan, np.nan, 0.0, 0.0, -0.0]),
@@ -764,15 +765,15 @@ def test_special_functions_float64_accuracy(x64):
     euler_gamma = 0.5772156649015329
     n = np.arange(1, 40)
     harmonic = np.concatenate([[0.0], np.cumsum(1.0 / n[:-1])])  # digamma(n) = H(n-1) - gamma
-    np.testing.assert_allclose(lax.digamma(n.astype(np.float64)), harmonic - euler_gamma,
-                               rtol=2e-15)
+    assert_close(lax.digamma(n.astype(np.float64)), harmonic - euler_gamma,
+                 rtol=2e-15)
     # Gauss's values at 1/2, 1/4, 3/4; at -1/4 by the reflection formula
     # digamma(1 - x) - digamma(x) = pi cot(pi x) and the recurrence from 5/4 to 1/4.
     quarter = -euler_gamma - math.pi / 2 - 3 * math.log(2)
     expected = [-euler_gamma - 2 * math.log(2), quarter,
                 -euler_gamma + math.pi / 2 - 3 * math.log(2), quarter + 4 + math.pi]
-    np.testing.assert_allclose(lax.digamma(np.array([0.5, 0.25, 0.75, -0.25])), expected,
-                               rtol=4e-15)
+    assert_close(lax.digamma(np.array([0.5, 0.25, 0.75, -0.25])), expected,
+                 rtol=4e-15)
     x = _rng("digamma").uniform(-20, 40, 200)
     x = x[np.abs(x - 1.4616) > 0.2]  # away from the root, where only absolute error is small
     np.testing.assert_allclose(lax.digamma(x + 1) - lax.digamma(x), 1 / x, rtol=1e-10,
@@ -780,7 +781,7 @@ def test_special_functions_float64_accuracy(x64):
     y = np.concatenate([_rng("erf_inv").uniform(-1, 1, 200), 1 - np.logspace(-15, -1, 30)])
     x = np.asarray(lax.erf_inv(y))
     np.testing.assert_allclose(np.vectorize(math.erf)(x), y, rtol=1e-15, atol=0)
-    np.testing.assert_allclose(erf_inv_by_bisection(y[:200]), x[:200], rtol=1e-13)
+    assert_close(erf_inv_by_bisection(y[:200]), x[:200], rtol=1e-13)
 
 
 # --- weak types ----------------------------------------------------------------------------

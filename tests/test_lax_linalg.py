@@ -5,7 +5,7 @@ import pytest
 
 import nbjax
 from nbjax import lax
-from helpers import eager_and_traced
+from helpers import assert_close, eager_and_traced
 
 RNG = np.random.default_rng(2)
 
@@ -79,9 +79,10 @@ def test_dot_general_each_dtype(dtype):
 def test_dot_general_non_contiguous_inputs():
     a = random((4, 6), np.float32)[:, ::2]   # (4, 3), strided
     b = random((5, 3), np.float32).T         # (3, 5), transposed view
-    np.testing.assert_allclose(lax.dot(a, b), a @ b, rtol=1e-5)
-    np.testing.assert_allclose(lax.dot_general(b, a, (((0,), (1,)), ((), ()))), b.T @ a.T,
-                               rtol=1e-5)
+    terms = np.abs(a) @ np.abs(b)
+    assert_close(lax.dot(a, b), a @ b, rtol=1e-5, scale=terms)
+    assert_close(lax.dot_general(b, a, (((0,), (1,)), ((), ()))), b.T @ a.T,
+                 rtol=1e-5, scale=terms.T)
 
 
 def test_integer_dot_wraps_and_float16_accumulates_in_float32():
@@ -135,9 +136,9 @@ def test_dot_general_weak_types_and_scalars():
 
 def test_dot():
     v, m = random((3,), np.float32), random((3, 4), np.float32)
-    np.testing.assert_allclose(lax.dot(v, v), v @ v, rtol=1e-5)
-    np.testing.assert_allclose(lax.dot(v, m), v @ m, rtol=1e-5)
-    np.testing.assert_allclose(lax.dot(m.T, v), m.T @ v, rtol=1e-5)
+    assert_close(lax.dot(v, v), v @ v, rtol=1e-5)
+    assert_close(lax.dot(v, m), v @ m, rtol=1e-5, scale=np.abs(v) @ np.abs(m))
+    assert_close(lax.dot(m.T, v), m.T @ v, rtol=1e-5, scale=np.abs(m.T) @ np.abs(v))
     assert lax.dot(np.zeros((0, 3)), np.zeros((3, 2))).shape == (0, 2)
     np.testing.assert_array_equal(lax.dot(np.zeros((2, 0)), np.zeros((0, 2))),
                                   np.zeros((2, 2)))

@@ -9,6 +9,7 @@ import nbjax
 import nbjax.nn as nn
 import nbjax.numpy as jnp
 from nbjax.core import check_jaxpr, eval_jaxpr
+from helpers import assert_close
 
 RNG = np.random.default_rng(3)
 F16, F32 = np.float16, np.float32
@@ -64,12 +65,12 @@ def test_activation(name, dtype):
 def test_activation_parameters_and_integer_inputs():
     x = np.linspace(-3, 3, 13).astype(F32)
     x64 = x.astype(np.float64)
-    np.testing.assert_allclose(nn.elu(x, alpha=0.5), _elu(x64, 0.5), rtol=1e-6)
+    assert_close(nn.elu(x, alpha=0.5), _elu(x64, 0.5), rtol=1e-6)
     np.testing.assert_allclose(nn.celu(x, alpha=2.0),
                                np.maximum(x64, 0) + 2 * np.expm1(np.minimum(x64, 0) / 2),
                                rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(nn.leaky_relu(x, negative_slope=0.2),
-                               np.where(x64 >= 0, x64, 0.2 * x64), rtol=1e-6)
+    assert_close(nn.leaky_relu(x, negative_slope=0.2),
+                 np.where(x64 >= 0, x64, 0.2 * x64), rtol=1e-6)
     np.testing.assert_allclose(nn.gelu(x, approximate=False),
                                x64 * (1 + _ERF(x64 / np.sqrt(2))) / 2, rtol=1e-6, atol=1e-7)
     assert nn.sigmoid(np.arange(3)).dtype == F32
@@ -84,7 +85,7 @@ def test_extreme_inputs_stay_finite():
     np.testing.assert_allclose(nn.softplus(big), [1000.0, 0.0, 88.0, 0.0], atol=1e-30)
     np.testing.assert_allclose(nn.log_sigmoid(big), [0.0, -1000.0, 0.0, -104.0], atol=1e-30)
     np.testing.assert_allclose(nn.sigmoid(big), [1.0, 0.0, 1.0, _sigmoid(-104.0)], atol=1e-30)
-    np.testing.assert_allclose(nn.elu(big), [1000.0, -1.0, 88.0, -1.0])
+    assert_close(nn.elu(big), [1000.0, -1.0, 88.0, -1.0])
     np.testing.assert_allclose(nn.silu(big), [1000.0, 0.0, 88.0, -104.0 * _sigmoid(-104.0)],
                                atol=1e-30)
     assert np.all(np.isfinite(nn.gelu(big))) and np.all(np.isfinite(nn.celu(big)))
@@ -119,22 +120,22 @@ def test_softmax_log_softmax(axis, dtype):
 def test_softmax_tuple_axis_and_where():
     x = RNG.normal(0, 2, (3, 4)).astype(F32)
     x64 = x.astype(np.float64)
-    np.testing.assert_allclose(nn.softmax(x, axis=(0, 1)), _softmax(x64, (0, 1)), rtol=1e-6)
+    assert_close(nn.softmax(x, axis=(0, 1)), _softmax(x64, (0, 1)), rtol=1e-6)
     where = RNG.random((3, 4)) < 0.7
     where[:, 0] = True
     masked = np.where(where, x64, -np.inf)
-    np.testing.assert_allclose(nn.softmax(x, where=where), _softmax(masked, -1), rtol=1e-6)
+    assert_close(nn.softmax(x, where=where), _softmax(masked, -1), rtol=1e-6)
     out = nn.log_softmax(x, where=where)
     with np.errstate(divide="ignore"):  # log of the masked-out zeros
         expected = np.where(where, np.log(_softmax(masked, -1)), 0)
-    np.testing.assert_allclose(np.where(where, out, 0), expected, rtol=1e-5)
+    assert_close(np.where(where, out, 0), expected, rtol=1e-5)
     assert np.all(np.asarray(out)[~where] == -np.inf)
 
 
 def test_softmax_extremes():
-    np.testing.assert_allclose(nn.softmax(np.array([1000.0, 1000.0], F32)), [0.5, 0.5])
-    np.testing.assert_allclose(nn.softmax(np.array([1e4, 0.0, -np.inf], F32)), [1, 0, 0])
-    np.testing.assert_allclose(nn.log_softmax(np.array([1000.0, 0.0], F32)), [0.0, -1000.0])
+    assert_close(nn.softmax(np.array([1000.0, 1000.0], F32)), [0.5, 0.5])
+    assert_close(nn.softmax(np.array([1e4, 0.0, -np.inf], F32)), [1, 0, 0])
+    assert_close(nn.log_softmax(np.array([1000.0, 0.0], F32)), [0.0, -1000.0])
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 2)])
@@ -142,8 +143,8 @@ def test_softmax_extremes():
 def test_logsumexp(axis, keepdims):
     x = RNG.normal(0, 5, (2, 3, 4)).astype(F32)
     out = nn.logsumexp(x, axis, keepdims=keepdims)
-    np.testing.assert_allclose(out, _logsumexp(x.astype(np.float64), axis, keepdims),
-                               rtol=1e-6)
+    assert_close(out, _logsumexp(x.astype(np.float64), axis, keepdims),
+                 rtol=1e-6)
 
 
 def test_logsumexp_extremes():
@@ -151,7 +152,7 @@ def test_logsumexp_extremes():
     x = np.array([[-inf, -inf], [inf, 1.0], [1000.0, 1000.0], [-1000.0, -inf],
                   [np.nan, 1.0]], F32)
     out = np.asarray(nn.logsumexp(x, axis=1))
-    np.testing.assert_allclose(out, [-inf, inf, 1000.0 + np.log(2), -1000.0, np.nan])
+    assert_close(out, [-inf, inf, 1000.0 + np.log(2), -1000.0, np.nan])
 
 
 def test_logsumexp_weights_and_sign():
@@ -159,12 +160,12 @@ def test_logsumexp_weights_and_sign():
     b = RNG.normal(size=(4,)).astype(F32)
     total = np.sum(b * np.exp(a.astype(np.float64)), axis=1)
     out, sign = nn.logsumexp(a, axis=1, b=b, return_sign=True)
-    np.testing.assert_allclose(out, np.log(np.abs(total)), rtol=1e-5)
+    assert_close(out, np.log(np.abs(total)), rtol=1e-5)
     np.testing.assert_array_equal(sign, np.sign(total))
     b_pos = np.abs(b)
-    np.testing.assert_allclose(nn.logsumexp(a, axis=1, b=b_pos),
-                               np.log(np.sum(b_pos * np.exp(a.astype(np.float64)), axis=1)),
-                               rtol=1e-5)
+    assert_close(nn.logsumexp(a, axis=1, b=b_pos),
+                 np.log(np.sum(b_pos * np.exp(a.astype(np.float64)), axis=1)),
+                 rtol=1e-5)
     negative = nn.logsumexp(np.zeros(2, F32), b=np.array([-1.0, -1.0], F32))
     assert np.isnan(negative)
 
@@ -172,8 +173,8 @@ def test_logsumexp_weights_and_sign():
 def test_logsumexp_where():
     a = RNG.normal(size=(3, 4)).astype(F32)
     where = np.array([True, False, True, True])
-    np.testing.assert_allclose(nn.logsumexp(a, axis=1, where=where),
-                               _logsumexp(a[:, where].astype(np.float64), 1), rtol=1e-6)
+    assert_close(nn.logsumexp(a, axis=1, where=where),
+                 _logsumexp(a[:, where].astype(np.float64), 1), rtol=1e-6)
 
 
 # --- one_hot and standardize ---------------------------------------------------------------
@@ -201,8 +202,8 @@ def test_standardize():
         var = x64.var(axis, keepdims=True)
         np.testing.assert_allclose(nn.standardize(x, axis), (x64 - mean) / np.sqrt(var + 1e-5),
                                    rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(nn.standardize(x, mean=1.0, variance=4.0, epsilon=0.0),
-                               (x64 - 1) / 2, rtol=1e-6)
+    assert_close(nn.standardize(x, mean=1.0, variance=4.0, epsilon=0.0),
+                 (x64 - 1) / 2, rtol=1e-6)
 
 
 # --- traced evaluation ---------------------------------------------------------------------

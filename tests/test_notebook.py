@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import assert_close
 
 IPython = pytest.importorskip("IPython")
 pytest.importorskip("anywidget")
@@ -83,8 +84,8 @@ scale(np.arange(3.0, dtype=np.float32))
     ns = ip.user_ns
     assert isinstance(ns["scale"], WatchedJit) and isinstance(ns["shift"], WatchedJit)
     assert "inner" not in ns and ns["offset"] == 2.0
-    np.testing.assert_allclose(np.asarray(out), np.arange(3.0) * 3 + 2)
-    np.testing.assert_allclose(np.asarray(ns["shift"](np.ones(2, np.float32), 1.0)), [0, 0])
+    assert_close(np.asarray(out), np.arange(3.0) * 3 + 2)
+    assert_close(np.asarray(ns["shift"](np.ones(2, np.float32), 1.0)), [0, 0])
     assert ns["scale"].watchers == []  # --quiet: no view, nothing watches the calls
 
 
@@ -94,8 +95,8 @@ def power(x, n):
     return x ** n
 """)
     power, x = ip.user_ns["power"], np.array([1.0, 2.0, 3.0], np.float32)
-    np.testing.assert_allclose(np.asarray(power(x, 3)), x ** 3)
-    np.testing.assert_allclose(np.asarray(power(x, n=2)), x ** 2)
+    assert_close(np.asarray(power(x, 3)), x ** 3)
+    assert_close(np.asarray(power(x, n=2)), x ** 2)
     assert power.static_argnums == (1,) and power.static_argnames == ("n",)
 
 
@@ -191,7 +192,7 @@ def test_compiler_view_state_before_and_after_calls(ip):
     x = np.linspace(-2, 2, 64).astype(np.float32)
     out = run(ip, "selu_sum(np.linspace(-2, 2, 64).astype(np.float32))")
     expected = np.sum(1.05 * np.where(x > 0, x, 1.67 * (np.exp(x) - 1)))
-    np.testing.assert_allclose(float(out), expected, rtol=1e-5)
+    assert_close(float(out), expected, rtol=1e-5)
     c, t = view.compiled, view.timing
     assert view.status["state"] == "ready" and "f32[64]" in view.status["message"]
     assert c["signature"] == "f32[64]" and c["backend"] == config.jit_backend
@@ -276,7 +277,7 @@ def test_calls_under_transformations_are_not_timed(ip):
     view = view_of(ip.user_ns["cube"])
     g = run(ip, "nbjax.grad(lambda x: cube(x).sum())(np.array([1.0, 2.0], np.float32))")
     v = run(ip, "nbjax.vmap(cube)(np.ones((3, 2), np.float32))")
-    np.testing.assert_allclose(np.asarray(g), [3.0, 12.0])
+    assert_close(np.asarray(g), [3.0, 12.0])
     assert np.asarray(v).shape == (3, 2)
     assert view.timing == {} and view.status["state"] == "waiting"
 
@@ -285,7 +286,7 @@ def test_reference_backend_view(ip):
     backend = config.jit_backend
     run(ip, "%%jit --backend reference\ndef ref(x):\n    return jnp.sin(x) + 1\n")
     out = run(ip, "ref(np.zeros(3, np.float32))")
-    np.testing.assert_allclose(np.asarray(out), np.ones(3))
+    assert_close(np.asarray(out), np.ones(3))
     view = view_of(ip.user_ns["ref"])
     c = view.compiled
     assert c["backend"] == "reference" and c["graph_of"] == "traced"
@@ -434,7 +435,7 @@ def test_grad_defines_gradient_and_hessian(ip):
     w = np.float32(1.5)
     ns.update(x=x, w=w)
     g = np.asarray(run(ip, "grad_loss(x, w)"))
-    np.testing.assert_allclose(g, 2 * np.sin(x) * np.cos(x) * w * w, rtol=1e-5)
+    assert_close(g, 2 * np.sin(x) * np.cos(x) * w * w, rtol=1e-5)
     h = np.asarray(run(ip, "hess_loss(x, w)"))
     np.testing.assert_allclose(h, np.diag(2 * np.cos(2 * x) * w * w), rtol=1e-4, atol=1e-6)
 
@@ -443,8 +444,8 @@ def test_grad_wrt_several_parameters(ip):
     run(ip, "%%grad --wrt w,x --quiet\ndef bilinear(x, w):\n    return jnp.sum(x * w)\n")
     gw, gx = run(ip, "grad_bilinear(np.array([1., 2.], np.float32), "
                      "np.array([3., 4.], np.float32))")  # in the order of --wrt
-    np.testing.assert_allclose(np.asarray(gx), [3, 4])
-    np.testing.assert_allclose(np.asarray(gw), [1, 2])
+    assert_close(np.asarray(gx), [3, 4])
+    assert_close(np.asarray(gw), [1, 2])
 
 
 def test_grad_view_links_backward_equations_to_forward_ones(ip):
@@ -498,17 +499,17 @@ def test_step_through_walks_the_backward_pass(ip):
     assert [r["id"] for r in s["rows"]] == ["in0"] + [f"e{i}" for i in range(n)]
     # forward steps compute the values; the first equation is sin x
     values, _ = _replay(s, upto=1 + n)
-    np.testing.assert_allclose(parse_value(values["in0"]), x)
-    np.testing.assert_allclose(parse_value(values["e0"]), np.sin(x), rtol=1e-3)
+    assert_close(parse_value(values["in0"]), x)
+    assert_close(parse_value(values["e0"]), np.sin(x), rtol=1e-3)
     # backward: each step's node is the equation it goes back through, in reverse order
     backward = [step for step in s["steps"] if step["phase"] == "backward"]
     assert [step["node"] for step in backward] == [f"e{i}" for i in reversed(range(n))]
     assert all(step["derivs"] and step["linked"] for step in backward)
     _, derivs = _replay(s)
-    np.testing.assert_allclose(parse_value(derivs["in0"]), grad, rtol=1e-3)
+    assert_close(parse_value(derivs["in0"]), grad, rtol=1e-3)
     # the output's cotangent is 1, and d out / d (y*y) is 1 for the sum's operand
     assert parse_value(derivs[f"e{n - 1}"]) == 1
-    np.testing.assert_allclose(parse_value(derivs[f"e{n - 2}"]), np.ones(3))
+    assert_close(parse_value(derivs[f"e{n - 2}"]), np.ones(3))
     # step-through steps link to the derivative's equations of the same operation
     rows = {r["id"]: r for r in view.grad["rows"]}
     first = backward[-1]  # back through sin
@@ -521,7 +522,7 @@ def test_step_through_forward_mode_carries_tangents(ip):
     x = np.array([0.3, -0.7], np.float32)
     ip.user_ns["x"] = x
     grad = np.asarray(run(ip, "grad_fwd(x)"))
-    np.testing.assert_allclose(grad, np.exp(x) * (1 + x), rtol=1e-5)
+    assert_close(grad, np.exp(x) * (1 + x), rtol=1e-5)
     view = view_of(ip.user_ns["grad_fwd"])
     assert view.grad["sides"] == {"left": "primal", "right": "tangents"}
     right = [r for r in view.grad["rows"] if r["side"] == "right"]
@@ -529,11 +530,11 @@ def test_step_through_forward_mode_carries_tangents(ip):
     s = view.steps
     assert s["derivative"] == "tangent" and "x[0]" in s["seed"]
     _, tangents = _replay(s)
-    np.testing.assert_allclose(parse_value(tangents["in0"]), [1, 0])
+    assert_close(parse_value(tangents["in0"]), [1, 0])
     out = s["steps"][-1]
     assert out["phase"] == "result"
     # the output's tangent along e_0 is the first component of the gradient
-    np.testing.assert_allclose(parse_value(tangents[out["node"]]), grad[0], rtol=1e-3)
+    assert_close(parse_value(tangents[out["node"]]), grad[0], rtol=1e-3)
 
 
 # --- %jaxpr ---------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.core import ConcretizationTypeError, check_jaxpr, eval_jaxpr
+from helpers import assert_close
 
 F16, F32, I8, I32, U8, C64 = np.float16, np.float32, np.int8, np.int32, np.uint8, np.complex64
 
@@ -156,7 +157,7 @@ def test_linspace(num, endpoint):
     with np.errstate(invalid="ignore", divide="ignore"):
         enp, estep = np.linspace(2.0, 3.0, num, endpoint, retstep=True)
     same(out, enp, F32)
-    np.testing.assert_allclose(np.asarray(step), estep, rtol=1e-6)
+    assert_close(np.asarray(step), estep, rtol=1e-6)
 
 
 def test_linspace_arrays_axis_and_dtype():
@@ -177,7 +178,7 @@ def test_linspace_is_traceable():
     closed = nbjax.make_jaxpr(fn)(a, b)
     check_jaxpr(closed.jaxpr)
     (out,) = eval_jaxpr(closed.jaxpr, closed.consts, a, b)
-    np.testing.assert_allclose(out, np.linspace(a, b, 5), rtol=1e-6)
+    assert_close(out, np.linspace(a, b, 5), rtol=1e-6)
 
 
 def test_logspace_geomspace():

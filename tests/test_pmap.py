@@ -12,6 +12,7 @@ import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.core import Primitive, check_jaxpr, eval_jaxpr
 from nbjax.test_util import check_grads
+from helpers import assert_close
 
 N = 2  # devices
 
@@ -67,24 +68,24 @@ def test_pmap_pytrees_kwargs_and_integers():
 
     tree = {"a": randn(N, 3), "b": [randn(N, 3, seed=1)], "n": np.arange(N, dtype=np.int32)}
     out, scaled = pmap(f)(tree, scale=randn(N, seed=2))
-    np.testing.assert_allclose(out["sum"], tree["a"] + tree["b"][0])
+    assert_close(out["sum"], tree["a"] + tree["b"][0])
     np.testing.assert_array_equal(out["count"], np.arange(N) * 2)
     assert out["count"].dtype == np.int32
-    np.testing.assert_allclose(scaled, randn(N, seed=2) * 2)
+    assert_close(scaled, randn(N, seed=2) * 2)
 
 
 def test_in_axes_out_axes_and_static_arguments():
     x, y = randn(3, N), randn(3, seed=1)
     out = pmap(lambda a, b: a * b, in_axes=(1, None), out_axes=1)(x, y)
-    np.testing.assert_allclose(out, x * y[:, None])
+    assert_close(out, x * y[:, None])
     # negative axes; an unmapped output is every shard's (equal) value
     out, shared = pmap(lambda a, b: (a * 2, lax.psum(a, "i")), in_axes=(-1, None),
                        out_axes=(-1, None))(x, y)
-    np.testing.assert_allclose(out, x * 2)
-    np.testing.assert_allclose(shared, x.sum(1), rtol=1e-6)
+    assert_close(out, x * 2)
+    assert_close(shared, x.sum(1), rtol=1e-6)
     f = pmap(lambda a, n, b: a * n + b, static_broadcasted_argnums=1, in_axes=(0, None, 0))
-    np.testing.assert_allclose(f(x.T, 3, y[:N]), x.T * 3 + y[:N, None])
-    np.testing.assert_allclose(f(x.T, 5, y[:N]), x.T * 5 + y[:N, None])
+    assert_close(f(x.T, 3, y[:N]), x.T * 3 + y[:N, None])
+    assert_close(f(x.T, 5, y[:N]), x.T * 5 + y[:N, None])
 
 
 def test_closure_over_arrays_and_the_trace_cache():
@@ -96,8 +97,8 @@ def test_closure_over_arrays_and_the_trace_cache():
 
     g = pmap(f)
     x = randn(N, 3)
-    np.testing.assert_allclose(g(x), x * w)
-    np.testing.assert_allclose(g(x + 1), (x + 1) * w)
+    assert_close(g(x), x * w)
+    assert_close(g(x + 1), (x + 1) * w)
     assert len(traces) == 1
     g(randn(N, 4)[:, :3].copy())
     assert len(traces) == 1
@@ -115,7 +116,7 @@ def test_make_jaxpr_of_pmap():
     assert shard_jaxpr.in_avals[0].shape == (3,)  # the shard jaxpr takes one slice
     x = randn(N, 3)
     out, = eval_jaxpr(closed.jaxpr, closed.consts, x)
-    np.testing.assert_allclose(out, np.broadcast_to(np.sin(x).sum(0), x.shape), rtol=1e-6)
+    assert_close(out, np.broadcast_to(np.sin(x).sum(0), x.shape), rtol=1e-6)
 
 
 # --- collectives on two devices ------------------------------------------------------------
@@ -140,10 +141,10 @@ def test_collectives_match_numpy(name, collective, expected):
     """Each shard holds x[i]; every result needs both threads at the rendezvous at once."""
     x = randn(N, 2, 3)
     out = pmap(collective)(x)
-    np.testing.assert_allclose(out, expected(x), rtol=1e-6)
+    assert_close(out, expected(x), rtol=1e-6)
     # the collective over a vmapped axis of the same name computes the same
-    np.testing.assert_allclose(nbjax.vmap(collective, axis_name="i")(x), expected(x),
-                               rtol=1e-6)
+    assert_close(nbjax.vmap(collective, axis_name="i")(x), expected(x),
+                 rtol=1e-6)
 
 
 def test_collectives_keep_dtypes_and_pytrees():
@@ -158,12 +159,12 @@ def test_collectives_keep_dtypes_and_pytrees():
 def test_collectives_over_a_pmap_axis_and_a_vmap_axis():
     x = randn(N, 3, 2)
     both = pmap(nbjax.vmap(lambda a: lax.psum(a, ("i", "j")), axis_name="j"))(x)
-    np.testing.assert_allclose(both, np.broadcast_to(x.sum((0, 1)), x.shape), rtol=1e-5)
+    assert_close(both, np.broadcast_to(x.sum((0, 1)), x.shape), rtol=1e-5)
     inner = pmap(nbjax.vmap(lambda a: lax.psum(a, "j"), axis_name="j"))(x)
-    np.testing.assert_allclose(inner, np.broadcast_to(x.sum(1, keepdims=True), x.shape),
-                               rtol=1e-5)
+    assert_close(inner, np.broadcast_to(x.sum(1, keepdims=True), x.shape),
+                 rtol=1e-5)
     outer = pmap(nbjax.vmap(lambda a: lax.all_gather(a, "i")))(x)
-    np.testing.assert_allclose(outer, np.stack([np.moveaxis(x, 0, 1)] * N))
+    assert_close(outer, np.stack([np.moveaxis(x, 0, 1)] * N))
 
 
 def test_shards_run_concurrently():
@@ -179,7 +180,7 @@ def test_shards_run_concurrently():
         return x
 
     out = pmap(lambda x: lax.psum(wait_p.bind(x), "i"))(randn(N, 3))
-    np.testing.assert_allclose(out[0], randn(N, 3).sum(0), rtol=1e-6)
+    assert_close(out[0], randn(N, 3).sum(0), rtol=1e-6)
 
 
 def test_a_failing_shard_does_not_leave_the_others_waiting():
@@ -204,7 +205,7 @@ def test_more_shards_than_devices():
         pmap(lambda x: x)(randn(3, 2))
     with pytest.raises(ValueError, match="must equal the number of local devices"):
         nbjax.pmap(lambda x: x, devices=nbjax.devices()[:1])(randn(2))
-    np.testing.assert_allclose(nbjax.pmap(lambda x: x * 2, devices=nbjax.devices()[:1])(
+    assert_close(nbjax.pmap(lambda x: x * 2, devices=nbjax.devices()[:1])(
         randn(1, 2)), randn(1, 2) * 2)
 
 
@@ -250,18 +251,18 @@ def test_vmap_of_pmap():
 
     x, y = randn(4, N, 3), randn(N, 3, seed=1)
     s, idx = nbjax.vmap(pmap(f), in_axes=(0, None))(x, y)
-    np.testing.assert_allclose(s, np.broadcast_to((x * y).sum(1, keepdims=True), x.shape),
-                               rtol=1e-5)
+    assert_close(s, np.broadcast_to((x * y).sum(1, keepdims=True), x.shape),
+                 rtol=1e-5)
     np.testing.assert_array_equal(idx, np.broadcast_to(np.arange(N)[None, :, None], x.shape))
     # the batch axis after the mapped axis, which is not the first
     z = randn(3, N, 4)
     out = nbjax.vmap(pmap(lambda a: a * 2, in_axes=1, out_axes=1), in_axes=2)(z)
-    np.testing.assert_allclose(out, np.moveaxis(z, 2, 0) * 2)
+    assert_close(out, np.moveaxis(z, 2, 0) * 2)
     # an operand batched by vmap but shared by the shards; an unmapped output
     f = pmap(lambda a, b: (a * b, lax.psum(a * b, "i")), in_axes=(0, None), out_axes=(0, None))
     y5 = randn(5, 3, seed=2)
     each, total = nbjax.vmap(f, in_axes=(None, 0), out_axes=1)(y, y5)
-    np.testing.assert_allclose(each, np.moveaxis(y[None] * y5[:, None], 0, 1), rtol=1e-6)
+    assert_close(each, np.moveaxis(y[None] * y5[:, None], 0, 1), rtol=1e-6)
     np.testing.assert_allclose(total, (y.sum(0) * y5).T, rtol=1e-5, atol=1e-6)
     # the batched shard jaxpr keeps the mapped axis unmoved when the batch axis is in front
     text = str(nbjax.make_jaxpr(nbjax.vmap(pmap(jnp.sin)))(x))
@@ -271,9 +272,9 @@ def test_vmap_of_pmap():
 def test_pmap_of_vmap_and_of_grad():
     x = randn(N, 3, 2)
     out = pmap(nbjax.vmap(lambda a: lax.pmax(jnp.sum(a), "i")))(x)
-    np.testing.assert_allclose(out, np.broadcast_to(x.sum(2).max(0), (N, 3)), rtol=1e-6)
+    assert_close(out, np.broadcast_to(x.sum(2).max(0), (N, 3)), rtol=1e-6)
     g = pmap(nbjax.grad(lambda a: jnp.sum(jnp.sin(a) * lax.axis_index("i"))))(x)
-    np.testing.assert_allclose(g, np.cos(x) * np.arange(N)[:, None, None], rtol=1e-6)
+    assert_close(g, np.cos(x) * np.arange(N)[:, None, None], rtol=1e-6)
 
 
 def test_grad_of_pmap_with_collectives():
@@ -301,8 +302,8 @@ def test_grad_of_pmap_with_unmapped_and_tiled_operands():
 
     gx, gy = nbjax.grad(loss, argnums=(0, 1))(x, y)
     t = np.tanh(x * y)
-    np.testing.assert_allclose(gy, (2 * t * (1 - t ** 2) * x).sum(0), rtol=1e-5)
-    np.testing.assert_allclose(gx, 2 * t * (1 - t ** 2) * y + N * np.arange(N * 3.0).reshape(
+    assert_close(gy, (2 * t * (1 - t ** 2) * x).sum(0), rtol=1e-5)
+    assert_close(gx, 2 * t * (1 - t ** 2) * y + N * np.arange(N * 3.0).reshape(
         N, 3), rtol=1e-5)
     check_grads(loss, (x, y), order=1, modes=("fwd", "rev"))
     closed = nbjax.make_jaxpr(nbjax.grad(loss))(x, y)
@@ -312,10 +313,10 @@ def test_grad_of_pmap_with_unmapped_and_tiled_operands():
 def test_jit_and_pmap_compose():
     x = randn(N, 3)
     f = pmap(nbjax.jit(lambda a: lax.psum(jnp.exp(a), "i")))
-    np.testing.assert_allclose(nbjax.jit(f)(x), np.broadcast_to(np.exp(x).sum(0), x.shape),
-                               rtol=1e-6)
-    np.testing.assert_allclose(nbjax.jit(nbjax.grad(lambda a: f(a).sum()))(x),
-                               N * np.exp(x), rtol=1e-5)
+    assert_close(nbjax.jit(f)(x), np.broadcast_to(np.exp(x).sum(0), x.shape),
+                 rtol=1e-6)
+    assert_close(nbjax.jit(nbjax.grad(lambda a: f(a).sum()))(x),
+                 N * np.exp(x), rtol=1e-5)
 
 
 def test_vmap_of_grad_of_pmap_and_grad_of_vmap_of_pmap():
@@ -325,9 +326,9 @@ def test_vmap_of_grad_of_pmap_and_grad_of_vmap_of_pmap():
         return jnp.sum(pmap(lambda b: lax.pmean(jnp.sin(b), "i"))(a))
 
     expected = np.cos(x)  # pmean then sum over members: d/dx = cos(x)
-    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(loss))(x), expected, rtol=1e-5)
-    np.testing.assert_allclose(nbjax.grad(lambda a: jnp.sum(nbjax.vmap(loss)(a)))(x),
-                               expected, rtol=1e-5)
+    assert_close(nbjax.vmap(nbjax.grad(loss))(x), expected, rtol=1e-5)
+    assert_close(nbjax.grad(lambda a: jnp.sum(nbjax.vmap(loss)(a)))(x),
+                 expected, rtol=1e-5)
 
 
 def test_reverse_mode_with_unmapped_output_is_not_supported():
@@ -335,4 +336,4 @@ def test_reverse_mode_with_unmapped_output_is_not_supported():
     with pytest.raises(NotImplementedError, match="out_axes=None"):
         nbjax.grad(lambda a: f(a).sum())(randn(N, 3))
     _, tangent = nbjax.jvp(f, (randn(N, 3),), (np.ones((N, 3), np.float32),))
-    np.testing.assert_allclose(tangent, np.full(3, N))
+    assert_close(tangent, np.full(3, N))

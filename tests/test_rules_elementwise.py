@@ -16,6 +16,7 @@ from nbjax import lax
 from nbjax.core import check_jaxpr, dtypes, eval_jaxpr
 from nbjax import test_util
 from nbjax.test_util import numerical_jvp
+from helpers import assert_close, check_vmap
 
 rng = np.random.RandomState(0)
 
@@ -96,7 +97,7 @@ def test_grad_jaxprs_type_check_and_evaluate_to_grad(name):
     closed = nbjax.make_jaxpr(g)(x)
     check_jaxpr(closed.jaxpr)
     out, = eval_jaxpr(closed.jaxpr, closed.consts, x)
-    np.testing.assert_allclose(out, g(x), rtol=1e-6)
+    assert_close(out, g(x), rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(STEPS))
@@ -113,7 +114,7 @@ def test_second_derivatives_of_the_gamma_family_chain_through_polygamma():
     x = np.float32([0.7, 1.5, 3.25])
     # d/dx digamma = polygamma(1), d/dx polygamma(m) = polygamma(m + 1), ...
     d3 = nbjax.vmap(nbjax.grad(nbjax.grad(nbjax.grad(lax.lgamma))))(x)
-    np.testing.assert_allclose(d3, lax.polygamma(np.float32(2), x), rtol=1e-5)
+    assert_close(d3, lax.polygamma(np.float32(2), x), rtol=1e-5)
     check_grads(lambda v: lax.polygamma(np.float32(2), v), (x,), order=2)
     with pytest.raises(ValueError, match="respect to m"):
         nbjax.grad(lambda m: lax.polygamma(m, np.float32(2.0)))(np.float32(1.0))
@@ -127,13 +128,13 @@ def test_polygamma_values():
         return np.sum(1 / (x + k) ** 2) + 1 / (x + 200000.0)  # + the tail's integral
     xs = [0.3, 1.0, 2.5, 11.0]
     got = lax.polygamma(np.float32(1), np.float32(xs))
-    np.testing.assert_allclose(got, [trigamma(x) for x in xs], rtol=2e-6)
+    assert_close(got, [trigamma(x) for x in xs], rtol=2e-6)
     x = -2.3
     expected = np.pi ** 2 / np.sin(np.pi * x) ** 2 - trigamma(1 - x)
-    np.testing.assert_allclose(lax.polygamma(np.float32(1), np.float32(x)), expected, rtol=1e-5)
+    assert_close(lax.polygamma(np.float32(1), np.float32(x)), expected, rtol=1e-5)
     # pi^2/6 = psi'(1); psi''(1) = -2 zeta(3); non-integer orders are NaN (as JAX).
-    np.testing.assert_allclose(lax.polygamma(np.float32([1, 2]), np.float32(1)),
-                               [np.pi ** 2 / 6, -2 * 1.2020569031595942], rtol=1e-6)
+    assert_close(lax.polygamma(np.float32([1, 2]), np.float32(1)),
+                 [np.pi ** 2 / 6, -2 * 1.2020569031595942], rtol=1e-6)
     assert np.isnan(lax.polygamma(np.float32(1.5), np.float32(2)))
 
 
@@ -250,8 +251,8 @@ def test_complex_derivatives(name):
     check_vjp_pairing(lambda z: nbjax.jvp(f, (z,), (t,))[1], (z,))  # reverse of forward
     if name in HOLOMORPHIC:  # element-wise: the jacobian is diagonal, its transpose itself
         c = _rand_tangent(z)
-        np.testing.assert_allclose(nbjax.vjp(f, z)[1](c)[0], nbjax.jvp(f, (z,), (c,))[1],
-                                   rtol=1e-5)
+        assert_close(nbjax.vjp(f, z)[1](c)[0], nbjax.jvp(f, (z,), (c,))[1],
+                     rtol=1e-5)
 
 
 def test_complex_from_real_parts_and_conj_of_real():
@@ -272,8 +273,8 @@ def test_complex_transposes_match_jax():
     ct_x, ct_y = nbjax.vjp(lax.complex, np.float32(1), np.float32(2))[1](c)
     assert (ct_x, ct_y) == (np.float32(1.1), np.float32(0.4))
     # d|z| = Re(conj(z) dz) / |z|, so the cotangent is c conj(z) / |z|.
-    np.testing.assert_allclose(nbjax.vjp(lax.abs, z)[1](np.float32(1.3))[0],
-                               1.3 * np.conj(z) / abs(z), rtol=1e-6)
+    assert_close(nbjax.vjp(lax.abs, z)[1](np.float32(1.3))[0],
+                 1.3 * np.conj(z) / abs(z), rtol=1e-6)
     # The derivative of |z| at 0 is taken as 0, as JAX does.
     assert nbjax.jvp(lax.abs, (np.complex64(0),), (np.complex64(1),))[1] == 0
 
@@ -313,8 +314,8 @@ def test_where_trick_nan_and_its_safe_version():
 
     g = nbjax.grad(unsafe)(x)
     assert np.isnan(g[0]) and np.isnan(g[2])
-    np.testing.assert_allclose(g[1], 0.5 / np.sqrt(2), rtol=1e-6)
-    np.testing.assert_allclose(nbjax.grad(safe)(x), [0, 0.5 / np.sqrt(2), 0], rtol=1e-6)
+    assert_close(g[1], 0.5 / np.sqrt(2), rtol=1e-6)
+    assert_close(nbjax.grad(safe)(x), [0, 0.5 / np.sqrt(2), 0], rtol=1e-6)
 
 
 def test_seed_example_is_exact_and_stages_like_jax():
@@ -426,20 +427,6 @@ def test_clamp_tangent_goes_to_the_chosen_operand_and_ties_to_none():
 
 # --- vmap against a Python loop --------------------------------------------------------------
 
-def take(x, i, axis):
-    return x if axis is None else np.take(x, i, axis=axis)
-
-
-def check_vmap(f, args, in_axes, out_axes=0):
-    got = nbjax.vmap(f, in_axes, out_axes)(*args)
-    size = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
-    rows = [np.asarray(f(*[take(a, i, ax) for a, ax in zip(args, in_axes)]))
-            for i in range(size)]
-    expected = np.stack(rows, axis=out_axes)
-    assert np.asarray(got).dtype == expected.dtype
-    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-6)
-
-
 def batched(per_example_shape, axis, size=4, sample=lambda s: uniform(0.5, 1.5, s)):
     """An array of per-example shape with a batch axis of ``size`` at ``axis``."""
     if axis is None:
@@ -505,7 +492,7 @@ def test_vmap_out_axes_and_nesting():
     assert got.shape == (4, 3, 2)
     expected = np.stack([np.stack([np.power(xs[i, j], ys[j]) for i in range(3)])
                          for j in range(4)])
-    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert_close(got, expected, rtol=1e-6)
 
 
 def test_vmap_pow_with_integer_exponents_and_integer_pow():
@@ -569,9 +556,9 @@ def test_vmap_of_grad_and_grad_of_vmap():
     x = uniform(0.5, 2, (4, 3))
     f = lambda x: lax.mul(lax.sin(x), lax.max(x, 1.0)).sum()
     per_example = [nbjax.grad(f)(row) for row in x]
-    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(f))(x), per_example, rtol=1e-6)
-    np.testing.assert_allclose(nbjax.grad(lambda x: nbjax.vmap(f)(x).sum())(x), per_example,
-                               rtol=1e-6)
+    assert_close(nbjax.vmap(nbjax.grad(f))(x), per_example, rtol=1e-6)
+    assert_close(nbjax.grad(lambda x: nbjax.vmap(f)(x).sum())(x), per_example,
+                 rtol=1e-6)
 
 
 def test_batched_jaxprs_move_no_axes_needlessly():
@@ -599,11 +586,11 @@ def test_transposes_sum_cotangents_back_to_operand_shapes():
     x, y = uniform(-1, 1, (2, 1)), uniform(-1, 1, (1, 3))
     for op, dx, dy in [(lax.add, 1, 1), (lax.sub, 1, -1)]:
         gx, gy = nbjax.grad(lambda x, y: op(x, y).sum(), argnums=(0, 1))(x, y)
-        np.testing.assert_allclose(gx, np.full((2, 1), 3.0 * dx))
-        np.testing.assert_allclose(gy, np.full((1, 3), 2.0 * dy))
+        assert_close(gx, np.full((2, 1), 3.0 * dx))
+        assert_close(gy, np.full((1, 3), 2.0 * dy))
     gx, gy = nbjax.grad(lambda x, y: lax.mul(x, y).sum(), argnums=(0, 1))(x, y)
-    np.testing.assert_allclose(gx, np.broadcast_to(y.sum(), (2, 1)), rtol=1e-6)
-    np.testing.assert_allclose(gy, np.broadcast_to(x.sum(), (1, 3)), rtol=1e-6)
+    assert_close(gx, np.broadcast_to(y.sum(), (2, 1)), rtol=1e-6)
+    assert_close(gy, np.broadcast_to(x.sum(), (1, 3)), rtol=1e-6)
     s = np.float32(1.5)
     g = nbjax.grad(lambda s, a: lax.div(a, s).sum())(s, uniform(1, 2, (2, 3)))
     assert np.shape(g) == ()

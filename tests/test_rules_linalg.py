@@ -12,7 +12,8 @@ import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.core import check_jaxpr
 from nbjax.test_util import check_grads
-from test_rules_reductions import check_vmap, primitive_names
+from helpers import assert_close, check_vmap
+from test_rules_reductions import primitive_names
 
 rng = np.random.RandomState(2)
 
@@ -30,7 +31,7 @@ def test_vmap_matrix_vector_is_one_dot_general():
     m = closed.jaxpr.invars[0]
     assert not any(eqn.primitive.name == "transpose" and m in eqn.invars
                    for eqn in closed.jaxpr.eqns)
-    check_vmap(jnp.dot, (M, V), (None, 0), rtol=1e-5)
+    check_vmap(jnp.dot, (M, V), (None, 0), rtol=1e-5, terms=jnp.dot)
 
 
 # (lhs shape, rhs shape, dimension numbers) of the unbatched products
@@ -56,7 +57,7 @@ def _batched(shape, axis, size=3):
 def test_vmap_dot_general(lhs_shape, rhs_shape, dims, in_axes):
     lhs, rhs = _batched(lhs_shape, in_axes[0]), _batched(rhs_shape, in_axes[1])
     f = lambda a, b: lax.dot_general(a, b, dims)  # noqa: E731
-    check_vmap(f, (lhs, rhs), in_axes, rtol=1e-5)
+    check_vmap(f, (lhs, rhs), in_axes, rtol=1e-5, terms=f)
     closed = nbjax.make_jaxpr(nbjax.vmap(f, in_axes=in_axes))(
         lhs, rhs)
     # Nothing is moved before the product; at most the result goes to out_axes=0.
@@ -70,8 +71,9 @@ def test_vmap_dot_general_out_axes_and_nesting(out_axes):
     f = nbjax.vmap(nbjax.vmap(lambda a, b: lax.dot_general(a, b, dims), in_axes=(0, None)),
                    in_axes=(1, 1), out_axes=out_axes)
     expected = np.einsum("bqkc,cqj->qbkj", lhs, rhs)  # q: the outer vmap, b: the inner
-    np.testing.assert_allclose(np.asarray(f(lhs, rhs)), np.moveaxis(expected, 0, out_axes),
-                               rtol=1e-5)
+    terms = np.einsum("bqkc,cqj->qbkj", np.abs(lhs), np.abs(rhs))
+    assert_close(np.asarray(f(lhs, rhs)), np.moveaxis(expected, 0, out_axes), rtol=1e-5,
+                 scale=np.moveaxis(terms, 0, out_axes))
 
 
 @pytest.mark.parametrize("lhs_shape,rhs_shape,dims", DOTS)
@@ -89,7 +91,7 @@ def test_grad_dot_general_mixed_dtypes():
     g = lambda x: lax.dot_general(x, half, (((1,), (0,)), ((), ())))  # noqa: E731
     grad = nbjax.grad(lambda x: lax.reduce_sum(g(x), (0, 1)))(a)
     assert np.asarray(grad).dtype == np.float32
-    np.testing.assert_allclose(np.asarray(grad), np.broadcast_to(
+    assert_close(np.asarray(grad), np.broadcast_to(
         half.astype(np.float32).sum(1), (3, 4)), rtol=1e-6)
     _, pullback = nbjax.vjp(lambda h: lax.dot_general(a, h, (((1,), (0,)), ((), ()))), half)
     ct = pullback(np.ones((3, 2), np.float32))[0]
@@ -110,9 +112,9 @@ def test_jacobians_of_matmul():
     a, b = small(3, 4), small(4, 2)
     jac = nbjax.jacrev(lambda x: jnp.dot(x, b))(a)
     expected = np.einsum("il,kj->ijlk", np.eye(3), b)  # d(a @ b)[i, j] / d a[l, k]
-    np.testing.assert_allclose(np.asarray(jac), expected, rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(nbjax.jacfwd(lambda x: jnp.dot(x, b))(a)), expected,
-                               rtol=1e-6)
+    assert_close(np.asarray(jac), expected, rtol=1e-6)
+    assert_close(np.asarray(nbjax.jacfwd(lambda x: jnp.dot(x, b))(a)), expected,
+                 rtol=1e-6)
 
 
 # --- conv_general_dilated ------------------------------------------------------------------
@@ -143,8 +145,8 @@ def _conv(kwargs):
 @pytest.mark.parametrize("lhs_shape,rhs_shape,kwargs", CONVS)
 def test_vmap_conv(lhs_shape, rhs_shape, kwargs, in_axes):
     lhs, rhs = _batched(lhs_shape, in_axes[0]), _batched(rhs_shape, in_axes[1])
-    check_vmap(_conv(kwargs), (lhs, rhs), in_axes, rtol=1e-5)
-    check_vmap(_conv(kwargs), (lhs, rhs), in_axes, out_axes=-1, rtol=1e-5)
+    check_vmap(_conv(kwargs), (lhs, rhs), in_axes, rtol=1e-5, terms=_conv(kwargs))
+    check_vmap(_conv(kwargs), (lhs, rhs), in_axes, out_axes=-1, rtol=1e-5, terms=_conv(kwargs))
 
 
 def test_vmap_conv_nested():
@@ -154,7 +156,8 @@ def test_vmap_conv_nested():
     f = nbjax.vmap(nbjax.vmap(_conv(kwargs), in_axes=(None, 0)), in_axes=(0, None))
     expected = np.stack([np.stack([np.asarray(_conv(kwargs)(x, w)) for w in rhs])
                          for x in lhs])
-    np.testing.assert_allclose(np.asarray(f(lhs, rhs)), expected, rtol=1e-5)
+    assert_close(np.asarray(f(lhs, rhs)), expected, rtol=1e-5,
+                 scale=np.asarray(f(np.abs(lhs), np.abs(rhs))))
 
 
 def test_vmap_conv_of_an_empty_batch():

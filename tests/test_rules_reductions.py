@@ -1,8 +1,7 @@
 """vmap, JVP and transpose rules of the reductions (over axes, arg-, cumulative).
 
 vmap is checked against a Python loop over the batch; derivatives against finite differences
-with ``check_grads`` (order 2, forward and reverse). ``check_vmap`` is shared with the other
-``test_rules_*`` files.
+with ``check_grads`` (order 2, forward and reverse).
 """
 
 import numpy as np
@@ -13,24 +12,7 @@ from nbjax import lax
 from nbjax.core import check_jaxpr, dtypes, pytree
 from nbjax.interpreters import ad
 from nbjax.test_util import check_grads
-
-
-def loop_vmap(f, args, in_axes, out_axes=0):
-    """What ``vmap(f, in_axes, out_axes)(*args)`` must be: ``f`` of each batch member, stacked."""
-    size = next(np.shape(a)[ax] for a, ax in zip(args, in_axes) if ax is not None)
-    outs = [f(*[a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, in_axes)])
-            for i in range(size)]
-    return pytree.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs], axis=out_axes),
-                           *outs)
-
-
-def check_vmap(f, args, in_axes, out_axes=0, rtol=1e-6):
-    actual = nbjax.vmap(f, in_axes=in_axes, out_axes=out_axes)(*args)
-    expected = loop_vmap(f, args, in_axes, out_axes)
-    for a, e in zip(pytree.tree_leaves(actual), pytree.tree_leaves(expected), strict=True):
-        a = np.asarray(a)
-        assert a.dtype == e.dtype and a.shape == e.shape
-        np.testing.assert_allclose(a, e, rtol=rtol)
+from helpers import assert_close, check_vmap
 
 
 def primitive_names(jaxpr):
@@ -91,7 +73,7 @@ def test_vmap_out_axes_and_nesting(out_axes):
         return lax.reduce_max(lax.cumsum(v, 0), (0,))
     check_vmap(lambda m: f(m.T), (X3,), (2,), out_axes)
     nested = nbjax.vmap(nbjax.vmap(f, in_axes=1), in_axes=2, out_axes=out_axes)(X3)
-    np.testing.assert_allclose(np.asarray(nested), np.max(np.cumsum(X3, 0), 0), rtol=1e-6)
+    assert_close(np.asarray(nested), np.max(np.cumsum(X3, 0), 0), rtol=1e-6)
 
 
 def test_vmap_reduction_moves_nothing():
@@ -125,7 +107,7 @@ def test_grad_reduce_prod_with_zeros(axes, zeros):
 def test_reduce_prod_gradient_at_a_zero_is_the_product_of_the_others():
     x = np.array([2.0, 0.0, 3.0, -1.5], np.float32)
     grad = nbjax.grad(lambda v: lax.reduce_prod(v, (0,)))(x)
-    np.testing.assert_allclose(np.asarray(grad), [0.0, 2.0 * 3.0 * -1.5, 0.0, 0.0])
+    assert_close(np.asarray(grad), [0.0, 2.0 * 3.0 * -1.5, 0.0, 0.0])
     x[3] = 0.0  # two zeros: every partial derivative has a zero factor
     grad = nbjax.grad(lambda v: lax.reduce_prod(v, (0,)))(x)
     np.testing.assert_array_equal(np.asarray(grad), np.zeros(4, np.float32))
@@ -143,9 +125,9 @@ def test_max_min_ties_share_the_tangent(reduce, extreme):
     t = np.array([[1.0, 10.0, 2.0, 6.0], [5.0, 7.0, 9.0, 11.0]], np.float32)
     out, tangent = nbjax.jvp(lambda v: reduce(v, (1,)), (x,), (t,))
     np.testing.assert_array_equal(np.asarray(out), [extreme, extreme])
-    np.testing.assert_allclose(np.asarray(tangent), [(1 + 2 + 6) / 3, 7.0])
+    assert_close(np.asarray(tangent), [(1 + 2 + 6) / 3, 7.0])
     grad = nbjax.grad(lambda v: lax.reduce_sum(reduce(v, (1,)), (0,)))(x)
-    np.testing.assert_allclose(np.asarray(grad), [[1 / 3, 0, 1 / 3, 1 / 3], [0, 1, 0, 0]])
+    assert_close(np.asarray(grad), [[1 / 3, 0, 1 / 3, 1 / 3], [0, 1, 0, 0]])
 
 
 @pytest.mark.parametrize("prim", [lax.reduce_and_p, lax.reduce_or_p, lax.reduce_xor_p],
@@ -174,8 +156,8 @@ def test_argmax_inside_a_differentiated_function():
         return lax.reduce_sum(lax.mul(v, lax.broadcast_in_dim(index, (3, 4), (0,))), (0, 1))
     x = spaced((3, 4))
     grad = nbjax.grad(f)(x)
-    np.testing.assert_allclose(np.asarray(grad),
-                               np.broadcast_to(np.argmax(x, 1)[:, None], (3, 4)))
+    assert_close(np.asarray(grad),
+                 np.broadcast_to(np.argmax(x, 1)[:, None], (3, 4)))
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -197,7 +179,7 @@ def test_grad_cumprod_with_zeros():
 def test_cumsum_transpose_is_a_reverse_cumsum():
     ct = np.arange(1.0, 6.0, dtype=np.float32)
     _, pullback = nbjax.vjp(lambda v: lax.cumsum(v, 0), np.zeros(5, np.float32))
-    np.testing.assert_allclose(np.asarray(pullback(ct)[0]), np.cumsum(ct[::-1])[::-1])
+    assert_close(np.asarray(pullback(ct)[0]), np.cumsum(ct[::-1])[::-1])
     jaxpr = nbjax.make_jaxpr(lambda c: pullback(c))(ct)
     assert primitive_names(jaxpr.jaxpr) == ["cumsum"]
     assert jaxpr.jaxpr.eqns[0].params["reverse"] is True

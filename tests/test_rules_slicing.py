@@ -10,6 +10,7 @@ import nbjax
 from nbjax import lax
 from nbjax.core import check_jaxpr, dtypes
 from nbjax.test_util import check_grads
+from helpers import assert_close
 
 GD, SD = lax.GatherDimensionNumbers, lax.ScatterDimensionNumbers
 B = 3  # the batch size of every vmap test
@@ -48,8 +49,8 @@ def assert_vmap_matches_loop(f, kinds, shapes, in_axes, out_axes=0):
     out = nbjax.vmap(f, in_axes, out_axes)(*args)
     expected = [f(*[a if ax is None else np.take(a, i, ax) for a, ax in zip(args, in_axes)])
                 for i in range(B)]
-    np.testing.assert_allclose(np.asarray(out), np.stack(expected, out_axes), rtol=1e-6,
-                               err_msg=f"in_axes={in_axes}")
+    assert_close(np.asarray(out), np.stack(expected, out_axes), rtol=1e-6,
+                 err_msg=f"in_axes={in_axes}")
 
 
 def is_float(kind):
@@ -306,7 +307,7 @@ def test_scatter_max_splits_ties_evenly():
     f = lambda x, u: lax.scatter_max(x, i, u, dnums)
     _, t = nbjax.jvp(f, (x, u), (np.array([3.0, 1.0], np.float32),
                                  np.array([6.0, 9.0, 5.0], np.float32)))
-    np.testing.assert_allclose(t, [(3 + 6 + 9) / 3, 1.0], rtol=1e-6)
+    assert_close(t, [(3 + 6 + 9) / 3, 1.0], rtol=1e-6)
 
 
 def test_scatter_batching_keeps_axes_in_place():
@@ -325,7 +326,7 @@ def test_nested_vmap_and_out_axes():
     out = nbjax.vmap(inner, in_axes=(0, 1))(xs, idx)
     expected = np.stack([np.stack([f(xs[a, :, :, b], idx[b, a]) for b in range(B)], 1)
                          for a in range(2)])
-    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    assert_close(out, expected, rtol=1e-6)
 
 
 def test_vmap_of_grad_of_gather_and_scatter():
@@ -335,4 +336,4 @@ def test_vmap_of_grad_of_gather_and_scatter():
     got = nbjax.vmap(nbjax.grad(loss, (0, 1)))(xs, us)
     for b in range(B):
         for g, e in zip(got, nbjax.grad(loss, (0, 1))(xs[b], us[b])):
-            np.testing.assert_allclose(np.asarray(g)[b], e, rtol=1e-5)
+            assert_close(np.asarray(g)[b], e, rtol=1e-5)

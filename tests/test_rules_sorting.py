@@ -7,7 +7,8 @@ import nbjax
 from nbjax import lax
 from nbjax.core import check_jaxpr, dtypes
 from nbjax.test_util import check_grads
-from test_rules_reductions import check_vmap, primitive_names, spaced
+from helpers import check_vmap
+from test_rules_reductions import primitive_names, spaced
 
 rng = np.random.RandomState(1)
 X = spaced((3, 4, 5))

@@ -10,6 +10,7 @@ import nbjax
 from nbjax import lax
 from nbjax.core import check_jaxpr, dtypes
 from nbjax.test_util import check_grads
+from helpers import assert_close
 
 rng = np.random.RandomState(0)
 B = 3  # the batch size of every vmap test
@@ -31,7 +32,7 @@ def assert_vmap_matches_loop(f, args, in_axes, out_axes=0):
     out = nbjax.vmap(f, in_axes, out_axes)(*args)
     expected = [f(*[a if ax is None else np.take(a, i, ax) for a, ax in zip(args, in_axes)])
                 for i in range(B)]
-    np.testing.assert_allclose(np.asarray(out), np.stack(expected, out_axes), rtol=1e-6)
+    assert_close(np.asarray(out), np.stack(expected, out_axes), rtol=1e-6)
 
 
 def eqn_names(f, *args):
@@ -106,7 +107,7 @@ def test_pad_value_cotangent_is_the_sum_of_the_padding():
 def test_broadcast_in_dim_transpose_sums_copies():
     x = randn(3, 1)
     g = nbjax.grad(lambda x: (lax.broadcast_in_dim(x, (2, 3, 4), (1, 2)) * 1.5).sum())(x)
-    np.testing.assert_allclose(g, np.full((3, 1), 2 * 4 * 1.5), rtol=1e-6)
+    assert_close(g, np.full((3, 1), 2 * 4 * 1.5), rtol=1e-6)
 
 
 def test_out_axes_and_nested_vmap():
@@ -118,7 +119,7 @@ def test_out_axes_and_nested_vmap():
     g = lambda x: lax.pad(lax.rev(x, (0,)), np.float32(1), ((1, 0, 1),))
     nested = nbjax.vmap(nbjax.vmap(g, in_axes=1), in_axes=0)(xs)
     expected = np.stack([np.stack([g(xs[i, :, j]) for j in range(B)]) for i in range(2)])
-    np.testing.assert_allclose(nested, expected, rtol=1e-6)
+    assert_close(nested, expected, rtol=1e-6)
 
 
 def test_no_needless_transposes():
@@ -146,9 +147,9 @@ def test_iota_under_vmap_and_jvp():
     """iota has no operands: vmap and jvp see it as a constant."""
     f = lambda x: x * lax.iota(np.float32, 4)
     x = randn(B)
-    np.testing.assert_allclose(nbjax.vmap(f)(x), x[:, None] * np.arange(4), rtol=1e-6)
+    assert_close(nbjax.vmap(f)(x), x[:, None] * np.arange(4), rtol=1e-6)
     _, t = nbjax.jvp(f, (np.float32(2),), (np.float32(1),))
-    np.testing.assert_allclose(t, np.arange(4, dtype=np.float32))
+    assert_close(t, np.arange(4, dtype=np.float32))
 
 
 def test_integer_operands_get_zero_tangents():
@@ -165,6 +166,6 @@ def test_grad_of_vmap_and_vmap_of_grad():
     f = lambda x: (lax.pad(lax.transpose(x, (1, 0)), np.float32(0), ((1, 0, 1), (0, 0, 0)))
                    ** 2).sum()
     per_example = nbjax.vmap(nbjax.grad(f))(x)
-    np.testing.assert_allclose(per_example, 2 * x, rtol=1e-6)
-    np.testing.assert_allclose(nbjax.grad(lambda x: nbjax.vmap(f)(x).sum())(x), 2 * x,
-                               rtol=1e-6)
+    assert_close(per_example, 2 * x, rtol=1e-6)
+    assert_close(nbjax.grad(lambda x: nbjax.vmap(f)(x).sum())(x), 2 * x,
+                 rtol=1e-6)
