@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import ClosedJaxpr, EvalTrace, Jaxpr, JaxprEqn, Literal, Var, set_current_trace
+from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, JaxprEqn, Literal, Var, set_current_trace,
+                    subjaxprs)
 from ..interpreters.batching import axis_primitives
 from ..interpreters.staging import trace_to_closed_jaxpr
 
@@ -140,14 +141,12 @@ def fold_constants(jaxpr, consts, log):
 
 
 def _has_subjaxpr(eqn):
-    from ..core import subjaxprs
     return any(True for _ in subjaxprs(eqn.params))
 
 
 def _has_effect(eqn):
     """Whether running ``eqn`` does more than compute its results (a host callback, also
     inside a sub-jaxpr): such equations run when the program runs, each one, always."""
-    from ..core import subjaxprs
     return eqn.primitive.effectful or any(
         _has_effect(e) for j in subjaxprs(eqn.params) for e in j.eqns)
 
