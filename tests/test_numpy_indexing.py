@@ -340,3 +340,16 @@ def test_triangle_and_diagonal_indices(k):
             assert_same(got, want)
     for got, want in zip(jnp.diag_indices(3, 3), np.diag_indices(3, 3)):
         assert_same(got, want)
+
+
+@pytest.mark.parametrize("i, want", [(-11, 0.0), (10, 9.0), (-1, 9.0), (-30, 0.0)])
+def test_out_of_range_array_scalar_index_is_clamped_eagerly_as_under_jit(i, want):
+    """x[jnp.int32(i)] clamps the way JAX does, eagerly and under jit alike (it used to raise
+    eagerly: the wrapped index was checked as if it were a Python integer)."""
+    x = jnp.arange(10, dtype=jnp.float32)
+    f = lambda x, i: x[i]  # noqa: E731
+    assert float(f(x, jnp.int32(i))) == float(nbjax.jit(f)(x, jnp.int32(i))) == want
+    assert float(nbjax.lax.dynamic_slice(x, [jnp.int32(-3)], [2],
+                                         allow_negative_indices=False)[0]) == 0.0
+    with pytest.raises(ValueError, match="allow_negative_indices=False"):
+        nbjax.lax.dynamic_slice(x, [-3], [2], allow_negative_indices=False)
