@@ -159,7 +159,7 @@ class _Program:
             "argminmax": kind != "complex" and discontinuous and self.x.size > 0,
             "gather": True,
             "scatter": ndim > 0 and self.x.shape[0] > 0,
-            "sort": kind != "complex" and ndim > 0 and (name != "argsort" or discontinuous),
+            "sort": kind != "complex" and ndim > 0,
             "argsort": kind != "complex" and ndim > 0 and discontinuous,
             "cumulative": kind != "complex" and ndim > 0,
             "binary_broadcast": self.y is not None and _broadcastable(self.x, self.y),
