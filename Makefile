@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PYTEST_ARGS ?= -n 2 --dist loadgroup
 
-.PHONY: test lab bench array-api-tests clean
+.PHONY: test fuzz lab bench array-api-tests clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ $(VENV)/.lab-deps: $(PY) pyproject.toml
 test: $(VENV)/.test-deps
 	tools/install_system_deps.sh
 	$(PY) -m pytest $(PYTEST_ARGS) tests
+
+# `make fuzz FUZZ_MINUTES=N`: random programs compiled for the cpu backend against the
+# reference backend for N minutes; prints how many were tried and the seeds of mismatches.
+FUZZ_MINUTES ?= 5
+fuzz: $(VENV)/.test-deps
+	PYTHONPATH=. $(PY) tests/test_fuzz_differential.py --minutes $(FUZZ_MINUTES)
 
 # Jupyter refuses to run as root unless told; root is usual in containers.
 ALLOW_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)

@@ -277,9 +277,8 @@ def test_take_default_fill_and_modes():
     got = np.asarray(jnp.take(x, idx))
     np.testing.assert_array_equal(got[:2], [0.0, 3.0])
     assert np.isnan(got[2:]).all()
-    # JAX wraps negative indices before clipping (NumPy's clip sends -1 to 0).
-    assert_same(jnp.take(x, idx, mode="clip"), np.take(x, np.where(idx < 0, idx + 4, idx),
-                                                        mode="clip"))
+    # JAX (0.10) and NumPy clip without wrapping: -1 goes to 0.
+    assert_same(jnp.take(x, idx, mode="clip"), np.take(x, idx, mode="clip"))
     assert_same(jnp.take(x, idx, mode="wrap"), np.take(x, idx, mode="wrap"))
     assert_same(jnp.take(np.arange(4), np.array([7]), fill_value=-3), np.array([-3]))
     with pytest.raises(NotImplementedError, match="'raise'"):
@@ -341,3 +340,28 @@ def test_triangle_and_diagonal_indices(k):
             assert_same(got, want)
     for got, want in zip(jnp.diag_indices(3, 3), np.diag_indices(3, 3)):
         assert_same(got, want)
+
+
+@pytest.mark.parametrize("i, want", [(-11, 0.0), (10, 9.0), (-1, 9.0), (-30, 0.0)])
+def test_out_of_range_array_scalar_index_is_clamped_eagerly_as_under_jit(i, want):
+    """x[jnp.int32(i)] clamps the way JAX does, eagerly and under jit alike (it used to raise
+    eagerly: the wrapped index was checked as if it were a Python integer)."""
+    x = jnp.arange(10, dtype=jnp.float32)
+    f = lambda x, i: x[i]  # noqa: E731
+    assert float(f(x, jnp.int32(i))) == float(nbjax.jit(f)(x, jnp.int32(i))) == want
+    assert float(nbjax.lax.dynamic_slice(x, [jnp.int32(-3)], [2],
+                                         allow_negative_indices=False)[0]) == 0.0
+    with pytest.raises(ValueError, match="allow_negative_indices=False"):
+        nbjax.lax.dynamic_slice(x, [-3], [2], allow_negative_indices=False)
+
+
+def test_take_clip_clamps_negative_indices_to_zero():
+    """mode='clip' clips -1 to 0 (NumPy and JAX), it does not count it from the end."""
+    x_np = np.arange(10, dtype=np.float32)
+    idx = np.array([-1, -11, 3, 11], np.int32)
+    want = np.take(x_np, idx, mode="clip")
+    assert_same(jnp.take(jnp.asarray(x_np), idx, mode="clip"), want)
+    assert_same(nbjax.jit(lambda x, i: jnp.take(x, i, mode="clip"))(x_np, idx), want)
+    # take_along_axis and x[idx] still count a negative index from the end before clipping
+    assert_same(jnp.take_along_axis(jnp.asarray(x_np), idx, 0, mode="clip"),
+                np.array([9, 0, 3, 9], np.float32))

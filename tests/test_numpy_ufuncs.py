@@ -659,3 +659,13 @@ def test_operators_and_methods_forward_here():
     check(z.real, [1.0], F32)
     check(z.imag, [2.0], F32)
     check(z.conj(), [1 - 2j], C64)
+
+
+def test_power_one_half_at_negative_infinity_and_negative_zero_follows_c_pow():
+    """x ** 0.5 is pow, not sqrt: +inf at -inf and +0 at -0 (XLA and C), eagerly and under
+    jit (NumPy's array ** 0.5 calls sqrt, which gives nan and -0)."""
+    x = np.array([-np.inf, -0.0, -1.0, 4.0, np.inf, np.nan], np.float32)
+    want = np.array([np.inf, 0.0, np.nan, 2.0, np.inf, np.nan], np.float32)
+    for got in (jnp.asarray(x) ** 0.5, nbjax.jit(lambda x: x ** 0.5)(x)):
+        np.testing.assert_array_equal(got, want)
+        assert not np.signbit(np.asarray(got)[1])

@@ -282,7 +282,12 @@ def _pow_abstract_eval(x, y):
 @pow_p.def_impl
 @quiet
 def _pow_impl(x, y):
-    return np.power(x, y.astype(x.dtype))  # XLA converts an integer exponent to the base's type
+    y = y.astype(x.dtype)  # XLA converts an integer exponent to the base's type
+    out = np.power(x, y)
+    if np.issubdtype(x.dtype, np.floating):
+        # NumPy computes x ** 0.5 as sqrt(x); C's pow (and XLA) give +inf at -inf and +0 at -0.
+        out = np.where((y == 0.5) & ((x == 0) | np.isneginf(x)), np.abs(x), out)
+    return out
 
 
 def pow(x, y):

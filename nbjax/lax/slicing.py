@@ -251,9 +251,9 @@ def _wrap_negative_index(index, size, allow_negative):
     aval = get_aval(index)
     if not dtypes.is_int(aval.dtype) or dtypes.is_unsigned_int(aval.dtype):
         return index  # unsigned cannot be negative; a non-integer is rejected by the rule
+    if not allow_negative and not isinstance(index, (int, np.integer)):
+        return index  # as in JAX, only a Python or NumPy integer is checked; arrays are clamped
     if isinstance(index, Tracer):
-        if not allow_negative:
-            return index
         return elementwise.select_n(elementwise.lt(index, 0), index,
                                     elementwise.add(index, size))
     value = int(to_numpy(index))

@@ -507,6 +507,11 @@ def _apply_index_mode(name, indices, size, mode):
     if mode == "wrap":
         from .ufuncs import remainder
         return remainder(indices, size), "promise_in_bounds"
+    if mode == "clip" and name == "take":
+        # jnp.take clips a negative index to 0 instead of counting it from the end (JAX,
+        # NumPy); take_along_axis and x[idx] wrap it first.
+        from .ufuncs import maximum
+        return maximum(indices, 0), mode
     if _mode_name(mode) not in (None, "clip", "fill", "fill_or_drop", "promise_in_bounds"):
         raise ValueError(f"jnp.{name}: invalid mode {mode!r}; expected 'fill', 'clip', "
                          "'wrap' or 'promise_in_bounds'")
