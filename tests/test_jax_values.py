@@ -83,3 +83,35 @@ def test_eager_float32_sin_cos_agree_with_jax():
         # JAX's float32 sin/cos are glibc's sinf/cosf, correctly rounded in ~98.5% of
         # cases; ours in all, so at most that share differs (NumPy's own: ~8%).
         assert differ.mean() < 0.03, differ.mean()
+
+
+# --- random.normal: bit-identical to JAX -----------------------------------------------------
+
+# erf_inv(u) for float32 u, recorded from JAX 0.10.2 (jax.scipy.special.erfinv on the CPU).
+_ERF_INV_JAX = {0.0: 0.0, 0.5: 0.47693628, -0.9: -1.163087, 0.999: 2.3267577,
+                0.3: 0.27246276, 0.99999: 3.123205, 1.0: np.inf, -1.0: -np.inf}
+
+
+def test_float32_erf_inv_is_xlas_polynomial():
+    import nbjax.scipy.special as nsc
+    x = np.array(list(_ERF_INV_JAX), np.float32)
+    want = np.array(list(_ERF_INV_JAX.values()), np.float32)
+    np.testing.assert_array_equal(np.asarray(nsc.erfinv(x)), want)
+    np.testing.assert_array_equal(np.asarray(nbjax.jit(nsc.erfinv)(x)), want)
+    assert np.isnan(np.asarray(nsc.erfinv(np.float32(1.5))))
+    # Giles' approximation is good to a few float32 ulps of the true inverse.
+    u = np.linspace(-0.999, 0.999, 2001, dtype=np.float32)
+    back = np.array([math.erf(v) for v in np.asarray(nsc.erfinv(u), np.float64)])
+    np.testing.assert_allclose(back, u, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_normal_is_bit_identical_to_jax(dtype):
+    import nbjax.random as R
+    draw = lambda key: R.normal(key, (5000,), dtype)  # noqa: E731
+    eager = np.asarray(draw(R.PRNGKey(7)))
+    np.testing.assert_array_equal(np.asarray(nbjax.jit(draw)(R.PRNGKey(7))), eager)
+    if jax is None:
+        pytest.skip("jax is not installed (recorded streams: tests/test_random.py)")
+    expected = np.asarray(jax.random.normal(jax.random.PRNGKey(7), (5000,), dtype))
+    np.testing.assert_array_equal(eager, expected)
