@@ -115,3 +115,16 @@ def test_normal_is_bit_identical_to_jax(dtype):
         pytest.skip("jax is not installed (recorded streams: tests/test_random.py)")
     expected = np.asarray(jax.random.normal(jax.random.PRNGKey(7), (5000,), dtype))
     np.testing.assert_array_equal(eager, expected)
+
+
+# --- Array API special cases ------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [2 ** 31, -2 ** 31 - 1, 2 ** 40, 3, -3, 5, -5])
+def test_eye_and_tri_with_huge_diagonal_offsets(k):
+    np.testing.assert_array_equal(jnp.eye(3, 4, k=k), np.eye(3, 4, k=k, dtype=np.float32))
+    np.testing.assert_array_equal(jnp.tri(3, 4, k=k), np.tri(3, 4, k=k, dtype=np.float32))
+
+
+def test_dlpack_of_a_read_only_array():
+    x = jnp.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(np.from_dlpack(x), np.arange(6.0).reshape(2, 3))
