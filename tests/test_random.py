@@ -26,13 +26,14 @@ _SPECS = json.loads(str(_DATA["specs"]))
 # differ from XLA's by a few ulps; uniform with a non-trivial range by one (XLA fuses the
 # multiply-add). Errors are measured in eps of max(|x|, 1): float64 gets a looser bound as
 # XLA's float64 log/log1p on the CPU are less accurate than NumPy's.
-_EPS_TOLERANCE = {np.dtype(np.float16): 1, np.dtype(np.float32): 4, np.dtype(np.float64): 64}
-# XLA's float32 erf_inv is a polynomial approximation, off by up to ~1e-6 relative in the
-# tails (|x| > 3); ours is correctly rounded. Plain normal draws go straight through it.
-_ERF_INV_FLOAT32_TOLERANCE = 48
-# Floats with no transcendental function and the default range are bit-exact.
+# (float32: nbjax's eager exp/log are correctly rounded, XLA's are not, and the gamma
+# gradient chains many of them: up to ~5 eps.)
+_EPS_TOLERANCE = {np.dtype(np.float16): 1, np.dtype(np.float32): 6, np.dtype(np.float64): 64}
+# Floats with no transcendental function and the default range are bit-exact, and so are
+# float16/float32 normal draws: their erf_inv is XLA's algorithm, operation for operation.
 _EXACT_FLOAT_CASES = {c["name"] for c in _SPECS
-                      if c["fn"] == "uniform" and "minval" not in c["kwargs"]}
+                      if (c["fn"] == "uniform" and "minval" not in c["kwargs"])
+                      or (c["fn"] == "normal" and not c["x64"])}
 
 
 def _decode(value):
@@ -77,8 +78,6 @@ def test_matches_jax_stream(index, x64_if):
     scale = np.maximum(np.abs(expected.astype(np.float64)), 1.0)
     error = np.abs(out.astype(np.float64) - expected) / scale / np.finfo(expected.dtype).eps
     tolerance = _EPS_TOLERANCE[expected.dtype]
-    if case["fn"] == "normal" and expected.dtype == np.float32:
-        tolerance = _ERF_INV_FLOAT32_TOLERANCE
     assert np.max(error, initial=0) <= tolerance, np.max(error)
 
 

@@ -61,6 +61,94 @@ def _erf_inv(y):
     return np.copysign(x, y)
 
 
+# --- erf_inv in float32, bit for bit as XLA on the CPU ---------------------------------------
+# JAX's normal sampler is sqrt(2) * erf_inv(uniform), so its float32 draws are only identical
+# to JAX's if erf_inv is XLA's: Giles' polynomial, over XLA's log1p (a Cephes rational
+# function near 0) and its CPU log (a Cephes polynomial), with the multiply-adds that LLVM
+# contracts into fma where it does. Each fma is emulated in float64 (the product is exact; the
+# sum rounds twice, which changes the float32 result once in ~2**29 cases).
+
+_F32 = np.float32
+_LOG_P = tuple(_F32(c) for c in (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1,
+                                 -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1,
+                                 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1))
+_LOG1P_NUMERATOR = (4.5270000862445199635215e-5, 4.9854102823193375972212e-1,
+                    6.5787325942061044846969e0, 2.9911919328553073277375e1,
+                    6.0949667980987787057556e1, 5.7112963590585538103336e1,
+                    2.0039553499201281259648e1)
+_LOG1P_DENOMINATOR = (1.0, 1.5062909083469192043167e1, 8.3047565967967209469434e1,
+                      2.2176239823732856465394e2, 3.0909872225312059774938e2,
+                      2.1642788614495947685003e2, 6.0118660497603843919306e1)
+_ERF_INV_W_BELOW_5 = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                      0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERF_INV_W_ABOVE_5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                      0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _fma32(a, b, c):
+    return (np.asarray(a, np.float64) * b + c).astype(_F32)
+
+
+def _horner32(x, coeffs):
+    """Highest degree first, one fma per step (XLA's EvaluatePolynomial, contracted)."""
+    p = np.full_like(x, coeffs[0], dtype=_F32)
+    for c in coeffs[1:]:
+        p = _fma32(p, x, _F32(c))
+    return p
+
+
+def _xla_log32(x):
+    """XLA's float32 log on the CPU: x = 2**e * m with m in [sqrt(1/2), sqrt(2)), then
+    e*ln2 (in two parts) + log(m) by Cephes' polynomial; subnormals are read as the
+    smallest normal, as XLA does."""
+    bits = np.maximum(x, _F32(np.finfo(_F32).tiny)).view(np.int32)
+    m = ((bits & ~0x7F800000) | _F32(0.5).view(np.int32)).view(_F32)
+    e = _F32(1) + ((bits >> 23) - 0x7F).astype(_F32)
+    below = m < _F32(0.707106781186547524)
+    e = e - np.where(below, _F32(1), _F32(0))
+    m = (m - _F32(1)) + np.where(below, m, _F32(0))
+    m2 = m * m
+    m3 = m2 * m
+    p = _LOG_P
+    y = _fma32(_fma32(m, p[0], p[1]), m, p[2])
+    y1 = _fma32(_fma32(m, p[3], p[4]), m, p[5])
+    y2 = _fma32(_fma32(m, p[6], p[7]), m, p[8])
+    y = _fma32(_fma32(_fma32(y, m3, y1), m3, y2), m3, _F32(-2.12194440e-4) * e)
+    out = _fma32(_F32(0.693359375), e, _fma32(_F32(-0.5), m2, m) + y)
+    out = np.where(x == 0, _F32(-np.inf), np.where(x == np.inf, x, out))
+    return np.where((x < 0) | np.isnan(x), _F32(np.nan), out)
+
+
+def _xla_log1p32(a):
+    """XLA's float32 log1p: a Cephes rational function for |a| < sqrt(2) - 1, else
+    log(1 + a)."""
+    a2 = a * a
+    ratio = _horner32(a, _LOG1P_NUMERATOR) / _horner32(a, _LOG1P_DENOMINATOR)
+    near_zero = a + _fma32(_F32(-0.5), a2, (a * a2) * ratio)
+    return np.where(np.abs(a) < _F32(0.41421356237309504880), near_zero,
+                    _xla_log32(a + _F32(1)))
+
+
+def _xla_erf_inv32(x):
+    """Giles' single-precision erf_inv as XLA computes it: w = -log1p(-x*x), then a degree-8
+    polynomial in w - 2.5 (w < 5) or sqrt(w) - 3; erf_inv(+-1) = +-inf."""
+    w = -_xla_log1p32(x * -x)
+    below = w < _F32(5)
+    w = np.where(below, w - _F32(2.5), np.sqrt(w) - _F32(3)).astype(_F32)
+    p = np.where(below, _F32(_ERF_INV_W_BELOW_5[0]), _F32(_ERF_INV_W_ABOVE_5[0]))
+    for lo, hi in zip(_ERF_INV_W_BELOW_5[1:], _ERF_INV_W_ABOVE_5[1:]):
+        p = _fma32(p, w, np.where(below, _F32(lo), _F32(hi)))
+    return np.where(np.abs(x) == 1, x * _F32(np.inf), p * x)
+
+
+@quiet
+def _erf_inv_impl(y):
+    """float16/float32: XLA's algorithm in float32 (above); float64: to float64 precision."""
+    if y.dtype in (np.float16, np.float32):
+        return _xla_erf_inv32(y.astype(_F32)).astype(y.dtype)
+    return _erf_inv(y)
+
+
 # Coefficients of the asymptotic series digamma(x) ~ log x - 1/(2x) - sum c_k / x**(2k):
 # c_k = B_2k / (2k) with the Bernoulli numbers B_2 .. B_14.
 _DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
@@ -163,7 +251,7 @@ def _polygamma(m, x):
 
 erf_p = unop("erf", _in_float64(np.vectorize(math.erf, otypes=[np.float64])), FLOAT)
 erfc_p = unop("erfc", _in_float64(np.vectorize(math.erfc, otypes=[np.float64])), FLOAT)
-erf_inv_p = unop("erf_inv", _in_float64(_erf_inv), FLOAT)
+erf_inv_p = unop("erf_inv", _erf_inv_impl, FLOAT)
 lgamma_p = unop("lgamma", _in_float64(np.vectorize(_lgamma_scalar, otypes=[np.float64])),
                 FLOAT)
 digamma_p = unop("digamma", _in_float64(_digamma), FLOAT)
