@@ -192,6 +192,7 @@ def test_sibling_kernels_do_not_move_before_a_step_they_read():
         assert_close(g, w, rtol=1e-6)
 
 
+@pytest.mark.cpu_compiler
 def test_threefry_decomposes_into_one_fused_kernel():
     """threefry2x32 has a "jaxpr" lowering (uint32 arithmetic): jitted random bits are one
     kernel, bit for bit the eager values."""

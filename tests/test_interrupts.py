@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.cpu_compiler
+
 PRELUDE = """
 import os, signal, threading, time
 import numpy as np

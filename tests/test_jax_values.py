@@ -128,3 +128,15 @@ def test_eye_and_tri_with_huge_diagonal_offsets(k):
 def test_dlpack_of_a_read_only_array():
     x = jnp.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(np.from_dlpack(x), np.arange(6.0).reshape(2, 3))
+
+
+def test_expm1_of_a_complex_with_zero_imaginary_part_keeps_it():
+    """The Array API's special case (and JAX's value): expm1(+inf + 0j) = +inf + 0j, the
+    zero's sign kept, where exp(re) * sin(0) would be NaN."""
+    z = np.array([complex(np.inf, 0.0), complex(np.inf, -0.0), complex(800.0, 0.0),
+                  complex(-np.inf, 0.0)], np.complex64)
+    for out in (jnp.expm1(z), nbjax.jit(jnp.expm1)(z)):
+        out = np.asarray(out)
+        np.testing.assert_array_equal(out.real, [np.inf, np.inf, np.inf, -1.0])
+        np.testing.assert_array_equal(out.imag, 0.0)
+        np.testing.assert_array_equal(np.signbit(out.imag), [False, True, False, False])

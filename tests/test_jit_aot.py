@@ -197,6 +197,7 @@ def test_cost_ignores_index_arithmetic_and_counts_values_once():
     assert cost["transcendentals"] == 1 and cost["flops"] == 1000
 
 
+@pytest.mark.cpu_compiler
 def test_cost_per_step_and_timing():
     f = nbjax.jit(lambda a, b: jnp.tanh(a @ b).sum())
     a, b = randn(6, 5), randn(5, 7)

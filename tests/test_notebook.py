@@ -179,6 +179,7 @@ def selu_sum(x):
 """
 
 
+@pytest.mark.cpu_compiler
 def test_compiler_view_state_before_and_after_calls(ip):
     run(ip, JIT_CELL)
     f = ip.user_ns["selu_sum"]
@@ -354,6 +355,7 @@ def _assert_static(html):
     assert not re.search(r"\son[a-z]+\s*=", html)  # no inline event handlers
 
 
+@pytest.mark.cpu_compiler
 def test_static_fallbacks_have_svg_and_tables_but_no_script(ip):
     run(ip, JIT_CELL.replace("selu_sum", "selu_static"))
     run(ip, "selu_static(np.ones(8, np.float32))")

@@ -534,11 +534,20 @@ def _logistic_impl(x):
     return 1 / (1 + _rounded_once(np.exp)(-x))
 
 
+def _expm1_impl(x):
+    """``expm1``; a complex operand with a zero imaginary part keeps it, as in C99 and JAX
+    (NumPy's ``exp(re) * sin(0)`` is ``inf * 0``, a NaN, once ``exp(re)`` overflows)."""
+    out = np.array(_rounded_once(np.expm1)(x))
+    if np.iscomplexobj(out):
+        out.imag = np.where(np.imag(x) == 0, np.imag(x), out.imag)
+    return out
+
+
 exp_p = _unop("exp", _rounded_once(np.exp), INEXACT)
 exp2_p = _unop("exp2", np.exp2, INEXACT)
 log_p = _unop("log", _rounded_once(np.log), INEXACT)
 log1p_p = _unop("log1p", _rounded_once(np.log1p), INEXACT)
-expm1_p = _unop("expm1", _rounded_once(np.expm1), INEXACT)
+expm1_p = _unop("expm1", _expm1_impl, INEXACT)
 tanh_p = _unop("tanh", _rounded_once(np.tanh), INEXACT)
 logistic_p = _unop("logistic", _logistic_impl, INEXACT)
 sin_p = _unop("sin", _rounded_once(np.sin), INEXACT)
