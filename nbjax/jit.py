@@ -13,6 +13,7 @@ traced and optimised program, the kernels, their cost and the fusion report ahea
 """
 
 import functools
+import inspect
 import logging
 import operator
 import time
@@ -133,11 +134,11 @@ class JitWrapped:
     exactly as without the fast path. ``slow_path_calls`` counts the general-path calls.
     """
 
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.static_argnums = _as_tuple(static_argnums)
-        self.static_argnames = _as_tuple(static_argnames)
+        self.static_argnums, self.static_argnames = _resolve_static(fun, static_argnums,
+                                                                    static_argnames)
         self.donate_argnums = _as_tuple(donate_argnums)  # accepted; buffers are not donated yet
         self.name = getattr(fun, "__name__", type(fun).__name__)
         self._cache = {}
@@ -440,6 +441,65 @@ def _as_tuple(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
+def _signature(fun):
+    """``fun``'s signature, or None for the few callables that have none (some builtins)."""
+    try:
+        return inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+
+
+def _resolve_static(fun, static_argnums, static_argnames):
+    """``(static_argnums, static_argnames)`` completed and checked against ``fun``'s
+    signature, as ``jax.jit`` does: given only one of them, the other names the same
+    positional-or-keyword parameters (so a static argument is static however it is passed);
+    a position or name the function cannot take raises ValueError."""
+    nums, names = _as_tuple(static_argnums), _as_tuple(static_argnames)
+    sig = _signature(fun)
+    if sig is None:
+        return nums, names
+    if static_argnums is None or static_argnames is None:
+        params = [(i, k) for i, (k, p) in enumerate(sig.parameters.items())
+                  if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        if static_argnums is None:
+            nums = tuple(i for i, k in params if k in names)
+        else:
+            names = tuple(k for i, k in params if i in nums)
+    _check_argnums(sig, nums)
+    _check_argnames(sig, names)
+    return nums, names
+
+
+def _check_argnums(sig, nums):
+    """Every static position exists (any does when the function takes ``*args``)."""
+    kinds = [p.kind for p in sig.parameters.values()]
+    if inspect.Parameter.VAR_POSITIONAL in kinds or not nums:
+        return
+    n = sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            for k in kinds)
+    if -min(nums) > n or max(nums) >= n:
+        raise ValueError(f"Jitted function has static_argnums={nums}, but only accepts {n} "
+                         "positional arguments.")
+
+
+def _check_argnames(sig, names):
+    """Every static name is a parameter that can be passed by keyword (any name can when
+    the function takes ``**kwargs``, except a positional-only parameter's)."""
+    params = sig.parameters
+    positional_only = {k for k, p in params.items() if p.kind in (
+        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL)} & set(names)
+    if positional_only:
+        raise ValueError(f"Jitted function has invalid argnames {positional_only} in "
+                         "static_argnames. These are positional-only")
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    unknown = set(names) - {k for k, p in params.items() if p.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+    if unknown:
+        raise ValueError(f"Jitted function has invalid argnames {unknown} in static_argnames. "
+                         "Function does not take these args.")
+
+
 def _as_array(x):
     from .numpy.util import to_array
     return to_array(x)
@@ -457,8 +517,9 @@ def _as_abstract(x):
     return _abstractify(x) if isinstance(x, (ShapedArray, ShapeDtypeStruct)) else _as_value(x)
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
-    """Compile ``fun`` (``@jit`` or ``jit(f, static_argnums=...)``), as ``jax.jit``."""
+def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=()):
+    """Compile ``fun`` (``@jit``, ``jit(f, static_argnums=...)`` or, as a decorator with
+    options, ``@jit(static_argnames=...)``), as ``jax.jit``."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums)
