@@ -232,3 +232,57 @@ def test_compiled_functions_dropped_give_their_memory_back(tmp_path):
     growth = json.loads(done.stdout.strip().splitlines()[-1])
     assert growth["warm"] <= 50 * 1024, growth
     assert growth["cold"] <= 150 * 1024, growth
+
+
+# --- 6. custom_jvp / custom_vjp functions outside transformations are plain Python ---------
+
+def _custom_jvp_relu_like():
+    @nbjax.custom_jvp
+    def f(x):
+        if x > 0:  # Python control flow: only possible on concrete values
+            return x * 2.0
+        return x
+    f.defjvp(lambda primals, tangents: (f(primals[0]), tangents[0] * 2.0))
+    return f
+
+
+def _custom_vjp_product():
+    @nbjax.custom_vjp
+    def g(x, y):
+        return x * y if x > 0 else y
+    g.defvjp(lambda x, y: (g(x, y), (x, y)), lambda res, ct: (ct * res[1], ct * res[0]))
+    return g
+
+
+def test_custom_jvp_outside_transformations_runs_as_python():
+    f = _custom_jvp_relu_like()
+    out = f(3.0)
+    assert type(out) is float and out == 6.0  # a Python float stays one, as in JAX
+    assert isinstance(f(-1.0), float) and f(-1.0) == -1.0
+    assert float(f(jnp.float32(3.0))) == 6.0
+    with pytest.raises(nbjax.ConcretizationTypeError):
+        nbjax.jit(f)(1.0)  # traced: `if x > 0` cannot run
+
+
+def test_custom_vjp_outside_transformations_runs_as_python():
+    g = _custom_vjp_product()
+    out = g(2.0, 3.0)
+    assert type(out) is float and out == 6.0
+    assert g(-2.0, 3.0) == 3.0
+
+
+def test_custom_rules_called_plainly_match_jax():
+    jax = pytest.importorskip("jax")
+
+    @jax.custom_jvp
+    def theirs(x):
+        return (x * 2.0 if x > 0 else x, 1.5)
+    theirs.defjvp(lambda p, t: (theirs(p[0]), (t[0] * 2.0, 0.0)))
+
+    @nbjax.custom_jvp
+    def ours(x):
+        return (x * 2.0 if x > 0 else x, 1.5)
+    ours.defjvp(lambda p, t: (ours(p[0]), (t[0] * 2.0, 0.0)))
+    for x in (3.0, -1.0):
+        (a, b), (c, d) = ours(x), theirs(x)
+        assert (a, b) == (c, d) and isinstance(a, float) and type(b) is type(d)
