@@ -1,7 +1,9 @@
 """``custom_jvp`` and ``custom_vjp``: functions that bring their own derivative rules.
 
-A call becomes one equation (``custom_jvp_call`` / ``custom_vjp_call``) holding the traced
-function as a sub-jaxpr, so evaluation, staging and vmap see an ordinary function, while the
+Called outside any transformation, such a function is plain Python, as in JAX: it runs on
+its concrete arguments (``if x > 0:`` works) and returns what it returns. Under a
+transformation, a call becomes one equation (``custom_jvp_call`` / ``custom_vjp_call``)
+holding the traced function as a sub-jaxpr, so evaluation, staging and vmap see an ordinary function, while the
 JVP trace uses the user's rule instead of differentiating the body. Reverse mode through a
 custom_vjp goes through ``custom_lin``, a linear primitive whose transpose calls ``bwd``.
 """
@@ -9,7 +11,8 @@ custom_vjp goes through ``custom_lin``, a linear primitive whose transpose calls
 import functools
 import inspect
 
-from .core import ClosedJaxpr, Primitive, eval_closed_jaxpr, get_aval, pytree
+from .core import (ClosedJaxpr, EvalTrace, Primitive, current_trace, eval_closed_jaxpr,
+                   get_aval, pytree)
 from .interpreters import ad, staging
 from .interpreters.transpose import is_undefined
 from .lax import batch_util
@@ -57,6 +60,12 @@ def _trace_call(fun, static, dyn, n_args, what):
 def _as_array(x):
     from .numpy.util import to_array
     return to_array(x)
+
+
+def _untransformed():
+    """Whether no transformation is active: then a custom-rule function is called as plain
+    Python (its rules only matter to a transformation)."""
+    return type(current_trace()) is EvalTrace
 
 
 def _check_no_closure_tangents(tangents, num_consts, kind):
@@ -147,6 +156,8 @@ class custom_jvp:
         name = getattr(self.fun, "__name__", "f")
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+        if _untransformed():
+            return self.fun(*args, **kwargs)
         args = _resolve_args(self.fun, args, kwargs)
         static, dyn = _split(args, self.nondiff_argnums)
         closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, static, dyn,
@@ -262,6 +273,8 @@ class custom_vjp:
         name = getattr(self.fun, "__name__", "f")
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+        if _untransformed():
+            return self.fun(*args, **kwargs)
         args = _resolve_args(self.fun, args, kwargs)
         static, dyn = _split(args, self.nondiff_argnums)
         closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, static, dyn,

@@ -12,10 +12,14 @@ traced and optimised program, the kernels, their cost and the fusion report ahea
 (``Lowered``, ``Compiled``, as ``jax.stages``).
 """
 
+import collections
 import functools
+import inspect
 import logging
 import operator
+import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -111,7 +115,8 @@ class JitWrapped:
 
     The general path (``_call``) works for every call, eager or under a transformation: split
     off the static arguments, flatten the pytree of the others, find the trace for their
-    avals in ``_cache`` (tracing on a miss, and explaining why when
+    avals in ``traces`` (a ``TraceCache`` shared by every ``jit`` of the function: tracing on
+    a miss, and explaining why when
     ``config.explain_cache_misses`` is on), then bind ``jit_p``. Under a transformation that
     binding is what lets vmap/grad/make_jaxpr see the call; eagerly, ``EvalTrace`` checks the
     operands, runs ``jit_p``'s abstract evaluation, and its impl looks the executable up in
@@ -123,8 +128,8 @@ class JitWrapped:
     arguments and no static arguments, and every argument is an Array or a NumPy array. Then
     the pytree of arguments is a flat tuple whose structure the number of arguments fixes, so
     the signature is just the arguments' avals (for NumPy arrays their shape and dtype), plus
-    the two settings a trace depends on (``enable_x64`` and the backend). ``_fast`` maps that
-    key to a ``_FastCall`` holding the executable, the closed-over constants as NumPy values
+    the two settings a trace depends on (``enable_x64`` and the backend). ``_fast`` (this
+    wrapper's, at most ``FAST_CALLS`` signatures) maps that key to a ``_FastCall`` holding the executable, the closed-over constants as NumPy values
     and the output avals and tree: a call is one dict lookup, one ``run`` and wrapping the
     outputs. A key is added after a general-path call of a cacheable trace, so the first call
     of a signature always takes the general path (and is the one that traces and compiles).
@@ -133,14 +138,14 @@ class JitWrapped:
     exactly as without the fast path. ``slow_path_calls`` counts the general-path calls.
     """
 
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.static_argnums = _as_tuple(static_argnums)
-        self.static_argnames = _as_tuple(static_argnames)
+        self.static_argnums, self.static_argnames = _resolve_static(fun, static_argnums,
+                                                                    static_argnames)
         self.donate_argnums = _as_tuple(donate_argnums)  # accepted; buffers are not donated yet
         self.name = getattr(fun, "__name__", type(fun).__name__)
-        self._cache = {}
+        self._owner = traces.owner(fun, self, (self.static_argnums, self.static_argnames))
         self._fast = {}
         self._has_static = bool(self.static_argnums or self.static_argnames)
         self._last_key = None
@@ -169,6 +174,8 @@ class JitWrapped:
         entry, leaves, _ = self._lookup(args, kwargs, _as_value)
         outs = jit_p.bind(*entry.consts_as_args, *leaves, jaxpr=entry.jaxpr, name=self.name)
         if fast_key is not None and entry.cacheable:
+            if len(self._fast) >= FAST_CALLS:
+                del self._fast[next(iter(self._fast))]  # the oldest signature
             self._fast[fast_key] = _FastCall(entry, self._last_key, self.name, backend=fast_key[1])
         return entry.out_tree.unflatten(outs)
 
@@ -201,12 +208,12 @@ class JitWrapped:
         leaves = [as_leaf(x) for x in leaves]
         avals = tuple(_abstractify(x) for x in leaves)
         key = (in_tree, avals, static, static_kw, config.enable_x64)
-        entry = self._cache.get(key)
+        entry = traces.get(self._owner, key)
         if entry is None:
             self._explain_miss(key, args)
             entry = self._stage(args, static, static_kw, in_tree, avals)
             if entry.cacheable:
-                self._cache[key] = entry
+                traces.put(self._owner, key, entry)
         self._last_key = key
         return entry, leaves, in_tree
 
@@ -236,7 +243,8 @@ class JitWrapped:
                        explain_difference(self._last_key, key))
 
     def clear_cache(self):
-        self._cache.clear()
+        """Forget this function's traces (for these static options) and their code."""
+        traces.clear(self._owner)
         self._fast.clear()
         self._last_key = None
 
@@ -252,6 +260,93 @@ class _Traced:
         self.consts_as_args = list(consts)
         self.out_tree = out_tree
         self.trace_seconds = trace_seconds
+
+
+# --- the trace cache ----------------------------------------------------------------------
+
+class TraceCache:
+    """The traces of every jitted function, kept for reuse, with their compiled code.
+
+    Entries are filed under an owner, ``(function, static_argnums, static_argnames)``, then
+    the call's signature, as JAX's jit caches by the function's identity and the arguments'
+    types: ``jit(f)`` made again for the same ``f`` and options (a notebook cell re-run that
+    re-wraps a function) finds ``f``'s traces, and with them their executables (which live
+    on the traced jaxpr, see ``nbjax.compiler``), so it neither traces nor compiles.
+
+    Memory is bounded two ways. The function is held by a weak reference: when it is
+    garbage, its entries go (like JAX's ``weakref_lru_cache``). And at most ``maxsize``
+    traces are kept in all, the least recently used dropped first.
+    """
+
+    def __init__(self, maxsize):
+        self.maxsize = maxsize
+        self._entries = collections.OrderedDict()  # (owner, signature) -> _Traced
+        self._lock = threading.Lock()
+        # Functions that died: their references, appended by the weakref callback and purged
+        # at once if the lock is free, else by the next get or put (the callback may run in
+        # any allocation, even one of ours under the lock, as for WeakKeyDictionary).
+        self._dead = []
+
+    def owner(self, fun, wrapper, options=()):
+        """What a wrapper's traces are filed under: ``(a weak reference to fun, options)``,
+        the reference being to the ``wrapper`` (whose traces then are its own) when ``fun``
+        cannot be weakly referenced or hashed; ``options``: those that change a trace."""
+        try:
+            ref = weakref.ref(fun, self._died)
+            hash(ref)
+        except TypeError:
+            ref = weakref.ref(wrapper, self._died)
+        return ref, options
+
+    def get(self, owner, signature):
+        key = (owner, signature)
+        with self._lock:
+            self._purge()
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, owner, signature, entry):
+        with self._lock:
+            self._purge()
+            self._entries[owner, signature] = entry
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+
+    def clear(self, owner):
+        """Drop ``owner``'s entries."""
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == owner]:
+                del self._entries[key]
+
+    def __len__(self):
+        return len(self._entries)
+
+    def _died(self, ref):
+        self._dead.append(ref)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._purge()
+            finally:
+                self._lock.release()
+
+    def _purge(self):
+        if not self._dead:
+            return
+        dead = []
+        while self._dead:
+            dead.append(self._dead.pop())
+        # Each reference reports itself, so identity finds its keys (a dead reference that
+        # was never hashed cannot be hashed any more).
+        ids = {id(ref) for ref in dead}
+        for key in [k for k in self._entries if id(k[0][0]) in ids]:
+            del self._entries[key]
+
+
+TRACE_CACHE_SIZE = 512  # traces of all jitted functions together
+FAST_CALLS = 64         # fast-path signatures of one jit wrapper
+traces = TraceCache(TRACE_CACHE_SIZE)
 
 
 _config_values = config._values  # read directly on the fast path: two dict reads per call
@@ -442,6 +537,65 @@ def _as_tuple(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
+def _signature(fun):
+    """``fun``'s signature, or None for the few callables that have none (some builtins)."""
+    try:
+        return inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+
+
+def _resolve_static(fun, static_argnums, static_argnames):
+    """``(static_argnums, static_argnames)`` completed and checked against ``fun``'s
+    signature, as ``jax.jit`` does: given only one of them, the other names the same
+    positional-or-keyword parameters (so a static argument is static however it is passed);
+    a position or name the function cannot take raises ValueError."""
+    nums, names = _as_tuple(static_argnums), _as_tuple(static_argnames)
+    sig = _signature(fun)
+    if sig is None:
+        return nums, names
+    if static_argnums is None or static_argnames is None:
+        params = [(i, k) for i, (k, p) in enumerate(sig.parameters.items())
+                  if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        if static_argnums is None:
+            nums = tuple(i for i, k in params if k in names)
+        else:
+            names = tuple(k for i, k in params if i in nums)
+    _check_argnums(sig, nums)
+    _check_argnames(sig, names)
+    return nums, names
+
+
+def _check_argnums(sig, nums):
+    """Every static position exists (any does when the function takes ``*args``)."""
+    kinds = [p.kind for p in sig.parameters.values()]
+    if inspect.Parameter.VAR_POSITIONAL in kinds or not nums:
+        return
+    n = sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            for k in kinds)
+    if -min(nums) > n or max(nums) >= n:
+        raise ValueError(f"Jitted function has static_argnums={nums}, but only accepts {n} "
+                         "positional arguments.")
+
+
+def _check_argnames(sig, names):
+    """Every static name is a parameter that can be passed by keyword (any name can when
+    the function takes ``**kwargs``, except a positional-only parameter's)."""
+    params = sig.parameters
+    positional_only = {k for k, p in params.items() if p.kind in (
+        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL)} & set(names)
+    if positional_only:
+        raise ValueError(f"Jitted function has invalid argnames {positional_only} in "
+                         "static_argnames. These are positional-only")
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    unknown = set(names) - {k for k, p in params.items() if p.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+    if unknown:
+        raise ValueError(f"Jitted function has invalid argnames {unknown} in static_argnames. "
+                         "Function does not take these args.")
+
+
 def _as_array(x):
     from .numpy.util import to_array
     return to_array(x)
@@ -459,8 +613,9 @@ def _as_abstract(x):
     return _abstractify(x) if isinstance(x, (ShapedArray, ShapeDtypeStruct)) else _as_value(x)
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
-    """Compile ``fun`` (``@jit`` or ``jit(f, static_argnums=...)``), as ``jax.jit``."""
+def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=()):
+    """Compile ``fun`` (``@jit``, ``jit(f, static_argnums=...)`` or, as a decorator with
+    options, ``@jit(static_argnames=...)``), as ``jax.jit``."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums)

@@ -23,7 +23,6 @@ from .passes import Rewrite, optimize  # noqa: F401
 _BACKENDS = {"reference": reference.compile}
 # Backends imported on first use (llvmlite takes a moment to load).
 _LAZY_BACKENDS = {"cpu": "nbjax.backends.cpu"}
-_cache = {}
 _lock = threading.Lock()  # pmap shards may ask for the same executable at once
 
 
@@ -43,18 +42,17 @@ def backend(name):
 
 
 def compile(closed_jaxpr, name="jit", backend="reference"):
-    """An executable for ``closed_jaxpr`` on ``backend``, compiled once and cached.
+    """An executable for ``closed_jaxpr`` on ``backend``, compiled once.
 
-    The cache holds the jaxpr it was compiled from, so an ``id`` is never reused for
-    another jaxpr while its entry exists.
+    It is kept in ``closed_jaxpr.executables``, so it (with its machine code) is freed with
+    the jaxpr: the caches that hold jaxprs (``jit``'s traces) decide how long code lives.
     """
-    key = (id(closed_jaxpr), backend)
     with _lock:
-        entry = _cache.get(key)
-        if entry is None or entry[0] is not closed_jaxpr:
-            entry = (closed_jaxpr, _backend_fn(backend)(closed_jaxpr, name))
-            _cache[key] = entry
-    return entry[1]
+        executable = closed_jaxpr.executables.get(backend)
+        if executable is None:
+            executable = _backend_fn(backend)(closed_jaxpr, name)
+            closed_jaxpr.executables[backend] = executable
+    return executable
 
 
 _backend_fn = backend

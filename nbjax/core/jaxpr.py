@@ -94,15 +94,20 @@ class Jaxpr:
 
 
 class ClosedJaxpr:
-    """A jaxpr together with the values of its constvars."""
+    """A jaxpr together with the values of its constvars.
 
-    __slots__ = ("jaxpr", "consts")
+    ``executables`` holds what the compiler made of it, per backend (``nbjax.compiler``):
+    compiled code lives exactly as long as the jaxpr it runs.
+    """
+
+    __slots__ = ("jaxpr", "consts", "executables")
 
     def __init__(self, jaxpr, consts):
         if len(jaxpr.constvars) != len(consts):
             raise ValueError("a ClosedJaxpr needs one value per constvar")
         self.jaxpr = jaxpr
         self.consts = list(consts)
+        self.executables = {}
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)

@@ -93,7 +93,7 @@ class WatchedJit(JitWrapped):
     """``nbjax.jit(fun)`` that reports its calls to the views watching it (``watchers``:
     objects with ``on_call(watched, compilation)`` and a ``wants_timing`` flag)."""
 
-    def __init__(self, fun, *, backend=None, static_argnums=(), static_argnames=()):
+    def __init__(self, fun, *, backend=None, static_argnums=None, static_argnames=None):
         super().__init__(fun, static_argnums=static_argnums, static_argnames=static_argnames)
         self.backend = backend
         self.watchers = []
