@@ -3,9 +3,10 @@
 Called outside any transformation, such a function is plain Python, as in JAX: it runs on
 its concrete arguments (``if x > 0:`` works) and returns what it returns. Under a
 transformation, a call becomes one equation (``custom_jvp_call`` / ``custom_vjp_call``)
-holding the traced function as a sub-jaxpr, so evaluation, staging and vmap see an ordinary function, while the
-JVP trace uses the user's rule instead of differentiating the body. Reverse mode through a
-custom_vjp goes through ``custom_lin``, a linear primitive whose transpose calls ``bwd``.
+holding the traced function as a sub-jaxpr, so evaluation, staging and vmap see an ordinary
+function, while the JVP trace uses the user's rule instead of differentiating the body.
+Reverse mode through a custom_vjp goes through ``custom_lin``, a linear primitive whose
+transpose calls ``bwd``.
 """
 
 import functools

@@ -129,9 +129,9 @@ class JitWrapped:
     the pytree of arguments is a flat tuple whose structure the number of arguments fixes, so
     the signature is just the arguments' avals (for NumPy arrays their shape and dtype), plus
     the two settings a trace depends on (``enable_x64`` and the backend). ``_fast`` (this
-    wrapper's, at most ``FAST_CALLS`` signatures) maps that key to a ``_FastCall`` holding the executable, the closed-over constants as NumPy values
-    and the output avals and tree: a call is one dict lookup, one ``run`` and wrapping the
-    outputs. A key is added after a general-path call of a cacheable trace, so the first call
+    wrapper's, at most ``FAST_CALLS`` signatures) maps that key to a ``_FastCall`` holding
+    the executable, the closed-over constants as NumPy values and the output avals and tree:
+    a call is one dict lookup, one ``run`` and wrapping the outputs. A key is added after a general-path call of a cacheable trace, so the first call
     of a signature always takes the general path (and is the one that traces and compiles).
     Anything else (a tracer, a Python scalar, a list, a keyword) takes the general path:
     transformations of jitted functions, static arguments and retrace explanations behave
@@ -187,7 +187,8 @@ class JitWrapped:
 
     def _split_args(self, args, kwargs):
         nargs = len(args)
-        static_nums = {operator.index(i) % nargs for i in self.static_argnums if -nargs <= i < nargs}
+        static_nums = {operator.index(i) % nargs for i in self.static_argnums
+                       if -nargs <= i < nargs}
         static = tuple((i, args[i]) for i in sorted(static_nums))
         static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
         dyn_args = [a for i, a in enumerate(args) if i not in static_nums]

@@ -20,11 +20,11 @@ from . import util
 from .ufuncs import _broadcast_to, _full_like, _where
 from .util import check_arraylike, to_array
 
-__all__ = [
-    "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-    "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye",
-    "identity", "meshgrid", "tri", "copy", "dtype", "result_type", "can_cast", "issubdtype",
-    "isscalar", "ndim", "shape", "size", "iscomplexobj", "isrealobj", "iterable", "bartlett", "blackman", "hamming", "hanning", "vander", "fromfunction"]
+__all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
+           "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye",
+           "identity", "meshgrid", "tri", "copy", "dtype", "result_type", "can_cast", "issubdtype",
+           "isscalar", "ndim", "shape", "size", "iscomplexobj", "isrealobj", "iterable",
+           "bartlett", "blackman", "hamming", "hanning", "vander", "fromfunction"]
 
 dtype = np.dtype
 can_cast = np.can_cast

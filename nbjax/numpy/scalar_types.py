@@ -7,9 +7,10 @@
 import numpy as np
 
 __all__ = ["bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64", "complex64", "complex128",
-           "generic", "number", "inexact", "floating", "complexfloating", "integer",
-           "signedinteger", "unsignedinteger", "double", "single", "csingle", "cdouble", "float_", "complex_", "int_", "uint", "character", "flexible", "object_"]
+           "float16", "float32", "float64", "complex64", "complex128", "generic", "number",
+           "inexact", "floating", "complexfloating", "integer", "signedinteger", "unsignedinteger",
+           "double", "single", "csingle", "cdouble", "float_", "complex_", "int_", "uint",
+           "character", "flexible", "object_"]
 
 # NumPy's abstract scalar classes, for ``jnp.issubdtype(x.dtype, jnp.floating)``.
 generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
