@@ -125,17 +125,18 @@ class JitWrapped:
     The fast path (``__call__``, then ``_FastCall``) is that same eager call with everything
     that cannot change between two calls of one signature done once. It applies when no
     transformation is running (the current trace is the ``EvalTrace``), there are no keyword
-    arguments and no static arguments, and every argument is an Array or a NumPy array. Then
-    the pytree of arguments is a flat tuple whose structure the number of arguments fixes, so
-    the signature is just the arguments' avals (for NumPy arrays their shape and dtype), plus
-    the two settings a trace depends on (``enable_x64`` and the backend). ``_fast`` (this
-    wrapper's, at most ``FAST_CALLS`` signatures) maps that key to a ``_FastCall`` holding
-    the executable, the closed-over constants as NumPy values and the output avals and tree:
-    a call is one dict lookup, one ``run`` and wrapping the outputs. A key is added after a general-path call of a cacheable trace, so the first call
-    of a signature always takes the general path (and is the one that traces and compiles).
-    Anything else (a tracer, a Python scalar, a list, a keyword) takes the general path:
-    transformations of jitted functions, static arguments and retrace explanations behave
-    exactly as without the fast path. ``slow_path_calls`` counts the general-path calls.
+    arguments and no static arguments, and every argument is an Array or a NumPy array. Then the
+    pytree of arguments is a flat tuple whose structure the number of arguments fixes, so the
+    signature is just the arguments' avals (for NumPy arrays their shape and dtype), plus the
+    two settings a trace depends on (``enable_x64`` and the backend). ``_fast`` (this wrapper's,
+    at most ``FAST_CALLS`` signatures) maps that key to a ``_FastCall`` holding the executable,
+    the closed-over constants as NumPy values and the output avals and tree: a call is one dict
+    lookup, one ``run`` and wrapping the outputs. A key is added after a general-path call of a
+    cacheable trace, so the first call of a signature always takes the general path (and is the
+    one that traces and compiles). Anything else (a tracer, a Python scalar, a list, a keyword)
+    takes the general path: transformations of jitted functions, static arguments and retrace
+    explanations behave exactly as without the fast path. ``slow_path_calls`` counts the
+    general-path calls.
     """
 
     def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=()):
