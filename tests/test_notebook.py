@@ -569,3 +569,32 @@ def test_widget_assets_are_found_and_documented_test_ids_exist():
     assert len(ids) > 30
     missing = [i for i in ids if i not in js and i.rstrip("-") not in js]
     assert not missing
+
+
+def test_a_cell_run_again_closes_the_views_of_the_functions_it_replaces(ip):
+    """Re-running a %%jit or %%grad cell must not keep one more view (and its compiled code)
+    per run: the replaced functions' views are closed and leave ipywidgets' registry."""
+    import gc
+
+    import ipywidgets
+    from nbjax.notebook.widgets import NbjaxView
+
+    def live_views():
+        gc.collect()
+        return [o for o in gc.get_objects() if isinstance(o, NbjaxView)]
+
+    def registered():
+        return len(ipywidgets.widgets.widget._instances)
+
+    cells = ["%%jit\ndef rerun_f(x):\n    return jnp.sin(x) * 2.0\n",
+             "%%grad\ndef rerun_g(x):\n    return jnp.sum(jnp.tanh(x))\n"]
+    for cell in cells:
+        run(ip, cell)
+    run(ip, "rerun_f(np.ones(3, np.float32)); grad_rerun_g(np.ones(3, np.float32))")
+    before_views, before_widgets = len(live_views()), registered()
+    for _ in range(5):
+        for cell in cells:
+            run(ip, cell)
+        run(ip, "rerun_f(np.ones(3, np.float32)); grad_rerun_g(np.ones(3, np.float32))")
+    assert len(live_views()) == before_views
+    assert registered() == before_widgets

@@ -19,7 +19,7 @@ from ..viz import view as jaxpr_view
 from . import cells
 from .options import BACKENDS, JIT_PANES, MagicParser, name_list, on_off, pane_list, session
 from .tracebacks import call_user_function
-from .watch import GradWatch, WatchedJit
+from .watch import GradWatch, WatchedJit, retire
 
 JIT_PARSER = MagicParser("%%jit", "Jit every function defined at the top level of the cell "
                          "and show, under the cell, what the compiler did with each.",
@@ -119,7 +119,10 @@ class NbjaxMagics(Magics):
         parsed = cells.parse_cell(self.shell, "jit", line, cell)
         defs = _top_level_defs(parsed)
         _check_names("--static", args.static, defs)
+        replaced = [self.shell.user_ns.get(name) for name in defs]
         cells.run_statements(parsed)
+        for value in replaced:
+            retire(value)
         if not parsed.functions:
             _no_functions_note("%%jit")
         views = []
@@ -149,7 +152,11 @@ class NbjaxMagics(Magics):
         parsed = cells.parse_cell(self.shell, "grad", line, cell)
         defs = _top_level_defs(parsed)
         wrt = {name: _wrt(name, node, args.wrt) for name, node in defs.items()}
+        replaced = [self.shell.user_ns.get(f"{kind}_{name}") for name in defs
+                    for kind in ("grad", "hess")]
         cells.run_statements(parsed)
+        for value in replaced:
+            retire(value)
         if not parsed.functions:
             _no_functions_note("%%grad")
         from .widgets import GradView

@@ -175,3 +175,13 @@ class GradWatch:
 
     def __repr__(self):
         return f"<{self.__name__}: {self.kind} of {self.fun.__name__}>"
+
+
+def retire(value):
+    """Close the views of ``value`` when it is a watched function that a cell run again
+    replaces: a closed widget leaves ipywidgets' registry, so the views and the compiled
+    code they hold are freed (a cell run a thousand times keeps one view, not a thousand)."""
+    if isinstance(value, (WatchedJit, GradWatch)):
+        watchers, value.watchers = value.watchers, []
+        for watcher in watchers:
+            watcher.close()

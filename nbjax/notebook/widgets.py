@@ -107,6 +107,12 @@ class NbjaxView(anywidget.AnyWidget):
         data["text/html"] = self.static_html()
         return data, metadata
 
+    def close(self):
+        """Close the view and its layout, a widget of its own that ipywidgets would keep
+        in its registry after the view is gone."""
+        self.layout.close()
+        super().close()
+
     def __repr__(self):
         return f"<{type(self).__name__} of {self.title}>"
 
