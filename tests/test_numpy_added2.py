@@ -1,0 +1,143 @@
+"""The second batch of jax.numpy names added to nbjax.numpy (and jax.Array attributes),
+against NumPy and, when importable, JAX (values and dtypes), with gradients and vmap where JAX
+differentiates and batches them."""
+
+import io
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from helpers import assert_close, check_vmap
+from nbjax.test_util import check_grads
+
+try:
+    import jax
+    import jax.numpy as jax_numpy
+except ImportError:  # JAX is a test reference only
+    jax = jax_numpy = None
+
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((3, 5)).astype(np.float32)
+V = RNG.standard_normal(6).astype(np.float32)
+
+
+def _compare(name, args, kwargs=None, numpy_fn=None, rtol=2e-6, dtype_from_jax=True,
+             widen=True):
+    """``jnp.name(*args)`` equals NumPy's function (in float64 when given float32 inputs and
+    ``widen``, so the reference is accurate) and, when JAX is importable, JAX's in values and
+    dtype."""
+    kwargs = kwargs or {}
+    out = getattr(jnp, name)(*args, **kwargs)
+    wide = [np.asarray(a, np.float64) if widen and isinstance(a, np.ndarray)
+            and a.dtype == np.float32 else a for a in args]
+    expected = (numpy_fn or getattr(np, name))(*wide, **kwargs)
+    _assert_tree_close(out, expected, rtol, check_dtype=False)
+    if jax_numpy is not None:
+        ref = getattr(jax_numpy, name)(*args, **kwargs)
+        _assert_tree_close(out, ref, rtol, check_dtype=dtype_from_jax)
+    return out
+
+
+def _assert_tree_close(out, expected, rtol, check_dtype):
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(out, (tuple, list)) and len(out) == len(expected)
+        for o, e in zip(out, expected):
+            _assert_tree_close(o, e, rtol, check_dtype)
+        return
+    assert_close(np.asarray(out), np.asarray(expected), rtol=rtol)
+    if check_dtype:
+        assert np.asarray(out).dtype == np.asarray(expected).dtype, (out.dtype, expected.dtype)
+
+
+# --- dtypes, printing, I/O, special functions ----------------------------------------------
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float4_e2m1fn", "int4", "uint2"])
+def test_dtypes_numpy_lacks_are_stubs_that_say_why(name):
+    stub = getattr(jnp, name)
+    assert "NumPy has none" in stub.not_implemented_reason
+    with pytest.raises(NotImplementedError, match=name):
+        stub(1.0)
+
+
+def test_complex_warning_is_numpys():
+    assert jnp.ComplexWarning is np.exceptions.ComplexWarning
+
+
+def test_printing_follows_numpy_printoptions():
+    x = jnp.array([1.0, 2.5])
+    assert jnp.array_str(x) == np.array_str(np.asarray(x))
+    assert jnp.array_repr(jnp.arange(3)) == "Array([0, 1, 2], dtype=int32)"
+    with jnp.printoptions(precision=2):
+        assert jnp.get_printoptions()["precision"] == 2
+        assert jnp.array_str(jnp.array([1 / 3])) == "[0.33]"
+    assert jnp.get_printoptions()["precision"] == np.get_printoptions()["precision"]
+
+
+def test_save_and_load_round_trip(tmp_path):
+    x = jnp.arange(6.0).reshape(2, 3)
+    buffer = io.BytesIO()
+    jnp.save(buffer, x)
+    buffer.seek(0)
+    y = jnp.load(buffer)
+    assert isinstance(y, nbjax.Array) and y.dtype == jnp.float32
+    np.testing.assert_array_equal(y, x)
+    jnp.savez(tmp_path / "a.npz", x=x)
+    with jnp.load(tmp_path / "a.npz") as archive:
+        np.testing.assert_array_equal(archive["x"], x)
+
+
+def test_readers_return_arrays_of_canonical_dtype(tmp_path):
+    np.arange(4, dtype=np.float64).tofile(tmp_path / "raw")
+    cases = [
+        (jnp.fromfile(tmp_path / "raw"), np.arange(4.0)),
+        (jnp.fromiter(iter(range(4)), np.int64), np.arange(4)),
+        (jnp.frombuffer(b"\x01\x02\x03", dtype=np.uint8, offset=1), np.array([2, 3], np.uint8)),
+        (jnp.fromstring("1, 2, 3", sep=","), np.array([1.0, 2.0, 3.0])),
+    ]
+    for out, expected in cases:
+        assert isinstance(out, nbjax.Array)
+        assert out.dtype == nbjax.core.dtypes.canonicalize(expected.dtype)
+        np.testing.assert_array_equal(out, expected)
+    if jax_numpy is not None:
+        assert jnp.fromstring("1 2", sep=" ").dtype == jax_numpy.fromstring("1 2", sep=" ").dtype
+
+
+@pytest.mark.parametrize("x", [np.linspace(-30, 30, 61, dtype=np.float32), np.arange(5),
+                               np.float32(8.0)], ids=["float", "int", "boundary"])
+def test_i0(x):
+    _compare("i0", (x,), rtol=2e-6)
+
+
+def test_i0_gradient_and_vmap():
+    check_grads(jnp.i0, (np.array([-9.0, -1.5, 0.5, 7.9, 12.0]),), order=1, rtol=2e-3)
+    check_vmap(jnp.i0, (X,), (0,))
+
+
+@pytest.mark.parametrize("M,beta", [(6, 3.0), (7, 0.0), (1, 2.0), (0, 2.0), (9, 14.0)])
+def test_kaiser(M, beta):
+    _compare("kaiser", (M, beta), rtol=2e-6)
+
+
+def test_kaiser_gradient_in_beta():
+    check_grads(lambda b: jnp.kaiser(5, b), (np.float64(4.0),), order=1, rtol=2e-3)
+
+
+@pytest.mark.parametrize("x", [np.array([-1, 0, 7, 255, -2**31], np.int32),
+                               np.array([3, 200], np.uint8), np.array([True, False]),
+                               np.array([-128, 5], np.int8)], ids=str)
+def test_bitwise_count(x):
+    _compare("bitwise_count", (x,))
+
+
+def test_bitwise_count_rejects_floats():
+    with pytest.raises(TypeError):
+        jnp.bitwise_count(jnp.ones(2))
+
+
+@pytest.mark.parametrize("x", [np.array([-1.0, 0.0, 1e30, 3.5, np.inf, -np.inf, np.nan],
+                                        np.float32), np.arange(-2, 3)], ids=["float", "int"])
+def test_spacing(x):
+    _compare("spacing", (x,), numpy_fn=lambda x: np.spacing(np.asarray(x, np.float32)),
+             widen=False)
