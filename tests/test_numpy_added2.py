@@ -141,3 +141,123 @@ def test_bitwise_count_rejects_floats():
 def test_spacing(x):
     _compare("spacing", (x,), numpy_fn=lambda x: np.spacing(np.asarray(x, np.float32)),
              widen=False)
+
+
+# --- choosing and placing values -----------------------------------------------------------
+
+def _numpy_inplace(fn):
+    """NumPy's in-place ``fn(a, ...)`` as a function returning the updated copy."""
+    def out_of_place(a, *args, **kwargs):
+        a = np.array(a)
+        fn(a, *args, **kwargs)
+        return a
+    return out_of_place
+
+
+CHOICES = [np.arange(6.0).reshape(2, 3), np.full((2, 3), 10.0), np.array([5.0, 6.0, 7.0])]
+
+
+@pytest.mark.parametrize("a,mode", [(np.array([[0, 1, 2], [2, 1, 0]]), "raise"),
+                                    (np.array([[0, 4, -1], [3, 1, 0]]), "wrap"),
+                                    (np.array([[0, 4, -1], [3, 1, 0]]), "clip")])
+def test_choose(a, mode):
+    _compare("choose", (a, CHOICES), {"mode": mode})
+    out = jnp.asarray(np.zeros((2, 3), np.int32)).choose(CHOICES)  # the Array method
+    np.testing.assert_array_equal(out, CHOICES[0])
+
+
+def test_choose_errors_and_gradient():
+    with pytest.raises(ValueError, match="invalid entry"):
+        jnp.choose(np.array([0, 3]), CHOICES[1:])
+    with pytest.raises(nbjax.ConcretizationTypeError):
+        nbjax.jit(lambda a: jnp.choose(a, CHOICES))(np.array([0, 1, 2]))
+    check_grads(lambda x, y: jnp.choose(np.array([[0, 1, 1], [1, 0, 1]]), [x, y], mode="clip"),
+                (CHOICES[0], CHOICES[1]), order=1)
+
+
+@pytest.mark.parametrize("condition,axis", [(np.array([1, 0, 1]), 0), (np.array([0, 1, 1, 0, 1]), 1),
+                                            (np.array([True, False, True, True]), None),
+                                            (np.array([1, 0]), 1)])
+def test_compress(condition, axis):
+    _compare("compress", (condition, X), {"axis": axis})
+    np.testing.assert_array_equal(jnp.asarray(X).compress(condition, axis=axis),
+                                  np.compress(condition, X, axis=axis))
+
+
+def test_compress_with_size_under_jit_and_grad():
+    cond = np.array([0, 1, 1, 0, 1])
+    f = nbjax.jit(lambda c, x: jnp.compress(c, x, axis=1, size=4, fill_value=-1.0))
+    out = f(cond, X)
+    if jax_numpy is not None:
+        ref = jax_numpy.compress(cond, X, axis=1, size=4, fill_value=-1.0)
+        assert_close(out, ref)
+    np.testing.assert_array_equal(out[:, :3], np.compress(cond, X, axis=1))
+    np.testing.assert_array_equal(out[:, 3], -1.0)
+    check_grads(lambda x: jnp.compress(cond, x, axis=1, size=3), (X,), order=1)
+    with pytest.raises(ValueError, match="out of bounds"):
+        jnp.compress(np.array([1, 0, 0, 1]), X, axis=0)
+
+
+def test_extract():
+    cond = X > 0
+    _compare("extract", (cond, X))
+    out = jnp.extract(cond, X, size=15, fill_value=9.0)
+    expected = np.concatenate([np.extract(cond, X), np.full(15 - cond.sum(), 9.0)])
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("mask,vals", [(V > 0, np.array([10.0, 20.0])),
+                                       (np.zeros(6, bool), np.array([1.0]))])
+def test_place(mask, vals):
+    _compare("place", (V, mask, vals), {"inplace": False},
+             numpy_fn=lambda a, m, v, inplace: _numpy_inplace(np.place)(a, m, v))
+    with pytest.raises(ValueError, match="inplace=False"):
+        jnp.place(V, mask, vals)
+
+
+@pytest.mark.parametrize("ind,mode", [(np.array([0, 3, 5]), None), (np.array([0, 7, -8]), "wrap"),
+                                      (np.array([[1, 9], [-3, 2]]), "clip")])
+def test_put(ind, mode):
+    vals = np.array([10.0, 20.0])
+    _compare("put", (X, ind, vals), {"mode": mode, "inplace": False},
+             numpy_fn=lambda a, i, v, mode, inplace: _numpy_inplace(np.put)(
+                 a, i, v, mode=mode or "raise"))
+    with pytest.raises(ValueError, match="inplace=False"):
+        jnp.put(X, ind, vals, mode=mode)
+
+
+def test_put_gradients_and_vmap():
+    ind = np.array([0, 3, 5])
+    check_grads(lambda a, v: jnp.put(a, ind, v, inplace=False), (V, V[:3]), order=1)
+    check_vmap(lambda a, v: jnp.put(a, ind, v, inplace=False), (X, X[:, :3]), (0, 0))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, None])
+def test_put_along_axis(axis):
+    indices = np.argsort(X, axis=axis)[:2] if axis == 0 else (
+        np.argsort(X, axis=axis)[..., :2] if axis is not None else np.array([3, 0, 7]))
+    values = np.float32(-5.0) if axis is None else RNG.standard_normal(indices.shape)
+    _compare("put_along_axis", (X, indices, values, axis), {"inplace": False},
+             numpy_fn=lambda a, i, v, ax, inplace: _numpy_inplace(np.put_along_axis)(a, i, v, ax))
+    check_grads(lambda a: jnp.put_along_axis(a, indices, values, axis, inplace=False), (X,),
+                order=1)
+
+
+@pytest.mark.parametrize("shape,val", [((3, 5), 2.0), ((4, 3), np.array([1.0, 2.0])),
+                                       ((3, 3, 3), np.array([7.0]))], ids=str)
+def test_fill_diagonal(shape, val):
+    a = RNG.standard_normal(shape).astype(np.float32)
+    _compare("fill_diagonal", (a, val), {"inplace": False},
+             numpy_fn=lambda a, v, inplace: _numpy_inplace(np.fill_diagonal)(a, v))
+    with pytest.raises(NotImplementedError, match="inplace=False"):
+        jnp.fill_diagonal(a, val)
+    check_vmap(lambda a: jnp.fill_diagonal(a, 0.0, inplace=False), (X[None].repeat(2, 0),), (0,))
+
+
+@pytest.mark.parametrize("func,k", [(np.triu, 1), (np.tril, -1), (np.triu, 0)])
+def test_mask_indices(func, k):
+    jnp_func = getattr(jnp, func.__name__)
+    out = jnp.mask_indices(4, jnp_func, k)
+    for o, e in zip(out, np.mask_indices(4, func, k)):
+        np.testing.assert_array_equal(o, e)
+        assert o.dtype == jnp.int32

@@ -21,7 +21,7 @@ _UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"
 _METHODS = {
     "all": "all", "any": "any", "argmax": "argmax", "argmin": "argmin",
     "argpartition": "argpartition", "argsort": "argsort", "astype": "astype",
-    "choose": "choose", "clip": "clip", "compress": "compress", "conj": "conj",
+    "choose": "choose", "clip": "clip", "conj": "conj",
     "conjugate": "conjugate", "cumprod": "cumprod", "cumsum": "cumsum",
     "diagonal": "diagonal", "dot": "dot", "flatten": "ravel", "max": "max", "mean": "mean",
     "min": "min", "nonzero": "nonzero", "prod": "prod", "ptp": "ptp", "ravel": "ravel",
@@ -75,6 +75,12 @@ def _transpose(self, *axes):
     return jnp.transpose(self, axes or None)
 
 
+def _compress(self, condition, axis=None, *, size=None, fill_value=0, out=None):
+    """``x.compress(condition)`` is ``jnp.compress(condition, x)``: the array comes second."""
+    import nbjax.numpy as jnp
+    return jnp.compress(condition, self, axis, size=size, fill_value=fill_value, out=out)
+
+
 def register(jnp):
     """Attach the operators and methods to Array and Tracer."""
     for cls in (Array, Tracer):
@@ -91,6 +97,7 @@ def register(jnp):
             setattr(cls, prop, property(_forward_unary(jnp, name)))
         cls.reshape = _reshape
         cls.transpose = _transpose
+        cls.compress = _compress
         cls.__getitem__ = lambda self, idx: jnp._getitem(self, idx)
         cls.at = property(lambda self: jnp._IndexUpdateHelper(self))
         cls.__round__ = lambda self, ndigits=None: jnp.round(self, ndigits or 0)
