@@ -261,3 +261,154 @@ def test_mask_indices(func, k):
     for o, e in zip(out, np.mask_indices(4, func, k)):
         np.testing.assert_array_equal(o, e)
         assert o.dtype == jnp.int32
+
+
+# --- convolution, einsum_path, polynomials -------------------------------------------------
+
+@pytest.mark.parametrize("name", ["convolve", "correlate"])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("sizes", [(6, 3), (3, 6), (4, 4), (5, 1)], ids=str)
+def test_convolve_and_correlate(name, mode, sizes):
+    a, v = V[:sizes[0]], X[1, :sizes[1]]
+    scale = getattr(np, name)(np.abs(a), np.abs(v), mode)
+    out = getattr(jnp, name)(a, v, mode)
+    assert_close(out, getattr(np, name)(a.astype(np.float64), v.astype(np.float64), mode),
+                 rtol=2e-6, scale=scale)
+    if jax_numpy is not None:
+        ref = getattr(jax_numpy, name)(a, v, mode)
+        assert out.dtype == ref.dtype
+        assert_close(out, ref, rtol=2e-6, scale=scale)
+
+
+def test_convolve_dtypes_errors_gradients_and_vmap():
+    assert jnp.convolve(np.arange(3), np.arange(2)).dtype == jnp.float32
+    assert jnp.convolve(np.arange(3), np.arange(2), preferred_element_type=np.int32).dtype == \
+        jnp.int32
+    with pytest.raises(ValueError, match="1-dimensional"):
+        jnp.convolve(X, V)
+    with pytest.raises(ValueError, match="mode"):
+        jnp.correlate(V, V, mode="wide")
+    check_grads(lambda a, v: jnp.convolve(a, v, "same"), (V, V[:3]), order=2)
+    check_grads(lambda a, v: jnp.correlate(a, v, "full"), (V[:3], V), order=1)
+    check_vmap(lambda a, v: jnp.convolve(a, v), (X, X[:, :2]), (0, 0),
+               terms=lambda a, v: jnp.convolve(a, v))
+
+
+def test_einsum_path_matches_numpy_and_einsum_uses_it():
+    ops = (np.ones((2, 3)), np.ones((3, 40)), np.ones((40, 5)))
+    path, report = jnp.einsum_path("ij,jk,kl->il", *ops)
+    expected = np.einsum_path("ij,jk,kl->il", *ops, optimize="greedy")
+    assert path == [tuple(step) for step in expected[0][1:]]
+    assert report == expected[1]
+    if jax_numpy is not None:
+        assert path == [tuple(p) for p in jax_numpy.einsum_path("ij,jk,kl->il", *ops)[0]]
+
+
+P1 = np.array([1.5, -2.0, 0.5, 3.0], np.float32)
+P2 = np.array([2.0, 1.0], np.float32)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("polymul", (P1, P2)), ("polymul", (P2, np.array([], np.float32))),
+    ("polydiv", (P1, P2)), ("polydiv", (P2, P1)), ("poly", (P1,)),
+    ("poly", (np.array([[1.0, 2.0], [0.0, 4.0]], np.float32),)),
+    ("poly", (np.array([], np.float32),))], ids=str)
+def test_polynomial_arithmetic(name, args):
+    out = getattr(jnp, name)(*args)
+    expected = getattr(np, name)(*[a.astype(np.float64) for a in args])
+    if name == "polydiv":  # NumPy trims the remainder's leading zeros; JAX keeps them
+        q, r = out
+        assert_close(q, expected[0], rtol=2e-6)
+        assert_close(r[len(r) - len(expected[1]):], expected[1], rtol=2e-6, scale=10)
+    else:
+        assert_close(out, expected, rtol=2e-6)
+    if jax_numpy is not None:
+        _assert_tree_close(out, getattr(jax_numpy, name)(*args), 2e-6, check_dtype=True)
+
+
+def test_polydiv_trims_and_polymul_trims_when_asked():
+    q, r = jnp.polydiv(P1, P2, trim_leading_zeros=True)
+    np.testing.assert_allclose(r, np.polydiv(P1, P2)[1], rtol=1e-5)
+    out = jnp.polymul(np.array([0.0, 0.0, 1.0, 2.0]), P2, trim_leading_zeros=True)
+    np.testing.assert_array_equal(out, np.polymul([1.0, 2.0], P2))
+
+
+def test_polynomial_gradients():
+    check_grads(lambda a, b: jnp.polymul(a, b), (P1, P2), order=1)
+    check_grads(lambda a, b: jnp.polydiv(a, b)[0], (P1, P2), order=1, rtol=2e-3)
+    check_grads(jnp.poly, (P1[:3],), order=1)
+
+
+def _sorted_roots(r):
+    r = np.asarray(r)
+    return r[np.lexsort((r.imag, r.real))]
+
+
+@pytest.mark.parametrize("p", [np.array([1.0, -3.0, 2.0]), np.array([0.0, 0.0, 1.0, 0.0, -4.0]),
+                               np.array([1.0, 0.0, 1.0]), np.array([2.0]),
+                               np.array([1.0, -6.0, 11.0, -6.0])], ids=str)
+def test_roots(p):
+    out = jnp.roots(p)
+    expected = np.roots(p)
+    assert out.dtype == jnp.complex64
+    assert_close(_sorted_roots(out), _sorted_roots(expected), rtol=1e-5, scale=10)
+    if jax_numpy is not None:
+        ref = jax_numpy.roots(p)
+        assert out.dtype == ref.dtype
+        assert_close(_sorted_roots(out), _sorted_roots(ref), rtol=1e-5, scale=10)
+
+
+@pytest.mark.filterwarnings("ignore:nbjax cpu backend")  # complex eig runs on the reference
+def test_roots_without_stripping_works_under_jit():
+    p = np.array([0.0, 1.0, -3.0, 2.0])
+    out = nbjax.jit(lambda p: jnp.roots(p, strip_zeros=False))(p)
+    assert_close(_sorted_roots(out[:2]), [1.0 + 0j, 2.0 + 0j], rtol=1e-5, scale=2)
+    assert np.isnan(out[2])
+    if jax_numpy is not None:
+        ref = jax_numpy.roots(p, strip_zeros=False)
+        assert np.isnan(ref[2]) and ref.dtype == out.dtype
+    with pytest.raises(nbjax.ConcretizationTypeError):
+        nbjax.jit(jnp.roots)(p)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"w": np.linspace(1, 2, 12)}, {"rcond": 1e-3},
+                                    {"full": True}, {"cov": True}, {"cov": "unscaled"}],
+                         ids=str)
+@pytest.mark.parametrize("two_d", [False, True])
+def test_polyfit(kwargs, two_d):
+    x = np.linspace(-1, 1, 12)
+    y = 1 + 2 * x - x ** 3 + 0.05 * np.sin(7 * x)
+    if two_d:
+        y = np.stack([y, 2 * y - x], axis=1)
+    out = jnp.polyfit(x, y, 3, **kwargs)
+    expected = np.polyfit(x, y, 3, **kwargs)
+    out, expected = (out, expected) if isinstance(expected, tuple) else ((out,), (expected,))
+    for o, e in zip(out, expected):
+        assert_close(o, e, rtol=2e-4, scale=np.max(np.abs(expected[0])))
+    if jax_numpy is not None:
+        ref = jax_numpy.polyfit(x, y, 3, **kwargs)
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        for o, r in zip(out, ref):
+            assert np.asarray(o).dtype == np.asarray(r).dtype
+            assert np.shape(o) == np.shape(r)
+
+
+def test_polyfit_gradient_and_errors():
+    x = np.linspace(-1, 1, 8)
+    check_grads(lambda y: jnp.polyfit(x, y, 2), (np.cos(x),), order=1, rtol=5e-3)
+    with pytest.raises(ValueError, match="deg"):
+        jnp.polyfit(x, x, -1)
+    with pytest.raises(TypeError, match="same length"):
+        jnp.polyfit(x, x[:3], 1)
+
+
+def test_trim_zeros():
+    a = np.array([0, 0, 3, 0, 2, 0])
+    for trim in ("fb", "f", "b", "B"):
+        _compare("trim_zeros", (a,), {"trim": trim})
+    m = np.zeros((4, 5))
+    m[1:3, 2] = 1.0
+    _compare("trim_zeros", (m,), {"axis": None}, numpy_fn=lambda m, axis: m[1:3, 2:3])
+    _compare("trim_zeros", (m,), {"axis": 1}, numpy_fn=lambda m, axis: m[:, 2:3])
+    with pytest.raises(nbjax.ConcretizationTypeError):
+        nbjax.jit(jnp.trim_zeros)(a)

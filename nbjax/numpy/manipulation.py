@@ -25,7 +25,7 @@ __all__ = [
     "stack", "hstack", "vstack", "dstack", "column_stack", "split", "array_split", "hsplit",
     "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud", "roll", "rot90", "pad",
     "where", "select", "diag", "diagonal", "diagflat", "trace", "tril", "triu", "append",
-    "insert", "delete", "nonzero", "argwhere", "flatnonzero", "rollaxis", "resize"]
+    "insert", "delete", "nonzero", "argwhere", "flatnonzero", "rollaxis", "resize", "trim_zeros"]
 
 
 def _arr(name, x):
@@ -898,3 +898,25 @@ def resize(a, new_shape):
         raise ValueError("resize: cannot fill a non-empty shape from an empty array")
     repeats = -(-size // get_aval(flat).size) if size else 0
     return reshape(concatenate([flat] * repeats)[:size] if repeats else flat[:0], shape)
+
+
+def trim_zeros(filt, trim="fb", axis=None):
+    """``filt`` without its leading ('f') and/or trailing ('b') all-zero slices along each
+    axis in ``axis`` (all by default). The result's shape depends on the values, so
+    ``filt`` must be concrete."""
+    filt = _arr("trim_zeros", filt)
+    value = _concrete("trim_zeros", filt)
+    axes = set(canonicalize_axes(axis, value.ndim))
+    trim = trim.lower()
+    index = []
+    for ax in range(value.ndim):
+        if ax not in axes:
+            index.append(builtins.slice(None))
+            continue
+        (kept,) = np.nonzero(value.any(axis=tuple(i for i in range(value.ndim) if i != ax)))
+        if not kept.size:
+            index.append(builtins.slice(0, 0))
+            continue
+        index.append(builtins.slice(kept[0] if "f" in trim else None,
+                                    kept[-1] + 1 if "b" in trim else None))
+    return _getitem(filt, tuple(index))
