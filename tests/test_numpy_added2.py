@@ -412,3 +412,123 @@ def test_trim_zeros():
     _compare("trim_zeros", (m,), {"axis": 1}, numpy_fn=lambda m, axis: m[:, 2:3])
     with pytest.raises(nbjax.ConcretizationTypeError):
         nbjax.jit(jnp.trim_zeros)(a)
+
+
+# --- statistics, interpolation, histograms, numerical derivatives --------------------------
+
+@pytest.mark.parametrize("args,kwargs", [
+    ((X,), {}), ((X,), {"rowvar": False}), ((X, X[:2] + 1), {}), ((X[0],), {}),
+    ((X,), {"bias": True}), ((X,), {"ddof": 2}),
+    ((X,), {"fweights": np.array([1, 2, 1, 3, 1]), "aweights": np.linspace(0.5, 1, 5)}),
+    ((X.T,), {"rowvar": False, "aweights": np.linspace(0.5, 1, 5)})], ids=str)
+def test_cov_and_corrcoef(args, kwargs):
+    _compare("cov", args, kwargs, rtol=1e-5)
+    if not {"bias", "ddof", "fweights", "aweights"} & set(kwargs):
+        _compare("corrcoef", args, kwargs, rtol=1e-5)
+
+
+def test_cov_corrcoef_gradients_and_vmap():
+    check_grads(jnp.cov, (X,), order=1, rtol=2e-3)
+    check_grads(jnp.corrcoef, (X,), order=1, rtol=2e-3)
+    check_vmap(jnp.cov, (np.stack([X, 2 * X + 1]),), (0,), rtol=1e-5)
+
+
+XP = np.array([-1.0, 0.0, 0.5, 2.0, 3.0], np.float32)
+FP = np.array([1.0, -2.0, 0.0, 4.0, 3.5], np.float32)
+XQ = np.array([-3.0, -1.0, -0.5, 0.25, 1.0, 2.0, 2.9, 5.0], np.float32)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"left": -9.0, "right": 9.0}, {"period": 2.5}], ids=str)
+def test_interp(kwargs):
+    _compare("interp", (XQ, XP, FP), kwargs, rtol=1e-6)
+
+
+def test_interp_extrapolate_gradient_and_vmap():
+    out = jnp.interp(XQ, XP, FP, left="extrapolate", right="extrapolate")
+    slope_left, slope_right = (FP[1] - FP[0]) / (XP[1] - XP[0]), (FP[4] - FP[3]) / (XP[4] - XP[3])
+    assert_close(out[0], FP[0] + (XQ[0] - XP[0]) * slope_left, rtol=1e-6)
+    assert_close(out[-1], FP[4] + (XQ[-1] - XP[4]) * slope_right, rtol=1e-6)
+    if jax_numpy is not None:
+        ref = jax_numpy.interp(XQ, XP, FP, left="extrapolate", right="extrapolate")
+        assert_close(out, ref, rtol=1e-6)
+    with pytest.raises(ValueError, match="extrapolate"):
+        jnp.interp(XQ, XP, FP, left="nearest")
+    check_grads(lambda x, fp: jnp.interp(x, XP, fp), (XQ[1:-1] + 0.01, FP), order=1)
+    check_vmap(lambda fp: jnp.interp(XQ, XP, fp), (np.stack([FP, 2 * FP]),), (0,))
+
+
+A_SAMPLE = RNG.standard_normal(40).astype(np.float32)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"bins": 4}, {"bins": np.array([-1.0, 0.0, 0.5, 2.0])},
+                                    {"bins": 3, "range": (-1.0, 1.0)}, {"density": True},
+                                    {"weights": np.abs(A_SAMPLE)}], ids=str)
+def test_histogram(kwargs):
+    _compare("histogram", (A_SAMPLE,), kwargs, rtol=1e-5)
+    if "density" not in kwargs:
+        _compare("histogram_bin_edges", (A_SAMPLE,),
+                 {k: v for k, v in kwargs.items() if k != "weights"}, rtol=1e-6)
+
+
+def test_histogram_of_a_constant_and_weights_gradient():
+    _compare("histogram", (np.full(5, 2.0, np.float32),), {"bins": 2})
+    check_grads(lambda w: jnp.histogram(A_SAMPLE, 4, weights=w)[0], (np.abs(A_SAMPLE),),
+                order=1)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"bins": 3}, {"bins": [2, 4]},
+                                    {"bins": 3, "range": [(-1, 1), None]}, {"density": True},
+                                    {"weights": np.abs(A_SAMPLE[:20])}], ids=str)
+def test_histogram2d_and_dd(kwargs):
+    x, y = A_SAMPLE[:20], A_SAMPLE[20:]
+    _compare("histogram2d", (x, y), kwargs, rtol=1e-5, dtype_from_jax=True)
+    _compare("histogramdd", (np.stack([x, y, x * y], 1),),
+             {**kwargs, "bins": 3, "range": None} if "range" in kwargs or "bins" in kwargs
+             else kwargs, rtol=1e-5)
+
+
+@pytest.mark.parametrize("args,kwargs", [
+    ((V,), {}), ((V, 0.5), {}), ((V, np.cumsum(np.abs(V)) + 0.1), {}), ((X,), {}),
+    ((X,), {"axis": 1}), ((X, 2.0, np.arange(5.0) ** 2), {}), ((X,), {"axis": (-1,)})],
+    ids=str)
+def test_gradient(args, kwargs):
+    out = jnp.gradient(*args, **kwargs)
+    expected = np.gradient(*[np.asarray(a, np.float64) for a in args], **kwargs)
+    _assert_tree_close(out, expected, 2e-5, check_dtype=False)
+    if jax_numpy is not None and not (len(args) == 3):  # JAX rank-promotes 1-D spacings
+        _assert_tree_close(out, jax_numpy.gradient(*args, **kwargs), 2e-6, check_dtype=True)
+    with pytest.raises(NotImplementedError):
+        jnp.gradient(V, edge_order=2)
+
+
+def test_gradient_is_linear_and_batches():
+    check_grads(lambda f: jnp.gradient(f, 0.5), (V,), order=2)
+    check_vmap(lambda f: jnp.gradient(f), (X,), (0,))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"discont": 4.0}, {"period": 5.0}, {"axis": 0}],
+                         ids=str)
+def test_unwrap(kwargs):
+    phase = np.cumsum(3 * RNG.standard_normal((4, 7)), axis=kwargs.get("axis", -1))
+    _compare("unwrap", (phase.astype(np.float32),), kwargs, rtol=1e-5)
+
+
+def test_unwrap_gradient_and_vmap():
+    phase = np.array([0.0, 2.0, -1.5, 1.0, 3.5, 0.5])
+    check_grads(jnp.unwrap, (phase,), order=1)
+    check_vmap(jnp.unwrap, (3 * X,), (0,))
+
+
+@pytest.mark.parametrize("size", [None, 8])
+def test_setxor1d(size):
+    a, b = np.array([3, 1, 2, 2, 7]), np.array([2, 5, 6, 7])
+    out = jnp.setxor1d(a, b, size=size)
+    expected = np.setxor1d(a, b)
+    if size is not None:
+        expected = np.concatenate([expected, np.full(size - len(expected), expected[0])])
+    np.testing.assert_array_equal(out, expected)
+    if jax_numpy is not None:
+        ref = jax_numpy.setxor1d(a, b, size=size)
+        np.testing.assert_array_equal(out, ref)
+        assert out.dtype == ref.dtype
+    assert jnp.setxor1d(np.array([1.0]), np.array([1.0])).shape == (0,)
