@@ -175,7 +175,8 @@ def test_choose_errors_and_gradient():
                 (CHOICES[0], CHOICES[1]), order=1)
 
 
-@pytest.mark.parametrize("condition,axis", [(np.array([1, 0, 1]), 0), (np.array([0, 1, 1, 0, 1]), 1),
+@pytest.mark.parametrize("condition,axis", [(np.array([1, 0, 1]), 0),
+                                            (np.array([0, 1, 1, 0, 1]), 1),
                                             (np.array([True, False, True, True]), None),
                                             (np.array([1, 0]), 1)])
 def test_compress(condition, axis):
@@ -532,3 +533,200 @@ def test_setxor1d(size):
         np.testing.assert_array_equal(out, ref)
         assert out.dtype == ref.dtype
     assert jnp.setxor1d(np.array([1.0]), np.array([1.0])).shape == (0,)
+
+
+# --- vectorize, ufunc, piecewise, apply_*, block, bit packing ------------------------------
+
+def test_vectorize_broadcasts_and_batches():
+    f = jnp.vectorize(lambda a, b: a * 2 + b if a.ndim == 0 else None)
+    out = f(X[:, :1], V[None, :5])
+    assert_close(out, X[:, :1] * 2 + V[None, :5], rtol=1e-7)
+    g = jnp.vectorize(lambda a, b: (a + b, a * b))
+    s, p = g(X, np.float32(2.0))
+    assert_close(s, X + 2, rtol=1e-7) and assert_close(p, X * 2, rtol=1e-7)
+    check_grads(lambda x: jnp.vectorize(jnp.sin)(x), (X,), order=1)
+    check_vmap(jnp.vectorize(lambda a: a ** 2), (X,), (1,))
+
+
+def test_vectorize_signature_and_excluded():
+    dot = jnp.vectorize(jnp.dot, signature="(n),(n)->()")
+    assert_close(dot(X, V[:5]), X.astype(np.float64) @ V[:5], rtol=1e-6,
+                 scale=np.abs(X) @ np.abs(V[:5]))
+    outer = jnp.vectorize(lambda a: jnp.outer(a, a), signature="(n)->(n,n)")
+    assert outer(X).shape == (3, 5, 5)
+    power = jnp.vectorize(lambda a, p: a ** p, excluded={1})
+    assert_close(power(X, 2), X.astype(np.float64) ** 2, rtol=1e-6)
+    scaled = jnp.vectorize(lambda a, *, k: a * k, excluded={"k"})
+    assert_close(scaled(X, k=3.0), X * 3.0, rtol=1e-7)
+    with pytest.raises(ValueError, match="core dimension"):
+        dot(X, V)
+    with pytest.raises(ValueError, match="signature"):
+        jnp.vectorize(jnp.dot, signature="(n)(n)->()")(X, X)
+    if jax_numpy is not None:
+        ref = jax_numpy.vectorize(jax_numpy.dot, signature="(n),(n)->()")(X, V[:5])
+        assert dot(X, V[:5]).dtype == ref.dtype and dot(X, V[:5]).shape == ref.shape
+    check_grads(lambda x: dot(x, x), (X,), order=1)
+
+
+def _mul_add(a, b):
+    return a * b + 1
+
+
+@pytest.mark.parametrize("method,args,kwargs", [
+    ("__call__", (np.arange(4), 3), {}), ("reduce", (np.arange(1, 5),), {}),
+    ("reduce", (X,), {"axis": 1}), ("reduce", (X,), {"axis": None, "keepdims": True}),
+    ("reduce", (X,), {"axis": 0, "initial": 2.0}), ("accumulate", (X,), {"axis": 1}),
+    ("outer", (np.arange(3.0), V), {}),
+    ("at", (np.zeros(5), np.array([0, 0, 3])), {"inplace": False}),
+    ("at", (np.ones(5), np.array([1, 1, 4]), np.array([2.0, 3.0, 4.0])), {"inplace": False}),
+    ("reduceat", (np.arange(8.0), np.array([0, 3, 2, 6])), {})], ids=str)
+def test_frompyfunc_ufunc_methods(method, args, kwargs):
+    nin = 1 if method == "at" and len(args) == 2 else 2
+    fn = (lambda a: a * 2 + 1) if nin == 1 else _mul_add
+    u = jnp.frompyfunc(fn, nin, 1, identity=0)
+    out = getattr(u, method)(*args, **kwargs)
+    assert repr(u).startswith("<jnp.ufunc") and (u.nin, u.nout) == (nin, 1)
+    if jax_numpy is not None:
+        ref = getattr(jax_numpy.frompyfunc(fn, nin, 1, identity=0), method)(*args, **kwargs)
+        assert out.dtype == ref.dtype and out.shape == ref.shape
+        assert_close(out, ref, rtol=2e-6)
+    if method in ("__call__", "outer"):  # NumPy's object ufunc, on values
+        expected = getattr(np.frompyfunc(fn, nin, 1), method)(*args).astype(np.float64)
+        assert_close(out, expected, rtol=2e-6)
+
+
+def test_ufunc_errors_and_gradients():
+    u = jnp.frompyfunc(_mul_add, 2, 1)
+    with pytest.raises(ValueError, match="identity"):
+        u.reduce(np.zeros((0,)))
+    with pytest.raises(NotImplementedError):
+        u.at(np.zeros(3), np.array([1]), 1.0)
+    with pytest.raises(ValueError, match="binary"):
+        jnp.frompyfunc(jnp.sin, 1, 1).reduce(X)
+    check_grads(lambda x: u.reduce(x, axis=1), (X,), order=1, rtol=2e-3)
+    check_grads(lambda x: u.accumulate(x, axis=0), (X,), order=1, rtol=2e-3)
+    check_vmap(lambda x: u.reduce(x), (X,), (1,), rtol=1e-5)
+
+
+@pytest.mark.parametrize("funcs", [[lambda x: -x, 7.0, 3.0], [lambda x: x ** 2, lambda x: x]],
+                         ids=["default", "no-default"])
+def test_piecewise(funcs):
+    x = np.linspace(-2, 2, 9).astype(np.float32)
+    conds = [x < 0, x > 1]
+    _compare("piecewise", (x, conds, funcs))
+    check_grads(lambda x: jnp.piecewise(x, [x < 0, x > 1], funcs), (x + 0.1,), order=1)
+    check_vmap(lambda x: jnp.piecewise(x, [x < 0, x > 1], funcs), (X,), (0,))
+    with pytest.raises(ValueError, match="functions are expected"):
+        jnp.piecewise(x, conds, funcs[:1])
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_apply_along_axis(axis):
+    a = RNG.standard_normal((3, 4, 5)).astype(np.float32)
+    for f, np_f in [(lambda v: jnp.sum(v ** 2), lambda v: np.sum(v ** 2)),
+                    (lambda v: jnp.stack([v.min(), v.max()]),
+                     lambda v: np.stack([v.min(), v.max()])),
+                    (jnp.diag, np.diag)]:
+        out = jnp.apply_along_axis(f, axis, a)
+        assert_close(out, np.apply_along_axis(np_f, axis, a.astype(np.float64)), rtol=2e-6)
+    check_grads(lambda a: jnp.apply_along_axis(lambda v: jnp.sum(v ** 2), axis, a), (X,),
+                order=1)
+
+
+def test_apply_over_axes():
+    a = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    for axes in ([0, 2], [1], (-1, 0)):
+        out = jnp.apply_over_axes(jnp.sum, a, axes)
+        assert_close(out, np.apply_over_axes(np.sum, a.astype(np.float64), axes), rtol=2e-6,
+                     scale=np.abs(a).sum())
+        if jax_numpy is not None:
+            ref = jax_numpy.apply_over_axes(jax_numpy.sum, a, axes)
+            assert out.dtype == ref.dtype and out.shape == ref.shape
+
+
+@pytest.mark.parametrize("blocks", [
+    lambda: [[np.ones((2, 2)), np.zeros((2, 1))], [np.full((1, 3), 5.0)]],
+    lambda: [1.0, np.array([2.0, 3.0])], lambda: [[np.eye(2)], [np.arange(2.0)]],
+    lambda: np.arange(3.0)], ids=["2d", "scalar", "rank-promoted", "array"])
+def test_block(blocks):
+    _compare("block", (blocks(),), numpy_fn=np.block)
+
+
+def test_block_errors():
+    with pytest.raises(ValueError, match="tuples"):
+        jnp.block((np.ones(2), np.ones(2)))
+    with pytest.raises(ValueError, match="depths"):
+        jnp.block([np.ones(2), [np.ones(2)]])
+    check_grads(lambda a, b: jnp.block([[a, b]]), (X, X), order=1)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("bitorder", ["big", "little"])
+def test_packbits_and_unpackbits(axis, bitorder):
+    a = (np.arange(22).reshape(2, 11) % 3 == 0)
+    packed = _compare("packbits", (a,), {"axis": axis, "bitorder": bitorder})
+    for count in (None, 5, 30):
+        _compare("unpackbits", (np.asarray(packed),),
+                 {"axis": axis, "count": count, "bitorder": bitorder})
+    with pytest.raises(TypeError, match="unsigned byte"):
+        jnp.unpackbits(np.arange(3))
+
+
+# --- jax.Array attributes ------------------------------------------------------------------
+
+def test_array_placement_attributes_as_on_one_jax_device():
+    x = jnp.arange(6.0).reshape(2, 3)
+    (shard,) = x.addressable_shards
+    assert shard.device == x.device and shard.replica_id == 0
+    np.testing.assert_array_equal(shard.data, x)
+    assert shard.index == (slice(None), slice(None))
+    assert x.global_shards[0].device == x.device
+    np.testing.assert_array_equal(x.addressable_data(0), x)
+    assert x.sharding.device_set == {x.device} and x.sharding == jnp.ones(2).sharding
+    assert (x.committed, x.is_fully_addressable, x.is_fully_replicated) == (False, True, True)
+    assert x.copy_to_host_async() is None
+    if jax is not None:
+        y = jax_numpy.arange(6.0).reshape(2, 3)
+        assert (y.committed, y.is_fully_addressable, y.is_fully_replicated) == \
+            (x.committed, x.is_fully_addressable, x.is_fully_replicated)
+        assert y.addressable_shards[0].index == shard.index
+
+
+@pytest.mark.parametrize("value,dtype", [
+    (np.arange(6, dtype=np.float32).reshape(2, 3), np.int32),
+    (np.arange(6, dtype=np.float32).reshape(2, 3), np.uint8),
+    (np.arange(8, dtype=np.int16).reshape(2, 4), np.float32),
+    (np.array([1 + 2j, -3j], np.complex64), np.float32),
+    (np.array([1.0, 2.0, 0.5, -1.0], np.float32), np.complex64),
+    (np.array([True, False, True, True]), np.int16), (np.array([1, 0], np.uint8), np.bool_),
+    (np.float32(2.0), np.int32)], ids=str)
+def test_view(value, dtype):
+    out = jnp.asarray(value).view(dtype)
+    expected = np.asarray(value).view(dtype)
+    assert out.dtype == expected.dtype
+    np.testing.assert_array_equal(out, expected)
+    with pytest.raises(ValueError):
+        jnp.arange(3, dtype=np.int16).view(np.int32)
+
+
+@pytest.mark.parametrize("value", [np.arange(6, dtype=np.float32).reshape(2, 3),
+                                   np.array([1, -2, 300], np.int16), np.float32(3.0),
+                                   np.array([1 + 2j], np.complex64), np.array([1, 2], np.uint8)],
+                         ids=str)
+def test_byteswap(value):
+    out = jnp.asarray(value).byteswap()
+    expected = np.asarray(value).byteswap()
+    assert out.dtype == expected.dtype and out.shape == expected.shape
+    np.testing.assert_array_equal(np.atleast_1d(out).view(np.uint8),
+                                  np.atleast_1d(expected).view(np.uint8))
+    if jax is not None:
+        ref = jax_numpy.asarray(value).byteswap()
+        np.testing.assert_array_equal(np.atleast_1d(out).view(np.uint8),
+                                      np.atleast_1d(ref).view(np.uint8))
+
+
+def test_flat_reads_like_numpys_flat_iterator():
+    x = jnp.asarray(X)
+    assert x.flat[7] == X.flat[7]
+    np.testing.assert_array_equal(list(x.flat), list(X.flat))
+    assert nbjax.jit(lambda x: x.flat[3])(X) == X.flat[3]
