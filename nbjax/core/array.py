@@ -64,6 +64,46 @@ def default_device():
     return _CPU0
 
 
+class SingleDeviceSharding:
+    """How an array is laid out: whole, on one device (the only layout nbjax makes outside
+    ``pmap``), as JAX's ``jax.sharding.SingleDeviceSharding``."""
+
+    def __init__(self, device, *, memory_kind="device"):
+        self._device, self.memory_kind = device, memory_kind
+
+    device_set = property(lambda self: {self._device})
+    is_fully_addressable = property(lambda self: True)
+    is_fully_replicated = property(lambda self: True)
+    num_devices = property(lambda self: 1)
+
+    def devices_indices_map(self, global_shape):
+        return {self._device: (slice(None),) * len(global_shape)}
+
+    def shard_shape(self, global_shape):
+        return tuple(global_shape)
+
+    def __eq__(self, other):
+        return isinstance(other, SingleDeviceSharding) and (
+            (self._device, self.memory_kind) == (other._device, other.memory_kind))
+
+    def __hash__(self):
+        return hash((self._device, self.memory_kind))
+
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
+
+
+class Shard:
+    """One device's part of an array (``x.addressable_shards``): on one device, all of it."""
+
+    def __init__(self, device, index, replica_id, data):
+        self.device, self.index, self.replica_id, self.data = device, index, replica_id, data
+
+    def __repr__(self):
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self.data})")
+
+
 class Array:
     """An immutable n-dimensional array (``nbjax.Array``)."""
 
@@ -106,6 +146,26 @@ class Array:
 
     def devices(self):
         return {self._device}
+
+    # Placement, as JAX reports it for an array on one device. Arrays are never committed:
+    # nbjax does not place them by request (``device_put``/``to_device`` leave them as is).
+    sharding = property(lambda self: SingleDeviceSharding(self._device))
+    committed = property(lambda self: False)
+    is_fully_addressable = property(lambda self: True)
+    is_fully_replicated = property(lambda self: True)
+
+    @property
+    def addressable_shards(self):
+        return [Shard(self._device, (slice(None),) * self.ndim, 0, self)]
+
+    global_shards = addressable_shards
+
+    def addressable_data(self, index):
+        """The data of shard ``index``: there is one, the whole array."""
+        return self.addressable_shards[index].data
+
+    def copy_to_host_async(self):
+        """Start copying to the host: the data is already there, so there is nothing to do."""
 
     def block_until_ready(self):
         """Wait until the value is computed; execution is synchronous, so it returns at once."""

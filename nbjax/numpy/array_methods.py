@@ -21,7 +21,7 @@ _UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"
 _METHODS = {
     "all": "all", "any": "any", "argmax": "argmax", "argmin": "argmin",
     "argpartition": "argpartition", "argsort": "argsort", "astype": "astype",
-    "choose": "choose", "clip": "clip", "compress": "compress", "conj": "conj",
+    "choose": "choose", "clip": "clip", "conj": "conj",
     "conjugate": "conjugate", "cumprod": "cumprod", "cumsum": "cumsum",
     "diagonal": "diagonal", "dot": "dot", "flatten": "ravel", "max": "max", "mean": "mean",
     "min": "min", "nonzero": "nonzero", "prod": "prod", "ptp": "ptp", "ravel": "ravel",
@@ -75,6 +75,67 @@ def _transpose(self, *axes):
     return jnp.transpose(self, axes or None)
 
 
+def _compress(self, condition, axis=None, *, size=None, fill_value=0, out=None):
+    """``x.compress(condition)`` is ``jnp.compress(condition, x)``: the array comes second."""
+    import nbjax.numpy as jnp
+    return jnp.compress(condition, self, axis, size=size, fill_value=fill_value, out=out)
+
+
+def _view(self, dtype=None, type=None):
+    """``x.view(dtype)``: the same bytes read as ``dtype``; the last axis shrinks or grows
+    by the ratio of the item sizes, as in NumPy and JAX."""
+    import nbjax.numpy as jnp
+    from .. import lax
+    from ..core import dtypes
+    if type is not None:
+        raise NotImplementedError("`type` argument of array.view() is not supported.")
+    if dtype is None:
+        return self
+    dtype = dtypes.canonicalize(dtype)
+    bits_in, bits_out = self.dtype.itemsize, dtype.itemsize
+    if self.ndim == 0:
+        if bits_in != bits_out:
+            raise ValueError("view() of a 0d array is only supported if the itemsize is "
+                             "unchanged.")
+        return _view(self[None], dtype)[0]
+    if (self.shape[-1] * bits_in) % bits_out:
+        raise ValueError("When changing to a larger dtype, its size must be a divisor of the "
+                         "total size in bytes of the last axis of the array.")
+    if self.dtype == dtype:
+        return self
+    if dtypes.is_bool(self.dtype):
+        return _view(self.astype(jnp.uint8), dtype)
+    if dtypes.is_complex(self.dtype):  # interleave (real, imag) as float pairs
+        parts = jnp.stack([jnp.real(self), jnp.imag(self)], axis=-1)
+        return _view(parts.reshape(*self.shape[:-1], -1), dtype)
+    if dtypes.is_bool(dtype):
+        return _view(self, jnp.uint8).astype(bool)
+    if dtypes.is_complex(dtype):
+        pairs = _view(self, jnp.finfo(dtype).dtype).astype(dtype)
+        return pairs[..., 0::2] + 1j * pairs[..., 1::2]
+    if bits_in < bits_out:
+        grouped = self.reshape(*self.shape[:-1], -1, bits_out // bits_in)
+        return lax.bitcast_convert_type(grouped, dtype)
+    if bits_in > bits_out:
+        split = lax.bitcast_convert_type(self, dtype)
+        return split.reshape(*self.shape[:-1], -1)
+    return lax.bitcast_convert_type(self, dtype)
+
+
+def _byteswap(self, inplace=False):
+    """``x.byteswap()``: each element's bytes in reverse order (``inplace`` must be False)."""
+    import nbjax.numpy as jnp
+    if inplace:
+        raise ValueError("Inplace byteswapping not supported.")
+    if self.dtype.itemsize == 1:
+        return self
+    if jnp.iscomplexobj(self):  # NumPy swaps the real and imaginary parts' bytes separately
+        from .. import lax
+        return lax.complex(jnp.real(self).byteswap(), jnp.imag(self).byteswap())
+    as_bytes = _view(jnp.ravel(self), jnp.uint8).reshape(-1, self.dtype.itemsize)
+    return _view(jnp.flip(as_bytes, -1).reshape(-1), self.dtype).reshape(self.shape)
+
+
 def register(jnp):
     """Attach the operators and methods to Array and Tracer."""
     for cls in (Array, Tracer):
@@ -91,6 +152,12 @@ def register(jnp):
             setattr(cls, prop, property(_forward_unary(jnp, name)))
         cls.reshape = _reshape
         cls.transpose = _transpose
+        cls.compress = _compress
+        cls.view = _view
+        cls.byteswap = _byteswap
+        # NumPy's flat iterator, read-only: the ravelled array indexes and iterates the same
+        # (JAX raises here instead).
+        cls.flat = property(lambda self: jnp.ravel(self))
         cls.__getitem__ = lambda self, idx: jnp._getitem(self, idx)
         cls.at = property(lambda self: jnp._IndexUpdateHelper(self))
         cls.__round__ = lambda self, ndigits=None: jnp.round(self, ndigits or 0)

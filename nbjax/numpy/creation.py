@@ -6,7 +6,6 @@ array argument (``full(shape, x)``, ``linspace(a, b)``, a list holding tracers) 
 lax primitives so it can be traced.
 """
 
-import builtins
 import operator
 
 import numpy as np
@@ -20,11 +19,14 @@ from . import util
 from .ufuncs import _broadcast_to, _full_like, _where
 from .util import check_arraylike, to_array
 
-__all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
-           "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye",
-           "identity", "meshgrid", "tri", "copy", "dtype", "result_type", "can_cast", "issubdtype",
-           "isscalar", "ndim", "shape", "size", "iscomplexobj", "isrealobj", "iterable",
-           "bartlett", "blackman", "hamming", "hanning", "vander", "fromfunction"]
+__all__ = [
+    "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
+    "full_like", "empty_like", "arange", "linspace", "logspace", "geomspace", "eye",
+    "identity", "meshgrid", "tri", "copy", "dtype", "result_type", "can_cast", "issubdtype",
+    "isscalar", "ndim", "shape", "size", "iscomplexobj", "isrealobj", "iterable", "bartlett",
+    "blackman", "hamming", "hanning", "vander", "fromfunction",
+    "kaiser", "array_repr", "array_str", "get_printoptions", "set_printoptions", "printoptions",
+    "save", "savez", "load", "frombuffer", "fromfile", "fromiter", "fromstring"]
 
 dtype = np.dtype
 can_cast = np.can_cast
@@ -294,9 +296,7 @@ def _diagonal_mask(name, N, M, k, compare):
         raise ValueError(f"negative dimensions are not allowed, got ({N}, {M})")
     rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
-    # col - row lies in [-N + 1, M - 1]: a k beyond [-N, M] compares as the nearest bound,
-    # which keeps it in int32 (eye(3, k=2**31) is all zeros, as in JAX, not an overflow).
-    return compare(lax.sub(cols, rows), builtins.min(builtins.max(k, -N), M))
+    return compare(lax.sub(cols, rows), k)
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
@@ -444,3 +444,57 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
     dtype = dtypes.canonicalize(dtype)
     grids = [lax.broadcasted_iota(dtype, shape, i) for i in range(len(shape))]
     return function(*grids, **kwargs)
+
+
+def kaiser(M, beta):
+    """The Kaiser window ``i0(beta sqrt(1 - (2 n / (M - 1) - 1)**2)) / i0(beta)``."""
+    from .ufuncs import i0
+    M = int(_concrete("kaiser", "M", M))
+    if M <= 1:
+        return full((max(M, 0),), 1.0, dtypes.default_float())
+    check_arraylike("kaiser", beta)
+    n = arange(M, dtype=dtypes.default_float())
+    alpha = (M - 1) / 2.0
+    return i0(beta * lax.sqrt(1 - ((n - alpha) / alpha) ** 2)) / i0(
+        lax.convert_element_type(to_array(beta), dtypes.default_float()))
+
+
+# --- printing and I/O: NumPy's, on the host ------------------------------------------------
+
+array_repr, array_str = np.array_repr, np.array_str
+get_printoptions, set_printoptions, printoptions = (np.get_printoptions, np.set_printoptions,
+                                                    np.printoptions)
+save, savez = np.save, np.savez
+
+
+def _from_numpy_reader(np_fn):
+    """A reader that returns an Array of what NumPy's ``np_fn`` reads. It runs on the host
+    when called (reading a file or consuming an iterator is not something to trace), as JAX
+    suggests with ``jnp.asarray(np.fromfile(...))``."""
+    def fn(*args, **kwargs):
+        return asarray(np_fn(*args, **kwargs))
+    fn.__name__ = fn.__qualname__ = np_fn.__name__
+    fn.__doc__ = f"``asarray(np.{np_fn.__name__}(...))``, read on the host when called."
+    return fn
+
+
+fromfile, fromiter = _from_numpy_reader(np.fromfile), _from_numpy_reader(np.fromiter)
+
+
+def load(file, *args, **kwargs):
+    """``np.load``, returning a saved array as an Array (an object array, or the archive of
+    an ``.npz`` file, stays NumPy's, as in JAX)."""
+    out = np.load(file, *args, **kwargs)
+    if isinstance(out, np.ndarray) and out.dtype != object:
+        return asarray(out)
+    return out
+
+
+def frombuffer(buffer, dtype=float, count=-1, offset=0):
+    """The bytes of ``buffer`` read as a 1-D array of ``dtype``."""
+    return asarray(np.frombuffer(buffer, dtype=dtype, count=count, offset=offset))
+
+
+def fromstring(string, dtype=float, count=-1, *, sep):
+    """The numbers written in ``string``, separated by ``sep`` (text mode only, as NumPy)."""
+    return asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))

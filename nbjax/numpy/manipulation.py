@@ -25,7 +25,8 @@ __all__ = [
     "stack", "hstack", "vstack", "dstack", "column_stack", "split", "array_split", "hsplit",
     "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud", "roll", "rot90", "pad",
     "where", "select", "diag", "diagonal", "diagflat", "trace", "tril", "triu", "append",
-    "insert", "delete", "nonzero", "argwhere", "flatnonzero", "rollaxis", "resize"]
+    "insert", "delete", "nonzero", "argwhere", "flatnonzero", "rollaxis", "resize", "trim_zeros",
+    "block", "packbits", "unpackbits"]
 
 
 def _arr(name, x):
@@ -898,3 +899,95 @@ def resize(a, new_shape):
         raise ValueError("resize: cannot fill a non-empty shape from an empty array")
     repeats = -(-size // get_aval(flat).size) if size else 0
     return reshape(concatenate([flat] * repeats)[:size] if repeats else flat[:0], shape)
+
+
+def trim_zeros(filt, trim="fb", axis=None):
+    """``filt`` without its leading ('f') and/or trailing ('b') all-zero slices along each
+    axis in ``axis`` (all by default). The result's shape depends on the values, so
+    ``filt`` must be concrete."""
+    filt = _arr("trim_zeros", filt)
+    value = _concrete("trim_zeros", filt)
+    axes = set(canonicalize_axes(axis, value.ndim))
+    trim = trim.lower()
+    index = []
+    for ax in range(value.ndim):
+        if ax not in axes:
+            index.append(builtins.slice(None))
+            continue
+        (kept,) = np.nonzero(value.any(axis=tuple(i for i in range(value.ndim) if i != ax)))
+        if not kept.size:
+            index.append(builtins.slice(0, 0))
+            continue
+        index.append(builtins.slice(kept[0] if "f" in trim else None,
+                                    kept[-1] + 1 if "b" in trim else None))
+    return _getitem(filt, tuple(index))
+
+
+def _block(xs):
+    """``(array, depth)`` of a nested list: the innermost lists join along the last axis,
+    the next along the one before, operands first padded to a common rank."""
+    if isinstance(xs, tuple):
+        raise ValueError(f"nbjax.numpy.block does not allow tuples, got {xs}")
+    if not isinstance(xs, list):
+        return _arr("block", xs), 1
+    if not xs:
+        raise ValueError("nbjax.numpy.block does not allow empty list arguments")
+    parts, depths = zip(*(_block(x) for x in xs))
+    if builtins.any(d != depths[0] for d in depths):
+        raise ValueError("Mismatched list depths in nbjax.numpy.block")
+    rank = builtins.max(depths[0], *(_ndim(x) for x in parts))
+    parts = [reshape(x, (1,) * (rank - _ndim(x)) + _shape(x)) for x in parts]
+    return concatenate(parts, axis=-depths[0]), depths[0] + 1
+
+
+def block(arrays):
+    """One array assembled from nested lists of blocks (``np.block``)."""
+    return _block(arrays)[0]
+
+
+def _bit_weights(bitorder):
+    if bitorder not in ("little", "big"):
+        raise ValueError("'order' must be either 'little' or 'big'")
+    bits = np.arange(8, dtype=np.uint8)
+    return bits[::-1].copy() if bitorder == "big" else bits
+
+
+def packbits(a, axis=None, bitorder="big"):
+    """The truth values of ``a`` along ``axis`` (of its ravel if None), packed 8 to a uint8
+    (zero-padded at the end)."""
+    a = _arr("packbits", a)
+    if not (dtypes.is_int(get_aval(a).dtype) or dtypes.is_bool(get_aval(a).dtype)):
+        raise TypeError("Expected an input array of integer or boolean data type")
+    bits = _bit_weights(bitorder)
+    a = lax.convert_element_type(lax.ne(a, lax.full_like(a, 0)), dtypes.uint8)
+    if axis is None:
+        a, axis = ravel(a), 0
+    a = swapaxes(a, axis, -1)
+    remainder = _shape(a)[-1] % 8
+    if remainder:
+        a = lax.pad(a, np.uint8(0), [(0, 0, 0)] * (_ndim(a) - 1) + [(0, 8 - remainder, 0)])
+    a = reshape(a, _shape(a)[:-1] + (_shape(a)[-1] // 8, 8))
+    packed = lax.reduce_sum(lax.shift_left(a, lax.broadcast_to_rank(to_array(bits), _ndim(a))),
+                            (_ndim(a) - 1,))
+    return swapaxes(packed, axis, -1)
+
+
+def unpackbits(a, axis=None, count=None, bitorder="big"):
+    """The bits of the uint8 ``a`` along ``axis`` (of its ravel if None), 8 per byte, as
+    uint8 0/1; ``count`` keeps that many (padding with zeros if larger)."""
+    a = _arr("unpackbits", a)
+    if get_aval(a).dtype != dtypes.uint8:
+        raise TypeError("Expected an input array of unsigned byte data type")
+    bits = np.left_shift(np.uint8(1), _bit_weights(bitorder))
+    if axis is None:
+        a, axis = ravel(a), 0
+    a = swapaxes(a, axis, -1)
+    masked = lax.bitwise_and(lax.expand_dims(a, (_ndim(a),)),
+                             lax.broadcast_to_rank(to_array(bits), _ndim(a) + 1))
+    unpacked = lax.convert_element_type(lax.gt(masked, lax.full_like(masked, 0)), dtypes.uint8)
+    unpacked = reshape(unpacked, _shape(unpacked)[:-2] + (-1,))
+    if count is not None:
+        n = _shape(unpacked)[-1]
+        unpacked = pad(unpacked, [(0, 0)] * (_ndim(unpacked) - 1) + [(0, count - n)]) \
+            if count > n else unpacked[..., :count]
+    return swapaxes(unpacked, axis, -1)

@@ -1,12 +1,15 @@
 """Polynomials as coefficient arrays, highest power first (NumPy's ``poly*`` functions)."""
 
+import operator
+
 import numpy as np
 
 from .. import lax
-from ..core import get_aval
+from ..core import ConcretizationTypeError, Tracer, dtypes, get_aval
 from .util import check_arraylike, promote_dtypes, promote_dtypes_inexact
 
-__all__ = ["polyval", "polyadd", "polysub", "polyder", "polyint"]
+__all__ = ["polyval", "polyadd", "polysub", "polyder", "polyint", "polymul", "polydiv", "poly",
+           "polyfit", "roots"]
 
 
 def _coefficients(name, *ps):
@@ -74,3 +77,167 @@ def polyint(p, m=1, k=None):
         n = get_aval(p).shape[0]
         p = concatenate([p / np.arange(n, 0, -1, dtype=dtype), np.asarray([k[i]], dtype)])
     return p
+
+
+def _inexact_coefficients(name, *ps):
+    check_arraylike(name, *ps)
+    return promote_dtypes_inexact(*ps)
+
+
+def _leading_zeros(name, p, tol=0.0):
+    """How many leading entries of the concrete 1-D ``p`` are within ``tol`` of zero."""
+    if isinstance(p, Tracer):
+        raise ConcretizationTypeError(
+            f"jnp.{name} needs concrete coefficients to strip leading zeros (the result's "
+            f"shape depends on them); got the traced {get_aval(p).str_short()}.")
+    nonzero = np.flatnonzero(np.abs(np.asarray(p)) > tol)
+    return int(nonzero[0]) if nonzero.size else get_aval(p).shape[0]
+
+
+def polymul(a1, a2, *, trim_leading_zeros=False):
+    """The product of two polynomials: the convolution of their coefficients."""
+    from .manipulation import trim_zeros
+    from .products import convolve
+    a1, a2 = _inexact_coefficients("polymul", a1, a2)
+    if trim_leading_zeros and (get_aval(a1).shape[0] > 1 or get_aval(a2).shape[0] > 1):
+        a1, a2 = trim_zeros(a1, trim="f"), trim_zeros(a2, trim="f")
+    if not get_aval(a1).shape[0]:
+        a1 = lax.full((1,), 0, get_aval(a2).dtype)
+    if not get_aval(a2).shape[0]:
+        a2 = lax.full((1,), 0, get_aval(a1).dtype)
+    return convolve(a1, a2, mode="full")
+
+
+def polydiv(u, v, *, trim_leading_zeros=False):
+    """``(quotient, remainder)`` of polynomial long division. The remainder keeps ``u``'s
+    length (NumPy trims its leading zeros: ``trim_leading_zeros`` does, within
+    sqrt(eps), on concrete values)."""
+    from .indexing import _IndexUpdateHelper
+    u, v = _inexact_coefficients("polydiv", u, v)
+    m, n = get_aval(u).shape[0] - 1, get_aval(v).shape[0] - 1
+    scale = 1.0 / v[0]
+    q = lax.full((max(m - n + 1, 1),), 0, get_aval(u).dtype)
+    for k in range(m - n + 1):
+        d = scale * u[k]
+        q = _IndexUpdateHelper(q)[k].set(d)
+        u = _IndexUpdateHelper(u)[k:k + n + 1].add(-d * v)
+    if trim_leading_zeros:
+        u = u[_leading_zeros("polydiv", u, np.sqrt(dtypes.finfo(get_aval(u).dtype).eps)):]
+    return q, u
+
+
+def poly(seq_of_zeros):
+    """The coefficients of the monic polynomial with the given roots (of the eigenvalues, for
+    a square matrix), one factor ``(x - r)`` at a time."""
+    from .linalg import eigvals
+    from .manipulation import atleast_1d, stack
+    from .products import convolve
+    (zeros,) = _inexact_coefficients("poly", seq_of_zeros)
+    zeros = atleast_1d(zeros)
+    shape = get_aval(zeros).shape
+    if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
+        zeros = eigvals(zeros)
+    if get_aval(zeros).ndim != 1:
+        raise ValueError("input must be 1d or non-empty square 2d array.")
+    dtype = get_aval(zeros).dtype
+    a = lax.full((1,), 1, dtype) if get_aval(zeros).shape[0] else lax.full((), 1, dtype)
+    for k in range(get_aval(zeros).shape[0]):
+        a = convolve(a, stack([lax.full((), 1, dtype), -zeros[k]]), mode="full")
+    return a
+
+
+def _complex_dtype(p):
+    """The complex dtype of the precision of ``p``'s (float32 -> complex64)."""
+    return np.result_type(get_aval(p).dtype, np.complex64)
+
+
+def _companion_roots(p):
+    """The eigenvalues of the companion matrix of ``p`` (``p[0] != 0``)."""
+    from .indexing import _IndexUpdateHelper
+    from .linalg import eigvals
+    from .manipulation import diag
+    n = get_aval(p).shape[0]
+    if n < 2:
+        return lax.full((0,), 0, _complex_dtype(p))
+    a = diag(lax.full((n - 2,), 1, get_aval(p).dtype), -1)
+    a = _IndexUpdateHelper(a)[0, :].set(-p[1:] / p[0])
+    return eigvals(a)
+
+
+def roots(p, *, strip_zeros=True):
+    """The roots of the polynomial ``p``: the eigenvalues of its companion matrix, as JAX.
+    Leading zeros are stripped (``p`` must then be concrete); with ``strip_zeros=False``
+    each one gives a NaN root instead, so ``p`` may be traced."""
+    from .manipulation import atleast_1d, roll
+    from .reductions import all as all_, argmin
+    from .ufuncs import _where
+    (p,) = _inexact_coefficients("roots", p)
+    p = atleast_1d(p)
+    if get_aval(p).ndim != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    n = get_aval(p).shape[0]
+    if n < 2:
+        return lax.full((0,), 0, _complex_dtype(p))
+    if strip_zeros:
+        return _companion_roots(p[_leading_zeros("roots", p):])
+    is_zero = lax.eq(p, lax.full_like(p, 0))
+    leading = _where(all_(is_zero), n, argmin(is_zero))
+    p = _where(lax.eq(leading, n), lax.full_like(p, 1), p)
+    r = _companion_roots(roll(p, -leading))
+    r = lax.sort_key_val(lax.eq(r, lax.full_like(r, 0)), r)[1]
+    return _where(lax.lt(lax.iota(dtypes.default_int(), n - 1), n - 1 - leading), r,
+                  lax.full_like(r, complex(np.nan, np.nan)))
+
+
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """The least-squares polynomial fit of degree ``deg``: ``lstsq`` of the (column-scaled)
+    Vandermonde matrix, as NumPy and JAX do; ``full`` adds ``(residuals, rank, s, rcond)``,
+    ``cov`` the covariance of the coefficients."""
+    from .creation import vander
+    from .linalg import inv, lstsq
+    from .manipulation import atleast_1d
+    from .products import dot, outer
+    check_arraylike("polyfit", x, y, *([] if w is None else [w]))
+    x, y = promote_dtypes_inexact(x, y)
+    deg = operator.index(deg)
+    order = deg + 1
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if get_aval(x).ndim != 1:
+        raise TypeError("expected 1D vector for x")
+    if not get_aval(x).size:
+        raise TypeError("expected non-empty vector for x")
+    if not 1 <= get_aval(y).ndim <= 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if get_aval(x).shape[0] != get_aval(y).shape[0]:
+        raise TypeError("expected x and y to have same length")
+    n = get_aval(x).shape[0]
+    rcond = float(n * dtypes.finfo(get_aval(x).dtype).eps if rcond is None else rcond)
+    lhs, rhs = vander(x, order), y
+    if w is not None:
+        (w,) = promote_dtypes_inexact(w)
+        if get_aval(w).ndim != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if get_aval(w).shape[0] != n:
+            raise TypeError("expected w and y to have the same length")
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if get_aval(rhs).ndim == 2 else w)
+    scale = lax.sqrt((lhs * lhs).sum(axis=0))
+    lhs = lhs / scale[None, :]
+    c, resids, rank, s = lstsq(lhs, rhs, rcond)
+    c = (c.T / scale).T
+    if full:
+        return c, resids, rank, s, lax.full((), rcond, get_aval(x).dtype)
+    if not cov:
+        return c
+    vbase = inv(dot(lhs.T, lhs)) / outer(scale, scale)
+    if cov == "unscaled":
+        fac = lax.full((), 1, get_aval(x).dtype)
+    else:
+        if n <= order:
+            raise ValueError("the number of data points must exceed order to scale the "
+                             "covariance matrix")
+        fac = resids / (n - order)
+    if get_aval(y).ndim == 1:
+        return c, vbase * atleast_1d(fac)[None]
+    return c, vbase[:, :, None] * atleast_1d(fac)[None, None, :]

@@ -17,10 +17,11 @@ from .. import lax
 from ..core import dtypes, get_aval
 from .manipulation import (broadcast_arrays, broadcast_shapes, diagonal, moveaxis, ravel,
                            reshape, stack, transpose)
-from .util import canonicalize_axis, check_arraylike, promote_dtypes
+from .util import (canonicalize_axis, check_arraylike, promote_dtypes,
+                   promote_dtypes_inexact)
 
 __all__ = ["dot", "vdot", "matmul", "inner", "outer", "kron", "tensordot", "einsum", "cross",
-           "vecdot", "matvec", "vecmat"]
+           "vecdot", "matvec", "vecmat", "convolve", "correlate", "einsum_path"]
 
 
 def _shape(x):
@@ -419,3 +420,55 @@ def vecmat(x1, x2, /):
     """Vector (conjugated) times matrix over the last axes: ``conj(x1)[..., None, :] @ x2``."""
     from .ufuncs import conj
     return matmul(conj(x1)[..., None, :], x2)[..., 0, :]
+
+
+def einsum_path(subscripts, /, *operands, optimize="auto"):
+    """``(path, report)``: the order in which to contract ``operands`` pairwise, as a list of
+    position tuples (opt_einsum's form, which JAX returns), and NumPy's description of it.
+    Only the operands' shapes matter, so NumPy plans it on stand-ins of those shapes."""
+    strategy = {"auto": "greedy", True: "greedy"}.get(optimize, optimize)
+    stand_ins = [np.broadcast_to(np.zeros((), get_aval(x).dtype), get_aval(x).shape)
+                 for x in operands]
+    path, report = np.einsum_path(subscripts, *stand_ins, optimize=strategy)
+    return [tuple(step) for step in path[1:]], report
+
+
+def _conv1d(name, a, v, mode, precision, preferred_element_type):
+    """The 1-D convolution or correlation of ``a`` and ``v`` as one ``conv_general_dilated``
+    (which correlates), with ``v`` flipped for a convolution, as JAX does."""
+    from .ufuncs import conj
+    check_arraylike(name, a, v)
+    if get_aval(a).ndim != 1 or get_aval(v).ndim != 1:
+        raise ValueError(f"{name}() only support 1-dimensional inputs.")
+    a, v = (promote_dtypes if preferred_element_type is not None else
+            promote_dtypes_inexact)(a, v)
+    if not _shape(a)[0] or not _shape(v)[0]:
+        raise ValueError(f"{name}: inputs cannot be empty, got shapes {_shape(a)} and "
+                         f"{_shape(v)}.")
+    reverse = False
+    if name == "correlate":
+        v = conj(v)
+        if _shape(a)[0] < _shape(v)[0]:
+            a, v, reverse = v, a, True
+    else:
+        if _shape(a)[0] < _shape(v)[0]:
+            a, v = v, a
+        v = lax.rev(v, (0,))
+    n = _shape(v)[0]
+    pads = {"valid": (0, 0), "same": (n // 2, n - n // 2 - 1), "full": (n - 1, n - 1)}
+    if mode not in pads:
+        raise ValueError("mode must be one of ['full', 'same', 'valid']")
+    out = lax.conv_general_dilated(
+        reshape(a, (1, 1, -1)), reshape(v, (1, 1, -1)), (1,), [pads[mode]],
+        precision=precision, preferred_element_type=preferred_element_type)[0, 0]
+    return lax.rev(out, (0,)) if reverse else out
+
+
+def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
+    """The discrete linear convolution of two 1-D arrays (``mode`` 'full', 'same', 'valid')."""
+    return _conv1d("convolve", a, v, mode, precision, preferred_element_type)
+
+
+def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
+    """The cross-correlation ``sum_n a[n + k] conj(v[n])`` of two 1-D arrays."""
+    return _conv1d("correlate", a, v, mode, precision, preferred_element_type)

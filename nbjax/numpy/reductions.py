@@ -22,7 +22,7 @@ __all__ = [
     "nancumprod", "nansum", "nanprod", "nanmean", "nanmin", "nanmax", "nanvar", "nanstd",
     "nanargmin", "nanargmax", "median", "nanmedian", "quantile", "nanquantile", "percentile",
     "nanpercentile", "average", "count_nonzero", "ptp", "allclose", "array_equal",
-    "array_equiv", "ediff1d", "trapezoid"]
+    "array_equiv", "ediff1d", "trapezoid", "cov", "corrcoef", "gradient", "unwrap"]
 
 
 def _asarray(name, a):
@@ -645,3 +645,152 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
         spacing = x[..., 1:] - x[..., :-1]
     y = moveaxis(y, axis, -1)
     return sum(spacing * (y[..., 1:] + y[..., :-1]), axis=-1) * 0.5
+
+
+# --- covariance, numerical derivatives, phase unwrapping -----------------------------------
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
+        dtype=None):
+    """The covariance matrix of the variables in the rows (columns if not ``rowvar``) of
+    ``m`` (and ``y``), with frequency and reliability weights, as NumPy computes it."""
+    from .manipulation import atleast_2d, concatenate
+    from .products import dot
+    from .util import promote_dtypes_inexact
+    check_arraylike("cov", m, *(a for a in (y, fweights, aweights) if a is not None))
+    if get_aval(m).ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    (x,) = promote_dtypes_inexact(atleast_2d(m))
+    if dtype is not None:
+        x = lax.convert_element_type(x, dtype)
+    if not rowvar and get_aval(x).shape[0] != 1:
+        x = x.T
+    if get_aval(x).shape[0] == 0:
+        return lax.full((0, 0), 0, get_aval(x).dtype)
+    if y is not None:
+        if get_aval(y).ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+        y = atleast_2d(y)
+        if not rowvar and get_aval(y).shape[0] != 1:
+            y = y.T
+        x = concatenate([x, y], axis=0)
+    ddof = (0 if bias else 1) if ddof is None else ddof
+    w = _cov_weights(fweights, aweights, get_aval(x).shape[1])
+    avg, w_sum = average(x, axis=1, weights=w, returned=True)
+    if w is None:
+        f = w_sum - ddof
+    elif ddof == 0:
+        f = w_sum
+    elif aweights is None:
+        f = w_sum - ddof
+    else:
+        f = w_sum - ddof * sum(w * to_array(aweights)) / w_sum
+    x = x - avg[:, None]
+    x_w = x if w is None else x * w
+    c = dot(x, ufuncs.conj(x_w).T) / f
+    return lax.squeeze(c, tuple(i for i, d in enumerate(get_aval(c).shape) if d == 1))
+
+
+def _cov_weights(fweights, aweights, n):
+    """The product of the frequency and reliability weights (None when neither is given)."""
+    w = None
+    for name, weights in (("fweights", fweights), ("aweights", aweights)):
+        if weights is None:
+            continue
+        weights = to_array(weights)
+        if get_aval(weights).ndim > 1:
+            raise RuntimeError(f"cannot handle multidimensional {name}")
+        if get_aval(weights).shape[0] != n:
+            raise RuntimeError(f"incompatible numbers of samples and {name}")
+        if name == "fweights" and not dtypes.is_int(get_aval(weights).dtype):
+            raise TypeError("fweights must be integer.")
+        w = weights if w is None else w * weights
+    return w
+
+
+def corrcoef(x, y=None, rowvar=True, dtype=None):
+    """The correlation coefficients ``cov[i, j] / sqrt(cov[i, i] cov[j, j])``, their real
+    parts clipped to [-1, 1]."""
+    from .manipulation import diagonal
+    c = cov(x, y, rowvar, dtype=dtype)
+    if get_aval(c).ndim == 0:
+        return c / c  # a single variable: 1 (NaN for a constant one), as NumPy
+    stddev = lax.sqrt(ufuncs.real(diagonal(c)))
+    c = c / stddev[:, None] / stddev[None, :]
+    clipped = ufuncs.clip(ufuncs.real(c), -1, 1)
+    if dtypes.is_complex(get_aval(c).dtype):
+        return lax.complex(clipped, ufuncs.clip(ufuncs.imag(c), -1, 1))
+    return clipped
+
+
+def _gradient_along_axis(a, h, axis):
+    """Central differences inside, one-sided at the two ends, for a scalar spacing or the
+    coordinates ``h`` of the points along ``axis`` (second-order accurate, as NumPy)."""
+    from .manipulation import concatenate, reshape
+
+    def sliced(x, start, stop):
+        return lax.slice_in_dim(x, start, stop, axis=axis)
+    n = get_aval(a).shape[axis]
+    upper = sliced(a, 1, 2) - sliced(a, 0, 1)
+    lower = sliced(a, n - 1, n) - sliced(a, n - 2, n - 1)
+    if get_aval(h).ndim == 0:
+        inner = (sliced(a, 2, n) - sliced(a, 0, n - 2)) * 0.5 / h
+        upper, lower = upper / h, lower / h
+    elif get_aval(h).ndim == 1:
+        if get_aval(h).shape[0] != n:
+            raise ValueError("Spacing arrays must have the same length as the dimension along "
+                             "which the gradient is calculated.")
+        h = reshape(h, [n if i == axis else 1 for i in range(get_aval(a).ndim)])
+        upper = upper / (sliced(h, 1, 2) - sliced(h, 0, 1))
+        lower = lower / (sliced(h, n - 1, n) - sliced(h, n - 2, n - 1))
+        dx1 = sliced(h, 1, n - 1) - sliced(h, 0, n - 2)
+        dx2 = sliced(h, 2, n) - sliced(h, 1, n - 1)
+        inner = (-dx2 / (dx1 * (dx1 + dx2)) * sliced(a, 0, n - 2)
+                 + (dx2 - dx1) / (dx1 * dx2) * sliced(a, 1, n - 1)
+                 + dx1 / (dx2 * (dx1 + dx2)) * sliced(a, 2, n))
+    else:
+        raise ValueError("Spacing arrays must be 1D arrays or scalars.")
+    return concatenate((upper, inner, lower), axis=axis)
+
+
+def gradient(f, *varargs, axis=None, edge_order=None):
+    """The numerical derivative of ``f`` along each axis in ``axis`` (all by default), with
+    a scalar spacing or the points' coordinates per axis (a list of arrays, or one array
+    when there is one axis). ``edge_order=2`` is not supported, as in JAX."""
+    from .util import promote_dtypes_inexact
+    if edge_order is not None:
+        raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
+    check_arraylike("gradient", f, *varargs)
+    a, *spacing = promote_dtypes_inexact(f, *varargs)
+    axes = canonicalize_axes(axis, get_aval(a).ndim)
+    if not axes or builtins.min(get_aval(a).shape[ax] for ax in axes) < 2:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
+                         "(edge_order + 1) elements are required.")
+    if not spacing:
+        spacing = [1.0] * len(axes)
+    elif len(spacing) == 1:
+        spacing = spacing * len(axes)
+    elif len(spacing) != len(axes):
+        raise TypeError(f"Invalid number of spacing arguments {len(spacing)} for axis={axis}")
+    grads = [_gradient_along_axis(a, to_array(h), ax) for ax, h in zip(axes, spacing)]
+    return grads[0] if len(axes) == 1 else grads
+
+
+def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
+    """``p`` with jumps between neighbours larger than ``discont`` (``period / 2`` by
+    default) along ``axis`` removed by adding multiples of ``period``."""
+    from .array_api import diff
+    from .manipulation import concatenate
+    from .util import promote_dtypes_inexact
+    check_arraylike("unwrap", p)
+    p, period = promote_dtypes_inexact(p, period)
+    axis = canonicalize_axis(axis, get_aval(p).ndim)
+    discont = period / 2 if discont is None else discont
+    interval = period / 2
+    dd = diff(p, axis=axis)
+    ddmod = ufuncs.remainder(dd + interval, period) - interval
+    ddmod = _where(ufuncs.logical_and(ddmod == -interval, dd > 0), interval, ddmod)
+    correction = _where(ufuncs.abs(dd) < discont, 0, ddmod - dd)
+    n = get_aval(p).shape[axis]
+    return concatenate((lax.slice_in_dim(p, 0, 1, axis=axis),
+                        lax.slice_in_dim(p, 1, n, axis=axis) + cumsum(correction, axis=axis)),
+                       axis=axis)

@@ -6,6 +6,8 @@ set operations, ``bincount`` without ``length``) need concrete inputs, or ``size
 optionally ``fill_value=``) to fix that length under a transformation, as in JAX.
 """
 
+import builtins
+import math
 import operator
 from typing import NamedTuple
 
@@ -15,12 +17,14 @@ from .. import lax
 from ..core import ConcretizationTypeError, dtypes, get_aval
 from .indexing import _concrete, take
 from .manipulation import _first_true_positions, concatenate, moveaxis, ravel, reshape, where
-from .util import canonicalize_axis, check_arraylike, promote_dtypes, to_array
+from .util import (canonicalize_axis, check_arraylike, promote_dtypes,
+                   promote_dtypes_inexact, to_array)
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "sort_complex",
            "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
            "searchsorted", "digitize", "bincount", "isin", "in1d", "setdiff1d", "union1d",
-           "intersect1d"]
+           "intersect1d", "setxor1d", "interp", "histogram_bin_edges", "histogram",
+           "histogramdd", "histogram2d"]
 
 
 def _arr(name, x):
@@ -379,6 +383,19 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     return _fill(out, valid, 0 if fill_value is None else fill_value)
 
 
+def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+    """The sorted distinct elements found in exactly one of the arrays (padding repeats the
+    smallest, or holds ``fill_value``)."""
+    ar1, ar2 = promote_dtypes(ravel(_arr("setxor1d", ar1)), ravel(_arr("setxor1d", ar2)))
+    both = concatenate([ar1, ar2])
+    u = _unique_rows(both, _shape(both)[0] if size is not None else None, "setxor1d")
+    keep = lax.bitwise_and(u.valid, lax.bitwise_xor(isin(u.values, ar1), isin(u.values, ar2)))
+    values, valid, _ = _compact(u.values, keep, size, fill_value, "setxor1d")
+    if fill_value is None and _shape(values)[0]:
+        fill_value = values[0]
+    return _fill(values, valid, fill_value)
+
+
 def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None,
                 fill_value=None):
     """The sorted distinct elements in both arrays (and, optionally, where each first is).
@@ -412,3 +429,156 @@ def _equal_to_valid(values, u):
     equal = lax.eq(lax.broadcast_in_dim(values, grid, (0,)),
                    lax.broadcast_in_dim(u.values, grid, (1,)))
     return lax.bitwise_and(equal, lax.broadcast_in_dim(u.valid, grid, (1,)))
+
+
+# --- interpolation and histograms: searchsorted into sorted points ---------------------------
+
+def _extrapolates(name, value):
+    if isinstance(value, str):
+        if value != "extrapolate":
+            raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', got: "
+                             f"{name}={value!r}")
+        return True
+    return False
+
+
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """The piecewise-linear interpolant through ``(xp, fp)`` at ``x``; outside ``xp``'s
+    range ``left``/``right`` (``fp``'s end values by default, or 'extrapolate'), or
+    wrapped with ``period``."""
+    from .ufuncs import _where, abs as abs_, clip, remainder
+    check_arraylike("interp", x, xp, fp)
+    extrapolate_left, extrapolate_right = (_extrapolates("left", left),
+                                           _extrapolates("right", right))
+    if dtypes.is_complex(get_aval(to_array(x)).dtype):
+        raise ValueError("jnp.interp: complex x values not supported.")
+    if period is not None:
+        if np.ndim(period) != 0:
+            raise ValueError(f"period must be a scalar; got {period}")
+        period = abs_(period)
+    x, xp = promote_dtypes_inexact(x, xp)
+    (fp,) = promote_dtypes_inexact(fp)
+    if get_aval(xp).ndim != 1 or get_aval(fp).ndim != 1 or _shape(xp) != _shape(fp):
+        raise ValueError("xp and fp must be one-dimensional arrays of equal size")
+    if period is not None:
+        x, xp = remainder(x, period), remainder(xp, period)
+        xp, fp = lax.sort_key_val(xp, fp)
+        xp = concatenate([xp[-1:] - period, xp, xp[:1] + period])
+        fp = concatenate([fp[-1:], fp, fp[:1]])
+    i = clip(searchsorted(xp, x, side="right"), 1, _shape(xp)[0] - 1)
+    df, dx = take(fp, i) - take(fp, i - 1), take(xp, i) - take(xp, i - 1)
+    delta = x - take(xp, i - 1)
+    tiny = lax.le(abs_(dx), np.spacing(dtypes.finfo(get_aval(xp).dtype).eps))
+    f = _where(tiny, take(fp, i - 1),  # no NaN gradients from tiny intervals
+               take(fp, i - 1) + (delta / _where(tiny, 1, dx)) * df)
+    if period is None and not extrapolate_left:
+        f = _where(lax.lt(x, xp[0]), fp[0] if left is None else left, f)
+    if period is None and not extrapolate_right:
+        f = _where(lax.gt(x, xp[-1]), fp[-1] if right is None else right, f)
+    return f
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """The edges of ``bins`` equal bins spanning ``range`` (``a``'s extent by default; a
+    zero-width range is widened by 0.5 each side), or ``bins`` itself when it is 1-D."""
+    from .creation import asarray, linspace
+    from .reductions import max as max_, min as min_
+    if isinstance(bins, str):
+        raise NotImplementedError("string values for `bins` not implemented.")
+    check_arraylike("histogram_bin_edges", a, bins)
+    a = to_array(a)
+    dtype = get_aval(promote_dtypes_inexact(a)[0]).dtype
+    if np.ndim(bins) == 1:
+        return asarray(bins, dtype=dtype)
+    bins = operator.index(_concrete("histogram_bin_edges", bins))
+    if range is None:
+        range = (min_(a), max_(a))
+    if len(range) != 2 or builtins.any(get_aval(to_array(r)).ndim for r in range):
+        raise ValueError(f"`range` must be either None or a sequence of scalars, got {range}")
+    low, high = (lax.convert_element_type(to_array(r), dtype) for r in range)
+    flat = lax.eq(low, high)
+    low, high = where(flat, low - 0.5, low), where(flat, high + 0.5, high)
+    return linspace(low, high, bins + 1, dtype=dtype)
+
+
+def histogram(a, bins=10, range=None, weights=None, density=None):
+    """``(counts, bin_edges)``: the (weighted) number of ``a``'s values in each bin, the last
+    bin closed; ``density`` divides by the total and the bin widths."""
+    from .array_api import diff
+    check_arraylike("histogram", a, bins, *([] if weights is None else [weights]))
+    if weights is None:
+        (a,) = promote_dtypes_inexact(a)
+        weights = lax.full_like(a, 1)
+    else:
+        a, weights = promote_dtypes_inexact(a, weights)
+        if _shape(weights) != _shape(a):
+            raise ValueError("weights should have the same shape as a.")
+    edges = histogram_bin_edges(a, bins, range, weights)
+    n = _shape(edges)[0]
+    idx = searchsorted(edges, a, side="right")
+    idx = where(lax.eq(a, edges[-1]), n - 1, idx)
+    counts = _add_at(lax.full((n,), 0, get_aval(weights).dtype), ravel(idx), ravel(weights))[1:]
+    if density:
+        counts = counts / diff(edges) / counts.sum()
+    return counts, edges
+
+
+def _add_at(target, idx, values):
+    """``target.at[idx].add(values)``, out-of-range indices dropped."""
+    from .indexing import _IndexUpdateHelper
+    return _IndexUpdateHelper(target)[idx].add(values, mode="drop")
+
+
+def histogramdd(sample, bins=10, range=None, weights=None, density=None):
+    """``(counts, edges_per_dimension)``: the histogram of the ``N`` points of the ``(N, D)``
+    ``sample`` over a grid of bins (each dimension's bins as ``histogram``'s)."""
+    from .array_api import diff
+    from .indexing import ravel_multi_index
+    check_arraylike("histogramdd", sample, *([] if weights is None else [weights]))
+    if weights is None:
+        (sample,) = promote_dtypes_inexact(sample)
+    else:
+        sample, weights = promote_dtypes_inexact(sample, weights)
+    n, d = _shape(sample)
+    if range is not None and (len(range) != d or
+                              builtins.any(r is not None and np.shape(r)[0] != 2 for r in range)):
+        raise ValueError(f"For sample.shape={(n, d)}, range must be a sequence of {d} pairs or "
+                         f"Nones; got range={range}")
+    try:
+        if len(bins) != d:
+            raise ValueError("should be a bin for each dimension.")
+    except TypeError:
+        bins = d * [operator.index(bins)]
+    indices, edges = [], []
+    for i in builtins.range(d):
+        e = histogram_bin_edges(sample[:, i], bins[i], None if range is None else range[i])
+        idx = searchsorted(e, sample[:, i], side="right")
+        indices.append(where(lax.eq(sample[:, i], e[-1]), idx - 1, idx))
+        edges.append(e)
+    nbins = tuple(_shape(e)[0] + 1 for e in edges)
+    flat = ravel_multi_index(tuple(indices), nbins, mode="clip")
+    hist = reshape(bincount(flat, weights, length=math.prod(nbins)), nbins)
+    hist = hist[(builtins.slice(1, -1),) * d]
+    if density:
+        hist = lax.convert_element_type(hist, get_aval(sample).dtype)
+        hist = hist / hist.sum()
+        for i in builtins.range(d):
+            shape = [1] * d
+            shape[i] = nbins[i] - 2
+            hist = hist / reshape(diff(edges[i]), shape)
+    return hist, edges
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
+    """``(counts, x_edges, y_edges)``: ``histogramdd`` of the points ``(x[i], y[i])``."""
+    from .manipulation import stack
+    check_arraylike("histogram2d", x, y)
+    try:
+        n_bins = len(bins)
+    except TypeError:
+        n_bins = 1
+    if n_bins != 1 and n_bins != 2:
+        bins = [bins, bins]
+    hist, (x_edges, y_edges) = histogramdd(stack(promote_dtypes(x, y), axis=1), bins, range,
+                                           weights, density)
+    return hist, x_edges, y_edges

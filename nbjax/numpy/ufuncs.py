@@ -31,7 +31,8 @@ __all__ = [
     "nan_to_num", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_not", "logical_xor", "bitwise_and", "bitwise_or",
     "bitwise_xor", "bitwise_not", "bitwise_invert", "invert", "left_shift", "right_shift",
-    "bitwise_left_shift", "bitwise_right_shift", "isclose", "astype",
+    "bitwise_left_shift", "bitwise_right_shift", "isclose", "astype", "bitwise_count",
+    "spacing", "i0",
 ]
 
 
@@ -749,3 +750,72 @@ def astype(x, dtype, /, *, copy=False, device=None):
     del copy, device  # immutable arrays on the one CPU device
     check_arraylike("astype", x)
     return lax.convert_element_type(to_array(x), dtype)
+
+
+# --- special values ------------------------------------------------------------------------
+
+def bitwise_count(x, /):
+    """The number of 1 bits in ``|x|``, as uint8 (NumPy's and JAX's dtype)."""
+    (x,) = promote_args("bitwise_count", x)
+    _require("bitwise_count", x, _is_int_or_bool, "integer or bool")
+    if dtypes.is_bool(_dtype(x)):
+        x = lax.convert_element_type(x, dtypes.uint8)
+    if dtypes.is_signed_int(_dtype(x)):
+        x = lax.abs(x)
+    return lax.convert_element_type(lax.population_count(x), dtypes.uint8)
+
+
+def spacing(x, /):
+    """The distance from ``x`` to the next float away from zero (negative for negative
+    ``x``), as NumPy: ``nextafter(x, ±inf) - x``."""
+    (x,) = promote_args_inexact("spacing", x)
+    _not_for_complex("spacing", x)
+    away = _where(lax.lt(x, _full_like(x, 0)), _full_like(x, -np.inf), _full_like(x, np.inf))
+    return lax.sub(lax.nextafter(x, away), x)
+
+
+# Cephes' Chebyshev coefficients of exp(-x) I0(x) on [0, 8] (A) and of
+# exp(-x) sqrt(x) I0(x) on (8, inf) in 32/x (B), as NumPy's i0 uses them.
+_I0_A = (-4.4153416464793395e-18, 3.3307945188222384e-17, -2.431279846547955e-16,
+    1.715391285555133e-15, -1.1685332877993451e-14, 7.676185498604936e-14,
+    -4.856446783111929e-13, 2.95505266312964e-12, -1.726826291441556e-11,
+    9.675809035373237e-11, -5.189795601635263e-10, 2.6598237246823866e-09,
+    -1.300025009986248e-08, 6.046995022541919e-08, -2.670793853940612e-07,
+    1.1173875391201037e-06, -4.4167383584587505e-06, 1.6448448070728896e-05,
+    -5.754195010082104e-05, 0.00018850288509584165, -0.0005763755745385824,
+    0.0016394756169413357, -0.004324309995050576, 0.010546460394594998,
+    -0.02373741480589947, 0.04930528423967071, -0.09490109704804764,
+    0.17162090152220877, -0.3046826723431984, 0.6767952744094761)
+_I0_B = (-7.233180487874754e-18, -4.830504485944182e-18, 4.46562142029676e-17,
+    3.461222867697461e-17, -2.8276239805165836e-16, -3.425485619677219e-16,
+    1.7725601330565263e-15, 3.8116806693526224e-15, -9.554846698828307e-15,
+    -4.150569347287222e-14, 1.54008621752141e-14, 3.8527783827421426e-13,
+    7.180124451383666e-13, -1.7941785315068062e-12, -1.3215811840447713e-11,
+    -3.1499165279632416e-11, 1.1889147107846439e-11, 4.94060238822497e-10,
+    3.3962320257083865e-09, 2.266668990498178e-08, 2.0489185894690638e-07,
+    2.8913705208347567e-06, 6.889758346916825e-05, 0.0033691164782556943,
+    0.8044904110141088)
+
+
+def _chebyshev(x, coefficients):
+    """Clenshaw's recurrence for ``sum_k' c_k T_k(x / 2)``, Cephes' ``chbevl``."""
+    b0, b1, b2 = _full_like(x, coefficients[0]), _full_like(x, 0), _full_like(x, 0)
+    for c in coefficients[1:]:
+        b2, b1 = b1, b0
+        b0 = x * b1 - b2 + c
+    return 0.5 * (b0 - b2)
+
+
+def i0(x):
+    """The modified Bessel function of the first kind of order 0, from Cephes' Chebyshev
+    expansions (each branch sees only arguments in its own range, so gradients stay
+    finite)."""
+    (x,) = promote_args_inexact("i0", x)
+    _not_for_complex("i0", x)
+    x = lax.abs(x)
+    small = lax.le(x, _full_like(x, 8))
+    near = _where(small, x, _full_like(x, 8))
+    far = _where(small, _full_like(x, 8), x)
+    scaled = _where(small, _chebyshev(near / 2 - 2, _I0_A),
+                    _chebyshev(32 / far - 2, _I0_B) / lax.sqrt(far))
+    return lax.exp(x) * scaled
