@@ -6,6 +6,7 @@ iterations runs natively: KeyboardInterrupt must arrive within half a second, an
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -83,9 +84,10 @@ def test_interrupt_kernel_stops_a_cell_and_the_kernel_stays_usable():
             f = nbjax.jit(lambda x, n: lax.fori_loop(0, n, lambda i, v: v * 0.5 + 1.0, x))
             f(np.ones(4, np.float32), 3)
         """), timeout=120)
-        msg_id = kc.execute("f(np.ones(4, np.float32), 2_000_000_000)")
-        kc.get_iopub_msg(timeout=30)               # busy: the cell started
-        import time
+        # (stop_on_error=False: the kernel does not abort requests that follow the error)
+        msg_id = kc.execute("f(np.ones(4, np.float32), 2_000_000_000)", stop_on_error=False)
+        while kc.get_iopub_msg(timeout=60)["msg_type"] != "execute_input":
+            pass                                   # until the cell starts running
         time.sleep(1.0)
         km.interrupt_kernel()
         reply = kc.get_shell_msg(timeout=10)

@@ -6,6 +6,7 @@ array argument (``full(shape, x)``, ``linspace(a, b)``, a list holding tracers) 
 lax primitives so it can be traced.
 """
 
+import builtins
 import operator
 
 import numpy as np
@@ -296,7 +297,9 @@ def _diagonal_mask(name, N, M, k, compare):
         raise ValueError(f"negative dimensions are not allowed, got ({N}, {M})")
     rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
     cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
-    return compare(lax.sub(cols, rows), k)
+    # col - row lies in [-N + 1, M - 1]: a k beyond [-N, M] compares as the nearest bound,
+    # which keeps it in int32 (eye(3, k=2**31) is all zeros, as in JAX, not an overflow).
+    return compare(lax.sub(cols, rows), builtins.min(builtins.max(k, -N), M))
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):
