@@ -17,6 +17,7 @@ from .reductions import *  # noqa: F401,F403
 from .slicing import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
+from .special_functions import *  # noqa: F401,F403
 from .standard import IncompatibleShapesError  # noqa: F401
 from .structural import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403
