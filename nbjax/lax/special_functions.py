@@ -102,7 +102,7 @@ def _gamma_fraction(a, x):
 def _igamma_parts(a, x):
     """(P, Q, dP/da, dx/da of a Gamma(a) sample at x) for float64 arrays."""
     a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
-    bad = (x < 0) | (a < 0) | np.isnan(a) | np.isnan(x) | np.isinf(a)
+    bad = (x < 0) | (a < 0) | np.isnan(a) | np.isnan(x) | np.isinf(a) | ((a == 0) & (x == 0))
     upper = (x > 1) & (x > a) & ~bad
     lower = ~upper & ~bad & (x > 0) & (a > 0)
     safe_a = np.where(lower | upper, a, 1.0)
