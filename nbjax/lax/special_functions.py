@@ -356,7 +356,7 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
                                    mantissa_bits=mantissa_bits)
 
 
-# --- mulhi -----------------------------------------------------------------------------------------
+# --- mulhi ----------------------------------------------------------------------------------------
 
 def _mulhi_impl(x, y):
     """The high half of the double-width product ``x * y``, in the operands' integer type."""
