@@ -23,3 +23,15 @@ class UnexpectedTracerError(Exception):
 
 class JaxprTypeError(TypeError):
     pass
+
+
+def unavailable(name, reason):
+    """A stand-in for a JAX function that cannot exist in nbjax: calling it raises
+    NotImplementedError with ``reason``, which it also carries as ``not_implemented_reason``
+    (read by ``tools/api_coverage.py``). For lax and random, which sit below
+    ``nbjax.numpy.util.not_implemented``."""
+    def fn(*args, **kwargs):
+        raise NotImplementedError(reason)
+    fn.__name__ = fn.__qualname__ = name
+    fn.not_implemented_reason = reason
+    return fn

@@ -4,8 +4,10 @@ Each module defines ``__all__`` (lax functions and their ``*_p`` primitives).
 """
 
 from .callback import debug_callback, debug_callback_p  # noqa: F401  (nbjax.debug)
+from .collectives import *  # noqa: F401,F403
 from .control_flow import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
+from .derived import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
 from .dot import *  # noqa: F401,F403
@@ -15,5 +17,7 @@ from .reductions import *  # noqa: F401,F403
 from .slicing import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
+from .special_functions import *  # noqa: F401,F403
 from .standard import IncompatibleShapesError  # noqa: F401
 from .structural import *  # noqa: F401,F403
+from .windowed import *  # noqa: F401,F403

@@ -34,3 +34,8 @@ __all__ = ["PRNGKey", "PRNGKeyArray", "key", "key_data", "key_impl", "wrap_key_d
            "beta", "dirichlet", "t", "chisquare", "pareto", "poisson", "multivariate_normal",
            "orthogonal", "generalized_normal", "ball", "random_gamma_grad", "threefry_2x32",
            "threefry2x32_p", "random_gamma_p"]
+from .more_distributions import (double_sided_maxwell, f, geometric, key_dtype,  # noqa: F401
+                                 lognormal, maxwell, rayleigh, triangular, wald, weibull_min)
+
+__all__ += ["lognormal", "maxwell", "double_sided_maxwell", "rayleigh", "wald", "geometric",
+            "triangular", "weibull_min", "f", "key_dtype"]

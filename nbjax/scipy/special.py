@@ -12,10 +12,12 @@ from .. import numpy as jnp
 from ..custom_derivatives import custom_jvp
 from ..nn import log_softmax, logsumexp, softmax
 from ..numpy.util import promote_args_inexact
+from .special_added import *  # noqa: F401,F403
+from .special_added import __all__ as _added
 
 __all__ = ["digamma", "erf", "erfc", "erfinv", "expit", "gammaln", "log_ndtr",
            "log_softmax", "logit", "logsumexp", "ndtr", "ndtri", "softmax", "xlog1py",
-           "xlogy"]
+           "xlogy"] + _added
 
 
 def _unary(name, prim_fn, doc):

@@ -1,0 +1,324 @@
+"""Windowed operations built from pads, strided slices and convolutions: ``reduce_window``
+(pooling), ``associative_scan``, ``conv_transpose``, patches and unshared convolutions, and
+the shape helpers of convolutions.
+
+All are compositions of existing primitives, so JVP, transpose and batching come from theirs.
+``reduce_window`` folds the strided slices of the padded operand, one slice per position in
+the window; for the usual pooling windows that is a handful of slices, each fusing into one
+loop. ``associative_scan`` is JAX's work-efficient parallel prefix algorithm.
+"""
+
+import itertools
+import math
+import operator
+
+import numpy as np
+
+from ..core import get_aval, pytree
+from .convolution import conv_dimension_numbers, conv_general_dilated, padtype_to_pads
+from .dot import dot_general
+from .elementwise import add, bitwise_or
+from .slicing import slice as lax_slice
+from .slicing import slice_in_dim
+from .structural import broadcast_in_dim, concatenate, pad, rev, transpose
+
+__all__ = ["reduce_window", "reduce_window_shape_tuple", "associative_scan", "conv_transpose",
+           "conv_general_dilated_patches", "conv_general_dilated_local", "conv_shape_tuple",
+           "conv_general_shape_tuple", "conv_transpose_shape_tuple",
+           "conv_general_permutations"]
+
+
+def _dilate_shape(shape, dilation):
+    return tuple(0 if d == 0 else 1 + r * (d - 1) for d, r in zip(shape, dilation))
+
+
+def _stride_dim(size, window, stride):
+    return max(0, (size - window) // stride + 1) if size >= window else 0
+
+
+# --- reduce_window ---------------------------------------------------------------------------
+
+def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, padding,
+                              base_dilation=None, window_dilation=None):
+    """The shape ``reduce_window`` gives for these parameters (``padding`` as pairs)."""
+    if base_dilation is not None:
+        operand_shape = _dilate_shape(operand_shape, base_dilation)
+    if window_dilation is not None:
+        window_dimensions = _dilate_shape(window_dimensions, window_dilation)
+    padded = tuple(d + lo + hi for d, (lo, hi) in zip(operand_shape, padding))
+    return tuple(map(_stride_dim, padded, window_dimensions, window_strides))
+
+
+def _window_params(shape, window_dimensions, window_strides, padding, base_dilation,
+                   window_dilation):
+    n = len(shape)
+    window = tuple(operator.index(d) for d in window_dimensions)
+    if len(window) != n:
+        raise TypeError(f"reduce_window: window_dimensions {window} must have one entry per "
+                        f"operand axis, got an operand of rank {n}")
+    strides = (1,) * n if window_strides is None else tuple(map(operator.index, window_strides))
+    base = (1,) * n if base_dilation is None else tuple(map(operator.index, base_dilation))
+    wdil = (1,) * n if window_dilation is None else tuple(map(operator.index, window_dilation))
+    if isinstance(padding, str):
+        padding = padtype_to_pads(shape, _dilate_shape(window, wdil), strides, padding)
+    padding = tuple((operator.index(lo), operator.index(hi)) for lo, hi in padding)
+    for name, values in (("window_strides", strides), ("base_dilation", base),
+                         ("window_dilation", wdil), ("padding", padding)):
+        if len(values) != n:
+            raise TypeError(f"reduce_window: {name} must have {n} entries, got {values}")
+    return window, strides, padding, base, wdil
+
+
+def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
+                  padding="VALID", base_dilation=None, window_dilation=None):
+    """Reduce every window of ``operand`` with ``computation``, starting from ``init_value``.
+
+    ``operand`` and ``init_value`` are pytrees of one structure (``computation`` then takes and
+    returns such trees); padding cells hold ``init_value``. Each output element folds, in
+    window order, the operand elements its window covers.
+    """
+    flat, tree = pytree.tree_flatten(operand)
+    inits, init_tree = pytree.tree_flatten(init_value)
+    if tree != init_tree:
+        raise ValueError(f"Operands must have the same tree structure as init_values: {tree} "
+                         f"vs. {init_tree}")
+    if not flat:
+        raise ValueError("reduce_window must have at least one operand.")
+    shape = get_aval(flat[0]).shape
+    window, strides, padding, base, wdil = _window_params(
+        shape, window_dimensions, window_strides, padding, base_dilation, window_dilation)
+    out_shape = reduce_window_shape_tuple(shape, window, strides, padding, base, wdil)
+    config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base)]
+    padded = [pad(x, v, config) for x, v in zip(flat, inits)]
+    acc = [broadcast_in_dim(v, out_shape, ()) for v in inits]
+    for offset in itertools.product(*(range(w) for w in window)):
+        starts = [k * d for k, d in zip(offset, wdil)]
+        limits = [s + (o - 1) * st + 1 if o else s for s, o, st in zip(starts, out_shape,
+                                                                      strides)]
+        pieces = [lax_slice(x, starts, limits, strides) for x in padded]
+        combined = computation(pytree.tree_unflatten(tree, acc),
+                               pytree.tree_unflatten(tree, pieces))
+        acc = pytree.tree_leaves(combined)
+    return pytree.tree_unflatten(tree, acc)
+
+
+# --- associative_scan ------------------------------------------------------------------------
+
+def _interleave(a, b, axis):
+    """``a[0], b[0], a[1], b[1], ...`` along ``axis`` (``a`` has as many elements as ``b`` or
+    one more): each is padded with zeros between its elements, and the two are added."""
+    n = get_aval(a).ndim
+    same = get_aval(a).shape[axis] == get_aval(b).shape[axis]
+    a_config = [(0, 0, 0)] * n
+    b_config = [(0, 0, 0)] * n
+    a_config[axis] = (0, 1 if same else 0, 1)
+    b_config[axis] = (1, 0 if same else 1, 1)
+    dt = get_aval(a).dtype
+    combine = bitwise_or if dt == np.bool_ else add
+    zero = np.zeros((), dt)
+    return combine(pad(a, zero, a_config), pad(b, zero, b_config))
+
+
+def associative_scan(fn, elems, reverse=False, axis=0):
+    """All prefix combinations ``fn(...fn(fn(e0, e1), e2)..., ek)`` of the slices of
+    ``elems`` (a pytree of arrays) along ``axis``, for an associative ``fn`` applied to whole
+    strided slices at once: O(log n) rounds of combining pairs, as JAX computes it."""
+    flat, tree = pytree.tree_flatten(elems)
+    if not flat:
+        raise ValueError("associative_scan needs at least one array")
+    ndim = get_aval(flat[0]).ndim
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    axis %= ndim
+    length = get_aval(flat[0]).shape[axis]
+    if any(get_aval(x).shape[axis] != length for x in flat[1:]):
+        raise ValueError("Array inputs to associative_scan must have the same first "
+                         f"dimension. (saw: {[get_aval(x).shape for x in flat]})")
+    if reverse:
+        flat = [rev(x, (axis,)) for x in flat]
+
+    def combine(a, b):
+        out = fn(pytree.tree_unflatten(tree, a), pytree.tree_unflatten(tree, b))
+        out_flat, out_tree = pytree.tree_flatten(out)
+        if out_tree != tree:
+            raise ValueError(f"associative_scan: fn must return the structure of elems, "
+                             f"{tree}, got {out_tree}")
+        return out_flat
+
+    def scan(xs):
+        n = get_aval(xs[0]).shape[axis]
+        if n < 2:
+            return xs
+        reduced = combine([slice_in_dim(x, 0, n - 1, 2, axis) for x in xs],
+                          [slice_in_dim(x, 1, n, 2, axis) for x in xs])
+        odd = scan(reduced)
+        if n % 2 == 0:
+            m = get_aval(odd[0]).shape[axis]
+            even = combine([slice_in_dim(x, 0, m - 1, 1, axis) for x in odd],
+                           [slice_in_dim(x, 2, n, 2, axis) for x in xs])
+        else:
+            even = combine(odd, [slice_in_dim(x, 2, n, 2, axis) for x in xs])
+        even = [concatenate([slice_in_dim(x, 0, 1, 1, axis), e], axis)
+                for x, e in zip(xs, even)]
+        return [_interleave(e, o, axis) for e, o in zip(even, odd)]
+
+    out = scan(flat)
+    if reverse:
+        out = [rev(x, (axis,)) for x in out]
+    return pytree.tree_unflatten(tree, out)
+
+
+# --- convolution shapes ------------------------------------------------------------------------
+
+def conv_general_permutations(dimension_numbers):
+    """The (lhs, rhs, out) axis permutations of three layout strings, relative to
+    NCHW/OIHW/NCHW."""
+    lhs, rhs, out = dimension_numbers
+    return tuple(conv_dimension_numbers((0,) * len(lhs), (0,) * len(rhs), (lhs, rhs, out)))
+
+
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
+    """The output shape of a convolution of shapes in canonical (NCHW/OIHW) order."""
+    if isinstance(pads, str):
+        pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
+    if len(pads) != len(lhs_shape) - 2:
+        raise TypeError(f"Wrong number of explicit pads for convolution: expected "
+                        f"{len(lhs_shape) - 2}, got {len(pads)}.")
+    padded = [d + lo + hi for d, (lo, hi) in zip(lhs_shape[2:], pads)]
+    if any(p < 0 for p in padded):
+        raise ValueError(f"Negative padding is larger than the size of the corresponding "
+                         f"dimension: got padding={pads} for lhs_shape[2:]={lhs_shape[2:]}")
+    space = tuple(map(_stride_dim, padded, rhs_shape[2:], strides))
+    batch = lhs_shape[0] // batch_group_count if batch_group_count > 1 else lhs_shape[0]
+    return (int(batch), int(rhs_shape[0])) + tuple(int(s) for s in space)
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):
+    """The output shape of ``conv_general_dilated`` with layout strings."""
+    lhs_perm, rhs_perm, out_perm = conv_general_permutations(dimension_numbers)
+    out = conv_shape_tuple(np.take(lhs_shape, lhs_perm), np.take(rhs_shape, rhs_perm),
+                           window_strides, padding)
+    return tuple(int(d) for d in np.take(out, np.argsort(out_perm)))
+
+
+def _conv_transpose_padding(k, s, padding):
+    """(before, after) padding of a transposed convolution along one axis, for the padding
+    of the forward convolution it transposes (JAX's convention)."""
+    if padding == "SAME":
+        pad_len = k + s - 2
+        pad_a = k - 1 if s > k - 1 else int(np.ceil(pad_len / 2))
+    elif padding == "VALID":
+        pad_len = k + s - 2 + max(k - s, 0)
+        pad_a = k - 1
+    elif isinstance(padding, tuple):
+        pads = tuple(k - p - 1 for p in padding)
+        pad_a, pad_len = pads[0], sum(pads)
+    else:
+        raise ValueError(f"Invalid padding mode: {padding}")
+    return pad_a, pad_len - pad_a
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                               dimension_numbers):
+    """The output shape of ``conv_transpose`` with layout strings."""
+    lhs_perm, rhs_perm, out_perm = conv_general_permutations(dimension_numbers)
+    lhs_t, rhs_t = np.take(lhs_shape, lhs_perm), np.take(rhs_shape, rhs_perm)
+    if isinstance(padding, str):
+        padding = [_conv_transpose_padding(int(k), s, padding)
+                   for k, s in zip(rhs_t[2:], window_strides)]
+    totals = [sum(p) for p in padding]
+    space = [(i - 1) * s - k + 2 + p
+             for i, k, s, p in zip(lhs_t[2:], rhs_t[2:], window_strides, totals)]
+    out = (lhs_t[0], rhs_t[0]) + tuple(space)
+    return tuple(int(d) for d in np.take(out, np.argsort(out_perm)))
+
+
+# --- convolutions built on conv_general_dilated ---------------------------------------------
+
+_TRANSPOSE_LAYOUTS = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
+                      4: ("NHWC", "HWIO", "NHWC"), 5: ("NHWDC", "HWDIO", "NHWDC")}
+
+
+def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
+                   transpose_kernel=False, precision=None, preferred_element_type=None,
+                   use_consistent_padding=False):
+    """The fractionally strided convolution: ``lhs`` dilated by ``strides`` and convolved with
+    ``rhs``. "SAME"/"VALID" (or, with ``use_consistent_padding``, pairs) name the padding of
+    the forward convolution being transposed; otherwise pairs pad the dilated input.
+    ``transpose_kernel`` flips the kernel's spatial axes and swaps its feature axes, giving
+    exactly the gradient of the forward convolution (Keras' Conv2DTranspose)."""
+    lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
+    ndim = len(lhs_shape)
+    if ndim != len(rhs_shape) or ndim < 2:
+        raise TypeError(f"conv_transpose needs lhs and rhs of one rank of at least 2, got "
+                        f"shapes {lhs_shape} and {rhs_shape}")
+    if dimension_numbers is None:
+        if ndim not in _TRANSPOSE_LAYOUTS:
+            raise ValueError("No 4+ dimensional dimension_number defaults.")
+        dimension_numbers = _TRANSPOSE_LAYOUTS[ndim]
+    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    kernel = [rhs_shape[d] for d in dn.rhs_spec[2:]]
+    if rhs_dilation is None:
+        rhs_dilation = (1,) * (ndim - 2)
+    if use_consistent_padding or (isinstance(padding, str) and padding in ("SAME", "VALID")):
+        effective = _dilate_shape(kernel, rhs_dilation)
+        per_axis = [padding] * len(strides) if isinstance(padding, str) else [
+            tuple(p) for p in padding]
+        pads = tuple(_conv_transpose_padding(k, s, p)
+                     for k, s, p in zip(effective, strides, per_axis))
+    else:
+        pads = padding
+    if transpose_kernel:
+        rhs = rev(rhs, tuple(dn.rhs_spec[2:]))
+        perm = list(range(ndim))
+        perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = dn.rhs_spec[1], dn.rhs_spec[0]
+        rhs = transpose(rhs, perm)
+    return conv_general_dilated(lhs, rhs, (1,) * (ndim - 2), pads, strides, rhs_dilation, dn,
+                                precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation=None,
+                                 rhs_dilation=None, dimension_numbers=None, precision=None,
+                                 preferred_element_type=None):
+    """The patches a convolution with this receptive field sees, flattened into the output's
+    feature axis (channel-major, then the filter's spatial axes): a grouped convolution with
+    an identity kernel, as JAX computes it."""
+    lhs_aval = get_aval(lhs)
+    filter_shape = tuple(operator.index(d) for d in filter_shape)
+    dn = conv_dimension_numbers(lhs_aval.shape, (1, 1) + filter_shape, dimension_numbers)
+    spatial = math.prod(filter_shape)
+    channels = lhs_aval.shape[dn.lhs_spec[1]]
+    eye = np.eye(spatial, dtype=lhs_aval.dtype)
+    kernel = np.broadcast_to(eye, (channels, spatial, spatial)).reshape(
+        (channels * spatial, 1) + filter_shape)
+    kernel = np.moveaxis(kernel, (0, 1), (dn.rhs_spec[0], dn.rhs_spec[1]))
+    return conv_general_dilated(lhs, kernel, window_strides, padding, lhs_dilation,
+                                rhs_dilation, dn, feature_group_count=channels,
+                                precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+    """An unshared (locally connected) convolution: a separate kernel at every output
+    position. ``rhs``'s spatial axes index output positions and its "I" axis the flattened
+    patch (as ``conv_general_dilated_patches`` lays it out)."""
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, dimension_numbers)
+    lhs_spec, rhs_spec, out_spec = conv_dimension_numbers(
+        get_aval(lhs).shape, (1, 1) + tuple(filter_shape), dimension_numbers)
+    lhs_b = out_spec[2:]
+    rhs_b = [rhs_spec[2:][i] for i in sorted(range(len(lhs_b)), key=lambda k: lhs_b[k])]
+    dn = (((out_spec[1],), (rhs_spec[1],)), (tuple(sorted(lhs_b)), tuple(rhs_b)))
+    out = dot_general(patches, rhs, dn, precision=precision)
+    ndim = get_aval(out).ndim
+    # moveaxis(out, (-2, -1), (out_spec[0], out_spec[1]))
+    rest = [d for d in range(ndim) if d not in (ndim - 2, ndim - 1)]
+    order = [None] * ndim
+    order[out_spec[0]], order[out_spec[1]] = ndim - 2, ndim - 1
+    it = iter(rest)
+    order = [next(it) if o is None else o for o in order]
+    return transpose(out, tuple(order))
+

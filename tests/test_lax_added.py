@@ -1,0 +1,462 @@
+"""The jax.lax names added for JAX 0.10's surface: compositions (checked against NumPy
+formulas), new primitives (against recorded scipy values, live scipy/JAX values when
+importable, finite-difference derivatives and loop-vmaps), collectives under vmap."""
+
+import math
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.lax as lax
+from nbjax.test_util import check_grads
+
+from helpers import assert_close, check_vmap
+
+try:
+    import jax
+    import jax.lax as jlax
+except ImportError:  # the recorded values below still check nbjax
+    jax = jlax = None
+
+try:
+    import scipy.special as sps
+except ImportError:
+    sps = None
+
+RNG = np.random.default_rng(0)
+
+
+def _x(*shape):
+    return RNG.normal(size=shape).astype(np.float32)
+
+
+# --- compositions ------------------------------------------------------------------------
+
+def test_square_reciprocal_values_and_errors():
+    x = _x(3, 4)
+    assert_close(lax.square(x), x * x, 1e-6)
+    np.testing.assert_array_equal(lax.square(np.arange(4, dtype=np.int32)), [0, 1, 4, 9])
+    assert_close(lax.reciprocal(x), 1 / x, 1e-6)
+    with pytest.raises(TypeError):
+        lax.reciprocal(np.arange(3, dtype=np.int32))
+    with nbjax.enable_x64():
+        check_grads(lax.square, (x.astype(np.float64),), 2)
+        check_grads(lax.reciprocal, (np.abs(x).astype(np.float64) + 1,), 2)
+
+
+def test_split_tile_stack_unstack():
+    x = _x(2, 5, 3)
+    parts = lax.split(x, (1, 0, 4), axis=1)
+    for got, want in zip(parts, np.split(x, [1, 1], axis=1)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="Sum of sizes"):
+        lax.split(x, (2, 2), axis=1)
+    np.testing.assert_array_equal(lax.tile(x, (2, 1, 3)), np.tile(x, (2, 1, 3)))
+    with pytest.raises(TypeError, match="reps length"):
+        lax.tile(x, (2,))
+    np.testing.assert_array_equal(lax.stack([x, x + 1], axis=-1), np.stack([x, x + 1], -1))
+    with pytest.raises(ValueError, match="same shape"):
+        lax.stack([x, x[:1]])
+    for i, piece in enumerate(lax.unstack(x, axis=2)):
+        np.testing.assert_array_equal(piece, x[:, :, i])
+    check_grads(lambda v: lax.tile(v, (2, 1, 2)), (x,), 1)
+    check_grads(lambda v: lax.split(v, (2, 3), 1)[1], (x,), 1)
+    check_vmap(lambda v: lax.tile(v, (3, 2)), (x,), (1,))
+
+
+def test_batch_matmul_and_shapes():
+    a, b = _x(4, 2, 3), _x(4, 3, 5)
+    assert_close(lax.batch_matmul(a, b), a @ b, 1e-5, scale=np.abs(a) @ np.abs(b))
+    with pytest.raises(ValueError):
+        lax.batch_matmul(a, b[0])
+    assert lax.broadcast_shapes((2, 1), (3,), ()) == (2, 3)
+    with pytest.raises(ValueError, match="Incompatible shapes"):
+        lax.broadcast_shapes((2, 3), (4, 3))
+    np.testing.assert_array_equal(lax.broadcast_like(np.arange(3), np.zeros((2, 3))),
+                                  np.broadcast_to(np.arange(3), (2, 3)))
+    assert lax.dtype(1.0) == np.float32 and lax.dtype(np.int8(1)) == np.int8
+    assert lax.dtype(nbjax.numpy.ones(2, np.int16)) == np.int16
+    np.testing.assert_array_equal(lax.empty((2, 3), np.float32), np.zeros((2, 3)))
+    np.testing.assert_array_equal(lax.shape_as_value((2, 3)), [2, 3])
+
+
+def test_index_take_and_approx_k():
+    x = _x(3, 4, 5)
+    rows, cols = np.array([0, 2, -1]), np.array([1, 6, 4])
+    np.testing.assert_array_equal(lax.index_take(x, (rows, cols), (0, 2)),
+                                  x[rows % 3, :, cols % 5])
+    values, indices = lax.approx_max_k(x, 2, reduction_dimension=1)
+    want = -np.sort(-x, axis=1)[:, :2]
+    np.testing.assert_array_equal(values, want)
+    np.testing.assert_array_equal(np.take_along_axis(x, np.asarray(indices), 1), want)
+    values, _ = lax.approx_min_k(x, 3)
+    np.testing.assert_array_equal(values, np.sort(x, axis=-1)[..., :3])
+
+
+def test_scatter_apply_counts_duplicates():
+    dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                        scatter_dims_to_operand_dims=(0,))
+    out = lax.scatter_apply(np.arange(5.0, dtype=np.float32), np.array([[1], [3], [1]]),
+                            lambda v: v * 2 + 1, dnums, update_shape=(3,))
+    np.testing.assert_array_equal(out, [0, 7, 2, 7, 4])  # index 1 twice: (1*2+1)*2+1
+
+
+def test_identities_and_tokens():
+    tree = {"a": _x(2), "b": (np.int32(3),)}
+    out = lax.optimization_barrier(tree)
+    np.testing.assert_array_equal(out["a"], tree["a"])
+    assert lax.dce_sink(tree["a"]) is None
+    token = lax.after_all(lax.create_token(), lax.create_token())
+    with pytest.raises(TypeError):
+        lax.after_all(1.0)
+    assert token is not None
+    assert lax.platform_dependent(2.0, cpu=lambda v: v + 1, default=lambda v: v) == 3.0
+    assert lax.platform_dependent(2.0, cuda=lambda v: v + 1, default=lambda v: -v) == -2.0
+    twice = lax.composite(lambda v: 2 * v, "my.twice")
+    assert twice.__name__ == "my.twice" and twice(3.0) == 6.0
+    assert float(lax.stage(1.5)) == 1.5
+
+
+def test_ragged_dot_matches_loop_and_grads():
+    lhs, rhs = _x(7, 4), _x(3, 4, 5)
+    sizes = np.array([2, 0, 4], np.int32)
+    want = np.zeros((7, 5), np.float32)
+    want[:2], want[2:6] = lhs[:2] @ rhs[0], lhs[2:6] @ rhs[2]  # row 6 is in no group
+    assert_close(lax.ragged_dot(lhs, rhs, sizes), want, 1e-5, scale=4)
+    with nbjax.enable_x64():
+        check_grads(lambda a, b: lax.ragged_dot(a, b, sizes),
+                    (lhs.astype(np.float64), rhs.astype(np.float64)), 1)
+    dn = lax.RaggedDotDimensionNumbers((((1,), (1,)), ((), ())), (0,), (0,))
+    assert_close(lax.ragged_dot_general(lhs, rhs, sizes, dn), want, 1e-5, scale=4)
+
+
+# --- reduce_window, associative_scan --------------------------------------------------------
+
+def _pool_loop(x, window, strides, op, init):
+    """Max/sum pooling of a 2-D array by loops (VALID padding)."""
+    rows = (x.shape[0] - window[0]) // strides[0] + 1
+    cols = (x.shape[1] - window[1]) // strides[1] + 1
+    out = np.full((rows, cols), init, x.dtype)
+    for i in range(rows):
+        for j in range(cols):
+            block = x[i * strides[0]:i * strides[0] + window[0],
+                      j * strides[1]:j * strides[1] + window[1]]
+            out[i, j] = op(block)
+    return out
+
+
+def test_reduce_window_pooling():
+    x = _x(6, 7)
+    assert_close(lax.reduce_window(x, -np.inf, lax.max, (2, 3), (2, 2), "VALID"),
+                 _pool_loop(x, (2, 3), (2, 2), np.max, -np.inf), 1e-7)
+    assert_close(lax.reduce_window(x, 0.0, lax.add, (3, 2), (1, 2), "VALID"),
+                 _pool_loop(x, (3, 2), (1, 2), np.sum, 0.0), 1e-6, scale=6)
+    same = lax.reduce_window(x, 0.0, lax.add, (3, 3), (1, 1), "SAME")
+    padded = np.pad(x, 1)
+    assert_close(same, _pool_loop(padded, (3, 3), (1, 1), np.sum, 0.0), 1e-6, scale=9)
+    assert lax.reduce_window_shape_tuple((6, 7), (2, 3), (2, 2), ((0, 0), (1, 1))) == (3, 4)
+
+
+def test_reduce_window_dilations_and_pytrees():
+    x = np.arange(10, dtype=np.float32)
+    # window dilation 2: elements i and i + 2
+    np.testing.assert_array_equal(
+        lax.reduce_window(x, 0.0, lax.add, (2,), window_dilation=(2,)), x[:-2] + x[2:])
+    # base dilation 2 puts a padding cell (the init value) between elements
+    np.testing.assert_array_equal(
+        lax.reduce_window(x[:3], 100.0, lax.min, (2,), base_dilation=(2,)), [0, 1, 1, 2])
+    values, counts = lax.reduce_window(
+        (x, np.ones(10, np.float32)), (0.0, 0.0),
+        lambda a, b: (a[0] + b[0], a[1] + b[1]), (3,), (3,))
+    np.testing.assert_array_equal(values, [3, 12, 21])
+    np.testing.assert_array_equal(counts, [3, 3, 3])
+    with pytest.raises(ValueError, match="tree structure"):
+        lax.reduce_window((x, x), 0.0, lax.add, (2,))
+
+
+def test_reduce_window_rules():
+    x = _x(5, 6)
+
+    def avg_pool(v):
+        return lax.reduce_window(v, 0.0, lax.add, (2, 2), (1, 2), ((1, 0), (0, 1))) / 4
+
+    check_grads(avg_pool, (x,), 2)
+    check_grads(lambda v: lax.reduce_window(v, -np.inf, lax.max, (2, 2), (2, 2), "SAME"),
+                (x,), 1)
+    check_vmap(avg_pool, (_x(3, 5, 6),), (0,))
+    check_vmap(lambda v: lax.reduce_window(v, -np.inf, lax.max, (3, 1), (1, 1), "VALID"),
+               (_x(5, 3, 6),), (1,))
+    assert_close(nbjax.jit(avg_pool)(x), avg_pool(x), 1e-6)
+
+
+@pytest.mark.parametrize("length", [1, 2, 5, 8, 13])
+def test_associative_scan_matches_cumulative(length):
+    x = _x(3, length)
+    assert_close(lax.associative_scan(lax.add, x, axis=1), np.cumsum(x, 1), 1e-5,
+                 scale=np.cumsum(np.abs(x), 1))
+    assert_close(lax.associative_scan(lax.max, x, reverse=True, axis=-1),
+                 np.maximum.accumulate(x[:, ::-1], 1)[:, ::-1], 1e-7)
+    bits = x > 0
+    np.testing.assert_array_equal(lax.associative_scan(lax.bitwise_or, bits, axis=1),
+                                  np.logical_or.accumulate(bits, 1))
+
+
+def test_associative_scan_pytree_and_rules():
+    # a linear recurrence h_t = a_t h_{t-1} + b_t as pairs composed associatively
+    a, b = np.abs(_x(6)) / 2, _x(6)
+
+    def compose(left, right):
+        return left[0] * right[0], right[0] * left[1] + right[1]
+
+    _, h = lax.associative_scan(compose, (a, b))
+    want, state = [], 0.0
+    for t in range(6):
+        state = a[t] * state + b[t]
+        want.append(state)
+    assert_close(h, np.array(want, np.float32), 1e-5, scale=4)
+    check_grads(lambda v: lax.associative_scan(lax.mul, v), (a + 0.5,), 1)
+    check_vmap(lambda v: lax.associative_scan(lax.add, v), (_x(4, 7),), (1,))
+
+
+# --- convolutions -----------------------------------------------------------------------------
+
+def _dilate(x, strides):
+    out = np.zeros([(d - 1) * s + 1 for d, s in zip(x.shape, strides)], x.dtype)
+    out[tuple(slice(None, None, s) for s in strides)] = x
+    return out
+
+
+def test_conv_transpose_is_a_dilated_convolution():
+    lhs, rhs = _x(2, 4, 5, 3), _x(3, 2, 3, 4)  # NHWC, HWIO
+    out = lax.conv_transpose(lhs, rhs, (2, 1), "SAME")
+    # "SAME" with kernel (3, 2), strides (2, 1): pads (2, 1) and (1, 0) around the dilated input
+    want = lax.conv_general_dilated(lhs, rhs, (1, 1), ((2, 1), (1, 0)), (2, 1), None,
+                                    ("NHWC", "HWIO", "NHWC"))
+    assert_close(out, want, 1e-6)
+    assert out.shape == lax.conv_transpose_shape_tuple(
+        lhs.shape, rhs.shape, (2, 1), "SAME", ("NHWC", "HWIO", "NHWC")) == (2, 8, 5, 4)
+    # transpose_kernel: the gradient of the forward convolution
+    x = _x(2, 8, 5, 4)
+    kernel = _x(3, 2, 3, 4)  # HWIO of the forward conv: 3 -> 4 features
+
+    def forward(v):
+        return lax.conv_general_dilated(v, kernel, (2, 1), "SAME", None, None,
+                                        ("NHWC", "HWIO", "NHWC"))
+    y = forward(_x(2, 8, 5, 3))
+    ct = _x(*y.shape)
+    _, vjp = nbjax.vjp(forward, np.zeros((2, 8, 5, 3), np.float32))
+    grad = vjp(ct)[0]
+    assert_close(lax.conv_transpose(ct, kernel, (2, 1), "SAME", transpose_kernel=True),
+                 grad, 1e-5, scale=10)
+    del x
+    check_grads(lambda a, b: lax.conv_transpose(a, b, (2, 2), "VALID"),
+                (_x(1, 3, 3, 2), _x(2, 2, 2, 3)), 1)
+
+
+def test_conv_general_dilated_patches_and_local():
+    lhs = _x(2, 3, 6, 5)  # NCHW
+    patches = lax.conv_general_dilated_patches(lhs, (2, 3), (1, 2), "VALID")
+    assert patches.shape == (2, 3 * 6, 5, 2)
+    # channel-major then window position: feature c * 6 + (di * 3 + dj)
+    for c, di, dj, i, j in [(0, 0, 0, 0, 0), (2, 1, 2, 4, 1), (1, 0, 1, 3, 0)]:
+        assert_close(patches[:, c * 6 + di * 3 + dj, i, j], lhs[:, c, i + di, 2 * j + dj], 1e-7)
+    kernel = _x(5, 2, 18, 4)  # HWIO, an unshared kernel per output position
+    out = lax.conv_general_dilated_local(lhs, kernel, (1, 2), "VALID", (2, 3),
+                                         dimension_numbers=("NCHW", "HWIO", "NCHW"))
+    want = np.einsum("bfhw,hwfo->bohw", np.asarray(patches), kernel)
+    assert_close(out, want, 1e-5, scale=20)
+    check_grads(lambda v: lax.conv_general_dilated_patches(v, (2, 2), (1, 1), "SAME"),
+                (_x(1, 2, 3, 3),), 1)
+
+
+def test_conv_shape_helpers():
+    assert lax.conv_shape_tuple((2, 3, 9, 9), (4, 3, 3, 2), (2, 1), "SAME") == (2, 4, 5, 9)
+    assert lax.conv_general_shape_tuple((2, 9, 9, 3), (3, 2, 3, 4), (2, 1), "VALID",
+                                        ("NHWC", "HWIO", "NHWC")) == (2, 4, 8, 4)
+    assert lax.conv_general_permutations(("NHWC", "HWIO", "NHWC")) == (
+        (0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+
+
+# --- collectives --------------------------------------------------------------------------------
+
+def _vmapped(fn, x):
+    return nbjax.vmap(fn, axis_name="i")(x)
+
+
+def test_psum_scatter_under_vmap_and_its_transpose():
+    x = _x(4, 4, 3)
+    np.testing.assert_allclose(_vmapped(lambda v: lax.psum_scatter(v, "i"), x), x.sum(0),
+                               rtol=1e-6, atol=1e-6)
+    tiled = _vmapped(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1, tiled=True),
+                     _x(2, 3, 4))
+    assert tiled.shape == (2, 3, 2)
+    y = _x(4, 8)
+    ct = _x(4, 2)
+    _, vjp = nbjax.vjp(lambda v: _vmapped(lambda w: lax.psum_scatter(w, "i", tiled=True), v),
+                       y)
+    # the transpose is an all_gather of the cotangents: every member gets all of them
+    np.testing.assert_allclose(vjp(ct)[0], np.broadcast_to(ct.reshape(1, 8), (4, 8)), rtol=1e-6)
+    with pytest.raises(ValueError):
+        _vmapped(lambda v: lax.psum_scatter(v, "i"), _x(4, 3))
+
+
+@pytest.mark.parametrize("split,concat,tiled", [(0, 0, False), (0, 1, False), (1, 0, True),
+                                                (0, 1, True)])
+def test_all_to_all_matches_its_definition(split, concat, tiled):
+    n = 4
+    x = _x(n, 4, 8)
+    out = np.asarray(_vmapped(lambda v: lax.all_to_all(v, "i", split, concat, tiled=tiled), x))
+    # member i's block j (along split) goes to member j, which orders blocks by sender
+    blocks = [np.split(x[m], n, axis=split) for m in range(n)]
+    for j in range(n):
+        received = [blocks[m][j] for m in range(n)]
+        want = (np.concatenate(received, axis=concat) if tiled
+                else np.stack([b.squeeze(split) for b in received], axis=concat))
+        np.testing.assert_array_equal(out[j], want)
+
+
+def test_pswapaxes_pshuffle_pbroadcast_axis_size():
+    x = _x(3, 3, 2)
+    np.testing.assert_array_equal(_vmapped(lambda v: lax.pswapaxes(v, "i", 0), x),
+                                  x.transpose(1, 0, 2))
+    np.testing.assert_array_equal(_vmapped(lambda v: lax.pshuffle(v, "i", [2, 0, 1]), x),
+                                  x[[2, 0, 1]])
+    with pytest.raises(ValueError, match="permutation"):
+        _vmapped(lambda v: lax.pshuffle(v, "i", [0, 0, 1]), x)
+    np.testing.assert_array_equal(_vmapped(lambda v: lax.pbroadcast(v, "i", 1), x),
+                                  np.broadcast_to(x[1], x.shape))
+    np.testing.assert_array_equal(_vmapped(lambda v: v * lax.axis_size("i"), x), x * 3)
+    with pytest.raises(NameError):
+        lax.axis_size("i")
+
+
+def test_collectives_under_pmap():
+    x = _x(2, 4)
+    out = nbjax.pmap(lambda v: lax.all_to_all(v, "i", 0, 0, tiled=True), axis_name="i")(x)
+    np.testing.assert_array_equal(out, x.reshape(2, 2, 2).transpose(1, 0, 2).reshape(2, 4))
+    out = nbjax.pmap(lambda v: lax.psum_scatter(v, "i", tiled=True), axis_name="i")(x)
+    np.testing.assert_allclose(out, x.sum(0).reshape(2, 2), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["pcast", "psend", "precv", "ragged_all_to_all",
+                                  "with_sharding_constraint"])
+def test_shard_map_and_sharding_stubs_say_why(name):
+    fn = getattr(lax, name)
+    assert isinstance(fn.not_implemented_reason, str)
+    with pytest.raises(NotImplementedError, match="shard|sharding"):
+        fn(np.zeros(2), "i")
+
+
+# --- special functions --------------------------------------------------------------------------
+
+# scipy.special values (float64), recorded for when neither scipy nor JAX is installed.
+_RECORDED = {
+    "igamma": (([0.5, 2.0, 10.0], [0.3, 3.0, 12.0]), [0.56142197, 0.80085173, 0.75760784]),
+    "betainc": (([0.5, 2.0, 10.0], [1.5, 3.0, 2.0], [0.3, 0.6, 0.9]),
+                [0.66074595, 0.8208, 0.69735688]),
+    "bessel_i0e": (([0.0, 1.5, -40.0],), [1.0, 0.36743361, 0.06327828]),
+    "bessel_i1e": (([0.0, 1.5, -40.0],), [0.0, 0.21903939, -0.06248223]),
+    "zeta": (([2.0, 3.5, 4.0], [1.0, 0.5, -1.5]), [1.64493407, 11.62080466, 32.43237937]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_RECORDED))
+def test_special_recorded_values(name):
+    args, want = _RECORDED[name]
+    args = [np.array(a, np.float32) for a in args]
+    assert_close(getattr(lax, name)(*args), np.array(want, np.float32), 2e-6)
+
+
+def _scipy_reference():
+    return {"igamma": sps.gammainc, "igammac": sps.gammaincc, "betainc": sps.betainc,
+            "bessel_i0e": sps.i0e, "bessel_i1e": sps.i1e, "zeta": sps.zeta}
+
+
+@pytest.mark.skipif(sps is None, reason="scipy is the float64 reference")
+@pytest.mark.parametrize("name", ["igamma", "igammac", "betainc", "bessel_i0e", "bessel_i1e",
+                                  "zeta"])
+def test_special_against_scipy_in_float64(name):
+    n = 300
+    if name in ("igamma", "igammac"):
+        args = (RNG.uniform(0.01, 40, n), RNG.uniform(0, 50, n))
+    elif name == "betainc":
+        args = (RNG.uniform(0.05, 30, n), RNG.uniform(0.05, 30, n), RNG.uniform(0, 1, n))
+    elif name == "zeta":
+        args = (RNG.uniform(1.05, 20, n), RNG.uniform(0.05, 30, n))
+    else:
+        args = (RNG.uniform(-80, 80, n),)
+    with nbjax.enable_x64():
+        got = np.asarray(getattr(lax, name)(*args))
+    assert got.dtype == np.float64
+    assert_close(got, _scipy_reference()[name](*args), 1e-11)
+
+
+def test_igamma_edges_and_derivatives():
+    a = np.array([0.0, -1.0, 0.5, 2.0, 3.0, np.inf], np.float32)
+    x = np.array([1.0, 1.0, 0.0, -1.0, np.inf, 1.0], np.float32)
+    np.testing.assert_array_equal(lax.igamma(a, x), [1, np.nan, 0, np.nan, 1, np.nan])
+    np.testing.assert_array_equal(lax.igammac(a, x), [0, np.nan, 1, np.nan, 0, np.nan])
+    with nbjax.enable_x64():
+        a64, x64 = np.array([0.7, 3.0, 12.0]), np.array([0.4, 5.0, 9.0])
+        h = 1e-6
+        numeric = (np.asarray(lax.igamma(a64 + h, x64))
+                   - np.asarray(lax.igamma(a64 - h, x64))) / (2 * h)
+        assert_close(lax.igamma_grad_a(a64, x64), numeric, 1e-7)
+        # dx/da of a gamma sample: -P_a / P_x with P_x the gamma density
+        density = np.exp((a64 - 1) * np.log(x64) - x64 - np.vectorize(math.lgamma)(a64))
+        assert_close(lax.random_gamma_grad(a64, x64), -numeric / density, 1e-6)
+        check_grads(lambda s, t: lax.igamma(s, t), (a64, x64), 1)
+        check_grads(lambda s, t: lax.igammac(s, t), (a64, x64), 1)
+        check_grads(lambda t: lax.betainc(1.5, 2.5, t), (np.array([0.2, 0.7]),), 1)
+    with pytest.raises(ValueError, match="with respect to a and b"):
+        nbjax.grad(lambda s: lax.betainc(s, 2.0, 0.3))(1.5)
+    with pytest.raises(NotImplementedError):
+        nbjax.grad(lambda s: lax.zeta(s, 2.0))(3.0)
+
+
+def test_bessel_derivatives_and_batching():
+    x = np.array([-3.0, -0.5, 0.7, 2.0, 35.0], np.float32)
+    check_grads(lax.bessel_i0e, (x,), 2, rtol=2e-2)
+    check_grads(lax.bessel_i1e, (x,), 1, rtol=2e-2)
+    assert float(nbjax.grad(lax.bessel_i1e)(0.0)) == 0.5
+    check_vmap(lambda a, t: lax.igamma(a, t), (np.abs(_x(4, 3)) + 0.5, np.abs(_x(3, 4))),
+               (0, 1))
+
+
+def test_reduce_precision():
+    x = np.array([1.0, 3.14159, 70000.0, 65519.0, 6.0e-5, -2.5e-5, np.nan, -np.inf], np.float32)
+    half = np.array([1.0, 3.140625, np.inf, 65504.0, 0.0, -0.0, np.nan, -np.inf], np.float32)
+    out = np.asarray(lax.reduce_precision(x, 5, 10))
+    np.testing.assert_array_equal(out, half)  # float16 rounding, subnormals flushed
+    assert np.signbit(out[5])
+    bf16 = (x.view(np.uint32) + 0x7FFF + ((x.view(np.uint32) >> 16) & 1)) & 0xFFFF0000
+    finite = np.isfinite(x)
+    np.testing.assert_array_equal(lax.reduce_precision(x, 8, 7)[finite],
+                                  bf16.view(np.float32)[finite])
+    assert float(nbjax.grad(lambda v: lax.reduce_precision(v, 5, 2))(1.3)) == 1.0
+    with pytest.raises(TypeError):
+        lax.reduce_precision(np.arange(3), 5, 10)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32, np.int64,
+                                   np.uint64])
+def test_mulhi_is_the_high_half(dtype):
+    info = np.iinfo(dtype)
+    x = RNG.integers(info.min, info.max, 50, dtype=dtype, endpoint=True)
+    y = RNG.integers(info.min, info.max, 50, dtype=dtype, endpoint=True)
+    bits = info.bits
+    want = [((int(a) * int(b)) >> bits) for a, b in zip(x, y)]
+    want = np.array([w & ((1 << bits) - 1) for w in want], np.uint64).astype(
+        np.dtype(f"u{bits // 8}")).view(dtype)
+    with nbjax.enable_x64():
+        np.testing.assert_array_equal(lax.mulhi(x, y), want)
+
+
+@pytest.mark.skipif(jax is None, reason="JAX is the reference for these values")
+def test_added_special_match_jax():
+    a, x = np.abs(_x(50)) * 5 + 0.1, np.abs(_x(50)) * 5
+    for name in ("igamma", "igammac", "igamma_grad_a", "random_gamma_grad"):
+        assert_close(getattr(lax, name)(a, x), getattr(jlax, name)(a, x), 2e-5)
+    assert_close(lax.bessel_i1e(x), jlax.bessel_i1e(x), 2e-6)
+    assert_close(lax.reduce_precision(x * 1000, 4, 3), jlax.reduce_precision(x * 1000, 4, 3), 0)
