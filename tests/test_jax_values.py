@@ -140,3 +140,35 @@ def test_expm1_of_a_complex_with_zero_imaginary_part_keeps_it():
         np.testing.assert_array_equal(out.real, [np.inf, np.inf, np.inf, -1.0])
         np.testing.assert_array_equal(out.imag, 0.0)
         np.testing.assert_array_equal(np.signbit(out.imag), [False, True, False, False])
+
+
+# --- float32 math under jit: the eager values, bit for bit ----------------------------------
+
+def _float32_across_binades(n=1 << 20, seed=3):
+    """Random float32 bit patterns (every exponent and sign, subnormals, inf, NaN), uniform
+    draws over a few periods and magnitudes spread log-uniformly from 1e-8 to 1e5."""
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2 ** 32, n // 2, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    dense = rng.uniform(-20, 20, n // 4)
+    spread = np.exp(rng.uniform(np.log(1e-8), np.log(1e5), n // 4)) * rng.choice([-1, 1], n // 4)
+    return np.concatenate([bits, dense.astype(np.float32), spread.astype(np.float32)])
+
+
+def _assert_same_bits(got, want):
+    """Equal bit patterns (so -0.0 differs from 0.0), any NaN matching any NaN."""
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    bad = np.flatnonzero(~same)
+    assert bad.size == 0, f"{bad.size} differ, e.g. {got[bad[:3]]} != {want[bad[:3]]}"
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_jitted_float32_sin_cos_equal_eager(name):
+    fn = getattr(jnp, name)
+    x = _float32_across_binades()
+    jitted = np.asarray(nbjax.jit(fn)(x))
+    with np.errstate(invalid="ignore"):
+        eager = np.asarray(fn(x))
+    _assert_same_bits(jitted, eager)
+    one_two = np.array([1.0, 2.0], np.float32)
+    want = {"sin": [0.84147096, 0.9092974], "cos": [0.5403023, -0.41614684]}[name]
+    np.testing.assert_array_equal(np.asarray(nbjax.jit(fn)(one_two)), np.float32(want))
