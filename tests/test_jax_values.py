@@ -155,8 +155,10 @@ def _float32_across_binades(n=1 << 20, seed=3):
 
 
 def _assert_same_bits(got, want):
-    """Equal bit patterns (so -0.0 differs from 0.0), any NaN matching any NaN."""
-    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    """Equal bit patterns and dtypes (so -0.0 differs from 0.0), any NaN matching any NaN."""
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    unsigned = f"u{got.dtype.itemsize}"
+    same = (got.view(unsigned) == want.view(unsigned)) | (np.isnan(got) & np.isnan(want))
     bad = np.flatnonzero(~same)
     assert bad.size == 0, f"{bad.size} differ, e.g. {got[bad[:3]]} != {want[bad[:3]]}"
 
@@ -172,3 +174,46 @@ def test_jitted_float32_sin_cos_equal_eager(name):
     one_two = np.array([1.0, 2.0], np.float32)
     want = {"sin": [0.84147096, 0.9092974], "cos": [0.5403023, -0.41614684]}[name]
     np.testing.assert_array_equal(np.asarray(nbjax.jit(fn)(one_two)), np.float32(want))
+
+
+# --- erf_inv and random.normal under jit: one kernel, the eager values -----------------------
+
+def _erf_inv_domain(dtype, n, seed=5):
+    """Random bit patterns of [0, 1] in float32 with random signs, values near +-1 and
+    outside [-1, 1], in ``dtype``."""
+    rng = np.random.default_rng(seed)
+    u = rng.integers(0, 0x3F800001, n, dtype=np.uint32).view(np.float32).astype(np.float64)
+    edges = 1 - 10.0 ** -rng.uniform(1, 15, 1000)
+    special = [0.0, -0.0, 1.0, -1.0, 1.5, -3.0, np.inf, -np.inf, np.nan, 1e-30]
+    values = np.concatenate([u * rng.choice([-1, 1], n), edges, -edges, special])
+    return values.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype,n", [("float16", 1 << 16), ("float32", 1 << 20),
+                                     ("float64", 1 << 14)])
+def test_jitted_erf_inv_equals_eager(dtype, n):
+    """float16/32: XLA's algorithm, the same operations in the kernel as eagerly; float64:
+    the same Halley steps (over the CPU math library's log, exp and erf)."""
+    import nbjax.scipy.special as nsc
+    x = _erf_inv_domain(dtype, n)
+    with np.errstate(invalid="ignore"):
+        eager = np.asarray(nsc.erfinv(x))
+    _assert_same_bits(np.asarray(nbjax.jit(nsc.erfinv)(x)), eager)
+
+
+@pytest.mark.cpu_compiler
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_jitted_normal_is_one_kernel_with_the_eager_values(dtype):
+    """erf_inv has a kernel lowering: the threefry bits, their conversion to uniforms and
+    erf_inv are one loop, not a reference step (which warns), and give the eager draws."""
+    import warnings
+
+    import nbjax.random as R
+    key = R.PRNGKey(11)
+    draw = nbjax.jit(lambda k: R.normal(k, (1 << 16,), dtype))
+    compiled = draw.lower(key).compile()
+    assert [g.kind for g in compiled.executable.plan.groups] == ["kernel"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jitted = np.asarray(draw(key))
+    _assert_same_bits(jitted, np.asarray(R.normal(key, (1 << 16,), dtype)))

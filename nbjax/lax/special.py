@@ -38,27 +38,35 @@ def _lgamma_scalar(x):
         return math.inf
 
 
-def _erf_inv(y):
-    """The inverse of erf: an approximation good to ~2e-3, then Halley steps.
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x**2)
+
+
+def _erf_inv(ops, y):
+    """The inverse of erf in float64: an approximation good to ~2e-3, then Halley steps.
 
     The start is Winitzki's closed form. Each Halley step on ``f(x) = erf(x) - y`` (with
     ``f' = 2/sqrt(pi) exp(-x**2)`` and ``f'' = -2x f'``) triples the correct digits, so three
     reach float64 rounding. Near ``|y| = 1`` erf(x) is 1 to working precision, so the residual
-    there is taken as ``(1 - |y|) - erfc(x)``, whose terms are exact or accurate.
+    there is taken as ``(1 - |y|) - erfc(x)``, whose terms are exact or accurate. Written on
+    ``ops`` like XLA's float32 algorithm below, for the eager impl and the kernel lowering.
     """
-    a = np.abs(y)
-    log_term = np.log((1 - a) * (1 + a))  # log(1 - y**2) without cancelling
+    a = ops.abs(y)
+    log_term = ops.math("log", ops.mul(ops.sub(1.0, a), ops.add(1.0, a)))  # log(1 - y**2)
     k = 0.147
-    c = 2 / (np.pi * k) + log_term / 2
-    x = np.sqrt(np.sqrt(c * c - log_term / k) - c)
-    erf = np.vectorize(math.erf, otypes=[np.float64])
-    erfc = np.vectorize(math.erfc, otypes=[np.float64])
+    c = ops.add(2 / (math.pi * k), ops.div(log_term, 2.0))
+    x = ops.math("sqrt", ops.sub(ops.math("sqrt", ops.sub(ops.mul(c, c), ops.div(log_term, k))),
+                                 c))
+    small = ops.le(a, 0.5)
     for _ in range(3):
-        residual = np.where(a <= 0.5, erf(x) - a, (1 - a) - erfc(x))
-        step = residual / (2 / np.sqrt(np.pi) * np.exp(-x * x))
-        x = x - step / (1 + x * step)
-    x = np.where(a == 1, np.inf, np.where(a > 1, np.nan, x))  # and NaN stays NaN
-    return np.copysign(x, y)
+        residual = ops.select(small, ops.sub(ops.math("erf", x), a),
+                              ops.sub(ops.sub(1.0, a), ops.math("erfc", x)))
+        slope = ops.mul(_TWO_OVER_SQRT_PI, ops.math("exp", ops.neg(ops.mul(x, x))))
+        step = ops.div(residual, slope)
+        x = ops.sub(x, ops.div(step, ops.add(1.0, ops.mul(x, step))))
+    x = ops.select(ops.eq(a, 1.0), math.inf, ops.select(ops.gt(a, 1.0), math.nan, x))
+    magnitude = ops.and_(ops.bitcast(x, np.int64), 0x7FFFFFFFFFFFFFFF)    # copysign(x, y)
+    sign = ops.and_(ops.bitcast(y, np.int64), -1 << 63)
+    return ops.bitcast(ops.or_(magnitude, sign), np.float64)
 
 
 # --- erf_inv in float32, bit for bit as XLA on the CPU ---------------------------------------
@@ -67,11 +75,16 @@ def _erf_inv(y):
 # function near 0) and its CPU log (a Cephes polynomial), with the multiply-adds that LLVM
 # contracts into fma where it does. Each fma is emulated in float64 (the product is exact; the
 # sum rounds twice, which changes the float32 result once in ~2**29 cases).
+#
+# The algorithm is written once, on the scalar-op vocabulary of the kernel builder (``ops``:
+# ``ops.add``, ``ops.select``, ``ops.convert``...): the eager impl runs it on NumPy arrays
+# (``_ArrayOps``), the kernel lowering on the compiler's ``ctx``, so both do the same float32
+# and float64 operations in the same order and agree bit for bit.
 
-_F32 = np.float32
-_LOG_P = tuple(_F32(c) for c in (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1,
-                                 -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1,
-                                 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1))
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+          1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+          3.3333331174e-1)
 _LOG1P_NUMERATOR = (4.5270000862445199635215e-5, 4.9854102823193375972212e-1,
                     6.5787325942061044846969e0, 2.9911919328553073277375e1,
                     6.0949667980987787057556e1, 5.7112963590585538103336e1,
@@ -85,68 +98,130 @@ _ERF_INV_W_ABOVE_5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.0036734
                       0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
 
 
-def _fma32(a, b, c):
-    return (np.asarray(a, np.float64) * b + c).astype(_F32)
+def _lift(*values):
+    """Python numbers among ``values`` as arrays of the dtype of the (first) other one."""
+    like = next(np.asarray(v).dtype for v in values if type(v) not in (int, float))
+    return [np.asarray(v, like) if type(v) in (int, float) else v for v in values]
 
 
-def _horner32(x, coeffs):
+def _lifted(fn):
+    return staticmethod(lambda x, y: fn(*_lift(x, y)))
+
+
+class _ArrayOps:
+    """The kernel builder's scalar ops on NumPy arrays; a Python number takes the dtype of
+    the array it meets, as the builder makes it a constant of the other operand's dtype."""
+
+    add, sub, mul, div = (_lifted(f) for f in (np.add, np.subtract, np.multiply, np.divide))
+    max, and_, or_ = _lifted(np.maximum), _lifted(np.bitwise_and), _lifted(np.bitwise_or)
+    shr_arith, eq, ne = _lifted(np.right_shift), _lifted(np.equal), _lifted(np.not_equal)
+    lt, le, gt = _lifted(np.less), _lifted(np.less_equal), _lifted(np.greater)
+    neg, abs = staticmethod(np.negative), staticmethod(np.abs)
+
+    @staticmethod
+    def select(pred, on_true, on_false):
+        on_true, on_false = _lift(on_true, on_false)
+        return np.where(pred, on_true, on_false).astype(on_true.dtype)
+
+    @staticmethod
+    def const(value, dtype):
+        return np.asarray(value, dtype)
+
+    @staticmethod
+    def convert(x, dtype):
+        return np.asarray(x).astype(dtype)
+
+    @staticmethod
+    def bitcast(x, dtype):
+        return np.asarray(x).view(dtype)
+
+    @staticmethod
+    def math(name, x):
+        return _ARRAY_MATH[name](x)
+
+
+_ARRAY_MATH = {"sqrt": np.sqrt, "log": np.log, "exp": np.exp,
+               "erf": np.vectorize(math.erf, otypes=[np.float64]),
+               "erfc": np.vectorize(math.erfc, otypes=[np.float64])}
+
+
+def _fma32(ops, a, b, c):
+    """float32 ``a*b + c`` as a float64 multiply-add rounded to float32 (``b``, ``c`` may be
+    float32 constants, given as Python numbers)."""
+    def wide(v):
+        return float(np.float32(v)) if type(v) is float else ops.convert(v, _F64)
+    return ops.convert(ops.add(ops.mul(ops.convert(a, _F64), wide(b)), wide(c)), _F32)
+
+
+def _horner32(ops, x, coeffs):
     """Highest degree first, one fma per step (XLA's EvaluatePolynomial, contracted)."""
-    p = np.full_like(x, coeffs[0], dtype=_F32)
+    p = ops.const(coeffs[0], _F32)
     for c in coeffs[1:]:
-        p = _fma32(p, x, _F32(c))
+        p = _fma32(ops, p, x, c)
     return p
 
 
-def _xla_log32(x):
+def _xla_log32(ops, x):
     """XLA's float32 log on the CPU: x = 2**e * m with m in [sqrt(1/2), sqrt(2)), then
     e*ln2 (in two parts) + log(m) by Cephes' polynomial; subnormals are read as the
     smallest normal, as XLA does."""
-    bits = np.maximum(x, _F32(np.finfo(_F32).tiny)).view(np.int32)
-    m = ((bits & ~0x7F800000) | _F32(0.5).view(np.int32)).view(_F32)
-    e = _F32(1) + ((bits >> 23) - 0x7F).astype(_F32)
-    below = m < _F32(0.707106781186547524)
-    e = e - np.where(below, _F32(1), _F32(0))
-    m = (m - _F32(1)) + np.where(below, m, _F32(0))
-    m2 = m * m
-    m3 = m2 * m
+    bits = ops.bitcast(ops.max(x, float(np.finfo(np.float32).tiny)), np.int32)
+    m = ops.bitcast(ops.or_(ops.and_(bits, ~0x7F800000), 0x3F000000), _F32)
+    e = ops.add(ops.convert(ops.sub(ops.shr_arith(bits, 23), 0x7F), _F32), 1.0)
+    below = ops.lt(m, 0.707106781186547524)
+    e = ops.sub(e, ops.select(below, 1.0, ops.const(0.0, _F32)))
+    m = ops.add(ops.sub(m, 1.0), ops.select(below, m, 0.0))
+    m2 = ops.mul(m, m)
+    m3 = ops.mul(m2, m)
     p = _LOG_P
-    y = _fma32(_fma32(m, p[0], p[1]), m, p[2])
-    y1 = _fma32(_fma32(m, p[3], p[4]), m, p[5])
-    y2 = _fma32(_fma32(m, p[6], p[7]), m, p[8])
-    y = _fma32(_fma32(_fma32(y, m3, y1), m3, y2), m3, _F32(-2.12194440e-4) * e)
-    out = _fma32(_F32(0.693359375), e, _fma32(_F32(-0.5), m2, m) + y)
-    out = np.where(x == 0, _F32(-np.inf), np.where(x == np.inf, x, out))
-    return np.where((x < 0) | np.isnan(x), _F32(np.nan), out)
+    y = _fma32(ops, _fma32(ops, m, p[0], p[1]), m, p[2])
+    y1 = _fma32(ops, _fma32(ops, m, p[3], p[4]), m, p[5])
+    y2 = _fma32(ops, _fma32(ops, m, p[6], p[7]), m, p[8])
+    y = _fma32(ops, _fma32(ops, _fma32(ops, y, m3, y1), m3, y2), m3,
+               ops.mul(e, -2.12194440e-4))
+    out = _fma32(ops, e, 0.693359375, ops.add(_fma32(ops, m2, -0.5, m), y))
+    out = ops.select(ops.eq(x, 0.0), -math.inf, ops.select(ops.eq(x, math.inf), x, out))
+    out = ops.select(ops.lt(x, 0.0), math.nan, out)
+    return ops.select(ops.ne(x, x), math.nan, out)
 
 
-def _xla_log1p32(a):
+def _xla_log1p32(ops, a):
     """XLA's float32 log1p: a Cephes rational function for |a| < sqrt(2) - 1, else
     log(1 + a)."""
-    a2 = a * a
-    ratio = _horner32(a, _LOG1P_NUMERATOR) / _horner32(a, _LOG1P_DENOMINATOR)
-    near_zero = a + _fma32(_F32(-0.5), a2, (a * a2) * ratio)
-    return np.where(np.abs(a) < _F32(0.41421356237309504880), near_zero,
-                    _xla_log32(a + _F32(1)))
+    a2 = ops.mul(a, a)
+    ratio = ops.div(_horner32(ops, a, _LOG1P_NUMERATOR), _horner32(ops, a, _LOG1P_DENOMINATOR))
+    near_zero = ops.add(a, _fma32(ops, a2, -0.5, ops.mul(ops.mul(a, a2), ratio)))
+    return ops.select(ops.lt(ops.abs(a), 0.41421356237309504880), near_zero,
+                      _xla_log32(ops, ops.add(a, 1.0)))
 
 
-def _xla_erf_inv32(x):
-    """Giles' single-precision erf_inv as XLA computes it: w = -log1p(-x*x), then a degree-8
-    polynomial in w - 2.5 (w < 5) or sqrt(w) - 3; erf_inv(+-1) = +-inf."""
-    w = -_xla_log1p32(x * -x)
-    below = w < _F32(5)
-    w = np.where(below, w - _F32(2.5), np.sqrt(w) - _F32(3)).astype(_F32)
-    p = np.where(below, _F32(_ERF_INV_W_BELOW_5[0]), _F32(_ERF_INV_W_ABOVE_5[0]))
+def _xla_erf_inv32(ops, x):
+    """Giles' single-precision erf_inv as XLA computes it on float32 ``x``: w = -log1p(-x*x),
+    then a degree-8 polynomial in w - 2.5 (w < 5) or sqrt(w) - 3; erf_inv(+-1) = +-inf."""
+    w = ops.neg(_xla_log1p32(ops, ops.mul(x, ops.neg(x))))
+    below = ops.lt(w, 5.0)
+    w = ops.select(below, ops.sub(w, 2.5), ops.sub(ops.math("sqrt", w), 3.0))
+    p = ops.select(below, _ERF_INV_W_BELOW_5[0], ops.const(_ERF_INV_W_ABOVE_5[0], _F32))
     for lo, hi in zip(_ERF_INV_W_BELOW_5[1:], _ERF_INV_W_ABOVE_5[1:]):
-        p = _fma32(p, w, np.where(below, _F32(lo), _F32(hi)))
-    return np.where(np.abs(x) == 1, x * _F32(np.inf), p * x)
+        p = _fma32(ops, p, w, ops.select(below, lo, ops.const(hi, _F32)))
+    return ops.select(ops.eq(ops.abs(x), 1.0), ops.mul(x, math.inf), ops.mul(p, x))
 
 
 @quiet
 def _erf_inv_impl(y):
     """float16/float32: XLA's algorithm in float32 (above); float64: to float64 precision."""
     if y.dtype in (np.float16, np.float32):
-        return _xla_erf_inv32(y.astype(_F32)).astype(y.dtype)
-    return _erf_inv(y)
+        return _xla_erf_inv32(_ArrayOps, y.astype(_F32)).astype(y.dtype)
+    return _erf_inv(_ArrayOps, y)
+
+
+def _erf_inv_kernel(ctx, y):
+    """The eager algorithm on the kernel builder's ops: the same operations, the same
+    float32 results (float64: the same Halley steps over the CPU math library's log, exp
+    and erf, within an ulp or two of the eager values)."""
+    if y.dtype == _F64:
+        return _erf_inv(ctx, y)
+    return ctx.convert(_xla_erf_inv32(ctx, ctx.convert(y, _F32)), y.dtype)
 
 
 # Coefficients of the asymptotic series digamma(x) ~ log x - 1/(2x) - sum c_k / x**(2k):
@@ -269,7 +344,6 @@ polygamma = binary_function(polygamma_p, "Element-wise ``psi^(m)(x)``, the m-th 
 
 # Derivatives (JAX's).
 
-_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x**2)
 
 
 def _polygamma_order_jvp(g, m, x):
@@ -285,8 +359,10 @@ ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(1, x)))
 ad.defjvp(polygamma_p, _polygamma_order_jvp, lambda g, m, x: mul(g, polygamma(add(m, 1), x)))
 
 
-# --- kernel lowerings: erf inline (the CPU math library), erfc and lgamma through libm ------
+# --- kernel lowerings: erf inline (the CPU math library), erfc and lgamma through libm,
+# erf_inv as the eager algorithm (above) ------------------------------------------------------
 
 kernel_elementwise(erf_p, lambda ctx, x: ctx.math("erf", x))
+kernel_elementwise(erf_inv_p, _erf_inv_kernel)
 kernel_elementwise(erfc_p, lambda ctx, x: ctx.math("erfc", x))
 kernel_elementwise(lgamma_p, lambda ctx, x: ctx.math("lgamma", x))
