@@ -15,11 +15,12 @@ import numpy as np
 
 from ..interpreters import ad
 from .elementwise import (add, binary_function, exp, integer_pow, mul, neg, quiet,
-                          unary_function)
+                          scalars_like, unary_function)
 from .standard import FLOAT, binop, kernel_elementwise, unop
 
 __all__ = ["erf", "erf_p", "erfc", "erfc_p", "erf_inv", "erf_inv_p",
-           "lgamma", "lgamma_p", "digamma", "digamma_p", "polygamma", "polygamma_p"]
+           "lgamma", "lgamma_p", "digamma", "digamma_p", "polygamma", "polygamma_p",
+           "fma", "fma_p"]
 
 
 def _in_float64(fn):
@@ -224,6 +225,63 @@ def _erf_inv_kernel(ctx, y):
     return ctx.convert(_xla_erf_inv32(ctx, ctx.convert(y, _F32)), y.dtype)
 
 
+# --- fused multiply-add: x*y + z rounded once, as XLA contracts a multiply and an add ------
+
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _round_to_odd_sum(a, b):
+    """a + b in float64 rounded to odd (an inexact sum gets an odd last bit, toward the
+    exact value): rounding that once more to a narrower format is then correctly rounded
+    (Boldo and Melquiond)."""
+    s, err = _two_sum(a, b)
+    even = (s.view(np.int64) & 1) == 0
+    return np.where((err != 0) & even, np.nextafter(s, np.copysign(np.inf, err)), s)
+
+
+def _two_prod(a, b):
+    """(p, e) with p + e = a*b exactly (Veltkamp's split; finite products far from the
+    overflow threshold)."""
+    def split(v):
+        t = v * 134217729.0          # 2**27 + 1
+        hi = t - (t - v)
+        return hi, v - hi
+    p = a * b
+    (ah, al), (bh, bl) = split(a), split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@quiet
+def _fma_impl(x, y, z):
+    """Correctly rounded. float32: the product is exact in float64, so the float64 sum
+    rounded to odd, then to float32; float64: Boldo and Melquiond's emulation (exact
+    product, TwoSum, the low parts' sum rounded to odd); float16 as XLA's CPU computes it, a
+    float32 fma rounded to float16."""
+    dtype = x.dtype
+    if dtype == np.float16:
+        return _fma_impl(*(v.astype(np.float32) for v in (x, y, z))).astype(dtype)
+    x, y, z = (np.asarray(v, np.float64) for v in (x, y, z))
+    if dtype == np.float32:
+        return _round_to_odd_sum(x * y, z).astype(dtype)
+    p, e = _two_prod(x, y)
+    hi, lo = _two_sum(z, p)
+    fused = hi + _round_to_odd_sum(lo, e)
+    plain = x * y + z          # infinities, NaNs and overflow: no rounding to care about
+    return np.where(np.isfinite(fused) & np.isfinite(p), fused, plain)
+
+
+fma_p = binop("fma", _fma_impl, [FLOAT, FLOAT, FLOAT])
+
+
+def fma(x, y, z):
+    """Element-wise ``x * y + z`` with one rounding, as XLA computes a multiply feeding an
+    add (LLVM contracts them on the CPU): JAX's samplers scale by such multiply-adds."""
+    return fma_p.bind(*scalars_like(x, y, z))
+
+
 # Coefficients of the asymptotic series digamma(x) ~ log x - 1/(2x) - sum c_k / x**(2k):
 # c_k = B_2k / (2k) with the Bernoulli numbers B_2 .. B_14.
 _DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
@@ -355,6 +413,8 @@ ad.defjvp(erfc_p, lambda g, x: mul(-_TWO_OVER_SQRT_PI, mul(g, exp(neg(integer_po
 ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(1 / _TWO_OVER_SQRT_PI,
                                             mul(g, exp(integer_pow(ans, 2)))))
 ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
+ad.defjvp(fma_p, lambda g, x, y, z: mul(g, y), lambda g, x, y, z: mul(x, g),
+          lambda g, x, y, z: g)
 ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(1, x)))
 ad.defjvp(polygamma_p, _polygamma_order_jvp, lambda g, m, x: mul(g, polygamma(add(m, 1), x)))
 
@@ -364,5 +424,6 @@ ad.defjvp(polygamma_p, _polygamma_order_jvp, lambda g, m, x: mul(g, polygamma(ad
 
 kernel_elementwise(erf_p, lambda ctx, x: ctx.math("erf", x))
 kernel_elementwise(erf_inv_p, _erf_inv_kernel)
+kernel_elementwise(fma_p, lambda ctx, x, y, z: ctx.math("fma", x, y, z))
 kernel_elementwise(erfc_p, lambda ctx, x: ctx.math("erfc", x))
 kernel_elementwise(lgamma_p, lambda ctx, x: ctx.math("lgamma", x))

@@ -496,8 +496,8 @@ def _constant(value, dtype):
 # --- transcendental functions: the one hook ----------------------------------------------
 
 # Functions LLVM knows as intrinsics; the others ``mathlib`` lacks are libm calls.
-_INTRINSICS = {"exp", "exp2", "log", "sin", "cos", "sqrt", "pow", "floor", "ceil", "round",
-               "rint"}
+_INTRINSICS = {"exp", "exp2", "log", "sin", "cos", "sqrt", "pow", "fma", "floor", "ceil",
+               "round", "rint"}
 
 
 def emit_math(mb, builder, name, args, dtype):
