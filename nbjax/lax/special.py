@@ -70,12 +70,68 @@ def _erf_inv(ops, y):
     return ops.bitcast(ops.or_(magnitude, sign), np.float64)
 
 
+# --- fused multiply-add: x*y + z rounded once, as XLA contracts a multiply and an add ------
+
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _round_to_odd_sum(a, b):
+    """a + b in float64 rounded to odd (an inexact sum gets an odd last bit, toward the
+    exact value): rounding that once more to a narrower format is then correctly rounded
+    (Boldo and Melquiond)."""
+    s, err = _two_sum(a, b)
+    even = (s.view(np.int64) & 1) == 0
+    return np.where((err != 0) & even, np.nextafter(s, np.copysign(np.inf, err)), s)
+
+
+def _two_prod(a, b):
+    """(p, e) with p + e = a*b exactly (Veltkamp's split; finite products far from the
+    overflow threshold)."""
+    def split(v):
+        t = v * 134217729.0          # 2**27 + 1
+        hi = t - (t - v)
+        return hi, v - hi
+    p = a * b
+    (ah, al), (bh, bl) = split(a), split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@quiet
+def _fma_impl(x, y, z):
+    """Correctly rounded. float32: the product is exact in float64, so the float64 sum
+    rounded to odd, then to float32; float64: Boldo and Melquiond's emulation (exact
+    product, TwoSum, the low parts' sum rounded to odd); float16 as XLA's CPU computes it, a
+    float32 fma rounded to float16."""
+    dtype = x.dtype
+    if dtype == np.float16:
+        return _fma_impl(*(v.astype(np.float32) for v in (x, y, z))).astype(dtype)
+    x, y, z = (np.asarray(v, np.float64) for v in (x, y, z))
+    if dtype == np.float32:
+        return _round_to_odd_sum(x * y, z).astype(dtype)
+    p, e = _two_prod(x, y)
+    hi, lo = _two_sum(z, p)
+    fused = hi + _round_to_odd_sum(lo, e)
+    plain = x * y + z          # infinities, NaNs and overflow: no rounding to care about
+    return np.where(np.isfinite(fused) & np.isfinite(p), fused, plain)
+
+
+fma_p = binop("fma", _fma_impl, [FLOAT, FLOAT, FLOAT])
+
+
+def fma(x, y, z):
+    """Element-wise ``x * y + z`` with one rounding, as XLA computes a multiply feeding an
+    add (LLVM contracts them on the CPU): JAX's samplers scale by such multiply-adds."""
+    return fma_p.bind(*scalars_like(x, y, z))
+
+
 # --- erf_inv in float32, bit for bit as XLA on the CPU ---------------------------------------
 # JAX's normal sampler is sqrt(2) * erf_inv(uniform), so its float32 draws are only identical
 # to JAX's if erf_inv is XLA's: Giles' polynomial, over XLA's log1p (a Cephes rational
 # function near 0) and its CPU log (a Cephes polynomial), with the multiply-adds that LLVM
-# contracts into fma where it does. Each fma is emulated in float64 (the product is exact; the
-# sum rounds twice, which changes the float32 result once in ~2**29 cases).
+# contracts into fma where it does (``fma`` below).
 #
 # The algorithm is written once, on the scalar-op vocabulary of the kernel builder (``ops``:
 # ``ops.add``, ``ops.select``, ``ops.convert``...): the eager impl runs it on NumPy arrays
@@ -137,21 +193,19 @@ class _ArrayOps:
         return np.asarray(x).view(dtype)
 
     @staticmethod
-    def math(name, x):
-        return _ARRAY_MATH[name](x)
+    def math(name, *xs):
+        return _ARRAY_MATH[name](*_lift(*xs))
 
 
 _ARRAY_MATH = {"sqrt": np.sqrt, "log": np.log, "exp": np.exp,
                "erf": np.vectorize(math.erf, otypes=[np.float64]),
-               "erfc": np.vectorize(math.erfc, otypes=[np.float64])}
+               "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
+               "fma": _fma_impl}
 
 
 def _fma32(ops, a, b, c):
-    """float32 ``a*b + c`` as a float64 multiply-add rounded to float32 (``b``, ``c`` may be
-    float32 constants, given as Python numbers)."""
-    def wide(v):
-        return float(np.float32(v)) if type(v) is float else ops.convert(v, _F64)
-    return ops.convert(ops.add(ops.mul(ops.convert(a, _F64), wide(b)), wide(c)), _F32)
+    """float32 ``a*b + c`` rounded once, as LLVM contracts XLA's multiply-adds."""
+    return ops.math("fma", a, b, c)
 
 
 def _horner32(ops, x, coeffs):
@@ -223,63 +277,6 @@ def _erf_inv_kernel(ctx, y):
     if y.dtype == _F64:
         return _erf_inv(ctx, y)
     return ctx.convert(_xla_erf_inv32(ctx, ctx.convert(y, _F32)), y.dtype)
-
-
-# --- fused multiply-add: x*y + z rounded once, as XLA contracts a multiply and an add ------
-
-def _two_sum(a, b):
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def _round_to_odd_sum(a, b):
-    """a + b in float64 rounded to odd (an inexact sum gets an odd last bit, toward the
-    exact value): rounding that once more to a narrower format is then correctly rounded
-    (Boldo and Melquiond)."""
-    s, err = _two_sum(a, b)
-    even = (s.view(np.int64) & 1) == 0
-    return np.where((err != 0) & even, np.nextafter(s, np.copysign(np.inf, err)), s)
-
-
-def _two_prod(a, b):
-    """(p, e) with p + e = a*b exactly (Veltkamp's split; finite products far from the
-    overflow threshold)."""
-    def split(v):
-        t = v * 134217729.0          # 2**27 + 1
-        hi = t - (t - v)
-        return hi, v - hi
-    p = a * b
-    (ah, al), (bh, bl) = split(a), split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-@quiet
-def _fma_impl(x, y, z):
-    """Correctly rounded. float32: the product is exact in float64, so the float64 sum
-    rounded to odd, then to float32; float64: Boldo and Melquiond's emulation (exact
-    product, TwoSum, the low parts' sum rounded to odd); float16 as XLA's CPU computes it, a
-    float32 fma rounded to float16."""
-    dtype = x.dtype
-    if dtype == np.float16:
-        return _fma_impl(*(v.astype(np.float32) for v in (x, y, z))).astype(dtype)
-    x, y, z = (np.asarray(v, np.float64) for v in (x, y, z))
-    if dtype == np.float32:
-        return _round_to_odd_sum(x * y, z).astype(dtype)
-    p, e = _two_prod(x, y)
-    hi, lo = _two_sum(z, p)
-    fused = hi + _round_to_odd_sum(lo, e)
-    plain = x * y + z          # infinities, NaNs and overflow: no rounding to care about
-    return np.where(np.isfinite(fused) & np.isfinite(p), fused, plain)
-
-
-fma_p = binop("fma", _fma_impl, [FLOAT, FLOAT, FLOAT])
-
-
-def fma(x, y, z):
-    """Element-wise ``x * y + z`` with one rounding, as XLA computes a multiply feeding an
-    add (LLVM contracts them on the CPU): JAX's samplers scale by such multiply-adds."""
-    return fma_p.bind(*scalars_like(x, y, z))
 
 
 # Coefficients of the asymptotic series digamma(x) ~ log x - 1/(2x) - sum c_k / x**(2k):
