@@ -283,3 +283,62 @@ def test_uniform_with_a_range_is_bit_identical_to_jax(dtype, bounds):
         pytest.skip("jax is not installed (recorded draws checked above)")
     expected = np.asarray(jax.random.uniform(jax.random.PRNGKey(3), (1 << 16,), dtype, *bounds))
     _assert_same_bits(eager, expected)
+
+
+# --- samplers through XLA's log and log1p ------------------------------------------------------
+
+_SAMPLERS = {  # name: (nbjax sampler, its JAX counterpart's name and keyword arguments)
+    "exponential": (lambda R, k, n: R.exponential(k, (n,)), ("exponential", {})),
+    "gumbel": (lambda R, k, n: R.gumbel(k, (n,)), ("gumbel", {})),
+    "gumbel_high": (lambda R, k, n: R.gumbel(k, (n,), mode="high"), ("gumbel", {"mode": "high"})),
+    "logistic": (lambda R, k, n: R.logistic(k, (n,)), ("logistic", {})),
+    "laplace": (lambda R, k, n: R.laplace(k, (n,)), ("laplace", {})),
+}
+# float32 draws of each sampler with PRNGKey(5) and shape (4096,), {position: bit pattern},
+# recorded from JAX 0.10.2 where lax.log/lax.log1p (correctly rounded) give other values.
+_SAMPLER_DRAWS = {
+    "exponential": {3: 1036819914, 5: 1066463560, 8: 1046876216},
+    "gumbel": {8: 3203511934, 12: 1064728160, 28: 3211085850},
+    "gumbel_high": {0: 1055793624, 5: 3187578012, 9: 1058077118},
+    "logistic": {5: 1061047442, 8: 3216013455, 11: 3203099796},
+    "laplace": {8: 1063846672, 12: 3202919876, 17: 3213451442},
+}
+
+
+@pytest.mark.parametrize("name", list(_SAMPLERS))
+def test_log_based_samplers_are_bit_identical_to_jax(name):
+    """They take logs through XLA's float32 log/log1p (lax.xla_log, lax.xla_log1p), eagerly
+    and in the jitted kernel alike."""
+    import nbjax.random as R
+    ours, (jax_name, kwargs) = _SAMPLERS[name]
+    eager = np.asarray(ours(R, R.PRNGKey(5), 4096))
+    _assert_same_bits(np.asarray(nbjax.jit(lambda k: ours(R, k, 4096))(R.PRNGKey(5))), eager)
+    positions = list(_SAMPLER_DRAWS[name])
+    np.testing.assert_array_equal(eager[positions].view(np.uint32),
+                                  list(_SAMPLER_DRAWS[name].values()))
+    if jax is None:
+        pytest.skip("jax is not installed (recorded draws checked above)")
+    expected = getattr(jax.random, jax_name)(jax.random.PRNGKey(5), (4096,), **kwargs)
+    _assert_same_bits(eager, np.asarray(expected))
+
+
+def test_xla_log_and_log1p_are_close_to_the_correctly_rounded_values():
+    """XLA's float32 algorithms: within 1 ulp of log/log1p (subnormals read as the smallest
+    normal), with NumPy's special values, and the derivatives of log and log1p."""
+    rng = np.random.default_rng(9)
+    x = np.exp(rng.uniform(-80, 80, 20000)).astype(np.float32)
+    for ours, ref, arg in ((nbjax.lax.xla_log, np.log, x), (nbjax.lax.xla_log1p, np.log1p, x - 1)):
+        arg = arg.astype(np.float32)
+        with np.errstate(divide="ignore"):      # log1p(-1) = -inf
+            want = ref(arg.astype(np.float64)).astype(np.float32)
+        for got in (np.asarray(ours(arg)), np.asarray(nbjax.jit(ours)(arg))):
+            np.testing.assert_allclose(got, want, rtol=2 * np.finfo(np.float32).eps,
+                                       atol=np.finfo(np.float32).tiny)
+    with np.errstate(all="ignore"):
+        special = np.float32([0.0, -1.0, np.inf, np.nan, 1.0])
+        np.testing.assert_array_equal(np.asarray(nbjax.lax.xla_log(special)),
+                                      np.log(special))
+        np.testing.assert_array_equal(np.asarray(nbjax.lax.xla_log1p(special - 1)),
+                                      np.log1p(special - 1))
+    assert float(nbjax.grad(nbjax.lax.xla_log)(4.0)) == 0.25
+    assert float(nbjax.grad(nbjax.lax.xla_log1p)(3.0)) == 0.25

@@ -14,13 +14,13 @@ import math
 import numpy as np
 
 from ..interpreters import ad
-from .elementwise import (add, binary_function, exp, integer_pow, mul, neg, quiet,
+from .elementwise import (add, binary_function, div, exp, integer_pow, mul, neg, quiet,
                           scalars_like, unary_function)
 from .standard import FLOAT, binop, kernel_elementwise, unop
 
 __all__ = ["erf", "erf_p", "erfc", "erfc_p", "erf_inv", "erf_inv_p",
            "lgamma", "lgamma_p", "digamma", "digamma_p", "polygamma", "polygamma_p",
-           "fma", "fma_p"]
+           "fma", "fma_p", "xla_log", "xla_log_p", "xla_log1p", "xla_log1p_p"]
 
 
 def _in_float64(fn):
@@ -197,7 +197,7 @@ class _ArrayOps:
         return _ARRAY_MATH[name](*_lift(*xs))
 
 
-_ARRAY_MATH = {"sqrt": np.sqrt, "log": np.log, "exp": np.exp,
+_ARRAY_MATH = {"sqrt": np.sqrt, "log": np.log, "log1p": np.log1p, "exp": np.exp,
                "erf": np.vectorize(math.erf, otypes=[np.float64]),
                "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
                "fma": _fma_impl}
@@ -262,21 +262,20 @@ def _xla_erf_inv32(ops, x):
     return ops.select(ops.eq(ops.abs(x), 1.0), ops.mul(x, math.inf), ops.mul(p, x))
 
 
-@quiet
-def _erf_inv_impl(y):
-    """float16/float32: XLA's algorithm in float32 (above); float64: to float64 precision."""
-    if y.dtype in (np.float16, np.float32):
-        return _xla_erf_inv32(_ArrayOps, y.astype(_F32)).astype(y.dtype)
-    return _erf_inv(_ArrayOps, y)
-
-
-def _erf_inv_kernel(ctx, y):
-    """The eager algorithm on the kernel builder's ops: the same operations, the same
-    float32 results (float64: the same Halley steps over the CPU math library's log, exp
-    and erf, within an ulp or two of the eager values)."""
-    if y.dtype == _F64:
-        return _erf_inv(ctx, y)
-    return ctx.convert(_xla_erf_inv32(ctx, ctx.convert(y, _F32)), y.dtype)
+def _per_width(name, float32_algorithm, float64_algorithm):
+    """A unary float primitive computed by ``float32_algorithm`` on float16/float32 operands
+    (float16 widened to float32 and the result rounded back, as XLA's CPU computes it) and
+    ``float64_algorithm`` on float64, both written on ``ops``: its impl runs them on NumPy
+    arrays, its kernel lowering on ``ctx``, so jitted results are the eager ones (float64
+    erf_inv: the same Halley steps over the CPU math library's log, exp and erf, which agree
+    to the last bit in our measurements but are not guaranteed to)."""
+    def compute(ops, x):
+        if x.dtype == _F64:
+            return float64_algorithm(ops, x)
+        return ops.convert(float32_algorithm(ops, ops.convert(x, _F32)), x.dtype)
+    prim = unop(name, quiet(lambda x: compute(_ArrayOps, x)), FLOAT)
+    kernel_elementwise(prim, compute)
+    return prim
 
 
 # Coefficients of the asymptotic series digamma(x) ~ log x - 1/(2x) - sum c_k / x**(2k):
@@ -381,7 +380,12 @@ def _polygamma(m, x):
 
 erf_p = unop("erf", _in_float64(np.vectorize(math.erf, otypes=[np.float64])), FLOAT)
 erfc_p = unop("erfc", _in_float64(np.vectorize(math.erfc, otypes=[np.float64])), FLOAT)
-erf_inv_p = unop("erf_inv", _erf_inv_impl, FLOAT)
+erf_inv_p = _per_width("erf_inv", _xla_erf_inv32, _erf_inv)
+# XLA's float32 log and log1p, for the samplers whose draws must be JAX's (lax.log and
+# lax.log1p are correctly rounded; these are within about an ulp). float64: NumPy's eagerly,
+# the CPU math library's in kernels.
+xla_log_p = _per_width("xla_log", _xla_log32, lambda ops, x: ops.math("log", x))
+xla_log1p_p = _per_width("xla_log1p", _xla_log1p32, lambda ops, x: ops.math("log1p", x))
 lgamma_p = unop("lgamma", _in_float64(np.vectorize(_lgamma_scalar, otypes=[np.float64])),
                 FLOAT)
 digamma_p = unop("digamma", _in_float64(_digamma), FLOAT)
@@ -391,6 +395,9 @@ erf = unary_function(erf_p, "Element-wise error function.")
 erfc = unary_function(erfc_p, "Element-wise ``1 - erf(x)``, accurate where erf is near 1.")
 erf_inv = unary_function(erf_inv_p, "Element-wise inverse of ``erf`` (±inf at ±1, NaN "
                                     "beyond).")
+xla_log = unary_function(xla_log_p, "Element-wise ``log`` as XLA computes it on the CPU.")
+xla_log1p = unary_function(xla_log1p_p, "Element-wise ``log1p`` as XLA computes it on the "
+                                        "CPU.")
 lgamma = unary_function(lgamma_p, "Element-wise ``log|Γ(x)|``.")
 digamma = unary_function(digamma_p, "Element-wise digamma function, ``d/dx lgamma(x)``.")
 polygamma = binary_function(polygamma_p, "Element-wise ``psi^(m)(x)``, the m-th derivative of "
@@ -409,6 +416,8 @@ ad.defjvp(erf_p, lambda g, x: mul(_TWO_OVER_SQRT_PI, mul(g, exp(neg(integer_pow(
 ad.defjvp(erfc_p, lambda g, x: mul(-_TWO_OVER_SQRT_PI, mul(g, exp(neg(integer_pow(x, 2))))))
 ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(1 / _TWO_OVER_SQRT_PI,
                                             mul(g, exp(integer_pow(ans, 2)))))
+ad.defjvp(xla_log_p, lambda g, x: div(g, x))
+ad.defjvp(xla_log1p_p, lambda g, x: div(g, add(x, 1)))
 ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
 ad.defjvp(fma_p, lambda g, x, y, z: mul(g, y), lambda g, x, y, z: mul(x, g),
           lambda g, x, y, z: g)
@@ -416,11 +425,10 @@ ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(1, x)))
 ad.defjvp(polygamma_p, _polygamma_order_jvp, lambda g, m, x: mul(g, polygamma(add(m, 1), x)))
 
 
-# --- kernel lowerings: erf inline (the CPU math library), erfc and lgamma through libm,
-# erf_inv as the eager algorithm (above) ------------------------------------------------------
+# --- kernel lowerings: erf inline (the CPU math library), erfc and lgamma through libm (erf_inv,
+# xla_log and xla_log1p have theirs from _per_width) -------------------------------------------
 
 kernel_elementwise(erf_p, lambda ctx, x: ctx.math("erf", x))
-kernel_elementwise(erf_inv_p, _erf_inv_kernel)
 kernel_elementwise(fma_p, lambda ctx, x, y, z: ctx.math("fma", x, y, z))
 kernel_elementwise(erfc_p, lambda ctx, x: ctx.math("erfc", x))
 kernel_elementwise(lgamma_p, lambda ctx, x: ctx.math("lgamma", x))

@@ -46,7 +46,8 @@ def normal(key, shape, dtype):
 
 
 def exponential(key, shape, dtype):
-    """``-log(1 - u)``: 1 - u lies in (0, 1], so the log is finite."""
+    """``-log(1 - u)``: 1 - u lies in (0, 1], so the log is finite (XLA's log1p, so the
+    draws are JAX's)."""
     u = uniform(key, shape, dtype)
-    return lax.neg(lax.log1p(lax.neg(u)))
+    return lax.neg(lax.xla_log1p(lax.neg(u)))
 
