@@ -189,16 +189,29 @@ def _erf_inv_domain(dtype, n, seed=5):
     return values.astype(dtype)
 
 
-@pytest.mark.parametrize("dtype,n", [("float16", 1 << 16), ("float32", 1 << 20),
-                                     ("float64", 1 << 14)])
+@pytest.mark.parametrize("dtype,n", [("float16", 1 << 16), ("float32", 1 << 20)])
 def test_jitted_erf_inv_equals_eager(dtype, n):
-    """float16/32: XLA's algorithm, the same operations in the kernel as eagerly; float64:
-    the same Halley steps (over the CPU math library's log, exp and erf)."""
+    """XLA's float32 algorithm: the same operations in the kernel as eagerly."""
     import nbjax.scipy.special as nsc
     x = _erf_inv_domain(dtype, n)
     with np.errstate(invalid="ignore"):
         eager = np.asarray(nsc.erfinv(x))
     _assert_same_bits(np.asarray(nbjax.jit(nsc.erfinv)(x)), eager)
+
+
+def test_jitted_float64_erf_inv_is_within_an_ulp_or_two_of_eager():
+    """The same Halley steps, over the CPU math library's log, exp and erf (within 2 ulp of
+    NumPy's) in the kernel: the last bit may differ."""
+    import nbjax.scipy.special as nsc
+    with nbjax.enable_x64():
+        x = _erf_inv_domain("float64", 1 << 14)
+        with np.errstate(invalid="ignore"):
+            eager = np.asarray(nsc.erfinv(x))
+        jitted = np.asarray(nbjax.jit(nsc.erfinv)(x))
+    assert jitted.dtype == eager.dtype == np.float64
+    eps = np.finfo(np.float64).eps
+    np.testing.assert_allclose(jitted, eager, rtol=4 * eps, atol=np.finfo(np.float64).tiny)
+    np.testing.assert_array_equal(np.signbit(jitted), np.signbit(eager))
 
 
 @pytest.mark.cpu_compiler

@@ -266,9 +266,9 @@ def _per_width(name, float32_algorithm, float64_algorithm):
     """A unary float primitive computed by ``float32_algorithm`` on float16/float32 operands
     (float16 widened to float32 and the result rounded back, as XLA's CPU computes it) and
     ``float64_algorithm`` on float64, both written on ``ops``: its impl runs them on NumPy
-    arrays, its kernel lowering on ``ctx``, so jitted results are the eager ones (float64
-    erf_inv: the same Halley steps over the CPU math library's log, exp and erf, which agree
-    to the last bit in our measurements but are not guaranteed to)."""
+    arrays, its kernel lowering on ``ctx``, so jitted float16/float32 results are the eager
+    ones bit for bit (float64: the same steps over the CPU math library's log, exp and erf,
+    which are within 2 ulp of NumPy's: the last bit may differ)."""
     def compute(ops, x):
         if x.dtype == _F64:
             return float64_algorithm(ops, x)
