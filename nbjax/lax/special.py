@@ -14,12 +14,13 @@ import math
 import numpy as np
 
 from ..interpreters import ad
-from .elementwise import (add, binary_function, exp, integer_pow, mul, neg, quiet,
-                          unary_function)
+from .elementwise import (add, binary_function, div, exp, integer_pow, mul, neg, quiet,
+                          scalars_like, unary_function)
 from .standard import FLOAT, binop, kernel_elementwise, unop
 
 __all__ = ["erf", "erf_p", "erfc", "erfc_p", "erf_inv", "erf_inv_p",
-           "lgamma", "lgamma_p", "digamma", "digamma_p", "polygamma", "polygamma_p"]
+           "lgamma", "lgamma_p", "digamma", "digamma_p", "polygamma", "polygamma_p",
+           "fma", "fma_p", "xla_log", "xla_log_p", "xla_log1p", "xla_log1p_p"]
 
 
 def _in_float64(fn):
@@ -38,40 +39,109 @@ def _lgamma_scalar(x):
         return math.inf
 
 
-def _erf_inv(y):
-    """The inverse of erf: an approximation good to ~2e-3, then Halley steps.
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x**2)
+
+
+def _erf_inv(ops, y):
+    """The inverse of erf in float64: an approximation good to ~2e-3, then Halley steps.
 
     The start is Winitzki's closed form. Each Halley step on ``f(x) = erf(x) - y`` (with
     ``f' = 2/sqrt(pi) exp(-x**2)`` and ``f'' = -2x f'``) triples the correct digits, so three
     reach float64 rounding. Near ``|y| = 1`` erf(x) is 1 to working precision, so the residual
-    there is taken as ``(1 - |y|) - erfc(x)``, whose terms are exact or accurate.
+    there is taken as ``(1 - |y|) - erfc(x)``, whose terms are exact or accurate. Written on
+    ``ops`` like XLA's float32 algorithm below, for the eager impl and the kernel lowering.
     """
-    a = np.abs(y)
-    log_term = np.log((1 - a) * (1 + a))  # log(1 - y**2) without cancelling
+    a = ops.abs(y)
+    log_term = ops.math("log", ops.mul(ops.sub(1.0, a), ops.add(1.0, a)))  # log(1 - y**2)
     k = 0.147
-    c = 2 / (np.pi * k) + log_term / 2
-    x = np.sqrt(np.sqrt(c * c - log_term / k) - c)
-    erf = np.vectorize(math.erf, otypes=[np.float64])
-    erfc = np.vectorize(math.erfc, otypes=[np.float64])
+    c = ops.add(2 / (math.pi * k), ops.div(log_term, 2.0))
+    x = ops.math("sqrt", ops.sub(ops.math("sqrt", ops.sub(ops.mul(c, c), ops.div(log_term, k))),
+                                 c))
+    small = ops.le(a, 0.5)
     for _ in range(3):
-        residual = np.where(a <= 0.5, erf(x) - a, (1 - a) - erfc(x))
-        step = residual / (2 / np.sqrt(np.pi) * np.exp(-x * x))
-        x = x - step / (1 + x * step)
-    x = np.where(a == 1, np.inf, np.where(a > 1, np.nan, x))  # and NaN stays NaN
-    return np.copysign(x, y)
+        residual = ops.select(small, ops.sub(ops.math("erf", x), a),
+                              ops.sub(ops.sub(1.0, a), ops.math("erfc", x)))
+        slope = ops.mul(_TWO_OVER_SQRT_PI, ops.math("exp", ops.neg(ops.mul(x, x))))
+        step = ops.div(residual, slope)
+        x = ops.sub(x, ops.div(step, ops.add(1.0, ops.mul(x, step))))
+    x = ops.select(ops.eq(a, 1.0), math.inf, ops.select(ops.gt(a, 1.0), math.nan, x))
+    magnitude = ops.and_(ops.bitcast(x, np.int64), 0x7FFFFFFFFFFFFFFF)    # copysign(x, y)
+    sign = ops.and_(ops.bitcast(y, np.int64), -1 << 63)
+    return ops.bitcast(ops.or_(magnitude, sign), np.float64)
+
+
+# --- fused multiply-add: x*y + z rounded once, as XLA contracts a multiply and an add ------
+
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _round_to_odd_sum(a, b):
+    """a + b in float64 rounded to odd (an inexact sum gets an odd last bit, toward the
+    exact value): rounding that once more to a narrower format is then correctly rounded
+    (Boldo and Melquiond)."""
+    s, err = _two_sum(a, b)
+    even = (s.view(np.int64) & 1) == 0
+    return np.where((err != 0) & even, np.nextafter(s, np.copysign(np.inf, err)), s)
+
+
+def _two_prod(a, b):
+    """(p, e) with p + e = a*b exactly (Veltkamp's split; finite products far from the
+    overflow threshold)."""
+    def split(v):
+        t = v * 134217729.0          # 2**27 + 1
+        hi = t - (t - v)
+        return hi, v - hi
+    p = a * b
+    (ah, al), (bh, bl) = split(a), split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+@quiet
+def _fma_impl(x, y, z):
+    """Correctly rounded. float32: the product is exact in float64, so the float64 sum
+    rounded to odd, then to float32; float64: Boldo and Melquiond's emulation (exact
+    product, TwoSum, the low parts' sum rounded to odd); float16 as XLA's CPU computes it, a
+    float32 fma rounded to float16."""
+    dtype = x.dtype
+    if dtype == np.float16:
+        return _fma_impl(*(v.astype(np.float32) for v in (x, y, z))).astype(dtype)
+    x, y, z = (np.asarray(v, np.float64) for v in (x, y, z))
+    if dtype == np.float32:
+        return _round_to_odd_sum(x * y, z).astype(dtype)
+    p, e = _two_prod(x, y)
+    hi, lo = _two_sum(z, p)
+    fused = hi + _round_to_odd_sum(lo, e)
+    plain = x * y + z          # infinities, NaNs and overflow: no rounding to care about
+    return np.where(np.isfinite(fused) & np.isfinite(p), fused, plain)
+
+
+fma_p = binop("fma", _fma_impl, [FLOAT, FLOAT, FLOAT])
+
+
+def fma(x, y, z):
+    """Element-wise ``x * y + z`` with one rounding, as XLA computes a multiply feeding an
+    add (LLVM contracts them on the CPU): JAX's samplers scale by such multiply-adds."""
+    return fma_p.bind(*scalars_like(x, y, z))
 
 
 # --- erf_inv in float32, bit for bit as XLA on the CPU ---------------------------------------
 # JAX's normal sampler is sqrt(2) * erf_inv(uniform), so its float32 draws are only identical
 # to JAX's if erf_inv is XLA's: Giles' polynomial, over XLA's log1p (a Cephes rational
 # function near 0) and its CPU log (a Cephes polynomial), with the multiply-adds that LLVM
-# contracts into fma where it does. Each fma is emulated in float64 (the product is exact; the
-# sum rounds twice, which changes the float32 result once in ~2**29 cases).
+# contracts into fma where it does (``fma`` below).
+#
+# The algorithm is written once, on the scalar-op vocabulary of the kernel builder (``ops``:
+# ``ops.add``, ``ops.select``, ``ops.convert``...): the eager impl runs it on NumPy arrays
+# (``_ArrayOps``), the kernel lowering on the compiler's ``ctx``, so both do the same float32
+# and float64 operations in the same order and agree bit for bit.
 
-_F32 = np.float32
-_LOG_P = tuple(_F32(c) for c in (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1,
-                                 -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1,
-                                 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1))
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+          1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+          3.3333331174e-1)
 _LOG1P_NUMERATOR = (4.5270000862445199635215e-5, 4.9854102823193375972212e-1,
                     6.5787325942061044846969e0, 2.9911919328553073277375e1,
                     6.0949667980987787057556e1, 5.7112963590585538103336e1,
@@ -85,68 +155,127 @@ _ERF_INV_W_ABOVE_5 = (-0.000200214257, 0.000100950558, 0.00134934322, -0.0036734
                       0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
 
 
-def _fma32(a, b, c):
-    return (np.asarray(a, np.float64) * b + c).astype(_F32)
+def _lift(*values):
+    """Python numbers among ``values`` as arrays of the dtype of the (first) other one."""
+    like = next(np.asarray(v).dtype for v in values if type(v) not in (int, float))
+    return [np.asarray(v, like) if type(v) in (int, float) else v for v in values]
 
 
-def _horner32(x, coeffs):
+def _lifted(fn):
+    return staticmethod(lambda x, y: fn(*_lift(x, y)))
+
+
+class _ArrayOps:
+    """The kernel builder's scalar ops on NumPy arrays; a Python number takes the dtype of
+    the array it meets, as the builder makes it a constant of the other operand's dtype."""
+
+    add, sub, mul, div = (_lifted(f) for f in (np.add, np.subtract, np.multiply, np.divide))
+    max, and_, or_ = _lifted(np.maximum), _lifted(np.bitwise_and), _lifted(np.bitwise_or)
+    shr_arith, eq, ne = _lifted(np.right_shift), _lifted(np.equal), _lifted(np.not_equal)
+    lt, le, gt = _lifted(np.less), _lifted(np.less_equal), _lifted(np.greater)
+    neg, abs = staticmethod(np.negative), staticmethod(np.abs)
+
+    @staticmethod
+    def select(pred, on_true, on_false):
+        on_true, on_false = _lift(on_true, on_false)
+        return np.where(pred, on_true, on_false).astype(on_true.dtype)
+
+    @staticmethod
+    def const(value, dtype):
+        return np.asarray(value, dtype)
+
+    @staticmethod
+    def convert(x, dtype):
+        return np.asarray(x).astype(dtype)
+
+    @staticmethod
+    def bitcast(x, dtype):
+        return np.asarray(x).view(dtype)
+
+    @staticmethod
+    def math(name, *xs):
+        return _ARRAY_MATH[name](*_lift(*xs))
+
+
+_ARRAY_MATH = {"sqrt": np.sqrt, "log": np.log, "log1p": np.log1p, "exp": np.exp,
+               "erf": np.vectorize(math.erf, otypes=[np.float64]),
+               "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
+               "fma": _fma_impl}
+
+
+def _fma32(ops, a, b, c):
+    """float32 ``a*b + c`` rounded once, as LLVM contracts XLA's multiply-adds."""
+    return ops.math("fma", a, b, c)
+
+
+def _horner32(ops, x, coeffs):
     """Highest degree first, one fma per step (XLA's EvaluatePolynomial, contracted)."""
-    p = np.full_like(x, coeffs[0], dtype=_F32)
+    p = ops.const(coeffs[0], _F32)
     for c in coeffs[1:]:
-        p = _fma32(p, x, _F32(c))
+        p = _fma32(ops, p, x, c)
     return p
 
 
-def _xla_log32(x):
+def _xla_log32(ops, x):
     """XLA's float32 log on the CPU: x = 2**e * m with m in [sqrt(1/2), sqrt(2)), then
     e*ln2 (in two parts) + log(m) by Cephes' polynomial; subnormals are read as the
     smallest normal, as XLA does."""
-    bits = np.maximum(x, _F32(np.finfo(_F32).tiny)).view(np.int32)
-    m = ((bits & ~0x7F800000) | _F32(0.5).view(np.int32)).view(_F32)
-    e = _F32(1) + ((bits >> 23) - 0x7F).astype(_F32)
-    below = m < _F32(0.707106781186547524)
-    e = e - np.where(below, _F32(1), _F32(0))
-    m = (m - _F32(1)) + np.where(below, m, _F32(0))
-    m2 = m * m
-    m3 = m2 * m
+    bits = ops.bitcast(ops.max(x, float(np.finfo(np.float32).tiny)), np.int32)
+    m = ops.bitcast(ops.or_(ops.and_(bits, ~0x7F800000), 0x3F000000), _F32)
+    e = ops.add(ops.convert(ops.sub(ops.shr_arith(bits, 23), 0x7F), _F32), 1.0)
+    below = ops.lt(m, 0.707106781186547524)
+    e = ops.sub(e, ops.select(below, 1.0, ops.const(0.0, _F32)))
+    m = ops.add(ops.sub(m, 1.0), ops.select(below, m, 0.0))
+    m2 = ops.mul(m, m)
+    m3 = ops.mul(m2, m)
     p = _LOG_P
-    y = _fma32(_fma32(m, p[0], p[1]), m, p[2])
-    y1 = _fma32(_fma32(m, p[3], p[4]), m, p[5])
-    y2 = _fma32(_fma32(m, p[6], p[7]), m, p[8])
-    y = _fma32(_fma32(_fma32(y, m3, y1), m3, y2), m3, _F32(-2.12194440e-4) * e)
-    out = _fma32(_F32(0.693359375), e, _fma32(_F32(-0.5), m2, m) + y)
-    out = np.where(x == 0, _F32(-np.inf), np.where(x == np.inf, x, out))
-    return np.where((x < 0) | np.isnan(x), _F32(np.nan), out)
+    y = _fma32(ops, _fma32(ops, m, p[0], p[1]), m, p[2])
+    y1 = _fma32(ops, _fma32(ops, m, p[3], p[4]), m, p[5])
+    y2 = _fma32(ops, _fma32(ops, m, p[6], p[7]), m, p[8])
+    y = _fma32(ops, _fma32(ops, _fma32(ops, y, m3, y1), m3, y2), m3,
+               ops.mul(e, -2.12194440e-4))
+    out = _fma32(ops, e, 0.693359375, ops.add(_fma32(ops, m2, -0.5, m), y))
+    out = ops.select(ops.eq(x, 0.0), -math.inf, ops.select(ops.eq(x, math.inf), x, out))
+    out = ops.select(ops.lt(x, 0.0), math.nan, out)
+    return ops.select(ops.ne(x, x), math.nan, out)
 
 
-def _xla_log1p32(a):
+def _xla_log1p32(ops, a):
     """XLA's float32 log1p: a Cephes rational function for |a| < sqrt(2) - 1, else
     log(1 + a)."""
-    a2 = a * a
-    ratio = _horner32(a, _LOG1P_NUMERATOR) / _horner32(a, _LOG1P_DENOMINATOR)
-    near_zero = a + _fma32(_F32(-0.5), a2, (a * a2) * ratio)
-    return np.where(np.abs(a) < _F32(0.41421356237309504880), near_zero,
-                    _xla_log32(a + _F32(1)))
+    a2 = ops.mul(a, a)
+    ratio = ops.div(_horner32(ops, a, _LOG1P_NUMERATOR), _horner32(ops, a, _LOG1P_DENOMINATOR))
+    near_zero = ops.add(a, _fma32(ops, a2, -0.5, ops.mul(ops.mul(a, a2), ratio)))
+    return ops.select(ops.lt(ops.abs(a), 0.41421356237309504880), near_zero,
+                      _xla_log32(ops, ops.add(a, 1.0)))
 
 
-def _xla_erf_inv32(x):
-    """Giles' single-precision erf_inv as XLA computes it: w = -log1p(-x*x), then a degree-8
-    polynomial in w - 2.5 (w < 5) or sqrt(w) - 3; erf_inv(+-1) = +-inf."""
-    w = -_xla_log1p32(x * -x)
-    below = w < _F32(5)
-    w = np.where(below, w - _F32(2.5), np.sqrt(w) - _F32(3)).astype(_F32)
-    p = np.where(below, _F32(_ERF_INV_W_BELOW_5[0]), _F32(_ERF_INV_W_ABOVE_5[0]))
+def _xla_erf_inv32(ops, x):
+    """Giles' single-precision erf_inv as XLA computes it on float32 ``x``: w = -log1p(-x*x),
+    then a degree-8 polynomial in w - 2.5 (w < 5) or sqrt(w) - 3; erf_inv(+-1) = +-inf."""
+    w = ops.neg(_xla_log1p32(ops, ops.mul(x, ops.neg(x))))
+    below = ops.lt(w, 5.0)
+    w = ops.select(below, ops.sub(w, 2.5), ops.sub(ops.math("sqrt", w), 3.0))
+    p = ops.select(below, _ERF_INV_W_BELOW_5[0], ops.const(_ERF_INV_W_ABOVE_5[0], _F32))
     for lo, hi in zip(_ERF_INV_W_BELOW_5[1:], _ERF_INV_W_ABOVE_5[1:]):
-        p = _fma32(p, w, np.where(below, _F32(lo), _F32(hi)))
-    return np.where(np.abs(x) == 1, x * _F32(np.inf), p * x)
+        p = _fma32(ops, p, w, ops.select(below, lo, ops.const(hi, _F32)))
+    return ops.select(ops.eq(ops.abs(x), 1.0), ops.mul(x, math.inf), ops.mul(p, x))
 
 
-@quiet
-def _erf_inv_impl(y):
-    """float16/float32: XLA's algorithm in float32 (above); float64: to float64 precision."""
-    if y.dtype in (np.float16, np.float32):
-        return _xla_erf_inv32(y.astype(_F32)).astype(y.dtype)
-    return _erf_inv(y)
+def _per_width(name, float32_algorithm, float64_algorithm):
+    """A unary float primitive computed by ``float32_algorithm`` on float16/float32 operands
+    (float16 widened to float32 and the result rounded back, as XLA's CPU computes it) and
+    ``float64_algorithm`` on float64, both written on ``ops``: its impl runs them on NumPy
+    arrays, its kernel lowering on ``ctx``, so jitted float16/float32 results are the eager
+    ones bit for bit (float64: the same steps over the CPU math library's log, exp and erf,
+    which are within 2 ulp of NumPy's: the last bit may differ)."""
+    def compute(ops, x):
+        if x.dtype == _F64:
+            return float64_algorithm(ops, x)
+        return ops.convert(float32_algorithm(ops, ops.convert(x, _F32)), x.dtype)
+    prim = unop(name, quiet(lambda x: compute(_ArrayOps, x)), FLOAT)
+    kernel_elementwise(prim, compute)
+    return prim
 
 
 # Coefficients of the asymptotic series digamma(x) ~ log x - 1/(2x) - sum c_k / x**(2k):
@@ -251,7 +380,12 @@ def _polygamma(m, x):
 
 erf_p = unop("erf", _in_float64(np.vectorize(math.erf, otypes=[np.float64])), FLOAT)
 erfc_p = unop("erfc", _in_float64(np.vectorize(math.erfc, otypes=[np.float64])), FLOAT)
-erf_inv_p = unop("erf_inv", _erf_inv_impl, FLOAT)
+erf_inv_p = _per_width("erf_inv", _xla_erf_inv32, _erf_inv)
+# XLA's float32 log and log1p, for the samplers whose draws must be JAX's (lax.log and
+# lax.log1p are correctly rounded; these are within about an ulp). float64: NumPy's eagerly,
+# the CPU math library's in kernels.
+xla_log_p = _per_width("xla_log", _xla_log32, lambda ops, x: ops.math("log", x))
+xla_log1p_p = _per_width("xla_log1p", _xla_log1p32, lambda ops, x: ops.math("log1p", x))
 lgamma_p = unop("lgamma", _in_float64(np.vectorize(_lgamma_scalar, otypes=[np.float64])),
                 FLOAT)
 digamma_p = unop("digamma", _in_float64(_digamma), FLOAT)
@@ -261,6 +395,9 @@ erf = unary_function(erf_p, "Element-wise error function.")
 erfc = unary_function(erfc_p, "Element-wise ``1 - erf(x)``, accurate where erf is near 1.")
 erf_inv = unary_function(erf_inv_p, "Element-wise inverse of ``erf`` (±inf at ±1, NaN "
                                     "beyond).")
+xla_log = unary_function(xla_log_p, "Element-wise ``log`` as XLA computes it on the CPU.")
+xla_log1p = unary_function(xla_log1p_p, "Element-wise ``log1p`` as XLA computes it on the "
+                                        "CPU.")
 lgamma = unary_function(lgamma_p, "Element-wise ``log|Γ(x)|``.")
 digamma = unary_function(digamma_p, "Element-wise digamma function, ``d/dx lgamma(x)``.")
 polygamma = binary_function(polygamma_p, "Element-wise ``psi^(m)(x)``, the m-th derivative of "
@@ -269,7 +406,6 @@ polygamma = binary_function(polygamma_p, "Element-wise ``psi^(m)(x)``, the m-th 
 
 # Derivatives (JAX's).
 
-_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)  # erf'(x) = 2/sqrt(pi) exp(-x**2)
 
 
 def _polygamma_order_jvp(g, m, x):
@@ -280,13 +416,19 @@ ad.defjvp(erf_p, lambda g, x: mul(_TWO_OVER_SQRT_PI, mul(g, exp(neg(integer_pow(
 ad.defjvp(erfc_p, lambda g, x: mul(-_TWO_OVER_SQRT_PI, mul(g, exp(neg(integer_pow(x, 2))))))
 ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(1 / _TWO_OVER_SQRT_PI,
                                             mul(g, exp(integer_pow(ans, 2)))))
+ad.defjvp(xla_log_p, lambda g, x: div(g, x))
+ad.defjvp(xla_log1p_p, lambda g, x: div(g, add(x, 1)))
 ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
+ad.defjvp(fma_p, lambda g, x, y, z: mul(g, y), lambda g, x, y, z: mul(x, g),
+          lambda g, x, y, z: g)
 ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(1, x)))
 ad.defjvp(polygamma_p, _polygamma_order_jvp, lambda g, m, x: mul(g, polygamma(add(m, 1), x)))
 
 
-# --- kernel lowerings: erf inline (the CPU math library), erfc and lgamma through libm ------
+# --- kernel lowerings: erf inline (the CPU math library), erfc and lgamma through libm (erf_inv,
+# xla_log and xla_log1p have theirs from _per_width) -------------------------------------------
 
 kernel_elementwise(erf_p, lambda ctx, x: ctx.math("erf", x))
+kernel_elementwise(fma_p, lambda ctx, x, y, z: ctx.math("fma", x, y, z))
 kernel_elementwise(erfc_p, lambda ctx, x: ctx.math("erfc", x))
 kernel_elementwise(lgamma_p, lambda ctx, x: ctx.math("lgamma", x))

@@ -194,13 +194,13 @@ def _gumbel(key, shape, dtype, mode):
     info = np.finfo(dtype)
     if mode == "low":
         u = floats.uniform(key, shape, dtype, np.array(info.tiny, dtype), 1.0)
-        return -jnp.log(-jnp.log(u))
+        return lax.neg(lax.xla_log(lax.neg(lax.xla_log(u))))
     if mode == "high":  # a second uniform fills in the first one's low bits near 0
         u = floats.uniform(key, (2, *shape), dtype)
         high, low = u[0], u[1]
         x = jnp.where(high >= 0.5, high,
                       high + np.array(2.0 ** -info.nmant, dtype) * low + np.array(info.tiny, dtype))
-        return -jnp.log(-jnp.log1p(-x))
+        return lax.neg(lax.xla_log(lax.neg(lax.xla_log1p(lax.neg(x)))))
     raise NotImplementedError(f"gumbel mode {mode!r} is not implemented (use 'low' or 'high')")
 
 
@@ -337,13 +337,13 @@ def _simple(name, transform):
 def _laplace(key, shape, dtype):
     """Laplace variates ``sign(u) log(1 - |u|)``, u uniform in (-1, 1)."""
     u = floats.uniform(key, shape, dtype, -1.0 + np.finfo(dtype).epsneg, 1.0)
-    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+    return lax.mul(lax.sign(u), lax.xla_log1p(lax.neg(lax.abs(u))))
 
 
 def _logistic(key, shape, dtype):
     """Logistic variates ``log(u) - log(1 - u)``."""
     x = floats.uniform(key, shape, dtype, np.array(np.finfo(dtype).tiny, dtype), 1.0)
-    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+    return lax.sub(lax.xla_log(x), lax.xla_log1p(lax.neg(x)))
 
 
 def _cauchy(key, shape, dtype):

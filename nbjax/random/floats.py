@@ -14,8 +14,9 @@ _UINT_OF_WIDTH = {16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
 
 def uniform(key, shape, dtype, minval=0.0, maxval=1.0):
     """Floats in ``[minval, maxval)``: random mantissa bits under the exponent of 1.0 give a
-    float in [1, 2); subtracting 1 and scaling maps it to the range. ``max`` with ``minval``
-    guards against rounding below the range."""
+    float in [1, 2); subtracting 1 and scaling maps it to the range, by one fused
+    multiply-add where XLA computes one (its float16 product is rounded to float16 first), so
+    the draws are JAX's. ``max`` with ``minval`` guards against rounding below the range."""
     finfo = np.finfo(dtype)
     uint = _UINT_OF_WIDTH[finfo.bits]
     bits = threefry.random_bits(key, finfo.bits, shape)
@@ -25,7 +26,10 @@ def uniform(key, shape, dtype, minval=0.0, maxval=1.0):
     floats = lax.sub(in_one_two, np.array(1.0, dtype))
     minval = lax.broadcast_to_rank(lax.convert_element_type(minval, dtype), len(shape))
     maxval = lax.broadcast_to_rank(lax.convert_element_type(maxval, dtype), len(shape))
-    return lax.max(minval, lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval))
+    span = lax.sub(maxval, minval)
+    if np.dtype(dtype) == dtypes.float16:
+        return lax.max(minval, lax.add(lax.mul(floats, span), minval))
+    return lax.max(minval, lax.fma(floats, span, minval))
 
 
 def normal(key, shape, dtype):
@@ -42,7 +46,8 @@ def normal(key, shape, dtype):
 
 
 def exponential(key, shape, dtype):
-    """``-log(1 - u)``: 1 - u lies in (0, 1], so the log is finite."""
+    """``-log(1 - u)``: 1 - u lies in (0, 1], so the log is finite (XLA's log1p, so the
+    draws are JAX's)."""
     u = uniform(key, shape, dtype)
-    return lax.neg(lax.log1p(lax.neg(u)))
+    return lax.neg(lax.xla_log1p(lax.neg(u)))
 

@@ -28,10 +28,11 @@ Contract (what the CPU codegen relies on)
 - Accuracy (measured by tests/test_cpu_mathlib.py against NumPy in float64): float32
   results are within 4 ulp (measured <= 2) of the correctly rounded value over the whole
   float32 range; float64 results within 2 ulp of NumPy's libm (tanh: 3); the test states
-  the bound per function. Exception:
-  sin/cos of huge arguments that lie within about 2**-(p-4) relative of a multiple of
-  pi/2 (p = 24 or 53) lose relative accuracy, because the reduced argument carries an
-  absolute error of about 2**-(2p-3).
+  the bound per function. float32 pow, sin and cos compute in float64 and round once
+  (`computes_in_float64`): correctly rounded but for about one case in 2**27, so equal to
+  the eager (NumPy float64) values. Exception: float64 sin/cos of huge arguments that lie
+  within about 2**-49 relative of a multiple of pi/2 lose relative accuracy, because the
+  reduced argument carries an absolute error of about 2**-103.
 - `logistic(x)` is computed as exp(x)/(1+exp(x)) for x < 0, which keeps its tiny values
   (down to the subnormals) where the literal 1/(1+exp(-x)) would round them to 0.
 
@@ -564,8 +565,7 @@ def _flip_if(o, cond_bits, value):
     return o.from_bits(o.b.xor(o.bits(value), sign))
 
 
-def sin(b, x):
-    o = _Ops(b, x.type)
+def _sin_core(o, x):
     quadrant, sin_r, cos_r = _sin_cos_reduced(o, o.fabs(x))
     odd = o.b.trunc(quadrant, o._like(ir.IntType(1)))
     val = o.select(odd, cos_r, sin_r)
@@ -575,14 +575,21 @@ def sin(b, x):
     return o.select(o.lt(o.fabs(x), o.inf()), val, o.sub(x, x))
 
 
-def cos(b, x):
-    o = _Ops(b, x.type)
+def _cos_core(o, x):
     quadrant, sin_r, cos_r = _sin_cos_reduced(o, o.fabs(x))
     odd = o.b.trunc(quadrant, o._like(ir.IntType(1)))
     val = o.select(odd, sin_r, cos_r)
     negate = o.b.and_(o.b.lshr(o.b.add(quadrant, o.ic(1)), o.ic(1)), o.ic(1))
     val = _flip_if(o, negate, val)
     return o.select(o.lt(o.fabs(x), o.inf()), val, o.sub(x, x))
+
+
+def sin(b, x):
+    return _float64_inside(b, _sin_core, x)
+
+
+def cos(b, x):
+    return _float64_inside(b, _cos_core, x)
 
 
 # --- pow ---------------------------------------------------------------------------------
@@ -651,14 +658,21 @@ def _pow_core(o, x, y):
 
 
 def pow(b, x, y):
-    """float64 directly; float32 through float64 (exact inputs, one final rounding)."""
-    o = _Ops(b, x.type)
+    return _float64_inside(b, _pow_core, x, y)
+
+
+def _float64_inside(b, core, *args):
+    """``core(ops, *args)`` directly on float64 operands; float32 ones are widened to float64
+    (exactly), computed there and rounded once, which makes the result correctly rounded
+    except where the float64 value falls within its own few-ulp error of a float32 rounding
+    boundary (about one case in 2**27): the same value as the eager (NumPy float64) path.
+    ``computes_in_float64`` names the functions written this way."""
+    o = _Ops(b, args[0].type)
     if o.fmt is _F64:
-        return _pow_core(o, x, y)
+        return core(o, *args)
     wide = ir.VectorType(ir.DoubleType(), o.lanes) if o.lanes else ir.DoubleType()
-    ow = _Ops(b, wide)
-    res = _pow_core(ow, b.fpext(x, wide), b.fpext(y, wide))
-    return b.fptrunc(res, x.type)
+    res = core(_Ops(b, wide), *(b.fpext(a, wide) for a in args))
+    return b.fptrunc(res, args[0].type)
 
 
 # --- registry ----------------------------------------------------------------------------
@@ -668,11 +682,16 @@ EMITTERS = {"exp": exp, "log": log, "log1p": log1p, "expm1": expm1, "tanh": tanh
 ARITY = {name: 2 if name == "pow" else 1 for name in EMITTERS}
 
 
+_FLOAT64_INSIDE = frozenset({"pow", "sin", "cos"})
+
+
 def computes_in_float64(name, dtype):
-    """Whether ``name`` on ``dtype`` computes in float64 inside (float32 pow does). LLVM
-    sizes a loop's vectors by its widest type, so such a loop is vectorised half as wide as
-    the float32 loops around it unless it is asked for their width (``codegen``)."""
-    return name == "pow" and np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float16))
+    """Whether ``name`` on ``dtype`` computes in float64 inside (float32 pow, sin and cos
+    do: ``_float64_inside``). LLVM sizes a loop's vectors by its widest type, so such a loop
+    is vectorised half as wide as the float32 loops around it unless it is asked for their
+    width (``codegen``)."""
+    return name in _FLOAT64_INSIDE \
+        and np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float16))
 
 _DTYPES = {np.dtype(np.float32): _F32, np.dtype(np.float64): _F64}
 
