@@ -21,12 +21,8 @@ import nbjax  # noqa: E402
 @pytest.fixture
 def x64():
     """Run a test with 64-bit types enabled, restoring the previous setting afterwards."""
-    previous = nbjax.config.enable_x64
-    nbjax.config.update("enable_x64", True)
-    try:
+    with nbjax.enable_x64(True):
         yield
-    finally:
-        nbjax.config.update("enable_x64", previous)
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,6 @@ backend, and every op of the fuzz corpus run eagerly against under ``nbjax.jit``
 the count of programs tried and the seeds of any mismatches."""
 
 import argparse
-import contextlib
 import os
 import sys
 import time
@@ -32,15 +31,6 @@ DIMS = [0, 1, 2, 3, 5]
 LAYOUTS = ["c", "strided", "transposed", "reversed", "reversed_strided"]
 
 
-@contextlib.contextmanager
-def _x64(enabled):
-    """64-bit types on or off for the duration (programs are traced and run inside)."""
-    previous = nbjax.config.enable_x64
-    nbjax.config.update("enable_x64", enabled)
-    try:
-        yield
-    finally:
-        nbjax.config.update("enable_x64", previous)
 
 
 def _kind(dtype):
@@ -491,7 +481,7 @@ def check_program(seed):
     """Build program ``seed``, compile it for both backends, run both, compare."""
     rng = np.random.default_rng(seed)
     spec = _draw_program(rng)
-    with _x64(spec["x64"]):
+    with nbjax.enable_x64(spec["x64"]):
         x = _make_input(rng, spec["shape"], spec["dtype"], spec["layout"], spec["special"])
         y = _make_input(rng, spec["y_shape"], spec["y_dtype"], "c", spec["special"])
         f, programs = _trace(spec, rng)
@@ -540,7 +530,7 @@ def check_eager_and_jit(name, seeds, x64):
     """Op ``name`` on random inputs (one sub-program per seed, every dtype), run eagerly
     (the reference implementations) and under nbjax.jit (the default cpu backend), in one
     jitted function so that it compiles once: the same values."""
-    with _x64(x64):
+    with nbjax.enable_x64(x64):
         inputs = [_eager_jit_input(seed, _active_dtypes()) for seed in seeds]
         programs = []
 
