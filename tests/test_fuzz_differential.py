@@ -31,8 +31,6 @@ DIMS = [0, 1, 2, 3, 5]
 LAYOUTS = ["c", "strided", "transposed", "reversed", "reversed_strided"]
 
 
-
-
 def _kind(dtype):
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
