@@ -13,7 +13,7 @@ import tempfile
 import numpy as np
 
 import nbjax
-from nbjax import compiler
+from nbjax import backends
 from nbjax.tree_util import tree_map
 
 from .timing import block
@@ -85,7 +85,7 @@ def nbjax_backend(name=None):
     afterwards. Yields the backend in use. An unknown name fails here, before any measurement."""
     previous = nbjax.config.jit_backend
     if name is not None:
-        compiler.backend(name)
+        backends.get_target(name)
         nbjax.config.update("jit_backend", name)
     try:
         yield nbjax.config.jit_backend

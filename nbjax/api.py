@@ -550,12 +550,13 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
 # --- pmap ----------------------------------------------------------------------------------
 
 def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
-         devices=None, axis_size=None):
+         devices=None, backend=None, axis_size=None):
     """Run ``fun`` on every device at once, each shard on one slice of the mapped axis, as
     ``jax.pmap``: one shard per device (``nbjax.devices()``; ``devices`` to choose them), each
     on its own thread. ``axis_name`` names the mapped axis for collectives
     (``lax.psum(x, axis_name)``); ``in_axes``/``out_axes`` work as vmap's; the arguments at
-    ``static_broadcasted_argnums`` are passed to every shard as Python values.
+    ``static_broadcasted_argnums`` are passed to every shard as Python values. Each shard
+    runs the program compiled for ``backend`` (default: ``config.jit_backend``).
     """
     from .config import config
     from . import pmap_primitive as pmap_rules
@@ -604,7 +605,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         outs = pmap_rules.pmap_p.bind(
             *consts, *flat_args, jaxpr=closed, axis_name=axis_name, axis_size=size,
             in_axes=(None,) * len(consts) + tuple(flat_axes), out_axes=tuple(flat_out_axes),
-            name=name, devices=devices)
+            name=name, devices=devices, backend=backend)
         return out_tree.unflatten(outs)
     return pmapped
 

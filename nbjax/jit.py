@@ -4,16 +4,19 @@ A jitted call is a ``jit`` equation holding the traced jaxpr, so every transform
 passes through it: vmap batches the jaxpr, JVP differentiates it, partial evaluation splits
 it into a known (forward) call and an unknown (linear) call, and transposition turns the
 linear call into a backward call. Executing a ``jit`` equation compiles its jaxpr once per
-backend and caches the executable (``nbjax.compiler``).
+target (its ``backend`` param, or the configured default) and caches the executable
+(``nbjax.compiler``).
 
 Eager calls of a signature seen before take a fast path that skips what cannot change
 between such calls (see ``JitWrapped``). ``jit(f).lower(*args)`` and ``.compile()`` give the
 traced and optimised program, the kernels, their cost and the fusion report ahead of time
-(``Lowered``, ``Compiled``, as ``jax.stages``).
+(``Lowered``, ``Compiled``, as ``jax.stages``). Observers (``JitWrapped.observe``) see each
+concrete call with its trace, executable and timing: the notebook's views are built on that.
 """
 
 import collections
 import functools
+from dataclasses import dataclass
 import inspect
 import logging
 import operator
@@ -25,6 +28,7 @@ import numpy as np
 
 from . import compiler
 from .api import _abstractify
+from .backends import get_target, target_names
 from .compiler import report
 from .config import config
 from .core import (Array, ClosedJaxpr, EvalTrace, Primitive, ShapedArray, Tracer,
@@ -40,36 +44,38 @@ logger = logging.getLogger("nbjax")
 jit_p = Primitive("jit", multiple_results=True)
 jit_p.is_call = True
 jit_p.call_param = "jaxpr"
-# JAX prints the name before the jaxpr.
+# JAX prints the name before the jaxpr (and no backend).
 jit_p.pp_params = lambda params: [("name", params["name"]), ("jaxpr", params["jaxpr"])]
+# A jit equation's params: ``jaxpr``, ``name`` and ``backend`` (a target's name, or None for
+# the configured default when it runs).
 
 
 @jit_p.def_abstract_eval
-def _jit_abstract_eval(*avals, jaxpr, name):
+def _jit_abstract_eval(*avals, jaxpr, name, backend):
     return jaxpr.out_avals
 
 
 @jit_p.def_impl
-def _jit_impl(*args, jaxpr, name):
-    return compiler.compile(jaxpr, name=name, backend=config.jit_backend).run(*args)
+def _jit_impl(*args, jaxpr, name, backend):
+    return compiler.compile(jaxpr, get_target(backend), name).run(*args)
 
 
 @jit_p.def_batch
-def _jit_batch(axis_data, vals, dims, *, jaxpr, name):
+def _jit_batch(axis_data, vals, dims, *, jaxpr, **params):
     vals = [batch_util.bdim_at_front(v, d, axis_data.size) if d is not None else v
             for v, d in zip(vals, dims)]
     batched, out_batched = batch_util.batch_jaxpr(jaxpr, axis_data,
                                                   [d is not None for d in dims], False)
-    outs = jit_p.bind(*vals, jaxpr=batched, name=name)
+    outs = jit_p.bind(*vals, jaxpr=batched, **params)
     return outs, [0 if b else None for b in out_batched]
 
 
 @jit_p.def_jvp
-def _jit_jvp(primals, tangents, *, jaxpr, name):
+def _jit_jvp(primals, tangents, *, jaxpr, **params):
     nonzeros = [not isinstance(t, ad.Zero) for t in tangents]
     jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros, False)
     outs = jit_p.bind(*primals, *[t for t in tangents if not isinstance(t, ad.Zero)],
-                      jaxpr=jvp_closed, name=name)
+                      jaxpr=jvp_closed, **params)
     n = len(jaxpr.out_avals)
     nz_tangents = iter(outs[n:])
     tangent_outs = [next(nz_tangents) if nz else ad.Zero(ad.tangent_aval(a))
@@ -77,15 +83,15 @@ def _jit_jvp(primals, tangents, *, jaxpr, name):
     return outs[:n], tangent_outs
 
 
-def _jit_partial_eval(trace, args, unknowns, *, jaxpr, name):
+def _jit_partial_eval(trace, args, unknowns, *, jaxpr, **params):
     """Known operands run a forward call now; the rest is staged as a call on residuals."""
     known, unknown, out_unknowns, num_res = partial_eval_jaxpr(jaxpr, unknowns)
     known_args = [a for a, u in zip(args, unknowns) if not u]
-    known_outs = trace.compute_known(jit_p, known_args, dict(jaxpr=known, name=name))
+    known_outs = trace.compute_known(jit_p, known_args, dict(params, jaxpr=known))
     residuals = known_outs[len(known_outs) - num_res:]
     unknown_args = [a for a, u in zip(args, unknowns) if u]
     unknown_outs = trace.stage(jit_p, [*residuals, *unknown_args],
-                               dict(jaxpr=unknown, name=name))
+                               dict(params, jaxpr=unknown))
     known_iter, unknown_iter = iter(known_outs[:len(known_outs) - num_res]), iter(unknown_outs)
     return [next(unknown_iter) if u else next(known_iter) for u in out_unknowns]
 
@@ -94,15 +100,15 @@ jit_p.def_rule("partial_eval", _jit_partial_eval)
 
 
 @jit_p.def_transpose
-def _jit_transpose(cts, *args, jaxpr, name):
+def _jit_transpose(cts, *args, jaxpr, **params):
     linear = [is_undefined(a) for a in args]
     nonlinear = [a for a in args if not is_undefined(a)]
     cts = [ad.instantiate(c) for c in cts]
     in_avals = [get_aval(a) for a in nonlinear] + [get_aval(c) for c in cts]
     t_jaxpr, consts = staging.trace_to_jaxpr(transposed_call(jaxpr, linear), in_avals,
-                                             f"transpose of {name}")
+                                             f"transpose of {params['name']}")
     closed = ClosedJaxpr(staging.convert_constvars(t_jaxpr), [])
-    outs = iter(jit_p.bind(*consts, *nonlinear, *cts, jaxpr=closed, name=name))
+    outs = iter(jit_p.bind(*consts, *nonlinear, *cts, jaxpr=closed, **params))
     return [next(outs) if lin else None for lin in linear]
 
 
@@ -128,7 +134,7 @@ class JitWrapped:
     arguments and no static arguments, and every argument is an Array or a NumPy array. Then the
     pytree of arguments is a flat tuple whose structure the number of arguments fixes, so the
     signature is just the arguments' avals (for NumPy arrays their shape and dtype), plus the
-    two settings a trace depends on (``enable_x64`` and the backend). ``_fast`` (this wrapper's,
+    two settings a call depends on (``enable_x64`` and the backend). ``_fast`` (this wrapper's,
     at most ``FAST_CALLS`` signatures) maps that key to a ``_FastCall`` holding the executable,
     the closed-over constants as NumPy values and the output avals and tree: a call is one dict
     lookup, one ``run`` and wrapping the outputs. A key is added after a general-path call of a
@@ -137,14 +143,26 @@ class JitWrapped:
     takes the general path: transformations of jitted functions, static arguments and retrace
     explanations behave exactly as without the fast path. ``slow_path_calls`` counts the
     general-path calls.
+
+    With observers (``observe``), an eager call takes a third path, ``_observed_call``: the
+    general one, with the compilation done and timed before the run, the run timed (until its
+    results are ready), and every observer told.
+
+    ``backend`` names the target the function compiles for (None: ``config.jit_backend`` at
+    the time of each call).
     """
 
-    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=()):
+    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=(),
+                 backend=None):
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.static_argnums, self.static_argnames = _resolve_static(fun, static_argnums,
                                                                     static_argnames)
         self.donate_argnums = _as_tuple(donate_argnums)  # accepted; buffers are not donated yet
+        if backend is not None and backend not in target_names():
+            raise ValueError(f"unknown backend {backend!r}; known backends: {target_names()}")
+        self.backend = backend
+        self.observers = []
         self.name = getattr(fun, "__name__", type(fun).__name__)
         self._owner = traces.owner(fun, self, (self.static_argnums, self.static_argnames))
         self._fast = {}
@@ -160,12 +178,15 @@ class JitWrapped:
         if config.read("disable_jit"):
             return self.fun(*args, **kwargs)
         key = None
-        if not (kwargs or self._has_static) and type(current_trace()) is EvalTrace:
-            key = _fast_key(args)
-            fast = self._fast.get(key)
-            if fast is not None:
-                self._last_key = fast.slow_key  # what a later cache miss is explained against
-                return fast(args)
+        if type(current_trace()) is EvalTrace:
+            if self.observers:
+                return self._observed_call(args, kwargs)
+            if not (kwargs or self._has_static):
+                key = _fast_key(args, self.backend)
+                fast = self._fast.get(key)
+                if fast is not None:
+                    self._last_key = fast.slow_key  # a later cache miss is explained against it
+                    return fast(args)
         return self._call(args, kwargs, key)
 
     def _call(self, args, kwargs, fast_key=None):
@@ -173,18 +194,54 @@ class JitWrapped:
         entry afterwards."""
         self.slow_path_calls += 1
         entry, leaves, _ = self._lookup(args, kwargs, _as_value)
-        outs = jit_p.bind(*entry.consts_as_args, *leaves, jaxpr=entry.jaxpr, name=self.name)
+        outs = self._bind(entry, leaves)
         if fast_key is not None and entry.cacheable:
             if len(self._fast) >= FAST_CALLS:
                 del self._fast[next(iter(self._fast))]  # the oldest signature
-            self._fast[fast_key] = _FastCall(entry, self._last_key, self.name, backend=fast_key[1])
+            self._fast[fast_key] = _FastCall(entry, self._last_key, self.name, fast_key[1])
+        return entry.out_tree.unflatten(outs)
+
+    def _bind(self, entry, leaves):
+        return jit_p.bind(*entry.consts_as_args, *leaves, jaxpr=entry.jaxpr, name=self.name,
+                          backend=self.backend)
+
+    def observe(self, observer):
+        """Call ``observer(call)`` after every eager call (none under a transformation: there
+        are no values to show) with a ``JitCall`` describing it. Returns a function that
+        stops the observation."""
+        self.observers.append(observer)
+        return lambda: self.observers.remove(observer) if observer in self.observers else None
+
+    def _observed_call(self, args, kwargs):
+        self.slow_path_calls += 1
+        entry, leaves, _ = self._lookup(args, kwargs, _as_value)
+        target = get_target(self.backend)
+        compiled_before = target.name in entry.jaxpr.executables
+        t0 = time.perf_counter()
+        executable = compiler.compile(entry.jaxpr, target, self.name)
+        if executable.timing_supported and executable.step_times is None:
+            executable.enable_timing()
+        t1 = time.perf_counter()
+        outs = self._bind(entry, leaves)
+        for out in outs:
+            out.block_until_ready()
+        seconds = time.perf_counter() - t1
+        step_seconds = {}
+        if executable.step_times:
+            step_seconds = {n: samples[-1] for n, samples in executable.step_times.items()}
+            executable.step_times.clear()
+        call = JitCall(self, self._last_key, entry.jaxpr, executable, entry.trace_seconds,
+                       None if compiled_before else t1 - t0, seconds, step_seconds,
+                       args, kwargs)
+        for observer in list(self.observers):
+            observer(call)
         return entry.out_tree.unflatten(outs)
 
     def lower(self, *args, **kwargs):
         """Trace for arguments like these (arrays, scalars or ``ShapeDtypeStruct``s): the
         ahead-of-time API, as ``jax.jit(f).lower``. Returns a ``Lowered``."""
         entry, _, in_tree = self._lookup(args, kwargs, _as_abstract)
-        return Lowered(entry, in_tree, self.name)
+        return Lowered(entry, in_tree, self.name, self.backend)
 
     def _split_args(self, args, kwargs):
         nargs = len(args)
@@ -249,6 +306,33 @@ class JitWrapped:
         traces.clear(self._owner)
         self._fast.clear()
         self._last_key = None
+
+
+@dataclass
+class JitCall:
+    """What an observer of a jitted function learns of one eager call: the function, its
+    cache key (``signature``: argument tree, avals, static arguments, ``enable_x64``), the
+    traced jaxpr, the executable that ran, the seconds tracing took (when it was traced),
+    compiling took (None: compiled before this call) and running took (until the results were
+    ready), each plan step's seconds (``{step index: seconds}``, on targets that time their
+    steps), and the arguments."""
+    function: object
+    signature: tuple
+    jaxpr: object
+    executable: object
+    trace_seconds: float
+    compile_seconds: float
+    seconds: float
+    step_seconds: dict
+    args: tuple
+    kwargs: dict
+
+    def describe_signature(self):
+        """The signature in words: the argument types, then the static arguments."""
+        _, avals, static, static_kw, _ = self.signature
+        parts = [a.str_short() for a in avals]
+        parts += [f"arg{i}={v!r}" for i, v in static] + [f"{k}={v!r}" for k, v in static_kw]
+        return ", ".join(parts) or "no arguments"
 
 
 class _Traced:
@@ -354,9 +438,9 @@ traces = TraceCache(TRACE_CACHE_SIZE)
 _config_values = config._values  # read directly on the fast path: two dict reads per call
 
 
-def _fast_key(args):
+def _fast_key(args, backend):
     """The fast path's key of an all-array call (see ``JitWrapped``), None for other calls."""
-    key = [_config_values["enable_x64"], _config_values["jit_backend"]]
+    key = [_config_values["enable_x64"], backend or _config_values["jit_backend"]]
     for a in args:
         kind = type(a)
         if kind is Array:
@@ -381,7 +465,7 @@ class _FastCall:
     __slots__ = ("run", "consts", "out_avals", "out_tree", "slow_key")
 
     def __init__(self, entry, slow_key, name, backend):
-        self.run = compiler.compile(entry.jaxpr, name=name, backend=backend).run
+        self.run = compiler.compile(entry.jaxpr, get_target(backend), name).run
         self.consts = [to_numpy(c) for c in entry.consts_as_args]
         self.out_avals = entry.jaxpr.out_avals
         self.out_tree = None if entry.out_tree.is_leaf() else entry.out_tree
@@ -404,11 +488,12 @@ class Lowered:
     (inlining, folding, simplification, CSE, DCE), which ``as_text()`` prints.
     """
 
-    def __init__(self, entry, in_tree, name):
+    def __init__(self, entry, in_tree, name, backend=None):
         self._entry = entry
         self.name = name
+        self.backend = backend
         self.jaxpr = entry.jaxpr
-        self.optimized, self.rewrites = compiler.optimize(entry.jaxpr)
+        self.optimized, self.rewrites, _ = compiler.optimized(entry.jaxpr)
         self.in_tree = in_tree
         self.out_tree = entry.out_tree
         n_consts = len(entry.consts_as_args)
@@ -423,11 +508,12 @@ class Lowered:
         return "\n".join(lines)
 
     def compile(self, backend=None):
-        """Compile for ``backend`` (default: ``config.jit_backend``). The executable is the
-        one jitted calls use (the compiler caches it), so compiling twice is free."""
-        backend = backend or config.jit_backend
-        executable = compiler.compile(self.jaxpr, name=self.name, backend=backend)
-        return Compiled(self, executable, backend)
+        """Compile for ``backend`` (default: the jitted function's, else
+        ``config.jit_backend``). The executable is the one jitted calls use (the compiler
+        caches it), so compiling twice is free."""
+        target = get_target(backend or self.backend)
+        executable = compiler.compile(self.jaxpr, target, self.name)
+        return Compiled(self, executable, target.name)
 
     def __repr__(self):
         return f"Lowered({self.name})"
@@ -453,11 +539,10 @@ class Compiled:
     @property
     def compile_times(self):
         """Seconds per phase: ``trace`` then the backend's (passes, fusion, codegen, LLVM...)."""
-        return {"trace": self.lowered._entry.trace_seconds,
-                **getattr(self.executable, "compile_times", {})}
+        return {"trace": self.lowered._entry.trace_seconds, **self.executable.compile_times}
 
     def as_text(self):
-        return report.compiled_text(self.executable, self.backend)
+        return report.compiled_text(self.executable)
 
     def fusion_report(self):
         return report.fusion_report(self.executable)
@@ -473,13 +558,11 @@ class Compiled:
     def enable_timing(self, on=True):
         """Record each step's run time (``step_times``, shown by ``cost_analysis``); it also
         applies to jitted calls of this signature, which share the executable."""
-        if not hasattr(self.executable, "enable_timing"):
-            raise ValueError(f"the {self.backend} backend has no per-step timing")
         self.executable.enable_timing(on)
 
     @property
     def step_times(self):
-        return getattr(self.executable, "step_times", None)
+        return self.executable.step_times
 
     def __call__(self, *args, **kwargs):
         leaves, tree = pytree.tree_flatten((list(args), kwargs))
@@ -615,12 +698,15 @@ def _as_abstract(x):
     return _abstractify(x) if isinstance(x, (ShapedArray, ShapeDtypeStruct)) else _as_value(x)
 
 
-def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=()):
+def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(),
+        backend=None):
     """Compile ``fun`` (``@jit``, ``jit(f, static_argnums=...)`` or, as a decorator with
-    options, ``@jit(static_argnames=...)``), as ``jax.jit``."""
+    options, ``@jit(static_argnames=...)``), as ``jax.jit``; ``backend`` names the target
+    (``"cpu"``, ``"reference"``; default: ``config.jit_backend`` when called)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, donate_argnums=donate_argnums)
+                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
+                                 backend=backend)
     if not callable(fun):
         raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend)

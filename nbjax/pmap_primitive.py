@@ -7,7 +7,8 @@ its rules follow jit's: vmap batches the shard jaxpr, JVP differentiates it, par
 splits it into a known (forward) pmap and an unknown (linear) one, and transposition turns the
 linear one into a backward pmap.
 
-Executing a ``pmap`` equation compiles the shard jaxpr once (``nbjax.compiler``), slices the
+Executing a ``pmap`` equation compiles the shard jaxpr once for its target (the ``backend``
+param, or the configured default; ``nbjax.compiler``), slices the
 mapped operands, and runs the executable on one thread per shard. The collectives inside
 (``psum``, ``all_gather``, ``ppermute``...) find their shard's position and the shards' common
 ``Rendezvous`` in a thread-local axis environment (``nbjax.lax.parallel``), where they wait for
@@ -20,6 +21,7 @@ from threading import BrokenBarrierError
 import numpy as np
 
 from . import compiler
+from .backends import get_target
 from .core import ClosedJaxpr, Primitive, get_aval
 from .core.array import devices as available_devices
 from .interpreters import ad, staging
@@ -28,8 +30,10 @@ from .interpreters.transpose import is_undefined, transposed_call
 from .lax import batch_util
 from .lax.parallel import AxisFrame, Rendezvous, extend_axis_env
 from .lax.reductions import reduce_sum
+from .lax.standard import library_lowering
 
 pmap_p = Primitive("pmap", multiple_results=True)
+library_lowering(pmap_p, "parallel map")
 
 
 def shard_aval(aval, axis):
@@ -57,7 +61,8 @@ def tracing_frame(axis_name, axis_size):
 
 
 @pmap_p.def_abstract_eval
-def _pmap_abstract_eval(*avals, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices):
+def _pmap_abstract_eval(*avals, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices,
+                        backend):
     for i, (aval, axis, shard) in enumerate(zip(avals, in_axes, jaxpr.in_avals)):
         if axis is not None and (aval.ndim <= axis or aval.shape[axis] != axis_size):
             raise TypeError(f"pmap operand {i} of type {aval.str_short()} has no axis {axis} of "
@@ -86,9 +91,9 @@ def check_device_count(axis_size, devices):
 
 
 @pmap_p.def_impl
-def _pmap_impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices):
+def _pmap_impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend):
     check_device_count(axis_size, devices)
-    executable = compiler.compile(jaxpr, name=name)
+    executable = compiler.compile(jaxpr, get_target(backend), name)
     rendezvous = Rendezvous(axis_size)
 
     def run_shard(index):
@@ -192,7 +197,8 @@ pmap_p.def_rule("partial_eval", _pmap_partial_eval)
 
 
 @pmap_p.def_transpose
-def _pmap_transpose(cts, *args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices):
+def _pmap_transpose(cts, *args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices,
+                    backend):
     """A backward pmap: each shard transposes its own jaxpr. A linear operand that every shard
     shared (in_axes None) was fanned out, so its cotangent is the sum of the shards' ones."""
     if any(axis is None for axis in out_axes):
@@ -214,7 +220,7 @@ def _pmap_transpose(cts, *args, jaxpr, axis_name, axis_size, in_axes, out_axes, 
                        axis_name=axis_name, axis_size=axis_size,
                        in_axes=(None,) * len(consts) + nonlinear_axes + out_axes,
                        out_axes=tuple(0 if axis is None else axis for axis in linear_axes),
-                       name=name, devices=devices)
+                       name=name, devices=devices, backend=backend)
     outs = iter([ct if axis is not None else reduce_sum(ct, (0,))
                  for ct, axis in zip(outs, linear_axes)])
     return [next(outs) if lin else None for lin in linear]

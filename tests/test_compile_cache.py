@@ -16,8 +16,8 @@ import pytest
 
 import nbjax
 import nbjax.numpy as jnp
+from nbjax.backends import compile
 from nbjax.backends.cpu import cache
-from nbjax.compiler import compile
 from helpers import assert_close
 
 from helpers import is_full_width_float32
@@ -45,7 +45,7 @@ def cache_dir(tmp_path, monkeypatch):
 def _compile_and_check(x):
     """Compile ``_f`` afresh (a new jaxpr, so the in-memory cache does not answer), check
     its result against NumPy, and return the executable."""
-    exe = compile(nbjax.make_jaxpr(_f)(x), "cached_f", backend="cpu")
+    exe = compile(nbjax.make_jaxpr(_f)(x), "cpu", "cached_f")
     (out,) = exe.run(x)
     np.testing.assert_allclose(out, _expected(x), rtol=1e-5, atol=1e-5)
     return exe
@@ -61,16 +61,16 @@ _CHILD = """
 import json, sys
 import numpy as np
 import nbjax, nbjax.numpy as jnp
+from nbjax.backends import compile
 from nbjax.backends.cpu import cache
-from nbjax.compiler import compile
 
 
 x = np.linspace(-2, 2, 3 * 40, dtype=np.float32).reshape(3, 40)
-exe = compile(nbjax.make_jaxpr(lambda x: jnp.exp(x) * x + 1.0)(x), "child", backend="cpu")
+exe = compile(nbjax.make_jaxpr(lambda x: jnp.exp(x) * x + 1.0)(x), "cpu", "child")
 (out,) = exe.run(x)
 print(json.dumps({"stats": dict(cache.stats), "phases": sorted(exe.compile_times),
                   "from_disk_cache": exe._jit_module.from_disk_cache,
-                  "optimised_ir": [k.optimised_ir for k in exe.kernels],
+                  "optimised_ir": [k.texts["optimised LLVM IR"] for k in exe.kernels],
                   "out": out.tolist()}))
 """
 
@@ -225,13 +225,13 @@ def test_swapped_entries_are_rebuilt_not_run(cache_dir):
     x = RNG.standard_normal((3, 8)).astype(np.float32)
     programs = [lambda x: jnp.exp(x) * 2.0, lambda x: jnp.sin(x) - 1.0]
     for f in programs:
-        compile(nbjax.make_jaxpr(f)(x), "swap", backend="cpu")
+        compile(nbjax.make_jaxpr(f)(x), "cpu", "swap")
     first, second = sorted(_entries(cache_dir))
     a, b = first.read_bytes(), second.read_bytes()
     first.write_bytes(b)
     second.write_bytes(a)
     for f in programs:
-        exe = compile(nbjax.make_jaxpr(f)(x), "swap", backend="cpu")
+        exe = compile(nbjax.make_jaxpr(f)(x), "cpu", "swap")
         assert not exe._jit_module.from_disk_cache
         np.testing.assert_allclose(exe.run(x)[0], f(x), rtol=1e-6, atol=1e-6)
 

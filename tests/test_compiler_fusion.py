@@ -9,7 +9,8 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
-from nbjax.compiler import compile, fusion, optimize
+from nbjax.backends import compile, get_target
+from nbjax.compiler import fusion, optimize
 from helpers import assert_close
 
 RNG = np.random.default_rng(0)
@@ -19,10 +20,10 @@ X = RNG.standard_normal((6, 10)).astype(np.float32)
 def _plan(f, *args):
     closed = nbjax.make_jaxpr(f)(*args)
     optimised, _ = optimize(closed)
-    plan = fusion.plan(optimised.jaxpr)
+    plan = fusion.plan(optimised.jaxpr, get_target("cpu"))
     assert len(plan.decisions) == len(optimised.jaxpr.eqns)  # one decision per equation
-    out = compile(closed, "t", backend="cpu").run(*args)
-    ref = compile(closed, "t", backend="reference").run(*args)
+    out = compile(closed, "cpu", "t").run(*args)
+    ref = compile(closed, "reference", "t").run(*args)
     for a, b in zip(out, ref):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     return plan
@@ -156,7 +157,7 @@ def test_control_flow_falls_back_with_a_warning_and_a_recorded_reason():
     def f(x, p):
         return lax.cond(p, lambda y: jnp.sort(y), lambda y: -y, jnp.sin(x))
     closed = nbjax.make_jaxpr(f)(X, True)
-    executable = compile(closed, "t", backend="cpu")
+    executable = compile(closed, "cpu", "t")
     # sin(x) and the predicate's conversion to a branch index are kernels
     assert [g.kind for g in executable.plan.groups] == ["kernel", "kernel", "fallback"]
     assert "cond branch 1 has a library step (sort)" in executable.plan.decisions[-1].reason
@@ -176,7 +177,7 @@ def test_sibling_kernels_do_not_move_before_a_step_they_read():
     """A kernel that reads a library step's result may not share the loop of a kernel that
     runs before that step (regression: the merged loop read an unset buffer)."""
     import nbjax.numpy as jnp
-    from nbjax.compiler import compile as compile_jaxpr
+    from nbjax.backends import compile as compile_jaxpr
 
     def f(x, y):
         a = jnp.sin(x) + 1.0
@@ -215,5 +216,5 @@ def test_same_width_bitcasts_fuse_and_others_do_not():
         assert [g.kind for g in got.plan.groups] == ["kernel"]
         np.testing.assert_array_equal(got.run(x)[0], (x * 2).view(dtype))
     closed = nbjax.make_jaxpr(lambda v: lax.bitcast_convert_type(v, np.uint8))(x)
-    plan = fusion.plan(optimize(closed)[0].jaxpr)
+    plan = fusion.plan(optimize(closed)[0].jaxpr, get_target("cpu"))
     assert "changes the shape" in plan.decisions[0].reason

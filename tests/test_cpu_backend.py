@@ -10,8 +10,8 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
+from nbjax.backends import compile
 from nbjax.backends.cpu import runtime
-from nbjax.compiler import compile
 from helpers import assert_close
 
 from helpers import is_full_width_float32
@@ -21,7 +21,7 @@ RNG = np.random.default_rng(1)
 
 def _both(f, *args):
     closed = nbjax.make_jaxpr(f)(*args)
-    return (compile(closed, "t", backend="cpu"), compile(closed, "t", backend="reference"))
+    return (compile(closed, "cpu", "t"), compile(closed, "reference", "t"))
 
 
 def _check(f, *args, rtol=1e-6):
@@ -38,8 +38,8 @@ def _check(f, *args, rtol=1e-6):
 def test_float32_elementwise_kernel_is_vectorised():
     cpu, _ = _check(lambda x: x + x * x + x * x * x, RNG.random((64, 200), np.float32))
     (kernel,) = cpu.kernels
-    assert "noalias" in kernel.llvm_ir
-    assert is_full_width_float32(kernel.optimised_ir)
+    assert "noalias" in kernel.texts["LLVM IR"]
+    assert is_full_width_float32(kernel.texts["optimised LLVM IR"])
     assert kernel.loop.pretty().startswith("kernel kernel_0 over [64, 200]")
     assert [e.primitive.name for e in kernel.eqns].count("mul") == 2
 
@@ -48,7 +48,7 @@ def test_exp_is_inline_so_selu_is_vectorised():
     alpha, scale = 1.6732632423543772, 1.0507009873554805
     cpu, _ = _check(lambda x: scale * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha),
                     RNG.standard_normal((16, 64)).astype(np.float32), rtol=1e-6)
-    ir_text = cpu.kernels[0].optimised_ir
+    ir_text = cpu.kernels[0].texts["optimised LLVM IR"]
     assert is_full_width_float32(ir_text)
     assert "expf" not in ir_text and "llvm.exp." not in ir_text
 
@@ -142,7 +142,7 @@ def test_dynamic_slice_clamps_its_runtime_start():
 def test_large_loops_split_between_threads_and_match():
     x = RNG.standard_normal((1 << 10, 1 << 10)).astype(np.float32)  # 2**20 elements
     cpu, outs = _check(lambda x: (x * 2.0 + 1.0, jnp.sum(x * x, axis=1)), x, rtol=1e-4)
-    assert cpu.kernels[0].loop.split_axis == 0
+    assert runtime.splits(cpu.kernels[0].loop)
 
 
 # --- runtime -------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def test_kernels_run_concurrently_from_threads():
 def test_jit_with_the_cpu_backend():
     x = RNG.standard_normal((4, 3)).astype(np.float32)
     closed = nbjax.make_jaxpr(nbjax.jit(lambda x: jnp.exp(x) * 2.0))(x)
-    out = compile(closed, "outer", backend="cpu").run(x)[0]  # the inner jit is inlined
+    out = compile(closed, "cpu", "outer").run(x)[0]  # the inner jit is inlined
     assert_close(out, np.exp(x) * 2, rtol=1e-6)
 
 

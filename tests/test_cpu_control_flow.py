@@ -10,7 +10,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
-from nbjax.compiler import compile
+from nbjax.backends import compile
 from helpers import assert_close
 
 RNG = np.random.default_rng(0)
@@ -20,8 +20,8 @@ def _run_both(f, *args, rtol=1e-6):
     """The CPU executable of ``f`` and its results, checked against the reference backend
     (same shapes, dtypes and values), with warnings turned into errors: nothing falls back."""
     closed = nbjax.make_jaxpr(f)(*args)
-    cpu = compile(closed, "t", backend="cpu")
-    ref = compile(closed, "t", backend="reference")
+    cpu = compile(closed, "cpu", "t")
+    ref = compile(closed, "reference", "t")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         outs = cpu.run(*args)
@@ -201,11 +201,11 @@ def test_a_body_with_a_library_step_falls_back_with_a_warning():
     xs = RNG.standard_normal((4, 3)).astype(np.float32)
     m = RNG.standard_normal((3, 3)).astype(np.float32)
     closed = nbjax.make_jaxpr(f)(xs, m)
-    cpu = compile(closed, "t", backend="cpu")
+    cpu = compile(closed, "cpu", "t")
     [decision] = _loop_decisions(cpu, "scan")
     assert cpu.plan.groups[decision.group].kind == "fallback"
     assert "scan body has a library step (dot_general)" in decision.reason
     with pytest.warns(UserWarning, match="scan"):
         outs = cpu.run(xs, m)
-    for a, b in zip(outs, compile(closed, "t", backend="reference").run(xs, m)):
+    for a, b in zip(outs, compile(closed, "reference", "t").run(xs, m)):
         assert_close(a, b, rtol=1e-5)

@@ -19,7 +19,7 @@ llvm = pytest.importorskip("llvmlite.binding")
 import nbjax  # noqa: E402
 from nbjax.backends.cpu import mathlib  # noqa: E402
 from nbjax.backends.cpu.runtime import float32_lanes, optimise  # noqa: E402
-from nbjax.compiler import compile  # noqa: E402
+from nbjax.backends import compile  # noqa: E402
 
 # Max ulp error allowed per (function, dtype). float32 is compared with the float64 result
 # rounded to float32 (measured: <= 2 ulp for every function); float64 with NumPy's libm,
@@ -263,8 +263,8 @@ def test_float32_loop_vectorises_without_libm_calls(name):
     x = np.linspace(0.5, 3.0, 4096, dtype=np.float32)
     args = (x, x[::-1].copy()) if mathlib.ARITY[name] == 2 else (x,)
     closed = nbjax.make_jaxpr(fn)(*args)
-    (compiled,) = compile(closed, name, backend="cpu").kernels
-    optimised = compiled.optimised_ir
+    (compiled,) = compile(closed, "cpu", name).kernels
+    optimised = compiled.texts["optimised LLVM IR"]
     widths = {int(n) for n in re.findall(r"<(\d+) x float>", optimised)}
     assert max(widths, default=1) == float32_lanes(), f"{name}: float vectors {widths}"
     calls = re.findall(r"call [^@]*@([\w.]+)", optimised)

@@ -10,7 +10,7 @@ import pytest
 
 import nbjax
 import nbjax.numpy as jnp
-from nbjax.compiler import compile as compile_jaxpr
+from nbjax.backends import compile as compile_jaxpr
 
 try:
     import jax
@@ -169,7 +169,7 @@ def test_a_jaxpr_shows_the_callback_and_keeps_it_through_the_compiler(capsys):
         return x
     closed = nbjax.make_jaxpr(f)(1.0)
     assert "debug_callback[callback=print('x={}')] b" in str(closed)
-    exe = compile_jaxpr(closed, "f", backend="cpu")
+    exe = compile_jaxpr(closed, "cpu", "f")
     assert [e.primitive.name for e in exe.jaxpr.jaxpr.eqns] == ["mul", "debug_callback"]
     assert "host step" in exe.plan.report()
     capsys.readouterr()

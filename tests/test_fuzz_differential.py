@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
-from nbjax.compiler import compile
+from nbjax.backends import compile
 
 EXAMPLES = int(os.environ.get("NBJAX_FUZZ_EXAMPLES", "150"))
 
@@ -484,8 +484,8 @@ def check_program(seed):
         y = _make_input(rng, spec["y_shape"], spec["y_dtype"], "c", spec["special"])
         f, programs = _trace(spec, rng)
         closed = nbjax.make_jaxpr(f)(x, y)
-        cpu = compile(closed, "fuzz", backend="cpu")
-        ref = compile(closed, "fuzz", backend="reference")
+        cpu = compile(closed, "cpu", "fuzz")
+        ref = compile(closed, "reference", "fuzz")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             outs, refs = cpu.run(x, y), ref.run(x, y)

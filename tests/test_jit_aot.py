@@ -85,7 +85,7 @@ def test_compiled_text_names_kernels_with_their_llvm_ir():
     exe = compiled.executable
     assert exe.kernels, "expected at least one fused kernel"
     for k in exe.kernels:
-        assert f"== {k.name} ==" in text and k.llvm_ir in text
+        assert f"== {k.name} ==" in text and k.texts["LLVM IR"] in text
     assert "define void" in text
     assert "dot_general is a BLAS call" in text
     assert "== cost ==" in text and "total" in text

@@ -17,6 +17,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax, viz
+from nbjax.backends import get_target
 from nbjax.compiler import fusion, optimize
 from nbjax.core.jaxpr import ClosedJaxpr
 
@@ -224,7 +225,7 @@ def test_gradient_phases_and_provenance_links(zoo):
 
 def test_fusion_plan_groups(zoo):
     optimised, _ = optimize(zoo["softmax_dot"])
-    plan = fusion.plan(optimised.jaxpr)
+    plan = fusion.plan(optimised.jaxpr, get_target("cpu"))
     model = viz.graph_model(optimised, fusion=plan)
     assert [g["id"] for g in model["groups"]] == [g.index for g in plan.groups]
     nodes = _nodes(model)
@@ -327,7 +328,7 @@ def test_dot_colours_forward_and_backward(zoo):
 
 def test_dot_draws_fusion_kernels_as_coloured_clusters(zoo):
     optimised, _ = optimize(zoo["softmax_dot"])
-    plan = fusion.plan(optimised.jaxpr)
+    plan = fusion.plan(optimised.jaxpr, get_target("cpu"))
     dot = viz.to_dot(viz.graph_model(optimised, fusion=plan))
     assert ('subgraph "cluster_group_0" {\n    graph [label="kernel 0 over [4,5]", '
             'labelloc="t", fontsize="9", id="group-0", style="rounded,filled", '

@@ -1,18 +1,15 @@
-"""The reference backend: run a jaxpr equation by equation with the NumPy implementations.
+"""The reference target: run a jaxpr equation by equation with the NumPy implementations.
 
-It defines what every other backend must compute; differential tests compare against it.
+It defines what every other target must compute; differential tests compare against it.
 """
 
 import numpy as np
 
+from ..compiler import Executable, Target
 from ..core import EvalTrace, eval_closed_jaxpr, set_current_trace
 
 
-class Executable:
-    def __init__(self, closed_jaxpr, name):
-        self.jaxpr = closed_jaxpr
-        self.name = name
-
+class ReferenceExecutable(Executable):
     def run(self, *args):
         """Evaluate on NumPy values, eagerly (never under the caller's trace)."""
         with set_current_trace(EvalTrace()):
@@ -20,5 +17,12 @@ class Executable:
         return [np.asarray(o) for o in outs]
 
 
-def compile(closed_jaxpr, name):
-    return Executable(closed_jaxpr, name)
+class ReferenceTarget(Target):
+    name = "reference"
+    optimizes = False  # it runs the program exactly as traced
+
+    def lower(self, name, jaxpr, plan, rewrites, timer):
+        return ReferenceExecutable(name, self.name, jaxpr)
+
+
+TARGET = ReferenceTarget()

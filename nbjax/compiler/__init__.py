@@ -1,58 +1,65 @@
-"""The compiler behind ``jit``: a jaxpr in, an executable out, cached per backend.
+"""The compiler behind ``jit``: a jaxpr in, an executable for a target out.
 
-``passes.optimize`` rewrites jaxprs (inlining, folding, simplification, CSE, DCE) and records
-each rewrite; ``fusion.plan`` groups the equations into loop kernels (``kernel.LoopKernel``,
-backend-neutral) and library steps, recording why; a backend turns the plan into machine code.
+One pipeline serves every target (``compile``): optimise once (``passes.optimize``: inlining,
+folding, simplification, CSE, DCE, each rewrite recorded), plan for the target
+(``fusion.plan``: loop kernels in the backend-neutral ``kernel.LoopKernel`` IR, library
+calls, control flow, with a reason for every decision), then let the target lower the plan
+(``target.Target.lower``) into an ``executable.Executable``.
 
 ``report`` describes the result: the estimated cost of each step (flops, bytes read and
 written, with XLA's conventions), the fusion report, and the compiled program as text (what
 ``jit(f).lower(...).compile()`` shows).
 
-Backends: ``"reference"`` runs the jaxpr as traced with the NumPy implementations (the
-semantics every other backend is tested against); ``"cpu"`` compiles fused kernels with
-llvmlite (``nbjax.backends.cpu``).
+The targets themselves (``"reference"``, ``"cpu"``) live in ``nbjax.backends``, which builds
+on this package; this package never imports them.
 """
 
-import importlib
 import threading
 
-from ..backends import reference
 from . import report  # noqa: F401
+from .executable import Executable, KernelInfo, Timer  # noqa: F401
+from .fusion import plan
 from .passes import Rewrite, optimize  # noqa: F401
+from .target import Target  # noqa: F401
 
-_BACKENDS = {"reference": reference.compile}
-# Backends imported on first use (llvmlite takes a moment to load).
-_LAZY_BACKENDS = {"cpu": "nbjax.backends.cpu"}
 _lock = threading.Lock()  # pmap shards may ask for the same executable at once
 
 
-def register_backend(name, compile_fn):
-    """Add a backend: ``compile_fn(closed_jaxpr, name)`` returns an object with ``run``."""
-    _BACKENDS[name] = compile_fn
+def optimized(closed_jaxpr):
+    """``optimize(closed_jaxpr)``, computed once per jaxpr (the ahead-of-time API shows it
+    before compiling, and compiling must not optimise again)."""
+    with _lock:
+        return _optimized(closed_jaxpr)
 
 
-def backend(name):
-    if name not in _BACKENDS and name in _LAZY_BACKENDS:
-        _BACKENDS[name] = importlib.import_module(_LAZY_BACKENDS[name]).compile
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        raise ValueError(f"unknown backend {name!r}; known backends: "
-                         f"{sorted(set(_BACKENDS) | set(_LAZY_BACKENDS))}") from None
+def _optimized(closed_jaxpr):
+    if closed_jaxpr.optimized is None:
+        timer = Timer()
+        with timer("passes"):
+            closed_jaxpr.optimized = (*optimize(closed_jaxpr), timer.times)
+    return closed_jaxpr.optimized
 
 
-def compile(closed_jaxpr, name="jit", backend="reference"):
-    """An executable for ``closed_jaxpr`` on ``backend``, compiled once.
+def compile(closed_jaxpr, target, name="jit"):
+    """The executable of ``closed_jaxpr`` for ``target`` (a ``Target``), compiled once.
 
     It is kept in ``closed_jaxpr.executables``, so it (with its machine code) is freed with
     the jaxpr: the caches that hold jaxprs (``jit``'s traces) decide how long code lives.
     """
     with _lock:
-        executable = closed_jaxpr.executables.get(backend)
+        executable = closed_jaxpr.executables.get(target.name)
         if executable is None:
-            executable = _backend_fn(backend)(closed_jaxpr, name)
-            closed_jaxpr.executables[backend] = executable
+            executable = _compile(closed_jaxpr, target, name)
+            closed_jaxpr.executables[target.name] = executable
     return executable
 
 
-_backend_fn = backend
+def _compile(closed_jaxpr, target, name):
+    timer = Timer()
+    if not target.optimizes:
+        return target.lower(name, closed_jaxpr, None, [], timer)
+    optimised, rewrites, times = _optimized(closed_jaxpr)
+    timer.times.update(times)
+    with timer("fusion"):
+        fusion_plan = plan(optimised.jaxpr, target)
+    return target.lower(name, optimised, fusion_plan, rewrites, timer)

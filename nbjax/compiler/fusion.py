@@ -1,6 +1,6 @@
 """The fusion planner: which equations become one loop kernel, and why.
 
-Input: an optimised jaxpr. Output: a ``FusionPlan``, the ordered steps of the program
+Input: an optimised jaxpr and the target it is planned for. Output: a ``FusionPlan``, the ordered steps of the program
 (``FusionGroup``: a fused loop kernel, a library call, or a reference fallback) and a
 ``FusionDecision`` for every equation saying which step it went to and why.
 
@@ -17,14 +17,16 @@ The rules, applied walking the program backwards (from results to inputs):
   ``MAX_REREADS`` different places (the 81 shifted slices of a padded image): computed
   inline, it would be computed that many times per element (a pad's guards, a gather's
   index loads, arithmetic), so one pass writing it out is cheaper, and the consumer then
-  reads plain shifted rows that vectorise. Pure re-stridings of a buffer (slices,
-  transposes, broadcasts...) are exempt: re-reading them costs nothing more than the loads.
-- Equations without a kernel lowering (dot_general, sort, gather...) are library or
-  reference steps on materialised buffers.
-- Control flow (``scan``, ``while``, ``cond``) is planned recursively: when each of its
-  sub-jaxprs (body, loop condition, branches) plans into kernels only (or into control flow
-  that does, in turn), it is a ``"loop"`` step that the backend compiles into one native
-  loop or branch around those kernels; otherwise it is a reference step.
+  reads plain shifted rows that vectorise. Pure re-stridings of a buffer (index lowerings
+  that ``restride``: slices, transposes, broadcasts...) are exempt: re-reading them costs nothing more than the loads.
+- Equations without a kernel lowering are library steps on materialised buffers when their
+  primitive has a ``"library"`` lowering (dot_general, sort, scatter...) and the target
+  runs such calls (``Target.library_reason``), else reference steps.
+- Control flow (primitives with a ``"control"`` lowering: ``scan``, ``while``, ``cond``) is
+  planned recursively on a target that compiles control flow: when each of its sub-jaxprs
+  (body, loop condition, branches) plans into kernels only (or into control flow that does,
+  in turn), it is a ``"loop"`` step that the target compiles into one native loop or branch
+  around those kernels; otherwise it is a reference step.
 
 Then sibling kernels with the same iteration space share one loop when nothing in between
 needs the earlier one's results, and the later one reads the earlier one's results (if at
@@ -36,23 +38,6 @@ from dataclasses import dataclass, field
 from ..core import Var, dtypes
 from .kernel import CannotFuse, build_kernel
 from .passes import optimize
-
-# Primitives with no kernel lowering that run as a call into a library on our buffers.
-LIBRARY = {
-    "dot_general": "dot_general is a BLAS call (NumPy)",
-    "conv_general_dilated": "conv_general_dilated is a library call (NumPy)",
-    "sort": "sort is a library call (NumPy)",
-    "top_k": "top_k is a library call (NumPy)",
-    "argmax": "argmax is a library call (NumPy)",
-    "argmin": "argmin is a library call (NumPy)",
-}
-for _name in ("scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min",
-              "scatter-max"):
-    LIBRARY[_name] = f"{_name} is a library step (NumPy indexing)"
-LIBRARY["debug_callback"] = "debug_callback calls Python back with the values (a host step)"
-for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
-    LIBRARY[_name] = f"{_name} is a library call (NumPy cumulative op)"
-
 
 @dataclass
 class FusionGroup:
@@ -117,7 +102,7 @@ def kernel_lowering(eqn):
     prim = eqn.primitive
     lowering = prim.lowerings.get("kernel")
     if prim.multiple_results or lowering is None:
-        return None, LIBRARY.get(prim.name, f"no kernel lowering for {prim.name}")
+        return None, f"no kernel lowering for {prim.name}"
     avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
     if any(dtypes.is_complex(a.dtype) for a in avals):
         return None, f"{prim.name} on complex numbers has no kernel lowering"
@@ -148,31 +133,18 @@ class SubProgram:
                    for g in self.plan.groups)
 
 
-def _sub_jaxprs(eqn):
-    """(role, ClosedJaxpr) of each sub-jaxpr of a control-flow equation, or None."""
-    p = eqn.params
-    name = eqn.primitive.name
-    if name == "scan":
-        return [("body", p["jaxpr"])]
-    if name == "while":
-        return [("cond", p["cond_jaxpr"]), ("body", p["body_jaxpr"])]
-    if name == "cond":
-        return [(f"branch {k}", b) for k, b in enumerate(p["branches"])]
-    return None
-
-
-def _plan_control_flow(eqn, prefix):
+def _plan_control_flow(eqn, target, prefix):
     """(the SubPrograms of a control-flow equation, the decision's reason), or (None, why
     not) when one of its sub-jaxprs has a step that is not a kernel (nor compiled control
-    flow) or ``eqn`` is not control flow."""
+    flow), or (None, None) when ``eqn`` is not control flow the target compiles."""
     name = eqn.primitive.name
-    jaxprs = _sub_jaxprs(eqn)
-    if jaxprs is None:
+    sub_jaxprs = eqn.primitive.lowerings.get("control")
+    if sub_jaxprs is None or not target.compiles_control_flow:
         return None, None
     subs = []
-    for role, closed in jaxprs:
+    for role, closed in sub_jaxprs(eqn.params):
         optimised, _ = optimize(closed)
-        sub = plan(optimised.jaxpr, f"{prefix}_{role.replace(' ', '')}")
+        sub = plan(optimised.jaxpr, target, f"{prefix}_{role.replace(' ', '')}")
         blocking = [g for g in sub.groups if g.kind not in ("kernel", "loop")]
         if blocking:
             step = blocking[0]
@@ -187,16 +159,17 @@ def _plan_control_flow(eqn, prefix):
     return subs, f"{name} compiled as a native loop: {what}"
 
 
-def _step_without_kernel(eqn, why_not, prefix):
+def _step_without_kernel(eqn, why_not, target, prefix):
     """(group, (started_new_group, reason)) of an equation with no kernel lowering:
     compiled control flow, a library step or a reference step."""
-    subs, why = _plan_control_flow(eqn, prefix)
+    subs, why = _plan_control_flow(eqn, target, prefix)
     if subs is not None:
         return FusionGroup("loop", [eqn], reason=why, subprograms=subs), (True, why)
     if why is not None:  # control flow that cannot be compiled
         return FusionGroup("fallback", [eqn], reason=why), (True, why)
-    if eqn.primitive.name in LIBRARY:
-        return FusionGroup("library", [eqn], reason=why_not), (True, why_not + ": library step")
+    library = target.library_reason(eqn)
+    if library is not None:
+        return FusionGroup("library", [eqn], reason=library), (True, library + ": library step")
     return FusionGroup("fallback", [eqn], reason=why_not), \
         (True, why_not + ": runs on the reference backend")
 
@@ -205,8 +178,9 @@ def _kernels(n):
     return f"{n} kernel{'s' * (n != 1)}"
 
 
-def plan(jaxpr, prefix="kernel"):
-    """The FusionPlan of an optimised (open) Jaxpr; kernels are named ``<prefix>_<n>``."""
+def plan(jaxpr, target, prefix="kernel"):
+    """The FusionPlan of an optimised (open) Jaxpr for ``target`` (a ``Target``); kernels
+    are named ``<prefix>_<n>``."""
     eqns = jaxpr.eqns
     consumers = {}
     for i, eqn in enumerate(eqns):
@@ -222,7 +196,8 @@ def plan(jaxpr, prefix="kernel"):
         eqn = eqns[i]
         lowering, why_not = kernel_lowering(eqn)
         if lowering is None:
-            group_of[i], notes[i] = _step_without_kernel(eqn, why_not, f"{prefix}_cf{i}")
+            group_of[i], notes[i] = _step_without_kernel(eqn, why_not, target,
+                                                         f"{prefix}_cf{i}")
             continue
         group, reason = _join_or_start(eqn, lowering, consumers, group_of, program_outputs,
                                        eqns, reads)
@@ -255,9 +230,6 @@ def plan(jaxpr, prefix="kernel"):
 
 # A value read at more places than this by the kernel it would join is materialised.
 MAX_REREADS = 16
-# Index arithmetic that only re-strides its operand's loads: re-reading it is free.
-RESTRIDINGS = {"slice", "rev", "transpose", "broadcast_in_dim", "squeeze", "expand_dims",
-               "dynamic_slice"}
 
 
 def _reads(out, consumers, eqns, reads):
@@ -295,7 +267,7 @@ def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, re
         return None, f"{name}: result unused: kernel {{g}}"
     target = distinct[0]
     n = _reads(out, consumers, eqns, reads)
-    if n > MAX_REREADS and name not in RESTRIDINGS:
+    if n > MAX_REREADS and not lowering.restrides:
         return None, (f"{name}: read at {n} places by one kernel: materialised by kernel "
                       "{g} (computing it once is cheaper)")
     reads[out] = n

@@ -226,21 +226,6 @@ class LoopKernel:
     body: list              # Op, in order
     eqns: list = field(default_factory=list)
 
-    @property
-    def split_axis(self):
-        """The outer axis the runtime may split between threads: axis 0. Chunks write
-        disjoint parts of the element-wise outputs and of the reductions that keep that
-        axis; a reduction over it accumulates each chunk apart (``partial_outputs``)."""
-        return 0 if self.shape else None
-
-    @property
-    def partial_outputs(self):
-        """The positions of the outputs that accumulate over the split axis: each chunk of
-        the split loop needs its own copy, and the copies are combined at the end."""
-        if not self.shape:
-            return []
-        return [k for k, o in enumerate(self.outputs) if o.combine and 0 not in o.kept_axes]
-
     def pretty(self):
         ins = ", ".join(f"in{i}:{v.aval.str_short()}" for i, v in enumerate(self.inputs))
         lines = [f"kernel {self.name} over {list(self.shape)} ({ins})"]

@@ -212,12 +212,12 @@ def equation_costs(jaxpr):
 
 def step_costs(executable):
     """One StepCost per step of a compiled program (see the module docstring)."""
-    plan = getattr(executable, "plan", None)
+    plan = executable.plan
     if plan is None:  # the reference backend
         return equation_costs(executable.jaxpr.jaxpr)
     costs = [kernel_cost(n, g.kernel) if g.kind == "kernel"
              else equation_cost(n, g.eqns[0], g.kind) for n, g in enumerate(plan.groups)]
-    for n, seconds in (getattr(executable, "step_times", None) or {}).items():
+    for n, seconds in (executable.step_times or {}).items():
         costs[n].seconds = list(seconds)
     return costs
 
@@ -261,17 +261,17 @@ REFERENCE_NOTE = ("reference backend: no kernels, no fusion; the jaxpr runs equa
 
 
 def fusion_report(executable):
-    plan = getattr(executable, "plan", None)
+    plan = executable.plan
     if plan is None:
         return FusionReport(REFERENCE_NOTE, [], [])
     return FusionReport(plan.report(), list(plan.decisions), list(plan.groups))
 
 
-def compiled_text(executable, backend):
+def compiled_text(executable):
     """The compiled program to read: the fusion report, the cost table and each kernel, in
-    the compiler's kernel IR and as the LLVM IR generated for it."""
+    the compiler's kernel IR and as the code first generated for it."""
     costs = cost_table(step_costs(executable))
-    plan = getattr(executable, "plan", None)
+    plan, backend = executable.plan, executable.target
     if plan is None:
         return "\n\n".join([f"{executable.name} on the {backend} backend", REFERENCE_NOTE,
                             str(executable.jaxpr), costs])
@@ -281,8 +281,9 @@ def compiled_text(executable, backend):
     summary = ", ".join(f"{n} {kind} step{'s' * (n != 1)}" for kind, n in counts.items())
     sections = [f"{executable.name} on the {backend} backend: {summary or 'no steps'}",
                 "== fusion ==\n" + plan.report(), "== cost ==\n" + costs]
-    for k in getattr(executable, "kernels", []):
-        sections.append(f"== {k.name} ==\n{k.loop.pretty()}\n\n-- LLVM IR --\n{k.llvm_ir}")
+    for k in executable.kernels:
+        stage, text = next(iter(k.texts.items()))
+        sections.append(f"== {k.name} ==\n{k.loop.pretty()}\n\n-- {stage} --\n{text}")
     return "\n\n".join(sections)
 
 

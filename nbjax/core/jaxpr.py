@@ -96,11 +96,12 @@ class Jaxpr:
 class ClosedJaxpr:
     """A jaxpr together with the values of its constvars.
 
-    ``executables`` holds what the compiler made of it, per backend (``nbjax.compiler``):
-    compiled code lives exactly as long as the jaxpr it runs.
+    ``executables`` holds what the compiler made of it, per target, and ``optimized`` what
+    its passes made of it (``nbjax.compiler``): compiled code lives exactly as long as the
+    jaxpr it runs.
     """
 
-    __slots__ = ("jaxpr", "consts", "executables")
+    __slots__ = ("jaxpr", "consts", "executables", "optimized")
 
     def __init__(self, jaxpr, consts):
         if len(jaxpr.constvars) != len(consts):
@@ -108,6 +109,7 @@ class ClosedJaxpr:
         self.jaxpr = jaxpr
         self.consts = list(consts)
         self.executables = {}
+        self.optimized = None
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)

@@ -15,10 +15,12 @@ host step between kernels. Its rules, side by side:
 
 from ..core import Array, Primitive
 from .slicing import index_in_dim
+from .standard import library_lowering
 
 __all__ = ["debug_callback", "debug_callback_p"]
 
 debug_callback_p = Primitive("debug_callback", multiple_results=True)
+library_lowering(debug_callback_p, "host callback")
 debug_callback_p.effectful = True
 
 

@@ -31,7 +31,7 @@ from ..interpreters.ad import Zero
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
 from .batch_util import batch_jaxpr, bdim_at_front, broadcast_in_dim, moveaxis
-from .standard import kernel_elementwise
+from .standard import control_lowering, kernel_elementwise
 
 __all__ = ["cond", "cond_p", "switch", "while_loop", "while_p", "fori_loop", "scan", "scan_p",
            "map", "stop_gradient", "stop_gradient_p"]
@@ -215,6 +215,8 @@ def _check_avals(what, expected, got):
 # --- cond and switch -----------------------------------------------------------------------
 
 cond_p = Primitive("cond", multiple_results=True)
+control_lowering(cond_p, lambda params: [(f"branch {k}", b)
+                                         for k, b in enumerate(params["branches"])])
 
 
 @cond_p.def_abstract_eval
@@ -528,6 +530,8 @@ def _trace_loop(name, body_fun, trace, init_flat, init_tree):
 # --- while ---------------------------------------------------------------------------------
 
 while_p = Primitive("while", multiple_results=True)
+control_lowering(while_p, lambda params: [("cond", params["cond_jaxpr"]),
+                                          ("body", params["body_jaxpr"])])
 
 
 @while_p.def_abstract_eval
@@ -698,6 +702,7 @@ def while_loop(cond_fun, body_fun, init_val):
 # --- scan ----------------------------------------------------------------------------------
 
 scan_p = Primitive("scan", multiple_results=True)
+control_lowering(scan_p, lambda params: [("body", params["jaxpr"])])
 
 
 @scan_p.def_abstract_eval

@@ -22,6 +22,7 @@ import numpy as np
 from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
 from . import batch_util, structural
+from .standard import library_lowering
 from .dot import (accumulation_dtype, as_accumulation, bilinear_jvp, bilinear_transpose,
                      canonicalize_precision, check_preferred_element_type, finish_accumulation)
 
@@ -118,6 +119,7 @@ def _dilated_size(size, dilation):
 # --- the primitive -------------------------------------------------------------------------
 
 conv_general_dilated_p = Primitive("conv_general_dilated")
+library_lowering(conv_general_dilated_p, "convolution")
 
 
 def _check_groups(lhs, rhs, dn, feature_group_count, batch_group_count):

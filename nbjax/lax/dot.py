@@ -16,6 +16,7 @@ import numpy as np
 from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
+from .standard import library_lowering
 
 __all__ = ["Precision", "dot_general", "dot_general_p", "dot"]
 
@@ -210,6 +211,7 @@ def _free_axes(ndim, contract, batch):
 
 
 dot_general_p = Primitive("dot_general")
+library_lowering(dot_general_p, "matrix product")
 # As JAX prints it: the sharding never, precision and preferred type only when set.
 dot_general_p.pp_params = lambda params: {
     k: v for k, v in params.items()

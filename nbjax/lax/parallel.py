@@ -23,6 +23,7 @@ from . import batch_util
 from .elementwise import convert_element_type, div, mul
 from .reductions import reduce_max, reduce_min, reduce_sum
 from .slicing import dynamic_index_in_dim, dynamic_slice_in_dim, index_in_dim
+from .standard import library_lowering
 from .structural import concatenate, full_like, iota, reshape
 
 __all__ = ["psum", "psum_p", "pmean", "pmax", "pmax_p", "pmin", "pmin_p", "all_gather",
@@ -156,6 +157,7 @@ def _collective(name, reduce, unbatched, combine):
     name is listed, ``unbatched(x, size)`` for a value the same across that axis, and
     ``combine`` (a NumPy binary function) folding the shards' values under pmap."""
     prim = Primitive(name)
+    library_lowering(prim, "collective")
     prim.def_abstract_eval(lambda x, *, axes: x)
 
     @prim.def_impl
@@ -230,6 +232,7 @@ def pmean(x, axis_name):
 # --- all_gather ----------------------------------------------------------------------------
 
 all_gather_p = Primitive("all_gather")
+library_lowering(all_gather_p, "collective")
 
 
 @all_gather_p.def_abstract_eval
@@ -301,6 +304,7 @@ def all_gather(x, axis_name, *, axis=0, tiled=False, axis_size=None):
 # --- axis_index ----------------------------------------------------------------------------
 
 axis_index_p = Primitive("axis_index")
+library_lowering(axis_index_p, "collective")
 axis_index_p.def_abstract_eval(lambda *, axes: ShapedArray((), dtypes.int32, False))
 
 
@@ -332,6 +336,7 @@ def axis_index(axis_name):
 # --- ppermute ------------------------------------------------------------------------------
 
 ppermute_p = Primitive("ppermute")
+library_lowering(ppermute_p, "collective")
 ppermute_p.def_abstract_eval(lambda x, *, axis_name, perm: x)
 
 

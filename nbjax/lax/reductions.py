@@ -18,7 +18,8 @@ from ..interpreters import ad
 from ..interpreters.staging import trace_to_jaxpr
 # Module imports: these modules' rules may import this one in turn.
 from . import elementwise, slicing, structural
-from .standard import ANY, INEXACT, INT_OR_BOOL, NUMBER, ORDERED, check_dtype
+from .standard import (ANY, INEXACT, INT_OR_BOOL, NUMBER, ORDERED, check_dtype,
+                       library_lowering)
 
 __all__ = ["reduce_sum", "reduce_sum_p", "reduce_prod", "reduce_prod_p",
            "reduce_max", "reduce_max_p", "reduce_min", "reduce_min_p",
@@ -338,6 +339,7 @@ def _arg_reduction(name, np_arg):
     the extremum, and -0.0 equals 0.0.
     """
     prim = Primitive(name)
+    library_lowering(prim, "arg-reduction")
 
     def abstract_eval(x, *, axes, index_dtype):
         check_dtype(name, x, ORDERED)
@@ -390,6 +392,7 @@ def _cumulative(name, kind, accumulate):
     ``accumulate(x, axis)`` computes the forward running reduction on a NumPy array.
     """
     prim = Primitive(name)
+    library_lowering(prim, "cumulative op")
 
     def abstract_eval(x, *, axis, reverse):
         check_dtype(name, x, kind)

@@ -35,7 +35,7 @@ from ..interpreters.transpose import is_undefined
 from . import elementwise  # module import: the two modules may import each other
 from . import structural
 from .batch_util import bdim_at, broadcast_batch, moveaxis, ndim
-from .standard import ANY, NUMBER, check_dtype, same_dtypes
+from .standard import ANY, NUMBER, check_dtype, library_lowering, same_dtypes
 from .structural import aval_of, canonicalize_axis, check_int_tuple, expand_dims, shift_axes, \
     squeeze
 
@@ -910,6 +910,7 @@ def _scatter_primitive(name, combine, kind=ANY):
     ``combine(flat_operand, positions, updates)`` (in place, repeated positions allowed),
     for operands of dtype ``kind``."""
     prim = Primitive(name)
+    library_lowering(prim, "scatter")
 
     def abstract_eval(operand, indices, updates, **params):
         check_dtype(name, operand, kind)
@@ -1237,7 +1238,7 @@ def _kernel_gather(ctx, index, read, shapes, *, dimension_numbers, slice_sizes, 
     return value
 
 
-kernel_index(slice_p, _kernel_slice)
-kernel_index(dynamic_slice_p, _kernel_dynamic_slice)
+kernel_index(slice_p, _kernel_slice, restrides=True)
+kernel_index(dynamic_slice_p, _kernel_dynamic_slice, restrides=True)
 kernel_index(dynamic_update_slice_p, _kernel_dynamic_update_slice)
 kernel_index(gather_p, _kernel_gather)

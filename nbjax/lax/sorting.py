@@ -15,6 +15,7 @@ import numpy as np
 from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
 from . import batch_util, slicing, structural
+from .standard import library_lowering
 
 __all__ = ["sort", "sort_p", "sort_key_val", "top_k", "top_k_p"]
 
@@ -29,6 +30,7 @@ def _canonical_axis(axis, ndim):
 # --- sort ----------------------------------------------------------------------------------
 
 sort_p = Primitive("sort", multiple_results=True)
+library_lowering(sort_p, "sort")
 
 
 @sort_p.def_abstract_eval
@@ -140,6 +142,7 @@ def sort_key_val(keys, values, dimension=-1, is_stable=True):
 # --- top_k ---------------------------------------------------------------------------------
 
 top_k_p = Primitive("top_k", multiple_results=True)
+library_lowering(top_k_p, "sort")
 
 
 @top_k_p.def_abstract_eval

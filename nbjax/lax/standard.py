@@ -165,18 +165,36 @@ class KernelLowering:
     starts the accumulation and ``acc_dtype(dtype)`` is the dtype it accumulates in). ``ctx``
     is the compiler's backend-neutral builder of scalar operations (``ctx.add``, ``ctx.exp``,
     ``ctx.select``, ``ctx.convert``...), so the rules serve every backend.
+
+    An ``"index"`` lowering that ``restrides`` only moves its operand's elements (a slice,
+    a transpose, a broadcast...): the planner lets a kernel re-read it at any number of
+    places, since each read is one load.
     """
 
-    def __init__(self, kind, rule, identity=None, acc_dtype=None):
+    def __init__(self, kind, rule, identity=None, acc_dtype=None, restrides=False):
         self.kind, self.rule, self.identity, self.acc_dtype = kind, rule, identity, acc_dtype
+        self.restrides = restrides
 
 
 def kernel_elementwise(prim, rule):
     prim.def_lowering("kernel", KernelLowering("elementwise", rule))
 
 
-def kernel_index(prim, rule):
-    prim.def_lowering("kernel", KernelLowering("index", rule))
+def kernel_index(prim, rule, restrides=False):
+    prim.def_lowering("kernel", KernelLowering("index", rule, restrides=restrides))
+
+
+def library_lowering(prim, category):
+    """Mark ``prim`` as one a compiled program runs as a call into a library (or back into
+    Python) on materialised buffers: ``category`` says what kind of call ("matrix product",
+    "sort", "scatter", "host callback"...); each target says how it makes such calls."""
+    prim.def_lowering("library", category)
+
+
+def control_lowering(prim, sub_jaxprs):
+    """Mark ``prim`` as control flow a target may compile around its sub-programs:
+    ``sub_jaxprs(params)`` lists them as (role, ClosedJaxpr), e.g. ``[("body", ...)]``."""
+    prim.def_lowering("control", sub_jaxprs)
 
 
 def kernel_reduction(prim, combine, identity, acc_dtype=lambda dtype: dtype):

@@ -722,12 +722,12 @@ def _kernel_iota(ctx, index, read, shapes, *, dtype, shape, dimension, sharding=
     return ctx.convert(index[dimension], dtype)
 
 
-kernel_index(broadcast_in_dim_p, _kernel_broadcast_in_dim)
+kernel_index(broadcast_in_dim_p, _kernel_broadcast_in_dim, restrides=True)
 kernel_index(reshape_p, _kernel_reshape)
-kernel_index(squeeze_p, _kernel_squeeze)
+kernel_index(squeeze_p, _kernel_squeeze, restrides=True)
 kernel_index(transpose_p, lambda ctx, index, read, shapes, *, permutation: read(
-    0, [index[permutation.index(k)] for k in range(len(permutation))]))
-kernel_index(rev_p, _kernel_rev)
+    0, [index[permutation.index(k)] for k in range(len(permutation))]), restrides=True)
+kernel_index(rev_p, _kernel_rev, restrides=True)
 kernel_index(concatenate_p, _kernel_concatenate)
 kernel_index(pad_p, _kernel_pad)
 kernel_index(iota_p, _kernel_iota)

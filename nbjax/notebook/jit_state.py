@@ -81,15 +81,21 @@ def _node_ids(closed):
 
 
 def code_state(comp, drawn):
-    kernels = getattr(comp.executable, "kernels", None)
-    if comp.plan is None or kernels is None:
+    """Each kernel's loop and code: ``ir`` as first generated, ``optimised_ir`` as the
+    target's last stage made it (the first and last of ``KernelInfo.texts``)."""
+    kernels = comp.executable.kernels
+    if comp.plan is None:
         return {"kernels": [], "note": _no_plan_note(comp)}
     node_of = _node_ids(drawn)
     return {"note": None if kernels else "This program has no loop kernels (only library "
                                          "or reference steps), so no code was generated.",
             "kernels": [{"name": k.name, "nodes": [node_of.get(id(e)) for e in k.eqns],
-                         "loop": k.loop.pretty(), "ir": _clip(k.llvm_ir),
-                         "optimised_ir": _clip(k.optimised_ir)} for k in kernels]}
+                         "loop": k.loop.pretty(), "ir": _clip(_stage(k, 0)),
+                         "optimised_ir": _clip(_stage(k, -1))} for k in kernels]}
+
+
+def _stage(kernel, n):
+    return list(kernel.texts.values())[n]
 
 
 def _clip(text):
@@ -139,7 +145,7 @@ def compile_phases(comp):
     phases = []
     if comp.trace_seconds is not None:
         phases.append({"phase": "trace", "seconds": comp.trace_seconds})
-    own = getattr(comp.executable, "compile_times", None)
+    own = comp.executable.compile_times
     if own:
         phases += [{"phase": k, "seconds": v} for k, v in own.items()]
     else:

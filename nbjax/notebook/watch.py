@@ -11,15 +11,12 @@ user's function points at the user's cell line.
 """
 
 import collections
-import contextlib
 import functools
 import time
 
-from .. import compiler
-from ..config import config
-from ..core import Tracer, pytree
 from ..compiler import report
-from ..jit import JitWrapped, _as_value
+from ..core import Tracer, pytree
+from ..jit import JitWrapped
 from .tracebacks import call_user_function
 
 STEP_SAMPLES = 64  # run times kept per plan step
@@ -37,113 +34,80 @@ def block(tree):
             ready()
 
 
-@contextlib.contextmanager
-def backend_override(name):
-    """Run jitted calls on ``name`` (None: the configured backend)."""
-    if name is None:
-        yield
-        return
-    previous = config.jit_backend
-    config.update("jit_backend", name)
-    try:
-        yield
-    finally:
-        config.update("jit_backend", previous)
-
-
 class Compilation:
-    """One traced and compiled signature of a watched function, with its measurements."""
+    """One traced and compiled signature of a watched function, with its measurements
+    (from the ``JitCall`` of its first watched call)."""
 
-    def __init__(self, name, traced, executable, backend, signature, trace_seconds,
-                 compile_seconds):
-        self.name, self.traced, self.executable = name, traced, executable
-        self.backend, self.signature = backend, signature
-        self.trace_seconds, self.compile_seconds = trace_seconds, compile_seconds
-        self.plan = getattr(executable, "plan", None)
+    def __init__(self, call):
+        executable = call.executable
+        self.name, self.traced, self.executable = executable.name, call.jaxpr, executable
+        self.backend, self.signature = executable.target, call.describe_signature()
+        self.trace_seconds, self.compile_seconds = call.trace_seconds, call.compile_seconds
+        self.plan = executable.plan
         self.optimised = executable.jaxpr if self.plan is not None else None
-        self.rewrites = getattr(executable, "rewrites", None) or []
+        self.rewrites = executable.rewrites
         self.costs = report.step_costs(executable)  # flops and bytes of each step
         self.eager_seconds = None
         self.call_count = 0
         self.call_seconds = collections.deque(maxlen=1000)
         self.step_seconds = collections.defaultdict(
             lambda: collections.deque(maxlen=STEP_SAMPLES))
-        if hasattr(executable, "enable_timing"):
-            executable.enable_timing()
 
-    def record_call(self, seconds):
+    def record_call(self, call):
         self.call_count += 1
-        self.call_seconds.append(seconds)
-        times = getattr(self.executable, "step_times", None)
-        if times:
-            for step, samples in times.items():
-                self.step_seconds[step].append(samples[-1])
-            times.clear()
-
-
-def describe_signature(key):
-    """A jit cache key in words: the argument types, then the static arguments."""
-    _, avals, static, static_kw, _ = key
-    parts = [a.str_short() for a in avals]
-    parts += [f"arg{i}={v!r}" for i, v in static] + [f"{k}={v!r}" for k, v in static_kw]
-    return ", ".join(parts) or "no arguments"
+        self.call_seconds.append(call.seconds)
+        for step, seconds in call.step_seconds.items():
+            self.step_seconds[step].append(seconds)
 
 
 class WatchedJit(JitWrapped):
     """``nbjax.jit(fun)`` that reports its calls to the views watching it (``watchers``:
-    objects with ``on_call(watched, compilation)`` and a ``wants_timing`` flag)."""
+    objects with ``on_call(watched, compilation)`` and a ``wants_timing`` flag), through
+    ``JitWrapped``'s observer hook, installed while a view watches."""
 
     def __init__(self, fun, *, backend=None, static_argnums=None, static_argnames=None):
-        super().__init__(fun, static_argnums=static_argnums, static_argnames=static_argnames)
-        self.backend = backend
+        super().__init__(fun, static_argnums=static_argnums, static_argnames=static_argnames,
+                         backend=backend)
         self.watchers = []
         self.compilations = {}
         self.current = None  # the Compilation of the last watched call
+        self._stop_observing = None
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 (read by IPython)
-        if not self.watchers:
-            with backend_override(self.backend):
-                return call_user_function(super().__call__, args, kwargs)
-        return call_user_function(self._watched_call, (args, kwargs), {})
+        return call_user_function(super().__call__, args, kwargs)
 
     def view(self, panes=None):
         """A compiler view of this function (it updates on every call)."""
         from .widgets import CompilerView
         return CompilerView(self, panes=panes)
 
-    def _watched_call(self, args, kwargs):
-        __tracebackhide__ = True  # noqa: F841
-        with backend_override(self.backend):
-            if has_tracers(args, kwargs):
-                return JitWrapped.__call__(self, *args, **kwargs)
-            comp = self._compilation(args, kwargs)
-            t0 = time.perf_counter()
-            out = JitWrapped.__call__(self, *args, **kwargs)
-            block(out)
-            comp.record_call(time.perf_counter() - t0)
+    def add_watcher(self, watcher):
+        self.watchers.append(watcher)
+        if self._stop_observing is None:
+            self._stop_observing = self.observe(self._on_call)
+
+    def remove_watcher(self, watcher):
+        if watcher in self.watchers:
+            self.watchers.remove(watcher)
+        if not self.watchers and self._stop_observing is not None:
+            self._stop_observing()
+            self._stop_observing = None
+
+    def _on_call(self, call):
+        """Record a call in its Compilation (made, and the eager run timed, once per
+        signature and executable) and tell the watchers."""
+        key = (call.signature, call.executable.target)
+        comp = self.compilations.get(key)
+        if comp is None or comp.executable is not call.executable:
+            comp = Compilation(call)
+            if any(getattr(w, "wants_timing", False) for w in self.watchers):
+                comp.eager_seconds = self._eager_seconds(call.args, call.kwargs)
+            self.compilations[key] = comp
+        comp.record_call(call)
+        self.current = comp
         for watcher in list(self.watchers):
             watcher.on_call(self, comp)
-        return out
-
-    def _compilation(self, args, kwargs):
-        """The Compilation for these arguments: traced, compiled and measured once."""
-        entry = self._lookup(args, kwargs, _as_value)[0]
-        backend = config.jit_backend
-        key = (self._last_key, backend)
-        comp = self.compilations.get(key)
-        if comp is None or comp.traced is not entry.jaxpr:
-            t0 = time.perf_counter()
-            executable = compiler.compile(entry.jaxpr, name=self.name, backend=backend)
-            comp = Compilation(self.name, entry.jaxpr, executable, backend,
-                               describe_signature(self._last_key),
-                               getattr(entry, "trace_seconds", None),
-                               time.perf_counter() - t0)
-            if any(getattr(w, "wants_timing", False) for w in self.watchers):
-                comp.eager_seconds = self._eager_seconds(args, kwargs)
-            self.compilations[key] = comp
-        self.current = comp
-        return comp
 
     def _eager_seconds(self, args, kwargs):
         """The time of one call of the function without jit (None if that fails)."""
@@ -182,6 +146,6 @@ def retire(value):
     replaces: a closed widget leaves ipywidgets' registry, so the views and the compiled
     code they hold are freed (a cell run a thousand times keeps one view, not a thousand)."""
     if isinstance(value, (WatchedJit, GradWatch)):
-        watchers, value.watchers = value.watchers, []
-        for watcher in watchers:
+        for watcher in list(value.watchers):
             watcher.close()
+        value.watchers.clear()

@@ -143,7 +143,7 @@ class CompilerView(NbjaxView):
         self.watched, self.comp = watched, None
         self.status = {"state": "waiting",
                        "message": f"not compiled yet: call {watched.name}(...)"}
-        watched.watchers.append(self)
+        watched.add_watcher(self)
         if watched.current is not None:
             self.on_call(watched, watched.current)
 
@@ -178,8 +178,11 @@ class CompilerView(NbjaxView):
 
     def detach(self):
         """Stop watching (the function's calls no longer update this view)."""
-        if self in self.watched.watchers:
-            self.watched.watchers.remove(self)
+        self.watched.remove_watcher(self)
+
+    def close(self):
+        self.detach()
+        super().close()
 
     def static_html(self):
         return static.jit_html(self)

@@ -1,21 +1,40 @@
-"""The CPU backend: fused loop kernels compiled to machine code with llvmlite.
+"""The CPU target: fused loop kernels compiled to machine code with llvmlite.
 
-``compile(closed_jaxpr, name)`` optimises the jaxpr (``compiler.passes``), plans the fusion
-(``compiler.fusion``), generates one LLVM module for all kernels (``codegen``), compiles it
-(``runtime``) and returns an ``Executable`` (``executable``).
+The compiler's pipeline (``nbjax.compiler.compile``) optimises and plans; ``CpuTarget.lower``
+generates one LLVM module for all kernels of the plan (``codegen``), compiles it
+(``runtime``) and returns an ``Executable`` (``executable``). Library steps call the
+primitive's NumPy implementation on our buffers.
 """
 
-from ...compiler import fusion
-from ...compiler.passes import optimize
-from .executable import Executable, Timer, compile_plan
+from ...compiler import Target
+from .executable import Executable, compile_plan
 
-__all__ = ["compile", "Executable"]
+__all__ = ["CpuTarget", "Executable", "TARGET"]
+
+# How this target makes each kind of library call (``lax.standard.library_lowering``).
+LIBRARY_CALLS = {
+    "matrix product": "is a BLAS call (NumPy)",
+    "scatter": "is a library step (NumPy indexing)",
+    "cumulative op": "is a library call (NumPy cumulative op)",
+    "host callback": "calls Python back with the values (a host step)",
+    "collective": "is a collective: the shards exchange values in Python",
+    "parallel map": "runs its shard program on a thread per shard",
+}
 
 
-def compile(closed_jaxpr, name="jit"):
-    timer = Timer()
-    with timer("passes"):
-        optimised, rewrites = optimize(closed_jaxpr)
-    with timer("fusion"):
-        plan = fusion.plan(optimised.jaxpr)
-    return compile_plan(name, optimised, plan, rewrites, timer)
+class CpuTarget(Target):
+    name = "cpu"
+    compiles_control_flow = True
+
+    def library_reason(self, eqn):
+        category = eqn.primitive.lowerings.get("library")
+        if category is None:
+            return None
+        how = LIBRARY_CALLS.get(category, "is a library call (NumPy)")
+        return f"{eqn.primitive.name} {how}"
+
+    def lower(self, name, jaxpr, plan, rewrites, timer):
+        return compile_plan(name, jaxpr, plan, rewrites, timer)
+
+
+TARGET = CpuTarget()

@@ -169,9 +169,9 @@ class ModuleBuilder:
     def add_combiner(self, kernel):
         """Emit ``<kernel>_combine(out0, part0, out1, part1, ...)``, which folds the partial
         results of a chunk of a split loop into the outputs that accumulate over the split
-        axis (``LoopKernel.partial_outputs``); returns its name, or None when there are
+        axis (``runtime.partial_outputs``); returns its name, or None when there are
         none."""
-        outputs = [kernel.outputs[k] for k in kernel.partial_outputs]
+        outputs = [kernel.outputs[k] for k in runtime.partial_outputs(kernel)]
         if not outputs:
             return None
         types = [mem_type(o.acc_dtype).as_pointer() for o in outputs for _ in range(2)]

@@ -11,51 +11,22 @@ import ctypes
 import math
 import sys
 import time
-from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 
+from ... import compiler
+from ...compiler import KernelInfo
 from ...core import EvalTrace, Literal, set_current_trace, to_numpy
 from ...core.source_info import warn_at_user_line
 from . import codegen, control_flow, interrupts, runtime
 
 
-@dataclass
-class KernelInfo:
-    """What the notebook shows about a kernel."""
-    name: str
-    llvm_ir: str            # as generated
-    optimised_ir: str       # after LLVM's passes
-    eqns: list
-    loop: object            # the LoopKernel (backend-neutral IR)
+class Executable(compiler.Executable):
+    timing_supported = True
 
-
-class Timer:
-    """Accumulates seconds per phase: ``with timer("codegen"): ...``."""
-
-    def __init__(self):
-        self.times = {}
-
-    @contextmanager
-    def __call__(self, phase):
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.times[phase] = self.times.get(phase, 0.0) + time.perf_counter() - t0
-
-
-class Executable:
     def __init__(self, name, jaxpr, consts, plan, rewrites, steps, kernels, compile_times,
                  jit_module):
-        self.name = name
-        self.jaxpr = jaxpr          # the optimised ClosedJaxpr
-        self.plan = plan
-        self.rewrites = rewrites
-        self.kernels = kernels
-        self.compile_times = compile_times
-        self.step_times = None      # {step index: [seconds, ...]} when timing is on
+        super().__init__(name, "cpu", jaxpr, plan, rewrites, kernels, compile_times)
         self._steps = steps
         self._jit_module = jit_module  # keeps the machine code alive
         j = jaxpr.jaxpr
@@ -70,11 +41,6 @@ class Executable:
         self._out = [(None, np.asarray(to_numpy(a.val))) if isinstance(a, Literal)
                      else (self._slots[a], None) for a in j.outvars]
 
-    def enable_timing(self, on=True):
-        """Record each step's run time in ``step_times`` (off by default: it costs a clock
-        read per step)."""
-        self.step_times = {} if on else None
-
     def run(self, *args):
         env = self._env.copy()
         for (slot, dtype), a in zip(self._in, args):
@@ -88,9 +54,6 @@ class Executable:
                 step(env)
                 self.step_times.setdefault(n, []).append(time.perf_counter() - t0)
         return [env[slot] if slot is not None else value.copy() for slot, value in self._out]
-
-    def as_text(self):
-        return "\n\n".join([self.plan.report()] + [k.loop.pretty() for k in self.kernels])
 
 
 def _all_vars(jaxpr):
@@ -126,7 +89,7 @@ def kernel_step(fn, loop, slots, combine=None):
                                                                        o.var.aval.dtype),
                 o.identity) for o in loop.outputs]
     size = int(np.prod(loop.shape, dtype=np.int64))
-    partials = [(k,) + outputs[k][2:] for k in loop.partial_outputs]
+    partials = [(k,) + outputs[k][2:] for k in runtime.partial_outputs(loop)]
     split = runtime.splits(loop) and (combine is not None or not partials)
     extent = loop.shape[0] if loop.shape else 1
     # Per output, precomputed for the run: (allocator, identity), (slot, dtype to cast to).
@@ -309,9 +272,11 @@ def compile_plan(name, optimised, plan, rewrites, timer):
                 functions[loop.name] = jit_module.function(loop.name, n_ptr)
                 if combiners[loop.name]:
                     functions[combiners[loop.name]] = jit_module.function(
-                        combiners[loop.name], 2 * len(loop.partial_outputs), bounds=False)
-                kernels.append(KernelInfo(loop.name, text, jit_module.function_ir(loop.name),
-                                          loop.eqns, loop))
+                        combiners[loop.name], 2 * len(runtime.partial_outputs(loop)),
+                        bounds=False)
+                kernels.append(KernelInfo(loop.name, loop.eqns, loop, {
+                    "LLVM IR": text,
+                    "optimised LLVM IR": jit_module.function_ir(loop.name)}))
             for cf in flows.values():
                 functions[cf.name] = jit_module.function(cf.name, 2, bounds=False,
                                                          status=True)

@@ -246,10 +246,20 @@ def _workers():
 
 
 def splits(loop):
-    """Whether the runtime splits ``loop`` (a LoopKernel) between the cores: when it is
-    large enough to repay the hand-over to the worker threads."""
-    return loop.split_axis is not None and loop.shape[0] >= 2 \
+    """Whether the runtime splits ``loop`` (a LoopKernel) between the cores, along its outer
+    axis: when it is large enough to repay the hand-over to the worker threads. Chunks write
+    disjoint parts of the element-wise outputs and of the reductions that keep that axis; a
+    reduction over it accumulates each chunk apart (``partial_outputs``)."""
+    return len(loop.shape) >= 1 and loop.shape[0] >= 2 \
         and math.prod(loop.shape) >= SPLIT_THRESHOLD
+
+
+def partial_outputs(loop):
+    """The positions of ``loop``'s outputs that accumulate over its outer axis: each chunk of
+    a split loop needs its own copy, and the copies are combined at the end."""
+    if not loop.shape:
+        return []
+    return [k for k, o in enumerate(loop.outputs) if o.combine and 0 not in o.kept_axes]
 
 
 def run_split(fn, pointers, extent, partials=(), combine=None):

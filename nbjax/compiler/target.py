@@ -1,0 +1,36 @@
+"""What the compiler's pipeline asks of a target: the machine (or the interpreter) that a
+compiled program runs on.
+
+A target says whether the pipeline should optimise and plan for it at all, which equations
+without a kernel lowering it runs as library calls (and how, in words for the fusion
+report), whether it compiles control flow around kernels, and how it lowers a plan into an
+``Executable``. How it splits work, its code scaffold and its runtime are its own business,
+behind ``lower``. Targets live in ``nbjax.backends``, which registers them by name.
+"""
+
+
+class Target:
+    """Subclass and set ``name``; override what differs from these defaults."""
+
+    name = None
+    # Whether the pipeline runs the passes and the fusion planner (the reference target
+    # runs the jaxpr as traced).
+    optimizes = True
+    # Whether control flow whose bodies plan into kernels becomes one native ``"loop"``
+    # step (else it runs as a reference step).
+    compiles_control_flow = False
+
+    def library_reason(self, eqn):
+        """Why ``eqn`` (no kernel lowering here) runs as a library call on this target, in
+        words for the fusion report ("dot_general is a BLAS call"), or None: it falls back
+        to the primitive's reference implementation, with a warning."""
+        return None
+
+    def lower(self, name, jaxpr, plan, rewrites, timer):
+        """An ``Executable`` running ``plan`` (a ``FusionPlan`` of the optimised ClosedJaxpr
+        ``jaxpr``; None when the target does not optimise). ``timer`` has timed the
+        pipeline's phases so far; the target adds its own."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<target {self.name}>"
