@@ -12,13 +12,14 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..api import vmap
 from ..lax import linalg as lax_linalg
 from ..numpy import linalg as jnp_linalg
 from ..numpy.util import promote_dtypes_inexact
+from .linalg_matrices import *  # noqa: F401,F403
+from .linalg_matrices import __all__ as _matrices
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "lu",
-           "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"]
+__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "expm_frechet", "inv",
+           "lu", "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"] + _matrices
 
 
 def _H(x):
@@ -243,7 +244,19 @@ def expm(A, *, upper_triangular=False, max_squarings=16):
     A, = promote_dtypes_inexact(jnp.asarray(A))
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise ValueError(f"Expected A to be a (batched) square matrix, got A.shape={A.shape!r}.")
-    fn = lambda a: _expm_single(a, max_squarings)  # noqa: E731
-    for _ in range(A.ndim - 2):
-        fn = vmap(fn)
-    return fn(A)
+    return jnp.vectorize(lambda a: _expm_single(a, max_squarings), signature="(n,n)->(n,n)")(A)
+
+
+def expm_frechet(A, E, *, method=None, compute_expm=True):
+    """The Fréchet derivative of ``expm`` at ``A`` in the direction ``E`` (and ``expm(A)``):
+    the top right block of ``expm([[A, E], [0, A]])``."""
+    if method not in (None, "SPS", "blockEnlarge"):
+        raise ValueError(f"Unknown implementation {method!r}")
+    A, E = promote_dtypes_inexact(jnp.asarray(A), jnp.asarray(E))
+    if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape != E.shape:
+        raise ValueError("expected A and E to be square matrices of the same shape")
+    n = A.shape[0]
+    big = jnp.block([[A, E], [jnp.zeros_like(A), A]])
+    out = expm(big)
+    frechet = out[:n, n:]
+    return (out[:n, :n], frechet) if compute_expm else frechet

@@ -1,0 +1,98 @@
+"""The pattern shared by SciPy's distributions: each is written once in standard form and
+shifted (and, for continuous ones, scaled) by ``loc`` and ``scale``.
+
+``continuous(name, shape, **standard)`` and ``discrete(name, shape, **standard)`` turn the
+standard-form functions of a distribution (``logpdf(z, *shape)``, ``cdf(z, *shape)``,
+``ppf(q, *shape)``...) into the public functions of its module, with SciPy's signatures
+(``logpdf(x, *shape, loc=0, scale=1)``, ``logpmf(k, *shape, loc=0)``). Every argument is
+promoted to a common inexact dtype first, as JAX does, so that integer parameters work and
+float32 stays float32.
+"""
+
+import inspect
+
+from ... import numpy as jnp
+from ...numpy.util import promote_args_inexact
+
+_X = inspect.Parameter.POSITIONAL_OR_KEYWORD
+
+
+def _signature(first, shape, extra):
+    params = [inspect.Parameter(first, _X)] + [inspect.Parameter(s, _X) for s in shape]
+    params += [inspect.Parameter(name, _X, default=value) for name, value in extra]
+    return inspect.Signature(params)
+
+
+# How a standard-form function becomes a located (and scaled) one: ``z`` is the standardised
+# point, ``std`` the standard-form function, ``shape`` the shape parameters.
+def _density(std, z, loc, scale, shape):
+    return std(z, *shape) - jnp.log(scale)
+
+
+def _probability(std, z, loc, scale, shape):
+    return std(z, *shape)
+
+
+def _quantile(std, q, loc, scale, shape):
+    """NaN for ``q`` outside [0, 1], as in SciPy."""
+    out = loc + scale * std(q, *shape)
+    return jnp.where((q >= 0) & (q <= 1), out, jnp.nan)
+
+
+_CONTINUOUS = {"logpdf": _density, "cdf": _probability, "logcdf": _probability,
+               "sf": _probability, "logsf": _probability, "ppf": _quantile, "isf": _quantile}
+
+
+def _make(module, kind, std, rule, shape, extra, standardize):
+    first = "q" if kind in ("ppf", "isf") else ("k" if extra[-1][0] == "loc" else "x")
+    sig = _signature(first, shape, extra)
+    name = f"{module}.{kind}"
+
+    def fn(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        x, *values = promote_args_inexact(name, *bound.args)
+        *shape_values, loc, scale = values if len(extra) == 2 else (*values, None)
+        z = x if rule is _quantile else standardize(x, loc, scale)
+        return rule(std, z, loc, scale, shape_values)
+    fn.__name__ = fn.__qualname__ = kind
+    fn.__signature__ = sig
+    fn.__doc__ = std.__doc__
+    return fn
+
+
+def _exp_of(log_fn, kind):
+    """``pdf``/``pmf`` as ``exp`` of ``logpdf``/``logpmf``."""
+    def fn(*args, **kwargs):
+        return jnp.exp(log_fn(*args, **kwargs))
+    fn.__name__ = fn.__qualname__ = kind
+    fn.__signature__ = log_fn.__signature__
+    fn.__doc__ = f"``exp({log_fn.__name__})``."
+    return fn
+
+
+def continuous(module, shape=(), **standard):
+    """The functions of a location-scale family: ``logpdf(x, *shape, loc=0, scale=1)`` is
+    ``standard['logpdf']((x - loc) / scale, *shape) - log(scale)``, the probabilities
+    (``cdf``, ``sf`` and their logs) are the standard ones at ``(x - loc) / scale``, the
+    quantiles (``ppf``, ``isf``) ``loc + scale * standard[...](q, *shape)``. ``pdf`` comes with
+    ``logpdf``."""
+    out = {kind: _make(module, kind, std, _CONTINUOUS[kind], shape, (("loc", 0), ("scale", 1)),
+                       lambda x, loc, scale: (x - loc) / scale)
+           for kind, std in standard.items()}
+    if "logpdf" in out:
+        out["pdf"] = _exp_of(out["logpdf"], "pdf")
+    return out
+
+
+def discrete(module, shape=(), **standard):
+    """The functions of a distribution on the integers shifted by ``loc``:
+    ``logpmf(k, *shape, loc=0)`` is ``standard['logpmf'](k - loc, *shape)``, likewise ``cdf``.
+    ``pmf`` comes with ``logpmf``."""
+    out = {kind: _make(module, kind, std, _probability, shape, (("loc", 0),),
+                       lambda k, loc, scale: k - loc)
+           for kind, std in standard.items()}
+    if "logpmf" in out:
+        out["pmf"] = _exp_of(out["logpmf"], "pmf")
+    return out
+

@@ -1,0 +1,17 @@
+"""``nbjax.scipy.stats.binom``: the binomial distribution, ``k`` successes in ``n`` trials of
+probability ``p``, as ``jax.scipy.stats.binom`` (non-integer ``k`` in ``[0, n]`` gives the
+continuous extension through the gamma function, as in JAX)."""
+
+from .. import special
+from ._discrete import between, log_comb
+from ._family import discrete
+
+
+def _logpmf(k, n, p):
+    mass = log_comb(n, k) + special.xlogy(k, p) + special.xlog1py(n - k, -p)
+    return between(k, 0, n, mass)
+
+
+_fns = discrete("binom", ("n", "p"), logpmf=_logpmf)
+globals().update(_fns)
+__all__ = sorted(_fns)
