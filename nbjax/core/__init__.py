@@ -3,6 +3,7 @@
 from . import dtypes
 from .abstract import ShapedArray, canonical_shape
 from .array import Array, Device, default_device, devices, to_numpy
+from .eager import EvalTrace
 from .errors import (ConcretizationTypeError, JaxprTypeError, TracerArrayConversionError,
                      TracerBoolConversionError, TracerIntegerConversionError,
                      UnexpectedTracerError)
@@ -10,5 +11,5 @@ from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr,
                     eval_closed_jaxpr, eval_jaxpr, subjaxprs)
 from .primitive import Primitive
 from .source_info import SourceInfo, user_frame
-from .trace import (EvalTrace, Trace, Tracer, current_trace, get_aval, new_trace,
+from .trace import (Trace, Tracer, current_trace, get_aval, new_trace,
                     set_current_trace, valid_value)

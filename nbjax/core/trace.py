@@ -1,6 +1,7 @@
 """Traces and tracers: how ``bind`` reaches the transformation currently in charge.
 
-There is one *current trace*. Evaluation is the outermost (``EvalTrace``). A transformation
+There is one *current trace*. Evaluation is the outermost (``EvalTrace``, in ``eager.py``: it
+makes Arrays, which are defined on top of this module, so it registers itself here). A transformation
 runs the user's function with its own trace made current, and that trace's parent is whatever
 was current before; its rules compute by binding in the parent. A tracer belongs to one trace;
 when a transformation ends it invalidates its trace, so a tracer that escaped is recognised
@@ -37,15 +38,21 @@ class Trace:
 
 class _Context(threading.local):
     def __init__(self):
-        self.trace = None  # set to an EvalTrace once it is defined below
+        self.trace = None  # the outermost trace, made on first use in each thread
 
 
 _context = _Context()
+_outermost = []  # the class of the outermost trace (``eager.EvalTrace``, registered there)
+
+
+def set_outermost_trace(trace_class):
+    """Make ``trace_class()`` the trace every thread starts with."""
+    _outermost[:] = [trace_class]
 
 
 def current_trace():
     if _context.trace is None:
-        _context.trace = EvalTrace()
+        _context.trace = _outermost[0]()
     return _context.trace
 
 
@@ -168,28 +175,6 @@ class Tracer:
 
     def __repr__(self):
         return f"Traced<{self.aval!r}>with<{type(self._trace).__name__}>"
-
-
-class EvalTrace(Trace):
-    """The outermost trace: primitives run their reference implementation on NumPy values."""
-
-    def __init__(self):
-        super().__init__(None, "eager evaluation")
-
-    def process_primitive(self, primitive, args, params):
-        from .array import Array, to_numpy  # array.py needs Tracer, defined above
-        for a in args:
-            if isinstance(a, Tracer):
-                check_live(a)
-                raise UnexpectedTracerError(
-                    f"a tracer of {a._trace.description} reached eager evaluation of "
-                    f"{primitive.name}; it escaped its transformation")
-        avals = [get_aval(a) for a in args]
-        out_avals = primitive.abstract_eval(*avals, **params)
-        out = primitive.impl(*map(to_numpy, args), **params)
-        if primitive.multiple_results:
-            return [Array.wrap(o, aval) for o, aval in zip(out, out_avals)]
-        return Array.wrap(out, out_avals)
 
 
 # --- abstract values of any value ----------------------------------------------------------
