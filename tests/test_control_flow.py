@@ -11,7 +11,8 @@ import nbjax
 from nbjax import lax
 from nbjax.core import JaxprTypeError, UnexpectedTracerError, check_jaxpr, eval_jaxpr
 from nbjax.core.errors import TracerBoolConversionError
-from helpers import assert_close, random_array
+from nbjax.tree_util import tree_leaves
+from helpers import assert_close, random_array, staged
 
 rng = np.random.default_rng(0)
 
@@ -27,15 +28,11 @@ def assert_tree_close(got, want, rtol=1e-6):
 
 def traced(f, *args):
     """Trace f, check its jaxpr, evaluate it, and compare with running f eagerly."""
-    closed = nbjax.make_jaxpr(f)(*args)
-    check_jaxpr(closed.jaxpr)
-    outs = eval_jaxpr(closed.jaxpr, closed.consts, *nbjax.tree_util.tree_leaves(args))
-    eager = nbjax.tree_util.tree_leaves(f(*args))
-    assert len(outs) == len(eager)
-    for o, e in zip(outs, eager):
+    outs, eager = staged(f, *args), f(*args)
+    for o, e in zip(tree_leaves(outs), tree_leaves(eager), strict=True):
         assert o.dtype == e.dtype and o.shape == e.shape
         assert_close(np.asarray(o), np.asarray(e), rtol=1e-6)
-    return closed
+    return nbjax.make_jaxpr(f)(*args)
 
 
 def primitives(closed):

@@ -7,22 +7,14 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
-from nbjax.core import check_jaxpr, eval_jaxpr
+from nbjax.core import check_jaxpr
 from nbjax.lax.fft import FftType, fft as lax_fft
 from nbjax.test_util import check_grads
 import helpers
-from helpers import random_array
+from helpers import random_array, staged
 
 RNG = np.random.default_rng(0)
 NORMS = [None, "backward", "ortho", "forward"]
-
-
-def staged(f, *args):
-    """``f(*args)`` through make_jaxpr: check the jaxpr and evaluate it."""
-    closed = nbjax.make_jaxpr(f)(*args)
-    check_jaxpr(closed.jaxpr)
-    (out,) = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    return out
 
 
 def assert_close(got, want, dtype, rtol=2e-5):

@@ -7,11 +7,12 @@ import pytest
 
 import nbjax
 import nbjax.numpy as jnp
-from nbjax.core import check_jaxpr, eval_jaxpr
+from nbjax.core import check_jaxpr
 from nbjax.lax import linalg as la
 from nbjax.test_util import check_grads
+from nbjax.tree_util import tree_leaves
 import helpers
-from helpers import random_array
+from helpers import random_array, staged
 
 RNG = np.random.default_rng(1234)
 
@@ -46,11 +47,8 @@ def assert_close(a, b, dtype=np.float32, scale=1.0):
 
 def check_traced(f, *args):
     """The traced jaxpr type-checks and evaluates to the eager result."""
-    closed = nbjax.make_jaxpr(f)(*args)
-    check_jaxpr(closed.jaxpr)
-    traced = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    eager = nbjax.tree_util.tree_leaves(f(*args))
-    for t, e in zip(traced, eager):
+    traced, eager = staged(f, *args), f(*args)
+    for t, e in zip(tree_leaves(traced), tree_leaves(eager), strict=True):
         np.testing.assert_allclose(np.asarray(t), np.asarray(e), rtol=1e-5, atol=1e-5)
 
 
@@ -586,11 +584,8 @@ def test_matrix_power_multi_dot_and_array_api_names():
     ids=["cholesky", "lu", "qr", "svd", "eigh", "triangular_solve"])
 def test_grad_jaxprs_type_check(f):
     a = hpd((3, 3))
-    closed = nbjax.make_jaxpr(nbjax.grad(lambda a: jnp.sum(f(a))))(a)
-    check_jaxpr(closed.jaxpr)
-    np.testing.assert_allclose(np.asarray(eval_jaxpr(closed.jaxpr, closed.consts, a)[0]),
-                               np.asarray(nbjax.grad(lambda a: jnp.sum(f(a)))(a)), rtol=1e-5,
-                               atol=1e-5)
+    g = nbjax.grad(lambda a: jnp.sum(f(a)))
+    np.testing.assert_allclose(staged(g, a), g(a), rtol=1e-5, atol=1e-5)
 
 
 def test_non_contiguous_inputs():

@@ -9,16 +9,9 @@ from hypothesis import strategies as st
 
 import nbjax
 import nbjax.numpy as jnp
-from nbjax.core import check_jaxpr, eval_jaxpr
-from helpers import random_array
+from helpers import random_array, staged
 
 RNG = np.random.default_rng(3)
-
-
-def staged(f, *args):
-    closed = nbjax.make_jaxpr(f)(*args)
-    check_jaxpr(closed.jaxpr)
-    return eval_jaxpr(closed.jaxpr, closed.consts, *args)[0]
 
 
 def assert_close(got, want, dtype=None):
