@@ -103,14 +103,16 @@ def random_array(rng, shape=(), dtype=np.float32, *, low=None, high=None, scale=
         out.real = real
         out.imag = random_array(rng, shape, part, low=low, high=high, scale=scale)
         return out
-    x = (_random_ints if dtype.kind in "iu" else _random_floats)(rng, shape, dtype, low, high,
-                                                                 scale)
+    if dtype.kind in "iu":
+        x = _random_ints(rng, shape, dtype, low, high)
+    else:
+        x = _random_floats(rng, shape, dtype, low, high, scale)
     if special and x.size:
         _add_extremes(rng, x)
     return x
 
 
-def _random_ints(rng, shape, dtype, low, high, scale):
+def _random_ints(rng, shape, dtype, low, high):
     info = np.iinfo(dtype)
     low = max(SMALL_INTS[0] if low is None else low, info.min)
     high = min(SMALL_INTS[1] if high is None else high, info.max)
