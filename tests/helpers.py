@@ -3,8 +3,11 @@
 import numpy as np
 
 import nbjax
+from nbjax.backends import compile
 from nbjax.core import check_jaxpr, eval_jaxpr
-from nbjax.tree_util import tree_flatten, tree_leaves, tree_map
+from nbjax.tree_util import tree_flatten, tree_leaves, tree_map, tree_structure
+
+SMALL_INTS = (-9, 9)  # random_array's default integer range: every integer dtype holds it
 
 
 def assert_close(actual, expected, rtol=1e-7, scale=None, err_msg=""):
@@ -73,17 +76,96 @@ def check_vmap(f, args, in_axes, out_axes=0, rtol=1e-6, terms=None):
     check_jaxpr(nbjax.make_jaxpr(nbjax.vmap(f, in_axes, out_axes))(*args).jaxpr)
 
 
-def eager_and_traced(fn, *args):
-    """``fn(*args)`` eagerly; also traced with make_jaxpr, type-checked and evaluated with
-    eval_jaxpr: both must agree exactly (values, dtypes and shapes of every output)."""
-    out = fn(*args)
-    closed = nbjax.make_jaxpr(fn)(*args)
+def random_array(rng, shape=(), dtype=np.float32, *, low=None, high=None, scale=1.0,
+                 special=False):
+    """Random test input of ``shape`` and ``dtype``, drawn from ``rng`` (a numpy Generator, or
+    a seed for one): the same arguments and generator state give the same array.
+
+    - bool: a fair coin.
+    - integers: uniform on [low, high], both ends included (default ``SMALL_INTS``: small,
+      so sums and products stay meaningful), cut to what ``dtype`` holds (unsigned from 0).
+    - floats: uniform on [low, high) when both are given (``low=0.5`` keeps them positive),
+      else standard normal times ``scale``.
+    - complex: real and imaginary parts each drawn like the floats of the component type.
+
+    ``special`` adds the extremes, each at a random position: for integers the dtype's min and
+    max, and a quarter of the values drawn from its whole range (so arithmetic wraps around);
+    for floats NaN, +inf, -inf, -0.0 and half the largest finite value; for complex numbers
+    the same in the real part.
+    """
+    rng, dtype = np.random.default_rng(rng), np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind == "c":
+        part = np.finfo(dtype).dtype
+        real = random_array(rng, shape, part, low=low, high=high, scale=scale, special=special)
+        out = np.empty(shape, dtype)  # not real + 1j * imag: that loses a real -0.0
+        out.real = real
+        out.imag = random_array(rng, shape, part, low=low, high=high, scale=scale)
+        return out
+    if dtype.kind in "iu":
+        x = _random_ints(rng, shape, dtype, low, high)
+    else:
+        x = _random_floats(rng, shape, dtype, low, high, scale)
+    if special and x.size:
+        _add_extremes(rng, x)
+    return x
+
+
+def _random_ints(rng, shape, dtype, low, high):
+    info = np.iinfo(dtype)
+    low = max(SMALL_INTS[0] if low is None else low, info.min)
+    high = min(SMALL_INTS[1] if high is None else high, info.max)
+    return rng.integers(low, high, shape, dtype=dtype, endpoint=True)
+
+
+def _random_floats(rng, shape, dtype, low, high, scale):
+    if (low is None) != (high is None):
+        raise ValueError("random floats take both bounds or neither")
+    x = rng.standard_normal(shape) * scale if low is None else rng.uniform(low, high, shape)
+    return x.astype(dtype)
+
+
+def _add_extremes(rng, x):
+    """Write ``random_array``'s special values into ``x`` (ints or floats) in place."""
+    flat = x.reshape(-1)  # a view: x is freshly made, contiguous
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        n = 1 + x.size // 4
+        flat[rng.integers(0, x.size, n)] = rng.integers(info.min, info.max, n, dtype=x.dtype,
+                                                       endpoint=True)
+        extremes = [info.min, info.max]
+    else:
+        extremes = [np.nan, np.inf, -np.inf, -0.0, np.finfo(x.dtype).max / 2]
+    for value in extremes:
+        flat[rng.integers(0, x.size)] = value
+
+
+def staged(fn, *args):
+    """``fn(*args)`` computed the staged way: ``fn`` traced to a jaxpr with make_jaxpr, the
+    jaxpr type-checked and evaluated with eval_jaxpr. The outputs come back in ``fn``'s output
+    tree (one array, a tuple, a dict ...); arguments may be pytrees too."""
+    closed, shapes = nbjax.make_jaxpr(fn, return_shape=True)(*args)
     check_jaxpr(closed.jaxpr)
-    traced = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    for e, t in zip(tree_leaves(out), traced, strict=True):
+    outs = eval_jaxpr(closed.jaxpr, closed.consts, *tree_leaves(args))
+    return tree_structure(shapes).unflatten(outs)
+
+
+def eager_and_traced(fn, *args):
+    """``fn(*args)`` eagerly, checked against ``staged(fn, *args)``: both must agree exactly
+    (values, dtypes and shapes of every output)."""
+    out = fn(*args)
+    for e, t in zip(tree_leaves(out), tree_leaves(staged(fn, *args)), strict=True):
         assert e.dtype == t.dtype and e.shape == t.shape
         np.testing.assert_array_equal(np.asarray(e), np.asarray(t))
     return out
+
+
+def cpu_and_reference(fn, *args, name="t"):
+    """``fn`` traced on ``args`` and compiled by the cpu backend and by the reference one:
+    the two executables, for tests that compare them or look at the cpu's code."""
+    closed = nbjax.make_jaxpr(fn)(*args)
+    return compile(closed, "cpu", name), compile(closed, "reference", name)
 
 
 def is_full_width_float32(ir_text):

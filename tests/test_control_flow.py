@@ -11,13 +11,10 @@ import nbjax
 from nbjax import lax
 from nbjax.core import JaxprTypeError, UnexpectedTracerError, check_jaxpr, eval_jaxpr
 from nbjax.core.errors import TracerBoolConversionError
-from helpers import assert_close
+from nbjax.tree_util import tree_leaves
+from helpers import assert_close, random_array, staged
 
 rng = np.random.default_rng(0)
-
-
-def randn(*shape, dtype=np.float32):
-    return rng.standard_normal(shape).astype(dtype)
 
 
 def assert_tree_close(got, want, rtol=1e-6):
@@ -31,15 +28,11 @@ def assert_tree_close(got, want, rtol=1e-6):
 
 def traced(f, *args):
     """Trace f, check its jaxpr, evaluate it, and compare with running f eagerly."""
-    closed = nbjax.make_jaxpr(f)(*args)
-    check_jaxpr(closed.jaxpr)
-    outs = eval_jaxpr(closed.jaxpr, closed.consts, *nbjax.tree_util.tree_leaves(args))
-    eager = nbjax.tree_util.tree_leaves(f(*args))
-    assert len(outs) == len(eager)
-    for o, e in zip(outs, eager):
+    outs, eager = staged(f, *args), f(*args)
+    for o, e in zip(tree_leaves(outs), tree_leaves(eager), strict=True):
         assert o.dtype == e.dtype and o.shape == e.shape
         assert_close(np.asarray(o), np.asarray(e), rtol=1e-6)
-    return closed
+    return nbjax.make_jaxpr(f)(*args)
 
 
 def primitives(closed):
@@ -51,7 +44,7 @@ def primitives(closed):
 @pytest.mark.parametrize("pred", [True, False, 0, 3, -2.5, 0.0, np.bool_(True),
                                   np.int8(0), np.float32(1)])
 def test_cond_eager_matches_python_if(pred):
-    x = randn(3)
+    x = random_array(rng, (3,))
     got = lax.cond(pred, lambda a: a * 2.0 + 1.0, lambda a: a - 3.0, x)
     want = x * 2 + 1 if pred else x - 3
     assert_tree_close(got, want.astype(np.float32))
@@ -59,7 +52,7 @@ def test_cond_eager_matches_python_if(pred):
 
 @pytest.mark.parametrize("pred", [True, False])
 def test_cond_traced_predicate(pred):
-    x, y = randn(2, 3), randn(3)
+    x, y = random_array(rng, (2, 3)), random_array(rng, (3,))
 
     def f(p, x, y):
         return lax.cond(p, lambda a, b: a + b, lambda a, b: a * b, x, y)
@@ -72,16 +65,17 @@ def test_cond_traced_predicate(pred):
 
 
 def test_cond_numeric_predicate_is_compared_with_zero():
-    closed = traced(lambda p, x: lax.cond(p, lambda a: -a, lambda a: a, x), 0.5, randn(2))
+    closed = traced(lambda p, x: lax.cond(p, lambda a: -a, lambda a: a, x), 0.5,
+                    random_array(rng, (2,)))
     assert primitives(closed) == ["ne", "convert_element_type", "cond"]
     for p in (0.0, 2.0, -1.0):
-        x = randn(2)
+        x = random_array(rng, (2,))
         out = eval_jaxpr(closed.jaxpr, closed.consts, np.float32(p), x)[0]
         assert_close(out, -x if p else x)
 
 
 def test_cond_pytree_operands_and_outputs():
-    ops = {"a": randn(3), "b": (randn(2), np.int32(4))}
+    ops = {"a": random_array(rng, (3,)), "b": (random_array(rng, (2,)), np.int32(4))}
 
     def true_fun(d):
         return {"sum": d["a"].sum() + d["b"][0].sum(), "n": d["b"][1] + 1}
@@ -97,7 +91,7 @@ def test_cond_pytree_operands_and_outputs():
 
 
 def test_cond_without_operands_and_closures_over_arrays():
-    w = nbjax.Array(randn(4))
+    w = nbjax.Array(random_array(rng, (4,)))
     got = lax.cond(False, lambda: w * 2.0, lambda: w + 1.0)
     assert_close(got, w + 1)
     closed = traced(lambda p: lax.cond(p, lambda: w * 2.0, lambda: w + 1.0), True)
@@ -110,7 +104,7 @@ def test_cond_without_operands_and_closures_over_arrays():
 
 
 def test_cond_closure_over_traced_values():
-    x, y = randn(3), randn(3)
+    x, y = random_array(rng, (3,)), random_array(rng, (3,))
 
     def f(p, x, y):
         return lax.cond(p, lambda: x * y, lambda: x - y)
@@ -181,16 +175,16 @@ BRANCHES = [lambda x: x + 1.0, lambda x: x * 2.0, lambda x: x - 3.0]
 
 @pytest.mark.parametrize("index", [-5, 0, 1, 2, 7, np.uint8(1), np.int64(2)])
 def test_switch_clamps_the_index(index):
-    x = randn(3)
+    x = random_array(rng, (3,))
     want = BRANCHES[min(max(int(index), 0), 2)](x)
     assert_close(lax.switch(index, BRANCHES, x), want)
 
 
 def test_switch_traced():
-    closed = traced(lambda i, x: lax.switch(i, BRANCHES, x), 1, randn(2))
+    closed = traced(lambda i, x: lax.switch(i, BRANCHES, x), 1, random_array(rng, (2,)))
     assert primitives(closed) == ["convert_element_type", "clamp", "cond"]
     assert len(closed.jaxpr.eqns[-1].params["branches"]) == 3
-    x = randn(2)
+    x = random_array(rng, (2,))
     for i in range(-1, 4):
         out = eval_jaxpr(closed.jaxpr, [], np.int32(i), x)[0]
         assert_close(out, BRANCHES[min(max(i, 0), 2)](x))
@@ -218,7 +212,7 @@ def test_switch_errors(index, branches, error, match):
 
 @pytest.mark.parametrize("limit", [0.5, 10.0, 1000.0])
 def test_while_loop_matches_python(limit):
-    x = np.abs(randn(3)) + 0.5
+    x = np.abs(random_array(rng, (3,))) + 0.5
 
     def body(c):
         return c * 1.5 + 0.25
@@ -237,7 +231,7 @@ def test_while_loop_pytree_carry_and_closure_over_traced_value():
         def body(c):
             return {"i": c["i"] + 1, "v": c["v"] * x}
         return lax.while_loop(lambda c: c["i"] < n, body, {"i": 0, "v": np.ones(2, np.float32)})
-    x = randn(2)
+    x = random_array(rng, (2,))
     closed = traced(f, x, 4)
     (eqn,) = closed.jaxpr.eqns
     assert eqn.params["cond_nconsts"] == 1 and eqn.params["body_nconsts"] == 1
@@ -282,7 +276,7 @@ def test_leaked_body_tracer_is_reported():
 
 @pytest.mark.parametrize("lower, upper", [(0, 5), (2, 7), (3, 3), (6, 2)])
 def test_fori_loop_matches_python(lower, upper):
-    x = randn(3)
+    x = random_array(rng, (3,))
 
     def body(i, c):
         return c * 0.5 + i
@@ -326,7 +320,7 @@ def test_fori_loop_unroll_needs_static_bounds():
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("shape", [(5,), (4, 3), (1, 2), (0, 3)])
 def test_scan_cumulative_sum(shape, reverse):
-    xs = randn(*shape)
+    xs = random_array(rng, shape)
     init = np.zeros(shape[1:], np.float32)
     carry, ys = lax.scan(lambda c, x: (c + x, c + x), init, xs, reverse=reverse)
     axis_sum = np.cumsum(xs[::-1], axis=0)[::-1] if reverse else np.cumsum(xs, axis=0)
@@ -335,7 +329,8 @@ def test_scan_cumulative_sum(shape, reverse):
     traced(lambda i, x: lax.scan(lambda c, x: (c + x, c * x), i, x, reverse=reverse), init, xs)
 
 
-@pytest.mark.parametrize("xs", [randn(4, 6)[:, ::2], randn(3, 5).T], ids=["strided", "transposed"])
+@pytest.mark.parametrize("xs", [random_array(rng, (4, 6))[:, ::2], random_array(rng, (3, 5)).T],
+                         ids=["strided", "transposed"])
 def test_scan_over_non_contiguous_inputs(xs):
     carry, ys = lax.scan(lambda c, x: (c * 0.5 + x, x * c), np.ones(xs.shape[1], np.float32), xs)
     c, want = np.ones(xs.shape[1], np.float32), []
@@ -358,7 +353,7 @@ def test_x64_loop_index_and_carries(x64):
 
 
 def test_scan_pytree_carry_and_xs():
-    xs = {"a": randn(4, 2), "b": np.arange(4, dtype=np.int32)}
+    xs = {"a": random_array(rng, (4, 2)), "b": np.arange(4, dtype=np.int32)}
 
     def step(carry, x):
         total, count = carry
@@ -380,11 +375,11 @@ def test_scan_without_xs_and_without_ys():
 
 
 def test_scan_closures_over_arrays_and_traced_values():
-    w = randn(3)
+    w = random_array(rng, (3,))
 
     def f(x, xs):
         return lax.scan(lambda c, a: (c * x + a * w, c), np.zeros(3, np.float32), xs)
-    x, xs = np.float32(0.5), randn(4, 3)
+    x, xs = np.float32(0.5), random_array(rng, (4, 3))
     closed = traced(f, x, xs)
     (eqn,) = closed.jaxpr.eqns
     assert eqn.params["num_consts"] == 2  # x (a tracer) and w (a constant array)
@@ -407,7 +402,7 @@ def test_scan_promotes_a_weak_initial_carry():
 
 
 def test_scan_unroll_is_a_param():
-    xs = randn(6)
+    xs = random_array(rng, (6,))
     for unroll, expected in [(1, 1), (3, 3), (True, 6), (False, 1)]:
         closed = nbjax.make_jaxpr(
             lambda xs: lax.scan(lambda c, x: (c + x, x), 0.0, xs, unroll=unroll))(xs)
@@ -442,7 +437,7 @@ def test_scan_errors(kwargs, error, match):
 # --- map, stop_gradient --------------------------------------------------------------------
 
 def test_map_matches_a_python_loop():
-    xs = randn(4, 3)
+    xs = random_array(rng, (4, 3))
     got = lax.map(lambda r: (r * r).sum(), xs)
     assert_close(got, [(r * r).sum() for r in xs], rtol=1e-6)
     closed = traced(lambda xs: lax.map(lambda r: {"s": r.sum(), "m": r * 2.0}, xs), xs)
@@ -452,7 +447,7 @@ def test_map_matches_a_python_loop():
 
 
 def test_stop_gradient_is_the_identity_on_pytrees():
-    tree = {"a": randn(2), "b": (np.int32(3), np.bool_(True))}
+    tree = {"a": random_array(rng, (2,)), "b": (np.int32(3), np.bool_(True))}
     out = lax.stop_gradient(tree)
     assert_tree_close(out, tree)
     closed = traced(lax.stop_gradient, tree)
@@ -465,7 +460,7 @@ def test_stop_gradient_is_the_identity_on_pytrees():
 # --- nesting and type checking -------------------------------------------------------------
 
 def test_nested_control_flow_with_closures():
-    w = randn(3)
+    w = random_array(rng, (3,))
 
     def f(p, x, y):
         def true_fun(x):
@@ -477,7 +472,7 @@ def test_nested_control_flow_with_closures():
                                   x)
             return inner, lax.map(lambda r: r - y, np.ones((4, 3), np.float32) * y)
         return lax.cond(p, true_fun, false_fun, x)
-    x, y = np.abs(randn(3)) + 1, np.float32(1.5)
+    x, y = np.abs(random_array(rng, (3,))) + 1, np.float32(1.5)
     for p in (True, False):
         traced(f, p, x, y)
     # false branch, by hand: i = 0, 1 add y; i = 2 multiplies by y

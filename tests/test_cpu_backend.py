@@ -12,20 +12,15 @@ import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.backends import compile
 from nbjax.backends.cpu import runtime
-from helpers import assert_close
+from helpers import assert_close, cpu_and_reference
 
 from helpers import is_full_width_float32
 
 RNG = np.random.default_rng(1)
 
 
-def _both(f, *args):
-    closed = nbjax.make_jaxpr(f)(*args)
-    return (compile(closed, "cpu", "t"), compile(closed, "reference", "t"))
-
-
 def _check(f, *args, rtol=1e-6):
-    cpu, ref = _both(f, *args)
+    cpu, ref = cpu_and_reference(f, *args)
     outs = cpu.run(*args)
     for a, b in zip(outs, ref.run(*args)):
         assert a.shape == b.shape and a.dtype == b.dtype
@@ -72,7 +67,7 @@ def test_rewrites_are_reported():
 
 def test_per_step_timing_is_opt_in():
     x = RNG.random((3, 4), np.float32)
-    cpu, _ = _both(lambda x: (x @ x.T).sum(), x)
+    cpu, _ = cpu_and_reference(lambda x: (x @ x.T).sum(), x)
     assert cpu.step_times is None
     cpu.enable_timing()
     cpu.run(x)
@@ -131,7 +126,7 @@ def test_empty_reductions_give_the_identity():
 
 def test_dynamic_slice_clamps_its_runtime_start():
     x = RNG.standard_normal((5, 6)).astype(np.float32)
-    cpu, ref = _both(lambda x, i, j: lax.dynamic_slice(x, (i, j), (2, 3)) * 2.0, x,
+    cpu, ref = cpu_and_reference(lambda x, i, j: lax.dynamic_slice(x, (i, j), (2, 3)) * 2.0, x,
                      np.int32(0), np.int32(0))
     assert [g.kind for g in cpu.plan.groups] == ["kernel"]
     for i, j in [(0, 0), (4, 4), (-3, 2), (100, -100), (2, 1)]:
@@ -167,7 +162,7 @@ def test_buffers_are_aligned_and_reused_once_free():
 
 def test_outputs_are_not_overwritten_by_later_calls():
     x = RNG.standard_normal(16).astype(np.float32)
-    cpu, _ = _both(lambda x: x * 2.0, x)
+    cpu, _ = cpu_and_reference(lambda x: x * 2.0, x)
     first = cpu.run(x)[0]
     second = cpu.run(x + 1)[0]
     assert_close(first, x * 2)
@@ -176,7 +171,7 @@ def test_outputs_are_not_overwritten_by_later_calls():
 
 def test_kernels_run_concurrently_from_threads():
     x = RNG.standard_normal((50, 50)).astype(np.float32)
-    cpu, _ = _both(lambda x: jnp.tanh(x).sum(0), x)
+    cpu, _ = cpu_and_reference(lambda x: jnp.tanh(x).sum(0), x)
     expected = cpu.run(x)[0]
     results = []
     threads = [threading.Thread(target=lambda: results.append(cpu.run(x)[0]))

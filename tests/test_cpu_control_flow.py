@@ -11,7 +11,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.backends import compile
-from helpers import assert_close
+from helpers import assert_close, cpu_and_reference
 
 RNG = np.random.default_rng(0)
 
@@ -19,9 +19,7 @@ RNG = np.random.default_rng(0)
 def _run_both(f, *args, rtol=1e-6):
     """The CPU executable of ``f`` and its results, checked against the reference backend
     (same shapes, dtypes and values), with warnings turned into errors: nothing falls back."""
-    closed = nbjax.make_jaxpr(f)(*args)
-    cpu = compile(closed, "cpu", "t")
-    ref = compile(closed, "reference", "t")
+    cpu, ref = cpu_and_reference(f, *args)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         outs = cpu.run(*args)

@@ -13,18 +13,14 @@ import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.backends import compile
 from nbjax.backends.cpu import codegen, runtime
+from helpers import cpu_and_reference
 
 RNG = np.random.default_rng(5)
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 
 
-def _compiled(f, *args):
-    closed = nbjax.make_jaxpr(f)(*args)
-    return compile(closed, "cpu", "t"), compile(closed, "reference", "t")
-
-
 def _check(f, *args, rtol=0.0, atol=None):
-    cpu, ref = _compiled(f, *args)
+    cpu, ref = cpu_and_reference(f, *args)
     for out, expected in zip(cpu.run(*args), ref.run(*args)):
         assert out.shape == expected.shape and out.dtype == expected.dtype
         np.testing.assert_allclose(out, expected, rtol=rtol, atol=rtol if atol is None else atol)
@@ -77,7 +73,7 @@ def test_float_sums_accumulate_rows_in_float64():
     # each row in a float64 local and rounds once.
     x = np.ones(4001, np.float32)
     x[0] = 2.0 ** 24
-    cpu, _ = _compiled(lambda x: jnp.sum(x), x)
+    cpu, _ = cpu_and_reference(lambda x: jnp.sum(x), x)
     out = cpu.run(x)[0]
     assert out == np.float32(np.sum(x, dtype=np.float64))
     assert "fadd reassoc" in cpu.kernels[0].texts["LLVM IR"] and "double" in cpu.kernels[0].texts["LLVM IR"]

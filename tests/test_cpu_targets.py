@@ -16,7 +16,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.backends.cpu import runtime, target
-from nbjax.backends import compile
+from helpers import cpu_and_reference
 
 LEVELS = ["x86-64-v2", "x86-64-v3", "x86-64-v4"]
 # Float32 lanes of a plain loop: SSE's 128-bit vectors; AVX2's 256; on AVX-512, 256 or 512.
@@ -69,11 +69,9 @@ def test_plain_float32_loop_width_follows_the_level(level):
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_kernels_are_vectorised_and_agree_with_the_reference(level, name):
     fn, args = PROGRAMS[name]
-    closed = nbjax.make_jaxpr(fn)(*args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cpu = compile(closed, "cpu", name)
-        ref = compile(closed, "reference", name)
+        cpu, ref = cpu_and_reference(fn, *args, name=name)
     code = cpu._jit_module.optimised_ir
     if name in FULL_WIDTH:
         widths = {int(n) for n in re.findall(r"<(\d+) x float>", code)}

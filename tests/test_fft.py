@@ -7,28 +7,14 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
-from nbjax.core import check_jaxpr, eval_jaxpr
+from nbjax.core import check_jaxpr
 from nbjax.lax.fft import FftType, fft as lax_fft
 from nbjax.test_util import check_grads
 import helpers
+from helpers import random_array, staged
 
 RNG = np.random.default_rng(0)
 NORMS = [None, "backward", "ortho", "forward"]
-
-
-def rand(shape, dtype=np.float32):
-    x = RNG.normal(size=shape)
-    if np.issubdtype(dtype, np.complexfloating):
-        x = x + 1j * RNG.normal(size=shape)
-    return x.astype(dtype)
-
-
-def staged(f, *args):
-    """``f(*args)`` through make_jaxpr: check the jaxpr and evaluate it."""
-    closed = nbjax.make_jaxpr(f)(*args)
-    check_jaxpr(closed.jaxpr)
-    (out,) = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    return out
 
 
 def assert_close(got, want, dtype, rtol=2e-5):
@@ -63,8 +49,8 @@ CASES = ([(f, kw) for f in ONE_AXIS for kw in ONE_AXIS_KWARGS]
 
 def _input_for(name, shape=(3, 4, 5), dtype32=True):
     if name in REAL_INPUT:
-        return rand(shape, np.float32 if dtype32 else np.float64)
-    return rand(shape, np.complex64 if dtype32 else np.complex128)
+        return random_array(RNG, shape, np.float32 if dtype32 else np.float64)
+    return random_array(RNG, shape, np.complex64 if dtype32 else np.complex128)
 
 
 def _numpy_reference(name, x, kwargs, norm):
@@ -112,9 +98,9 @@ def test_integer_bool_and_half_inputs_become_default_inexact(name, dtype):
 
 @pytest.mark.parametrize("view", [lambda a: a.T, lambda a: a[:, ::2], lambda a: a[::-1]])
 def test_non_contiguous_inputs(view):
-    x = view(rand((6, 8), np.complex64))
+    x = view(random_array(RNG, (6, 8), np.complex64))
     assert_close(jnp.fft.fft2(x), np.fft.fft2(x.astype(np.complex128)), np.complex64)
-    r = view(rand((6, 8)))
+    r = view(random_array(RNG, (6, 8)))
     assert_close(jnp.fft.rfft(r, axis=0), np.fft.rfft(r.astype(np.float64), axis=0),
                  np.complex64)
 
@@ -126,7 +112,7 @@ def test_size_zero_and_size_one_axes():
     assert out.shape == (0, 4) and out.dtype == np.complex64
     out = jnp.fft.irfft(np.ones((3, 1), np.complex64))  # n = 2 * (1 - 1) = 0 samples
     assert out.shape == (3, 0) and out.dtype == np.float32
-    x = rand((4, 1), np.complex64)
+    x = random_array(RNG, (4, 1), np.complex64)
     assert_close(jnp.fft.fft(x), np.fft.fft(x), np.complex64)
     assert_close(jnp.fft.irfft(x, n=1), np.fft.irfft(x, n=1), np.float32)
 
@@ -137,9 +123,9 @@ def test_scalar_input_with_no_axes_is_converted_identity():
 
 
 def test_round_trips():
-    x = rand((4, 6))
+    x = random_array(RNG, (4, 6))
     assert_close(jnp.fft.irfftn(jnp.fft.rfftn(x), s=x.shape), x, np.float32)
-    c = rand((4, 6), np.complex64)
+    c = random_array(RNG, (4, 6), np.complex64)
     assert_close(jnp.fft.ifft2(jnp.fft.fft2(c, norm="ortho"), norm="ortho"), c, np.complex64)
     assert_close(jnp.fft.ihfft(jnp.fft.hfft(c, n=7), n=7),
                  np.fft.ihfft(np.fft.hfft(c.astype(np.complex128), n=7), n=7), np.complex64)
@@ -191,7 +177,7 @@ def test_fftshift_and_ifftshift(shape, axes):
 # --- errors --------------------------------------------------------------------------------
 
 def test_jnp_errors():
-    x = rand((2, 3))
+    x = random_array(RNG, (2, 3))
     with pytest.raises(ValueError, match="Invalid norm value"):
         jnp.fft.fft(x, norm="bad")
     with pytest.raises(ValueError, match="does not support repeated axes"):
@@ -207,7 +193,7 @@ def test_jnp_errors():
     with pytest.raises(ValueError, match="out of bounds"):
         jnp.fft.fft(x, axis=2)
     with pytest.raises(ValueError, match="only real valued inputs supported for rfft"):
-        jnp.fft.rfft(rand((3,), np.complex64))
+        jnp.fft.rfft(random_array(RNG, (3,), np.complex64))
     with pytest.raises(ValueError, match="only supports 2 axes"):
         jnp.fft.fft2(x, axes=(0,))
     with pytest.raises(ValueError, match="does not support multiple axes"):
@@ -217,7 +203,7 @@ def test_jnp_errors():
 
 
 def test_lax_fft_errors():
-    c = rand((2, 3), np.complex64)
+    c = random_array(RNG, (2, 3), np.complex64)
     with pytest.raises(ValueError, match="minor dimensions must be equal"):
         lax_fft(c, "fft", (2, 4))
     with pytest.raises(ValueError, match="at least as many input dimensions"):
@@ -230,13 +216,13 @@ def test_lax_fft_errors():
         lax_fft(c, "irfft", (3, 4))
     from nbjax.lax.fft import fft_p
     with pytest.raises(ValueError, match="FFT input must be complex64 or complex128"):
-        fft_p.bind(rand((3,)), fft_type=FftType.FFT, fft_lengths=(3,))
+        fft_p.bind(random_array(RNG, (3,)), fft_type=FftType.FFT, fft_lengths=(3,))
     with pytest.raises(ValueError, match="RFFT input must be float32 or float64"):
         fft_p.bind(c, fft_type=FftType.RFFT, fft_lengths=(3,))
 
 
 def test_lax_fft_types_names_and_jaxpr():
-    x = rand((2, 4))
+    x = random_array(RNG, (2, 4))
     closed = nbjax.make_jaxpr(lambda a: lax_fft(a, "rfft", (4,)))(x)
     check_jaxpr(closed.jaxpr)
     text = str(closed)
@@ -259,7 +245,7 @@ def _loop(f, xs, in_axis):
 @pytest.mark.parametrize("in_axis", [0, 1, -1])
 @pytest.mark.parametrize("n_axes", [1, 2])
 def test_vmap_matches_loop(fft_type, in_axis, n_axes):
-    xs = rand((3, 4, 5), np.float32 if fft_type == FftType.RFFT else np.complex64)
+    xs = random_array(RNG, (3, 4, 5), np.float32 if fft_type == FftType.RFFT else np.complex64)
 
     def f(a):
         lengths = a.shape[a.ndim - n_axes:]
@@ -272,7 +258,7 @@ def test_vmap_matches_loop(fft_type, in_axis, n_axes):
 
 
 def test_vmap_unbatched_operand_out_axes_and_nesting():
-    xs, y = rand((3, 2, 4), np.complex64), rand((4,), np.complex64)
+    xs, y = random_array(RNG, (3, 2, 4), np.complex64), random_array(RNG, (4,), np.complex64)
 
     def f(x, y):
         return lax_fft(x, "fft", (4,)) + lax_fft(y, "ifft", (4,))
@@ -281,14 +267,15 @@ def test_vmap_unbatched_operand_out_axes_and_nesting():
     got = nbjax.vmap(f, in_axes=(0, None), out_axes=1)(xs, y)
     assert_close(got, np.moveaxis(want, 0, 1), np.complex64)
     nested = nbjax.vmap(nbjax.vmap(lambda x: lax_fft(x, "fft", (2,)), in_axes=1), in_axes=2)
-    zs = rand((2, 4, 3), np.complex64)  # vmap over axis 2 (3), then axis 1 (4): length 2
+    # vmap over axis 2 (3), then axis 1 (4): length 2
+    zs = random_array(RNG, (2, 4, 3), np.complex64)
     want = np.stack([np.stack([np.fft.fft(zs[:, j, i].astype(np.complex128))
                                for j in range(4)]) for i in range(3)])
     assert_close(nested(zs), want, np.complex64)
 
 
 def test_vmap_jaxpr_moves_only_transformed_batch_axes():
-    xs = rand((3, 4, 5), np.complex64)
+    xs = random_array(RNG, (3, 4, 5), np.complex64)
     leading = str(nbjax.make_jaxpr(nbjax.vmap(lambda a: lax_fft(a, "fft", (4, 5))))(xs))
     assert "transpose" not in leading
     # Batch axis 1 of a (4, 5) transform over the last axis is a leading axis: it stays,
@@ -302,7 +289,7 @@ def test_vmap_jaxpr_moves_only_transformed_batch_axes():
 
 
 def test_vmap_of_jnp_fft_along_an_axis():
-    xs = rand((3, 6, 2))
+    xs = random_array(RNG, (3, 6, 2))
     got = nbjax.vmap(lambda a: jnp.fft.rfft(a, axis=0, norm="ortho"), in_axes=2)(xs)
     want = np.stack([np.fft.rfft(xs[:, :, i].astype(np.float64), axis=0, norm="ortho")
                      for i in range(2)])
@@ -353,12 +340,12 @@ def test_grads_of_linear_maps(name, kwargs, shape):
     if name in REAL_INPUT:
         def f(x):
             return _parts(fn(x, **kwargs))
-        args = (rand(shape),)
+        args = (random_array(RNG, shape),)
     else:
         def f(re, im):
             out = fn(_complex(re, im), **kwargs)
             return out if name in REAL_OUTPUT else _parts(out)
-        args = (rand(shape), rand(shape))
+        args = (random_array(RNG, shape), random_array(RNG, shape))
     check_grads(f, args, order=2, modes=("fwd", "rev"), eps=LINEAR_EPS)
 
 
@@ -368,15 +355,15 @@ def test_grads_of_real_losses(name, kwargs, shape):
     out_shape = fn(np.zeros(shape, np.float32), **kwargs).shape
     # |z|^2 is about the input size: these weights make the loss (and its pullback of the
     # loss value, checked at order 2) about 1, so float32 differences keep their digits.
-    weights = rand(out_shape) ** 2 / (np.prod(out_shape) * np.prod(shape))
+    weights = random_array(RNG, out_shape) ** 2 / (np.prod(out_shape) * np.prod(shape))
     if name in REAL_INPUT:
         def loss(x):
             return _sum_abs_squared(fn(x, **kwargs), weights)
-        args = (rand(shape),)
+        args = (random_array(RNG, shape),)
     else:
         def loss(re, im):
             return _sum_abs_squared(fn(_complex(re, im), **kwargs), weights)
-        args = (rand(shape), rand(shape))
+        args = (random_array(RNG, shape), random_array(RNG, shape))
     check_grads(loss, args, order=2, modes=("fwd", "rev"), eps=LOSS_EPS)
     grad_jaxpr = nbjax.make_jaxpr(nbjax.grad(loss, argnums=tuple(range(len(args)))))(*args)
     check_jaxpr(grad_jaxpr.jaxpr)
@@ -391,7 +378,7 @@ def test_real_transform_vjps_match_the_dense_matrix(fft_type, n):
     if fft_type == FftType.RFFT:
         def f(x):
             return _parts(lax_fft(x, fft_type, (n,)))
-        x, ct = rand((n,)), (rand((m,)), rand((m,)))
+        x, ct = random_array(RNG, (n,)), (random_array(RNG, (m,)), random_array(RNG, (m,)))
         jac = np.stack([np.concatenate([np.fft.rfft(e).real, np.fft.rfft(e).imag])
                         for e in np.eye(n)], axis=1)
         want = jac.T @ np.concatenate(ct)
@@ -399,7 +386,7 @@ def test_real_transform_vjps_match_the_dense_matrix(fft_type, n):
     else:
         def f(re, im):
             return lax_fft(_complex(re, im), fft_type, (n,))
-        x, ct = (rand((m,)), rand((m,))), rand((n,))
+        x, ct = (random_array(RNG, (m,)), random_array(RNG, (m,))), random_array(RNG, (n,))
         cols = [np.fft.irfft(e, n) for e in np.eye(m)] + \
             [np.fft.irfft(1j * e, n) for e in np.eye(m)]
         want = np.stack(cols, axis=1).T @ ct
@@ -408,8 +395,8 @@ def test_real_transform_vjps_match_the_dense_matrix(fft_type, n):
 
 
 def test_grad_of_jnp_fft_under_vmap():
-    xs = rand((3, 8))
-    weights = rand((5,)) ** 2
+    xs = random_array(RNG, (3, 8))
+    weights = random_array(RNG, (5,)) ** 2
 
     def loss(x):
         return _sum_abs_squared(jnp.fft.rfft(x), weights)

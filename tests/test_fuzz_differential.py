@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
-from nbjax.backends import compile
+from helpers import cpu_and_reference, random_array
 
 EXAMPLES = int(os.environ.get("NBJAX_FUZZ_EXAMPLES", "150"))
 
@@ -39,31 +39,11 @@ def _kind(dtype):
 
 
 def _input(rng, shape, dtype, special):
-    """Random values of ``dtype``; ``special`` adds the extremes: each integer type's min and
-    max and values across its whole range (so arithmetic wraps around), NaN, +-inf, -0.0 and
-    huge floats."""
-    dtype = np.dtype(dtype)
-    kind = _kind(dtype)
-    if kind == "bool":
-        return rng.random(shape) > 0.5
-    if kind == "int":
-        info = np.iinfo(dtype)
-        lo, hi = max(info.min, -1000), min(info.max, 1000)
-        x = rng.integers(lo, hi, shape, endpoint=True, dtype=dtype)
-        if special and x.size:
-            wide = rng.integers(info.min, info.max, x.size, endpoint=True, dtype=dtype)
-            x.flat[rng.integers(0, x.size, 1 + x.size // 4)] = wide[:1 + x.size // 4]
-            x.flat[rng.integers(0, x.size)] = info.min
-            x.flat[rng.integers(0, x.size)] = info.max
-        return x
-    if kind == "complex":
-        return (_input(rng, shape, np.float32, special)
-                + 1j * _input(rng, shape, np.float32, False)).astype(dtype)
-    x = (rng.standard_normal(shape) * 3).astype(dtype)
-    if special and x.size:
-        for v in (np.nan, np.inf, -np.inf, -0.0, np.finfo(dtype).max / 2):
-            x.flat[rng.integers(0, x.size)] = v
-    return x
+    """Random values of ``dtype``: integers in [-1000, 1000], floats normal with scale 3;
+    ``special`` adds the extremes (random_array's: each integer type's min and max and values
+    across its whole range, so arithmetic wraps around; NaN, +-inf, -0.0 and huge floats)."""
+    bounds = {"low": -1000, "high": 1000} if _kind(dtype) == "int" else {"scale": 3}
+    return random_array(rng, shape, dtype, special=special, **bounds)
 
 
 def _make_input(rng, shape, dtype, layout, special):
@@ -483,9 +463,7 @@ def check_program(seed):
         x = _make_input(rng, spec["shape"], spec["dtype"], spec["layout"], spec["special"])
         y = _make_input(rng, spec["y_shape"], spec["y_dtype"], "c", spec["special"])
         f, programs = _trace(spec, rng)
-        closed = nbjax.make_jaxpr(f)(x, y)
-        cpu = compile(closed, "cpu", "fuzz")
-        ref = compile(closed, "reference", "fuzz")
+        cpu, ref = cpu_and_reference(f, x, y, name="fuzz")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             outs, refs = cpu.run(x, y), ref.run(x, y)

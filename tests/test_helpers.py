@@ -1,9 +1,11 @@
-"""The shared comparison of tests/helpers.py: what it accepts and what it rejects."""
+"""The shared helpers of tests/helpers.py: the comparison (what it accepts and what it rejects),
+the random inputs and the staging."""
 
 import numpy as np
 import pytest
 
-from helpers import assert_close
+import nbjax.numpy as jnp
+from helpers import assert_close, random_array, staged
 
 
 def test_an_element_near_zero_is_judged_against_the_scale_of_its_terms():
@@ -59,3 +61,45 @@ def test_complex_values_by_modulus():
     assert_close(expected + np.complex64(4e-9j), expected, rtol=1e-5)
     with pytest.raises(AssertionError):
         assert_close(expected + np.complex64(1e-4), expected, rtol=1e-5)
+
+
+ALL_KINDS = [np.bool_, np.int8, np.uint8, np.int32, np.uint64, np.float16, np.float32,
+             np.float64, np.complex64, np.complex128]
+
+
+@pytest.mark.parametrize("dtype", ALL_KINDS)
+def test_random_array_dtype_shape_and_determinism(dtype):
+    x = random_array(3, (4, 5), dtype)
+    assert x.dtype == np.dtype(dtype) and x.shape == (4, 5)
+    np.testing.assert_array_equal(x, random_array(np.random.default_rng(3), (4, 5), dtype))
+    assert len(np.unique(x)) > 1
+
+
+def test_random_array_ranges():
+    ints = random_array(0, (200,), np.int8, low=-3, high=3)
+    assert ints.min() == -3 and ints.max() == 3  # both ends included
+    assert random_array(0, (200,), np.uint8).min() >= 0  # the default range, cut at 0
+    floats = random_array(0, (200,), np.float32, low=0.5, high=2)
+    assert floats.min() >= 0.5 and floats.max() < 2
+    z = random_array(0, (200,), np.complex64, low=1, high=2)
+    assert z.real.min() >= 1 and z.imag.min() >= 1
+    with pytest.raises(ValueError, match="both bounds"):
+        random_array(0, (3,), np.float32, low=0)
+
+
+def test_random_array_special_values():
+    x = random_array(1, (50,), np.float32, special=True)
+    assert np.isnan(x).any() and np.isposinf(x).any() and np.isneginf(x).any()
+    assert (np.signbit(x) & (x == 0)).any()
+    i = random_array(1, (50,), np.int16, special=True)
+    assert i.min() == np.iinfo(np.int16).min and i.max() == np.iinfo(np.int16).max
+    z = random_array(1, (50,), np.complex64, special=True)
+    assert np.isnan(z.real).any() and np.isfinite(z.imag).all()
+
+
+def test_staged_keeps_the_output_tree_and_takes_pytree_arguments():
+    x = np.arange(3, dtype=np.float32)
+    out = staged(lambda d: (d["a"] * 2, {"s": jnp.sum(d["a"])}), {"a": x})
+    assert isinstance(out, tuple) and set(out[1]) == {"s"}
+    assert_close(out[0], x * 2)
+    assert_close(out[1]["s"], x.sum())

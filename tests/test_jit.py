@@ -9,13 +9,9 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.test_util import check_grads
-from helpers import assert_close
+from helpers import assert_close, random_array
 
-rng = np.random.RandomState(2)
-
-
-def randn(*shape):
-    return rng.standard_normal(shape).astype(np.float32)
+rng = np.random.default_rng(2)
 
 
 def test_jit_matches_eager_and_caches_per_signature():
@@ -26,13 +22,13 @@ def test_jit_matches_eager_and_caches_per_signature():
         calls.append(1)
         return {"s": jnp.sin(x) * y, "t": (x + y,)}
 
-    x, y = randn(3), randn(3)
+    x, y = random_array(rng, (3,)), random_array(rng, (3,))
     out = f(x, y)
     assert_close(out["s"], np.sin(x) * y, rtol=1e-6)
     assert_close(out["t"][0], x + y, rtol=1e-6)
-    f(randn(3), randn(3))
+    f(random_array(rng, (3,)), random_array(rng, (3,)))
     assert len(calls) == 1 and f.trace_count == 1
-    f(randn(4), randn(4))
+    f(random_array(rng, (4,)), random_array(rng, (4,)))
     assert f.trace_count == 2
     f(np.float32(1.0), 2.0)  # weak-typed Python float: a different signature
     assert f.trace_count == 3
@@ -40,7 +36,7 @@ def test_jit_matches_eager_and_caches_per_signature():
 
 def test_static_args_and_errors():
     f = nbjax.jit(lambda x, n: x * n, static_argnums=1)
-    assert_close(f(randn(2) * 0 + 1, 3), [3, 3])
+    assert_close(f(random_array(rng, (2,)) * 0 + 1, 3), [3, 3])
     f(np.ones(2, np.float32), 3)
     assert f.trace_count == 1
     f(np.ones(2, np.float32), 4)
@@ -76,7 +72,7 @@ def test_retrace_reason_is_reported(caplog):
 
 
 def test_closures_over_arrays_and_tracers():
-    c = randn(3)
+    c = random_array(rng, (3,))
     f = nbjax.jit(lambda x: x * c)
     assert_close(f(np.ones(3, np.float32)), c)
 
@@ -91,7 +87,7 @@ def test_jit_of_jit_and_decorator_with_options():
     @nbjax.jit
     def outer(x):
         return inner(x) * 2.0
-    x = randn(4)
+    x = random_array(rng, (4,))
     assert_close(outer(x), (np.cos(x) + 1) * 2, rtol=1e-6)
     closed = nbjax.make_jaxpr(outer)(x)
     assert closed.eqns[0].primitive.name == "jit"
@@ -106,7 +102,7 @@ def test_jit_of_jit_and_decorator_with_options():
 
 def test_transformations_through_jit():
     f = nbjax.jit(lambda x: jnp.sin(x) * x)
-    x = randn(5)
+    x = random_array(rng, (5,))
     df = lambda v: np.cos(v) * v + np.sin(v)
     assert_close(nbjax.vmap(nbjax.grad(f))(x), df(x), rtol=1e-5)
     assert_close(nbjax.grad(lambda v: f(v).sum())(x), df(x), rtol=1e-5)

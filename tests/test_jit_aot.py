@@ -12,13 +12,9 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax.compiler import report
 from nbjax.compiler.fusion import FusionDecision
-from helpers import assert_close
+from helpers import assert_close, random_array
 
-rng = np.random.RandomState(7)
-
-
-def randn(*shape, dtype=np.float32):
-    return rng.standard_normal(shape).astype(dtype)
+rng = np.random.default_rng(7)
 
 
 @pytest.fixture
@@ -41,7 +37,7 @@ def test_lower_shows_the_optimised_jaxpr_and_its_rewrites():
     def f(x, y):
         return {"out": inner(x) + y * 0.0 + y}
 
-    x, y = randn(3), randn(3)
+    x, y = random_array(rng, (3,)), random_array(rng, (3,))
     lowered = f.lower(x, y)
     assert [e.primitive.name for e in lowered.jaxpr.eqns][0] == "jit"  # as traced
     text = lowered.as_text()
@@ -65,7 +61,7 @@ def test_lower_accepts_shape_dtype_structs_and_static_args():
     lowered = f.lower(nbjax.ShapeDtypeStruct((2, 3), np.float32), 4)
     assert str(lowered.jaxpr.in_avals[0]) == "f32[2,3]"
     compiled = lowered.compile()
-    x = randn(2, 3)
+    x = random_array(rng, (2, 3))
     assert_close(compiled(x), x * 4, rtol=1e-6)  # static args are not passed
     with pytest.raises(TypeError, match="pytree"):
         compiled(x, 4)
@@ -79,7 +75,7 @@ def test_compiled_text_names_kernels_with_their_llvm_ir():
         h = jnp.tanh(x @ a)
         return (h * 2.0 + 1.0).sum(axis=1), h @ b
 
-    x, a, b = randn(4, 5), randn(5, 6), randn(6, 2)
+    x, a, b = random_array(rng, (4, 5)), random_array(rng, (5, 6)), random_array(rng, (6, 2))
     compiled = f.lower(x, a, b).compile("cpu")
     text = compiled.as_text()
     exe = compiled.executable
@@ -95,7 +91,7 @@ def test_compiled_text_names_kernels_with_their_llvm_ir():
 
 def test_fusion_report_as_text_and_data():
     f = nbjax.jit(lambda x: jnp.exp(x - x.max()) / 3.0)
-    compiled = f.lower(randn(4, 8)).compile("cpu")
+    compiled = f.lower(random_array(rng, (4, 8))).compile("cpu")
     fusion = compiled.fusion_report()
     assert str(fusion) == fusion.text == compiled.executable.plan.report()
     optimised = compiled.executable.jaxpr.jaxpr
@@ -109,7 +105,7 @@ def test_fusion_report_as_text_and_data():
 
 def test_reference_backend_compiles_without_kernels():
     f = nbjax.jit(lambda x, y: x * y + x)
-    x, y = randn(5), randn(5)
+    x, y = random_array(rng, (5,)), random_array(rng, (5,))
     compiled = f.lower(x, y).compile("reference")
     assert "no kernels" in compiled.as_text()
     assert "no kernels" in str(compiled.fusion_report())
@@ -123,13 +119,13 @@ def test_reference_backend_compiles_without_kernels():
 
 def test_compiled_call_checks_argument_types():
     f = nbjax.jit(lambda x, p: {"y": x * p["w"] + p["b"]})
-    x, w, b = randn(3), randn(3), np.float32(0.5)
+    x, w, b = random_array(rng, (3,)), random_array(rng, (3,)), np.float32(0.5)
     compiled = f.lower(x, {"w": w, "b": b}).compile()
     out = compiled(x, {"w": w, "b": b})
     assert_close(out["y"], x * w + b, rtol=1e-6)
     assert out["y"].dtype == np.float32
     with pytest.raises(TypeError, match="compiled with f32\\[3\\] and called with f32\\[4\\]"):
-        compiled(randn(4), {"w": w, "b": b})
+        compiled(random_array(rng, (4,)), {"w": w, "b": b})
     with pytest.raises(TypeError, match="called with i32\\[3\\]"):
         compiled(np.arange(3, dtype=np.int32), {"w": w, "b": b})
     with pytest.raises(TypeError, match="pytree"):
@@ -142,9 +138,9 @@ def test_compiled_call_checks_argument_types():
 
 
 def test_compiled_runs_closures_and_shares_the_jitted_executable():
-    c = randn(3)
+    c = random_array(rng, (3,))
     f = nbjax.jit(lambda x: jnp.sin(x) * c)
-    x = randn(3)
+    x = random_array(rng, (3,))
     compiled = f.lower(x).compile()
     assert_close(compiled(x), np.sin(x) * c, rtol=1e-6)
     assert f.lower(x).compile().executable is compiled.executable
@@ -157,7 +153,7 @@ def _cost(f, *args, backend="cpu"):
 
 
 def test_cost_of_an_elementwise_kernel():
-    x, y = randn(1000), randn(1000)
+    x, y = random_array(rng, (1000,)), random_array(rng, (1000,))
     cost = _cost(lambda x, y: x * y + x, x, y)
     assert cost["flops"] == 2000 and cost["transcendentals"] == 0
     assert cost["bytes read"] == 8000 and cost["bytes written"] == 4000
@@ -170,7 +166,7 @@ def test_cost_of_an_elementwise_kernel():
 
 
 def test_cost_conventions_follow_xla():
-    x = randn(1000)
+    x = random_array(rng, (1000,))
     # Transcendentals are counted apart (and not as flops); a reduction of n into 1: n - 1.
     cost = _cost(lambda x: jnp.exp(x).sum(), x)
     assert cost["transcendentals"] == 1000 and cost["flops"] == 999
@@ -179,15 +175,15 @@ def test_cost_conventions_follow_xla():
     assert _cost(lambda x: jnp.where(x > 0, x, 0.0), x)["flops"] == 2000
     assert _cost(lambda x: jnp.floor(x), x)["flops"] == 1000
     # Row sums of 8x16: 8 * 15 additions.
-    assert _cost(lambda a: a.sum(axis=1), randn(8, 16))["flops"] == 8 * 15
+    assert _cost(lambda a: a.sum(axis=1), random_array(rng, (8, 16)))["flops"] == 8 * 15
     # dot_general: 2*M*N*K.
-    cost = _cost(lambda a, b: a @ b, randn(8, 16), randn(16, 4))
+    cost = _cost(lambda a, b: a @ b, random_array(rng, (8, 16)), random_array(rng, (16, 4)))
     assert cost["flops"] == 2 * 8 * 4 * 16
     assert cost["bytes read"] == (8 * 16 + 16 * 4) * 4 and cost["bytes written"] == 8 * 4 * 4
 
 
 def test_cost_ignores_index_arithmetic_and_counts_values_once():
-    x = randn(1000)
+    x = random_array(rng, (1000,))
     # The pad's bounds checks are addressing, not flops: one multiply per output element.
     cost = _cost(lambda x: jnp.pad(x, 2) * 2.0, x)
     assert cost["flops"] == 1004
@@ -200,7 +196,7 @@ def test_cost_ignores_index_arithmetic_and_counts_values_once():
 @pytest.mark.cpu_compiler
 def test_cost_per_step_and_timing():
     f = nbjax.jit(lambda a, b: jnp.tanh(a @ b).sum())
-    a, b = randn(6, 5), randn(5, 7)
+    a, b = random_array(rng, (6, 5)), random_array(rng, (5, 7))
     compiled = f.lower(a, b).compile("cpu")
     steps = compiled.cost_analysis(per_step=True)
     assert [s["kind"] for s in steps] == ["library", "kernel"]
@@ -229,16 +225,18 @@ def _slow(f, *args):
 
 
 FAST_CASES = [
-    ("elementwise", lambda x, y: x * y + 1.0, lambda: (randn(4), randn(4))),
+    ("elementwise", lambda x, y: x * y + 1.0,
+     lambda: (random_array(rng, (4,)), random_array(rng, (4,)))),
     ("pytree out", lambda x, y: {"s": (x + y).sum(), "p": (x * y, x - y)},
-     lambda: (randn(3, 2), randn(3, 2))),
-    ("reduction", lambda x: jnp.max(x, axis=0), lambda: (randn(5, 3),)),
+     lambda: (random_array(rng, (3, 2)), random_array(rng, (3, 2)))),
+    ("reduction", lambda x: jnp.max(x, axis=0), lambda: (random_array(rng, (5, 3)),)),
     ("int and bool", lambda i, m: jnp.where(m, i * 3, -i), lambda: (
-        rng.randint(-9, 9, size=6).astype(np.int32), rng.rand(6) > 0.5)),
+        rng.integers(-9, 9, size=6).astype(np.int32), rng.random(6) > 0.5)),
     ("float64 numpy input", lambda x: x * 2.0, lambda: (rng.standard_normal(4),)),
-    ("constant output", lambda x: (x + 1.0, jnp.float32(3.0)), lambda: (randn(2),)),
+    ("constant output", lambda x: (x + 1.0, jnp.float32(3.0)), lambda: (random_array(rng, (2,)),)),
     ("no arguments", lambda: jnp.arange(3) * 2, lambda: ()),
-    ("library step", lambda a, b: jnp.tanh(a @ b), lambda: (randn(3, 4), randn(4, 2))),
+    ("library step", lambda a, b: jnp.tanh(a @ b),
+     lambda: (random_array(rng, (3, 4)), random_array(rng, (4, 2)))),
 ]
 
 
@@ -268,13 +266,14 @@ def test_fast_path_matches_the_general_path(name, fun, make, jit_backend, backen
 
 def test_dispatch_counts():
     f = nbjax.jit(lambda x, y: x * y)
-    x, y = nbjax.numpy.asarray(randn(4)), nbjax.numpy.asarray(randn(4))
+    x, y = (nbjax.numpy.asarray(random_array(rng, (4,))) for _ in range(2))
     for _ in range(10):
         out = f(x, y)
     assert f.trace_count == 1 and f.slow_path_calls == 1 and len(f._fast) == 1
     assert_close(out, np.asarray(x) * np.asarray(y), rtol=1e-6)
-    f(randn(4), randn(4))  # NumPy arrays: another fast key, same trace
-    f(randn(4), randn(4))
+    # NumPy arrays: another fast key, same trace
+    f(random_array(rng, (4,)), random_array(rng, (4,)))
+    f(random_array(rng, (4,)), random_array(rng, (4,)))
     assert f.trace_count == 1 and f.slow_path_calls == 2 and len(f._fast) == 2
     f(x, 2.0)  # a Python scalar: always the general path (here a new trace)
     f(x, 2.0)
@@ -292,7 +291,7 @@ def test_dispatch_counts():
 
 def test_fast_path_not_taken_under_transformations():
     f = nbjax.jit(lambda x: jnp.sin(x) * x)
-    x = randn(5)
+    x = random_array(rng, (5,))
     f(x)
     f(x)
     assert f.slow_path_calls == 1
@@ -307,7 +306,7 @@ def test_fast_path_not_taken_under_transformations():
 
 def test_config_changes_are_part_of_the_fast_key(backend):
     f = nbjax.jit(lambda x: x + 1)
-    x = nbjax.numpy.asarray(randn(3))
+    x = nbjax.numpy.asarray(random_array(rng, (3,)))
     backend("cpu")
     f(x)
     f(x)
@@ -337,7 +336,7 @@ def test_retrace_explanation_counts_fast_calls(caplog):
 def test_results_are_not_overwritten_by_later_calls():
     f = nbjax.jit(lambda x: x * 2.0)
     g = nbjax.jit(lambda x: x.sum(axis=0))  # a reduction: its buffer is filled before the run
-    x, y = randn(4, 3), randn(4, 3)
+    x, y = random_array(rng, (4, 3)), random_array(rng, (4, 3))
     for fun, expect in ((f, lambda v: v * 2), (g, lambda v: v.sum(axis=0))):
         kept = fun(x)
         view = np.asarray(fun(x))[1:]   # only a view of the result survives
@@ -354,7 +353,7 @@ def test_results_are_not_overwritten_by_later_calls():
 
 def test_fast_path_from_several_threads():
     f = nbjax.jit(lambda x: jnp.sqrt(x * x + 1.0).sum(axis=-1))
-    inputs = [randn(8, 3) for _ in range(16)]
+    inputs = [random_array(rng, (8, 3)) for _ in range(16)]
     expected = [np.sqrt(v * v + 1).sum(axis=-1) for v in inputs]
     f(inputs[0])
     barrier = threading.Barrier(2)

@@ -11,7 +11,7 @@ import nbjax
 import nbjax.lax as lax
 from nbjax.test_util import check_grads
 
-from helpers import assert_close, check_vmap
+from helpers import assert_close, check_vmap, random_array
 
 try:
     import jax
@@ -27,14 +27,10 @@ except ImportError:
 RNG = np.random.default_rng(0)
 
 
-def _x(*shape):
-    return RNG.normal(size=shape).astype(np.float32)
-
-
 # --- compositions ------------------------------------------------------------------------
 
 def test_square_reciprocal_values_and_errors():
-    x = _x(3, 4)
+    x = random_array(RNG, (3, 4))
     assert_close(lax.square(x), x * x, 1e-6)
     np.testing.assert_array_equal(lax.square(np.arange(4, dtype=np.int32)), [0, 1, 4, 9])
     assert_close(lax.reciprocal(x), 1 / x, 1e-6)
@@ -46,7 +42,7 @@ def test_square_reciprocal_values_and_errors():
 
 
 def test_split_tile_stack_unstack():
-    x = _x(2, 5, 3)
+    x = random_array(RNG, (2, 5, 3))
     parts = lax.split(x, (1, 0, 4), axis=1)
     for got, want in zip(parts, np.split(x, [1, 1], axis=1)):
         np.testing.assert_array_equal(got, want)
@@ -66,7 +62,7 @@ def test_split_tile_stack_unstack():
 
 
 def test_batch_matmul_and_shapes():
-    a, b = _x(4, 2, 3), _x(4, 3, 5)
+    a, b = random_array(RNG, (4, 2, 3)), random_array(RNG, (4, 3, 5))
     assert_close(lax.batch_matmul(a, b), a @ b, 1e-5, scale=np.abs(a) @ np.abs(b))
     with pytest.raises(ValueError):
         lax.batch_matmul(a, b[0])
@@ -82,7 +78,7 @@ def test_batch_matmul_and_shapes():
 
 
 def test_index_take_and_approx_k():
-    x = _x(3, 4, 5)
+    x = random_array(RNG, (3, 4, 5))
     rows, cols = np.array([0, 2, -1]), np.array([1, 6, 4])
     np.testing.assert_array_equal(lax.index_take(x, (rows, cols), (0, 2)),
                                   x[rows % 3, :, cols % 5])
@@ -103,7 +99,7 @@ def test_scatter_apply_counts_duplicates():
 
 
 def test_identities_and_tokens():
-    tree = {"a": _x(2), "b": (np.int32(3),)}
+    tree = {"a": random_array(RNG, (2,)), "b": (np.int32(3),)}
     out = lax.optimization_barrier(tree)
     np.testing.assert_array_equal(out["a"], tree["a"])
     assert lax.dce_sink(tree["a"]) is None
@@ -119,7 +115,7 @@ def test_identities_and_tokens():
 
 
 def test_ragged_dot_matches_loop_and_grads():
-    lhs, rhs = _x(7, 4), _x(3, 4, 5)
+    lhs, rhs = random_array(RNG, (7, 4)), random_array(RNG, (3, 4, 5))
     sizes = np.array([2, 0, 4], np.int32)
     want = np.zeros((7, 5), np.float32)
     want[:2], want[2:6] = lhs[:2] @ rhs[0], lhs[2:6] @ rhs[2]  # row 6 is in no group
@@ -147,7 +143,7 @@ def _pool_loop(x, window, strides, op, init):
 
 
 def test_reduce_window_pooling():
-    x = _x(6, 7)
+    x = random_array(RNG, (6, 7))
     assert_close(lax.reduce_window(x, -np.inf, lax.max, (2, 3), (2, 2), "VALID"),
                  _pool_loop(x, (2, 3), (2, 2), np.max, -np.inf), 1e-7)
     assert_close(lax.reduce_window(x, 0.0, lax.add, (3, 2), (1, 2), "VALID"),
@@ -176,7 +172,7 @@ def test_reduce_window_dilations_and_pytrees():
 
 
 def test_reduce_window_rules():
-    x = _x(5, 6)
+    x = random_array(RNG, (5, 6))
 
     def avg_pool(v):
         return lax.reduce_window(v, 0.0, lax.add, (2, 2), (1, 2), ((1, 0), (0, 1))) / 4
@@ -184,15 +180,15 @@ def test_reduce_window_rules():
     check_grads(avg_pool, (x,), 2)
     check_grads(lambda v: lax.reduce_window(v, -np.inf, lax.max, (2, 2), (2, 2), "SAME"),
                 (x,), 1)
-    check_vmap(avg_pool, (_x(3, 5, 6),), (0,))
+    check_vmap(avg_pool, (random_array(RNG, (3, 5, 6)),), (0,))
     check_vmap(lambda v: lax.reduce_window(v, -np.inf, lax.max, (3, 1), (1, 1), "VALID"),
-               (_x(5, 3, 6),), (1,))
+               (random_array(RNG, (5, 3, 6)),), (1,))
     assert_close(nbjax.jit(avg_pool)(x), avg_pool(x), 1e-6)
 
 
 @pytest.mark.parametrize("length", [1, 2, 5, 8, 13])
 def test_associative_scan_matches_cumulative(length):
-    x = _x(3, length)
+    x = random_array(RNG, (3, length))
     assert_close(lax.associative_scan(lax.add, x, axis=1), np.cumsum(x, 1), 1e-5,
                  scale=np.cumsum(np.abs(x), 1))
     assert_close(lax.associative_scan(lax.max, x, reverse=True, axis=-1),
@@ -204,7 +200,7 @@ def test_associative_scan_matches_cumulative(length):
 
 def test_associative_scan_pytree_and_rules():
     # a linear recurrence h_t = a_t h_{t-1} + b_t as pairs composed associatively
-    a, b = np.abs(_x(6)) / 2, _x(6)
+    a, b = np.abs(random_array(RNG, (6,))) / 2, random_array(RNG, (6,))
 
     def compose(left, right):
         return left[0] * right[0], right[0] * left[1] + right[1]
@@ -216,7 +212,7 @@ def test_associative_scan_pytree_and_rules():
         want.append(state)
     assert_close(h, np.array(want, np.float32), 1e-5, scale=4)
     check_grads(lambda v: lax.associative_scan(lax.mul, v), (a + 0.5,), 1)
-    check_vmap(lambda v: lax.associative_scan(lax.add, v), (_x(4, 7),), (1,))
+    check_vmap(lambda v: lax.associative_scan(lax.add, v), (random_array(RNG, (4, 7)),), (1,))
 
 
 # --- convolutions -----------------------------------------------------------------------------
@@ -228,7 +224,7 @@ def _dilate(x, strides):
 
 
 def test_conv_transpose_is_a_dilated_convolution():
-    lhs, rhs = _x(2, 4, 5, 3), _x(3, 2, 3, 4)  # NHWC, HWIO
+    lhs, rhs = random_array(RNG, (2, 4, 5, 3)), random_array(RNG, (3, 2, 3, 4))  # NHWC, HWIO
     out = lax.conv_transpose(lhs, rhs, (2, 1), "SAME")
     # "SAME" with kernel (3, 2), strides (2, 1): pads (2, 1) and (1, 0) around the dilated input
     want = lax.conv_general_dilated(lhs, rhs, (1, 1), ((2, 1), (1, 0)), (2, 1), None,
@@ -237,37 +233,37 @@ def test_conv_transpose_is_a_dilated_convolution():
     assert out.shape == lax.conv_transpose_shape_tuple(
         lhs.shape, rhs.shape, (2, 1), "SAME", ("NHWC", "HWIO", "NHWC")) == (2, 8, 5, 4)
     # transpose_kernel: the gradient of the forward convolution
-    x = _x(2, 8, 5, 4)
-    kernel = _x(3, 2, 3, 4)  # HWIO of the forward conv: 3 -> 4 features
+    x = random_array(RNG, (2, 8, 5, 4))
+    kernel = random_array(RNG, (3, 2, 3, 4))  # HWIO of the forward conv: 3 -> 4 features
 
     def forward(v):
         return lax.conv_general_dilated(v, kernel, (2, 1), "SAME", None, None,
                                         ("NHWC", "HWIO", "NHWC"))
-    y = forward(_x(2, 8, 5, 3))
-    ct = _x(*y.shape)
+    y = forward(random_array(RNG, (2, 8, 5, 3)))
+    ct = random_array(RNG, y.shape)
     _, vjp = nbjax.vjp(forward, np.zeros((2, 8, 5, 3), np.float32))
     grad = vjp(ct)[0]
     assert_close(lax.conv_transpose(ct, kernel, (2, 1), "SAME", transpose_kernel=True),
                  grad, 1e-5, scale=10)
     del x
     check_grads(lambda a, b: lax.conv_transpose(a, b, (2, 2), "VALID"),
-                (_x(1, 3, 3, 2), _x(2, 2, 2, 3)), 1)
+                (random_array(RNG, (1, 3, 3, 2)), random_array(RNG, (2, 2, 2, 3))), 1)
 
 
 def test_conv_general_dilated_patches_and_local():
-    lhs = _x(2, 3, 6, 5)  # NCHW
+    lhs = random_array(RNG, (2, 3, 6, 5))  # NCHW
     patches = lax.conv_general_dilated_patches(lhs, (2, 3), (1, 2), "VALID")
     assert patches.shape == (2, 3 * 6, 5, 2)
     # channel-major then window position: feature c * 6 + (di * 3 + dj)
     for c, di, dj, i, j in [(0, 0, 0, 0, 0), (2, 1, 2, 4, 1), (1, 0, 1, 3, 0)]:
         assert_close(patches[:, c * 6 + di * 3 + dj, i, j], lhs[:, c, i + di, 2 * j + dj], 1e-7)
-    kernel = _x(5, 2, 18, 4)  # HWIO, an unshared kernel per output position
+    kernel = random_array(RNG, (5, 2, 18, 4))  # HWIO, an unshared kernel per output position
     out = lax.conv_general_dilated_local(lhs, kernel, (1, 2), "VALID", (2, 3),
                                          dimension_numbers=("NCHW", "HWIO", "NCHW"))
     want = np.einsum("bfhw,hwfo->bohw", np.asarray(patches), kernel)
     assert_close(out, want, 1e-5, scale=20)
     check_grads(lambda v: lax.conv_general_dilated_patches(v, (2, 2), (1, 1), "SAME"),
-                (_x(1, 2, 3, 3),), 1)
+                (random_array(RNG, (1, 2, 3, 3)),), 1)
 
 
 def test_conv_shape_helpers():
@@ -285,27 +281,27 @@ def _vmapped(fn, x):
 
 
 def test_psum_scatter_under_vmap_and_its_transpose():
-    x = _x(4, 4, 3)
+    x = random_array(RNG, (4, 4, 3))
     np.testing.assert_allclose(_vmapped(lambda v: lax.psum_scatter(v, "i"), x), x.sum(0),
                                rtol=1e-6, atol=1e-6)
     tiled = _vmapped(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1, tiled=True),
-                     _x(2, 3, 4))
+                     random_array(RNG, (2, 3, 4)))
     assert tiled.shape == (2, 3, 2)
-    y = _x(4, 8)
-    ct = _x(4, 2)
+    y = random_array(RNG, (4, 8))
+    ct = random_array(RNG, (4, 2))
     _, vjp = nbjax.vjp(lambda v: _vmapped(lambda w: lax.psum_scatter(w, "i", tiled=True), v),
                        y)
     # the transpose is an all_gather of the cotangents: every member gets all of them
     np.testing.assert_allclose(vjp(ct)[0], np.broadcast_to(ct.reshape(1, 8), (4, 8)), rtol=1e-6)
     with pytest.raises(ValueError):
-        _vmapped(lambda v: lax.psum_scatter(v, "i"), _x(4, 3))
+        _vmapped(lambda v: lax.psum_scatter(v, "i"), random_array(RNG, (4, 3)))
 
 
 @pytest.mark.parametrize("split,concat,tiled", [(0, 0, False), (0, 1, False), (1, 0, True),
                                                 (0, 1, True)])
 def test_all_to_all_matches_its_definition(split, concat, tiled):
     n = 4
-    x = _x(n, 4, 8)
+    x = random_array(RNG, (n, 4, 8))
     out = np.asarray(_vmapped(lambda v: lax.all_to_all(v, "i", split, concat, tiled=tiled), x))
     # member i's block j (along split) goes to member j, which orders blocks by sender
     blocks = [np.split(x[m], n, axis=split) for m in range(n)]
@@ -317,7 +313,7 @@ def test_all_to_all_matches_its_definition(split, concat, tiled):
 
 
 def test_pswapaxes_pshuffle_pbroadcast_axis_size():
-    x = _x(3, 3, 2)
+    x = random_array(RNG, (3, 3, 2))
     np.testing.assert_array_equal(_vmapped(lambda v: lax.pswapaxes(v, "i", 0), x),
                                   x.transpose(1, 0, 2))
     np.testing.assert_array_equal(_vmapped(lambda v: lax.pshuffle(v, "i", [2, 0, 1]), x),
@@ -332,7 +328,7 @@ def test_pswapaxes_pshuffle_pbroadcast_axis_size():
 
 
 def test_collectives_under_pmap():
-    x = _x(2, 4)
+    x = random_array(RNG, (2, 4))
     out = nbjax.pmap(lambda v: lax.all_to_all(v, "i", 0, 0, tiled=True), axis_name="i")(x)
     np.testing.assert_array_equal(out, x.reshape(2, 2, 2).transpose(1, 0, 2).reshape(2, 4))
     out = nbjax.pmap(lambda v: lax.psum_scatter(v, "i", tiled=True), axis_name="i")(x)
@@ -420,7 +416,8 @@ def test_bessel_derivatives_and_batching():
     check_grads(lax.bessel_i0e, (x,), 2, rtol=2e-2)
     check_grads(lax.bessel_i1e, (x,), 1, rtol=2e-2)
     assert float(nbjax.grad(lax.bessel_i1e)(0.0)) == 0.5
-    check_vmap(lambda a, t: lax.igamma(a, t), (np.abs(_x(4, 3)) + 0.5, np.abs(_x(3, 4))),
+    check_vmap(lambda a, t: lax.igamma(a, t),
+               (np.abs(random_array(RNG, (4, 3))) + 0.5, np.abs(random_array(RNG, (3, 4)))),
                (0, 1))
 
 
@@ -455,7 +452,7 @@ def test_mulhi_is_the_high_half(dtype):
 
 @pytest.mark.skipif(jax is None, reason="JAX is the reference for these values")
 def test_added_special_match_jax():
-    a, x = np.abs(_x(50)) * 5 + 0.1, np.abs(_x(50)) * 5
+    a, x = np.abs(random_array(RNG, (50,))) * 5 + 0.1, np.abs(random_array(RNG, (50,))) * 5
     for name in ("igamma", "igammac", "igamma_grad_a", "random_gamma_grad"):
         assert_close(getattr(lax, name)(a, x), getattr(jlax, name)(a, x), 2e-5)
     assert_close(lax.bessel_i1e(x), jlax.bessel_i1e(x), 2e-6)

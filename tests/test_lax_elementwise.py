@@ -18,7 +18,7 @@ import pytest
 import nbjax
 from nbjax import lax
 from nbjax.core import check_jaxpr, eval_jaxpr
-from helpers import assert_close
+from helpers import assert_close, random_array
 
 # --- dtypes --------------------------------------------------------------------------------
 
@@ -56,23 +56,19 @@ def _rng(*keys):
     return np.random.default_rng(zlib.crc32(repr(keys).encode()))
 
 
-def random_array(rng, dtype, shape, domain):
-    """Random values of ``dtype``: floats uniform on ``domain``; complex numbers with real part
-    on ``domain`` and imaginary part of magnitude in [0.1, 2] (off the branch cuts on the real
-    axis); integers half over the whole range (to overflow) and half small (to hit 0, 1 and
-    the shift widths)."""
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
-        whole = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
-        small = rng.integers(builtins.max(info.min, -3), 70, shape).astype(dtype)
-        return np.where(rng.random(shape) < 0.5, whole, small)
-    lo, hi = domain
-    values = rng.uniform(lo, hi, shape)
-    if np.issubdtype(dtype, np.complexfloating):
-        values = values + 1j * rng.choice([-1, 1], shape) * rng.uniform(0.1, 2, shape)
-    return values.astype(dtype)
+def op_operand(rng, dtype, shape, domain):
+    """Random values of ``dtype`` for an operation: floats uniform on ``domain``; complex numbers
+    with real part on ``domain`` and imaginary part of magnitude in [0.1, 2] (off the branch
+    cuts on the real axis); integers small (to hit 0, 1 and the shift widths) with their
+    extremes and a quarter across the whole range (to overflow)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        out = random_array(rng, shape, dtype, low=domain[0], high=domain[1])
+        out.imag = rng.choice([-1, 1], shape) * rng.uniform(0.1, 2, shape)
+        return out
+    if dtype.kind in "iu":
+        return random_array(rng, shape, dtype, low=-3, high=69, special=True)
+    return random_array(rng, shape, dtype, low=domain[0], high=domain[1])
 
 
 def noncontiguous(a):
@@ -362,7 +358,7 @@ def first_32bit_dtype(op):
 
 def _inputs(op, dtype, shape=(3, 4), seed=()):
     rng = _rng(str(op), dtype.name, shape, seed)
-    return [random_array(rng, dtype, shape, op.domain) for _ in range(op.nargs)]
+    return [op_operand(rng, dtype, shape, op.domain) for _ in range(op.nargs)]
 
 
 # --- every primitive, every dtype ----------------------------------------------------------
@@ -407,7 +403,7 @@ SHAPE_PAIRS = [((3, 4), ()), ((), (3, 4)), ((3, 1), (1, 4)), ((1, 4), (3, 4)),
 def test_binary_broadcasts_rank0_and_size1(op, shapes):
     dtype = first_32bit_dtype(op)
     rng = _rng(str(op), shapes)
-    args = [random_array(rng, dtype, s, op.domain) for s in shapes]
+    args = [op_operand(rng, dtype, s, op.domain) for s in shapes]
     out = op.fn(*args)
     assert out.shape == np.broadcast_shapes(*shapes)
     assert_matches(out, reference(op, dtype, args))
@@ -417,7 +413,7 @@ def test_binary_broadcasts_rank0_and_size1(op, shapes):
 @pytest.mark.parametrize("shape", [(), (0,), (1, 0, 2)], ids=str)
 def test_unary_rank0_and_size0(op, shape):
     dtype = first_32bit_dtype(op)
-    x = random_array(_rng(str(op), shape), dtype, shape, op.domain)
+    x = op_operand(_rng(str(op), shape), dtype, shape, op.domain)
     out = op.fn(x)
     assert out.shape == shape
     assert_matches(out, reference(op, dtype, [x]))

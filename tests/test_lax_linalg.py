@@ -5,21 +5,9 @@ import pytest
 
 import nbjax
 from nbjax import lax
-from helpers import assert_close, eager_and_traced
+from helpers import assert_close, eager_and_traced, random_array
 
 RNG = np.random.default_rng(2)
-
-
-def random(shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return RNG.random(shape) < 0.5
-    if np.issubdtype(dtype, np.integer):
-        low = 0 if np.issubdtype(dtype, np.unsignedinteger) else -9
-        return RNG.integers(low, 9, shape).astype(dtype)
-    if np.issubdtype(dtype, np.complexfloating):
-        return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
-    return RNG.standard_normal(shape).astype(dtype)
 
 
 def random_dot_case():
@@ -57,7 +45,7 @@ def exact_einsum(subscripts, a, b, dtype):
 def test_dot_general_random_dimension_numbers_match_einsum(seed):
     lhs_shape, rhs_shape, dims, subscripts = random_dot_case()
     dtype = [np.float32, np.int32, np.int8, np.complex64][seed % 4]
-    a, b = random(lhs_shape, dtype), random(rhs_shape, dtype)
+    a, b = random_array(RNG, lhs_shape, dtype), random_array(RNG, rhs_shape, dtype)
     out = eager_and_traced(lambda a, b: lax.dot_general(a, b, dims), a, b)
     expected = exact_einsum(subscripts, a, b, dtype)
     assert out.dtype == np.dtype(dtype) and out.shape == expected.shape
@@ -67,7 +55,7 @@ def test_dot_general_random_dimension_numbers_match_einsum(seed):
 @pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int32, np.float16,
                                    np.float32, np.complex64])
 def test_dot_general_each_dtype(dtype):
-    a, b = random((2, 3, 4), dtype), random((2, 4, 5), dtype)
+    a, b = random_array(RNG, (2, 3, 4), dtype), random_array(RNG, (2, 4, 5), dtype)
     out = eager_and_traced(lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),
                            a, b)
     expected = exact_einsum("bij,bjk->bik", a, b, dtype)
@@ -77,8 +65,8 @@ def test_dot_general_each_dtype(dtype):
 
 
 def test_dot_general_non_contiguous_inputs():
-    a = random((4, 6), np.float32)[:, ::2]   # (4, 3), strided
-    b = random((5, 3), np.float32).T         # (3, 5), transposed view
+    a = random_array(RNG, (4, 6), np.float32)[:, ::2]   # (4, 3), strided
+    b = random_array(RNG, (5, 3), np.float32).T         # (3, 5), transposed view
     terms = np.abs(a) @ np.abs(b)
     assert_close(lax.dot(a, b), a @ b, rtol=1e-5, scale=terms)
     assert_close(lax.dot_general(b, a, (((0,), (1,)), ((), ()))), b.T @ a.T,
@@ -99,7 +87,7 @@ def test_integer_dot_wraps_and_float16_accumulates_in_float32():
     (np.bool_, np.bool_, np.bool_),
 ])
 def test_dot_general_mixed_dtypes_take_the_more_precise(lhs, rhs, result):
-    a, b = random((2, 3), lhs), random((3, 2), rhs)
+    a, b = random_array(RNG, (2, 3), lhs), random_array(RNG, (3, 2), rhs)
     out = eager_and_traced(lambda a, b: lax.dot(a, b), a, b)
     assert out.dtype == np.dtype(result)
     expected = exact_einsum("ij,jk->ik", a, b, result)
@@ -113,14 +101,14 @@ def test_preferred_element_type():
     np.testing.assert_array_equal(out, np.full((2, 2), 30000))
     b = np.ones((2, 3), np.bool_)
     assert lax.dot(b, b.T, preferred_element_type=np.int32)[0, 0] == 3
-    f = random((2, 3), np.float32)
+    f = random_array(RNG, (2, 3), np.float32)
     assert lax.dot(f, f.T, preferred_element_type=np.float16).dtype == np.float16
     assert lax.dot(f, f.T, preferred_element_type=np.float64).dtype == np.float32  # no x64
     assert lax.dot(f, f.T, preferred_element_type=np.complex64).dtype == np.complex64
 
 
 def test_preferred_element_type_with_x64(x64):
-    f = random((2, 3), np.float32)
+    f = random_array(RNG, (2, 3), np.float32)
     assert lax.dot(f, f.T, preferred_element_type=np.float64).dtype == np.float64
 
 
@@ -135,7 +123,7 @@ def test_dot_general_weak_types_and_scalars():
 
 
 def test_dot():
-    v, m = random((3,), np.float32), random((3, 4), np.float32)
+    v, m = random_array(RNG, (3,), np.float32), random_array(RNG, (3, 4), np.float32)
     assert_close(lax.dot(v, v), v @ v, rtol=1e-5)
     assert_close(lax.dot(v, m), v @ m, rtol=1e-5, scale=np.abs(v) @ np.abs(m))
     assert_close(lax.dot(m.T, v), m.T @ v, rtol=1e-5, scale=np.abs(m.T) @ np.abs(v))

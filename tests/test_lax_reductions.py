@@ -5,24 +5,10 @@ import pytest
 
 import nbjax
 from nbjax import lax
-from helpers import eager_and_traced
+from helpers import eager_and_traced, random_array
 import helpers
 
 RNG = np.random.default_rng(0)
-
-
-def random(shape, dtype):
-    """Random values of ``dtype`` small enough that int sums/products stay interesting."""
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return RNG.random(shape) < 0.5
-    if np.issubdtype(dtype, np.unsignedinteger):
-        return RNG.integers(0, 9, shape).astype(dtype)
-    if np.issubdtype(dtype, np.integer):
-        return RNG.integers(-9, 9, shape).astype(dtype)
-    if np.issubdtype(dtype, np.complexfloating):
-        return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
-    return RNG.standard_normal(shape).astype(dtype)
 
 
 def assert_close(actual, expected, dtype):
@@ -74,7 +60,7 @@ SHAPES_AXES = [((3, 4, 5), (0,)), ((3, 4, 5), (2, 0)), ((3, 4, 5), (0, 1, 2)),
 @pytest.mark.parametrize("shape,axes", SHAPES_AXES)
 def test_reductions_match_numpy(name, dtype, shape, axes):
     fn, ref, _ = REDUCTIONS[name]
-    x = random(shape, dtype)
+    x = random_array(RNG, shape, dtype)
     out = eager_and_traced(lambda x: fn(x, axes), x)
     assert_close(out, ref(x, axes), dtype)
 
@@ -82,7 +68,7 @@ def test_reductions_match_numpy(name, dtype, shape, axes):
 @pytest.mark.parametrize("name", REDUCTIONS)
 def test_reductions_of_non_contiguous_inputs(name):
     fn, ref, dts = REDUCTIONS[name]
-    base = random((4, 6), dts[-1])
+    base = random_array(RNG, (4, 6), dts[-1])
     for x in (base[:, ::2], base.T, base[::-1]):
         assert_close(fn(x, (1,)), ref(x, (1,)), dts[-1])
 
@@ -269,14 +255,14 @@ CUM_CASES = [(name, dtype) for name, (_, _, dts) in CUMULATIVE.items() for dtype
 @pytest.mark.parametrize("reverse", [False, True])
 def test_cumulative_match_numpy(name, dtype, shape, axis, reverse):
     fn, ref, _ = CUMULATIVE[name]
-    x = random(shape, dtype)
+    x = random_array(RNG, shape, dtype)
     out = eager_and_traced(lambda x: fn(x, axis, reverse=reverse), x)
     assert out.shape == x.shape
     assert_close(out, ref(x, axis, reverse), dtype)
 
 
 def test_cumulative_non_contiguous_and_nan():
-    x = random((4, 6), np.float32)[:, ::2].T
+    x = random_array(RNG, (4, 6), np.float32)[:, ::2].T
     helpers.assert_close(lax.cumsum(x, 1), np.cumsum(x, 1), rtol=1e-6,
                          scale=np.cumsum(np.abs(x), 1))
     np.testing.assert_array_equal(lax.cummax(np.array([1.0, np.nan, 5.0], np.float32)),
@@ -325,7 +311,7 @@ def test_cumulative_errors():
     (lambda a, b: lax.add(b, a), 0.0, "reduce_sum", np.float32),
 ])
 def test_reduce_maps_monoids_to_reduction_primitives(computation, init, reduction, dtype):
-    x = random((3, 4), dtype)
+    x = random_array(RNG, (3, 4), dtype)
     fn, ref, _ = REDUCTIONS[reduction]
     closed = nbjax.make_jaxpr(lambda x: lax.reduce(x, init, computation, (0,)))(x)
     assert [e.primitive.name for e in closed.eqns] == [reduction]

@@ -9,20 +9,9 @@ import pytest
 import nbjax
 from nbjax import lax
 from nbjax.core import Array, check_jaxpr, eval_jaxpr
+from helpers import random_array
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.float16, np.float32, np.complex64]
-
-
-def rand(rng, shape, dtype):
-    """Random values of any dtype class (small integers, so every dtype can hold them)."""
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if np.issubdtype(dtype, np.complexfloating):
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-    if np.issubdtype(dtype, np.floating):
-        return rng.standard_normal(shape).astype(dtype)
-    return rng.integers(0 if dtype.kind == "u" else -50, 50, shape).astype(dtype)
 
 
 def assert_same(actual, expected):
@@ -64,7 +53,7 @@ def test_reshape_matches_numpy(dtype):
     cases = [((2, 3), (3, 2)), ((2, 3, 4), (4, 6)), ((6,), (1, 6, 1)), ((), (1, 1)),
              ((1,), ()), ((0, 3), (3, 0, 2)), ((4, 1), (2, 2))]
     for shape, new in cases:
-        x = rand(rng, shape, dtype)
+        x = random_array(rng, shape, dtype)
         check(lambda x: lax.reshape(x, new), [x], x.reshape(new))
         check(lambda x: lax.reshape(x, new), [noncontiguous(x)], x.reshape(new))
 
@@ -117,10 +106,10 @@ def test_collapse():
 def test_transpose_matches_numpy(dtype):
     rng = np.random.default_rng(1)
     for shape in [(), (3,), (2, 3), (2, 0, 3), (1, 2, 3, 4)]:
-        x = rand(rng, shape, dtype)
+        x = random_array(rng, shape, dtype)
         for perm in itertools.permutations(range(len(shape))):
             check(lambda x: lax.transpose(x, perm), [x], np.transpose(x, perm))
-    x = rand(rng, (3, 4), dtype)
+    x = random_array(rng, (3, 4), dtype)
     check(lambda x: lax.transpose(x, (1, 0)), [x.T], x)  # a transposed (F-ordered) view
 
 
@@ -140,10 +129,10 @@ def test_transpose_noop_and_errors():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_squeeze_and_expand_dims_match_numpy(dtype):
     rng = np.random.default_rng(2)
-    x = rand(rng, (1, 3, 1, 0, 1), dtype)
+    x = random_array(rng, (1, 3, 1, 0, 1), dtype)
     for dims in [(0,), (2,), (0, 2, 4), (-1,), (-1, 0)]:
         check(lambda x: lax.squeeze(x, dims), [x], np.squeeze(x, dims))
-    y = rand(rng, (2, 3), dtype)
+    y = random_array(rng, (2, 3), dtype)
     for dims in [(0,), (2,), (-1,), (0, 3), (1, -1), (0, 1, 2)]:
         check(lambda y: lax.expand_dims(y, dims), [y], np.expand_dims(y, dims))
     check(lambda y: lax.expand_dims(y, (1,)), [noncontiguous(y)], np.expand_dims(y, 1))
@@ -179,11 +168,11 @@ def test_expand_dims_is_broadcast_in_dim_and_errors():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_rev_matches_numpy(dtype):
     rng = np.random.default_rng(3)
-    x = rand(rng, (2, 3, 4), dtype)
+    x = random_array(rng, (2, 3, 4), dtype)
     for dims in [(), (0,), (1, 2), (2, 0, 1)]:
         check(lambda x: lax.rev(x, dims), [x], np.flip(x, dims))
     check(lambda x: lax.rev(x, (0,)), [noncontiguous(x)], np.flip(x, 0))
-    e = rand(rng, (0, 2), dtype)
+    e = random_array(rng, (0, 2), dtype)
     check(lambda e: lax.rev(e, (0, 1)), [e], e)
 
 
@@ -202,10 +191,10 @@ def test_rev_errors():
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_concatenate_matches_numpy(dtype):
     rng = np.random.default_rng(4)
-    a, b, c = rand(rng, (2, 3), dtype), rand(rng, (2, 0), dtype), rand(rng, (2, 1), dtype)
+    a, b, c = (random_array(rng, (2, n), dtype) for n in (3, 0, 1))
     check(lambda a, b, c: lax.concatenate([a, b, c], 1), [a, b, c],
           np.concatenate([a, b, c], 1))
-    d = rand(rng, (4, 3), dtype)
+    d = random_array(rng, (4, 3), dtype)
     closed = check(lambda a, d: lax.concatenate([a, d, a], 0), [noncontiguous(a), d],
                    np.concatenate([a, d, a], 0))
     assert "concatenate[dimension=0]" in str(closed)
@@ -245,8 +234,8 @@ def pad_reference(x, value, config):
 def test_pad_matches_reference(dtype):
     rng = np.random.default_rng(5)
     for shape in [(4,), (3, 2), (0, 2), (1, 1, 3)]:
-        x = rand(rng, shape, dtype)
-        value = rand(rng, (), dtype)
+        x = random_array(rng, shape, dtype)
+        value = random_array(rng, (), dtype)
         for _ in range(4):
             config = []
             for d in shape:
@@ -322,7 +311,7 @@ def test_iota_dtypes_jaxpr_and_errors(x64):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_full_and_full_like(dtype):
-    value = rand(np.random.default_rng(6), (), dtype)
+    value = random_array(np.random.default_rng(6), (), dtype)
     check(lambda v: lax.full((2, 3), v), [value], np.full((2, 3), value, dtype))
     check(lambda v: lax.full((0,), v), [value], np.full((0,), value, dtype))
     out = lax.full((2,), 1, dtype)

@@ -8,8 +8,7 @@ import pytest
 import nbjax
 import nbjax.nn as nn
 import nbjax.numpy as jnp
-from nbjax.core import check_jaxpr, eval_jaxpr
-from helpers import assert_close
+from helpers import assert_close, eager_and_traced
 
 RNG = np.random.default_rng(3)
 F16, F32 = np.float16, np.float32
@@ -213,10 +212,4 @@ def test_standardize():
                                 lambda x: nn.one_hot(jnp.argmax(x, axis=1), 4)])
 def test_traced_matches_eager(fn):
     x = RNG.normal(size=(3, 4)).astype(F32)
-    eager = fn(x)
-    closed = nbjax.make_jaxpr(fn)(x)
-    check_jaxpr(closed.jaxpr)
-    traced = eval_jaxpr(closed.jaxpr, closed.consts, x)
-    for e, t in zip(nbjax.tree_util.tree_leaves(eager), traced, strict=True):
-        assert e.dtype == t.dtype
-        np.testing.assert_array_equal(np.asarray(e), np.asarray(t))
+    eager_and_traced(fn, x)

@@ -5,8 +5,8 @@ import pytest
 
 import nbjax
 import nbjax.numpy as jnp
-from nbjax.core import ConcretizationTypeError, check_jaxpr, eval_jaxpr
-from helpers import assert_close
+from nbjax.core import ConcretizationTypeError
+from helpers import assert_close, staged
 
 F16, F32, I8, I32, U8, C64 = np.float16, np.float32, np.int8, np.int32, np.uint8, np.complex64
 
@@ -59,9 +59,7 @@ def test_array_of_arrays_stacks():
 def test_array_of_tracers_is_traceable():
     fn = lambda x: jnp.array([x, 2 * x, [1.0, 1.0]])  # noqa: E731
     x = np.array([1.0, 3.0], F32)
-    closed = nbjax.make_jaxpr(fn)(x)
-    check_jaxpr(closed.jaxpr)
-    (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x)
+    out = staged(fn, x)
     np.testing.assert_array_equal(out, [[1, 3], [2, 6], [1, 1]])
     np.testing.assert_array_equal(fn(x), out)
 
@@ -175,9 +173,7 @@ def test_linspace_arrays_axis_and_dtype():
 def test_linspace_is_traceable():
     fn = lambda a, b: jnp.linspace(a, b, 5)  # noqa: E731
     a, b = np.array([0.0, 1.0], F32), np.array([1.0, 3.0], F32)
-    closed = nbjax.make_jaxpr(fn)(a, b)
-    check_jaxpr(closed.jaxpr)
-    (out,) = eval_jaxpr(closed.jaxpr, closed.consts, a, b)
+    out = staged(fn, a, b)
     assert_close(out, np.linspace(a, b, 5), rtol=1e-6)
 
 
@@ -254,9 +250,7 @@ def test_traced_grids_and_filled_arrays():
         gx, gy = jnp.meshgrid(x, y)
         return gx * jnp.eye(3, 2) + gy + jnp.full_like(gy, 2) + jnp.zeros_like(x[0])
     x, y = np.arange(2, dtype=F32), np.arange(3, dtype=F32)
-    closed = nbjax.make_jaxpr(fn)(x, y)
-    check_jaxpr(closed.jaxpr)
-    (out,) = eval_jaxpr(closed.jaxpr, closed.consts, x, y)
+    out = staged(fn, x, y)
     gx, gy = np.meshgrid(x, y)
     np.testing.assert_array_equal(out, gx * np.eye(3, 2) + gy + 2)
     np.testing.assert_array_equal(fn(x, y), out)

@@ -9,17 +9,9 @@ from hypothesis import strategies as st
 
 import nbjax
 import nbjax.numpy as jnp
-from nbjax.core import check_jaxpr, eval_jaxpr
-from helpers import assert_close
+from helpers import assert_close, staged
 
 RNG = np.random.default_rng(0)
-
-
-def staged(f, *args):
-    """``f(*args)`` evaluated from its jaxpr (after checking the jaxpr)."""
-    closed = nbjax.make_jaxpr(f)(*args)
-    check_jaxpr(closed.jaxpr)
-    return eval_jaxpr(closed.jaxpr, closed.consts, *args)[0]
 
 
 def primitives(f, *args):

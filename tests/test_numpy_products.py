@@ -9,26 +9,9 @@ from hypothesis import strategies as st
 
 import nbjax
 import nbjax.numpy as jnp
-from nbjax.core import check_jaxpr, eval_jaxpr
+from helpers import random_array, staged
 
 RNG = np.random.default_rng(3)
-
-
-def rand(shape, dtype=np.float32):
-    if np.issubdtype(dtype, np.bool_):
-        return RNG.integers(0, 2, size=shape).astype(bool)
-    if np.issubdtype(dtype, np.integer):
-        return RNG.integers(-3, 4, size=shape).astype(dtype)
-    x = RNG.normal(size=shape)
-    if np.issubdtype(dtype, np.complexfloating):
-        x = x + 1j * RNG.normal(size=shape)
-    return x.astype(dtype)
-
-
-def staged(f, *args):
-    closed = nbjax.make_jaxpr(f)(*args)
-    check_jaxpr(closed.jaxpr)
-    return eval_jaxpr(closed.jaxpr, closed.consts, *args)[0]
 
 
 def assert_close(got, want, dtype=None):
@@ -53,7 +36,7 @@ SHAPE_PAIRS = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
 
 @pytest.mark.parametrize("a_shape, b_shape", SHAPE_PAIRS)
 def test_matmul_shapes(a_shape, b_shape):
-    a, b = rand(a_shape), rand(b_shape)
+    a, b = random_array(RNG, a_shape), random_array(RNG, b_shape)
     check(jnp.matmul, np.matmul, a, b, dtype=np.float32)
     check(lambda x, y: x @ y, np.matmul, a, b)
 
@@ -62,14 +45,14 @@ def test_matmul_shapes(a_shape, b_shape):
                                               ((2, 3), (3,)), ((3,), (3, 4)),
                                               ((2, 3), (4, 3, 5)), ((2, 2, 3), (3,))])
 def test_dot_shapes(a_shape, b_shape):
-    a, b = rand(a_shape), rand(b_shape)
+    a, b = random_array(RNG, a_shape), random_array(RNG, b_shape)
     check(jnp.dot, np.dot, a, b, dtype=np.float32)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.float16, np.float32,
                                    np.complex64, np.bool_])
 def test_product_dtypes(dtype):
-    a, b = rand((2, 3), dtype), rand((3, 4), dtype)
+    a, b = random_array(RNG, (2, 3), dtype), random_array(RNG, (3, 4), dtype)
     want = (a.astype(np.int64) @ b.astype(np.int64)).astype(dtype) if dtype != np.bool_ and \
         np.issubdtype(dtype, np.integer) else a @ b
     check(jnp.matmul, lambda x, y: want, a, b, dtype=np.dtype(dtype))
@@ -77,39 +60,40 @@ def test_product_dtypes(dtype):
 
 
 def test_mixed_dtypes_promote():
-    a, b = rand((2, 3), np.int8), rand((3,), np.float16)
+    a, b = random_array(RNG, (2, 3), np.int8), random_array(RNG, (3,), np.float16)
     assert jnp.matmul(a, b).dtype == np.float16
-    assert jnp.dot(2, rand((3,))).dtype == np.float32
-    out = jnp.matmul(rand((3,), np.int8), rand((3,), np.int8), preferred_element_type=np.int32)
+    assert jnp.dot(2, random_array(RNG, (3,))).dtype == np.float32
+    out = jnp.matmul(random_array(RNG, (3,), np.int8), random_array(RNG, (3,), np.int8),
+                     preferred_element_type=np.int32)
     assert out.dtype == np.int32
 
 
 def test_non_contiguous_operands():
-    a = rand((4, 6))[:, ::2]
-    b = np.ascontiguousarray(rand((4, 3))).T
+    a = random_array(RNG, (4, 6))[:, ::2]
+    b = np.ascontiguousarray(random_array(RNG, (4, 3))).T
     check(jnp.matmul, np.matmul, a, b)
     check(lambda x, y: jnp.tensordot(x, y, 1), lambda x, y: np.tensordot(x, y, 1), a.T, b.T)
 
 
 def test_vdot_vecdot_inner_outer():
-    z = rand((2, 3), np.complex64)
-    w = rand((2, 3), np.complex64)
+    z = random_array(RNG, (2, 3), np.complex64)
+    w = random_array(RNG, (2, 3), np.complex64)
     check(jnp.vdot, np.vdot, z, w, dtype=np.complex64)
     check(jnp.vecdot, lambda x, y: np.sum(np.conj(x) * y, axis=-1), z, w)
     check(lambda x, y: jnp.vecdot(x, y, axis=0), lambda x, y: np.sum(np.conj(x) * y, axis=0),
           z, w)
     check(lambda x, y: jnp.vecdot(x, y[0]), lambda x, y: np.sum(np.conj(x) * y[0], axis=-1),
           z, w)
-    a, b = rand((2, 3)), rand((4, 3))
+    a, b = random_array(RNG, (2, 3)), random_array(RNG, (4, 3))
     check(jnp.inner, np.inner, a, b)
     check(jnp.inner, np.inner, a, np.float32(2))
-    check(jnp.outer, np.outer, a, rand((5,)))
+    check(jnp.outer, np.outer, a, random_array(RNG, (5,)))
 
 
 @pytest.mark.parametrize("a_shape, b_shape", [((2, 2), (3,)), ((2, 3), (4, 1)), ((2,), (3, 2)),
                                               ((1, 2, 2), (2, 3))])
 def test_kron(a_shape, b_shape):
-    check(jnp.kron, np.kron, rand(a_shape), rand(b_shape))
+    check(jnp.kron, np.kron, random_array(RNG, a_shape), random_array(RNG, b_shape))
 
 
 @pytest.mark.parametrize("axes, a_shape, b_shape", [
@@ -118,7 +102,7 @@ def test_kron(a_shape, b_shape):
 ])
 def test_tensordot(axes, a_shape, b_shape):
     check(lambda x, y: jnp.tensordot(x, y, axes), lambda x, y: np.tensordot(x, y, axes),
-          rand(a_shape), rand(b_shape))
+          random_array(RNG, a_shape), random_array(RNG, b_shape))
 
 
 @pytest.mark.parametrize("a_shape, b_shape, kwargs", [
@@ -127,7 +111,7 @@ def test_tensordot(axes, a_shape, b_shape):
     ((2, 3), (2, 3), {"axisc": 0}),
 ])
 def test_cross(a_shape, b_shape, kwargs):
-    a, b = rand(a_shape), rand(b_shape)
+    a, b = random_array(RNG, a_shape), random_array(RNG, b_shape)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # NumPy 2 deprecates 2-vectors
         check(lambda x, y: jnp.cross(x, y, **kwargs), lambda x, y: np.cross(x, y, **kwargs),
@@ -149,7 +133,7 @@ EINSUM_SPECS = [
 
 @pytest.mark.parametrize("spec, shapes", EINSUM_SPECS, ids=[s for s, _ in EINSUM_SPECS])
 def test_einsum_matches_numpy(spec, shapes):
-    arrays = [rand(s) for s in shapes]
+    arrays = [random_array(RNG, s) for s in shapes]
     check(lambda *a: jnp.einsum(spec, *a), lambda *a: np.einsum(spec, *a), *arrays)
 
 
@@ -164,23 +148,24 @@ def test_einsum_random_specs(data):
     used = sorted(set("".join(inputs)))
     output = "".join(data.draw(st.permutations(used))[:data.draw(st.integers(0, len(used)))])
     spec = ",".join(inputs) + "->" + output
-    arrays = [rand(tuple(sizes[c] for c in term)) for term in inputs]
+    arrays = [random_array(RNG, tuple(sizes[c] for c in term)) for term in inputs]
     assert_close(jnp.einsum(spec, *arrays), np.einsum(spec, *arrays))
 
 
 def test_einsum_interleaved_and_dtypes():
-    a, b = rand((2, 3), np.int8), rand((3, 4), np.int8)
+    a, b = random_array(RNG, (2, 3), np.int8), random_array(RNG, (3, 4), np.int8)
     out = jnp.einsum(a, [0, 1], b, [1, 2], [0, 2])
     assert out.dtype == np.int8
     assert_close(out, (a.astype(np.int32) @ b.astype(np.int32)).astype(np.int8))
     out = jnp.einsum("ij,jk", a, b, preferred_element_type=np.int32)
     assert out.dtype == np.int32
-    assert jnp.einsum("i,i", rand((3,), np.float16), rand((3,))).dtype == np.float32
+    assert jnp.einsum("i,i", random_array(RNG, (3,), np.float16),
+                      random_array(RNG, (3,))).dtype == np.float32
 
 
 def test_einsum_contracts_with_dot_general():
     closed = nbjax.make_jaxpr(lambda x, y: jnp.einsum("ij,jk->ik", x, y))(
-        rand((2, 3)), rand((3, 4)))
+        random_array(RNG, (2, 3)), random_array(RNG, (3, 4)))
     assert [e.primitive.name for e in closed.jaxpr.eqns] == ["dot_general"]
 
 

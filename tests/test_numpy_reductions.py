@@ -6,7 +6,7 @@ import pytest
 
 import nbjax
 import nbjax.numpy as jnp
-from helpers import eager_and_traced
+from helpers import eager_and_traced, random_array
 
 RNG = np.random.default_rng(2)
 
@@ -14,19 +14,6 @@ BOOL, I8, U8, I32 = np.bool_, np.int8, np.uint8, np.int32
 F16, F32, C64 = np.float16, np.float32, np.complex64
 
 AXES = [None, 0, 1, -1, (0, 2), (2, 0, 1), ()]
-
-
-def random(shape, dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return RNG.random(shape) < 0.5
-    if np.issubdtype(dtype, np.unsignedinteger):
-        return RNG.integers(0, 5, shape).astype(dtype)
-    if np.issubdtype(dtype, np.integer):
-        return RNG.integers(-4, 5, shape).astype(dtype)
-    if np.issubdtype(dtype, np.complexfloating):
-        return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
-    return RNG.standard_normal(shape).astype(dtype)
 
 
 def tol(dtype):
@@ -60,7 +47,7 @@ SUM_DTYPE = {BOOL: I32, I8: I32, U8: np.uint32, I32: I32, F16: F16, F32: F32, C6
 @pytest.mark.parametrize("axis", AXES)
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_sum_prod(name, dtype, axis, keepdims):
-    x = random((2, 3, 4), dtype)
+    x = random_array(RNG, (2, 3, 4), dtype)
     if name == "prod" and np.issubdtype(dtype, np.floating):
         x = (x / 2 + 1).astype(dtype)  # products of 24 values that stay near 1
     out = getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
@@ -76,7 +63,7 @@ def test_sum_prod(name, dtype, axis, keepdims):
 @pytest.mark.parametrize("dtype", (BOOL, I8, U8, F16, F32))
 @pytest.mark.parametrize("axis", AXES)
 def test_max_min(name, dtype, axis):
-    x = random((2, 3, 4), dtype)
+    x = random_array(RNG, (2, 3, 4), dtype)
     for keepdims in (False, True):
         out = getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
         check(out, getattr(np, name)(x, axis=axis, keepdims=keepdims), dtype)
@@ -86,7 +73,7 @@ def test_max_min(name, dtype, axis):
 @pytest.mark.parametrize("dtype", (BOOL, I8, F32))
 @pytest.mark.parametrize("axis", AXES)
 def test_all_any(name, dtype, axis):
-    x = random((2, 3, 4), dtype)
+    x = random_array(RNG, (2, 3, 4), dtype)
     if dtype != BOOL:
         x = np.where(RNG.random(x.shape) < 0.2, 0, x).astype(dtype)
     out = getattr(jnp, name)(x, axis=axis, keepdims=True)
@@ -95,7 +82,7 @@ def test_all_any(name, dtype, axis):
 
 @pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value")
 def test_where_and_initial():
-    x = random((3, 4), F32)
+    x = random_array(RNG, (3, 4), F32)
     mask = RNG.random((3, 4)) < 0.6
     row_mask = np.array([True, False, True, True])  # broadcasts against x
     for m in (mask, row_mask):
@@ -111,7 +98,7 @@ def test_where_and_initial():
 
 
 def test_dtype_argument():
-    x = random((3, 4), I8)
+    x = random_array(RNG, (3, 4), I8)
     check(jnp.sum(x, dtype=I8), np.sum(x, dtype=I8), I8)
     check(jnp.sum(x, axis=0, dtype=F32), np.sum(x, axis=0, dtype=np.float64), F32)
     check(jnp.prod(x, dtype=F16), np.prod(wide(x)), F16)
@@ -165,7 +152,7 @@ def test_scalars_and_weak_inputs():
 @pytest.mark.parametrize("dtype", (BOOL, I8, F16, F32, C64))
 @pytest.mark.parametrize("axis", [None, 1, (0, 2)])
 def test_mean_var_std(dtype, axis):
-    x = random((3, 4, 2), dtype)
+    x = random_array(RNG, (3, 4, 2), dtype)
     inexact = {BOOL: F32, I8: F32}.get(dtype, dtype)
     real = F32 if dtype == C64 else inexact
     check(jnp.mean(x, axis), np.mean(wide(x), axis), inexact)
@@ -177,7 +164,7 @@ def test_mean_var_std(dtype, axis):
 
 
 def test_var_where():
-    x = random((3, 5), F32)
+    x = random_array(RNG, (3, 5), F32)
     m = RNG.random((3, 5)) < 0.7
     m[:, 0] = m[:, 1] = True
     check(jnp.var(x, axis=1, where=m), np.var(x.astype(np.float64), axis=1, where=m), F32)
@@ -187,7 +174,7 @@ def test_var_where():
 
 @pytest.mark.parametrize("axis", [None, 0, 1])
 def test_average(axis):
-    x = random((3, 4), F32)
+    x = random_array(RNG, (3, 4), F32)
     w = RNG.random((3, 4)).astype(F32) + 0.1
     check(jnp.average(x, axis), np.average(x, axis), F32)
     avg, total = jnp.average(x, axis, weights=w, returned=True)
@@ -201,7 +188,7 @@ def test_average(axis):
 
 
 def test_average_dtypes_and_errors():
-    x = random((5,), I8)
+    x = random_array(RNG, (5,), I8)
     check(jnp.average(x), np.average(wide(x)), F32)
     _, count = jnp.average(x, returned=True)
     check(count, np.float64(5), F32)
@@ -217,7 +204,7 @@ def test_average_dtypes_and_errors():
 @pytest.mark.parametrize("dtype", (BOOL, I8, U8, F16, F32))
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 def test_argmax_argmin(name, dtype, axis):
-    x = random((3, 4, 2), dtype)
+    x = random_array(RNG, (3, 4, 2), dtype)
     for keepdims in (False, True):
         out = getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
         check(out, getattr(np, name)(x, axis=axis, keepdims=keepdims), I32)
@@ -234,12 +221,12 @@ def test_argmax_nan_is_extreme():
 
 @pytest.mark.parametrize("axis", [None, 0, (0, 1)])
 def test_count_nonzero_and_ptp(axis):
-    x = np.where(RNG.random((3, 4)) < 0.5, 0, random((3, 4), I8)).astype(I8)
+    x = np.where(RNG.random((3, 4)) < 0.5, 0, random_array(RNG, (3, 4), I8)).astype(I8)
     check(jnp.count_nonzero(x, axis=axis), np.count_nonzero(x, axis=axis), I32)
     check(jnp.count_nonzero(x, axis=axis, keepdims=True),
           np.count_nonzero(x, axis=axis, keepdims=True), I32)
     check(jnp.ptp(x, axis=axis), np.ptp(wide(x), axis=axis).astype(I8), I8)
-    y = random((3, 4), F32)
+    y = random_array(RNG, (3, 4), F32)
     check(jnp.ptp(y, axis=axis, keepdims=True), np.ptp(y, axis=axis, keepdims=True), F32)
 
 
@@ -252,13 +239,13 @@ CUM_DTYPE = {BOOL: I32, I8: I8, U8: U8, I32: I32, F16: F16, F32: F32, C64: C64}
 @pytest.mark.parametrize("dtype", list(CUM_DTYPE))
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 def test_cumsum_cumprod(name, dtype, axis):
-    x = random((3, 4), dtype)
+    x = random_array(RNG, (3, 4), dtype)
     out = getattr(jnp, name)(x, axis=axis)
     check(out, getattr(np, name)(wide(x), axis=axis).astype(CUM_DTYPE[dtype]), CUM_DTYPE[dtype])
 
 
 def test_cumsum_dtype_and_views():
-    x = random((4, 6), I8)[:, ::2]
+    x = random_array(RNG, (4, 6), I8)[:, ::2]
     check(jnp.cumsum(x, axis=0, dtype=F32), np.cumsum(x, axis=0, dtype=np.float64), F32)
     check(jnp.cumprod(x.T, axis=1), np.cumprod(wide(x.T), axis=1).astype(I8), I8)
     with pytest.raises(ValueError, match="axis 2 is out of bounds"):
@@ -268,7 +255,7 @@ def test_cumsum_dtype_and_views():
 @pytest.mark.parametrize("include_initial", [False, True])
 @pytest.mark.parametrize("dtype", (BOOL, I8, F32))
 def test_cumulative_sum_prod(include_initial, dtype):
-    x = random((3, 4), dtype)
+    x = random_array(RNG, (3, 4), dtype)
     out_dtype = SUM_DTYPE[dtype]
     for name, op, identity in (("cumulative_sum", np.cumsum, 0),
                                ("cumulative_prod", np.cumprod, 1)):
@@ -285,7 +272,7 @@ def test_cumulative_sum_prod(include_initial, dtype):
 # --- NaN-ignoring variants -------------------------------------------------------------------
 
 def with_nans(shape, dtype=F32):
-    x = random(shape, dtype)
+    x = random_array(RNG, shape, dtype)
     x[RNG.random(shape) < 0.3] = np.nan
     return x
 
@@ -304,7 +291,7 @@ def test_nan_reductions(name, axis):
 
 
 def test_nan_reductions_of_integers():
-    x = random((3, 4), I8)
+    x = random_array(RNG, (3, 4), I8)
     check(jnp.nansum(x), np.sum(wide(x)), I32)
     check(jnp.nanmax(x, axis=0), np.max(x, axis=0), I8)
     check(jnp.nanmean(x), np.mean(wide(x)), F32)
@@ -320,7 +307,7 @@ METHODS = ["linear", "lower", "higher", "midpoint", "nearest"]
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 2)])
 @pytest.mark.parametrize("q", [0.3, np.array([0.0, 0.25, 0.5, 0.9, 1.0])])
 def test_quantile(method, axis, q):
-    x = random((4, 5, 2), F32)
+    x = random_array(RNG, (4, 5, 2), F32)
     out = jnp.quantile(x, q, axis=axis, method=method)
     check(out, np.quantile(x.astype(np.float64), q, axis=axis, method=method), F32)
     out = jnp.quantile(x, q, axis=axis, method=method, keepdims=True)
@@ -330,7 +317,7 @@ def test_quantile(method, axis, q):
 
 @pytest.mark.parametrize("dtype", (I8, F16, F32))
 def test_median_percentile(dtype):
-    x = random((5, 4), dtype)
+    x = random_array(RNG, (5, 4), dtype)
     out_dtype = F32 if dtype == I8 else dtype
     for axis in (None, 0, 1):
         check(jnp.median(x, axis=axis), np.median(wide(x), axis=axis), out_dtype)
@@ -365,7 +352,7 @@ def test_quantile_errors():
 # --- whole-array comparisons -------------------------------------------------------------------
 
 def test_allclose_array_equal_array_equiv():
-    x = random((3, 4), F32)
+    x = random_array(RNG, (3, 4), F32)
     assert bool(jnp.allclose(x, x + 1e-7)) and not bool(jnp.allclose(x, x + 1))
     nan = np.array([1.0, np.nan], F32)
     assert not bool(jnp.allclose(nan, nan)) and bool(jnp.allclose(nan, nan, equal_nan=True))
@@ -394,22 +381,22 @@ TRACED = [
 
 @pytest.mark.parametrize("fn", TRACED)
 def test_traced_matches_eager(fn):
-    eager_and_traced(fn, with_nans((3, 4)) if fn is TRACED[6] else random((3, 4), F32))
+    eager_and_traced(fn, with_nans((3, 4)) if fn is TRACED[6] else random_array(RNG, (3, 4), F32))
 
 
 def test_x64_dtypes(x64):
-    x = random((3, 4), I8)
+    x = random_array(RNG, (3, 4), I8)
     assert jnp.sum(x).dtype == np.int64
     assert jnp.sum(x.astype(np.uint8)).dtype == np.uint64
     assert jnp.mean(x).dtype == np.float64
     assert jnp.argmax(x).dtype == np.int64
-    y = random((3, 4), np.float64)
+    y = random_array(RNG, (3, 4), np.float64)
     check(jnp.var(y, axis=0), np.var(y, axis=0), np.float64)
     check(jnp.median(y, axis=1), np.median(y, axis=1), np.float64)
 
 
 def test_array_methods_forward_to_reductions():
-    x_np = random((3, 4), F32)
+    x_np = random_array(RNG, (3, 4), F32)
     x = jnp.asarray(x_np)
     check(x.sum(axis=0), x_np.sum(axis=0), F32)
     check(x.mean(), x_np.astype(np.float64).mean(), F32)
@@ -431,7 +418,7 @@ def test_array_methods_forward_to_reductions():
 @pytest.mark.parametrize("axis", [None, 0, 1])
 @pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value")
 def test_size_one_and_size_zero_axes(shape, axis):
-    x = random(shape, F32)
+    x = random_array(RNG, shape, F32)
     check(jnp.sum(x, axis=axis, keepdims=True), np.sum(x, axis=axis, keepdims=True), F32)
     check(jnp.mean(x, axis=axis), np.mean(x.astype(np.float64), axis=axis), F32)
     check(jnp.max(x, axis=axis, initial=-9.0), np.max(x, axis=axis, initial=-9.0), F32)

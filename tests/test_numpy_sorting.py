@@ -5,17 +5,10 @@ import pytest
 
 import nbjax
 import nbjax.numpy as jnp
-from nbjax.core import ConcretizationTypeError, check_jaxpr, eval_jaxpr
-from helpers import assert_close
+from nbjax.core import ConcretizationTypeError
+from helpers import assert_close, staged
 
 RNG = np.random.default_rng(2)
-
-
-def staged(f, *args):
-    closed = nbjax.make_jaxpr(f)(*args)
-    check_jaxpr(closed.jaxpr)
-    outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def assert_same(got, want):

@@ -6,7 +6,7 @@ import pytest
 
 import nbjax
 import nbjax.numpy as jnp
-from helpers import assert_close, eager_and_traced
+from helpers import assert_close, eager_and_traced, random_array
 
 RNG = np.random.default_rng(1)
 
@@ -15,19 +15,6 @@ F16, F32, C64 = np.float16, np.float32, np.complex64
 ALL = (BOOL, I8, U8, I32, F16, F32, C64)
 REALS = (I8, U8, I32, F16, F32)
 INEXACT = (F16, F32, C64)
-
-
-def random(shape, dtype, low=-5, high=5):
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return RNG.random(shape) < 0.5
-    if np.issubdtype(dtype, np.integer):
-        low = max(low, np.iinfo(dtype).min)
-        return RNG.integers(low, high, shape, endpoint=True).astype(dtype)
-    values = RNG.uniform(low, high, shape)
-    if np.issubdtype(dtype, np.complexfloating):
-        values = values + 1j * RNG.uniform(low, high, shape)
-    return values.astype(dtype)
 
 
 def inexact(dtype):
@@ -74,7 +61,7 @@ def test_unary_inexact(name, dtype):
     ref, (low, high) = UNARY_INEXACT[name]
     if dtype == C64 and name in NUMPY_REAL_ONLY:
         pytest.skip(f"numpy.{name} does not take complex numbers")
-    x = random((3, 4), dtype, low, high)
+    x = random_array(RNG, (3, 4), dtype, low=low, high=high)
     out = getattr(jnp, name)(x)
     wide = np.complex128 if dtype == C64 else np.float64
     with np.errstate(divide="ignore", invalid="ignore"):  # bools include 0: log(0) = -inf
@@ -86,12 +73,12 @@ def test_unary_inexact(name, dtype):
 @pytest.mark.parametrize("dtype", (I8, F16, F32))
 def test_unary_real_only(name, dtype):
     ref, (low, high) = REAL_ONLY[name]
-    x = random((5,), dtype, low, high)
+    x = random_array(RNG, (5,), dtype, low=low, high=high)
     check(getattr(jnp, name)(x), ref(x.astype(np.float64)), inexact(dtype))
 
 
 def test_angle_of_complex_and_degrees():
-    z = random((4,), C64)
+    z = random_array(RNG, (4,), C64, low=-5, high=5)
     check(jnp.angle(z), np.angle(z.astype(np.complex128)), F32)
     check(jnp.angle(z, deg=True), np.angle(z.astype(np.complex128), deg=True), F32,
           atol_scale=100)
@@ -100,8 +87,8 @@ def test_angle_of_complex_and_degrees():
 @pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "fix"])
 @pytest.mark.parametrize("dtype", (I8, U8, I32, F16, F32))
 def test_rounding_keeps_dtype(name, dtype):
-    x = random((7,), dtype) + (np.asarray(0.5, dtype) if np.issubdtype(dtype, np.floating)
-                                 else 0)
+    x = random_array(RNG, (7,), dtype, low=-5, high=5)
+    x = x + (np.asarray(0.5, dtype) if np.issubdtype(dtype, np.floating) else 0)
     ref = getattr(np, name)
     check(getattr(jnp, name)(x), ref(x.astype(np.float64)), dtype)
 
@@ -109,7 +96,7 @@ def test_rounding_keeps_dtype(name, dtype):
 @pytest.mark.parametrize("decimals", [0, 1, 2, -1])
 @pytest.mark.parametrize("dtype", (F16, F32, C64))
 def test_round(decimals, dtype):
-    x = random((6,), dtype, -50, 50)
+    x = random_array(RNG, (6,), dtype, low=-50, high=50)
     out = jnp.round(x, decimals)
     assert out.dtype == dtype
     # Compare with NumPy in the same precision: both scale, round half-even, unscale.
@@ -145,7 +132,8 @@ def _wide(dtype):
 def test_binary_arithmetic(name, dtype, shapes):
     if dtype == C64 and name in ("maximum", "minimum"):
         pytest.skip("complex ordering is tested in test_complex_maximum_is_lexicographic")
-    x, y = random(shapes[0], dtype, 0, 5), random(shapes[1], dtype, 0, 5)
+    x = random_array(RNG, shapes[0], dtype, low=0, high=5)
+    y = random_array(RNG, shapes[1], dtype, low=0, high=5)
     out = getattr(jnp, name)(x, y)
     w = _wide(dtype)
     expected = getattr(np, name)(x.astype(w), y.astype(w))
@@ -173,8 +161,8 @@ def test_bool_add_and_multiply_are_or_and():
 
 @pytest.mark.parametrize("dtype", ALL)
 def test_divide_is_inexact(dtype):
-    x = random((4,), dtype, 1, 5)
-    y = random((4,), dtype, 1, 5) if dtype != BOOL else np.ones(4, bool)
+    x = random_array(RNG, (4,), dtype, low=1, high=5)
+    y = random_array(RNG, (4,), dtype, low=1, high=5) if dtype != BOOL else np.ones(4, bool)
     w = np.complex128 if dtype == C64 else np.float64
     check(jnp.divide(x, y), np.divide(x.astype(w), y.astype(w)), inexact(dtype))
     assert jnp.true_divide is jnp.divide
@@ -183,8 +171,8 @@ def test_divide_is_inexact(dtype):
 @pytest.mark.parametrize("dtype", (I8, U8, I32, F16, F32))
 def test_floor_divide_remainder_fmod(dtype):
     low = 0 if dtype == U8 else -9
-    x = random((40,), dtype, low, 9)
-    y = random((40,), dtype, low, 9)
+    x = random_array(RNG, (40,), dtype, low=low, high=9)
+    y = random_array(RNG, (40,), dtype, low=low, high=9)
     y = np.where(y == 0, np.asarray(3, dtype), y)
     w = _wide(dtype)
     for name in ("floor_divide", "remainder", "fmod"):
@@ -209,8 +197,8 @@ def test_integer_division_details():
 
 @pytest.mark.parametrize("dtype", (I8, U8, I32))
 def test_power_integers(dtype):
-    x = random((20,), dtype, 0, 4)
-    y = random((20,), dtype, 0, 5)
+    x = random_array(RNG, (20,), dtype, low=0, high=4)
+    y = random_array(RNG, (20,), dtype, low=0, high=5)
     out = jnp.power(x, y)
     check(out, np.power(x.astype(np.int64), y.astype(np.int64)).astype(dtype), dtype)
     # A concrete integer exponent keeps the base's dtype.
@@ -227,8 +215,8 @@ def test_power_of_zero_and_negative_exponent():
 
 @pytest.mark.parametrize("dtype", (F16, F32, C64))
 def test_power_floats(dtype):
-    x = random((3, 4), dtype, 0.5, 3)
-    y = random((4,), dtype, -2, 2)
+    x = random_array(RNG, (3, 4), dtype, low=0.5, high=3)
+    y = random_array(RNG, (4,), dtype, low=-2, high=2)
     w = _wide(dtype)
     check(jnp.power(x, y), np.power(x.astype(w), y.astype(w)), dtype)
     check(jnp.float_power(x, y), np.power(x.astype(w), y.astype(w)), dtype)
@@ -246,7 +234,7 @@ def test_python_int_exponent_stages_integer_pow():
 
 @pytest.mark.parametrize("dtype", (I8, I32, F16, F32, C64))
 def test_negative_positive_abs_sign_square(dtype):
-    x = random((9,), dtype)
+    x = random_array(RNG, (9,), dtype, low=-5, high=5)
     w = _wide(dtype)
     check(jnp.negative(x), -x.astype(w), dtype)
     check(jnp.positive(x), x.astype(w), dtype)
@@ -345,7 +333,8 @@ def test_logaddexp_is_stable():
 
 @pytest.mark.parametrize("dtype", (I8, F16, F32))
 def test_binary_float_functions(dtype):
-    x, y = random((3, 4), dtype, -4, 4), random((4,), dtype, -4, 4)
+    x = random_array(RNG, (3, 4), dtype, low=-4, high=4)
+    y = random_array(RNG, (4,), dtype, low=-4, high=4)
     w = np.float64
     for name in ("arctan2", "hypot", "copysign", "heaviside", "logaddexp", "logaddexp2"):
         check(getattr(jnp, name)(x, y), getattr(np, name)(x.astype(w), y.astype(w)),
@@ -367,7 +356,8 @@ def test_copysign_uses_sign_bit():
 
 @pytest.mark.parametrize("dtype", (F16, F32))
 def test_nextafter(dtype):
-    x, y = random((6,), dtype), random((6,), dtype)
+    x = random_array(RNG, (6,), dtype, low=-5, high=5)
+    y = random_array(RNG, (6,), dtype, low=-5, high=5)
     out = jnp.nextafter(x, y)
     assert out.dtype == dtype
     np.testing.assert_array_equal(out, np.nextafter(x, y))
@@ -375,7 +365,8 @@ def test_nextafter(dtype):
 
 @pytest.mark.parametrize("dtype", (F16, F32))
 def test_frexp_ldexp_modf(dtype):
-    x = np.concatenate([random((8,), dtype, -1000, 1000), np.array([0, 1, 0.5, -4], dtype)])
+    x = np.concatenate([random_array(RNG, (8,), dtype, low=-1000, high=1000),
+                        np.array([0, 1, 0.5, -4], dtype)])
     if dtype == F32:
         x = np.concatenate([x, np.array([1e-40, -3e38], dtype)])
     m, e = jnp.frexp(x)
@@ -426,7 +417,8 @@ def test_frexp_special_values():
 @pytest.mark.parametrize("dtype", (I8, U8, I32))
 def test_gcd_lcm(dtype):
     low = 0 if dtype == U8 else -9  # keeps every lcm inside int8
-    x, y = random((3, 5), dtype, low, 9), random((5,), dtype, low, 9)
+    x = random_array(RNG, (3, 5), dtype, low=low, high=9)
+    y = random_array(RNG, (5,), dtype, low=low, high=9)
     w = np.int64
     check(jnp.gcd(x, y), np.gcd(x.astype(w), y.astype(w)), dtype)
     check(jnp.lcm(x, y), np.lcm(x.astype(w), y.astype(w)).astype(dtype), dtype)
@@ -451,7 +443,8 @@ def test_sinc_at_zero_and_heaviside_at_zero(dtype):
                                   "greater_equal"])
 @pytest.mark.parametrize("dtype", (BOOL, I8, U8, F16, F32))
 def test_comparisons(name, dtype):
-    x, y = random((3, 4), dtype, 0, 3), random((1, 4), dtype, 0, 3)
+    x = random_array(RNG, (3, 4), dtype, low=0, high=3)
+    y = random_array(RNG, (1, 4), dtype, low=0, high=3)
     out = getattr(jnp, name)(x, y)
     assert out.dtype == np.bool_
     np.testing.assert_array_equal(out, getattr(np, name)(x, y))
@@ -459,7 +452,7 @@ def test_comparisons(name, dtype):
 
 
 def test_complex_equality():
-    z = random((5,), C64)
+    z = random_array(RNG, (5,), C64, low=-5, high=5)
     np.testing.assert_array_equal(jnp.equal(z, z.conj()), z == z.conj())
 
 
@@ -473,7 +466,7 @@ def test_max_min_nan_handling():
 
 @pytest.mark.parametrize("dtype", (I8, U8, F32))
 def test_clip(dtype):
-    x = random((3, 5), dtype, 0, 9)
+    x = random_array(RNG, (3, 5), dtype, low=0, high=9)
     check(jnp.clip(x, 2, 6), np.clip(x, 2, 6), dtype)
     check(jnp.clip(x, max=4), np.minimum(x, 4), dtype)
     check(jnp.clip(x, min=np.full((5,), 3, dtype)), np.maximum(x, 3), dtype)
@@ -491,7 +484,8 @@ def test_clip_to_float_bounds_promotes():
 
 @pytest.mark.parametrize("dtype", (BOOL, I8, F32))
 def test_logical(dtype):
-    x, y = random((4, 3), dtype, -1, 1), random((3,), dtype, -1, 1)
+    x = random_array(RNG, (4, 3), dtype, low=-1, high=1)
+    y = random_array(RNG, (3,), dtype, low=-1, high=1)
     for name in ("logical_and", "logical_or", "logical_xor"):
         out = getattr(jnp, name)(x, y)
         assert out.dtype == np.bool_
@@ -501,7 +495,8 @@ def test_logical(dtype):
 
 @pytest.mark.parametrize("dtype", (BOOL, I8, U8, I32))
 def test_bitwise(dtype):
-    x, y = random((4, 3), dtype, 0, 100), random((3,), dtype, 0, 100)
+    x = random_array(RNG, (4, 3), dtype, low=0, high=100)
+    y = random_array(RNG, (3,), dtype, low=0, high=100)
     for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         check(getattr(jnp, name)(x, y), getattr(np, name)(x, y), dtype)
     check(jnp.invert(x), np.invert(x), dtype)
@@ -511,7 +506,7 @@ def test_bitwise(dtype):
 @pytest.mark.parametrize("dtype", (I8, U8, I32))
 def test_shifts(dtype):
     bits = np.iinfo(dtype).bits
-    x = random((12,), dtype, -100, 100)
+    x = random_array(RNG, (12,), dtype, low=-100, high=100)
     s = RNG.integers(0, bits, 12).astype(dtype)
     check(jnp.left_shift(x, s), np.left_shift(x, s), dtype)
     check(jnp.right_shift(x, s), np.right_shift(x, s), dtype)
@@ -547,7 +542,7 @@ def test_isclose():
 @pytest.mark.parametrize("src", ALL)
 @pytest.mark.parametrize("dst", (BOOL, I8, U8, I32, F16, F32, C64))
 def test_astype(src, dst):
-    x = random((5,), src, 0, 100)
+    x = random_array(RNG, (5,), src, low=0, high=100)
     out = jnp.astype(x, dst)
     assert out.dtype == dst and not out.weak_type
     if src == C64 and dst != C64:
@@ -562,11 +557,11 @@ def test_astype_strips_weak_type():
 
 
 def test_real_imag_conj():
-    z = random((2, 3), C64)
+    z = random_array(RNG, (2, 3), C64, low=-5, high=5)
     check(jnp.real(z), z.real, F32)
     check(jnp.imag(z), z.imag, F32)
     check(jnp.conj(z), z.conj(), C64)
-    x = random((3,), F32)
+    x = random_array(RNG, (3,), F32, low=-5, high=5)
     check(jnp.imag(x), np.zeros(3), F32)
     check(jnp.conjugate(x), x, F32)
 
@@ -574,7 +569,7 @@ def test_real_imag_conj():
 # --- arrays that are views, scalars, errors ----------------------------------------------------
 
 def test_non_contiguous_inputs():
-    base = random((4, 6), F32, 0.5, 2)
+    base = random_array(RNG, (4, 6), F32, low=0.5, high=2)
     strided, transposed = base[:, ::2], base.T[::2]
     assert not strided.flags.c_contiguous and not transposed.flags.c_contiguous
     check(jnp.exp(strided), np.exp(strided.astype(np.float64)), F32)
@@ -613,19 +608,20 @@ TRACED = [
 @pytest.mark.parametrize("name, nargs", TRACED)
 @pytest.mark.parametrize("dtype", (I32, F32))
 def test_traced_matches_eager(name, nargs, dtype):
-    args = [random((2, 3), dtype, 1, 6) for _ in range(nargs)]
+    args = [random_array(RNG, (2, 3), dtype, low=1, high=6) for _ in range(nargs)]
     eager_and_traced(getattr(jnp, name), *args)
 
 
 def test_traced_integer_functions():
-    x, y = random((2, 3), I32, -9, 9), random((3,), I32, -9, 9)
+    x = random_array(RNG, (2, 3), I32, low=-9, high=9)
+    y = random_array(RNG, (3,), I32, low=-9, high=9)
     for fn in (jnp.gcd, jnp.lcm, jnp.right_shift, jnp.divmod, jnp.power):
         eager_and_traced(fn, x, np.abs(y).astype(I32))
 
 
 def test_x64_dtypes(x64):
-    x = random((5,), np.int64, 1, 9)
-    y = random((5,), np.float64, 1, 9)
+    x = random_array(RNG, (5,), np.int64, low=1, high=9)
+    y = random_array(RNG, (5,), np.float64, low=1, high=9)
     assert jnp.add(x, 1).dtype == np.int64
     assert jnp.sin(x).dtype == np.float64
     assert jnp.add(x, y).dtype == np.float64
@@ -638,7 +634,8 @@ def test_x64_dtypes(x64):
 
 
 def test_operators_and_methods_forward_here():
-    a_np, b_np = random((3, 4), I32, 1, 9), random((4,), I32, 1, 9)
+    a_np = random_array(RNG, (3, 4), I32, low=1, high=9)
+    b_np = random_array(RNG, (4,), I32, low=1, high=9)
     a, b = jnp.asarray(a_np), jnp.asarray(b_np)
     check(a // b, a_np // b_np, I32)
     check(a % -b, a_np % -b_np, I32)

@@ -18,6 +18,7 @@ import nbjax.nn as nn
 import nbjax.numpy as jnp
 from nbjax.core import check_jaxpr, pytree
 from test_numpy_grads import ALL_CASES, Case, distinct, ints, normal, uniform
+from helpers import random_array
 
 B = 3  # the batch size
 
@@ -71,7 +72,7 @@ def run_case(case, request, out_axes=0):
     if case.x64:
         request.getfixturevalue("x64")
     dtype = np.float64 if case.x64 else np.float32
-    rng = np.random.RandomState(zlib.crc32(case.name.encode()))
+    rng = np.random.default_rng(zlib.crc32(case.name.encode()))
     ndims = [np.ndim(make(rng, dtype)) for make in case.args]
     for in_axes in axis_variants(ndims):
         args = [batch(rng, make, ax, dtype) for make, ax in zip(case.args, in_axes)]
@@ -95,11 +96,11 @@ def sorted_rows(*shape):
 
 def small_ints(*shape):
     """Integers with repeats, for unique / bincount / isin."""
-    return lambda rng, dt: rng.randint(0, 4, shape).astype(np.int32)
+    return lambda rng, dt: random_array(rng, shape, np.int32, low=0, high=3)
 
 
 def bools(*shape):
-    return lambda rng, dt: rng.uniform(size=shape) < 0.5
+    return lambda rng, dt: random_array(rng, shape, bool)
 
 
 VMAP_CASES = [
@@ -196,7 +197,7 @@ OUT_AXES_CASES = {c.name: c for c in ALL_CASES + VMAP_CASES if c.name in (
 def test_out_axes(name, out_axes, request):
     case = OUT_AXES_CASES[name]
     dtype = np.float64 if case.x64 else np.float32
-    rng = np.random.RandomState(0)
+    rng = np.random.default_rng(0)
     args = [batch(rng, make, 0, dtype) for make in case.args]
     assert_vmap_matches_loop(case.fn, args, [0] * len(args), out_axes)
 
@@ -221,9 +222,9 @@ NESTED = [  # f of per-example (x, y), x's shape, y's shape
 
 @pytest.mark.parametrize("name, f, xshape, yshape", NESTED, ids=[n[0] for n in NESTED])
 def test_nested_vmap_is_a_double_loop(name, f, xshape, yshape):
-    rng = np.random.RandomState(0)
+    rng = np.random.default_rng(0)
     x = rng.standard_normal((B,) + xshape).astype(np.float32)
-    y = (rng.randint(0, xshape[0], (4,)).astype(np.int32) if yshape is None else
+    y = (rng.integers(0, xshape[0], (4,)).astype(np.int32) if yshape is None else
          rng.standard_normal((4,) + yshape).astype(np.float32))
     g = _as_jnp(f)
     expected = nested_loop(g, x, y)
@@ -235,7 +236,7 @@ def test_nested_vmap_is_a_double_loop(name, f, xshape, yshape):
 
 
 def test_vmap_of_grad_and_grad_of_vmap():
-    rng = np.random.RandomState(0)
+    rng = np.random.default_rng(0)
     x, w = rng.standard_normal((B, 4)).astype(np.float32), rng.standard_normal(4).astype(
         np.float32)
 
@@ -253,6 +254,6 @@ def test_vmap_jaxpr_type_checks(case, request):
     if case.x64:
         request.getfixturevalue("x64")
     dtype = np.float64 if case.x64 else np.float32
-    rng = np.random.RandomState(0)
+    rng = np.random.default_rng(0)
     args = [batch(rng, make, 0, dtype) for make in case.args]
     check_jaxpr(nbjax.make_jaxpr(nbjax.vmap(_as_jnp(case.fn)))(*args).jaxpr)

@@ -12,7 +12,7 @@ import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.core import Primitive, check_jaxpr, eval_jaxpr
 from nbjax.test_util import check_grads
-from helpers import assert_close
+from helpers import assert_close, random_array
 
 N = 2  # devices
 
@@ -20,10 +20,6 @@ N = 2  # devices
 @pytest.fixture(autouse=True)
 def two_devices(monkeypatch):
     monkeypatch.setenv("NBJAX_NUM_CPU_DEVICES", str(N))
-
-
-def randn(*shape, seed=0):
-    return np.random.RandomState(seed).randn(*shape).astype(np.float32)
 
 
 def pmap(f, **kwargs):
@@ -56,7 +52,7 @@ def test_pmap_matches_a_loop():
     def f(x, y):
         return jnp.sin(x) @ y + 1.0
 
-    x, y = randn(N, 3, 4), randn(N, 4, 2, seed=1)
+    x, y = random_array(0, (N, 3, 4)), random_array(1, (N, 4, 2))
     out = pmap(f)(x, y)
     assert isinstance(out, nbjax.Array) and out.shape == (N, 3, 2)
     np.testing.assert_allclose(out, loop(f, x, y), rtol=1e-5, atol=1e-6)
@@ -66,16 +62,17 @@ def test_pmap_pytrees_kwargs_and_integers():
     def f(tree, scale):
         return {"sum": tree["a"] + tree["b"][0], "count": tree["n"] * 2}, scale * 2
 
-    tree = {"a": randn(N, 3), "b": [randn(N, 3, seed=1)], "n": np.arange(N, dtype=np.int32)}
-    out, scaled = pmap(f)(tree, scale=randn(N, seed=2))
+    tree = {"a": random_array(0, (N, 3)), "b": [random_array(1, (N, 3))],
+            "n": np.arange(N, dtype=np.int32)}
+    out, scaled = pmap(f)(tree, scale=random_array(2, (N,)))
     assert_close(out["sum"], tree["a"] + tree["b"][0])
     np.testing.assert_array_equal(out["count"], np.arange(N) * 2)
     assert out["count"].dtype == np.int32
-    assert_close(scaled, randn(N, seed=2) * 2)
+    assert_close(scaled, random_array(2, (N,)) * 2)
 
 
 def test_in_axes_out_axes_and_static_arguments():
-    x, y = randn(3, N), randn(3, seed=1)
+    x, y = random_array(0, (3, N)), random_array(1, (3,))
     out = pmap(lambda a, b: a * b, in_axes=(1, None), out_axes=1)(x, y)
     assert_close(out, x * y[:, None])
     # negative axes; an unmapped output is every shard's (equal) value
@@ -89,32 +86,32 @@ def test_in_axes_out_axes_and_static_arguments():
 
 
 def test_closure_over_arrays_and_the_trace_cache():
-    w, traces = randn(3), []
+    w, traces = random_array(0, (3,)), []
 
     def f(x):
         traces.append(1)
         return x * w
 
     g = pmap(f)
-    x = randn(N, 3)
+    x = random_array(0, (N, 3))
     assert_close(g(x), x * w)
     assert_close(g(x + 1), (x + 1) * w)
     assert len(traces) == 1
-    g(randn(N, 4)[:, :3].copy())
+    g(random_array(0, (N, 4))[:, :3].copy())
     assert len(traces) == 1
     with pytest.raises(ValueError):
-        g(randn(N, 4))  # a new shape: traced again, and x * w no longer broadcasts
+        g(random_array(0, (N, 4)))  # a new shape: traced again, and x * w no longer broadcasts
     assert len(traces) == 2
 
 
 def test_make_jaxpr_of_pmap():
-    closed = nbjax.make_jaxpr(pmap(lambda x: lax.psum(jnp.sin(x), "i")))(randn(N, 3))
+    closed = nbjax.make_jaxpr(pmap(lambda x: lax.psum(jnp.sin(x), "i")))(random_array(0, (N, 3)))
     check_jaxpr(closed.jaxpr)
     text = str(closed)
     assert "pmap[" in text and "axis_size=2" in text and "psum[axes=('i',)]" in text
     shard_jaxpr = closed.jaxpr.eqns[0].params["jaxpr"]
     assert shard_jaxpr.in_avals[0].shape == (3,)  # the shard jaxpr takes one slice
-    x = randn(N, 3)
+    x = random_array(0, (N, 3))
     out, = eval_jaxpr(closed.jaxpr, closed.consts, x)
     assert_close(out, np.broadcast_to(np.sin(x).sum(0), x.shape), rtol=1e-6)
 
@@ -139,7 +136,7 @@ def test_make_jaxpr_of_pmap():
 ])
 def test_collectives_match_numpy(name, collective, expected):
     """Each shard holds x[i]; every result needs both threads at the rendezvous at once."""
-    x = randn(N, 2, 3)
+    x = random_array(0, (N, 2, 3))
     out = pmap(collective)(x)
     assert_close(out, expected(x), rtol=1e-6)
     # the collective over a vmapped axis of the same name computes the same
@@ -157,7 +154,7 @@ def test_collectives_keep_dtypes_and_pytrees():
 
 
 def test_collectives_over_a_pmap_axis_and_a_vmap_axis():
-    x = randn(N, 3, 2)
+    x = random_array(0, (N, 3, 2))
     both = pmap(nbjax.vmap(lambda a: lax.psum(a, ("i", "j")), axis_name="j"))(x)
     assert_close(both, np.broadcast_to(x.sum((0, 1)), x.shape), rtol=1e-5)
     inner = pmap(nbjax.vmap(lambda a: lax.psum(a, "j"), axis_name="j"))(x)
@@ -179,8 +176,8 @@ def test_shards_run_concurrently():
         barrier.wait()
         return x
 
-    out = pmap(lambda x: lax.psum(wait_p.bind(x), "i"))(randn(N, 3))
-    assert_close(out[0], randn(N, 3).sum(0), rtol=1e-6)
+    out = pmap(lambda x: lax.psum(wait_p.bind(x), "i"))(random_array(0, (N, 3)))
+    assert_close(out[0], random_array(0, (N, 3)).sum(0), rtol=1e-6)
 
 
 def test_a_failing_shard_does_not_leave_the_others_waiting():
@@ -202,26 +199,26 @@ def test_a_failing_shard_does_not_leave_the_others_waiting():
 def test_more_shards_than_devices():
     with pytest.raises(ValueError, match="requires 3 logical devices, but only 2 XLA devices "
                                          r"are available \(num_replicas=3\)"):
-        pmap(lambda x: x)(randn(3, 2))
+        pmap(lambda x: x)(random_array(0, (3, 2)))
     with pytest.raises(ValueError, match="must equal the number of local devices"):
-        nbjax.pmap(lambda x: x, devices=nbjax.devices()[:1])(randn(2))
+        nbjax.pmap(lambda x: x, devices=nbjax.devices()[:1])(random_array(0, (2,)))
     assert_close(nbjax.pmap(lambda x: x * 2, devices=nbjax.devices()[:1])(
-        randn(1, 2)), randn(1, 2) * 2)
+        random_array(0, (1, 2))), random_array(0, (1, 2)) * 2)
 
 
 def test_argument_errors():
     with pytest.raises(ValueError, match="rank should be at least 1, but is only 0"):
         pmap(lambda x: x)(1.0)
     with pytest.raises(ValueError, match="inconsistent sizes"):
-        pmap(lambda x, y: x + y)(randn(2, 3), randn(1, 3))
+        pmap(lambda x, y: x + y)(random_array(0, (2, 3)), random_array(0, (1, 3)))
     with pytest.raises(ValueError, match="at least one non-None value in in_axes"):
-        pmap(lambda x: x, in_axes=None)(randn(2))
+        pmap(lambda x: x, in_axes=None)(random_array(0, (2,)))
     with pytest.raises(ValueError, match="static_broadcasted_argnums"):
-        pmap(lambda x, n: x, static_broadcasted_argnums=1)(randn(2))
+        pmap(lambda x, n: x, static_broadcasted_argnums=1)(random_array(0, (2,)))
     with pytest.raises(ValueError, match="Non-hashable static"):
-        pmap(lambda x, n: x, static_broadcasted_argnums=1)(randn(2), [1])
+        pmap(lambda x, n: x, static_broadcasted_argnums=1)(random_array(0, (2,)), [1])
     with pytest.raises(ValueError, match="out_axes 2 is out of range"):
-        pmap(lambda x: x, out_axes=2)(randn(2, 3))
+        pmap(lambda x: x, out_axes=2)(random_array(0, (2, 3)))
     with pytest.raises(TypeError, match="callable"):
         nbjax.pmap(3)
     with pytest.raises(ValueError, match="non-empty"):
@@ -230,17 +227,17 @@ def test_argument_errors():
 
 def test_unbound_axis_names_and_nested_pmap():
     with pytest.raises(NameError, match="unbound axis name: j"):
-        pmap(lambda x: lax.psum(x, "j"))(randn(N))
+        pmap(lambda x: lax.psum(x, "j"))(random_array(0, (N,)))
     for collective in (lambda x: lax.psum(x, "i"), lambda x: lax.axis_index("i"),
                        lambda x: lax.all_gather(x, "i"), lambda x: lax.ppermute(x, "i", [])):
         with pytest.raises(NameError, match="unbound axis name: i"):
-            collective(randn(2))
+            collective(random_array(0, (2,)))
     with pytest.raises(NotImplementedError, match="nested pmap"):
-        pmap(lambda x: pmap(lambda y: y)(x[None]))(randn(N))
+        pmap(lambda x: pmap(lambda y: y)(x[None]))(random_array(0, (N,)))
     with pytest.raises(ValueError, match="must be unique"):
-        pmap(lambda x: lax.ppermute(x, "i", [(0, 1), (1, 1)]))(randn(N))
+        pmap(lambda x: lax.ppermute(x, "i", [(0, 1), (1, 1)]))(random_array(0, (N,)))
     with pytest.raises(ValueError, match=r"must lie in \[0, 2\)"):
-        pmap(lambda x: lax.ppermute(x, "i", [(0, 2)]))(randn(N))
+        pmap(lambda x: lax.ppermute(x, "i", [(0, 2)]))(random_array(0, (N,)))
 
 
 # --- transformations -----------------------------------------------------------------------
@@ -249,18 +246,18 @@ def test_vmap_of_pmap():
     def f(x, y):
         return lax.psum(x * y, "i"), lax.axis_index("i") + 0 * y.astype(jnp.int32)
 
-    x, y = randn(4, N, 3), randn(N, 3, seed=1)
+    x, y = random_array(0, (4, N, 3)), random_array(1, (N, 3))
     s, idx = nbjax.vmap(pmap(f), in_axes=(0, None))(x, y)
     assert_close(s, np.broadcast_to((x * y).sum(1, keepdims=True), x.shape),
                  rtol=1e-5)
     np.testing.assert_array_equal(idx, np.broadcast_to(np.arange(N)[None, :, None], x.shape))
     # the batch axis after the mapped axis, which is not the first
-    z = randn(3, N, 4)
+    z = random_array(0, (3, N, 4))
     out = nbjax.vmap(pmap(lambda a: a * 2, in_axes=1, out_axes=1), in_axes=2)(z)
     assert_close(out, np.moveaxis(z, 2, 0) * 2)
     # an operand batched by vmap but shared by the shards; an unmapped output
     f = pmap(lambda a, b: (a * b, lax.psum(a * b, "i")), in_axes=(0, None), out_axes=(0, None))
-    y5 = randn(5, 3, seed=2)
+    y5 = random_array(2, (5, 3))
     each, total = nbjax.vmap(f, in_axes=(None, 0), out_axes=1)(y, y5)
     assert_close(each, np.moveaxis(y[None] * y5[:, None], 0, 1), rtol=1e-6)
     np.testing.assert_allclose(total, (y.sum(0) * y5).T, rtol=1e-5, atol=1e-6)
@@ -270,7 +267,7 @@ def test_vmap_of_pmap():
 
 
 def test_pmap_of_vmap_and_of_grad():
-    x = randn(N, 3, 2)
+    x = random_array(0, (N, 3, 2))
     out = pmap(nbjax.vmap(lambda a: lax.pmax(jnp.sum(a), "i")))(x)
     assert_close(out, np.broadcast_to(x.sum(2).max(0), (N, 3)), rtol=1e-6)
     g = pmap(nbjax.grad(lambda a: jnp.sum(jnp.sin(a) * lax.axis_index("i"))))(x)
@@ -278,7 +275,7 @@ def test_pmap_of_vmap_and_of_grad():
 
 
 def test_grad_of_pmap_with_collectives():
-    x, w = randn(N, 3), randn(N, N, 3, seed=1)
+    x, w = random_array(0, (N, 3)), random_array(1, (N, N, 3))
 
     def loss(x):
         s = pmap(lambda a: lax.psum(a ** 2, "i"))(x)
@@ -293,7 +290,7 @@ def test_grad_of_pmap_with_collectives():
 
 
 def test_grad_of_pmap_with_unmapped_and_tiled_operands():
-    x, y = randn(N, 3), randn(3, seed=1)
+    x, y = random_array(0, (N, 3)), random_array(1, (3,))
 
     def loss(x, y):
         out = pmap(lambda a, b: jnp.tanh(a * b), in_axes=(0, None), out_axes=1)(x, y)
@@ -311,7 +308,7 @@ def test_grad_of_pmap_with_unmapped_and_tiled_operands():
 
 
 def test_jit_and_pmap_compose():
-    x = randn(N, 3)
+    x = random_array(0, (N, 3))
     f = pmap(nbjax.jit(lambda a: lax.psum(jnp.exp(a), "i")))
     assert_close(nbjax.jit(f)(x), np.broadcast_to(np.exp(x).sum(0), x.shape),
                  rtol=1e-6)
@@ -320,7 +317,7 @@ def test_jit_and_pmap_compose():
 
 
 def test_vmap_of_grad_of_pmap_and_grad_of_vmap_of_pmap():
-    x = randn(4, N, 3)
+    x = random_array(0, (4, N, 3))
 
     def loss(a):
         return jnp.sum(pmap(lambda b: lax.pmean(jnp.sin(b), "i"))(a))
@@ -334,6 +331,6 @@ def test_vmap_of_grad_of_pmap_and_grad_of_vmap_of_pmap():
 def test_reverse_mode_with_unmapped_output_is_not_supported():
     f = pmap(lambda a: lax.psum(a, "i"), out_axes=None)
     with pytest.raises(NotImplementedError, match="out_axes=None"):
-        nbjax.grad(lambda a: f(a).sum())(randn(N, 3))
-    _, tangent = nbjax.jvp(f, (randn(N, 3),), (np.ones((N, 3), np.float32),))
+        nbjax.grad(lambda a: f(a).sum())(random_array(0, (N, 3)))
+    _, tangent = nbjax.jvp(f, (random_array(0, (N, 3)),), (np.ones((N, 3), np.float32),))
     assert_close(tangent, np.full(3, N))

@@ -14,8 +14,8 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 import nbjax.random as R
-from nbjax.core import check_jaxpr, eval_jaxpr
-from helpers import assert_close
+from nbjax.core import check_jaxpr
+from helpers import assert_close, staged
 
 # --- JAX's streams -------------------------------------------------------------------------
 
@@ -364,9 +364,7 @@ def test_jaxpr_jit_and_vmap(name):
     f = SAMPLERS[name]
     key = R.PRNGKey(11)
     eager = np.asarray(f(key))
-    closed = nbjax.make_jaxpr(f)(key)
-    check_jaxpr(closed.jaxpr)
-    np.testing.assert_array_equal(eval_jaxpr(closed.jaxpr, closed.consts, key)[0], eager)
+    np.testing.assert_array_equal(staged(f, key), eager)
     np.testing.assert_array_equal(nbjax.jit(f)(key), eager)
     keys = R.split(key, 3)
     loop = np.stack([np.asarray(f(k)) for k in keys])

@@ -16,7 +16,7 @@ from nbjax import lax
 from nbjax.core import check_jaxpr, dtypes
 from nbjax.test_util import check_grads
 import helpers
-from helpers import assert_close
+from helpers import assert_close, random_array
 
 # Loops of float32 steps: the batched and the per-member loop may round differently.
 check_vmap = functools.partial(helpers.check_vmap, rtol=1e-5)
@@ -29,10 +29,6 @@ def fresh_rng():
     """The same inputs for a test however the tests are selected or ordered."""
     global rng
     rng = np.random.default_rng(0)
-
-
-def randn(*shape):
-    return rng.standard_normal(shape).astype(np.float32)
 
 
 def jaxpr_primitives(closed):
@@ -67,7 +63,7 @@ def test_vmap_cond(in_axes):
     p_shape, x_shape, y_shape = shapes[in_axes]
     for p_value in (True, False):
         p = rng.random(p_shape) < 0.5 if p_shape else np.bool_(p_value)
-        check_vmap(two_way, (p, randn(*x_shape), randn(*y_shape)), in_axes)
+        check_vmap(two_way, (p, random_array(rng, x_shape), random_array(rng, y_shape)), in_axes)
 
 
 @pytest.mark.parametrize("in_axes", [(0, 0, None), (None, 0, 0), (0, None, None)])
@@ -75,8 +71,8 @@ def test_vmap_switch(in_axes):
     branches = [lambda x, y: x * y, lambda x, y: jnp.sin(x) + 1.0, lambda x, y: y - x]
     f = lambda i, x, y: lax.switch(i, branches, x, y)
     index = np.array([0, 1, 2, -1, 7], np.int32) if in_axes[0] == 0 else np.int32(2)
-    x = randn(5, 3) if in_axes[1] == 0 else randn(3)
-    y = randn(5, 3) if in_axes[2] == 0 else randn(3)
+    x = random_array(rng, (5, 3)) if in_axes[1] == 0 else random_array(rng, (3,))
+    y = random_array(rng, (5, 3)) if in_axes[2] == 0 else random_array(rng, (3,))
     check_vmap(f, (index, x, y), in_axes)
 
 
@@ -84,10 +80,10 @@ def test_vmap_cond_batched_predicate_is_a_select():
     """With a predicate per batch member both branches run and select_n picks, as in JAX;
     with one predicate the cond stays."""
     f = lambda p, x: lax.cond(p, jnp.sin, jnp.cos, x)
-    batched = nbjax.make_jaxpr(nbjax.vmap(f))(np.array([True, False]), randn(2, 3))
+    batched = nbjax.make_jaxpr(nbjax.vmap(f))(np.array([True, False]), random_array(rng, (2, 3)))
     assert "cond" not in jaxpr_primitives(batched)
     assert "select_n" in jaxpr_primitives(batched)
-    unbatched = nbjax.make_jaxpr(nbjax.vmap(f, (None, 0)))(True, randn(2, 3))
+    unbatched = nbjax.make_jaxpr(nbjax.vmap(f, (None, 0)))(True, random_array(rng, (2, 3)))
     assert jaxpr_primitives(unbatched).count("cond") == 1
     assert "select_n" not in jaxpr_primitives(unbatched)
 
@@ -101,7 +97,7 @@ def count_to(n, x):
 @pytest.mark.parametrize("in_axes", [(0, 0), (0, None), (None, 0), (None, 1)])
 def test_vmap_while(in_axes):
     n = np.array([0, 3, 1, 2], np.int32) if in_axes[0] == 0 else np.int32(2)
-    x = {0: randn(4, 3), None: randn(3), 1: randn(3, 4)}[in_axes[1]]
+    x = random_array(rng, {0: (4, 3), None: (3,), 1: (3, 4)}[in_axes[1]])
     check_vmap(count_to, (n, x), in_axes)
 
 
@@ -110,14 +106,14 @@ def test_vmap_while_carry_batched_by_body():
     batched from the start (the fixed point)."""
     def f(w):
         return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + w), (0, 1.0))
-    check_vmap(f, (randn(4),), (0,))
-    jaxpr = nbjax.make_jaxpr(nbjax.vmap(f))(randn(4))
+    check_vmap(f, (random_array(rng, (4,)),), (0,))
+    jaxpr = nbjax.make_jaxpr(nbjax.vmap(f))(random_array(rng, (4,)))
     assert "reduce_or" not in jaxpr_primitives(jaxpr)  # the predicate stays unbatched
 
 
 def test_vmap_while_nested():
     f = nbjax.vmap(nbjax.vmap(count_to, (0, 0)), (None, 1))
-    n, x = np.array([1, 0, 2], np.int32), randn(3, 2, 4)
+    n, x = np.array([1, 0, 2], np.int32), random_array(rng, (3, 2, 4))
     got = f(n, x)
     for j in range(2):
         for i in range(3):
@@ -138,13 +134,13 @@ def rnn(c, xs, w):
     ((-1, -1, -1), [(3, 4), (5, 3, 4), (3, 4)]),
 ])
 def test_vmap_scan(in_axes, shapes):
-    check_vmap(rnn, [randn(*s) for s in shapes], in_axes)
+    check_vmap(rnn, [random_array(rng, s) for s in shapes], in_axes)
 
 
 def test_vmap_scan_out_axes_reverse_and_nested():
     f = lambda c, xs: lax.scan(lambda c, x: (c * x, c - x), c, xs, reverse=True)
-    check_vmap(f, (randn(4, 3), randn(5, 4, 3)), (0, 1), out_axes=1)
-    c, xs = randn(2, 4), randn(5, 2, 3, 4)
+    check_vmap(f, (random_array(rng, (4, 3)), random_array(rng, (5, 4, 3))), (0, 1), out_axes=1)
+    c, xs = random_array(rng, (2, 4)), random_array(rng, (5, 2, 3, 4))
     got = nbjax.vmap(nbjax.vmap(f, (None, 1)), (0, 1))(c, xs)
     for i in range(2):
         for j in range(3):
@@ -156,21 +152,22 @@ def test_vmap_scan_out_axes_reverse_and_nested():
 def test_vmap_scan_keeps_batch_axis_after_scan_axis():
     """Scanned operands batched at axis 1 are scanned as they are: no transpose."""
     jaxpr = nbjax.make_jaxpr(nbjax.vmap(rnn, (None, 1, None), out_axes=(0, 1)))(
-        randn(3), randn(5, 4, 3), randn(3))
+        random_array(rng, (3,)), random_array(rng, (5, 4, 3)), random_array(rng, (3,)))
     assert "transpose" not in jaxpr_primitives(jaxpr)
 
 
 def test_vmap_map_and_fori_loop():
-    check_vmap(lambda xs: lax.map(jnp.sin, xs), (randn(3, 4),), (1,))
-    check_vmap(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0 + i, x), (randn(4, 2),), (0,))
+    check_vmap(lambda xs: lax.map(jnp.sin, xs), (random_array(rng, (3, 4)),), (1,))
+    check_vmap(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0 + i, x),
+               (random_array(rng, (4, 2)),), (0,))
     check_vmap(lambda n, x: lax.fori_loop(0, n, lambda i, c: c * 2.0, x),
-               (np.array([0, 2, 1], np.int32), randn(3, 2)), (0, 0))
+               (np.array([0, 2, 1], np.int32), random_array(rng, (3, 2))), (0, 0))
 
 
 def test_stop_gradient_rules():
-    check_vmap(lambda x: lax.stop_gradient(x) * 2.0, (randn(3, 2),), (1,))
+    check_vmap(lambda x: lax.stop_gradient(x) * 2.0, (random_array(rng, (3, 2)),), (1,))
     f = lambda x: jnp.sum(x * lax.stop_gradient(x))
-    x = randn(3)
+    x = random_array(rng, (3,))
     assert_close(nbjax.grad(f)(x), x, rtol=1e-6)
     _, t = nbjax.jvp(lax.stop_gradient, (x,), (np.ones(3, np.float32),))
     np.testing.assert_array_equal(t, np.zeros(3, np.float32))
@@ -190,13 +187,13 @@ def check_grads_both(f, *args):
 def small(*shape):
     """Inputs for loops that multiply by them at each step: kept small so that derivatives
     stay moderate and float32 finite differences accurate."""
-    return randn(*shape) * 0.5
+    return random_array(rng, shape) * 0.5
 
 
 @pytest.mark.parametrize("pred", [True, False])
 def test_grads_cond(pred):
     f = lambda x, y: lax.cond(pred, lambda x, y: jnp.sin(x) * y, lambda x, y: x - y * y, x, y)
-    check_grads_both(f, randn(3), randn(3))
+    check_grads_both(f, random_array(rng, (3,)), random_array(rng, (3,)))
 
 
 def cond_with_integers(x, y):
@@ -206,9 +203,12 @@ def cond_with_integers(x, y):
 
 
 def test_grads_cond_unused_and_integer_operands():
-    for x in (np.abs(randn(3)) + 0.1, -np.abs(randn(3)) - 0.1):
-        check_grads_both(lambda x, y: cond_with_integers(x, y)[0] * 2.0, x, randn(3))
-        (_, k), (_, kt) = nbjax.jvp(cond_with_integers, (x, randn(3)), (randn(3), randn(3)))
+    for x in (np.abs(random_array(rng, (3,))) + 0.1, -np.abs(random_array(rng, (3,))) - 0.1):
+        check_grads_both(lambda x, y: cond_with_integers(x, y)[0] * 2.0, x,
+                         random_array(rng, (3,)))
+        primals = (x, random_array(rng, (3,)))
+        tangents = (random_array(rng, (3,)), random_array(rng, (3,)))
+        (_, k), (_, kt) = nbjax.jvp(cond_with_integers, primals, tangents)
         assert kt.dtype == dtypes.float0 and kt.shape == ()
         ct_x, ct_y = nbjax.grad(lambda x, y: jnp.sum(cond_with_integers(x, y)[0]), (0, 1))(x, x)
         assert_close(ct_x + ct_y, 2 * x if x[0] > 0 else np.ones(3), rtol=1e-6)
@@ -217,15 +217,16 @@ def test_grads_cond_unused_and_integer_operands():
 @pytest.mark.parametrize("index", [0, 1, 2])
 def test_grads_switch(index):
     branches = [lambda x, y: x * y, lambda x, y: jnp.sin(x), lambda x, y: y - 1.0]
-    check_grads_both(lambda x, y: lax.switch(index, branches, x, y), randn(3), randn(3))
+    check_grads_both(lambda x, y: lax.switch(index, branches, x, y), random_array(rng, (3,)),
+                     random_array(rng, (3,)))
 
 
 def test_grad_cond_closing_over_outer_values():
-    w = randn(3)
+    w = random_array(rng, (3,))
 
     def f(x, w):
         return jnp.sum(lax.cond(jnp.sum(x) > 0, lambda x: x * w, lambda x: jnp.sin(w) + x, x))
-    x = np.abs(randn(3))
+    x = np.abs(random_array(rng, (3,)))
     assert_close(nbjax.grad(f, argnums=1)(x, w), x, rtol=1e-6)
     assert_close(nbjax.grad(f, argnums=1)(-x, w), np.cos(w), rtol=1e-6)
     check_grads_both(f, x, w)
@@ -236,19 +237,19 @@ def scan_fn(x, xs):
 
 
 def test_grads_scan():
-    check_grads_both(scan_fn, randn(3), small(4, 3))
+    check_grads_both(scan_fn, random_array(rng, (3,)), small(4, 3))
 
 
 def test_grads_scan_reverse_and_closure():
     def f(c, xs, w):
         return lax.scan(lambda c, x: (jnp.tanh(c * w) + x, jnp.sin(c) * w), c, xs, reverse=True)
-    check_grads_both(f, randn(3), randn(4, 3), small(3))
+    check_grads_both(f, random_array(rng, (3,)), random_array(rng, (4, 3)), small(3))
 
 
 def test_grad_scan_of_closed_over_value():
     """d/dw of sum_t xs[t] * w, accumulated in a carry that starts at a constant: the
     carry's tangent is zero initially and nonzero after one step (the fixed point)."""
-    xs = randn(5)
+    xs = random_array(rng, (5,))
 
     def f(w):
         return lax.scan(lambda c, x: (c + x * w, ()), 0.0, xs)[0]
@@ -262,8 +263,8 @@ def test_grads_fori_loop_static_and_map():
     check_grads_both(lambda x: lax.fori_loop(0, 5, lambda i, c: c * 1.1 + jnp.sin(c), x),
                      small(3))
     check_grads_both(lambda x: lax.fori_loop(2, 4, lambda i, c: c + jnp.cos(c) * i, x),
-                     randn(3))
-    check_grads_both(lambda xs: lax.map(lambda x: jnp.sin(x) * x, xs), randn(4, 2))
+                     random_array(rng, (3,)))
+    check_grads_both(lambda xs: lax.map(lambda x: jnp.sin(x) * x, xs), random_array(rng, (4, 2)))
 
 
 def test_grads_nested_control_flow():
@@ -273,11 +274,11 @@ def test_grads_nested_control_flow():
             inner = lax.scan(lambda d, b: (d * b, d), c, xs)[0]
             return inner, c
         return lax.scan(body, x, xs)
-    check_grads_both(f, randn(3), small(4, 3))
+    check_grads_both(f, random_array(rng, (3,)), small(4, 3))
 
 
 def test_grad_scan_matches_unrolled_loop():
-    x, xs = randn(3), randn(4, 3)
+    x, xs = random_array(rng, (3,)), random_array(rng, (4, 3))
 
     def unrolled(x, *rows):
         c, total = x, 0.0
@@ -299,23 +300,23 @@ def test_grad_scan_jaxpr():
     """make_jaxpr(grad(f)) type-checks and has two scans, as JAX's: a forward scan computing
     the primal values and stacking residuals, and a reverse scan of the transposed body."""
     f = lambda x, xs: jnp.sum(scan_fn(x, xs)[0])
-    closed = nbjax.make_jaxpr(nbjax.grad(f))(randn(3), randn(4, 3))
+    closed = nbjax.make_jaxpr(nbjax.grad(f))(random_array(rng, (3,)), random_array(rng, (4, 3)))
     check_jaxpr(closed.jaxpr)
     scans = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"]
     assert [e.params["reverse"] for e in scans] == [False, True]
     check_jaxpr(nbjax.make_jaxpr(lambda x, xs: nbjax.jvp(f, (x, xs), (x, xs)))(
-        randn(3), randn(4, 3)).jaxpr)
+        random_array(rng, (3,)), random_array(rng, (4, 3))).jaxpr)
 
 
 def test_per_example_gradients_through_scan():
-    w = randn(3) * 0.5
+    w = random_array(rng, (3,)) * 0.5
 
-    inputs = randn(2, 3)
+    inputs = random_array(rng, (2, 3))
 
     def loss(x, w):
         c, ys = lax.scan(lambda c, a: (jnp.tanh(c * w + a * x), c * a), x, inputs)
         return jnp.sum(c) + jnp.sum(ys)
-    xs = randn(4, 3)
+    xs = random_array(rng, (4, 3))
     got = nbjax.vmap(nbjax.grad(loss, argnums=1), (0, None))(xs, w)
     want = np.stack([nbjax.grad(loss, argnums=1)(x, w) for x in xs])
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -326,27 +327,27 @@ def test_per_example_gradients_through_scan():
 
 def test_per_example_gradients_through_cond():
     f = lambda x: jnp.sum(lax.cond(jnp.sum(x) > 0, jnp.sin, lambda x: x * x, x))
-    xs = randn(5, 3)
+    xs = random_array(rng, (5, 3))
     got = nbjax.vmap(nbjax.grad(f))(xs)
     want = np.stack([nbjax.grad(f)(x) for x in xs])
     assert_close(got, want, rtol=1e-6)
 
 
 def test_forward_mode_while():
-    check_grads(lambda x: count_to(4, x)[1], (randn(3),), order=2, modes=("fwd",))
+    check_grads(lambda x: count_to(4, x)[1], (random_array(rng, (3,)),), order=2, modes=("fwd",))
     check_grads(lambda x, w: lax.while_loop(
         lambda c: c[1][0] < 10.0, lambda c: (c[0] * w, c[1] + 1.0), (x, x))[0],
-        (randn(3), randn(3)), order=2, modes=("fwd",))
+        (random_array(rng, (3,)), random_array(rng, (3,))), order=2, modes=("fwd",))
 
 
 def test_linearize_and_vmap_of_jvp_through_while():
-    x, t = randn(3), randn(3)
+    x, t = random_array(rng, (3,)), random_array(rng, (3,))
     f = lambda x: count_to(3, x)[1]
     out, f_jvp = nbjax.linearize(f, x)
     want_out, want_t = nbjax.jvp(f, (x,), (t,))
     assert_close(out, want_out, rtol=1e-6)
     assert_close(f_jvp(t), want_t, rtol=1e-6)
-    n, xs, ts = np.array([0, 2, 1], np.int32), randn(3, 3), randn(3, 3)
+    n, xs, ts = np.array([0, 2, 1], np.int32), random_array(rng, (3, 3)), random_array(rng, (3, 3))
     g = lambda n, x, t: nbjax.jvp(lambda x: count_to(n, x)[1], (x,), (t,))
     check_vmap(g, (n, xs, ts), (0, 0, 0))
 
@@ -354,7 +355,7 @@ def test_linearize_and_vmap_of_jvp_through_while():
 def test_reverse_mode_while_raises():
     message = "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop"
     with pytest.raises(ValueError, match=message):
-        nbjax.grad(lambda x: jnp.sum(count_to(3, x)[1]))(randn(3))
+        nbjax.grad(lambda x: jnp.sum(count_to(3, x)[1]))(random_array(rng, (3,)))
     with pytest.raises(ValueError, match=message):
         # Under make_jaxpr the bound n is traced: the fori_loop is a while loop.
         nbjax.make_jaxpr(nbjax.grad(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * 2.0, x)))(

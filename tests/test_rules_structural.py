@@ -10,21 +10,17 @@ import nbjax
 from nbjax import lax
 from nbjax.core import check_jaxpr, dtypes
 from nbjax.test_util import check_grads
-from helpers import assert_close
+from helpers import assert_close, random_array
 
-rng = np.random.RandomState(0)
+rng = np.random.default_rng(0)
 B = 3  # the batch size of every vmap test
-
-
-def randn(*shape):
-    return rng.standard_normal(shape).astype(np.float32)
 
 
 def batched(x, axis):
     """B different random values like ``x``, stacked along ``axis`` (None: ``x`` itself)."""
     if axis is None:
         return x
-    return np.stack([randn(*np.shape(x)) for _ in range(B)], axis)
+    return np.stack([random_array(rng, (*np.shape(x),)) for _ in range(B)], axis)
 
 
 def assert_vmap_matches_loop(f, args, in_axes, out_axes=0):
@@ -64,7 +60,7 @@ ONE_OPERAND = [
 
 @pytest.mark.parametrize("name,f,shape", ONE_OPERAND, ids=[c[0] for c in ONE_OPERAND])
 def test_one_operand_rules(name, f, shape):
-    x = randn(*shape)
+    x = random_array(rng, shape)
     for axis in range(-1, len(shape) + 1):
         assert_vmap_matches_loop(f, (batched(x, axis),), (axis,))
     check_grads(f, (x,), order=2, modes=("fwd", "rev"))
@@ -83,7 +79,7 @@ MIXED_AXES = [(0, 0), (1, 0), (-1, 0), (None, 0), (0, None), (1, None), (None, -
 @pytest.mark.parametrize("name,f,xshape,yshape", TWO_OPERANDS,
                          ids=[c[0] for c in TWO_OPERANDS])
 def test_two_operand_rules(name, f, xshape, yshape):
-    x, y = randn(*xshape), randn(*yshape)
+    x, y = random_array(rng, xshape), random_array(rng, yshape)
     for in_axes in MIXED_AXES:
         if any(ax is not None and abs(ax) > len(s) for ax, s in zip(in_axes, (xshape, yshape))):
             continue
@@ -97,7 +93,7 @@ def test_two_operand_rules(name, f, xshape, yshape):
 
 def test_pad_value_cotangent_is_the_sum_of_the_padding():
     """d/dv sum(pad(x, v)) counts the padded positions, cropped ones excluded."""
-    x = randn(3, 4)
+    x = random_array(rng, (3, 4))
     config = ((1, 2, 1), (-1, 0, 0))  # 3 -> 1 + 5 + 2 = 8 rows, 4 -> 3 columns
     gx, gv = nbjax.grad(lambda x, v: lax.pad(x, v, config).sum(), (0, 1))(x, np.float32(0))
     np.testing.assert_array_equal(gx, np.array([[0, 1, 1, 1]] * 3, np.float32))
@@ -105,17 +101,17 @@ def test_pad_value_cotangent_is_the_sum_of_the_padding():
 
 
 def test_broadcast_in_dim_transpose_sums_copies():
-    x = randn(3, 1)
+    x = random_array(rng, (3, 1))
     g = nbjax.grad(lambda x: (lax.broadcast_in_dim(x, (2, 3, 4), (1, 2)) * 1.5).sum())(x)
     assert_close(g, np.full((3, 1), 2 * 4 * 1.5), rtol=1e-6)
 
 
 def test_out_axes_and_nested_vmap():
-    x = randn(B, 4, 5)
+    x = random_array(rng, (B, 4, 5))
     f = lambda x: lax.transpose(lax.reshape(x, (5, 4)), (1, 0))
     for out_axes in (1, -1):
         assert_vmap_matches_loop(f, (x,), (0,), out_axes)
-    xs = randn(2, 4, B)  # vmap over axis 0, then (inside) over axis 1 of what is left
+    xs = random_array(rng, (2, 4, B))  # vmap over axis 0, then (inside) over axis 1 of what is left
     g = lambda x: lax.pad(lax.rev(x, (0,)), np.float32(1), ((1, 0, 1),))
     nested = nbjax.vmap(nbjax.vmap(g, in_axes=1), in_axes=0)(xs)
     expected = np.stack([np.stack([g(xs[i, :, j]) for j in range(B)]) for i in range(2)])
@@ -123,7 +119,7 @@ def test_out_axes_and_nested_vmap():
 
 
 def test_no_needless_transposes():
-    x = randn(B, 3, 4)
+    x = random_array(rng, (B, 3, 4))
     # One transpose, permuting the batch axis along (JAX's jaxpr has the same one).
     closed = nbjax.make_jaxpr(nbjax.vmap(lambda x: lax.transpose(x, (1, 0))))(x)
     assert [str(e.params["permutation"]) for e in closed.jaxpr.eqns] == ["(0, 2, 1)"]
@@ -146,7 +142,7 @@ def test_no_needless_transposes():
 def test_iota_under_vmap_and_jvp():
     """iota has no operands: vmap and jvp see it as a constant."""
     f = lambda x: x * lax.iota(np.float32, 4)
-    x = randn(B)
+    x = random_array(rng, (B,))
     assert_close(nbjax.vmap(f)(x), x[:, None] * np.arange(4), rtol=1e-6)
     _, t = nbjax.jvp(f, (np.float32(2),), (np.float32(1),))
     assert_close(t, np.arange(4, dtype=np.float32))
@@ -162,7 +158,7 @@ def test_integer_operands_get_zero_tangents():
 
 
 def test_grad_of_vmap_and_vmap_of_grad():
-    x = randn(B, 3, 4)
+    x = random_array(rng, (B, 3, 4))
     f = lambda x: (lax.pad(lax.transpose(x, (1, 0)), np.float32(0), ((1, 0, 1), (0, 0, 0)))
                    ** 2).sum()
     per_example = nbjax.vmap(nbjax.grad(f))(x)
