@@ -13,9 +13,9 @@ import inspect
 import logging
 import pdb
 
-from .core import Array, default_device, pytree, valid_value
+from .core import Array, default_device, pytree
 from .core.array import SingleDeviceSharding
-from .lax.callback import debug_callback
+from .lax.callback import FlatCallback, debug_callback
 
 __all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback",
            "inspect_array_sharding", "log", "print", "visualize_array_sharding",
@@ -54,30 +54,8 @@ def callback(callback, *args, ordered=False, partitioned=False, **kwargs):
     computation runs: once eagerly or per run of a jitted function, once per batch member
     under ``vmap``, with the primal values under ``grad``. ``ordered`` and ``partitioned``
     are accepted for JAX's signature; nbjax runs programs in order on one device."""
-    leaves, treedef = pytree.tree_flatten((args, kwargs))
-    dynamic = [i for i, x in enumerate(leaves) if valid_value(x)]
-    debug_callback(_FlatCallback(callback, leaves, treedef, dynamic),
-                   *(leaves[i] for i in dynamic))
-
-
-class _FlatCallback:
-    """The user's callback taking the flat operands of ``debug_callback``: it puts them back
-    in the argument pytree. Its repr (the callback's name) is what a jaxpr prints."""
-
-    def __init__(self, callback, leaves, treedef, dynamic):
-        self.callback, self.leaves, self.treedef, self.dynamic = callback, leaves, treedef, dynamic
-
-    def __call__(self, *values):
-        full = list(self.leaves)
-        for i, v in zip(self.dynamic, values):
-            full[i] = v
-        args, kwargs = pytree.tree_unflatten(self.treedef, full)
-        self.callback(*args, **kwargs)
-
-    def __repr__(self):
-        if isinstance(self.callback, (_Formatter, _Debugger)):
-            return repr(self.callback)
-        return getattr(self.callback, "__qualname__", repr(self.callback))
+    flat = FlatCallback(callback, args, kwargs)
+    debug_callback(flat, *flat.operands())
 
 
 def print(fmt=None, *args, ordered=False, partitioned=False, **kwargs):

@@ -14,9 +14,11 @@ llvmlite (``nbjax.backends.cpu``).
 """
 
 import importlib
+import logging
 import threading
 
 from ..backends import reference
+from ..config import config
 from . import report  # noqa: F401
 from .passes import Rewrite, optimize  # noqa: F401
 
@@ -50,6 +52,11 @@ def compile(closed_jaxpr, name="jit", backend="reference"):
     with _lock:
         executable = closed_jaxpr.executables.get(backend)
         if executable is None:
+            if config.log_compiles:
+                types = ", ".join(str(v.aval) for v in closed_jaxpr.jaxpr.invars)
+                logging.getLogger("nbjax.compiler").warning(
+                    "Compiling %s with argument types [%s] for the %s backend", name, types,
+                    backend)
             executable = _backend_fn(backend)(closed_jaxpr, name)
             closed_jaxpr.executables[backend] = executable
     return executable

@@ -50,6 +50,7 @@ for _name in ("scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-m
               "scatter-max"):
     LIBRARY[_name] = f"{_name} is a library step (NumPy indexing)"
 LIBRARY["debug_callback"] = "debug_callback calls Python back with the values (a host step)"
+LIBRARY["pure_callback"] = "pure_callback computes its results in Python (a host step)"
 for _name in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
     LIBRARY[_name] = f"{_name} is a library call (NumPy cumulative op)"
 
