@@ -122,10 +122,12 @@ def log_compiles(new_val=True):
 
 
 numpy_dtype_promotion = _choice("numpy_dtype_promotion", ("standard", "strict"), """
-    ``with nbjax.numpy_dtype_promotion("strict"):`` operands of different dtypes raise TypePromotionError instead of promoting (a Python scalar may still
+    ``with nbjax.numpy_dtype_promotion("strict"):`` operands of different dtypes raise
+    TypePromotionError instead of promoting (a Python scalar may still
     join an array of its kind or a higher one: ``int8 + 1``, ``float32 + 1``).""")
 numpy_rank_promotion = _choice("numpy_rank_promotion", ("allow", "warn", "raise"), """
-    ``with nbjax.numpy_rank_promotion("raise"):`` jnp operands of different (non-zero) ranks raise ValueError (``"warn"``: a UserWarning) rather than
+    ``with nbjax.numpy_rank_promotion("raise"):`` jnp operands of different (non-zero) ranks
+    raise ValueError (``"warn"``: a UserWarning) rather than
     broadcasting silently.""")
 
 
