@@ -1,9 +1,15 @@
 """nbjax: JAX rebuilt from scratch in Python, made visible in Jupyter."""
 
 from .config import config, disable_jit, enable_x64, explain_cache_misses  # noqa: F401
+from .config import (allow_f16_reductions, check_tracer_leaks, checking_leaks,  # noqa: F401
+                     debug_infs, debug_key_reuse, debug_nans, default_matmul_precision,
+                     default_prng_impl, enable_checks, enable_custom_prng, legacy_prng_key,
+                     log_compiles, numpy_dtype_promotion, numpy_rank_promotion,
+                     threefry_partitionable, transfer_guard, transfer_guard_device_to_device,
+                     transfer_guard_device_to_host, transfer_guard_host_to_device)
 from .core import Array, default_device, devices  # noqa: F401
 from .core.abstract import ShapeDtypeStruct, ShapedArray  # noqa: F401
-from .core.array import Device  # noqa: F401
+from .core.array import Device, Shard  # noqa: F401
 from .core.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa: F401
                           TracerBoolConversionError, TracerIntegerConversionError,
                           UnexpectedTracerError)
@@ -14,8 +20,9 @@ from .api import (ensure_compile_time_eval, eval_shape, grad, hessian, jacfwd,  
 from .host import *  # noqa: F401,F403
 from . import debug, lax, numpy, random, scipy  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
-from .custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
-from .jit import jit  # noqa: F401
+from .custom_derivatives import custom_gradient, custom_jvp, custom_vjp  # noqa: F401
+from .jit import clear_caches, jit  # noqa: F401
+from .lax.callback import pure_callback  # noqa: F401
 from . import viz  # noqa: F401  (installs the rich display of jaxprs)
 
 __version__ = "0.1.0"

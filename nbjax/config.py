@@ -18,6 +18,29 @@ class Config:
         # The CPU the cpu backend compiles for: "host", or a CPU name LLVM knows
         # ("x86-64-v3", "znver3", ...), to inspect or test the code made for another CPU.
         "cpu_target": os.environ.get("NBJAX_CPU_TARGET", "host"),
+        # Raise FloatingPointError when an eager op or a jitted call returns a NaN (an inf).
+        "debug_nans": False,
+        "debug_infs": False,
+        # Log (WARNING, logger "nbjax.compiler") each compilation of a jaxpr.
+        "log_compiles": False,
+        # "standard" (JAX's promotion lattice) or "strict" (no implicit promotion).
+        "numpy_dtype_promotion": "standard",
+        # Broadcasting operands of different ranks in jnp: "allow", "warn" or "raise".
+        "numpy_rank_promotion": "allow",
+        # Flags JAX has that nbjax accepts without effect; each context manager says why.
+        "enable_checks": False,
+        "check_tracer_leaks": False,
+        "default_matmul_precision": None,
+        "transfer_guard": None,
+        "transfer_guard_host_to_device": None,
+        "transfer_guard_device_to_device": None,
+        "transfer_guard_device_to_host": None,
+        "default_prng_impl": "threefry2x32",
+        "threefry_partitionable": True,
+        "enable_custom_prng": False,
+        "legacy_prng_key": "allow",
+        "debug_key_reuse": False,
+        "allow_f16_reductions": False,
     }
 
     def __init__(self):
@@ -67,3 +90,81 @@ def disable_jit(disable=True):
 def explain_cache_misses(new_val=True):
     """``with nbjax.explain_cache_misses():`` jit says why it traces again."""
     return _option("explain_cache_misses", bool(new_val))
+
+
+def _choice(name, choices, doc):
+    """A context manager setting option ``name`` to one of ``choices``."""
+    def manager(new_val):
+        if new_val not in choices:
+            raise ValueError(f"jax_{name} must be one of {choices}, got {new_val!r}")
+        return _option(name, new_val)
+    manager.__name__ = manager.__qualname__ = name
+    manager.__doc__ = doc
+    return manager
+
+
+def debug_nans(new_val=True):
+    """``with nbjax.debug_nans():`` an eager op or a jitted call whose result has a NaN
+    raises FloatingPointError (for a jitted call, naming the op that made it: the function
+    is run again op by op to find it, as JAX does)."""
+    return _option("debug_nans", bool(new_val))
+
+
+def debug_infs(new_val=True):
+    """As ``debug_nans``, for infinities."""
+    return _option("debug_infs", bool(new_val))
+
+
+def log_compiles(new_val=True):
+    """``with nbjax.log_compiles():`` each compilation is logged (WARNING, ``nbjax.compiler``
+    logger) with the function's name and argument types."""
+    return _option("log_compiles", bool(new_val))
+
+
+numpy_dtype_promotion = _choice("numpy_dtype_promotion", ("standard", "strict"), """
+    ``with nbjax.numpy_dtype_promotion("strict"):`` operands of different dtypes raise
+    TypePromotionError instead of promoting (a Python scalar may still
+    join an array of its kind or a higher one: ``int8 + 1``, ``float32 + 1``).""")
+numpy_rank_promotion = _choice("numpy_rank_promotion", ("allow", "warn", "raise"), """
+    ``with nbjax.numpy_rank_promotion("raise"):`` jnp operands of different (non-zero) ranks
+    raise ValueError (``"warn"``: a UserWarning) rather than
+    broadcasting silently.""")
+
+
+def _accepted(name, why):
+    """A context manager for JAX's flag ``name`` that nbjax records but that changes
+    nothing, because ``why``."""
+    def manager(new_val=True):
+        return _option(name, new_val)
+    manager.__name__ = manager.__qualname__ = name
+    manager.__doc__ = f"``with nbjax.{name}(value):`` accepted for JAX code; no effect: {why}."
+    return manager
+
+
+enable_checks = _accepted(
+    "enable_checks", "nbjax always type-checks the equations it stages and its rules' outputs")
+check_tracer_leaks = _accepted(
+    "check_tracer_leaks", "an escaped nbjax tracer is already reported "
+    "(UnexpectedTracerError) when it is used")
+checking_leaks = check_tracer_leaks
+default_matmul_precision = _accepted(
+    "default_matmul_precision", "nbjax's CPU matmuls compute in the operands' dtype (no "
+    "reduced-precision passes to choose between)")
+transfer_guard = _accepted(
+    "transfer_guard", "nbjax's arrays live in host memory, so there are no transfers to guard")
+transfer_guard_host_to_device = _accepted("transfer_guard_host_to_device",
+                                          "nbjax's arrays live in host memory")
+transfer_guard_device_to_device = _accepted("transfer_guard_device_to_device",
+                                            "nbjax's arrays live in host memory")
+transfer_guard_device_to_host = _accepted("transfer_guard_device_to_host",
+                                          "nbjax's arrays live in host memory")
+default_prng_impl = _accepted(
+    "default_prng_impl", "nbjax.random has one generator, threefry2x32")
+threefry_partitionable = _accepted(
+    "threefry_partitionable", "nbjax generates random bits on one device, in one way")
+enable_custom_prng = _accepted("enable_custom_prng", "nbjax.random has no custom PRNGs")
+legacy_prng_key = _accepted(
+    "legacy_prng_key", "nbjax accepts raw uint32 keys; it does not warn about them")
+debug_key_reuse = _accepted("debug_key_reuse", "nbjax does not track the use of keys")
+allow_f16_reductions = _accepted(
+    "allow_f16_reductions", "nbjax reduces float16 as NumPy does on the CPU")

@@ -327,3 +327,24 @@ class custom_vjp:
         outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=closed, fwd=flat_fwd,
                                       bwd=flat_bwd, num_consts=len(consts), name=name)
         return out_tree.unflatten(outs)
+
+
+def custom_gradient(fun):
+    """``fun(*args) -> (value, vjp)`` made a function of its value whose reverse-mode
+    derivative is ``vjp(cotangent) -> (cotangent of each arg,...)`` (``jax.custom_gradient``).
+
+    It is a ``custom_vjp`` whose residuals are the arguments: the backward pass calls
+    ``fun`` again to get ``vjp`` (a closure cannot outlive the forward trace), so the
+    forward computation runs twice under ``grad``."""
+    @custom_vjp
+    def value(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        return fun(*args)[0], args
+
+    def bwd(args, ct):
+        return tuple(fun(*args)[1](ct))
+
+    value.defvjp(fwd, bwd)
+    return value

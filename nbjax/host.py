@@ -9,9 +9,11 @@ import numpy as np
 
 from .core import Array, devices, pytree, to_numpy
 
-__all__ = ["block_until_ready", "default_backend", "device_count", "device_get", "device_put",
-           "host_count", "host_id", "host_ids", "local_device_count", "local_devices",
-           "process_count", "process_index", "process_indices"]
+__all__ = ["block_until_ready", "copy_to_host_async", "default_backend", "device_count",
+           "device_get", "device_put", "effects_barrier", "host_count", "host_id", "host_ids",
+           "local_device_count", "local_devices", "make_array_from_callback",
+           "make_array_from_process_local_data", "make_array_from_single_device_arrays",
+           "print_environment_info", "process_count", "process_index", "process_indices"]
 
 
 def block_until_ready(x):
@@ -66,3 +68,81 @@ def process_indices(backend=None):
 
 
 host_id, host_count, host_ids = process_index, process_count, process_indices
+
+
+def copy_to_host_async(x):
+    """Start copying every array of the pytree ``x`` to the host; returns ``x``. nbjax's
+    arrays are in host memory already."""
+    for leaf in pytree.tree_leaves(x):
+        if hasattr(leaf, "copy_to_host_async"):
+            leaf.copy_to_host_async()
+    return x
+
+
+def effects_barrier():
+    """Wait until every callback of the programs run so far has run: nbjax runs them in
+    order, before the call that binds them returns, so there is nothing to wait for."""
+
+
+def print_environment_info(return_string=False):
+    """The versions of nbjax, Python, NumPy and llvmlite, and the devices (for bug reports)."""
+    import platform
+    import sys
+    from . import __version__
+    lines = [f"nbjax:    {__version__}", f"numpy:    {np.__version__}"]
+    try:
+        import llvmlite
+        lines.append(f"llvmlite: {llvmlite.__version__}")
+    except ImportError:
+        lines.append("llvmlite: not installed")
+    lines += [f"python:   {sys.version}", f"device info: {devices()}, {device_count()} local "
+              "devices", f"process_count: {process_count()}",
+              f"platform: {platform.uname()}"]
+    text = "\n".join(lines) + "\n"
+    if return_string:
+        return text
+    print(text, end="")
+    return None
+
+
+def _check_sharding(sharding):
+    """nbjax's arrays live whole on one device: the sharding must be such a placement."""
+    if len(sharding.device_set) != 1 or not set(sharding.device_set) <= set(devices()):
+        raise ValueError(f"nbjax places an array whole on one of its devices; got {sharding!r}")
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+    """The array of ``shape`` whose data ``data_callback(index)`` gives, as JAX calls it for
+    each device's part: nbjax has one part, the whole array (``index`` is a tuple of
+    ``slice(None)``)."""
+    from .numpy import asarray
+    _check_sharding(sharding)
+    shape = tuple(shape)
+    data = asarray(data_callback((slice(None),) * len(shape)), dtype=dtype)
+    if data.shape != shape:
+        raise ValueError(f"data_callback returned shape {data.shape}, expected {shape}")
+    return data
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+    """The array of ``shape`` made of one array per device: nbjax's arrays live on one
+    device, so ``arrays`` has one, of the whole ``shape``."""
+    _check_sharding(sharding)
+    arrays = list(arrays)
+    if len(arrays) != 1 or tuple(arrays[0].shape) != tuple(shape):
+        raise ValueError(f"expected one array of shape {tuple(shape)} (one device), got "
+                         f"{[tuple(a.shape) for a in arrays]}")
+    from .numpy import asarray
+    return asarray(arrays[0], dtype=dtype)
+
+
+def make_array_from_process_local_data(sharding, local_data, global_shape=None):
+    """The global array of this process's data: nbjax runs one process, so it is all of it
+    (``global_shape`` must be its shape, when given)."""
+    from .numpy import asarray
+    _check_sharding(sharding)
+    data = asarray(local_data)
+    if global_shape is not None and tuple(global_shape) != data.shape:
+        raise ValueError(f"global_shape {tuple(global_shape)} is not the shape {data.shape} "
+                         "of the data of the one nbjax process")
+    return data

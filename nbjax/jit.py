@@ -166,6 +166,7 @@ class JitWrapped:
         self.name = getattr(fun, "__name__", type(fun).__name__)
         self._owner = traces.owner(fun, self, (self.static_argnums, self.static_argnames))
         self._fast = {}
+        _wrappers.add(self)
         self._has_static = bool(self.static_argnums or self.static_argnames)
         self._last_key = None
         self.trace_count = 0
@@ -406,6 +407,10 @@ class TraceCache:
             for key in [k for k in self._entries if k[0] == owner]:
                 del self._entries[key]
 
+    def clear_all(self):
+        with self._lock:
+            self._entries.clear()
+
     def __len__(self):
         return len(self._entries)
 
@@ -433,13 +438,27 @@ class TraceCache:
 TRACE_CACHE_SIZE = 512  # traces of all jitted functions together
 FAST_CALLS = 64         # fast-path signatures of one jit wrapper
 traces = TraceCache(TRACE_CACHE_SIZE)
+_wrappers = weakref.WeakSet()  # every JitWrapped alive, for clear_caches
+
+
+def clear_caches():
+    """Forget every jitted function's traces and fast-path entries, and with them their
+    compiled code (``jax.clear_caches``): the next call of each traces and compiles again.
+    The on-disk cache of machine code is kept, as JAX keeps its persistent cache."""
+    traces.clear_all()
+    for wrapper in list(_wrappers):
+        wrapper._fast.clear()
+        wrapper._last_key = None
 
 
 _config_values = config._values  # read directly on the fast path: two dict reads per call
 
 
 def _fast_key(args, backend):
-    """The fast path's key of an all-array call (see ``JitWrapped``), None for other calls."""
+    """The fast path's key of an all-array call (see ``JitWrapped``), None for other calls
+    and while results are checked for NaNs or infs (``debug_nans``: the general path checks)."""
+    if _config_values["debug_nans"] or _config_values["debug_infs"]:
+        return None
     key = [_config_values["enable_x64"], backend or _config_values["jit_backend"]]
     for a in args:
         kind = type(a)

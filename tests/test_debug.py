@@ -5,6 +5,8 @@ nbjax is compared with JAX's when JAX is importable, and always with the text re
 JAX 0.10.2 (so the tests mean the same without JAX).
 """
 
+import io
+
 import numpy as np
 import pytest
 
@@ -182,3 +184,85 @@ def test_callback_sees_arrays_and_returns_nothing():
     assert nbjax.debug.callback(seen.append, jnp.ones(2)) is None
     assert isinstance(seen[0], nbjax.Array)
     np.testing.assert_array_equal(seen[0], np.ones(2, np.float32))
+
+
+def two_call_form(lib):
+    lib.jit(lambda v: lib.debug.print(ordered=True)("two {} {k}", v, k=v + 1))(1.0)
+
+
+def test_two_call_form_prints_what_jax_prints(capsys):
+    out = _stdout(two_call_form, nbjax, capsys)
+    assert out == "two 1.0 2.0\n"
+    if jax is not None:
+        assert out == _stdout(two_call_form, jax, capsys)
+
+
+def _logged(lib, caplog):
+    caplog.clear()
+    with caplog.at_level("INFO"):
+        lib.debug.log("x={x}", x=lib.numpy.arange(3.0))
+        lib.jit(lambda v: lib.debug.log("y {}", v * 2))(lib.numpy.ones(2))
+        lib.vmap(lambda v: lib.debug.log("z {}", v))(lib.numpy.arange(2.0))
+    return [(r.levelname, r.getMessage()) for r in caplog.records if "debug" in r.name]
+
+
+def test_log_logs_the_messages_jax_logs(caplog):
+    mine = _logged(nbjax, caplog)
+    assert mine == [("INFO", "x=[0. 1. 2.]"), ("INFO", "y [2. 2.]"), ("INFO", "z 0.0"),
+                    ("INFO", "z 1.0")]
+    if jax is not None:
+        assert mine == _logged(jax, caplog)
+
+
+def _stops_in(f, args, commands, monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.StringIO(commands))
+    capsys.readouterr()
+    f(*args)
+    return capsys.readouterr().out
+
+
+def test_breakpoint_opens_pdb_with_the_runtime_values(monkeypatch, capsys):
+    def f(x):
+        y = jnp.sin(x) * 2
+        label = "static"
+        nbjax.debug.breakpoint()
+        return y
+
+    x = jnp.arange(3.0)
+    want = repr(jnp.sin(x) * 2)
+    for g in (f, nbjax.jit(f)):
+        out = _stops_in(g, (x,), "p y\np label\np x.sum()\nc\n", monkeypatch, capsys)
+        assert out.startswith("Entering nbjax debugger at ") and f"{want}\n" in out
+        assert "'static'\n" in out and repr(x.sum()) in out
+    out = _stops_in(nbjax.vmap(f), (jnp.arange(2.0),), "p y\nc\np y\nc\n", monkeypatch, capsys)
+    assert out.count("Entering nbjax debugger") == 2
+    assert repr(jnp.sin(jnp.float32(1.0)) * 2) in out
+    assert "debug_callback[callback=breakpoint]" in str(nbjax.make_jaxpr(f)(1.0))
+    with pytest.raises(ValueError, match="backend"):
+        nbjax.debug.breakpoint(backend="web")
+
+
+def test_sharding_of_one_device_arrays(capsys):
+    seen = []
+    x = jnp.ones((4, 4))
+    nbjax.debug.inspect_array_sharding({"a": x, "b": [jnp.ones(3)]}, callback=seen.append)
+    nbjax.jit(lambda v: nbjax.debug.inspect_array_sharding(v, callback=seen.append))(x)
+    assert seen == [x.sharding] * 3
+    assert seen[0].device_set == {nbjax.devices()[0]}
+    capsys.readouterr()
+    nbjax.debug.visualize_array_sharding(jnp.ones(5))
+    nbjax.debug.visualize_sharding((4, 4), x.sharding)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == ["┌───────┐", "│ CPU 0 │", "└───────┘"]
+    assert lines[3].startswith("┌") and "CPU 0" in lines[len(lines) // 2 + 1]
+    with pytest.raises(ValueError, match="shape"):
+        nbjax.debug.visualize_array_sharding(jnp.ones((2, 2, 2)))
+
+
+def test_debug_effects_print_as_jax():
+    assert str(nbjax.debug.DebugEffect()) == "Debug"
+    assert str(nbjax.debug.OrderedDebugEffect()) == "OrderedDebug"
+    assert nbjax.debug.OrderedDebugEffect() != nbjax.debug.DebugEffect()
+    if jax is not None:
+        assert str(jax.debug.OrderedDebugEffect()) == "OrderedDebug"
+        assert str(jax.debug.DebugEffect()) == "Debug"

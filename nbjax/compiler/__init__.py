@@ -14,8 +14,10 @@ The targets themselves (``"reference"``, ``"cpu"``) live in ``nbjax.backends``, 
 on this package; this package never imports them.
 """
 
+import logging
 import threading
 
+from ..config import config
 from . import report  # noqa: F401
 from .executable import Executable, KernelInfo, Timer  # noqa: F401
 from .fusion import plan
@@ -49,6 +51,11 @@ def compile(closed_jaxpr, target, name="jit"):
     with _lock:
         executable = closed_jaxpr.executables.get(target.name)
         if executable is None:
+            if config.log_compiles:
+                types = ", ".join(str(v.aval) for v in closed_jaxpr.jaxpr.invars)
+                logging.getLogger("nbjax.compiler").warning(
+                    "Compiling %s with argument types [%s] for the %s backend", name, types,
+                    target.name)
             executable = _compile(closed_jaxpr, target, name)
             closed_jaxpr.executables[target.name] = executable
     return executable

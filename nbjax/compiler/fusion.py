@@ -275,7 +275,7 @@ def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, re
         return target, f"{name}: index arithmetic on the loads of kernel {{g}}"
     root = target.parts[0][0]
     if root.primitive.lowerings["kernel"].kind == "reduction":
-        return target, f"element-wise: fused into the reduction of kernel {{g}}"
+        return target, "element-wise: fused into the reduction of kernel {g}"
     return target, "element-wise: joined kernel {g}"
 
 

@@ -180,6 +180,34 @@ def promote(*dtype_weak_pairs):
     return canonicalize(_node_dtype(node)), isinstance(node, _Weak)
 
 
+class TypePromotionError(ValueError):
+    """Operands whose dtypes ``numpy_dtype_promotion="strict"`` does not promote implicitly."""
+
+
+def check_strict_promotion(dtype_weak_pairs, result):
+    """Under ``numpy_dtype_promotion="strict"``, TypePromotionError unless the promotion of
+    ``dtype_weak_pairs`` to ``result`` (their ``promote``) changes no strong dtype: the
+    strong operands share one dtype and weak ones (Python scalars) fit in it."""
+    if config.numpy_dtype_promotion != "strict":
+        return
+    strong = {d for d, weak in dtype_weak_pairs if not weak}
+    if not strong or strong == {result[0]}:
+        return
+    names = [f"<class '{_WEAK_NAMES[_kind(d)]}'>" if weak else d.name
+             for d, weak in dtype_weak_pairs]
+    raise TypePromotionError(
+        f"Input dtypes {tuple(names)} have no available implicit dtype promotion path when "
+        "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired "
+        "output type, or set jax_numpy_dtype_promotion=standard.")
+
+
+_WEAK_NAMES = {"b": "bool", "i": "int", "u": "int", "f": "float", "c": "complex"}
+
+
+def _kind(dtype):
+    return np.dtype(dtype).kind
+
+
 def promote_types(a, b):
     """``jnp.promote_types``: promotion of two strong dtypes."""
     return promote((check_supported(a), False), (check_supported(b), False))[0]

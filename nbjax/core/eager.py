@@ -5,8 +5,12 @@ them), so it lives here, above both, and registers itself as the trace every thr
 with.
 """
 
+import numpy as np
+
+from ..config import config
 from .array import Array, to_numpy
 from .errors import UnexpectedTracerError
+from .jaxpr import eval_jaxpr
 from .trace import Trace, Tracer, check_live, get_aval, set_outermost_trace
 
 
@@ -26,9 +30,31 @@ class EvalTrace(Trace):
         avals = [get_aval(a) for a in args]
         out_avals = primitive.abstract_eval(*avals, **params)
         out = primitive.impl(*map(to_numpy, args), **params)
+        if _values["debug_nans"] or _values["debug_infs"]:
+            _check_values(primitive, args, params, out)
         if primitive.multiple_results:
             return [Array.wrap(o, aval) for o, aval in zip(out, out_avals)]
         return Array.wrap(out, out_avals)
+
+
+_values = config._values
+
+
+def _check_values(primitive, args, params, out):
+    """``config.debug_nans``/``debug_infs``: FloatingPointError on a NaN (inf) result. For a
+    call (``jit``), its jaxpr is run again op by op, so the error names the op that made it;
+    if that run has none (the compiled code computed differently), the call is named."""
+    outs = out if primitive.multiple_results else [out]
+    for kind, flag, test in (("nan", "debug_nans", np.isnan), ("inf", "debug_infs", np.isinf)):
+        bad = _values[flag] and any(np.issubdtype(np.asarray(o).dtype, np.inexact)
+                                    and test(o).any() for o in outs)
+        if not bad:
+            continue
+        if primitive.call_param is not None:
+            closed = params[primitive.call_param]
+            eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        where = f"{primitive.name}({params['name']})" if "name" in params else primitive.name
+        raise FloatingPointError(f"invalid value ({kind}) encountered in {where}")
 
 
 set_outermost_trace(EvalTrace)

@@ -1,22 +1,92 @@
 """Pytrees: nested containers whose leaves are arrays.
 
 Containers (tuple, list, dict with sorted keys, None, namedtuples, and registered classes)
-flatten to a list of leaves and a ``PyTreeDef`` that rebuilds them.
+flatten to a list of leaves and a ``PyTreeDef`` that rebuilds them. Each child is reached by a
+*key* (``DictKey``, ``SequenceKey``, ``GetAttrKey``, or ``FlattenedIndexKey`` for classes
+registered without keys); the keys from the root to a leaf are its *key path*, which the
+``*_with_path`` functions report.
 """
 
 import dataclasses
+import functools
+import typing
 from collections import namedtuple
 
-_NodeType = namedtuple("_NodeType", ["to_iterable", "from_iterable"])
+# ``to_keyed(x) -> ([(key, child)...], aux)``, or None: the children's keys are then their
+# flat indices (``FlattenedIndexKey``).
+_NodeType = namedtuple("_NodeType", ["to_iterable", "from_iterable", "to_keyed"],
+                       defaults=[None])
 _registry = {}
 
 
-def register_pytree_node(nodetype, flatten_func, unflatten_func):
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """The key of a dict entry: ``['a']`` in a key path."""
+    key: typing.Hashable
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+    def _simple(self):
+        return str(self.key)
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """The index of a list or tuple element: ``[0]``."""
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+    def _simple(self):
+        return str(self.idx)
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """An attribute (namedtuple field, dataclass field): ``.name``."""
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+    def _simple(self):
+        return str(self.name)
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """The position of a child among those a node registered without keys flattens to."""
+    key: int
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+    def _simple(self):
+        return str(self.key)
+
+
+KeyEntry = typing.TypeVar("KeyEntry", bound=typing.Hashable)
+KeyPath = tuple[KeyEntry, ...]
+
+
+def keystr(keys, *, simple=False, separator=""):
+    """The key path ``keys`` as a string: ``['a'][0].b``, or with ``simple=True`` the bare
+    keys (``a/0/b`` with ``separator='/'``; ambiguous, but short). Other objects print as
+    ``str`` prints them."""
+    def entry(k):
+        return k._simple() if simple and hasattr(k, "_simple") else str(k)
+    return separator.join(entry(k) for k in keys)
+
+
+def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
     """Register ``nodetype``: ``flatten_func(x) -> (children, aux)``,
-    ``unflatten_func(aux, children) -> x``."""
+    ``unflatten_func(aux, children) -> x``; ``flatten_with_keys_func(x) -> (((key, child),
+    ...), aux)`` names the children in key paths (their flat index if not given)."""
     if nodetype in _registry:
         raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
-    _registry[nodetype] = _NodeType(flatten_func, unflatten_func)
+    _registry[nodetype] = _NodeType(flatten_func, unflatten_func, flatten_with_keys_func)
     return nodetype
 
 
@@ -24,6 +94,40 @@ def register_pytree_node_class(cls):
     """Class decorator: ``cls.tree_flatten()`` and ``cls.tree_unflatten(aux, children)``."""
     register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
     return cls
+
+
+def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
+    """Register ``nodetype`` with keyed children: ``flatten_with_keys(x) -> (((key, child),
+    ...), aux)``. ``flatten_func`` (the same without keys) is derived if not given; give it
+    when it is faster."""
+    if flatten_func is None:
+        def flatten_func(x):
+            pairs, aux = flatten_with_keys(x)
+            return [c for _, c in pairs], aux
+    return register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
+
+
+def register_pytree_with_keys_class(cls):
+    """Class decorator: ``cls.tree_flatten_with_keys()``, ``cls.tree_unflatten(aux,
+    children)`` and optionally ``cls.tree_flatten()``."""
+    flatten = getattr(cls, "tree_flatten", None)
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                              None if flatten is None else (lambda x: x.tree_flatten()))
+    return cls
+
+
+def register_static(cls):
+    """Register ``cls`` as a pytree node with no children: its instances (which must be
+    hashable) are kept whole in the treedef, as static data under ``jit``."""
+    register_pytree_node(cls, lambda x: ((), x), lambda x, _: x)
+    return cls
+
+
+def static(**kwargs):
+    """``dataclasses.field(**kwargs)`` marked ``static``: a field ``register_dataclass``
+    keeps in the treedef rather than as a child (``jax.tree.static``)."""
+    metadata = dict(kwargs.pop("metadata", None) or {}, static=True)
+    return dataclasses.field(metadata=metadata, **kwargs)
 
 
 def register_dataclass(cls=None, data_fields=None, meta_fields=None):
@@ -41,12 +145,13 @@ def register_dataclass(cls=None, data_fields=None, meta_fields=None):
             data = [f.name for f in fields if f.name not in meta]
         data, meta = list(data), list(meta or [])
 
-        def flatten(x):
-            return [getattr(x, n) for n in data], tuple(getattr(x, n) for n in meta)
+        def flatten_with_keys(x):
+            return ([(GetAttrKey(n), getattr(x, n)) for n in data],
+                    tuple(getattr(x, n) for n in meta))
 
         def unflatten(aux, children):
             return cls(**dict(zip(data, children)), **dict(zip(meta, aux)))
-        register_pytree_node(cls, flatten, unflatten)
+        register_pytree_with_keys(cls, flatten_with_keys, unflatten)
         return cls
     return register if cls is None else register(cls)
 
@@ -56,19 +161,74 @@ def _dict_flatten(d):
     return [d[k] for k in keys], keys
 
 
-register_pytree_node(tuple, lambda t: (list(t), None), lambda _, c: tuple(c))
-register_pytree_node(list, lambda l: (list(l), None), lambda _, c: list(c))
-register_pytree_node(dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)))
-register_pytree_node(type(None), lambda _: ([], None), lambda _, c: None)
+def _dict_flatten_with_keys(d):
+    keys = tuple(sorted(d))
+    return [(DictKey(k), d[k]) for k in keys], keys
+
+
+def _sequence_with_keys(s):
+    return [(SequenceKey(i), c) for i, c in enumerate(s)], None
+
+
+register_pytree_node(tuple, lambda t: (list(t), None), lambda _, c: tuple(c),
+                     _sequence_with_keys)
+register_pytree_node(list, lambda l: (list(l), None), lambda _, c: list(c), _sequence_with_keys)
+register_pytree_node(dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)),
+                     _dict_flatten_with_keys)
+register_pytree_node(type(None), lambda _: ([], None), lambda _, c: None, lambda _: ([], None))
 
 
 def _node_type(x):
-    t = type(x)
+    return _node_type_of_class(type(x))
+
+
+@functools.lru_cache(maxsize=None)
+def _namedtuple_node(t):
+    return _NodeType(lambda nt: (list(nt), None), lambda _, c: t(*c),
+                     lambda nt: ([(GetAttrKey(f), c) for f, c in zip(t._fields, nt)], None))
+
+
+def _node_type_of_class(t):
     if t in _registry:
         return _registry[t]
     if issubclass(t, tuple) and hasattr(t, "_fields"):  # namedtuple
-        return _NodeType(lambda nt: (list(nt), None), lambda _, c, t=t: t(*c))
+        return _namedtuple_node(t)
     return None
+
+
+def is_tree_node(typ):
+    """Whether instances of the type ``typ`` are pytree nodes (registered, or namedtuples)."""
+    return _node_type_of_class(typ) is not None
+
+
+def _keyed_children(node, x):
+    """``(keys, children, aux)`` of the node ``x``."""
+    if node.to_keyed is None:
+        children, aux = node.to_iterable(x)
+        children = list(children)
+        return [FlattenedIndexKey(i) for i in range(len(children))], children, aux
+    pairs, aux = node.to_keyed(x)
+    pairs = list(pairs)
+    return [k for k, _ in pairs], [c for _, c in pairs], aux
+
+
+def flatten_one_level(tree):
+    """``(children, aux)`` of the node ``tree``; ValueError if it is a leaf."""
+    children, aux = _one_level(tree).to_iterable(tree)
+    return tuple(children), aux
+
+
+def flatten_one_level_with_keys(tree):
+    """``(((key, child), ...), aux)`` of the node ``tree``; ValueError if it is a leaf."""
+    keys, children, aux = _keyed_children(_one_level(tree), tree)
+    return tuple(zip(keys, children)), aux
+
+
+def _one_level(tree):
+    node = _node_type(tree)
+    if node is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    return node
 
 
 class PyTreeDef:
@@ -147,7 +307,9 @@ class PyTreeDef:
             return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(self.node_data, kids)) + "}"
         if self.node_class is type(None):
             return "None"
-        return f"CustomNode({self.node_class.__name__}[{self.node_data!r}], [{', '.join(kids)}])"
+        if self.node_class not in _registry:  # a namedtuple
+            return f"CustomNode(namedtuple[{self.node_class.__name__}], [{', '.join(kids)}])"
+        return f"CustomNode({self.node_class.__name__}[{self.node_data}], [{', '.join(kids)}])"
 
     def __repr__(self):
         return f"PyTreeDef({self._str()})"
@@ -162,22 +324,54 @@ def _hashable(x):
 
 
 LEAF = PyTreeDef(None, None, ())
+_NO_IDENTITY = object()
 
 
 def tree_flatten(tree, is_leaf=None):
     """``(leaves, treedef)``; ``is_leaf(x)`` may stop the descent at chosen subtrees."""
     leaves = []
-    return leaves, _flatten(tree, is_leaf, leaves)
+    stop = None if is_leaf is None else (lambda _, x: is_leaf(x))
+    return leaves, _flatten(tree, stop, leaves, None)
 
 
-def _flatten(x, is_leaf, leaves):
-    node = None if (is_leaf is not None and is_leaf(x)) else _node_type(x)
+def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """``([(key_path, leaf)...], treedef)``: the leaves with the keys that reach them.
+    ``is_leaf(x)`` (``is_leaf(path, x)`` with ``is_leaf_takes_path``) may stop the descent."""
+    leaves = []
+    stop = is_leaf
+    if is_leaf is not None and not is_leaf_takes_path:
+        stop = lambda _, x: is_leaf(x)  # noqa: E731
+    return leaves, _flatten(tree, stop, leaves, ())
+
+
+def _flatten(x, stop, leaves, path):
+    """The treedef of ``x``; appends its leaves to ``leaves``, as ``(path, leaf)`` pairs when
+    ``path`` (the keys that reach ``x``) is not None."""
+    node = None if (stop is not None and stop(path, x)) else _node_type(x)
     if node is None:
-        leaves.append(x)
+        leaves.append(x if path is None else (path, x))
         return LEAF
-    children, data = node.to_iterable(x)
-    defs = [_flatten(c, is_leaf, leaves) for c in children]
+    if path is None:
+        children, data = node.to_iterable(x)
+        children = list(children)
+        paths = [None] * len(children)
+    else:
+        keys, children, data = _keyed_children(node, x)
+        paths = [path + (k,) for k in keys]
+    defs = [_flatten(c, stop, leaves, p) for c, p in zip(children, paths)]
     return PyTreeDef(type(x), data, defs, node.from_iterable)
+
+
+def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """The ``(key_path, leaf)`` pairs of ``tree``, in flattening order."""
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+
+def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
+    """``f(key_path, leaf, *other_leaves)`` leaf-wise, as ``tree_map`` with the key paths."""
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    others = [treedef.flatten_up_to(r) for r in rest]
+    return treedef.unflatten(f(*pair, *xs) for pair, *xs in zip(pairs, *others))
 
 
 def tree_unflatten(treedef, leaves):
@@ -208,15 +402,49 @@ def treedef_children(treedef):
 
 
 def tree_reduce(function, tree, initializer=None, is_leaf=None):
-    import functools
     leaves = tree_leaves(tree, is_leaf)
     if initializer is None:
         return functools.reduce(function, leaves)
     return functools.reduce(function, leaves, initializer)
 
 
-def tree_all(tree):
-    return all(tree_leaves(tree))
+def tree_reduce_associative(operation, tree, *, identity=_NO_IDENTITY, is_leaf=None):
+    """Reduce the leaves with the associative ``operation``, pairing neighbours level by
+    level (a tree of depth log n, the operands kept in order); ``identity`` is the result
+    for a tree without leaves (TypeError if it has none and none is given)."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _NO_IDENTITY:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    while len(leaves) > 1:
+        pairs = [operation(a, b) for a, b in zip(leaves[::2], leaves[1::2])]
+        leaves = pairs + leaves[len(pairs) * 2:]
+    return leaves[0]
+
+
+def tree_all(tree, *, is_leaf=None):
+    return all(tree_leaves(tree, is_leaf))
+
+
+def all_leaves(iterable, is_leaf=None):
+    """Whether every element of ``iterable`` is a leaf (``None``, a node, is not)."""
+    items = list(iterable)
+    return tree_structure(items, is_leaf) == tree_structure([0] * len(items))
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+    """``full_tree``'s structure with each leaf of ``prefix_tree`` (a prefix of it) repeated
+    over the subtree of ``full_tree`` it stands for."""
+    leaves, treedef = tree_flatten(prefix_tree, is_leaf)
+    subtrees = treedef.flatten_up_to(full_tree)
+    return treedef.unflatten(tree_map(lambda _, v=v: v, sub, is_leaf=is_leaf)
+                             for v, sub in zip(leaves, subtrees))
+
+
+def treedef_tuple(treedefs):
+    """The treedef of a tuple whose children have the structures ``treedefs``."""
+    return PyTreeDef(tuple, None, list(treedefs), _registry[tuple].from_iterable)
 
 
 def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):

@@ -3,7 +3,7 @@
 Each module defines ``__all__`` (lax functions and their ``*_p`` primitives).
 """
 
-from .callback import debug_callback, debug_callback_p  # noqa: F401  (nbjax.debug)
+from .callback import debug_callback, debug_callback_p, pure_callback_p  # noqa: F401
 from .collectives import *  # noqa: F401,F403
 from .control_flow import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403

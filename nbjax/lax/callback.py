@@ -1,9 +1,9 @@
-"""``debug_callback``: call a Python function on the values of a computation, as it runs.
+"""Host callbacks: Python functions called on the values of a computation, as it runs.
 
-The primitive has no results; its one param is the function, called with the operands as
-Arrays. It is *effectful*: the compiler keeps it although nothing reads its (empty) results,
-never merges two of them and never runs one at compile time; the CPU backend runs it as a
-host step between kernels. Its rules, side by side:
+``debug_callback`` has no results; its one param is the function, called with the operands
+as Arrays. It is *effectful*: the compiler keeps it although nothing reads its (empty)
+results, never merges two of them and never runs one at compile time; the CPU backend runs
+it as a host step between kernels. Its rules, side by side:
 
 - eagerly (impl) it calls the function at once;
 - under ``jvp``/``grad`` it is bound on the primals only, so the primal values are passed
@@ -11,13 +11,21 @@ host step between kernels. Its rules, side by side:
 - under ``vmap`` it is bound once per batch member, in order, with that member's values
   (unbatched operands as they are), as ``jax.debug.callback`` does;
 - staged into a jaxpr (``jit``, ``make_jaxpr``) it is recorded and runs when the program does.
+
+``pure_callback`` computes results of declared shapes and dtypes in Python. It is pure: the
+compiler may drop it when nothing reads its results. It has no derivative (wrap it in
+``custom_jvp``); under ``vmap`` its ``vmap_method`` says how it sees the batch.
 """
 
-from ..core import Array, Primitive
+import numpy as np
+
+from ..core import Array, Primitive, pytree, valid_value
+from ..core.abstract import ShapedArray
+from . import batch_util
 from .slicing import index_in_dim
 from .standard import library_lowering
 
-__all__ = ["debug_callback", "debug_callback_p"]
+__all__ = ["debug_callback", "debug_callback_p", "pure_callback", "pure_callback_p"]
 
 debug_callback_p = Primitive("debug_callback", multiple_results=True)
 library_lowering(debug_callback_p, "host callback")
@@ -36,8 +44,12 @@ def _debug_callback_abstract_eval(*avals, callback):
 
 @debug_callback_p.def_impl
 def _debug_callback_impl(*args, callback):
-    callback(*(a if isinstance(a, Array) else Array(a) for a in args))
+    callback(*_arrays(args))
     return []
+
+
+def _arrays(args):
+    return [a if isinstance(a, Array) else Array(a) for a in args]
 
 
 @debug_callback_p.def_jvp
@@ -46,10 +58,134 @@ def _debug_callback_jvp(primals, tangents, *, callback):
     return [], []
 
 
+def _member(vals, dims, i):
+    """Batch member ``i`` of the operands (unbatched ones as they are)."""
+    return [v if d is None else index_in_dim(v, i, d, keepdims=False) for v, d in zip(vals, dims)]
+
+
 @debug_callback_p.def_batch
 def _debug_callback_batch(axis_data, vals, dims, *, callback):
     for i in range(axis_data.size):
-        debug_callback_p.bind(*(v if d is None else index_in_dim(v, i, d, keepdims=False)
-                                for v, d in zip(vals, dims)), callback=callback)
+        debug_callback_p.bind(*_member(vals, dims, i), callback=callback)
     return [], []
 
+
+class FlatCallback:
+    """A callback taking the flat array operands of a callback primitive: it puts them back
+    among the other (static) leaves of the argument pytree. Its repr (the callback's name)
+    is what a jaxpr prints."""
+
+    def __init__(self, callback, args, kwargs):
+        self.callback = callback
+        self.leaves, self.treedef = pytree.tree_flatten((args, kwargs))
+        self.dynamic = [i for i, x in enumerate(self.leaves) if valid_value(x)]
+
+    def operands(self):
+        return [self.leaves[i] for i in self.dynamic]
+
+    def __call__(self, *values):
+        full = list(self.leaves)
+        for i, v in zip(self.dynamic, values):
+            full[i] = v
+        args, kwargs = pytree.tree_unflatten(self.treedef, full)
+        return self.callback(*args, **kwargs)
+
+    def __repr__(self):
+        return getattr(self.callback, "__qualname__", repr(self.callback))
+
+
+# --- pure_callback -------------------------------------------------------------------------
+
+pure_callback_p = Primitive("pure_callback", multiple_results=True)
+library_lowering(pure_callback_p, "host callback")
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
+
+
+def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None,
+                  **kwargs):
+    """``callback(*args, **kwargs)`` computed in Python on the values (as Arrays), also under
+    ``jit``; it must return arrays of the shapes and dtypes of ``result_shape_dtypes`` (a
+    pytree of objects with ``.shape`` and ``.dtype``), and have no side effects: nbjax may
+    skip a call whose results are unused, or repeat one.
+
+    ``vmap_method`` says what it does under ``vmap``: ``"sequential"`` calls it once per
+    batch member; ``"expand_dims"`` calls it once, batched operands with the batch axis in
+    front and unbatched ones with a size-1 axis there; ``"broadcast_all"`` as
+    ``expand_dims`` with every operand broadcast to the batch size. ``sharding`` is accepted
+    for JAX's signature (an nbjax array lives on one device).
+    """
+    if vmap_method is not None and vmap_method not in VMAP_METHODS:
+        raise ValueError(f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}")
+    specs, out_tree = pytree.tree_flatten(result_shape_dtypes)
+    avals = tuple(ShapedArray(s.shape, s.dtype) for s in specs)
+    flat = FlatCallback(_ResultsOf(callback, out_tree), args, kwargs)
+    outs = pure_callback_p.bind(*flat.operands(), callback=flat, result_avals=avals,
+                                vmap_method=vmap_method)
+    return pytree.tree_unflatten(out_tree, outs)
+
+
+class _ResultsOf:
+    """The callback with its results flattened, in the declared structure."""
+
+    def __init__(self, callback, out_tree):
+        self.callback, self.out_tree = callback, out_tree
+
+    def __call__(self, *args, **kwargs):
+        return self.out_tree.flatten_up_to(self.callback(*args, **kwargs))
+
+    def __repr__(self):
+        return getattr(self.callback, "__qualname__", repr(self.callback))
+
+
+@pure_callback_p.def_abstract_eval
+def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
+    return list(result_avals)
+
+
+@pure_callback_p.def_impl
+def _pure_callback_impl(*args, callback, result_avals, vmap_method):
+    outs = callback(*_arrays(args))
+    checked = []
+    for i, (out, aval) in enumerate(zip(outs, result_avals)):
+        out = np.asarray(out.__array__() if isinstance(out, Array) else out)
+        if out.shape != aval.shape:
+            raise RuntimeError(f"Incorrect output shape for return value #{i}: "
+                               f"Expected: {aval.shape}, Actual: {out.shape}")
+        if out.dtype != aval.dtype:
+            raise RuntimeError(f"Incorrect output dtype for return value #{i}: "
+                               f"Expected: {aval.dtype}, Actual: {out.dtype}")
+        checked.append(out)
+    return checked
+
+
+@pure_callback_p.def_jvp
+def _pure_callback_jvp(primals, tangents, **params):
+    raise ValueError("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use "
+                     "callbacks while taking gradients.")
+
+
+@pure_callback_p.def_batch
+def _pure_callback_batch(axis_data, vals, dims, *, callback, result_avals, vmap_method):
+    size = axis_data.size
+    if vmap_method in ("sequential", "sequential_unrolled"):
+        members = [pure_callback_p.bind(*_member(vals, dims, i), callback=callback,
+                                        result_avals=result_avals, vmap_method=vmap_method)
+                   for i in range(size)]
+        return [_stack([m[k] for m in members]) for k in range(len(result_avals))], \
+            [0] * len(result_avals)
+    if vmap_method not in ("expand_dims", "broadcast_all"):
+        raise NotImplementedError(
+            "vmap is only supported for the pure_callback primitive when vmap_method is one "
+            f"of {', '.join(map(repr, VMAP_METHODS))}. Got vmap_method={vmap_method!r}.")
+    width = size if vmap_method == "broadcast_all" else 1
+    vals = [batch_util.moveaxis(v, d, 0) if d is not None else batch_util.broadcast_batch(
+        v, width, 0) for v, d in zip(vals, dims)]
+    avals = tuple(ShapedArray((size, *a.shape), a.dtype) for a in result_avals)
+    outs = pure_callback_p.bind(*vals, callback=callback, result_avals=avals,
+                                vmap_method=vmap_method)
+    return outs, [0] * len(outs)
+
+
+def _stack(xs):
+    from .structural import concatenate, expand_dims
+    return concatenate([expand_dims(x, (0,)) for x in xs], 0)

@@ -1,10 +1,12 @@
 """Shared helpers of the NumPy layer: argument checks, dtype and shape promotion, axes."""
 
 import operator
+import warnings
 
 import numpy as np
 
 from .. import lax
+from ..config import config
 from ..core import Array, Tracer, dtypes, get_aval, valid_value
 from ..core.trace import is_python_scalar
 from ..lax.standard import IncompatibleShapesError, weak_scalar
@@ -42,7 +44,9 @@ def result_type(*args):
         else:
             aval = get_aval(a)
             pairs.append((aval.dtype, aval.weak_type))
-    return dtypes.promote(*pairs)
+    result = dtypes.promote(*pairs)
+    dtypes.check_strict_promotion(pairs, result)
+    return result
 
 
 def promote_dtypes(*args):
@@ -79,8 +83,27 @@ def promote_shapes(name, *args):
     ranks = {len(s) for s in shapes if s}
     if len(ranks) <= 1:
         return list(args)
+    _rank_promotion(name, shapes)
     rank = max(ranks)
     return [a if not get_aval(a).shape else lax.broadcast_to_rank(a, rank) for a in args]
+
+
+def _rank_promotion(name, shapes):
+    """``config.numpy_rank_promotion``: ``"warn"`` or ``"raise"`` when operands of different
+    non-zero ranks are broadcast together."""
+    mode = config.numpy_rank_promotion
+    if mode == "allow":
+        return
+    listed = " ".join(map(str, shapes))
+    note = "For more information, see https://docs.jax.dev/en/latest/rank_promotion_warning.html."
+    if mode == "raise":
+        raise ValueError(f"Operands could not be broadcast together for {name} on shapes "
+                         f"{listed} and with the config option "
+                         f"jax_numpy_rank_promotion='raise'. {note}")
+    warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {listed}. "
+                  "Set the jax_numpy_rank_promotion config option to 'allow' to disable "
+                  f"this warning; for more information, see "
+                  "https://docs.jax.dev/en/latest/rank_promotion_warning.html.", stacklevel=4)
 
 
 def promote_args(name, *args):
