@@ -121,3 +121,32 @@ def test_transpose_of_a_dot_becomes_the_swapped_dot():
         return lax.transpose(d, (1, 0)), d
     _, _, prims = _optimized(both, m, v)
     assert prims == ["dot_general", "transpose"]
+
+
+def _idempotent_primitive(name, with_rule):
+    """A clip to [0, 1] defined here, outside nbjax.lax; ``with_rule``: it tells the compiler
+    that clipping a clipped value changes nothing."""
+    from nbjax.core import Primitive
+
+    prim = Primitive(name)
+    prim.def_abstract_eval(lambda x: x)
+    prim.def_impl(lambda x: np.clip(x, 0, 1))
+    if with_rule:
+        def rule(eqn, ins, producer_of, use_count):
+            producer = producer_of(ins[0])
+            if producer is not None and producer.primitive is prim:
+                return ins[0], "clip of a clip"
+            return None
+        prim.def_rule("simplify", rule)
+    return prim
+
+
+def test_simplify_asks_the_primitive_not_its_name():
+    clip_p = _idempotent_primitive("test_clip", with_rule=True)
+    x = np.linspace(-2, 2, 9).astype(np.float32)
+    _, rules, prims = _optimized(lambda x: clip_p.bind(clip_p.bind(x)), x)
+    assert prims == ["test_clip"] and ("simplify", "clip of a clip") in rules
+    # A primitive that merely shares a simplified primitive's name gets none of its rules.
+    fake_neg_p = _idempotent_primitive("neg", with_rule=False)
+    _, rules, prims = _optimized(lambda x: fake_neg_p.bind(fake_neg_p.bind(x)), x)
+    assert prims == ["neg", "neg"] and not rules

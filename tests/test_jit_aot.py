@@ -180,6 +180,15 @@ def test_cost_conventions_follow_xla():
     cost = _cost(lambda a, b: a @ b, random_array(rng, (8, 16)), random_array(rng, (16, 4)))
     assert cost["flops"] == 2 * 8 * 4 * 16
     assert cost["bytes read"] == (8 * 16 + 16 * 4) * 4 and cost["bytes written"] == 8 * 4 * 4
+    # A convolution: 2 * output size * kernel elements feeding each output (one group's).
+    for w_shape, groups in [((4, 3, 3, 2), 1), ((6, 1, 3, 2), 3)]:
+        def conv(x, w):
+            return nbjax.lax.conv_general_dilated(x, w, (1, 1), "VALID",
+                                                  feature_group_count=groups)
+        out_size = 2 * w_shape[0] * 7 * 7  # batch 2, a 9x8 image, 3x2 kernel: 7x7 positions
+        per_output = w_shape[1] * 3 * 2
+        cost = _cost(conv, randn(2, 3, 9, 8), randn(*w_shape))
+        assert cost["flops"] == 2 * out_size * per_output
 
 
 def test_cost_ignores_index_arithmetic_and_counts_values_once():

@@ -153,89 +153,6 @@ def _has_effect(eqn):
 
 # --- algebraic simplification --------------------------------------------------------------
 
-def _literal_value(atom):
-    return np.asarray(atom.val).item() if isinstance(atom, Literal) else None
-
-
-_SYMBOL = {"mul": "*", "add": "+", "sub": "-"}
-
-
-def _exact_identity(name, dtype):
-    """x * 1 and x - 0 are exact; x + 0.0 is not for floats (-0.0 + 0.0 is +0.0)."""
-    return name != "add" or not np.issubdtype(dtype, np.inexact)
-
-
-def _simplify_eqn(eqn, ins, producers, uses):
-    """``(atom, rule)`` when the output equals an existing atom, ``(eqns, rule)`` when
-    cheaper equations compute it, or None."""
-    name = eqn.primitive.name
-    out = eqn.outvars[0] if len(eqn.outvars) == 1 else None
-    if out is None:
-        return None
-
-    def same_type(atom):
-        return atom.aval.shape == out.aval.shape and atom.aval.dtype == out.aval.dtype
-
-    if name in _SYMBOL and len(ins) == 2 and _exact_identity(name, out.aval.dtype):
-        identity = 1 if name == "mul" else 0
-        x, y = ins
-        if _literal_value(y) == identity and same_type(x):
-            return x, f"x {_SYMBOL[name]} {identity}"
-        if name != "sub" and _literal_value(x) == identity and same_type(y):
-            return y, f"{identity} {_SYMBOL[name]} x"
-    producer = producers.get(ins[0]) if ins else None
-    if name == "neg" and producer is not None and producer.primitive.name == "neg":
-        return producer.invars[0], "double negation"
-    if name == "convert_element_type" and same_type(ins[0]) and \
-            ins[0].aval.weak_type == out.aval.weak_type:
-        return ins[0], "conversion to the same type"
-    if name == "broadcast_in_dim" and producer is not None and \
-            producer.primitive.name == "broadcast_in_dim":
-        outer_dims = eqn.params["broadcast_dimensions"]
-        dims = tuple(outer_dims[d] for d in producer.params["broadcast_dimensions"])
-        merged = eqn.replace(invars=[producer.invars[0]],
-                             params=dict(eqn.params, broadcast_dimensions=dims))
-        return [merged], "broadcast of a broadcast"
-    if name == "integer_pow" and eqn.params["y"] in (1, 2, 3):
-        return _integer_pow_as_muls(eqn, ins[0], out)
-    if name == "transpose" and producer is not None and producer.primitive.name == "dot_general" \
-            and uses.get(ins[0], 0) == 1:
-        swapped = _swapped_dot(producer, eqn.params["permutation"], out)
-        if swapped is not None:
-            return [swapped], "transpose of a dot as the dot with its operands swapped"
-    return None
-
-
-def _swapped_dot(dot, permutation, out):
-    """``transpose(dot(a, b))`` that swaps the two operands' free axes is ``dot(b, a)``: the
-    library computes it directly in the layout wanted (no batch axes)."""
-    from ..lax.dot import DotDimensionNumbers
-    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
-    if lb or rb:
-        return None
-    lhs, rhs = dot.invars
-    n_lhs_free = lhs.aval.ndim - len(lc)
-    n_out = len(permutation)
-    if tuple(permutation) != tuple(range(n_lhs_free, n_out)) + tuple(range(n_lhs_free)):
-        return None
-    params = dict(dot.params, dimension_numbers=DotDimensionNumbers(((rc, lc), ((), ()))))
-    return JaxprEqn([rhs, lhs], [out], dot.primitive, params, dot.source_info, dot.provenance)
-
-
-def _integer_pow_as_muls(eqn, x, out):
-    y = eqn.params["y"]
-    if y == 1:
-        return x, "x ** 1"
-    from ..lax import mul_p
-
-    def mul(a, b, result):
-        return JaxprEqn([a, b], [result], mul_p, {}, eqn.source_info, eqn.provenance)
-    if y == 2:
-        return [mul(x, x, out)], "x ** 2 as x * x"
-    square = Var(x.aval)
-    return [mul(x, x, square), mul(square, x, out)], "x ** 3 as (x * x) * x"
-
-
 def _use_counts(jaxpr):
     """How many times each variable is read (by equations or as a program output)."""
     counts = {}
@@ -246,19 +163,24 @@ def _use_counts(jaxpr):
 
 
 def simplify(jaxpr, consts, log):
-    """Algebraic identities: x*1, x+0, -(-x), same-type conversions, broadcast of a
-    broadcast, small integer powers as multiplies, the transpose of a dot as a dot."""
+    """Apply each equation's primitive's ``simplify`` rule (see ``nbjax.core.primitive``):
+    ``x * 1``, ``-(-x)``, same-type conversions, small integer powers as multiplies... The
+    identities are knowledge of the primitives, written next to them in ``nbjax.lax``."""
     rw = _Rewriter(jaxpr)
     producers = {}
     uses = _use_counts(jaxpr)
+
+    def use_count(atom):
+        return uses.get(atom, 0)
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
-        result = _simplify_eqn(eqn, ins, producers, uses)
+        rule = eqn.primitive.rules.get("simplify")
+        result = None if rule is None else rule(eqn, ins, producers.get, use_count)
         if result is None:
             new_eqns = [eqn.replace(invars=ins)]
         else:
-            replacement, rule = result
-            log.append(Rewrite("simplify", eqn, rule))
+            replacement, description = result
+            log.append(Rewrite("simplify", eqn, description))
             if not isinstance(replacement, list):
                 rw.bind_outputs(eqn.outvars, [replacement])
                 continue

@@ -9,8 +9,9 @@ conventions so the numbers compare with ``jax.jit(f).lower(...).compile().cost_a
   count one per element in ``transcendentals`` and ``TRANSCENDENTAL_FLOPS`` (0, as XLA) in
   ``flops``; rounding functions (``floor``, ``ceil``, ``round``...) are ordinary flops. A
   reduction of ``n`` elements into ``m`` results costs ``n - m`` (XLA's count: each result
-  combines its elements pairwise). ``dot_general`` costs ``2*M*N*K`` (a multiply and an add
-  per term), a convolution ``2 * output size * kernel elements per output``.
+  combines its elements pairwise). A library step costs what its primitive's ``flops`` rule
+  says: ``dot_general`` ``2*M*N*K`` (a multiply and an add per term), a convolution
+  ``2 * output size * kernel elements per output``.
 - ``bytes read``: the size of each buffer a step reads, once (a kernel that reads 81 shifted
   windows of an image reads the image's bytes once, as XLA counts a fusion's operands);
   ``bytes written``: the size of its results. ``bytes accessed`` is their sum.
@@ -153,30 +154,14 @@ def kernel_cost(step, loop):
 
 # --- equations (library steps, reference steps, the reference backend) ---------------------
 
-def _dot_general_flops(eqn):
-    (lhs_contract, _), _ = eqn.params["dimension_numbers"]
-    lhs = eqn.invars[0].aval.shape
-    k = math.prod(lhs[d] for d in lhs_contract)
-    return 2 * math.prod(eqn.outvars[0].aval.shape) * k
-
-
-def _conv_flops(eqn):
-    rhs = eqn.invars[1].aval.shape
-    out_features = rhs[eqn.params["dimension_numbers"].rhs_spec[0]]
-    per_output = math.prod(rhs) // max(out_features, 1)
-    return 2 * math.prod(eqn.outvars[0].aval.shape) * per_output
-
-
-_LIBRARY_FLOPS = {"dot_general": _dot_general_flops, "conv_general_dilated": _conv_flops}
-
-
 def equation_cost(step, eqn, kind="equation"):
     """The cost of one equation run on its own (a library or reference step)."""
     name = eqn.primitive.name
     read, written = _buffer_bytes(eqn.invars, eqn.outvars)
     cost = StepCost(step, kind, name, bytes_read=read, bytes_written=written)
-    if name in _LIBRARY_FLOPS:
-        cost.flops = _LIBRARY_FLOPS[name](eqn)
+    flops = eqn.primitive.rules.get("flops")
+    if flops is not None:
+        cost.flops = flops(eqn)
     elif eqn.primitive.is_call:
         inner = eqn.params[eqn.primitive.call_param]
         sub = total_cost(equation_costs(getattr(inner, "jaxpr", inner)))

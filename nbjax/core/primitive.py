@@ -7,6 +7,15 @@ A primitive's rules are looked up by kind:
 - ``jvp``, ``transpose``, ``batch``: filled in by the transformations.
 - ``partial_eval`` (optional): how partial evaluation splits the primitive when only some
   operands are known (primitives with sub-jaxprs), instead of staging all of it.
+- ``simplify`` (optional): an algebraic simplification the compiler's ``simplify`` pass
+  may apply to an equation of the primitive, ``rule(eqn, ins, producer_of, use_count)``:
+  ``ins`` are the equation's operands after earlier rewrites, ``producer_of(atom)`` the
+  (rewritten) equation computing ``atom`` or None, ``use_count(atom)`` how many times the
+  program reads it. The rule returns None (no rewrite), ``(atom, description)`` when the
+  result equals an existing atom, or ``([eqns], description)`` when cheaper equations
+  compute the same outvars; ``description`` names the identity in the rewrite log.
+- ``flops`` (optional): ``rule(eqn)``, the floating-point operations of an equation the
+  compiler runs as a library call (its cost report cannot count them on a loop body).
 - ``lowering`` (one per backend): filled in by the compiler's backends.
 
 Rules for one primitive are written together in ``nbjax.lax``; a missing rule raises
@@ -15,7 +24,8 @@ Rules for one primitive are written together in ``nbjax.lax``; a missing rule ra
 
 from .trace import check_live, current_trace
 
-RULE_KINDS = ("abstract_eval", "impl", "jvp", "transpose", "batch", "partial_eval")
+RULE_KINDS = ("abstract_eval", "impl", "jvp", "transpose", "batch", "partial_eval", "simplify",
+              "flops")
 
 
 class Primitive:

@@ -15,6 +15,7 @@ those axes are in the actual arrays. In canonical terms the reference implementa
 """
 
 import collections
+import math
 import operator
 
 import numpy as np
@@ -120,6 +121,18 @@ def _dilated_size(size, dilation):
 
 conv_general_dilated_p = Primitive("conv_general_dilated")
 library_lowering(conv_general_dilated_p, "convolution")
+
+
+def _conv_flops(eqn):
+    """For the compiler's cost report: a multiply and an add per kernel element feeding each
+    output element (the kernel's elements divided among its output features)."""
+    rhs = eqn.invars[1].aval.shape
+    out_features = rhs[eqn.params["dimension_numbers"].rhs_spec[0]]
+    per_output = math.prod(rhs) // max(out_features, 1)
+    return 2 * math.prod(eqn.outvars[0].aval.shape) * per_output
+
+
+conv_general_dilated_p.def_rule("flops", _conv_flops)
 
 
 def _check_groups(lhs, rhs, dn, feature_group_count, batch_group_count):

@@ -17,6 +17,7 @@ from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
 from .standard import library_lowering
+from .structural import transpose, transpose_p
 
 __all__ = ["Precision", "dot_general", "dot_general_p", "dot"]
 
@@ -294,7 +295,7 @@ def _dot_general_transpose_lhs(ct, x_aval, y, *, dimension_numbers, swap_ans=Fal
     # order, each of which stands for the x axis it was contracted with.
     x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract)]
     x_axes = list(x_batch) + x_kept + x_contract_by_y
-    return _transpose(product, tuple(np.argsort(x_axes)))
+    return transpose(product, tuple(np.argsort(x_axes)))
 
 
 def _dot_general_transpose_rhs(ct, x, y_aval, *, dimension_numbers, **params):
@@ -302,11 +303,6 @@ def _dot_general_transpose_rhs(ct, x, y_aval, *, dimension_numbers, **params):
     swapped = ((y_contract, x_contract), (y_batch, x_batch))
     return _dot_general_transpose_lhs(ct, y_aval, x, dimension_numbers=swapped,
                                       swap_ans=True, **params)
-
-
-def _transpose(x, permutation):
-    from .structural import transpose
-    return transpose(x, permutation)
 
 
 dot_general_p.def_transpose(bilinear_transpose(_dot_general_transpose_lhs,
@@ -344,6 +340,44 @@ def _dot_general_batch_rule(axis_data, vals, dims, *, dimension_numbers, **param
 
 
 dot_general_p.def_batch(_dot_general_batch_rule)
+
+
+# --- what the compiler asks of dot_general: its cost and a simplification ------------------
+
+def _dot_general_flops(eqn):
+    """A multiply and an add per term: ``2 * result size * contracted size``."""
+    (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+    lhs = eqn.invars[0].aval.shape
+    k = math.prod(lhs[d] for d in lhs_contract)
+    return 2 * math.prod(eqn.outvars[0].aval.shape) * k
+
+
+dot_general_p.def_rule("flops", _dot_general_flops)
+
+
+def _simplify_transpose_of_dot(eqn, ins, producer_of, use_count):
+    """``transpose(dot(a, b))`` that swaps the two operands' free axes is ``dot(b, a)``: the
+    library computes it directly in the layout wanted (no batch axes). Only when nothing
+    else reads the dot, which would otherwise run twice."""
+    dot = producer_of(ins[0])
+    if dot is None or dot.primitive is not dot_general_p or use_count(ins[0]) != 1:
+        return None
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+    if lb or rb:
+        return None
+    lhs, rhs = dot.invars
+    n_lhs_free = lhs.aval.ndim - len(lc)
+    n_out = len(eqn.params["permutation"])
+    if tuple(eqn.params["permutation"]) != \
+            tuple(range(n_lhs_free, n_out)) + tuple(range(n_lhs_free)):
+        return None
+    params = dict(dot.params, dimension_numbers=DotDimensionNumbers(((rc, lc), ((), ()))))
+    swapped = dot.replace(invars=[rhs, lhs], outvars=list(eqn.outvars), params=params)
+    return [swapped], "transpose of a dot as the dot with its operands swapped"
+
+
+# transpose's one simplification is about dots, so it is written here, with dot_general.
+transpose_p.def_rule("simplify", _simplify_transpose_of_dot)
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,

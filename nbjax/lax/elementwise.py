@@ -23,13 +23,14 @@ import warnings
 
 import numpy as np
 
-from ..core import Array, Primitive, ShapedArray, Tracer, dtypes, get_aval, to_numpy
+from ..core import Array, Primitive, ShapedArray, Tracer, Var, dtypes, get_aval, to_numpy
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
 from . import batch_util
 from .standard import (ANY, COMPLEX, FLOAT, FLOAT_OR_INT, INEXACT, INT, INT_OR_BOOL, NUMBER,
-                       ORDERED, SIGNED, binop, broadcast_shapes, check_dtype, same_dtypes,
-                       scalars_like, unbroadcast, unop)
+                       ORDERED, SIGNED, binop, broadcast_shapes, check_dtype,
+                       identity_simplification, same_dtypes, same_type, scalars_like,
+                       unbroadcast, unop)
 
 __all__ = [
     # arithmetic
@@ -260,6 +261,21 @@ neg = unary_function(neg_p, "Element-wise ``-x`` (unsigned integers wrap around)
 sign = unary_function(sign_p, "Element-wise sign: -1, 0 or 1 (``x / |x|`` for complex).")
 abs = unary_function(abs_p, "Element-wise ``|x|``; complex inputs give their real dtype.")
 
+# What the compiler may simplify: x * 1 and x - 0 are exact; x + 0 only for integers.
+identity_simplification(mul_p, "*", 1, commutes=True)
+identity_simplification(sub_p, "-", 0, commutes=False)
+identity_simplification(add_p, "+", 0, commutes=True, exact_for_floats=False)
+
+
+def _simplify_double_negation(eqn, ins, producer_of, use_count):
+    producer = producer_of(ins[0])
+    if producer is not None and producer.primitive is neg_p:
+        return producer.invars[0], "double negation"
+    return None
+
+
+neg_p.def_rule("simplify", _simplify_double_negation)
+
 
 # ``pow`` is the one binary primitive whose operands may differ in dtype: a float or complex
 # base with an integer exponent, or two equal inexact dtypes.
@@ -333,6 +349,25 @@ def _integer_pow_abstract_eval(x, *, y):
 def integer_pow(x, y):
     """Element-wise ``x ** y`` for a static Python integer ``y``."""
     return integer_pow_p.bind(x, y=int(y))
+
+
+def _simplify_integer_pow(eqn, ins, producer_of, use_count):
+    """Small powers as multiplies, which fuse like any element-wise op."""
+    (x,), (out,), y = ins, eqn.outvars, eqn.params["y"]
+    if y == 1:
+        return x, "x ** 1"
+
+    def mul(a, b, result):
+        return eqn.replace(invars=[a, b], outvars=[result], primitive=mul_p, params={})
+    if y == 2:
+        return [mul(x, x, out)], "x ** 2 as x * x"
+    if y == 3:
+        square = Var(x.aval)
+        return [mul(x, x, square), mul(square, x, out)], "x ** 3 as (x * x) * x"
+    return None
+
+
+integer_pow_p.def_rule("simplify", _simplify_integer_pow)
 
 
 # Derivatives of the arithmetic primitives.
@@ -992,6 +1027,14 @@ def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
     return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
 
 
+def _simplify_same_type_conversion(eqn, ins, producer_of, use_count):
+    (x,), (out,) = ins, eqn.outvars
+    if same_type(x, out) and x.aval.weak_type == out.aval.weak_type:
+        return x, "conversion to the same type"
+    return None
+
+
+convert_element_type_p.def_rule("simplify", _simplify_same_type_conversion)
 convert_element_type_p.def_jvp(_convert_element_type_jvp)
 convert_element_type_p.def_transpose(_convert_element_type_transpose)
 convert_element_type_p.def_batch(batch_util.elementwise_batcher(convert_element_type_p))

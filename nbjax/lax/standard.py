@@ -7,11 +7,14 @@ operands and size-1 axes, as JAX's lax does. Transformation rules are attached e
 the primitive's own module, next to its definition; the registrars attach the one batching
 rule every element-wise primitive shares. ``unbroadcast`` is the other half of that
 broadcasting: transpose rules use it to sum a cotangent back to an operand's shape.
+
+The compiler asks primitives, never matches their names: the helpers at the end declare how
+a primitive lowers (kernel, library call, control flow) and how it simplifies (``x * 1``).
 """
 
 import numpy as np
 
-from ..core import Primitive, ShapedArray, dtypes, get_aval
+from ..core import Literal, Primitive, ShapedArray, dtypes, get_aval
 from ..core.trace import is_python_scalar
 from ..core.array import Array, scalar_in_range
 from .batch_util import elementwise_batcher
@@ -199,3 +202,33 @@ def control_lowering(prim, sub_jaxprs):
 
 def kernel_reduction(prim, combine, identity, acc_dtype=lambda dtype: dtype):
     prim.def_lowering("kernel", KernelLowering("reduction", combine, identity, acc_dtype))
+
+
+# --- simplification rules (read by nbjax.compiler.passes.simplify) ------------------------
+# A primitive's "simplify" rule: see nbjax.core.primitive for its signature.
+
+def literal_value(atom):
+    """The Python value of a Literal operand, or None for a variable."""
+    return np.asarray(atom.val).item() if isinstance(atom, Literal) else None
+
+
+def same_type(atom, var):
+    """Whether ``atom`` has ``var``'s shape and dtype, so it can stand for ``var``."""
+    return atom.aval.shape == var.aval.shape and atom.aval.dtype == var.aval.dtype
+
+
+def identity_simplification(prim, symbol, identity, commutes, exact_for_floats=True):
+    """Let the compiler drop ``x <symbol> identity`` (and ``identity <symbol> x`` when the
+    operation ``commutes``). ``exact_for_floats=False`` keeps it on floats, where the identity
+    does not hold for every value (``-0.0 + 0.0`` is ``+0.0``)."""
+    def rule(eqn, ins, producer_of, use_count):
+        out = eqn.outvars[0]
+        if not exact_for_floats and dtypes.is_inexact(out.aval.dtype):
+            return None
+        x, y = ins
+        if literal_value(y) == identity and same_type(x, out):
+            return x, f"x {symbol} {identity}"
+        if commutes and literal_value(x) == identity and same_type(y, out):
+            return y, f"{identity} {symbol} x"
+        return None
+    prim.def_rule("simplify", rule)

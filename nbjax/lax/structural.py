@@ -115,6 +115,21 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
                                    sharding=None)
 
 
+def _simplify_broadcast_of_broadcast(eqn, ins, producer_of, use_count):
+    """One broadcast from the inner operand: its axes go where the outer one puts them."""
+    producer = producer_of(ins[0])
+    if producer is None or producer.primitive is not broadcast_in_dim_p:
+        return None
+    outer = eqn.params["broadcast_dimensions"]
+    dims = tuple(outer[d] for d in producer.params["broadcast_dimensions"])
+    merged = eqn.replace(invars=[producer.invars[0]],
+                         params=dict(eqn.params, broadcast_dimensions=dims))
+    return [merged], "broadcast of a broadcast"
+
+
+broadcast_in_dim_p.def_rule("simplify", _simplify_broadcast_of_broadcast)
+
+
 def _broadcast_in_dim_batch_rule(axis_data, vals, dims, *, shape, broadcast_dimensions,
                                  sharding=None):
     """The batch axis goes right after the result axis of the operand axis before it, so the
