@@ -1,4 +1,4 @@
-"""Accuracy, special values and vectorisation of nbjax/backends/cpu/mathlib.py.
+"""Accuracy, special values and vectorisation of nbjax/backends/llvm/mathlib.py.
 
 Each function is compiled (once per dtype) into a loop `out[i] = f(in[i], ...)` over
 buffers, optimised at O3 for the host CPU as the CPU backend does, and called through
@@ -17,7 +17,7 @@ ir = pytest.importorskip("llvmlite.ir")
 llvm = pytest.importorskip("llvmlite.binding")
 
 import nbjax  # noqa: E402
-from nbjax.backends.cpu import mathlib  # noqa: E402
+from nbjax.backends.llvm import mathlib  # noqa: E402
 from nbjax.backends.cpu.runtime import float32_lanes, optimise  # noqa: E402
 from nbjax.backends import compile  # noqa: E402
 

@@ -12,7 +12,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.backends import compile
-from nbjax.backends.cpu import codegen, runtime
+from nbjax.backends.cpu import runtime, streaming
 from helpers import cpu_and_reference
 
 RNG = np.random.default_rng(5)
@@ -41,7 +41,7 @@ def test_large_memory_bound_outputs_use_streaming_stores_and_a_fence(shape):
     x = RNG.standard_normal(shape).astype(np.float32)
     cpu = _check(power_sum, x)
     (kernel,) = cpu.kernels
-    assert codegen.streams(kernel.loop)
+    assert streaming.streams(kernel.loop)
     assert "!nontemporal" in kernel.texts["optimised LLVM IR"]
     assert "llvm.x86.sse.sfence" in kernel.texts["optimised LLVM IR"]
 
@@ -51,7 +51,7 @@ def test_every_output_of_a_multi_output_kernel_streams():
     x = RNG.standard_normal((1024, 2048)).astype(np.float32)
     cpu = _check(lambda x: (x * 2.0, x + 1.0), x)
     (kernel,) = cpu.kernels
-    assert len(kernel.loop.outputs) == 2 and codegen.streams(kernel.loop)
+    assert len(kernel.loop.outputs) == 2 and streaming.streams(kernel.loop)
     assert kernel.texts["optimised LLVM IR"].count("!nontemporal") >= 2
 
 
@@ -62,7 +62,7 @@ def test_small_outputs_reductions_and_arithmetic_bound_bodies_do_not_stream():
                  (lambda x: x.sum(1), large)]:
         closed = nbjax.make_jaxpr(f)(x)
         (kernel,) = compile(closed, "cpu", "t").kernels
-        assert not codegen.streams(kernel.loop)
+        assert not streaming.streams(kernel.loop)
         assert "!nontemporal" not in kernel.texts["optimised LLVM IR"]
 
 

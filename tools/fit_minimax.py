@@ -1,4 +1,4 @@
-"""Derive the polynomial coefficients used by nbjax/backends/cpu/mathlib.py.
+"""Derive the polynomial coefficients used by nbjax/backends/llvm/mathlib.py.
 
 Each transcendental function in the CPU math library reduces its argument to a small
 interval and evaluates a polynomial there. This script computes those polynomials with the

@@ -144,13 +144,23 @@ class KernelBuilder:
 
     def offset(self, index, shape):
         """The row-major element offset of ``index`` in an array of ``shape``."""
-        total, stride = None, 1
-        for i, n in reversed(list(zip(index, shape))):
-            if n != 1:
-                term = i if stride == 1 else self.imul(i, self.iconst(stride))
-                total = term if total is None else self.iadd(total, term)
-            stride *= n
-        return self.iconst(0) if total is None else total
+        return row_major_offset(index, shape, lambda i, s: self.imul(i, self.iconst(s)),
+                                self.iadd, lambda: self.iconst(0))
+
+
+def row_major_offset(index, shape, scale, add, zero):
+    """The element offset of ``index`` in a C-contiguous array of ``shape``, built with
+    ``scale(i, stride)``, ``add(x, y)`` and ``zero()``: the one statement of the layout, for
+    the kernel ops of loads (``KernelBuilder.offset``) and the instructions of a backend's
+    stores (``backends.llvm.emitter``). Axes of extent 1 add nothing; a stride of 1 needs no
+    product."""
+    total, stride = None, 1
+    for i, n in reversed(list(zip(index, shape))):
+        if n != 1:
+            term = i if stride == 1 else scale(i, stride)
+            total = term if total is None else add(total, term)
+        stride *= n
+    return zero() if total is None else total
 
 
 def _binary_method(name, result_dtype=None):

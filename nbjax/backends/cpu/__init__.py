@@ -1,9 +1,10 @@
 """The CPU target: fused loop kernels compiled to machine code with llvmlite.
 
 The compiler's pipeline (``nbjax.compiler.compile``) optimises and plans; ``CpuTarget.lower``
-generates one LLVM module for all kernels of the plan (``codegen``), compiles it
-(``runtime``) and returns an ``Executable`` (``executable``). Library steps call the
-primitive's NumPy implementation on our buffers.
+generates one LLVM module for all kernels of the plan (``codegen``: the CPU's loops around
+the shared emitter of ``nbjax.backends.llvm``), compiles it (``runtime``) and returns an
+``Executable`` (``executable``). Library steps call the primitive's NumPy implementation on
+our buffers.
 """
 
 from ...compiler import Target

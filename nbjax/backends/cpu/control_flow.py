@@ -33,11 +33,11 @@ import numpy as np
 from llvmlite import ir
 
 from ...core import Literal, Var, to_numpy
+from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
 from . import interrupts, support
-from .codegen import ALIGN, I1, I8, I64, _KernelEmitter, _constant, mem_type
+from .runtime import ALIGNMENT
 
 I8P = I8.as_pointer()
-I32 = ir.IntType(32)
 
 
 def _nbytes(aval):
@@ -63,7 +63,7 @@ class ControlFlowFunction:
         self.interrupted = fn.append_basic_block("interrupted")
         ir.IRBuilder(self.interrupted).ret(ir.Constant(I32, 1))
         self.b = ir.IRBuilder(start)
-        self.e = _KernelEmitter(mb, self.b, None, [], [])
+        self.e = ScalarEmitter(self.b)
         ins = [self.constant(to_numpy(a.val), a.aval.dtype) if isinstance(a, Literal)
                else self.io_pointer(k) for k, a in enumerate(self.operands)]
         outs = [self.io_pointer(len(self.operands) + k) for k in range(len(self.results))]
@@ -97,7 +97,7 @@ class ControlFlowFunction:
 
     def scratch(self, nbytes):
         offset = self.scratch_bytes
-        self.scratch_bytes += -(-max(nbytes, 1) // ALIGN) * ALIGN
+        self.scratch_bytes += -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
         return self.setup.gep(self.scratch_base, [ir.Constant(I64, offset)], source_etype=I8)
 
     def typed(self, pointer, dtype):
@@ -106,21 +106,21 @@ class ControlFlowFunction:
     # --- data movement
     def copy(self, dst, src, nbytes):
         if nbytes:
-            memcpy = self.mb.intrinsic("llvm.memcpy.p0.p0.i64", ir.VoidType(),
-                                       [I8P, I8P, I64, I1])
+            memcpy = declare(self.mb.module, "llvm.memcpy.p0.p0.i64", ir.VoidType(),
+                             [I8P, I8P, I64, I1])
             self.b.call(memcpy, [dst, src, ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
 
     def fill(self, pointer, value, dtype, n):
         typed, e = self.typed(pointer, dtype), self.e
-        e._for(ir.Constant(I64, 0), ir.Constant(I64, n),
-               lambda i: e.store(typed, i, _constant(value, dtype), dtype), "fill")
+        for_loop(self.b, ir.Constant(I64, 0), ir.Constant(I64, n),
+                 lambda i: e.store(typed, i, constant(value, dtype), dtype), "fill")
 
     def convert(self, dst, src, src_dtype, dst_dtype, n):
         e = self.e
         to, frm = self.typed(dst, dst_dtype), self.typed(src, src_dtype)
-        e._for(ir.Constant(I64, 0), ir.Constant(I64, n),
-               lambda i: e.store(to, i, e.convert(e.load(frm, i, src_dtype), src_dtype,
-                                                  dst_dtype), dst_dtype), "convert")
+        for_loop(self.b, ir.Constant(I64, 0), ir.Constant(I64, n),
+                 lambda i: e.store(to, i, e.convert(e.load(frm, i, src_dtype), src_dtype,
+                                                    dst_dtype), dst_dtype), "convert")
 
     # --- sub-programs
     def run(self, sub, ins, dests):
@@ -211,7 +211,7 @@ class ControlFlowFunction:
             y_rows = [row(y, v.aval, t) for y, v in zip(outs[nk:], eqn.outvars[nk:])]
             self.run(subs[0], consts + cur + x_rows, nxt + y_rows)
 
-        self.e._for(ir.Constant(I64, 0), ir.Constant(I64, length), iteration, "scan")
+        for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, length), iteration, "scan")
         if length % 2:  # the last iteration wrote the second buffers
             for dst, src, v in zip(first, second, eqn.outvars[:nk]):
                 self.copy(dst, src, _nbytes(v.aval))

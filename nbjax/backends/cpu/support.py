@@ -18,7 +18,8 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-I16, I32, I64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
+from ..llvm.types import I16, I32, I64
+
 HALF, FLOAT, DOUBLE = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 
 

@@ -1,14 +1,16 @@
 """Inline, vectorisable transcendental functions emitted as LLVM IR.
 
-LLVM lowers `llvm.exp.f32` and friends to one scalar libm call per element on this machine
+LLVM lowers `llvm.exp.f32` and friends to one scalar libm call per element on the CPU
 (there is no vector math library), which stops the loop vectoriser. The functions here
 emit the whole computation inline instead: range reduction, a minimax polynomial, and
 selects for the special values, using only arithmetic, comparisons, selects, bitcasts and
 integer ops, and the `llvm.fma` / `llvm.fabs` / `llvm.floor` / `llvm.rint` /
-`llvm.copysign` intrinsics, which LLVM widens to vector instructions.
+`llvm.copysign` intrinsics, which LLVM widens to vector instructions. The code is plain,
+target-neutral LLVM IR: any LLVM target may use it (``mathnames.MathNames.inline`` says
+which functions a target takes from here).
 
-Contract (what the CPU codegen relies on)
------------------------------------------
+Contract (what the scalar emitter relies on)
+--------------------------------------------
 - `emit(builder, name, args, dtype)` appends the IR computing `name` (a key of
   `EMITTERS`: exp, log, log1p, expm1, tanh, logistic, sin, cos, pow, erf) at the
   builder's position and returns the result `ir.Value`. `args` are `ir.Value`s of one
@@ -689,7 +691,7 @@ def computes_in_float64(name, dtype):
     """Whether ``name`` on ``dtype`` computes in float64 inside (float32 pow, sin and cos
     do: ``_float64_inside``). LLVM sizes a loop's vectors by its widest type, so such a loop
     is vectorised half as wide as the float32 loops around it unless it is asked for their
-    width (``codegen``)."""
+    width (``backends.cpu.codegen``)."""
     return name in _FLOAT64_INSIDE \
         and np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float16))
 

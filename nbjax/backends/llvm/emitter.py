@@ -1,0 +1,202 @@
+"""The scalar emitter: the kernel IR's ops (``compiler.kernel``) as LLVM instructions, for
+every LLVM target.
+
+``ScalarEmitter`` emits one scalar op at an IRBuilder's position, loads and stores elements
+and computes row-major offsets and reductions' combining steps. Nothing in it depends on a
+loop, a thread or a machine: a target's one choice here, how transcendental functions are
+computed, comes in as a ``MathNames``, and pointers carry their own address spaces. The
+CPU's control-flow and combiner functions use it alone.
+
+``KernelEmitter`` adds one ``LoopKernel``: its body evaluated at an index the caller has
+computed (from loop counters on the CPU, from thread ids on a GPU: see ``scaffold``), and its
+outputs stored there (``store_output``).
+"""
+
+import numpy as np
+from llvmlite import ir
+
+from ...compiler.kernel import row_major_offset
+from ...core import dtypes
+from .mathnames import LIBM, emit_math
+from .types import I1, I8, I64, constant, declare, mem_type, reg_type, suffix
+
+_FLOAT_BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "rem": "frem"}
+_INT_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_",
+               "xor": "xor", "shl": "shl", "shr_logical": "lshr", "shr_arith": "ashr"}
+_COMPARISONS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _is_float(dtype):
+    return dtypes.is_float(dtype)
+
+
+def _is_signed(dtype):
+    return dtypes.is_signed_int(dtype)
+
+
+class ScalarEmitter:
+    """Instructions at ``builder``'s position; ``math`` (a ``MathNames``) says how the
+    target computes transcendental functions."""
+
+    def __init__(self, builder, math=LIBM):
+        self.b, self.math = builder, math
+
+    def intrinsic(self, name, ret, args):
+        return declare(self.b.module, name, ret, args)
+
+    # --- memory
+    def offset(self, index, shape):
+        """The row-major element offset of ``index`` (i64 values) in an array of ``shape``."""
+        return row_major_offset(index, shape, lambda i, s: self.b.mul(i, ir.Constant(I64, s)),
+                                self.b.add, lambda: ir.Constant(I64, 0))
+
+    def load(self, ptr, offset, dtype):
+        addr = self.b.gep(ptr, [offset], inbounds=True, source_etype=mem_type(dtype))
+        value = self.b.load(addr, typ=mem_type(dtype))
+        return self.b.icmp_unsigned("!=", value, ir.Constant(I8, 0)) \
+            if np.dtype(dtype) == dtypes.bool_ else value
+
+    def store(self, ptr, offset, value, dtype):
+        if np.dtype(dtype) == dtypes.bool_:
+            value = self.b.zext(value, I8)
+        addr = self.b.gep(ptr, [offset], inbounds=True, source_etype=mem_type(dtype))
+        self.b.store(value, addr)
+
+    def accumulate(self, combine, acc, value, dtype):
+        """``combine(acc, value)``; float sums and products may be reassociated, so LLVM
+        keeps several partial results (one per vector lane, several vectors) and adds them
+        up at the end of the loop: faster, and with a rounding error that grows more slowly
+        than a strictly sequential sum's, though not bit-identical to it."""
+        result = self.binary(combine.rstrip("_"), acc, value, dtype)
+        if _is_float(dtype) and combine in ("add", "mul"):
+            result.flags.append("reassoc")
+        return result
+
+    # --- scalar ops
+    def emit_op(self, op, args):
+        """The value of ``op`` (any op but ``index`` and ``load``, which need a kernel) on
+        the values ``args`` of its operands."""
+        b, dtype, name = self.b, op.dtype, op.name
+        if name == "const":
+            return constant(op.attr, dtype)
+        if name == "select":
+            return b.select(*args)
+        if name == "convert":
+            return self.convert(args[0], op.args[0].dtype, dtype)
+        if name == "bitcast":
+            return b.bitcast(args[0], reg_type(dtype))
+        if name == "math":
+            return emit_math(b, self.math, op.attr, args, dtype)
+        if name in _COMPARISONS:
+            return self.compare(name, args[0], args[1], op.args[0].dtype)
+        if len(args) == 1:
+            return self.unary(name, args[0], dtype)
+        return self.binary(name, args[0], args[1], dtype)
+
+    def unary(self, name, x, dtype):
+        b, t = self.b, reg_type(dtype)
+        if name == "neg":
+            return b.fneg(x) if _is_float(dtype) else b.sub(ir.Constant(t, 0), x)
+        if name == "not":
+            return b.xor(x, ir.Constant(t, -1 if t != I1 else 1))
+        if name == "abs":
+            if _is_float(dtype):
+                return b.call(self.intrinsic(f"llvm.fabs.{suffix(t)}", t, [t]), [x])
+            return b.call(self.intrinsic(f"llvm.abs.{suffix(t)}", t, [t, I1]),
+                          [x, ir.Constant(I1, 0)])
+        if name == "popcount":
+            return b.call(self.intrinsic(f"llvm.ctpop.{suffix(t)}", t, [t]), [x])
+        if name == "clz":
+            return b.call(self.intrinsic(f"llvm.ctlz.{suffix(t)}", t, [t, I1]),
+                          [x, ir.Constant(I1, 0)])
+        raise NotImplementedError(f"no LLVM code for scalar op {name}")
+
+    def binary(self, name, x, y, dtype):
+        b, t = self.b, reg_type(dtype)
+        fl = _is_float(dtype)
+        if name in ("max", "min"):
+            if t == I1:
+                return b.or_(x, y) if name == "max" else b.and_(x, y)
+            # llvm.maximum/minimum: NaN wins and -0.0 < +0.0, as XLA's max/min.
+            kind = name + "imum" if fl else ("s" if _is_signed(dtype) else "u") + name
+            return b.call(self.intrinsic(f"llvm.{kind}.{suffix(t)}", t, [t, t]), [x, y])
+        if fl:
+            return getattr(b, _FLOAT_BINARY[name])(x, y)
+        if name in ("div", "rem"):
+            signed = "s" if _is_signed(dtype) else "u"
+            return getattr(b, signed + name)(x, y)
+        return getattr(b, _INT_BINARY[name])(x, y)
+
+    def compare(self, name, x, y, dtype):
+        if _is_float(dtype):
+            return self.b.fcmp_unordered("!=", x, y) if name == "ne" \
+                else self.b.fcmp_ordered(_COMPARISONS[name], x, y)
+        cmp = self.b.icmp_signed if _is_signed(dtype) else self.b.icmp_unsigned
+        return cmp(_COMPARISONS[name], x, y)
+
+    def convert(self, x, src, dst):
+        """XLA's conversions (see ``compiler.kernel``)."""
+        b, t = self.b, reg_type(dst)
+        src, dst = np.dtype(src), np.dtype(dst)
+        if dst == dtypes.bool_:
+            if _is_float(src):
+                return b.fcmp_unordered("!=", x, ir.Constant(reg_type(src), 0.0))
+            return b.icmp_unsigned("!=", x, ir.Constant(reg_type(src), 0))
+        if src == dtypes.bool_:
+            return b.uitofp(x, t) if _is_float(dst) else b.zext(x, t)
+        if _is_float(src) and _is_float(dst):
+            return b.fpext(x, t) if dst.itemsize > src.itemsize else b.fptrunc(x, t)
+        if _is_float(dst):
+            return b.sitofp(x, t) if _is_signed(src) else b.uitofp(x, t)
+        if _is_float(src):
+            kind = "fptosi" if _is_signed(dst) else "fptoui"
+            fn = self.intrinsic(f"llvm.{kind}.sat.{suffix(t)}.{suffix(reg_type(src))}",
+                                t, [reg_type(src)])
+            return b.call(fn, [x])
+        if dst.itemsize == src.itemsize:
+            return x
+        if dst.itemsize < src.itemsize:
+            return b.trunc(x, t)
+        return b.sext(x, t) if _is_signed(src) else b.zext(x, t)
+
+
+class KernelEmitter(ScalarEmitter):
+    """The body of ``kernel`` (a ``LoopKernel``) on the buffer pointers ``outs`` and
+    ``ins`` (its outputs' and inputs', in order)."""
+
+    def __init__(self, builder, kernel, outs, ins, math=LIBM):
+        super().__init__(builder, math)
+        self.kernel, self.outs, self.ins = kernel, outs, ins
+
+    def values(self, index):
+        """The body evaluated at ``index`` (one i64 value per axis of the kernel's shape):
+        the value of each output there."""
+        values = {}
+        for op in self.kernel.body:
+            args = [values[a.id] for a in op.args]
+            if op.name == "index":
+                values[op.id] = index[op.attr]
+            elif op.name == "load":
+                values[op.id] = self.load(self.ins[op.attr], args[0], op.dtype)
+            else:
+                values[op.id] = self.emit_op(op, args)
+        return [values[out.value.id] for out in self.kernel.outputs]
+
+    def store_output(self, k, index, value):
+        """Deliver ``value``, output ``k``'s value at ``index``: an element-wise result is
+        stored at the index; a reduction is read, combined and written back at the index of
+        its kept axes, which is right where one thread at a time owns each output element
+        (a target that accumulates otherwise delivers the values itself)."""
+        out, ptr = self.kernel.outputs[k], self.outs[k]
+        if out.combine is None:
+            self.store(ptr, self.offset(index, out.shape), value, out.var.aval.dtype)
+            return
+        offset = self.offset([index[a] for a in out.kept_axes], out.shape)
+        acc = self.load(ptr, offset, out.acc_dtype)
+        self.store(ptr, offset, self.accumulate(out.combine, acc, value, out.acc_dtype),
+                   out.acc_dtype)
+
+    def emit_body(self, index):
+        """The body at ``index``, every output delivered by ``store_output``."""
+        for k, value in enumerate(self.values(index)):
+            self.store_output(k, index, value)

@@ -1,0 +1,95 @@
+"""What differs between LLVM targets around a kernel's body, and the function it lives in.
+
+Every LLVM target emits a ``LoopKernel`` as one function
+
+    void <name>(T0* noalias out0, ..., U0* noalias in0, ..., <the target's own arguments>)
+
+(``define_kernel``) whose body the shared ``KernelEmitter`` computes. A ``KernelScaffold``
+supplies the rest:
+
+- ``math``: how transcendental functions are computed (``mathnames.MathNames``);
+- ``address_space``: where the buffers live (0; global memory on a GPU is 1);
+- ``extra_args``: the arguments after the buffers (the CPU's loop bounds ``start, stop``);
+- ``emit``: how the iteration space is covered and each point finds its index (a loop nest
+  on the CPU; a thread's ids on a GPU), and how outputs are delivered: reductions
+  (``KernelEmitter.store_output`` or the target's own accumulators) and any store policy
+  (the CPU's streaming stores).
+
+``for_loop`` and ``entry_alloca`` are the building blocks that scaffolds and other generated
+functions (the CPU's control flow) share.
+"""
+
+from llvmlite import ir
+
+from .emitter import KernelEmitter
+from .mathnames import LIBM
+from .types import I64, mem_type
+
+
+class KernelScaffold:
+    """Subclass per target (one instance per kernel); see the module docstring."""
+
+    math = LIBM
+    address_space = 0
+    extra_args = ()
+
+    def emit(self, emitter, args):
+        """Emit the iteration over ``emitter.kernel``'s index space at ``emitter.b``'s
+        position, computing the body with ``emitter`` (a ``KernelEmitter``); ``args`` are
+        the function's ``extra_args``."""
+        raise NotImplementedError
+
+
+def define_kernel(module, kernel, scaffold):
+    """Add ``kernel`` to ``module`` as the function above, its iteration emitted by
+    ``scaffold``; returns the ``ir.Function``."""
+    buffers = [mem_type(o.acc_dtype or o.var.aval.dtype) for o in kernel.outputs] \
+        + [mem_type(v.aval.dtype) for v in kernel.inputs]
+    pointers = [t.as_pointer(scaffold.address_space) for t in buffers]
+    fnty = ir.FunctionType(ir.VoidType(), pointers + list(scaffold.extra_args))
+    fn = ir.Function(module, fnty, name=kernel.name)
+    n_out, n_buffers = len(kernel.outputs), len(buffers)
+    for arg in fn.args[:n_buffers]:
+        arg.add_attribute("noalias")
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    emitter = KernelEmitter(builder, kernel, fn.args[:n_out], fn.args[n_out:n_buffers],
+                            scaffold.math)
+    scaffold.emit(emitter, fn.args[n_buffers:])
+    builder.ret_void()
+    return fn
+
+
+def for_loop(builder, lo, hi, emit, name, step=1):
+    """``for (i = lo; i < hi; i += step) emit(i)`` at ``builder`` (i64 bounds); returns the
+    loop's back edge, the branch that ``llvm.loop`` metadata (vectoriser hints) goes on."""
+    b = builder
+    pre = b.block
+    header = b.append_basic_block(name)
+    body = b.append_basic_block(name + ".body")
+    done = b.append_basic_block(name + ".done")
+    b.branch(header)
+    b.position_at_end(header)
+    i = b.phi(I64, name=name)
+    i.add_incoming(lo, pre)
+    b.cbranch(b.icmp_signed("<", i, hi), body, done)
+    b.position_at_end(body)
+    emit(i)
+    nxt = b.add(i, ir.Constant(I64, step), name=name + ".next")
+    i.add_incoming(nxt, b.block)
+    back = b.branch(header)
+    b.position_at_end(done)
+    return back
+
+
+def entry_alloca(builder, element, count, align):
+    """A pointer to a stack buffer of ``count`` ``element``s aligned to ``align`` bytes,
+    allocated once, in the function's entry block (so a loop around the use does not grow
+    the stack)."""
+    b = builder
+    here = b.block
+    b.position_at_start(b.function.entry_basic_block)
+    buf = b.alloca(ir.ArrayType(element, count))
+    buf.align = align
+    pointer = b.bitcast(buf, element.as_pointer())
+    b.position_at_end(here)
+    return pointer
