@@ -1,37 +1,21 @@
 """The user-facing transformations: make_jaxpr, vmap, and autodiff (jvp, linearize, vjp,
-grad, value_and_grad, jacfwd, jacrev, hessian) and pmap. jit lives in jit.py, custom rules in
-custom_derivatives.py, checkpoint in checkpoint.py."""
+grad, value_and_grad, jacfwd, jacrev, hessian). jit lives in jit.py, pmap in pmap.py (and is
+re-exported here), custom rules in custom_derivatives.py, checkpoint in checkpoint.py; what
+their front ends share, in calls.py."""
 
 import contextlib
 import functools
 
 import numpy as np
 
+from .calls import (FlatCall, abstractify, as_array, canonical_in_axes, flatten_axes,
+                    mapped_size, static_positions)
 from .core import (Array, ClosedJaxpr, EvalTrace, Trace, Tracer, eval_jaxpr, get_aval,
                    new_trace, pytree, set_current_trace)
 from .core import dtypes
-from .core.abstract import ShapedArray, ShapeDtypeStruct
+from .core.abstract import ShapeDtypeStruct
 from .interpreters import ad, batching, partial_eval, staging, transpose
-
-
-def _static_argnums(static_argnums, nargs):
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
-    out = set()
-    for i in static_argnums or ():
-        if not -nargs <= i < nargs:
-            raise ValueError(f"static_argnums {i} is out of range for {nargs} arguments")
-        out.add(i % nargs)
-    return out
-
-
-def _abstractify(x):
-    """The aval of an argument: arrays and scalars, or anything with a shape and a dtype."""
-    if isinstance(x, ShapedArray):
-        return x
-    if isinstance(x, ShapeDtypeStruct):
-        return ShapedArray(x.shape, dtypes.canonicalize(x.dtype), x.weak_type)
-    return get_aval(x)
+from .pmap import pmap  # noqa: F401  (the user-facing transformations, with the others)
 
 
 def make_jaxpr(fun, static_argnums=(), return_shape=False):
@@ -42,26 +26,13 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
     """
     @functools.wraps(fun)
     def make(*args, **kwargs):
-        static = _static_argnums(static_argnums, len(args))
-        dyn = [a for i, a in enumerate(args) if i not in static]
-        flat_args, in_tree = pytree.tree_flatten((dyn, kwargs))
-        in_avals = [_abstractify(x) for x in flat_args]
-        out_tree_box = []
-
-        def flat_fun(*flat):
-            dyn_args, kw = in_tree.unflatten(flat)
-            it = iter(dyn_args)
-            full = [a if i in static else next(it) for i, a in enumerate(args)]
-            out = fun(*full, **kw)
-            flat_out, out_tree = pytree.tree_flatten(out)
-            out_tree_box.append(out_tree)
-            return flat_out
-
+        call = FlatCall(fun, args, kwargs, static_positions(static_argnums, len(args)))
+        in_avals = [abstractify(x) for x in call.leaves]
         desc = staging.describe(fun, "make_jaxpr")
-        jaxpr, consts = staging.trace_to_jaxpr(flat_fun, in_avals, desc)
+        jaxpr, consts = staging.trace_to_jaxpr(call, in_avals, desc)
         closed = ClosedJaxpr(jaxpr, consts)
         if return_shape:
-            shapes = out_tree_box[0].unflatten(jaxpr.out_avals)
+            shapes = call.out_tree.unflatten(jaxpr.out_avals)
             return closed, shapes
         return closed
     return make
@@ -93,9 +64,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
                 f"got specification {in_axes} for value tree "
                 f"{pytree.tree_structure(args)}.")
         flat_args, in_tree = pytree.tree_flatten((args, kwargs))
-        flat_axes = _flatten_axes("vmap in_axes", in_tree, (axes, 0), len(flat_args))
-        flat_args, flat_axes = _canonical_in_axes(flat_args, flat_axes)
-        size = _mapped_size(fun, in_tree, flat_args, flat_axes, axis_size)
+        flat_axes = flatten_axes("vmap in_axes", in_tree, (axes, 0), len(flat_args))
+        flat_args, flat_axes = canonical_in_axes(flat_args, flat_axes)
+        size = mapped_size(fun, in_tree, flat_args, flat_axes, axis_size)
         desc = staging.describe(fun, "vmap")
         axis_data = batching.AxisData(axis_name, size)
         with new_trace(lambda parent: batching.BatchTrace(parent, axis_data, desc)) as trace:
@@ -104,7 +75,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
             out = fun(*a, **kw)
             flat_out, out_tree = pytree.tree_flatten(out)
             unpacked = [trace.unpack(x) for x in flat_out]
-        flat_out_axes = _flatten_axes("vmap out_axes", out_tree, out_axes, len(flat_out))
+        flat_out_axes = flatten_axes("vmap out_axes", out_tree, out_axes, len(flat_out))
         outs = [_to_out_axis(v, d, oa, size) for (v, d), oa in zip(unpacked, flat_out_axes)]
         return out_tree.unflatten(outs)
     return vmapped
@@ -116,92 +87,13 @@ def _check_axis_spec(name, spec):
             raise TypeError(f"vmap {name} must contain only ints and None, got {leaf!r}")
 
 
-def _flatten_axes(what, tree, axes, n):
-    """One axis per leaf of ``tree``, from ``axes``, a pytree prefix of it (None a leaf)."""
-    proxy = tree.unflatten([object()] * n)
-    spec_leaves, spec_tree = pytree.tree_flatten(axes, is_leaf=lambda x: x is None)
-    try:
-        subtrees = spec_tree.flatten_up_to(proxy)
-    except ValueError:
-        raise ValueError(f"{what} specification must be a tree prefix of the corresponding "
-                         f"value, got specification {axes} for value tree {tree}.") from None
-    flat = []
-    for spec, sub in zip(spec_leaves, subtrees):
-        flat.extend([spec] * len(pytree.tree_leaves(sub)))
-    return flat
-
-
-def _canonical_in_axes(args, axes, what="vmap"):
-    """Arrays for the mapped arguments, and their mapped axes made non-negative."""
-    out_args, out_axes = [], []
-    for x, d in zip(args, axes):
-        if d is not None:
-            x = x if isinstance(x, (Tracer, Array)) else _as_array(x)
-            shape = get_aval(x).shape
-            if not -len(shape) <= d < len(shape):
-                raise ValueError(
-                    f"{what} was requested to map its argument along axis {d}, which implies "
-                    f"that its rank should be at least {d + 1 if d >= 0 else -d}, but is only "
-                    f"{len(shape)} (its shape is {shape})")
-            d %= len(shape)
-        out_args.append(x)
-        out_axes.append(d)
-    return out_args, out_axes
-
-
-def _as_array(x):
-    from .numpy.util import to_array
-    return to_array(x)
-
-
-def _mapped_size(fun, in_tree, args, axes, axis_size, what="vmap"):
-    """The size of the mapped axis; ValueError listing every argument's size if they differ."""
-    sizes = {get_aval(x).shape[d] for x, d in zip(args, axes) if d is not None}
-    if axis_size is not None:
-        sizes.add(axis_size)
-    if len(sizes) == 1:
-        return sizes.pop()
-    if not sizes:
-        raise ValueError(f"{what} must have at least one non-None value in in_axes or "
-                         "axis_size must be specified")
-    names = _argument_names(fun, in_tree, len(args))
-    lines = [f"  * one axis had size {get_aval(x).shape[d]}: axis {d} of {name} of type "
-             f"{get_aval(x).str_short()}" for x, d, name in zip(args, axes, names)
-             if d is not None]
-    raise ValueError(f"{what} got inconsistent sizes for array axes to be mapped:\n" +
-                     ";\n".join(lines))
-
-
-def _argument_names(fun, in_tree, n):
-    """'argument x' / "argument params['w']" for each flat argument, for error messages."""
-    import inspect
-    proxy_args, proxy_kwargs = in_tree.unflatten(list(range(n)))
-    try:
-        params = list(inspect.signature(fun).parameters)
-    except (TypeError, ValueError):
-        params = []
-    names = [None] * n
-    for i, a in enumerate(proxy_args):
-        base = f"argument {params[i]}" if i < len(params) else f"argument {i}"
-        _name_leaves(a, base, names)
-    for k, a in proxy_kwargs.items():
-        _name_leaves(a, f"keyword argument {k}", names)
-    return names
-
-
-def _name_leaves(tree, base, names):
-    leaves = pytree.tree_leaves(tree)
-    for j, idx in enumerate(leaves):
-        names[idx] = base if len(leaves) == 1 else f"{base} (leaf {j})"
-
-
 def _to_out_axis(val, dim, out_axis, size):
     from .lax import batch_util
     if out_axis is None:
         if dim is not None:
             raise ValueError("vmap has mapped output but out_axes is None")
         return val
-    val = val if isinstance(val, (Tracer, Array)) else _as_array(val)
+    val = as_array(val)
     nd = get_aval(val).ndim + (dim is None)
     if not -nd <= out_axis < nd:
         raise ValueError(f"vmap out_axes {out_axis} is out of range for an output of rank {nd}")
@@ -222,7 +114,7 @@ def _flat_fun(fun, in_tree, out_trees):
 
 
 def _to_arrays(leaves):
-    return [x if isinstance(x, (Tracer, Array)) else _as_array(x) for x in leaves]
+    return [as_array(x) for x in leaves]
 
 
 def jvp(fun, primals, tangents, has_aux=False):
@@ -547,132 +439,6 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
-# --- pmap ----------------------------------------------------------------------------------
-
-def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
-         devices=None, backend=None, axis_size=None):
-    """Run ``fun`` on every device at once, each shard on one slice of the mapped axis, as
-    ``jax.pmap``: one shard per device (``nbjax.devices()``; ``devices`` to choose them), each
-    on its own thread. ``axis_name`` names the mapped axis for collectives
-    (``lax.psum(x, axis_name)``); ``in_axes``/``out_axes`` work as vmap's; the arguments at
-    ``static_broadcasted_argnums`` are passed to every shard as Python values. Each shard
-    runs the program compiled for ``backend`` (default: ``config.jit_backend``).
-    """
-    from .config import config
-    from . import pmap_primitive as pmap_rules
-    from .lax.parallel import pmap_frames
-    if not callable(fun):
-        raise TypeError(f"pmap expects a callable, got {type(fun).__name__}")
-    if isinstance(in_axes, list):
-        in_axes = tuple(in_axes)
-    for spec in (in_axes, out_axes):
-        for leaf in pytree.tree_leaves(spec, is_leaf=lambda x: x is None):
-            if leaf is not None and not isinstance(leaf, int):
-                raise TypeError(f"pmap in_axes and out_axes must contain only ints and None, "
-                                f"got {leaf!r}")
-    if devices is not None:
-        if not devices:
-            raise ValueError("'devices' argument to pmap must be non-empty, or None.")
-        devices = tuple(devices)
-    static_nums = ((static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int)
-                   else tuple(static_broadcasted_argnums))
-    name = getattr(fun, "__name__", type(fun).__name__)
-    cache = {}  # one traced shard jaxpr per argument signature, so each compiles once
-
-    @functools.wraps(fun)
-    def pmapped(*args, **kwargs):
-        if pmap_frames():
-            raise NotImplementedError("nested pmap is not supported: pmap was called inside "
-                                      "a pmapped function (use vmap for the inner axis)")
-        static_args, dyn, axes = _pmap_static_split(name, args, static_nums, in_axes)
-        flat_args, in_tree = pytree.tree_flatten((dyn, kwargs))
-        flat_axes = _flatten_axes("pmap in_axes", in_tree, (axes, 0), len(flat_args))
-        flat_args, flat_axes = _canonical_in_axes(flat_args, flat_axes, "pmap")
-        size = _pmap_axis_size(fun, in_tree, flat_args, flat_axes, axis_size)
-        shard_avals = tuple(pmap_rules.shard_avals(flat_args, flat_axes))
-        key = (in_tree, shard_avals, tuple(flat_axes), size, static_args, config.enable_x64)
-        traced = cache.get(key)
-        if traced is None:
-            traced = _trace_shard(fun, len(args), dict(static_args), in_tree, shard_avals,
-                                  axis_name, size)
-            if not any(isinstance(c, Tracer) for c in traced[1]):
-                cache[key] = traced
-        closed, consts, out_tree = traced
-        flat_out_axes = _flatten_axes("pmap out_axes", out_tree, out_axes,
-                                      len(closed.out_avals))
-        flat_out_axes = [_pmap_out_axis(axis, aval) for axis, aval in
-                         zip(flat_out_axes, closed.out_avals)]
-        outs = pmap_rules.pmap_p.bind(
-            *consts, *flat_args, jaxpr=closed, axis_name=axis_name, axis_size=size,
-            in_axes=(None,) * len(consts) + tuple(flat_axes), out_axes=tuple(flat_out_axes),
-            name=name, devices=devices, backend=backend)
-        return out_tree.unflatten(outs)
-    return pmapped
-
-
-def _pmap_static_split(name, args, static_nums, in_axes):
-    """``(static_args, dyn_args, dyn_in_axes)``: the static ``(position, value)`` pairs (they
-    must be hashable: they key the trace cache), the other arguments and their in_axes
-    (a tuple in_axes lists every positional argument, static ones included, as in JAX)."""
-    if static_nums and max(static_nums) >= len(args):
-        raise ValueError(f"pmapped function has static_broadcasted_argnums={static_nums} but "
-                         f"was called with only {len(args)} positional arguments. All static "
-                         "broadcasted arguments must be passed positionally.")
-    static = _static_argnums(static_nums, len(args))
-    static_args = tuple((i, args[i]) for i in sorted(static))
-    for i, value in static_args:
-        try:
-            hash(value)
-        except TypeError:
-            raise ValueError(f"Non-hashable static arguments are not supported: argument {i} "
-                             f"of {name} is {type(value).__name__}.") from None
-    dyn = tuple(a for i, a in enumerate(args) if i not in static)
-    if not isinstance(in_axes, tuple):
-        return static_args, dyn, in_axes
-    if len(in_axes) != len(args):
-        raise ValueError(f"pmap in_axes specification must be a tree prefix of the "
-                         f"corresponding value, got specification {in_axes} for value tree "
-                         f"{pytree.tree_structure(tuple(args))}.")
-    return static_args, dyn, tuple(a for i, a in enumerate(in_axes) if i not in static)
-
-
-def _pmap_axis_size(fun, in_tree, args, axes, axis_size):
-    size = _mapped_size(fun, in_tree, args, axes, axis_size, "pmap")
-    if size < 1:
-        raise ValueError(f"pmap needs a mapped axis of size at least 1, got {size}")
-    return size
-
-
-def _trace_shard(fun, nargs, static, in_tree, shard_avals, axis_name, size):
-    """The jaxpr of one shard (its closed-over values made leading operands), the values of
-    those, and the output tree. ``static`` maps positions to static arguments. The axis is
-    bound while tracing, so collectives know its size."""
-    from .pmap_primitive import tracing_frame
-    out_trees = []
-
-    def flat(*leaves):
-        dyn_args, kw = in_tree.unflatten(leaves)
-        it = iter(dyn_args)
-        out = fun(*[static[i] if i in static else next(it) for i in range(nargs)], **kw)
-        out_leaves, tree = pytree.tree_flatten(out)
-        out_trees.append(tree)
-        return out_leaves
-
-    with tracing_frame(axis_name, size):
-        jaxpr, consts = staging.trace_to_jaxpr(flat, list(shard_avals),
-                                               staging.describe(fun, "pmap"))
-    return ClosedJaxpr(staging.convert_constvars(jaxpr), []), consts, out_trees[0]
-
-
-def _pmap_out_axis(axis, shard_aval):
-    if axis is None:
-        return None
-    rank = shard_aval.ndim + 1
-    if not -rank <= axis < rank:
-        raise ValueError(f"pmap out_axes {axis} is out of range for an output of rank {rank}")
-    return axis % rank
-
-
 # --- shapes, linear transposes, names, compile-time evaluation -----------------------------
 
 jacobian = jacrev  # as jax.jacobian
@@ -696,7 +462,7 @@ def linear_transpose(fun, *primals):
     """The transpose of the linear function ``fun`` at arguments shaped like ``primals``:
     ``f_t(ct)`` returns a tuple of cotangents, one per argument (its VJP, which for a
     linear function does not depend on the point)."""
-    zeros = pytree.tree_map(lambda p: np.zeros(np.shape(p), _abstractify(p).dtype), primals)
+    zeros = pytree.tree_map(lambda p: np.zeros(np.shape(p), abstractify(p).dtype), primals)
     _, f_vjp = vjp(fun, *zeros)
     return f_vjp
 

@@ -8,15 +8,15 @@ instead of storing intermediate values.
 
 import functools
 
-from .core import ClosedJaxpr, Primitive, eval_closed_jaxpr, get_aval, pytree
+from .calls import CallRules, FlatCall, Traced, as_array, static_positions
+from .core import ClosedJaxpr, Jaxpr, Primitive, get_aval
 from .interpreters import ad, staging
 from .interpreters.transpose import backward_pass, is_undefined
-from .lax import batch_util
 
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
 checkpoint_p.call_param = "jaxpr"
-checkpoint_p.def_abstract_eval(lambda *avals, jaxpr, **_: jaxpr.out_avals)
-checkpoint_p.def_impl(lambda *args, jaxpr, **_: eval_closed_jaxpr(jaxpr, *args))
+# Batching is a call's; the JVP and transpose are what make it a checkpoint.
+CallRules(checkpoint_p).register("abstract_eval", "impl", "batch")
 
 
 @checkpoint_p.def_jvp
@@ -36,7 +36,6 @@ def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, differentiated, po
 
 
 def _select_outputs(jaxpr, indices):
-    from .core import Jaxpr
     return Jaxpr(jaxpr.constvars, jaxpr.invars, [jaxpr.outvars[i] for i in indices], jaxpr.eqns)
 
 
@@ -48,43 +47,17 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy
     return [ad.instantiate(c) if lin else None for c, lin in zip(cts_in, linear)]
 
 
-@checkpoint_p.def_batch
-def _checkpoint_batch(axis_data, vals, dims, *, jaxpr, prevent_cse, differentiated, policy):
-    vals = [batch_util.bdim_at_front(v, d, axis_data.size) if d is not None else v
-            for v, d in zip(vals, dims)]
-    batched, out_batched = batch_util.batch_jaxpr(jaxpr, axis_data,
-                                                  [d is not None for d in dims], False)
-    outs = checkpoint_p.bind(*vals, jaxpr=batched, prevent_cse=prevent_cse,
-                             differentiated=differentiated, policy=policy)
-    return outs, [0 if b else None for b in out_batched]
-
-
 def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
     """Make ``fun`` recompute its intermediate values in the backward pass (as jax.checkpoint)."""
-    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else static_argnums
-
     @functools.wraps(fun)
     def remat_fun(*args):
-        static = {i % len(args): args[i] for i in static_argnums}
-        dyn = [a for i, a in enumerate(args) if i not in static]
-        leaves, in_tree = pytree.tree_flatten(dyn)
-        out_trees = []
-
-        def flat(*xs):
-            it = iter(in_tree.unflatten(xs))
-            full = [static[i] if i in static else next(it) for i in range(len(args))]
-            out_leaves, tree = pytree.tree_flatten(fun(*full))
-            out_trees.append(tree)
-            return out_leaves
-
-        from .numpy.util import to_array
-        leaves = [to_array(x) for x in leaves]
-        jaxpr, consts = staging.trace_to_jaxpr(flat, [get_aval(x) for x in leaves],
-                                               staging.describe(fun, "checkpoint"))
-        closed = ClosedJaxpr(staging.convert_constvars(jaxpr), [])
-        outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=prevent_cse,
-                                 differentiated=False, policy=policy)
-        return out_trees[0].unflatten(outs)
+        call = FlatCall(fun, args, {}, static_positions(static_argnums, len(args)))
+        leaves = [as_array(x) for x in call.leaves]
+        traced = Traced(call, [get_aval(x) for x in leaves],
+                        staging.describe(fun, "checkpoint"))
+        outs = checkpoint_p.bind(*traced.consts, *leaves, jaxpr=traced.jaxpr,
+                                 prevent_cse=prevent_cse, differentiated=False, policy=policy)
+        return traced.out_tree.unflatten(outs)
     return remat_fun
 
 

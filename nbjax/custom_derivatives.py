@@ -12,8 +12,8 @@ transpose calls ``bwd``.
 import functools
 import inspect
 
-from .core import (ClosedJaxpr, EvalTrace, Primitive, current_trace, eval_closed_jaxpr,
-                   get_aval, pytree)
+from .calls import CallRules, FlatCall, Traced, as_array
+from .core import EvalTrace, Primitive, current_trace, get_aval, pytree
 from .interpreters import ad, staging
 from .interpreters.transpose import is_undefined
 from .lax import batch_util
@@ -28,39 +28,34 @@ def _resolve_args(fun, args, kwargs):
     return tuple(bound.args) + tuple(bound.kwargs.values())
 
 
-def _split(args, nondiff_argnums):
-    static = {i: args[i] for i in nondiff_argnums}
-    dyn = tuple(a for i, a in enumerate(args) if i not in static)
-    return static, dyn
+def _trace_call(fun, args, nondiff_argnums, what):
+    """``fun`` on ``args`` traced as a call (the arguments at ``nondiff_argnums`` static):
+    the ``FlatCall`` (its leaves made arrays) and the ``Traced``."""
+    call = FlatCall(fun, args, {}, nondiff_argnums, container=tuple)
+    call.leaves = [as_array(x) for x in call.leaves]
+    return call, Traced(call, [get_aval(x) for x in call.leaves], staging.describe(fun, what))
 
 
-def _merge(static, dyn, n):
-    it = iter(dyn)
-    return tuple(static[i] if i in static else next(it) for i in range(n))
+class _CustomCallRules(CallRules):
+    """A custom-rule call: the callee is ``call_jaxpr``; the user's rules (the params named
+    in ``rule_params``) are functions, vmapped along with the callee."""
 
+    def __init__(self, primitive, rule_params):
+        super().__init__(primitive, "call_jaxpr")
+        self.rule_params = rule_params
+        self.register("abstract_eval", "impl", "batch")
+        primitive.def_rule("partial_eval", self.inline_partial_eval)
 
-def _trace_call(fun, static, dyn, n_args, what):
-    """Trace ``fun`` on the dynamic arguments: (closed jaxpr taking consts + leaves, consts,
-    leaves, in_tree, out_tree)."""
-    leaves, in_tree = pytree.tree_flatten(dyn)
-    leaves = [_as_array(x) for x in leaves]
-    out_trees = []
-
-    def flat(*xs):
-        out = fun(*_merge(static, in_tree.unflatten(xs), n_args))
-        out_leaves, tree = pytree.tree_flatten(out)
-        out_trees.append(tree)
-        return out_leaves
-
-    jaxpr, consts = staging.trace_to_jaxpr(flat, [get_aval(x) for x in leaves],
-                                           staging.describe(fun, what))
-    closed = ClosedJaxpr(staging.convert_constvars(jaxpr), [])
-    return closed, consts, leaves, in_tree, out_trees[0]
-
-
-def _as_array(x):
-    from .numpy.util import to_array
-    return to_array(x)
+    def batch(self, axis_data, vals, dims, **params):
+        # Every operand gets the batch axis at 0 (unbatched ones are broadcast): simple, and
+        # the broadcast's own rules take care of summing cotangents back.
+        from .api import vmap
+        vals = [batch_util.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+        batched, _ = batch_util.batch_jaxpr(params[self.param], axis_data, [True] * len(vals),
+                                            True)
+        rules = {k: vmap(params[k], axis_size=axis_data.size) for k in self.rule_params}
+        outs = self.primitive.bind(*vals, **self.rebuild(dict(params, **rules), batched, (), ()))
+        return outs, [0] * len(outs)
 
 
 def _untransformed():
@@ -83,8 +78,7 @@ def _check_no_closure_tangents(tangents, num_consts, kind):
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 custom_jvp_call_p.call_param = "call_jaxpr"
 custom_jvp_call_p.pp_hidden = ("jvp",)
-custom_jvp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
-custom_jvp_call_p.def_impl(lambda *args, call_jaxpr, **_: eval_closed_jaxpr(call_jaxpr, *args))
+_CustomCallRules(custom_jvp_call_p, ("jvp",))
 
 
 @custom_jvp_call_p.def_jvp
@@ -93,32 +87,6 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name
     _check_no_closure_tangents(tangents, num_consts, "custom_jvp")
     args = primals[num_consts:]
     return jvp(list(args), [ad.instantiate(t) for t in tangents[num_consts:]])
-
-
-@custom_jvp_call_p.def_batch
-def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts, name,
-                           symbolic_zeros):
-    # Every operand gets the batch axis at 0 (unbatched ones are broadcast): simple, and the
-    # broadcast's own rules take care of summing cotangents back.
-    vals = [batch_util.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
-    batched, _ = batch_util.batch_jaxpr(call_jaxpr, axis_data, [True] * len(vals), True)
-    from .api import vmap
-
-    def batched_jvp(primals, tangents):
-        return vmap(lambda p, t: jvp(p, t), axis_size=axis_data.size)(primals, tangents)
-    outs = custom_jvp_call_p.bind(*vals, call_jaxpr=batched, jvp=batched_jvp,
-                                  num_consts=num_consts, name=name,
-                                  symbolic_zeros=symbolic_zeros)
-    return outs, [0] * len(outs)
-
-
-def _inline_partial_eval(trace, args, unknowns, *, call_jaxpr, **params):
-    """Applied to unknown values (e.g. to tangents inside another primitive's JVP rule), a
-    custom-rule function is just its body: stage that, as JAX does."""
-    return eval_closed_jaxpr(call_jaxpr, *args)
-
-
-custom_jvp_call_p.def_rule("partial_eval", _inline_partial_eval)
 
 
 class custom_jvp:
@@ -159,20 +127,17 @@ class custom_jvp:
             raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
         if _untransformed():
             return self.fun(*args, **kwargs)
-        args = _resolve_args(self.fun, args, kwargs)
-        static, dyn = _split(args, self.nondiff_argnums)
-        closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, static, dyn,
-                                                                len(args), "custom_jvp")
-        flat_jvp = functools.partial(self._flat_jvp, static, in_tree, out_tree, len(args))
-        outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=closed, jvp=flat_jvp,
-                                      num_consts=len(consts), name=name,
+        call, traced = _trace_call(self.fun, _resolve_args(self.fun, args, kwargs),
+                                   self.nondiff_argnums, "custom_jvp")
+        flat_jvp = functools.partial(self._flat_jvp, call, traced.out_tree)
+        outs = custom_jvp_call_p.bind(*traced.consts, *call.leaves, call_jaxpr=traced.jaxpr,
+                                      jvp=flat_jvp, num_consts=len(traced.consts), name=name,
                                       symbolic_zeros=self.symbolic_zeros)
-        return out_tree.unflatten(outs)
+        return traced.out_tree.unflatten(outs)
 
-    def _flat_jvp(self, static, in_tree, out_tree, n_args, primals, tangents):
-        primal_args = in_tree.unflatten(primals)
-        tangent_args = in_tree.unflatten(tangents)
-        nondiff = [static[i] for i in sorted(static)]
+    def _flat_jvp(self, call, out_tree, primals, tangents):
+        primal_args, tangent_args = call.dyn_args_of(primals), call.dyn_args_of(tangents)
+        nondiff = [v for _, v in call.static]
         out, tangent_out = self.jvp(*nondiff, primal_args, tangent_args)
         flat_out, tree = pytree.tree_flatten(out)
         flat_t, tree_t = pytree.tree_flatten(tangent_out)
@@ -195,8 +160,7 @@ class custom_jvp:
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
 custom_vjp_call_p.call_param = "call_jaxpr"
 custom_vjp_call_p.pp_hidden = ("fwd", "bwd")
-custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals)
-custom_vjp_call_p.def_impl(lambda *args, call_jaxpr, **_: eval_closed_jaxpr(call_jaxpr, *args))
+_CustomCallRules(custom_vjp_call_p, ("fwd", "bwd"))
 
 
 @custom_vjp_call_p.def_jvp
@@ -209,23 +173,6 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
         *residuals, *lin_tangents, num_res=len(residuals), bwd=bwd,
         out_avals=tuple(ad.tangent_aval(get_aval(o)) for o in outs))
     return outs, tangent_outs
-
-
-@custom_vjp_call_p.def_batch
-def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_consts, name):
-    vals = [batch_util.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
-    batched, _ = batch_util.batch_jaxpr(call_jaxpr, axis_data, [True] * len(vals), True)
-    from .api import vmap
-    size = axis_data.size
-
-    def batched_fwd(args):
-        return vmap(fwd, axis_size=size)(args)
-
-    def batched_bwd(residuals, cts):
-        return vmap(bwd, axis_size=size)(residuals, cts)
-    outs = custom_vjp_call_p.bind(*vals, call_jaxpr=batched, fwd=batched_fwd,
-                                  bwd=batched_bwd, num_consts=num_consts, name=name)
-    return outs, [0] * len(outs)
 
 
 custom_lin_p = Primitive("custom_lin", multiple_results=True)
@@ -251,9 +198,6 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
     return [None] * num_res + out
 
 
-custom_vjp_call_p.def_rule("partial_eval", _inline_partial_eval)
-
-
 class custom_vjp:
     """A function with a user-defined VJP: ``f = custom_vjp(f)``; ``f.defvjp(fwd, bwd)``.
 
@@ -276,15 +220,13 @@ class custom_vjp:
             raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
         if _untransformed():
             return self.fun(*args, **kwargs)
-        args = _resolve_args(self.fun, args, kwargs)
-        static, dyn = _split(args, self.nondiff_argnums)
-        closed, consts, leaves, in_tree, out_tree = _trace_call(self.fun, static, dyn,
-                                                                len(args), "custom_vjp")
-        n = len(args)
+        call, traced = _trace_call(self.fun, _resolve_args(self.fun, args, kwargs),
+                                   self.nondiff_argnums, "custom_vjp")
+        out_tree, dyn, nondiff = traced.out_tree, call.dyn_args, [v for _, v in call.static]
         res_trees = []
 
         def flat_fwd(primals):
-            out = self.fwd(*_merge(static, in_tree.unflatten(primals), n))
+            out = self.fwd(*call.merge(call.dyn_args_of(primals)))
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError(f"Custom VJP fwd rule {name} must produce a pair (list or "
                                 "tuple of length two) representing primal outputs and "
@@ -297,11 +239,10 @@ class custom_vjp:
                                 f"the same structure as the function ({out_tree}), got {tree}.")
             res_leaves, res_tree = pytree.tree_flatten(res)
             res_trees.append(res_tree)
-            return flat_out, [_as_array(r) for r in res_leaves]
+            return flat_out, [as_array(r) for r in res_leaves]
 
         def flat_bwd(residuals, cts):
             res = res_trees[-1].unflatten(residuals)
-            nondiff = [static[i] for i in sorted(static)]
             cts_in = self.bwd(*nondiff, res, out_tree.unflatten(cts))
             if not isinstance(cts_in, (tuple, list)) or len(cts_in) != len(dyn):
                 raise TypeError(
@@ -309,7 +250,8 @@ class custom_vjp:
                     "(pytree) structure as the args tuple of the primal function, and in "
                     "particular must produce a tuple of length equal to the number of "
                     f"arguments to the primal function, but got bwd output structure "
-                    f"{pytree.tree_structure(cts_in)} for primal input structure {in_tree}.")
+                    f"{pytree.tree_structure(cts_in)} for primal input structure "
+                    f"{pytree.tree_structure(dyn)}.")
             flat = []
             for ct, arg in zip(cts_in, dyn):
                 arg_tree = pytree.tree_structure(arg)
@@ -324,8 +266,9 @@ class custom_vjp:
                 flat.extend(ct_leaves)
             return flat
 
-        outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=closed, fwd=flat_fwd,
-                                      bwd=flat_bwd, num_consts=len(consts), name=name)
+        outs = custom_vjp_call_p.bind(*traced.consts, *call.leaves, call_jaxpr=traced.jaxpr,
+                                      fwd=flat_fwd, bwd=flat_bwd, num_consts=len(traced.consts),
+                                      name=name)
         return out_tree.unflatten(outs)
 
 

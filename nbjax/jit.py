@@ -27,17 +27,14 @@ import weakref
 import numpy as np
 
 from . import compiler
-from .api import _abstractify
 from .backends import get_target, target_names
+from .calls import CallRules, FlatCall, Traced, abstractify, as_array
 from .compiler import report
 from .config import config
-from .core import (Array, ClosedJaxpr, EvalTrace, Primitive, ShapedArray, Tracer,
-                   current_trace, get_aval, pytree, to_numpy)
+from .core import (Array, EvalTrace, Primitive, ShapedArray, Tracer, current_trace, get_aval,
+                   pytree, to_numpy)
 from .core.abstract import ShapeDtypeStruct
-from .interpreters import ad, staging
-from .interpreters.partial_eval import partial_eval_jaxpr
-from .interpreters.transpose import is_undefined, transposed_call
-from .lax import batch_util
+from .interpreters import staging
 
 logger = logging.getLogger("nbjax")
 
@@ -50,66 +47,12 @@ jit_p.pp_params = lambda params: [("name", params["name"]), ("jaxpr", params["ja
 # the configured default when it runs).
 
 
-@jit_p.def_abstract_eval
-def _jit_abstract_eval(*avals, jaxpr, name, backend):
-    return jaxpr.out_avals
-
-
 @jit_p.def_impl
 def _jit_impl(*args, jaxpr, name, backend):
     return compiler.compile(jaxpr, get_target(backend), name).run(*args)
 
 
-@jit_p.def_batch
-def _jit_batch(axis_data, vals, dims, *, jaxpr, **params):
-    vals = [batch_util.bdim_at_front(v, d, axis_data.size) if d is not None else v
-            for v, d in zip(vals, dims)]
-    batched, out_batched = batch_util.batch_jaxpr(jaxpr, axis_data,
-                                                  [d is not None for d in dims], False)
-    outs = jit_p.bind(*vals, jaxpr=batched, **params)
-    return outs, [0 if b else None for b in out_batched]
-
-
-@jit_p.def_jvp
-def _jit_jvp(primals, tangents, *, jaxpr, **params):
-    nonzeros = [not isinstance(t, ad.Zero) for t in tangents]
-    jvp_closed, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros, False)
-    outs = jit_p.bind(*primals, *[t for t in tangents if not isinstance(t, ad.Zero)],
-                      jaxpr=jvp_closed, **params)
-    n = len(jaxpr.out_avals)
-    nz_tangents = iter(outs[n:])
-    tangent_outs = [next(nz_tangents) if nz else ad.Zero(ad.tangent_aval(a))
-                    for nz, a in zip(out_nonzeros, jaxpr.out_avals)]
-    return outs[:n], tangent_outs
-
-
-def _jit_partial_eval(trace, args, unknowns, *, jaxpr, **params):
-    """Known operands run a forward call now; the rest is staged as a call on residuals."""
-    known, unknown, out_unknowns, num_res = partial_eval_jaxpr(jaxpr, unknowns)
-    known_args = [a for a, u in zip(args, unknowns) if not u]
-    known_outs = trace.compute_known(jit_p, known_args, dict(params, jaxpr=known))
-    residuals = known_outs[len(known_outs) - num_res:]
-    unknown_args = [a for a, u in zip(args, unknowns) if u]
-    unknown_outs = trace.stage(jit_p, [*residuals, *unknown_args],
-                               dict(params, jaxpr=unknown))
-    known_iter, unknown_iter = iter(known_outs[:len(known_outs) - num_res]), iter(unknown_outs)
-    return [next(unknown_iter) if u else next(known_iter) for u in out_unknowns]
-
-
-jit_p.def_rule("partial_eval", _jit_partial_eval)
-
-
-@jit_p.def_transpose
-def _jit_transpose(cts, *args, jaxpr, **params):
-    linear = [is_undefined(a) for a in args]
-    nonlinear = [a for a in args if not is_undefined(a)]
-    cts = [ad.instantiate(c) for c in cts]
-    in_avals = [get_aval(a) for a in nonlinear] + [get_aval(c) for c in cts]
-    t_jaxpr, consts = staging.trace_to_jaxpr(transposed_call(jaxpr, linear), in_avals,
-                                             f"transpose of {params['name']}")
-    closed = ClosedJaxpr(staging.convert_constvars(t_jaxpr), [])
-    outs = iter(jit_p.bind(*consts, *nonlinear, *cts, jaxpr=closed, **params))
-    return [next(outs) if lin else None for lin in linear]
+CallRules(jit_p).register("abstract_eval", "batch", "jvp", "partial_eval", "transpose")
 
 
 # --- the user-facing wrapper -------------------------------------------------------------
@@ -194,7 +137,7 @@ class JitWrapped:
         """The general path; ``fast_key`` (None if the call is not eligible) gets a fast-path
         entry afterwards."""
         self.slow_path_calls += 1
-        entry, leaves, _ = self._lookup(args, kwargs, _as_value)
+        entry, leaves, _ = self._lookup(args, kwargs, as_array)
         outs = self._bind(entry, leaves)
         if fast_key is not None and entry.cacheable:
             if len(self._fast) >= FAST_CALLS:
@@ -203,7 +146,7 @@ class JitWrapped:
         return entry.out_tree.unflatten(outs)
 
     def _bind(self, entry, leaves):
-        return jit_p.bind(*entry.consts_as_args, *leaves, jaxpr=entry.jaxpr, name=self.name,
+        return jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
                           backend=self.backend)
 
     def observe(self, observer):
@@ -215,7 +158,7 @@ class JitWrapped:
 
     def _observed_call(self, args, kwargs):
         self.slow_path_calls += 1
-        entry, leaves, _ = self._lookup(args, kwargs, _as_value)
+        entry, leaves, _ = self._lookup(args, kwargs, as_array)
         target = get_target(self.backend)
         compiled_before = target.name in entry.jaxpr.executables
         t0 = time.perf_counter()
@@ -244,57 +187,25 @@ class JitWrapped:
         entry, _, in_tree = self._lookup(args, kwargs, _as_abstract)
         return Lowered(entry, in_tree, self.name, self.backend)
 
-    def _split_args(self, args, kwargs):
-        nargs = len(args)
-        static_nums = {operator.index(i) % nargs for i in self.static_argnums
-                       if -nargs <= i < nargs}
-        static = tuple((i, args[i]) for i in sorted(static_nums))
-        static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames))
-        dyn_args = [a for i, a in enumerate(args) if i not in static_nums]
-        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
-        for where, value in list(static) + list(static_kw):
-            try:
-                hash(value)
-            except TypeError:
-                raise TypeError(f"Non-hashable static arguments are not supported: argument "
-                                f"{where} of {self.name} is {type(value).__name__}, which is "
-                                "unhashable. Make it hashable (e.g. a tuple) or not static.")
-        return static, static_kw, dyn_args, dyn_kwargs
-
     def _lookup(self, args, kwargs, as_leaf):
         """(trace cache entry, the argument leaves made values by ``as_leaf``, input tree)."""
-        static, static_kw, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
-        leaves, in_tree = pytree.tree_flatten((dyn_args, dyn_kwargs))
-        leaves = [as_leaf(x) for x in leaves]
-        avals = tuple(_abstractify(x) for x in leaves)
-        key = (in_tree, avals, static, static_kw, config.enable_x64)
+        nargs = len(args)
+        call = FlatCall(self.fun, args, kwargs,
+                        {operator.index(i) % nargs for i in self.static_argnums
+                         if -nargs <= i < nargs}, self.static_argnames)
+        call.check_hashable(self.name)
+        leaves = [as_leaf(x) for x in call.leaves]
+        avals = tuple(abstractify(x) for x in leaves)
+        key = (call.in_tree, avals, call.static, call.static_kw, config.enable_x64)
         entry = traces.get(self._owner, key)
         if entry is None:
             self._explain_miss(key, args)
-            entry = self._stage(args, static, static_kw, in_tree, avals)
+            self.trace_count += 1
+            entry = Traced(call, avals, staging.describe(self.fun, "jit"))
             if entry.cacheable:
                 traces.put(self._owner, key, entry)
         self._last_key = key
-        return entry, leaves, in_tree
-
-    def _stage(self, args, static, static_kw, in_tree, avals):
-        self.trace_count += 1
-        static_pos = dict(static)
-        out_trees = []
-
-        def flat(*xs):
-            dyn_args, dyn_kwargs = in_tree.unflatten(xs)
-            it = iter(dyn_args)
-            full = [static_pos[i] if i in static_pos else next(it) for i in range(len(args))]
-            out = self.fun(*full, **dyn_kwargs, **dict(static_kw))
-            out_leaves, tree = pytree.tree_flatten(out)
-            out_trees.append(tree)
-            return out_leaves
-
-        t0 = time.perf_counter()
-        jaxpr, consts = staging.trace_to_jaxpr(flat, list(avals),
-                                               staging.describe(self.fun, "jit"))
-        return _Traced(jaxpr, consts, out_trees[0], time.perf_counter() - t0)
+        return entry, leaves, call.in_tree
 
     def _explain_miss(self, key, args):
         if not config.explain_cache_misses or self._last_key is None:
@@ -336,19 +247,6 @@ class JitCall:
         return ", ".join(parts) or "no arguments"
 
 
-class _Traced:
-    """One cache entry: the traced jaxpr with its closed-over values made leading operands."""
-
-    def __init__(self, jaxpr, consts, out_tree, trace_seconds):
-        # Closed-over tracers (of an enclosing transformation) must be passed each call, and
-        # such a trace cannot be reused once that transformation ends.
-        self.cacheable = not any(isinstance(c, Tracer) for c in consts)
-        self.jaxpr = ClosedJaxpr(staging.convert_constvars(jaxpr), [])
-        self.consts_as_args = list(consts)
-        self.out_tree = out_tree
-        self.trace_seconds = trace_seconds
-
-
 # --- the trace cache ----------------------------------------------------------------------
 
 class TraceCache:
@@ -367,7 +265,7 @@ class TraceCache:
 
     def __init__(self, maxsize):
         self.maxsize = maxsize
-        self._entries = collections.OrderedDict()  # (owner, signature) -> _Traced
+        self._entries = collections.OrderedDict()  # (owner, signature) -> calls.Traced
         self._lock = threading.Lock()
         # Functions that died: their references, appended by the weakref callback and purged
         # at once if the lock is free, else by the next get or put (the callback may run in
@@ -485,7 +383,7 @@ class _FastCall:
 
     def __init__(self, entry, slow_key, name, backend):
         self.run = compiler.compile(entry.jaxpr, get_target(backend), name).run
-        self.consts = [to_numpy(c) for c in entry.consts_as_args]
+        self.consts = [to_numpy(c) for c in entry.consts]
         self.out_avals = entry.jaxpr.out_avals
         self.out_tree = None if entry.out_tree.is_leaf() else entry.out_tree
         self.slow_key = slow_key
@@ -515,7 +413,7 @@ class Lowered:
         self.optimized, self.rewrites, _ = compiler.optimized(entry.jaxpr)
         self.in_tree = in_tree
         self.out_tree = entry.out_tree
-        n_consts = len(entry.consts_as_args)
+        n_consts = len(entry.consts)
         self.in_avals = self.jaxpr.in_avals[n_consts:]
         self.out_avals = self.jaxpr.out_avals
 
@@ -601,7 +499,7 @@ class Compiled:
             raise TypeError(f"a Compiled function runs on concrete arrays; call the jitted "
                             f"function instead of {self.name}'s Compiled object inside a "
                             "transformation")
-        values = [to_numpy(c) for c in self.lowered._entry.consts_as_args]
+        values = [to_numpy(c) for c in self.lowered._entry.consts]
         outs = self.executable.run(*values, *map(to_numpy, leaves))
         return self.out_tree.unflatten(map(Array.wrap, outs, self.out_avals))
 
@@ -700,21 +598,10 @@ def _check_argnames(sig, names):
                          "Function does not take these args.")
 
 
-def _as_array(x):
-    from .numpy.util import to_array
-    return to_array(x)
-
-
-def _as_value(x):
-    """An argument leaf as the general path traces and binds it: Arrays and tracers as they
-    are, anything else (NumPy arrays, scalars) converted to an Array."""
-    return x if isinstance(x, (Array, Tracer)) else _as_array(x)
-
-
 def _as_abstract(x):
     """An argument leaf for ``lower``: ``ShapeDtypeStruct``s and ShapedArrays stand for
     themselves (their aval is all tracing needs)."""
-    return _abstractify(x) if isinstance(x, (ShapedArray, ShapeDtypeStruct)) else _as_value(x)
+    return abstractify(x) if isinstance(x, (ShapedArray, ShapeDtypeStruct)) else as_array(x)
 
 
 def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(),

@@ -225,6 +225,17 @@ def test_checkpoint_recomputes_in_backward_pass():
                  [nbjax.grad(f)(v) for v in xs], rtol=1e-6)
 
 
+def test_checkpoint_static_argnums_as_jax():
+    def f(x, n):
+        return jnp.sin(x) ** n
+    x = randn(3)
+    for argnums in (1, (-1,)):
+        g = nbjax.grad(lambda v: nbjax.checkpoint(f, static_argnums=argnums)(v, 3).sum())
+        assert_close(g(x), 3 * np.sin(x) ** 2 * np.cos(x), rtol=1e-5)
+    with pytest.raises(ValueError, match="static_argnums"):  # JAX: ValueError, too
+        nbjax.checkpoint(f, static_argnums=2)(x, 3)
+
+
 def test_grad_jaxpr_is_forward_then_backward_with_provenance():
     def f(x):
         y = jnp.sin(x)
