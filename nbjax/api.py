@@ -13,7 +13,7 @@ from .calls import (FlatCall, abstractify, as_array, canonical_in_axes, flatten_
 from .core import (Array, ClosedJaxpr, EvalTrace, Trace, Tracer, eval_jaxpr, get_aval,
                    new_trace, pytree, set_current_trace)
 from .core import dtypes
-from .core.abstract import ShapeDtypeStruct
+from .core.abstract import ShapeDtypeStruct, ShapedArray
 from .interpreters import ad, batching, partial_eval, staging, transpose
 from .pmap import pmap  # noqa: F401  (the user-facing transformations, with the others)
 
