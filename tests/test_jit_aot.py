@@ -187,7 +187,7 @@ def test_cost_conventions_follow_xla():
                                                   feature_group_count=groups)
         out_size = 2 * w_shape[0] * 7 * 7  # batch 2, a 9x8 image, 3x2 kernel: 7x7 positions
         per_output = w_shape[1] * 3 * 2
-        cost = _cost(conv, randn(2, 3, 9, 8), randn(*w_shape))
+        cost = _cost(conv, random_array(rng, (2, 3, 9, 8)), random_array(rng, w_shape))
         assert cost["flops"] == 2 * out_size * per_output
 
 

@@ -9,7 +9,8 @@ from nbjax import lax
 from nbjax.core import Array, check_jaxpr, eval_jaxpr
 from nbjax.lax.slicing import default_fill_value
 
-from test_lax_structural import DTYPES, assert_same, check, noncontiguous, rand
+from test_lax_structural import DTYPES, assert_same, check, noncontiguous
+from helpers import random_array
 
 FILL, CLIP, PROMISE = (lax.GatherScatterMode.FILL_OR_DROP, lax.GatherScatterMode.CLIP,
                        lax.GatherScatterMode.PROMISE_IN_BOUNDS)
@@ -20,9 +21,9 @@ FILL, CLIP, PROMISE = (lax.GatherScatterMode.FILL_OR_DROP, lax.GatherScatterMode
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_slice_matches_numpy(dtype):
     rng = np.random.default_rng(0)
-    x = rand(rng, (5, 0, 4), dtype)
+    x = random_array(rng, (5, 0, 4), dtype)
     check(lambda x: lax.slice(x, (1, 0, 0), (4, 0, 2)), [x], x[1:4, 0:0, 0:2])
-    y = rand(rng, (6, 5), dtype)
+    y = random_array(rng, (6, 5), dtype)
     for _ in range(10):
         starts = [int(rng.integers(0, d + 1)) for d in y.shape]
         limits = [int(rng.integers(s, d + 1)) for s, d in zip(starts, y.shape)]
@@ -71,7 +72,7 @@ def clamp_start(i, dim, size):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dynamic_slice_clamps_like_xla(dtype):
     rng = np.random.default_rng(1)
-    x = rand(rng, (5, 4), dtype)
+    x = random_array(rng, (5, 4), dtype)
     fn = lambda x, i, j: lax.dynamic_slice(x, (i, j), (2, 3))  # noqa: E731
     closed = nbjax.make_jaxpr(fn)(x, np.int32(0), np.int32(0))
     check_jaxpr(closed.jaxpr)
@@ -87,7 +88,7 @@ def test_dynamic_slice_clamps_like_xla(dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dynamic_update_slice_clamps_like_xla(dtype):
     rng = np.random.default_rng(2)
-    x, u = rand(rng, (4, 5), dtype), rand(rng, (2, 2), dtype)
+    x, u = random_array(rng, (4, 5), dtype), random_array(rng, (2, 2), dtype)
     fn = lambda x, u, i, j: lax.dynamic_update_slice(x, u, (i, j))  # noqa: E731
     closed = nbjax.make_jaxpr(fn)(x, u, np.int32(0), np.int32(0))
     check_jaxpr(closed.jaxpr)
@@ -209,7 +210,7 @@ def random_gather(rng, dtype, n_operand_batch):
     offset_dims = tuple(sorted(int(d) for d in rng.permutation(n_batch + n_window)[:n_window]))
     dn = lax.GatherDimensionNumbers(offset_dims, collapsed, start_index_map,
                                     tuple(operand_batch), tuple(indices_batch))
-    return rand(rng, shape, dtype), indices, dn, slice_sizes
+    return random_array(rng, shape, dtype), indices, dn, slice_sizes
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -219,7 +220,7 @@ def test_gather_random_dimension_numbers(dtype, n_operand_batch):
     for case in range(12):
         operand, indices, dn, sizes = random_gather(rng, dtype, n_operand_batch)
         for mode in (CLIP, FILL, PROMISE):
-            fill = None if mode != FILL else (rand(rng, (), dtype).item() if case % 2 else None)
+            fill = None if mode != FILL else (random_array(rng, (), dtype).item() if case % 2 else None)
             out = lax.gather(operand, indices, dn, sizes, mode=mode, fill_value=fill)
             if fill is None:
                 fill = default_fill_value(np.dtype(dtype)) if mode == FILL else None
@@ -388,7 +389,7 @@ def random_scatter(rng, dtype, n_operand_batch):
     updates_shape = [next(w) if i in update_window_dims else next(b) for i in range(n_updates)]
     dn = lax.ScatterDimensionNumbers(update_window_dims, inserted, index_map,
                                      tuple(operand_batch), tuple(indices_batch))
-    return rand(rng, shape, dtype), indices, rand(rng, updates_shape, dtype), dn
+    return random_array(rng, shape, dtype), indices, random_array(rng, updates_shape, dtype), dn
 
 
 def small_values(rng, x):
