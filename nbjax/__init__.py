@@ -24,8 +24,7 @@ from .custom_derivatives import custom_gradient, custom_jvp, custom_vjp  # noqa:
 from .jit import clear_caches, jit  # noqa: F401
 from .lax.callback import pure_callback  # noqa: F401
 from . import viz  # noqa: F401  (installs the rich display of jaxprs)
-
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401
 
 
 def load_ipython_extension(ipython):

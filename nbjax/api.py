@@ -1,6 +1,6 @@
-"""The user-facing transformations: make_jaxpr, vmap, and autodiff (jvp, linearize, vjp,
-grad, value_and_grad, jacfwd, jacrev, hessian). jit lives in jit.py, pmap in pmap.py (and is
-re-exported here), custom rules in custom_derivatives.py, checkpoint in checkpoint.py; what
+"""The user-facing transformations: make_jaxpr and autodiff (jvp, linearize, vjp, grad,
+value_and_grad, jacfwd, jacrev, hessian). jit lives in jit.py, vmap in vmap.py and pmap in
+pmap.py (both re-exported here), custom rules in custom_derivatives.py, checkpoint in checkpoint.py; what
 their front ends share, in calls.py."""
 
 import contextlib
@@ -8,14 +8,15 @@ import functools
 
 import numpy as np
 
-from .calls import (FlatCall, abstractify, as_array, canonical_in_axes, flatten_axes,
-                    mapped_size, static_positions)
+from .calls import FlatCall, abstractify, as_array, static_positions
 from .core import (Array, ClosedJaxpr, EvalTrace, Trace, Tracer, eval_jaxpr, get_aval,
                    new_trace, pytree, set_current_trace)
 from .core import dtypes
 from .core.abstract import ShapeDtypeStruct, ShapedArray
-from .interpreters import ad, batching, partial_eval, staging, transpose
+from . import lax
+from .interpreters import ad, partial_eval, staging, transpose
 from .pmap import pmap  # noqa: F401  (the user-facing transformations, with the others)
+from .vmap import vmap
 
 
 def make_jaxpr(fun, static_argnums=(), return_shape=False):
@@ -36,68 +37,6 @@ def make_jaxpr(fun, static_argnums=(), return_shape=False):
             return closed, shapes
         return closed
     return make
-
-
-# --- vmap ----------------------------------------------------------------------------------
-
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
-    """Vectorise ``fun`` over a mapped axis of its arguments, as ``jax.vmap``.
-
-    ``in_axes``/``out_axes`` are an int, None, or pytree prefixes of the positional arguments
-    / outputs; keyword arguments are mapped over axis 0. ``axis_name`` names the mapped axis
-    for collectives (``lax.psum(x, axis_name)``).
-    """
-    if isinstance(in_axes, list):
-        in_axes = tuple(in_axes)
-    if not (in_axes is None or isinstance(in_axes, (int, tuple, dict))):
-        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
-                        f"to the positional arguments passed to the function, got {in_axes!r}.")
-    _check_axis_spec("in_axes", in_axes)
-    _check_axis_spec("out_axes", out_axes)
-
-    @functools.wraps(fun)
-    def vmapped(*args, **kwargs):
-        axes = in_axes if not isinstance(in_axes, tuple) else tuple(in_axes)
-        if isinstance(axes, tuple) and len(axes) != len(args):
-            raise ValueError(
-                f"vmap in_axes specification must be a tree prefix of the corresponding value, "
-                f"got specification {in_axes} for value tree "
-                f"{pytree.tree_structure(args)}.")
-        flat_args, in_tree = pytree.tree_flatten((args, kwargs))
-        flat_axes = flatten_axes("vmap in_axes", in_tree, (axes, 0), len(flat_args))
-        flat_args, flat_axes = canonical_in_axes(flat_args, flat_axes)
-        size = mapped_size(fun, in_tree, flat_args, flat_axes, axis_size)
-        desc = staging.describe(fun, "vmap")
-        axis_data = batching.AxisData(axis_name, size)
-        with new_trace(lambda parent: batching.BatchTrace(parent, axis_data, desc)) as trace:
-            tracers = [trace.wrap(x, d) for x, d in zip(flat_args, flat_axes)]
-            a, kw = in_tree.unflatten(tracers)
-            out = fun(*a, **kw)
-            flat_out, out_tree = pytree.tree_flatten(out)
-            unpacked = [trace.unpack(x) for x in flat_out]
-        flat_out_axes = flatten_axes("vmap out_axes", out_tree, out_axes, len(flat_out))
-        outs = [_to_out_axis(v, d, oa, size) for (v, d), oa in zip(unpacked, flat_out_axes)]
-        return out_tree.unflatten(outs)
-    return vmapped
-
-
-def _check_axis_spec(name, spec):
-    for leaf in pytree.tree_leaves(spec, is_leaf=lambda x: x is None):
-        if leaf is not None and not isinstance(leaf, int):
-            raise TypeError(f"vmap {name} must contain only ints and None, got {leaf!r}")
-
-
-def _to_out_axis(val, dim, out_axis, size):
-    from .lax import batch_util
-    if out_axis is None:
-        if dim is not None:
-            raise ValueError("vmap has mapped output but out_axes is None")
-        return val
-    val = as_array(val)
-    nd = get_aval(val).ndim + (dim is None)
-    if not -nd <= out_axis < nd:
-        raise ValueError(f"vmap out_axes {out_axis} is out of range for an output of rank {nd}")
-    return batch_util.bdim_at(val, dim, out_axis % nd, size)
 
 
 # --- autodiff ------------------------------------------------------------------------------
@@ -352,12 +291,11 @@ def _std_basis(leaves):
 
 def _jac_reshape(jac, in_leaf, out_leaf, in_first):
     """Reshape a flat Jacobian block into ``out.shape + in.shape`` (jacfwd/jacrev layout)."""
-    import nbjax.numpy as jnp
     in_shape, out_shape = get_aval(in_leaf).shape, get_aval(out_leaf).shape
-    if in_first:  # jacfwd: (in_size, *out_shape) -> out_shape + in_shape
-        jac = jnp.moveaxis(jac, 0, -1)
-        return jnp.reshape(jac, out_shape + in_shape)
-    return jnp.reshape(jac, out_shape + in_shape)
+    if in_first:  # jacfwd: (in_size, *out_shape) -> (*out_shape, in_size)
+        rank = get_aval(jac).ndim
+        jac = lax.transpose(jac, tuple(range(1, rank)) + (0,))
+    return lax.reshape(jac, out_shape + in_shape)
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -378,7 +316,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         out, tangents = res[0], res[1]
         flat_out, out_tree = pytree.tree_flatten(out)
         flat_t = pytree.tree_leaves(tangents)
-        blocks = _split_blocks(flat_t, flat_in, axis=0)
+        blocks = _split_blocks(flat_t, flat_in)
         jac = out_tree.unflatten([
             in_tree.unflatten([_jac_reshape(b, x, o, True) for b, x in zip(bs, flat_in)])
             for bs, o in zip(blocks, flat_out)])
@@ -412,19 +350,24 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     return jac_f
 
 
-def _split_blocks(flat_t, flat_in, axis):
-    """jacfwd: each output tangent has a leading axis over all input elements; split it."""
-    import nbjax.numpy as jnp
-    sizes = np.cumsum([get_aval(x).size for x in flat_in])[:-1].tolist()
-    return [jnp.split(t, sizes, axis=axis) if sizes else [t] for t in flat_t]
+def _split_leading(x, leaves):
+    """``x`` cut along its leading axis into one block per leaf (of the leaf's size): the
+    leading axis of a batched Jacobian runs over all elements of the inputs (jacfwd) or of the
+    outputs (jacrev)."""
+    ends = np.cumsum([get_aval(leaf).size for leaf in leaves]).tolist()
+    if len(ends) == 1:
+        return [x]
+    return [lax.slice_in_dim(x, start, end, axis=0) for start, end in zip([0] + ends, ends)]
+
+
+def _split_blocks(flat_t, flat_in):
+    """jacfwd: each output tangent's blocks, one per input leaf."""
+    return [_split_leading(t, flat_in) for t in flat_t]
 
 
 def _split_rows(flat_cts, flat_out):
-    """jacrev: each input cotangent has a leading axis over all output elements; split it."""
-    import nbjax.numpy as jnp
-    sizes = np.cumsum([get_aval(o).size for o in flat_out])[:-1].tolist()
-    per_input = [jnp.split(c, sizes, axis=0) if sizes else [c] for c in flat_cts]
-    return [list(rows) for rows in zip(*per_input)]
+    """jacrev: for each output leaf, its rows of every input cotangent."""
+    return [list(rows) for rows in zip(*(_split_leading(c, flat_out) for c in flat_cts))]
 
 
 def _select_argnums(jac, out_tree, many):

@@ -17,6 +17,7 @@ from .core import EvalTrace, Primitive, current_trace, get_aval, pytree
 from .interpreters import ad, staging
 from .interpreters.transpose import is_undefined
 from .lax import batch_util
+from .vmap import vmap
 
 
 def _resolve_args(fun, args, kwargs):
@@ -49,7 +50,6 @@ class _CustomCallRules(CallRules):
     def batch(self, axis_data, vals, dims, **params):
         # Every operand gets the batch axis at 0 (unbatched ones are broadcast): simple, and
         # the broadcast's own rules take care of summing cotangents back.
-        from .api import vmap
         vals = [batch_util.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
         batched, _ = batch_util.batch_jaxpr(params[self.param], axis_data, [True] * len(vals),
                                             True)

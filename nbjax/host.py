@@ -8,6 +8,7 @@ still write.
 import numpy as np
 
 from .core import Array, devices, pytree, to_numpy
+from .version import __version__
 
 __all__ = ["block_until_ready", "copy_to_host_async", "default_backend", "device_count",
            "device_get", "device_put", "effects_barrier", "host_count", "host_id", "host_ids",
@@ -88,7 +89,6 @@ def print_environment_info(return_string=False):
     """The versions of nbjax, Python, NumPy and llvmlite, and the devices (for bug reports)."""
     import platform
     import sys
-    from . import __version__
     lines = [f"nbjax:    {__version__}", f"numpy:    {np.__version__}"]
     try:
         import llvmlite

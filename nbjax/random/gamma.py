@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..api import vmap
+from ..vmap import vmap
 from ..core import Primitive, ShapedArray, dtypes
 from ..interpreters import ad
 from ..lax import batch_util

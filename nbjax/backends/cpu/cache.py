@@ -38,6 +38,7 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from ...version import __version__
 from .target import cpu_target
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,6 @@ def _environment(target):
 def _compiler_version():
     """nbjax's version and a hash of the code that turns IR into machine code (the pass
     pipeline's options live there), so editing it never reuses stale entries."""
-    from ... import __version__
     here = Path(__file__).parent
     source = hashlib.sha256()
     for name in ("runtime.py", "cache.py"):
