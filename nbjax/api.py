@@ -1,7 +1,7 @@
 """The user-facing transformations: make_jaxpr and autodiff (jvp, linearize, vjp, grad,
 value_and_grad, jacfwd, jacrev, hessian). jit lives in jit.py, vmap in vmap.py and pmap in
-pmap.py (both re-exported here), custom rules in custom_derivatives.py, checkpoint in checkpoint.py; what
-their front ends share, in calls.py."""
+pmap.py (both re-exported here), custom rules in custom_derivatives.py, checkpoint in
+checkpoint.py; what their front ends share, in calls.py."""
 
 import contextlib
 import functools

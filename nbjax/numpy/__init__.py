@@ -22,7 +22,7 @@ from .scalar_types import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .ufuncs import *  # noqa: F401,F403
 from .vectorize import *  # noqa: F401,F403
-from .indexing import _getitem, _IndexUpdateHelper  # noqa: F401  (used by Array methods)
+
 
 pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
 newaxis = None

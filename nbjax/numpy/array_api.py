@@ -151,13 +151,11 @@ def _to_device(self, device, /, *, stream=None):
     return self
 
 
-def _array_namespace(self, *, api_version=None):
-    """``x.__array_namespace__()``: ``nbjax.numpy``, which implements one revision."""
+def check_api_version(api_version):
+    """``x.__array_namespace__(api_version=...)`` accepts only the revision implemented."""
     if api_version is not None and api_version != __array_api_version__:
         raise ValueError(f"api_version={api_version!r} is not available; available versions "
                          f"are: {[__array_api_version__]}")
-    import nbjax.numpy
-    return nbjax.numpy
 
 
 # --- namespace metadata --------------------------------------------------------------------

@@ -4,7 +4,11 @@ Both classes get the same methods here (as JAX does), so ``x + 1`` means the sam
 and under any transformation. Called once when ``nbjax.numpy`` is imported.
 """
 
-from ..core import Array, Tracer
+import numpy as np
+
+from .. import lax
+from ..core import Array, Tracer, dtypes
+from . import array_api, creation, indexing, manipulation, ufuncs
 
 # operator -> jnp function name; reflected operators swap the operands.
 _BINARY = {
@@ -62,31 +66,25 @@ def _forward_method(jnp, name):
 
 
 def _reshape(self, *shape, order="C"):
-    import nbjax.numpy as jnp
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = shape[0]
-    return jnp.reshape(self, shape, order=order)
+    return manipulation.reshape(self, shape, order=order)
 
 
 def _transpose(self, *axes):
-    import nbjax.numpy as jnp
     if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], int)):
         axes = axes[0]
-    return jnp.transpose(self, axes or None)
+    return manipulation.transpose(self, axes or None)
 
 
 def _compress(self, condition, axis=None, *, size=None, fill_value=0, out=None):
-    """``x.compress(condition)`` is ``jnp.compress(condition, x)``: the array comes second."""
-    import nbjax.numpy as jnp
-    return jnp.compress(condition, self, axis, size=size, fill_value=fill_value, out=out)
+    """``x.compress(condition)`` is ``indexing.compress(condition, x)``: the array comes second."""
+    return indexing.compress(condition, self, axis, size=size, fill_value=fill_value, out=out)
 
 
 def _view(self, dtype=None, type=None):
     """``x.view(dtype)``: the same bytes read as ``dtype``; the last axis shrinks or grows
     by the ratio of the item sizes, as in NumPy and JAX."""
-    import nbjax.numpy as jnp
-    from .. import lax
-    from ..core import dtypes
     if type is not None:
         raise NotImplementedError("`type` argument of array.view() is not supported.")
     if dtype is None:
@@ -104,14 +102,14 @@ def _view(self, dtype=None, type=None):
     if self.dtype == dtype:
         return self
     if dtypes.is_bool(self.dtype):
-        return _view(self.astype(jnp.uint8), dtype)
+        return _view(self.astype(np.uint8), dtype)
     if dtypes.is_complex(self.dtype):  # interleave (real, imag) as float pairs
-        parts = jnp.stack([jnp.real(self), jnp.imag(self)], axis=-1)
+        parts = manipulation.stack([ufuncs.real(self), ufuncs.imag(self)], axis=-1)
         return _view(parts.reshape(*self.shape[:-1], -1), dtype)
     if dtypes.is_bool(dtype):
-        return _view(self, jnp.uint8).astype(bool)
+        return _view(self, np.uint8).astype(bool)
     if dtypes.is_complex(dtype):
-        pairs = _view(self, jnp.finfo(dtype).dtype).astype(dtype)
+        pairs = _view(self, dtypes.finfo(dtype).dtype).astype(dtype)
         return pairs[..., 0::2] + 1j * pairs[..., 1::2]
     if bits_in < bits_out:
         grouped = self.reshape(*self.shape[:-1], -1, bits_out // bits_in)
@@ -124,16 +122,22 @@ def _view(self, dtype=None, type=None):
 
 def _byteswap(self, inplace=False):
     """``x.byteswap()``: each element's bytes in reverse order (``inplace`` must be False)."""
-    import nbjax.numpy as jnp
     if inplace:
         raise ValueError("Inplace byteswapping not supported.")
     if self.dtype.itemsize == 1:
         return self
-    if jnp.iscomplexobj(self):  # NumPy swaps the real and imaginary parts' bytes separately
-        from .. import lax
-        return lax.complex(jnp.real(self).byteswap(), jnp.imag(self).byteswap())
-    as_bytes = _view(jnp.ravel(self), jnp.uint8).reshape(-1, self.dtype.itemsize)
-    return _view(jnp.flip(as_bytes, -1).reshape(-1), self.dtype).reshape(self.shape)
+    if creation.iscomplexobj(self):  # NumPy swaps the real and imaginary parts' bytes separately
+        return lax.complex(ufuncs.real(self).byteswap(), ufuncs.imag(self).byteswap())
+    as_bytes = _view(manipulation.ravel(self), np.uint8).reshape(-1, self.dtype.itemsize)
+    return _view(manipulation.flip(as_bytes, -1).reshape(-1), self.dtype).reshape(self.shape)
+
+
+def _namespace_method(jnp):
+    def __array_namespace__(self, *, api_version=None):
+        """``x.__array_namespace__()``: ``nbjax.numpy``, which implements one revision."""
+        array_api.check_api_version(api_version)
+        return jnp
+    return __array_namespace__
 
 
 def register(jnp):
@@ -157,13 +161,13 @@ def register(jnp):
         cls.byteswap = _byteswap
         # NumPy's flat iterator, read-only: the ravelled array indexes and iterates the same
         # (JAX raises here instead).
-        cls.flat = property(lambda self: jnp.ravel(self))
-        cls.__getitem__ = lambda self, idx: jnp._getitem(self, idx)
-        cls.at = property(lambda self: jnp._IndexUpdateHelper(self))
-        cls.__round__ = lambda self, ndigits=None: jnp.round(self, ndigits or 0)
-        cls.__array_namespace__ = jnp.array_api._array_namespace
-        cls.to_device = jnp.array_api._to_device
-    Array.__dlpack__ = jnp.array_api._dlpack
-    Array.__dlpack_device__ = jnp.array_api._dlpack_device
+        cls.flat = property(manipulation.ravel)
+        cls.__getitem__ = indexing.getitem
+        cls.at = property(indexing.IndexUpdateHelper)
+        cls.__round__ = lambda self, ndigits=None: ufuncs.round(self, ndigits or 0)
+        cls.__array_namespace__ = _namespace_method(jnp)
+        cls.to_device = array_api._to_device
+    Array.__dlpack__ = array_api._dlpack
+    Array.__dlpack_device__ = array_api._dlpack_device
     Array.copy = lambda self: self  # immutable: a copy is the same value
     Tracer.copy = lambda self: self

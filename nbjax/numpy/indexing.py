@@ -348,7 +348,7 @@ def _mode_name(mode):
     return None if mode is None else getattr(mode, "name", str(mode)).lower()
 
 
-def _getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
+def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
              unique_indices=False):
     """``x[idx]`` with NumPy's indexing rules and JAX's out-of-bounds behaviour."""
     x = to_array(x)
@@ -427,7 +427,7 @@ class _IndexUpdateRef:
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
             fill_value=None):
         """``x[idx]``, with a choice of out-of-bounds ``mode`` (and ``fill_value``)."""
-        return _getitem(self.array, self.index, mode, fill_value, indices_are_sorted,
+        return getitem(self.array, self.index, mode, fill_value, indices_are_sorted,
                         unique_indices)
 
     def _update(self, scatter_fn, values, indices_are_sorted, unique_indices, mode):
@@ -474,7 +474,7 @@ class _IndexUpdateRef:
         return self._combine("power", values, indices_are_sorted, unique_indices, mode)
 
 
-class _IndexUpdateHelper:
+class IndexUpdateHelper:
     """What ``x.at`` returns: indexing it gives the update methods for that index."""
 
     __slots__ = ("array",)
@@ -537,7 +537,7 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
         a, axis = ravel(a), 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
     indices, mode = _apply_index_mode("take", indices, get_aval(a).shape[axis], mode)
-    return _getitem(a, (slice(None),) * axis + (indices,), mode, fill_value,
+    return getitem(a, (slice(None),) * axis + (indices,), mode, fill_value,
                     indices_are_sorted, unique_indices)
 
 
@@ -556,7 +556,7 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     axis = canonicalize_axis(axis, ndim)
     indices, mode = _apply_index_mode("take_along_axis", indices, get_aval(arr).shape[axis],
                                       mode)
-    return _getitem(arr, _along_axis_index(get_aval(arr).shape, indices, axis), mode,
+    return getitem(arr, _along_axis_index(get_aval(arr).shape, indices, axis), mode,
                     fill_value)
 
 
@@ -737,7 +737,7 @@ def choose(a, choices, out=None, mode="raise"):
     else:
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
     a, *choices = broadcast_arrays(a, *choices)
-    return _getitem(stack(choices), (a,) + indices(get_aval(a).shape, sparse=True))
+    return getitem(stack(choices), (a,) + indices(get_aval(a).shape, sparse=True))
 
 
 def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
@@ -760,7 +760,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     if size is None:
         if np.any(_concrete("compress", extra)):
             raise ValueError("condition contains entries that are out of bounds")
-        result = _getitem(arr, _concrete("compress", condition))
+        result = getitem(arr, _concrete("compress", condition))
     elif not 0 <= size <= get_aval(arr).shape[0]:
         raise ValueError("size must be positive and not greater than the size of the array "
                          f"axis; got size={size} for a.shape[axis]={get_aval(arr).shape[0]}")
@@ -768,7 +768,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
         mask = lax.broadcast_in_dim(condition, get_aval(arr).shape, (0,))
         fill = lax.full_like(arr, to_array(fill_value).astype(get_aval(arr).dtype))
         arr = _where(mask, arr, fill)
-        result = _getitem(arr, argsort(condition, stable=True, descending=True))[:size]
+        result = getitem(arr, argsort(condition, stable=True, descending=True))[:size]
     return moveaxis(result, 0, 0 if axis is None else axis)
 
 
@@ -811,7 +811,7 @@ def place(arr, mask, vals, *, inplace=True):
         return data
     (positions,) = nonzero(ravel(mask), size=size, fill_value=size)
     values = _tile_to_size(vals, size)
-    updated = _IndexUpdateHelper(ravel(data))[positions].set(values, mode="drop")
+    updated = IndexUpdateHelper(ravel(data))[positions].set(values, mode="drop")
     return reshape(updated, get_aval(data).shape)
 
 
@@ -838,7 +838,7 @@ def put(a, ind, v, mode=None, *, inplace=True):
     else:
         raise ValueError(f"mode should be one of 'wrap' or 'clip'; got mode={mode!r}")
     index = unravel_index(ind, get_aval(arr).shape)
-    return _IndexUpdateHelper(arr)[index].set(v, mode=scatter_mode)
+    return IndexUpdateHelper(arr)[index].set(v, mode=scatter_mode)
 
 
 def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
@@ -858,7 +858,7 @@ def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
     axis = canonicalize_axis(axis, get_aval(arr).ndim)
     values = broadcast_to(values, get_aval(indices).shape)
     index = _along_axis_index(get_aval(arr).shape, indices, axis)
-    return reshape(_IndexUpdateHelper(arr)[index].set(values, mode=mode), shape)
+    return reshape(IndexUpdateHelper(arr)[index].set(values, mode=mode), shape)
 
 
 def fill_diagonal(a, val, wrap=False, *, inplace=True):
@@ -879,7 +879,7 @@ def fill_diagonal(a, val, wrap=False, *, inplace=True):
     n = min(shape)
     if get_aval(val).ndim:
         val = _tile_to_size(ravel(val), n)
-    return _IndexUpdateHelper(a)[diag_indices(n, len(shape))].set(val)
+    return IndexUpdateHelper(a)[diag_indices(n, len(shape))].set(val)
 
 
 def mask_indices(n, mask_func, k=0, *, size=None):

@@ -16,10 +16,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import lax
-from .. import numpy as jnp  # the package being initialised: used only inside functions
 from ..core import Array, dtypes
 from ..custom_derivatives import custom_jvp
 from ..lax import linalg as lax_linalg
+from . import creation, indexing, manipulation, products, reductions, sorting, ufuncs
 from .util import canonicalize_axis, check_arraylike, promote_dtypes_inexact, to_array
 
 __all__ = ["cholesky", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
@@ -71,7 +71,7 @@ def _matrices(name, a, square=False):
 
 
 def _H(x):
-    return jnp.conj(jnp.swapaxes(x, -1, -2))
+    return ufuncs.conj(manipulation.swapaxes(x, -1, -2))
 
 
 # --- decompositions ---------------------------------------------------------------------------
@@ -107,12 +107,12 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         out = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
         return SVDResult(*out) if compute_uv else out
     v, w = lax_linalg.eigh(a)
-    order = jnp.argsort(-jnp.abs(w), axis=-1, stable=True)
-    s = jnp.take_along_axis(jnp.abs(w), order, axis=-1)
+    order = sorting.argsort(-ufuncs.abs(w), axis=-1, stable=True)
+    s = indexing.take_along_axis(ufuncs.abs(w), order, axis=-1)
     if not compute_uv:
         return s
-    u = jnp.take_along_axis(v, order[..., None, :], axis=-1)
-    sign = jnp.take_along_axis(jnp.sign(w), order, axis=-1)
+    u = indexing.take_along_axis(v, order[..., None, :], axis=-1)
+    sign = indexing.take_along_axis(ufuncs.sign(w), order, axis=-1)
     return SVDResult(u, s, _H(u * sign[..., None, :].astype(u.dtype)))
 
 
@@ -166,7 +166,7 @@ def _solve_jvp(primals, tangents):
     (a, b), (da, db) = primals, tangents
     lu, _, permutation = lax_linalg.lu(a)
     x = lax_linalg.lu_solve(lu, permutation, b)
-    return x, lax_linalg.lu_solve(lu, permutation, db - jnp.matmul(da, x))
+    return x, lax_linalg.lu_solve(lu, permutation, db - products.matmul(da, x))
 
 
 def solve(a, b):
@@ -186,23 +186,23 @@ def solve(a, b):
     if a.shape[-1] != a.shape[-2] or a.shape[-1] != b.shape[-2]:
         raise ValueError(f"The arguments to solve must have shapes a=[..., m, m] and "
                          f"b=[..., m, k] or b=[..., m]; got a={a.shape} and b={b.shape}")
-    batch = jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    x = _solve(jnp.broadcast_to(a, batch + a.shape[-2:]),
-               jnp.broadcast_to(b, batch + b.shape[-2:]))
+    batch = manipulation.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    x = _solve(manipulation.broadcast_to(a, batch + a.shape[-2:]),
+               manipulation.broadcast_to(b, batch + b.shape[-2:]))
     return x[..., 0] if vector else x
 
 
 def inv(a):
     """The inverse of (a stack of) square matrices: ``solve(a, I)``."""
     a = _matrices("jnp.linalg.inv", a, square=True)
-    return solve(a, jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape))
+    return solve(a, manipulation.broadcast_to(creation.eye(a.shape[-1], dtype=a.dtype), a.shape))
 
 
 # --- determinants -------------------------------------------------------------------------------
 
 def _lu_sign_parity(pivots, n):
     """How many row swaps the LU pivots made (each flips the determinant's sign)."""
-    return jnp.count_nonzero(pivots != jnp.arange(n, dtype=pivots.dtype), axis=-1)
+    return reductions.count_nonzero(pivots != creation.arange(n, dtype=pivots.dtype), axis=-1)
 
 
 @custom_jvp
@@ -210,18 +210,19 @@ def _slogdet_lu(a):
     """``det(a) = (-1)^swaps prod(diag(U))``, summed in logarithms."""
     n = a.shape[-1]
     lu, pivots, _ = lax_linalg.lu(a)
-    diag = jnp.diagonal(lu, axis1=-2, axis2=-1)
-    is_zero = jnp.any(diag == 0, axis=-1)
+    diag = manipulation.diagonal(lu, axis1=-2, axis2=-1)
+    is_zero = reductions.any(diag == 0, axis=-1)
     parity = _lu_sign_parity(pivots, n)
     if dtypes.is_complex(a.dtype):
-        sign = jnp.prod(diag / jnp.abs(diag).astype(diag.dtype), axis=-1)
+        sign = reductions.prod(diag / ufuncs.abs(diag).astype(diag.dtype), axis=-1)
     else:
-        sign = jnp.ones((), a.dtype)
-        parity = parity + jnp.count_nonzero(diag < 0, axis=-1)
-    sign = jnp.where(is_zero, jnp.zeros((), a.dtype),
+        sign = creation.ones((), a.dtype)
+        parity = parity + reductions.count_nonzero(diag < 0, axis=-1)
+    sign = manipulation.where(is_zero, creation.zeros((), a.dtype),
                      sign * (1 - 2 * (parity % 2)).astype(a.dtype))
-    logdet = jnp.where(is_zero, -np.inf, jnp.sum(jnp.log(jnp.abs(diag)), axis=-1))
-    return sign, jnp.real(logdet)
+    log_abs = reductions.sum(ufuncs.log(ufuncs.abs(diag)), axis=-1)
+    logdet = manipulation.where(is_zero, -np.inf, log_abs)
+    return sign, ufuncs.real(logdet)
 
 
 @_slogdet_lu.defjvp
@@ -231,12 +232,12 @@ def _slogdet_jvp(primals, tangents):
     (x,), (g,) = primals, tangents
     sign, logdet = _slogdet_lu(x)
     # lax's solve, not jnp's: a custom_jvp function applied to a tangent cannot be transposed
-    log_dot = jnp.trace(lax_linalg.solve(x, g), axis1=-1, axis2=-2)
+    log_dot = manipulation.trace(lax_linalg.solve(x, g), axis1=-1, axis2=-2)
     if dtypes.is_complex(x.dtype):
-        sign_dot = (log_dot - jnp.real(log_dot).astype(log_dot.dtype)) * sign
-        log_dot = jnp.real(log_dot)
+        sign_dot = (log_dot - ufuncs.real(log_dot).astype(log_dot.dtype)) * sign
+        log_dot = ufuncs.real(log_dot)
     else:
-        sign_dot = jnp.zeros_like(sign)
+        sign_dot = creation.zeros_like(sign)
     return (sign, logdet), (sign_dot, log_dot)
 
 
@@ -262,27 +263,27 @@ def _cofactor_solve(a, b):
     if n == 1:
         return a[..., 0, 0], b
     lu, pivots, permutation = lax_linalg.lu(a)
-    diag = jnp.diagonal(lu, axis1=-2, axis2=-1)
+    diag = manipulation.diagonal(lu, axis1=-2, axis2=-1)
     sign = (1 - 2 * (_lu_sign_parity(pivots, n) % 2)).astype(a.dtype)
-    partial_det = jnp.cumprod(diag, axis=-1) * sign[..., None]
-    last = (jnp.arange(n)[:, None] == n - 1) & (jnp.arange(n)[None, :] == n - 1)
-    lu = jnp.where(last, (1 / partial_det[..., -2])[..., None, None], lu)
-    probe = lax_linalg.triangular_solve(lu, jnp.ones(a.shape[:-1], a.dtype), left_side=True,
+    partial_det = reductions.cumprod(diag, axis=-1) * sign[..., None]
+    last = (creation.arange(n)[:, None] == n - 1) & (creation.arange(n)[None, :] == n - 1)
+    lu = manipulation.where(last, (1 / partial_det[..., -2])[..., None, None], lu)
+    probe = lax_linalg.triangular_solve(lu, creation.ones(a.shape[:-1], a.dtype), left_side=True,
                                         lower=False)
-    low_rank = jnp.any(jnp.isnan(probe) | jnp.isinf(probe), axis=-1)[..., None, None]
-    x = jnp.where(low_rank, jnp.zeros_like(b), b)
-    x = jnp.matmul(lax_linalg.permutation_matrix(permutation, a.dtype), x)
+    low_rank = reductions.any(ufuncs.isnan(probe) | ufuncs.isinf(probe), axis=-1)[..., None, None]
+    x = manipulation.where(low_rank, creation.zeros_like(b), b)
+    x = products.matmul(lax_linalg.permutation_matrix(permutation, a.dtype), x)
     x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
-    x = jnp.concatenate([x[..., :-1, :] * partial_det[..., -1, None, None], x[..., -1:, :]],
-                        axis=-2)
+    x = manipulation.concatenate([x[..., :-1, :] * partial_det[..., -1, None, None],
+                                  x[..., -1:, :]], axis=-2)
     x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
-    return partial_det[..., -1], jnp.where(low_rank, jnp.zeros_like(x), x)
+    return partial_det[..., -1], manipulation.where(low_rank, creation.zeros_like(x), x)
 
 
 @custom_jvp
 def _det(a):
     sign, logdet = _slogdet_lu(a)
-    return sign * jnp.exp(logdet).astype(sign.dtype)
+    return sign * ufuncs.exp(logdet).astype(sign.dtype)
 
 
 @_det.defjvp
@@ -291,7 +292,7 @@ def _det_jvp(primals, tangents):
     solve so that singular matrices get the right derivative too."""
     (x,), (g,) = primals, tangents
     det, adj_g = _cofactor_solve(x, g)
-    return det, jnp.trace(adj_g, axis1=-1, axis2=-2)
+    return det, manipulation.trace(adj_g, axis1=-1, axis2=-2)
 
 
 def det(a):
@@ -305,14 +306,15 @@ def det(a):
 def _pinv_impl(a, rtol, hermitian):
     m, n = a.shape[-2:]
     if m == 0 or n == 0:
-        return jnp.zeros(a.shape[:-2] + (n, m), a.dtype)
+        return creation.zeros(a.shape[:-2] + (n, m), a.dtype)
     if rtol is None:
         rtol = 10.0 * max(m, n) * float(np.finfo(a.dtype).eps)
-    rtol = jnp.asarray(rtol)
-    u, s, vh = svd(jnp.conj(a), full_matrices=False, hermitian=hermitian)
+    rtol = creation.asarray(rtol)
+    u, s, vh = svd(ufuncs.conj(a), full_matrices=False, hermitian=hermitian)
     cutoff = rtol[..., None] * s[..., 0:1]
-    s = jnp.where(s > cutoff, s, np.inf).astype(u.dtype)
-    return jnp.matmul(jnp.swapaxes(vh, -1, -2), jnp.swapaxes(u, -1, -2) / s[..., :, None])
+    s = manipulation.where(s > cutoff, s, np.inf).astype(u.dtype)
+    return products.matmul(manipulation.swapaxes(vh, -1, -2),
+                           manipulation.swapaxes(u, -1, -2) / s[..., :, None])
 
 
 _pinv = custom_jvp(_pinv_impl, nondiff_argnums=(1, 2))
@@ -326,7 +328,7 @@ def _pinv_jvp(rtol, hermitian, primals, tangents):
     p = _pinv(a, rtol, hermitian)
     if hermitian:
         a, a_dot = (a + _H(a)) / 2, (a_dot + _H(a_dot)) / 2
-    mm = jnp.matmul
+    mm = products.matmul
     s = mm(mm(p, _H(p)), _H(a_dot))
     t = mm(mm(_H(a_dot), _H(p)), p)
     p_dot = -mm(mm(p, a_dot), p) + s - mm(mm(s, a), p) + t - mm(mm(p, a), t)
@@ -361,21 +363,21 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     b = b[:, None] if vector else b
     m, n = a.shape
     if a.size == 0:
-        s = jnp.zeros((0,), jnp.real(a).dtype)
-        rank = jnp.asarray(0)
-        x = jnp.zeros((n, b.shape[1]), a.dtype)
+        s = creation.zeros((0,), ufuncs.real(a).dtype)
+        rank = creation.asarray(0)
+        x = creation.zeros((n, b.shape[1]), a.dtype)
     else:
         eps = float(np.finfo(a.dtype).eps)
-        rcond = eps * max(m, n) if rcond is None else jnp.where(rcond < 0, eps, rcond)
+        rcond = eps * max(m, n) if rcond is None else manipulation.where(rcond < 0, eps, rcond)
         u, s, vh = svd(a, full_matrices=False)
-        keep = (s > 0) & (s >= jnp.asarray(rcond, s.dtype) * s[0])
-        rank = jnp.sum(keep)
-        s_inv = jnp.where(keep, 1 / jnp.where(keep, s, 1), 0).astype(a.dtype)
-        x = jnp.matmul(_H(vh), s_inv[:, None] * jnp.matmul(_H(u), b))
+        keep = (s > 0) & (s >= creation.asarray(rcond, s.dtype) * s[0])
+        rank = reductions.sum(keep)
+        s_inv = manipulation.where(keep, 1 / manipulation.where(keep, s, 1), 0).astype(a.dtype)
+        x = products.matmul(_H(vh), s_inv[:, None] * products.matmul(_H(u), b))
     if numpy_resid and (int(rank) < n or m <= n):
-        resid = jnp.zeros((0,), jnp.real(a).dtype)
+        resid = creation.zeros((0,), ufuncs.real(a).dtype)
     else:
-        resid = jnp.sum(jnp.abs(b - jnp.matmul(a, x)) ** 2, axis=0)
+        resid = reductions.sum(ufuncs.abs(b - products.matmul(a, x)) ** 2, axis=0)
     return (x[:, 0] if vector else x), resid, rank, s
 
 
@@ -388,13 +390,13 @@ def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
         rtol = tol
     M, = _inexact("jnp.linalg.matrix_rank", M)
     if M.ndim < 2:
-        return jnp.any(M != 0).astype(np.int32)
+        return reductions.any(M != 0).astype(np.int32)
     s = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
     if rtol is None:
-        rtol = jnp.max(s, axis=-1) * max(M.shape[-2:]) * float(np.finfo(s.dtype).eps)
+        rtol = reductions.max(s, axis=-1) * max(M.shape[-2:]) * float(np.finfo(s.dtype).eps)
     else:
-        rtol = jnp.asarray(rtol) * jnp.max(s, axis=-1)
-    return jnp.sum(s > jnp.expand_dims(rtol, -1), axis=-1)
+        rtol = creation.asarray(rtol) * reductions.max(s, axis=-1)
+    return reductions.sum(s > manipulation.expand_dims(rtol, -1), axis=-1)
 
 
 def cond(x, p=None):
@@ -418,14 +420,14 @@ def cond(x, p=None):
             raise ValueError(f"jnp.linalg.cond: for p={p!r}, array must be square; got "
                              f"arr.shape={arr.shape!r}")
         r = norm(arr, ord=p, axis=(-2, -1)) * norm(inv(arr), ord=p, axis=(-2, -1))
-    nan_input = jnp.any(jnp.isnan(arr), axis=(-2, -1))
-    return jnp.where(jnp.isnan(r) & ~nan_input, np.inf, r)
+    nan_input = reductions.any(ufuncs.isnan(arr), axis=(-2, -1))
+    return manipulation.where(ufuncs.isnan(r) & ~nan_input, np.inf, r)
 
 
 # --- norms ----------------------------------------------------------------------------------
 
 def _sum_abs2(x, axis, keepdims):
-    return jnp.sum(jnp.real(x * jnp.conj(x)), axis=axis, keepdims=keepdims)
+    return reductions.sum(ufuncs.real(x * ufuncs.conj(x)), axis=axis, keepdims=keepdims)
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
@@ -433,19 +435,19 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     largest/smallest ``|x|``, 0 counts the nonzero entries."""
     x, = _inexact("jnp.linalg.vector_norm", x)
     if ord is None or ord == 2:
-        return jnp.sqrt(_sum_abs2(x, axis, keepdims))
+        return ufuncs.sqrt(_sum_abs2(x, axis, keepdims))
     if isinstance(ord, str):
         raise ValueError(f"Invalid order '{ord}' for vector norm.")
     if ord == np.inf:
-        return jnp.max(jnp.abs(x), axis=axis, keepdims=keepdims, initial=0)
+        return reductions.max(ufuncs.abs(x), axis=axis, keepdims=keepdims, initial=0)
     if ord == -np.inf:
-        return jnp.min(jnp.abs(x), axis=axis, keepdims=keepdims)
+        return reductions.min(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return jnp.sum(x != 0, axis=axis, keepdims=keepdims).astype(jnp.real(x).dtype)
+        return reductions.sum(x != 0, axis=axis, keepdims=keepdims).astype(ufuncs.real(x).dtype)
     if ord == 1:
-        return jnp.sum(jnp.abs(x), axis=axis, keepdims=keepdims)
-    abs_x = jnp.abs(x)
-    return jnp.sum(abs_x ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+        return reductions.sum(ufuncs.abs(x), axis=axis, keepdims=keepdims)
+    abs_x = ufuncs.abs(x)
+    return reductions.sum(abs_x ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
 
 
 # Matrix norms that are a reduction of absolute row or column sums: ord -> (sum over, then
@@ -457,22 +459,22 @@ _SUM_NORMS = {1: ("rows", "max"), -1: ("rows", "min"),
 def _matrix_norm(x, ord, axes, keepdims):
     row_axis, col_axis = axes
     if ord is None or ord in ("f", "fro"):
-        return jnp.sqrt(_sum_abs2(x, axes, keepdims))
+        return ufuncs.sqrt(_sum_abs2(x, axes, keepdims))
     if ord in _SUM_NORMS:
         summed, reduce = _SUM_NORMS[ord]
         first, second = (row_axis, col_axis) if summed == "rows" else (col_axis, row_axis)
         if not keepdims and second > first:
             second -= 1
-        sums = jnp.sum(jnp.abs(x), axis=first, keepdims=keepdims)
+        sums = reductions.sum(ufuncs.abs(x), axis=first, keepdims=keepdims)
         if reduce == "max":
-            return jnp.max(sums, axis=second, keepdims=keepdims, initial=0)
-        return jnp.min(sums, axis=second, keepdims=keepdims)
+            return reductions.max(sums, axis=second, keepdims=keepdims, initial=0)
+        return reductions.min(sums, axis=second, keepdims=keepdims)
     if ord in ("nuc", 2, -2):
-        s = svd(jnp.moveaxis(x, axes, (-2, -1)), compute_uv=False)
-        y = {"nuc": lambda: jnp.sum(s, axis=-1),
-             2: lambda: jnp.max(s, axis=-1, initial=0),
-             -2: lambda: jnp.min(s, axis=-1)}[ord]()
-        return jnp.expand_dims(y, axes) if keepdims else y
+        s = svd(manipulation.moveaxis(x, axes, (-2, -1)), compute_uv=False)
+        y = {"nuc": lambda: reductions.sum(s, axis=-1),
+             2: lambda: reductions.max(s, axis=-1, initial=0),
+             -2: lambda: reductions.min(s, axis=-1)}[ord]()
+        return manipulation.expand_dims(y, axes) if keepdims else y
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
 
 
@@ -482,7 +484,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     x, = _inexact("jnp.linalg.norm", x)
     if axis is None:
         if ord is None:
-            return jnp.sqrt(_sum_abs2(x, None, keepdims))
+            return ufuncs.sqrt(_sum_abs2(x, None, keepdims))
         axis = tuple(range(x.ndim))
     elif isinstance(axis, (tuple, list)):
         axis = tuple(canonicalize_axis(a, x.ndim) for a in axis)
@@ -506,7 +508,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 def matrix_power(a, n):
     """``a`` multiplied by itself ``n`` times by repeated squaring (``n < 0``: of ``inv(a)``;
     ``n == 0``: the identity)."""
-    a = to_array(a) if not isinstance(a, (list, tuple)) else jnp.asarray(a)
+    a = to_array(a) if not isinstance(a, (list, tuple)) else creation.asarray(a)
     if a.ndim < 2:
         raise TypeError(f"{a.ndim}-dimensional array given. Array must be at least "
                         "two-dimensional")
@@ -517,24 +519,24 @@ def matrix_power(a, n):
     except TypeError as err:
         raise TypeError(f"exponent must be an integer, got {n}") from err
     if n == 0:
-        return jnp.broadcast_to(jnp.eye(a.shape[-1], dtype=a.dtype), a.shape)
+        return manipulation.broadcast_to(creation.eye(a.shape[-1], dtype=a.dtype), a.shape)
     if n < 0:
         a, n = inv(a), -n
     result, square = None, a
     while True:
         n, bit = divmod(n, 2)
         if bit:
-            result = square if result is None else jnp.matmul(result, square)
+            result = square if result is None else products.matmul(result, square)
         if n == 0:
             return result
-        square = jnp.matmul(square, square)
+        square = products.matmul(square, square)
 
 
 def multi_dot(arrays, *, precision=None):
     """The product of a chain of matrices (the first and last may be vectors), multiplied
     in the order that needs the fewest scalar multiplications (the classic dynamic
     programme over split points)."""
-    arrs = [jnp.asarray(a) for a in arrays]
+    arrs = [creation.asarray(a) for a in arrays]
     if len(arrs) < 2:
         raise ValueError(f"multi_dot requires at least two arrays; got "
                          f"len(arrays)={len(arrs)}")
@@ -559,7 +561,7 @@ def multi_dot(arrays, *, precision=None):
         if i == j:
             return arrs[i]
         k = split[i, j]
-        return jnp.matmul(product(i, k), product(k + 1, j), precision=precision)
+        return products.matmul(product(i, k), product(k + 1, j), precision=precision)
     out = product(0, len(arrs) - 1)
     if first_vector:
         out = out[0]
@@ -587,7 +589,7 @@ def _chain_order(dims):
 
 def matrix_transpose(x, /):
     """Swap the last two axes."""
-    x = jnp.asarray(x)
+    x = creation.asarray(x)
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose requires at least 2 dimensions; got "
                          f"ndim={x.ndim}")
@@ -596,53 +598,53 @@ def matrix_transpose(x, /):
 
 def outer(x1, x2, /):
     """The outer product of two vectors."""
-    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    x1, x2 = creation.asarray(x1), creation.asarray(x2)
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"Input arrays must be one-dimensional, but they are "
                          f"x1.ndim={x1.ndim} x2.ndim={x2.ndim}")
-    return jnp.outer(x1, x2)
+    return products.outer(x1, x2)
 
 
 def cross(x1, x2, /, *, axis=-1):
     """The cross product of (stacks of) 3-vectors along ``axis``."""
-    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    x1, x2 = creation.asarray(x1), creation.asarray(x2)
     if x1.shape[axis] != 3 or x2.shape[axis] != 3:
         raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
                          f"they have x1.shape[axis]={x1.shape[axis]} and "
                          f"x2.shape[axis]={x2.shape[axis]}")
-    return jnp.cross(x1, x2, axis=axis)
+    return products.cross(x1, x2, axis=axis)
 
 
 def diagonal(x, /, *, offset=0):
     """The diagonal of the last two axes."""
-    return jnp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+    return manipulation.diagonal(x, offset=offset, axis1=-2, axis2=-1)
 
 
 def trace(x, /, *, offset=0, dtype=None):
     """The sum of the diagonal of the last two axes."""
-    return jnp.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+    return manipulation.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """``sum(conj(x1) * x2)`` along ``axis``."""
-    return jnp.vecdot(x1, x2, axis=axis, precision=precision,
+    return products.vecdot(x1, x2, axis=axis, precision=precision,
                       preferred_element_type=preferred_element_type)
 
 
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
-    return jnp.matmul(x1, x2, precision=precision,
+    return products.matmul(x1, x2, precision=precision,
                       preferred_element_type=preferred_element_type)
 
 
 def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
-    return jnp.tensordot(x1, x2, axes=axes, precision=precision,
+    return products.tensordot(x1, x2, axes=axes, precision=precision,
                          preferred_element_type=preferred_element_type)
 
 
 def tensorinv(a, ind=2):
     """The inverse of ``a`` seen as a linear map from its last axes to its first ``ind``
     ones: ``tensordot(tensorinv(a, ind), a, ind)`` is the identity."""
-    a = jnp.asarray(a)
+    a = creation.asarray(a)
     ind = operator.index(ind)
     if ind <= 0:
         raise ValueError(f"ind must be a positive integer; got ind={ind!r}")
@@ -652,14 +654,14 @@ def tensorinv(a, ind=2):
         raise ValueError("tensorinv is only possible when the product of the first `ind` "
                          "dimensions equals that of the remaining dimensions. got "
                          f"arr.shape={a.shape!r} with ind={ind!r}.")
-    return jnp.reshape(inv(jnp.reshape(a, (rows, cols))), in_shape + out_shape)
+    return manipulation.reshape(inv(manipulation.reshape(a, (rows, cols))), in_shape + out_shape)
 
 
 def tensorsolve(a, b, axes=None):
     """``x`` with ``tensordot(a, x, x.ndim) = b``; ``axes`` of ``a`` move to the end first."""
-    a, b = jnp.asarray(a), jnp.asarray(b)
+    a, b = creation.asarray(a), creation.asarray(b)
     if axes is not None:
-        a = jnp.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
+        a = manipulation.moveaxis(a, axes, tuple(range(a.ndim - len(axes), a.ndim)))
     out_shape = a.shape[b.ndim:]
     if a.shape[:b.ndim] != b.shape:
         raise ValueError("After moving axes to end, leading shape of a must match shape of "
@@ -667,5 +669,5 @@ def tensorsolve(a, b, axes=None):
     if b.size != math.prod(out_shape):
         raise ValueError("Input arrays must have prod(a.shape[:b.ndim]) == "
                          f"prod(a.shape[b.ndim:]); got a.shape={a.shape}, b.ndim={b.ndim}.")
-    x = solve(jnp.reshape(a, (b.size, math.prod(out_shape))), jnp.ravel(b))
-    return jnp.reshape(x, out_shape)
+    x = solve(manipulation.reshape(a, (b.size, math.prod(out_shape))), manipulation.ravel(b))
+    return manipulation.reshape(x, out_shape)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import lax
 from ..core import Array, Tracer, dtypes, get_aval
-from .indexing import _concrete, _getitem, take
+from .indexing import _concrete, getitem, take
 from .util import (broadcast_shapes as _broadcast_shapes, canonicalize_axes,
                    canonicalize_axis, check_arraylike, promote_dtypes, to_array)
 
@@ -304,7 +304,7 @@ def column_stack(tup):
 # --- splitting -----------------------------------------------------------------------------
 
 def _slice_along(x, axis, start, stop):
-    return _getitem(x, (slice(None),) * axis + (slice(start, stop),))
+    return getitem(x, (slice(None),) * axis + (slice(start, stop),))
 
 
 def _split(name, ary, indices_or_sections, axis, equal):
@@ -742,8 +742,8 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
                           builtins.min(rows + offset, cols))
     flat = reshape(a, tuple(batch) + (rows * cols,))
     start = offset if offset >= 0 else -offset * cols
-    return _getitem(flat, (Ellipsis, slice(start, start + length * (cols + 1), cols + 1))) \
-        if length else _getitem(flat, (Ellipsis, slice(0, 0)))
+    return getitem(flat, (Ellipsis, slice(start, start + length * (cols + 1), cols + 1))) \
+        if length else getitem(flat, (Ellipsis, slice(0, 0)))
 
 
 def diag(v, k=0):
@@ -920,7 +920,7 @@ def trim_zeros(filt, trim="fb", axis=None):
             continue
         index.append(builtins.slice(kept[0] if "f" in trim else None,
                                     kept[-1] + 1 if "b" in trim else None))
-    return _getitem(filt, tuple(index))
+    return getitem(filt, tuple(index))
 
 
 def _block(xs):

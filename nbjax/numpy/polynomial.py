@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import lax
 from ..core import ConcretizationTypeError, Tracer, dtypes, get_aval
+from .indexing import IndexUpdateHelper
 from .util import check_arraylike, promote_dtypes, promote_dtypes_inexact
 
 __all__ = ["polyval", "polyadd", "polysub", "polyder", "polyint", "polymul", "polydiv", "poly",
@@ -112,15 +113,14 @@ def polydiv(u, v, *, trim_leading_zeros=False):
     """``(quotient, remainder)`` of polynomial long division. The remainder keeps ``u``'s
     length (NumPy trims its leading zeros: ``trim_leading_zeros`` does, within
     sqrt(eps), on concrete values)."""
-    from .indexing import _IndexUpdateHelper
     u, v = _inexact_coefficients("polydiv", u, v)
     m, n = get_aval(u).shape[0] - 1, get_aval(v).shape[0] - 1
     scale = 1.0 / v[0]
     q = lax.full((max(m - n + 1, 1),), 0, get_aval(u).dtype)
     for k in range(m - n + 1):
         d = scale * u[k]
-        q = _IndexUpdateHelper(q)[k].set(d)
-        u = _IndexUpdateHelper(u)[k:k + n + 1].add(-d * v)
+        q = IndexUpdateHelper(q)[k].set(d)
+        u = IndexUpdateHelper(u)[k:k + n + 1].add(-d * v)
     if trim_leading_zeros:
         u = u[_leading_zeros("polydiv", u, np.sqrt(dtypes.finfo(get_aval(u).dtype).eps)):]
     return q, u
@@ -153,14 +153,13 @@ def _complex_dtype(p):
 
 def _companion_roots(p):
     """The eigenvalues of the companion matrix of ``p`` (``p[0] != 0``)."""
-    from .indexing import _IndexUpdateHelper
     from .linalg import eigvals
     from .manipulation import diag
     n = get_aval(p).shape[0]
     if n < 2:
         return lax.full((0,), 0, _complex_dtype(p))
     a = diag(lax.full((n - 2,), 1, get_aval(p).dtype), -1)
-    a = _IndexUpdateHelper(a)[0, :].set(-p[1:] / p[0])
+    a = IndexUpdateHelper(a)[0, :].set(-p[1:] / p[0])
     return eigvals(a)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import lax
 from ..core import ConcretizationTypeError, dtypes, get_aval
-from .indexing import _concrete, take
+from .indexing import IndexUpdateHelper, _concrete, ravel_multi_index, take
 from .manipulation import _first_true_positions, concatenate, moveaxis, ravel, reshape, where
 from .util import (canonicalize_axis, check_arraylike, promote_dtypes,
                    promote_dtypes_inexact, to_array)
@@ -525,15 +525,13 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
 
 def _add_at(target, idx, values):
     """``target.at[idx].add(values)``, out-of-range indices dropped."""
-    from .indexing import _IndexUpdateHelper
-    return _IndexUpdateHelper(target)[idx].add(values, mode="drop")
+    return IndexUpdateHelper(target)[idx].add(values, mode="drop")
 
 
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     """``(counts, edges_per_dimension)``: the histogram of the ``N`` points of the ``(N, D)``
     ``sample`` over a grid of bins (each dimension's bins as ``histogram``'s)."""
     from .array_api import diff
-    from .indexing import ravel_multi_index
     check_arraylike("histogramdd", sample, *([] if weights is None else [weights]))
     if weights is None:
         (sample,) = promote_dtypes_inexact(sample)

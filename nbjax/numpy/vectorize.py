@@ -17,6 +17,7 @@ from ..core import get_aval, pytree
 from ..core.trace import new_trace
 from ..interpreters import batching
 from ..lax import batch_util
+from .indexing import IndexUpdateHelper, getitem, take
 from .util import canonicalize_axes, canonicalize_axis, check_arraylike, to_array
 
 __all__ = ["vectorize", "ufunc", "frompyfunc", "piecewise", "apply_along_axis",
@@ -298,7 +299,6 @@ class ufunc:
     def at(self, a, indices, b=None, /, *, inplace=True):
         """``a`` with ``a[indices] = func(a[indices], b)``, applied once per index, so
         repeated indices accumulate (``inplace=False`` is required, as in JAX)."""
-        from .indexing import _IndexUpdateHelper, _getitem
         from .manipulation import broadcast_to, ravel, reshape
         if inplace:
             raise NotImplementedError("nbjax.numpy.ufunc.at cannot modify arrays in-place, "
@@ -313,7 +313,7 @@ class ufunc:
         arrays = [to_array(i) for i in indices if not isinstance(i, slice)]
         shape = np.broadcast_shapes(*(get_aval(i).shape for i in arrays)) if arrays else ()
         if not shape:
-            return _IndexUpdateHelper(a)[indices].set(self(_getitem(a, indices), *args))
+            return IndexUpdateHelper(a)[indices].set(self(getitem(a, indices), *args))
         count = int(np.prod(shape))
         flat = [i if isinstance(i, slice) else ravel(broadcast_to(i, shape)) for i in indices]
         if args:
@@ -321,14 +321,13 @@ class ufunc:
             args = [reshape(broadcast_to(args[0], shape + rest), (count,) + rest)]
         for k in range(count):
             idx = tuple(i if isinstance(i, slice) else i[k] for i in flat)
-            a = _IndexUpdateHelper(a)[idx].set(self(_getitem(a, idx), *(x[k] for x in args)))
+            a = IndexUpdateHelper(a)[idx].set(self(getitem(a, idx), *(x[k] for x in args)))
         return a
 
     def reduceat(self, a, indices, axis=0, dtype=None, out=None):
         """For each ``i``, ``a[indices[i]]`` folded with the following elements along
         ``axis`` up to ``indices[i + 1]`` (just itself where that is not larger), as JAX;
         ``indices`` may be traced."""
-        from .indexing import take
         from .manipulation import concatenate
         from .ufuncs import _where
         self._binary("reduceat")
