@@ -189,10 +189,11 @@ def _sici_series(x):
 def _sici_fraction(x):
     """``E1(ix) = -Ci(x) + i (Si(x) - pi/2)`` by the continued fraction ``e^-z / (z + 1 -
     1 / (z + 3 - 4 / (z + 5 - ...)))`` at z = ix, from the tail."""
-    tail = (jnp.zeros_like(x), jnp.zeros_like(x))
-    for k in range(_SICI_FRACTION_TERMS, 0, -1):
+    def step(i, tail):
+        k = (_SICI_FRACTION_TERMS - i).astype(x.dtype)
         inverse = _cdiv((jnp.ones_like(x), jnp.zeros_like(x)), (2 * k + 1 - tail[0], x - tail[1]))
-        tail = (k * k * inverse[0], k * k * inverse[1])
+        return k * k * inverse[0], k * k * inverse[1]
+    tail = lax.fori_loop(0, _SICI_FRACTION_TERMS, step, (jnp.zeros_like(x), jnp.zeros_like(x)))
     cos, sin = _cexp_i(x)
     e1 = _cdiv((cos, -sin), (1 - tail[0], x - tail[1]))
     return e1[1] + np.pi / 2, -e1[0]
