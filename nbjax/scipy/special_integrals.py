@@ -165,7 +165,7 @@ def expi(x):
 expi.defjvps(lambda t, out, x: t * jnp.exp(x) / x)
 
 
-# --- the sine and cosine integrals -----------------------------------------------------------------
+# --- the sine and cosine integrals ----------------------------------------------------------------
 
 _SICI_SWITCH = 4.0
 _SICI_SERIES_TERMS = 40    # 4^40 / 40! is below float64 rounding
@@ -292,7 +292,7 @@ def wofz(z):
     return _wofz(z)
 
 
-# --- the Fresnel integrals -------------------------------------------------------------------------
+# --- the Fresnel integrals ------------------------------------------------------------------------
 
 _FRESNEL_SWITCH = 1.5
 _FRESNEL_SERIES_TERMS = 32  # (pi/2 1.5^2)^32 / 32! is below float64 rounding
@@ -350,7 +350,7 @@ def fresnel(x):
     return _fresnel(x)
 
 
-# --- Dawson's integral -----------------------------------------------------------------------------
+# --- Dawson's integral ----------------------------------------------------------------------------
 
 _DAWSN_SERIES_SWITCH = 0.2
 _DAWSN_SERIES_TERMS = 12
@@ -403,7 +403,7 @@ def dawsn(x):
     return _dawsn(x)
 
 
-# --- the dilogarithm -------------------------------------------------------------------------------
+# --- the dilogarithm ------------------------------------------------------------------------------
 
 _LI2_TERMS = 56  # for |t| <= 1/2: 2^-56 / 56^2 is below float64 rounding
 _PI2_6 = np.pi ** 2 / 6

@@ -38,7 +38,7 @@ def bernoulli(n):
     return jnp.array([float(b) for b in numbers])
 
 
-# --- Bessel functions of the first kind ------------------------------------------------------------
+# --- Bessel functions of the first kind -----------------------------------------------------------
 
 def bessel_jn(z, *, v, n_iter=50):
     """The Bessel functions ``J_0(z) .. J_v(z)``, stacked on a new leading axis.
@@ -72,7 +72,7 @@ def bessel_jn(z, *, v, n_iter=50):
     return jnp.stack(out)
 
 
-# --- hypergeometric functions -----------------------------------------------------------------------
+# --- hypergeometric functions ---------------------------------------------------------------------
 
 _HYP1F1_TERMS = 400  # for a, b, x up to ~30 (JAX's tested range): the terms fall below rounding
 _HYP2F1_TERMS = 500  # for |x| <= 0.9 after Pfaff's transformation
@@ -131,7 +131,7 @@ def hyp2f1(a, b, c, x):
     return jnp.where((x > 1) | jnp.isnan(x), jnp.full_like(x, np.nan), out)
 
 
-# --- Owen's T function ---------------------------------------------------------------------------------
+# --- Owen's T function ----------------------------------------------------------------------------
 
 _LEGENDRE_NODES, _LEGENDRE_WEIGHTS = np.polynomial.legendre.leggauss(48)
 _OWENS_NODES = [float(v) for v in (_LEGENDRE_NODES + 1) / 2]  # on [0, 1]
@@ -171,7 +171,7 @@ def owens_t(h, a):
     return jnp.where(a < 0, -out, out)
 
 
-# --- spherical harmonics -----------------------------------------------------------------------------
+# --- spherical harmonics --------------------------------------------------------------------------
 
 def _normalized_legendre(n, m, x, n_max):
     """``sqrt((2n+1)/(4 pi) (n-m)!/(n+m)!) P_n^m(x)`` for 0 <= m (element-wise) and n <= n_max
