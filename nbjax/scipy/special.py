@@ -14,10 +14,14 @@ from ..nn import log_softmax, logsumexp, softmax
 from ..numpy.util import promote_args_inexact
 from .special_added import *  # noqa: F401,F403
 from .special_added import __all__ as _added
+from .special_integrals import *  # noqa: F401,F403
+from .special_integrals import __all__ as _integrals
+from .special_series import *  # noqa: F401,F403
+from .special_series import __all__ as _series
 
 __all__ = ["digamma", "erf", "erfc", "erfinv", "expit", "gammaln", "log_ndtr",
            "log_softmax", "logit", "logsumexp", "ndtr", "ndtri", "softmax", "xlog1py",
-           "xlogy"] + _added
+           "xlogy"] + _added + _integrals + _series
 
 
 def _unary(name, prim_fn, doc):
