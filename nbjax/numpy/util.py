@@ -6,10 +6,10 @@ import warnings
 import numpy as np
 
 from .. import lax
+from ..calls import as_array
 from ..config import config
-from ..core import Array, Tracer, dtypes, get_aval, valid_value
-from ..core.trace import is_python_scalar
-from ..lax.standard import IncompatibleShapesError, weak_scalar
+from ..core import dtypes, get_aval, valid_value
+from ..lax.standard import IncompatibleShapesError
 from ..lax.standard import broadcast_shapes as lax_broadcast_shapes  # equal ranks only
 
 _SCALARS = (bool, int, float, complex)
@@ -23,16 +23,7 @@ def check_arraylike(name, *args):
                             f"{type(a).__name__} at position {i}.")
 
 
-def to_array(x):
-    """An Array/Tracer for any array-like leaf (Python scalars become weak rank-0 arrays)."""
-    if isinstance(x, (Array, Tracer)):
-        return x
-    if is_python_scalar(x):
-        dtype, weak = dtypes.python_scalar_dtype(x)
-        return weak_scalar(x, dtype) if weak else Array(np.asarray(x, dtype))
-    if isinstance(x, (np.ndarray, np.generic)):
-        return Array(np.asarray(x, dtypes.canonicalize(x.dtype)))
-    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid nbjax type")
+to_array = as_array  # the name the numpy modules use
 
 
 def result_type(*args):
