@@ -117,6 +117,28 @@ def test_a_registered_target_gets_the_plan_and_names_its_library_calls(monkeypat
     assert "counting" in backends.target_names()
 
 
+def test_control_flow_is_compiled_only_where_the_target_says_so():
+    """A target lists the control-flow primitives it compiles; others (a new control
+    primitive, or one the target has not learnt) plan as reference steps."""
+    def loops(x):
+        y = lax.while_loop(lambda c: c.sum() < 100.0, lambda c: c * 2.0, x)
+        return lax.cond(y.sum() > 0, lambda v: v + 1.0, lambda v: v - 1.0, y)
+
+    class OnlyWhile(backends.get_target("cpu").__class__):
+        name = "only-while"
+        control_flow = frozenset({"while"})
+
+    closed = nbjax.make_jaxpr(loops)(np.ones(4, np.float32))
+    optimised = compiler.optimized(closed)[0]
+    kinds = {g.eqns[0].primitive.name: g.kind for g in
+             compiler.plan(optimised.jaxpr, OnlyWhile()).groups if g.kind != "kernel"}
+    assert kinds == {"while": "loop", "cond": "fallback"}
+    kinds = {g.eqns[0].primitive.name: g.kind for g in
+             compiler.plan(optimised.jaxpr, backends.get_target("cpu")).groups
+             if g.kind != "kernel"}
+    assert kinds == {"while": "loop", "cond": "loop"}
+
+
 def test_lower_then_compile_optimises_once(monkeypatch):
     calls = []
     optimize = compiler.optimize

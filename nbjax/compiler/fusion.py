@@ -139,7 +139,7 @@ def _plan_control_flow(eqn, target, prefix):
     flow), or (None, None) when ``eqn`` is not control flow the target compiles."""
     name = eqn.primitive.name
     sub_jaxprs = eqn.primitive.lowerings.get("control")
-    if sub_jaxprs is None or not target.compiles_control_flow:
+    if sub_jaxprs is None or name not in target.control_flow:
         return None, None
     subs = []
     for role, closed in sub_jaxprs(eqn.params):

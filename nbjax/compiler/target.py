@@ -3,7 +3,7 @@ compiled program runs on.
 
 A target says whether the pipeline should optimise and plan for it at all, which equations
 without a kernel lowering it runs as library calls (and how, in words for the fusion
-report), whether it compiles control flow around kernels, and how it lowers a plan into an
+report), which control flow it compiles around kernels, and how it lowers a plan into an
 ``Executable``. How it splits work, its code scaffold and its runtime are its own business,
 behind ``lower``. Targets live in ``nbjax.backends``, which registers them by name.
 """
@@ -16,9 +16,9 @@ class Target:
     # Whether the pipeline runs the passes and the fusion planner (the reference target
     # runs the jaxpr as traced).
     optimizes = True
-    # Whether control flow whose bodies plan into kernels becomes one native ``"loop"``
-    # step (else it runs as a reference step).
-    compiles_control_flow = False
+    # The control-flow primitives (by name) that become one native ``"loop"`` step when
+    # their bodies plan into kernels; any other runs as a reference step.
+    control_flow = frozenset()
 
     def library_reason(self, eqn):
         """Why ``eqn`` (no kernel lowering here) runs as a library call on this target, in

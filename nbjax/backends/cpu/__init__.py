@@ -8,6 +8,7 @@ our buffers.
 """
 
 from ...compiler import Target
+from .control_flow import CONTROL_FLOW
 from .executable import Executable, compile_plan
 
 __all__ = ["CpuTarget", "Executable", "TARGET"]
@@ -25,7 +26,7 @@ LIBRARY_CALLS = {
 
 class CpuTarget(Target):
     name = "cpu"
-    compiles_control_flow = True
+    control_flow = frozenset(CONTROL_FLOW)
 
     def library_reason(self, eqn):
         category = eqn.primitive.lowerings.get("library")

@@ -38,6 +38,9 @@ from . import interrupts, support
 from .runtime import ALIGNMENT
 
 I8P = I8.as_pointer()
+# The control-flow primitives this backend compiles, and the method of
+# ``ControlFlowFunction`` that emits each.
+CONTROL_FLOW = {"scan": "scan", "while": "while_", "cond": "cond"}
 
 
 def _nbytes(aval):
@@ -177,8 +180,7 @@ class ControlFlowFunction:
     # --- control flow
     def emit(self, group, ins, outs):
         eqn = group.eqns[0]
-        {"scan": self.scan, "while": self.while_, "cond": self.cond}[eqn.primitive.name](
-            eqn, group.subprograms, ins, outs)
+        getattr(self, CONTROL_FLOW[eqn.primitive.name])(eqn, group.subprograms, ins, outs)
 
     def carries(self, avals, init, first):
         """The second buffer of each carry; the first (the result's) starts at ``init``."""
