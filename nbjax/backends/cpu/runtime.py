@@ -2,7 +2,7 @@
 
 - ``JitModule``: one LLVM module optimised with the new pass manager and turned into machine
   code by its own MCJIT engine and target machine (an engine owns and frees its target
-  machine, so they are never shared; see PERF_NOTES.md).
+  machine, so they are never shared).
 - ``BufferPool``: 64-byte-aligned output buffers (vector stores need it, and NumPy only
   guarantees 16), reused once nothing refers to them any more, so steady-state calls do not
   pay page faults; large ones are anonymous mappings with transparent huge pages.
@@ -85,7 +85,7 @@ def float32_lanes():
 
 
 def optimise(module, tm):
-    """LLVM's O3 pipeline with the loop and SLP vectorisers (PERF_NOTES: new pass manager)."""
+    """LLVM's O3 pipeline with the loop and SLP vectorisers, run by the new pass manager."""
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True

@@ -3,7 +3,8 @@ the CPU's loop scaffold (``codegen.CpuLoops``).
 
 Non-temporal stores write whole cache lines to memory without reading them first or evicting
 useful data: for outputs much larger than the caches they are about twice as fast
-(PERF_NOTES.md). Smaller outputs are better left in the cache for their consumer.
+(measured on the development machines). Smaller outputs are better left in the cache for their
+consumer.
 """
 
 import math
