@@ -8,6 +8,7 @@ still write.
 import numpy as np
 
 from .core import Array, devices, pytree, to_numpy
+from .numpy import asarray
 from .version import __version__
 
 __all__ = ["block_until_ready", "copy_to_host_async", "default_backend", "device_count",
@@ -27,7 +28,6 @@ def block_until_ready(x):
 
 def device_put(x, device=None):
     """Place a value (an array or a pytree of them) on ``device`` (the CPU device now)."""
-    from .numpy import asarray
     if device is not None and device not in devices():
         raise ValueError(f"unknown device {device!r}; available: {devices()}")
     return pytree.tree_map(asarray, x)
@@ -115,7 +115,6 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     """The array of ``shape`` whose data ``data_callback(index)`` gives, as JAX calls it for
     each device's part: nbjax has one part, the whole array (``index`` is a tuple of
     ``slice(None)``)."""
-    from .numpy import asarray
     _check_sharding(sharding)
     shape = tuple(shape)
     data = asarray(data_callback((slice(None),) * len(shape)), dtype=dtype)
@@ -132,14 +131,12 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
     if len(arrays) != 1 or tuple(arrays[0].shape) != tuple(shape):
         raise ValueError(f"expected one array of shape {tuple(shape)} (one device), got "
                          f"{[tuple(a.shape) for a in arrays]}")
-    from .numpy import asarray
     return asarray(arrays[0], dtype=dtype)
 
 
 def make_array_from_process_local_data(sharding, local_data, global_shape=None):
     """The global array of this process's data: nbjax runs one process, so it is all of it
     (``global_shape`` must be its shape, when given)."""
-    from .numpy import asarray
     _check_sharding(sharding)
     data = asarray(local_data)
     if global_shape is not None and tuple(global_shape) != data.shape:

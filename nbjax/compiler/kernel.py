@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import Literal, dtypes
+from ..lax import convert_element_type_p
 
 INDEX = np.dtype(np.int64)
 BOOL = dtypes.bool_
@@ -203,7 +204,6 @@ def _hashable(attr):
 
 
 def _convert_value(value, old, new):
-    from ..lax import convert_element_type_p
     with np.errstate(all="ignore"):
         out = convert_element_type_p.impl(np.asarray(value, old), new_dtype=new, weak_type=False)
     return np.asarray(out).item()

@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..core import Var
+from .fusion import kernel_lowering
 from .kernel import CannotFuse, build_kernel
 
 # As XLA: a transcendental counts in ``transcendentals``, not in ``flops``.
@@ -177,7 +178,6 @@ def equation_cost(step, eqn, kind="equation"):
 
 def _equation_as_kernel(eqn):
     """The LoopKernel computing ``eqn`` alone, or None when it has no kernel lowering."""
-    from .fusion import kernel_lowering
     lowering, _ = kernel_lowering(eqn)
     if lowering is None:
         return None

@@ -8,9 +8,10 @@ Reverse mode (partial_eval.py + transpose.py) is built from these same rules.
 
 import numpy as np
 
-from ..core import Array, Primitive, ShapedArray, Trace, Tracer, dtypes, get_aval
-from ..core import set_current_trace
+from ..core import (Array, ClosedJaxpr, Primitive, ShapedArray, Trace, Tracer, dtypes,
+                   eval_closed_jaxpr, get_aval, new_trace, set_current_trace)
 from ..core.source_info import Provenance, current_provenance, provenance, user_frame
+from .staging import trace_to_jaxpr
 
 
 # --- tangent types and symbolic zeros ------------------------------------------------------
@@ -193,7 +194,6 @@ def _symbolic_if_float0(t):
 
 def jvp_flat(fun, primals, tangents, description="jvp"):
     """Run ``fun`` (flat in, flat out) forward with tangents; returns (primals, tangents)."""
-    from ..core import new_trace
     with new_trace(lambda parent: JVPTrace(parent, description)) as trace:
         tracers = [trace.wrap(p, _symbolic_if_float0(t)) for p, t in zip(primals, tangents)]
         outs = fun(*tracers)
@@ -208,8 +208,6 @@ def jvp_jaxpr(closed, nonzeros, instantiate_out):
     returns the primal outputs, then tangents of the outputs it reports as nonzero (always
     for those marked in ``instantiate_out``, a bool or a list of bools).
     """
-    from ..core import eval_closed_jaxpr
-    from .staging import trace_to_jaxpr
     n = len(closed.in_avals)
     if isinstance(instantiate_out, bool):
         instantiate_out = [instantiate_out] * len(closed.out_avals)
@@ -226,6 +224,5 @@ def jvp_jaxpr(closed, nonzeros, instantiate_out):
 
     in_avals = list(closed.in_avals) + [tangent_aval(a) for a, nz in
                                         zip(closed.in_avals, nonzeros) if nz]
-    from ..core import ClosedJaxpr
     jaxpr, consts = trace_to_jaxpr(fun, in_avals, "jvp of a sub-jaxpr")
     return ClosedJaxpr(jaxpr, consts), out_nonzeros

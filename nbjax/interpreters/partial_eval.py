@@ -7,9 +7,10 @@ The known values the linear jaxpr needs (``cos x`` for the tangent of ``sin x``)
 constvars: the *residuals* carried from the forward pass to the backward one.
 """
 
-from ..core import dtypes, get_aval, new_trace, set_current_trace
+from ..core import (ClosedJaxpr, dtypes, eval_closed_jaxpr, get_aval, new_trace,
+                   set_current_trace)
 from .ad import Zero, instantiate, jvp_flat, tangent_aval
-from .staging import JaxprTrace, JaxprTracer
+from .staging import JaxprTrace, JaxprTracer, convert_constvars, trace_to_jaxpr
 
 
 class PartialEvalTrace(JaxprTrace):
@@ -65,8 +66,6 @@ def partial_eval_jaxpr(closed, unknowns, instantiate=False):
     in ``instantiate`` are made unknown even if computable. Used by the rules of control-flow
     primitives (a scan's forward pass keeps the residuals its backward pass needs).
     """
-    from ..core import ClosedJaxpr, eval_closed_jaxpr
-    from .staging import convert_constvars, trace_to_jaxpr
     n_out = len(closed.out_avals)
     if isinstance(instantiate, bool):
         instantiate = [instantiate] * n_out

@@ -80,7 +80,10 @@ Gradient view:
 The static fallback's root is ``<div class="nbjax-static" data-nbjax-view="jit|grad">``.
 """
 
+from .cells import syntax_checker
+from .magics import NbjaxMagics
 from .options import session
+from .widgets import after_cell
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension", "session"]
 
@@ -88,9 +91,6 @@ __all__ = ["load_ipython_extension", "unload_ipython_extension", "session"]
 def load_ipython_extension(ipython):
     """Register the magics, the check that reports a syntax error in a magic's cell as an
     ordinary one, and the hook that sends throttled view updates after each cell."""
-    from .cells import syntax_checker
-    from .magics import NbjaxMagics
-    from .widgets import after_cell
     unload_ipython_extension(ipython)  # loading twice must not register twice
     ipython.register_magics(NbjaxMagics)
     check = syntax_checker(ipython)
@@ -100,7 +100,6 @@ def load_ipython_extension(ipython):
 
 
 def unload_ipython_extension(ipython):
-    from .widgets import after_cell
     if after_cell in ipython.events.callbacks["post_run_cell"]:
         ipython.events.unregister("post_run_cell", after_cell)
     ipython.input_transformers_cleanup[:] = [

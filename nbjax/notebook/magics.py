@@ -20,6 +20,7 @@ from . import cells
 from .options import BACKENDS, JIT_PANES, MagicParser, name_list, on_off, pane_list, session
 from .tracebacks import call_user_function
 from .watch import GradWatch, WatchedJit, retire
+from .widgets import GradView
 
 JIT_PARSER = MagicParser("%%jit", "Jit every function defined at the top level of the cell "
                          "and show, under the cell, what the compiler did with each.",
@@ -159,7 +160,6 @@ class NbjaxMagics(Magics):
             retire(value)
         if not parsed.functions:
             _no_functions_note("%%grad")
-        from .widgets import GradView
         for name in parsed.functions:
             fn = self.shell.user_ns[name]
             argnums, names = wrt[name]

@@ -18,6 +18,7 @@ from ..compiler import report
 from ..core import Tracer, pytree
 from ..jit import JitWrapped
 from .tracebacks import call_user_function
+from .widgets import CompilerView
 
 STEP_SAMPLES = 64  # run times kept per plan step
 
@@ -79,7 +80,6 @@ class WatchedJit(JitWrapped):
 
     def view(self, panes=None):
         """A compiler view of this function (it updates on every call)."""
-        from .widgets import CompilerView
         return CompilerView(self, panes=panes)
 
     def add_watcher(self, watcher):

@@ -17,7 +17,7 @@ from ..core import (Array, ConcretizationTypeError, Tracer, canonical_shape, dty
 from ..core.array import scalar_in_range
 from ..core.trace import is_python_scalar
 from . import util
-from .ufuncs import _broadcast_to, _full_like, _where
+from .ufuncs import _broadcast_to, _full_like, _where, i0, power
 from .util import check_arraylike, to_array
 
 __all__ = [
@@ -436,7 +436,6 @@ def vander(x, N=None, increasing=False):
     powers = arange(N, dtype=x.dtype if dtypes.is_inexact(x.dtype) else None)
     if not increasing:
         powers = powers[::-1]
-    from .ufuncs import power
     return power(x[:, None], powers[None, :])
 
 
@@ -451,7 +450,6 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
 
 def kaiser(M, beta):
     """The Kaiser window ``i0(beta sqrt(1 - (2 n / (M - 1) - 1)**2)) / i0(beta)``."""
-    from .ufuncs import i0
     M = int(_concrete("kaiser", "M", M))
     if M <= 1:
         return full((max(M, 0),), 1.0, dtypes.default_float())

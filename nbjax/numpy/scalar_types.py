@@ -6,6 +6,7 @@
 
 import numpy as np
 
+from .creation import asarray
 from .util import not_implemented
 
 __all__ = ["ComplexWarning", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16",
@@ -36,7 +37,6 @@ signedinteger, unsignedinteger = np.signedinteger, np.unsignedinteger
 
 class _ScalarMeta(type):
     def __call__(cls, x):
-        from .creation import asarray
         return asarray(x, dtype=cls.dtype)
 
     def __eq__(cls, other):

@@ -523,8 +523,7 @@ def _poisson_rejection(key, lam, shape, dtype, max_iters):
 # --- vectors and matrices ------------------------------------------------------------------
 
 def _linalg(name):
-    from ..numpy import linalg
-    fn = getattr(linalg, name, None)
+    fn = getattr(jnp.linalg, name, None)
     if fn is None:
         raise NotImplementedError(f"this sampler needs nbjax.numpy.linalg.{name}, which is not "
                                   "implemented yet")

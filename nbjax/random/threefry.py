@@ -20,6 +20,7 @@ from .. import lax
 from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
 from ..lax import batch_util, standard
+from ..numpy.manipulation import broadcast_to
 
 __all__ = ["threefry2x32_p", "threefry_2x32", "seed_to_key", "split_key", "split_list",
            "fold_in_key", "random_bits"]
@@ -74,9 +75,8 @@ def _threefry2x32_impl(k1, k2, x1, x2):
 
 def _threefry2x32_decomposition(k1, k2, x1, x2):
     """For the compiler: the hash as element-wise uint32 operations, which fuse."""
-    import nbjax.numpy as jnp
     shape = np.broadcast_shapes(*(get_aval(a).shape for a in (k1, k2, x1, x2)))
-    return _rounds(*(jnp.broadcast_to(a, shape) for a in (k1, k2, x1, x2)))
+    return _rounds(*(broadcast_to(a, shape) for a in (k1, k2, x1, x2)))
 
 
 threefry2x32_p.def_lowering("jaxpr", _threefry2x32_decomposition)
