@@ -138,11 +138,11 @@ def _plan_control_flow(eqn, target, prefix):
     not) when one of its sub-jaxprs has a step that is not a kernel (nor compiled control
     flow), or (None, None) when ``eqn`` is not control flow the target compiles."""
     name = eqn.primitive.name
-    sub_jaxprs = eqn.primitive.lowerings.get("control")
-    if sub_jaxprs is None or name not in target.control_flow:
+    control = eqn.primitive.lowerings.get("control")
+    if control is None or name not in target.control_flow:
         return None, None
     subs = []
-    for role, closed in sub_jaxprs(eqn.params):
+    for role, closed in control.sub_jaxprs(eqn.params):
         optimised, _ = optimize(closed)
         sub = plan(optimised.jaxpr, target, f"{prefix}_{role.replace(' ', '')}")
         blocking = [g for g in sub.groups if g.kind not in ("kernel", "loop")]

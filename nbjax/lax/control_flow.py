@@ -216,7 +216,8 @@ def _check_avals(what, expected, got):
 
 cond_p = Primitive("cond", multiple_results=True)
 control_lowering(cond_p, lambda params: [(f"branch {k}", b)
-                                         for k, b in enumerate(params["branches"])])
+                                         for k, b in enumerate(params["branches"])],
+                 lambda params: [("index", 1), ("operands", None)])
 
 
 @cond_p.def_abstract_eval
@@ -531,7 +532,9 @@ def _trace_loop(name, body_fun, trace, init_flat, init_tree):
 
 while_p = Primitive("while", multiple_results=True)
 control_lowering(while_p, lambda params: [("cond", params["cond_jaxpr"]),
-                                          ("body", params["body_jaxpr"])])
+                                          ("body", params["body_jaxpr"])],
+                 lambda params: [("cond consts", params["cond_nconsts"]),
+                                 ("body consts", params["body_nconsts"]), ("carry", None)])
 
 
 @while_p.def_abstract_eval
@@ -702,7 +705,9 @@ def while_loop(cond_fun, body_fun, init_val):
 # --- scan ----------------------------------------------------------------------------------
 
 scan_p = Primitive("scan", multiple_results=True)
-control_lowering(scan_p, lambda params: [("body", params["jaxpr"])])
+control_lowering(scan_p, lambda params: [("body", params["jaxpr"])],
+                 lambda params: [("consts", params["num_consts"]),
+                                 ("carry", params["num_carry"]), ("xs", None)])
 
 
 @scan_p.def_abstract_eval

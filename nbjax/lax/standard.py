@@ -194,10 +194,27 @@ def library_lowering(prim, category):
     prim.def_lowering("library", category)
 
 
-def control_lowering(prim, sub_jaxprs):
-    """Mark ``prim`` as control flow a target may compile around its sub-programs:
-    ``sub_jaxprs(params)`` lists them as (role, ClosedJaxpr), e.g. ``[("body", ...)]``."""
-    prim.def_lowering("control", sub_jaxprs)
+class ControlLowering:
+    """What a target needs to compile a control-flow primitive around its sub-programs:
+    ``sub_jaxprs(params)`` lists them as (role, ClosedJaxpr), e.g. ``[("body", ...)]``;
+    ``operands(params)`` lists the groups of its operands in order as (role, count), the
+    last group's count None for "the rest", e.g. ``[("consts", 2), ("carry", None)]``."""
+
+    def __init__(self, sub_jaxprs, operands):
+        self.sub_jaxprs, self.operands = sub_jaxprs, operands
+
+    def split(self, params, values):
+        """``values`` (one per operand: buffers, variables...) grouped by role."""
+        groups, start = {}, 0
+        for role, count in self.operands(params):
+            end = len(values) if count is None else start + count
+            groups[role], start = list(values[start:end]), end
+        return groups
+
+
+def control_lowering(prim, sub_jaxprs, operands):
+    """Mark ``prim`` as control flow a target may compile (see ``ControlLowering``)."""
+    prim.def_lowering("control", ControlLowering(sub_jaxprs, operands))
 
 
 def kernel_reduction(prim, combine, identity, acc_dtype=lambda dtype: dtype):

@@ -43,6 +43,12 @@ I8P = I8.as_pointer()
 CONTROL_FLOW = {"scan": "scan", "while": "while_", "cond": "cond"}
 
 
+def _operands(eqn, values):
+    """``values`` (one per operand of the control-flow ``eqn``) grouped by the roles its
+    primitive declares (``lax.standard.ControlLowering``)."""
+    return eqn.primitive.lowerings["control"].split(eqn.params, values)
+
+
 def _nbytes(aval):
     return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
 
@@ -196,8 +202,9 @@ class ControlFlowFunction:
 
     def scan(self, eqn, subs, ins, outs):
         p, b = eqn.params, self.b
-        nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
-        consts, init, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
+        ops = _operands(eqn, ins)
+        consts, init, xs, length = ops["consts"], ops["carry"], ops["xs"], p["length"]
+        nk = len(init)
         first = outs[:nk]
         second = self.carries([v.aval for v in eqn.outvars[:nk]], init, first)
 
@@ -209,7 +216,7 @@ class ControlFlowFunction:
             self.poll_interrupt(i)
             cur, nxt = self.swapped(i, first, second)
             t = b.sub(ir.Constant(I64, length - 1), i) if p["reverse"] else i
-            x_rows = [row(x, a.aval, t) for x, a in zip(xs, eqn.invars[nc + nk:])]
+            x_rows = [row(x, a.aval, t) for x, a in zip(xs, _operands(eqn, eqn.invars)["xs"])]
             y_rows = [row(y, v.aval, t) for y, v in zip(outs[nk:], eqn.outvars[nk:])]
             self.run(subs[0], consts + cur + x_rows, nxt + y_rows)
 
@@ -219,10 +226,8 @@ class ControlFlowFunction:
                 self.copy(dst, src, _nbytes(v.aval))
 
     def while_(self, eqn, subs, ins, outs):
-        p, b = eqn.params, self.b
-        cond_consts = ins[:p["cond_nconsts"]]
-        body_consts = ins[p["cond_nconsts"]:p["cond_nconsts"] + p["body_nconsts"]]
-        init = ins[p["cond_nconsts"] + p["body_nconsts"]:]
+        b, ops = self.b, _operands(eqn, ins)
+        cond_consts, body_consts, init = ops["cond consts"], ops["body consts"], ops["carry"]
         avals = [v.aval for v in eqn.outvars]
         second = self.carries(avals, init, outs)
         flag = self.scratch(1)
@@ -248,7 +253,8 @@ class ControlFlowFunction:
 
     def cond(self, eqn, subs, ins, outs):
         b, last = self.b, ir.Constant(I32, len(subs) - 1)
-        index = b.load(self.typed(ins[0], np.int32), typ=I32)
+        ops = _operands(eqn, ins)
+        index = b.load(self.typed(ops["index"][0], np.int32), typ=I32)
         index = b.select(b.icmp_signed("<", index, ir.Constant(I32, 0)), ir.Constant(I32, 0),
                          b.select(b.icmp_signed(">", index, last), last, index))
         blocks = [b.append_basic_block(f"branch{k}") for k in range(len(subs))]
@@ -257,6 +263,6 @@ class ControlFlowFunction:
         for k, (block, sub) in enumerate(zip(blocks, subs)):
             switch.add_case(ir.Constant(I32, k), block)
             b.position_at_end(block)
-            self.run(sub, ins[1:], outs)
+            self.run(sub, ops["operands"], outs)
             b.branch(done)
         b.position_at_end(done)
