@@ -288,14 +288,14 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     lengths = (len(f_consts), len(solve_consts), len(ls_consts))
 
     @custom_jvp
-    def root(*args):
+    def _custom_root(*args):
         _, s_consts, _, x0 = _split(args, lengths)
         return eval_closed_jaxpr(solve_jaxpr, *s_consts, *x0)
 
-    @root.defjvp
+    @_custom_root.defjvp
     def root_jvp(primals, tangents):
         fc, _, lc, _ = _split(primals, lengths)
-        outs = root(*primals)
+        outs = _custom_root(*primals)
         x, aux = outs[:len(guess)], outs[len(guess):]
         # f(params, x(params)) = 0, so df/dx x' = -df/dparams params'.
         rhs = _jvp_of(f_jaxpr, list(fc) + list(x),
@@ -305,6 +305,6 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
         aux_dot = [ad.zeros_like_aval(ad.tangent_aval(get_aval(a))) for a in aux]
         return outs, [elementwise.neg(d) for d in x_dot] + aux_dot
 
-    outs = root(*f_consts, *solve_consts, *ls_consts, *guess)
+    outs = _custom_root(*f_consts, *solve_consts, *ls_consts, *guess)
     x = tree.unflatten(outs[:len(guess)])
     return (x, aux_tree.unflatten(outs[len(guess):])) if has_aux else x
