@@ -8,7 +8,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.test_util import check_grads
-from tests.helpers import assert_close
+from helpers import assert_close
 
 try:
     import jax

@@ -39,3 +39,6 @@ from .more_distributions import (double_sided_maxwell, f, geometric, key_dtype, 
 
 __all__ += ["lognormal", "maxwell", "double_sided_maxwell", "rayleigh", "wald", "geometric",
             "triangular", "weibull_min", "f", "key_dtype"]
+from .binomial import binomial, multinomial  # noqa: F401,E402
+
+__all__ += ["binomial", "multinomial"]
