@@ -32,9 +32,10 @@ __all__ = ["binomial", "multinomial"]
 
 
 def _float_dtype(name, dtype):
-    """JAX's check: the result dtype of binomial and multinomial must be a float dtype."""
+    """JAX's check: binomial's result dtype must be a float dtype."""
     if not np.issubdtype(np.dtype(dtype), np.floating):
-        raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dtype}")
+        raise ValueError(f"dtype argument to `{name}` must be a float dtype, got "
+                         f"{np.dtype(dtype)}")
     return dtypes.canonicalize(dtype)
 
 
@@ -156,11 +157,11 @@ def binomial(key, n, p, shape=None, dtype=float):
 
 def multinomial(key, n, p, *, shape=None, dtype=float, unroll=1):
     """Multinomial counts of ``n`` trials over the categories on ``p``'s last axis (which
-    should sum to 1), as floats of ``dtype``; ``shape`` (the result's, categories last) is
+    should sum to 1), as ``dtype`` (float by default); ``shape`` (the result's, categories last) is
     what ``p`` broadcasts to, and ``n`` to ``shape[:-1]``."""
     key, _ = unwrap("multinomial", key)
     check_arraylike("multinomial", n, p)
-    dtype = _float_dtype("multinomial", dtype)
+    dtype = dtypes.canonicalize(dtype)
     n, p = jnp.asarray(n), jnp.asarray(p)
     common = jnp.result_type(n, p)
     common = common if dtypes.is_inexact(common) else dtypes.default_float()
