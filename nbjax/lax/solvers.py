@@ -26,7 +26,7 @@ from ..interpreters import ad
 from ..interpreters.transpose import is_undefined, transposed_call
 from . import elementwise
 from .batch_util import batch_jaxpr, bdim_at_front
-from .control_flow import _hoist, _owned, _run, _split, _trace
+from .control_flow import _hoist, _owned, _split, _trace
 
 __all__ = ["custom_linear_solve", "custom_linear_solve_p", "custom_root"]
 
@@ -104,8 +104,7 @@ def _linear_solve_abstract_eval(*avals, const_lengths, jaxprs):
 
 @custom_linear_solve_p.def_impl
 def _linear_solve_impl(*args, const_lengths, jaxprs):
-    consts, b = _operands(args, const_lengths)
-    return _owned(_run(jaxprs.solve, *consts.solve, *b))
+    return _owned(_solve_outputs(*args, const_lengths=const_lengths, jaxprs=jaxprs))
 
 
 # Compiled programs run the solver itself: the other functions only serve transformations.
