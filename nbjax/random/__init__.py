@@ -14,7 +14,8 @@ Keys are either raw ``uint32[2]`` arrays (``PRNGKey``) or typed keys (``key``, d
 
 The modules: ``threefry`` (the hash primitive and key derivation), ``keys`` (key types),
 ``floats`` (bits to uniform/normal/exponential floats), ``gamma`` (the gamma primitive and
-its implicit gradient), ``distributions`` (the samplers).
+its implicit gradient), ``distributions`` (the samplers), ``binomial`` (binomial and
+multinomial counts).
 """
 
 from .distributions import (ball, bernoulli, beta, bits, categorical, cauchy,  # noqa: F401
