@@ -14,7 +14,9 @@ from .dot import *  # noqa: F401,F403
 from . import linalg  # noqa: F401  (lax.linalg: decompositions, as jax.lax.linalg)
 from .parallel import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
+from .rng import *  # noqa: F401,F403
 from .slicing import *  # noqa: F401,F403
+from .solvers import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .special_functions import *  # noqa: F401,F403

@@ -19,7 +19,7 @@ from ..interpreters.transpose import is_undefined
 from .standard import library_lowering
 from .structural import transpose, transpose_p
 
-__all__ = ["Precision", "dot_general", "dot_general_p", "dot"]
+__all__ = ["Precision", "dot_general", "dot_general_p", "dot", "scaled_dot"]
 
 
 # --- rules shared with convolution ---------------------------------------------------------
@@ -410,3 +410,19 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
         dimension_numbers = (((len(ls) - 1,), (0,)), ((), ()))
     return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
                        out_sharding=out_sharding)
+
+
+_SCALED_DOT_REASON = (
+    "nbjax.lax.scaled_dot: block-scaled (microscaling) products work in float8 operands and "
+    "scales and bfloat16 results (its default result type; JAX's CPU rounds float32 "
+    "operands through bfloat16 too), dtypes nbjax does not have")
+
+
+def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=None,
+               preferred_element_type=None):
+    """JAX's ``(lhs * lhs_scale) @ (rhs * rhs_scale)`` with per-block scales: not available
+    (see ``not_implemented_reason``)."""
+    raise NotImplementedError(_SCALED_DOT_REASON)
+
+
+scaled_dot.not_implemented_reason = _SCALED_DOT_REASON

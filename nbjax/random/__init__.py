@@ -14,7 +14,8 @@ Keys are either raw ``uint32[2]`` arrays (``PRNGKey``) or typed keys (``key``, d
 
 The modules: ``threefry`` (the hash primitive and key derivation), ``keys`` (key types),
 ``floats`` (bits to uniform/normal/exponential floats), ``gamma`` (the gamma primitive and
-its implicit gradient), ``distributions`` (the samplers).
+its implicit gradient), ``distributions`` (the samplers), ``binomial`` (binomial and
+multinomial counts).
 """
 
 from .distributions import (ball, bernoulli, beta, bits, categorical, cauchy,  # noqa: F401
@@ -39,3 +40,6 @@ from .more_distributions import (double_sided_maxwell, f, geometric, key_dtype, 
 
 __all__ += ["lognormal", "maxwell", "double_sided_maxwell", "rayleigh", "wald", "geometric",
             "triangular", "weibull_min", "f", "key_dtype"]
+from .binomial import binomial, multinomial  # noqa: F401,E402
+
+__all__ += ["binomial", "multinomial"]
