@@ -7,7 +7,8 @@ the front. ``triangular_solve`` is the exception worth reading: an unbatched mat
 batch of right-hand sides by folding the batch into extra columns (or rows).
 
 Reference implementations are NumPy's ``linalg`` where it has the decomposition (Cholesky, QR,
-SVD, eigh, eig), and written here where it does not (LU with partial pivoting, triangular
+SVD, eigh, eig), SciPy's LAPACK wrappers for the routines NumPy lacks (Schur, Hessenberg,
+Householder products), and written here otherwise (LU with partial pivoting, triangular
 substitution). Outputs follow LAPACK's conventions, as JAX's do: ``lu`` packs L and U in one
 matrix with row-swap ``pivots``, ``svd`` returns ``(s, u, vh)``, ``eigh`` ``(v, w)``.
 
@@ -32,9 +33,10 @@ from .standard import INEXACT, INT, check_dtype, same_dtypes
 from .structural import (broadcast_in_dim, broadcasted_iota, concatenate, full, pad, reshape,
                          squeeze, transpose)
 
-__all__ = ["cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "lu", "lu_p",
-           "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "qr", "qr_p",
-           "svd", "svd_p", "triangular_solve", "triangular_solve_p"]
+__all__ = ["cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "hessenberg",
+           "hessenberg_p", "householder_product", "householder_product_p", "lu", "lu_p",
+           "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "qr", "qr_p", "schur",
+           "schur_p", "svd", "svd_p", "triangular_solve", "triangular_solve_p"]
 
 
 # --- matrix helpers on (batched) lax values --------------------------------------------------
@@ -211,13 +213,16 @@ def _linalg_primitive(name, core_rank=2, multiple_results=False):
     return prim
 
 
-def _per_matrix(fn, x, *out_shapes):
-    """Run ``fn`` (a NumPy function of one matrix, returning a tuple) on each matrix of a stack,
-    filling outputs of the given per-matrix shapes and dtypes."""
-    batch = x.shape[:-2]
+def _per_matrix(fn, operands, batch, *out_shapes):
+    """Run ``fn`` (a NumPy function of one member of each operand, returning a tuple) on each
+    member of stacks whose leading axes are ``batch``, filling outputs of the given
+    per-member shapes and dtypes. Nothing is called when the stack or its members are empty
+    (LAPACK is not called on empty matrices)."""
     outs = [np.empty(batch + shape, dtype) for shape, dtype in out_shapes]
+    if operands[0].size == 0:
+        return outs
     for idx in np.ndindex(*batch):
-        for out, value in zip(outs, fn(x[idx])):
+        for out, value in zip(outs, fn(*(x[idx] for x in operands))):
             out[idx] = value
     return outs
 
@@ -379,7 +384,7 @@ def _cholesky_impl(x):
                 return (np.linalg.cholesky(m),)
             except np.linalg.LinAlgError:
                 return (np.full(m.shape, np.nan, m.dtype),)
-        return _per_matrix(one, x, (x.shape[-2:], x.dtype))[0]
+        return _per_matrix(one, [x], x.shape[:-2], (x.shape[-2:], x.dtype))[0]
 
 
 @cholesky_p.def_jvp
@@ -874,3 +879,136 @@ def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
     return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                       compute_right_eigenvectors=bool(compute_right_eigenvectors),
                       enable_eigvec_derivs=bool(enable_eigvec_derivs))
+
+
+# --- LAPACK routines NumPy lacks: Schur, Hessenberg, Householder products ----------------------
+# Their references call SciPy's LAPACK wrappers (gees, gehrd, orgqr/ungqr), the routines JAX
+# calls on CPU. ``scipy.linalg`` is imported inside them: it adds about a third to the time of
+# ``import nbjax``, which most programs would pay without using these routines.
+# None of them has a derivative rule (as in JAX): differentiating them raises
+# NotImplementedError.
+
+def _lapack(name, x):
+    """The LAPACK routine ``name`` for ``x``'s dtype (``s``/``d``/``c``/``z`` prefix)."""
+    import scipy.linalg  # lazily: see above
+    return scipy.linalg.get_lapack_funcs((name,), (x,))[0]
+
+
+schur_p = _linalg_primitive("schur", multiple_results=True)
+
+
+@schur_p.def_abstract_eval
+def _schur_abstract_eval(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
+    _check_matrix("schur", x, 0, square=True)
+    return [x] * (1 + compute_schur_vectors)
+
+
+def _schur_one(m):
+    """``(T, Z)`` of one matrix (LAPACK ``gees``): quasi-triangular ``T`` for real ``m``,
+    triangular for complex; NaNs where LAPACK does not converge (a NaN input)."""
+    import scipy.linalg  # lazily: see above
+    try:
+        return scipy.linalg.schur(m, check_finite=False)
+    except (np.linalg.LinAlgError, ValueError):
+        nan = np.full(m.shape, np.nan, m.dtype)
+        return nan, nan
+
+
+@schur_p.def_impl
+def _schur_impl(x, *, compute_schur_vectors, sort_eig_vals, select_callable):
+    outs = _per_matrix(_schur_one, [x], x.shape[:-2], *[(x.shape[-2:], x.dtype)] * 2)
+    return outs if compute_schur_vectors else outs[:1]
+
+
+def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None):
+    """The Schur decomposition ``x = Z T Z^H``: ``[T, Z]`` (``[T]`` without
+    ``compute_schur_vectors``), ``Z`` unitary and ``T`` upper triangular (complex ``x``) or
+    quasi-triangular with 2x2 blocks for complex-conjugate eigenvalue pairs (real ``x``).
+    Sorting the eigenvalues (``sort_eig_vals``, ``select_callable``) is not provided, as in
+    JAX."""
+    if sort_eig_vals:
+        raise NotImplementedError("The sort feature of LAPACK's gees routine is not "
+                                  "implemented.")
+    return schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors),
+                        sort_eig_vals=False, select_callable=select_callable)
+
+
+hessenberg_p = _linalg_primitive("hessenberg", multiple_results=True)
+
+
+@hessenberg_p.def_abstract_eval
+def _hessenberg_abstract_eval(x):
+    _check_matrix("hessenberg", x, 0)
+    *batch, m, n = x.shape
+    if m != n:
+        raise ValueError("Argument to Hessenberg reduction must have shape [..., n, n], got "
+                         f"shape {x.shape}")
+    return [x, x.update(shape=(*batch, max(n - 1, 0)))]
+
+
+@hessenberg_p.def_impl
+def _hessenberg_impl(x):
+    """LAPACK's ``gehrd``: the matrix with ``H`` on and above its first subdiagonal and the
+    Householder vectors below it, and their scale factors ``taus``."""
+    n = x.shape[-1]
+    return _per_matrix(lambda m: _lapack("gehrd", m)(m)[:2], [x], x.shape[:-2],
+                       ((n, n), x.dtype), ((max(n - 1, 0),), x.dtype))
+
+
+def hessenberg(x):
+    """The Hessenberg reduction ``x = Q H Q^H`` in LAPACK's packed form ``(a, taus)``: ``H`` is
+    ``a`` on and above the first subdiagonal; ``Q`` is ``householder_product`` of the vectors
+    below it (``a[..., 1:, :-1]``) and ``taus``, bordered by a leading 1."""
+    a, taus = hessenberg_p.bind(x)
+    return a, taus
+
+
+householder_product_p = Primitive("householder_product")
+
+
+@householder_product_p.def_abstract_eval
+def _householder_product_abstract_eval(a, taus):
+    _check_matrix("householder_product", a, 0)
+    check_dtype("householder_product", taus, INEXACT, 1)
+    if taus.ndim < 1:
+        raise TypeError("Input 1 to householder_product must have rank at least 1, but got "
+                        f"shape={taus.shape}")
+    same_dtypes("householder_product", (a, taus))
+    if a.ndim - 2 != taus.ndim - 1:
+        raise TypeError("All inputs to householder_product must have the same number of "
+                        f"batch dimensions, but got {[a.ndim - 2, taus.ndim - 1]} batch "
+                        "dimensions for the inputs.")
+    if a.shape[:-2] != taus.shape[:-1]:
+        raise ValueError("The batch dimensions of the inputs to householder_product must be "
+                         f"equal, got shapes {a.shape} and {taus.shape}")
+    m, n = a.shape[-2:]
+    if m < n:
+        raise ValueError("The first argument to householder_product must have at least as "
+                         f"many rows as columns, got shape {a.shape}")
+    if taus.shape[-1] > min(m, n):
+        raise ValueError("The second argument to householder_product must not have more rows "
+                         "than the minimum of the first argument's rows and columns.")
+    return a.update(weak_type=False)
+
+
+@householder_product_p.def_impl
+def _householder_product_impl(a, taus):
+    """LAPACK's ``orgqr``/``ungqr``: the first columns of ``H_1 H_2 ... H_k`` with
+    ``H_i = I - tau_i v_i v_i^H``, ``v_i`` column ``i`` of ``a`` below the diagonal (with a
+    unit diagonal entry)."""
+    name = "ungqr" if np.iscomplexobj(a) else "orgqr"
+    return _per_matrix(lambda m, t: _lapack(name, m)(m, t)[:1], [a, taus], a.shape[:-2],
+                       (a.shape[-2:], a.dtype))[0]
+
+
+@householder_product_p.def_batch
+def _householder_product_batch(axis_data, vals, dims):
+    """Both operands' batch axes go to the front (an unbatched one is broadcast)."""
+    a, taus = (batch_util.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims))
+    return householder_product_p.bind(a, taus), 0
+
+
+def householder_product(a, taus):
+    """The product of Householder reflectors ``H_1 ... H_k`` (``k`` the length of ``taus``)
+    stored as LAPACK stores them in ``a`` ([..., m, n], m >= n): its first ``n`` columns."""
+    return householder_product_p.bind(a, taus)
