@@ -29,7 +29,7 @@ from .elementwise import (abs as _abs, add, bitwise_and, complex as _complex, co
 from .dot import Precision, dot_general
 from .reductions import argmax, reduce_sum
 from .slicing import slice as _slice
-from .standard import INEXACT, INT, check_dtype, same_dtypes
+from .standard import FLOAT, INEXACT, INT, check_dtype, same_dtypes
 from .structural import (broadcast_in_dim, broadcasted_iota, concatenate, full, pad, reshape,
                          squeeze, transpose)
 
@@ -37,6 +37,8 @@ __all__ = ["cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "hessenbe
            "hessenberg_p", "householder_product", "householder_product_p", "lu", "lu_p",
            "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "qr", "qr_p", "schur",
            "schur_p", "svd", "svd_p", "triangular_solve", "triangular_solve_p"]
+__all__ += ["cholesky_update", "cholesky_update_p", "ormqr", "ormqr_p", "symmetric_product",
+            "symmetric_product_p"]
 
 
 # --- matrix helpers on (batched) lax values --------------------------------------------------
@@ -170,10 +172,10 @@ def symmetrize(x):
 
 # --- checks shared by the shape rules ---------------------------------------------------------
 
-def _check_matrix(name, aval, position=None, square=False):
-    """A stack of matrices of an inexact dtype; TypeError on rank/dtype, ValueError if not square
-    where it must be (as JAX raises)."""
-    check_dtype(name, aval, INEXACT, position)
+def _check_matrix(name, aval, position=None, square=False, kind=INEXACT):
+    """A stack of matrices of an inexact dtype (or ``kind``); TypeError on rank/dtype,
+    ValueError if not square where it must be (as JAX raises)."""
+    check_dtype(name, aval, kind, position)
     if aval.ndim < 2:
         at = "" if position is None else f" {position}"
         raise TypeError(f"Input{at} to {name} must have rank at least 2, but got "
@@ -181,6 +183,18 @@ def _check_matrix(name, aval, position=None, square=False):
     if square and aval.shape[-1] != aval.shape[-2]:
         raise ValueError(f"The input to {name} must be a square matrix. Got shape "
                          f"{aval.shape}.")
+
+
+def _check_batch_ranks(name, avals, core_ranks):
+    """Operands with as many batch axes each (their ranks less ``core_ranks``) and the same
+    batch shape: TypeError for the count, ValueError for the sizes."""
+    counts = [a.ndim - r for a, r in zip(avals, core_ranks)]
+    if len(set(counts)) != 1:
+        raise TypeError(f"All inputs to {name} must have the same number of batch dimensions, "
+                        f"but got {counts} batch dimensions for the inputs.")
+    if len({a.shape[:n] for a, n in zip(avals, counts)}) != 1:
+        raise ValueError(f"The batch dimensions of the inputs to {name} must be equal, got "
+                         f"shapes {', '.join(str(a.shape) for a in avals)}")
 
 
 def _real_dtype(dtype):
@@ -974,13 +988,7 @@ def _householder_product_abstract_eval(a, taus):
         raise TypeError("Input 1 to householder_product must have rank at least 1, but got "
                         f"shape={taus.shape}")
     same_dtypes("householder_product", (a, taus))
-    if a.ndim - 2 != taus.ndim - 1:
-        raise TypeError("All inputs to householder_product must have the same number of "
-                        f"batch dimensions, but got {[a.ndim - 2, taus.ndim - 1]} batch "
-                        "dimensions for the inputs.")
-    if a.shape[:-2] != taus.shape[:-1]:
-        raise ValueError("The batch dimensions of the inputs to householder_product must be "
-                         f"equal, got shapes {a.shape} and {taus.shape}")
+    _check_batch_ranks("householder_product", (a, taus), (2, 1))
     m, n = a.shape[-2:]
     if m < n:
         raise ValueError("The first argument to householder_product must have at least as "
@@ -1001,14 +1009,145 @@ def _householder_product_impl(a, taus):
                        (a.shape[-2:], a.dtype))[0]
 
 
-@householder_product_p.def_batch
-def _householder_product_batch(axis_data, vals, dims):
-    """Both operands' batch axes go to the front (an unbatched one is broadcast)."""
-    a, taus = (batch_util.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims))
-    return householder_product_p.bind(a, taus), 0
+def _batch_all_front(prim):
+    """Batch rule of a primitive of several operands with the same leading (batch) axes: every
+    operand's batch axis goes to the front (an unbatched operand is broadcast)."""
+    def rule(axis_data, vals, dims, **params):
+        vals = [batch_util.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+        return prim.bind(*vals, **params), 0
+    prim.def_batch(rule)
+
+
+_batch_all_front(householder_product_p)
 
 
 def householder_product(a, taus):
     """The product of Householder reflectors ``H_1 ... H_k`` (``k`` the length of ``taus``)
     stored as LAPACK stores them in ``a`` ([..., m, n], m >= n): its first ``n`` columns."""
     return householder_product_p.bind(a, taus)
+
+
+# --- products with Householder and triangular factors ------------------------------------------
+# As in JAX, these have no derivative rules.
+
+ormqr_p = Primitive("ormqr")
+
+
+@ormqr_p.def_abstract_eval
+def _ormqr_abstract_eval(a, taus, c, *, left, transpose):
+    for i, (x, rank) in enumerate(((a, 2), (taus, 1), (c, 2))):
+        check_dtype("ormqr", x, INEXACT, i)
+        if x.ndim < rank:
+            raise TypeError(f"Input {i} to ormqr must have rank at least {rank}, but got "
+                            f"shape={x.shape}")
+    same_dtypes("ormqr", (a, taus, c))
+    _check_batch_ranks("ormqr", (a, taus, c), (2, 1, 2))
+    m = a.shape[-2]
+    if left and c.shape[-2] != m:
+        raise ValueError("ormqr with left=True expects c to have the same number of rows as "
+                         f"the Householder matrix a. Got a shape {a.shape} and c shape "
+                         f"{c.shape}.")
+    if not left and c.shape[-1] != m:
+        raise ValueError("ormqr with left=False expects c to have the same number of columns "
+                         f"as the Householder matrix a has rows. Got a shape {a.shape} and c "
+                         f"shape {c.shape}.")
+    if taus.shape[-1] > min(a.shape[-2:]):
+        raise ValueError("ormqr expects no more Householder scalars than the minimum of a's "
+                         f"rows and columns. Got a shape {a.shape} and taus shape "
+                         f"{taus.shape}.")
+    return c.update(weak_type=False)
+
+
+@ormqr_p.def_impl
+def _ormqr_impl(a, taus, c, *, left, transpose):
+    """The square ``Q`` is the Householder product of ``a``'s first ``m`` columns (padded with
+    zero columns when there are fewer): the reflectors fill all of it."""
+    m, n = a.shape[-2:]
+    square = np.zeros(a.shape[:-1] + (m,), a.dtype)
+    square[..., :min(m, n)] = a[..., :m]
+    q = _householder_product_impl(square, taus)
+    q = np.conj(np.swapaxes(q, -1, -2)) if transpose else q
+    return q @ c if left else c @ q
+
+
+_batch_all_front(ormqr_p)
+
+
+def ormqr(a, taus, c, *, left=True, transpose=False):
+    """``Q @ c`` (``c @ Q`` unless ``left``) for the ``Q`` of a QR factorization in LAPACK's
+    form (Householder vectors ``a`` [..., m, n], scalars ``taus``); ``Q^H`` with
+    ``transpose`` (``Q^T`` for real values)."""
+    return ormqr_p.bind(a, taus, c, left=bool(left), transpose=bool(transpose))
+
+
+symmetric_product_p = Primitive("symmetric_product")
+
+
+@symmetric_product_p.def_abstract_eval
+def _symmetric_product_abstract_eval(a, c, *, alpha, beta, symmetrize_output):
+    _check_matrix("symmetric_product", a, 0, kind=FLOAT)
+    _check_matrix("symmetric_product", c, 1, kind=FLOAT)
+    same_dtypes("symmetric_product", (a, c))
+    _check_batch_ranks("symmetric_product", (a, c), (2, 2))
+    m = a.shape[-2]
+    if c.shape[-2:] != (m, m):
+        raise ValueError("symmetric_update expects a rectangular matrix of shape (m, n) and a "
+                         f"square matrix of shape (n, n). Got shapes {a.shape} and {c.shape}.")
+    return c.update(weak_type=False)
+
+
+@symmetric_product_p.def_impl
+def _symmetric_product_impl(a, c, *, alpha, beta, symmetrize_output):
+    out = (alpha * (a @ np.swapaxes(a, -1, -2)) + beta * c).astype(c.dtype)
+    if symmetrize_output:  # the lower triangle mirrored (BLAS syrk computes only that one)
+        out = np.tril(out) + np.swapaxes(np.tril(out, -1), -1, -2)
+    return out
+
+
+_batch_all_front(symmetric_product_p)
+
+
+def symmetric_product(a_matrix, c_matrix, *, alpha=1., beta=0., symmetrize_output=False):
+    """``alpha * a @ a^T + beta * c`` for real ``a`` [..., m, n] and symmetric ``c``
+    [..., m, m]; only the lower triangle is meant to be read unless ``symmetrize_output``
+    mirrors it into the upper one."""
+    return symmetric_product_p.bind(a_matrix, c_matrix, alpha=alpha, beta=beta,
+                                    symmetrize_output=bool(symmetrize_output))
+
+
+cholesky_update_p = Primitive("cholesky_update")
+
+
+@cholesky_update_p.def_abstract_eval
+def _cholesky_update_abstract_eval(r, w):
+    for i, (x, rank) in enumerate(((r, 2), (w, 1))):
+        check_dtype("cholesky_update", x, FLOAT, i)
+        if x.ndim != rank:
+            raise TypeError(f"Input {i} to cholesky_update must have a rank of exactly {rank}, "
+                            f"but got shape={x.shape}")
+    same_dtypes("cholesky_update", (r, w))
+    if r.shape != w.shape * 2:
+        raise ValueError("Rank-1 update to Cholesky decomposition takes a square matrix and a "
+                         f"vector of the same size as input. Got shapes {r.shape} and "
+                         f"{w.shape} instead")
+    return r.update(weak_type=False)
+
+
+@cholesky_update_p.def_impl
+def _cholesky_update_impl(r, w):
+    """Givens rotations, one row of ``R`` at a time: row ``k`` and ``w`` are rotated so that
+    ``w_k`` becomes zero, which keeps ``R^T R + w w^T`` unchanged."""
+    r, w = r.copy(), w.copy()
+    for k in range(r.shape[0]):
+        diagonal = np.hypot(r[k, k], w[k])
+        cos, sin = diagonal / r[k, k], w[k] / r[k, k]
+        r[k, k] = diagonal
+        r[k, k + 1:] = (r[k, k + 1:] + sin * w[k + 1:]) / cos
+        w[k + 1:] = cos * w[k + 1:] - sin * r[k, k + 1:]
+    return r
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of ``R^T R + w w^T`` from that of ``R^T R`` (``r_matrix``),
+    in O(n^2). One matrix only: as in JAX, there is no batching rule."""
+    return cholesky_update_p.bind(r_matrix, w_vector)

@@ -5,8 +5,9 @@ conventions on top (upper Cholesky factors by default, ``(p, l, u)`` for ``lu``,
 ``lu_factor``). ``expm`` is the scaling-and-squaring Padé algorithm of Higham (2005), as in
 SciPy and JAX, written with lax control flow so that it can be jitted, batched and
 differentiated. ``sqrtm`` and ``funm`` work on the complex Schur form, filling the upper
-triangle of the result one superdiagonal at a time (see ``_fill_upper``). SciPy's ``overwrite_*`` and ``check_finite`` arguments are accepted and
-ignored (nbjax arrays are immutable and compiled code cannot check values).
+triangle of the result one superdiagonal at a time (see ``_fill_upper``). SciPy's
+``overwrite_*`` and ``check_finite`` arguments are accepted and ignored (nbjax arrays are
+immutable and compiled code cannot check values).
 """
 
 import numpy as np
