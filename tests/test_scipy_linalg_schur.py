@@ -83,6 +83,7 @@ def test_lax_schur_options_and_errors():
     # An integer matrix is made complex for output="complex" only, as in JAX.
     assert L.schur(np.eye(3, dtype=np.int32), output="complex")[0].dtype == np.complex64
     assert all(x.shape == (0, 0) for x in L.schur(np.zeros((0, 0))))
+    assert np.isnan(np.asarray(L.schur(np.full((2, 2), np.nan))[1])).all()  # no exception
 
 
 # --- hessenberg ----------------------------------------------------------------------------
@@ -199,6 +200,8 @@ def test_sqrtm_options_and_errors():
         L.sqrtm(np.ones((3, 4)))
     with pytest.raises(ValueError):
         L.sqrtm(np.ones((2, 3, 3)))
+    with pytest.raises(TypeError, match="rank at least 2"):
+        L.sqrtm(np.ones(3))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -923,7 +923,7 @@ def _schur_one(m):
     import scipy.linalg  # lazily: see above
     try:
         return scipy.linalg.schur(m, check_finite=False)
-    except (np.linalg.LinAlgError, ValueError):
+    except np.linalg.LinAlgError:
         nan = np.full(m.shape, np.nan, m.dtype)
         return nan, nan
 

@@ -310,12 +310,6 @@ def _fill_upper(diagonal, entry):
     return lax.fori_loop(1, n, lambda d, m: jnp.where(offset == d, entry(m), m), start)
 
 
-def _check_one_matrix(name, a):
-    """``sqrtm`` and ``funm`` take one square matrix (JAX vmaps them over stacks)."""
-    if a.ndim != 2 or a.shape[0] != a.shape[1]:
-        raise ValueError(f"{name} expected a square matrix, got shape {a.shape}")
-
-
 def sqrtm(A, blocksize=1):
     """The principal square root of a square matrix, complex: with ``A = Z T Z^H`` (complex
     Schur form), ``R`` upper triangular with ``R^2 = T`` has ``sqrt(T_ii)`` on its diagonal and
@@ -323,8 +317,9 @@ def sqrtm(A, blocksize=1):
     if blocksize > 1:
         raise NotImplementedError("Blocked version is not implemented yet.")
     A = jnp.asarray(A)
+    if A.ndim > 2:  # lower ranks and non-square matrices get schur's errors, as in JAX
+        raise ValueError(f"sqrtm expected a square matrix, got shape {A.shape}")
     T, Z = schur(A, output="complex")
-    _check_one_matrix("sqrtm", A)
     root = jnp.sqrt(jnp.diagonal(T))
     R = _fill_upper(root, lambda r: (T - r @ r) / (root[:, None] + root[None, :]))
     return Z @ R @ _H(Z)
@@ -338,7 +333,8 @@ def funm(A, func, disp=True):
     error estimate; with ``disp`` (and a concrete result) it prints a warning when that is
     large. ``func`` receives the eigenvalues as a vector."""
     A = jnp.asarray(A)
-    _check_one_matrix("funm", A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:  # one matrix: JAX vmaps funm over stacks
+        raise ValueError(f"funm expected a square matrix, got shape {A.shape}")
     T, Z = schur(A, output="complex")
     t = jnp.diagonal(T)
     gap = t[None, :] - t[:, None]  # T_jj - T_ii at (i, j)
