@@ -1,5 +1,5 @@
-"""lax.linalg.ormqr, symmetric_product and cholesky_update against NumPy/SciPy: values, dtypes,
-errors, vmap (where JAX batches them) and the absence of derivative rules, as in JAX."""
+"""lax.linalg.ormqr, symmetric_product, cholesky_update and tridiagonal against NumPy/SciPy:
+values, dtypes, errors, vmap (where JAX batches them) and no derivative rules, as in JAX."""
 
 import numpy as np
 import pytest
@@ -98,3 +98,33 @@ def test_cholesky_update_errors():
         nbjax.vmap(la.cholesky_update)(np.stack([np.eye(2)] * 2), np.ones((2, 2)))
     with pytest.raises(NotImplementedError):
         nbjax.grad(lambda w: la.cholesky_update(np.eye(2), w).sum())(np.ones(2))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("lower", [True, False])
+def test_tridiagonal(dtype, lower):
+    m = rng.standard_normal((2, 5, 5))
+    if np.issubdtype(dtype, np.complexfloating):
+        m = m + 1j * rng.standard_normal((2, 5, 5))
+    a = (m + np.conj(np.swapaxes(m, -1, -2))).astype(dtype)
+    out = la.tridiagonal(a, lower=lower)
+    real = np.finfo(dtype).dtype
+    assert [x.dtype for x in out] == [dtype, real, real, dtype]
+    assert [x.shape for x in out] == [(2, 5, 5), (2, 5), (2, 4), (2, 4)]
+    sytrd, = sl.lapack.get_lapack_funcs(("hetrd" if a.dtype.kind == "c" else "sytrd",), (a,))
+    rtol = 1e-5 if real == np.float32 else 1e-12
+    for i in range(2):
+        for got, want in zip(out, sytrd(a[i], lower=int(lower))[:4]):
+            assert_close(got[i], want, rtol=rtol)
+    # d and e are the tridiagonal matrix similar to a: same eigenvalues.
+    d, e = (np.asarray(x, np.float64) for x in out[1:3])
+    t = [np.diag(d[i]) + np.diag(e[i], 1) + np.diag(e[i], -1) for i in range(2)]
+    assert_close(np.linalg.eigvalsh(t), np.linalg.eigvalsh(a), rtol=rtol * 10)
+    check_vmap(lambda x: la.tridiagonal(x, lower=lower), (a,), (0,), rtol=rtol)
+
+
+def test_tridiagonal_errors():
+    with pytest.raises(ValueError, match="square"):
+        la.tridiagonal(np.ones((3, 4)))
+    with pytest.raises(NotImplementedError):
+        nbjax.grad(lambda a: la.tridiagonal(a)[1].sum())(np.eye(3))

@@ -38,7 +38,7 @@ __all__ = ["cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "hessenbe
            "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "qr", "qr_p", "schur",
            "schur_p", "svd", "svd_p", "triangular_solve", "triangular_solve_p"]
 __all__ += ["cholesky_update", "cholesky_update_p", "ormqr", "ormqr_p", "symmetric_product",
-            "symmetric_product_p"]
+            "symmetric_product_p", "tridiagonal", "tridiagonal_p"]
 
 
 # --- matrix helpers on (batched) lax values --------------------------------------------------
@@ -895,10 +895,10 @@ def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
                       enable_eigvec_derivs=bool(enable_eigvec_derivs))
 
 
-# --- LAPACK routines NumPy lacks: Schur, Hessenberg, Householder products ----------------------
-# Their references call SciPy's LAPACK wrappers (gees, gehrd, orgqr/ungqr), the routines JAX
-# calls on CPU. ``scipy.linalg`` is imported inside them: it adds about a third to the time of
-# ``import nbjax``, which most programs would pay without using these routines.
+# --- LAPACK routines NumPy lacks: Schur, Hessenberg and tridiagonal forms, Householder products --
+# Their references call SciPy's LAPACK wrappers (gees, gehrd, sytrd/hetrd, orgqr/ungqr), the
+# routines JAX calls on CPU. ``scipy.linalg`` is imported inside them: it adds about a third to
+# the time of ``import nbjax``, which most programs would pay without using these routines.
 # None of them has a derivative rule (as in JAX): differentiating them raises
 # NotImplementedError.
 
@@ -975,6 +975,35 @@ def hessenberg(x):
     below it (``a[..., 1:, :-1]``) and ``taus``, bordered by a leading 1."""
     a, taus = hessenberg_p.bind(x)
     return a, taus
+
+
+tridiagonal_p = _linalg_primitive("tridiagonal", multiple_results=True)
+
+
+@tridiagonal_p.def_abstract_eval
+def _tridiagonal_abstract_eval(x, *, lower):
+    _check_matrix("tridiagonal", x, 0, square=True)
+    *batch, n = x.shape[:-1]
+    real = ShapedArray((*batch, n), _real_dtype(x.dtype))
+    off = (*batch, max(n - 1, 0))
+    return [x, real, real.update(shape=off), x.update(shape=off)]
+
+
+@tridiagonal_p.def_impl
+def _tridiagonal_impl(x, *, lower):
+    """LAPACK's ``sytrd``/``hetrd``."""
+    n = x.shape[-1]
+    name = "hetrd" if np.iscomplexobj(x) else "sytrd"
+    real, off = _real_dtype(x.dtype), (max(n - 1, 0),)
+    return _per_matrix(lambda m: _lapack(name, m)(m, lower=int(lower))[:4], [x], x.shape[:-2],
+                       ((n, n), x.dtype), ((n,), real), (off, real), (off, x.dtype))
+
+
+def tridiagonal(a, *, lower=True):
+    """The reduction of Hermitian ``a`` (its ``lower`` or upper triangle) to a real symmetric
+    tridiagonal ``T = Q^H a Q`` in LAPACK's packed form ``(a, d, e, taus)``: ``d`` the diagonal
+    of ``T``, ``e`` its off-diagonal, the Householder vectors of ``Q`` in the rest of ``a``."""
+    return tuple(tridiagonal_p.bind(a, lower=bool(lower)))
 
 
 householder_product_p = Primitive("householder_product")
