@@ -4,22 +4,26 @@ The factorizations are the primitives of ``nbjax.lax.linalg`` with SciPy's
 conventions on top (upper Cholesky factors by default, ``(p, l, u)`` for ``lu``, pivots for
 ``lu_factor``). ``expm`` is the scaling-and-squaring Padé algorithm of Higham (2005), as in
 SciPy and JAX, written with lax control flow so that it can be jitted, batched and
-differentiated. SciPy's ``overwrite_*`` and ``check_finite`` arguments are accepted and
-ignored (nbjax arrays are immutable and compiled code cannot check values).
+differentiated. ``sqrtm`` and ``funm`` work on the complex Schur form, filling the upper
+triangle of the result one superdiagonal at a time (see ``_fill_upper``). SciPy's
+``overwrite_*`` and ``check_finite`` arguments are accepted and ignored (nbjax arrays are
+immutable and compiled code cannot check values).
 """
 
 import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
+from ..core import Tracer
 from ..lax import linalg as lax_linalg
 from ..numpy import linalg as jnp_linalg
 from ..numpy.util import promote_dtypes_inexact
 from .linalg_matrices import *  # noqa: F401,F403
 from .linalg_matrices import __all__ as _matrices
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "expm_frechet", "inv",
-           "lu", "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"] + _matrices
+__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "expm_frechet", "funm",
+           "hessenberg", "inv", "lu", "lu_factor", "lu_solve", "qr", "rsf2csf", "schur", "solve",
+           "solve_triangular", "sqrtm", "svd"] + _matrices
 
 
 def _H(x):
@@ -260,3 +264,149 @@ def expm_frechet(A, E, *, method=None, compute_expm=True):
     out = expm(big)
     frechet = out[:n, n:]
     return (out[:n, :n], frechet) if compute_expm else frechet
+
+
+# --- Schur and Hessenberg forms ---------------------------------------------------------------
+
+def schur(a, output="real"):
+    """``(T, Z)`` with ``a = Z T Z^H``: ``T`` quasi-triangular for real ``a`` (2x2 blocks for
+    complex-conjugate eigenvalues) unless ``output='complex'``, which makes it triangular."""
+    if output not in ("real", "complex"):
+        raise ValueError(f"Expected 'output' to be either 'real' or 'complex', got "
+                         f"output={output!r}.")
+    a = jnp.asarray(a)
+    if output == "complex":
+        a = a.astype(jnp.promote_types(a.dtype, np.complex64))
+    return lax_linalg.schur(a)
+
+
+def hessenberg(a, *, calc_q=False, overwrite_a=False, check_finite=True):
+    """``H`` (zero below the first subdiagonal) with ``a = Q H Q^H``, or ``(H, Q)`` with
+    ``calc_q``. ``Q`` is the product of the Householder reflectors LAPACK's reduction leaves
+    below the subdiagonal; they act on rows 1.., so ``Q``'s first row and column are ``e_0``."""
+    a = jnp.asarray(a)
+    packed, taus = lax_linalg.hessenberg(a)
+    h = jnp.triu(packed, -1)
+    if not calc_q:
+        return h
+    if a.shape[-1] == 0:
+        return h, h
+    inner = lax_linalg.householder_product(packed[..., 1:, :-1], taus)
+    q = jnp.pad(inner, [(0, 0)] * (a.ndim - 2) + [(1, 0), (1, 0)]).at[..., 0, 0].set(1)
+    return h, q
+
+
+def _fill_upper(diagonal, entry):
+    """The upper-triangular matrix with ``diagonal`` whose entries above it are filled one
+    superdiagonal at a time: ``entry(m)`` computes every position from ``m``, which holds the
+    superdiagonals filled so far (zeros further up), and those of the next one are kept.
+
+    Schur-Parlett recurrences (``sqrtm``, ``funm``) have this shape: entry ``(i, j)`` depends
+    only on entries closer to the diagonal, through a sum that a matrix product of ``m``
+    computes exactly because the entries not filled yet are zero."""
+    n = diagonal.shape[-1]
+    offset = jnp.arange(n)[None, :] - jnp.arange(n)[:, None]  # j - i at (i, j)
+    start = jnp.where(offset == 0, diagonal[..., None, :], jnp.zeros((), diagonal.dtype))
+    return lax.fori_loop(1, n, lambda d, m: jnp.where(offset == d, entry(m), m), start)
+
+
+def sqrtm(A, blocksize=1):
+    """The principal square root of a square matrix, complex: with ``A = Z T Z^H`` (complex
+    Schur form), ``R`` upper triangular with ``R^2 = T`` has ``sqrt(T_ii)`` on its diagonal and
+    ``R_ij = (T_ij - sum_{i<k<j} R_ik R_kj) / (R_ii + R_jj)``; the root is ``Z R Z^H``."""
+    if blocksize > 1:
+        raise NotImplementedError("Blocked version is not implemented yet.")
+    A = jnp.asarray(A)
+    if A.ndim > 2:  # lower ranks and non-square matrices get schur's errors, as in JAX
+        raise ValueError(f"sqrtm expected a square matrix, got shape {A.shape}")
+    T, Z = schur(A, output="complex")
+    root = jnp.sqrt(jnp.diagonal(T))
+    R = _fill_upper(root, lambda r: (T - r @ r) / (root[:, None] + root[None, :]))
+    return Z @ R @ _H(Z)
+
+
+def funm(A, func, disp=True):
+    """``func`` of a square matrix by the Schur-Parlett recurrence (Golub and Van Loan,
+    algorithm 11.1.1): ``F = f(T)`` commutes with ``T`` (the complex Schur form of ``A``),
+    which gives each ``F_ij`` from entries nearer the diagonal, divided by ``T_jj - T_ii``.
+    Inaccurate for close eigenvalues: with ``disp=False`` it returns ``(F, errest)``, SciPy's
+    error estimate; with ``disp`` (and a concrete result) it prints a warning when that is
+    large. ``func`` receives the eigenvalues as a vector."""
+    A = jnp.asarray(A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:  # one matrix: JAX vmaps funm over stacks
+        raise ValueError(f"funm expected a square matrix, got shape {A.shape}")
+    T, Z = schur(A, output="complex")
+    t = jnp.diagonal(T)
+    gap = t[None, :] - t[:, None]  # T_jj - T_ii at (i, j)
+    no_gap = gap == 0
+
+    def entry(f):  # (T F - F T)_ij = T_ij (F_jj - F_ii) + sum_{i<k<j} (T_ik F_kj - F_ik T_kj)
+        s = T @ f - f @ T
+        return jnp.where(no_gap, s, s / jnp.where(no_gap, 1, gap))
+    F = _fill_upper(jnp.asarray(func(t)).astype(T.dtype), entry)
+    F = Z @ F @ _H(Z)
+    err = _funm_error(T, gap, F)
+    if disp:
+        if not isinstance(err, Tracer) and err > 1000 * np.finfo(err.dtype).eps:
+            print("funm result may be inaccurate, approximate err =", err)
+        return F
+    return F, err
+
+
+def _funm_error(T, gap, F):
+    """SciPy's error estimate of ``funm``: ``eps * ||triu(T, 1)||_1`` over the smallest
+    eigenvalue gap (or ``|T_00|`` if smaller; ``eps`` if that is 0), at most 1; infinite if
+    ``F`` is not finite."""
+    eps = np.finfo(T.dtype).eps
+    upper = jnp.triu(jnp.ones(T.shape, bool), 1)
+    smallest = jnp.minimum(jnp.abs(T[0, 0]), jnp.min(jnp.where(upper, jnp.abs(gap), np.inf)))
+    smallest = jnp.where(smallest == 0, eps, smallest)
+    err = jnp.minimum(1, jnp.maximum(eps, eps / smallest * jnp_linalg.norm(jnp.triu(T, 1), 1)))
+    return jnp.where(jnp.all(jnp.isfinite(F)), err, np.inf)
+
+
+def rsf2csf(T, Z, check_finite=True):
+    """The complex Schur form ``(T, Z)`` of a real one: each 2x2 block of ``T`` (a pair of
+    complex-conjugate eigenvalues) is made triangular by a complex Givens rotation ``G``
+    (``T <- G T G^H``, ``Z <- Z G^H``), from the bottom right up. Works on stacks."""
+    T, Z = jnp.asarray(T), jnp.asarray(Z)
+    for name, x in (("T", T), ("Z", Z)):
+        if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+            raise ValueError(f"Input '{name}' must be square.")
+    if T.shape != Z.shape:
+        raise ValueError(f"Input array shapes must match: Z: {Z.shape} vs. T: {T.shape}")
+    dtype = jnp.promote_types(jnp.result_type(T, Z), np.complex64)
+    n = T.shape[-1]
+
+    def step(k, tz):
+        T, Z = tz
+        G = _block_rotation(T, n - 1 - k)
+        GH = _H(G)
+        return G @ T @ GH, Z @ GH
+    T, Z = lax.fori_loop(0, max(n - 1, 0), step, (T.astype(dtype), Z.astype(dtype)))
+    return jnp.triu(T), Z
+
+
+def _block_rotation(T, m):
+    """The unitary ``G`` that zeroes ``T[m, m-1]`` in ``G T G^H`` when rows and columns
+    ``m-1, m`` of ``T`` hold a 2x2 block (the identity otherwise): it rotates the eigenvector
+    ``(mu, T[m, m-1])`` of the block, ``mu`` its eigenvalue with positive imaginary part less
+    ``T[m, m]``, onto ``e_0``."""
+    n = T.shape[-1]
+    batch = T.shape[:-2]
+    block = lax.dynamic_slice(T, (0,) * len(batch) + (m - 1, m - 1), batch + (2, 2))
+    a, b, c, d = block[..., 0, 0], block[..., 0, 1], block[..., 1, 0], block[..., 1, 1]
+    eps = np.finfo(T.dtype).eps
+    is_block = jnp.abs(c) > eps * (jnp.abs(a) + jnp.abs(d))
+    half = (a - d) / 2
+    # Safe values off the blocks, where G is the identity, keep NaNs out of gradients.
+    mu = half + jnp.sqrt(jnp.where(is_block, half * half + b * c, 1))
+    r = jnp.sqrt(jnp.where(is_block, jnp.abs(mu) ** 2 + jnp.abs(c) ** 2, 1)).astype(T.dtype)
+    cos = jnp.where(is_block, mu / r, 1)[..., None, None]
+    sin = jnp.where(is_block, c / r, 0)[..., None, None]
+    rows, cols = jnp.arange(n)[:, None], jnp.arange(n)[None, :]
+
+    def at(i, j):
+        return ((rows == i) & (cols == j)).astype(T.dtype)
+    return (jnp.eye(n, dtype=T.dtype) + (jnp.conj(cos) - 1) * at(m - 1, m - 1)
+            + sin * (at(m - 1, m) - at(m, m - 1)) + (cos - 1) * at(m, m))

@@ -1,0 +1,130 @@
+"""lax.linalg.ormqr, symmetric_product, cholesky_update and tridiagonal against NumPy/SciPy:
+values, dtypes, errors, vmap (where JAX batches them) and no derivative rules, as in JAX."""
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import nbjax
+from nbjax.lax import linalg as la
+from helpers import assert_close, check_vmap
+
+pytestmark = pytest.mark.usefixtures("x64")
+
+rng = np.random.default_rng(0)
+
+
+def householder(shape, dtype):
+    """LAPACK's QR factorization (``geqrf``) of a random matrix: ``(a, taus, Q)``, the
+    reflectors in ``a``'s lower part and the complete ``Q`` they make."""
+    a = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal(shape)
+    a = a.astype(dtype)
+    geqrf, = sl.lapack.get_lapack_funcs(("geqrf",), (a,))
+    packed, taus = geqrf(a)[:2]
+    return packed, taus, np.linalg.qr(a, mode="complete")[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5)])
+def test_ormqr(dtype, shape):
+    a, taus, q = householder(shape, dtype)
+    rtol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-12
+    m = shape[0]
+    c = rng.standard_normal((m, 2)).astype(dtype)
+    for left, transpose in [(True, False), (True, True), (False, False), (False, True)]:
+        op = np.conj(q.T) if transpose else q
+        cc = c if left else c.T
+        got = la.ormqr(a, taus, cc, left=left, transpose=transpose)
+        assert got.dtype == dtype
+        assert_close(got, op @ cc if left else cc @ op, rtol=rtol)
+
+
+def test_ormqr_errors_and_vmap():
+    a, taus, q = householder((4, 3), np.float64)
+    with pytest.raises(ValueError, match="same number of rows"):
+        la.ormqr(a, taus, np.ones((3, 3)))
+    with pytest.raises(ValueError, match="same number of columns"):
+        la.ormqr(a, taus, np.ones((4, 2)), left=False)
+    with pytest.raises(TypeError, match="same dtypes"):
+        la.ormqr(a, taus.astype(np.float32), np.ones((4, 2)))
+    with pytest.raises(TypeError, match="batch dimensions"):
+        la.ormqr(np.stack([a, a]), taus, np.ones((2, 4, 2)))
+    check_vmap(la.ormqr, (a, taus, rng.standard_normal((3, 4, 2))), (None, None, 0),
+               rtol=1e-12)
+    with pytest.raises(NotImplementedError):
+        nbjax.jvp(lambda c: la.ormqr(a, taus, c), (np.eye(4),), (np.eye(4),))
+
+
+def test_symmetric_product():
+    a, c = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 4, 4))
+    full = 2 * a @ np.swapaxes(a, -1, -2) + 0.5 * c
+    assert_close(la.symmetric_product(a, c, alpha=2., beta=0.5), full, rtol=1e-12)
+    mirrored = np.tril(full) + np.swapaxes(np.tril(full, -1), -1, -2)
+    assert_close(la.symmetric_product(a, c, alpha=2., beta=0.5, symmetrize_output=True),
+                 mirrored, rtol=1e-12)
+    check_vmap(la.symmetric_product, (a, c[0]), (0, None), rtol=1e-12)
+    with pytest.raises(TypeError, match="complex128"):
+        la.symmetric_product(a + 0j, c + 0j)
+    with pytest.raises(ValueError, match="square matrix"):
+        la.symmetric_product(a, c[..., :3])
+    with pytest.raises(NotImplementedError):
+        nbjax.grad(lambda a: la.symmetric_product(a, c).sum())(a)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cholesky_update(dtype):
+    m = rng.standard_normal((5, 5))
+    spd = m @ m.T + 5 * np.eye(5)
+    r = np.linalg.cholesky(spd).T.astype(dtype)
+    w = rng.standard_normal(5).astype(dtype)
+    got = la.cholesky_update(r, w)
+    assert got.dtype == dtype
+    want = np.linalg.cholesky(spd + np.outer(w, w)).T
+    assert_close(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    # Only R^T R matters: a factor with negative diagonal entries updates to the same one.
+    assert_close(la.cholesky_update(-r, w), want, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_cholesky_update_errors():
+    with pytest.raises(ValueError, match="Rank-1 update"):
+        la.cholesky_update(np.eye(3), np.ones(2))
+    with pytest.raises(TypeError, match="rank of exactly 2"):
+        la.cholesky_update(np.ones((2, 3, 3)), np.ones(3))
+    with pytest.raises(TypeError, match="complex128"):
+        la.cholesky_update(np.eye(2) + 0j, np.ones(2) + 0j)
+    with pytest.raises(NotImplementedError):
+        nbjax.vmap(la.cholesky_update)(np.stack([np.eye(2)] * 2), np.ones((2, 2)))
+    with pytest.raises(NotImplementedError):
+        nbjax.grad(lambda w: la.cholesky_update(np.eye(2), w).sum())(np.ones(2))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("lower", [True, False])
+def test_tridiagonal(dtype, lower):
+    m = rng.standard_normal((2, 5, 5))
+    if np.issubdtype(dtype, np.complexfloating):
+        m = m + 1j * rng.standard_normal((2, 5, 5))
+    a = (m + np.conj(np.swapaxes(m, -1, -2))).astype(dtype)
+    out = la.tridiagonal(a, lower=lower)
+    real = np.finfo(dtype).dtype
+    assert [x.dtype for x in out] == [dtype, real, real, dtype]
+    assert [x.shape for x in out] == [(2, 5, 5), (2, 5), (2, 4), (2, 4)]
+    sytrd, = sl.lapack.get_lapack_funcs(("hetrd" if a.dtype.kind == "c" else "sytrd",), (a,))
+    rtol = 1e-5 if real == np.float32 else 1e-12
+    for i in range(2):
+        for got, want in zip(out, sytrd(a[i], lower=int(lower))[:4]):
+            assert_close(got[i], want, rtol=rtol)
+    # d and e are the tridiagonal matrix similar to a: same eigenvalues.
+    d, e = (np.asarray(x, np.float64) for x in out[1:3])
+    t = [np.diag(d[i]) + np.diag(e[i], 1) + np.diag(e[i], -1) for i in range(2)]
+    assert_close(np.linalg.eigvalsh(t), np.linalg.eigvalsh(a), rtol=rtol * 10)
+    check_vmap(lambda x: la.tridiagonal(x, lower=lower), (a,), (0,), rtol=rtol)
+
+
+def test_tridiagonal_errors():
+    with pytest.raises(ValueError, match="square"):
+        la.tridiagonal(np.ones((3, 4)))
+    with pytest.raises(NotImplementedError):
+        nbjax.grad(lambda a: la.tridiagonal(a)[1].sum())(np.eye(3))
