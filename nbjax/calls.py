@@ -21,34 +21,17 @@ import contextlib
 import inspect
 import time
 
-import numpy as np
-
-from .core import (Array, ClosedJaxpr, ShapedArray, Tracer, dtypes, eval_closed_jaxpr,
-                   get_aval, pytree)
-from .core.trace import is_python_scalar
+from .core import ClosedJaxpr, ShapedArray, Tracer, dtypes, eval_closed_jaxpr, get_aval, pytree
 from .core.abstract import ShapeDtypeStruct
 from .interpreters import ad, staging
 from .interpreters.partial_eval import partial_eval_jaxpr
 from .interpreters.transpose import is_undefined, transposed_call
 from .lax import batch_util
 from .lax.reductions import reduce_sum
-from .lax.standard import weak_scalar
+from .lax.standard import as_array  # noqa: F401  (the front ends' name for it)
 
 
 # --- arguments -----------------------------------------------------------------------------
-
-def as_array(x):
-    """An argument leaf as an Array or tracer: NumPy values are converted (to the canonical
-    dtype), Python scalars become weakly typed rank-0 arrays."""
-    if isinstance(x, (Array, Tracer)):
-        return x
-    if is_python_scalar(x):
-        dtype, weak = dtypes.python_scalar_dtype(x)
-        return weak_scalar(x, dtype) if weak else Array(np.asarray(x, dtype))
-    if isinstance(x, (np.ndarray, np.generic)):
-        return Array(np.asarray(x, dtypes.canonicalize(x.dtype)))
-    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid nbjax type")
-
 
 def abstractify(x):
     """The aval of an argument: arrays and scalars, or anything with a shape and a dtype."""

@@ -28,7 +28,9 @@ from ..core.abstract import canonical_shape
 from ..interpreters import ad
 from .batch_util import moveaxis
 from .slicing import index_in_dim
+from .standard import as_array
 from .structural import concatenate, expand_dims
+from .threefry import threefry2x32_p
 
 __all__ = ["RandomAlgorithm", "rng_bit_generator", "rng_bit_generator_p", "rng_uniform",
            "rng_uniform_p"]
@@ -79,7 +81,6 @@ def _counters(words, n):
 
 
 def _threefry_words(words, n):
-    from ..random.threefry import threefry2x32_p  # noqa: PLC0415 (random sits above lax)
     lo, hi, _ = _counters(words, n)
     k0, k1 = np.full(n, words[0], np.uint32), np.full(n, words[1], np.uint32)
     return threefry2x32_p.impl(k0, k1, lo, hi)
@@ -186,7 +187,6 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     dtype = dtypes.canonicalize(dtype)
     if dtype not in [np.dtype(d) for d in _BIT_DTYPES]:
         raise TypeError(f"rng_bit_generator: unsupported dtype {dtype.name}")
-    from ..calls import as_array  # noqa: PLC0415
     return tuple(rng_bit_generator_p.bind(
         as_array(key), shape=canonical_shape(shape), dtype=dtype,
         algorithm=RandomAlgorithm(algorithm), out_sharding=out_sharding))
@@ -223,5 +223,4 @@ def rng_uniform(a, b, shape):
     """Numbers drawn uniformly from ``[a, b)`` by a hidden, stateful generator: each call
     (each run of a compiled program) gives new ones, not reproducible (as in XLA, whose
     stream is implementation-defined). Prefer ``nbjax.random``."""
-    from ..calls import as_array  # noqa: PLC0415
     return rng_uniform_p.bind(as_array(a), as_array(b), shape=canonical_shape(shape))

@@ -10,8 +10,9 @@ solver for the value and differentiate the *equation* it solves instead:
   ``b' - A'x``, and its transpose is the same primitive on the transposed problem
   (``transpose_solve`` with ``A^T``), so reverse mode never differentiates the solver.
 - ``custom_root(f, x0, solve, tangent_solve)``: ``x`` with ``f(x) = 0``. By the implicit
-  function theorem ``x' = -(df/dx)^-1 (df/dparams) params'``: a ``custom_jvp`` whose rule
-  calls ``tangent_solve`` on the linearisation of ``f`` at the solution.
+  function theorem ``x' = -(df/dx)^-1 (df/dparams) params'``: a primitive whose JVP rule
+  calls ``tangent_solve`` on the linearisation of ``f`` at the solution (a primitive, not a
+  ``custom_jvp``, because ``custom_derivatives`` sits above ``lax``).
 
 As in JAX, the functions are traced at the call into closure-converted jaxprs whose
 closed-over values (the matrix, the parameters of ``f``) become explicit operands, so
@@ -27,8 +28,9 @@ from ..interpreters.transpose import is_undefined, transposed_call
 from . import elementwise
 from .batch_util import batch_jaxpr, bdim_at_front
 from .control_flow import _hoist, _owned, _split, _trace
+from .standard import as_array
 
-__all__ = ["custom_linear_solve", "custom_linear_solve_p", "custom_root"]
+__all__ = ["custom_linear_solve", "custom_linear_solve_p", "custom_root", "custom_root_p"]
 
 
 def _avals(leaves):
@@ -201,7 +203,6 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
     ``aux`` gets no derivative).
     """
     b_flat, tree = pytree.tree_flatten(b)
-    from ..calls import as_array  # noqa: PLC0415 (calls sits above lax)
     b_flat = [as_array(v) for v in b_flat]
     avals = _avals(b_flat)
     matvec_jaxpr, matvec_consts, out_tree = _trace_like("matvec", matvec, tree, avals)
@@ -254,6 +255,73 @@ def _linearized(f_flat, tree, x_leaves):
     return g
 
 
+# The functions of a root-finding problem: f, the solver, and the tangent-space solver
+# (which also linearises f at the root).
+RootJaxprs = collections.namedtuple("RootJaxprs", "f solve tangent_solve")
+
+custom_root_p = Primitive("custom_root", multiple_results=True)
+
+
+def _root_outputs(*args, const_lengths, jaxprs):
+    _, solve_consts, _, guess = _split(args, const_lengths)
+    return eval_closed_jaxpr(jaxprs.solve, *solve_consts, *guess)
+
+
+@custom_root_p.def_abstract_eval
+def _root_abstract_eval(*avals, const_lengths, jaxprs):
+    return list(jaxprs.solve.out_avals)
+
+
+@custom_root_p.def_impl
+def _root_impl(*args, const_lengths, jaxprs):
+    return _owned(_root_outputs(*args, const_lengths=const_lengths, jaxprs=jaxprs))
+
+
+# Compiled programs run the solver: the other functions only serve differentiation.
+custom_root_p.def_lowering("jaxpr", _root_outputs)
+
+
+def _root_jvp(primals, tangents, *, const_lengths, jaxprs):
+    """The implicit function theorem: ``f(params, x(params)) = 0``, so
+    ``df/dx x' = -df/dparams params'``, solved by ``tangent_solve``. The guess and the
+    solver's own values get no derivative."""
+    f_consts, _, ls_consts, guess = _split(primals, const_lengths)
+    outs = custom_root_p.bind(*primals, const_lengths=const_lengths, jaxprs=jaxprs)
+    x, aux = outs[:len(guess)], outs[len(guess):]
+    aux_dot = [ad.Zero(ad.tangent_aval(get_aval(a))) for a in aux]
+    f_dot = tangents[:len(f_consts)]
+    if all(isinstance(t, ad.Zero) for t in f_dot):
+        return outs, [ad.Zero(ad.tangent_aval(get_aval(v))) for v in x] + aux_dot
+    rhs = _jvp_of(jaxprs.f, list(f_consts) + list(x),
+                  list(f_dot) + [ad.Zero(ad.tangent_aval(get_aval(v))) for v in x])
+    x_dot = eval_closed_jaxpr(jaxprs.tangent_solve, *ls_consts, *x,
+                              *[ad.instantiate(r) for r in rhs])
+    return outs, [elementwise.neg(d) for d in x_dot] + aux_dot
+
+
+custom_root_p.def_jvp(_root_jvp)
+
+
+def _root_batch(axis_data, vals, dims, *, const_lengths, jaxprs):
+    """vmap: every operand gets the batch axis first and each function is batched over all
+    of its inputs (the solution and the values it closes over usually all vary)."""
+    vals = [bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+    *groups, guess = _split(vals, const_lengths)
+    new_groups, new_jaxprs = [], []
+    for group, jaxpr in zip(groups, jaxprs):
+        n_in = len(jaxpr.in_avals)
+        batched, extra = _hoist(batch_jaxpr(jaxpr, axis_data, [True] * n_in, True)[0])
+        new_groups.append(extra + group)
+        new_jaxprs.append(batched)
+    outs = custom_root_p.bind(*[v for g in new_groups for v in g], *guess,
+                              const_lengths=tuple(len(g) for g in new_groups),
+                              jaxprs=RootJaxprs(*new_jaxprs))
+    return outs, [0] * len(outs)
+
+
+custom_root_p.def_batch(_root_batch)
+
+
 def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     """A root of ``f`` found by ``solve(f, initial_guess)``, differentiated implicitly.
 
@@ -264,8 +332,6 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     differentiated, and the root does not depend on ``initial_guess``. With ``has_aux``,
     ``solve`` returns ``(root, aux)`` and so does this function.
     """
-    from ..calls import as_array  # noqa: PLC0415 (calls and custom_derivatives sit above lax)
-    from ..custom_derivatives import custom_jvp  # noqa: PLC0415
     guess, tree = pytree.tree_flatten(initial_guess)
     guess = [as_array(v) for v in guess]
     avals = _avals(guess)
@@ -284,26 +350,8 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     ls_jaxpr, ls_consts, ls_tree = _trace_like("tangent_solve", linearize_and_solve, tree,
                                                avals, nargs=2)
     _check_same("tangent_solve", "initial_guess", tree, avals, ls_tree, ls_jaxpr.out_avals)
-    lengths = (len(f_consts), len(solve_consts), len(ls_consts))
-
-    @custom_jvp
-    def _custom_root(*args):
-        _, s_consts, _, x0 = _split(args, lengths)
-        return eval_closed_jaxpr(solve_jaxpr, *s_consts, *x0)
-
-    @_custom_root.defjvp
-    def root_jvp(primals, tangents):
-        fc, _, lc, _ = _split(primals, lengths)
-        outs = _custom_root(*primals)
-        x, aux = outs[:len(guess)], outs[len(guess):]
-        # f(params, x(params)) = 0, so df/dx x' = -df/dparams params'.
-        rhs = _jvp_of(f_jaxpr, list(fc) + list(x),
-                      list(tangents[:len(fc)]) + [ad.Zero(ad.tangent_aval(get_aval(v)))
-                                                  for v in x])
-        x_dot = eval_closed_jaxpr(ls_jaxpr, *lc, *x, *[ad.instantiate(r) for r in rhs])
-        aux_dot = [ad.zeros_like_aval(ad.tangent_aval(get_aval(a))) for a in aux]
-        return outs, [elementwise.neg(d) for d in x_dot] + aux_dot
-
-    outs = _custom_root(*f_consts, *solve_consts, *ls_consts, *guess)
+    outs = custom_root_p.bind(*f_consts, *solve_consts, *ls_consts, *guess,
+                              const_lengths=(len(f_consts), len(solve_consts), len(ls_consts)),
+                              jaxprs=RootJaxprs(f_jaxpr, solve_jaxpr, ls_jaxpr))
     x = tree.unflatten(outs[:len(guess)])
     return (x, aux_tree.unflatten(outs[len(guess):])) if has_aux else x

@@ -15,7 +15,7 @@ a primitive lowers (kernel, library call, control flow) and how it simplifies (`
 import numpy as np
 
 from ..core import Literal, Primitive, ShapedArray, dtypes, get_aval
-from ..core.trace import is_python_scalar
+from ..core.trace import Tracer, is_python_scalar
 from ..core.array import Array, scalar_in_range
 from .batch_util import elementwise_batcher
 
@@ -117,6 +117,19 @@ def binop(name, impl, kinds, result_dtype=None):
 def weak_scalar(x, dtype):
     """A Python scalar as a weakly typed rank-0 Array of ``dtype``."""
     return Array.wrap(np.array(scalar_in_range(x, dtype), dtype), ShapedArray((), dtype, True))
+
+
+def as_array(x):
+    """An argument leaf as an Array or tracer: NumPy values are converted (to the canonical
+    dtype), Python scalars become weakly typed rank-0 arrays."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    if is_python_scalar(x):
+        dtype, weak = dtypes.python_scalar_dtype(x)
+        return weak_scalar(x, dtype) if weak else Array(np.asarray(x, dtype))
+    if isinstance(x, (np.ndarray, np.generic)):
+        return Array(np.asarray(x, dtypes.canonicalize(x.dtype)))
+    raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid nbjax type")
 
 
 def scalars_like(*args):

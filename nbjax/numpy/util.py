@@ -6,10 +6,9 @@ import warnings
 import numpy as np
 
 from .. import lax
-from ..calls import as_array
 from ..config import config
 from ..core import dtypes, get_aval, valid_value
-from ..lax.standard import IncompatibleShapesError
+from ..lax.standard import IncompatibleShapesError, as_array
 from ..lax.standard import broadcast_shapes as lax_broadcast_shapes  # equal ranks only
 
 _SCALARS = (bool, int, float, complex)
