@@ -788,7 +788,7 @@ F32 = np.ones(3, np.float32)
 @pytest.mark.parametrize("make,dtype,weak", [
     (lambda: lax.add(2.0, 3.0), np.float32, True),
     (lambda: lax.add(F32, 2.0), np.float32, False),
-    (lambda: lax.add(np.int8([1]), 2), np.int8, False),
+    (lambda: lax.add(np.int32([1]), 2), np.int32, False),
     (lambda: lax.sin(2.0), np.float32, True),
     (lambda: lax.abs(1 + 1j), np.float32, True),
     (lambda: lax.conj(1.0), np.complex64, True),
@@ -823,6 +823,9 @@ F16, U8 = np.ones(3, np.float16), np.ones(3, np.uint8)
     (lambda: lax.sin(I32), "sin does not accept dtype int32"),
     (lambda: lax.exp(BOOLS), "exp does not accept dtype bool"),
     (lambda: lax.add(I32, F32), "lax.add requires arguments to have the same dtypes"),
+    # A Python scalar keeps its own dtype: lax does not give it the array's (jnp does).
+    (lambda: lax.add(np.int8([1]), 2), "lax.add requires .* same dtypes, got int8, int32"),
+    (lambda: lax.mul(F16, 2.0), "lax.mul requires .* same dtypes, got float16, float32"),
     (lambda: lax.add(BOOLS, BOOLS), "add does not accept dtype bool at position 0"),
     (lambda: lax.neg(BOOLS), "neg does not accept dtype bool"),
     (lambda: lax.abs(U8), "abs does not accept dtype uint8"),

@@ -31,7 +31,7 @@ from ..interpreters.ad import Zero
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
 from .batch_util import batch_jaxpr, bdim_at_front, broadcast_in_dim, moveaxis
-from .standard import control_lowering, kernel_elementwise
+from .standard import control_lowering, kernel_elementwise, scalar_like
 
 __all__ = ["cond", "cond_p", "switch", "while_loop", "while_p", "fori_loop", "scan", "scan_p",
            "map", "stop_gradient", "stop_gradient_p"]
@@ -423,7 +423,7 @@ def _predicate(pred):
         return pred
     if dtypes.is_complex(aval.dtype):
         raise TypeError(f"Pred type must be either boolean or number, got {aval.dtype.name}.")
-    return elementwise.ne(pred, 0)
+    return elementwise.ne(pred, scalar_like(pred, 0))
 
 
 def cond(pred, true_fun, false_fun, *operands):
@@ -1063,7 +1063,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
         def scan_body(carry, _):
             i, val = carry
-            return (elementwise.add(i, 1), body_fun(i, val)), None
+            return (elementwise.add(i, scalar_like(i, 1)), body_fun(i, val)), None
 
         (_, result), _ = scan(scan_body, (lower, init_val), None,
                               length=max(upper - lower, 0), unroll=unroll or 1)
@@ -1078,7 +1078,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
 
     def while_body(carry):
         i, stop, val = carry
-        return elementwise.add(i, 1), stop, body_fun(i, val)
+        return elementwise.add(i, scalar_like(i, 1)), stop, body_fun(i, val)
 
     bounds = [b if get_aval(b).dtype == dtype else elementwise.convert_element_type(b, dtype)
               for b in (lower, upper)]

@@ -229,13 +229,13 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_s
     counts = scatter_add(full(aval.shape, 0, np.int32), scatter_indices, ones,
                          dimension_numbers, indices_are_sorted=indices_are_sorted,
                          unique_indices=unique_indices, mode=mode)
-    once = select(ge(counts, 1), func(operand), operand)
+    once = select(ge(counts, np.int32(1)), func(operand), operand)
     if unique_indices:
         return once
 
     def again(state):
         times, x = state
-        return add(times, 1), select(ge(counts, times), func(x), x)
+        return add(times, np.int32(1)), select(ge(counts, times), func(x), x)
     most = reduce_max(counts, tuple(range(len(aval.shape))))
     return while_loop(lambda state: ge(most, state[0]), again, (np.int32(2), once))[1]
 

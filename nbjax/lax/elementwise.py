@@ -16,7 +16,6 @@ operand's shape (``standard.unbroadcast``). The batching rule of most of them is
 their own shape rules (``select_n``, ``clamp``, ``bitcast_convert_type``) have their own.
 """
 
-import builtins
 import enum
 import functools
 import warnings
@@ -29,7 +28,7 @@ from ..interpreters.transpose import is_undefined
 from . import batch_util
 from .standard import (ANY, COMPLEX, FLOAT, FLOAT_OR_INT, INEXACT, INT, INT_OR_BOOL, NUMBER,
                        ORDERED, SIGNED, binop, broadcast_shapes, check_dtype,
-                       identity_simplification, same_dtypes, same_type, scalars_like,
+                       identity_simplification, same_dtypes, same_type, scalar_like,
                        unbroadcast, unop)
 
 __all__ = [
@@ -106,10 +105,10 @@ def unary_function(prim, doc, name=None):
 
 
 def binary_function(prim, doc, name=None):
-    """The lax function that binds a binary primitive; Python scalars take the other
-    operand's dtype, weakly (lax itself never promotes two arrays)."""
+    """The lax function that binds a binary primitive. Its operands must have equal dtypes; a
+    Python scalar has its own default dtype (weakly), as in JAX: lax never promotes."""
     def fn(x, y):
-        return prim.bind(*scalars_like(x, y))
+        return prim.bind(x, y)
     return _named(fn, name or prim.name, doc)
 
 
@@ -307,17 +306,9 @@ def _pow_impl(x, y):
 
 
 def pow(x, y):
-    """Element-wise ``x ** y`` for a float or complex ``x``; ``y`` may be an integer array.
-
-    Python scalars: an ``int`` exponent stays an integer (as in JAX); other scalars take the
-    dtype of the other operand when that one is inexact.
-    """
-    def like(scalar, other):
-        other_dtype = get_aval(other).dtype
-        if isinstance(scalar, (float, builtins.complex)) and dtypes.is_inexact(other_dtype):
-            return scalars_like(other, scalar)[1]
-        return scalar
-    return pow_p.bind(like(x, y), like(y, x))
+    """Element-wise ``x ** y`` for a float or complex ``x``; ``y`` is an integer array or has
+    ``x``'s dtype (a Python ``int`` exponent stays an integer, as in JAX)."""
+    return pow_p.bind(x, y)
 
 
 def _integer_pow_impl(x, *, y):
@@ -460,8 +451,8 @@ def _integer_pow_jvp(g, x, *, y):
     if y == 1:
         return g
     if y == 2:
-        return mul(g, mul(2, x))
-    return mul(g, mul(y, integer_pow(x, y - 1)))
+        return mul(g, mul(scalar_like(x, 2), x))
+    return mul(g, mul(scalar_like(x, y), integer_pow(x, y - 1)))
 
 
 add_p.def_jvp(_add_sub_jvp(add_p, lambda t: t))
@@ -633,29 +624,37 @@ def _square(x):
     return integer_pow(x, 2)
 
 
+def _plus_one(x):
+    return add(x, scalar_like(x, 1))
+
+
+def _one_minus(x):
+    return sub(scalar_like(x, 1), x)
+
+
 ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
-ad.defjvp2(exp2_p, lambda g, ans, x: mul(float(np.log(2)), mul(g, ans)))
+ad.defjvp2(exp2_p, lambda g, ans, x: mul(scalar_like(ans, np.log(2)), mul(g, ans)))
 ad.defjvp(log_p, lambda g, x: div(g, x))
-ad.defjvp(log1p_p, lambda g, x: div(g, add(x, 1)))
-ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, 1)))
-ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(1, ans)))  # (1+t)(1-t) g
-ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(1, ans))))
+ad.defjvp(log1p_p, lambda g, x: div(g, _plus_one(x)))
+ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, _plus_one(ans)))
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), _one_minus(ans)))  # (1+t)(1-t) g
+ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, _one_minus(ans))))
 ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
 ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
-ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(1, _square(ans))))
-ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(1, _square(x)))))
-ad.defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(sub(1, _square(x))))))
-ad.defjvp(atan_p, lambda g, x: div(g, add(1, _square(x))))
+ad.defjvp2(tan_p, lambda g, ans, x: mul(g, _plus_one(_square(ans))))
+ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(_one_minus(_square(x)))))
+ad.defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(_one_minus(_square(x))))))
+ad.defjvp(atan_p, lambda g, x: div(g, _plus_one(_square(x))))
 ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(_square(x), _square(y)))),
           lambda g, x, y: mul(g, div(neg(x), add(_square(x), _square(y)))))
 ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
-ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(_square(x), 1))))
-ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(_square(x), 1))))
-ad.defjvp(atanh_p, lambda g, x: mul(div(1, add(1, x)), div(g, sub(1, x))))
-ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(0.5, ans)))  # inf at 0, as in JAX
-ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(-0.5, div(ans, x))))
-ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(1 / 3, integer_pow(ans, -2))))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(_plus_one(_square(x)))))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(_square(x), scalar_like(x, 1)))))
+ad.defjvp(atanh_p, lambda g, x: mul(div(scalar_like(x, 1), _plus_one(x)), div(g, _one_minus(x))))
+ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(scalar_like(ans, 0.5), ans)))  # inf at 0, as in JAX
+ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(scalar_like(x, -0.5), div(ans, x))))
+ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(scalar_like(ans, 1 / 3), integer_pow(ans, -2))))
 
 
 # --- comparisons ---------------------------------------------------------------------------
@@ -790,8 +789,8 @@ def _conj_transpose(ct, x, *, input_dtype):
     return [conj(ct) if dtypes.is_complex(input_dtype) else real(ct)]
 
 
-ad.deflinear(real_p, lambda ct, x: [complex(ct, 0)])
-ad.deflinear(imag_p, lambda ct, x: [complex(0, neg(ct))])
+ad.deflinear(real_p, lambda ct, x: [complex(ct, scalar_like(ct, 0))])
+ad.deflinear(imag_p, lambda ct, x: [complex(scalar_like(ct, 0), neg(ct))])
 ad.deflinear(complex_p, _complex_transpose)
 ad.deflinear(conj_p, _conj_transpose)
 
@@ -834,7 +833,7 @@ def select_n(which, *cases):
     """``cases[which]`` element-wise; ``which`` is a bool (two cases) or an integer array."""
     if not cases:
         raise ValueError("select_n() must have at least one case")
-    return select_n_p.bind(which, *scalars_like(*cases))
+    return select_n_p.bind(which, *cases)
 
 
 def select(pred, on_true, on_false):
@@ -863,7 +862,7 @@ def _clamp_impl(lo, x, hi):
 
 def clamp(min, x, max):
     """``x`` limited to ``[min, max]``; the bounds are scalars or arrays shaped like ``x``."""
-    return clamp_p.bind(*scalars_like(min, x, max))
+    return clamp_p.bind(min, x, max)
 
 
 # Derivatives and batching of select_n and clamp.

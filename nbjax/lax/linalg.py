@@ -29,7 +29,7 @@ from .elementwise import (abs as _abs, add, bitwise_and, complex as _complex, co
 from .dot import Precision, dot_general
 from .reductions import argmax, reduce_sum
 from .slicing import slice as _slice
-from .standard import FLOAT, INEXACT, INT, check_dtype, same_dtypes
+from .standard import FLOAT, INEXACT, INT, check_dtype, same_dtypes, scalar_like
 from .structural import (broadcast_in_dim, broadcasted_iota, concatenate, full, pad, reshape,
                          squeeze, transpose)
 
@@ -77,11 +77,6 @@ def _mm(a, b):
     batch = tuple(range(_ndim(a) - 2))
     return dot_general(a, b, (((_ndim(a) - 1,), (_ndim(b) - 2,)), (batch, batch)),
                        precision=Precision.HIGHEST)
-
-
-def _const(x, value):
-    """A scalar of ``x``'s dtype."""
-    return full((), value, _dtype(x))
 
 
 def _zeros(x):
@@ -167,7 +162,7 @@ def permutation_matrix(permutation, dtype):
 def symmetrize(x):
     """``(x + x^H) / 2``: the Hermitian part, which the decompositions of Hermitian matrices
     read (so their derivatives see only symmetric perturbations)."""
-    return div(add(x, _H(x)), _const(x, 2))
+    return div(add(x, _H(x)), scalar_like(x, 2))
 
 
 # --- checks shared by the shape rules ---------------------------------------------------------
@@ -410,7 +405,7 @@ def _cholesky_jvp(primals, tangents):
     tmp = triangular_solve(L, dx, left_side=False, lower=True, transpose_a=True,
                            conjugate_a=True)
     inner = triangular_solve(L, tmp, left_side=True, lower=True)
-    half_diagonal = sub(_tril(inner), mul(_const(inner, 0.5),
+    half_diagonal = sub(_tril(inner), mul(scalar_like(inner, 0.5),
                                           mul(inner, _eye(_dtype(inner), _shape(inner)))))
     return L, _mm(L, half_diagonal)
 
@@ -478,7 +473,7 @@ def _lu_factors(lu_matrix):
     k = min(m, n)
     dtype = _dtype(lu_matrix)
     batch = _shape(lu_matrix)[:-2]
-    zero = _const(lu_matrix, 0)
+    zero = scalar_like(lu_matrix, 0)
     no_pad = [(0, 0, 0)] * len(batch)
     l = pad(_tril(_cols(lu_matrix, 0, k), -1), zero, no_pad + [(0, 0, 0), (0, m - k, 0)])
     l = add(l, _eye(dtype, batch + (m, m)))
@@ -720,10 +715,10 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     s_ds = mul(_each_col(s, k, dtype), ds_mat)  # diag(s) dS
     du_inner = mul(f, add(ds_s, _H(ds_s)))
     if dtypes.is_complex(dtype):
-        s_zero = convert_element_type(eq(s, _const(s, 0)), _dtype(s))
+        s_zero = convert_element_type(eq(s, scalar_like(s, 0)), _dtype(s))
         s_inv = sub(integer_pow(add(s, s_zero), -1), s_zero)  # 1/s, and 0 for s = 0
         s_inv_mat = mul(_eye(dtype, _shape(eye)), _each_row(s_inv, k, dtype))
-        anti_hermitian = mul(_const(ds_mat, 0.5), sub(ds_mat, _H(ds_mat)))
+        anti_hermitian = mul(scalar_like(ds_mat, 0.5), sub(ds_mat, _H(ds_mat)))
         du_inner = add(du_inner, mul(anti_hermitian, s_inv_mat))
     du = _mm(u, du_inner)
     dv = _mm(v, mul(f, add(s_ds, _H(s_ds))))

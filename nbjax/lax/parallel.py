@@ -277,7 +277,8 @@ def _all_gather_transpose(ct, x, *, axes, axis_size, all_gather_dimension, tiled
     index = axis_index_p.bind(axes=axes)
     if tiled:
         block = x.aval.shape[all_gather_dimension]
-        return [dynamic_slice_in_dim(total, mul(index, block), block, all_gather_dimension)]
+        return [dynamic_slice_in_dim(total, mul(index, np.int32(block)), block,
+                                    all_gather_dimension)]
     return [dynamic_index_in_dim(total, index, all_gather_dimension, keepdims=False)]
 
 

@@ -35,7 +35,7 @@ from ..interpreters.transpose import is_undefined
 from . import elementwise  # module import: the two modules may import each other
 from . import structural
 from .batch_util import bdim_at, broadcast_batch, moveaxis, ndim
-from .standard import ANY, NUMBER, check_dtype, library_lowering, same_dtypes
+from .standard import ANY, NUMBER, check_dtype, library_lowering, same_dtypes, scalar_like
 from .structural import aval_of, canonicalize_axis, check_int_tuple, expand_dims, shift_axes, \
     squeeze
 
@@ -254,8 +254,8 @@ def _wrap_negative_index(index, size, allow_negative):
     if not allow_negative and not isinstance(index, (int, np.integer)):
         return index  # as in JAX, only a Python or NumPy integer is checked; arrays are clamped
     if isinstance(index, Tracer):
-        return elementwise.select_n(elementwise.lt(index, 0), index,
-                                    elementwise.add(index, size))
+        return elementwise.select_n(elementwise.lt(index, scalar_like(index, 0)), index,
+                                    elementwise.add(index, scalar_like(index, size)))
     value = int(to_numpy(index))
     if value < 0:
         if not allow_negative:
@@ -1093,12 +1093,12 @@ def _scatter_extremum_jvp(prim):
         update_won = elementwise.eq(updates, result)
         operand_kept = elementwise.eq(at_updates(operand), result)
         winners = count(elementwise.select(update_won, ones, zeros))
-        ties = elementwise.select(operand_kept, elementwise.add(winners, 1), winners)
+        ties = elementwise.select(operand_kept, elementwise.add(winners, ones), winners)
         update_share = elementwise.select(update_won, elementwise.div(ones, ties), zeros)
         operand_share = elementwise.select(operand_kept, elementwise.div(ones, ties), zeros)
         # The operand's tangent is added once per update to its position: spread the change
         # from 1 (its whole tangent, already in g_operand) to its share over them.
-        per_update_operand = elementwise.div(elementwise.sub(operand_share, 1), count(ones))
+        per_update_operand = elementwise.div(elementwise.sub(operand_share, ones), count(ones))
         tangent_updates = elementwise.add(elementwise.mul(at_updates(g_operand),
                                                           per_update_operand),
                                           elementwise.mul(g_updates, update_share))
@@ -1128,9 +1128,9 @@ def _scatter_jvp(primals, tangents, *, unique_indices, **params):
     scatter_axes = [d for d in range(len(shape)) if d not in dn.update_window_dims]
     id_shape = tuple(shape[d] for d in scatter_axes)
     ids = structural.reshape(structural.iota(np.int32, int(np.prod(id_shape))), id_shape)
-    ids = structural.broadcast_in_dim(elementwise.add(ids, 1), shape, scatter_axes)
+    ids = structural.broadcast_in_dim(elementwise.add(ids, np.int32(1)), shape, scatter_axes)
     winner = scatter_p.bind(_zeros(get_aval(operand).shape, np.int32), indices, ids, **params)
-    operand_kept = elementwise.eq(winner, 0)
+    operand_kept = elementwise.eq(winner, np.int32(0))
     update_won = elementwise.eq(ids, _gather_windows(winner, indices, shape, dn, mode))
 
     def masked(keep, x):

@@ -15,8 +15,8 @@ import numpy as np
 
 from ..interpreters import ad
 from .elementwise import (add, binary_function, div, exp, integer_pow, mul, neg, quiet,
-                          scalars_like, unary_function)
-from .standard import FLOAT, binop, kernel_elementwise, unop
+                          unary_function)
+from .standard import FLOAT, binop, kernel_elementwise, scalar_like, unop
 
 __all__ = ["erf", "erf_p", "erfc", "erfc_p", "erf_inv", "erf_inv_p",
            "lgamma", "lgamma_p", "digamma", "digamma_p", "polygamma", "polygamma_p",
@@ -124,7 +124,7 @@ fma_p = binop("fma", _fma_impl, [FLOAT, FLOAT, FLOAT])
 def fma(x, y, z):
     """Element-wise ``x * y + z`` with one rounding, as XLA computes a multiply feeding an
     add (LLVM contracts them on the CPU): JAX's samplers scale by such multiply-adds."""
-    return fma_p.bind(*scalars_like(x, y, z))
+    return fma_p.bind(x, y, z)
 
 
 # --- erf_inv in float32, bit for bit as XLA on the CPU ---------------------------------------
@@ -412,17 +412,23 @@ def _polygamma_order_jvp(g, m, x):
     raise ValueError("polygamma gradient with respect to m is not supported")
 
 
-ad.defjvp(erf_p, lambda g, x: mul(_TWO_OVER_SQRT_PI, mul(g, exp(neg(integer_pow(x, 2))))))
-ad.defjvp(erfc_p, lambda g, x: mul(-_TWO_OVER_SQRT_PI, mul(g, exp(neg(integer_pow(x, 2))))))
-ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(1 / _TWO_OVER_SQRT_PI,
+def _erf_slope(g, x, scale):
+    """``scale * 2/sqrt(pi) * exp(-x**2) * g``: the derivative of ``scale * erf(x)``."""
+    return mul(scalar_like(x, scale * _TWO_OVER_SQRT_PI), mul(g, exp(neg(integer_pow(x, 2)))))
+
+
+ad.defjvp(erf_p, lambda g, x: _erf_slope(g, x, 1))
+ad.defjvp(erfc_p, lambda g, x: _erf_slope(g, x, -1))
+ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(scalar_like(ans, 1 / _TWO_OVER_SQRT_PI),
                                             mul(g, exp(integer_pow(ans, 2)))))
 ad.defjvp(xla_log_p, lambda g, x: div(g, x))
-ad.defjvp(xla_log1p_p, lambda g, x: div(g, add(x, 1)))
+ad.defjvp(xla_log1p_p, lambda g, x: div(g, add(x, scalar_like(x, 1))))
 ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
 ad.defjvp(fma_p, lambda g, x, y, z: mul(g, y), lambda g, x, y, z: mul(x, g),
           lambda g, x, y, z: g)
-ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(1, x)))
-ad.defjvp(polygamma_p, _polygamma_order_jvp, lambda g, m, x: mul(g, polygamma(add(m, 1), x)))
+ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(scalar_like(x, 1), x)))
+ad.defjvp(polygamma_p, _polygamma_order_jvp,
+          lambda g, m, x: mul(g, polygamma(add(m, scalar_like(m, 1)), x)))
 
 
 # --- kernel lowerings: erf inline (the CPU math library), erfc and lgamma through libm (erf_inv,

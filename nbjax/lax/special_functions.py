@@ -22,10 +22,10 @@ import numpy as np
 from ..core import Primitive, get_aval
 from ..interpreters import ad
 from .batch_util import elementwise_batcher
-from .elementwise import (abs, add, binary_function, exp, gt, log, log1p, mul, neg, quiet,
+from .elementwise import (abs, add, binary_function, div, exp, gt, log, log1p, mul, neg, quiet,
                           select, sign, sub, unary_function)
 from .special import _digamma, _hurwitz_zeta, _in_float64, lgamma
-from .standard import FLOAT, INT, binop, check_dtype, scalars_like, unop
+from .standard import FLOAT, INT, binop, check_dtype, scalar_like, unop
 from .structural import full_like
 
 __all__ = ["igamma", "igamma_p", "igammac", "igammac_p", "igamma_grad_a", "igamma_grad_a_p",
@@ -153,9 +153,13 @@ random_gamma_grad = binary_function(random_gamma_grad_p, "Element-wise derivativ
                                     "of a Gamma(a, 1) sample x (implicit reparameterization).")
 
 
+def _minus_one(a):
+    return sub(a, scalar_like(a, 1))
+
+
 def _igamma_dx(g, a, x):
     """``dP/dx = x^(a-1) e^-x / Gamma(a)``, through lgamma so it does not overflow."""
-    log_density = sub(sub(mul(sub(a, 1), log(x)), x), lgamma(a))
+    log_density = sub(sub(mul(_minus_one(a), log(x)), x), lgamma(a))
     return mul(g, exp(log_density))
 
 
@@ -219,7 +223,7 @@ regularized_incomplete_beta_p = binop("regularized_incomplete_beta", _in_float64
 
 def betainc(a, b, x):
     """Element-wise regularized incomplete beta function ``I_x(a, b)``."""
-    return regularized_incomplete_beta_p.bind(*scalars_like(a, b, x))
+    return regularized_incomplete_beta_p.bind(a, b, x)
 
 
 def _betainc_parameter_jvp(g, a, b, x):
@@ -229,7 +233,8 @@ def _betainc_parameter_jvp(g, a, b, x):
 def _betainc_dx(g, a, b, x):
     """``dI/dx = x^(a-1) (1-x)^(b-1) / B(a, b)``."""
     log_beta = sub(add(lgamma(a), lgamma(b)), lgamma(add(a, b)))
-    log_density = sub(add(mul(sub(a, 1), log(x)), mul(sub(b, 1), log1p(neg(x)))), log_beta)
+    log_density = sub(add(mul(_minus_one(a), log(x)), mul(_minus_one(b), log1p(neg(x)))),
+                      log_beta)
     return mul(g, exp(log_density))
 
 
@@ -272,9 +277,9 @@ bessel_i1e = unary_function(bessel_i1e_p, "Element-wise ``exp(-|x|) I1(x)``.")
 def _bessel_i1e_jvp(g, y, x):
     """``i1e' = i0e - i1e (sign x + 1/x)``, and 1/2 at (and near) 0, as JAX writes it."""
     eps = float(np.finfo(get_aval(x).dtype).eps)
-    not_tiny = gt(abs(x), eps)
+    not_tiny = gt(abs(x), scalar_like(x, eps))
     safe_x = select(not_tiny, x, full_like(x, eps))
-    slope = sub(bessel_i0e(safe_x), mul(y, add(sign(safe_x), 1 / safe_x)))
+    slope = sub(bessel_i0e(safe_x), mul(y, add(sign(safe_x), div(scalar_like(x, 1), safe_x))))
     return mul(g, select(not_tiny, slope, full_like(x, 0.5)))
 
 
@@ -352,7 +357,7 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
     if exponent_bits < 1 or mantissa_bits < 0:
         raise ValueError(f"reduce_precision: exponent_bits must be >= 1 and mantissa_bits >= 0, "
                          f"got {exponent_bits} and {mantissa_bits}")
-    return reduce_precision_p.bind(*scalars_like(operand), exponent_bits=exponent_bits,
+    return reduce_precision_p.bind(operand, exponent_bits=exponent_bits,
                                    mantissa_bits=mantissa_bits)
 
 

@@ -36,7 +36,7 @@ FLOAT = _kind("floating", dtypes.is_float)
 COMPLEX = _kind("complexfloating", dtypes.is_complex)
 INEXACT = _kind("floating, complexfloating", dtypes.is_inexact)
 INT_OR_BOOL = _kind("integer, bool", lambda d: dtypes.is_int(d) or dtypes.is_bool(d))
-NUMBER = _kind("number", lambda d: not dtypes.is_bool(d))
+NUMBER = _kind("integer, floating, complexfloating", lambda d: not dtypes.is_bool(d))
 ORDERED = _kind("bool, integer, floating", lambda d: not dtypes.is_complex(d))
 SIGNED = _kind("signedinteger, floating, complexfloating",
                lambda d: dtypes.is_signed_int(d) or dtypes.is_inexact(d))
@@ -72,12 +72,26 @@ def broadcast_shapes(name, *shapes):
     return tuple(out)
 
 
+# The jnp function that promotes where a lax one requires equal dtypes, named in the error
+# (as JAX names it; lax functions without a jnp twin get no tip).
+_JNP_TWINS = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
+              "max": "maximum", "min": "minimum", "atan2": "arctan2",
+              "nextafter": "nextafter", "eq": "equal", "ne": "not_equal",
+              "shift_left": "left_shift", "shift_right_logical": "right_shift",
+              "shift_right_arithmetic": "right_shift", "select": "where",
+              "concatenate": "concatenate"}
+
+
 def same_dtypes(name, avals):
+    """Raise JAX's TypeError unless every operand has the same dtype: lax never promotes
+    (Python scalars arrive as their own default dtype, so ``lax.add(int8_array, 1)`` fails)."""
     dts = [a.dtype for a in avals]
     if any(d != dts[0] for d in dts):
+        twin = _JNP_TWINS.get(name)
+        tip = (f" (Tip: jnp.{twin} is a similar function that does automatic type promotion "
+               "on inputs).") if twin else ""
         raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got "
-                        f"{', '.join(d.name for d in dts)}. (Tip: jnp.{name} is a similar "
-                        "function that does automatic type promotion on inputs).")
+                        f"{', '.join(d.name for d in dts)}.{tip}")
 
 
 def unop(name, impl, kind, result_dtype=None):
@@ -132,14 +146,10 @@ def as_array(x):
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid nbjax type")
 
 
-def scalars_like(*args):
-    """Give Python-scalar operands the dtype of the array operands, weakly (as lax does)."""
-    ref = next((a for a in args if not is_python_scalar(a)), None)
-    if ref is None:
-        dtype, _ = dtypes.python_scalar_dtype(args[0])
-    else:
-        dtype = get_aval(ref).dtype
-    return [weak_scalar(a, dtype) if is_python_scalar(a) else a for a in args]
+def scalar_like(x, value):
+    """``value`` as a weakly typed rank-0 constant of ``x``'s dtype: what a rule or derived
+    op combines with ``x`` (lax requires equal dtypes), without making the result strong."""
+    return weak_scalar(value, get_aval(x).dtype)
 
 
 def np_dtype_preserving(fn):

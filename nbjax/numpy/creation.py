@@ -16,6 +16,7 @@ from ..core import (Array, ConcretizationTypeError, Tracer, canonical_shape, dty
                     get_aval)
 from ..core.array import scalar_in_range
 from ..core.trace import is_python_scalar
+from ..lax.standard import scalar_like
 from . import util
 from .ufuncs import _broadcast_to, _full_like, _where, i0, power
 from .util import check_arraylike, to_array
@@ -253,11 +254,11 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     start, stop, shape, axis = _linspace_parts("linspace", start, stop, num, dtype, axis)
     num = shape[axis]
     div = num - 1 if endpoint else num
-    step = lax.div(lax.sub(stop, start), max(div, 1))
+    step = lax.div(lax.sub(stop, start), scalar_like(start, max(div, 1)))
     i = lax.broadcasted_iota(get_aval(start).dtype, shape, axis)
     out = lax.add(_along(start, shape, axis), lax.mul(i, _along(step, shape, axis)))
     if endpoint and num > 1:
-        out = _where(lax.eq(i, div), _along(stop, shape, axis), out)
+        out = _where(lax.eq(i, scalar_like(i, div)), _along(stop, shape, axis), out)
     out = _finish(out, dtype)
     if retstep:
         return out, step if div > 0 else _full_like(step, np.nan)
@@ -280,9 +281,9 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
                     axis=axis)
     out = lax.mul(_along(lax.sign(start), shape, axis), lax.exp(logs))
     i = lax.broadcasted_iota(dtypes.int32, shape, axis)
-    out = _where(lax.eq(i, 0), _along(start, shape, axis), out)
+    out = _where(lax.eq(i, np.int32(0)), _along(start, shape, axis), out)
     if endpoint:
-        out = _where(lax.eq(i, shape[axis] - 1), _along(stop, shape, axis), out)
+        out = _where(lax.eq(i, np.int32(shape[axis] - 1)), _along(stop, shape, axis), out)
     return _finish(out, dtype)
 
 
@@ -299,7 +300,7 @@ def _diagonal_mask(name, N, M, k, compare):
     cols = lax.broadcasted_iota(dtypes.int32, (N, M), 1)
     # col - row lies in [-N + 1, M - 1]: a k beyond [-N, M] compares as the nearest bound,
     # which keeps it in int32 (eye(3, k=2**31) is all zeros, as in JAX, not an overflow).
-    return compare(lax.sub(cols, rows), builtins.min(builtins.max(k, -N), M))
+    return compare(lax.sub(cols, rows), np.int32(builtins.min(builtins.max(k, -N), M)))
 
 
 def eye(N, M=None, k=0, dtype=None, *, device=None):

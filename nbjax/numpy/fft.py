@@ -14,6 +14,7 @@ import numpy as np
 from .. import lax
 from ..core import dtypes, get_aval
 from ..lax.fft import FftType, fft as _lax_fft
+from ..lax.standard import scalar_like
 from .creation import arange
 from .manipulation import moveaxis, roll
 from .ufuncs import conj, true_divide
@@ -69,7 +70,7 @@ def _fft_core(func_name, fft_type, a, s, axes, norm):
     out = _lax_fft(arr, fft_type, s)
     scale = _norm_scale(func_name, norm, s)
     if scale != 1.0:
-        out = lax.mul(out, scale)
+        out = lax.mul(out, scalar_like(out, scale))
     return _moveaxes(out, trailing, axes)
 
 
@@ -147,7 +148,7 @@ def hfft(a, n=None, axis=-1, norm=None):
     check_arraylike("jax.numpy.fft.hfft", a)
     nn = 2 * (_axis_length(a, axis) - 1) if n is None else n
     out = _fft_core_1d("hfft", FftType.IRFFT, conj(a), n, axis, norm)
-    return lax.mul(out, nn)
+    return lax.mul(out, scalar_like(out, nn))
 
 
 def ihfft(a, n=None, axis=-1, norm=None):
@@ -156,7 +157,8 @@ def ihfft(a, n=None, axis=-1, norm=None):
     check_arraylike("jax.numpy.fft.ihfft", a)
     nn = _axis_length(a, axis) if n is None else n
     out = _fft_core_1d("ihfft", FftType.RFFT, a, n, axis, norm)
-    return lax.mul(conj(out), 1 / nn)
+    out = conj(out)
+    return lax.mul(out, scalar_like(out, 1 / nn))
 
 
 # --- two and n axes ------------------------------------------------------------------------
@@ -222,7 +224,7 @@ def fftfreq(n, d=1.0, *, dtype=None, device=None):
     dtype = np.finfo(out_dtype if dtypes.is_inexact(out_dtype) else dtypes.default_float()).dtype
     k = arange(n, dtype=dtype, device=device)
     # Indices from n // 2 + (n % 2) on stand for negative frequencies: k - n.
-    k = lax.select(lax.ge(k, float((n + 1) // 2)), lax.sub(k, float(n)), k)
+    k = lax.select(lax.ge(k, scalar_like(k, (n + 1) // 2)), lax.sub(k, scalar_like(k, n)), k)
     return lax.convert_element_type(lax.div(k, _as(d * n, dtype)), out_dtype)
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from .. import lax
 from ..core import Array, ConcretizationTypeError, Tracer, dtypes, get_aval
 from ..core.array import to_numpy
+from ..lax.standard import scalar_like
 from .util import canonicalize_axis, check_arraylike, to_array
 
 __all__ = ["NonConcreteBooleanIndexError", "take", "take_along_axis", "indices", "ix_",
@@ -215,7 +216,7 @@ def _wrap_negative(i, size):
                                                    (dtypes.default_int(), False))[0])
     if not dtypes.is_signed_int(dtype):
         return i
-    return lax.select_n(lax.lt(i, 0), i, lax.add(i, size))
+    return lax.select_n(lax.lt(i, scalar_like(i, 0)), i, lax.add(i, scalar_like(i, size)))
 
 
 # --- the gather / scatter description ------------------------------------------------------

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import lax
 from ..core import ConcretizationTypeError, Tracer, dtypes, get_aval
+from ..lax.standard import scalar_like
 from .indexing import IndexUpdateHelper
 from .util import check_arraylike, promote_dtypes, promote_dtypes_inexact
 
@@ -181,7 +182,7 @@ def roots(p, *, strip_zeros=True):
         return _companion_roots(p[_leading_zeros("roots", p):])
     is_zero = lax.eq(p, lax.full_like(p, 0))
     leading = _where(all_(is_zero), n, argmin(is_zero))
-    p = _where(lax.eq(leading, n), lax.full_like(p, 1), p)
+    p = _where(lax.eq(leading, scalar_like(leading, n)), lax.full_like(p, 1), p)
     r = _companion_roots(roll(p, -leading))
     r = lax.sort_key_val(lax.eq(r, lax.full_like(r, 0)), r)[1]
     return _where(lax.lt(lax.iota(dtypes.default_int(), n - 1), n - 1 - leading), r,

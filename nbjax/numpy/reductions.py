@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes, get_aval
+from ..lax.standard import scalar_like
 from . import ufuncs
 from .ufuncs import _broadcast_to, _full_like, _where
 from .util import canonicalize_axes, canonicalize_axis, check_arraylike, promote_dtypes, to_array
@@ -227,7 +228,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         squares = lax.mul(centered, centered)
     total = sum(squares, axis, keepdims=keepdims, where=where)
     count = _count(a, axis, keepdims, where, _dtype(total))
-    normalizer = lax.max(lax.sub(count, ddof), _full_like(count, 0))
+    normalizer = lax.max(lax.sub(count, scalar_like(count, ddof)), _full_like(count, 0))
     return lax.convert_element_type(lax.div(total, normalizer), out_dtype)
 
 
@@ -503,9 +504,9 @@ def _interpolate(method, sorted_a, pos):
     if method == "higher":
         return high_v
     if method == "midpoint":
-        return lax.mul(lax.add(low_v, high_v), 0.5)
+        return lax.mul(lax.add(low_v, high_v), scalar_like(low_v, 0.5))
     frac = lax.reshape(lax.sub(pos, low), get_aval(low_v).shape)
-    return lax.add(lax.mul(low_v, lax.sub(1, frac)), lax.mul(high_v, frac))
+    return lax.add(lax.mul(low_v, lax.sub(scalar_like(frac, 1), frac)), lax.mul(high_v, frac))
 
 
 def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
@@ -533,7 +534,7 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
         count = lax.broadcast_in_dim(lax.convert_element_type(n, dtype), rest + (1,), ())
     q_shape = get_aval(q).shape
     pos_shape = q_shape + rest + (1,)
-    last = lax.sub(_broadcast_to(count, pos_shape), 1)
+    last = lax.sub(_broadcast_to(count, pos_shape), scalar_like(count, 1))
     pos = lax.mul(lax.broadcast_in_dim(q, pos_shape, range(len(q_shape))),
                   lax.max(last, _full_like(last, 0)))
     result = _interpolate(method, sorted_a, pos)

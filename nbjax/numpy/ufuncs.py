@@ -14,6 +14,7 @@ from .. import lax
 from ..core import Tracer, dtypes, get_aval
 from ..core.trace import is_python_scalar
 from ..custom_derivatives import custom_jvp
+from ..lax.standard import scalar_like
 from .util import (broadcast_shapes, check_arraylike, promote_args, promote_args_inexact,
                    to_array)
 
@@ -144,12 +145,12 @@ def _numeric_int(name, x, y):
 
 def _float_divmod(x, y):
     """Floor quotient and remainder of floats, as NumPy defines them (sign of the divisor)."""
-    mod = lax.rem(x, y)
+    mod, zero = lax.rem(x, y), scalar_like(x, 0)
     # x / 0 keeps its infinity: rem(x, 0) is nan, so x - mod would make the quotient nan.
-    quotient = lax.div(_where(lax.eq(y, 0), x, lax.sub(x, mod)), y)
-    fix = lax.bitwise_and(lax.ne(mod, 0), lax.ne(lax.lt(y, 0), lax.lt(mod, 0)))
+    quotient = lax.div(_where(lax.eq(y, zero), x, lax.sub(x, mod)), y)
+    fix = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(y, zero), lax.lt(mod, zero)))
     mod = _where(fix, lax.add(mod, y), mod)
-    quotient = _where(fix, lax.sub(quotient, 1), quotient)
+    quotient = _where(fix, lax.sub(quotient, scalar_like(x, 1)), quotient)
     return lax.round(quotient, lax.RoundingMethod.TO_NEAREST_EVEN), mod
 
 
@@ -161,8 +162,10 @@ def floor_divide(x, y, /):
     quotient = lax.div(x, y)
     if dtypes.is_unsigned_int(_dtype(x)):
         return quotient
-    inexact = lax.bitwise_and(lax.ne(lax.lt(x, 0), lax.lt(y, 0)), lax.ne(lax.rem(x, y), 0))
-    return _where(inexact, lax.sub(quotient, 1), quotient)
+    zero = scalar_like(x, 0)
+    inexact = lax.bitwise_and(lax.ne(lax.lt(x, zero), lax.lt(y, zero)),
+                              lax.ne(lax.rem(x, y), zero))
+    return _where(inexact, lax.sub(quotient, scalar_like(x, 1)), quotient)
 
 
 def remainder(x, y, /):
@@ -171,7 +174,9 @@ def remainder(x, y, /):
     trunc_mod = lax.rem(x, y)
     if dtypes.is_unsigned_int(_dtype(x)):
         return trunc_mod
-    fix = lax.bitwise_and(lax.ne(trunc_mod, 0), lax.ne(lax.lt(trunc_mod, 0), lax.lt(y, 0)))
+    zero = scalar_like(x, 0)
+    fix = lax.bitwise_and(lax.ne(trunc_mod, zero),
+                          lax.ne(lax.lt(trunc_mod, zero), lax.lt(y, zero)))
     return _where(fix, lax.add(trunc_mod, y), trunc_mod)
 
 
@@ -203,9 +208,11 @@ def _pow_int_int(x, y):
     """Integer power by binary exponentiation; 6 steps cover every exponent that does not
     overflow for a base above one (JAX makes the same choice)."""
     one = _full_like(x, 1)
-    acc = _where(lax.bitwise_and(lax.eq(x, 0), lax.ne(y, 0)), _full_like(x, 0), one)
+    y_zero, y_one = scalar_like(y, 0), scalar_like(y, 1)
+    acc = _where(lax.bitwise_and(lax.eq(x, scalar_like(x, 0)), lax.ne(y, y_zero)),
+                 _full_like(x, 0), one)
     for _ in range(6):
-        acc = _where(lax.ne(lax.bitwise_and(y, 1), 0), lax.mul(acc, x), acc)
+        acc = _where(lax.ne(lax.bitwise_and(y, y_one), y_zero), lax.mul(acc, x), acc)
         x = lax.mul(x, x)
         y = lax.shift_right_logical(y, _full_like(y, 1))
     return acc
@@ -284,7 +291,7 @@ def _rounding(name, lax_fn):
 
 
 def _trunc(x):
-    return _where(lax.lt(x, 0), lax.ceil(x), lax.floor(x))
+    return _where(lax.lt(x, scalar_like(x, 0)), lax.ceil(x), lax.floor(x))
 
 
 floor = _rounding("floor", lax.floor)
@@ -313,7 +320,7 @@ def round(a, decimals=0, out=None):
     def round_real(x):
         if decimals == 0:
             return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
-        factor = 10.0 ** decimals
+        factor = scalar_like(x, 10.0 ** decimals)
         scaled = lax.round(lax.mul(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN)
         return lax.div(scaled, factor)
     return _round_parts(a, round_real)
@@ -424,16 +431,17 @@ def frexp(x, /):
     (x,) = promote_args_inexact("frexp", x)
     _require("frexp", x, dtypes.is_float, "floating")
     x = lax.convert_element_type(x, _dtype(x))
-    special = lax.bitwise_or(lax.eq(x, 0), lax.bitwise_not(lax.is_finite(x)))
+    special = lax.bitwise_or(lax.eq(x, scalar_like(x, 0)), lax.bitwise_not(lax.is_finite(x)))
     safe = _where(special, _full_like(x, 1), lax.abs(x))
     log2 = lax.div(lax.log(safe), _full_like(x, np.log(2)))
-    e = lax.convert_element_type(lax.add(lax.floor(log2), 1), dtypes.int32)
+    one, half, two = (scalar_like(x, v) for v in (1, 0.5, 2))
+    e = lax.convert_element_type(lax.add(lax.floor(log2), one), dtypes.int32)
     m = _times_pow2(x, lax.neg(e))
     # log2 may be off by one near powers of two: move the mantissa back into [0.5, 1).
-    big = lax.ge(lax.abs(m), 1)
-    m, e = _where(big, lax.mul(m, 0.5), m), _where(big, lax.add(e, 1), e)
-    small = lax.bitwise_and(lax.lt(lax.abs(m), 0.5), lax.bitwise_not(special))
-    m, e = _where(small, lax.mul(m, 2), m), _where(small, lax.sub(e, 1), e)
+    big = lax.ge(lax.abs(m), one)
+    m, e = _where(big, lax.mul(m, half), m), _where(big, lax.add(e, np.int32(1)), e)
+    small = lax.bitwise_and(lax.lt(lax.abs(m), half), lax.bitwise_not(special))
+    m, e = _where(small, lax.mul(m, two), m), _where(small, lax.sub(e, np.int32(1)), e)
     return _where(special, x, m), _where(special, _full_like(e, 0), e)
 
 
@@ -464,7 +472,7 @@ arctan2 = atan2 = _binary("arctan2", lax.atan2, inexact=True)
 def _scale(name, factor):
     def fn(x, /):
         (x,) = promote_args_inexact(name, x)
-        return lax.mul(x, factor)
+        return lax.mul(x, scalar_like(x, factor))
     return _named(name, fn, f"Multiply by {factor!r} (an angle conversion).")
 
 
@@ -478,17 +486,19 @@ def hypot(x1, x2, /):
     _not_for_complex("hypot", x1)
     x1, x2 = lax.abs(x1), lax.abs(x2)
     big, small = lax.max(x1, x2), lax.min(x1, x2)
-    safe_big = _where(lax.eq(big, 0), _full_like(big, 1), big)
+    zero, one = scalar_like(big, 0), scalar_like(big, 1)
+    safe_big = _where(lax.eq(big, zero), _full_like(big, 1), big)
     ratio = lax.div(small, safe_big)
-    out = _where(lax.eq(big, 0), big, lax.mul(big, lax.sqrt(lax.add(lax.mul(ratio, ratio), 1))))
+    out = _where(lax.eq(big, zero), big,
+                 lax.mul(big, lax.sqrt(lax.add(lax.mul(ratio, ratio), one))))
     return _where(lax.bitwise_or(isinf(x1), isinf(x2)), _full_like(out, np.inf), out)
 
 
 def sinc(x, /):
     """``sin(pi x) / (pi x)``, with ``sinc(0) = 1``."""
     (x,) = promote_args_inexact("sinc", x)
-    is_zero = lax.eq(x, 0)
-    pi_x = lax.mul(_where(is_zero, _full_like(x, 1), x), np.pi)
+    is_zero = lax.eq(x, scalar_like(x, 0))
+    pi_x = lax.mul(_where(is_zero, _full_like(x, 1), x), scalar_like(x, np.pi))
     return _where(is_zero, _full_like(x, 1), lax.div(lax.sin(pi_x), pi_x))
 
 
@@ -535,7 +545,7 @@ def heaviside(x1, x2, /):
     """0 for negative ``x1``, 1 for positive, ``x2`` where ``x1`` is zero."""
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
     zero, one = _full_like(x1, 0), _full_like(x1, 1)
-    return _where(lax.lt(x1, 0), zero, _where(lax.gt(x1, 0), one, x2))
+    return _where(lax.lt(x1, zero), zero, _where(lax.gt(x1, zero), one, x2))
 
 
 def copysign(x1, x2, /):
@@ -560,10 +570,10 @@ def signbit(x, /):
     if dtypes.is_bool(dtype) or dtypes.is_unsigned_int(dtype):
         return _full_like(x, False, dtypes.bool_)
     if dtypes.is_signed_int(dtype):
-        return lax.lt(x, 0)
+        return lax.lt(x, scalar_like(x, 0))
     _not_for_complex("signbit", x)
     bits = lax.bitcast_convert_type(x, _SAME_WIDTH_INT[dtype.itemsize])
-    return lax.lt(bits, 0)
+    return lax.lt(bits, scalar_like(bits, 0))
 
 
 # --- integer functions ---------------------------------------------------------------------
@@ -580,11 +590,12 @@ def gcd(x1, x2, /):
     x1, x2 = (abs(a) for a in _int_args("gcd", x1, x2))
 
     def not_done(carry):
-        return lax.reduce_or(lax.ne(carry[1], 0), tuple(range(get_aval(carry[1]).ndim)))
+        b = carry[1]
+        return lax.reduce_or(lax.ne(b, scalar_like(b, 0)), tuple(range(get_aval(b).ndim)))
 
     def step(carry):
         a, b = carry
-        nonzero = lax.ne(b, 0)
+        nonzero = lax.ne(b, scalar_like(b, 0))
         safe_b = _where(nonzero, b, _full_like(b, 1))
         return _where(nonzero, b, a), _where(nonzero, lax.rem(a, safe_b), _full_like(b, 0))
     return lax.while_loop(not_done, step, (x1, x2))[0]
@@ -594,8 +605,9 @@ def lcm(x1, x2, /):
     """Least common multiple (0 when either argument is 0)."""
     x1, x2 = _int_args("lcm", x1, x2)
     d = gcd(x1, x2)
-    safe_d = _where(lax.eq(d, 0), _full_like(d, 1), d)
-    return _where(lax.eq(d, 0), _full_like(d, 0), abs(lax.mul(x1, lax.div(x2, safe_d))))
+    d_zero = lax.eq(d, scalar_like(d, 0))
+    safe_d = _where(d_zero, _full_like(d, 1), d)
+    return _where(d_zero, _full_like(d, 0), abs(lax.mul(x1, lax.div(x2, safe_d))))
 
 
 # --- classification and complex parts ------------------------------------------------------
@@ -654,11 +666,13 @@ conjugate = conj
 
 
 def isreal(x, /):
-    return lax.eq(imag(x), 0)
+    im = imag(x)
+    return lax.eq(im, scalar_like(im, 0))
 
 
 def iscomplex(x, /):
-    return lax.ne(imag(x), 0)
+    im = imag(x)
+    return lax.ne(im, scalar_like(im, 0))
 
 
 def angle(z, deg=False):
@@ -666,7 +680,7 @@ def angle(z, deg=False):
     (z,) = promote_args_inexact("angle", z)
     z = lax.convert_element_type(z, _dtype(z))
     result = lax.atan2(imag(z), real(z))
-    return lax.mul(result, 180 / np.pi) if deg else result
+    return lax.mul(result, scalar_like(result, 180 / np.pi)) if deg else result
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
