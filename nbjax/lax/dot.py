@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from ..core import Primitive, ShapedArray, dtypes, get_aval
+from ..core.errors import unavailable
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
 from .standard import library_lowering
@@ -418,11 +419,4 @@ _SCALED_DOT_REASON = (
     "operands through bfloat16 too), dtypes nbjax does not have")
 
 
-def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=None,
-               preferred_element_type=None):
-    """JAX's ``(lhs * lhs_scale) @ (rhs * rhs_scale)`` with per-block scales: not available
-    (see ``not_implemented_reason``)."""
-    raise NotImplementedError(_SCALED_DOT_REASON)
-
-
-scaled_dot.not_implemented_reason = _SCALED_DOT_REASON
+scaled_dot = unavailable("scaled_dot", _SCALED_DOT_REASON)
