@@ -747,7 +747,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     is given (then the first ``size`` selected slices, padded with ``fill_value``)."""
     from .manipulation import moveaxis, ravel
     from .sorting import argsort
-    from .ufuncs import _where
+    from .util import select_where
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
     check_arraylike("compress", condition, a, fill_value)
@@ -768,7 +768,7 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     else:
         mask = lax.broadcast_in_dim(condition, get_aval(arr).shape, (0,))
         fill = lax.full_like(arr, to_array(fill_value).astype(get_aval(arr).dtype))
-        arr = _where(mask, arr, fill)
+        arr = select_where(mask, arr, fill)
         result = getitem(arr, argsort(condition, stable=True, descending=True))[:size]
     return moveaxis(result, 0, 0 if axis is None else axis)
 

@@ -170,7 +170,7 @@ def roots(p, *, strip_zeros=True):
     each one gives a NaN root instead, so ``p`` may be traced."""
     from .manipulation import atleast_1d, roll
     from .reductions import all as all_, argmin
-    from .ufuncs import _where
+    from .util import select_where
     (p,) = _inexact_coefficients("roots", p)
     p = atleast_1d(p)
     if get_aval(p).ndim != 1:
@@ -181,11 +181,11 @@ def roots(p, *, strip_zeros=True):
     if strip_zeros:
         return _companion_roots(p[_leading_zeros("roots", p):])
     is_zero = lax.eq(p, lax.full_like(p, 0))
-    leading = _where(all_(is_zero), n, argmin(is_zero))
-    p = _where(lax.eq(leading, scalar_like(leading, n)), lax.full_like(p, 1), p)
+    leading = select_where(all_(is_zero), n, argmin(is_zero))
+    p = select_where(lax.eq(leading, scalar_like(leading, n)), lax.full_like(p, 1), p)
     r = _companion_roots(roll(p, -leading))
     r = lax.sort_key_val(lax.eq(r, lax.full_like(r, 0)), r)[1]
-    return _where(lax.lt(lax.iota(dtypes.default_int(), n - 1), n - 1 - leading), r,
+    return select_where(lax.lt(lax.iota(dtypes.default_int(), n - 1), n - 1 - leading), r,
                   lax.full_like(r, complex(np.nan, np.nan)))
 
 

@@ -446,7 +446,8 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     """The piecewise-linear interpolant through ``(xp, fp)`` at ``x``; outside ``xp``'s
     range ``left``/``right`` (``fp``'s end values by default, or 'extrapolate'), or
     wrapped with ``period``."""
-    from .ufuncs import _where, abs as abs_, clip, remainder
+    from .ufuncs import abs as abs_, clip, remainder
+    from .util import select_where
     check_arraylike("interp", x, xp, fp)
     extrapolate_left, extrapolate_right = (_extrapolates("left", left),
                                            _extrapolates("right", right))
@@ -469,12 +470,12 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     df, dx = take(fp, i) - take(fp, i - 1), take(xp, i) - take(xp, i - 1)
     delta = x - take(xp, i - 1)
     tiny = lax.le(abs_(dx), np.spacing(dtypes.finfo(get_aval(xp).dtype).eps))
-    f = _where(tiny, take(fp, i - 1),  # no NaN gradients from tiny intervals
-               take(fp, i - 1) + (delta / _where(tiny, 1, dx)) * df)
+    f = select_where(tiny, take(fp, i - 1),  # no NaN gradients from tiny intervals
+               take(fp, i - 1) + (delta / select_where(tiny, 1, dx)) * df)
     if period is None and not extrapolate_left:
-        f = _where(lax.lt(x, xp[0]), fp[0] if left is None else left, f)
+        f = select_where(lax.lt(x, xp[0]), fp[0] if left is None else left, f)
     if period is None and not extrapolate_right:
-        f = _where(lax.gt(x, xp[-1]), fp[-1] if right is None else right, f)
+        f = select_where(lax.gt(x, xp[-1]), fp[-1] if right is None else right, f)
     return f
 
 

@@ -222,7 +222,7 @@ class ufunc:
         """``func`` folded along ``axis`` (all axes, flattened, for None), starting from
         ``initial`` (or the identity, or the first element)."""
         from .manipulation import moveaxis, ravel, reshape
-        from .ufuncs import _broadcast_to, _where
+        from .util import broadcast_to_shape, select_where
         check_arraylike(f"{self.__name__}.reduce", a)
         self._binary("reduce")
         if out is not None:
@@ -235,7 +235,7 @@ class ufunc:
                 raise ValueError(f"reduction operation {self.__name__!r} does not have an "
                                  "identity, so to use a where mask one has to specify "
                                  "'initial'.")
-            where = _broadcast_to(to_array(where), get_aval(a).shape)
+            where = broadcast_to_shape(to_array(where), get_aval(a).shape)
         dtype = self._result_dtype(a, a) if dtype is None else np.dtype(dtype)
         shape = get_aval(a).shape
         if isinstance(axis, tuple):
@@ -256,12 +256,12 @@ class ufunc:
             return lax.full(final_shape, initial, dtype)
         elements = [lax.convert_element_type(a[i], dtype) for i in range(n)]
         start = 0 if initial is not None else 1
-        acc = _broadcast_to(lax.convert_element_type(
+        acc = broadcast_to_shape(lax.convert_element_type(
             to_array(initial if initial is not None else elements[0]), dtype),
             get_aval(a).shape[1:])
         for i in range(start, n):
             step = self(acc, elements[i])
-            acc = step if where is None else _where(where[i], step, acc)
+            acc = step if where is None else select_where(where[i], step, acc)
         return reshape(acc, final_shape)
 
     def accumulate(self, a, axis=0, dtype=None, out=None):
@@ -329,7 +329,7 @@ class ufunc:
         ``axis`` up to ``indices[i + 1]`` (just itself where that is not larger), as JAX;
         ``indices`` may be traced."""
         from .manipulation import concatenate
-        from .ufuncs import _where
+        from .util import select_where
         self._binary("reduceat")
         if out is not None:
             raise NotImplementedError(f"out argument of {self.__name__}.reduceat()")
@@ -354,7 +354,7 @@ class ufunc:
         starts, stops = bounds[:-1].reshape(shape), bounds[1:].reshape(shape)
         for i in range(n):
             inside = (starts < i) & (stops > i)
-            result = _where(inside, self(result, take(a, np.array([i]), axis=axis)), result)
+            result = select_where(inside, self(result, take(a, np.array([i]), axis=axis)), result)
         return result
 
 
