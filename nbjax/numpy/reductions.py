@@ -14,6 +14,9 @@ from .. import lax
 from ..core import dtypes, get_aval
 from ..lax.standard import scalar_like
 from . import ufuncs
+from .array_api import diff
+from .manipulation import atleast_2d, concatenate, diagonal, moveaxis, ravel, reshape
+from .products import dot
 from .util import (broadcast_to_shape, canonicalize_axes, canonicalize_axis, check_arraylike,
                    filled_like, promote_dtypes, promote_dtypes_inexact, select_where, to_array)
 
@@ -23,7 +26,7 @@ __all__ = [
     "nancumprod", "nansum", "nanprod", "nanmean", "nanmin", "nanmax", "nanvar", "nanstd",
     "nanargmin", "nanargmax", "median", "nanmedian", "quantile", "nanquantile", "percentile",
     "nanpercentile", "average", "count_nonzero", "ptp", "allclose", "array_equal",
-    "array_equiv", "ediff1d", "trapezoid", "cov", "corrcoef", "gradient", "unwrap"]
+    "array_equiv", "ediff1d", "trapezoid", "cov", "corrcoef", "gradient", "unwrap", "trace"]
 
 
 def _asarray(name, a):
@@ -167,6 +170,14 @@ def count_nonzero(a, axis=None, keepdims=False):
     """How many elements along ``axis`` are not zero (in the default int)."""
     a = _asarray("count_nonzero", a)
     return sum(ufuncs.to_bool(a), axis, dtypes.default_int(), keepdims=keepdims)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """The sum along a diagonal (``sum(diagonal(...), axis=-1)``)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
 
 
 # --- means and moments ---------------------------------------------------------------------
@@ -620,7 +631,6 @@ def array_equiv(a1, a2):
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of consecutive elements of the flattened ``ary``, with ``to_begin`` and
     ``to_end`` (flattened, cast to its dtype) around them."""
-    from .manipulation import concatenate, ravel
     check_arraylike("ediff1d", ary, *(a for a in (to_begin, to_end) if a is not None))
     flat = ravel(ary)
     dtype = get_aval(flat).dtype
@@ -635,7 +645,6 @@ def ediff1d(ary, to_end=None, to_begin=None):
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """The trapezoidal rule along ``axis``: sum of ``(y[i] + y[i+1]) / 2`` times the spacing
     (``dx``, or the differences of ``x``)."""
-    from .manipulation import moveaxis
     check_arraylike("trapezoid", y)
     if x is None:
         (y,), spacing = promote_dtypes_inexact(y), dx
@@ -654,8 +663,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         dtype=None):
     """The covariance matrix of the variables in the rows (columns if not ``rowvar``) of
     ``m`` (and ``y``), with frequency and reliability weights, as NumPy computes it."""
-    from .manipulation import atleast_2d, concatenate
-    from .products import dot
     check_arraylike("cov", m, *(a for a in (y, fweights, aweights) if a is not None))
     if get_aval(m).ndim > 2:
         raise ValueError("m has more than 2 dimensions")
@@ -710,7 +717,6 @@ def _cov_weights(fweights, aweights, n):
 def corrcoef(x, y=None, rowvar=True, dtype=None):
     """The correlation coefficients ``cov[i, j] / sqrt(cov[i, i] cov[j, j])``, their real
     parts clipped to [-1, 1]."""
-    from .manipulation import diagonal
     c = cov(x, y, rowvar, dtype=dtype)
     if get_aval(c).ndim == 0:
         return c / c  # a single variable: 1 (NaN for a constant one), as NumPy
@@ -725,7 +731,6 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
 def _gradient_along_axis(a, h, axis):
     """Central differences inside, one-sided at the two ends, for a scalar spacing or the
     coordinates ``h`` of the points along ``axis`` (second-order accurate, as NumPy)."""
-    from .manipulation import concatenate, reshape
 
     def sliced(x, start, stop):
         return lax.slice_in_dim(x, start, stop, axis=axis)
@@ -777,8 +782,6 @@ def gradient(f, *varargs, axis=None, edge_order=None):
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     """``p`` with jumps between neighbours larger than ``discont`` (``period / 2`` by
     default) along ``axis`` removed by adding multiples of ``period``."""
-    from .array_api import diff
-    from .manipulation import concatenate
     check_arraylike("unwrap", p)
     p, period = promote_dtypes_inexact(p, period)
     axis = canonicalize_axis(axis, get_aval(p).ndim)
