@@ -13,9 +13,8 @@ from .. import numpy as jnp
 from ..core import dtypes, get_aval
 from ..custom_derivatives import custom_jvp
 from ..numpy.creation import _concrete
-from ..numpy.ufuncs import _broadcast_arrays
-from ..numpy.util import (canonicalize_axis, check_arraylike, not_implemented,
-                          promote_args_inexact)
+from ..numpy.util import (broadcast_together, canonicalize_axis, check_arraylike,
+                          not_implemented, promote_args_inexact)
 
 __all__ = [
     "relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "silu", "swish",
@@ -329,7 +328,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     """
     a = _float("logsumexp", a)
     if b is not None:
-        a, b = _broadcast_arrays(*promote_args_inexact("logsumexp", a, b))
+        a, b = broadcast_together(*promote_args_inexact("logsumexp", a, b))
     amax = jnp.max(a, axis, keepdims=True, where=where, initial=-np.inf)
     amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, 0))
     exp_a = jnp.exp(a - amax)

@@ -1,7 +1,11 @@
 """``nbjax.numpy``: NumPy's API with JAX's semantics, written only in terms of ``nbjax.lax``.
 
 Each submodule lists its functions in ``__all__``; array operators and methods are attached
-to ``Array`` and tracers by ``array_methods.register`` at the end of this file.
+to ``Array`` and tracers by ``array_methods.register`` at the end of this file. The
+submodules are layers, each importing (at its top) only from those before it: util <
+ufuncs < creation < scalar_types < indexing < manipulation < products < array_api <
+reductions < sorting < selection < fft, linalg < polynomial, vectorize < array_methods.
+Helpers shared across modules have public names but stay out of ``__all__``.
 """
 
 import numpy as _np
@@ -19,6 +23,7 @@ from .polynomial import *  # noqa: F401,F403
 from .products import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .scalar_types import *  # noqa: F401,F403
+from .selection import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .ufuncs import *  # noqa: F401,F403
 from .vectorize import *  # noqa: F401,F403

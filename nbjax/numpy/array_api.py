@@ -130,7 +130,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
     return Array(value.astype(dtype, copy=False))
 
 
-def _dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+def dlpack_method(self, *, stream=None, max_version=None, dl_device=None, copy=None):
     """``Array.__dlpack__``: NumPy exports the data. DLPack before 1.0 cannot mark memory
     read-only, so older consumers get a copy (unless they forbid copies)."""
     value = self._value
@@ -140,12 +140,12 @@ def _dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
                             copy=copy)
 
 
-def _dlpack_device(self):
+def dlpack_device_method(self):
     """``Array.__dlpack_device__``: (kDLCPU, 0)."""
     return self._value.__dlpack_device__()
 
 
-def _to_device(self, device, /, *, stream=None):
+def to_device_method(self, device, /, *, stream=None):
     """``x.to_device(d)``: there is one device, so the array is already there."""
     _check_device("to_device", device)
     return self

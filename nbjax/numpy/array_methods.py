@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import lax
 from ..core import Array, Tracer, dtypes
-from . import array_api, creation, indexing, manipulation, ufuncs
+from . import array_api, creation, indexing, manipulation, selection, ufuncs
 
 # operator -> jnp function name; reflected operators swap the operands.
 _BINARY = {
@@ -78,8 +78,8 @@ def _transpose(self, *axes):
 
 
 def _compress(self, condition, axis=None, *, size=None, fill_value=0, out=None):
-    """``x.compress(condition)`` is ``indexing.compress(condition, x)``: the array comes second."""
-    return indexing.compress(condition, self, axis, size=size, fill_value=fill_value, out=out)
+    """``x.compress(condition)`` is ``selection.compress(condition, x)``: the array comes second."""
+    return selection.compress(condition, self, axis, size=size, fill_value=fill_value, out=out)
 
 
 def _view(self, dtype=None, type=None):
@@ -166,8 +166,8 @@ def register(jnp):
         cls.at = property(indexing.IndexUpdateHelper)
         cls.__round__ = lambda self, ndigits=None: ufuncs.round(self, ndigits or 0)
         cls.__array_namespace__ = _namespace_method(jnp)
-        cls.to_device = array_api._to_device
-    Array.__dlpack__ = array_api._dlpack
-    Array.__dlpack_device__ = array_api._dlpack_device
+        cls.to_device = array_api.to_device_method
+    Array.__dlpack__ = array_api.dlpack_method
+    Array.__dlpack_device__ = array_api.dlpack_device_method
     Array.copy = lambda self: self  # immutable: a copy is the same value
     Tracer.copy = lambda self: self

@@ -18,8 +18,8 @@ from ..core.array import scalar_in_range
 from ..core.trace import is_python_scalar
 from ..lax.standard import scalar_like
 from . import util
-from .ufuncs import _broadcast_to, _full_like, _where, i0, power
-from .util import check_arraylike, to_array
+from .ufuncs import i0, power
+from .util import broadcast_to_shape, check_arraylike, filled_like, select_where, to_array
 
 __all__ = [
     "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
@@ -152,7 +152,7 @@ def full(shape, fill_value, dtype=None, *, device=None):
     fill = to_array(fill_value)
     if dtype is not None:
         fill = lax.convert_element_type(fill, dtype)
-    return _broadcast_to(fill, shape)
+    return broadcast_to_shape(fill, shape)
 
 
 def zeros(shape, dtype=None, *, device=None):
@@ -176,7 +176,7 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
         fill = lax.convert_element_type(to_array(fill_value), aval.dtype, aval.weak_type)
     else:
         fill = lax.convert_element_type(to_array(fill_value), dtype)
-    return _broadcast_to(fill, target)
+    return broadcast_to_shape(fill, target)
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
@@ -227,7 +227,7 @@ def _linspace_parts(name, start, stop, num, dtype, axis):
     if dtype is not None and dtypes.is_inexact(dtypes.canonicalize(dtype)):
         compute = dtypes.promote_types(compute, dtype)
     shape = util.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape, name=name)
-    start, stop = (_broadcast_to(lax.convert_element_type(v, compute), shape)
+    start, stop = (broadcast_to_shape(lax.convert_element_type(v, compute), shape)
                    for v in (start, stop))
     axis = util.canonicalize_axis(axis, len(shape) + 1)
     return start, stop, shape[:axis] + (num,) + shape[axis:], axis
@@ -258,10 +258,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     i = lax.broadcasted_iota(get_aval(start).dtype, shape, axis)
     out = lax.add(_along(start, shape, axis), lax.mul(i, _along(step, shape, axis)))
     if endpoint and num > 1:
-        out = _where(lax.eq(i, scalar_like(i, div)), _along(stop, shape, axis), out)
+        out = select_where(lax.eq(i, scalar_like(i, div)), _along(stop, shape, axis), out)
     out = _finish(out, dtype)
     if retstep:
-        return out, step if div > 0 else _full_like(step, np.nan)
+        return out, step if div > 0 else filled_like(step, np.nan)
     return out
 
 
@@ -269,7 +269,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """``base ** linspace(start, stop)``."""
     exponents = linspace(start, stop, num, endpoint, axis=axis)
     base = lax.convert_element_type(to_array(base), get_aval(exponents).dtype)
-    out = lax.pow(_broadcast_to(base, get_aval(exponents).shape), exponents)
+    out = lax.pow(broadcast_to_shape(base, get_aval(exponents).shape), exponents)
     return _finish(out, dtype)
 
 
@@ -281,9 +281,9 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
                     axis=axis)
     out = lax.mul(_along(lax.sign(start), shape, axis), lax.exp(logs))
     i = lax.broadcasted_iota(dtypes.int32, shape, axis)
-    out = _where(lax.eq(i, np.int32(0)), _along(start, shape, axis), out)
+    out = select_where(lax.eq(i, np.int32(0)), _along(start, shape, axis), out)
     if endpoint:
-        out = _where(lax.eq(i, np.int32(shape[axis] - 1)), _along(stop, shape, axis), out)
+        out = select_where(lax.eq(i, np.int32(shape[axis] - 1)), _along(stop, shape, axis), out)
     return _finish(out, dtype)
 
 

@@ -19,22 +19,22 @@ Out-of-bounds indices follow JAX, not NumPy: reading clamps (``promise_in_bounds
 are dropped (``drop``), ``take`` fills (NaN for floats); each accepts ``mode=``.
 """
 
+import math
 import operator
 import warnings
 
 import numpy as np
 
 from .. import lax
-from ..core import Array, ConcretizationTypeError, Tracer, dtypes, get_aval
-from ..core.array import to_numpy
+from ..core import Array, Tracer, dtypes, get_aval
 from ..lax.standard import scalar_like
-from .util import canonicalize_axis, check_arraylike, to_array
+from . import creation, ufuncs
+from .util import (broadcast_to_shape, canonicalize_axis, check_arraylike, check_broadcast_to,
+                   concrete_value, to_array)
 
 __all__ = ["NonConcreteBooleanIndexError", "take", "take_along_axis", "indices", "ix_",
            "unravel_index", "ravel_multi_index", "diag_indices", "diag_indices_from",
-           "tril_indices", "triu_indices", "tril_indices_from", "triu_indices_from",
-           "choose", "compress", "extract", "place", "put", "put_along_axis", "fill_diagonal",
-           "mask_indices"]
+           "tril_indices", "triu_indices", "tril_indices_from", "triu_indices_from"]
 
 
 class NonConcreteBooleanIndexError(IndexError, TypeError):
@@ -388,8 +388,8 @@ def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices):
         # unique scatter_mul/min/max can be differentiated with respect to its updates.
         unique_indices = True
     y = _cast_update(x, y)
-    from .manipulation import broadcast_to
-    y = broadcast_to(y, plan.out_shape)
+    check_broadcast_to(get_aval(y).shape, plan.out_shape)
+    y = broadcast_to_shape(y, plan.out_shape)
     dnums = lax.ScatterDimensionNumbers(
         update_window_dims=plan.window_out_dims,
         inserted_window_dims=plan.collapsed_axes(len(shape)),
@@ -444,8 +444,7 @@ class _IndexUpdateRef:
         return self._update(lax.scatter_add, values, indices_are_sorted, unique_indices, mode)
 
     def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        from .ufuncs import negative
-        return self.add(negative(values), indices_are_sorted=indices_are_sorted,
+        return self.add(ufuncs.negative(values), indices_are_sorted=indices_are_sorted,
                         unique_indices=unique_indices, mode=mode)
 
     def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
@@ -462,7 +461,6 @@ class _IndexUpdateRef:
     def _combine(self, ufunc_name, values, indices_are_sorted, unique_indices, mode):
         """``ufunc(x, m)`` where ``m`` is the product of the values scattered onto ones:
         how JAX defines ``divide`` and ``power`` (the result dtype is the ufunc's)."""
-        from . import creation, ufuncs
         factors = _IndexUpdateRef(creation.ones_like(self.array), self.index).multiply(
             values, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
             mode=mode)
@@ -492,7 +490,7 @@ class IndexUpdateHelper:
 
 # --- take and friends ----------------------------------------------------------------------
 
-def _index_array(name, x):
+def index_array(name, x):
     """An index argument as an array: lists become NumPy constants; dtype must be integer."""
     if isinstance(x, (list, tuple)):
         x = np.asarray(x, dtype=None if len(x) else np.int32)
@@ -508,13 +506,11 @@ def _apply_index_mode(name, indices, size, mode):
     if mode == "raise":
         raise NotImplementedError(f"The 'raise' mode to jnp.{name} is not supported.")
     if mode == "wrap":
-        from .ufuncs import remainder
-        return remainder(indices, size), "promise_in_bounds"
+        return ufuncs.remainder(indices, size), "promise_in_bounds"
     if mode == "clip" and name == "take":
         # jnp.take clips a negative index to 0 instead of counting it from the end (JAX,
         # NumPy); take_along_axis and x[idx] wrap it first.
-        from .ufuncs import maximum
-        return maximum(indices, 0), mode
+        return ufuncs.maximum(indices, 0), mode
     if _mode_name(mode) not in (None, "clip", "fill", "fill_or_drop", "promise_in_bounds"):
         raise ValueError(f"jnp.{name}: invalid mode {mode!r}; expected 'fill', 'clip', "
                          "'wrap' or 'promise_in_bounds'")
@@ -532,10 +528,9 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
     check_arraylike("take", a)
     a = to_array(a)
-    indices = _index_array("take", indices)
+    indices = index_array("take", indices)
     if axis is None:
-        from .manipulation import ravel
-        a, axis = ravel(a), 0
+        a, axis = _ravel(a), 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
     indices, mode = _apply_index_mode("take", indices, get_aval(a).shape[axis], mode)
     return getitem(a, (slice(None),) * axis + (indices,), mode, fill_value,
@@ -546,10 +541,9 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     """``arr`` read at ``indices`` along ``axis``, the other axes matched (broadcasting)."""
     check_arraylike("take_along_axis", arr)
     arr = to_array(arr)
-    indices = _index_array("take_along_axis", indices)
+    indices = index_array("take_along_axis", indices)
     if axis is None:
-        from .manipulation import ravel
-        arr, indices, axis = ravel(arr), ravel(indices), 0
+        arr, indices, axis = _ravel(arr), _ravel(indices), 0
     ndim = get_aval(arr).ndim
     if get_aval(indices).ndim != ndim:
         raise ValueError(f"indices and arr must have the same number of dimensions; "
@@ -557,11 +551,17 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     axis = canonicalize_axis(axis, ndim)
     indices, mode = _apply_index_mode("take_along_axis", indices, get_aval(arr).shape[axis],
                                       mode)
-    return getitem(arr, _along_axis_index(get_aval(arr).shape, indices, axis), mode,
+    return getitem(arr, along_axis_index(get_aval(arr).shape, indices, axis), mode,
                     fill_value)
 
 
-def _along_axis_index(shape, indices, axis):
+def _ravel(x):
+    """``x`` flattened (itself when already 1-D): ``jnp.ravel`` without the argument checks."""
+    shape = get_aval(x).shape
+    return x if len(shape) == 1 else lax.reshape(x, (math.prod(shape),))
+
+
+def along_axis_index(shape, indices, axis):
     """The index tuple that reads ``indices`` along ``axis`` and each other axis by its own
     range, shaped to broadcast against ``indices``."""
     ndim = len(shape)
@@ -598,7 +598,7 @@ def ix_(*args):
             raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
                              f"{get_aval(a).shape}")
         if dtypes.is_bool(get_aval(a).dtype):
-            a = to_array(np.nonzero(_concrete("ix_", a))[0].astype(dtypes.default_int()))
+            a = to_array(np.nonzero(concrete_value("ix_", a))[0].astype(dtypes.default_int()))
         shape = [1] * n
         shape[i] = get_aval(a).shape[0]
         out.append(lax.reshape(a, tuple(shape)))
@@ -612,20 +612,8 @@ def _index_array_or_bool(name, a):
     return to_array(a)
 
 
-def _concrete(name, x):
-    """The NumPy value of ``x``, or ConcretizationTypeError naming ``name`` when traced."""
-    if isinstance(x, Tracer):
-        raise ConcretizationTypeError(
-            f"Abstract tracer value encountered where concrete value is expected: "
-            f"traced array {get_aval(x).str_short()} in jnp.{name}, whose result's shape "
-            "depends on its values. Pass a concrete array, or the size= argument where "
-            "there is one.")
-    return to_numpy(x) if isinstance(x, Array) else np.asarray(x)
-
-
 def unravel_index(indices, shape):
     """Coordinates of flat ``indices`` in an array of ``shape`` (out-of-range ones clamp)."""
-    from . import ufuncs
     check_arraylike("unravel_index", indices)
     shape = tuple(operator.index(d) for d in shape)
     indices = to_array(indices)
@@ -643,16 +631,15 @@ def unravel_index(indices, shape):
 
 def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     """Flat indices of coordinate arrays into an array of shape ``dims``."""
-    from . import ufuncs
     if order != "C":
         raise NotImplementedError("jnp.ravel_multi_index: only order='C' is implemented")
     dims = tuple(operator.index(d) for d in dims)
     if len(multi_index) != len(dims):
         raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
-    coords = [to_array(_index_array("ravel_multi_index", i)) for i in multi_index]
+    coords = [to_array(index_array("ravel_multi_index", i)) for i in multi_index]
     if mode == "raise":
         for c, d in zip(coords, dims):
-            c = _concrete("ravel_multi_index", c)
+            c = concrete_value("ravel_multi_index", c)
             if np.any((c < 0) | (c >= d)):
                 raise ValueError("invalid entry in coordinates array")
     elif mode == "clip":
@@ -711,180 +698,3 @@ def tril_indices_from(arr, k=0):
 
 def triu_indices_from(arr, k=0):
     return _from_array(triu_indices, arr, k)
-
-
-# --- choosing and placing values -----------------------------------------------------------
-
-def choose(a, choices, out=None, mode="raise"):
-    """``choices[a[i]][i]`` for every position ``i`` of the broadcast arrays. ``mode``
-    'raise' needs a concrete ``a`` to check it; 'wrap' and 'clip' bring it in range."""
-    from .manipulation import broadcast_arrays, stack
-    from .ufuncs import clip, remainder
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
-    check_arraylike("choose", a, *choices)
-    a = to_array(a)
-    if not dtypes.is_int(get_aval(a).dtype):
-        raise ValueError("`a` array must be integer typed")
-    n = len(choices)
-    if mode == "raise":
-        concrete = _concrete("choose", a)
-        if np.any((concrete < 0) | (concrete >= n)):
-            raise ValueError("invalid entry in choice array")
-    elif mode == "wrap":
-        a = remainder(a, n)
-    elif mode == "clip":
-        a = clip(a, 0, n - 1)
-    else:
-        raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
-    a, *choices = broadcast_arrays(a, *choices)
-    return getitem(stack(choices), (a,) + indices(get_aval(a).shape, sparse=True))
-
-
-def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
-    """The slices of ``a`` along ``axis`` (of its ravel if None) where the 1-D ``condition``
-    holds. The count depends on the values: ``condition`` must be concrete unless ``size``
-    is given (then the first ``size`` selected slices, padded with ``fill_value``)."""
-    from .manipulation import moveaxis, ravel
-    from .sorting import argsort
-    from .ufuncs import _where
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
-    check_arraylike("compress", condition, a, fill_value)
-    condition = lax.convert_element_type(to_array(condition), dtypes.bool_)
-    if get_aval(condition).ndim != 1:
-        raise ValueError("condition must be a 1D array")
-    arr = ravel(a) if axis is None else moveaxis(to_array(a), axis, 0)
-    length = get_aval(arr).shape[0]
-    condition, extra = condition[:length], condition[length:]
-    arr = arr[:get_aval(condition).shape[0]]
-    if size is None:
-        if np.any(_concrete("compress", extra)):
-            raise ValueError("condition contains entries that are out of bounds")
-        result = getitem(arr, _concrete("compress", condition))
-    elif not 0 <= size <= get_aval(arr).shape[0]:
-        raise ValueError("size must be positive and not greater than the size of the array "
-                         f"axis; got size={size} for a.shape[axis]={get_aval(arr).shape[0]}")
-    else:
-        mask = lax.broadcast_in_dim(condition, get_aval(arr).shape, (0,))
-        fill = lax.full_like(arr, to_array(fill_value).astype(get_aval(arr).dtype))
-        arr = _where(mask, arr, fill)
-        result = getitem(arr, argsort(condition, stable=True, descending=True))[:size]
-    return moveaxis(result, 0, 0 if axis is None else axis)
-
-
-def extract(condition, arr, *, size=None, fill_value=0):
-    """The elements of ``arr`` where ``condition`` is true, both read flat."""
-    from .manipulation import ravel
-    check_arraylike("extract", condition, arr, fill_value)
-    return compress(ravel(condition), ravel(arr), size=size, fill_value=fill_value)
-
-
-def _tile_to_size(values, size):
-    """The 1-D ``values`` repeated cyclically to ``size`` elements (NumPy's put/place)."""
-    from .manipulation import tile
-    n = get_aval(values).shape[0]
-    if n < size:
-        values = tile(values, -(-size // n))
-    return values[:size]
-
-
-def _immutable(name, inplace):
-    if inplace:
-        raise ValueError(f"nbjax.numpy.{name} cannot modify arrays in-place, because nbjax "
-                         "arrays are immutable. Pass inplace=False to instead return an "
-                         "updated array.")
-
-
-def place(arr, mask, vals, *, inplace=True):
-    """``arr`` with the positions where ``mask`` holds set, in order, to ``vals`` (repeated
-    as needed). ``inplace=False`` is required, as in JAX."""
-    from .manipulation import nonzero, ravel, reshape
-    check_arraylike("place", arr, mask, vals)
-    _immutable("place", inplace)
-    data, mask, vals = to_array(arr), to_array(mask), ravel(vals)
-    size = get_aval(mask).size
-    if get_aval(data).size != size:
-        raise ValueError("place: arr and mask must be the same size")
-    if not get_aval(vals).size:
-        raise ValueError("Cannot place values from an empty array")
-    if not size:
-        return data
-    (positions,) = nonzero(ravel(mask), size=size, fill_value=size)
-    values = _tile_to_size(vals, size)
-    updated = IndexUpdateHelper(ravel(data))[positions].set(values, mode="drop")
-    return reshape(updated, get_aval(data).shape)
-
-
-def put(a, ind, v, mode=None, *, inplace=True):
-    """``a`` with its flat positions ``ind`` set to ``v`` (repeated as needed); out-of-range
-    indices are dropped, or wrapped/clipped with ``mode``. ``inplace=False`` is required."""
-    from .manipulation import ravel
-    from .ufuncs import clip, remainder
-    _immutable("put", inplace)
-    check_arraylike("put", a, ind, v)
-    arr, ind, v = to_array(a), ravel(ind), ravel(v)
-    size = get_aval(arr).size
-    if not size or not get_aval(ind).size or not get_aval(v).size:
-        return arr
-    v = _tile_to_size(v, get_aval(ind).shape[0])
-    if mode is None:
-        scatter_mode = "drop"
-    elif mode == "clip":
-        ind, scatter_mode = clip(ind, 0, size - 1), "promise_in_bounds"
-    elif mode == "wrap":
-        ind, scatter_mode = remainder(ind, size), "promise_in_bounds"
-    elif mode == "raise":
-        raise NotImplementedError("The 'raise' mode to jnp.put is not supported.")
-    else:
-        raise ValueError(f"mode should be one of 'wrap' or 'clip'; got mode={mode!r}")
-    index = unravel_index(ind, get_aval(arr).shape)
-    return IndexUpdateHelper(arr)[index].set(v, mode=scatter_mode)
-
-
-def put_along_axis(arr, indices, values, axis, inplace=True, *, mode=None):
-    """``arr`` with ``values`` written at ``indices`` along ``axis`` (the counterpart of
-    ``take_along_axis``). ``inplace=False`` is required."""
-    from .manipulation import broadcast_to, ravel, reshape
-    _immutable("put_along_axis", inplace)
-    check_arraylike("put_along_axis", arr, indices, values)
-    arr, indices = to_array(arr), _index_array("put_along_axis", indices)
-    shape = get_aval(arr).shape
-    if axis is None:
-        arr, axis = ravel(arr), 0
-    if get_aval(arr).ndim != get_aval(indices).ndim:
-        raise ValueError("put_along_axis arguments 'arr' and 'indices' must have same ndim. "
-                         f"Got arr.ndim={get_aval(arr).ndim} and "
-                         f"indices.ndim={get_aval(indices).ndim}.")
-    axis = canonicalize_axis(axis, get_aval(arr).ndim)
-    values = broadcast_to(values, get_aval(indices).shape)
-    index = _along_axis_index(get_aval(arr).shape, indices, axis)
-    return reshape(IndexUpdateHelper(arr)[index].set(values, mode=mode), shape)
-
-
-def fill_diagonal(a, val, wrap=False, *, inplace=True):
-    """``a`` with its main diagonal set to ``val`` (repeated as needed). ``inplace=False``
-    is required and ``wrap=True`` is not supported, as in JAX."""
-    from .manipulation import ravel
-    if inplace:
-        raise NotImplementedError("nbjax arrays are immutable, must use inplace=False")
-    if wrap:
-        raise NotImplementedError("wrap=True is not implemented, must use wrap=False")
-    check_arraylike("fill_diagonal", a, val)
-    a, val = to_array(a), to_array(val)
-    shape = get_aval(a).shape
-    if len(shape) < 2:
-        raise ValueError("array must be at least 2-d")
-    if len(shape) > 2 and len(set(shape)) != 1:
-        raise ValueError("All dimensions of input must be of equal length")
-    n = min(shape)
-    if get_aval(val).ndim:
-        val = _tile_to_size(ravel(val), n)
-    return IndexUpdateHelper(a)[diag_indices(n, len(shape))].set(val)
-
-
-def mask_indices(n, mask_func, k=0, *, size=None):
-    """The indices where ``mask_func(ones((n, n)), k)`` is non-zero (``triu``, ``tril``...)."""
-    from .creation import ones
-    from .manipulation import nonzero
-    return nonzero(mask_func(ones((n, n)), k), size=size)

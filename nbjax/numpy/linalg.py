@@ -232,7 +232,7 @@ def _slogdet_jvp(primals, tangents):
     (x,), (g,) = primals, tangents
     sign, logdet = _slogdet_lu(x)
     # lax's solve, not jnp's: a custom_jvp function applied to a tangent cannot be transposed
-    log_dot = manipulation.trace(lax_linalg.solve(x, g), axis1=-1, axis2=-2)
+    log_dot = reductions.trace(lax_linalg.solve(x, g), axis1=-1, axis2=-2)
     if dtypes.is_complex(x.dtype):
         sign_dot = (log_dot - ufuncs.real(log_dot).astype(log_dot.dtype)) * sign
         log_dot = ufuncs.real(log_dot)
@@ -292,7 +292,7 @@ def _det_jvp(primals, tangents):
     solve so that singular matrices get the right derivative too."""
     (x,), (g,) = primals, tangents
     det, adj_g = _cofactor_solve(x, g)
-    return det, manipulation.trace(adj_g, axis1=-1, axis2=-2)
+    return det, reductions.trace(adj_g, axis1=-1, axis2=-2)
 
 
 def det(a):
@@ -622,7 +622,7 @@ def diagonal(x, /, *, offset=0):
 
 def trace(x, /, *, offset=0, dtype=None):
     """The sum of the diagonal of the last two axes."""
-    return manipulation.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+    return reductions.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):

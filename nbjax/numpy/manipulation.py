@@ -13,10 +13,12 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..core import Array, Tracer, dtypes, get_aval
-from .indexing import _concrete, getitem, take
-from .util import (broadcast_shapes as _broadcast_shapes, canonicalize_axes,
-                   canonicalize_axis, check_arraylike, promote_dtypes, to_array)
+from ..core import Array, ConcretizationTypeError, Tracer, dtypes, get_aval
+from . import creation, ufuncs
+from .indexing import getitem, take
+from .util import (broadcast_shapes as _broadcast_shapes, broadcast_to_shape, canonicalize_axes,
+                   canonicalize_axis, check_arraylike, check_broadcast_to, concrete_value,
+                   promote_dtypes, to_array)
 
 __all__ = [
     "reshape", "ravel", "transpose", "_transpose_all", "matrix_transpose", "permute_dims",
@@ -24,7 +26,7 @@ __all__ = [
     "broadcast_shapes", "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "concat",
     "stack", "hstack", "vstack", "dstack", "column_stack", "split", "array_split", "hsplit",
     "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud", "roll", "rot90", "pad",
-    "where", "select", "diag", "diagonal", "diagflat", "trace", "tril", "triu", "append",
+    "where", "select", "diag", "diagonal", "diagflat", "tril", "triu", "append",
     "insert", "delete", "nonzero", "argwhere", "flatnonzero", "rollaxis", "resize", "trim_zeros",
     "block", "packbits", "unpackbits"]
 
@@ -188,15 +190,8 @@ def broadcast_to(array, shape):
     array = _arr("broadcast_to", array)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(map(operator.index,
                                                                             shape))
-    old = _shape(array)
-    if len(shape) < len(old):
-        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={old} "
-                         f"shape={shape}")
-    lead = len(shape) - len(old)
-    if any(d not in (1, n) for d, n in zip(old, shape[lead:])):
-        raise ValueError(f"Incompatible shapes for broadcasting: {old} and requested shape "
-                         f"{shape}")
-    return lax.broadcast_in_dim(array, shape, range(lead, len(shape)))
+    check_broadcast_to(_shape(array), shape)
+    return broadcast_to_shape(array, shape)
 
 
 def broadcast_arrays(*args):
@@ -323,7 +318,7 @@ def _split(name, ary, indices_or_sections, axis, equal):
         bounds = np.cumsum([0] + [size + (i < extra) for i in range(sections)])
         starts, stops = bounds[:-1], bounds[1:]
     else:
-        cuts = [operator.index(i) for i in _concrete(name, indices_or_sections).tolist()] \
+        cuts = [operator.index(i) for i in concrete_value(name, indices_or_sections).tolist()] \
             if isinstance(indices_or_sections, (Array, Tracer)) else \
             [operator.index(i) for i in indices_or_sections]
         starts, stops = [0] + cuts, cuts + [None]
@@ -406,9 +401,8 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
 
 
 def _concrete_repeats(repeats):
-    from ..core import ConcretizationTypeError
     try:
-        return _concrete("repeat", repeats)
+        return concrete_value("repeat", repeats)
     except ConcretizationTypeError as e:
         raise ConcretizationTypeError(
             f"{e}\nWhen jit-compiling jnp.repeat, the total number of repeats must be static. "
@@ -428,7 +422,6 @@ def _repeat_scalar(a, count, axis):
 def _repeat_positions(repeats, n, length):
     """Which source element each of ``length`` outputs copies: the number of blocks ending
     at or before it (a cumulative sum of block ends), clamped to the last element."""
-    from . import creation, ufuncs
     ends = lax.cumsum(broadcast_to(lax.convert_element_type(repeats, dtypes.default_int()),
                                    (n,)), 0)
     marks = creation.zeros(length, dtypes.default_int()).at[ends].add(1, mode="drop")
@@ -485,8 +478,8 @@ def _roll_axis(a, shift, axis):
     if isinstance(shift, (int, np.integer)):
         start = -int(shift) % n
         return _slice_along(doubled, axis, start, start + n)
-    from .ufuncs import remainder, negative
-    start = remainder(negative(lax.convert_element_type(shift, dtypes.default_int())), n)
+    shift = lax.convert_element_type(shift, dtypes.default_int())
+    start = ufuncs.remainder(ufuncs.negative(shift), n)
     starts = [start if d == axis else 0 for d in range(_ndim(a))]
     return lax.dynamic_slice(doubled, starts, _shape(a))
 
@@ -589,7 +582,7 @@ def _pad_constant(array, widths, constant_values, kwargs):
     if isinstance(constant_values, (Array, Tracer)) and _ndim(constant_values) == 0:
         values = [(constant_values, constant_values)] * ndim
     else:
-        values = _pairs("constant_values", _concrete("pad", constant_values)
+        values = _pairs("constant_values", concrete_value("pad", constant_values)
                         if isinstance(constant_values, (Array, Tracer)) else constant_values,
                         ndim)
     for axis, ((before, after), (v_before, v_after)) in enumerate(zip(widths, values)):
@@ -657,14 +650,13 @@ def nonzero(a, *, size=None, fill_value=None):
                          "jnp.atleast_1d(scalar).nonzero() instead.")
     mask = _as_bool(ravel(a))
     if size is None:
-        from ..core import ConcretizationTypeError
         try:
-            size = int(np.count_nonzero(_concrete("nonzero", mask)))
+            size = int(np.count_nonzero(concrete_value("nonzero", mask)))
         except ConcretizationTypeError as e:
             raise ConcretizationTypeError(
                 f"{e}\nThe size argument of jnp.nonzero must be statically specified to use "
                 "jnp.nonzero within JAX transformations.") from None
-    flat, valid = _first_true_positions(mask, operator.index(size))
+    flat, valid = first_true_positions(mask, operator.index(size))
     coords = _unravel(flat, _shape(a))
     fills = _pairs_per_axis(fill_value, _ndim(a))
     return tuple(where(valid, c, lax.convert_element_type(to_array(f), get_aval(c).dtype))
@@ -682,7 +674,7 @@ def _pairs_per_axis(fill_value, ndim):
     return [fill_value] * ndim
 
 
-def _first_true_positions(mask, size):
+def first_true_positions(mask, size):
     """Flat positions of the first ``size`` true entries of 1-D ``mask``, and which of the
     ``size`` slots hold one. A stable sort of (not mask, position) brings them first."""
     n = _shape(mask)[0]
@@ -774,14 +766,6 @@ def diagflat(v, k=0):
     return diag(ravel(_arr("diagflat", v)), k)
 
 
-def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    """The sum along a diagonal (``sum(diagonal(...), axis=-1)``)."""
-    from .reductions import sum as _sum
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
-    return _sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
-
-
 def _triangle(name, m, k, compare):
     m = _arr(name, m)
     if _ndim(m) < 2:
@@ -815,7 +799,7 @@ def _positions(name, obj, n):
     """Concrete positions along an axis of length ``n`` from an int, slice or int array."""
     if isinstance(obj, slice):
         return np.arange(*obj.indices(n))
-    obj = _concrete(name, obj) if isinstance(obj, (Array, Tracer)) else np.asarray(obj)
+    obj = concrete_value(name, obj) if isinstance(obj, (Array, Tracer)) else np.asarray(obj)
     if obj.dtype == bool:
         raise NotImplementedError(f"jnp.{name}: boolean masks as obj are not implemented")
     return obj.astype(np.int64)
@@ -906,7 +890,7 @@ def trim_zeros(filt, trim="fb", axis=None):
     axis in ``axis`` (all by default). The result's shape depends on the values, so
     ``filt`` must be concrete."""
     filt = _arr("trim_zeros", filt)
-    value = _concrete("trim_zeros", filt)
+    value = concrete_value("trim_zeros", filt)
     axes = set(canonicalize_axes(axis, value.ndim))
     trim = trim.lower()
     index = []

@@ -7,8 +7,13 @@ import numpy as np
 from .. import lax
 from ..core import ConcretizationTypeError, Tracer, dtypes, get_aval
 from ..lax.standard import scalar_like
+from . import reductions
+from .creation import vander
 from .indexing import IndexUpdateHelper
-from .util import check_arraylike, promote_dtypes, promote_dtypes_inexact
+from .linalg import eigvals, inv, lstsq
+from .manipulation import atleast_1d, concatenate, diag, pad, roll, stack, trim_zeros
+from .products import convolve, dot, outer
+from .util import check_arraylike, promote_dtypes, promote_dtypes_inexact, select_where
 
 __all__ = ["polyval", "polyadd", "polysub", "polyder", "polyint", "polymul", "polydiv", "poly",
            "polyfit", "roots"]
@@ -35,7 +40,6 @@ def polyval(p, x, *, unroll=16):
 
 
 def _pad_front(p, n):
-    from .manipulation import pad
     return pad(p, (n - get_aval(p).shape[0], 0))
 
 
@@ -67,7 +71,6 @@ def polyder(p, m=1):
 def polyint(p, m=1, k=None):
     """The ``m``-th antiderivative, with integration constants ``k`` (0 by default; one
     per integration, the first used first)."""
-    from .manipulation import concatenate
     (p,) = promote_dtypes_inexact(*_coefficients("polyint", p))
     if k is not None:
         check_arraylike("polyint", k)
@@ -98,8 +101,6 @@ def _leading_zeros(name, p, tol=0.0):
 
 def polymul(a1, a2, *, trim_leading_zeros=False):
     """The product of two polynomials: the convolution of their coefficients."""
-    from .manipulation import trim_zeros
-    from .products import convolve
     a1, a2 = _inexact_coefficients("polymul", a1, a2)
     if trim_leading_zeros and (get_aval(a1).shape[0] > 1 or get_aval(a2).shape[0] > 1):
         a1, a2 = trim_zeros(a1, trim="f"), trim_zeros(a2, trim="f")
@@ -130,9 +131,6 @@ def polydiv(u, v, *, trim_leading_zeros=False):
 def poly(seq_of_zeros):
     """The coefficients of the monic polynomial with the given roots (of the eigenvalues, for
     a square matrix), one factor ``(x - r)`` at a time."""
-    from .linalg import eigvals
-    from .manipulation import atleast_1d, stack
-    from .products import convolve
     (zeros,) = _inexact_coefficients("poly", seq_of_zeros)
     zeros = atleast_1d(zeros)
     shape = get_aval(zeros).shape
@@ -154,8 +152,6 @@ def _complex_dtype(p):
 
 def _companion_roots(p):
     """The eigenvalues of the companion matrix of ``p`` (``p[0] != 0``)."""
-    from .linalg import eigvals
-    from .manipulation import diag
     n = get_aval(p).shape[0]
     if n < 2:
         return lax.full((0,), 0, _complex_dtype(p))
@@ -168,9 +164,6 @@ def roots(p, *, strip_zeros=True):
     """The roots of the polynomial ``p``: the eigenvalues of its companion matrix, as JAX.
     Leading zeros are stripped (``p`` must then be concrete); with ``strip_zeros=False``
     each one gives a NaN root instead, so ``p`` may be traced."""
-    from .manipulation import atleast_1d, roll
-    from .reductions import all as all_, argmin
-    from .ufuncs import _where
     (p,) = _inexact_coefficients("roots", p)
     p = atleast_1d(p)
     if get_aval(p).ndim != 1:
@@ -181,11 +174,11 @@ def roots(p, *, strip_zeros=True):
     if strip_zeros:
         return _companion_roots(p[_leading_zeros("roots", p):])
     is_zero = lax.eq(p, lax.full_like(p, 0))
-    leading = _where(all_(is_zero), n, argmin(is_zero))
-    p = _where(lax.eq(leading, scalar_like(leading, n)), lax.full_like(p, 1), p)
+    leading = select_where(reductions.all(is_zero), n, reductions.argmin(is_zero))
+    p = select_where(lax.eq(leading, scalar_like(leading, n)), lax.full_like(p, 1), p)
     r = _companion_roots(roll(p, -leading))
     r = lax.sort_key_val(lax.eq(r, lax.full_like(r, 0)), r)[1]
-    return _where(lax.lt(lax.iota(dtypes.default_int(), n - 1), n - 1 - leading), r,
+    return select_where(lax.lt(lax.iota(dtypes.default_int(), n - 1), n - 1 - leading), r,
                   lax.full_like(r, complex(np.nan, np.nan)))
 
 
@@ -193,10 +186,6 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """The least-squares polynomial fit of degree ``deg``: ``lstsq`` of the (column-scaled)
     Vandermonde matrix, as NumPy and JAX do; ``full`` adds ``(residuals, rank, s, rcond)``,
     ``cov`` the covariance of the coefficients."""
-    from .creation import vander
-    from .linalg import inv, lstsq
-    from .manipulation import atleast_1d
-    from .products import dot, outer
     check_arraylike("polyfit", x, y, *([] if w is None else [w]))
     x, y = promote_dtypes_inexact(x, y)
     deg = operator.index(deg)

@@ -17,6 +17,7 @@ from .. import lax
 from ..core import dtypes, get_aval
 from .manipulation import (broadcast_arrays, broadcast_shapes, diagonal, moveaxis, ravel,
                            reshape, stack, transpose)
+from .ufuncs import conj, multiply, subtract
 from .util import (canonicalize_axis, check_arraylike, promote_dtypes,
                    promote_dtypes_inexact)
 
@@ -44,7 +45,6 @@ def _dot_general(lhs, rhs, contract, batch=((), ()), precision=None,
 
 
 def _multiply(a, b):
-    from .ufuncs import multiply
     return multiply(a, b)
 
 
@@ -72,7 +72,6 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
     """The dot product of ``a`` and ``b`` flattened, ``a`` conjugated."""
-    from .ufuncs import conj
     a, b = _promoted("vdot", a, b)
     if dtypes.is_complex(get_aval(a).dtype):
         a = conj(a)
@@ -138,7 +137,6 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """The dot product of vectors along ``axis`` (``x1`` conjugated), other axes broadcast."""
-    from .ufuncs import conj
     x1, x2 = _promoted("vecdot", x1, x2)
     ax1 = canonicalize_axis(axis, len(_shape(x1)))
     ax2 = canonicalize_axis(axis, len(_shape(x2)))
@@ -224,7 +222,6 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
     Two 2-vectors give the scalar z-component; otherwise a 2-vector counts as ``z = 0``.
     """
-    from .ufuncs import subtract
     if axis is not None:
         axisa = axisb = axisc = axis
     a, b = _promoted("cross", a, b)
@@ -418,7 +415,6 @@ def matvec(x1, x2, /):
 
 def vecmat(x1, x2, /):
     """Vector (conjugated) times matrix over the last axes: ``conj(x1)[..., None, :] @ x2``."""
-    from .ufuncs import conj
     return matmul(conj(x1)[..., None, :], x2)[..., 0, :]
 
 
@@ -436,7 +432,6 @@ def einsum_path(subscripts, /, *operands, optimize="auto"):
 def _conv1d(name, a, v, mode, precision, preferred_element_type):
     """The 1-D convolution or correlation of ``a`` and ``v`` as one ``conv_general_dilated``
     (which correlates), with ``v`` flipped for a convolution, as JAX does."""
-    from .ufuncs import conj
     check_arraylike(name, a, v)
     if get_aval(a).ndim != 1 or get_aval(v).ndim != 1:
         raise ValueError(f"{name}() only support 1-dimensional inputs.")

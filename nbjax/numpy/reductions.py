@@ -14,8 +14,11 @@ from .. import lax
 from ..core import dtypes, get_aval
 from ..lax.standard import scalar_like
 from . import ufuncs
-from .ufuncs import _broadcast_to, _full_like, _where
-from .util import canonicalize_axes, canonicalize_axis, check_arraylike, promote_dtypes, to_array
+from .array_api import diff
+from .manipulation import atleast_2d, concatenate, diagonal, moveaxis, ravel, reshape
+from .products import dot
+from .util import (broadcast_to_shape, canonicalize_axes, canonicalize_axis, check_arraylike,
+                   filled_like, promote_dtypes, promote_dtypes_inexact, select_where, to_array)
 
 __all__ = [
     "sum", "prod", "mean", "var", "std", "min", "max", "amin", "amax", "argmin", "argmax",
@@ -23,7 +26,7 @@ __all__ = [
     "nancumprod", "nansum", "nanprod", "nanmean", "nanmin", "nanmax", "nanvar", "nanstd",
     "nanargmin", "nanargmax", "median", "nanmedian", "quantile", "nanquantile", "percentile",
     "nanpercentile", "average", "count_nonzero", "ptp", "allclose", "array_equal",
-    "array_equiv", "ediff1d", "trapezoid", "cov", "corrcoef", "gradient", "unwrap"]
+    "array_equiv", "ediff1d", "trapezoid", "cov", "corrcoef", "gradient", "unwrap", "trace"]
 
 
 def _asarray(name, a):
@@ -57,8 +60,8 @@ def _mask(name, a, where, identity):
     if identity is None:
         raise ValueError(f"reduction operation {name} does not have an identity, so to use a "
                          "where mask one has to specify 'initial'")
-    where = _broadcast_to(to_array(where), get_aval(a).shape)
-    return _where(lax.convert_element_type(where, dtypes.bool_), a, _full_like(a, identity))
+    where = broadcast_to_shape(to_array(where), get_aval(a).shape)
+    return select_where(lax.convert_element_type(where, dtypes.bool_), a, filled_like(a, identity))
 
 
 def _min_value(dtype):
@@ -146,7 +149,7 @@ min = amin = _extremum("min")
 def _logical_reduction(name):
     def fn(a, axis=None, out=None, keepdims=False, *, where=None):
         _out_unsupported(out)
-        a = ufuncs._to_bool(_asarray(name, a))
+        a = ufuncs.to_bool(_asarray(name, a))
         return _reduce(name, a, axis, keepdims, None, where, dtypes.bool_)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Whether {name} elements along ``axis`` are true."
@@ -166,7 +169,15 @@ def ptp(a, axis=None, out=None, keepdims=False):
 def count_nonzero(a, axis=None, keepdims=False):
     """How many elements along ``axis`` are not zero (in the default int)."""
     a = _asarray("count_nonzero", a)
-    return sum(ufuncs._to_bool(a), axis, dtypes.default_int(), keepdims=keepdims)
+    return sum(ufuncs.to_bool(a), axis, dtypes.default_int(), keepdims=keepdims)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """The sum along a diagonal (``sum(diagonal(...), axis=-1)``)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
 
 
 # --- means and moments ---------------------------------------------------------------------
@@ -187,7 +198,7 @@ def _count(a, axis, keepdims, where, dtype):
         axes = canonicalize_axes(axis, len(shape))
         n = np.prod([shape[i] for i in axes], dtype=np.int64)
         return lax.convert_element_type(int(n), dtype)
-    where = _broadcast_to(to_array(where), shape)
+    where = broadcast_to_shape(to_array(where), shape)
     return sum(where, axis, dtype, keepdims=keepdims)
 
 
@@ -228,7 +239,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         squares = lax.mul(centered, centered)
     total = sum(squares, axis, keepdims=keepdims, where=where)
     count = _count(a, axis, keepdims, where, _dtype(total))
-    normalizer = lax.max(lax.sub(count, scalar_like(count, ddof)), _full_like(count, 0))
+    normalizer = lax.max(lax.sub(count, scalar_like(count, ddof)), filled_like(count, 0))
     return lax.convert_element_type(lax.div(total, normalizer), out_dtype)
 
 
@@ -253,7 +264,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         weights = _align_weights(a, weights, axis)
         total = sum(weights, axis, keepdims=keepdims)
         avg = lax.div(sum(lax.mul(a, weights), axis, keepdims=keepdims), total)
-    return (avg, _broadcast_to(total, get_aval(avg).shape)) if returned else avg
+    return (avg, broadcast_to_shape(total, get_aval(avg).shape)) if returned else avg
 
 
 def _align_weights(a, weights, axis):
@@ -373,7 +384,7 @@ def _replace_nan(a, value):
     a = to_array(a)
     if not dtypes.is_inexact(_dtype(a)):
         return a
-    return _where(ufuncs.isnan(a), _full_like(a, value), a)
+    return select_where(ufuncs.isnan(a), filled_like(a, value), a)
 
 
 def _not_nan(a):
@@ -411,7 +422,7 @@ def _nan_extremum(name, reduce_fn, fill):
         if not dtypes.is_inexact(_dtype(a)):
             return result
         all_nan = all(ufuncs.isnan(a), axis, keepdims=keepdims)
-        return _where(all_nan, _full_like(result, np.nan), result)
+        return select_where(all_nan, filled_like(result, np.nan), result)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``{name[3:]}`` ignoring NaNs (NaN only where a slice is all NaN)."
     return fn
@@ -428,7 +439,7 @@ def _nan_argextremum(name, arg_fn, fill):
         if not dtypes.is_inexact(_dtype(a)):
             return result
         all_nan = all(ufuncs.isnan(a), axis, keepdims=bool(keepdims))
-        return _where(all_nan, _full_like(result, -1), result)
+        return select_where(all_nan, filled_like(result, -1), result)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``{name[3:]}`` ignoring NaNs; -1 for an all-NaN slice (as JAX)."
     return fn
@@ -485,9 +496,9 @@ def _pick(sorted_a, index):
     n = get_aval(sorted_a).shape[-1]
     shape = get_aval(index).shape[:-1] + (n,)
     positions = lax.broadcasted_iota(_dtype(index), shape, len(shape) - 1)
-    hit = lax.eq(positions, _broadcast_to(index, shape))
-    values = _broadcast_to(sorted_a, shape)
-    return lax.reduce_sum(_where(hit, values, _full_like(values, 0)), (len(shape) - 1,))
+    hit = lax.eq(positions, broadcast_to_shape(index, shape))
+    values = broadcast_to_shape(sorted_a, shape)
+    return lax.reduce_sum(select_where(hit, values, filled_like(values, 0)), (len(shape) - 1,))
 
 
 def _interpolate(method, sorted_a, pos):
@@ -534,12 +545,13 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
         count = lax.broadcast_in_dim(lax.convert_element_type(n, dtype), rest + (1,), ())
     q_shape = get_aval(q).shape
     pos_shape = q_shape + rest + (1,)
-    last = lax.sub(_broadcast_to(count, pos_shape), scalar_like(count, 1))
+    last = lax.sub(broadcast_to_shape(count, pos_shape), scalar_like(count, 1))
     pos = lax.mul(lax.broadcast_in_dim(q, pos_shape, range(len(q_shape))),
-                  lax.max(last, _full_like(last, 0)))
+                  lax.max(last, filled_like(last, 0)))
     result = _interpolate(method, sorted_a, pos)
     invalid = (lax.reduce_and if ignore_nan else lax.reduce_or)(nan, (len(rest),))
-    result = _where(_broadcast_to(invalid, q_shape + rest), _full_like(result, np.nan), result)
+    invalid = broadcast_to_shape(invalid, q_shape + rest)
+    result = select_where(invalid, filled_like(result, np.nan), result)
     if keepdims:
         shape = get_aval(a).shape
         result = lax.reshape(result, q_shape + tuple(1 if i in axes else d
@@ -619,7 +631,6 @@ def array_equiv(a1, a2):
 def ediff1d(ary, to_end=None, to_begin=None):
     """Differences of consecutive elements of the flattened ``ary``, with ``to_begin`` and
     ``to_end`` (flattened, cast to its dtype) around them."""
-    from .manipulation import concatenate, ravel
     check_arraylike("ediff1d", ary, *(a for a in (to_begin, to_end) if a is not None))
     flat = ravel(ary)
     dtype = get_aval(flat).dtype
@@ -634,8 +645,6 @@ def ediff1d(ary, to_end=None, to_begin=None):
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """The trapezoidal rule along ``axis``: sum of ``(y[i] + y[i+1]) / 2`` times the spacing
     (``dx``, or the differences of ``x``)."""
-    from .manipulation import moveaxis
-    from .util import promote_dtypes_inexact
     check_arraylike("trapezoid", y)
     if x is None:
         (y,), spacing = promote_dtypes_inexact(y), dx
@@ -654,9 +663,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         dtype=None):
     """The covariance matrix of the variables in the rows (columns if not ``rowvar``) of
     ``m`` (and ``y``), with frequency and reliability weights, as NumPy computes it."""
-    from .manipulation import atleast_2d, concatenate
-    from .products import dot
-    from .util import promote_dtypes_inexact
     check_arraylike("cov", m, *(a for a in (y, fweights, aweights) if a is not None))
     if get_aval(m).ndim > 2:
         raise ValueError("m has more than 2 dimensions")
@@ -711,7 +717,6 @@ def _cov_weights(fweights, aweights, n):
 def corrcoef(x, y=None, rowvar=True, dtype=None):
     """The correlation coefficients ``cov[i, j] / sqrt(cov[i, i] cov[j, j])``, their real
     parts clipped to [-1, 1]."""
-    from .manipulation import diagonal
     c = cov(x, y, rowvar, dtype=dtype)
     if get_aval(c).ndim == 0:
         return c / c  # a single variable: 1 (NaN for a constant one), as NumPy
@@ -726,7 +731,6 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
 def _gradient_along_axis(a, h, axis):
     """Central differences inside, one-sided at the two ends, for a scalar spacing or the
     coordinates ``h`` of the points along ``axis`` (second-order accurate, as NumPy)."""
-    from .manipulation import concatenate, reshape
 
     def sliced(x, start, stop):
         return lax.slice_in_dim(x, start, stop, axis=axis)
@@ -757,7 +761,6 @@ def gradient(f, *varargs, axis=None, edge_order=None):
     """The numerical derivative of ``f`` along each axis in ``axis`` (all by default), with
     a scalar spacing or the points' coordinates per axis (a list of arrays, or one array
     when there is one axis). ``edge_order=2`` is not supported, as in JAX."""
-    from .util import promote_dtypes_inexact
     if edge_order is not None:
         raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not supported.")
     check_arraylike("gradient", f, *varargs)
@@ -779,9 +782,6 @@ def gradient(f, *varargs, axis=None, edge_order=None):
 def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     """``p`` with jumps between neighbours larger than ``discont`` (``period / 2`` by
     default) along ``axis`` removed by adding multiples of ``period``."""
-    from .array_api import diff
-    from .manipulation import concatenate
-    from .util import promote_dtypes_inexact
     check_arraylike("unwrap", p)
     p, period = promote_dtypes_inexact(p, period)
     axis = canonicalize_axis(axis, get_aval(p).ndim)
@@ -789,8 +789,8 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     interval = period / 2
     dd = diff(p, axis=axis)
     ddmod = ufuncs.remainder(dd + interval, period) - interval
-    ddmod = _where(ufuncs.logical_and(ddmod == -interval, dd > 0), interval, ddmod)
-    correction = _where(ufuncs.abs(dd) < discont, 0, ddmod - dd)
+    ddmod = select_where(ufuncs.logical_and(ddmod == -interval, dd > 0), interval, ddmod)
+    correction = select_where(ufuncs.abs(dd) < discont, 0, ddmod - dd)
     n = get_aval(p).shape[axis]
     return concatenate((lax.slice_in_dim(p, 0, 1, axis=axis),
                         lax.slice_in_dim(p, 1, n, axis=axis) + cumsum(correction, axis=axis)),

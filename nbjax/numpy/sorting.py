@@ -15,10 +15,15 @@ import numpy as np
 
 from .. import lax
 from ..core import ConcretizationTypeError, dtypes, get_aval
-from .indexing import IndexUpdateHelper, _concrete, ravel_multi_index, take
-from .manipulation import _first_true_positions, concatenate, moveaxis, ravel, reshape, where
-from .util import (canonicalize_axis, check_arraylike, promote_dtypes,
-                   promote_dtypes_inexact, to_array)
+from . import reductions, ufuncs
+from .array_api import diff
+from .creation import asarray, linspace
+from .indexing import IndexUpdateHelper, ravel_multi_index, take
+from .manipulation import (concatenate, first_true_positions, moveaxis, ravel, reshape, stack,
+                           where)
+from .ufuncs import clip, remainder
+from .util import (canonicalize_axis, check_arraylike, concrete_value, promote_dtypes,
+                   promote_dtypes_inexact, select_where, to_array)
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "sort_complex",
            "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
@@ -162,7 +167,7 @@ def _unique_rows(rows, size, name):
                           _rows_differ(sorted_rows[1:], sorted_rows[:-1])])
     if size is None:
         size = int(np.count_nonzero(_concrete_for(name, starts)))
-    slots, valid = _first_true_positions(starts, size)
+    slots, valid = first_true_positions(starts, size)
     slots = where(valid, slots, 0)
     ends = concatenate([slots[1:], lax.full((min(size, 1),), n, _index_dtype())])
     ends = where(concatenate([valid[1:], lax.full((min(size, 1),), False, dtypes.bool_)]),
@@ -179,7 +184,7 @@ def _unique_rows(rows, size, name):
 
 def _concrete_for(name, x):
     try:
-        return _concrete(name, x)
+        return concrete_value(name, x)
     except ConcretizationTypeError as e:
         raise ConcretizationTypeError(
             f"{e}\nTo make jnp.{name}() compatible with JIT and other transforms, specify a "
@@ -362,7 +367,7 @@ def _compact(values, keep, size, fill_value, name):
     """The kept ``values`` moved to the front, in ``size`` slots (concrete when None)."""
     if size is None:
         size = int(np.count_nonzero(_concrete_for(name, keep)))
-    slots, valid = _first_true_positions(keep, operator.index(size))
+    slots, valid = first_true_positions(keep, operator.index(size))
     out = take(values, where(valid, slots, 0), mode="promise_in_bounds") if _shape(values)[0] \
         else lax.full((size,), 0, get_aval(values).dtype)
     return out, valid, slots
@@ -446,7 +451,6 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     """The piecewise-linear interpolant through ``(xp, fp)`` at ``x``; outside ``xp``'s
     range ``left``/``right`` (``fp``'s end values by default, or 'extrapolate'), or
     wrapped with ``period``."""
-    from .ufuncs import _where, abs as abs_, clip, remainder
     check_arraylike("interp", x, xp, fp)
     extrapolate_left, extrapolate_right = (_extrapolates("left", left),
                                            _extrapolates("right", right))
@@ -455,7 +459,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if period is not None:
         if np.ndim(period) != 0:
             raise ValueError(f"period must be a scalar; got {period}")
-        period = abs_(period)
+        period = ufuncs.abs(period)
     x, xp = promote_dtypes_inexact(x, xp)
     (fp,) = promote_dtypes_inexact(fp)
     if get_aval(xp).ndim != 1 or get_aval(fp).ndim != 1 or _shape(xp) != _shape(fp):
@@ -468,21 +472,19 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     i = clip(searchsorted(xp, x, side="right"), 1, _shape(xp)[0] - 1)
     df, dx = take(fp, i) - take(fp, i - 1), take(xp, i) - take(xp, i - 1)
     delta = x - take(xp, i - 1)
-    tiny = lax.le(abs_(dx), np.spacing(dtypes.finfo(get_aval(xp).dtype).eps))
-    f = _where(tiny, take(fp, i - 1),  # no NaN gradients from tiny intervals
-               take(fp, i - 1) + (delta / _where(tiny, 1, dx)) * df)
+    tiny = lax.le(ufuncs.abs(dx), np.spacing(dtypes.finfo(get_aval(xp).dtype).eps))
+    f = select_where(tiny, take(fp, i - 1),  # no NaN gradients from tiny intervals
+               take(fp, i - 1) + (delta / select_where(tiny, 1, dx)) * df)
     if period is None and not extrapolate_left:
-        f = _where(lax.lt(x, xp[0]), fp[0] if left is None else left, f)
+        f = select_where(lax.lt(x, xp[0]), fp[0] if left is None else left, f)
     if period is None and not extrapolate_right:
-        f = _where(lax.gt(x, xp[-1]), fp[-1] if right is None else right, f)
+        f = select_where(lax.gt(x, xp[-1]), fp[-1] if right is None else right, f)
     return f
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """The edges of ``bins`` equal bins spanning ``range`` (``a``'s extent by default; a
     zero-width range is widened by 0.5 each side), or ``bins`` itself when it is 1-D."""
-    from .creation import asarray, linspace
-    from .reductions import max as max_, min as min_
     if isinstance(bins, str):
         raise NotImplementedError("string values for `bins` not implemented.")
     check_arraylike("histogram_bin_edges", a, bins)
@@ -490,9 +492,9 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     dtype = get_aval(promote_dtypes_inexact(a)[0]).dtype
     if np.ndim(bins) == 1:
         return asarray(bins, dtype=dtype)
-    bins = operator.index(_concrete("histogram_bin_edges", bins))
+    bins = operator.index(concrete_value("histogram_bin_edges", bins))
     if range is None:
-        range = (min_(a), max_(a))
+        range = (reductions.min(a), reductions.max(a))
     if len(range) != 2 or builtins.any(get_aval(to_array(r)).ndim for r in range):
         raise ValueError(f"`range` must be either None or a sequence of scalars, got {range}")
     low, high = (lax.convert_element_type(to_array(r), dtype) for r in range)
@@ -504,7 +506,6 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
 def histogram(a, bins=10, range=None, weights=None, density=None):
     """``(counts, bin_edges)``: the (weighted) number of ``a``'s values in each bin, the last
     bin closed; ``density`` divides by the total and the bin widths."""
-    from .array_api import diff
     check_arraylike("histogram", a, bins, *([] if weights is None else [weights]))
     if weights is None:
         (a,) = promote_dtypes_inexact(a)
@@ -531,7 +532,6 @@ def _add_at(target, idx, values):
 def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     """``(counts, edges_per_dimension)``: the histogram of the ``N`` points of the ``(N, D)``
     ``sample`` over a grid of bins (each dimension's bins as ``histogram``'s)."""
-    from .array_api import diff
     check_arraylike("histogramdd", sample, *([] if weights is None else [weights]))
     if weights is None:
         (sample,) = promote_dtypes_inexact(sample)
@@ -569,7 +569,6 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
 
 def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
     """``(counts, x_edges, y_edges)``: ``histogramdd`` of the points ``(x[i], y[i])``."""
-    from .manipulation import stack
     check_arraylike("histogram2d", x, y)
     try:
         n_bins = len(bins)

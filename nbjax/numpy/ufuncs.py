@@ -3,7 +3,7 @@
 Most functions are one lax primitive after promotion, declared with ``_unary``/``_binary``.
 The rest (floor division, ``remainder``, ``hypot``, ``logaddexp``, ...) are short compositions
 of lax primitives, written as JAX writes them so that results, dtypes and NaN/inf behaviour
-match. ``_where``, ``_broadcast_to`` and ``_full_like`` are shared with the other jnp modules.
+match. ``to_bool`` is shared with the other jnp modules.
 """
 
 import operator
@@ -12,11 +12,10 @@ import numpy as np
 
 from .. import lax
 from ..core import Tracer, dtypes, get_aval
-from ..core.trace import is_python_scalar
 from ..custom_derivatives import custom_jvp
 from ..lax.standard import scalar_like
-from .util import (broadcast_shapes, check_arraylike, promote_args, promote_args_inexact,
-                   to_array)
+from .util import (broadcast_together, check_arraylike, filled_like, promote_args,
+                   promote_args_inexact, select_where, to_array)
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod",
@@ -35,38 +34,6 @@ __all__ = [
     "bitwise_left_shift", "bitwise_right_shift", "isclose", "astype", "bitwise_count",
     "spacing", "i0",
 ]
-
-
-# --- helpers shared by the jnp modules -----------------------------------------------------
-
-def _broadcast_to(x, shape):
-    """NumPy-broadcast ``x`` (an Array or tracer) to ``shape`` with broadcast_in_dim."""
-    ndim = get_aval(x).ndim
-    return lax.broadcast_in_dim(x, tuple(shape), range(len(shape) - ndim, len(shape)))
-
-
-def _broadcast_arrays(*args):
-    shape = broadcast_shapes(*(get_aval(a).shape for a in args))
-    return [_broadcast_to(a, shape) for a in args]
-
-
-def _full_like(x, value, dtype=None):
-    """An array of ``value`` shaped like ``x`` (weakly typed when ``x`` is and no dtype)."""
-    aval = get_aval(x)
-    weak = aval.weak_type if dtype is None else False
-    dtype = aval.dtype if dtype is None else dtype
-    scalar = lax.convert_element_type(value, dtype, weak_type=weak)
-    return lax.broadcast_in_dim(scalar, aval.shape, ())
-
-
-def _where(condition, x, y):
-    """``select`` with NumPy broadcasting; scalar branches take the other branch's dtype."""
-    if is_python_scalar(x):
-        x = _full_like(y, x)
-    if is_python_scalar(y):
-        y = _full_like(x, y)
-    condition, x, y = _broadcast_arrays(to_array(condition), x, y)
-    return lax.select(condition, x, y)
 
 
 def _dtype(x):
@@ -147,10 +114,10 @@ def _float_divmod(x, y):
     """Floor quotient and remainder of floats, as NumPy defines them (sign of the divisor)."""
     mod, zero = lax.rem(x, y), scalar_like(x, 0)
     # x / 0 keeps its infinity: rem(x, 0) is nan, so x - mod would make the quotient nan.
-    quotient = lax.div(_where(lax.eq(y, zero), x, lax.sub(x, mod)), y)
+    quotient = lax.div(select_where(lax.eq(y, zero), x, lax.sub(x, mod)), y)
     fix = lax.bitwise_and(lax.ne(mod, zero), lax.ne(lax.lt(y, zero), lax.lt(mod, zero)))
-    mod = _where(fix, lax.add(mod, y), mod)
-    quotient = _where(fix, lax.sub(quotient, scalar_like(x, 1)), quotient)
+    mod = select_where(fix, lax.add(mod, y), mod)
+    quotient = select_where(fix, lax.sub(quotient, scalar_like(x, 1)), quotient)
     return lax.round(quotient, lax.RoundingMethod.TO_NEAREST_EVEN), mod
 
 
@@ -165,7 +132,7 @@ def floor_divide(x, y, /):
     zero = scalar_like(x, 0)
     inexact = lax.bitwise_and(lax.ne(lax.lt(x, zero), lax.lt(y, zero)),
                               lax.ne(lax.rem(x, y), zero))
-    return _where(inexact, lax.sub(quotient, scalar_like(x, 1)), quotient)
+    return select_where(inexact, lax.sub(quotient, scalar_like(x, 1)), quotient)
 
 
 def remainder(x, y, /):
@@ -177,7 +144,7 @@ def remainder(x, y, /):
     zero = scalar_like(x, 0)
     fix = lax.bitwise_and(lax.ne(trunc_mod, zero),
                           lax.ne(lax.lt(trunc_mod, zero), lax.lt(y, zero)))
-    return _where(fix, lax.add(trunc_mod, y), trunc_mod)
+    return select_where(fix, lax.add(trunc_mod, y), trunc_mod)
 
 
 mod = remainder
@@ -207,14 +174,14 @@ def _concrete_int(x):
 def _pow_int_int(x, y):
     """Integer power by binary exponentiation; 6 steps cover every exponent that does not
     overflow for a base above one (JAX makes the same choice)."""
-    one = _full_like(x, 1)
+    one = filled_like(x, 1)
     y_zero, y_one = scalar_like(y, 0), scalar_like(y, 1)
-    acc = _where(lax.bitwise_and(lax.eq(x, scalar_like(x, 0)), lax.ne(y, y_zero)),
-                 _full_like(x, 0), one)
+    acc = select_where(lax.bitwise_and(lax.eq(x, scalar_like(x, 0)), lax.ne(y, y_zero)),
+                 filled_like(x, 0), one)
     for _ in range(6):
-        acc = _where(lax.ne(lax.bitwise_and(y, y_one), y_zero), lax.mul(acc, x), acc)
+        acc = select_where(lax.ne(lax.bitwise_and(y, y_one), y_zero), lax.mul(acc, x), acc)
         x = lax.mul(x, x)
-        y = lax.shift_right_logical(y, _full_like(y, 1))
+        y = lax.shift_right_logical(y, filled_like(y, 1))
     return acc
 
 
@@ -291,7 +258,7 @@ def _rounding(name, lax_fn):
 
 
 def _trunc(x):
-    return _where(lax.lt(x, scalar_like(x, 0)), lax.ceil(x), lax.floor(x))
+    return select_where(lax.lt(x, scalar_like(x, 0)), lax.ceil(x), lax.floor(x))
 
 
 floor = _rounding("floor", lax.floor)
@@ -348,7 +315,7 @@ sqrt = _unary("sqrt", lax.sqrt, inexact=True)
 def _log_base(name, base):
     def fn(x, /):
         (x,) = promote_args_inexact(name, x)
-        return lax.div(lax.log(x), lax.log(_full_like(x, base, _dtype(x))))
+        return lax.div(lax.log(x), lax.log(filled_like(x, base, _dtype(x))))
     return _named(name, fn, f"Base-{base} logarithm.")
 
 
@@ -375,7 +342,7 @@ def _logaddexp(name, exp_fn, log1p_fn):
         delta = lax.sub(x, y)
         # Both infinite with one sign makes delta NaN; x + y is then the right answer.
         out = lax.add(lax.max(x, y), log1p_fn(exp_fn(lax.neg(lax.abs(delta)))))
-        return _where(lax.ne(delta, delta), lax.add(x, y), out)
+        return select_where(lax.ne(delta, delta), lax.add(x, y), out)
 
     stable.__name__ = stable.__qualname__ = name  # the name the jaxpr shows
     stable = custom_jvp(stable)
@@ -397,12 +364,12 @@ def _logaddexp(name, exp_fn, log1p_fn):
 
 
 def _replace_posinf(x):
-    return _where(isposinf(x), _full_like(x, 0), x)
+    return select_where(isposinf(x), filled_like(x, 0), x)
 
 
 logaddexp = _logaddexp("logaddexp", lax.exp, lax.log1p)
 logaddexp2 = _logaddexp("logaddexp2", lax.exp2,
-                        lambda v: lax.div(lax.log1p(v), _full_like(v, np.log(2))))
+                        lambda v: lax.div(lax.log1p(v), filled_like(v, np.log(2))))
 
 
 def ldexp(x1, x2, /):
@@ -413,14 +380,14 @@ def ldexp(x1, x2, /):
         raise ValueError(f"ldexp not supported for input types ({_dtype(x1)}, "
                          f"{get_aval(x2).dtype}): it takes a real x1 and an integer x2")
     x1 = lax.convert_element_type(x1, _dtype(x1))  # the result is never weak, as in JAX
-    x1, x2 = _broadcast_arrays(x1, to_array(x2))
+    x1, x2 = broadcast_together(x1, to_array(x2))
     return _times_pow2(x1, lax.convert_element_type(x2, dtypes.default_int()))
 
 
 def _times_pow2(x, e):
     """``x * 2**e`` for an integer array ``e``, in two half steps: 2**e alone may overflow
     (or underflow) where the product does not."""
-    half = lax.shift_right_arithmetic(e, _full_like(e, 1))
+    half = lax.shift_right_arithmetic(e, filled_like(e, 1))
     for part in (half, lax.sub(e, half)):
         x = lax.mul(x, lax.exp2(lax.convert_element_type(part, _dtype(x))))
     return x
@@ -432,17 +399,17 @@ def frexp(x, /):
     _require("frexp", x, dtypes.is_float, "floating")
     x = lax.convert_element_type(x, _dtype(x))
     special = lax.bitwise_or(lax.eq(x, scalar_like(x, 0)), lax.bitwise_not(lax.is_finite(x)))
-    safe = _where(special, _full_like(x, 1), lax.abs(x))
-    log2 = lax.div(lax.log(safe), _full_like(x, np.log(2)))
+    safe = select_where(special, filled_like(x, 1), lax.abs(x))
+    log2 = lax.div(lax.log(safe), filled_like(x, np.log(2)))
     one, half, two = (scalar_like(x, v) for v in (1, 0.5, 2))
     e = lax.convert_element_type(lax.add(lax.floor(log2), one), dtypes.int32)
     m = _times_pow2(x, lax.neg(e))
     # log2 may be off by one near powers of two: move the mantissa back into [0.5, 1).
     big = lax.ge(lax.abs(m), one)
-    m, e = _where(big, lax.mul(m, half), m), _where(big, lax.add(e, np.int32(1)), e)
+    m, e = select_where(big, lax.mul(m, half), m), select_where(big, lax.add(e, np.int32(1)), e)
     small = lax.bitwise_and(lax.lt(lax.abs(m), half), lax.bitwise_not(special))
-    m, e = _where(small, lax.mul(m, two), m), _where(small, lax.sub(e, np.int32(1)), e)
-    return _where(special, x, m), _where(special, _full_like(e, 0), e)
+    m, e = select_where(small, lax.mul(m, two), m), select_where(small, lax.sub(e, np.int32(1)), e)
+    return select_where(special, x, m), select_where(special, filled_like(e, 0), e)
 
 
 def modf(x, /):
@@ -487,19 +454,19 @@ def hypot(x1, x2, /):
     x1, x2 = lax.abs(x1), lax.abs(x2)
     big, small = lax.max(x1, x2), lax.min(x1, x2)
     zero, one = scalar_like(big, 0), scalar_like(big, 1)
-    safe_big = _where(lax.eq(big, zero), _full_like(big, 1), big)
+    safe_big = select_where(lax.eq(big, zero), filled_like(big, 1), big)
     ratio = lax.div(small, safe_big)
-    out = _where(lax.eq(big, zero), big,
+    out = select_where(lax.eq(big, zero), big,
                  lax.mul(big, lax.sqrt(lax.add(lax.mul(ratio, ratio), one))))
-    return _where(lax.bitwise_or(isinf(x1), isinf(x2)), _full_like(out, np.inf), out)
+    return select_where(lax.bitwise_or(isinf(x1), isinf(x2)), filled_like(out, np.inf), out)
 
 
 def sinc(x, /):
     """``sin(pi x) / (pi x)``, with ``sinc(0) = 1``."""
     (x,) = promote_args_inexact("sinc", x)
     is_zero = lax.eq(x, scalar_like(x, 0))
-    pi_x = lax.mul(_where(is_zero, _full_like(x, 1), x), scalar_like(x, np.pi))
-    return _where(is_zero, _full_like(x, 1), lax.div(lax.sin(pi_x), pi_x))
+    pi_x = lax.mul(select_where(is_zero, filled_like(x, 1), x), scalar_like(x, np.pi))
+    return select_where(is_zero, filled_like(x, 1), lax.div(lax.sin(pi_x), pi_x))
 
 
 # --- comparisons, min/max ------------------------------------------------------------------
@@ -517,13 +484,13 @@ minimum = _binary("minimum", lax.min)
 def fmax(x1, x2, /):
     """Maximum that ignores a NaN operand (``maximum`` propagates it)."""
     x1, x2 = promote_args("fmax", x1, x2)
-    return _where(lax.bitwise_or(lax.gt(x1, x2), isnan(x2)), x1, x2)
+    return select_where(lax.bitwise_or(lax.gt(x1, x2), isnan(x2)), x1, x2)
 
 
 def fmin(x1, x2, /):
     """Minimum that ignores a NaN operand (``minimum`` propagates it)."""
     x1, x2 = promote_args("fmin", x1, x2)
-    return _where(lax.bitwise_or(lax.lt(x1, x2), isnan(x2)), x1, x2)
+    return select_where(lax.bitwise_or(lax.lt(x1, x2), isnan(x2)), x1, x2)
 
 
 def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):
@@ -544,15 +511,15 @@ def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):
 def heaviside(x1, x2, /):
     """0 for negative ``x1``, 1 for positive, ``x2`` where ``x1`` is zero."""
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
-    zero, one = _full_like(x1, 0), _full_like(x1, 1)
-    return _where(lax.lt(x1, zero), zero, _where(lax.gt(x1, zero), one, x2))
+    zero, one = filled_like(x1, 0), filled_like(x1, 1)
+    return select_where(lax.lt(x1, zero), zero, select_where(lax.gt(x1, zero), one, x2))
 
 
 def copysign(x1, x2, /):
     """``|x1|`` with the sign bit of ``x2``."""
     x1, x2 = promote_args_inexact("copysign", x1, x2)
     _require("copysign", x1, dtypes.is_float, "floating")
-    return _where(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
+    return select_where(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
 
 
 def nextafter(x1, x2, /):
@@ -568,7 +535,7 @@ def signbit(x, /):
     (x,) = promote_args("signbit", x)
     dtype = _dtype(x)
     if dtypes.is_bool(dtype) or dtypes.is_unsigned_int(dtype):
-        return _full_like(x, False, dtypes.bool_)
+        return filled_like(x, False, dtypes.bool_)
     if dtypes.is_signed_int(dtype):
         return lax.lt(x, scalar_like(x, 0))
     _not_for_complex("signbit", x)
@@ -582,7 +549,7 @@ def _int_args(name, x1, x2):
     x1, x2 = promote_args(name, x1, x2)
     if not dtypes.is_int(_dtype(x1)):
         raise ValueError(f"Arguments to jax.numpy.{name} must be integers.")
-    return _broadcast_arrays(x1, x2)
+    return broadcast_together(x1, x2)
 
 
 def gcd(x1, x2, /):
@@ -596,8 +563,9 @@ def gcd(x1, x2, /):
     def step(carry):
         a, b = carry
         nonzero = lax.ne(b, scalar_like(b, 0))
-        safe_b = _where(nonzero, b, _full_like(b, 1))
-        return _where(nonzero, b, a), _where(nonzero, lax.rem(a, safe_b), _full_like(b, 0))
+        safe_b = select_where(nonzero, b, filled_like(b, 1))
+        rest = select_where(nonzero, lax.rem(a, safe_b), filled_like(b, 0))
+        return select_where(nonzero, b, a), rest
     return lax.while_loop(not_done, step, (x1, x2))[0]
 
 
@@ -606,8 +574,8 @@ def lcm(x1, x2, /):
     x1, x2 = _int_args("lcm", x1, x2)
     d = gcd(x1, x2)
     d_zero = lax.eq(d, scalar_like(d, 0))
-    safe_d = _where(d_zero, _full_like(d, 1), d)
-    return _where(d_zero, _full_like(d, 0), abs(lax.mul(x1, lax.div(x2, safe_d))))
+    safe_d = select_where(d_zero, filled_like(d, 1), d)
+    return select_where(d_zero, filled_like(d, 0), abs(lax.mul(x1, lax.div(x2, safe_d))))
 
 
 # --- classification and complex parts ------------------------------------------------------
@@ -623,13 +591,13 @@ def _classify(name, float_fn, default):
         if dtypes.is_complex(dtype):
             return combine(float_fn(lax.real(x)), float_fn(lax.imag(x)))
         if not dtypes.is_float(dtype):
-            return _full_like(x, default, dtypes.bool_)
+            return filled_like(x, default, dtypes.bool_)
         return float_fn(x)
     return _named(name, fn, f"Element-wise ``{name}`` (always {default} for integers).")
 
 
 isnan = _classify("isnan", lambda x: lax.ne(x, x), False)  # only NaN differs from itself
-isinf = _classify("isinf", lambda x: lax.eq(lax.abs(x), _full_like(x, np.inf)), False)
+isinf = _classify("isinf", lambda x: lax.eq(lax.abs(x), filled_like(x, np.inf)), False)
 isfinite = _classify("isfinite", lax.is_finite, True)
 
 
@@ -638,8 +606,8 @@ def _isinf_signed(name, value):
         (x,) = promote_args(name, x)
         _not_for_complex(name, x)
         if not dtypes.is_float(_dtype(x)):
-            return _full_like(x, False, dtypes.bool_)
-        return lax.eq(x, _full_like(x, value))
+            return filled_like(x, False, dtypes.bool_)
+        return lax.eq(x, filled_like(x, value))
     return _named(name, fn, f"Whether ``x`` is {value}.")
 
 
@@ -654,7 +622,7 @@ def real(x, /):
 
 def imag(x, /):
     (x,) = promote_args("imag", x)
-    return lax.imag(x) if dtypes.is_complex(_dtype(x)) else _full_like(x, 0)
+    return lax.imag(x) if dtypes.is_complex(_dtype(x)) else filled_like(x, 0)
 
 
 def conj(x, /):
@@ -695,22 +663,22 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
     def replace(v):
         info = np.finfo(_dtype(v))
-        v = _where(isnan(v), _full_like(v, nan), v)
-        v = _where(isposinf(v), _full_like(v, info.max if posinf is None else posinf), v)
-        return _where(isneginf(v), _full_like(v, info.min if neginf is None else neginf), v)
+        v = select_where(isnan(v), filled_like(v, nan), v)
+        v = select_where(isposinf(v), filled_like(v, info.max if posinf is None else posinf), v)
+        return select_where(isneginf(v), filled_like(v, info.min if neginf is None else neginf), v)
     return _round_parts(x, replace)
 
 
 # --- logical and bitwise -------------------------------------------------------------------
 
-def _to_bool(x):
-    return x if dtypes.is_bool(_dtype(x)) else lax.ne(x, _full_like(x, 0))
+def to_bool(x):
+    return x if dtypes.is_bool(_dtype(x)) else lax.ne(x, filled_like(x, 0))
 
 
 def _logical(name, lax_fn):
     def fn(x, y, /):
         x, y = promote_args(name, x, y)
-        return lax_fn(_to_bool(x), _to_bool(y))
+        return lax_fn(to_bool(x), to_bool(y))
     return _named(name, fn, f"Element-wise ``{name}`` of the truth values.")
 
 
@@ -721,7 +689,7 @@ logical_xor = _logical("logical_xor", lax.bitwise_xor)
 
 def logical_not(x, /):
     (x,) = promote_args("logical_not", x)
-    return lax.bitwise_not(_to_bool(x))
+    return lax.bitwise_not(to_bool(x))
 
 
 bitwise_and = _binary("bitwise_and", lax.bitwise_and)
@@ -749,11 +717,11 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     if not dtypes.is_inexact(_dtype(a)):
         return lax.eq(a, b)
     real_dtype = _dtype(lax.abs(a))
-    tol = lax.add(_full_like(a, atol, real_dtype),
+    tol = lax.add(filled_like(a, atol, real_dtype),
                   lax.mul(lax.convert_element_type(rtol, real_dtype), lax.abs(b)))
     close = lax.le(lax.abs(lax.sub(a, b)), tol)
     either_inf = lax.bitwise_or(isinf(a), isinf(b))
-    close = _where(either_inf, lax.eq(a, b), close)
+    close = select_where(either_inf, lax.eq(a, b), close)
     if equal_nan:
         close = lax.bitwise_or(close, lax.bitwise_and(isnan(a), isnan(b)))
     return close
@@ -784,7 +752,8 @@ def spacing(x, /):
     ``x``), as NumPy: ``nextafter(x, ±inf) - x``."""
     (x,) = promote_args_inexact("spacing", x)
     _not_for_complex("spacing", x)
-    away = _where(lax.lt(x, _full_like(x, 0)), _full_like(x, -np.inf), _full_like(x, np.inf))
+    away = select_where(lax.lt(x, filled_like(x, 0)), filled_like(x, -np.inf),
+                        filled_like(x, np.inf))
     return lax.sub(lax.nextafter(x, away), x)
 
 
@@ -813,7 +782,7 @@ _I0_B = (-7.233180487874754e-18, -4.830504485944182e-18, 4.46562142029676e-17,
 
 def _chebyshev(x, coefficients):
     """Clenshaw's recurrence for ``sum_k' c_k T_k(x / 2)``, Cephes' ``chbevl``."""
-    b0, b1, b2 = _full_like(x, coefficients[0]), _full_like(x, 0), _full_like(x, 0)
+    b0, b1, b2 = filled_like(x, coefficients[0]), filled_like(x, 0), filled_like(x, 0)
     for c in coefficients[1:]:
         b2, b1 = b1, b0
         b0 = x * b1 - b2 + c
@@ -827,9 +796,9 @@ def i0(x):
     (x,) = promote_args_inexact("i0", x)
     _not_for_complex("i0", x)
     x = lax.abs(x)
-    small = lax.le(x, _full_like(x, 8))
-    near = _where(small, x, _full_like(x, 8))
-    far = _where(small, _full_like(x, 8), x)
-    scaled = _where(small, _chebyshev(near / 2 - 2, _I0_A),
+    small = lax.le(x, filled_like(x, 8))
+    near = select_where(small, x, filled_like(x, 8))
+    far = select_where(small, filled_like(x, 8), x)
+    scaled = select_where(small, _chebyshev(near / 2 - 2, _I0_A),
                     _chebyshev(32 / far - 2, _I0_B) / lax.sqrt(far))
     return lax.exp(x) * scaled

@@ -7,7 +7,9 @@ import numpy as np
 
 from .. import lax
 from ..config import config
-from ..core import dtypes, get_aval, valid_value
+from ..core import Array, ConcretizationTypeError, Tracer, dtypes, get_aval, valid_value
+from ..core.array import to_numpy
+from ..core.trace import is_python_scalar
 from ..lax.standard import IncompatibleShapesError, as_array
 from ..lax.standard import broadcast_shapes as lax_broadcast_shapes  # equal ranks only
 
@@ -127,6 +129,17 @@ def canonicalize_axes(axis, ndim):
     return tuple(sorted(axes))
 
 
+def concrete_value(name, x):
+    """The NumPy value of ``x``, or ConcretizationTypeError naming ``name`` when traced."""
+    if isinstance(x, Tracer):
+        raise ConcretizationTypeError(
+            f"Abstract tracer value encountered where concrete value is expected: "
+            f"traced array {get_aval(x).str_short()} in jnp.{name}, whose result's shape "
+            "depends on its values. Pass a concrete array, or the size= argument where "
+            "there is one.")
+    return to_numpy(x) if isinstance(x, Array) else np.asarray(x)
+
+
 def not_implemented(name, reason=None):
     """A stand-in for a function nbjax does not provide: calling it says so. With a
     ``reason`` (why it cannot exist here), the stand-in carries it as
@@ -139,3 +152,46 @@ def not_implemented(name, reason=None):
     if reason is not None:
         fn.not_implemented_reason = reason
     return fn
+
+
+# --- array helpers shared by the jnp modules -----------------------------------------------
+
+def broadcast_to_shape(x, shape):
+    """NumPy-broadcast ``x`` (an Array or tracer) to ``shape`` with broadcast_in_dim."""
+    ndim = get_aval(x).ndim
+    return lax.broadcast_in_dim(x, tuple(shape), range(len(shape) - ndim, len(shape)))
+
+
+def check_broadcast_to(old, shape):
+    """Raise NumPy's ValueError unless an array of shape ``old`` broadcasts to ``shape``."""
+    if len(shape) < len(old):
+        raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={old} "
+                         f"shape={shape}")
+    if any(d not in (1, n) for d, n in zip(old, shape[len(shape) - len(old):])):
+        raise ValueError(f"Incompatible shapes for broadcasting: {old} and requested shape "
+                         f"{shape}")
+
+
+def broadcast_together(*args):
+    """The arrays (or tracers) ``args`` NumPy-broadcast to their common shape."""
+    shape = broadcast_shapes(*(get_aval(a).shape for a in args))
+    return [broadcast_to_shape(a, shape) for a in args]
+
+
+def filled_like(x, value, dtype=None):
+    """An array of ``value`` shaped like ``x`` (weakly typed when ``x`` is and no dtype)."""
+    aval = get_aval(x)
+    weak = aval.weak_type if dtype is None else False
+    dtype = aval.dtype if dtype is None else dtype
+    scalar = lax.convert_element_type(value, dtype, weak_type=weak)
+    return lax.broadcast_in_dim(scalar, aval.shape, ())
+
+
+def select_where(condition, x, y):
+    """``select`` with NumPy broadcasting; scalar branches take the other branch's dtype."""
+    if is_python_scalar(x):
+        x = filled_like(y, x)
+    if is_python_scalar(y):
+        y = filled_like(x, y)
+    condition, x, y = broadcast_together(to_array(condition), x, y)
+    return lax.select(condition, x, y)

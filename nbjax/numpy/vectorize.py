@@ -17,8 +17,13 @@ from ..core import get_aval, pytree
 from ..core.trace import new_trace
 from ..interpreters import batching
 from ..lax import batch_util
+from .creation import asarray
 from .indexing import IndexUpdateHelper, getitem, take
-from .util import canonicalize_axes, canonicalize_axis, check_arraylike, to_array
+from .manipulation import (broadcast_shapes, broadcast_to, concatenate, expand_dims, moveaxis,
+                           ravel, reshape, squeeze, stack)
+from .reductions import argmax, cumsum
+from .util import (broadcast_to_shape, canonicalize_axes, canonicalize_axis, check_arraylike,
+                   select_where, to_array)
 
 __all__ = ["vectorize", "ufunc", "frompyfunc", "piecewise", "apply_along_axis",
            "apply_over_axes"]
@@ -60,7 +65,6 @@ def _parse_signature(signature):
 
 def _core_sizes(args, input_core_dims):
     """The loop (broadcast) shape of the arguments, and the size of each named core dim."""
-    from .manipulation import broadcast_shapes
     if len(args) != len(input_core_dims):
         raise TypeError(f"wrong number of positional arguments: expected "
                         f"{len(input_core_dims)}, got {len(args)}")
@@ -147,7 +151,6 @@ def _bind_excluded(pyfunc, excluded, args, kwargs):
 def _map_loop_axes(func, args, input_core_dims, loop_shape):
     """Batch ``func`` over each loop axis in turn (innermost first), skipping axes where
     every argument has size 1 (those come back as size-1 axes of the result)."""
-    from .manipulation import expand_dims, squeeze
     input_core_dims = list(input_core_dims) + [()] * (len(args) - len(input_core_dims))
     squeezed, reversed_shapes = [], []
     for arg, core_dims in zip(args, input_core_dims):
@@ -221,8 +224,6 @@ class ufunc:
                where=None):
         """``func`` folded along ``axis`` (all axes, flattened, for None), starting from
         ``initial`` (or the identity, or the first element)."""
-        from .manipulation import moveaxis, ravel, reshape
-        from .ufuncs import _broadcast_to, _where
         check_arraylike(f"{self.__name__}.reduce", a)
         self._binary("reduce")
         if out is not None:
@@ -235,7 +236,7 @@ class ufunc:
                 raise ValueError(f"reduction operation {self.__name__!r} does not have an "
                                  "identity, so to use a where mask one has to specify "
                                  "'initial'.")
-            where = _broadcast_to(to_array(where), get_aval(a).shape)
+            where = broadcast_to_shape(to_array(where), get_aval(a).shape)
         dtype = self._result_dtype(a, a) if dtype is None else np.dtype(dtype)
         shape = get_aval(a).shape
         if isinstance(axis, tuple):
@@ -256,17 +257,16 @@ class ufunc:
             return lax.full(final_shape, initial, dtype)
         elements = [lax.convert_element_type(a[i], dtype) for i in range(n)]
         start = 0 if initial is not None else 1
-        acc = _broadcast_to(lax.convert_element_type(
+        acc = broadcast_to_shape(lax.convert_element_type(
             to_array(initial if initial is not None else elements[0]), dtype),
             get_aval(a).shape[1:])
         for i in range(start, n):
             step = self(acc, elements[i])
-            acc = step if where is None else _where(where[i], step, acc)
+            acc = step if where is None else select_where(where[i], step, acc)
         return reshape(acc, final_shape)
 
     def accumulate(self, a, axis=0, dtype=None, out=None):
         """The running ``reduce`` along ``axis``: element ``i`` folds elements ``0..i``."""
-        from .manipulation import moveaxis, stack
         self._binary("accumulate")
         if out is not None:
             raise NotImplementedError(f"out argument of {self.__name__}.accumulate()")
@@ -289,7 +289,6 @@ class ufunc:
     def outer(self, A, B, /, **kwargs):
         """``func(A[i...], B[j...])`` for every pair: the result has shape
         ``A.shape + B.shape``."""
-        from .manipulation import ravel, reshape
         self._binary("outer")
         check_arraylike(f"{self.__name__}.outer", A, B)
         A, B = to_array(A), to_array(B)
@@ -299,7 +298,6 @@ class ufunc:
     def at(self, a, indices, b=None, /, *, inplace=True):
         """``a`` with ``a[indices] = func(a[indices], b)``, applied once per index, so
         repeated indices accumulate (``inplace=False`` is required, as in JAX)."""
-        from .manipulation import broadcast_to, ravel, reshape
         if inplace:
             raise NotImplementedError("nbjax.numpy.ufunc.at cannot modify arrays in-place, "
                                       "because nbjax arrays are immutable: pass "
@@ -328,8 +326,6 @@ class ufunc:
         """For each ``i``, ``a[indices[i]]`` folded with the following elements along
         ``axis`` up to ``indices[i + 1]`` (just itself where that is not larger), as JAX;
         ``indices`` may be traced."""
-        from .manipulation import concatenate
-        from .ufuncs import _where
         self._binary("reduceat")
         if out is not None:
             raise NotImplementedError(f"out argument of {self.__name__}.reduceat()")
@@ -354,7 +350,7 @@ class ufunc:
         starts, stops = bounds[:-1].reshape(shape), bounds[1:].reshape(shape)
         for i in range(n):
             inside = (starts < i) & (stops > i)
-            result = _where(inside, self(result, take(a, np.array([i]), axis=axis)), result)
+            result = select_where(inside, self(result, take(a, np.array([i]), axis=axis)), result)
         return result
 
 
@@ -369,9 +365,6 @@ def piecewise(x, condlist, funclist, *args, **kw):
     """``funclist[i]`` (a function of ``x``'s element, or a constant) where ``condlist[i]``
     holds, the last such condition winning; a spare last entry of ``funclist`` is the
     default. Each element takes one branch of a ``switch``, batched over ``x``, as JAX."""
-    from .creation import asarray
-    from .manipulation import concatenate, ravel, reshape
-    from .reductions import argmax, cumsum
     check_arraylike("piecewise", x)
     x = to_array(x)
     nc, nf = len(condlist), len(funclist)
@@ -406,7 +399,6 @@ def piecewise(x, condlist, funclist, *args, **kw):
 def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     """``func1d`` of each 1-D slice of ``arr`` along ``axis``; the slices' results take the
     place of that axis (batched over the other axes, as JAX)."""
-    from .manipulation import moveaxis
     check_arraylike("apply_along_axis", arr)
     arr = to_array(arr)
     ndim = get_aval(arr).ndim
@@ -427,7 +419,6 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
 def apply_over_axes(func, a, axes):
     """``func(a, axis)`` for each axis in turn; a result one rank lower gets the axis back
     as size 1."""
-    from .manipulation import expand_dims
     check_arraylike("apply_over_axes", a)
     a = to_array(a)
     for axis in axes:
