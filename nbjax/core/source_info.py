@@ -26,14 +26,14 @@ class SourceInfo:
         return f"{self.file}:{self.line} ({self.function})"
 
 
-def _is_internal(filename):
+def is_internal(filename):
     return filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
 
 
 def user_frame(skip=1):
     """The innermost stack frame outside nbjax, as a SourceInfo (None if there is none)."""
     frame = sys._getframe(skip)
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    while frame is not None and is_internal(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return None
@@ -45,7 +45,7 @@ def warn_at_user_line(message, category=UserWarning):
     of a jitted function, say), where a user can act on it, not to the line inside nbjax
     that noticed the problem."""
     frame, level = sys._getframe(1), 2
-    while frame is not None and _is_internal(frame.f_code.co_filename):
+    while frame is not None and is_internal(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
 

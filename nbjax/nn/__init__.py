@@ -12,7 +12,7 @@ from .. import lax
 from .. import numpy as jnp
 from ..core import dtypes, get_aval
 from ..custom_derivatives import custom_jvp
-from ..numpy.creation import _concrete
+from ..numpy.creation import concrete_argument
 from ..numpy.util import (broadcast_together, canonicalize_axis, check_arraylike,
                           not_implemented, promote_args_inexact)
 
@@ -345,7 +345,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
 def one_hot(x, num_classes, *, dtype=None, axis=-1):
     """``x[..., None] == arange(num_classes)`` as ``dtype`` (default float), with the class
     axis at ``axis``; out-of-range indices give all zeros."""
-    num_classes = _concrete("one_hot", "num_classes", num_classes)
+    num_classes = concrete_argument("one_hot", "num_classes", num_classes)
     x = jnp.asarray(x)
     out_ndim = x.ndim + 1
     axis = canonicalize_axis(axis, out_ndim)

@@ -10,7 +10,7 @@ frame, for debugging nbjax itself.
 import os
 import types
 
-from ..core.source_info import _is_internal
+from ..core.source_info import is_internal
 
 
 def filtering_enabled():
@@ -23,7 +23,7 @@ def filtered(tb):
         return tb
     kept = []
     while tb is not None:
-        if not _is_internal(tb.tb_frame.f_code.co_filename):
+        if not is_internal(tb.tb_frame.f_code.co_filename):
             kept.append(tb)
         tb = tb.tb_next
     if not kept:

@@ -192,7 +192,7 @@ empty_like = zeros_like
 
 # --- ranges --------------------------------------------------------------------------------
 
-def _concrete(name, argname, x):
+def concrete_argument(name, argname, x):
     if isinstance(x, Tracer):
         raise ConcretizationTypeError(
             f"jnp.{name} requires a concrete value for its argument {argname!r}, got a traced "
@@ -205,7 +205,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """Evenly spaced values in ``[start, stop)``. Integers give the default int, any float
     the default float; the bounds must be concrete (not traced)."""
     for argname, x in (("start", start), ("stop", stop), ("step", step)):
-        _concrete("arange", argname, x)
+        concrete_argument("arange", argname, x)
     bounds = [x for x in (start, stop, step) if x is not None]
     check_arraylike("arange", *bounds)
     dtype = _canonical_dtype(dtype) or result_type(*bounds)
@@ -218,7 +218,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
 def _linspace_parts(name, start, stop, num, dtype, axis):
     """``start``/``stop`` broadcast together in the dtype to compute in, the output shape,
     and the canonical sample ``axis``."""
-    num = operator.index(_concrete(name, "num", num))
+    num = operator.index(concrete_argument(name, "num", num))
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     check_arraylike(name, start, stop)
@@ -291,9 +291,9 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 
 def _diagonal_mask(name, N, M, k, compare):
     """``compare(col - row, k)`` over an ``N x M`` grid, built from iotas."""
-    N = operator.index(_concrete(name, "N", N))
-    M = N if M is None else operator.index(_concrete(name, "M", M))
-    k = operator.index(_concrete(name, "k", k))
+    N = operator.index(concrete_argument(name, "N", N))
+    M = N if M is None else operator.index(concrete_argument(name, "M", M))
+    k = operator.index(concrete_argument(name, "k", k))
     if N < 0 or M < 0:
         raise ValueError(f"negative dimensions are not allowed, got ({N}, {M})")
     rows = lax.broadcasted_iota(dtypes.int32, (N, M), 0)
@@ -390,7 +390,7 @@ def iterable(y):
 
 def _window(name, M, terms):
     """The cosine-sum window ``sum_k a_k cos(2 pi k n / (M - 1))`` of ``M`` points."""
-    M = int(_concrete(name, "M", M))
+    M = int(concrete_argument(name, "M", M))
     if M <= 1:
         return full((max(M, 0),), 1.0, dtypes.default_float())
     n = arange(M, dtype=dtypes.default_float())
@@ -417,7 +417,7 @@ def blackman(M):
 
 def bartlett(M):
     """The triangular window, ``1 - |2 n / (M - 1) - 1|``."""
-    M = int(_concrete("bartlett", "M", M))
+    M = int(concrete_argument("bartlett", "M", M))
     if M <= 1:
         return full((max(M, 0),), 1.0, dtypes.default_float())
     n = arange(M, dtype=dtypes.default_float())
@@ -431,7 +431,7 @@ def vander(x, N=None, increasing=False):
     x = asarray(x)
     if x.ndim != 1:
         raise ValueError("x must be a one-dimensional array")
-    N = x.shape[0] if N is None else int(_concrete("vander", "N", N))
+    N = x.shape[0] if N is None else int(concrete_argument("vander", "N", N))
     if N < 0:
         raise ValueError("N must be nonnegative")
     powers = arange(N, dtype=x.dtype if dtypes.is_inexact(x.dtype) else None)
@@ -451,7 +451,7 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
 
 def kaiser(M, beta):
     """The Kaiser window ``i0(beta sqrt(1 - (2 n / (M - 1) - 1)**2)) / i0(beta)``."""
-    M = int(_concrete("kaiser", "M", M))
+    M = int(concrete_argument("kaiser", "M", M))
     if M <= 1:
         return full((max(M, 0),), 1.0, dtypes.default_float())
     check_arraylike("kaiser", beta)

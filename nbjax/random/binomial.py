@@ -25,18 +25,10 @@ from .. import numpy as jnp
 from ..core import canonical_shape, dtypes
 from ..numpy.util import check_arraylike
 from . import floats, threefry
-from .distributions import _check_shape, _shape_of
+from .distributions import check_shape, float_dtype, shape_of
 from .keys import unwrap
 
 __all__ = ["binomial", "multinomial"]
-
-
-def _float_dtype(name, dtype):
-    """JAX's check: binomial's result dtype must be a float dtype."""
-    if not np.issubdtype(np.dtype(dtype), np.floating):
-        raise ValueError(f"dtype argument to `{name}` must be a float dtype, got "
-                         f"{np.dtype(dtype)}")
-    return dtypes.canonicalize(dtype)
 
 
 def _inexact(x):
@@ -121,7 +113,7 @@ def _btrs(key, n, q):
 def _binomial(key, n, p, shape, dtype):
     p = _inexact(p)
     if shape is None:
-        shape = np.broadcast_shapes(_shape_of(n), p.shape)
+        shape = np.broadcast_shapes(shape_of(n), p.shape)
     n = jnp.broadcast_to(lax.convert_element_type(n, p.dtype), shape)
     p = jnp.broadcast_to(p, shape)
     flip = ~(p < 0.5)
@@ -148,10 +140,10 @@ def binomial(key, n, p, shape=None, dtype=float):
     probability ``p``; ``n`` and ``p`` broadcast to ``shape``."""
     key, _ = unwrap("binomial", key)
     check_arraylike("binomial", n, p)
-    dtype = _float_dtype("binomial", dtype)
+    dtype = float_dtype("binomial", dtype)
     if shape is not None:
         shape = canonical_shape(shape)
-        _check_shape("binomial", shape, _shape_of(n), _shape_of(p))
+        check_shape("binomial", shape, shape_of(n), shape_of(p))
     return _binomial(key, n, p, shape, dtype)
 
 

@@ -27,18 +27,18 @@ __all__ = ["bits", "uniform", "normal", "truncated_normal", "randint", "bernoull
 
 # --- argument checking ---------------------------------------------------------------------
 
-def _float_dtype(name, dtype):
+def float_dtype(name, dtype):
     dt = dtypes.canonicalize(float if dtype is None else dtype)
     if not dtypes.is_float(dt):
         raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
     return dt
 
 
-def _shape_of(x):
+def shape_of(x):
     return get_aval(x).shape if isinstance(x, (Array, Tracer)) else np.shape(x)
 
 
-def _check_shape(name, shape, *param_shapes):
+def check_shape(name, shape, *param_shapes):
     """Parameters must broadcast to exactly ``shape``."""
     try:
         result = np.broadcast_shapes(shape, *param_shapes)
@@ -51,12 +51,12 @@ def _check_shape(name, shape, *param_shapes):
             f"result {result} for shape argument {shape}.")
 
 
-def _result_shape(name, shape, *param_shapes):
+def result_shape(name, shape, *param_shapes):
     """``shape`` checked against the parameters' shapes, or their broadcast when None."""
     if shape is None:
         return np.broadcast_shapes(*param_shapes) if param_shapes else ()
     shape = canonical_shape(shape)
-    _check_shape(name, shape, *param_shapes)
+    check_shape(name, shape, *param_shapes)
     return shape
 
 
@@ -78,7 +78,7 @@ def bits(key, shape=(), dtype=None):
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     """Uniform floats in ``[minval, maxval)``."""
     key, _ = unwrap("uniform", key)
-    return floats.uniform(key, canonical_shape(shape), _float_dtype("uniform", dtype),
+    return floats.uniform(key, canonical_shape(shape), float_dtype("uniform", dtype),
                           minval, maxval)
 
 
@@ -96,8 +96,8 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Standard normals conditioned on ``lower < x < upper``: the inverse CDF of a uniform
     between the CDF values of the bounds, clamped into the open interval."""
     key, _ = unwrap("truncated_normal", key)
-    dtype = _float_dtype("truncated_normal", dtype)
-    shape = _result_shape("truncated_normal", shape, _shape_of(lower), _shape_of(upper))
+    dtype = float_dtype("truncated_normal", dtype)
+    shape = result_shape("truncated_normal", shape, shape_of(lower), shape_of(upper))
     sqrt2 = np.array(np.sqrt(2), dtype)
     lower = lax.convert_element_type(lower, dtype)
     upper = lax.convert_element_type(upper, dtype)
@@ -135,7 +135,7 @@ def randint(key, shape, minval, maxval, dtype=None):
 def _randint(key, shape, minval, maxval, dtype):
     """``minval + (r mod span)`` for a random r of twice the type's bits, which keeps the
     modulo bias small; ``2**nbits mod span`` is computed as a square to avoid overflow."""
-    _check_shape("randint", shape, _shape_of(minval), _shape_of(maxval))
+    check_shape("randint", shape, shape_of(minval), shape_of(maxval))
     minval, maxval = _asarray(minval), _asarray(maxval)
     minval = minval if dtypes.is_int(minval.dtype) else minval.astype(int)
     maxval = maxval if dtypes.is_int(maxval.dtype) else maxval.astype(int)
@@ -170,7 +170,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     p = _asarray(p)
     if not dtypes.is_float(p.dtype):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {p.dtype}.")
-    shape = _result_shape("bernoulli", shape, p.shape)
+    shape = result_shape("bernoulli", shape, p.shape)
     if mode == "high":
         u = floats.uniform(key, (2, *shape), p.dtype)
         u1, u2 = u[0], u[1] * 2.0 ** -np.finfo(p.dtype).nmant
@@ -182,10 +182,10 @@ def rademacher(key, shape=(), dtype=None):
     """-1 or +1 with equal probability."""
     key, _ = unwrap("rademacher", key)
     dtype = dtypes.canonicalize(int if dtype is None else dtype)
-    return _rademacher(key, canonical_shape(shape), dtype)
+    return random_signs(key, canonical_shape(shape), dtype)
 
 
-def _rademacher(key, shape, dtype):
+def random_signs(key, shape, dtype):
     heads = floats.uniform(key, shape, dtypes.default_float()) < 0.5  # bernoulli(key, 0.5)
     return (2 * heads.astype(dtype) - 1).astype(dtype)
 
@@ -210,7 +210,7 @@ def gumbel(key, shape=(), dtype=None, mode=None):
     mode = "low" if mode is None else mode
     if mode not in ("highest", "high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
-    return _gumbel(key, canonical_shape(shape), _float_dtype("gumbel", dtype), mode)
+    return _gumbel(key, canonical_shape(shape), float_dtype("gumbel", dtype), mode)
 
 
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
@@ -221,7 +221,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     logits = _asarray(logits)
     axis = canonicalize_axis(axis, logits.ndim)
     batch_shape = tuple(np.delete(logits.shape, axis))
-    shape = _result_shape("categorical", shape, batch_shape)
+    shape = result_shape("categorical", shape, batch_shape)
     prefix = shape[:len(shape) - len(batch_shape)]
     if replace:
         noise_shape = (*prefix, *shape[len(prefix):axis + len(prefix)], logits.shape[axis],
@@ -328,7 +328,7 @@ def _simple(name, transform):
     """A sampler ``f(key, shape=(), dtype=None)`` that transforms uniform-based draws."""
     def sampler(key, shape=(), dtype=None):
         key, _ = unwrap(name, key)
-        return transform(key, canonical_shape(shape), _float_dtype(name, dtype))
+        return transform(key, canonical_shape(shape), float_dtype(name, dtype))
     sampler.__name__ = sampler.__qualname__ = name
     sampler.__doc__ = transform.__doc__
     return sampler
@@ -366,7 +366,7 @@ exponential = _simple("exponential", _exponential)
 # --- gamma and its relatives ---------------------------------------------------------------
 
 def _gamma(key, a, shape, dtype, log_space=False):
-    shape = _result_shape("gamma", shape, _shape_of(a))
+    shape = result_shape("gamma", shape, shape_of(a))
     a = lax.convert_element_type(a, dtype)
     if get_aval(a).shape != shape:
         a = jnp.broadcast_to(a, shape)
@@ -376,20 +376,20 @@ def _gamma(key, a, shape, dtype, log_space=False):
 def gamma(key, a, shape=None, dtype=None):
     """Gamma(a, 1) variates (Marsaglia-Tsang); differentiable in ``a`` (implicitly)."""
     key, _ = unwrap("gamma", key)
-    return _gamma(key, a, shape, _float_dtype("gamma", dtype))
+    return _gamma(key, a, shape, float_dtype("gamma", dtype))
 
 
 def loggamma(key, a, shape=None, dtype=None):
     """Logs of Gamma(a, 1) variates, accurate for small ``a`` where samples underflow."""
     key, _ = unwrap("loggamma", key)
-    return _gamma(key, a, shape, _float_dtype("loggamma", dtype), log_space=True)
+    return _gamma(key, a, shape, float_dtype("loggamma", dtype), log_space=True)
 
 
 def beta(key, a, b, shape=None, dtype=None):
     """Beta(a, b) variates ``Ga / (Ga + Gb)``, from log-gammas scaled by their maximum."""
     key, _ = unwrap("beta", key)
-    dtype = _float_dtype("beta", dtype)
-    shape = _result_shape("beta", shape, _shape_of(a), _shape_of(b))
+    dtype = float_dtype("beta", dtype)
+    shape = result_shape("beta", shape, shape_of(a), shape_of(b))
     key_a, key_b = threefry.split_list(key, 2)
     a = jnp.broadcast_to(lax.convert_element_type(a, dtype), shape)
     b = jnp.broadcast_to(lax.convert_element_type(b, dtype), shape)
@@ -403,12 +403,12 @@ def beta(key, a, b, shape=None, dtype=None):
 def dirichlet(key, alpha, shape=None, dtype=None):
     """Dirichlet(alpha) vectors along the last axis: normalised log-space gammas."""
     key, _ = unwrap("dirichlet", key)
-    dtype = _float_dtype("dirichlet", dtype)
-    alpha_shape = _shape_of(alpha)
+    dtype = float_dtype("dirichlet", dtype)
+    alpha_shape = shape_of(alpha)
     if len(alpha_shape) < 1:
         raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == "
                          f"{len(alpha_shape)}")
-    shape = _result_shape("dirichlet", shape, alpha_shape[:-1])
+    shape = result_shape("dirichlet", shape, alpha_shape[:-1])
     alpha = lax.convert_element_type(alpha, dtype)
     log_g = _gamma(key, alpha, shape + alpha_shape[-1:], dtype, log_space=True)
     unnormalized = jnp.exp(log_g - lax.stop_gradient(jnp.max(log_g, -1, keepdims=True)))
@@ -419,8 +419,8 @@ def _parameter_sampler(name, draw):
     """A sampler ``f(key, param, shape=None, dtype=None)`` of a one-parameter family."""
     def sampler(key, param, shape=None, dtype=None):
         key, _ = unwrap(name, key)
-        dtype = _float_dtype(name, dtype)
-        shape = _result_shape(name, shape, _shape_of(param))
+        dtype = float_dtype(name, dtype)
+        shape = result_shape(name, shape, shape_of(param))
         return draw(key, lax.convert_element_type(param, dtype), shape, dtype)
     sampler.__name__ = sampler.__qualname__ = name
     sampler.__doc__ = draw.__doc__
@@ -436,7 +436,7 @@ def _t(key, df, shape, dtype):
     return n * jnp.sqrt(half_df / g)
 
 
-def _chisquare(key, df, shape, dtype):
+def chisquare_values(key, df, shape, dtype):
     """Chi-square variates: twice Gamma(df/2), drawn in log space."""
     two = np.array(2, dtype)
     log_g = _gamma(key, lax.div(df, two), shape, dtype, log_space=True)
@@ -449,7 +449,7 @@ def _pareto(key, b, shape, dtype):
 
 
 t = _parameter_sampler("t", _t)
-chisquare = _parameter_sampler("chisquare", _chisquare)
+chisquare = _parameter_sampler("chisquare", chisquare_values)
 pareto = _parameter_sampler("pareto", _pareto)
 
 
@@ -458,7 +458,7 @@ def poisson(key, lam, shape=None, dtype=None):
     rejection above (the choice of TensorFlow and NumPy). ``lam`` is taken as float32."""
     key, _ = unwrap("poisson", key)
     dtype = dtypes.canonicalize(int if dtype is None else dtype)
-    shape = _shape_of(lam) if shape is None else canonical_shape(shape)
+    shape = shape_of(lam) if shape is None else canonical_shape(shape)
     lam = lax.convert_element_type(jnp.broadcast_to(lam, shape), dtypes.float32)
     use_knuth = jnp.isnan(lam) | (lam < 10)
     lam_knuth = jnp.where(use_knuth, lam, np.float32(0))
@@ -540,7 +540,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     inexact = jnp.result_type(mean, cov)
     inexact = inexact if dtypes.is_inexact(inexact) else dtypes.default_float()
     mean, cov = mean.astype(inexact), cov.astype(inexact)
-    dtype = mean.dtype if dtype is None else _float_dtype("multivariate_normal", dtype)
+    dtype = mean.dtype if dtype is None else float_dtype("multivariate_normal", dtype)
     if mean.ndim < 1:
         raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == "
                          f"{mean.ndim}")
@@ -555,7 +555,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         shape = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
     else:
         shape = canonical_shape(shape)
-        _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
+        check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
     if method == "svd":
         u, s, _ = _linalg("svd")(cov)
         factor = u * jnp.sqrt(s[..., None, :])
@@ -587,20 +587,20 @@ def generalized_normal(key, p, shape=(), dtype=None):
     """Variates with density proportional to ``exp(-|x|**p)``: a random sign times
     ``Gamma(1/p)**(1/p)``."""
     key, _ = unwrap("generalized_normal", key)
-    dtype = _float_dtype("generalized_normal", dtype)
+    dtype = float_dtype("generalized_normal", dtype)
     return _generalized_normal(key, p, canonical_shape(shape), dtype)
 
 
 def _generalized_normal(key, p, shape, dtype):
     key_g, key_r = threefry.split_list(key, 2)
     g = _gamma(key_g, 1 / p, shape, dtype)
-    return _rademacher(key_r, shape, dtype) * g ** (1 / p)
+    return random_signs(key_r, shape, dtype) * g ** (1 / p)
 
 
 def ball(key, d, p=2, shape=(), dtype=None):
     """Uniform points in the unit Lp ball of dimension ``d`` (Barthe et al. 2005)."""
     key, _ = unwrap("ball", key)
-    dtype = _float_dtype("ball", dtype)
+    dtype = float_dtype("ball", dtype)
     shape = canonical_shape(shape)
     d = int(d)
     key_g, key_e = threefry.split_list(key, 2)

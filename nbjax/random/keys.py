@@ -187,7 +187,7 @@ def _seed_array(ctor, seed):
     return seed
 
 
-def _check_impl(impl):
+def check_impl(impl):
     if impl not in (None, IMPL_NAME, KEY_DTYPE, KEY_DTYPE.name):
         raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
                          f'"{IMPL_NAME}"?')
@@ -195,13 +195,13 @@ def _check_impl(impl):
 
 def key(seed, *, impl=None, dtype=None):
     """A typed PRNG key (``key<fry>[]``) from an integer seed."""
-    _check_impl(impl if dtype is None else dtype)
+    check_impl(impl if dtype is None else dtype)
     return PRNGKeyArray(threefry.seed_to_key(_seed_array("key", seed)))
 
 
 def PRNGKey(seed, *, impl=None):
     """A raw PRNG key: a ``uint32[2]`` array, the seed's high and low 32 bits."""
-    _check_impl(impl)
+    check_impl(impl)
     return threefry.seed_to_key(_seed_array("PRNGKey", seed))
 
 
@@ -213,7 +213,7 @@ def key_data(keys):
 
 def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
     """Typed keys over raw key data of shape ``(..., 2)``."""
-    _check_impl(impl if dtype is None else dtype)
+    check_impl(impl if dtype is None else dtype)
     data = _as_array(key_bits_array)
     _check_key_data(data)
     return PRNGKeyArray(data)

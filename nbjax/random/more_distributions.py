@@ -10,8 +10,8 @@ from .. import lax
 from .. import numpy as jnp
 from ..core import canonical_shape, dtypes
 from . import floats, threefry
-from .distributions import _chisquare, _float_dtype, _rademacher, _result_shape, _shape_of
-from .keys import KEY_DTYPE, _check_impl, unwrap
+from .distributions import chisquare_values, float_dtype, random_signs, result_shape, shape_of
+from .keys import KEY_DTYPE, check_impl, unwrap
 
 __all__ = ["lognormal", "maxwell", "double_sided_maxwell", "rayleigh", "wald", "geometric",
            "triangular", "weibull_min", "f", "key_dtype"]
@@ -24,22 +24,22 @@ def _params(dtype, shape, *params):
 
 def key_dtype(impl_spec=None):
     """The dtype of typed keys of an implementation (only threefry2x32 here)."""
-    _check_impl(impl_spec)
+    check_impl(impl_spec)
     return KEY_DTYPE
 
 
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
     """Log-normal variates ``exp(sigma n)``, n standard normal."""
     key, _ = unwrap("lognormal", key)
-    dtype = _float_dtype("lognormal", dtype)
-    shape = _result_shape("lognormal", shape, _shape_of(sigma))
+    dtype = float_dtype("lognormal", dtype)
+    shape = result_shape("lognormal", shape, shape_of(sigma))
     return lax.exp(floats.normal(key, shape, dtype) * lax.convert_element_type(sigma, dtype))
 
 
 def maxwell(key, shape=(), dtype=None):
     """Maxwell variates: the length of a standard normal 3-vector."""
     key, _ = unwrap("maxwell", key)
-    dtype = _float_dtype("maxwell", dtype)
+    dtype = float_dtype("maxwell", dtype)
     return _maxwell(key, canonical_shape(shape), dtype)
 
 
@@ -51,20 +51,20 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     """``loc + scale s m``, m Maxwell and s a random sign; the sample shape is ``shape``
     followed by the parameters' broadcast shape (as JAX)."""
     key, _ = unwrap("double_sided_maxwell", key)
-    dtype = _float_dtype("double_sided_maxwell", dtype)
-    param_shape = np.broadcast_shapes(_shape_of(loc), _shape_of(scale))
+    dtype = float_dtype("double_sided_maxwell", dtype)
+    param_shape = np.broadcast_shapes(shape_of(loc), shape_of(scale))
     shape = canonical_shape(shape) or param_shape
     shape = shape + param_shape
     maxwell_key, sign_key = threefry.split_list(key, 2)
-    sign = _rademacher(sign_key, shape, dtype)
+    sign = random_signs(sign_key, shape, dtype)
     return sign * _maxwell(maxwell_key, shape, dtype) * scale + loc
 
 
 def rayleigh(key, scale, shape=None, dtype=None):
     """Rayleigh variates ``scale sqrt(-2 log u)``."""
     key, _ = unwrap("rayleigh", key)
-    dtype = _float_dtype("rayleigh", dtype)
-    shape = _result_shape("rayleigh", shape, _shape_of(scale))
+    dtype = float_dtype("rayleigh", dtype)
+    shape = result_shape("rayleigh", shape, shape_of(scale))
     u = floats.uniform(key, shape, dtype)
     scale, = _params(dtype, shape, scale)
     return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), np.array(-2, dtype))))
@@ -74,8 +74,8 @@ def wald(key, mean, shape=None, dtype=None):
     """Wald (inverse Gaussian, unit shape) variates by Michael, Schucany and Haas'
     transformation of a normal, with a uniform choosing between the two roots."""
     key, _ = unwrap("wald", key)
-    dtype = _float_dtype("wald", dtype)
-    shape = _result_shape("wald", shape, _shape_of(mean))
+    dtype = float_dtype("wald", dtype)
+    shape = result_shape("wald", shape, shape_of(mean))
     k1, k2 = threefry.split_list(key, 2)
     mean, = _params(dtype, shape, mean)
     v = floats.normal(k1, shape, dtype)
@@ -93,7 +93,7 @@ def geometric(key, p, shape=None, dtype=None):
     dtype = dtypes.canonicalize(int if dtype is None else dtype)
     if not dtypes.is_int(dtype):
         raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dtype}")
-    shape = _result_shape("geometric", shape, _shape_of(p))
+    shape = result_shape("geometric", shape, shape_of(p))
     p = jnp.asarray(p)
     if not dtypes.is_inexact(p.dtype):
         p = p.astype(dtypes.default_float())
@@ -106,9 +106,9 @@ def geometric(key, p, shape=None, dtype=None):
 def triangular(key, left, mode, right, shape=None, dtype=None):
     """Triangular variates by inverting the CDF on either side of the mode."""
     key, _ = unwrap("triangular", key)
-    dtype = _float_dtype("triangular", dtype)
-    shape = _result_shape("triangular", shape, _shape_of(left), _shape_of(mode),
-                          _shape_of(right))
+    dtype = float_dtype("triangular", dtype)
+    shape = result_shape("triangular", shape, shape_of(left), shape_of(mode),
+                          shape_of(right))
     left, right, mode = _params(dtype, shape, left, right, mode)
     fc = (mode - left) / (right - left)
     u = floats.uniform(key, shape, dtype)
@@ -120,7 +120,7 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
 def weibull_min(key, scale, concentration, shape=(), dtype=None):
     """Weibull variates ``scale (-log(1 - u))^(1/concentration)``."""
     key, _ = unwrap("weibull_min", key)
-    dtype = _float_dtype("weibull_min", dtype)
+    dtype = float_dtype("weibull_min", dtype)
     u = floats.uniform(key, canonical_shape(shape), dtype)
     return jnp.power(-jnp.log1p(-u), 1.0 / jnp.asarray(concentration)) * scale
 
@@ -128,11 +128,11 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
 def f(key, dfnum, dfden, shape=None, dtype=None):
     """F variates ``(X1 / dfnum) / (X2 / dfden)`` of two chi-squares."""
     key, _ = unwrap("f", key)
-    dtype = _float_dtype("f", dtype)
-    shape = _result_shape("f", shape, _shape_of(dfnum), _shape_of(dfden))
+    dtype = float_dtype("f", dtype)
+    shape = result_shape("f", shape, shape_of(dfnum), shape_of(dfden))
     dfden = lax.convert_element_type(dfden, dtype)
     dfnum = lax.convert_element_type(dfnum, dtype)
     key_den, key_num = threefry.split_list(key, 2)
-    num = lax.div(_chisquare(key_num, jnp.broadcast_to(dfnum, shape), shape, dtype), dfnum)
-    den = lax.div(_chisquare(key_den, jnp.broadcast_to(dfden, shape), shape, dtype), dfden)
+    num = lax.div(chisquare_values(key_num, jnp.broadcast_to(dfnum, shape), shape, dtype), dfnum)
+    den = lax.div(chisquare_values(key_den, jnp.broadcast_to(dfden, shape), shape, dtype), dfden)
     return lax.div(num, den)
