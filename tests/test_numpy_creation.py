@@ -188,6 +188,18 @@ def test_logspace_geomspace():
          np.geomspace(np.array([1.0, 2.0]), 8.0, 3, axis=1), F32)
 
 
+
+@pytest.mark.parametrize("start, stop, num, endpoint", [(1 + 1j, 10 + 10j, 4, True),
+                                                        (-1 + 0j, 1j, 3, True),
+                                                        (1j, 1000j, 4, False),
+                                                        (2 - 1j, -3 + 0.5j, 6, True)])
+def test_geomspace_of_complex_numbers_follows_the_spiral(start, stop, num, endpoint):
+    out = jnp.geomspace(start, stop, num, endpoint=endpoint)
+    expected = np.geomspace(start, stop, num, endpoint=endpoint)
+    assert out.dtype == np.complex64 and out.shape == expected.shape
+    assert_close(out, expected, rtol=1e-5)
+    assert complex(out[0]) == np.complex64(start)
+
 # --- matrices and grids --------------------------------------------------------------------
 
 @pytest.mark.parametrize("N, M, k", [(3, None, 0), (2, 4, 1), (4, 2, -1), (3, 3, 5), (0, 2, 0)])

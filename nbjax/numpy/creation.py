@@ -274,12 +274,18 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    """Values spaced evenly on a log scale from ``start`` to ``stop`` (same sign, nonzero);
-    the end points are exact."""
+    """Values spaced evenly on a log scale from ``start`` to ``stop`` (real ones of the same
+    sign, nonzero; complex ones along the logarithmic spiral between them, as NumPy); the
+    end points are exact."""
     start, stop, shape, axis = _linspace_parts("geomspace", start, stop, num, dtype, axis)
-    logs = linspace(lax.log(lax.abs(start)), lax.log(lax.abs(stop)), shape[axis], endpoint,
-                    axis=axis)
-    out = lax.mul(_along(lax.sign(start), shape, axis), lax.exp(logs))
+    sign = lax.sign(start)
+    if dtypes.is_complex(get_aval(start).dtype):
+        # Turned so that start lies on the positive real axis: the spiral NumPy takes.
+        low, high = lax.log(lax.div(start, sign)), lax.log(lax.div(stop, sign))
+    else:
+        low, high = lax.log(lax.abs(start)), lax.log(lax.abs(stop))
+    logs = linspace(low, high, shape[axis], endpoint, axis=axis)
+    out = lax.mul(_along(sign, shape, axis), lax.exp(logs))
     i = lax.broadcasted_iota(dtypes.int32, shape, axis)
     out = select_where(lax.eq(i, np.int32(0)), _along(start, shape, axis), out)
     if endpoint:
