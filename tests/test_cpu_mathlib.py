@@ -18,7 +18,8 @@ llvm = pytest.importorskip("llvmlite.binding")
 
 import nbjax  # noqa: E402
 from nbjax.backends.llvm import mathlib  # noqa: E402
-from nbjax.backends.cpu.runtime import float32_lanes, optimise  # noqa: E402
+from nbjax.backends.cpu import pipeline  # noqa: E402
+from nbjax.backends.cpu.runtime import float32_lanes  # noqa: E402
 from nbjax.backends import compile  # noqa: E402
 
 # Max ulp error allowed per (function, dtype). float32 is compared with the float64 result
@@ -42,17 +43,13 @@ def _llvm_ready():
 
 
 def _compile(module):
-    """PERF_NOTES recipe: host target machine (one per engine), new pass manager at O3."""
+    """The CPU backend's recipe: a host target machine (one per engine), O3 with the new
+    pass manager (``pipeline``)."""
     _llvm_ready()
-    target = llvm.Target.from_default_triple()
-    tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                      features=llvm.get_host_cpu_features().flatten(),
-                                      opt=3, jit=True)
-    mod = llvm.parse_assembly(str(module))
-    mod.triple = llvm.get_process_triple()
-    mod.data_layout = str(tm.target_data)
-    mod.verify()
-    optimise(mod, tm)
+    tm = pipeline.target_machine(llvm.get_host_cpu_name(),
+                                 llvm.get_host_cpu_features().flatten())
+    mod = pipeline.parse(str(module), tm)
+    pipeline.optimise(mod, tm)
     optimised = str(mod)
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()

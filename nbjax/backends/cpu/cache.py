@@ -131,7 +131,7 @@ def _compiler_version():
     pipeline's options live there), so editing it never reuses stale entries."""
     here = Path(__file__).parent
     source = hashlib.sha256()
-    for name in ("runtime.py", "cache.py"):
+    for name in ("runtime.py", "cache.py", "pipeline.py"):
         source.update((here / name).read_bytes())
     return f"{__version__}+{source.hexdigest()[:16]}"
 
@@ -222,7 +222,7 @@ class Lookup:
         self.directory = directory()
         self.path = None
         self.optimised_ir = self._object = self._new_object = None
-        self.hit = False
+        self.hit = self._supplied = False
         if self.directory is None:
             return
         self.key = entry_key(ir_text)
@@ -233,8 +233,13 @@ class Lookup:
         if self.hit:
             self.optimised_ir, self._object = found
 
+    def supply(self, optimised_ir, object_code):
+        """The module compiled elsewhere (the optimiser process): the engine loads this code,
+        and ``done`` stores it."""
+        self.optimised_ir, self._object, self._supplied = optimised_ir, object_code, True
+
     def attach(self, engine):
-        if self.path is not None:
+        if self.path is not None or self._supplied:
             engine.set_object_cache(self._compiled, self._cached)
 
     def _cached(self, module):
@@ -245,6 +250,7 @@ class Lookup:
 
     def done(self, optimised_ir):
         """Store the entry of a module compiled afresh; drop the code we held."""
-        if self._new_object is not None and not self.hit:
-            write(self.path, encode(self.key, optimised_ir, self._new_object))
+        made = self._object if self._supplied else self._new_object
+        if made is not None and self.path is not None and not self.hit:
+            write(self.path, encode(self.key, optimised_ir, made))
         self._object = self._new_object = None

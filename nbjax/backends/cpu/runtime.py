@@ -1,7 +1,8 @@
 """What compiled kernels run on: LLVM engines, aligned buffers, and a thread for big loops.
 
-- ``JitModule``: one LLVM module optimised with the new pass manager and turned into machine
-  code by its own MCJIT engine and target machine (an engine owns and frees its target
+- ``JitModule``: one LLVM module, optimised and turned into object code by the optimiser
+  process (``optimiser``; in this process when that fails) or found in the disk cache, and
+  loaded by its own MCJIT engine and target machine (an engine owns and frees its target
   machine, so they are never shared).
 - ``BufferPool``: 64-byte-aligned output buffers (vector stores need it, and NumPy only
   guarantees 16), reused once nothing refers to them any more, so steady-state calls do not
@@ -24,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import llvmlite.binding as llvm
 
-from . import cache, support
+from . import cache, optimiser, pipeline, support
 from .target import cpu_target, runs_here
 
 _init_lock = threading.Lock()
@@ -43,9 +44,7 @@ def _initialise():
 
 def _target_machine():
     _initialise()
-    cpu, features = cpu_target()
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
+    return pipeline.target_machine(*cpu_target())
 
 
 _PLAIN_LOOP = """
@@ -71,9 +70,8 @@ done:
 @functools.lru_cache(maxsize=None)
 def _float32_lanes(target):
     tm = _target_machine()
-    module = llvm.parse_assembly(_PLAIN_LOOP)
-    module.triple, module.data_layout = tm.triple, str(tm.target_data)
-    optimise(module, tm)
+    module = pipeline.parse(_PLAIN_LOOP, tm)
+    pipeline.optimise(module, tm)
     return max([int(n) for n in re.findall(r"<(\d+) x float>", str(module))], default=1)
 
 
@@ -82,17 +80,6 @@ def float32_lanes():
     AVX2 and on AVX-512 CPUs that prefer 256-bit vectors, 4 with SSE only): the width that
     loops computing in float64 internally are asked for (see ``codegen``)."""
     return _float32_lanes(cpu_target())
-
-
-def optimise(module, tm):
-    """LLVM's O3 pipeline with the loop and SLP vectorisers, run by the new pass manager."""
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_unrolling = True
-    pto.loop_interleaving = True
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(module, pb)
 
 
 class JitModule:
@@ -105,20 +92,23 @@ class JitModule:
         with timer("disk_cache"):
             lookup = cache.Lookup(ir_text)   # a hit: optimised IR and machine code, no passes
         self.from_disk_cache = lookup.hit
-        with timer("llvm_parse"):
-            module = llvm.parse_assembly(lookup.optimised_ir or ir_text)
-            module.triple = tm.triple
-            module.data_layout = str(tm.target_data)
-            module.verify()
         if not lookup.hit:
+            with timer("llvm_optimise"):     # and code generation, in the optimiser process
+                made = optimiser.compile_module(ir_text, *self.target)
+            if made is not None:
+                lookup.supply(*made)
+        with timer("llvm_parse"):
+            module = pipeline.parse(lookup.optimised_ir or ir_text, tm)
+        if lookup.optimised_ir is None:      # the optimiser process could not do it
             with timer("llvm_optimise"):
-                optimise(module, tm)
+                pipeline.optimise(module, tm)
         with timer("machine_code"):
             self.engine = llvm.create_mcjit_compiler(module, tm)  # owns tm from now on
             lookup.attach(self.engine)
             self.engine.finalize_object()
         self.module = module
-        self.optimised_ir = str(module)
+        # Printing a module costs as much as optimising it: reuse the text we were given.
+        self.optimised_ir = lookup.optimised_ir or str(module)
         lookup.done(self.optimised_ir)
 
     def function(self, name, n_pointers, bounds=True, status=False):
