@@ -1,10 +1,13 @@
 """nbjax: JAX rebuilt from scratch in Python, made visible in Jupyter."""
 
 from .config import config, disable_jit, enable_x64, explain_cache_misses  # noqa: F401
-from .config import (allow_f16_reductions, check_tracer_leaks, checking_leaks,  # noqa: F401
-                     debug_infs, debug_key_reuse, debug_nans, default_matmul_precision,
-                     default_prng_impl, enable_checks, enable_custom_prng, legacy_prng_key,
-                     log_compiles, numpy_dtype_promotion, numpy_rank_promotion,
+from .config import (allow_f16_reductions, array_garbage_collection_guard,  # noqa: F401
+                     auto_pcast, check_tracer_leaks, checking_leaks, debug_infs,
+                     debug_key_reuse, debug_nans, default_matmul_precision,
+                     default_prng_impl, enable_checks, enable_custom_prng,
+                     jax2tf_associative_scan_reductions, legacy_prng_key, log_compiles,
+                     no_execution, no_tracing, numpy_dtype_promotion, numpy_rank_promotion,
+                     remove_size_one_mesh_axis_from_type, softmax_custom_jvp, thread_guard,
                      threefry_partitionable, transfer_guard, transfer_guard_device_to_device,
                      transfer_guard_device_to_host, transfer_guard_host_to_device)
 from .core import Array, default_device, devices  # noqa: F401
@@ -14,9 +17,9 @@ from .core.errors import (ConcretizationTypeError, TracerArrayConversionError,  
                           TracerBoolConversionError, TracerIntegerConversionError,
                           UnexpectedTracerError)
 from . import tree_util, tree, test_util  # noqa: F401
-from .api import (ensure_compile_time_eval, eval_shape, grad, hessian, jacfwd,  # noqa: F401
-                  jacobian, jacrev, jvp, linear_transpose, linearize, make_jaxpr, named_call,
-                  named_scope, pmap, typeof, value_and_grad, vjp, vmap)
+from .api import (closure_convert, ensure_compile_time_eval, eval_shape, grad,  # noqa: F401
+                  hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize,
+                  make_jaxpr, named_call, named_scope, pmap, typeof, value_and_grad, vjp, vmap)
 from .host import *  # noqa: F401,F403
 from . import debug, lax, numpy, random, scipy  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401

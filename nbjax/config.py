@@ -27,6 +27,10 @@ class Config:
         "numpy_dtype_promotion": "standard",
         # Broadcasting operands of different ranks in jnp: "allow", "warn" or "raise".
         "numpy_rank_promotion": "allow",
+        # Raise RuntimeError when jit traces a function (no_tracing) or when anything runs
+        # (no_execution): to check that a loop reuses its compiled code, or only stages.
+        "no_tracing": False,
+        "no_execution": False,
         # Flags JAX has that nbjax accepts without effect; each context manager says why.
         "enable_checks": False,
         "check_tracer_leaks": False,
@@ -41,6 +45,12 @@ class Config:
         "legacy_prng_key": "allow",
         "debug_key_reuse": False,
         "allow_f16_reductions": False,
+        "softmax_custom_jvp": False,
+        "jax2tf_associative_scan_reductions": False,
+        "remove_size_one_mesh_axis_from_type": False,
+        "array_garbage_collection_guard": None,
+        "thread_guard": False,
+        "auto_pcast": False,
     }
 
     def __init__(self):
@@ -131,6 +141,18 @@ numpy_rank_promotion = _choice("numpy_rank_promotion", ("allow", "warn", "raise"
     broadcasting silently.""")
 
 
+def no_tracing(new_val=True):
+    """``with nbjax.no_tracing():`` a ``jit`` call that would trace its function raises
+    RuntimeError (JAX's check that code is reused, e.g. inside a training loop)."""
+    return _option("no_tracing", bool(new_val))
+
+
+def no_execution(new_val=True):
+    """``with nbjax.no_execution():`` running anything (an eager op, a jitted call) raises
+    RuntimeError; staging (``make_jaxpr``, ``eval_shape``) still works."""
+    return _option("no_execution", bool(new_val))
+
+
 def _accepted(name, why):
     """A context manager for JAX's flag ``name`` that nbjax records but that changes
     nothing, because ``why``."""
@@ -168,3 +190,16 @@ legacy_prng_key = _accepted(
 debug_key_reuse = _accepted("debug_key_reuse", "nbjax does not track the use of keys")
 allow_f16_reductions = _accepted(
     "allow_f16_reductions", "nbjax reduces float16 as NumPy does on the CPU")
+softmax_custom_jvp = _accepted(
+    "softmax_custom_jvp", "nbjax.nn.softmax is differentiated through its stable form "
+    "(max subtracted, which stop_gradient keeps out of the derivative) either way")
+jax2tf_associative_scan_reductions = _accepted(
+    "jax2tf_associative_scan_reductions", "nbjax has no jax2tf")
+remove_size_one_mesh_axis_from_type = _accepted(
+    "remove_size_one_mesh_axis_from_type", "nbjax has no meshes or sharded types")
+array_garbage_collection_guard = _accepted(
+    "array_garbage_collection_guard", "an nbjax array is a NumPy buffer, freed by reference "
+    "counting; no array needs the garbage collector")
+thread_guard = _accepted(
+    "thread_guard", "nbjax runs in one process, whose threads may share arrays freely")
+auto_pcast = _accepted("auto_pcast", "nbjax has no shard_map varying types to cast between")

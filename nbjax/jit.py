@@ -199,6 +199,10 @@ class JitWrapped:
         key = (call.in_tree, avals, call.static, call.static_kw, config.enable_x64)
         entry = traces.get(self._owner, key)
         if entry is None:
+            if config.no_tracing:
+                where = staging.describe(self.fun, "jit").removeprefix("jit of ")
+                raise RuntimeError(f"re-tracing function {where} for `jit`, but 'no_tracing' "
+                                   "is set")
             self._explain_miss(key, args)
             self.trace_count += 1
             entry = Traced(call, avals, staging.describe(self.fun, "jit"))
@@ -354,8 +358,10 @@ _config_values = config._values  # read directly on the fast path: two dict read
 
 def _fast_key(args, backend):
     """The fast path's key of an all-array call (see ``JitWrapped``), None for other calls
-    and while results are checked for NaNs or infs (``debug_nans``: the general path checks)."""
-    if _config_values["debug_nans"] or _config_values["debug_infs"]:
+    and while results are checked for NaNs or infs (``debug_nans``) or nothing may run
+    (``no_execution``): the general path checks those."""
+    if (_config_values["debug_nans"] or _config_values["debug_infs"]
+            or _config_values["no_execution"]):
         return None
     key = [_config_values["enable_x64"], backend or _config_values["jit_backend"]]
     for a in args:

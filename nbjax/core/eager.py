@@ -27,6 +27,10 @@ class EvalTrace(Trace):
                 raise UnexpectedTracerError(
                     f"a tracer of {a._trace.description} reached eager evaluation of "
                     f"{primitive.name}; it escaped its transformation")
+        if _values["no_execution"]:
+            name = params.get("name", primitive.name)
+            raise RuntimeError(f"nbjax tried to execute function jit({name}), but the "
+                               "no_execution config option is set")
         avals = [get_aval(a) for a in args]
         out_avals = primitive.abstract_eval(*avals, **params)
         out = primitive.impl(*map(to_numpy, args), **params)

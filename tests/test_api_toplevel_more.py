@@ -1,0 +1,66 @@
+"""Top-level names: closure_convert, no_tracing/no_execution, and the JAX flags nbjax
+accepts without effect."""
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from helpers import assert_close
+
+
+def test_closure_convert_hoists_only_the_tracers_of_an_enclosing_transformation():
+    w, n = jnp.arange(3.0), jnp.arange(3)
+    converted, hoisted = nbjax.closure_convert(lambda x: (x * w + n.sum(), {"a": x}), 1.0)
+    assert hoisted == []                       # concrete values stay constants, as in JAX
+    out, aux = converted(2.0)
+    assert_close(out, 2.0 * np.arange(3.0) + 3, rtol=1e-6)
+    assert aux == {"a": 2.0}
+
+    def outer(s):
+        converted, hoisted = nbjax.closure_convert(lambda x: jnp.sin(x * s), 1.0)
+        assert len(hoisted) == 1
+        return converted(2.0, *hoisted)
+    assert_close(nbjax.grad(outer)(0.5), 2 * np.cos(1.0), rtol=1e-6)
+    s = np.array([0.5, 1.0, -2.0], np.float32)
+    assert_close(nbjax.vmap(outer)(s), np.sin(2 * s), rtol=1e-6)
+    with pytest.raises(TypeError, match="structure"):
+        nbjax.closure_convert(lambda x, y: x + y, 1.0, 2.0)[0]((1.0, 2.0))
+
+
+def test_no_tracing_refuses_a_new_trace_but_not_a_cached_one():
+    f = nbjax.jit(lambda x: x * 2)
+    with nbjax.no_tracing():
+        with pytest.raises(RuntimeError, match="re-tracing function <lambda> at .* for `jit`, "
+                                               "but 'no_tracing' is set"):
+            f(1.0)
+    assert f(1.0) == 2.0
+    with nbjax.no_tracing():
+        assert f(3.0) == 6.0                   # same signature: the trace is reused
+    assert not nbjax.config.no_tracing
+
+
+def test_no_execution_refuses_to_run_but_stages():
+    f = nbjax.jit(lambda x: x * 2)
+    f(1.0)
+    with nbjax.no_execution():
+        with pytest.raises(RuntimeError, match=r"execute function jit\(<lambda>\)"):
+            f(3.0)
+        with pytest.raises(RuntimeError, match=r"execute function jit\(sin\)"):
+            jnp.sin(3.0)
+        closed = nbjax.make_jaxpr(f)(1.0)
+    assert "mul" in str(closed)
+    assert f(4.0) == 8.0
+
+
+@pytest.mark.parametrize("name", ["softmax_custom_jvp", "jax2tf_associative_scan_reductions",
+                                  "remove_size_one_mesh_axis_from_type", "thread_guard",
+                                  "array_garbage_collection_guard", "auto_pcast"])
+def test_flags_without_effect_are_accepted_and_restored(name):
+    before = nbjax.config.read(name)
+    with getattr(nbjax, name)(True):
+        assert nbjax.config.read(name) is True
+        assert_close(nbjax.grad(lambda x: nbjax.nn.softmax(x)[0])(jnp.ones(3)),
+                     np.array([2, -1, -1]) / 9, rtol=1e-5)
+    assert nbjax.config.read(name) == before
+    assert "no effect" in getattr(nbjax, name).__doc__
