@@ -26,6 +26,8 @@ from .checkpoint import checkpoint, remat  # noqa: F401
 from .custom_derivatives import custom_gradient, custom_jvp, custom_vjp  # noqa: F401
 from .jit import clear_caches, jit  # noqa: F401
 from .lax.callback import pure_callback  # noqa: F401
+from .refs import *  # noqa: F401,F403
+from .sharding import *  # noqa: F401,F403
 from . import viz  # noqa: F401  (installs the rich display of jaxprs)
 from .version import __version__  # noqa: F401
 
