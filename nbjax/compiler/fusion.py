@@ -1,7 +1,8 @@
 """The fusion planner: which equations become one loop kernel, and why.
 
-Input: an optimised jaxpr and the target it is planned for. Output: a ``FusionPlan``, the ordered steps of the program
-(``FusionGroup``: a fused loop kernel, a library call, or a reference fallback) and a
+Input: an optimised jaxpr and the target it is planned for. Output: a ``FusionPlan``, the
+ordered steps of the program (``FusionGroup``: a fused loop kernel, a library call, or a
+reference fallback) and a
 ``FusionDecision`` for every equation saying which step it went to and why.
 
 The rules, applied walking the program backwards (from results to inputs):
@@ -18,7 +19,8 @@ The rules, applied walking the program backwards (from results to inputs):
   inline, it would be computed that many times per element (a pad's guards, a gather's
   index loads, arithmetic), so one pass writing it out is cheaper, and the consumer then
   reads plain shifted rows that vectorise. Pure re-stridings of a buffer (index lowerings
-  that ``restride``: slices, transposes, broadcasts...) are exempt: re-reading them costs nothing more than the loads.
+  that ``restride``: slices, transposes, broadcasts...) are exempt: re-reading them costs
+  nothing more than the loads.
 - Equations without a kernel lowering are library steps on materialised buffers when their
   primitive has a ``"library"`` lowering (dot_general, sort, scatter...) and the target
   runs such calls (``Target.library_reason``), else reference steps.

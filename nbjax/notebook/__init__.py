@@ -22,8 +22,9 @@ Views and their JSON state (``widgets.py``)
 -------------------------------------------
 ``CompilerView`` (``view == "jit"``): traitlets ``status`` ({state: waiting|ready|error,
 message}; "not compiled yet: call f(...)" before the first call), ``panes``, ``tab``,
-``selected``, ``show_all``, ``toggled`` (sub-jaxpr clusters opened or closed), ``compiled`` ({name, backend, signature, graph_of, graph,
-jaxpr, fusion, code}: see ``jit_state.compiled_state``) and ``timing`` ({call_count,
+``selected``, ``show_all``, ``toggled`` (sub-jaxpr clusters opened or closed),
+``compiled`` ({name, backend, signature, graph_of, graph, jaxpr, fusion, code}: see
+``jit_state.compiled_state``) and ``timing`` ({call_count,
 calls, last_seconds, median_seconds, eager_seconds, speedup, compile, steps, limits}:
 ``jit_state.timing_state``). ``GradView`` (``view == "grad"``): ``grad`` (rows of both
 sides with provenance, ``links``, the graph, the jaxpr, the Hessian's) and ``steps``
