@@ -14,7 +14,7 @@ import numpy as np
 from ..core import get_aval, pytree
 from ..core.errors import unavailable
 from .elementwise import eq, mul, select
-from .parallel import _axes, _axis_size, all_gather, axis_index, ppermute, psum
+from .parallel import all_gather, axis_index, axis_names, bound_axis_size, ppermute, psum
 from .slicing import dynamic_index_in_dim, dynamic_slice_in_dim
 from .structural import canonicalize_axis, full_like, reshape, transpose
 
@@ -28,7 +28,7 @@ def _no_groups(name, axis_index_groups):
 
 
 def _single_axis(name, axis_name):
-    axes = _axes(axis_name)
+    axes = axis_names(axis_name)
     if len(axes) != 1:
         raise NotImplementedError(f"{name} over several axis names is not supported")
     return axes[0]
@@ -37,8 +37,8 @@ def _single_axis(name, axis_name):
 def axis_size(axis_name):
     """The size of the named mapped axis (the product of the sizes, for several names)."""
     size = 1
-    for name in _axes(axis_name):
-        size *= _axis_size(name)
+    for name in axis_names(axis_name):
+        size *= bound_axis_size(name)
     return size
 
 
@@ -47,7 +47,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     size must be the axis size), or with ``tiled`` the i-th of as many equal blocks."""
     _no_groups("psum_scatter", axis_index_groups)
     name = _single_axis("psum_scatter", axis_name)
-    size = _axis_size(name)
+    size = bound_axis_size(name)
 
     def scatter(leaf):
         shape = get_aval(leaf).shape
@@ -82,7 +82,7 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, axis_index_groups=None,
     """
     _no_groups("all_to_all", axis_index_groups)
     name = _single_axis("all_to_all", axis_name)
-    size = _axis_size(name)
+    size = bound_axis_size(name)
 
     def exchange(leaf):
         shape = get_aval(leaf).shape
@@ -126,9 +126,9 @@ def pbroadcast(x, axis_name, source):
     """Every member receives member ``source``'s value: a psum of that value and zeros."""
     name = _single_axis("pbroadcast", axis_name)
     source = operator.index(source)
-    if not 0 <= source < _axis_size(name):
+    if not 0 <= source < bound_axis_size(name):
         raise ValueError(f"pbroadcast: source {source} is outside the axis {name!r} of size "
-                         f"{_axis_size(name)}")
+                         f"{bound_axis_size(name)}")
 
     def broadcast(leaf):
         mine = eq(axis_index(name), np.int32(source))

@@ -39,7 +39,7 @@ __all__ = ["cond", "cond_p", "switch", "while_loop", "while_p", "fori_loop", "sc
 
 # --- tracing bodies ------------------------------------------------------------------------
 
-def _trace(fun, in_tree, in_avals, what):
+def trace_converted(fun, in_tree, in_avals, what):
     """Trace ``fun`` on abstract arguments shaped like ``in_tree``, closure-converted.
 
     Returns ``(jaxpr, consts, out_tree)``: ``jaxpr`` is a ClosedJaxpr without consts whose
@@ -79,7 +79,7 @@ def _share_consts(traced):
     return jaxprs, consts
 
 
-def _split(values, sizes):
+def split_sizes(values, sizes):
     """``values`` cut into consecutive pieces of the given sizes, plus the rest."""
     values, pieces, start = list(values), [], 0
     for n in sizes:
@@ -95,7 +95,7 @@ def _split(values, sizes):
 # (consts, then carries, then scanned slices), so these helpers move consts out into
 # operands and reorder inputs and outputs.
 
-def _hoist(closed):
+def hoist_consts(closed):
     """``(jaxpr, consts)``: ``closed`` as a const-free jaxpr taking its consts first."""
     return ClosedJaxpr(staging.convert_constvars(closed.jaxpr), []), list(closed.consts)
 
@@ -234,7 +234,7 @@ def _cond_abstract_eval(index, *operands, branches):
 
 @cond_p.def_impl
 def _cond_impl(index, *operands, branches):
-    return _owned(_run(branches[int(index)], *operands))
+    return owned_results(_run(branches[int(index)], *operands))
 
 
 def _shared_branches(traced):
@@ -261,7 +261,7 @@ def _cond_batch(axis_data, vals, dims, branches):
     out_batched = [any(flags) for flags in zip(
         *(batch_jaxpr(b, axis_data, in_batched, False)[1] for b in branches))]
     batched, consts = _shared_branches(
-        [_hoist(batch_jaxpr(b, axis_data, in_batched, out_batched)[0]) for b in branches])
+        [hoist_consts(batch_jaxpr(b, axis_data, in_batched, out_batched)[0]) for b in branches])
     outs = cond_p.bind(index, *consts, *ops, branches=batched)
     return outs, [0 if b else None for b in out_batched]
 
@@ -281,7 +281,7 @@ def _cond_jvp(primals, tangents, branches):
     if not any(out_nonzeros):
         primals_out = cond_p.bind(index, *ops, branches=branches)
         return primals_out, _merge_tangents(out_nonzeros, [], branches[0].out_avals)
-    jvps = [_hoist(ad.jvp_jaxpr(b, nonzeros, out_nonzeros)[0]) for b in branches]
+    jvps = [hoist_consts(ad.jvp_jaxpr(b, nonzeros, out_nonzeros)[0]) for b in branches]
     jvp_branches, consts = _shared_branches(jvps)
     outs = cond_p.bind(index, *consts, *ops, *_select(nonzeros, op_tangents),
                        branches=jvp_branches)
@@ -386,7 +386,7 @@ def _trace_branches(api, named_funs, operands):
     """
     flat, in_tree = pytree.tree_flatten(operands)
     in_avals = [get_aval(x) for x in flat]
-    traced = [_trace(fun, in_tree, in_avals, api) for _, fun in named_funs]
+    traced = [trace_converted(fun, in_tree, in_avals, api) for _, fun in named_funs]
     jaxprs, consts = _share_consts([(j, cs) for j, cs, _ in traced])
     (name0, fun0), (_, _, tree0) = named_funs[0], traced[0]
     for (name, fun), jaxpr, (_, _, tree) in zip(named_funs[1:], jaxprs[1:], traced[1:]):
@@ -539,7 +539,7 @@ control_lowering(while_p, lambda params: [("cond", params["cond_jaxpr"]),
 
 @while_p.def_abstract_eval
 def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cond_consts, body_consts, carry = _split(args, [cond_nconsts, body_nconsts])
+    cond_consts, body_consts, carry = split_sizes(args, [cond_nconsts, body_nconsts])
     _check_avals("while cond_jaxpr inputs", cond_jaxpr.in_avals, cond_consts + carry)
     _check_avals("while body_jaxpr inputs", body_jaxpr.in_avals, body_consts + carry)
     _check_avals("while body_jaxpr outputs", carry, body_jaxpr.out_avals)
@@ -552,10 +552,10 @@ def _while_abstract_eval(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
 
 @while_p.def_impl
 def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    cond_consts, body_consts, carry = _split(args, [cond_nconsts, body_nconsts])
+    cond_consts, body_consts, carry = split_sizes(args, [cond_nconsts, body_nconsts])
     while _run(cond_jaxpr, *cond_consts, *carry)[0]:
         carry = _run(body_jaxpr, *body_consts, *carry)
-    return _owned(carry)
+    return owned_results(carry)
 
 
 def _while_batch(axis_data, vals, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -565,7 +565,7 @@ def _while_batch(axis_data, vals, dims, cond_jaxpr, body_jaxpr, cond_nconsts, bo
     iterations: the loop runs while any member's predicate holds, and each iteration keeps
     the old carry of the members already done (so every carry is batched)."""
     size = axis_data.size
-    cond_bat, body_bat, init_bat = _split([d is not None for d in dims],
+    cond_bat, body_bat, init_bat = split_sizes([d is not None for d in dims],
                                           [cond_nconsts, body_nconsts])
 
     def pred_batched(carry_bat):
@@ -577,11 +577,11 @@ def _while_batch(axis_data, vals, dims, cond_jaxpr, body_jaxpr, cond_nconsts, bo
         return batch_jaxpr(body_jaxpr, axis_data, body_bat + carry_bat, False)[1]
 
     carry_bat = _fixed_point(init_bat, carry_out_batched)
-    cond_b, cond_b_consts = _hoist(batch_jaxpr(cond_jaxpr, axis_data, cond_bat + carry_bat,
+    cond_b, cond_b_consts = hoist_consts(batch_jaxpr(cond_jaxpr, axis_data, cond_bat + carry_bat,
                                                False)[0])
-    body_b, body_b_consts = _hoist(batch_jaxpr(body_jaxpr, axis_data, body_bat + carry_bat,
+    body_b, body_b_consts = hoist_consts(batch_jaxpr(body_jaxpr, axis_data, body_bat + carry_bat,
                                                carry_bat)[0])
-    cond_consts, body_consts, init = _split(
+    cond_consts, body_consts, init = split_sizes(
         _at_front(vals, dims, size, cond_bat + body_bat + carry_bat),
         [cond_nconsts, body_nconsts])
     cond_consts, body_consts = cond_b_consts + cond_consts, body_b_consts + body_consts
@@ -598,7 +598,7 @@ def _while_batch(axis_data, vals, dims, cond_jaxpr, body_jaxpr, cond_nconsts, bo
         return [reductions.reduce_or(eval_closed_jaxpr(cond_b, *args)[0], axes=(0,))]
 
     def step_running(*args):
-        cond_args, body_args, carry = _split(args, [n_cond, len(body_consts)])
+        cond_args, body_args, carry = split_sizes(args, [n_cond, len(body_consts)])
         running = eval_closed_jaxpr(cond_b, *cond_args, *carry)[0]
         new = eval_closed_jaxpr(body_b, *body_args, *carry)
         return [elementwise.select_n(broadcast_in_dim(running, get_aval(old).shape, (0,)),
@@ -629,8 +629,8 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     ``linearize`` they are known at once; the loop carrying tangents is staged (it recomputes
     the primal carries). Transposing it is not possible: see ``_while_transpose``.
     """
-    cond_consts, body_consts, init = _split(primals, [cond_nconsts, body_nconsts])
-    _, body_tangents, init_tangents = _split(tangents, [cond_nconsts, body_nconsts])
+    cond_consts, body_consts, init = split_sizes(primals, [cond_nconsts, body_nconsts])
+    _, body_tangents, init_tangents = split_sizes(tangents, [cond_nconsts, body_nconsts])
     body_nz, n_carry = _nonzero(body_tangents), len(init)
     carry_nz = _fixed_point(_nonzero(init_tangents), lambda nz: ad.jvp_jaxpr(
         body_jaxpr, body_nz + nz, nz)[1])
@@ -638,7 +638,7 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
                                cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
     if not any(carry_nz):
         return primals_out, _merge_tangents(carry_nz, [], body_jaxpr.out_avals)
-    jvp, jvp_consts = _hoist(ad.jvp_jaxpr(body_jaxpr, body_nz + carry_nz, carry_nz)[0])
+    jvp, jvp_consts = hoist_consts(ad.jvp_jaxpr(body_jaxpr, body_nz + carry_nz, carry_nz)[0])
     # jvp's inputs: jvp_consts, body consts, carries, body const tangents, carry tangents;
     # while_p wants all consts (and their tangents) before the carries.
     consts, bconsts, carry, bconst_t, carry_t = _groups(
@@ -686,10 +686,10 @@ def while_loop(cond_fun, body_fun, init_val):
     in_tree = pytree.tree_structure((init_val,))
 
     def trace(carry_avals):
-        cond_jaxpr, cond_consts, pred_tree = _trace(cond_fun, in_tree, carry_avals,
+        cond_jaxpr, cond_consts, pred_tree = trace_converted(cond_fun, in_tree, carry_avals,
                                                     "while_loop cond_fun")
         _check_predicate(cond_jaxpr, pred_tree)
-        body_jaxpr, body_consts, out_tree = _trace(body_fun, in_tree, carry_avals,
+        body_jaxpr, body_consts, out_tree = trace_converted(body_fun, in_tree, carry_avals,
                                                    "while_loop body_fun")
         traced = (cond_jaxpr, cond_consts, body_jaxpr, body_consts)
         return traced, out_tree, body_jaxpr.out_avals
@@ -712,27 +712,27 @@ control_lowering(scan_p, lambda params: [("body", params["jaxpr"])],
 
 @scan_p.def_abstract_eval
 def _scan_abstract_eval(*args, jaxpr, length, reverse, num_consts, num_carry, unroll):
-    consts, carry, xs = _split(args, [num_consts, num_carry])
+    consts, carry, xs = split_sizes(args, [num_consts, num_carry])
     if any(x.shape[:1] != (length,) for x in xs):
         raise TypeError(f"scan of length {length} got scanned operands of types "
                         f"{[x.str_short() for x in xs]}")
     x_avals = [x.update(shape=x.shape[1:]) for x in xs]
     _check_avals("scan jaxpr inputs", jaxpr.in_avals, consts + carry + x_avals)
-    carry_out, ys = _split(jaxpr.out_avals, [num_carry])
+    carry_out, ys = split_sizes(jaxpr.out_avals, [num_carry])
     _check_avals("scan carry outputs", carry, carry_out)
     return carry_out + [y.update(shape=(length,) + y.shape) for y in ys]
 
 
 @scan_p.def_impl
 def _scan_impl(*args, jaxpr, length, reverse, num_consts, num_carry, unroll):
-    consts, carry, xs = _split(args, [num_consts, num_carry])
+    consts, carry, xs = split_sizes(args, [num_consts, num_carry])
     ys = [np.empty((length,) + a.shape, a.dtype) for a in jaxpr.out_avals[num_carry:]]
     for i in (reversed(range(length)) if reverse else range(length)):
         out = _run(jaxpr, *consts, *carry, *(x[i] for x in xs))
         carry = out[:num_carry]
         for y, value in zip(ys, out[num_carry:]):
             y[i] = value
-    return _owned(carry) + ys
+    return owned_results(carry) + ys
 
 
 def _scan_batch(axis_data, vals, dims, jaxpr, length, reverse, num_consts, num_carry,
@@ -741,7 +741,8 @@ def _scan_batch(axis_data, vals, dims, jaxpr, length, reverse, num_consts, num_c
     batch axis of scanned operands goes to 1, which is 0 in each slice). A carry is batched
     if its initial value is or the body makes it so (a fixed point). Batched ys come out
     with the batch axis at 1, after the scanned axis."""
-    const_bat, init_bat, xs_bat = _split([d is not None for d in dims], [num_consts, num_carry])
+    const_bat, init_bat, xs_bat = split_sizes([d is not None for d in dims],
+                                              [num_consts, num_carry])
     n_ys = len(jaxpr.out_avals) - num_carry
 
     def batch_body(carry_bat):
@@ -750,9 +751,9 @@ def _scan_batch(axis_data, vals, dims, jaxpr, length, reverse, num_consts, num_c
 
     carry_bat = _fixed_point(init_bat, lambda bat: batch_body(bat)[1][:num_carry])
     body, out_bat = batch_body(carry_bat)
-    body, body_consts = _hoist(body)
-    consts, init, xs = _split(vals, [num_consts, num_carry])
-    const_dims, init_dims, xs_dims = _split(dims, [num_consts, num_carry])
+    body, body_consts = hoist_consts(body)
+    consts, init, xs = split_sizes(vals, [num_consts, num_carry])
+    const_dims, init_dims, xs_dims = split_sizes(dims, [num_consts, num_carry])
     consts = _at_front(consts, const_dims, axis_data.size, const_bat)
     init = _at_front(init, init_dims, axis_data.size, carry_bat)
     xs = [x if d is None else moveaxis(x, d, 1) for x, d in zip(xs, xs_dims)]
@@ -772,8 +773,8 @@ def _scan_jvp(primals, tangents, jaxpr, length, reverse, num_consts, num_carry, 
     carries that can be nonzero (a fixed point, as for while) and stacking the tangents of
     the ys. Under ``linearize`` the partial-evaluation rule below splits it again into a
     known scan (the primal values, now) and an unknown one (the tangents, staged)."""
-    consts, init, xs = _split(primals, [num_consts, num_carry])
-    const_t, init_t, xs_t = _split(tangents, [num_consts, num_carry])
+    consts, init, xs = split_sizes(primals, [num_consts, num_carry])
+    const_t, init_t, xs_t = split_sizes(tangents, [num_consts, num_carry])
     const_nz, xs_nz = _nonzero(const_t), _nonzero(xs_t)
     n_ys = len(jaxpr.out_avals) - num_carry
 
@@ -783,7 +784,7 @@ def _scan_jvp(primals, tangents, jaxpr, length, reverse, num_consts, num_carry, 
     carry_nz = _fixed_point(_nonzero(init_t), lambda nz: jvp_body(nz)[1][:num_carry])
     jvp, out_nz = jvp_body(carry_nz)
     ys_nz = out_nz[num_carry:]
-    jvp, jvp_consts = _hoist(jvp)
+    jvp, jvp_consts = hoist_consts(jvp)
     # jvp's inputs: jvp_consts, consts, carries, xs, then tangents of each group; its
     # outputs: carries, ys, then tangents of each. scan_p wants consts, carries, xs (each
     # followed by its tangents) and returns carries then ys (each followed by its tangents).
@@ -798,7 +799,7 @@ def _scan_jvp(primals, tangents, jaxpr, length, reverse, num_consts, num_carry, 
                        jaxpr=jvp, length=length, reverse=reverse,
                        num_consts=len(jvp_consts) + num_consts + n_ct,
                        num_carry=num_carry + n_cat, unroll=unroll)
-    carry_out, carry_t_out, ys_out, ys_t_out = _split(outs, [num_carry, n_cat, n_ys])
+    carry_out, carry_t_out, ys_out, ys_t_out = split_sizes(outs, [num_carry, n_cat, n_ys])
     primals_out = carry_out + ys_out
     return primals_out, _merge_tangents(out_nz, carry_t_out + ys_t_out,
                                         [get_aval(p) for p in primals_out])
@@ -813,7 +814,7 @@ def _scan_partial_eval(trace, args, unknowns, *, jaxpr, length, reverse, num_con
     the known carries and ys and stacking, per iteration, the residuals the unknown part
     needs; a scan of the unknown part is staged, taking those residuals as extra xs.
     """
-    const_uk, carry_uk, xs_uk = _split(unknowns, [num_consts, num_carry])
+    const_uk, carry_uk, xs_uk = split_sizes(unknowns, [num_consts, num_carry])
     n_ys = len(jaxpr.out_avals) - num_carry
 
     def split_body(carry_uk):
@@ -822,11 +823,11 @@ def _scan_partial_eval(trace, args, unknowns, *, jaxpr, length, reverse, num_con
 
     carry_uk = _fixed_point(carry_uk, lambda uk: split_body(uk)[2][:num_carry])
     known, unknown, out_uk, num_res = split_body(carry_uk)
-    consts, init, xs = _split(args, [num_consts, num_carry])
+    consts, init, xs = split_sizes(args, [num_consts, num_carry])
     n_known_carry = num_carry - sum(carry_uk)
     # Known scan: its body returns the known carries, the known ys, then the residuals,
     # which a scan stacks like ys.
-    body, body_consts = _hoist(known)
+    body, body_consts = hoist_consts(known)
     known_consts = body_consts + [a for a, u in zip(consts, const_uk) if not u]
     known_outs = trace.compute_known(scan_p, [
         *known_consts, *[a for a, u in zip(init, carry_uk) if not u],
@@ -870,7 +871,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
        of the unknown part: it carries the cotangents of the carries, accumulates those of
        the linear consts, and stacks those of the linear xs.
     """
-    const_lin, carry_lin, xs_lin = _split([is_undefined(a) for a in args],
+    const_lin, carry_lin, xs_lin = split_sizes([is_undefined(a) for a in args],
                                           [num_consts, num_carry])
     n_ys = len(jaxpr.out_avals) - num_carry
 
@@ -892,21 +893,21 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
     ys_cts = _select(out_uk[num_carry:], cts[num_carry:])
     ys_ct_nz = _nonzero(ys_cts)
     res_avals = unknown.in_avals[:num_res]
-    lin_avals = _split(unknown.in_avals[num_res:], [sum(const_lin), sum(carry_uk)])
+    lin_avals = split_sizes(unknown.in_avals[num_res:], [sum(const_lin), sum(carry_uk)])
     ys_avals = unknown.out_avals[sum(carry_uk):]
     const_ct_init = [ad.zeros_like_aval(a) for a in lin_avals[0]]
     inv_res, stacked_res = _select(invariant, residuals), _select(
         [not i for i in invariant], residuals)
 
     def transposed_body(*args):
-        inv, const_acc, carry_ct, res_slices, ys_ct = _split(
+        inv, const_acc, carry_ct, res_slices, ys_ct = split_sizes(
             args, [len(inv_res), len(const_ct_init), len(carry_cts), len(stacked_res)])
         inv, res_slices = iter(inv), iter(res_slices)
         res = [next(inv) if i else next(res_slices) for i in invariant]
         cts_out = list(carry_ct) + _merge_tangents(ys_ct_nz, ys_ct, ys_avals)
         linear = [False] * num_res + [True] * len(unknown.in_avals[num_res:])
         cts_in = backward_pass(unknown.jaxpr, res, cts_out, linear)[num_res:]
-        const_ct, carry_ct, xs_ct = _split(cts_in, [len(const_acc), len(carry_ct)])
+        const_ct, carry_ct, xs_ct = split_sizes(cts_in, [len(const_acc), len(carry_ct)])
         const_acc = [ad.add_tangents(a, c) for a, c in zip(const_acc, const_ct)]
         return const_acc + [ad.instantiate(c) for c in carry_ct + xs_ct]
 
@@ -918,7 +919,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
                        *_select(ys_ct_nz, ys_cts), jaxpr=body, length=length,
                        reverse=not reverse, num_consts=len(body_consts) + len(inv_res),
                        num_carry=len(const_ct_init) + len(carry_cts), unroll=unroll)
-    const_ct, carry_ct, xs_ct = _split(outs, [len(const_ct_init), len(carry_cts)])
+    const_ct, carry_ct, xs_ct = split_sizes(outs, [len(const_ct_init), len(carry_cts)])
     carry_ct = [c if lin else None for c, lin in zip(carry_ct, _select(carry_uk, carry_lin))]
     return _fill_linear(const_lin, const_ct) + _fill_linear(carry_uk, carry_ct) + \
         _fill_linear(xs_lin, xs_ct)
@@ -938,7 +939,7 @@ def _scan_residuals(known, known_args, num_res, num_consts, num_carry, length, r
     is. Only the others are computed, stacked as the ys of a scan of the known part (no
     scan at all when there are none).
     """
-    body, body_consts = _hoist(known)
+    body, body_consts = hoist_consts(known)
     known_args = body_consts + known_args
     num_consts += len(body_consts)
     invars = body.jaxpr.invars
@@ -1022,7 +1023,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     in_tree = pytree.tree_structure((init, xs))
 
     def trace(carry_avals):
-        jaxpr, consts, out_tree = _trace(f, in_tree, carry_avals + x_avals, "scan")
+        jaxpr, consts, out_tree = trace_converted(f, in_tree, carry_avals + x_avals, "scan")
         carry_tree, _ = _pair_trees(out_tree, jaxpr)
         num_carry = carry_tree.num_leaves
         return (jaxpr, consts, out_tree), carry_tree, jaxpr.out_avals[:num_carry]
@@ -1100,7 +1101,7 @@ def map(f, xs):  # shadows the builtin in this module: write comprehensions here
 # (as in JAX, whose jaxprs show `stop_gradient`) so that transformations can recognise it.
 stop_gradient_p = Primitive("stop_gradient")
 stop_gradient_p.def_abstract_eval(lambda x: x)
-stop_gradient_p.def_impl(lambda x: _owned([x])[0])
+stop_gradient_p.def_impl(lambda x: owned_results([x])[0])
 ad.defjvp_zero(stop_gradient_p)
 stop_gradient_p.def_batch(lambda axis_data, vals, dims: (stop_gradient_p.bind(*vals), dims[0]))
 kernel_elementwise(stop_gradient_p, lambda ctx, x: x)  # compiled code computes no gradients
@@ -1118,7 +1119,7 @@ def _run(closed, *args):
     return [np.asarray(v) for v in eval_closed_jaxpr(closed, *args)]
 
 
-def _owned(values):
+def owned_results(values):
     """Results an impl may hand over: an input passed straight through that is still
     writeable (a user's NumPy array) is copied, since the caller freezes what it gets."""
     values = [np.asarray(v) for v in values]

@@ -30,7 +30,7 @@ __all__ = ["psum", "psum_p", "pmean", "pmax", "pmax_p", "pmin", "pmin_p", "all_g
            "all_gather_p", "axis_index", "axis_index_p", "ppermute", "ppermute_p"]
 
 
-def _axes(axis_name):
+def axis_names(axis_name):
     return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
 
@@ -115,7 +115,7 @@ def _bound_names():
     return names + [f.name for f in reversed(_axis_env.frames) if f.name is not None]
 
 
-def _axis_size(name):
+def bound_axis_size(name):
     """The size of the named axis: the innermost enclosing vmap of that name, else the pmap."""
     from ..core import current_trace
     trace = current_trace()
@@ -133,7 +133,7 @@ def _axis_size(name):
 def _check_bound(axes):
     """NameError now, where the user called the collective, for an axis nothing defines."""
     for name in axes:
-        _axis_size(name)
+        bound_axis_size(name)
 
 
 def _exchange(x, axes):
@@ -194,7 +194,7 @@ ad.deflinear(psum_p, lambda ct, x, *, axes: [psum_p.bind(ct, axes=axes)])
 
 
 def _reduce_over(prim, x, axis_name):
-    axes = _axes(axis_name)
+    axes = axis_names(axis_name)
     _check_bound(axes)
     return pytree.tree_map(lambda leaf: prim.bind(leaf, axes=axes), x)
 
@@ -216,7 +216,7 @@ def pmin(x, axis_name):
 
 def pmean(x, axis_name):
     """Mean over the named axis: psum divided by the axis size (itself a psum of ones)."""
-    axes = _axes(axis_name)
+    axes = axis_names(axis_name)
     _check_bound(axes)
 
     def mean(leaf):
@@ -288,7 +288,7 @@ batching.axis_primitives.add(all_gather_p)
 
 def all_gather(x, axis_name, *, axis=0, tiled=False, axis_size=None):
     """Gather a pytree of arrays from every member of the named axis, stacked at ``axis``."""
-    axes = _axes(axis_name)
+    axes = axis_names(axis_name)
     if len(axes) != 1:
         raise NotImplementedError("all_gather over several axis names is not supported")
 
@@ -296,7 +296,7 @@ def all_gather(x, axis_name, *, axis=0, tiled=False, axis_size=None):
         nd = get_aval(leaf).ndim
         if not -nd - (not tiled) <= axis < nd + (not tiled):
             raise ValueError(f"all_gather axis {axis} is out of range for rank {nd}")
-        size = axis_size if axis_size is not None else _axis_size(axes[0])
+        size = axis_size if axis_size is not None else bound_axis_size(axes[0])
         return all_gather_p.bind(leaf, axes=axes, axis_size=size,
                                  all_gather_dimension=axis % (nd + (not tiled)), tiled=tiled)
     return pytree.tree_map(gather, x)
@@ -329,7 +329,7 @@ batching.axis_primitives.add(axis_index_p)
 
 def axis_index(axis_name):
     """The position of this member along the named mapped axis (an int32 scalar)."""
-    axes = _axes(axis_name)
+    axes = axis_names(axis_name)
     _check_bound(axes)
     return axis_index_p.bind(axes=axes)
 
@@ -379,10 +379,10 @@ batching.axis_primitives.add(ppermute_p)
 def ppermute(x, axis_name, perm):
     """Send each member's value to another member: ``perm`` lists ``(source, destination)``
     pairs; a member that is no destination receives zeros."""
-    axes = _axes(axis_name)
+    axes = axis_names(axis_name)
     if len(axes) != 1:
         raise NotImplementedError("ppermute over several axis names is not supported")
-    size = _axis_size(axes[0])
+    size = bound_axis_size(axes[0])
     perm = tuple((operator.index(src), operator.index(dst)) for src, dst in perm)
     sources, destinations = [p[0] for p in perm], [p[1] for p in perm]
     if len(set(sources)) != len(sources) or len(set(destinations)) != len(destinations):

@@ -27,7 +27,7 @@ from ..interpreters import ad
 from ..interpreters.transpose import is_undefined, transposed_call
 from . import elementwise
 from .batch_util import batch_jaxpr, bdim_at_front
-from .control_flow import _hoist, _owned, _split, _trace
+from .control_flow import hoist_consts, owned_results, split_sizes, trace_converted
 from .standard import as_array
 
 __all__ = ["custom_linear_solve", "custom_linear_solve_p", "custom_root", "custom_root_p"]
@@ -41,7 +41,7 @@ def _trace_like(what, fun, tree, avals, nargs=1):
     """``fun`` traced on ``nargs`` arguments, each a pytree ``tree`` of ``avals``:
     ``(jaxpr, consts, out_tree)``, the jaxpr taking ``consts`` first."""
     proto = tree.unflatten([0] * tree.num_leaves)
-    return _trace(fun, pytree.tree_structure((proto,) * nargs), avals * nargs, what)
+    return trace_converted(fun, pytree.tree_structure((proto,) * nargs), avals * nargs, what)
 
 
 def _check_same(what, name, tree, avals, out_tree, out_avals):
@@ -90,7 +90,7 @@ custom_linear_solve_p = Primitive("custom_linear_solve", multiple_results=True)
 
 def _operands(args, const_lengths):
     """``(LinearSolveTuple of const lists, b leaves)``."""
-    *consts, b = _split(args, const_lengths)
+    *consts, b = split_sizes(args, const_lengths)
     return LinearSolveTuple(*consts), b
 
 
@@ -106,7 +106,7 @@ def _linear_solve_abstract_eval(*avals, const_lengths, jaxprs):
 
 @custom_linear_solve_p.def_impl
 def _linear_solve_impl(*args, const_lengths, jaxprs):
-    return _owned(_solve_outputs(*args, const_lengths=const_lengths, jaxprs=jaxprs))
+    return owned_results(_solve_outputs(*args, const_lengths=const_lengths, jaxprs=jaxprs))
 
 
 # Compiled programs run the solver itself: the other functions only serve transformations.
@@ -177,7 +177,7 @@ def _linear_solve_batch(axis_data, vals, dims, *, const_lengths, jaxprs):
         group = [bdim_at_front(v, d, axis_data.size) if d is not None else v
                  for v, d in zip(group, group_dims)]
         if jaxpr is not None:
-            jaxpr, extra = _hoist(batch_jaxpr(jaxpr, axis_data, batched + [True] * len(b),
+            jaxpr, extra = hoist_consts(batch_jaxpr(jaxpr, axis_data, batched + [True] * len(b),
                                               True)[0])
             group = extra + group
         new_consts.append(group)
@@ -263,7 +263,7 @@ custom_root_p = Primitive("custom_root", multiple_results=True)
 
 
 def _root_outputs(*args, const_lengths, jaxprs):
-    _, solve_consts, _, guess = _split(args, const_lengths)
+    _, solve_consts, _, guess = split_sizes(args, const_lengths)
     return eval_closed_jaxpr(jaxprs.solve, *solve_consts, *guess)
 
 
@@ -274,7 +274,7 @@ def _root_abstract_eval(*avals, const_lengths, jaxprs):
 
 @custom_root_p.def_impl
 def _root_impl(*args, const_lengths, jaxprs):
-    return _owned(_root_outputs(*args, const_lengths=const_lengths, jaxprs=jaxprs))
+    return owned_results(_root_outputs(*args, const_lengths=const_lengths, jaxprs=jaxprs))
 
 
 # Compiled programs run the solver: the other functions only serve differentiation.
@@ -285,7 +285,7 @@ def _root_jvp(primals, tangents, *, const_lengths, jaxprs):
     """The implicit function theorem: ``f(params, x(params)) = 0``, so
     ``df/dx x' = -df/dparams params'``, solved by ``tangent_solve``. The guess and the
     solver's own values get no derivative."""
-    f_consts, _, ls_consts, guess = _split(primals, const_lengths)
+    f_consts, _, ls_consts, guess = split_sizes(primals, const_lengths)
     outs = custom_root_p.bind(*primals, const_lengths=const_lengths, jaxprs=jaxprs)
     x, aux = outs[:len(guess)], outs[len(guess):]
     aux_dot = [ad.Zero(ad.tangent_aval(get_aval(a))) for a in aux]
@@ -306,11 +306,11 @@ def _root_batch(axis_data, vals, dims, *, const_lengths, jaxprs):
     """vmap: every operand gets the batch axis first and each function is batched over all
     of its inputs (the solution and the values it closes over usually all vary)."""
     vals = [bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
-    *groups, guess = _split(vals, const_lengths)
+    *groups, guess = split_sizes(vals, const_lengths)
     new_groups, new_jaxprs = [], []
     for group, jaxpr in zip(groups, jaxprs):
         n_in = len(jaxpr.in_avals)
-        batched, extra = _hoist(batch_jaxpr(jaxpr, axis_data, [True] * n_in, True)[0])
+        batched, extra = hoist_consts(batch_jaxpr(jaxpr, axis_data, [True] * n_in, True)[0])
         new_groups.append(extra + group)
         new_jaxprs.append(batched)
     outs = custom_root_p.bind(*[v for g in new_groups for v in g], *guess,

@@ -23,7 +23,7 @@ __all__ = ["erf", "erf_p", "erfc", "erfc_p", "erf_inv", "erf_inv_p",
            "fma", "fma_p", "xla_log", "xla_log_p", "xla_log1p", "xla_log1p_p"]
 
 
-def _in_float64(fn):
+def in_float64(fn):
     """An impl that runs ``fn`` on float64 values and returns the (first) input's dtype."""
     @quiet
     def impl(*args):
@@ -292,7 +292,7 @@ def _cot_pi(x):
                     np.sign(r) * np.tan(np.pi * (0.5 - np.abs(r))))
 
 
-def _digamma(x):
+def digamma_formula(x):
     """The digamma function, the derivative of lgamma; NaN at the poles (0, -1, -2 ...) and
     at -inf, as XLA gives.
 
@@ -322,7 +322,7 @@ _ZETA_TAIL = [b / math.factorial(2 * j) for j, b in enumerate(
     (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6), start=1)]
 
 
-def _hurwitz_zeta(s, q):
+def hurwitz_zeta_formula(s, q):
     """``sum_k (q + k)**-s`` for an integer ``s >= 2`` and ``q > 0``.
 
     Terms are summed one by one until ``q`` reaches ``10 + s``; the rest is the
@@ -362,7 +362,7 @@ def _polygamma_of_order(n, x):
     odd orders are +inf from both sides; even ones change sign there: NaN (as XLA gives).
     """
     q = np.where(x > 0, x, 1 - x)
-    psi = (-1) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(n + 1, q)
+    psi = (-1) ** (n + 1) * math.factorial(n) * hurwitz_zeta_formula(n + 1, q)
     reflected = (-1) ** n * psi - np.pi * _cot_pi_derivative(n, x)
     pole = (x <= 0) & (x == np.floor(x))
     return np.where(pole, np.inf if n % 2 else np.nan, np.where(x > 0, psi, reflected))
@@ -372,24 +372,24 @@ def _polygamma(m, x):
     """The m-th derivative of digamma, for a whole number ``m`` (NaN for other m, as JAX)."""
     m, x = np.broadcast_arrays(m, x)
     whole = (m >= 0) & (m == np.floor(m))
-    out = np.where(whole & (m == 0), _digamma(x), np.nan)
+    out = np.where(whole & (m == 0), digamma_formula(x), np.nan)
     for n in np.unique(m[whole & (m > 0)]):
         out = np.where(m == n, _polygamma_of_order(int(n), x), out)
     return out
 
 
-erf_p = unop("erf", _in_float64(np.vectorize(math.erf, otypes=[np.float64])), FLOAT)
-erfc_p = unop("erfc", _in_float64(np.vectorize(math.erfc, otypes=[np.float64])), FLOAT)
+erf_p = unop("erf", in_float64(np.vectorize(math.erf, otypes=[np.float64])), FLOAT)
+erfc_p = unop("erfc", in_float64(np.vectorize(math.erfc, otypes=[np.float64])), FLOAT)
 erf_inv_p = _per_width("erf_inv", _xla_erf_inv32, _erf_inv)
 # XLA's float32 log and log1p, for the samplers whose draws must be JAX's (lax.log and
 # lax.log1p are correctly rounded; these are within about an ulp). float64: NumPy's eagerly,
 # the CPU math library's in kernels.
 xla_log_p = _per_width("xla_log", _xla_log32, lambda ops, x: ops.math("log", x))
 xla_log1p_p = _per_width("xla_log1p", _xla_log1p32, lambda ops, x: ops.math("log1p", x))
-lgamma_p = unop("lgamma", _in_float64(np.vectorize(_lgamma_scalar, otypes=[np.float64])),
+lgamma_p = unop("lgamma", in_float64(np.vectorize(_lgamma_scalar, otypes=[np.float64])),
                 FLOAT)
-digamma_p = unop("digamma", _in_float64(_digamma), FLOAT)
-polygamma_p = binop("polygamma", _in_float64(_polygamma), [FLOAT, FLOAT])
+digamma_p = unop("digamma", in_float64(digamma_formula), FLOAT)
+polygamma_p = binop("polygamma", in_float64(_polygamma), [FLOAT, FLOAT])
 
 erf = unary_function(erf_p, "Element-wise error function.")
 erfc = unary_function(erfc_p, "Element-wise ``1 - erf(x)``, accurate where erf is near 1.")

@@ -24,7 +24,7 @@ from ..interpreters import ad
 from .batch_util import elementwise_batcher
 from .elementwise import (abs, add, binary_function, div, exp, gt, log, log1p, mul, neg, quiet,
                           select, sign, sub, unary_function)
-from .special import _digamma, _hurwitz_zeta, _in_float64, lgamma
+from .special import digamma_formula, hurwitz_zeta_formula, in_float64, lgamma
 from .standard import FLOAT, INT, binop, check_dtype, scalar_like, unop
 from .structural import full_like
 
@@ -112,8 +112,8 @@ def _igamma_parts(a, x):
     frac, dfrac = _gamma_fraction(np.where(upper, safe_a, 1.0), np.where(upper, safe_x, 2.0))
     ax_lower = np.exp(log_ax - _lgamma(safe_a + 1))
     ax_upper = np.exp(log_ax - _lgamma(safe_a))
-    dlog_lower = np.log(safe_x) - _digamma(safe_a + 1)
-    dlog_upper = np.log(safe_x) - _digamma(safe_a)
+    dlog_lower = np.log(safe_x) - digamma_formula(safe_a + 1)
+    dlog_upper = np.log(safe_x) - digamma_formula(safe_a)
     p_series = total * ax_lower
     q_fraction = frac * ax_upper
     p = np.where(upper, 1 - q_fraction, p_series)
@@ -136,7 +136,7 @@ def _part(i):
 
 
 def _float_binop(name, impl):
-    return binop(name, _in_float64(impl), [FLOAT, FLOAT])
+    return binop(name, in_float64(impl), [FLOAT, FLOAT])
 
 
 igamma_p = _float_binop("igamma", _part(0))
@@ -217,7 +217,7 @@ def _betainc(a, b, x):
     return np.where(bad, np.nan, np.where(edge, edge_value, out))
 
 
-regularized_incomplete_beta_p = binop("regularized_incomplete_beta", _in_float64(_betainc),
+regularized_incomplete_beta_p = binop("regularized_incomplete_beta", in_float64(_betainc),
                                       [FLOAT, FLOAT, FLOAT])
 
 
@@ -268,8 +268,8 @@ def _bessel_ie(nu, x):
     return np.sign(x) * out if nu else out
 
 
-bessel_i0e_p = unop("bessel_i0e", _in_float64(lambda x: _bessel_ie(0, x)), FLOAT)
-bessel_i1e_p = unop("bessel_i1e", _in_float64(lambda x: _bessel_ie(1, x)), FLOAT)
+bessel_i0e_p = unop("bessel_i0e", in_float64(lambda x: _bessel_ie(0, x)), FLOAT)
+bessel_i1e_p = unop("bessel_i1e", in_float64(lambda x: _bessel_ie(1, x)), FLOAT)
 bessel_i0e = unary_function(bessel_i0e_p, "Element-wise ``exp(-|x|) I0(x)``.")
 bessel_i1e = unary_function(bessel_i1e_p, "Element-wise ``exp(-|x|) I1(x)``.")
 
@@ -296,11 +296,11 @@ def _zeta(s, q):
     pole = (s == 1) | ((q <= 0) & (q == np.floor(q)))
     bad = (s < 1) | np.isnan(s) | np.isnan(q) | np.isinf(q) | ((q < 0) & (s != np.floor(s)))
     ok = ~pole & ~bad
-    out = _hurwitz_zeta(np.where(ok, s, 2.0), np.where(ok, q, 1.0))
+    out = hurwitz_zeta_formula(np.where(ok, s, 2.0), np.where(ok, q, 1.0))
     return np.where(bad, np.nan, np.where(pole, np.inf, out))
 
 
-zeta_p = binop("zeta", _in_float64(_zeta), [FLOAT, FLOAT])
+zeta_p = binop("zeta", in_float64(_zeta), [FLOAT, FLOAT])
 zeta = binary_function(zeta_p, "Element-wise Hurwitz zeta function ``sum_k (q + k)^-x``.")
 
 
