@@ -1,4 +1,4 @@
-"""Control flow as primitives: ``cond``/``switch``, ``while``, ``scan``, and ``stop_gradient``.
+"""Control flow as primitives: ``cond``/``switch``, ``while`` and ``scan``.
 
 Python ``if`` and ``for`` cannot look at traced values, so branches and loop bodies are traced
 once, on abstract values, into sub-jaxprs that travel as params of one equation
@@ -31,10 +31,10 @@ from ..interpreters.ad import Zero
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
 from .batch_util import batch_jaxpr, bdim_at_front, broadcast_in_dim, moveaxis
-from .standard import control_lowering, kernel_elementwise, scalar_like
+from .standard import control_lowering, owned_results, scalar_like
 
 __all__ = ["cond", "cond_p", "switch", "while_loop", "while_p", "fori_loop", "scan", "scan_p",
-           "map", "stop_gradient", "stop_gradient_p"]
+           "map"]
 
 
 # --- tracing bodies ------------------------------------------------------------------------
@@ -1095,32 +1095,8 @@ def map(f, xs):  # shadows the builtin in this module: write comprehensions here
     return ys
 
 
-# --- stop_gradient -------------------------------------------------------------------------
-
-# The identity on values; autodiff will treat its output as a constant. It is a primitive
-# (as in JAX, whose jaxprs show `stop_gradient`) so that transformations can recognise it.
-stop_gradient_p = Primitive("stop_gradient")
-stop_gradient_p.def_abstract_eval(lambda x: x)
-stop_gradient_p.def_impl(lambda x: owned_results([x])[0])
-ad.defjvp_zero(stop_gradient_p)
-stop_gradient_p.def_batch(lambda axis_data, vals, dims: (stop_gradient_p.bind(*vals), dims[0]))
-kernel_elementwise(stop_gradient_p, lambda ctx, x: x)  # compiled code computes no gradients
-
-
-def stop_gradient(x):
-    """``x`` unchanged (every leaf of a pytree), but with no gradient flowing through it."""
-    return pytree.tree_map(stop_gradient_p.bind, x)
-
-
 # --- running sub-jaxprs in reference impls -------------------------------------------------
 
 def _run(closed, *args):
     """Evaluate a sub-jaxpr on NumPy values (the reference impls' inner step)."""
     return [np.asarray(v) for v in eval_closed_jaxpr(closed, *args)]
-
-
-def owned_results(values):
-    """Results an impl may hand over: an input passed straight through that is still
-    writeable (a user's NumPy array) is copied, since the caller freezes what it gets."""
-    values = [np.asarray(v) for v in values]
-    return [np.array(v) if v.flags.writeable else v for v in values]

@@ -22,14 +22,15 @@ import warnings
 
 import numpy as np
 
-from ..core import Array, Primitive, ShapedArray, Tracer, Var, dtypes, get_aval, to_numpy
+from ..core import (Array, Primitive, ShapedArray, Tracer, Var, dtypes, get_aval, pytree,
+                   to_numpy)
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
 from . import batch_util
 from .standard import (ANY, COMPLEX, FLOAT, FLOAT_OR_INT, INEXACT, INT, INT_OR_BOOL, NUMBER,
                        ORDERED, SIGNED, binop, broadcast_shapes, check_dtype,
-                       identity_simplification, same_dtypes, same_type, scalar_like,
-                       unbroadcast, unop)
+                       identity_simplification, owned_results, same_dtypes, same_type,
+                       scalar_like, unbroadcast, unop)
 
 __all__ = [
     # arithmetic
@@ -39,6 +40,8 @@ __all__ = [
     # rounding and floating-point structure
     "floor", "floor_p", "ceil", "ceil_p", "round", "round_p", "RoundingMethod",
     "nextafter", "nextafter_p", "is_finite", "is_finite_p",
+    # the identity that autodiff treats as a constant
+    "stop_gradient", "stop_gradient_p",
     # transcendental
     "exp", "exp_p", "exp2", "exp2_p", "log", "log_p", "log1p", "log1p_p", "expm1", "expm1_p",
     "tanh", "tanh_p", "logistic", "logistic_p", "sin", "sin_p", "cos", "cos_p", "tan", "tan_p",
@@ -1190,3 +1193,20 @@ kernel_elementwise(select_n_p, _kernel_select_n)
 kernel_elementwise(clamp_p, lambda ctx, lo, x, hi: ctx.min(ctx.max(x, lo), hi))
 kernel_elementwise(convert_element_type_p,
                    lambda ctx, x, new_dtype, weak_type: ctx.convert(x, new_dtype))
+
+
+# --- stop_gradient --------------------------------------------------------------------------------
+
+# The identity on values; autodiff will treat its output as a constant. It is a primitive
+# (as in JAX, whose jaxprs show `stop_gradient`) so that transformations can recognise it.
+stop_gradient_p = Primitive("stop_gradient")
+stop_gradient_p.def_abstract_eval(lambda x: x)
+stop_gradient_p.def_impl(lambda x: owned_results([x])[0])
+ad.defjvp_zero(stop_gradient_p)
+stop_gradient_p.def_batch(lambda axis_data, vals, dims: (stop_gradient_p.bind(*vals), dims[0]))
+kernel_elementwise(stop_gradient_p, lambda ctx, x: x)  # compiled code computes no gradients
+
+
+def stop_gradient(x):
+    """``x`` unchanged (every leaf of a pytree), but with no gradient flowing through it."""
+    return pytree.tree_map(stop_gradient_p.bind, x)

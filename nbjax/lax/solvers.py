@@ -27,8 +27,8 @@ from ..interpreters import ad
 from ..interpreters.transpose import is_undefined, transposed_call
 from . import elementwise
 from .batch_util import batch_jaxpr, bdim_at_front
-from .control_flow import hoist_consts, owned_results, split_sizes, trace_converted
-from .standard import as_array
+from .control_flow import hoist_consts, split_sizes, trace_converted
+from .standard import as_array, owned_results
 
 __all__ = ["custom_linear_solve", "custom_linear_solve_p", "custom_root", "custom_root_p"]
 

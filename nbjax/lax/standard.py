@@ -152,6 +152,13 @@ def scalar_like(x, value):
     return weak_scalar(value, get_aval(x).dtype)
 
 
+def owned_results(values):
+    """Results an impl may hand over: an input passed straight through that is still
+    writeable (a user's NumPy array) is copied, since the caller freezes what it gets."""
+    values = [np.asarray(v) for v in values]
+    return [np.array(v) if v.flags.writeable else v for v in values]
+
+
 def np_dtype_preserving(fn):
     """Wrap a NumPy function whose result dtype may drift (e.g. int8 -> int64)."""
     def impl(*args, **params):
