@@ -1,6 +1,7 @@
 """The optimiser process: LLVM's passes and code generation run in a worker, give what the
 in-process pipeline gives, and any failure of the worker falls back to compiling here."""
 
+import io
 import logging
 import re
 
@@ -94,3 +95,12 @@ def test_llvm_errors_are_reported_and_compiled_here(fresh_process):
     assert fresh_process.compile_module("this is not IR", *cpu_target()) is None
     made = fresh_process.compile_module("define i32 @one() {\n  ret i32 1\n}\n", *cpu_target())
     assert made is not None and "ret i32 1" in made[0] and len(made[1]) > 0
+
+
+def test_a_message_cut_short_reads_as_the_end_of_the_stream():
+    stream = io.BytesIO()
+    pipeline.write_message(stream, b"ok", b"optimised IR", b"")
+    data = stream.getvalue()
+    assert pipeline.read_message(io.BytesIO(data)) == [b"ok", b"optimised IR", b""]
+    for cut in range(len(data)):             # a worker that died mid-reply
+        assert pipeline.read_message(io.BytesIO(data[:cut])) is None

@@ -76,15 +76,22 @@ def write_message(stream, *parts):
 
 
 def read_message(stream):
-    """The parts of one message, or None at the end of the stream."""
-    head = stream.read(_LENGTH.size)
-    if len(head) < _LENGTH.size:
-        return None
+    """The parts of one message, or None when the stream ends before it does (the other
+    side exited, perhaps mid-message)."""
+    count = _read_length(stream)
     parts = []
-    for _ in range(_LENGTH.unpack(head)[0]):
-        (n,) = _LENGTH.unpack(stream.read(_LENGTH.size))
-        parts.append(stream.read(n))
-    return parts
+    for _ in range(count or 0):
+        n = _read_length(stream)
+        part = None if n is None else stream.read(n)
+        if part is None or len(part) < n:
+            return None
+        parts.append(part)
+    return parts if count is not None else None
+
+
+def _read_length(stream):
+    head = stream.read(_LENGTH.size)
+    return _LENGTH.unpack(head)[0] if len(head) == _LENGTH.size else None
 
 
 def serve(requests, replies):
