@@ -17,9 +17,10 @@ from .core.errors import (ConcretizationTypeError, TracerArrayConversionError,  
                           TracerBoolConversionError, TracerIntegerConversionError,
                           UnexpectedTracerError)
 from . import tree_util, tree, test_util  # noqa: F401
-from .api import (closure_convert, ensure_compile_time_eval, eval_shape, grad,  # noqa: F401
-                  hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose, linearize,
-                  make_jaxpr, named_call, named_scope, pmap, typeof, value_and_grad, vjp, vmap)
+from .api import (closure_convert, ensure_compile_time_eval, eval_shape,  # noqa: F401
+                  fwd_and_bwd, grad, hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose,
+                  linearize, make_jaxpr, named_call, named_scope, pmap, typeof,
+                  value_and_grad, vjp, vmap)
 from .host import *  # noqa: F401,F403
 from . import debug, lax, numpy, random, scipy  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401

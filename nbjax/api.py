@@ -15,6 +15,7 @@ from .core import dtypes
 from .core.abstract import ShapeDtypeStruct, ShapedArray
 from . import lax
 from .interpreters import ad, partial_eval, staging, transpose
+from .jit import jit
 from .pmap import pmap  # noqa: F401  (the user-facing transformations, with the others)
 from .vmap import vmap
 
@@ -178,6 +179,59 @@ def vjp(fun, *primals, has_aux=False):
 
     out = out_tree.unflatten(outs[:out_tree.num_leaves])
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
+
+
+class VJP:
+    """The backward pass ``fwd_and_bwd``'s ``fwd`` returns: the residual values (its pytree
+    leaves, which jit passes along) and the linear map they feed (static)."""
+
+    def __init__(self, residuals, backward):
+        self.residuals, self.backward = list(residuals), backward
+
+    def __call__(self, cotangent):
+        jaxpr, in_tree, out_tree, aux_avals, many = self.backward
+        flat_ct, ct_tree = pytree.tree_flatten(cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
+                            f"structure of primal output {out_tree}.")
+        zeros = [ad.Zero(ad.tangent_aval(a)) for a in aux_avals]
+        cts = transpose.backward_pass(jaxpr, self.residuals, _to_arrays(flat_ct) + zeros)
+        grads = in_tree.unflatten([ad.instantiate(c) for c in cts])
+        return grads if many else grads[0]
+
+
+pytree.register_pytree_node(VJP, lambda v: (v.residuals, v.backward),
+                            lambda backward, residuals: VJP(residuals, backward))
+
+
+def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
+    """``(fwd, bwd)``: ``fwd(*args)`` is ``(fun(*args), vjp)`` (``(out, vjp, aux)`` with
+    ``has_aux``) and ``bwd(vjp, cotangent)`` the cotangents of the ``argnums`` arguments, as
+    ``jax.fwd_and_bwd``. ``vjp`` is a pytree of residual arrays, so with ``jitted`` (the
+    default) both are jitted and ``bwd`` compiles once for a loop of ``fwd``/``bwd`` calls.
+    """
+    def fwd(*args):
+        nums, many = _argnums_tuple(argnums, len(args), "fwd_and_bwd")
+        flat, in_tree = pytree.tree_flatten(tuple(args[i] for i in nums))
+        out_trees = []
+        flat_fn = _flat_fun(_aux_split(_partial_on(fun, args, nums), has_aux), in_tree,
+                            out_trees)
+        outs, jaxpr, residuals = partial_eval.linearize_flat(
+            flat_fn, _to_arrays(flat), staging.describe(fun, "fwd_and_bwd"))
+        out_tree, aux = out_trees[0], None
+        if has_aux:
+            out_tree, aux_tree = out_tree.children()
+            aux = aux_tree.unflatten(outs[out_tree.num_leaves:]).value
+        aux_avals = [get_aval(o) for o in outs[out_tree.num_leaves:]]
+        vjp_ = VJP(residuals, (jaxpr, in_tree, out_tree, tuple(aux_avals), many))
+        out = out_tree.unflatten(outs[:out_tree.num_leaves])
+        return (out, vjp_, aux) if has_aux else (out, vjp_)
+
+    def bwd(vjp_, cotangent):
+        return vjp_(cotangent)
+    if jitted:
+        return jit(fwd), jit(bwd)
+    return fwd, bwd
 
 
 def _argnums_tuple(argnums, nargs, name):

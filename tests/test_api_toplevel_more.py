@@ -64,3 +64,25 @@ def test_flags_without_effect_are_accepted_and_restored(name):
                      np.array([2, -1, -1]) / 9, rtol=1e-5)
     assert nbjax.config.read(name) == before
     assert "no effect" in getattr(nbjax, name).__doc__
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_fwd_and_bwd_match_vjp_and_compile_the_backward_pass_once(jitted):
+    def f(x, w):
+        return jnp.sin(x * w).sum(), {"n": x.shape[0]}
+    fwd, bwd = nbjax.fwd_and_bwd(f, argnums=(0, 1), has_aux=True, jitted=jitted)
+    x = np.linspace(0.1, 1, 5, dtype=np.float32)
+    out, vjp, aux = fwd(x, 2.0)
+    assert_close(out, np.sin(2 * x).sum(), rtol=1e-6)
+    assert int(aux["n"]) == 5
+    gx, gw = bwd(vjp, 1.0)
+    assert_close(gx, 2 * np.cos(2 * x), rtol=1e-5)
+    assert_close(gw, (x * np.cos(2 * x)).sum(), rtol=1e-5)
+    fwd, bwd = nbjax.fwd_and_bwd(lambda x, w: x * w, argnums=0, jitted=jitted)
+    for k in range(3):
+        y, vjp = fwd(x + k, 3.0)
+        assert_close(bwd(vjp, np.ones(5, np.float32)), np.full(5, 3.0), rtol=1e-6)
+    if jitted:
+        assert fwd.trace_count == 1 and bwd.trace_count == 1
+    with pytest.raises(TypeError, match="structure"):
+        bwd(vjp, (np.ones(5, np.float32),))
