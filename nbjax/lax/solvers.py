@@ -94,23 +94,23 @@ def _operands(args, const_lengths):
     return LinearSolveTuple(*consts), b
 
 
-def _solve_outputs(*args, const_lengths, jaxprs):
+def _runs_its_solver(prim, solver_operands):
+    """What both solver primitives share: their value is the user's solver (the ``solve``
+    of their ``jaxprs``) run on ``solver_operands(operands, const_lengths)``, eagerly and in
+    compiled programs; their other functions only serve transformations."""
+    def outputs(*args, const_lengths, jaxprs):
+        return eval_closed_jaxpr(jaxprs.solve, *solver_operands(args, const_lengths))
+    prim.def_abstract_eval(lambda *avals, const_lengths, jaxprs: list(jaxprs.solve.out_avals))
+    prim.def_impl(lambda *args, **params: owned_results(outputs(*args, **params)))
+    prim.def_lowering("jaxpr", outputs)
+
+
+def _linear_solve_operands(args, const_lengths):
     consts, b = _operands(args, const_lengths)
-    return eval_closed_jaxpr(jaxprs.solve, *consts.solve, *b)
+    return [*consts.solve, *b]
 
 
-@custom_linear_solve_p.def_abstract_eval
-def _linear_solve_abstract_eval(*avals, const_lengths, jaxprs):
-    return list(jaxprs.solve.out_avals)
-
-
-@custom_linear_solve_p.def_impl
-def _linear_solve_impl(*args, const_lengths, jaxprs):
-    return owned_results(_solve_outputs(*args, const_lengths=const_lengths, jaxprs=jaxprs))
-
-
-# Compiled programs run the solver itself: the other functions only serve transformations.
-custom_linear_solve_p.def_lowering("jaxpr", _solve_outputs)
+_runs_its_solver(custom_linear_solve_p, _linear_solve_operands)
 
 
 def _linear_solve_jvp(primals, tangents, *, const_lengths, jaxprs):
@@ -262,23 +262,12 @@ RootJaxprs = collections.namedtuple("RootJaxprs", "f solve tangent_solve")
 custom_root_p = Primitive("custom_root", multiple_results=True)
 
 
-def _root_outputs(*args, const_lengths, jaxprs):
+def _root_operands(args, const_lengths):
     _, solve_consts, _, guess = split_sizes(args, const_lengths)
-    return eval_closed_jaxpr(jaxprs.solve, *solve_consts, *guess)
+    return [*solve_consts, *guess]
 
 
-@custom_root_p.def_abstract_eval
-def _root_abstract_eval(*avals, const_lengths, jaxprs):
-    return list(jaxprs.solve.out_avals)
-
-
-@custom_root_p.def_impl
-def _root_impl(*args, const_lengths, jaxprs):
-    return owned_results(_root_outputs(*args, const_lengths=const_lengths, jaxprs=jaxprs))
-
-
-# Compiled programs run the solver: the other functions only serve differentiation.
-custom_root_p.def_lowering("jaxpr", _root_outputs)
+_runs_its_solver(custom_root_p, _root_operands)
 
 
 def _root_jvp(primals, tangents, *, const_lengths, jaxprs):

@@ -9,6 +9,7 @@ from .. import lax
 from ..config import config
 from ..core import Array, ConcretizationTypeError, Tracer, dtypes, get_aval, valid_value
 from ..core.array import to_numpy
+from ..core.errors import unavailable
 from ..core.trace import is_python_scalar
 from ..lax.standard import IncompatibleShapesError, as_array
 from ..lax.standard import broadcast_shapes as lax_broadcast_shapes  # equal ranks only
@@ -142,15 +143,14 @@ def concrete_value(name, x):
 
 def not_implemented(name, reason=None):
     """A stand-in for a function nbjax does not provide: calling it says so. With a
-    ``reason`` (why it cannot exist here), the stand-in carries it as
-    ``not_implemented_reason``, which ``tools/api_coverage.py`` reports."""
-    message = f"nbjax.numpy.{name} is not implemented" if reason is None else reason
+    ``reason`` (why it cannot exist here) it is ``core.errors.unavailable``'s stand-in,
+    which carries the reason for ``tools/api_coverage.py``; without one it is only missing."""
+    if reason is not None:
+        return unavailable(name, reason)
 
     def fn(*args, **kwargs):
-        raise NotImplementedError(message)
+        raise NotImplementedError(f"nbjax.numpy.{name} is not implemented")
     fn.__name__ = name
-    if reason is not None:
-        fn.not_implemented_reason = reason
     return fn
 
 
