@@ -151,53 +151,49 @@ def linearize(fun, *primals):
 
 def vjp(fun, *primals, has_aux=False):
     """``(fun(*primals), vjp_fun)``: vjp_fun maps an output cotangent to input cotangents."""
+    out, vjp_fun, aux = _linearized(fun, primals, has_aux, "vjp")
+    return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
+
+
+def _linearized(fun, primals, has_aux, what):
+    """``(fun(*primals), its VJP, aux)``, ``aux`` None unless ``has_aux``."""
     flat_p, in_tree = pytree.tree_flatten(primals)
-    flat_p = _to_arrays(flat_p)
     out_trees = []
     flat_fn = _flat_fun(_aux_split(fun, has_aux), in_tree, out_trees)
-    outs, pullback = transpose.vjp_flat(flat_fn, flat_p, staging.describe(fun, "vjp"))
+    outs, jaxpr, residuals = partial_eval.linearize_flat(flat_fn, _to_arrays(flat_p),
+                                                         staging.describe(fun, what))
     out_tree, aux = out_trees[0], None
     if has_aux:  # the aux outputs get zero cotangents
         out_tree, aux_tree = out_tree.children()
         aux = aux_tree.unflatten(outs[out_tree.num_leaves:]).value
-    main_avals = [get_aval(o) for o in outs[:out_tree.num_leaves]]
-    aux_zeros = [ad.Zero(ad.tangent_aval(get_aval(o))) for o in outs[out_tree.num_leaves:]]
-
-    def vjp_fun(cotangent):
-        flat_ct, ct_tree = pytree.tree_flatten(cotangent)
-        if ct_tree != out_tree:
-            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
-                            f"structure of primal output {out_tree}.")
-        flat_ct = _to_arrays(flat_ct)
-        for ct, aval in zip(flat_ct, main_avals):
-            expected = ad.tangent_aval(aval)
-            if get_aval(ct).shape != aval.shape or get_aval(ct).dtype != expected.dtype:
-                raise ValueError(f"Shape of cotangent input to vjp pullback function "
-                                 f"{get_aval(ct).str_short()} must be the same as the shape "
-                                 f"of corresponding primal output {expected.str_short()}.")
-        return in_tree.unflatten(pullback(flat_ct + aux_zeros))
-
-    out = out_tree.unflatten(outs[:out_tree.num_leaves])
-    return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
+    vjp_fun = VJP(residuals, (jaxpr, in_tree, out_tree, tuple(get_aval(o) for o in outs)))
+    return out_tree.unflatten(outs[:out_tree.num_leaves]), vjp_fun, aux
 
 
 class VJP:
-    """The backward pass ``fwd_and_bwd``'s ``fwd`` returns: the residual values (its pytree
-    leaves, which jit passes along) and the linear map they feed (static)."""
+    """A function's backward pass at a point: called with an output cotangent, the
+    cotangents of its inputs (a tuple, one per argument). A pytree whose leaves are the
+    residuals (so jit passes it along) and whose static part is the linear map they feed."""
 
     def __init__(self, residuals, backward):
         self.residuals, self.backward = list(residuals), backward
 
     def __call__(self, cotangent):
-        jaxpr, in_tree, out_tree, aux_avals, many = self.backward
+        jaxpr, in_tree, out_tree, out_avals = self.backward
         flat_ct, ct_tree = pytree.tree_flatten(cotangent)
         if ct_tree != out_tree:
             raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
                             f"structure of primal output {out_tree}.")
-        zeros = [ad.Zero(ad.tangent_aval(a)) for a in aux_avals]
-        cts = transpose.backward_pass(jaxpr, self.residuals, _to_arrays(flat_ct) + zeros)
-        grads = in_tree.unflatten([ad.instantiate(c) for c in cts])
-        return grads if many else grads[0]
+        flat_ct = _to_arrays(flat_ct)
+        for ct, aval in zip(flat_ct, out_avals):
+            expected = ad.tangent_aval(aval)
+            if get_aval(ct).shape != aval.shape or get_aval(ct).dtype != expected.dtype:
+                raise ValueError(f"Shape of cotangent input to vjp pullback function "
+                                 f"{get_aval(ct).str_short()} must be the same as the shape "
+                                 f"of corresponding primal output {expected.str_short()}.")
+        aux_zeros = [ad.Zero(ad.tangent_aval(a)) for a in out_avals[len(flat_ct):]]
+        cts = transpose.backward_pass(jaxpr, self.residuals, flat_ct + aux_zeros)
+        return in_tree.unflatten([ad.instantiate(c) for c in cts])
 
 
 pytree.register_pytree_node(VJP, lambda v: (v.residuals, v.backward),
@@ -211,24 +207,14 @@ def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
     default) both are jitted and ``bwd`` compiles once for a loop of ``fwd``/``bwd`` calls.
     """
     def fwd(*args):
-        nums, many = _argnums_tuple(argnums, len(args), "fwd_and_bwd")
-        flat, in_tree = pytree.tree_flatten(tuple(args[i] for i in nums))
-        out_trees = []
-        flat_fn = _flat_fun(_aux_split(_partial_on(fun, args, nums), has_aux), in_tree,
-                            out_trees)
-        outs, jaxpr, residuals = partial_eval.linearize_flat(
-            flat_fn, _to_arrays(flat), staging.describe(fun, "fwd_and_bwd"))
-        out_tree, aux = out_trees[0], None
-        if has_aux:
-            out_tree, aux_tree = out_tree.children()
-            aux = aux_tree.unflatten(outs[out_tree.num_leaves:]).value
-        aux_avals = [get_aval(o) for o in outs[out_tree.num_leaves:]]
-        vjp_ = VJP(residuals, (jaxpr, in_tree, out_tree, tuple(aux_avals), many))
-        out = out_tree.unflatten(outs[:out_tree.num_leaves])
-        return (out, vjp_, aux) if has_aux else (out, vjp_)
+        nums, _ = _argnums_tuple(argnums, len(args), "fwd_and_bwd")
+        out, vjp_fun, aux = _linearized(_partial_on(fun, args, nums),
+                                        tuple(args[i] for i in nums), has_aux, "fwd_and_bwd")
+        return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
-    def bwd(vjp_, cotangent):
-        return vjp_(cotangent)
+    def bwd(vjp_fun, cotangent):
+        grads = vjp_fun(cotangent)
+        return grads if isinstance(argnums, (tuple, list)) else grads[0]
     if jitted:
         return jit(fwd), jit(bwd)
     return fwd, bwd

@@ -9,7 +9,6 @@ the backward pass inherit the provenance of the forward equation they transpose.
 from ..core import Literal, get_aval
 from ..core.source_info import provenance
 from .ad import Zero, add_tangents, instantiate, zeros_like_aval
-from .partial_eval import linearize_flat
 
 
 class UndefinedPrimal:
@@ -78,16 +77,6 @@ def backward_pass(jaxpr, consts, cotangents_out, linear=None):
                 ct_env[a] = add_tangents(ct_env.get(a, Zero(a.aval)), ct_in)
     return [ct_env.get(v, Zero(v.aval)) if is_lin else None
             for v, is_lin in zip(jaxpr.invars, linear)]
-
-
-def vjp_flat(fun, primals, description="vjp"):
-    """``(primals_out, pullback)``: pullback maps output cotangents to input cotangents."""
-    primals_out, jaxpr, residuals = linearize_flat(fun, primals, description)
-
-    def pullback(cotangents):
-        cts = backward_pass(jaxpr, residuals, cotangents)
-        return [instantiate(c) for c in cts]
-    return primals_out, pullback
 
 
 def zeros_like(x):
