@@ -27,7 +27,7 @@ from .interpreters import ad, staging
 from .interpreters.partial_eval import partial_eval_jaxpr
 from .interpreters.transpose import is_undefined, transposed_call
 from .lax import batch_util
-from .lax.reductions import reduce_sum
+from .lax.shapes import moveaxis, reduce_sum
 from .lax.standard import as_array  # noqa: F401  (the front ends' name for it)
 
 
@@ -347,8 +347,8 @@ def _where_not(values, drop):
 def _batched_operand(x, bdim, axis):
     """The operand and its mapped axis such that every slice has the batch axis at 0."""
     if axis is None:
-        return batch_util.moveaxis(x, bdim, 0), None
+        return moveaxis(x, bdim, 0), None
     mapped = axis + (axis >= bdim)  # the mapped axis among x's axes
     if bdim - (mapped < bdim) == 0:  # removing the mapped axis leaves the batch axis first
         return x, mapped
-    return batch_util.moveaxis(x, bdim, 0), axis + 1
+    return moveaxis(x, bdim, 0), axis + 1

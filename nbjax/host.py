@@ -5,6 +5,10 @@ always ready when the call that made it returns, so waiting is a no-op that JAX 
 still write.
 """
 
+import platform
+import sys
+
+import llvmlite
 import numpy as np
 
 from .core import Array, devices, pytree, to_numpy
@@ -87,17 +91,10 @@ def effects_barrier():
 
 def print_environment_info(return_string=False):
     """The versions of nbjax, Python, NumPy and llvmlite, and the devices (for bug reports)."""
-    import platform
-    import sys
-    lines = [f"nbjax:    {__version__}", f"numpy:    {np.__version__}"]
-    try:
-        import llvmlite
-        lines.append(f"llvmlite: {llvmlite.__version__}")
-    except ImportError:
-        lines.append("llvmlite: not installed")
-    lines += [f"python:   {sys.version}", f"device info: {devices()}, {device_count()} local "
-              "devices", f"process_count: {process_count()}",
-              f"platform: {platform.uname()}"]
+    lines = [f"nbjax:    {__version__}", f"numpy:    {np.__version__}",
+             f"llvmlite: {llvmlite.__version__}", f"python:   {sys.version}",
+             f"device info: {devices()}, {device_count()} local devices",
+             f"process_count: {process_count()}", f"platform: {platform.uname()}"]
     text = "\n".join(lines) + "\n"
     if return_string:
         return text

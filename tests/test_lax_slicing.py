@@ -7,7 +7,7 @@ import pytest
 import nbjax
 from nbjax import lax
 from nbjax.core import Array, check_jaxpr, eval_jaxpr
-from nbjax.lax.slicing import default_fill_value
+from nbjax.lax.gather_scatter import default_fill_value
 
 from test_lax_structural import DTYPES, assert_same, check, noncontiguous
 from helpers import random_array

@@ -1,6 +1,13 @@
 """``nbjax.lax``: the primitives every program is made of, and control flow.
 
-Each module defines ``__all__`` (lax functions and their ``*_p`` primitives).
+Each module defines ``__all__`` (lax functions and their ``*_p`` primitives). The modules
+form layers, each written in the ones below it (a contract in pyproject.toml), bottom up:
+``standard`` (dtype kinds, checks, registrars, lowering declarations); ``shapes`` (the
+shape primitives and ``reduce_sum``, which every rule uses); ``batch_util``;
+``elementwise`` and ``threefry``; ``transcendental``, ``structural``, ``dot``, ``fft``;
+``gather_scatter``, ``reductions``, ``convolution``, ``special``, ``rng``, ``callback``;
+``slicing``, ``control_flow``, ``linalg``, ``sorting``, ``special_functions``, ``windowed``;
+``derived``, ``parallel``, ``solvers``; ``collectives``.
 """
 
 from .callback import debug_callback, debug_callback_p, pure_callback_p  # noqa: F401
@@ -10,11 +17,13 @@ from .convolution import *  # noqa: F401,F403
 from .derived import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
+from .gather_scatter import *  # noqa: F401,F403
 from .dot import *  # noqa: F401,F403
 from . import linalg  # noqa: F401  (lax.linalg: decompositions, as jax.lax.linalg)
 from .parallel import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .rng import *  # noqa: F401,F403
+from .shapes import *  # noqa: F401,F403
 from .slicing import *  # noqa: F401,F403
 from .solvers import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
@@ -22,4 +31,5 @@ from .special import *  # noqa: F401,F403
 from .special_functions import *  # noqa: F401,F403
 from .standard import IncompatibleShapesError  # noqa: F401
 from .structural import *  # noqa: F401,F403
+from .transcendental import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403

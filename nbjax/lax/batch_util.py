@@ -4,30 +4,15 @@ Rules call these on the values underneath a vmap (with the parent trace current)
 are ordinary lax calls. They move an axis only when it is not already where it must be.
 """
 
-from ..core import get_aval
-
-
-def _structural():
-    # Imported when a rule runs: structural.py itself uses the registrars that use this module.
-    from . import structural
-    return structural
-
-
-def broadcast_in_dim(x, shape, dims):
-    return _structural().broadcast_in_dim(x, shape, dims)
+from ..core import ClosedJaxpr, eval_closed_jaxpr, get_aval, new_trace
+from ..interpreters import ad
+from ..interpreters.batching import BatchTrace
+from ..interpreters.staging import trace_to_jaxpr
+from .shapes import broadcast_in_dim, moveaxis
 
 
 def ndim(x):
     return get_aval(x).ndim
-
-
-def moveaxis(x, src, dst):
-    """Move axis ``src`` of ``x`` to position ``dst`` (a transpose, or nothing)."""
-    if src == dst:
-        return x
-    perm = [i for i in range(ndim(x)) if i != src]
-    perm.insert(dst, src)
-    return _structural().transpose(x, tuple(perm))
 
 
 def bdim_at(x, bdim, dst, size):
@@ -92,9 +77,6 @@ def batch_jaxpr(closed, axis_data, in_batched, instantiate):
     0; outputs marked in ``instantiate`` (a bool or list of bools) are batched even if they
     did not depend on a batched input. For the rules of primitives with sub-jaxprs.
     """
-    from ..core import ClosedJaxpr, eval_closed_jaxpr, new_trace
-    from ..interpreters.batching import BatchTrace
-    from ..interpreters.staging import trace_to_jaxpr
     n_out = len(closed.out_avals)
     if isinstance(instantiate, bool):
         instantiate = [instantiate] * n_out
@@ -119,17 +101,13 @@ def batch_jaxpr(closed, axis_data, in_batched, instantiate):
     return ClosedJaxpr(jaxpr, consts), list(out_batched)
 
 
-def _register_add_any():
-    from ..interpreters import ad
-
-    def rule(axis_data, vals, dims):
-        """add_any needs equal shapes (it does not broadcast size-1 axes), so an unbatched
-        operand is broadcast to the batch."""
-        if dims[0] == dims[1]:
-            return ad.add_any_p.bind(*vals), dims[0]
-        return ad.add_any_p.bind(*(bdim_at_front(v, d, axis_data.size)
-                                   for v, d in zip(vals, dims))), 0
-    ad.add_any_p.def_batch(rule)
+def _add_any_batch_rule(axis_data, vals, dims):
+    """add_any needs equal shapes (it does not broadcast size-1 axes), so an unbatched
+    operand is broadcast to the batch."""
+    if dims[0] == dims[1]:
+        return ad.add_any_p.bind(*vals), dims[0]
+    return ad.add_any_p.bind(*(bdim_at_front(v, d, axis_data.size)
+                               for v, d in zip(vals, dims))), 0
 
 
-_register_add_any()
+ad.add_any_p.def_batch(_add_any_batch_rule)

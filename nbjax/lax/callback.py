@@ -22,8 +22,9 @@ import numpy as np
 from ..core import Array, Primitive, pytree, valid_value
 from ..core.abstract import ShapedArray
 from . import batch_util
-from .slicing import index_in_dim
+from .shapes import expand_dims, moveaxis
 from .standard import library_lowering
+from .structural import concatenate, index_in_dim
 
 __all__ = ["debug_callback", "debug_callback_p", "pure_callback", "pure_callback_p"]
 
@@ -178,7 +179,7 @@ def _pure_callback_batch(axis_data, vals, dims, *, callback, result_avals, vmap_
             "vmap is only supported for the pure_callback primitive when vmap_method is one "
             f"of {', '.join(map(repr, VMAP_METHODS))}. Got vmap_method={vmap_method!r}.")
     width = size if vmap_method == "broadcast_all" else 1
-    vals = [batch_util.moveaxis(v, d, 0) if d is not None else batch_util.broadcast_batch(
+    vals = [moveaxis(v, d, 0) if d is not None else batch_util.broadcast_batch(
         v, width, 0) for v, d in zip(vals, dims)]
     avals = tuple(ShapedArray((size, *a.shape), a.dtype) for a in result_avals)
     outs = pure_callback_p.bind(*vals, callback=callback, result_avals=avals,
@@ -187,5 +188,4 @@ def _pure_callback_batch(axis_data, vals, dims, *, callback, result_avals, vmap_
 
 
 def _stack(xs):
-    from .structural import concatenate, expand_dims
     return concatenate([expand_dims(x, (0,)) for x in xs], 0)

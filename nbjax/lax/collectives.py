@@ -15,8 +15,9 @@ from ..core import get_aval, pytree
 from ..core.errors import unavailable
 from .elementwise import eq, mul, select
 from .parallel import all_gather, axis_index, axis_names, bound_axis_size, ppermute, psum
+from .shapes import canonicalize_axis, reshape, transpose
 from .slicing import dynamic_index_in_dim, dynamic_slice_in_dim
-from .structural import canonicalize_axis, full_like, reshape, transpose
+from .structural import full_like
 
 __all__ = ["psum_scatter", "all_to_all", "pswapaxes", "pshuffle", "pbroadcast", "axis_size",
            "pcast", "psend", "precv", "with_sharding_constraint", "ragged_all_to_all"]

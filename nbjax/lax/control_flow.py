@@ -23,14 +23,15 @@ import operator
 
 import numpy as np
 
-from ..core import (ClosedJaxpr, Jaxpr, Primitive, Tracer, Var, dtypes, eval_closed_jaxpr,
-                    get_aval, pytree, valid_value)
+from ..core import (ClosedJaxpr, Jaxpr, Primitive, Tracer, Var, dtypes, eval_closed_jaxpr, get_aval,
+                    pytree, valid_value)
 from ..core.source_info import function_location
 from ..interpreters import ad, partial_eval, staging
 from ..interpreters.ad import Zero
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
-from .batch_util import batch_jaxpr, bdim_at_front, broadcast_in_dim, moveaxis
+from .batch_util import batch_jaxpr, bdim_at_front
+from .shapes import broadcast_in_dim, moveaxis
 from .standard import control_lowering, owned_results, scalar_like
 
 __all__ = ["cond", "cond_p", "switch", "while_loop", "while_p", "fori_loop", "scan", "scan_p",

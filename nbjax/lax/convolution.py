@@ -21,11 +21,12 @@ import operator
 import numpy as np
 
 from ..core import Primitive, ShapedArray, dtypes, get_aval
-from ..interpreters import ad
-from . import batch_util, structural
-from .standard import library_lowering
+from . import structural
 from .dot import (accumulation_dtype, as_accumulation, bilinear_jvp, bilinear_transpose,
-                     canonicalize_precision, check_preferred_element_type, finish_accumulation)
+                  canonicalize_precision, check_preferred_element_type, finish_accumulation)
+from .elementwise import convert_element_type
+from .shapes import moveaxis, reshape
+from .standard import library_lowering
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "padtype_to_pads",
            "conv_general_dilated", "conv_general_dilated_p", "conv",
@@ -414,7 +415,6 @@ def _rhs_transpose_padding(in_sizes, kernel_sizes, strides, out_sizes, padding, 
 
 
 def _convert(x, dtype):
-    from .elementwise import convert_element_type
     return convert_element_type(x, dtype)
 
 
@@ -426,15 +426,15 @@ conv_general_dilated_p.def_transpose(bilinear_transpose(_conv_transpose_lhs,
 
 def _merge_axis_into(x, src, dst):
     """Fold axis ``src`` into axis ``dst`` (numbered without ``src``) as its major part."""
-    x = batch_util.moveaxis(x, src, dst)
+    x = moveaxis(x, src, dst)
     shape = get_aval(x).shape
-    return structural.reshape(x, shape[:dst] + (shape[dst] * shape[dst + 1],) + shape[dst + 2:])
+    return reshape(x, shape[:dst] + (shape[dst] * shape[dst + 1],) + shape[dst + 2:])
 
 
 def _split_axis(x, axis, major):
     """Split ``axis`` into (``major``, rest), the major part first."""
     shape = get_aval(x).shape
-    return structural.reshape(x, shape[:axis] + (major, shape[axis] // major) + shape[axis + 1:])
+    return reshape(x, shape[:axis] + (major, shape[axis] // major) + shape[axis + 1:])
 
 
 def _conv_batch_rule(axis_data, vals, dims, **params):

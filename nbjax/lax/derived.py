@@ -17,13 +17,14 @@ from ..core import Array, Tracer, dtypes, get_aval, pytree
 from .control_flow import while_loop
 from .convolution import ConvDimensionNumbers
 from .dot import Precision, dot_general
-from .elementwise import (add, bitwise_and, bitwise_not, convert_element_type, ge, integer_pow,
-                          lt, mul, neg, rem, select, sub)
-from .reductions import cumsum, reduce_max, reduce_sum
-from .slicing import GatherDimensionNumbers, gather, scatter_add, slice_in_dim
+from .elementwise import (add, bitwise_and, bitwise_not, convert_element_type, ge, integer_pow, lt,
+                          mul, neg, rem, select, sub)
+from .gather_scatter import GatherDimensionNumbers, gather, scatter_add
+from .reductions import cumsum, reduce_max
+from .shapes import (broadcast_in_dim, canonicalize_axis, expand_dims, reduce_sum, reshape, squeeze,
+                     transpose)
 from .sorting import top_k
-from .structural import (broadcast_in_dim, broadcasted_iota, canonicalize_axis, concatenate,
-                         expand_dims, full, reshape, squeeze, transpose)
+from .structural import broadcasted_iota, concatenate, full, slice_in_dim
 
 __all__ = ["square", "reciprocal", "split", "tile", "stack", "unstack", "batch_matmul",
            "broadcast_shapes", "broadcast_like", "dtype", "empty", "index_take",

@@ -17,8 +17,9 @@ from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..core.errors import unavailable
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
+from .elementwise import convert_element_type
+from .shapes import transpose, transpose_p
 from .standard import library_lowering
-from .structural import transpose, transpose_p
 
 __all__ = ["Precision", "dot_general", "dot_general_p", "dot", "scaled_dot"]
 
@@ -53,7 +54,6 @@ def bilinear_transpose(transpose_lhs, transpose_rhs):
 
 
 def _cast(x, aval):
-    from .elementwise import convert_element_type
     if get_aval(x).dtype == aval.dtype:
         return x
     return convert_element_type(x, aval.dtype, aval.weak_type)

@@ -1,19 +1,22 @@
-"""Element-wise primitives: arithmetic, transcendental functions, comparisons, bit ops,
-selection and dtype conversion.
+"""Element-wise primitives: arithmetic, rounding, comparisons, bit ops, complex numbers,
+selection and dtype conversion (the transcendental functions are in ``transcendental``).
 
-Each primitive is declared with a registrar from ``standard`` and wrapped by a lax function of
-the same name (``add_p`` / ``add``); the bitwise ones are the exception JAX makes
-(``bitwise_and`` binds ``and_p``). The reference implementations are NumPy, corrected wherever
-NumPy and XLA disagree: integer division, right shifts, float-to-int conversion, signed zeros
-in ``max``/``min``, ties in ``round``. Each correction says which rule it encodes.
+Each primitive is declared with a registrar defined here (``unop``/``binop``: abstract eval,
+NumPy implementation, the shared batching rule) and wrapped by a lax function of the same
+name (``add_p`` / ``add``); the bitwise ones are the exception JAX makes (``bitwise_and``
+binds ``and_p``). The reference implementations are NumPy, corrected wherever NumPy and XLA
+disagree: integer division, right shifts, float-to-int conversion, signed zeros in
+``max``/``min``, ties in ``round``. Each correction says which rule it encodes.
 
-Each section ends with the derivatives of its primitives, written as JAX writes them: a JVP
-rule (usually one partial derivative per operand, through ``ad.defjvp``) and, for the
+Each section declares its primitives, then their derivatives, written as JAX writes them: a
+JVP rule (usually one partial derivative per operand, through ``ad.defjvp``) and, for the
 primitives that are linear in some operand, a transpose rule for reverse mode. Element-wise
 operands may be rank-0 or have size-1 axes, so a transpose sums the cotangent back to its
-operand's shape (``standard.unbroadcast``). The batching rule of most of them is the shared
+operand's shape (``shapes.unbroadcast``). The batching rule of most of them is the shared
 ``batch_util.elementwise_batcher``, which the registrars attach; the few primitives with
 their own shape rules (``select_n``, ``clamp``, ``bitcast_convert_type``) have their own.
+Each section ends with its kernel lowerings: one element of the result in the compiler's
+scalar operations (``ctx``; see ``standard.KernelLowering``).
 """
 
 import enum
@@ -27,27 +30,21 @@ from ..core import (Array, Primitive, ShapedArray, Tracer, Var, dtypes, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
 from . import batch_util
-from .standard import (ANY, COMPLEX, FLOAT, FLOAT_OR_INT, INEXACT, INT, INT_OR_BOOL, NUMBER,
-                       ORDERED, SIGNED, binop, broadcast_shapes, check_dtype,
-                       identity_simplification, owned_results, same_dtypes, same_type,
-                       scalar_like, unbroadcast, unop)
+from .shapes import broadcast_in_dim, filled, moveaxis, unbroadcast
+from .standard import (ANY, COMPLEX, FLOAT, FLOAT_OR_INT, INT, INT_OR_BOOL, NUMBER,
+                       ORDERED, SIGNED, broadcast_shapes, check_dtype, identity_simplification,
+                       kernel_elementwise, owned_results, same_dtypes, same_type, scalar_like)
 
 __all__ = [
     # arithmetic
     "add", "add_p", "sub", "sub_p", "mul", "mul_p", "div", "div_p", "rem", "rem_p",
     "neg", "neg_p", "sign", "sign_p", "abs", "abs_p", "max", "max_p", "min", "min_p",
-    "pow", "pow_p", "integer_pow", "integer_pow_p",
+    "integer_pow", "integer_pow_p",
     # rounding and floating-point structure
     "floor", "floor_p", "ceil", "ceil_p", "round", "round_p", "RoundingMethod",
     "nextafter", "nextafter_p", "is_finite", "is_finite_p",
     # the identity that autodiff treats as a constant
     "stop_gradient", "stop_gradient_p",
-    # transcendental
-    "exp", "exp_p", "exp2", "exp2_p", "log", "log_p", "log1p", "log1p_p", "expm1", "expm1_p",
-    "tanh", "tanh_p", "logistic", "logistic_p", "sin", "sin_p", "cos", "cos_p", "tan", "tan_p",
-    "asin", "asin_p", "acos", "acos_p", "atan", "atan_p", "atan2", "atan2_p",
-    "sinh", "sinh_p", "cosh", "cosh_p", "asinh", "asinh_p", "acosh", "acosh_p",
-    "atanh", "atanh_p", "sqrt", "sqrt_p", "rsqrt", "rsqrt_p", "cbrt", "cbrt_p",
     # comparisons
     "eq", "eq_p", "ne", "ne_p", "lt", "lt_p", "le", "le_p", "gt", "gt_p", "ge", "ge_p",
     # bits
@@ -78,20 +75,58 @@ def quiet(fn):
     return impl
 
 
-def _unop(name, impl, kind, result_dtype=None):
-    return unop(name, quiet(impl), kind, result_dtype)
+def unop(name, impl, kind, result_dtype=None):
+    """An element-wise unary primitive (abstract eval, quiet NumPy impl, the shared batching
+    rule); ``result_dtype(dtype)`` when it changes the dtype."""
+    prim = Primitive(name)
+
+    def abstract_eval(x):
+        check_dtype(name, x, kind)
+        if result_dtype is None:
+            return x
+        return ShapedArray(x.shape, result_dtype(x.dtype), x.weak_type)
+    prim.def_abstract_eval(abstract_eval)
+    prim.def_impl(quiet(impl))
+    prim.def_batch(batch_util.elementwise_batcher(prim))
+    return prim
 
 
-def _binop(name, impl, kinds, result_dtype=None):
-    return binop(name, quiet(impl), kinds, result_dtype)
+def binop(name, impl, kinds, result_dtype=None):
+    """An element-wise n-ary primitive taking one dtype kind per operand: equal dtypes, and
+    only rank-0 operands and size-1 axes broadcast, as in JAX's lax."""
+    prim = Primitive(name)
+
+    def abstract_eval(*avals):
+        if len(avals) != len(kinds):
+            raise TypeError(f"{name} takes {len(kinds)} operands, got {len(avals)}")
+        for i, (a, k) in enumerate(zip(avals, kinds)):
+            check_dtype(name, a, k, i if len(kinds) > 1 else None)
+        same_dtypes(name, avals)
+        shape = broadcast_shapes(name, *(a.shape for a in avals))
+        dtype = avals[0].dtype if result_dtype is None else result_dtype(avals[0].dtype)
+        return ShapedArray(shape, dtype, all(a.weak_type for a in avals))
+    prim.def_abstract_eval(abstract_eval)
+    prim.def_impl(quiet(impl))
+    prim.def_batch(batch_util.elementwise_batcher(prim))
+    return prim
 
 
 def _param_unop(name, impl, kind, result_dtype=None):
     """A unary primitive with params that do not change its output type (``round``)."""
-    prim = _unop(name, impl, kind, result_dtype)
+    prim = unop(name, impl, kind, result_dtype)
     rule = prim.rule("abstract_eval")
     prim.def_abstract_eval(lambda x, **params: rule(x))
     return prim
+
+
+def _kernel_method(name):
+    """A kernel lowering that is one of the compiler builder's scalar ops (``ctx.add``)."""
+    return lambda ctx, *xs, **params: getattr(ctx, name)(*xs)
+
+
+def kernel_math(name):
+    """A kernel lowering that calls the math library's ``name`` (``ctx.math("exp", x)``)."""
+    return lambda ctx, *xs, **params: ctx.math(name, *xs)
 
 
 def _named(fn, name, doc):
@@ -133,34 +168,19 @@ def _complex_dtype(dtype):
     return np.result_type(dtype, np.complex64)
 
 
-def _structural():
-    # Imported when a rule runs: structural.py imports this module.
-    from . import structural
-    return structural
-
-
 def _full_like(x, value):
     """``value`` in the shape, dtype and weak type of ``x`` (a literal when ``x`` is rank-0)."""
-    return _structural().full_like(x, value)
+    return filled(get_aval(x), value)
 
 
-def _broadcast_to(x, shape):
+def broadcast_operand(x, shape):
     """``x`` (rank-0, or of equal rank with size-1 axes) broadcast as an element-wise
     primitive broadcasts its operands to the output ``shape``."""
     old_shape = get_aval(x).shape
     if old_shape == shape:
         return x
     dims = tuple(range(len(shape))) if old_shape else ()
-    return batch_util.broadcast_in_dim(x, shape, dims)
-
-
-def _zeros_like_aval(aval):
-    """The zeros autodiff makes when a symbolic zero must become a value: a rank-0 literal
-    broadcast (``broadcast_in_dim 0.0``), as JAX stages it, rather than a constant array."""
-    return _structural().zeros_like_shaped_array(aval)
-
-
-ad.register_zeros_maker(_zeros_like_aval)
+    return broadcast_in_dim(x, shape, dims)
 
 
 def _from_parts(re, im):
@@ -237,16 +257,16 @@ def _min_impl(x, y):
     return np.where(take_x, x, y)
 
 
-add_p = _binop("add", np.add, [NUMBER, NUMBER])
-sub_p = _binop("sub", np.subtract, [NUMBER, NUMBER])
-mul_p = _binop("mul", np.multiply, [NUMBER, NUMBER])
-div_p = _binop("div", _div_impl, [NUMBER, NUMBER])
-rem_p = _binop("rem", _rem_impl, [FLOAT_OR_INT, FLOAT_OR_INT])
-max_p = _binop("max", _max_impl, [ANY, ANY])
-min_p = _binop("min", _min_impl, [ANY, ANY])
-neg_p = _unop("neg", np.negative, NUMBER)
-sign_p = _unop("sign", _sign_impl, NUMBER)
-abs_p = _unop("abs", np.abs, SIGNED, _real_dtype)
+add_p = binop("add", np.add, [NUMBER, NUMBER])
+sub_p = binop("sub", np.subtract, [NUMBER, NUMBER])
+mul_p = binop("mul", np.multiply, [NUMBER, NUMBER])
+div_p = binop("div", _div_impl, [NUMBER, NUMBER])
+rem_p = binop("rem", _rem_impl, [FLOAT_OR_INT, FLOAT_OR_INT])
+max_p = binop("max", _max_impl, [ANY, ANY])
+min_p = binop("min", _min_impl, [ANY, ANY])
+neg_p = unop("neg", np.negative, NUMBER)
+sign_p = unop("sign", _sign_impl, NUMBER)
+abs_p = unop("abs", np.abs, SIGNED, _real_dtype)
 
 add = binary_function(add_p, "Element-wise ``x + y``; operands must have equal dtypes "
                              "(``jnp.add`` promotes).")
@@ -277,41 +297,6 @@ def _simplify_double_negation(eqn, ins, producer_of, use_count):
 
 
 neg_p.def_rule("simplify", _simplify_double_negation)
-
-
-# ``pow`` is the one binary primitive whose operands may differ in dtype: a float or complex
-# base with an integer exponent, or two equal inexact dtypes.
-pow_p = Primitive("pow")
-
-
-@pow_p.def_abstract_eval
-def _pow_abstract_eval(x, y):
-    check_dtype("pow", x, INEXACT, 0)
-    check_dtype("pow", y, NUMBER, 1)
-    if not dtypes.is_int(y.dtype) and x.dtype != y.dtype:
-        raise TypeError(
-            "the first argument to pow must have an inexact dtype (float or complex), and the "
-            "second argument must have an inexact or integer dtype, and two inexact dtypes "
-            f"must match, but got {x.dtype} and {y.dtype} respectively.")
-    shape = broadcast_shapes("pow", x.shape, y.shape)
-    return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
-
-
-@pow_p.def_impl
-@quiet
-def _pow_impl(x, y):
-    y = y.astype(x.dtype)  # XLA converts an integer exponent to the base's type
-    out = np.power(x, y)
-    if np.issubdtype(x.dtype, np.floating):
-        # NumPy computes x ** 0.5 as sqrt(x); C's pow (and XLA) give +inf at -inf and +0 at -0.
-        out = np.where((y == 0.5) & ((x == 0) | np.isneginf(x)), np.abs(x), out)
-    return out
-
-
-def pow(x, y):
-    """Element-wise ``x ** y`` for a float or complex ``x``; ``y`` is an integer array or has
-    ``x``'s dtype (a Python ``int`` exponent stays an integer, as in JAX)."""
-    return pow_p.bind(x, y)
 
 
 def _integer_pow_impl(x, *, y):
@@ -374,9 +359,9 @@ def _add_sub_jvp(prim, sign_of_second):
         shape = get_aval(out).shape
         tx, ty = tangents
         if isinstance(tx, ad.Zero):
-            return out, _broadcast_to(sign_of_second(ty), shape)
+            return out, broadcast_operand(sign_of_second(ty), shape)
         if isinstance(ty, ad.Zero):
-            return out, _broadcast_to(tx, shape)
+            return out, broadcast_operand(tx, shape)
         return out, prim.bind(tx, ty)
     return rule
 
@@ -412,7 +397,7 @@ def _balanced_eq(x, ans, other):
     return div(chosen, tie)
 
 
-def _replace_zero(x):
+def replace_zero(x):
     """``x`` with its zeros replaced by ones: a divisor (or log argument) that is safe where
     the quantity it feeds is multiplied by zero anyway."""
     return select(eq(x, _full_like(x, 0)), _full_like(x, 1), x)
@@ -422,29 +407,9 @@ def _abs_jvp(g, ans, x):
     """Real: ``sign(x) g``, with the derivative at 0 taken as +1 (``x >= 0``), as JAX does.
     Complex: ``Re(conj(x) g) / |x|``, taken as 0 at 0."""
     if dtypes.is_complex(get_aval(x).dtype):
-        magnitude = _replace_zero(convert_element_type(ans, get_aval(x).dtype))
+        magnitude = replace_zero(convert_element_type(ans, get_aval(x).dtype))
         return real(mul(g, div(conj(x), magnitude)))
     return select(ge(x, _full_like(x, 0)), g, neg(g))
-
-
-def _pow_jvp_base(g, ans, x, y):
-    """``d(x**y)/dx = y x**(y-1)``. For an integer exponent, JAX takes it as exactly 0 where
-    ``y == 0`` (``x**0`` is constant, even at ``x = 0`` where ``0 * 0**-1`` would be nan)."""
-    x_dtype, y_dtype = get_aval(x).dtype, get_aval(y).dtype
-    if dtypes.is_int(y_dtype):
-        shape = get_aval(ans).shape
-        x, y = _broadcast_to(x, shape), _broadcast_to(convert_element_type(y, x_dtype), shape)
-        jac = select(eq(y, _full_like(y, 0)), _full_like(y, 0),
-                     mul(_replace_zero(y), pow(x, sub(y, _full_like(y, 1)))))
-    else:
-        jac = mul(y, pow(x, sub(y, _full_like(y, 1))))
-    return mul(g, jac)
-
-
-def _pow_jvp_exponent(g, ans, x, y):
-    """``d(x**y)/dy = log(x) x**y``, with ``log(0)`` replaced by 0 (``0**y`` is constant in
-    ``y > 0``)."""
-    return mul(g, mul(log(_replace_zero(x)), ans))
 
 
 def _integer_pow_jvp(g, x, *, y):
@@ -468,7 +433,7 @@ ad.defjvp(div_p, lambda g, x, y: div(g, y),
           lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
 div_p.def_transpose(_div_transpose)
 # rem(x, y) = x - trunc(x / y) * y, and trunc is locally constant.
-ad.defjvp(rem_p, lambda g, x, y: _broadcast_to(g, broadcast_shapes("rem", get_aval(x).shape,
+ad.defjvp(rem_p, lambda g, x, y: broadcast_operand(g, broadcast_shapes("rem", get_aval(x).shape,
                                                                    get_aval(y).shape)),
           lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
 ad.defjvp2(max_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
@@ -478,10 +443,47 @@ ad.defjvp2(min_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
 ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 ad.defjvp_zero(sign_p)
 ad.defjvp2(abs_p, _abs_jvp)
-ad.defjvp2(pow_p, _pow_jvp_base, _pow_jvp_exponent)
-pow_p.def_batch(batch_util.elementwise_batcher(pow_p))
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
 integer_pow_p.def_batch(batch_util.elementwise_batcher(integer_pow_p))
+
+
+def _kernel_division(ctx, x, y, quotient):
+    """XLA's integer division: ``x / 0`` has every bit set, ``x % 0`` is ``x``, ``MIN / -1``
+    wraps to ``MIN`` (remainder 0); elsewhere C's division (see ``_c_division``)."""
+    if not dtypes.is_int(x.dtype):
+        return ctx.div(x, y) if quotient else ctx.rem(x, y)
+    by_zero = ctx.eq(y, 0)
+    unsafe = by_zero
+    if dtypes.is_signed_int(x.dtype):
+        overflow = ctx.and_(ctx.eq(x, int(np.iinfo(x.dtype).min)), ctx.eq(y, -1))
+        unsafe = ctx.or_(by_zero, overflow)
+    safe_y = ctx.select(unsafe, 1, y)
+    if quotient:
+        return ctx.select(by_zero, -1, ctx.div(x, safe_y))
+    return ctx.select(by_zero, x, ctx.rem(x, safe_y))
+
+
+def _kernel_integer_pow(ctx, x, *, y):
+    """Repeated squaring, as ``_integer_pow_impl`` (so the rounding is the same)."""
+    result, square, n = None, x, -y if y < 0 else y
+    while n:
+        if n & 1:
+            result = square if result is None else ctx.mul(result, square)
+        n >>= 1
+        if n:
+            square = ctx.mul(square, square)
+    result = ctx.const(1, x.dtype) if result is None else result
+    return ctx.div(1, result) if y < 0 else result
+
+
+for _prim, _name in ((add_p, "add"), (ad.add_any_p, "add"), (sub_p, "sub"), (mul_p, "mul"),
+                     (max_p, "max"), (min_p, "min"), (neg_p, "neg"), (abs_p, "abs")):
+    kernel_elementwise(_prim, _kernel_method(_name))
+kernel_elementwise(div_p, lambda ctx, x, y: _kernel_division(ctx, x, y, True))
+kernel_elementwise(rem_p, lambda ctx, x, y: _kernel_division(ctx, x, y, False))
+kernel_elementwise(sign_p, lambda ctx, x: ctx.select(ctx.gt(x, 0), 1,
+                                                     ctx.select(ctx.lt(x, 0), -1, x)))
+kernel_elementwise(integer_pow_p, _kernel_integer_pow)
 
 
 # --- rounding and floating-point structure -------------------------------------------------
@@ -505,11 +507,11 @@ def _round_impl(x, *, rounding_method):
     return np.where(np.abs(x - whole) >= 0.5, whole + np.copysign(1, x), whole)
 
 
-floor_p = _unop("floor", np.floor, FLOAT)
-ceil_p = _unop("ceil", np.ceil, FLOAT)
+floor_p = unop("floor", np.floor, FLOAT)
+ceil_p = unop("ceil", np.ceil, FLOAT)
 round_p = _param_unop("round", _round_impl, FLOAT)
-nextafter_p = _binop("nextafter", np.nextafter, [FLOAT, FLOAT])
-is_finite_p = _unop("is_finite", np.isfinite, FLOAT, lambda d: dtypes.bool_)
+nextafter_p = binop("nextafter", np.nextafter, [FLOAT, FLOAT])
+is_finite_p = unop("is_finite", np.isfinite, FLOAT, lambda d: dtypes.bool_)
 
 floor = unary_function(floor_p, "Element-wise round toward -inf.")
 ceil = unary_function(ceil_p, "Element-wise round toward +inf.")
@@ -528,136 +530,11 @@ for _prim in (floor_p, ceil_p, round_p, is_finite_p, nextafter_p):
     ad.defjvp_zero(_prim)
 
 
-# --- transcendental ------------------------------------------------------------------------
-
-def _atan2_impl(x, y):
-    """The angle of the point ``(y, x)``; for complex operands the analytic continuation
-    ``-i log((y + i x) / sqrt(x**2 + y**2))`` (NumPy has no complex arctan2)."""
-    if dtypes.is_complex(x.dtype):  # in complex128: the formula loses digits in complex64
-        x, y = x.astype(np.complex128), y.astype(np.complex128)
-        return -1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))
-    return np.arctan2(x, y)
-
-
-def _rounded_once(fn):
-    """``fn`` for float16/float32 operands computed in float64 and rounded once.
-
-    NumPy's float32 loops for exp, log, sin, cos, tanh... are SIMD routines off by up to 1-2
-    ulp (its float32 ``sin(1.0)`` is one ulp from the true value), where XLA's (glibc's
-    ``sinf``/``cosf``, its own exp and log) are within about half an ulp: the float64 value
-    rounded once is the correctly rounded one, except in rare double roundings, and so
-    agrees with JAX wherever JAX is correctly rounded. The functions left to NumPy are
-    glibc's in both (tan), or NumPy's float32 results are the closer to XLA's (sinh, cosh,
-    atan2, ...; see tools/compare_jax_math.py). Other dtypes go to ``fn`` as they are."""
-    @functools.wraps(fn)
-    def impl(*args):
-        if args[0].dtype not in (dtypes.float16, dtypes.float32):
-            return fn(*args)
-        return fn(*(a.astype(np.float64) for a in args)).astype(args[0].dtype)
-    return impl
-
-
-def _logistic_impl(x):
-    """``1 / (1 + exp(-x))`` in the operand's type, as XLA computes it; only the exp is
-    rounded once from float64 (the formula's own roundings are XLA's too)."""
-    return 1 / (1 + _rounded_once(np.exp)(-x))
-
-
-def _expm1_impl(x):
-    """``expm1``; a complex operand with a zero imaginary part keeps it, as in C99 and JAX
-    (NumPy's ``exp(re) * sin(0)`` is ``inf * 0``, a NaN, once ``exp(re)`` overflows)."""
-    out = np.array(_rounded_once(np.expm1)(x))
-    if np.iscomplexobj(out):
-        out.imag = np.where(np.imag(x) == 0, np.imag(x), out.imag)
-    return out
-
-
-exp_p = _unop("exp", _rounded_once(np.exp), INEXACT)
-exp2_p = _unop("exp2", np.exp2, INEXACT)
-log_p = _unop("log", _rounded_once(np.log), INEXACT)
-log1p_p = _unop("log1p", _rounded_once(np.log1p), INEXACT)
-expm1_p = _unop("expm1", _expm1_impl, INEXACT)
-tanh_p = _unop("tanh", _rounded_once(np.tanh), INEXACT)
-logistic_p = _unop("logistic", _logistic_impl, INEXACT)
-sin_p = _unop("sin", _rounded_once(np.sin), INEXACT)
-cos_p = _unop("cos", _rounded_once(np.cos), INEXACT)
-tan_p = _unop("tan", np.tan, INEXACT)
-asin_p = _unop("asin", _rounded_once(np.arcsin), INEXACT)
-acos_p = _unop("acos", np.arccos, INEXACT)
-atan_p = _unop("atan", np.arctan, INEXACT)
-atan2_p = _binop("atan2", _atan2_impl, [INEXACT, INEXACT])
-sinh_p = _unop("sinh", np.sinh, INEXACT)
-cosh_p = _unop("cosh", np.cosh, INEXACT)
-asinh_p = _unop("asinh", np.arcsinh, INEXACT)
-acosh_p = _unop("acosh", _rounded_once(np.arccosh), INEXACT)
-atanh_p = _unop("atanh", _rounded_once(np.arctanh), INEXACT)
-sqrt_p = _unop("sqrt", np.sqrt, INEXACT)
-rsqrt_p = _unop("rsqrt", lambda x: 1 / np.sqrt(x), INEXACT)
-cbrt_p = _unop("cbrt", np.cbrt, FLOAT)
-
-exp = unary_function(exp_p, "Element-wise ``e ** x``.")
-exp2 = unary_function(exp2_p, "Element-wise ``2 ** x``.")
-log = unary_function(log_p, "Element-wise natural logarithm.")
-log1p = unary_function(log1p_p, "Element-wise ``log(1 + x)``, accurate for small ``x``.")
-expm1 = unary_function(expm1_p, "Element-wise ``exp(x) - 1``, accurate for small ``x``.")
-tanh = unary_function(tanh_p, "Element-wise hyperbolic tangent.")
-logistic = unary_function(logistic_p, "Element-wise ``1 / (1 + exp(-x))``.")
-sin = unary_function(sin_p, "Element-wise sine.")
-cos = unary_function(cos_p, "Element-wise cosine.")
-tan = unary_function(tan_p, "Element-wise tangent.")
-asin = unary_function(asin_p, "Element-wise arcsine.")
-acos = unary_function(acos_p, "Element-wise arccosine.")
-atan = unary_function(atan_p, "Element-wise arctangent.")
-atan2 = binary_function(atan2_p, "Element-wise arctangent of ``x / y``, in the quadrant of "
-                                 "the point ``(y, x)``.")
-sinh = unary_function(sinh_p, "Element-wise hyperbolic sine.")
-cosh = unary_function(cosh_p, "Element-wise hyperbolic cosine.")
-asinh = unary_function(asinh_p, "Element-wise inverse hyperbolic sine.")
-acosh = unary_function(acosh_p, "Element-wise inverse hyperbolic cosine.")
-atanh = unary_function(atanh_p, "Element-wise inverse hyperbolic tangent.")
-sqrt = unary_function(sqrt_p, "Element-wise square root.")
-rsqrt = unary_function(rsqrt_p, "Element-wise ``1 / sqrt(x)``.")
-cbrt = unary_function(cbrt_p, "Element-wise cube root.")
-
-
-# Derivatives of the transcendental functions: ``partial(g, x)`` is ``f'(x) g``, and the
-# ``defjvp2`` ones reuse the output ``ans = f(x)`` (``exp' = exp``).
-
-def _square(x):
-    return integer_pow(x, 2)
-
-
-def _plus_one(x):
-    return add(x, scalar_like(x, 1))
-
-
-def _one_minus(x):
-    return sub(scalar_like(x, 1), x)
-
-
-ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
-ad.defjvp2(exp2_p, lambda g, ans, x: mul(scalar_like(ans, np.log(2)), mul(g, ans)))
-ad.defjvp(log_p, lambda g, x: div(g, x))
-ad.defjvp(log1p_p, lambda g, x: div(g, _plus_one(x)))
-ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, _plus_one(ans)))
-ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), _one_minus(ans)))  # (1+t)(1-t) g
-ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, _one_minus(ans))))
-ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
-ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
-ad.defjvp2(tan_p, lambda g, ans, x: mul(g, _plus_one(_square(ans))))
-ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(_one_minus(_square(x)))))
-ad.defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(_one_minus(_square(x))))))
-ad.defjvp(atan_p, lambda g, x: div(g, _plus_one(_square(x))))
-ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(_square(x), _square(y)))),
-          lambda g, x, y: mul(g, div(neg(x), add(_square(x), _square(y)))))
-ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
-ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
-ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(_plus_one(_square(x)))))
-ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(_square(x), scalar_like(x, 1)))))
-ad.defjvp(atanh_p, lambda g, x: mul(div(scalar_like(x, 1), _plus_one(x)), div(g, _one_minus(x))))
-ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(scalar_like(ans, 0.5), ans)))  # inf at 0, as in JAX
-ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(scalar_like(x, -0.5), div(ans, x))))
-ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(scalar_like(ans, 1 / 3), integer_pow(ans, -2))))
+for _prim in (floor_p, ceil_p, nextafter_p):
+    kernel_elementwise(_prim, kernel_math(_prim.name))
+kernel_elementwise(round_p, lambda ctx, x, rounding_method: ctx.math(
+    "rint" if rounding_method == RoundingMethod.TO_NEAREST_EVEN else "round", x))
+kernel_elementwise(is_finite_p, lambda ctx, x: ctx.lt(ctx.abs(x), np.inf))
 
 
 # --- comparisons ---------------------------------------------------------------------------
@@ -666,12 +543,12 @@ def _to_bool(dtype):
     return dtypes.bool_
 
 
-eq_p = _binop("eq", np.equal, [ANY, ANY], _to_bool)
-ne_p = _binop("ne", np.not_equal, [ANY, ANY], _to_bool)
-lt_p = _binop("lt", np.less, [ORDERED, ORDERED], _to_bool)
-le_p = _binop("le", np.less_equal, [ORDERED, ORDERED], _to_bool)
-gt_p = _binop("gt", np.greater, [ORDERED, ORDERED], _to_bool)
-ge_p = _binop("ge", np.greater_equal, [ORDERED, ORDERED], _to_bool)
+eq_p = binop("eq", np.equal, [ANY, ANY], _to_bool)
+ne_p = binop("ne", np.not_equal, [ANY, ANY], _to_bool)
+lt_p = binop("lt", np.less, [ORDERED, ORDERED], _to_bool)
+le_p = binop("le", np.less_equal, [ORDERED, ORDERED], _to_bool)
+gt_p = binop("gt", np.greater, [ORDERED, ORDERED], _to_bool)
+ge_p = binop("ge", np.greater_equal, [ORDERED, ORDERED], _to_bool)
 
 eq = binary_function(eq_p, "Element-wise ``x == y``.")
 ne = binary_function(ne_p, "Element-wise ``x != y``.")
@@ -679,6 +556,10 @@ lt = binary_function(lt_p, "Element-wise ``x < y``.")
 le = binary_function(le_p, "Element-wise ``x <= y``.")
 gt = binary_function(gt_p, "Element-wise ``x > y``.")
 ge = binary_function(ge_p, "Element-wise ``x >= y``.")
+
+
+for _prim in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
+    kernel_elementwise(_prim, _kernel_method(_prim.name))
 
 
 # --- bits ----------------------------------------------------------------------------------
@@ -718,16 +599,16 @@ def _clz_impl(x):
     return np.where(bits.any(axis=-1), bits.argmax(axis=-1), bits.shape[-1]).astype(x.dtype)
 
 
-and_p = _binop("and", np.bitwise_and, [INT_OR_BOOL, INT_OR_BOOL])
-or_p = _binop("or", np.bitwise_or, [INT_OR_BOOL, INT_OR_BOOL])
-xor_p = _binop("xor", np.bitwise_xor, [INT_OR_BOOL, INT_OR_BOOL])
-not_p = _unop("not", np.invert, INT_OR_BOOL)
-shift_left_p = _binop("shift_left", np.left_shift, [INT, INT])
-shift_right_logical_p = _binop("shift_right_logical", _shift_right_logical_impl, [INT, INT])
-shift_right_arithmetic_p = _binop("shift_right_arithmetic", _shift_right_arithmetic_impl,
+and_p = binop("and", np.bitwise_and, [INT_OR_BOOL, INT_OR_BOOL])
+or_p = binop("or", np.bitwise_or, [INT_OR_BOOL, INT_OR_BOOL])
+xor_p = binop("xor", np.bitwise_xor, [INT_OR_BOOL, INT_OR_BOOL])
+not_p = unop("not", np.invert, INT_OR_BOOL)
+shift_left_p = binop("shift_left", np.left_shift, [INT, INT])
+shift_right_logical_p = binop("shift_right_logical", _shift_right_logical_impl, [INT, INT])
+shift_right_arithmetic_p = binop("shift_right_arithmetic", _shift_right_arithmetic_impl,
                                   [INT, INT])
-population_count_p = _unop("population_count", _population_count_impl, INT)
-clz_p = _unop("clz", _clz_impl, INT)
+population_count_p = unop("population_count", _population_count_impl, INT)
+clz_p = unop("clz", _clz_impl, INT)
 
 bitwise_and = binary_function(and_p, "Element-wise AND of bools or integer bits.",
                               "bitwise_and")
@@ -754,6 +635,27 @@ for _prim in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p, and_p, or_p, xor_p, not_p, shi
     ad.defjvp_zero(_prim)
 
 
+def _kernel_shift(kind):
+    """Shifts by a negative amount or by the bit width or more: 0, or the sign fill."""
+    def rule(ctx, x, y):
+        bits = 8 * x.dtype.itemsize
+        too_far = ctx.ge(y, bits)
+        if dtypes.is_signed_int(y.dtype):
+            too_far = ctx.or_(too_far, ctx.lt(y, 0))
+        shifted = getattr(ctx, kind)(x, ctx.select(too_far, 0, y))
+        fill = ctx.shr_arith(x, bits - 1) if kind == "shr_arith" else 0
+        return ctx.select(too_far, fill, shifted)
+    return rule
+
+
+for _prim, _name in ((and_p, "and_"), (or_p, "or_"), (xor_p, "xor"), (not_p, "not_"),
+                     (population_count_p, "popcount"), (clz_p, "clz")):
+    kernel_elementwise(_prim, _kernel_method(_name))
+kernel_elementwise(shift_left_p, _kernel_shift("shl"))
+kernel_elementwise(shift_right_logical_p, _kernel_shift("shr_logical"))
+kernel_elementwise(shift_right_arithmetic_p, _kernel_shift("shr_arith"))
+
+
 # --- complex numbers -----------------------------------------------------------------------
 
 # ``complex`` and ``conj`` accept float32 and float64 (there is no complex32 for float16).
@@ -761,9 +663,9 @@ _COMPLEX_PARTS = ("float32, float64", lambda d: d in (dtypes.float32, dtypes.flo
 _CONJ_INPUT = ("float32, complexfloating, float64",
                lambda d: _COMPLEX_PARTS[1](d) or dtypes.is_complex(d))
 
-real_p = _unop("real", np.real, COMPLEX, _real_dtype)
-imag_p = _unop("imag", np.imag, COMPLEX, _real_dtype)
-complex_p = _binop("complex", _from_parts, [_COMPLEX_PARTS, _COMPLEX_PARTS], _complex_dtype)
+real_p = unop("real", np.real, COMPLEX, _real_dtype)
+imag_p = unop("imag", np.imag, COMPLEX, _real_dtype)
+complex_p = binop("complex", _from_parts, [_COMPLEX_PARTS, _COMPLEX_PARTS], _complex_dtype)
 # ``input_dtype`` records whether the input was real, which conj's transpose needs.
 conj_p = _param_unop("conj", lambda x, *, input_dtype: np.conj(x).astype(_complex_dtype(x.dtype)),
                      _CONJ_INPUT, _complex_dtype)
@@ -898,11 +800,11 @@ def _batched_to(x, bdim, shape, out_dim, keep_scalar):
     rank = batch_util.ndim(x)
     if bdim is None:
         if rank == 0:
-            return x if keep_scalar else batch_util.broadcast_in_dim(x, shape, ())
+            return x if keep_scalar else broadcast_in_dim(x, shape, ())
         return batch_util.broadcast_batch(x, shape[out_dim], out_dim)
     if rank == 1 and len(shape) > 1:
-        return batch_util.broadcast_in_dim(x, shape, (out_dim,))
-    return batch_util.moveaxis(x, bdim, out_dim)
+        return broadcast_in_dim(x, shape, (out_dim,))
+    return moveaxis(x, bdim, out_dim)
 
 
 def _batch_axis_and_shape(vals, dims, full_index):
@@ -939,7 +841,7 @@ def _clamp_partial(condition):
     operand is the result (broadcast first if it is a rank-0 bound), zero elsewhere."""
     def partial(g, lo, x, hi):
         shape = get_aval(x).shape
-        return select(condition(lo, x, hi), _broadcast_to(g, shape), _full_like(x, 0))
+        return select(condition(lo, x, hi), broadcast_operand(g, shape), _full_like(x, 0))
     return partial
 
 
@@ -953,6 +855,20 @@ ad.defjvp(clamp_p,
           _clamp_partial(lambda lo, x, hi: bitwise_and(gt(x, lo), lt(x, hi))),
           _clamp_partial(lambda lo, x, hi: lt(hi, x)))
 clamp_p.def_batch(_clamp_batch)
+
+
+def _kernel_select_n(ctx, which, *cases):
+    """Case ``which``, where a value below 0 picks case 0 and one past the end the last."""
+    if which.dtype == dtypes.bool_:
+        return ctx.select(which, cases[1], cases[0]) if len(cases) > 1 else cases[0]
+    result = cases[0]
+    for i, case in enumerate(cases[1:], 1):
+        result = ctx.select(ctx.ge(which, i), case, result)
+    return result
+
+
+kernel_elementwise(select_n_p, _kernel_select_n)
+kernel_elementwise(clamp_p, lambda ctx, lo, x, hi: ctx.min(ctx.max(x, lo), hi))
 
 
 # --- dtype conversion ----------------------------------------------------------------------
@@ -1040,6 +956,8 @@ convert_element_type_p.def_rule("simplify", _simplify_same_type_conversion)
 convert_element_type_p.def_jvp(_convert_element_type_jvp)
 convert_element_type_p.def_transpose(_convert_element_type_transpose)
 convert_element_type_p.def_batch(batch_util.elementwise_batcher(convert_element_type_p))
+kernel_elementwise(convert_element_type_p,
+                   lambda ctx, x, new_dtype, weak_type: ctx.convert(x, new_dtype))
 
 
 def _bitcast_shape(shape, old, new):
@@ -1088,111 +1006,14 @@ def _bitcast_convert_type_batch(axis_data, vals, dims, *, new_dtype):
     (x,), (bdim,) = vals, dims
     widening = np.dtype(new_dtype).itemsize > get_aval(x).dtype.itemsize
     if widening and bdim == batch_util.ndim(x) - 1:
-        x, bdim = batch_util.moveaxis(x, bdim, 0), 0
+        x, bdim = moveaxis(x, bdim, 0), 0
     return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), bdim
 
 
 ad.defjvp_zero(bitcast_convert_type_p)  # reinterpreted bits have no useful derivative
 bitcast_convert_type_p.def_batch(_bitcast_convert_type_batch)
-
-
-# --- kernel lowerings: one element of the result in the compiler's scalar ops ---------------
-# (``ctx`` is the compiler's builder; see standard.KernelLowering and compiler/kernel.py.)
-
-from .standard import kernel_elementwise  # noqa: E402
-
-
-def _kernel_method(name):
-    return lambda ctx, *xs, **params: getattr(ctx, name)(*xs)
-
-
-def _kernel_math(name):
-    return lambda ctx, *xs, **params: ctx.math(name, *xs)
-
-
-def _kernel_division(ctx, x, y, quotient):
-    """XLA's integer division: ``x / 0`` has every bit set, ``x % 0`` is ``x``, ``MIN / -1``
-    wraps to ``MIN`` (remainder 0); elsewhere C's division (see ``_c_division``)."""
-    if not dtypes.is_int(x.dtype):
-        return ctx.div(x, y) if quotient else ctx.rem(x, y)
-    by_zero = ctx.eq(y, 0)
-    unsafe = by_zero
-    if dtypes.is_signed_int(x.dtype):
-        overflow = ctx.and_(ctx.eq(x, int(np.iinfo(x.dtype).min)), ctx.eq(y, -1))
-        unsafe = ctx.or_(by_zero, overflow)
-    safe_y = ctx.select(unsafe, 1, y)
-    if quotient:
-        return ctx.select(by_zero, -1, ctx.div(x, safe_y))
-    return ctx.select(by_zero, x, ctx.rem(x, safe_y))
-
-
-def _kernel_integer_pow(ctx, x, *, y):
-    """Repeated squaring, as ``_integer_pow_impl`` (so the rounding is the same)."""
-    result, square, n = None, x, -y if y < 0 else y
-    while n:
-        if n & 1:
-            result = square if result is None else ctx.mul(result, square)
-        n >>= 1
-        if n:
-            square = ctx.mul(square, square)
-    result = ctx.const(1, x.dtype) if result is None else result
-    return ctx.div(1, result) if y < 0 else result
-
-
-def _kernel_shift(kind):
-    """Shifts by a negative amount or by the bit width or more: 0, or the sign fill."""
-    def rule(ctx, x, y):
-        bits = 8 * x.dtype.itemsize
-        too_far = ctx.ge(y, bits)
-        if dtypes.is_signed_int(y.dtype):
-            too_far = ctx.or_(too_far, ctx.lt(y, 0))
-        shifted = getattr(ctx, kind)(x, ctx.select(too_far, 0, y))
-        fill = ctx.shr_arith(x, bits - 1) if kind == "shr_arith" else 0
-        return ctx.select(too_far, fill, shifted)
-    return rule
-
-
-def _kernel_select_n(ctx, which, *cases):
-    """Case ``which``, where a value below 0 picks case 0 and one past the end the last."""
-    if which.dtype == dtypes.bool_:
-        return ctx.select(which, cases[1], cases[0]) if len(cases) > 1 else cases[0]
-    result = cases[0]
-    for i, case in enumerate(cases[1:], 1):
-        result = ctx.select(ctx.ge(which, i), case, result)
-    return result
-
-
-for _prim, _name in ((add_p, "add"), (ad.add_any_p, "add"), (sub_p, "sub"), (mul_p, "mul"),
-                     (max_p, "max"),
-                     (min_p, "min"), (neg_p, "neg"), (abs_p, "abs"), (eq_p, "eq"),
-                     (ne_p, "ne"), (lt_p, "lt"), (le_p, "le"), (gt_p, "gt"), (ge_p, "ge"),
-                     (and_p, "and_"), (or_p, "or_"), (xor_p, "xor"), (not_p, "not_"),
-                     (population_count_p, "popcount"), (clz_p, "clz")):
-    kernel_elementwise(_prim, _kernel_method(_name))
-for _prim in (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p, sin_p, cos_p, tan_p, asin_p,
-              acos_p, atan_p, atan2_p, sinh_p, cosh_p, asinh_p, acosh_p, atanh_p, sqrt_p,
-              cbrt_p, floor_p, ceil_p, nextafter_p):
-    kernel_elementwise(_prim, _kernel_math(_prim.name))
-kernel_elementwise(div_p, lambda ctx, x, y: _kernel_division(ctx, x, y, True))
 kernel_elementwise(bitcast_convert_type_p,  # between types of one width (see fusion.py)
                    lambda ctx, x, *, new_dtype: ctx.bitcast(x, new_dtype))
-kernel_elementwise(rem_p, lambda ctx, x, y: _kernel_division(ctx, x, y, False))
-kernel_elementwise(sign_p, lambda ctx, x: ctx.select(ctx.gt(x, 0), 1,
-                                                     ctx.select(ctx.lt(x, 0), -1, x)))
-kernel_elementwise(pow_p, lambda ctx, x, y: ctx.math("pow", x, ctx.convert(y, x.dtype)))
-kernel_elementwise(integer_pow_p, _kernel_integer_pow)
-kernel_elementwise(round_p, lambda ctx, x, rounding_method: ctx.math(
-    "rint" if rounding_method == RoundingMethod.TO_NEAREST_EVEN else "round", x))
-kernel_elementwise(is_finite_p, lambda ctx, x: ctx.lt(ctx.abs(x), np.inf))
-kernel_elementwise(logistic_p, lambda ctx, x: ctx.div(1, ctx.add(1, ctx.math("exp", ctx.neg(x)))))
-kernel_elementwise(rsqrt_p, lambda ctx, x: ctx.div(1, ctx.math("sqrt", x)))
-kernel_elementwise(shift_left_p, _kernel_shift("shl"))
-kernel_elementwise(shift_right_logical_p, _kernel_shift("shr_logical"))
-kernel_elementwise(shift_right_arithmetic_p, _kernel_shift("shr_arith"))
-kernel_elementwise(select_n_p, _kernel_select_n)
-kernel_elementwise(clamp_p, lambda ctx, lo, x, hi: ctx.min(ctx.max(x, lo), hi))
-kernel_elementwise(convert_element_type_p,
-                   lambda ctx, x, new_dtype, weak_type: ctx.convert(x, new_dtype))
 
 
 # --- stop_gradient --------------------------------------------------------------------------------

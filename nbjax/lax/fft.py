@@ -22,8 +22,8 @@ import numpy as np
 
 from ..core import Array, Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
-from .batch_util import moveaxis
 from .elementwise import conj, convert_element_type, mul
+from .shapes import moveaxis
 
 __all__ = ["FftType", "fft", "fft_p"]
 

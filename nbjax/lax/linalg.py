@@ -23,15 +23,14 @@ from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
 from . import batch_util
+from .dot import Precision, dot_general
 from .elementwise import (abs as _abs, add, bitwise_and, complex as _complex, conj,
                           convert_element_type, div, eq, ge, imag, integer_pow, mul, neg, real,
                           select, sub)
-from .dot import Precision, dot_general
-from .reductions import argmax, reduce_sum
-from .slicing import slice as _slice
+from .reductions import argmax
+from .shapes import broadcast_in_dim, moveaxis, reduce_sum, reshape, squeeze, transpose
 from .standard import FLOAT, INEXACT, INT, check_dtype, same_dtypes, scalar_like
-from .structural import (broadcast_in_dim, broadcasted_iota, concatenate, full, pad, reshape,
-                         squeeze, transpose)
+from .structural import broadcasted_iota, concatenate, full, pad, slice as _slice
 
 __all__ = ["cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "hessenberg",
            "hessenberg_p", "householder_product", "householder_product_p", "lu", "lu_p",
@@ -209,7 +208,7 @@ def _batch_leading(prim):
     def rule(axis_data, vals, dims, **params):
         (x,), (d,) = vals, dims
         if d >= _ndim(x) - prim.core_rank:
-            x, d = batch_util.moveaxis(x, d, 0), 0
+            x, d = moveaxis(x, d, 0), 0
         out = prim.bind(x, **params)
         return (out, [d] * len(out)) if prim.multiple_results else (out, d)
     return rule
@@ -334,7 +333,7 @@ def _triangular_solve_batch(axis_data, vals, dims, *, left_side, **params):
     if da is None:
         n = _ndim(b)
         axis = n - 1 if left_side else n - 2
-        b = batch_util.moveaxis(b, db, axis)
+        b = moveaxis(b, db, axis)
         shape = _shape(b)
         if left_side:  # [..., m, cols, B] -> [..., m, cols * B]
             flat = reshape(b, shape[:-2] + (shape[-2] * shape[-1],))

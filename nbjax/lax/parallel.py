@@ -17,14 +17,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core import Primitive, ShapedArray, dtypes, get_aval, pytree
+from ..core import Primitive, ShapedArray, current_trace, dtypes, get_aval, pytree
 from ..interpreters import ad, batching
 from . import batch_util
 from .elementwise import convert_element_type, div, mul
-from .reductions import reduce_max, reduce_min, reduce_sum
-from .slicing import dynamic_index_in_dim, dynamic_slice_in_dim, index_in_dim
+from .reductions import reduce_max, reduce_min
+from .shapes import reduce_sum, reshape
+from .slicing import dynamic_index_in_dim, dynamic_slice_in_dim
 from .standard import library_lowering
-from .structural import concatenate, full_like, iota, reshape
+from .structural import concatenate, full_like, index_in_dim, iota
 
 __all__ = ["psum", "psum_p", "pmean", "pmax", "pmax_p", "pmin", "pmin_p", "all_gather",
            "all_gather_p", "axis_index", "axis_index_p", "ppermute", "ppermute_p"]
@@ -105,7 +106,6 @@ def _pmap_frame(name):
 
 def _bound_names():
     """Names of the axes a collective could refer to here (enclosing vmaps and pmaps)."""
-    from ..core import current_trace
     names, trace = [], current_trace()
     while trace is not None:
         data = getattr(trace, "axis_data", None)
@@ -117,7 +117,6 @@ def _bound_names():
 
 def bound_axis_size(name):
     """The size of the named axis: the innermost enclosing vmap of that name, else the pmap."""
-    from ..core import current_trace
     trace = current_trace()
     while trace is not None:
         data = getattr(trace, "axis_data", None)

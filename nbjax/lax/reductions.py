@@ -16,23 +16,19 @@ import numpy as np
 from ..core import Primitive, ShapedArray, Tracer, dtypes, get_aval, pytree, to_numpy
 from ..interpreters import ad
 from ..interpreters.staging import trace_to_jaxpr
-# Module imports: these modules' rules may import this one in turn.
-from . import elementwise, slicing, structural
-from .standard import (ANY, INEXACT, INT_OR_BOOL, NUMBER, ORDERED, check_dtype,
-                       library_lowering)
+from . import elementwise, structural, transcendental
+from .shapes import broadcast_in_dim, kept_axes, reduce_sum, reshape, squeeze, transpose
+from .standard import (ANY, INEXACT, INT_OR_BOOL, NUMBER, ORDERED, accumulation_dtype,
+                       canonical_axes, check_dtype, kernel_reduction, library_lowering,
+                       reduction, reduction_batch_rule)
 
-__all__ = ["reduce_sum", "reduce_sum_p", "reduce_prod", "reduce_prod_p",
+__all__ = ["reduce_prod", "reduce_prod_p",
            "reduce_max", "reduce_max_p", "reduce_min", "reduce_min_p",
            "reduce_and", "reduce_and_p", "reduce_or", "reduce_or_p",
            "reduce_xor", "reduce_xor_p", "reduce",
            "argmax", "argmax_p", "argmin", "argmin_p",
            "cumsum", "cumsum_p", "cumprod", "cumprod_p", "cummax", "cummax_p",
            "cummin", "cummin_p", "cumlogsumexp", "cumlogsumexp_p"]
-
-
-def _accumulation_dtype(dtype):
-    """Sums and products of float16 accumulate in float32, as XLA does on the CPU."""
-    return dtypes.float32 if dtype == dtypes.float16 else dtype
 
 
 # --- identities ----------------------------------------------------------------------------
@@ -65,52 +61,8 @@ def _all_ones(dtype):
 
 # --- the reductions over axes --------------------------------------------------------------
 
-def _check_axes(aval, axes):
-    if any(not 0 <= a < aval.ndim for a in axes):
-        raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
-                         f"{aval.dtype.name}{list(aval.shape)}.")
-    if len(set(axes)) != len(axes):
-        raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
-
-
-def _reduction(name, kind, impl, keeps_weak_type=True):
-    """A primitive reducing ``axes`` away; ``impl(x, axes)`` computes on a NumPy array."""
-    prim = Primitive(name)
-
-    def abstract_eval(x, *, axes, out_sharding=None):
-        if kind is INT_OR_BOOL and not kind[1](x.dtype):  # JAX's wording for these three
-            raise TypeError(f"logical reduction requires operand dtype bool or int, got "
-                            f"{x.dtype.name}.")
-        check_dtype(name, x, kind)
-        _check_axes(x, axes)
-        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-        return ShapedArray(shape, x.dtype, x.weak_type and keeps_weak_type)
-
-    def impl_rule(x, *, axes, out_sharding=None):
-        with np.errstate(over="ignore", invalid="ignore"):
-            return np.asarray(impl(x, axes)).astype(x.dtype, copy=False)
-    prim.def_abstract_eval(abstract_eval)
-    prim.def_impl(impl_rule)
-    prim.def_batch(_reduction_batch_rule(prim))
-    return prim
-
-
-def _reduction_batch_rule(prim):
-    """vmap of a reduction: reduce the same axes of the batched value; the batch axis is never
-    among them, so it stays in the result (moved left by the reduced axes before it)."""
-    def rule(axis_data, vals, dims, *, axes, **params):
-        (x,), (bdim,) = vals, dims
-        batched_axes = tuple(a + (a >= bdim) for a in axes)
-        return prim.bind(x, axes=batched_axes, **params), bdim - sum(a < bdim for a in axes)
-    return rule
-
-
-def _sum(x, axes):
-    return np.sum(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
-
-
 def _prod(x, axes):
-    return np.prod(x, axis=axes, dtype=_accumulation_dtype(x.dtype))
+    return np.prod(x, axis=axes, dtype=accumulation_dtype(x.dtype))
 
 
 def _signed_zero_as_xla(result, x, axes, negative):
@@ -141,32 +93,18 @@ def _bitwise(ufunc, identity):
     return impl
 
 
-reduce_sum_p = _reduction("reduce_sum", NUMBER, _sum)
-reduce_prod_p = _reduction("reduce_prod", NUMBER, _prod)
-reduce_max_p = _reduction("reduce_max", ANY, _max)  # complex numbers compare lexicographically
-reduce_min_p = _reduction("reduce_min", ANY, _min)
-reduce_and_p = _reduction("reduce_and", INT_OR_BOOL, _bitwise(np.bitwise_and, _all_ones),
+reduce_prod_p = reduction("reduce_prod", NUMBER, _prod)
+reduce_max_p = reduction("reduce_max", ANY, _max)  # complex numbers compare lexicographically
+reduce_min_p = reduction("reduce_min", ANY, _min)
+reduce_and_p = reduction("reduce_and", INT_OR_BOOL, _bitwise(np.bitwise_and, _all_ones),
                           keeps_weak_type=False)
-reduce_or_p = _reduction("reduce_or", INT_OR_BOOL, _bitwise(np.bitwise_or, _no_bits),
+reduce_or_p = reduction("reduce_or", INT_OR_BOOL, _bitwise(np.bitwise_or, _no_bits),
                          keeps_weak_type=False)
-reduce_xor_p = _reduction("reduce_xor", INT_OR_BOOL, _bitwise(np.bitwise_xor, _no_bits),
+reduce_xor_p = reduction("reduce_xor", INT_OR_BOOL, _bitwise(np.bitwise_xor, _no_bits),
                           keeps_weak_type=False)
 
 
 # --- derivatives of the reductions over axes -----------------------------------------------
-
-def _kept_axes(ndim, axes):
-    return tuple(d for d in range(ndim) if d not in axes)
-
-
-def _reduce_sum_transpose(ct, x, *, axes, out_sharding=None):
-    """Every summed element received the sum's cotangent: broadcast it back."""
-    shape = x.aval.shape
-    return [structural.broadcast_in_dim(ct, shape, _kept_axes(len(shape), axes))]
-
-
-ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
-
 
 def _reduce_prod_jvp(primals, tangents, *, axes):
     """The JVP of a tree of pairwise products (as JAX's), which is right at zeros too.
@@ -184,10 +122,10 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
 def _reduced_axes_first(x, axes):
     """``x`` with the reduced ``axes`` moved to the front and flattened into one axis."""
     shape = get_aval(x).shape
-    kept = _kept_axes(len(shape), axes)
-    moved = structural.transpose(x, tuple(axes) + kept)
+    kept = kept_axes(len(shape), axes)
+    moved = transpose(x, tuple(axes) + kept)
     size = int(np.prod([shape[a] for a in axes], dtype=np.int64))
-    return structural.reshape(moved, (size,) + tuple(shape[d] for d in kept))
+    return reshape(moved, (size,) + tuple(shape[d] for d in kept))
 
 
 def _product_tree(x):
@@ -199,12 +137,12 @@ def _product_tree(x):
         return structural.full(aval.shape[1:], 1, aval.dtype)
     while n > 1:
         half = n // 2
-        product = elementwise.mul(slicing.slice_in_dim(x, 0, half),
-                                  slicing.slice_in_dim(x, half, 2 * half))
+        product = elementwise.mul(structural.slice_in_dim(x, 0, half),
+                                  structural.slice_in_dim(x, half, 2 * half))
         if n % 2:
-            product = structural.concatenate([product, slicing.slice_in_dim(x, n - 1, n)], 0)
+            product = structural.concatenate([product, structural.slice_in_dim(x, n - 1, n)], 0)
         x, n = product, half + n % 2
-    return structural.squeeze(x, (0,))
+    return squeeze(x, (0,))
 
 
 reduce_prod_p.def_jvp(_reduce_prod_jvp)
@@ -214,8 +152,8 @@ def _chooser_jvp(g, ans, x, *, axes):
     """reduce_max/min pass on the tangent of the chosen element; ties share it equally (the
     mean of the tied tangents), as JAX does."""
     shape = get_aval(x).shape
-    kept = _kept_axes(len(shape), axes)
-    chosen = elementwise.eq(x, structural.broadcast_in_dim(ans, shape, kept))
+    kept = kept_axes(len(shape), axes)
+    chosen = elementwise.eq(x, broadcast_in_dim(ans, shape, kept))
     location_indicators = elementwise.convert_element_type(chosen, get_aval(g).dtype)
     counts = reduce_sum(location_indicators, axes)
     return elementwise.div(reduce_sum(elementwise.mul(g, location_indicators), axes), counts)
@@ -227,41 +165,28 @@ for _prim in (reduce_and_p, reduce_or_p, reduce_xor_p):
     ad.defjvp_zero(_prim)
 
 
-def _canonical_axes(axes):
-    if isinstance(axes, (int, np.integer)):
-        axes = (axes,)
-    return tuple(operator.index(a) for a in axes)
-
-
-def reduce_sum(operand, axes, *, out_sharding=None):
-    """Sum over ``axes`` (non-negative ints)."""
-    if out_sharding is not None:
-        raise NotImplementedError("reduce_sum: out_sharding is not supported")
-    return reduce_sum_p.bind(operand, axes=_canonical_axes(axes), out_sharding=None)
-
-
 def reduce_prod(operand, axes):
-    return reduce_prod_p.bind(operand, axes=_canonical_axes(axes))
+    return reduce_prod_p.bind(operand, axes=canonical_axes(axes))
 
 
 def reduce_max(operand, axes):
-    return reduce_max_p.bind(operand, axes=_canonical_axes(axes))
+    return reduce_max_p.bind(operand, axes=canonical_axes(axes))
 
 
 def reduce_min(operand, axes):
-    return reduce_min_p.bind(operand, axes=_canonical_axes(axes))
+    return reduce_min_p.bind(operand, axes=canonical_axes(axes))
 
 
 def reduce_and(operand, axes):
-    return reduce_and_p.bind(operand, axes=_canonical_axes(axes))
+    return reduce_and_p.bind(operand, axes=canonical_axes(axes))
 
 
 def reduce_or(operand, axes):
-    return reduce_or_p.bind(operand, axes=_canonical_axes(axes))
+    return reduce_or_p.bind(operand, axes=canonical_axes(axes))
 
 
 def reduce_xor(operand, axes):
-    return reduce_xor_p.bind(operand, axes=_canonical_axes(axes))
+    return reduce_xor_p.bind(operand, axes=canonical_axes(axes))
 
 
 # --- lax.reduce: a reduction given by its binary computation -------------------------------
@@ -323,8 +248,8 @@ def reduce(operands, init_values, computation, dimensions):
         raise NotImplementedError(
             f"lax.reduce with computation {what} is not implemented: only add, mul, max, min, "
             "and, or, xor (one primitive applied to both arguments) are supported")
-    reduction, identity = _MONOIDS[name]
-    out = reduction(operand, dimensions)
+    reduce_fn, identity = _MONOIDS[name]
+    out = reduce_fn(operand, dimensions)
     if not _is_identity(init, dtype, identity):
         out = computation(out, init)
     return out  # as JAX's monoid reductions return it, whatever the operands' tree
@@ -358,7 +283,7 @@ def _arg_reduction(name, np_arg):
         return np_arg(x, axis=axes[0]).astype(index_dtype)
     prim.def_abstract_eval(abstract_eval)
     prim.def_impl(impl)
-    prim.def_batch(_reduction_batch_rule(prim))
+    prim.def_batch(reduction_batch_rule(prim))
     ad.defjvp_zero(prim)  # integer indices: a float0 tangent
     return prim
 
@@ -422,11 +347,11 @@ def _cumulative_batch_rule(prim):
 
 
 def _running_sum(x, axis):
-    return np.cumsum(x, axis=axis, dtype=_accumulation_dtype(x.dtype))
+    return np.cumsum(x, axis=axis, dtype=accumulation_dtype(x.dtype))
 
 
 def _running_prod(x, axis):
-    return np.cumprod(x, axis=axis, dtype=_accumulation_dtype(x.dtype))
+    return np.cumprod(x, axis=axis, dtype=accumulation_dtype(x.dtype))
 
 
 def _running_logsumexp(x, axis):
@@ -434,7 +359,7 @@ def _running_logsumexp(x, axis):
     are summed directly in complex128 (enough range for complex64 inputs)."""
     if dtypes.is_complex(x.dtype):
         return np.log(np.cumsum(np.exp(x.astype(dtypes.complex128)), axis=axis))
-    return np.logaddexp.accumulate(x.astype(_accumulation_dtype(x.dtype)), axis=axis)
+    return np.logaddexp.accumulate(x.astype(accumulation_dtype(x.dtype)), axis=axis)
 
 
 cumsum_p = _cumulative("cumsum", NUMBER, _running_sum)
@@ -467,12 +392,12 @@ def _prefix_scan(combine, x, axis, reverse):
     n = get_aval(x).shape[axis]
     shift = 1
     while shift < n:
-        combined = combine(slicing.slice_in_dim(x, 0, n - shift, axis=axis),
-                           slicing.slice_in_dim(x, shift, n, axis=axis))
+        combined = combine(structural.slice_in_dim(x, 0, n - shift, axis=axis),
+                           structural.slice_in_dim(x, shift, n, axis=axis))
         if reverse:  # element i combines elements i and i + shift
-            pieces = [combined, slicing.slice_in_dim(x, n - shift, n, axis=axis)]
+            pieces = [combined, structural.slice_in_dim(x, n - shift, n, axis=axis)]
         else:  # element i combines elements i - shift and i
-            pieces = [slicing.slice_in_dim(x, 0, shift, axis=axis), combined]
+            pieces = [structural.slice_in_dim(x, 0, shift, axis=axis), combined]
         x = structural.concatenate(pieces, axis)
         shift *= 2
     return x
@@ -488,7 +413,7 @@ def _logaddexp(a, b):
     larger, smaller = ew.select(a_larger, a, b), ew.select(a_larger, b, a)
     delta = ew.sub(smaller, larger)
     return ew.select(ew.ne(delta, delta), ew.add(a, b),
-                     ew.add(larger, ew.log1p(ew.exp(delta))))
+                     ew.add(larger, transcendental.log1p(transcendental.exp(delta))))
 
 
 def _scan_jvp(combine):
@@ -538,10 +463,8 @@ def cumlogsumexp(operand, axis=0, reverse=False):
 # --- kernel lowerings: the combining op and identity of each reduction over axes -----------
 # (read by the compiler; see standard.KernelLowering and compiler/kernel.py.)
 
-from .standard import kernel_reduction  # noqa: E402
 
-kernel_reduction(reduce_sum_p, "add", lambda dtype: 0, _accumulation_dtype)
-kernel_reduction(reduce_prod_p, "mul", lambda dtype: 1, _accumulation_dtype)
+kernel_reduction(reduce_prod_p, "mul", lambda dtype: 1, accumulation_dtype)
 kernel_reduction(reduce_max_p, "max", _lowest)
 kernel_reduction(reduce_min_p, "min", _highest)
 kernel_reduction(reduce_and_p, "and_", _all_ones)

@@ -26,10 +26,9 @@ import numpy as np
 from ..core import Primitive, ShapedArray, dtypes
 from ..core.abstract import canonical_shape
 from ..interpreters import ad
-from .batch_util import moveaxis
-from .slicing import index_in_dim
+from .shapes import expand_dims, moveaxis
 from .standard import as_array
-from .structural import concatenate, expand_dims
+from .structural import concatenate, index_in_dim
 from .threefry import threefry2x32_p
 
 __all__ = ["RandomAlgorithm", "rng_bit_generator", "rng_bit_generator_p", "rng_uniform",

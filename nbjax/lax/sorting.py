@@ -14,7 +14,9 @@ import numpy as np
 
 from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
-from . import batch_util, slicing, structural
+from . import batch_util, structural
+from .gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
+from .shapes import reshape
 from .standard import library_lowering
 
 __all__ = ["sort", "sort_p", "sort_key_val", "top_k", "top_k_p"]
@@ -81,11 +83,11 @@ def _take_along_axis(x, indices, axis):
                    structural.broadcasted_iota(get_aval(indices).dtype, shape, d)
                    for d in range(rank)]
     index_vectors = structural.concatenate(
-        [structural.reshape(c, shape + (1,)) for c in coordinates], rank)
-    dnums = slicing.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(rank)),
-                                           start_index_map=tuple(range(rank)))
-    return slicing.gather(x, index_vectors, dnums, (1,) * rank, unique_indices=True,
-                          mode=slicing.GatherScatterMode.PROMISE_IN_BOUNDS)
+        [reshape(c, shape + (1,)) for c in coordinates], rank)
+    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=tuple(range(rank)),
+                                   start_index_map=tuple(range(rank)))
+    return gather(x, index_vectors, dnums, (1,) * rank, unique_indices=True,
+                  mode=GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):

@@ -14,9 +14,10 @@ import math
 import numpy as np
 
 from ..interpreters import ad
-from .elementwise import (add, binary_function, div, exp, integer_pow, mul, neg, quiet,
-                          unary_function)
-from .standard import FLOAT, binop, kernel_elementwise, scalar_like, unop
+from .elementwise import (add, binary_function, binop, div, integer_pow, mul, neg, quiet,
+                          unary_function, unop)
+from .standard import FLOAT, kernel_elementwise, scalar_like
+from .transcendental import exp
 
 __all__ = ["erf", "erf_p", "erfc", "erfc_p", "erf_inv", "erf_inv_p",
            "lgamma", "lgamma_p", "digamma", "digamma_p", "polygamma", "polygamma_p",

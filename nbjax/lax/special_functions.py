@@ -22,11 +22,12 @@ import numpy as np
 from ..core import Primitive, get_aval
 from ..interpreters import ad
 from .batch_util import elementwise_batcher
-from .elementwise import (abs, add, binary_function, div, exp, gt, log, log1p, mul, neg, quiet,
-                          select, sign, sub, unary_function)
+from .elementwise import (abs, add, binary_function, binop, div, gt, mul, neg, quiet, select, sign,
+                          sub, unary_function, unop)
 from .special import digamma_formula, hurwitz_zeta_formula, in_float64, lgamma
-from .standard import FLOAT, INT, binop, check_dtype, scalar_like, unop
+from .standard import FLOAT, INT, check_dtype, scalar_like
 from .structural import full_like
+from .transcendental import exp, log, log1p
 
 __all__ = ["igamma", "igamma_p", "igammac", "igammac_p", "igamma_grad_a", "igamma_grad_a_p",
            "random_gamma_grad", "random_gamma_grad_p", "betainc", "regularized_incomplete_beta_p",

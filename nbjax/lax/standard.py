@@ -1,23 +1,23 @@
-"""Registrars for the common shapes of primitive, so each is declared in a line or two.
+"""What every lax module shares, at the bottom of lax (it imports nothing of it).
 
-``unop("sin", np.sin, INEXACT)`` makes a primitive with an element-wise abstract_eval that
-checks the dtype and keeps the shape, and a NumPy reference implementation. ``binop`` does the
-same for n-ary element-wise primitives, which require equal dtypes and broadcast only rank-0
-operands and size-1 axes, as JAX's lax does. Transformation rules are attached elsewhere in
-the primitive's own module, next to its definition; the registrars attach the one batching
-rule every element-wise primitive shares. ``unbroadcast`` is the other half of that
-broadcasting: transpose rules use it to sum a cotangent back to an operand's shape.
+Dtype kinds and the checks that raise JAX's errors (``check_dtype``, ``same_dtypes``,
+``broadcast_shapes``); the registrar of reductions over axes (``reduction``: abstract eval,
+NumPy implementation, batching rule), which ``shapes`` uses for ``reduce_sum`` and
+``reductions`` for the others; constants made from Python scalars (``scalar_like``,
+``weak_scalar``, ``as_array``). The element-wise registrars are in ``elementwise``, whose
+batching rule needs the shape primitives above this module.
 
 The compiler asks primitives, never matches their names: the helpers at the end declare how
 a primitive lowers (kernel, library call, control flow) and how it simplifies (``x * 1``).
 """
+
+import operator
 
 import numpy as np
 
 from ..core import Literal, Primitive, ShapedArray, dtypes, get_aval
 from ..core.trace import Tracer, is_python_scalar
 from ..core.array import Array, scalar_in_range
-from .batch_util import elementwise_batcher
 
 
 class IncompatibleShapesError(TypeError, ValueError):
@@ -94,38 +94,57 @@ def same_dtypes(name, avals):
                         f"{', '.join(d.name for d in dts)}.{tip}")
 
 
-def unop(name, impl, kind, result_dtype=None):
-    """An element-wise unary primitive; ``result_dtype(dtype)`` when it changes the dtype."""
+def accumulation_dtype(dtype):
+    """Sums and products of float16 accumulate in float32, as XLA does on the CPU."""
+    return dtypes.float32 if dtype == dtypes.float16 else dtype
+
+
+
+def _check_axes(aval, axes):
+    if any(not 0 <= a < aval.ndim for a in axes):
+        raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
+                         f"{aval.dtype.name}{list(aval.shape)}.")
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
+
+
+def reduction(name, kind, impl, keeps_weak_type=True):
+    """A primitive reducing ``axes`` away; ``impl(x, axes)`` computes on a NumPy array."""
     prim = Primitive(name)
 
-    def abstract_eval(x):
+    def abstract_eval(x, *, axes, out_sharding=None):
+        if kind is INT_OR_BOOL and not kind[1](x.dtype):  # JAX's wording for these three
+            raise TypeError(f"logical reduction requires operand dtype bool or int, got "
+                            f"{x.dtype.name}.")
         check_dtype(name, x, kind)
-        if result_dtype is None:
-            return x
-        return ShapedArray(x.shape, result_dtype(x.dtype), x.weak_type)
+        _check_axes(x, axes)
+        shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return ShapedArray(shape, x.dtype, x.weak_type and keeps_weak_type)
+
+    def impl_rule(x, *, axes, out_sharding=None):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.asarray(impl(x, axes)).astype(x.dtype, copy=False)
     prim.def_abstract_eval(abstract_eval)
-    prim.def_impl(impl)
-    prim.def_batch(elementwise_batcher(prim))
+    prim.def_impl(impl_rule)
+    prim.def_batch(reduction_batch_rule(prim))
     return prim
 
 
-def binop(name, impl, kinds, result_dtype=None):
-    """An element-wise n-ary primitive taking one dtype kind per operand."""
-    prim = Primitive(name)
+def reduction_batch_rule(prim):
+    """vmap of a reduction: reduce the same axes of the batched value; the batch axis is never
+    among them, so it stays in the result (moved left by the reduced axes before it)."""
+    def rule(axis_data, vals, dims, *, axes, **params):
+        (x,), (bdim,) = vals, dims
+        batched_axes = tuple(a + (a >= bdim) for a in axes)
+        return prim.bind(x, axes=batched_axes, **params), bdim - sum(a < bdim for a in axes)
+    return rule
 
-    def abstract_eval(*avals):
-        if len(avals) != len(kinds):
-            raise TypeError(f"{name} takes {len(kinds)} operands, got {len(avals)}")
-        for i, (a, k) in enumerate(zip(avals, kinds)):
-            check_dtype(name, a, k, i if len(kinds) > 1 else None)
-        same_dtypes(name, avals)
-        shape = broadcast_shapes(name, *(a.shape for a in avals))
-        dtype = avals[0].dtype if result_dtype is None else result_dtype(avals[0].dtype)
-        return ShapedArray(shape, dtype, all(a.weak_type for a in avals))
-    prim.def_abstract_eval(abstract_eval)
-    prim.def_impl(impl)
-    prim.def_batch(elementwise_batcher(prim))
-    return prim
+
+def canonical_axes(axes):
+    """A reduction's ``axes`` argument (an int or a sequence of ints) as a tuple of ints."""
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    return tuple(operator.index(a) for a in axes)
 
 
 def weak_scalar(x, dtype):
@@ -164,24 +183,6 @@ def np_dtype_preserving(fn):
     def impl(*args, **params):
         return np.asarray(fn(*args, **params)).astype(np.result_type(*args), copy=False)
     return impl
-
-
-def unbroadcast(ct, aval):
-    """The cotangent ``ct`` of an element-wise result, summed back to the shape of an operand
-    of type ``aval`` that was broadcast into it (a rank-0 operand, or size-1 axes).
-
-    Every element of the operand fed each output element it was broadcast to, so its
-    cotangent is the sum of theirs (the transpose of broadcasting is summing).
-    """
-    ct_shape = get_aval(ct).shape
-    if ct_shape == aval.shape:
-        return ct
-    from .reductions import reduce_sum  # imported here: reductions imports this module
-    from .structural import reshape
-    if not aval.shape:
-        return reduce_sum(ct, tuple(range(len(ct_shape))))
-    summed = tuple(i for i, (c, a) in enumerate(zip(ct_shape, aval.shape)) if c != a)
-    return reshape(reduce_sum(ct, summed), aval.shape)
 
 
 # --- kernel lowerings (read by nbjax.compiler, which fuses them into loop kernels) ---------

@@ -10,8 +10,8 @@ import numpy as np
 from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
 from .batch_util import elementwise_batcher
+from .shapes import broadcast_in_dim
 from .standard import broadcast_shapes
-from .structural import broadcast_in_dim
 
 __all__ = ["threefry2x32_p", "threefry_2x32"]
 

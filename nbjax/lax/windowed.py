@@ -18,9 +18,8 @@ from ..core import get_aval, pytree
 from .convolution import conv_dimension_numbers, conv_general_dilated, padtype_to_pads
 from .dot import dot_general
 from .elementwise import add, bitwise_or
-from .slicing import slice as lax_slice
-from .slicing import slice_in_dim
-from .structural import broadcast_in_dim, concatenate, pad, rev, transpose
+from .shapes import broadcast_in_dim, transpose
+from .structural import concatenate, pad, rev, slice as lax_slice, slice_in_dim
 
 __all__ = ["reduce_window", "reduce_window_shape_tuple", "associative_scan", "conv_transpose",
            "conv_general_dilated_patches", "conv_general_dilated_local", "conv_shape_tuple",

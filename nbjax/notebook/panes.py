@@ -9,6 +9,7 @@ import html
 import itertools
 import os
 
+import IPython
 import numpy as np
 
 from ..core import to_numpy
@@ -83,11 +84,7 @@ def node_details(node, groups):
 
 def location(filename, line):
     """``Cell In[3], line 4`` for a notebook cell, ``file.py:4`` otherwise."""
-    try:
-        from IPython import get_ipython
-        shell = get_ipython()
-    except ImportError:
-        shell = None
+    shell = IPython.get_ipython()
     if shell is not None:
         named = shell.compile.format_code_name(filename)
         if named:

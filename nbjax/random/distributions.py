@@ -7,6 +7,7 @@ is a differentiable function of them).
 """
 
 import math
+import warnings
 
 import numpy as np
 
@@ -269,7 +270,6 @@ def permutation(key, x, axis=0, independent=False):
 def shuffle(key, x, axis=0):
     """Shuffle each slice of ``x`` along ``axis`` independently (the semantics of JAX's
     deprecated ``shuffle``, removed by JAX 0.10; use ``permutation(..., independent=True)``)."""
-    import warnings
     warnings.warn("nbjax.random.shuffle is deprecated; use permutation with "
                   "independent=True.", DeprecationWarning, stacklevel=2)
     key, _ = unwrap("shuffle", key)

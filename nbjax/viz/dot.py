@@ -7,9 +7,10 @@ get ``id`` and ``class`` attributes (kind, phase, provenance id, group), which G
 copies into the SVG, so a view can highlight linked nodes with CSS alone.
 """
 
-import importlib.util
 import re
 import shutil
+
+import graphviz
 
 from .model import representatives
 
@@ -227,8 +228,9 @@ class _DotWriter:
 # --- SVG ------------------------------------------------------------------------------------
 
 def dot_available():
-    """Whether Graphviz's ``dot`` program and the ``graphviz`` package are installed."""
-    return importlib.util.find_spec("graphviz") is not None and shutil.which("dot") is not None
+    """Whether Graphviz's ``dot`` program is installed (the ``graphviz`` package, which runs
+    it, is a dependency)."""
+    return shutil.which("dot") is not None
 
 
 def to_svg(dot):
@@ -236,12 +238,6 @@ def to_svg(dot):
 
     Raises GraphvizNotFoundError, saying how to install it, when Graphviz is missing.
     """
-    try:
-        import graphviz
-    except ImportError:
-        raise GraphvizNotFoundError(
-            "the `graphviz` Python package is missing: `pip install graphviz`. "
-            + INSTALL_HINT) from None
     try:
         svg = graphviz.Source(dot).pipe(format="svg", encoding="utf-8")
     except graphviz.ExecutableNotFound:

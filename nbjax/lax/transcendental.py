@@ -1,0 +1,234 @@
+"""Transcendental element-wise primitives: powers, exponentials and logarithms,
+trigonometric and hyperbolic functions and their inverses, roots.
+
+Declared as the other element-wise primitives are (``elementwise.unop``/``binop``), each
+family followed by its derivatives and its kernel lowering (a call into the compiler's math
+library, ``ctx.math``). Their reference implementations compute float16/float32 in float64
+and round once where NumPy's own float32 loops are less accurate than XLA's (see
+``_rounded_once``). ``pow`` lives here rather than with the arithmetic because its
+derivative in the exponent needs ``log``.
+"""
+
+import functools
+
+import numpy as np
+
+from ..core import Primitive, ShapedArray, dtypes, get_aval
+from ..interpreters import ad
+from . import batch_util
+from .elementwise import (add, binary_function, binop, broadcast_operand, convert_element_type, div,
+                          eq, integer_pow, kernel_math, mul, neg, quiet, replace_zero, select, sub,
+                          unary_function, unop)
+from .shapes import filled
+from .standard import (FLOAT, INEXACT, NUMBER, broadcast_shapes, check_dtype, kernel_elementwise,
+                       scalar_like)
+
+__all__ = ["pow", "pow_p",
+           "exp", "exp_p", "exp2", "exp2_p", "log", "log_p", "log1p", "log1p_p", "expm1",
+           "expm1_p", "tanh", "tanh_p", "logistic", "logistic_p", "sin", "sin_p", "cos", "cos_p",
+           "tan", "tan_p", "asin", "asin_p", "acos", "acos_p", "atan", "atan_p", "atan2",
+           "atan2_p", "sinh", "sinh_p", "cosh", "cosh_p", "asinh", "asinh_p", "acosh", "acosh_p",
+           "atanh", "atanh_p", "sqrt", "sqrt_p", "rsqrt", "rsqrt_p", "cbrt", "cbrt_p"]
+
+
+# --- exponentials, logarithms, trigonometric and hyperbolic functions, roots ------------
+
+def _atan2_impl(x, y):
+    """The angle of the point ``(y, x)``; for complex operands the analytic continuation
+    ``-i log((y + i x) / sqrt(x**2 + y**2))`` (NumPy has no complex arctan2)."""
+    if dtypes.is_complex(x.dtype):  # in complex128: the formula loses digits in complex64
+        x, y = x.astype(np.complex128), y.astype(np.complex128)
+        return -1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))
+    return np.arctan2(x, y)
+
+
+def _rounded_once(fn):
+    """``fn`` for float16/float32 operands computed in float64 and rounded once.
+
+    NumPy's float32 loops for exp, log, sin, cos, tanh... are SIMD routines off by up to 1-2
+    ulp (its float32 ``sin(1.0)`` is one ulp from the true value), where XLA's (glibc's
+    ``sinf``/``cosf``, its own exp and log) are within about half an ulp: the float64 value
+    rounded once is the correctly rounded one, except in rare double roundings, and so
+    agrees with JAX wherever JAX is correctly rounded. The functions left to NumPy are
+    glibc's in both (tan), or NumPy's float32 results are the closer to XLA's (sinh, cosh,
+    atan2, ...; see tools/compare_jax_math.py). Other dtypes go to ``fn`` as they are."""
+    @functools.wraps(fn)
+    def impl(*args):
+        if args[0].dtype not in (dtypes.float16, dtypes.float32):
+            return fn(*args)
+        return fn(*(a.astype(np.float64) for a in args)).astype(args[0].dtype)
+    return impl
+
+
+def _logistic_impl(x):
+    """``1 / (1 + exp(-x))`` in the operand's type, as XLA computes it; only the exp is
+    rounded once from float64 (the formula's own roundings are XLA's too)."""
+    return 1 / (1 + _rounded_once(np.exp)(-x))
+
+
+def _expm1_impl(x):
+    """``expm1``; a complex operand with a zero imaginary part keeps it, as in C99 and JAX
+    (NumPy's ``exp(re) * sin(0)`` is ``inf * 0``, a NaN, once ``exp(re)`` overflows)."""
+    out = np.array(_rounded_once(np.expm1)(x))
+    if np.iscomplexobj(out):
+        out.imag = np.where(np.imag(x) == 0, np.imag(x), out.imag)
+    return out
+
+
+exp_p = unop("exp", _rounded_once(np.exp), INEXACT)
+exp2_p = unop("exp2", np.exp2, INEXACT)
+log_p = unop("log", _rounded_once(np.log), INEXACT)
+log1p_p = unop("log1p", _rounded_once(np.log1p), INEXACT)
+expm1_p = unop("expm1", _expm1_impl, INEXACT)
+tanh_p = unop("tanh", _rounded_once(np.tanh), INEXACT)
+logistic_p = unop("logistic", _logistic_impl, INEXACT)
+sin_p = unop("sin", _rounded_once(np.sin), INEXACT)
+cos_p = unop("cos", _rounded_once(np.cos), INEXACT)
+tan_p = unop("tan", np.tan, INEXACT)
+asin_p = unop("asin", _rounded_once(np.arcsin), INEXACT)
+acos_p = unop("acos", np.arccos, INEXACT)
+atan_p = unop("atan", np.arctan, INEXACT)
+atan2_p = binop("atan2", _atan2_impl, [INEXACT, INEXACT])
+sinh_p = unop("sinh", np.sinh, INEXACT)
+cosh_p = unop("cosh", np.cosh, INEXACT)
+asinh_p = unop("asinh", np.arcsinh, INEXACT)
+acosh_p = unop("acosh", _rounded_once(np.arccosh), INEXACT)
+atanh_p = unop("atanh", _rounded_once(np.arctanh), INEXACT)
+sqrt_p = unop("sqrt", np.sqrt, INEXACT)
+rsqrt_p = unop("rsqrt", lambda x: 1 / np.sqrt(x), INEXACT)
+cbrt_p = unop("cbrt", np.cbrt, FLOAT)
+
+exp = unary_function(exp_p, "Element-wise ``e ** x``.")
+exp2 = unary_function(exp2_p, "Element-wise ``2 ** x``.")
+log = unary_function(log_p, "Element-wise natural logarithm.")
+log1p = unary_function(log1p_p, "Element-wise ``log(1 + x)``, accurate for small ``x``.")
+expm1 = unary_function(expm1_p, "Element-wise ``exp(x) - 1``, accurate for small ``x``.")
+tanh = unary_function(tanh_p, "Element-wise hyperbolic tangent.")
+logistic = unary_function(logistic_p, "Element-wise ``1 / (1 + exp(-x))``.")
+sin = unary_function(sin_p, "Element-wise sine.")
+cos = unary_function(cos_p, "Element-wise cosine.")
+tan = unary_function(tan_p, "Element-wise tangent.")
+asin = unary_function(asin_p, "Element-wise arcsine.")
+acos = unary_function(acos_p, "Element-wise arccosine.")
+atan = unary_function(atan_p, "Element-wise arctangent.")
+atan2 = binary_function(atan2_p, "Element-wise arctangent of ``x / y``, in the quadrant of "
+                                 "the point ``(y, x)``.")
+sinh = unary_function(sinh_p, "Element-wise hyperbolic sine.")
+cosh = unary_function(cosh_p, "Element-wise hyperbolic cosine.")
+asinh = unary_function(asinh_p, "Element-wise inverse hyperbolic sine.")
+acosh = unary_function(acosh_p, "Element-wise inverse hyperbolic cosine.")
+atanh = unary_function(atanh_p, "Element-wise inverse hyperbolic tangent.")
+sqrt = unary_function(sqrt_p, "Element-wise square root.")
+rsqrt = unary_function(rsqrt_p, "Element-wise ``1 / sqrt(x)``.")
+cbrt = unary_function(cbrt_p, "Element-wise cube root.")
+
+
+# Derivatives of the transcendental functions: ``partial(g, x)`` is ``f'(x) g``, and the
+# ``defjvp2`` ones reuse the output ``ans = f(x)`` (``exp' = exp``).
+
+def _square(x):
+    return integer_pow(x, 2)
+
+
+def _plus_one(x):
+    return add(x, scalar_like(x, 1))
+
+
+def _one_minus(x):
+    return sub(scalar_like(x, 1), x)
+
+
+ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
+ad.defjvp2(exp2_p, lambda g, ans, x: mul(scalar_like(ans, np.log(2)), mul(g, ans)))
+ad.defjvp(log_p, lambda g, x: div(g, x))
+ad.defjvp(log1p_p, lambda g, x: div(g, _plus_one(x)))
+ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, _plus_one(ans)))
+ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), _one_minus(ans)))  # (1+t)(1-t) g
+ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, _one_minus(ans))))
+ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+ad.defjvp2(tan_p, lambda g, ans, x: mul(g, _plus_one(_square(ans))))
+ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(_one_minus(_square(x)))))
+ad.defjvp(acos_p, lambda g, x: mul(g, neg(rsqrt(_one_minus(_square(x))))))
+ad.defjvp(atan_p, lambda g, x: div(g, _plus_one(_square(x))))
+ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(_square(x), _square(y)))),
+          lambda g, x, y: mul(g, div(neg(x), add(_square(x), _square(y)))))
+ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
+ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(_plus_one(_square(x)))))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(sub(_square(x), scalar_like(x, 1)))))
+ad.defjvp(atanh_p, lambda g, x: mul(div(scalar_like(x, 1), _plus_one(x)), div(g, _one_minus(x))))
+ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(scalar_like(ans, 0.5), ans)))  # inf at 0, as in JAX
+ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(scalar_like(x, -0.5), div(ans, x))))
+ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(scalar_like(ans, 1 / 3), integer_pow(ans, -2))))
+
+
+for _prim in (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p, sin_p, cos_p, tan_p, asin_p,
+              acos_p, atan_p, atan2_p, sinh_p, cosh_p, asinh_p, acosh_p, atanh_p, sqrt_p,
+              cbrt_p):
+    kernel_elementwise(_prim, kernel_math(_prim.name))
+kernel_elementwise(logistic_p, lambda ctx, x: ctx.div(1, ctx.add(1, ctx.math("exp", ctx.neg(x)))))
+kernel_elementwise(rsqrt_p, lambda ctx, x: ctx.div(1, ctx.math("sqrt", x)))
+
+
+# --- pow ----------------------------------------------------------------------------------
+
+# ``pow`` is the one binary primitive whose operands may differ in dtype: a float or complex
+# base with an integer exponent, or two equal inexact dtypes.
+pow_p = Primitive("pow")
+
+
+@pow_p.def_abstract_eval
+def _pow_abstract_eval(x, y):
+    check_dtype("pow", x, INEXACT, 0)
+    check_dtype("pow", y, NUMBER, 1)
+    if not dtypes.is_int(y.dtype) and x.dtype != y.dtype:
+        raise TypeError(
+            "the first argument to pow must have an inexact dtype (float or complex), and the "
+            "second argument must have an inexact or integer dtype, and two inexact dtypes "
+            f"must match, but got {x.dtype} and {y.dtype} respectively.")
+    shape = broadcast_shapes("pow", x.shape, y.shape)
+    return ShapedArray(shape, x.dtype, x.weak_type and y.weak_type)
+
+
+@pow_p.def_impl
+@quiet
+def _pow_impl(x, y):
+    y = y.astype(x.dtype)  # XLA converts an integer exponent to the base's type
+    out = np.power(x, y)
+    if np.issubdtype(x.dtype, np.floating):
+        # NumPy computes x ** 0.5 as sqrt(x); C's pow (and XLA) give +inf at -inf and +0 at -0.
+        out = np.where((y == 0.5) & ((x == 0) | np.isneginf(x)), np.abs(x), out)
+    return out
+
+
+def pow(x, y):
+    """Element-wise ``x ** y`` for a float or complex ``x``; ``y`` is an integer array or has
+    ``x``'s dtype (a Python ``int`` exponent stays an integer, as in JAX)."""
+    return pow_p.bind(x, y)
+
+
+def _pow_jvp_base(g, ans, x, y):
+    """``d(x**y)/dx = y x**(y-1)``. For an integer exponent, JAX takes it as exactly 0 where
+    ``y == 0`` (``x**0`` is constant, even at ``x = 0`` where ``0 * 0**-1`` would be nan)."""
+    x_dtype, y_dtype = get_aval(x).dtype, get_aval(y).dtype
+    if dtypes.is_int(y_dtype):
+        shape = get_aval(ans).shape
+        x = broadcast_operand(x, shape)
+        y = broadcast_operand(convert_element_type(y, x_dtype), shape)
+        jac = select(eq(y, filled(get_aval(y), 0)), filled(get_aval(y), 0),
+                     mul(replace_zero(y), pow(x, sub(y, scalar_like(y, 1)))))
+    else:
+        jac = mul(y, pow(x, sub(y, scalar_like(y, 1))))
+    return mul(g, jac)
+
+
+def _pow_jvp_exponent(g, ans, x, y):
+    """``d(x**y)/dy = log(x) x**y``, with ``log(0)`` replaced by 0 (``0**y`` is constant in
+    ``y > 0``)."""
+    return mul(g, mul(log(replace_zero(x)), ans))
+
+
+ad.defjvp2(pow_p, _pow_jvp_base, _pow_jvp_exponent)
+pow_p.def_batch(batch_util.elementwise_batcher(pow_p))
+kernel_elementwise(pow_p, lambda ctx, x, y: ctx.math("pow", x, ctx.convert(y, x.dtype)))
