@@ -4,19 +4,21 @@ Each module defines ``__all__`` (lax functions and their ``*_p`` primitives). Th
 form layers, each written in the ones below it (a contract in pyproject.toml), bottom up:
 ``standard`` (dtype kinds, checks, registrars, lowering declarations); ``shapes`` (the
 shape primitives and ``reduce_sum``, which every rule uses); ``batch_util``;
-``elementwise`` and ``threefry``; ``transcendental``, ``structural``, ``dot``, ``fft``;
+``elementwise``, ``threefry`` and ``control_flow`` (what cond and the loops share);
+``transcendental``, ``structural``, ``dot``, ``fft``, ``cond``, ``solvers``;
 ``gather_scatter``, ``reductions``, ``convolution``, ``special``, ``rng``, ``callback``;
-``slicing``, ``control_flow``, ``linalg``, ``sorting``, ``special_functions``, ``windowed``;
-``derived``, ``parallel``, ``solvers``; ``collectives``.
+``slicing``, ``loops``, ``linalg`` (a package), ``sorting``, ``special_functions``,
+``windowed``; ``derived``, ``parallel``; ``collectives``.
 """
 
 from .callback import debug_callback, debug_callback_p, pure_callback_p  # noqa: F401
 from .collectives import *  # noqa: F401,F403
-from .control_flow import *  # noqa: F401,F403
+from .cond import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .derived import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
+from .loops import *  # noqa: F401,F403
 from .gather_scatter import *  # noqa: F401,F403
 from .dot import *  # noqa: F401,F403
 from . import linalg  # noqa: F401  (lax.linalg: decompositions, as jax.lax.linalg)

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core import Array, Tracer, dtypes, get_aval, pytree
-from .control_flow import while_loop
+from .loops import while_loop
 from .convolution import ConvDimensionNumbers
 from .dot import Precision, dot_general
 from .elementwise import (add, bitwise_and, bitwise_not, convert_element_type, ge, integer_pow, lt,

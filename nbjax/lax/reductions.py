@@ -104,6 +104,15 @@ reduce_xor_p = reduction("reduce_xor", INT_OR_BOOL, _bitwise(np.bitwise_xor, _no
                           keeps_weak_type=False)
 
 
+# How the compiler combines two values of each, and where it starts.
+kernel_reduction(reduce_prod_p, "mul", lambda dtype: 1, accumulation_dtype)
+kernel_reduction(reduce_max_p, "max", _lowest)
+kernel_reduction(reduce_min_p, "min", _highest)
+kernel_reduction(reduce_and_p, "and_", _all_ones)
+kernel_reduction(reduce_or_p, "or_", _no_bits)
+kernel_reduction(reduce_xor_p, "xor", _no_bits)
+
+
 # --- derivatives of the reductions over axes -----------------------------------------------
 
 def _reduce_prod_jvp(primals, tangents, *, axes):
@@ -458,15 +467,3 @@ def cummin(operand, axis=0, reverse=False):
 def cumlogsumexp(operand, axis=0, reverse=False):
     """Running ``log(sum(exp(x)))`` along ``axis``, computed without overflow."""
     return cumlogsumexp_p.bind(operand, **_cumulative_params(axis, reverse))
-
-
-# --- kernel lowerings: the combining op and identity of each reduction over axes -----------
-# (read by the compiler; see standard.KernelLowering and compiler/kernel.py.)
-
-
-kernel_reduction(reduce_prod_p, "mul", lambda dtype: 1, accumulation_dtype)
-kernel_reduction(reduce_max_p, "max", _lowest)
-kernel_reduction(reduce_min_p, "min", _highest)
-kernel_reduction(reduce_and_p, "and_", _all_ones)
-kernel_reduction(reduce_or_p, "or_", _no_bits)
-kernel_reduction(reduce_xor_p, "xor", _no_bits)

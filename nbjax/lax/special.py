@@ -128,6 +128,9 @@ def fma(x, y, z):
     return fma_p.bind(x, y, z)
 
 
+kernel_elementwise(fma_p, lambda ctx, x, y, z: ctx.math("fma", x, y, z))
+
+
 # --- erf_inv in float32, bit for bit as XLA on the CPU ---------------------------------------
 # JAX's normal sampler is sqrt(2) * erf_inv(uniform), so its float32 draws are only identical
 # to JAX's if erf_inv is XLA's: Giles' polynomial, over XLA's log1p (a Cephes rational
@@ -436,6 +439,5 @@ ad.defjvp(polygamma_p, _polygamma_order_jvp,
 # xla_log and xla_log1p have theirs from _per_width) -------------------------------------------
 
 kernel_elementwise(erf_p, lambda ctx, x: ctx.math("erf", x))
-kernel_elementwise(fma_p, lambda ctx, x, y, z: ctx.math("fma", x, y, z))
 kernel_elementwise(erfc_p, lambda ctx, x: ctx.math("erfc", x))
 kernel_elementwise(lgamma_p, lambda ctx, x: ctx.math("lgamma", x))

@@ -19,6 +19,8 @@ from .. import lax
 from ..core import Array, dtypes
 from ..custom_derivatives import custom_jvp
 from ..lax import linalg as lax_linalg
+from ..lax.linalg.decompositions import lu_solve, solve as lax_solve
+from ..lax.linalg.util import permutation_matrix
 from . import creation, indexing, manipulation, products, reductions, sorting, ufuncs
 from .util import canonicalize_axis, check_arraylike, promote_dtypes_inexact, to_array
 
@@ -156,7 +158,7 @@ def eigvals(a):
 def _solve(a, b):
     """``a^{-1} b`` for ``a`` [..., m, m] and ``b`` [..., m, k] with equal batch axes."""
     lu, _, permutation = lax_linalg.lu(a)
-    return lax_linalg.lu_solve(lu, permutation, b)
+    return lu_solve(lu, permutation, b)
 
 
 @_solve.defjvp
@@ -165,8 +167,8 @@ def _solve_jvp(primals, tangents):
     derivative of the LU decomposition is needed."""
     (a, b), (da, db) = primals, tangents
     lu, _, permutation = lax_linalg.lu(a)
-    x = lax_linalg.lu_solve(lu, permutation, b)
-    return x, lax_linalg.lu_solve(lu, permutation, db - products.matmul(da, x))
+    x = lu_solve(lu, permutation, b)
+    return x, lu_solve(lu, permutation, db - products.matmul(da, x))
 
 
 def solve(a, b):
@@ -232,7 +234,7 @@ def _slogdet_jvp(primals, tangents):
     (x,), (g,) = primals, tangents
     sign, logdet = _slogdet_lu(x)
     # lax's solve, not jnp's: a custom_jvp function applied to a tangent cannot be transposed
-    log_dot = reductions.trace(lax_linalg.solve(x, g), axis1=-1, axis2=-2)
+    log_dot = reductions.trace(lax_solve(x, g), axis1=-1, axis2=-2)
     if dtypes.is_complex(x.dtype):
         sign_dot = (log_dot - ufuncs.real(log_dot).astype(log_dot.dtype)) * sign
         log_dot = ufuncs.real(log_dot)
@@ -272,7 +274,7 @@ def _cofactor_solve(a, b):
                                         lower=False)
     low_rank = reductions.any(ufuncs.isnan(probe) | ufuncs.isinf(probe), axis=-1)[..., None, None]
     x = manipulation.where(low_rank, creation.zeros_like(b), b)
-    x = products.matmul(lax_linalg.permutation_matrix(permutation, a.dtype), x)
+    x = products.matmul(permutation_matrix(permutation, a.dtype), x)
     x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
     x = manipulation.concatenate([x[..., :-1, :] * partial_det[..., -1, None, None],
                                   x[..., -1:, :]], axis=-2)

@@ -16,6 +16,8 @@ from .. import lax
 from .. import numpy as jnp
 from ..core import Tracer
 from ..lax import linalg as lax_linalg
+from ..lax.linalg.decompositions import lu_solve as lax_lu_solve
+from ..lax.linalg.util import permutation_matrix
 from ..numpy import linalg as jnp_linalg
 from ..numpy.util import promote_dtypes_inexact
 from .linalg_matrices import *  # noqa: F401,F403
@@ -110,7 +112,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
 
     def solve(lu_matrix, b):
         perm = jnp.broadcast_to(permutation, lu_matrix.shape[:-1])
-        return lax_linalg.lu_solve(lu_matrix, perm, b, trans)
+        return lax_lu_solve(lu_matrix, perm, b, trans)
     return _batched_rhs(jnp.broadcast_to(lu_matrix, batch + lu_matrix.shape[-2:]), b, solve)
 
 
@@ -122,7 +124,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
     m, n = a.shape[-2:]
     k = min(m, n)
     # P a = L U with P[i, perm[i]] = 1, so a = P^T L U.
-    p = jnp.swapaxes(lax_linalg.permutation_matrix(permutation, a.dtype), -1, -2)
+    p = jnp.swapaxes(permutation_matrix(permutation, a.dtype), -1, -2)
     l = jnp.tril(lu_matrix, -1)[..., :, :k] + jnp.eye(m, k, dtype=a.dtype)
     u = jnp.triu(lu_matrix)[..., :k, :]
     return (jnp.matmul(p, l), u) if permute_l else (p, l, u)
