@@ -1,6 +1,7 @@
 """nbjax: JAX rebuilt from scratch in Python, made visible in Jupyter."""
 
-from .config import config, disable_jit, enable_x64, explain_cache_misses  # noqa: F401
+from .config import (config, disable_jit, enable_x64, explain_cache_misses,  # noqa: F401
+                     make_user_context)
 from .config import (allow_f16_reductions, array_garbage_collection_guard,  # noqa: F401
                      auto_pcast, check_tracer_leaks, checking_leaks, debug_infs,
                      debug_key_reuse, debug_nans, default_matmul_precision,
@@ -27,6 +28,7 @@ from .checkpoint import checkpoint, remat  # noqa: F401
 from .custom_derivatives import custom_gradient, custom_jvp, custom_vjp  # noqa: F401
 from .jit import clear_caches, jit  # noqa: F401
 from .lax.callback import pure_callback  # noqa: F401
+from .numpy.indexing import ds  # noqa: F401
 from .refs import *  # noqa: F401,F403
 from .sharding import *  # noqa: F401,F403
 from . import viz  # noqa: F401  (installs the rich display of jaxprs)

@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import threading
 
 
 class Config:
@@ -203,3 +204,53 @@ array_garbage_collection_guard = _accepted(
 thread_guard = _accepted(
     "thread_guard", "nbjax runs in one process, whose threads may share arrays freely")
 auto_pcast = _accepted("auto_pcast", "nbjax has no shard_map varying types to cast between")
+
+
+# --- user contexts: values of the caller's own that jit's caches depend on ------------------
+
+class UserContext:
+    """A value of the user's own that ``jit`` keys its caches on (``jax.make_user_context``):
+    a function traced under one value is traced again under another, since what it computes
+    may depend on it. ``with context(v):`` sets the value in this thread for a block;
+    ``set_global`` changes the value every thread sees outside such blocks."""
+
+    def __init__(self, default_value):
+        self._global = default_value
+        self._local = threading.local()
+
+    @property
+    def value(self):
+        stack = getattr(self._local, "stack", None)
+        return stack[-1] if stack else self._global
+
+    def get_global(self):
+        return self._global
+
+    def set_global(self, value):
+        self._global = value
+
+    @contextlib.contextmanager
+    def __call__(self, value):
+        hash(value)  # a cache key: JAX requires the value to be hashable too
+        stack = self._local.__dict__.setdefault("stack", [])
+        stack.append(value)
+        try:
+            yield
+        finally:
+            stack.pop()
+
+
+user_contexts = []  # every UserContext made, in order
+
+
+def make_user_context(default_value=None):
+    """A new ``UserContext`` whose value starts as ``default_value``."""
+    context = UserContext(default_value)
+    user_contexts.append(context)
+    return context
+
+
+def user_context_values():
+    """The current value of every user context, in the order they were made (``()`` when
+    there is none): the part of jit's cache keys that user contexts add."""
+    return tuple(c.value for c in user_contexts)

@@ -5,6 +5,7 @@ always ready when the call that made it returns, so waiting is a no-op that JAX 
 still write.
 """
 
+import gc
 import platform
 import sys
 
@@ -17,7 +18,7 @@ from .version import __version__
 
 __all__ = ["block_until_ready", "copy_to_host_async", "default_backend", "device_count",
            "device_get", "device_put", "effects_barrier", "host_count", "host_id", "host_ids",
-           "local_device_count", "local_devices", "make_array_from_callback",
+           "live_arrays", "local_device_count", "local_devices", "make_array_from_callback",
            "make_array_from_process_local_data", "make_array_from_single_device_arrays",
            "print_environment_info", "process_count", "process_index", "process_indices"]
 
@@ -45,6 +46,16 @@ def device_get(x):
 def default_backend():
     """The platform jitted functions run on: ``"cpu"``."""
     return "cpu"
+
+
+def live_arrays(platform=None):
+    """The arrays alive now (``jax.live_arrays``), on the devices of ``platform``.
+
+    Read from the garbage collector's list of the objects it tracks (arrays are among them),
+    so that making an array costs nothing to keep this list; tracers are not arrays.
+    """
+    devices(platform)  # an unknown platform raises, as in JAX
+    return [x for x in gc.get_objects() if isinstance(x, Array)]
 
 
 def device_count(backend=None):

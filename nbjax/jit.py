@@ -30,7 +30,7 @@ from . import compiler
 from .backends import get_target, target_names
 from .calls import CallRules, FlatCall, Traced, abstractify, as_array
 from .compiler import report
-from .config import config
+from .config import config, user_context_values, user_contexts
 from .core import (Array, EvalTrace, Primitive, ShapedArray, Tracer, current_trace, get_aval,
                    pytree, to_numpy)
 from .core.abstract import ShapeDtypeStruct
@@ -196,7 +196,8 @@ class JitWrapped:
         call.check_hashable(self.name)
         leaves = [as_leaf(x) for x in call.leaves]
         avals = tuple(abstractify(x) for x in leaves)
-        key = (call.in_tree, avals, call.static, call.static_kw, config.enable_x64)
+        key = (call.in_tree, avals, call.static, call.static_kw, config.enable_x64,
+               user_context_values())
         entry = traces.get(self._owner, key)
         if entry is None:
             if config.no_tracing:
@@ -227,7 +228,8 @@ class JitWrapped:
 @dataclass
 class JitCall:
     """What an observer of a jitted function learns of one eager call: the function, its
-    cache key (``signature``: argument tree, avals, static arguments, ``enable_x64``), the
+    cache key (``signature``: argument tree, avals, static arguments, ``enable_x64``, the
+    values of the user contexts), the
     traced jaxpr, the executable that ran, the seconds tracing took (when it was traced),
     compiling took (None: compiled before this call) and running took (until the results were
     ready), each plan step's seconds (``{step index: seconds}``, on targets that time their
@@ -245,7 +247,7 @@ class JitCall:
 
     def describe_signature(self):
         """The signature in words: the argument types, then the static arguments."""
-        _, avals, static, static_kw, _ = self.signature
+        _, avals, static, static_kw, _, _ = self.signature
         parts = [a.str_short() for a in avals]
         parts += [f"arg{i}={v!r}" for i, v in static] + [f"{k}={v!r}" for k, v in static_kw]
         return ", ".join(parts) or "no arguments"
@@ -364,6 +366,8 @@ def _fast_key(args, backend):
             or _config_values["no_execution"]):
         return None
     key = [_config_values["enable_x64"], backend or _config_values["jit_backend"]]
+    if user_contexts:
+        key.append(user_context_values())
     for a in args:
         kind = type(a)
         if kind is Array:
@@ -515,11 +519,13 @@ class Compiled:
 
 def explain_difference(old, new):
     """Why a call missed the cache: what changed between two cache keys, in words."""
-    old_tree, old_avals, old_static, old_kw, old_x64 = old
-    new_tree, new_avals, new_static, new_kw, new_x64 = new
+    old_tree, old_avals, old_static, old_kw, old_x64, old_user = old
+    new_tree, new_avals, new_static, new_kw, new_x64, new_user = new
     reasons = []
     if old_x64 != new_x64:
         reasons.append(f"enable_x64 changed from {old_x64} to {new_x64}")
+    if old_user != new_user:
+        reasons.append(f"a user context changed: values {old_user} became {new_user}")
     if old_tree != new_tree:
         reasons.append(f"the argument structure changed from {old_tree} to {new_tree}")
     else:

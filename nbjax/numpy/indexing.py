@@ -10,6 +10,9 @@ Reading then takes one of two routes, as in JAX:
   (and ``lax.dynamic_slice`` for traced or out-of-range integers), no gather;
 - anything with integer arrays: one ``lax.gather``.
 
+A ``Slice`` (``nbjax.ds(start, size)``) is a slice whose start may be traced: it reads and
+writes through the gather route, as a window starting at a coordinate.
+
 Updates (``x.at[idx].set(y)`` ...) always use one ``lax.scatter*``. Gather and scatter share
 the description built by ``_gather_plan``: unit-step slices become *windows* (contiguous
 blocks copied whole), integers and arrays become coordinates, and strided slices become
@@ -32,7 +35,7 @@ from . import creation, ufuncs
 from .util import (broadcast_to_shape, canonicalize_axis, check_arraylike, check_broadcast_to,
                    concrete_value, to_array)
 
-__all__ = ["NonConcreteBooleanIndexError", "take", "take_along_axis", "indices", "ix_",
+__all__ = ["NonConcreteBooleanIndexError", "Slice", "ds", "take", "take_along_axis", "indices", "ix_",
            "unravel_index", "ravel_multi_index", "diag_indices", "diag_indices_from",
            "tril_indices", "triu_indices", "tril_indices_from", "triu_indices_from"]
 
@@ -45,6 +48,44 @@ class NonConcreteBooleanIndexError(IndexError, TypeError):
 
 
 # --- normalizing an index ------------------------------------------------------------------
+
+class Slice:
+    """``size`` elements from ``start`` every ``stride``, where ``start`` may be traced
+    (``jax.ds``): ``x[ds(i, 2)]`` is ``x[i:i + 2]`` for a traced ``i``. The size is static.
+    A negative start counts from the end; a window that does not fit is moved to fit when
+    read (as ``dynamic_slice``) and dropped when written (as ``x.at[...]`` does)."""
+
+    __slots__ = ("start", "size", "stride")
+
+    def __init__(self, start, size, stride=1):
+        try:
+            self.size, self.stride = operator.index(size), operator.index(stride)
+        except TypeError:
+            raise TypeError(f"Slice size and stride must be static integers, got size "
+                            f"{size!r} and stride {stride!r}") from None
+        if self.size < 0 or self.stride < 1:
+            raise ValueError(f"Slice needs size >= 0 and stride >= 1, got size {self.size} "
+                             f"and stride {self.stride}")
+        self.start = start
+
+    def __repr__(self):
+        return f"Slice(start={self.start}, size={self.size}, stride={self.stride})"
+
+
+def ds(start, size=None, stride=None):
+    """A ``Slice`` as Python's slice syntax reads (``jax.ds``, ``dslice``): ``ds(None)`` is
+    ``:``, ``ds(j)`` is ``:j``, ``ds(i, n)`` is ``i:i + n`` and ``ds(i, n, s)`` takes every
+    ``s``-th of ``n`` elements from ``i``; ``i`` may be a traced integer."""
+    if start is None:
+        return slice(None)
+    if size is None:
+        return Slice(0, start)
+    return Slice(start, size, 1 if stride is None else stride)
+
+
+def _is_slice(i):
+    return isinstance(i, (slice, Slice))
+
 
 def _is_array(i):
     return isinstance(i, (Array, Tracer, np.ndarray, np.generic))
@@ -63,6 +104,13 @@ def _check_index_dtype(dtype):
 def _as_index_entry(i):
     """One element of an index tuple, with lists made arrays and dtypes checked."""
     if i is None or i is Ellipsis or isinstance(i, slice):
+        return i
+    if isinstance(i, Slice):
+        if not isinstance(i.start, (int, np.integer)):
+            _check_index_dtype(get_aval(i.start).dtype)
+            if get_aval(i.start).ndim:
+                raise TypeError(f"Slice start must be a scalar, got shape "
+                                f"{get_aval(i.start).shape}")
         return i
     if isinstance(i, (bool, np.bool_)):
         return bool(i)
@@ -157,6 +205,21 @@ def _static_slice_bounds(s, size):
     """``(start, count, step)`` of a slice on an axis of ``size``, clamped as NumPy does."""
     start, stop, step = s.indices(size)
     return start, len(range(start, stop, step)), step
+
+
+def _slice_bounds(i, size):
+    """``(start, count, step)`` of a slice or a ``Slice`` (whose start may be traced)."""
+    if isinstance(i, slice):
+        return _static_slice_bounds(i, size)
+    return i.start, i.size, i.stride
+
+
+def _read_from_end(i, size):
+    """A unit-stride ``Slice`` read with a negative start counts from the end, as JAX reads
+    it (a dynamic_slice); strided ones and writes take the start as it is, as JAX's do."""
+    if isinstance(i, Slice) and i.stride == 1:
+        return Slice(_wrap_negative(i.start, size), i.size)
+    return i
 
 
 def _basic_getitem(x, entries):
@@ -255,14 +318,14 @@ def _gather_plan(shape, entries):
     broadcast together into one block of axes, placed where the first of them is when they
     are adjacent, and first otherwise; every slice keeps an axis in its place.
     """
-    advanced = [a for a, i in enumerate(entries) if not isinstance(i, slice)]
+    advanced = [a for a, i in enumerate(entries) if not _is_slice(i)]
     block_shape = np.broadcast_shapes(*(np.shape(entries[a]) for a in advanced))
 
     # Lay out the result axes: ("slice", axis) per sliced axis, and one ("block",).
-    layout = [("slice", a) for a, i in enumerate(entries) if isinstance(i, slice)]
+    layout = [("slice", a) for a, i in enumerate(entries) if _is_slice(i)]
     if advanced:
         adjacent = advanced == list(range(advanced[0], advanced[0] + len(advanced)))
-        slices_before = sum(isinstance(i, slice) for i in entries[:advanced[0]])
+        slices_before = sum(map(_is_slice, entries[:advanced[0]]))
         layout.insert(slices_before if adjacent else 0, ("block",))
     out_shape, out_dim = [], {}
     for item in layout:
@@ -270,12 +333,12 @@ def _gather_plan(shape, entries):
         if item == ("block",):
             out_shape += block_shape
         else:
-            out_shape.append(_static_slice_bounds(entries[item[1]], shape[item[1]])[1])
+            out_shape.append(_slice_bounds(entries[item[1]], shape[item[1]])[1])
 
     # Batch axes of the coordinates: every result axis that is not a window.
     window_axes, window_sizes, window_out_dims, batch_dims = [], [], [], []
     for item in layout:
-        if item[0] == "slice" and entries[item[1]].indices(shape[item[1]])[2] == 1:
+        if item[0] == "slice" and _slice_bounds(entries[item[1]], shape[item[1]])[2] == 1:
             window_axes.append(item[1])
             window_sizes.append(out_shape[out_dim[item]])
             window_out_dims.append(out_dim[item])
@@ -293,15 +356,17 @@ def _gather_plan(shape, entries):
 
     coords, indexed_axes = [], []
     for axis, i in enumerate(entries):
-        if isinstance(i, slice):
-            start, count, step = _static_slice_bounds(i, shape[axis])
+        if _is_slice(i):
+            start, count, step = _slice_bounds(i, shape[axis])
             if step == 1:
-                if start == 0 and count == shape[axis]:
+                if isinstance(i, slice) and start == 0 and count == shape[axis]:
                     continue  # the whole axis: no coordinate needed
-                coord = np.array(start).reshape((1,) * len(batch_shape))
+                coord = _reshape_any(start, (1,) * len(batch_shape))
             else:
                 d = out_dim[("slice", axis)]
-                coord = place(np.arange(count) * step + start, [d])
+                steps = np.arange(count) * step
+                coord = place(steps + start if _is_concrete(start) else ufuncs.add(steps, start),
+                              [d])
         else:
             b = out_dim[("block",)]
             block_dims = range(b + len(block_shape) - np.ndim(i), b + len(block_shape))
@@ -357,7 +422,8 @@ def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
     if new_axes:
         x = lax.expand_dims(x, new_axes)
     shape = get_aval(x).shape
-    if not any(map(_is_advanced, entries)):
+    entries = [_read_from_end(i, n) for i, n in zip(entries, shape)]
+    if not any(_is_advanced(i) or isinstance(i, Slice) for i in entries):
         ints = [(i, n) for i, n in zip(entries, shape) if not isinstance(i, slice)]
         in_bounds = all(_is_static_int(i) and -n <= i < n for i, n in ints)
         if in_bounds or _mode_name(mode) in (None, "clip", "promise_in_bounds"):
