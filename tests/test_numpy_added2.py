@@ -53,14 +53,6 @@ def _assert_tree_close(out, expected, rtol, check_dtype):
 
 # --- dtypes, printing, I/O, special functions ----------------------------------------------
 
-@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float4_e2m1fn", "int4", "uint2"])
-def test_dtypes_numpy_lacks_are_stubs_that_say_why(name):
-    stub = getattr(jnp, name)
-    assert "NumPy has none" in stub.not_implemented_reason
-    with pytest.raises(NotImplementedError, match=name):
-        stub(1.0)
-
-
 def test_complex_warning_is_numpys():
     assert jnp.ComplexWarning is np.exceptions.ComplexWarning
 

@@ -108,6 +108,9 @@ def kernel_lowering(eqn):
     avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
     if any(dtypes.is_complex(a.dtype) for a in avals):
         return None, f"{prim.name} on complex numbers has no kernel lowering"
+    narrow = next((a.dtype for a in avals if dtypes.is_ml_dtype(a.dtype)), None)
+    if narrow is not None:  # NumPy computes them through float32 (ml_dtypes' loops)
+        return None, f"{prim.name} on {narrow.name} has no kernel lowering"
     if lowering.kind == "elementwise" and not _elementwise_shapes(eqn):
         return None, f"{prim.name} changes the shape here: no element-wise kernel"
     return lowering, None

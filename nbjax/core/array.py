@@ -265,7 +265,7 @@ def to_numpy(x):
 def scalar_in_range(x, dtype):
     """Check a Python int fits ``dtype`` (JAX raises OverflowError rather than wrapping)."""
     if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_int(dtype):
-        info = np.iinfo(dtype)
+        info = dtypes.iinfo(dtype)
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python int {x} too large to convert to {np.dtype(dtype).name}")
     return x

@@ -3,10 +3,16 @@
 A *weak* type is what a Python scalar has: ``1`` is a weak int, ``1.5`` a weak float. Weak types
 sit low in the lattice, so ``int8_array + 1`` stays ``int8`` and ``int32_array + 1.5`` becomes
 ``float32`` (weakly typed), as in JAX. Values are 32-bit unless ``enable_x64`` is on.
+
+The narrow types JAX takes from ml_dtypes are NumPy dtypes too (NumPy computes with them,
+through float32): ``bfloat16`` promotes as ``float16`` does; the 8-, 6- and 4-bit floats
+and the 1-, 2- and 4-bit integers promote with nothing but Python scalars (and bool), since
+mixing them with another type is almost always a mistake: JAX raises then, and so do we.
 """
 
 import functools
 
+import ml_dtypes
 import numpy as np
 
 from ..config import config
@@ -16,18 +22,30 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+NARROW_FLOATS = tuple(np.dtype(getattr(ml_dtypes, name)) for name in (
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "float6_e2m3fn",
+    "float6_e3m2fn"))
+NARROW_SIGNED = tuple(np.dtype(getattr(ml_dtypes, n)) for n in ("int1", "int2", "int4"))
+NARROW_UNSIGNED = tuple(np.dtype(getattr(ml_dtypes, n)) for n in ("uint1", "uint2", "uint4"))
+_ML_FLOATS = frozenset((bfloat16,) + NARROW_FLOATS)
+_ML_INTS = frozenset(NARROW_SIGNED + NARROW_UNSIGNED)
 
 # The dtype of tangents and cotangents of integer and bool values: they carry no information.
 float0 = np.dtype([("float0", np.void, 0)])
 
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-             float16, float32, float64, complex64, complex128)
+             float16, float32, float64, complex64, complex128, bfloat16,
+             *NARROW_FLOATS, *NARROW_SIGNED, *NARROW_UNSIGNED)
 _SUPPORTED_SET = frozenset(SUPPORTED)
 
 _SHORT_NAMES = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
                 uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
                 float16: "f16", float32: "f32", float64: "f64",
-                complex64: "c64", complex128: "c128", float0: "float0"}
+                complex64: "c64", complex128: "c128", float0: "float0", bfloat16: "bf16",
+                **{d: d.name.replace("uint", "u").replace("int", "i").replace("float", "f")
+                   for d in NARROW_FLOATS + NARROW_SIGNED + NARROW_UNSIGNED}}
 
 _TO_32_BIT = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
@@ -73,8 +91,41 @@ def default_complex():
     return complex128 if config.enable_x64 else complex64
 
 
+# NumPy files ml_dtypes' types under none of its kinds (their kind is "V"), so these
+# predicates name them: bfloat16 and the narrow floats are floats, the narrow ints ints.
+
+def is_ml_dtype(dtype):
+    """Whether ``dtype`` is one of the types ml_dtypes adds (bfloat16, float8, int4...)."""
+    dt = np.dtype(dtype)
+    return dt in _ML_FLOATS or dt in _ML_INTS
+
+
+_ABSTRACT_KINDS = (np.generic, np.number, np.inexact, np.floating, np.integer,
+                   np.signedinteger, np.unsignedinteger)
+
+
+def _numpy_kind(dt):
+    """The abstract NumPy class JAX files an ml_dtypes type under."""
+    if dt in _ML_FLOATS:
+        return np.floating
+    return np.signedinteger if dt in NARROW_SIGNED else np.unsignedinteger
+
+
+def issubdtype(arg1, arg2):
+    """``jnp.issubdtype``: NumPy's, with ml_dtypes' types filed as JAX files them (bfloat16
+    and the narrow floats under ``floating``, the narrow ints under ``(un)signedinteger``)."""
+    if arg2 in _ABSTRACT_KINDS:
+        try:
+            dt = np.dtype(arg1)
+        except TypeError:
+            dt = None
+        if dt is not None and is_ml_dtype(dt):
+            return issubclass(_numpy_kind(dt), arg2)
+    return np.issubdtype(arg1, arg2)
+
+
 def is_float(dtype):
-    return np.issubdtype(dtype, np.floating)
+    return np.issubdtype(dtype, np.floating) or np.dtype(dtype) in _ML_FLOATS
 
 
 def is_complex(dtype):
@@ -82,19 +133,19 @@ def is_complex(dtype):
 
 
 def is_inexact(dtype):
-    return np.issubdtype(dtype, np.inexact)
+    return np.issubdtype(dtype, np.inexact) or np.dtype(dtype) in _ML_FLOATS
 
 
 def is_int(dtype):
-    return np.issubdtype(dtype, np.integer)
+    return np.issubdtype(dtype, np.integer) or np.dtype(dtype) in _ML_INTS
 
 
 def is_signed_int(dtype):
-    return np.issubdtype(dtype, np.signedinteger)
+    return np.issubdtype(dtype, np.signedinteger) or np.dtype(dtype) in NARROW_SIGNED
 
 
 def is_unsigned_int(dtype):
-    return np.issubdtype(dtype, np.unsignedinteger)
+    return np.issubdtype(dtype, np.unsignedinteger) or np.dtype(dtype) in NARROW_UNSIGNED
 
 
 def is_bool(dtype):
@@ -114,15 +165,18 @@ class _Weak:
 
 
 WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = _Weak("i*"), _Weak("f*"), _Weak("c*")
+_PYTHON_TYPE = {WEAK_INT: "int", WEAK_FLOAT: "float", WEAK_COMPLEX: "complex"}
 
 _LATTICE = {
     bool_: [WEAK_INT],
-    WEAK_INT: [uint8, int8],
+    WEAK_INT: [uint8, int8, *NARROW_SIGNED, *NARROW_UNSIGNED],
     uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64], uint64: [WEAK_FLOAT],
     int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
-    WEAK_FLOAT: [float16, WEAK_COMPLEX],
-    float16: [float32], float32: [float64, complex64], float64: [complex128],
+    WEAK_FLOAT: [float16, bfloat16, *NARROW_FLOATS, WEAK_COMPLEX],
+    float16: [float32], bfloat16: [float32], float32: [float64, complex64],
+    float64: [complex128],
     WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
+    **{d: [] for d in NARROW_FLOATS + NARROW_SIGNED + NARROW_UNSIGNED},
 }
 
 
@@ -142,6 +196,11 @@ def _upper_bounds():
 _UPPER = _upper_bounds()
 
 
+class TypePromotionError(ValueError):
+    """Operands whose dtypes are not promoted implicitly: the narrow types with any other
+    type, or anything but equal types under ``numpy_dtype_promotion="strict"``."""
+
+
 @functools.lru_cache(maxsize=None)
 def _join(nodes):
     common = set.intersection(*(_UPPER[n] for n in nodes))
@@ -149,7 +208,16 @@ def _join(nodes):
     for cand in common:
         if common <= _UPPER[cand]:
             return cand
-    raise TypeError(f"no common dtype for {nodes}")  # unreachable: complex128 tops the lattice
+    # Only the narrow types end here: nothing lies above them but themselves.
+    names = tuple(f"<class '{_PYTHON_TYPE[n]}'>" if isinstance(n, _Weak) else n.name
+                  for n in nodes)
+    what = ("8-bit floats" if any(n in NARROW_FLOATS for n in nodes)
+            else "1-bit, 2-bit and 4-bit integers")
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
+        f"unintended promotion, {what} do not support implicit promotion. If you'd like "
+        "your inputs to be promoted to another type, you can do so explicitly using e.g. "
+        "x.astype('float32')")
 
 
 def _lattice_node(dtype, weak_type):
@@ -178,10 +246,6 @@ def promote(*dtype_weak_pairs):
     """
     node = _join(tuple(_lattice_node(d, w) for d, w in dtype_weak_pairs))
     return canonicalize(_node_dtype(node)), isinstance(node, _Weak)
-
-
-class TypePromotionError(ValueError):
-    """Operands whose dtypes ``numpy_dtype_promotion="strict"`` does not promote implicitly."""
 
 
 def check_strict_promotion(dtype_weak_pairs, result):
@@ -227,8 +291,8 @@ def python_scalar_dtype(x):
 
 
 def finfo(dtype):
-    return np.finfo(check_supported(dtype))
+    return ml_dtypes.finfo(check_supported(dtype))
 
 
 def iinfo(dtype):
-    return np.iinfo(check_supported(dtype))
+    return ml_dtypes.iinfo(check_supported(dtype))

@@ -185,7 +185,7 @@ def _higher_precision_dtype(a, b):
     """The operand dtype that can represent the other's values best, as XLA chooses it:
     complex over real, then more exponent bits, more mantissa bits, more bits, signed."""
     def rank(dt):
-        real = np.finfo(dt) if dtypes.is_inexact(dt) else None
+        real = dtypes.finfo(dt) if dtypes.is_inexact(dt) else None
         return (dtypes.is_complex(dt),
                 real.maxexp if real else -1, real.nmant if real else -1,
                 _bit_width(real.dtype if real else dt), not dtypes.is_unsigned_int(dt))

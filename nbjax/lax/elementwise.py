@@ -160,7 +160,7 @@ def _signed(dtype):
 
 def _real_dtype(dtype):
     """float32 for complex64, float64 for complex128; real dtypes are their own."""
-    return np.finfo(dtype).dtype if dtypes.is_complex(dtype) else dtype
+    return dtypes.finfo(dtype).dtype if dtypes.is_complex(dtype) else dtype
 
 
 def _complex_dtype(dtype):
@@ -455,7 +455,7 @@ def _kernel_division(ctx, x, y, quotient):
     by_zero = ctx.eq(y, 0)
     unsafe = by_zero
     if dtypes.is_signed_int(x.dtype):
-        overflow = ctx.and_(ctx.eq(x, int(np.iinfo(x.dtype).min)), ctx.eq(y, -1))
+        overflow = ctx.and_(ctx.eq(x, int(dtypes.iinfo(x.dtype).min)), ctx.eq(y, -1))
         unsafe = ctx.or_(by_zero, overflow)
     safe_y = ctx.select(unsafe, 1, y)
     if quotient:
@@ -880,7 +880,7 @@ def _float_to_int(x, dtype):
     exact in any float type; clipping to ``max`` instead would round ``2**31 - 1`` up to
     ``2**31`` in float32, which then overflows.
     """
-    info = np.iinfo(dtype)
+    info = dtypes.iinfo(dtype)
     whole = np.trunc(x)
     above = whole >= float(info.max + 1)
     below = whole < float(info.min)

@@ -212,7 +212,7 @@ def _start_vectors(indices, rank, index_map, operand_batching_dims, indices_batc
     takes the position along its paired batch axis of the indices; other axes start at 0.
     """
     if indices.dtype == np.uint64:  # keep huge values huge (out of bounds) in int64
-        indices = np.minimum(indices, np.iinfo(np.int64).max)
+        indices = np.minimum(indices, dtypes.iinfo(np.int64).max)
     indices = indices.astype(np.int64)
     batch_shape = indices.shape[:-1]
     starts = np.zeros(batch_shape + (rank,), np.int64)
@@ -337,9 +337,9 @@ def default_fill_value(dtype):
     if dtypes.is_inexact(dtype):
         return np.nan
     if dtypes.is_signed_int(dtype):
-        return int(np.iinfo(dtype).min)
+        return int(dtypes.iinfo(dtype).min)
     if dtypes.is_unsigned_int(dtype):
-        return int(np.iinfo(dtype).max)
+        return int(dtypes.iinfo(dtype).max)
     return True
 
 
@@ -458,7 +458,7 @@ def _kernel_gather(ctx, index, read, shapes, *, dimension_numbers, slice_sizes, 
     for k, d in enumerate(dn.start_index_map):
         raw = read(1, batch + [ctx.iconst(k)])
         if raw.dtype == np.uint64:  # huge values stay huge (out of bounds) in int64
-            raw = ctx.min(raw, ctx.const(np.iinfo(np.int64).max, np.uint64))
+            raw = ctx.min(raw, ctx.const(dtypes.iinfo(np.int64).max, np.uint64))
         start = ctx.convert(raw, dtypes.int64)
         last = ctx.iconst(operand_shape[d] - slice_sizes[d])
         inside = ctx.and_(ctx.ge(start, ctx.iconst(0)), ctx.le(start, last))

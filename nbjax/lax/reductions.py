@@ -37,16 +37,21 @@ def _lowest(dtype):
     if dtypes.is_bool(dtype):
         return False
     if dtypes.is_int(dtype):
-        return np.iinfo(dtype).min
-    return -np.inf
+        return dtypes.iinfo(dtype).min
+    return -np.inf if _has_infinity(dtype) else dtypes.finfo(dtype).min
 
 
 def _highest(dtype):
     if dtypes.is_bool(dtype):
         return True
     if dtypes.is_int(dtype):
-        return np.iinfo(dtype).max
-    return np.inf
+        return dtypes.iinfo(dtype).max
+    return np.inf if _has_infinity(dtype) else dtypes.finfo(dtype).max
+
+
+def _has_infinity(dtype):
+    """Most float8 (and float4, float6) types have no infinity: their extremes are finite."""
+    return bool(np.isinf(np.array(np.inf).astype(dtype)))
 
 
 def _no_bits(dtype):

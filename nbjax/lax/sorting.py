@@ -94,7 +94,7 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
     """Sorting permutes: sort an iota along with the operands to learn the permutation, then
     apply it to the tangents."""
     shape = get_aval(primals[0]).shape
-    index_dtype = dtypes.int32 if shape[dimension] < np.iinfo(np.int32).max else dtypes.int64
+    index_dtype = dtypes.int32 if shape[dimension] < dtypes.iinfo(np.int32).max else dtypes.int64
     iota = structural.broadcasted_iota(index_dtype, shape, dimension)
     *outs, permutation = sort_p.bind(*primals, iota, dimension=dimension,
                                      is_stable=is_stable, num_keys=num_keys)
@@ -178,7 +178,7 @@ def _total_order_key(x):
     if not dtypes.is_float(x.dtype):
         return x
     bits = x.view(np.dtype(f"i{x.dtype.itemsize}"))
-    magnitude_mask = np.iinfo(bits.dtype).max
+    magnitude_mask = dtypes.iinfo(bits.dtype).max
     return np.where(bits < 0, bits ^ magnitude_mask, bits)
 
 

@@ -95,8 +95,9 @@ def same_dtypes(name, avals):
 
 
 def accumulation_dtype(dtype):
-    """Sums and products of float16 accumulate in float32, as XLA does on the CPU."""
-    return dtypes.float32 if dtype == dtypes.float16 else dtype
+    """Sums and products of float16 and bfloat16 accumulate in float32, as XLA does on the
+    CPU (the 8-bit floats accumulate in their own type, as there)."""
+    return dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
 
 
 

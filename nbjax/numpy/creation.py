@@ -32,7 +32,7 @@ __all__ = [
 
 dtype = np.dtype
 can_cast = np.can_cast
-issubdtype = np.issubdtype
+issubdtype = dtypes.issubdtype
 
 _SCALARS = (bool, int, float, complex)
 
@@ -85,7 +85,7 @@ def _from_python(obj, dtype):
         if isinstance(leaf, int) and not isinstance(leaf, bool) and dtypes.is_int(target):
             scalar_in_range(leaf, target)
     value = np.array(obj)  # raises the ValueError JAX raises for ragged lists
-    if value.dtype.kind not in "biufc":
+    if value.dtype.kind not in "biufc" and not dtypes.is_ml_dtype(value.dtype):
         raise TypeError(f"array: cannot make a numeric array from {obj!r}")
     return lax.convert_element_type(value, target)
 
@@ -117,7 +117,7 @@ def _as_array_leaf(obj, dtype):
     """An Array (or tracer) for a non-list value; NumPy values are strongly typed even when
     they subclass Python's float or int (``np.float64``)."""
     if isinstance(obj, (np.ndarray, np.generic)):
-        if obj.dtype.kind not in "biufc":
+        if obj.dtype.kind not in "biufc" and not dtypes.is_ml_dtype(obj.dtype):
             raise TypeError(f"Value {obj!r} with dtype {obj.dtype} is not a valid JAX array "
                             "type. Only arrays of numeric types are supported by JAX.")
         return lax.convert_element_type(np.asarray(obj), dtype or dtypes.canonicalize(obj.dtype))

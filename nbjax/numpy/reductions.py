@@ -187,8 +187,12 @@ def _inexact_dtype(dtype):
 
 
 def _accumulation_dtype(dtype):
-    """At least float32: float16 sums of many terms overflow or lose digits."""
-    return dtypes.promote_types(_inexact_dtype(dtype), dtypes.float32)
+    """At least float32: float16 and bfloat16 sums of many terms overflow or lose digits.
+    The 8-bit (and narrower) floats stay as they are, as in JAX: they promote with nothing."""
+    inexact = _inexact_dtype(dtype)
+    if inexact in dtypes.NARROW_FLOATS:
+        return inexact
+    return dtypes.promote_types(inexact, dtypes.float32)
 
 
 def _count(a, axis, keepdims, where, dtype):
@@ -230,7 +234,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     ddof = _resolve_ddof(ddof, correction)
     out_dtype = _inexact_dtype(_dtype(a)) if dtype is None else dtypes.canonicalize(dtype)
     if dtypes.is_complex(out_dtype):
-        out_dtype = dtypes.canonicalize(np.finfo(out_dtype).dtype)
+        out_dtype = dtypes.canonicalize(dtypes.finfo(out_dtype).dtype)
     a = lax.convert_element_type(a, _accumulation_dtype(_dtype(a)))
     centered = lax.sub(a, mean(a, axis, keepdims=True, where=where))
     if dtypes.is_complex(_dtype(centered)):

@@ -4,28 +4,22 @@
 (NumPy reads the ``dtype`` attribute), so they work anywhere a dtype is expected.
 """
 
+import ml_dtypes
 import numpy as np
 
 from .creation import asarray
-from .util import not_implemented
 
 __all__ = ["ComplexWarning", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16",
            "uint32", "uint64", "float16", "float32", "float64", "complex64", "complex128",
            "generic", "number", "inexact", "floating", "complexfloating", "integer",
            "signedinteger", "unsignedinteger", "double", "single", "csingle", "cdouble", "float_",
            "complex_", "int_", "uint", "character", "flexible", "object_"]
-
-# JAX's narrow float and integer types come from ml_dtypes; NumPy has no dtype for them, and
-# nbjax depends on NumPy alone, so each name exists only to say so.
-_NO_NUMPY_DTYPE = ["bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
-                   "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-                   "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4",
-                   "uint1", "uint2", "uint4"]
-__all__ += _NO_NUMPY_DTYPE
-for _name in _NO_NUMPY_DTYPE:
-    globals()[_name] = not_implemented(
-        _name, f"nbjax has no {_name} dtype: NumPy has none (JAX takes it from ml_dtypes), and "
-        "nbjax's arrays are NumPy arrays")
+# JAX's narrow float and integer types, from ml_dtypes (see nbjax.core.dtypes).
+_ML_DTYPES = ["bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
+              "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+              "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2", "int4",
+              "uint1", "uint2", "uint4"]
+__all__ += _ML_DTYPES
 
 ComplexWarning = np.exceptions.ComplexWarning
 
@@ -70,3 +64,5 @@ double, single, float_ = float64, float32, float64
 csingle, cdouble, complex_ = complex64, complex128, complex128
 int_, uint = int64, uint64
 character, flexible, object_ = np.character, np.flexible, np.object_
+for _name in _ML_DTYPES:
+    globals()[_name] = _scalar_type(_name, getattr(ml_dtypes, _name))

@@ -662,7 +662,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = lax.convert_element_type(x, dtype)
 
     def replace(v):
-        info = np.finfo(_dtype(v))
+        info = dtypes.finfo(_dtype(v))
         v = select_where(isnan(v), filled_like(v, nan), v)
         v = select_where(isposinf(v), filled_like(v, info.max if posinf is None else posinf), v)
         return select_where(isneginf(v), filled_like(v, info.min if neginf is None else neginf), v)

@@ -113,8 +113,8 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
 
 def _convert_and_clip(x, dtype):
     """Convert an integer array to ``dtype``, clipping to its range instead of wrapping."""
-    lo = max(np.iinfo(dtype).min, np.iinfo(x.dtype).min)
-    hi = min(np.iinfo(dtype).max, np.iinfo(x.dtype).max)
+    lo = max(dtypes.iinfo(dtype).min, dtypes.iinfo(x.dtype).min)
+    hi = min(dtypes.iinfo(dtype).max, dtypes.iinfo(x.dtype).max)
     return jnp.clip(x, np.array(lo, x.dtype), np.array(hi, x.dtype)).astype(dtype)
 
 
@@ -125,7 +125,7 @@ def randint(key, shape, minval, maxval, dtype=None):
     if not dtypes.is_int(dtype):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
     shape = canonical_shape(shape)
-    info = np.iinfo(dtype)
+    info = dtypes.iinfo(dtype)
     if info.bits < 32:
         minval = jnp.clip(_asarray(minval).astype(np.int32), int(info.min), int(info.max))
         maxval = jnp.clip(_asarray(maxval).astype(np.int32), int(info.min), int(info.max) + 1)
@@ -140,9 +140,9 @@ def _randint(key, shape, minval, maxval, dtype):
     minval, maxval = _asarray(minval), _asarray(maxval)
     minval = minval if dtypes.is_int(minval.dtype) else minval.astype(int)
     maxval = maxval if dtypes.is_int(maxval.dtype) else maxval.astype(int)
-    nbits = np.iinfo(dtype).bits
+    nbits = dtypes.iinfo(dtype).bits
     # maxval beyond the type's range (randint(k, s, 0, 256, uint8)) widens the span by one.
-    type_max = _convert_and_clip(_asarray(np.array(np.iinfo(dtype).max, dtype)), maxval.dtype)
+    type_max = _convert_and_clip(_asarray(np.array(dtypes.iinfo(dtype).max, dtype)), maxval.dtype)
     maxval_out_of_range = maxval > type_max
     minval = lax.broadcast_to_rank(_convert_and_clip(minval, dtype), len(shape))
     maxval = lax.broadcast_to_rank(_convert_and_clip(maxval, dtype), len(shape))
@@ -174,7 +174,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     shape = result_shape("bernoulli", shape, p.shape)
     if mode == "high":
         u = floats.uniform(key, (2, *shape), p.dtype)
-        u1, u2 = u[0], u[1] * 2.0 ** -np.finfo(p.dtype).nmant
+        u1, u2 = u[0], u[1] * 2.0 ** -dtypes.finfo(p.dtype).nmant
         return u2 < p - u1
     return floats.uniform(key, shape, p.dtype) < p
 
@@ -192,7 +192,7 @@ def random_signs(key, shape, dtype):
 
 
 def _gumbel(key, shape, dtype, mode):
-    info = np.finfo(dtype)
+    info = dtypes.finfo(dtype)
     if mode == "low":
         u = floats.uniform(key, shape, dtype, np.array(info.tiny, dtype), 1.0)
         return lax.neg(lax.xla_log(lax.neg(lax.xla_log(u))))
@@ -242,7 +242,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
 def _shuffle(key, x, axis):
     """Sort by random 32-bit keys, repeated with fresh keys often enough (3 log n / log 2**32
     rounds, tjablin's heuristic) that ties between keys are unlikely to bias the order."""
-    rounds = int(np.ceil(3 * np.log(max(1, x.size)) / np.log(np.iinfo(np.uint32).max)))
+    rounds = int(np.ceil(3 * np.log(max(1, x.size)) / np.log(dtypes.iinfo(np.uint32).max)))
     for _ in range(rounds):
         key, subkey = threefry.split_list(key, 2)
         sort_keys = threefry.random_bits(subkey, 32, x.shape)
@@ -336,19 +336,19 @@ def _simple(name, transform):
 
 def _laplace(key, shape, dtype):
     """Laplace variates ``sign(u) log(1 - |u|)``, u uniform in (-1, 1)."""
-    u = floats.uniform(key, shape, dtype, -1.0 + np.finfo(dtype).epsneg, 1.0)
+    u = floats.uniform(key, shape, dtype, -1.0 + dtypes.finfo(dtype).epsneg, 1.0)
     return lax.mul(lax.sign(u), lax.xla_log1p(lax.neg(lax.abs(u))))
 
 
 def _logistic(key, shape, dtype):
     """Logistic variates ``log(u) - log(1 - u)``."""
-    x = floats.uniform(key, shape, dtype, np.array(np.finfo(dtype).tiny, dtype), 1.0)
+    x = floats.uniform(key, shape, dtype, np.array(dtypes.finfo(dtype).tiny, dtype), 1.0)
     return lax.sub(lax.xla_log(x), lax.xla_log1p(lax.neg(x)))
 
 
 def _cauchy(key, shape, dtype):
     """Cauchy variates ``tan(pi (u - 1/2))``."""
-    u = floats.uniform(key, shape, dtype, np.array(np.finfo(dtype).eps, dtype), 1.0)
+    u = floats.uniform(key, shape, dtype, np.array(dtypes.finfo(dtype).eps, dtype), 1.0)
     return lax.tan(lax.mul(np.array(np.pi, dtype), lax.sub(u, np.array(0.5, dtype))))
 
 
@@ -464,7 +464,7 @@ def poisson(key, lam, shape=None, dtype=None):
     lam_knuth = jnp.where(use_knuth, lam, np.float32(0))
     # Rejection's acceptance rate tends to 89% as lam grows: any large lam keeps it cheap.
     lam_rejection = jnp.where(use_knuth, np.float32(1e5), lam)
-    max_iters = np.array(np.iinfo(dtype).max, dtype)  # no practical limit
+    max_iters = np.array(dtypes.iinfo(dtype).max, dtype)  # no practical limit
     result = jnp.where(use_knuth, _poisson_knuth(key, lam_knuth, shape, dtype, max_iters),
                        _poisson_rejection(key, lam_rejection, shape, dtype, max_iters))
     return jnp.where(lam == 0, np.zeros((), dtype), result)
