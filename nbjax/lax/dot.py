@@ -14,11 +14,10 @@ import operator
 import numpy as np
 
 from ..core import Primitive, ShapedArray, dtypes, get_aval
-from ..core.errors import unavailable
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
-from .elementwise import convert_element_type
-from .shapes import transpose, transpose_p
+from .elementwise import convert_element_type, mul
+from .shapes import broadcast_in_dim, reshape, transpose, transpose_p
 from .standard import library_lowering
 
 __all__ = ["Precision", "dot_general", "dot_general_p", "dot", "scaled_dot"]
@@ -413,10 +412,56 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
                        out_sharding=out_sharding)
 
 
-_SCALED_DOT_REASON = (
-    "nbjax.lax.scaled_dot: block-scaled (microscaling) products work in float8 operands and "
-    "scales and bfloat16 results (its default result type; JAX's CPU rounds float32 "
-    "operands through bfloat16 too), dtypes nbjax does not have")
+# --- scaled_dot: a product of block-scaled operands ----------------------------------------
+
+def _default_scaled_dims(ndim):
+    if ndim == 2:
+        return ((1,), (0,)), ((), ())
+    if ndim == 3:
+        return ((2,), (1,)), ((0,), (0,))
+    raise ValueError(f"scaled_dot: dimension_numbers must be given for operands of rank {ndim}")
 
 
-scaled_dot = unavailable("scaled_dot", _SCALED_DOT_REASON)
+def _apply_scale(name, x, scale, contracting):
+    """``x * scale`` in bfloat16, ``scale`` repeated along the contracting axes to ``x``'s
+    size there (its "subchannels"); every other axis must match."""
+    x = convert_element_type(x, dtypes.bfloat16)
+    if scale is None:
+        return x
+    shape, scale_shape = get_aval(x).shape, get_aval(scale).shape
+    if len(scale_shape) != len(shape) or any(
+            (n % m if a in contracting else n != m) if m else n
+            for a, (n, m) in enumerate(zip(shape, scale_shape))):
+        raise ValueError(f"scaled_dot: {name} of shape {scale_shape} does not fit an operand "
+                         f"of shape {shape} (equal sizes, or along the contracting axes a "
+                         "divisor of the operand's)")
+    scale = convert_element_type(scale, dtypes.bfloat16)
+    for axis in contracting:
+        scale = _repeat_blocks(scale, axis, shape[axis] // scale_shape[axis])
+    return mul(x, scale)
+
+
+def _repeat_blocks(x, axis, factor):
+    """Each element of ``x`` along ``axis`` repeated ``factor`` times, in place."""
+    if factor == 1:
+        return x
+    shape = get_aval(x).shape
+    spread = shape[:axis + 1] + (factor,) + shape[axis + 1:]
+    kept = [d for d in range(len(spread)) if d != axis + 1]
+    return reshape(broadcast_in_dim(x, spread, kept),
+                   shape[:axis] + (shape[axis] * factor,) + shape[axis + 1:])
+
+
+def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=None,
+               preferred_element_type=None):
+    """``(lhs * lhs_scale) . (rhs * rhs_scale)`` (``dot_general``), each scale repeated along
+    the contracting axes over blocks of the operand ("subchannels"). As JAX computes it on
+    the CPU: operands and scales in bfloat16, their products rounded to bfloat16, the sums
+    in float32, the result in ``preferred_element_type`` (default bfloat16)."""
+    dims = _dimension_numbers(dimension_numbers or _default_scaled_dims(get_aval(lhs).ndim))
+    (lhs_contract, rhs_contract), _ = dims
+    lhs = _apply_scale("lhs_scale", lhs, lhs_scale, lhs_contract)
+    rhs = _apply_scale("rhs_scale", rhs, rhs_scale, rhs_contract)
+    out = dot_general(lhs, rhs, dims, preferred_element_type=dtypes.float32)
+    return convert_element_type(out, dtypes.bfloat16 if preferred_element_type is None
+                                else preferred_element_type)

@@ -14,7 +14,8 @@ from ..core import dtypes, get_aval
 from ..custom_derivatives import custom_jvp
 from ..numpy.creation import concrete_argument
 from ..numpy.util import (broadcast_together, canonicalize_axis, check_arraylike,
-                          not_implemented, promote_args_inexact)
+                          promote_args_inexact)
+from .scaled import get_scaled_dot_general_config, scaled_dot_general, scaled_matmul
 
 __all__ = [
     "relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "silu", "swish",
@@ -285,14 +286,6 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
         return encoded
     residual = jnp.transpose(logsumexp(logits, axis=-1).astype(k.dtype), (0, 2, 1))
     return encoded, lax.stop_gradient(jnp.reshape(residual, out_shape[:-1]))
-
-
-_MX = ("block-scaled (microscaling) matmuls need the float8/float4 dtypes nbjax does not "
-       "have")
-scaled_matmul = not_implemented("scaled_matmul", f"nbjax.nn.scaled_matmul: {_MX}")
-scaled_dot_general = not_implemented("scaled_dot_general", f"nbjax.nn.scaled_dot_general: {_MX}")
-get_scaled_dot_general_config = not_implemented(
-    "get_scaled_dot_general_config", f"nbjax.nn.get_scaled_dot_general_config: {_MX}")
 
 
 # --- normalisations over an axis -----------------------------------------------------------
