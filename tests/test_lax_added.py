@@ -457,11 +457,3 @@ def test_added_special_match_jax():
         assert_close(getattr(lax, name)(a, x), getattr(jlax, name)(a, x), 2e-5)
     assert_close(lax.bessel_i1e(x), jlax.bessel_i1e(x), 2e-6)
     assert_close(lax.reduce_precision(x * 1000, 4, 3), jlax.reduce_precision(x * 1000, 4, 3), 0)
-
-
-def test_scaled_dot_is_a_stub_that_says_why():
-    """JAX's scaled_dot needs float8/bfloat16 dtypes: nbjax's says so when called."""
-    x = np.ones((2, 4), np.float32)
-    with pytest.raises(NotImplementedError, match="float8"):
-        lax.scaled_dot(x, x.T, preferred_element_type=np.float32)
-    assert "bfloat16" in lax.scaled_dot.not_implemented_reason

@@ -149,8 +149,3 @@ def test_dot_product_attention_lengths_window_no_batch_and_grads():
            rtol=1e-5)
     check_grads(lambda q: nn.dot_product_attention(q, k, v, is_causal=True), (q,), order=1,
                 eps=1e-2, rtol=2e-2, atol=2e-2)
-
-
-def test_microscaling_matmuls_say_why_they_are_missing():
-    with pytest.raises(NotImplementedError, match="float8"):
-        nn.scaled_matmul(jnp.ones((1, 2, 2)), jnp.ones((1, 2, 2)), None, None)
