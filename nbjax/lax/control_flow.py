@@ -17,7 +17,9 @@ NumPy values for the reference implementations.
 
 import numpy as np
 
-from ..core import ClosedJaxpr, Jaxpr, Var, eval_closed_jaxpr, get_aval, pytree
+from ..config import config
+from ..core import (ClosedJaxpr, Jaxpr, Literal, Var, eval_closed_jaxpr, get_aval, pytree,
+                    to_numpy)
 from ..core.source_info import function_location
 from ..interpreters import ad, staging
 from ..interpreters.ad import Zero
@@ -202,5 +204,21 @@ def check_avals(what, expected, got):
 # --- running sub-jaxprs in reference impls -------------------------------------------------
 
 def run_on_numpy(closed, *args):
-    """Evaluate a sub-jaxpr on NumPy values (the reference impls' inner step)."""
-    return [np.asarray(v) for v in eval_closed_jaxpr(closed, *args)]
+    """Evaluate a sub-jaxpr on NumPy values (the reference impls' inner step): each equation
+    by its primitive's implementation, as eager evaluation runs it but without re-checking
+    types the jaxpr already has, since a loop runs its body thousands of times. With
+    ``debug_nans``/``debug_infs`` on, equations are bound one by one, so that the error
+    names the one that made the NaN."""
+    if config.debug_nans or config.debug_infs:
+        return [np.asarray(v) for v in eval_closed_jaxpr(closed, *args)]
+    jaxpr = closed.jaxpr
+    env = dict(zip(jaxpr.constvars, map(to_numpy, closed.consts)))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(atom):
+        return to_numpy(atom.val) if isinstance(atom, Literal) else env[atom]
+    for eqn in jaxpr.eqns:
+        out = eqn.primitive.impl(*map(read, eqn.invars), **eqn.params)
+        outs = out if eqn.primitive.multiple_results else [out]
+        env.update((v, np.asarray(o, v.aval.dtype)) for v, o in zip(eqn.outvars, outs))
+    return [np.asarray(read(v)) for v in jaxpr.outvars]

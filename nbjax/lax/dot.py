@@ -183,6 +183,9 @@ def _axes(axes):
 def _higher_precision_dtype(a, b):
     """The operand dtype that can represent the other's values best, as XLA chooses it:
     complex over real, then more exponent bits, more mantissa bits, more bits, signed."""
+    if a == b:
+        return a
+
     def rank(dt):
         real = dtypes.finfo(dt) if dtypes.is_inexact(dt) else None
         return (dtypes.is_complex(dt),
