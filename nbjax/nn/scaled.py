@@ -15,6 +15,7 @@ ignores the rounding and zeroes what ``nvfp4`` clipped).
 """
 
 import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -129,11 +130,9 @@ def _quantize(x, config):
 
 def _as_3d(x, contracting, batch):
     """``x`` as ``(batch, rows, contracting)``: its axes in that order, each group merged."""
-    ndim = x.ndim
-    rows = [d for d in range(ndim) if d not in contracting and d not in batch]
-    order = sorted(batch) + rows + sorted(contracting)
-    size = lambda axes: int(np.prod([x.shape[d] for d in axes], dtype=np.int64))  # noqa: E731
-    return jnp.reshape(jnp.transpose(x, order), (size(batch), size(rows), size(contracting)))
+    groups = [sorted(batch), _kept(x.ndim, contracting, batch), sorted(contracting)]
+    sizes = [math.prod(x.shape[d] for d in group) for group in groups]
+    return jnp.reshape(jnp.transpose(x, [d for group in groups for d in group]), sizes)
 
 
 def _product(x3, y3, x_config, y_config, out_dtype):
