@@ -150,7 +150,8 @@ def _plan_control_flow(eqn, target, prefix):
     for role, closed in control.sub_jaxprs(eqn.params):
         optimised, _ = optimize(closed)
         sub = plan(optimised.jaxpr, target, f"{prefix}_{role.replace(' ', '')}")
-        blocking = [g for g in sub.groups if g.kind not in ("kernel", "loop")]
+        blocking = [g for g in sub.groups if g.kind not in ("kernel", "loop") and not (
+            g.kind == "library" and target.native_library_call(g.eqns[0]))]
         if blocking:
             step = blocking[0]
             return None, (f"{name} {role} has a {step.kind} step "
@@ -160,7 +161,7 @@ def _plan_control_flow(eqn, target, prefix):
     if name == "cond":
         sizes = ", ".join(_kernels(s.n_kernels) for s in subs)
         return subs, f"cond compiled as a native branch between {len(subs)} branches ({sizes})"
-    what = " and ".join(f"{s.role} of {_kernels(s.n_kernels)}" for s in subs)
+    what = " and ".join(f"{s.role} of {_steps(s)}" for s in subs)
     return subs, f"{name} compiled as a native loop: {what}"
 
 
@@ -181,6 +182,13 @@ def _step_without_kernel(eqn, why_not, target, prefix):
 
 def _kernels(n):
     return f"{n} kernel{'s' * (n != 1)}"
+
+
+def _steps(sub):
+    """A sub-program's steps in words: its kernels, and its native library calls if any."""
+    calls = sum(g.kind == "library" for g in sub.plan.groups)
+    return _kernels(sub.n_kernels) + (f" and {calls} native library call{'s' * (calls != 1)}"
+                                      if calls else "")
 
 
 def plan(jaxpr, target, prefix="kernel"):

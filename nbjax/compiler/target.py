@@ -26,6 +26,12 @@ class Target:
         to the primitive's reference implementation, with a warning."""
         return None
 
+    def native_library_call(self, eqn):
+        """Whether this target's compiled control flow can make the library call ``eqn``
+        itself (a BLAS call from native code), so that a loop whose body holds it still
+        compiles into one native loop."""
+        return False
+
     def lower(self, name, jaxpr, plan, rewrites, timer):
         """An ``Executable`` running ``plan`` (a ``FusionPlan`` of the optimised ClosedJaxpr
         ``jaxpr``; None when the target does not optimise). ``timer`` has timed the

@@ -8,6 +8,7 @@ our buffers.
 """
 
 from ...compiler import Target
+from . import blas
 from .control_flow import CONTROL_FLOW
 from .executable import Executable, compile_plan
 
@@ -34,6 +35,9 @@ class CpuTarget(Target):
             return None
         how = LIBRARY_CALLS.get(category, "is a library call (NumPy)")
         return f"{eqn.primitive.name} {how}"
+
+    def native_library_call(self, eqn):
+        return blas.supports(eqn)
 
     def lower(self, name, jaxpr, plan, rewrites, timer):
         return compile_plan(name, jaxpr, plan, rewrites, timer)

@@ -13,7 +13,8 @@ that another kernel reads, the second buffer of a loop's carries...), laid out a
 time (``scratch_bytes`` in all). So a loop of a thousand iterations is one call from Python.
 
 Inside, a sub-program (a loop body, a loop condition, a branch) is a sequence of calls of its
-kernels, functions of the same module (LLVM may inline them), on buffer addresses:
+kernels, functions of the same module (LLVM may inline them), and of BLAS for its matrix
+products (``blas``), on buffer addresses:
 
 - scan and while keep each carry in two buffers and swap them every iteration: the body reads
   the current ones and writes the next ones. scan reads the row of its ``xs`` and writes the
@@ -34,7 +35,7 @@ from llvmlite import ir
 
 from ...core import Literal, Var, to_numpy
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
-from . import interrupts, support
+from . import blas, interrupts, support
 from .runtime import ALIGNMENT
 
 I8P = I8.as_pointer()
@@ -145,6 +146,12 @@ class ControlFlowFunction:
         for g in sub.plan.groups:
             if g.kind == "kernel":
                 self.kernel(g.kernel, env, direct)
+            elif g.kind == "library":  # the planner let only native calls in (blas.supports)
+                eqn = g.eqns[0]
+                v = eqn.outvars[0]
+                out = direct[v] if v in direct else self.scratch(_nbytes(v.aval))
+                blas.gemm(self.b, self.setup, eqn, *(self.atom(a, env) for a in eqn.invars), out)
+                env[v] = out
             else:
                 eqn = g.eqns[0]
                 outs = [direct[v] if v in direct else self.scratch(_nbytes(v.aval))

@@ -1,0 +1,108 @@
+"""Matrix products inside compiled loops: the loop stays native and calls BLAS itself."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import lax
+from helpers import assert_close, cpu_and_reference
+
+pytestmark = pytest.mark.cpu_compiler
+RNG = np.random.default_rng(0)
+
+
+def _run_both(f, *args, rtol=1e-5):
+    """The cpu executable of ``f``, its results checked against the reference backend (the
+    absolute part of the tolerance scaled by the largest result), nothing falling back."""
+    cpu, ref = cpu_and_reference(f, *args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        outs = cpu.run(*args)
+    for a, b in zip(outs, ref.run(*args)):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        assert_close(a, b, rtol=rtol)
+    return cpu
+
+
+def _assert_native_with_calls(executable, calls):
+    [group] = [g for g in executable.plan.groups if g.kind == "loop"]
+    assert all(g.kind != "fallback" for g in executable.plan.groups)
+    assert f"{calls} native library call" in group.reason, group.reason
+
+
+def rnn(w, u, xs, h0):
+    def step(h, x):
+        h = jnp.tanh(h @ w + x @ u)
+        return h, h
+    return lax.scan(step, h0, xs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_an_rnn_scan_compiles_into_one_native_loop(dtype, request):
+    if dtype == np.float64:
+        request.getfixturevalue("x64")
+    w = (RNG.standard_normal((16, 16)) * 0.3).astype(dtype)
+    u = (RNG.standard_normal((5, 16)) * 0.3).astype(dtype)
+    xs = RNG.standard_normal((7, 3, 5)).astype(dtype)
+    h0 = RNG.standard_normal((3, 16)).astype(dtype)
+    cpu = _run_both(rnn, w, u, xs, h0, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    _assert_native_with_calls(cpu, 2)
+
+
+@pytest.mark.parametrize("lhs_contract, rhs_contract", [(1, 0), (0, 0), (1, 1), (0, 1)])
+@pytest.mark.parametrize("m, k, n", [(5, 7, 6), (1, 1, 1), (4, 0, 3), (0, 3, 2), (3, 2, 0)])
+def test_every_orientation_and_size(lhs_contract, rhs_contract, m, k, n):
+    a = RNG.standard_normal((m, k) if lhs_contract == 1 else (k, m)).astype(np.float32)
+    b = RNG.standard_normal((k, n) if rhs_contract == 0 else (n, k)).astype(np.float32)
+    dims = (((lhs_contract,), (rhs_contract,)), ((), ()))
+
+    def f(a, b):
+        def body(c, _):
+            return c + 1.0, lax.dot_general(a * c, b, dims)
+        return lax.scan(body, 1.0, None, length=3)
+
+    cpu = _run_both(f, a, b)
+    _assert_native_with_calls(cpu, 1)
+
+
+def test_products_in_while_loops_nested_scans_and_gradients():
+    w = (RNG.standard_normal((8, 8)) * 0.2).astype(np.float32)
+    x = RNG.standard_normal((2, 8)).astype(np.float32)
+
+    def power(x):
+        return lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, jnp.tanh(c[1] @ w)),
+                              (0, x))[1]
+
+    _run_both(power, x)
+
+    def nested(x):
+        def outer(c, _):
+            inner = lax.scan(lambda d, _: (jnp.tanh(d @ w), None), c, None, length=3)[0]
+            return inner, inner.sum()
+        return lax.scan(outer, x, None, length=4)
+
+    _run_both(nested, x)
+
+    xs = RNG.standard_normal((6, 2, 8)).astype(np.float32)
+    u = (RNG.standard_normal((8, 8)) * 0.2).astype(np.float32)
+    grad = nbjax.grad(lambda w: rnn(w, u, xs, x)[1].sum())
+    cpu = _run_both(grad, w, rtol=1e-4)
+    assert all(g.kind != "fallback" for g in cpu.plan.groups)
+
+
+def test_products_blas_does_not_take_leave_the_loop_to_the_reference_backend():
+    xs = RNG.integers(-3, 3, (4, 2, 3)).astype(np.int32)
+    m = RNG.integers(-3, 3, (3, 3)).astype(np.int32)
+    f = nbjax.jit(lambda xs: lax.scan(lambda c, x: (c + x @ m, None), xs[0], xs)[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the scan runs on the reference backend, and says so
+        got = f(xs)
+    expected = xs[0].copy()
+    for x in xs:
+        expected = expected + x @ m
+    np.testing.assert_array_equal(got, expected)
+    report = str(f.lower(xs).compile().fusion_report())
+    assert "runs on the reference backend" in report
