@@ -15,7 +15,6 @@ import ctypes
 import threading
 
 import numpy as np
-import scipy.linalg.cython_blas
 from llvmlite import binding as llvm
 from llvmlite import ir
 
@@ -40,6 +39,9 @@ def register():
     global _registered
     with _lock:
         if not _registered:
+            # Imported here: scipy.linalg costs about 150 ms to import, which only programs
+            # whose loops hold matrix products need to pay.
+            import scipy.linalg.cython_blas
             capsules = scipy.linalg.cython_blas.__pyx_capi__
             for routine, _ in _ROUTINES.values():
                 llvm.add_symbol(f"nbjax_{routine}", _capsule_address(capsules[routine]))
