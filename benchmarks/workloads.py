@@ -173,6 +173,87 @@ def numpy_rnn(w, u, h, xs):
     return h
 
 
+# --- an LSTM with scan: forward, and value_and_grad -------------------------------------------
+
+LSTM_STEPS = 100
+
+
+def _lstm_setup(is_small):
+    batch, hidden, n_in = (8, 32, 16) if is_small else (32, 256, 64)
+    wx = _normal(n_in, 4 * hidden, seed=1, scale=n_in ** -0.5)
+    wh = _normal(hidden, 4 * hidden, seed=2, scale=hidden ** -0.5)
+    b = np.zeros(4 * hidden, np.float32)
+    xs = _normal(LSTM_STEPS, batch, n_in, seed=3)
+    r = _normal(batch, hidden, seed=4)
+    return (f"{LSTM_STEPS} steps, batch {batch}, {n_in}->{hidden}",
+            (wx, wh, b, xs, np.zeros((batch, hidden), np.float32), r))
+
+
+def _sigmoid(xp, x):
+    return 1 / (1 + xp.exp(-x))
+
+
+def _lstm(lib):
+    """The final hidden state of an LSTM (gates i, f, g, o from one product each of the
+    input and the state) run over the steps of ``xs`` with ``scan``."""
+    xp = lib.numpy
+
+    def lstm(wx, wh, b, xs, h0):
+        def step(carry, x):
+            h, c = carry
+            i, f, g, o = xp.split(x @ wx + h @ wh + b, 4, axis=-1)
+            c = _sigmoid(xp, f) * c + _sigmoid(xp, i) * xp.tanh(g)
+            return (_sigmoid(xp, o) * xp.tanh(c), c), None
+        return lib.lax.scan(step, (h0, xp.zeros_like(h0)), xs)[0][0]
+    return lstm
+
+
+def lstm_forward(lib):
+    lstm = _lstm(lib)
+    return lambda wx, wh, b, xs, h0, r: lstm(wx, wh, b, xs, h0)
+
+
+def lstm_grad(lib):
+    """``sum(h_T * r)`` and its gradient with respect to the weights."""
+    lstm = _lstm(lib)
+
+    def loss(wx, wh, b, xs, h0, r):
+        return lib.numpy.sum(lstm(wx, wh, b, xs, h0) * r)
+    return lib.value_and_grad(loss, argnums=(0, 1, 2))
+
+
+def _numpy_lstm_steps(wx, wh, b, xs, h0):
+    """The forward pass in a Python loop, keeping what the backward pass needs."""
+    h, c, tape = h0, np.zeros_like(h0), []
+    for x in xs:
+        i, f, g, o = np.split(x @ wx + h @ wh + b, 4, axis=-1)
+        i, f, g, o = _sigmoid(np, i), _sigmoid(np, f), np.tanh(g), _sigmoid(np, o)
+        c_next = f * c + i * g
+        tape.append((x, h, c, i, f, g, o, np.tanh(c_next)))
+        h, c = o * tape[-1][-1], c_next
+    return h, tape
+
+
+def numpy_lstm_forward(wx, wh, b, xs, h0, r):
+    return _numpy_lstm_steps(wx, wh, b, xs, h0)[0]
+
+
+def numpy_lstm_grad(wx, wh, b, xs, h0, r):
+    """The same gradient by backpropagation through time, written by hand."""
+    h, tape = _numpy_lstm_steps(wx, wh, b, xs, h0)
+    d_wx, d_wh, d_b = np.zeros_like(wx), np.zeros_like(wh), np.zeros_like(b)
+    d_h, d_c = r, np.zeros_like(h)
+    for x, h_prev, c_prev, i, f, g, o, tanh_c in reversed(tape):
+        d_c = d_c + d_h * o * (1 - tanh_c * tanh_c)
+        d_z = np.concatenate([d_c * g * i * (1 - i), d_c * c_prev * f * (1 - f),
+                              d_c * i * (1 - g * g), d_h * tanh_c * o * (1 - o)], axis=-1)
+        d_wx += x.T @ d_z
+        d_wh += h_prev.T @ d_z
+        d_b += d_z.sum(axis=0)
+        d_h, d_c = d_z @ wh.T, d_c * f
+    return np.sum(h * r), (d_wx, d_wh, d_b)
+
+
 # --- dispatch ------------------------------------------------------------------------------------
 
 def add_one(x):
@@ -207,6 +288,10 @@ WORKLOADS = [
              _mlp_setup, numpy_mlp_step, mlp_step),
     Workload("rnn_scan", "scan of h = tanh(W h + U x_t); NumPy a Python loop",
              _rnn_setup, numpy_rnn, rnn),
+    Workload("lstm_forward", "LSTM over 100 steps with scan; NumPy a Python loop",
+             _lstm_setup, numpy_lstm_forward, lstm_forward),
+    Workload("lstm_grad", "value_and_grad of the LSTM; NumPy backpropagation through time",
+             _lstm_setup, numpy_lstm_grad, lstm_grad),
     Workload("dispatch", "x + 1 on 4 elements: the cost of one call", _dispatch_setup,
              add_one, lambda lib: add_one),
 ]
