@@ -77,8 +77,10 @@ def gemm(b, setup, eqn, lhs, rhs, out):
                   i32p])
     lhs_shape, rhs_shape = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m).
-    trans_b, ld_b = ("N", rhs_shape[1]) if rc[0] == 0 else ("T", rhs_shape[1])
-    trans_a, ld_a = ("N", lhs_shape[1]) if lc[0] == 1 else ("T", lhs_shape[1])
+    # A row-major operand is, column-major, its transpose with its row length as leading
+    # dimension; it is transposed again ("T") when its contracted axis is the other one.
+    trans_b, ld_b = "N" if rc[0] == 0 else "T", rhs_shape[1]
+    trans_a, ld_a = "N" if lc[0] == 1 else "T", lhs_shape[1]
     args = [_by_reference(b, setup, ir.Constant(I8, ord(trans_b))),
             _by_reference(b, setup, ir.Constant(I8, ord(trans_a))),
             *(_by_reference(b, setup, ir.Constant(I32, v)) for v in (n, m, k)),
