@@ -3,6 +3,7 @@
 Each plan is also run on the CPU backend and compared with the reference backend, so a
 planning decision that computes the wrong thing fails here too."""
 
+import warnings
 import numpy as np
 import pytest
 
@@ -151,19 +152,22 @@ def test_structural_ops_become_index_maps():
     assert all(not d.started_new_group for d in plan.decisions[:-1])
 
 
-def test_control_flow_falls_back_with_a_warning_and_a_recorded_reason():
-    """Control flow whose branches are not all kernels (here a sort, a library step) runs
-    on the reference backend; compiled control flow is tested in test_cpu_control_flow."""
+def test_control_flow_calls_back_for_what_it_cannot_compile():
+    """Control flow whose branches are not all kernels (here a sort, a library step) still
+    compiles, calling back into Python for that step (a host step, named in the report);
+    compiled control flow is tested in test_cpu_control_flow."""
     def f(x, p):
         return lax.cond(p, lambda y: jnp.sort(y), lambda y: -y, jnp.sin(x))
     closed = nbjax.make_jaxpr(f)(X, True)
     executable = compile(closed, "cpu", "t")
     # sin(x) and the predicate's conversion to a branch index are kernels
-    assert [g.kind for g in executable.plan.groups] == ["kernel", "kernel", "fallback"]
-    assert "cond branch 1 has a library step (sort)" in executable.plan.decisions[-1].reason
-    with pytest.warns(UserWarning, match="cond"):
-        out = executable.run(X, np.bool_(False))
-    assert_close(out[0], -np.sin(X), rtol=1e-6)
+    assert [g.kind for g in executable.plan.groups] == ["kernel", "kernel", "loop"]
+    assert "1 host step (sort)" in executable.plan.decisions[-1].reason
+    for p, expected in ((False, -np.sin(X)), (True, np.sort(np.sin(X), axis=-1))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            out = executable.run(X, np.bool_(p))
+        assert_close(out[0], expected, rtol=1e-6)
 
 
 def test_report_lists_every_step_and_decision():

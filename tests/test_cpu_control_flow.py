@@ -191,19 +191,47 @@ def test_control_flow_nested_in_a_loop_body():
     _assert_native(cpu, "scan", "native loop")
 
 
-# --- what still falls back -----------------------------------------------------------------
+# --- host steps: what a loop calls back into Python for ------------------------------------
 
-def test_a_body_with_a_library_step_falls_back_with_a_warning():
+def test_a_body_with_a_vector_product_calls_back_for_it():
     def f(xs, m):
         return lax.scan(lambda c, x: (c @ m + x, c), jnp.zeros(3), xs)
     xs = RNG.standard_normal((4, 3)).astype(np.float32)
     m = RNG.standard_normal((3, 3)).astype(np.float32)
-    closed = nbjax.make_jaxpr(f)(xs, m)
-    cpu = compile(closed, "cpu", "t")
-    [decision] = _loop_decisions(cpu, "scan")
-    assert cpu.plan.groups[decision.group].kind == "fallback"
-    assert "scan body has a library step (dot_general)" in decision.reason
-    with pytest.warns(UserWarning, match="scan"):
-        outs = cpu.run(xs, m)
-    for a, b in zip(outs, compile(closed, "reference", "t").run(xs, m)):
-        assert_close(a, b, rtol=1e-5)
+    cpu, _ = _run_both(f, xs, m, rtol=1e-5)
+    _assert_native(cpu, "scan", "1 host step (dot_general)")
+
+
+def test_a_step_without_kernel_warns_once_and_runs_in_the_loop():
+    xs = RNG.uniform(0.5, 3, (5, 3)).astype(np.float32)
+    f = nbjax.jit(lambda xs: lax.scan(lambda c, x: (c + lax.digamma(x), c), jnp.zeros(3), xs))
+    with pytest.warns(UserWarning, match="digamma; inside a compiled loop it calls back"):
+        got = f(xs)
+    expected = nbjax.jit(f.fun, backend="reference")(xs)
+    for a, b in zip(got, expected):
+        assert_close(np.asarray(a), np.asarray(b), rtol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per step: the second call is quiet
+        f(xs)
+
+
+@pytest.mark.parametrize("error", [ValueError("boom"), KeyboardInterrupt()])
+def test_an_exception_in_a_host_step_leaves_the_loop_and_is_raised(error):
+    calls, failing = [], [True]
+
+    def callback(v):
+        calls.append(1)
+        if failing[0] and len(calls) == 3:
+            raise error
+        return v + 1
+
+    def f(x):
+        def step(c, _):
+            return nbjax.pure_callback(callback, nbjax.ShapeDtypeStruct((2,), np.float32),
+                                       c), None
+        return lax.scan(step, x, None, length=10)[0]
+    with pytest.raises(type(error)):
+        nbjax.jit(f)(np.zeros(2, np.float32))
+    assert len(calls) == 3  # the loop stopped at the failing step
+    failing[0] = False  # the executable still works afterwards
+    np.testing.assert_array_equal(nbjax.jit(f)(np.zeros(2, np.float32)), [10, 10])

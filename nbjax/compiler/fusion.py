@@ -151,7 +151,7 @@ def _plan_control_flow(eqn, target, prefix):
         optimised, _ = optimize(closed)
         sub = plan(optimised.jaxpr, target, f"{prefix}_{role.replace(' ', '')}")
         blocking = [g for g in sub.groups if g.kind not in ("kernel", "loop") and not (
-            g.kind == "library" and target.native_library_call(g.eqns[0]))]
+            target.host_steps_in_loops or target.native_library_call(g.eqns[0]))]
         if blocking:
             step = blocking[0]
             return None, (f"{name} {role} has a {step.kind} step "
@@ -159,9 +159,9 @@ def _plan_control_flow(eqn, target, prefix):
                           "backend")
         subs.append(SubProgram(role, optimised, sub))
     if name == "cond":
-        sizes = ", ".join(_kernels(s.n_kernels) for s in subs)
+        sizes = "; ".join(_steps(s, target) for s in subs)
         return subs, f"cond compiled as a native branch between {len(subs)} branches ({sizes})"
-    what = " and ".join(f"{s.role} of {_steps(s)}" for s in subs)
+    what = " and ".join(f"{s.role} of {_steps(s, target)}" for s in subs)
     return subs, f"{name} compiled as a native loop: {what}"
 
 
@@ -184,11 +184,18 @@ def _kernels(n):
     return f"{n} kernel{'s' * (n != 1)}"
 
 
-def _steps(sub):
-    """A sub-program's steps in words: its kernels, and its native library calls if any."""
-    calls = sum(g.kind == "library" for g in sub.plan.groups)
-    return _kernels(sub.n_kernels) + (f" and {calls} native library call{'s' * (calls != 1)}"
-                                      if calls else "")
+def _steps(sub, target):
+    """A sub-program's steps in words: its kernels, the library calls it makes natively, and
+    the equations it calls back into Python for (named)."""
+    others = [g.eqns[0] for g in sub.plan.groups if g.kind in ("library", "fallback")]
+    native = sum(map(target.native_library_call, others))
+    host = [e.primitive.name for e in others if not target.native_library_call(e)]
+    words = _kernels(sub.n_kernels)
+    if native:
+        words += f", {native} native library call{'s' * (native != 1)}"
+    if host:
+        words += f", {len(host)} host step{'s' * (len(host) != 1)} ({', '.join(host)})"
+    return words
 
 
 def plan(jaxpr, target, prefix="kernel"):

@@ -19,6 +19,9 @@ class Target:
     # The control-flow primitives (by name) that become one native ``"loop"`` step when
     # their bodies plan into kernels; any other runs as a reference step.
     control_flow = frozenset()
+    # Whether compiled control flow can call back into Python for a step it cannot run
+    # natively (a host step), rather than sending the whole loop to the reference backend.
+    host_steps_in_loops = False
 
     def library_reason(self, eqn):
         """Why ``eqn`` (no kernel lowering here) runs as a library call on this target, in

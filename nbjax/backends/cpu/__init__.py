@@ -28,6 +28,7 @@ LIBRARY_CALLS = {
 class CpuTarget(Target):
     name = "cpu"
     control_flow = frozenset(CONTROL_FLOW)
+    host_steps_in_loops = True
 
     def library_reason(self, eqn):
         category = eqn.primitive.lowerings.get("library")

@@ -4,8 +4,8 @@ A ``"loop"`` step of the plan (see ``compiler.fusion``) becomes one function
 
     i32 control_N(i8** io, i8* scratch)
 
-which returns 0, or 1 when it stopped early because the user interrupted it (its loops poll
-the interrupt flag: see ``interrupts``).
+which returns 0, 1 when it stopped early because the user interrupted it (its loops poll
+the interrupt flag: see ``interrupts``), or 2 when a host step failed (``host_steps``).
 ``io`` holds the addresses of the equation's operands, then of its results, then of
 constants baked into the program (a sub-jaxpr's constants, literals: ``constants``);
 ``scratch`` is one block for everything the sub-programs compute on the way (a kernel result
@@ -13,8 +13,9 @@ that another kernel reads, the second buffer of a loop's carries...), laid out a
 time (``scratch_bytes`` in all). So a loop of a thousand iterations is one call from Python.
 
 Inside, a sub-program (a loop body, a loop condition, a branch) is a sequence of calls of its
-kernels, functions of the same module (LLVM may inline them), and of BLAS for its matrix
-products (``blas``), on buffer addresses:
+kernels, functions of the same module (LLVM may inline them), of BLAS for its matrix
+products (``blas``), and of host steps for any other equation (``host_steps``: a call back
+into Python), on buffer addresses:
 
 - scan and while keep each carry in two buffers and swap them every iteration: the body reads
   the current ones and writes the next ones. scan reads the row of its ``xs`` and writes the
@@ -36,6 +37,7 @@ from llvmlite import ir
 from ...core import Literal, Var, to_numpy
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
 from . import blas, interrupts, support
+from .host_steps import HostStep
 from .runtime import ALIGNMENT
 
 I8P = I8.as_pointer()
@@ -63,7 +65,7 @@ class ControlFlowFunction:
         eqn = group.eqns[0]
         self.mb, self.name = mb, name
         self.operands, self.results = list(eqn.invars), list(eqn.outvars)
-        self.constants, self.scratch_bytes = [], 0
+        self.constants, self.scratch_bytes, self.host_steps = [], 0, []
         fn = ir.Function(mb.module, ir.FunctionType(I32, [I8P.as_pointer(), I8P]), name=name)
         self.io, self.scratch_base = fn.args
         # Addresses are computed once, in a block of their own that runs first, so they
@@ -72,6 +74,8 @@ class ControlFlowFunction:
         start = fn.append_basic_block("start")
         self.interrupted = fn.append_basic_block("interrupted")
         ir.IRBuilder(self.interrupted).ret(ir.Constant(I32, 1))
+        self.failed = fn.append_basic_block("failed")
+        ir.IRBuilder(self.failed).ret(ir.Constant(I32, 2))
         self.b = ir.IRBuilder(start)
         self.e = ScalarEmitter(self.b)
         ins = [self.constant(to_numpy(a.val), a.aval.dtype) if isinstance(a, Literal)
@@ -146,12 +150,16 @@ class ControlFlowFunction:
         for g in sub.plan.groups:
             if g.kind == "kernel":
                 self.kernel(g.kernel, env, direct)
-            elif g.kind == "library":  # the planner let only native calls in (blas.supports)
+            elif g.kind in ("library", "fallback"):
                 eqn = g.eqns[0]
-                v = eqn.outvars[0]
-                out = direct[v] if v in direct else self.scratch(_nbytes(v.aval))
-                blas.gemm(self.b, self.setup, eqn, *(self.atom(a, env) for a in eqn.invars), out)
-                env[v] = out
+                outs = [direct[v] if v in direct else self.scratch(_nbytes(v.aval))
+                        for v in eqn.outvars]
+                ins = [self.atom(a, env) for a in eqn.invars]
+                if blas.supports(eqn):
+                    blas.gemm(self.b, self.setup, eqn, *ins, *outs)
+                else:
+                    self.host_step(eqn, ins, outs, warn=g.kind == "fallback")
+                env.update(zip(eqn.outvars, outs))
             else:
                 eqn = g.eqns[0]
                 outs = [direct[v] if v in direct else self.scratch(_nbytes(v.aval))
@@ -161,6 +169,27 @@ class ControlFlowFunction:
         for a, d in zip(j.outvars, dests):
             if not (isinstance(a, Var) and direct.get(a) is d):
                 self.copy(d, self.atom(a, env), _nbytes(a.aval))
+
+    def host_step(self, eqn, ins, outs, warn):
+        """Call back into Python to run ``eqn`` on the buffers ``ins`` and ``outs`` (see
+        ``host_steps``); leave through ``failed`` if it raised."""
+        b, step = self.b, HostStep(eqn, warn)
+        self.host_steps.append(step)
+        holder = self.constant(np.array(step.address, np.uint64), np.uint64)
+        signature = ir.FunctionType(I32, [I8P.as_pointer()])
+        target = b.inttoptr(b.load(self.typed(holder, np.uint64), typ=I64),
+                            signature.as_pointer())
+        pointers = self.setup.alloca(ir.ArrayType(I8P, len(ins) + len(outs)))
+        for k, pointer in enumerate(ins + outs):
+            b.store(pointer, b.gep(pointers, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
+        status = b.call(target, [b.bitcast(pointers, I8P.as_pointer())])
+        go_on = b.append_basic_block("host_step_done")
+        b.cbranch(b.icmp_unsigned("!=", status, ir.Constant(I32, 0)), self.failed, go_on)
+        b.position_at_end(go_on)
+
+    def error(self):
+        """The exception of the host step that failed, taken (see ``host_steps``)."""
+        return next(e for e in (s.take_error() for s in self.host_steps) if e is not None)
 
     def atom(self, a, env):
         return self.constant(to_numpy(a.val), a.aval.dtype) if isinstance(a, Literal) \

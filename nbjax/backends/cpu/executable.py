@@ -232,11 +232,15 @@ def control_step(fn, cf, slots):
                        *[p for _, p in outs], *constants)
         block, block_address = scratch()  # ``block`` keeps the scratch alive during the call
         interrupts.arm()
-        if fn(ctypes.addressof(io), block_address):
+        status = fn(ctypes.addressof(io), block_address)
+        if status == 1:
             interrupts.raise_interrupt()
+        elif status:
+            raise cf.error()
         for (slot, _), (buf, _) in zip(results, outs):
             env[slot] = buf
     step.constants = cf.constants  # their buffers must live as long as the step
+    step.host_steps = cf.host_steps  # and so must the functions native code calls back
     return step
 
 

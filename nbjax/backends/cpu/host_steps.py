@@ -1,0 +1,68 @@
+"""Steps a native loop cannot run itself, run by calling back into Python from inside it.
+
+A loop body holding one equation the CPU target cannot compile (a sort, a product of
+vectors, an op on complex numbers...) still compiles into one native loop: at that step the
+native code calls a ``HostStep`` through a C function pointer, with the addresses of the
+equation's operands and results; the host step views them as NumPy arrays, runs the
+primitive's reference implementation (as a top-level reference step does) and writes the
+results in place. The call costs microseconds, where sending the whole loop to the reference
+backend costs the Python evaluation of every equation of every iteration.
+
+A host step returns 0, or 1 after an exception (a ``KeyboardInterrupt`` too), which it keeps
+for the caller of the native function to raise once that function has returned: an
+exception cannot cross native frames.
+"""
+
+import ctypes
+
+import numpy as np
+
+from ...core import EvalTrace, set_current_trace, to_numpy
+from ...core.source_info import warn_at_user_line
+
+SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
+
+
+class HostStep:
+    """One equation run by the host on buffers a native function owns; ``address`` is the
+    C function to call with an array of the operands' then the results' addresses."""
+
+    def __init__(self, eqn, warn):
+        self.eqn, self.warn, self.error = eqn, warn, None
+        self.avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
+        self.function = SIGNATURE(self)  # kept alive as long as the step is
+        self.address = ctypes.cast(self.function, ctypes.c_void_p).value
+
+    def __call__(self, addresses):
+        try:
+            views = [_view(addresses[k], aval) for k, aval in enumerate(self.avals)]
+            self.run(views[:len(self.eqn.invars)], views[len(self.eqn.invars):])
+            return 0
+        except BaseException as e:  # noqa: BLE001  (raised again once the native call returns)
+            self.error = e
+            return 1
+
+    def run(self, ins, outs):
+        prim = self.eqn.primitive
+        if self.warn:
+            self.warn = False
+            warn_at_user_line(f"nbjax cpu backend: no kernel for {prim.name}; inside a "
+                              "compiled loop it calls back into Python")
+        with set_current_trace(EvalTrace()):
+            out = prim.bind(*ins, **self.eqn.params)
+        for view, value in zip(outs, out if prim.multiple_results else [out]):
+            view[...] = np.asarray(to_numpy(value), view.dtype)
+
+    def take_error(self):
+        error, self.error = self.error, None
+        return error
+
+
+def _view(address, aval):
+    """The buffer at ``address`` as an array of ``aval``'s shape and dtype (no copy)."""
+    dtype = np.dtype(aval.dtype)
+    size = int(np.prod(aval.shape, dtype=np.int64)) * dtype.itemsize
+    if size == 0:
+        return np.empty(aval.shape, dtype)
+    memory = (ctypes.c_char * size).from_address(address)
+    return np.frombuffer(memory, dtype).reshape(aval.shape)
