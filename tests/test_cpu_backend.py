@@ -218,10 +218,14 @@ def test_library_steps_with_0d_results_keep_their_shape(name):
     np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager), rtol=1e-6, atol=1e-6)
 
 
-def test_fallback_warning_points_at_the_users_call():
-    def loop(h, w):
-        return lax.scan(lambda h, _: (jnp.tanh(w @ h), None), h, None, length=3)[0]
-    f = nbjax.jit(loop)
-    with pytest.warns(UserWarning, match="no kernel for scan") as record:
-        f(np.ones(3, np.float32), np.eye(3, dtype=np.float32))
+@pytest.mark.parametrize("where", ["top level", "in a loop"])
+def test_fallback_warning_points_at_the_users_call(where):
+    def top(x):
+        return lax.digamma(x)
+
+    def loop(x):
+        return lax.scan(lambda c, _: (lax.digamma(c), None), x, None, length=3)[0]
+    f = nbjax.jit(top if where == "top level" else loop)
+    with pytest.warns(UserWarning, match="no kernel for digamma") as record:
+        f(np.full(3, 2.5, np.float32))
     assert record[0].filename == __file__
