@@ -16,7 +16,7 @@ XA, YA = jnp.asarray(X), jnp.asarray(Y)
 
 def read_model(x, start, size, stride):
     """What ``x[ds(start, size, stride)]`` reads along axis 0: a unit stride wraps a
-    negative start and moves the window to fit (dynamic_slice); a larger stride clamps each
+    negative start and moves the window to fit (dynamic_slice); another stride clamps each
     index on its own (a gather), without wrapping."""
     n = x.shape[0]
     if stride == 1:
@@ -28,7 +28,8 @@ def read_model(x, start, size, stride):
 
 def add_model(x, start, size, stride, value):
     """What ``x.at[ds(start, size, stride)].add(value)`` gives: the window is written whole,
-    or dropped whole when it does not fit (no wrapping of negative starts)."""
+    or dropped whole when it does not fit (no wrapping of negative starts); repeated
+    coordinates (stride 0) accumulate."""
     n, out = x.shape[0], x.copy()
     idx = start + stride * np.arange(size)
     if stride == 1:
@@ -36,11 +37,11 @@ def add_model(x, start, size, stride, value):
             out[idx] += value
     else:
         keep = (idx >= 0) & (idx < n)
-        out[idx[keep]] += value
+        np.add.at(out, idx[keep], value)
     return out
 
 
-@pytest.mark.parametrize("stride", [1, 2, 3])
+@pytest.mark.parametrize("stride", [0, 1, 2, 3])
 @pytest.mark.parametrize("jitted", [False, True])
 def test_ds_reads_and_writes_as_jax(stride, jitted):
     size = 3
@@ -87,8 +88,8 @@ def test_ds_forms_and_errors():
     np.testing.assert_array_equal(XA[nbjax.ds(4)], X[:4])
     with pytest.raises(TypeError, match="static integers"):
         nbjax.jit(lambda x, n: x[nbjax.ds(0, n)])(XA, 3)
-    with pytest.raises(ValueError, match="stride >= 1"):
-        nbjax.ds(0, 3, 0)
+    with pytest.raises(ValueError, match="stride >= 0"):
+        nbjax.ds(0, 3, -1)
     with pytest.raises(TypeError):
         XA[nbjax.ds(jnp.float32(1.0), 2)]
 
@@ -100,6 +101,82 @@ def test_ds_matches_jax():
             ours = nbjax.jit(lambda x, i: x[nbjax.ds(i, 3, stride)])(XA, jnp.int32(start))
             theirs = jax.jit(lambda x, i: x[jax.ds(i, 3, stride)])(X, np.int32(start))
             np.testing.assert_array_equal(ours, theirs)
+
+
+# Index expressions with a Slice whose start runs from -7 to 6 on a (4, 5) array: JAX counts
+# a negative start from the end only where the whole index reads as a dynamic_slice, and
+# ignores the start of a window as long as its axis; each is compared with JAX.
+MIXED_INDICES = {
+    "int and Slice": lambda d, y, i: y[1, d(i, 2)],
+    "traced int and Slice": lambda d, y, i: y[i + 5, d(i, 2)],
+    "two Slices": lambda d, y, i: y[d(i, 2), d(i, 3)],
+    "None, Ellipsis": lambda d, y, i: y[None, ..., d(i, 2)],
+    "reversed slice": lambda d, y, i: y[d(i, 2), ::-1],
+    "strided slice": lambda d, y, i: y[d(i, 2), ::2],
+    "integer array": lambda d, y, i: y[d(i, 2), np.array([0, 2])],
+    "boolean mask": lambda d, y, i: y[np.array([True, False, True, True]), d(i, 2)],
+    "strided Slice": lambda d, y, i: y[d(i, 2), d(i, 2, 2)],
+    "get fill": lambda d, y, i: y.at[d(i, 2), 1].get(mode="fill", fill_value=-1),
+    "get clip": lambda d, y, i: y.at[d(i, 2), 1].get(mode="clip"),
+    "whole axis read": lambda d, y, i: y.at[d(i, 4)].get(mode="fill", fill_value=-1),
+    "whole axis set": lambda d, y, i: y.at[d(i, 4), d(i, 2)].set(-1.0),
+    "whole axis add": lambda d, y, i: y.at[1, d(i, 5)].add(1.0),
+    "set with array": lambda d, y, i: y.at[np.array([0, 2]), d(i, 2)].set(-1.0),
+}
+
+
+@pytest.mark.parametrize("name", MIXED_INDICES)
+def test_ds_start_rules_match_jax(name):
+    jax = pytest.importorskip("jax")
+    f = MIXED_INDICES[name]
+    ours = nbjax.jit(lambda y, i: f(nbjax.ds, y, i))
+    theirs = jax.jit(lambda y, i: f(jax.ds, y, i))
+    for start in range(-7, 7):
+        expected = np.asarray(theirs(Y, np.int32(start)))
+        np.testing.assert_array_equal(ours(YA, jnp.int32(start)), expected)
+        np.testing.assert_array_equal(f(nbjax.ds, YA, start), expected)
+
+
+def test_slice_is_a_pytree_with_a_static_integer_start():
+    """A Slice with a traced start crosses jit and vmap as JAX's does: the start is the leaf;
+    an integer start is part of the structure, so a new one traces again."""
+    static, traced = nbjax.ds(2, 3), nbjax.ds(jnp.int32(2), 3)
+    assert nbjax.tree_util.tree_leaves(static) == []
+    assert len(nbjax.tree_util.tree_leaves(traced)) == 1
+    assert nbjax.tree_util.tree_unflatten(*reversed(nbjax.tree_util.tree_flatten(static))) \
+        == static
+    traces = []
+
+    @nbjax.jit
+    def read(x, s):
+        traces.append(s.start)
+        return x[s]
+
+    for start in (1, 6):
+        np.testing.assert_array_equal(read(XA, nbjax.ds(jnp.int32(start), 3)),
+                                      X[start:start + 3])
+    assert len(traces) == 1
+    read(XA, nbjax.ds(1, 3))
+    read(XA, nbjax.ds(2, 3))
+    assert len(traces) == 3
+    starts = jnp.array([0, 3, 8], jnp.int32)
+    rows = nbjax.vmap(lambda s: XA[s])(nbjax.ds(starts, 3))
+    np.testing.assert_array_equal(rows, [X[0:3], X[3:6], X[7:10]])
+
+
+def test_slice_equality_and_from_slice_match_jax():
+    jax = pytest.importorskip("jax")
+    JaxSlice = type(jax.ds(0, 1))
+    for args in [(1, 2), (1, 2, 1), (0, 3, 2)]:
+        for other in [(1, 2), (1, 3), (0, 3, 2)]:
+            assert (nbjax.ds(*args) == nbjax.ds(*other)) == (jax.ds(*args) == jax.ds(*other))
+    for s in [slice(None), slice(2, 8), slice(-3, None), slice(1, 9, 3), slice(20, 30)]:
+        ours, theirs = nbjax.numpy.indexing.Slice.from_slice(s, 10), JaxSlice.from_slice(s, 10)
+        assert (ours.start, ours.size, ours.stride) == (theirs.start, theirs.size, theirs.stride)
+    with pytest.raises(ValueError):
+        nbjax.numpy.indexing.Slice.from_slice(slice(None, None, -1), 10)
+    with pytest.raises(TypeError):
+        hash(nbjax.ds(1, 2))
 
 
 def test_live_arrays_lists_the_arrays_alive_now():

@@ -29,14 +29,14 @@ import warnings
 import numpy as np
 
 from .. import lax
-from ..core import Array, Tracer, dtypes, get_aval
+from ..core import Array, Tracer, dtypes, get_aval, pytree
 from ..lax.standard import scalar_like
 from . import creation, ufuncs
 from .util import (broadcast_to_shape, canonicalize_axis, check_arraylike, check_broadcast_to,
                    concrete_value, to_array)
 
-__all__ = ["NonConcreteBooleanIndexError", "Slice", "ds", "take", "take_along_axis", "indices", "ix_",
-           "unravel_index", "ravel_multi_index", "diag_indices", "diag_indices_from",
+__all__ = ["NonConcreteBooleanIndexError", "Slice", "ds", "take", "take_along_axis", "indices",
+           "ix_", "unravel_index", "ravel_multi_index", "diag_indices", "diag_indices_from",
            "tril_indices", "triu_indices", "tril_indices_from", "triu_indices_from"]
 
 
@@ -49,11 +49,18 @@ class NonConcreteBooleanIndexError(IndexError, TypeError):
 
 # --- normalizing an index ------------------------------------------------------------------
 
+@pytree.register_pytree_node_class
 class Slice:
     """``size`` elements from ``start`` every ``stride``, where ``start`` may be traced
     (``jax.ds``): ``x[ds(i, 2)]`` is ``x[i:i + 2]`` for a traced ``i``. The size is static.
-    A negative start counts from the end; a window that does not fit is moved to fit when
-    read (as ``dynamic_slice``) and dropped when written (as ``x.at[...]`` does)."""
+    As in JAX, an index that ``dynamic_slice`` can read (integers, unit strides) counts a
+    negative start from the end and moves a window that does not fit; otherwise reads clamp
+    each coordinate and writes drop a window that does not fit, except one as long as its
+    axis, which is the whole axis whatever its start. A stride of 0 repeats ``x[start]``.
+
+    A pytree, as JAX's is, so that a Slice with a traced start can be an argument of ``jit``
+    or ``vmap``: an integer start is static (part of the tree's structure), any other a leaf.
+    """
 
     __slots__ = ("start", "size", "stride")
 
@@ -63,13 +70,39 @@ class Slice:
         except TypeError:
             raise TypeError(f"Slice size and stride must be static integers, got size "
                             f"{size!r} and stride {stride!r}") from None
-        if self.size < 0 or self.stride < 1:
-            raise ValueError(f"Slice needs size >= 0 and stride >= 1, got size {self.size} "
+        if self.size < 0 or self.stride < 0:
+            raise ValueError(f"Slice needs size >= 0 and stride >= 0, got size {self.size} "
                              f"and stride {self.stride}")
         self.start = start
 
+    @classmethod
+    def from_slice(cls, s, size):
+        """The ``Slice`` that ``s`` (a Python slice, step >= 1) takes on an axis of ``size``."""
+        start, count, step = _static_slice_bounds(s, size)
+        if step < 1:
+            raise ValueError(f"slice must have a step >= 1 (found: {step})")
+        return cls(start, count, step)
+
+    def __eq__(self, other):
+        """Field by field, as JAX's dataclass compares (so, like it, not hashable)."""
+        if type(other) is not Slice:
+            return NotImplemented
+        return (self.start, self.size, self.stride) == (other.start, other.size, other.stride)
+
+    __hash__ = None
+
     def __repr__(self):
         return f"Slice(start={self.start}, size={self.size}, stride={self.stride})"
+
+    def tree_flatten(self):
+        if isinstance(self.start, (int, np.integer)):
+            return (), (self.start, self.size, self.stride)
+        return (self.start,), (None, self.size, self.stride)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        start, size, stride = aux
+        return cls(children[0] if children else start, size, stride)
 
 
 def ds(start, size=None, stride=None):
@@ -214,10 +247,21 @@ def _slice_bounds(i, size):
     return i.start, i.size, i.stride
 
 
+def _fits_dynamic_slice(i):
+    """Whether JAX could read this entry with ``dynamic_slice``: an integer, a unit-stride
+    ``Slice`` or a slice of step 1 or -1."""
+    if isinstance(i, Slice):
+        return i.stride == 1
+    if isinstance(i, slice):
+        return i.step in (None, 1, -1)
+    return not _is_advanced(i)
+
+
 def _read_from_end(i, size):
-    """A unit-stride ``Slice`` read with a negative start counts from the end, as JAX reads
-    it (a dynamic_slice); strided ones and writes take the start as it is, as JAX's do."""
-    if isinstance(i, Slice) and i.stride == 1:
+    """A ``Slice`` with a negative start, counted from the end. JAX does so only where it
+    reads the whole index as a ``dynamic_slice`` (see ``getitem``); its gathers and
+    scatters take the start as it is (and clamp or drop the window)."""
+    if isinstance(i, Slice):
         return Slice(_wrap_negative(i.start, size), i.size)
     return i
 
@@ -359,8 +403,8 @@ def _gather_plan(shape, entries):
         if _is_slice(i):
             start, count, step = _slice_bounds(i, shape[axis])
             if step == 1:
-                if isinstance(i, slice) and start == 0 and count == shape[axis]:
-                    continue  # the whole axis: no coordinate needed
+                if count == shape[axis]:
+                    continue  # the whole axis (a Slice's start too is then ignored, as in JAX)
                 coord = _reshape_any(start, (1,) * len(batch_shape))
             else:
                 d = out_dim[("slice", axis)]
@@ -422,11 +466,13 @@ def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
     if new_axes:
         x = lax.expand_dims(x, new_axes)
     shape = get_aval(x).shape
-    entries = [_read_from_end(i, n) for i, n in zip(entries, shape)]
+    slicing_mode = _mode_name(mode) in (None, "clip", "promise_in_bounds")
+    if slicing_mode and all(map(_fits_dynamic_slice, entries)):
+        entries = [_read_from_end(i, n) for i, n in zip(entries, shape)]
     if not any(_is_advanced(i) or isinstance(i, Slice) for i in entries):
         ints = [(i, n) for i, n in zip(entries, shape) if not isinstance(i, slice)]
         in_bounds = all(_is_static_int(i) and -n <= i < n for i, n in ints)
-        if in_bounds or _mode_name(mode) in (None, "clip", "promise_in_bounds"):
+        if in_bounds or slicing_mode:
             return _basic_getitem(x, entries)
     plan = _gather_plan(shape, entries)
     dnums = lax.GatherDimensionNumbers(
