@@ -23,7 +23,10 @@ The rules, applied walking the program backwards (from results to inputs):
   nothing more than the loads.
 - Equations without a kernel lowering are library steps on materialised buffers when their
   primitive has a ``"library"`` lowering (dot_general, sort, scatter...) and the target
-  runs such calls (``Target.library_reason``), else reference steps.
+  runs such calls (``Target.library_reason``), else reference steps. Equations on JAX's
+  narrow types from ml_dtypes (bfloat16, float8...) are reference steps by design: kernels
+  compute in the machine's types, and NumPy computes these through float32, rounding once
+  per operation as XLA does; being a decision, not a failure, they run without a warning.
 - Control flow (primitives with a ``"control"`` lowering: ``scan``, ``while``, ``cond``) is
   planned recursively on a target that compiles control flow: when each of its sub-jaxprs
   (body, loop condition, branches) plans into kernels only (or into control flow that does,
@@ -45,7 +48,8 @@ from .passes import optimize
 class FusionGroup:
     """One step of the program: a ``"kernel"`` (fused loop), a ``"loop"`` (control flow
     compiled around the kernels of its ``subprograms``), ``"library"`` or ``"fallback"``
-    (the reference implementation runs it, with a warning)."""
+    (the reference implementation runs it, with a warning unless ``warns`` is false: a step
+    on a narrow type is a reference step by design)."""
     kind: str
     eqns: list
     shape: tuple = ()
@@ -57,6 +61,7 @@ class FusionGroup:
     index: int = -1
     merged_into: object = None  # the kernel whose loop this one's equations joined
     subprograms: list = field(default_factory=list)  # SubProgram, for loops
+    warns: bool = True  # for fallbacks: whether running it says so
 
     def __repr__(self):
         return f"FusionGroup({self.describe()})"
@@ -108,12 +113,23 @@ def kernel_lowering(eqn):
     avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
     if any(dtypes.is_complex(a.dtype) for a in avals):
         return None, f"{prim.name} on complex numbers has no kernel lowering"
-    narrow = next((a.dtype for a in avals if dtypes.is_ml_dtype(a.dtype)), None)
-    if narrow is not None:  # NumPy computes them through float32 (ml_dtypes' loops)
-        return None, f"{prim.name} on {narrow.name} has no kernel lowering"
+    narrow = _narrow_type_reason(eqn)
+    if narrow is not None:
+        return None, narrow
     if lowering.kind == "elementwise" and not _elementwise_shapes(eqn):
         return None, f"{prim.name} changes the shape here: no element-wise kernel"
     return lowering, None
+
+
+def _narrow_type_reason(eqn):
+    """Why ``eqn`` is a reference step by design (it reads or writes one of the narrow types
+    of ml_dtypes, which NumPy computes through float32), or None."""
+    avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
+    narrow = next((a.dtype for a in avals if dtypes.is_ml_dtype(a.dtype)), None)
+    if narrow is None:
+        return None
+    return (f"{eqn.primitive.name} on {narrow.name} has no kernel lowering (the narrow "
+            "types of ml_dtypes are left to the reference backend)")
 
 
 def _elementwise_shapes(eqn):
@@ -173,6 +189,10 @@ def _step_without_kernel(eqn, why_not, target, prefix):
         return FusionGroup("loop", [eqn], reason=why, subprograms=subs), (True, why)
     if why is not None:  # control flow that cannot be compiled
         return FusionGroup("fallback", [eqn], reason=why), (True, why)
+    narrow = _narrow_type_reason(eqn)
+    if narrow is not None:
+        return FusionGroup("fallback", [eqn], reason=narrow, warns=False), \
+            (True, narrow + ": runs on the reference backend, by design")
     library = target.library_reason(eqn)
     if library is not None:
         return FusionGroup("library", [eqn], reason=library), (True, library + ": library step")

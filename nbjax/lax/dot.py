@@ -128,10 +128,15 @@ def _bit_width(dtype):
 
 
 def accumulation_dtype(result_dtype):
-    """The dtype a contraction sums in: float16 in float32 (as XLA on the CPU); bools are
-    counted as integers (an OR of ANDs is a count that is non-zero)."""
-    if result_dtype == dtypes.float16:
+    """The dtype a contraction sums in: float16 and ml_dtypes' narrow floats (bfloat16,
+    float8...) in float32, as XLA on the CPU, their narrow integers in int32 (wrapping into
+    the result type once, as XLA's does); bools are counted as integers (an OR of ANDs is a
+    count that is non-zero)."""
+    if result_dtype == dtypes.float16 or (dtypes.is_ml_dtype(result_dtype)
+                                          and dtypes.is_float(result_dtype)):
         return dtypes.float32
+    if dtypes.is_ml_dtype(result_dtype):
+        return dtypes.int32
     if dtypes.is_bool(result_dtype):
         return np.dtype(np.int64)
     return result_dtype

@@ -29,7 +29,7 @@ from ..core import (Array, Primitive, ShapedArray, Tracer, Var, dtypes, get_aval
                    to_numpy)
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
-from . import batch_util
+from . import batch_util, narrow_bits
 from .shapes import broadcast_in_dim, filled, moveaxis, unbroadcast
 from .standard import (ANY, COMPLEX, FLOAT, FLOAT_OR_INT, INT, INT_OR_BOOL, NUMBER,
                        ORDERED, SIGNED, broadcast_shapes, check_dtype, identity_simplification,
@@ -570,6 +570,17 @@ for _prim in (eq_p, ne_p, lt_p, le_p, gt_p, ge_p):
 # NumPy does not do is choose the kind of right shift by anything but the signedness of
 # ``x``, so the two right shifts reinterpret the bits first (same width, so ``view``).
 
+def _narrow_or(impl, name):
+    """``impl``, or for ml_dtypes' 1-, 2- and 4-bit integers ``narrow_bits.<name>`` (NumPy
+    would work on their whole byte)."""
+    narrow = getattr(narrow_bits, name)
+
+    @functools.wraps(impl)
+    def dispatch(x, *rest):
+        return (narrow if dtypes.is_ml_dtype(x.dtype) else impl)(x, *rest)
+    return dispatch
+
+
 def _shift_right_logical_impl(x, y):
     """Shift in zeros, even for signed ``x``."""
     unsigned = _unsigned(x.dtype)
@@ -603,12 +614,16 @@ and_p = binop("and", np.bitwise_and, [INT_OR_BOOL, INT_OR_BOOL])
 or_p = binop("or", np.bitwise_or, [INT_OR_BOOL, INT_OR_BOOL])
 xor_p = binop("xor", np.bitwise_xor, [INT_OR_BOOL, INT_OR_BOOL])
 not_p = unop("not", np.invert, INT_OR_BOOL)
-shift_left_p = binop("shift_left", np.left_shift, [INT, INT])
-shift_right_logical_p = binop("shift_right_logical", _shift_right_logical_impl, [INT, INT])
-shift_right_arithmetic_p = binop("shift_right_arithmetic", _shift_right_arithmetic_impl,
-                                  [INT, INT])
-population_count_p = unop("population_count", _population_count_impl, INT)
-clz_p = unop("clz", _clz_impl, INT)
+shift_left_p = binop("shift_left", _narrow_or(np.left_shift, "shift_left"), [INT, INT])
+shift_right_logical_p = binop(
+    "shift_right_logical", _narrow_or(_shift_right_logical_impl, "shift_right_logical"),
+    [INT, INT])
+shift_right_arithmetic_p = binop(
+    "shift_right_arithmetic",
+    _narrow_or(_shift_right_arithmetic_impl, "shift_right_arithmetic"), [INT, INT])
+population_count_p = unop("population_count",
+                          _narrow_or(_population_count_impl, "population_count"), INT)
+clz_p = unop("clz", _narrow_or(_clz_impl, "clz"), INT)
 
 bitwise_and = binary_function(and_p, "Element-wise AND of bools or integer bits.",
                               "bitwise_and")

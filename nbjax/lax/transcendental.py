@@ -75,8 +75,24 @@ def _expm1_impl(x):
     return out
 
 
+def _exp2_impl(x):
+    """``2 ** x``; in ml_dtypes' narrow floats as XLA computes it there, ``exp(x * log 2)``
+    with ``log 2`` and the product rounded to the type (JAX's values in bfloat16)."""
+    if dtypes.is_ml_dtype(x.dtype):
+        return np.exp(x * x.dtype.type(np.log(2)))
+    return np.exp2(x)
+
+
+def _rsqrt_impl(x):
+    """``1 / sqrt(x)``; rounded once in ml_dtypes' narrow floats, as XLA (NumPy would round
+    the root to the narrow type first)."""
+    if dtypes.is_ml_dtype(x.dtype):
+        return (1 / np.sqrt(x.astype(np.float32))).astype(x.dtype)
+    return 1 / np.sqrt(x)
+
+
 exp_p = unop("exp", _rounded_once(np.exp), INEXACT)
-exp2_p = unop("exp2", np.exp2, INEXACT)
+exp2_p = unop("exp2", _exp2_impl, INEXACT)
 log_p = unop("log", _rounded_once(np.log), INEXACT)
 log1p_p = unop("log1p", _rounded_once(np.log1p), INEXACT)
 expm1_p = unop("expm1", _expm1_impl, INEXACT)
@@ -95,7 +111,7 @@ asinh_p = unop("asinh", np.arcsinh, INEXACT)
 acosh_p = unop("acosh", _rounded_once(np.arccosh), INEXACT)
 atanh_p = unop("atanh", _rounded_once(np.arctanh), INEXACT)
 sqrt_p = unop("sqrt", np.sqrt, INEXACT)
-rsqrt_p = unop("rsqrt", lambda x: 1 / np.sqrt(x), INEXACT)
+rsqrt_p = unop("rsqrt", _rsqrt_impl, INEXACT)
 cbrt_p = unop("cbrt", np.cbrt, FLOAT)
 
 exp = unary_function(exp_p, "Element-wise ``e ** x``.")

@@ -224,7 +224,9 @@ def _linspace_parts(name, start, stop, num, dtype, axis):
     check_arraylike(name, start, stop)
     start, stop = util.promote_dtypes_inexact(start, stop)
     compute = get_aval(start).dtype
-    if dtype is not None and dtypes.is_inexact(dtypes.canonicalize(dtype)):
+    if dtype is not None and dtypes.is_ml_dtype(dtype) and dtypes.is_float(dtype):
+        compute = np.dtype(dtype)  # JAX computes in the narrow float itself (see linspace)
+    elif dtype is not None and dtypes.is_inexact(dtypes.canonicalize(dtype)):
         compute = dtypes.promote_types(compute, dtype)
     shape = util.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape, name=name)
     start, stop = (broadcast_to_shape(lax.convert_element_type(v, compute), shape)
@@ -250,15 +252,24 @@ def _finish(out, dtype):
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
     """``num`` evenly spaced values from ``start`` to ``stop`` (included when ``endpoint``),
-    computed as NumPy does: ``start + i * step``, with the last value exactly ``stop``."""
+    computed as NumPy does: ``start + i * step``, with the last value exactly ``stop``. In
+    ml_dtypes' narrow floats, as JAX does in them: ``start * (1 - i/div) + stop * (i/div)``
+    (each operation rounded to the narrow type, so the values are JAX's, bit for bit)."""
     start, stop, shape, axis = _linspace_parts("linspace", start, stop, num, dtype, axis)
     num = shape[axis]
     div = num - 1 if endpoint else num
     step = lax.div(lax.sub(stop, start), scalar_like(start, max(div, 1)))
     i = lax.broadcasted_iota(get_aval(start).dtype, shape, axis)
-    out = lax.add(_along(start, shape, axis), lax.mul(i, _along(step, shape, axis)))
-    if endpoint and num > 1:
-        out = select_where(lax.eq(i, scalar_like(i, div)), _along(stop, shape, axis), out)
+    if dtypes.is_ml_dtype(get_aval(start).dtype):
+        t = lax.div(i, scalar_like(i, max(div, 1)))
+        out = lax.add(lax.mul(_along(start, shape, axis), lax.sub(scalar_like(t, 1), t)),
+                      lax.mul(_along(stop, shape, axis), t))
+    else:
+        out = lax.add(_along(start, shape, axis), lax.mul(i, _along(step, shape, axis)))
+    if endpoint and num > 1:  # (an integer index: a narrow float's iota repeats values)
+        index = lax.broadcasted_iota(dtypes.int32, shape, axis)
+        last = lax.eq(index, scalar_like(index, div))
+        out = select_where(last, _along(stop, shape, axis), out)
     out = _finish(out, dtype)
     if retstep:
         return out, step if div > 0 else filled_like(step, np.nan)

@@ -320,7 +320,13 @@ def _log_base(name, base):
 
 
 log2 = _log_base("log2", 2)
-log10 = _log_base("log10", 10)
+
+
+def log10(x, /):
+    """Base-10 logarithm: ``log(x)`` times ``1/log(10)`` in ``x``'s type, as JAX computes it
+    (rounded as JAX's in the narrow types)."""
+    (x,) = promote_args_inexact("log10", x)
+    return lax.mul(lax.log(x), filled_like(x, 1 / np.log(10), _dtype(x)))
 
 
 def cbrt(x, /):
@@ -539,6 +545,8 @@ def signbit(x, /):
     if dtypes.is_signed_int(dtype):
         return lax.lt(x, scalar_like(x, 0))
     _not_for_complex("signbit", x)
+    if dtype.itemsize not in _SAME_WIDTH_INT:  # the 8-, 6- and 4-bit floats, as in JAX
+        raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")
     bits = lax.bitcast_convert_type(x, _SAME_WIDTH_INT[dtype.itemsize])
     return lax.lt(bits, scalar_like(bits, 0))
 

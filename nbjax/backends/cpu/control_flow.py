@@ -158,7 +158,7 @@ class ControlFlowFunction:
                 if blas.supports(eqn):
                     blas.gemm(self.b, self.setup, eqn, *ins, *outs)
                 else:
-                    self.host_step(eqn, ins, outs, warn=g.kind == "fallback")
+                    self.host_step(eqn, ins, outs, warn=g.kind == "fallback" and g.warns)
                 env.update(zip(eqn.outvars, outs))
             else:
                 eqn = g.eqns[0]

@@ -293,6 +293,6 @@ def compile_plan(name, optimised, plan, rewrites, timer):
             cf = flows[g.index]
             steps.append(control_step(functions[cf.name], cf, slots))
         else:
-            steps.append(reference_step(g.eqns[0], slots, warn=g.kind == "fallback"))
+            steps.append(reference_step(g.eqns[0], slots, warn=g.kind == "fallback" and g.warns))
     return Executable(name, optimised, optimised.consts, plan, rewrites, steps, kernels,
                       dict(timer.times), jit_module)
