@@ -20,6 +20,7 @@ NARROW_INTS = ["int1", "int2", "int4", "uint1", "uint2", "uint4"]
 ALL = ["bfloat16"] + NARROW_FLOATS + NARROW_INTS
 STANDARD = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "float16", "float32",
             "complex64"]
+WIDE = ["int64", "uint64", "float64", "complex128"]
 
 
 def dt(name):
@@ -27,11 +28,24 @@ def dt(name):
 
 
 @pytest.fixture(autouse=True)
-def _quiet_reference_steps():
-    """jit runs these types on the reference backend and says so once per primitive."""
+def _no_warnings():
+    """jit leaves these types to the reference backend by design: it does so silently."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "nbjax cpu backend: no kernel")
+        warnings.simplefilter("error")
         yield
+
+
+@pytest.fixture(params=[False, True], ids=["x32", "x64"])
+def both_widths(request):
+    """Run a test with 64-bit types off and on, in nbjax and (when it is there) in JAX."""
+    jax = pytest.importorskip("jax")
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", request.param)
+    try:
+        with nbjax.enable_x64(request.param):
+            yield jax
+    finally:
+        jax.config.update("jax_enable_x64", before)
 
 
 def expected_promotion(a, b):
@@ -218,3 +232,172 @@ def test_compiled_code_runs_these_types_on_the_reference_backend():
     kinds = {g.eqns[0].outvars[0].aval.dtype: g.kind for g in report.groups}
     assert kinds[dtypes.bfloat16] == "fallback" and kinds[np.dtype(np.float32)] == "kernel"
     assert any("on bfloat16 has no kernel lowering" in d.reason for d in report.decisions)
+
+
+def test_promotion_table_and_weak_scalars_match_jax(both_widths):
+    """Every pair (the 64-bit types too, x64 off and on), and each type with Python
+    scalars: the result dtype and weak type JAX gives, or a TypePromotionError where it
+    raises. (Without x64 JAX's promote_types may answer a 64-bit type, which its arrays
+    then store in 32 bits; ours answers the stored type.)"""
+    jax = both_widths
+    for a in ALL:
+        for b in ALL + STANDARD + WIDE:
+            try:
+                theirs = jax.dtypes.canonicalize_dtype(jax.numpy.promote_types(dt(a), dt(b)))
+            except Exception:  # noqa: BLE001  (JAX's TypePromotionError)
+                theirs = None
+            if theirs is None:
+                with pytest.raises(dtypes.TypePromotionError):
+                    jnp.promote_types(dt(a), dt(b))
+            else:
+                assert jnp.promote_types(dt(a), dt(b)) == theirs, (a, b)
+        for scalar in (True, 2, 1.5, 1j):
+            ours = theirs = None
+            try:  # (abstractly: JAX's CPU backend cannot run some of these types)
+                theirs = jax.eval_shape(lambda x, s=scalar: x + s,
+                                        jax.ShapeDtypeStruct((2,), dt(a)))
+            except Exception:  # noqa: BLE001  (JAX's TypePromotionError)
+                pass
+            try:
+                ours = jnp.ones(2, dt(a)) + scalar
+            except dtypes.TypePromotionError:
+                pass
+            assert (ours is None) == (theirs is None), (a, scalar)
+            if ours is not None:
+                assert (ours.dtype, ours.weak_type) == (theirs.dtype, theirs.weak_type)
+
+
+NARROW_JIT = {
+    "elementwise": lambda x: x * x + x,
+    "sum": lambda x: nbjax.lax.reduce_sum(x, (0,)),  # (jnp.sum of int4 promotes: an error)
+    "max": lambda x: jnp.max(x, axis=1),
+    "dot": lambda x: x @ x.T,
+    "where": lambda x: jnp.where(x > x[0], x, x[1]),
+    "sort": lambda x: jnp.sort(x, axis=-1),
+    "round trip": lambda x: (x.astype(jnp.float32) * 2).astype(x.dtype),
+    "slices": lambda x: jnp.concatenate([x.reshape(-1)[::2], x[1]]),
+    "fori_loop": lambda x: nbjax.lax.fori_loop(0, 3, lambda i, c: c * x + x, x),
+    "scan": lambda x: nbjax.lax.scan(lambda c, r: (c + r, c * r), x[0], x),
+    "cond": lambda x: nbjax.lax.cond(x[0, 0] > x[0, 1], lambda: x + x, lambda: x * x),
+}
+
+
+def _random(name, shape, rng, low=-2.0, high=2.0):
+    dtype = dt(name)
+    if name in NARROW_INTS:
+        info = ml_dtypes.iinfo(dtype)
+        return rng.integers(info.min, info.max + 1, shape).astype(dtype)
+    if name == "float8_e8m0fnu":  # powers of two only, no sign, no zero
+        low, high = 0.25, high
+    return rng.uniform(low, high, shape).astype(dtype)
+
+
+def _same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(a.astype(np.float32), b.astype(np.float32))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_jit_agrees_with_eager_bit_for_bit(name):
+    """Compiled code on these types (control flow too) gives the eager values exactly."""
+    x = jnp.asarray(_random(name, (3, 4), np.random.default_rng(1)))
+    for what, fn in NARROW_JIT.items():
+        for e, j in zip(nbjax.tree_util.tree_leaves(fn(x)),
+                        nbjax.tree_util.tree_leaves(nbjax.jit(fn)(x))):
+            _same(e, j)
+
+
+@pytest.mark.cpu_compiler
+def test_the_fusion_report_says_narrow_steps_are_by_design():
+    f = nbjax.jit(lambda x: nbjax.lax.fori_loop(0, 2, lambda i, c: jnp.exp(c), x))
+    x = jnp.ones(4, jnp.bfloat16)
+    report = str(f.lower(x).compile().fusion_report())
+    assert "host step" in report  # the loop is native; its bfloat16 steps call back
+    g = nbjax.jit(lambda x: jnp.exp(x))
+    decision = g.lower(x).compile().fusion_report().decisions[0]
+    assert "exp on bfloat16" in decision.reason and "by design" in decision.reason
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_contractions_sum_in_float32_and_round_once(name):
+    """dot, einsum and convolutions of these types: the float32 result of their values,
+    rounded once, as XLA on the CPU."""
+    rng = np.random.default_rng(2)
+    a, b = _random(name, (5, 7), rng), _random(name, (7, 3), rng)
+    f32 = np.float32
+    _same(jnp.asarray(a) @ jnp.asarray(b), (a.astype(f32) @ b.astype(f32)).astype(a.dtype))
+    _same(jnp.einsum("ij,jk->ik", a, b), (a.astype(f32) @ b.astype(f32)).astype(a.dtype))
+    u, v = a[0], b[:, 0]
+    for mode in ("full", "same", "valid"):
+        expected = np.convolve(u.astype(f32), v.astype(f32), mode).astype(a.dtype)
+        _same(jnp.convolve(u, v, mode), expected)
+        _same(nbjax.jit(jnp.convolve, static_argnums=2)(u, v, mode), expected)
+
+
+def test_narrow_integer_contractions_wrap_like_the_type():
+    x = jnp.array([[7, 7, 7]], jnp.int4)
+    # 147 does not fit in 4 bits: it wraps to 147 - 9 * 16 = 3, as XLA's int4 does
+    _same(x @ x.T, np.array([[3]], ml_dtypes.int4))
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn"])
+def test_rsqrt_rounds_once_from_float32(name):
+    y = _random(name, 200, np.random.default_rng(3), 0.5, 8.0)
+    _same(nbjax.lax.rsqrt(y), (1 / np.sqrt(y.astype(np.float32))).astype(y.dtype))
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float4_e2m1fn"])
+def test_exp2_log10_and_linspace_match_jax(name):
+    """Computed as JAX computes them in these types: exp2 as exp(x * log 2), log10 as
+    log(x) / log(10) by a multiplication, linspace by interpolation, each step rounded."""
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(4)
+    x, y = _random(name, 300, rng, -4, 4), _random(name, 300, rng, 0.1, 8)
+    _same(jnp.exp2(x), jax.numpy.exp2(x))
+    _same(jnp.log10(y), jax.numpy.log10(y))
+    for start, stop, num, endpoint in ((0, 1, 5, True), (-3, 7, 13, True), (0.1, 2.9, 9, False),
+                                       (-1, 3, 300, True)):
+        _same(jnp.linspace(start, stop, num, endpoint, dtype=dt(name)),
+              jax.numpy.linspace(start, stop, num, endpoint, dtype=dt(name)))
+
+
+def test_signbit_of_8_bit_floats_is_not_implemented_as_in_jax():
+    with pytest.raises(NotImplementedError, match="16, 32, and 64-bit"):
+        jnp.signbit(jnp.ones(2, jnp.float8_e4m3fn))
+    np.testing.assert_array_equal(jnp.signbit(jnp.array([-0.0, 1.0], jnp.bfloat16)),
+                                  [True, False])
+
+
+def _pattern(x):
+    bits = ml_dtypes.iinfo(x.dtype).bits
+    return x.astype(np.int64) & ((1 << bits) - 1)
+
+
+@pytest.mark.parametrize("name", ["int4", "uint4", "int2", "uint2"])
+def test_bit_operations_of_narrow_integers_work_on_their_bits(name):
+    """Every pair of values: shifts, population counts and leading zeros of the type's
+    own bits (NumPy's whole byte would give others), against the bits in Python."""
+    dtype = dt(name)
+    info = ml_dtypes.iinfo(dtype)
+    bits, values = info.bits, np.arange(info.min, info.max + 1)
+    a, b = (m.ravel().astype(dtype) for m in np.meshgrid(values, values))
+    pa, pb = _pattern(a), _pattern(b)
+
+    def typed(patterns):
+        patterns = np.asarray(patterns) & ((1 << bits) - 1)
+        if info.min < 0:
+            patterns = np.where(patterns >= 1 << (bits - 1), patterns - (1 << bits), patterns)
+        return patterns.astype(dtype)
+
+    signed = np.where(pa >= 1 << (bits - 1), pa - (1 << bits), pa)
+    expected = {
+        "shift_left": typed(np.where(pb >= bits, 0, pa << np.minimum(pb, bits))),
+        "shift_right_logical": typed(np.where(pb >= bits, 0, pa >> np.minimum(pb, bits))),
+        "shift_right_arithmetic": typed(signed >> np.minimum(pb, bits - 1)),
+    }
+    for op, want in expected.items():
+        _same(getattr(nbjax.lax, op)(a, b), want)
+        _same(nbjax.jit(getattr(nbjax.lax, op))(a, b), want)
+    _same(nbjax.lax.population_count(a), typed([bin(p).count("1") for p in pa]))
+    _same(nbjax.lax.clz(a), typed([bits - int(p).bit_length() for p in pa]))
