@@ -444,3 +444,17 @@ def test_check_jaxpr_variable_defined_twice():
     with pytest.raises(JaxprTypeError, match="defined twice"):
         check_jaxpr(jaxpr)
 
+
+
+
+@pytest.mark.parametrize("columns", [100_000, 1_000_000, 10_000_000, 100_000_000])
+def test_a_line_ending_in_the_closing_brace_fits_in_80_columns_as_in_jax(columns):
+    """The width counts the closing `` }``: 81 characters break, as in JAX (lines around
+    the limit, with a nested jaxpr too)."""
+    jax = pytest.importorskip("jax")
+    for rows in (3, 30, 300):
+        for build in (lambda m: lambda x: x * 2, lambda m: lambda x: (x + 1, x * 2),
+                      lambda m: lambda x: m.jit(lambda y: y + 1)(x)):
+            ours = nbjax.make_jaxpr(build(nbjax))(nbjax.ShapeDtypeStruct((rows, columns), f32))
+            theirs = jax.make_jaxpr(build(jax))(jax.ShapeDtypeStruct((rows, columns), f32))
+            assert str(ours) == str(theirs)

@@ -401,3 +401,20 @@ def test_bit_operations_of_narrow_integers_work_on_their_bits(name):
         _same(nbjax.jit(getattr(nbjax.lax, op))(a, b), want)
     _same(nbjax.lax.population_count(a), typed([bin(p).count("1") for p in pa]))
     _same(nbjax.lax.clz(a), typed([bits - int(p).bit_length() for p in pa]))
+
+
+def test_isdtype_files_them_as_jax_does():
+    jax = pytest.importorskip("jax")
+    kinds = ["bool", "signed integer", "unsigned integer", "integral", "real floating",
+             "complex floating", "numeric", np.float32, ("integral", "real floating")]
+    for name in ALL:
+        for kind in kinds:
+            assert jnp.isdtype(dt(name), kind) == jax.numpy.isdtype(dt(name), kind), (name, kind)
+
+
+def test_python_ints_wrap_into_the_narrow_integers_as_in_jax():
+    """ml_dtypes' conversion wraps (JAX's too); the wider integers raise OverflowError."""
+    _same(jnp.array([9, -9, 17], jnp.int4), np.array([9, -9, 17]).astype(ml_dtypes.int4))
+    _same(jnp.uint2(5), np.array(5).astype(ml_dtypes.uint2))
+    with pytest.raises(OverflowError):
+        jnp.array(300, jnp.int8)

@@ -263,8 +263,10 @@ def to_numpy(x):
 
 
 def scalar_in_range(x, dtype):
-    """Check a Python int fits ``dtype`` (JAX raises OverflowError rather than wrapping)."""
-    if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_int(dtype):
+    """Check a Python int fits ``dtype`` (JAX raises OverflowError rather than wrapping; not
+    for ml_dtypes' 1-, 2- and 4-bit integers, which wrap, as their conversion does in JAX)."""
+    if isinstance(x, int) and not isinstance(x, bool) and dtypes.is_int(dtype) \
+            and not dtypes.is_ml_dtype(dtype):
         info = dtypes.iinfo(dtype)
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python int {x} too large to convert to {np.dtype(dtype).name}")

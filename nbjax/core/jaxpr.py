@@ -227,9 +227,10 @@ def pp_jaxpr(jaxpr, names):
     eqns = pp.join(pp.brk("; "), [pp_eqn(e, names) for e in jaxpr.eqns])
     outs = pp.concat([pp.text("("), _pp_vars(jaxpr.outvars, names, sep=","),
                       pp.text(",)" if len(jaxpr.outvars) == 1 else ")")])
+    # (the closing brace is part of the group: a line that ends with it fits in the width)
     return pp.group(pp.nest(2, pp.concat([
         pp.text("{ lambda "), constvars, pp.text("; "), invars, pp.text(". let"),
-        pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outs]))) + pp.text(" }")
+        pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outs])) + pp.text(" }"))
 
 
 # --- type checking -------------------------------------------------------------------------

@@ -25,11 +25,16 @@ __array_api_version__ = "2024.12"
 
 # --- dtype kinds ---------------------------------------------------------------------------
 
+# (with ml_dtypes' narrow types where JAX files them: bfloat16 and the float8/6/4 types are
+# real floating, int1/2/4 and uint1/2/4 integers)
 _DTYPE_KINDS = {
     "bool": {dtypes.bool_},
-    "signed integer": {dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64},
-    "unsigned integer": {dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64},
-    "real floating": {dtypes.float16, dtypes.float32, dtypes.float64},
+    "signed integer": {dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64,
+                       *dtypes.NARROW_SIGNED},
+    "unsigned integer": {dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64,
+                         *dtypes.NARROW_UNSIGNED},
+    "real floating": {dtypes.float16, dtypes.float32, dtypes.float64, dtypes.bfloat16,
+                      *dtypes.NARROW_FLOATS},
     "complex floating": {dtypes.complex64, dtypes.complex128},
 }
 _DTYPE_KINDS["integral"] = _DTYPE_KINDS["signed integer"] | _DTYPE_KINDS["unsigned integer"]
@@ -186,11 +191,12 @@ class ArrayNamespaceInfo:
 
     def dtypes(self, *, device=None, kind=None):
         """The standard's dtypes of ``kind`` (default: all), by name; 64-bit ones only
-        with x64 on. float16 is not a standard dtype."""
+        with x64 on. float16 and ml_dtypes' narrow types are not standard dtypes."""
         if kind is None:
             kinds = ("numeric", "bool")
         else:
             kinds = kind if isinstance(kind, tuple) else (kind,)
         found = set().union(*(_DTYPE_KINDS[k] for k in kinds))
         return {d.name: d for d in dtypes.SUPPORTED
-                if d in found and d != dtypes.float16 and dtypes.canonicalize(d) == d}
+                if d in found and d != dtypes.float16 and not dtypes.is_ml_dtype(d)
+                and dtypes.canonicalize(d) == d}
