@@ -154,7 +154,8 @@ def test_top_k_weak_type_and_jaxpr_text():
     assert values.weak_type and indices.weak_type  # as JAX does
     x = np.ones((3, 4), np.float32)
     assert str(nbjax.make_jaxpr(lambda x: lax.top_k(x, 2, axis=0))(x)) == (
-        "{ lambda ; a:f32[3,4]. let b:f32[2,4] c:i32[2,4] = top_k[axis=0 k=2] a in (b, c) }")
+        "{ lambda ; a:f32[3,4]. let\n    b:f32[2,4] c:i32[2,4] = top_k[axis=0 k=2] a\n"
+        "  in (b, c) }")  # (82 characters on one line: JAX breaks it)
 
 
 def test_top_k_errors():
