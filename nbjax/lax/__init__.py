@@ -2,7 +2,8 @@
 
 Each module defines ``__all__`` (lax functions and their ``*_p`` primitives). The modules
 form layers, each written in the ones below it (a contract in pyproject.toml), bottom up:
-``standard`` (dtype kinds, checks, registrars, lowering declarations); ``shapes`` (the
+``standard`` (dtype kinds, checks, registrars, lowering declarations) and ``narrow_bits``
+(NumPy-level bit operations of the 1-, 2- and 4-bit integers); ``shapes`` (the
 shape primitives and ``reduce_sum``, which every rule uses); ``batch_util``;
 ``elementwise``, ``threefry`` and ``control_flow`` (what cond and the loops share);
 ``transcendental``, ``structural``, ``dot``, ``fft``, ``cond``, ``solvers``;
