@@ -268,6 +268,43 @@ def test_float32_loop_vectorises_without_libm_calls(name):
     assert all(c.startswith("llvm.") for c in calls), f"{name}: calls {set(calls)}"
 
 
+def _chain(name, calls):
+    """``calls`` applications of ``name`` in one kernel (pow's second operand fixed)."""
+    fn = getattr(nbjax.lax, name)
+
+    def chain(x):
+        for _ in range(calls):
+            x = fn(x, x * 0 + 0.75) if mathlib.ARITY[name] == 2 else fn(x) * 0.5 + 0.25
+        return x
+    return chain
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", list(mathlib.EMITTERS))
+def test_many_calls_share_one_vector_function(name, dtype, monkeypatch):
+    """A kernel calling math functions more than ``INLINE_MATH_CALLS`` times calls one
+    shared copy of each (its optimisation time then grows linearly with the chain, not
+    faster): the vectorised loop calls the vector variant at the loop's full width, and the
+    values are the inline code's, bit for bit (specials included)."""
+    from nbjax.backends.cpu import codegen
+    calls = codegen.INLINE_MATH_CALLS + 1
+    x = np.concatenate([np.linspace(-3.0, 3.0, 4093), [np.nan, np.inf, -np.inf, -0.0, 0.0],
+                        np.linspace(0.1, 40.0, 2000)]).astype(dtype)
+    with nbjax.enable_x64(dtype == np.float64):
+        closed = nbjax.make_jaxpr(_chain(name, calls))(x)
+        shared = compile(closed, "cpu", name)
+        monkeypatch.setattr(codegen, "INLINE_MATH_CALLS", calls)
+        inline = compile(closed, "cpu", name)
+        np.testing.assert_array_equal(shared.run(x)[0], inline.run(x)[0])
+    (kernel,) = shared.kernels
+    optimised = kernel.texts["optimised LLVM IR"]
+    width = float32_lanes() * 4 // np.dtype(dtype).itemsize
+    assert re.search(rf"call <{width} x \w+> @nbjax_\w+_{np.dtype(dtype)}_v{width}\(",
+                     optimised), f"{name}: no {width}-lane call"
+    called = set(re.findall(r"call [^@]*@([\w.]+)", optimised))
+    assert all(c.startswith(("llvm.", "nbjax_")) for c in called), called
+
+
 @functools.lru_cache(maxsize=None)
 def _vector_kernel(name, dtype, lanes=8):
     """void kernel(<lanes x T>* out, <lanes x T>* in...): the emitters on explicit vectors."""

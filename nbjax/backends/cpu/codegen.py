@@ -15,10 +15,12 @@ sums (``CpuLoops._reducing_row``); large memory-bound outputs are written with n
 stores (``streaming``); a kernel split between threads over a reduced axis gets a
 ``<name>_combine`` function that folds the per-thread partial results (``add_combiner``).
 Transcendental functions are ``llvm.LIBM``'s: the inline, vectorisable polynomials of
-``mathlib`` where it has the function, else LLVM intrinsics or libm calls (correct, but
-scalar calls that stop the vectoriser).
+``mathlib`` where it has the function (one shared, called copy of each in a kernel that
+calls many: ``_math_for``), else LLVM intrinsics or libm calls (correct, but scalar calls
+that stop the vectoriser).
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -92,6 +94,7 @@ class CpuLoops(KernelScaffold):
     def __init__(self, mb, kernel):
         self.mb, self.kernel = mb, kernel
         self.streaming = streaming.streams(kernel)
+        self.math = _math_for(kernel)
         self.row_width = _row_width(kernel, self.math)
 
     def emit(self, emitter, args):
@@ -161,6 +164,22 @@ def _local_dtype(out):
     if out.combine == "add" and dtypes.is_float(out.acc_dtype):
         return np.dtype(np.float64)
     return np.dtype(out.acc_dtype)
+
+
+INLINE_MATH_CALLS = 4   # more in one kernel: one shared copy of each function, called
+
+
+def _math_for(kernel):
+    """``LIBM``, its functions inline, unless the body calls them more than
+    ``INLINE_MATH_CALLS`` times: then ``LIBM`` with shared functions (``shared_math``),
+    which keeps the time LLVM takes to optimise a long chain linear in its length (30
+    inline ``sin`` took 4 s, shared 0.1 s), for a cost of 0-12% at run time on the cheap
+    ones (``exp``, ``tanh``; ``sin`` runs faster)."""
+    calls = sum(op.name == "math" and op.attr in LIBM.inline for op in kernel.body)
+    if calls <= INLINE_MATH_CALLS:
+        return LIBM
+    lanes = runtime.float32_lanes()
+    return dataclasses.replace(LIBM, shared_lanes=(lanes // 2, lanes))
 
 
 def _row_width(kernel, names):

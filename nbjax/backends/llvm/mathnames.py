@@ -4,7 +4,9 @@ A kernel's ``math`` op names a libm function (``exp``, ``log1p``, ``atan2``...).
 computes it in one of three ways, tried in this order, which its ``MathNames`` states:
 
 - inline, with ``mathlib``'s branch-free polynomials (the CPU's choice wherever mathlib has
-  the function: they vectorise, where a call per element would not);
+  the function: they vectorise, where a call per element would not), or the same code
+  emitted once per module as a vector function that vectorised loops call
+  (``shared_math``: for loop bodies with many calls, whose optimisation would be slow);
 - an LLVM intrinsic (``llvm.sqrt.f32``), which LLVM's code generator lowers for the machine;
 - a call of a named external function that the target links or the process exports: libm's
   ``expf`` on the CPU, libdevice's ``__nv_expf`` on an NVIDIA GPU.
@@ -18,7 +20,7 @@ import numpy as np
 from llvmlite import ir
 
 from ...core import dtypes
-from . import mathlib
+from . import mathlib, shared_math
 from .types import declare, reg_type, suffix
 
 # Functions LLVM knows as intrinsics.
@@ -30,10 +32,13 @@ INTRINSICS = frozenset({"exp", "exp2", "log", "sin", "cos", "sqrt", "pow", "fma"
 class MathNames:
     """A target's choice: the functions computed ``inline`` (a subset of
     ``mathlib.EMITTERS``), those that are LLVM ``intrinsics``, and the ``prefix`` of the
-    external functions computing the others."""
+    external functions computing the others. With ``shared_lanes`` (vector widths), the
+    inline functions are emitted once per module and called instead (``shared_math``):
+    the choice for loop bodies with many of them."""
     inline: frozenset = frozenset(mathlib.EMITTERS)
     intrinsics: frozenset = INTRINSICS
     prefix: str = ""
+    shared_lanes: tuple = ()
 
     def external(self, name, dtype):
         """The external function computing ``name`` on ``dtype``: C's name (float32
@@ -53,6 +58,8 @@ def emit_math(builder, names, name, args, dtype):
         wide = [builder.fpext(a, ir.FloatType()) for a in args]
         return builder.fptrunc(emit_math(builder, names, name, wide, dtypes.float32),
                                reg_type(dtype))
+    if name in names.inline and names.shared_lanes:
+        return shared_math.call(builder, name, list(args), dtype, names.shared_lanes)
     if name in names.inline:
         return mathlib.emit(builder, name, list(args), dtype)
     t = reg_type(dtype)
