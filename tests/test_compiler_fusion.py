@@ -222,3 +222,35 @@ def test_same_width_bitcasts_fuse_and_others_do_not():
     closed = nbjax.make_jaxpr(lambda v: lax.bitcast_convert_type(v, np.uint8))(x)
     plan = fusion.plan(optimize(closed)[0].jaxpr, get_target("cpu"))
     assert "changes the shape" in plan.decisions[0].reason
+
+
+def test_a_long_chain_is_split_into_kernels_of_bounded_depth():
+    """A chain 600 equations deep (deeper than the stack would allow building as one body)
+    plans into parts no deeper than MAX_KERNEL_DEPTH, the reason recorded (the parts then
+    share one loop: same iteration space), and computes what the reference backend does."""
+    def chain(x):
+        for _ in range(200):
+            x = (x * 3 + 7) ^ (x >> 2)
+        return x
+    x = np.arange(-500, 500, dtype=np.int32)
+    plan = _plan(chain, x)
+    parts = [members for g in plan.groups for _, members in g.parts]
+    splits = [d for d in plan.decisions if "chain of over" in d.reason]
+    assert len(splits) >= 600 // fusion.MAX_KERNEL_DEPTH - 1
+    assert len(parts) > len(splits)
+
+
+def test_a_compiler_failure_runs_the_program_on_the_reference_backend(monkeypatch):
+    """A defect in the CPU compiler (here: its lowering raises) is reported with a warning
+    at the user's line and the program runs on the reference backend, with its values."""
+    target = get_target("cpu")
+
+    def broken(*args):
+        raise RuntimeError("simulated compiler defect")
+    monkeypatch.setattr(type(target), "lower", broken)
+    f = nbjax.jit(lambda x: jnp.sin(x) * 2)
+    with pytest.warns(UserWarning, match="cpu compiler failed.*simulated compiler defect"
+                                         ".*reference backend") as caught:
+        out = f(X)
+    assert caught[0].filename == __file__
+    assert_close(out, np.sin(X) * 2)

@@ -18,6 +18,7 @@ import logging
 import threading
 
 from ..config import config
+from ..core.source_info import warn_at_user_line
 from . import report  # noqa: F401
 from .executable import Executable, KernelInfo, Timer  # noqa: F401
 from .fusion import plan
@@ -62,6 +63,20 @@ def compile(closed_jaxpr, target, name="jit"):
 
 
 def _compile(closed_jaxpr, target, name):
+    """The pipeline; a failure in it is the compiler's defect, never the program's: with a
+    ``fallback`` target, the program runs there, with a warning, rather than not at all."""
+    try:
+        return _pipeline(closed_jaxpr, target, name)
+    except Exception as e:
+        if target.fallback is None:
+            raise
+        warn_at_user_line(f"nbjax: the {target.name} compiler failed on {name} "
+                          f"({type(e).__name__}: {str(e)[:300]}); it runs on the "
+                          f"{target.fallback.name} backend instead")
+        return _compile(closed_jaxpr, target.fallback, name)
+
+
+def _pipeline(closed_jaxpr, target, name):
     timer = Timer()
     if not target.optimizes:
         return target.lower(name, closed_jaxpr, None, [], timer)

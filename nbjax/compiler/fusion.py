@@ -231,6 +231,7 @@ def plan(jaxpr, target, prefix="kernel"):
     group_of = [None] * len(eqns)
     reads = {}  # var -> at how many places the kernel it joined reads it (see _reads)
     notes = [None] * len(eqns)  # (started_new_group, reason template with {g})
+    depth = [0] * len(eqns)  # of each equation in its kernel's chain (see _depth)
 
     for i in reversed(range(len(eqns))):
         eqn = eqns[i]
@@ -240,7 +241,9 @@ def plan(jaxpr, target, prefix="kernel"):
                                                          f"{prefix}_cf{i}")
             continue
         group, reason = _join_or_start(eqn, lowering, consumers, group_of, program_outputs,
-                                       eqns, reads)
+                                       eqns, reads, depth)
+        depth[i] = 1 if group is None else _depth(eqn.outvars[0], group, consumers, group_of,
+                                                   depth)
         if group is None:
             shape = eqn.invars[0].aval.shape if lowering.kind == "reduction" \
                 else eqn.outvars[0].aval.shape
@@ -270,6 +273,9 @@ def plan(jaxpr, target, prefix="kernel"):
 
 # A value read at more places than this by the kernel it would join is materialised.
 MAX_REREADS = 16
+# The longest chain of equations inside one kernel: building its body recurses through the
+# chain (Python's stack), and LLVM's time to optimise a body grows faster than linearly.
+MAX_KERNEL_DEPTH = 160
 
 
 def _reads(out, consumers, eqns, reads):
@@ -287,7 +293,12 @@ def _reads(out, consumers, eqns, reads):
     return by_index + elementwise
 
 
-def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, reads):
+def _depth(out, group, consumers, group_of, depth):
+    """How deep in ``group``'s chain of equations the one computing ``out`` would sit."""
+    return 1 + max(depth[c] for c in consumers[out] if group_of[c] is group)
+
+
+def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, reads, depth):
     """(group to join or None, reason template): see the module docstring."""
     name = eqn.primitive.name
     out = eqn.outvars[0]
@@ -306,6 +317,9 @@ def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, re
     if not distinct:
         return None, f"{name}: result unused: kernel {{g}}"
     target = distinct[0]
+    if _depth(out, target, consumers, group_of, depth) > MAX_KERNEL_DEPTH:
+        return None, (f"{name}: a chain of over {MAX_KERNEL_DEPTH} equations in one kernel: "
+                      "materialised by kernel {g} (bounded kernels compile in linear time)")
     n = _reads(out, consumers, eqns, reads)
     if n > MAX_REREADS and not lowering.restrides:
         return None, (f"{name}: read at {n} places by one kernel: materialised by kernel "

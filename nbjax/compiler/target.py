@@ -22,6 +22,9 @@ class Target:
     # Whether compiled control flow can call back into Python for a step it cannot run
     # natively (a host step), rather than sending the whole loop to the reference backend.
     host_steps_in_loops = False
+    # The target that runs a program this one fails to compile (a defect of the compiler,
+    # reported with a warning), or None: the failure is raised.
+    fallback = None
 
     def library_reason(self, eqn):
         """Why ``eqn`` (no kernel lowering here) runs as a library call on this target, in

@@ -8,6 +8,7 @@ our buffers.
 """
 
 from ...compiler import Target
+from .. import reference
 from . import blas
 from .control_flow import CONTROL_FLOW
 from .executable import Executable, compile_plan
@@ -29,6 +30,7 @@ class CpuTarget(Target):
     name = "cpu"
     control_flow = frozenset(CONTROL_FLOW)
     host_steps_in_loops = True
+    fallback = reference.TARGET
 
     def library_reason(self, eqn):
         category = eqn.primitive.lowerings.get("library")
