@@ -248,7 +248,7 @@ def test_a_compiler_failure_runs_the_program_on_the_reference_backend(monkeypatc
     def broken(*args):
         raise RuntimeError("simulated compiler defect")
     monkeypatch.setattr(type(target), "lower", broken)
-    f = nbjax.jit(lambda x: jnp.sin(x) * 2)
+    f = nbjax.jit(lambda x: jnp.sin(x) * 2, backend="cpu")
     with pytest.warns(UserWarning, match="cpu compiler failed.*simulated compiler defect"
                                          ".*reference backend") as caught:
         out = f(X)
