@@ -99,3 +99,56 @@ def test_products_blas_does_not_take_are_host_steps():
     cpu = _run_both(lambda xs: lax.scan(lambda c, x: (c + x @ m, None), xs[0], xs)[0], xs)
     [group] = [g for g in cpu.plan.groups if g.kind == "loop"]
     assert "1 host step (dot_general)" in group.reason
+
+
+@pytest.mark.parametrize("lhs_shape, rhs_shape, dims", [
+    ((3, 4, 5), (3, 6, 5), (((2,), (2,)), ((0,), (0,)))),        # bqd,bkd->bqk
+    ((3, 4, 6), (3, 6, 5), (((2,), (1,)), ((0,), (0,)))),        # bqk,bkd->bqd
+    ((2, 3, 4, 5), (2, 3, 5, 6), (((3,), (2,)), ((0, 1), (0, 1)))),  # two batch axes
+    ((2, 3, 5), (5, 4), (((2,), (0,)), ((), ()))),                # x @ w, x of rank 3
+    ((5, 2, 3), (5, 4), (((0,), (0,)), ((), ()))),                # its transposed form
+    ((4, 2, 3), (2, 3, 5), (((1, 2), (0, 1)), ((), ()))),         # two contracted axes
+    ((3, 4, 0), (3, 0, 2), (((2,), (1,)), ((0,), (0,)))),         # an empty sum
+    ((0, 4, 5), (0, 5, 2), (((2,), (1,)), ((0,), (0,)))),         # no batch element
+])
+def test_batched_and_higher_rank_products_are_native(lhs_shape, rhs_shape, dims):
+    """Batches of products (batch axes leading) and operands whose free and contracted
+    axes form two groups are BLAS calls in the loop, a call per batch element."""
+    a = RNG.standard_normal(lhs_shape).astype(np.float32)
+    b = RNG.standard_normal(rhs_shape).astype(np.float32)
+
+    def f(a, b):
+        def body(c, _):
+            return c * 0.5, lax.dot_general(a * c, b, dims)
+        return lax.scan(body, 1.0, None, length=2)
+
+    _assert_native_with_calls(_run_both(f, a, b), 1)
+
+
+def test_products_blas_cannot_take_as_they_are_are_host_steps():
+    """Batch axes that do not lead, or contracted axes out of order, are host steps."""
+    a = RNG.standard_normal((4, 3, 5)).astype(np.float32)
+    b = RNG.standard_normal((3, 5, 2)).astype(np.float32)
+    for dims in [(((2,), (1,)), ((1,), (0,))), (((2, 1), (1, 0)), ((), ()))]:
+        cpu = _run_both(lambda a, b, dims=dims: lax.scan(
+            lambda c, _: (c, lax.dot_general(a * c, b, dims)), 1.0, None, length=2), a, b)
+        [group] = [g for g in cpu.plan.groups if g.kind == "loop"]
+        assert "1 host step (dot_general)" in group.reason, group.reason
+
+
+def test_attention_in_a_scan_and_its_gradient_stay_native():
+    q = RNG.standard_normal((2, 4, 8)).astype(np.float32)
+    w = (RNG.standard_normal((8, 8)) * 0.3).astype(np.float32)
+
+    def attend(q, w):
+        def layer(x, _):
+            s = jnp.einsum("bqd,bkd->bqk", x @ w, x) / np.sqrt(8)
+            return jnp.einsum("bqk,bkd->bqd", nbjax.nn.softmax(s, axis=-1), x), None
+        return lax.scan(layer, q, None, length=3)[0].sum()
+
+    _run_both(attend, q, w)
+    cpu = _run_both(nbjax.grad(attend, argnums=1), q, w, rtol=1e-4)
+    assert all(g.kind != "fallback" for g in cpu.plan.groups)
+    loops = [g for g in cpu.plan.groups if g.kind == "loop"]
+    assert loops and all("host step" not in g.reason for g in loops), \
+        [g.reason for g in loops]

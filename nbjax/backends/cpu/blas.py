@@ -5,10 +5,15 @@ the route numba takes). Their addresses are registered as the symbols ``nbjax_sg
 ``nbjax_dgemm``, which compiled code declares and calls; an object file from the disk cache
 resolves them again when it is loaded, so no address is baked into cached code.
 
-``gemm`` emits one call for a ``dot_general`` of two matrices (one contracting axis each, no
-batch axes, float32 or float64, the result in that dtype): BLAS is column-major, and a
-row-major matrix is its transpose there, so ``C = A B`` is computed as ``C^T = B^T A^T``
-with each operand transposed (``"T"``) or not according to which of its axes is contracted.
+``gemm`` emits the calls for a ``dot_general`` that is a batch of matrix products: float32
+or float64, the result in that dtype, the batch axes leading on both operands, and each
+operand's other axes two contiguous groups, its free axes and its contracting axes (in
+either order): the operand is then a row-major matrix of (free size x contracted size), or
+its transpose, at a fixed stride per batch element. That covers ``x @ w`` of any rank
+against a matrix, ``einsum("bqd,bkd->bqk")`` and the transposes that autodiff makes of
+them. BLAS is column-major, and a row-major matrix is its transpose there, so ``C = A B``
+is computed as ``C^T = B^T A^T``, each operand transposed (``"T"``) or not according to
+which of its groups comes last; a loop over the batch makes one call per element.
 """
 
 import ctypes
@@ -18,7 +23,7 @@ import numpy as np
 from llvmlite import binding as llvm
 from llvmlite import ir
 
-from ..llvm import I8, I32, declare
+from ..llvm import I8, I32, I64, declare, for_loop
 
 _ROUTINES = {np.dtype(np.float32): ("sgemm", ir.FloatType()),
              np.dtype(np.float64): ("dgemm", ir.DoubleType())}
@@ -49,52 +54,78 @@ def register():
 
 
 def supports(eqn):
-    """Whether ``eqn`` is a ``dot_general`` that ``gemm`` emits: two matrices of one float
-    dtype, one contracting axis each, no batch axes, the result in the operands' dtype."""
-    if eqn.primitive.name != "dot_general":
-        return False
+    """Whether ``eqn`` is a ``dot_general`` that ``gemm`` emits (see the module docstring)."""
+    return eqn.primitive.name == "dot_general" and _products(eqn) is not None
+
+
+def _products(eqn):
+    """(batch, (m, k, lhs contracted last), (n, k, rhs contracted last)) for a
+    ``dot_general`` that is a batch of ``m x k`` by ``k x n`` products, else None (the
+    contracted axes are in increasing order on both sides, so they pair up in order)."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = (a.aval for a in eqn.invars)
-    out = eqn.outvars[0].aval
-    return (lhs.ndim == rhs.ndim == 2 and len(lc) == len(rc) == 1 and not lb and not rb
-            and lhs.dtype == rhs.dtype == out.dtype and lhs.dtype in _ROUTINES)
+    if not (lhs.dtype == rhs.dtype == eqn.outvars[0].aval.dtype and lhs.dtype in _ROUTINES):
+        return None
+    nb = len(lb)
+    if tuple(lb) != tuple(range(nb)) or tuple(rb) != tuple(range(nb)):
+        return None
+    a, b = _matrix(lhs.shape, nb, lc), _matrix(rhs.shape, nb, rc)
+    if a is None or b is None:
+        return None
+    return int(np.prod(lhs.shape[:nb], dtype=np.int64)), a, b
+
+
+def _matrix(shape, nb, contracting):
+    """(free size, contracted size, whether the contracted group is last) of an operand
+    whose axes after the ``nb`` batch axes are a free group and a contracted group (the
+    contracted ones in increasing order), else None."""
+    rest = list(range(nb, len(shape)))
+    c = sorted(contracting)
+    if list(contracting) != c or (c and c != list(range(c[0], c[-1] + 1))):
+        return None
+    free = [d for d in rest if d not in c]
+    if free and free != list(range(free[0], free[-1] + 1)):
+        return None
+    last = not c or not free or c[0] > free[0]
+    size = lambda axes: int(np.prod([shape[d] for d in axes], dtype=np.int64))  # noqa: E731
+    return size(free), size(c), last
 
 
 def gemm(b, setup, eqn, lhs, rhs, out):
-    """Emit, with the builder ``b``, the BLAS call computing ``eqn`` (``supports(eqn)``) from
-    the buffers ``lhs`` and ``rhs`` (``i8*``) into ``out``; ``setup`` builds in the
+    """Emit, with the builder ``b``, the BLAS calls computing ``eqn`` (``supports(eqn)``)
+    from the buffers ``lhs`` and ``rhs`` (``i8*``) into ``out``; ``setup`` builds in the
     function's entry block."""
     register()
-    (lc, rc), _ = eqn.params["dimension_numbers"]
-    (m, k), (n, _) = _rows_cols(eqn.invars[0].aval.shape, lc[0]), \
-        _rows_cols(eqn.invars[1].aval.shape, rc[0])
-    if m == 0 or n == 0:
+    batch, (m, k, a_last), (n, _, b_last) = _products(eqn)
+    if batch == 0 or m == 0 or n == 0:
         return
+    b_first = not b_last
     routine, real = _ROUTINES[np.dtype(eqn.outvars[0].aval.dtype)]
-    i8p, i32p, realp = I8.as_pointer(), I32.as_pointer(), real.as_pointer()
-    fn = declare(b.module, f"nbjax_{routine}", ir.VoidType(),
-                 [i8p, i8p, i32p, i32p, i32p, realp, realp, i32p, realp, i32p, realp, realp,
-                  i32p])
-    lhs_shape, rhs_shape = eqn.invars[0].aval.shape, eqn.invars[1].aval.shape
-    # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m).
-    # A row-major operand is, column-major, its transpose with its row length as leading
-    # dimension; it is transposed again ("T") when its contracted axis is the other one.
-    trans_b, ld_b = "N" if rc[0] == 0 else "T", rhs_shape[1]
-    trans_a, ld_a = "N" if lc[0] == 1 else "T", lhs_shape[1]
-    args = [_by_reference(b, setup, ir.Constant(I8, ord(trans_b))),
-            _by_reference(b, setup, ir.Constant(I8, ord(trans_a))),
-            *(_by_reference(b, setup, ir.Constant(I32, v)) for v in (n, m, k)),
-            _by_reference(b, setup, ir.Constant(real, 1.0)),
-            b.bitcast(rhs, realp), _by_reference(b, setup, ir.Constant(I32, max(ld_b, 1))),
-            b.bitcast(lhs, realp), _by_reference(b, setup, ir.Constant(I32, max(ld_a, 1))),
-            _by_reference(b, setup, ir.Constant(real, 0.0)),
-            b.bitcast(out, realp), _by_reference(b, setup, ir.Constant(I32, n))]
-    b.call(fn, args)
+    size = np.dtype(eqn.outvars[0].aval.dtype).itemsize
+    fn = declare(b.module, f"nbjax_{routine}", ir.VoidType(), [I8.as_pointer()] * 2
+                 + [I32.as_pointer()] * 3 + [real.as_pointer()] * 2 + [I32.as_pointer()]
+                 + [real.as_pointer(), I32.as_pointer()] + [real.as_pointer()] * 2
+                 + [I32.as_pointer()])
+    # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand
+    # is, column-major, its transpose with its row length as leading dimension; it is
+    # transposed again ("T") when its contracted group is the other one.
+    ref = lambda value: _by_reference(b, setup, value)  # noqa: E731
+    fixed = [ref(ir.Constant(I8, ord("N" if b_first else "T"))),
+             ref(ir.Constant(I8, ord("N" if a_last else "T"))),
+             *(ref(ir.Constant(I32, v)) for v in (n, m, k)), ref(ir.Constant(real, 1.0))]
+    ld_b, ld_a = ref(ir.Constant(I32, max(n if b_first else k, 1))), \
+        ref(ir.Constant(I32, max(k if a_last else m, 1)))
+    zero, ld_c = ref(ir.Constant(real, 0.0)), ref(ir.Constant(I32, n))
 
-
-def _rows_cols(shape, contracting):
-    """(free size, contracted size) of a matrix contracted along ``contracting``."""
-    return shape[1 - contracting], shape[contracting]
+    def one(i):
+        at = lambda buf, elements: b.bitcast(b.gep(buf, [b.mul(i, ir.Constant(  # noqa: E731
+            I64, elements * size))]), real.as_pointer())
+        b.call(fn, fixed + [at(rhs, k * n), ld_b, at(lhs, m * k), ld_a, zero,
+                            at(out, m * n), ld_c])
+    if batch == 1:
+        one(ir.Constant(I64, 0))
+    else:
+        for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, batch), one, "batch")
 
 
 def _by_reference(b, setup, value):
