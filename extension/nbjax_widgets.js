@@ -132,6 +132,7 @@ function detailsOf(node) {
   // The node's details as a definition list.
   if (!node) return h("p", { class: "nbjax-note" }, "Click a node to see its equation, type, source line and kernel.");
   const rows = [
+    ["argument", node.name],
     ["equation", node.text],
     ["type", (node.avals || []).join(", ")],
     ["value", node.value],
@@ -198,6 +199,19 @@ class View {
     }, `${cl.collapsed ? "▸ open" : "▾ close"} ${cl.name} (${cl.size} nodes)`)));
   }
 
+  placeholder() {
+    // What a pane shows before there is anything to show. After an error, the status line
+    // above already says what went wrong: the panes do not repeat it.
+    const status = this.get("status") || {};
+    const text = status.state === "error" ? "Nothing to show: see the error above." : status.message || "";
+    return h("p", { class: "nbjax-note nbjax-waiting" }, text);
+  }
+
+  drawPlaceholders() {
+    for (const p of this.get("panes") || []) this.pane(p, this.placeholder());
+    this.drawTabs();
+  }
+
   pane(name, ...content) {
     // (Re)fill the container of one pane.
     let pane = this.panes[name];
@@ -224,7 +238,7 @@ class JitView extends View {
     const c = this.get("compiled") || {};
     const waiting = !c.name;
     for (const p of this.get("panes") || []) {
-      if (waiting) this.pane(p, h("p", { class: "nbjax-note nbjax-waiting" }, (this.get("status") || {}).message || ""));
+      if (waiting) this.pane(p, this.placeholder());
       else if (p === "timing") this.drawTiming();
       else this[`draw_${p}`](c);
     }
@@ -338,7 +352,7 @@ class JitView extends View {
     return {
       "change:compiled": () => this.draw(),
       "change:timing": () => { this.drawHead(); if (this.panes.timing && (this.get("compiled") || {}).name) this.drawTiming(); this.drawTabs(); },
-      "change:status": () => this.drawHead(),
+      "change:status": () => { this.drawHead(); if (!(this.get("compiled") || {}).name) this.drawPlaceholders(); },
       "change:tab": () => this.drawTabs(),
       "change:selected": () => this.drawSelection(),
     };
@@ -353,8 +367,7 @@ class GradView extends View {
     this.drawHead();
     const g = this.get("grad") || {};
     if (!g.rows) {
-      for (const p of this.get("panes") || []) this.pane(p, h("p", { class: "nbjax-note nbjax-waiting" }, (this.get("status") || {}).message || ""));
-      this.drawTabs();
+      this.drawPlaceholders();
       return;
     }
     this.drawLinked(g);
@@ -495,7 +508,7 @@ class GradView extends View {
     return {
       "change:grad": () => this.draw(),
       "change:steps": () => this.draw(),
-      "change:status": () => this.drawHead(),
+      "change:status": () => { this.drawHead(); if (!(this.get("grad") || {}).rows) this.drawPlaceholders(); },
       "change:tab": () => this.drawTabs(),
       "change:selected": () => this.drawSelection(),
       "change:step": () => this.drawStep(),

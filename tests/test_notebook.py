@@ -598,3 +598,116 @@ def test_a_cell_run_again_closes_the_views_of_the_functions_it_replaces(ip):
         run(ip, "rerun_f(np.ones(3, np.float32)); grad_rerun_g(np.ones(3, np.float32))")
     assert len(live_views()) == before_views
     assert registered() == before_widgets
+
+
+# --- pytrees in the views ------------------------------------------------------------------
+
+MLP_CELL = """%%grad{options}
+def mlp_loss(params, x, y):
+    h = jnp.tanh(x @ params["W1"] + params["b1"])
+    out = h @ params["W2"] + params["b2"]
+    return jnp.mean((out - y) ** 2)
+"""
+
+
+def _mlp_inputs(ip):
+    rng = np.random.default_rng(0)
+    params = {"W1": rng.normal(size=(3, 4)).astype(np.float32),
+              "b1": rng.normal(size=4).astype(np.float32),
+              "W2": rng.normal(size=(4, 1)).astype(np.float32),
+              "b2": np.zeros(1, np.float32)}
+    ip.user_ns.update(params=params, x=rng.normal(size=(5, 3)).astype(np.float32),
+                      y=rng.normal(size=(5, 1)).astype(np.float32))
+    return params
+
+
+def test_grad_view_of_a_function_of_dict_parameters_steps_to_the_gradient(ip):
+    run(ip, MLP_CELL.format(options=""))
+    params = _mlp_inputs(ip)
+    grads = run(ip, "grad_mlp_loss(params, x, y)")
+    view = view_of(ip.user_ns["grad_mlp_loss"])
+    assert view.status["state"] == "ready", view.status
+    s = view.steps
+    # the inputs are the parameters' leaves, named by their paths (in flattening order)
+    keys = sorted(params)
+    inputs = [r for r in s["rows"] if r["id"].startswith("in")]
+    assert [r["text"].split(" (")[0] for r in inputs] == [f"input params['{k}']" for k in keys]
+    assert all(r["text"].endswith(f"f32[{','.join(map(str, params[k].shape))}]")
+               for r, k in zip(inputs, keys))
+    # replayed to the end, the step-through's cotangents are the gradient, leaf by leaf
+    _, derivs = _replay(s)
+    for r, k in zip(inputs, keys):
+        assert_close(parse_value(derivs[r["id"]]), np.asarray(grads[k]), rtol=1e-4)
+    # both graphs name their inputs
+    for graph in (s["graph"], view.grad["graph"]):
+        names = [graph["nodes"][r["id"]]["name"] for r in inputs]
+        assert names == [f"params['{k}']" for k in keys]
+        assert "params[&#39;W1&#39;]" in graph["svg"] or "params['W1']" in graph["svg"]
+    _assert_static(view.static_html())
+
+
+def test_forward_mode_grad_of_nested_containers(ip):
+    run(ip, "%%grad --mode fwd\ndef layered(layers, x):\n"
+            "    (w, b), scale = layers\n    return jnp.sum(jnp.tanh(x * w + b) * scale)\n")
+    w, b = np.array([0.5, -1.0], np.float32), np.array([0.1, 0.2], np.float32)
+    x = np.array([1.0, 2.0], np.float32)
+    ip.user_ns.update(layers=((w, b), np.float32(2.0)), x=x)
+    run(ip, "grad_layered(layers, x)")
+    view = view_of(ip.user_ns["grad_layered"])
+    assert view.status["state"] == "ready", view.status
+    s = view.steps
+    assert "layers[0][0][0]" in s["seed"]
+    # the walk's output tangent is d out / d w[0]
+    _, tangents = _replay(s)
+    expected = 2.0 * x[0] * (1 - np.tanh(x[0] * w[0] + b[0]) ** 2)
+    assert_close(parse_value(tangents[s["steps"][-1]["node"]]), expected, rtol=1e-4)
+    graph = view.grad["graph"]  # the tangent inputs are named after their primals
+    names = [n["name"] for n in graph["nodes"].values() if n["kind"] == "input"]
+    assert names[:3] == ["layers[0][0]", "layers[0][1]", "layers[1]"]
+    assert names[3:] == [f"tangent of {n}" for n in names[:3]]
+
+
+def test_compiler_view_of_a_function_of_pytrees(ip):
+    run(ip, "%%jit --show graph,timing --static n\ndef tree_fn(params, n, x):\n"
+            "    h = jnp.tanh(x @ params['W'] + params['b'][0])\n"
+            "    return {'out': h * n, 'parts': [h, h.sum()]}\n")
+    params = {"W": np.ones((3, 2), np.float32), "b": [np.zeros(2, np.float32)]}
+    ip.user_ns.update(params=params, x=np.ones((4, 3), np.float32))
+    out = run(ip, "tree_fn(params, 2, x)")
+    assert_close(np.asarray(out["out"]), 2 * np.tanh(np.full((4, 2), 3.0)), rtol=1e-5)
+    view = view_of(ip.user_ns["tree_fn"])
+    assert view.status["state"] == "ready", view.status
+    nodes = view.compiled["graph"]["nodes"]
+    inputs = [n for n in nodes.values() if n["kind"] == "input"]
+    assert [n["name"] for n in inputs] == ["params['W']", "params['b'][0]", "x"]
+
+
+def test_value_text_summarises_large_arrays_and_containers():
+    from nbjax.notebook.panes import value_text
+    rng = np.random.default_rng(1)
+    big = rng.normal(size=(40, 30)).astype(np.float32)
+    big[3, 4], big[5, 6], big[7, 8] = np.nan, np.inf, -np.inf
+    text = value_text(big)
+    finite = big[np.isfinite(big)]
+    assert text.startswith("f32[40,30] ")
+    low, high = re.search(r"min (\S+) max (\S+?),", text).groups()
+    assert_close(float(low), finite.min(), rtol=1e-3)
+    assert_close(float(high), finite.max(), rtol=1e-3)
+    assert "1 NaN" in text and "2 inf" in text and len(text) < 200
+    small = rng.normal(size=(2, 3))
+    assert_close(parse_value(value_text(small)), small, rtol=1e-3)  # small arrays whole
+    lines = value_text({"W": small, "b": [np.zeros(2), 3.0]}).splitlines()
+    assert [line.split(":")[0] for line in lines] == ["['W']", "['b'][0]", "['b'][1]"]
+
+
+def test_an_error_building_a_view_is_short(ip, monkeypatch):
+    from nbjax.notebook import widgets
+
+    def fail(*args, **kwargs):
+        raise TypeError("Value " + "[1.0, 2.0] " * 2000 + "is not a valid nbjax type")
+    monkeypatch.setattr(widgets, "grad_states", fail)
+    run(ip, "%%grad\ndef failing(x):\n    return jnp.sum(x)\n")
+    run(ip, "grad_failing(np.ones(3, np.float32))")
+    status = view_of(ip.user_ns["grad_failing"]).status
+    assert status["state"] == "error" and "TypeError: Value [1.0" in status["message"]
+    assert len(status["message"]) <= 400

@@ -16,10 +16,10 @@ the browser replays the steps up to the current one.
 import numpy as np
 
 from ..api import grad, hessian, jvp, make_jaxpr, vjp
-from ..core import Var, dtypes, get_aval, to_numpy
+from ..core import Var, dtypes, get_aval, pytree, to_numpy
 from ..interpreters import ad
 from ..viz.text import annotate
-from .panes import graph_state, jaxpr_pane, location, value_text
+from .panes import graph_state, jaxpr_pane, leaf_names, location, value_text
 
 SIDES = {"rev": ("forward pass", "backward pass"), "fwd": ("primal", "tangents")}
 
@@ -37,21 +37,29 @@ def restrict(fun, args, kwargs, argnums):
 
 
 def seed_tangents(diff):
-    """Forward mode's input tangents: 1 at the first element of the first differentiated
-    argument, 0 elsewhere (so the walk computes d out / d that element)."""
+    """Forward mode's input tangents, shaped as ``diff`` (a list of pytrees): 1 at the first
+    element of the first array leaf, 0 elsewhere (so the walk computes d out / d that
+    element)."""
+    leaves, tree = pytree.tree_flatten(list(diff))
     seeds = []
-    for k, x in enumerate(diff):
+    for k, x in enumerate(leaves):
         aval = get_aval(x)
         t = np.zeros(aval.shape, aval.dtype)
         if k == 0 and t.size:
             t.reshape(-1)[0] = 1
         seeds.append(t)
-    return seeds
+    return tree.unflatten(seeds)
+
+
+def input_names(diff, names):
+    """The names of the differentiated arguments' array leaves: ``params['W1']``, ``x``."""
+    return [leaf for name, x in zip(names, diff) for leaf in leaf_names(name, x)]
 
 
 def _seed_text(diff, names):
-    first = names[0] if names else "the first argument"
-    where = "" if np.ndim(to_numpy(diff[0])) == 0 else "[0]"
+    leaves = pytree.tree_leaves(list(diff))
+    first = input_names(diff, names)[0] if leaves else "the first argument"
+    where = "" if np.ndim(to_numpy(leaves[0])) == 0 else "[0]"
     return f"tangent 1 at {first}{where}, 0 elsewhere: the walk computes d out / d {first}{where}"
 
 
@@ -66,7 +74,7 @@ def derivative_jaxpr(g, diff, mode):
         return closed, _backward_flags(closed.jaxpr)
     closed = make_jaxpr(lambda *pt: jvp(g, tuple(pt[:n]), tuple(pt[n:])))(
         *diff, *seed_tangents(diff))
-    return closed, _tangent_flags(closed.jaxpr, n)
+    return closed, _tangent_flags(closed.jaxpr, len(pytree.tree_leaves(list(diff))))
 
 
 def _backward_flags(jaxpr):
@@ -98,8 +106,12 @@ def _origin(eqn):
     return p.id, p.primitive, p.source_info or eqn.source_info
 
 
-def linked_state(closed, flags, mode, prefix, toggled=()):
+def linked_state(closed, flags, mode, prefix, toggled=(), inputs=None):
+    """The derivative's jaxpr in two columns; ``inputs``: its inputs' names for the graph
+    (for forward mode, the primals' names: their tangents are named after them)."""
     annotated = annotate(closed)
+    if inputs is not None and mode == "fwd":
+        inputs = inputs + [f"tangent of {name}" for name in inputs]
     rows, links = [], {}
     for i, (eqn, right) in enumerate(zip(closed.jaxpr.eqns, flags)):
         node = f"e{i}"
@@ -118,7 +130,8 @@ def linked_state(closed, flags, mode, prefix, toggled=()):
     left, right = SIDES[mode]
     return {"sides": {"left": left, "right": right}, "rows": rows,
             "links": list(links.values()), "jaxpr": jaxpr_pane(annotated),
-            "graph": graph_state(closed, prefix=prefix, annotated=annotated, toggled=toggled)}
+            "graph": graph_state(closed, prefix=prefix, annotated=annotated, toggled=toggled,
+                                 input_names=inputs)}
 
 
 # --- stepping through -----------------------------------------------------------------------
@@ -157,8 +170,8 @@ def _np(x):
 class _Walk:
     """Values, derivatives and steps of one walk over a jaxpr."""
 
-    def __init__(self, closed, linked):
-        self.jaxpr, self.closed = closed.jaxpr, closed
+    def __init__(self, closed, linked, inputs):
+        self.jaxpr, self.closed, self.inputs = closed.jaxpr, closed, inputs
         self.annotated = annotate(closed)
         self.linked = linked  # forward eqn node id -> linked node ids in the derivative
         self.env, self.deriv, self.node_of, self.steps = {}, {}, {}, []
@@ -189,7 +202,7 @@ class _Walk:
         for i, (v, c) in enumerate(zip(self.jaxpr.constvars, self.closed.consts)):
             self.env[v], self.node_of[v] = c, f"c{i}"
             inputs.append(f"c{i}")
-        for i, (v, x) in enumerate(zip(self.jaxpr.invars, diff)):
+        for i, (v, x) in enumerate(zip(self.jaxpr.invars, pytree.tree_leaves(list(diff)))):
             self.env[v], self.node_of[v] = x, f"in{i}"
             inputs.append(f"in{i}")
         return inputs
@@ -199,17 +212,22 @@ class _Walk:
         names = self.annotated.names
         rows = [{"id": f"c{i}", "text": f"const {names.get(v, '')}: {v.aval.str_short()}"}
                 for i, v in enumerate(self.jaxpr.constvars)]
-        rows += [{"id": f"in{i}", "text": f"input {names.get(v, '')}: {v.aval.str_short()}"}
+        rows += [{"id": f"in{i}", "text": f"input {self._input(i, names.get(v, ''))}: "
+                                          f"{v.aval.str_short()}"}
                  for i, v in enumerate(self.jaxpr.invars)]
         rows += [{"id": f"e{i}", "text": self.eqn_text(i)}
                  for i in range(len(self.jaxpr.eqns))]
         return rows
 
+    def _input(self, i, var):
+        """``x (a)``: the argument's name, then the jaxpr's name of it."""
+        name = self.inputs[i] if i < len(self.inputs) else ""
+        return var if not name or name == var else f"{name} ({var})"
 
-def walk_reverse(closed, diff, linked):
-    w = _Walk(closed, linked)
-    inputs = w.bind_inputs(diff)
-    w.step("input", "the inputs", values=inputs)
+
+def walk_reverse(closed, diff, linked, inputs):
+    w = _Walk(closed, linked, inputs)
+    w.step("input", "the inputs", values=w.bind_inputs(diff))
     for i, eqn in enumerate(w.jaxpr.eqns):
         outs = _apply(eqn, [w.read(a) for a in eqn.invars])
         for v, o in zip(eqn.outvars, outs):
@@ -248,12 +266,12 @@ def walk_reverse(closed, diff, linked):
     return w
 
 
-def walk_forward(closed, diff, linked):
-    w = _Walk(closed, linked)
-    inputs = w.bind_inputs(diff)
-    for v, t in zip(w.jaxpr.invars, seed_tangents(diff)):
+def walk_forward(closed, diff, linked, inputs):
+    w = _Walk(closed, linked, inputs)
+    nodes = w.bind_inputs(diff)
+    for v, t in zip(w.jaxpr.invars, pytree.tree_leaves(seed_tangents(diff))):
         w.deriv[v] = t
-    w.step("input", "the inputs and their tangents", values=inputs,
+    w.step("input", "the inputs and their tangents", values=nodes,
            derivs=[w.node_of[v] for v in w.jaxpr.invars])
     for i, eqn in enumerate(w.jaxpr.eqns):
         values = [w.read(a) for a in eqn.invars]
@@ -311,17 +329,18 @@ def grad_states(fun, args, kwargs, argnums, mode, names, prefixes, toggled=()):
     """(linked state, steps state) for ``fun`` at this input; ``toggled``: the sub-jaxpr
     clusters the browser opened or closed."""
     g, diff = restrict(fun, args, kwargs, argnums)
+    inputs = input_names(diff, names)
     derivative, flags = derivative_jaxpr(g, diff, mode)
-    linked = linked_state(derivative, flags, mode, prefixes[0], toggled)
+    linked = linked_state(derivative, flags, mode, prefixes[0], toggled, inputs)
     primal = make_jaxpr(g)(*diff)
     links = align(primal, list(zip(linked["rows"], derivative.jaxpr.eqns)))
-    walk = (walk_reverse if mode == "rev" else walk_forward)(primal, diff, links)
+    walk = (walk_reverse if mode == "rev" else walk_forward)(primal, diff, links, inputs)
     steps = {"mode": mode, "rows": walk.rows(), "steps": walk.steps,
              "derivative": "cotangent" if mode == "rev" else "tangent",
              "seed": ("cotangent 1 of the output" if mode == "rev"
                       else _seed_text(diff, names)),
              "graph": graph_state(primal, prefix=prefixes[1], annotated=walk.annotated,
-                                  toggled=toggled)}
+                                  toggled=toggled, input_names=inputs)}
     return linked, steps
 
 

@@ -31,7 +31,8 @@ def compiled_state(comp, panes, prefix, show_all=False, toggled=()):
     if "graph" in panes:
         state["graph"] = graph_state(drawn, fusion=plan, prefix=prefix,
                                      budget=None if show_all else DEFAULT_BUDGET,
-                                     annotated=drawn_text, toggled=toggled)
+                                     annotated=drawn_text, toggled=toggled,
+                                     input_names=comp.input_names)
     if "jaxpr" in panes:
         state["jaxpr"] = {"traced": jaxpr_pane(traced),
                           "optimised": None if drawn is comp.traced else jaxpr_pane(drawn_text),

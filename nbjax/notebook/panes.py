@@ -12,13 +12,14 @@ import os
 import IPython
 import numpy as np
 
-from ..core import to_numpy
+from ..core import dtypes, pytree, to_numpy
 from ..viz import DEFAULT_BUDGET, GraphvizNotFoundError, to_dot, to_svg
 from ..viz.display import COLOUR_LIMIT
 from ..viz.model import MORE, build_model, representatives
 from ..viz.text import annotate, pre_html
 
 _prefixes = itertools.count(1)
+ERROR_CHARS = 300  # characters of an error message a view shows
 
 
 def new_prefix():
@@ -34,14 +35,16 @@ def jaxpr_pane(annotated):
 
 
 def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annotated=None,
-                toggled=()):
+                toggled=(), input_names=None):
     """The graph of ``closed`` drawn to SVG, and every node's details by node id.
 
     ``toggled``: ids of sub-jaxpr clusters the user opened or closed (each flips the state
-    the node budget chose). ``svg`` is None and ``note`` says how to install Graphviz when
-    it is missing."""
+    the node budget chose); ``input_names``: the user's names of the inputs
+    (``params['W1']``), shown above the jaxpr's. ``svg`` is None and ``note`` says how to
+    install Graphviz when it is missing."""
     annotated = annotated or annotate(closed)
     model = build_model(closed, annotated, fusion, budget)
+    name_inputs(model, input_names)
     for cluster in model["clusters"]:
         if cluster["id"] in toggled:
             cluster["collapsed"] = not cluster["collapsed"]
@@ -63,6 +66,18 @@ def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annota
             "budget": budget}
 
 
+def name_inputs(model, names):
+    """Label the top-level input nodes with the user's names (when there is one per input,
+    and it says more than the jaxpr's own variable name)."""
+    inputs = [n for n in model["nodes"] if n["kind"] == "input" and n["cluster"] is None]
+    if not names or len(names) != len(inputs):
+        return
+    for node, name in zip(inputs, names):
+        node["name"] = name
+        if name not in node["vars"]:
+            node["label"] = f"{name}\n{node['label']}"
+
+
 def node_details(node, groups):
     """What clicking a node shows."""
     group = groups.get(node["group"])
@@ -70,6 +85,7 @@ def node_details(node, groups):
     provenance = node["provenance"]
     return {
         "id": node["id"], "kind": node["kind"], "primitive": node["primitive"],
+        "name": node.get("name"),
         "text": node["text"] or node["label"], "avals": node["avals"], "vars": node["vars"],
         "params": node["params"], "value": node["value"],
         "source": location(source["file"], source["line"]) if source else None,
@@ -92,8 +108,66 @@ def location(filename, line):
     return f"{os.path.basename(filename)}:{line}"
 
 
+def leaf_names(name, tree):
+    """The names of ``tree``'s leaves, as a user would index them: ``params['W1']``,
+    ``layers[0].b``; ``name`` itself when ``tree`` is one array."""
+    return [name + pytree.keystr(path) for path, _ in pytree.tree_leaves_with_path(tree)]
+
+
+def argument_names(params, args, kwargs, skip=()):
+    """The names of the array leaves of a call's arguments, in the order a trace takes
+    them (positional arguments, then keyword arguments by sorted name, each flattened):
+    ``params`` are the function's positional parameter names (``args[i]`` past them);
+    ``skip``: positions and names of static arguments, which are not traced."""
+    names = []
+    for i, a in enumerate(args):
+        if i not in skip:
+            names += leaf_names(params[i] if i < len(params) else f"args[{i}]", a)
+    for k in sorted(kwargs):
+        if k not in skip:
+            names += leaf_names(k, kwargs[k])
+    return names
+
+
+def short_error(e, limit=ERROR_CHARS):
+    """An exception as one short line: its type, then its message cut to ``limit``
+    characters (an error quoting a large array must not fill the view)."""
+    text = f"{type(e).__name__}: {e}".replace("\n", " ")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def value_text(x, threshold=24):
-    """An array value as short text (large arrays are summarised by NumPy)."""
+    """A value as short text: a small array whole, a large one summarised
+    (``array_summary``); a container (list, tuple, dict...) one line per leaf, named by its
+    path (``['W1']: ...``)."""
+    leaves = pytree.tree_leaves_with_path(x)
+    if len(leaves) == 1 and not leaves[0][0]:
+        return array_text(x, threshold)
+    return "\n".join(f"{pytree.keystr(path)}: {' '.join(array_text(leaf, threshold).split())}"
+                     for path, leaf in leaves)
+
+
+def array_text(x, threshold=24):
+    """One array: whole when it has at most ``threshold`` elements, else its type, range,
+    NaN and infinity counts and its first and last values."""
     a = np.asarray(to_numpy(x))
     with np.printoptions(precision=4, threshold=threshold, edgeitems=3, suppress=True):
-        return np.array2string(a, separator=", ")
+        if a.size <= threshold:
+            return np.array2string(a, separator=", ")
+        flat = np.array2string(a.reshape(-1), separator=", ")
+    return f"{array_summary(a)}: {flat}"
+
+
+def array_summary(a):
+    """``f32[100,100] min -1.2 max 3.4`` plus ``2 NaN, 1 inf`` when there are any."""
+    kind = f"{dtypes.short_name(a.dtype)}[{','.join(map(str, a.shape))}]"
+    if a.size == 0 or a.dtype.kind not in "biuf":
+        return kind
+    parts = []
+    finite = a[np.isfinite(a)] if a.dtype.kind == "f" else a
+    if finite.size:
+        parts.append(f"min {finite.min():.4g} max {finite.max():.4g}")
+    if a.dtype.kind == "f":
+        nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+        parts += [f"{nan} NaN"] * bool(nan) + [f"{inf} inf"] * bool(inf)
+    return " ".join([kind, ", ".join(parts)]).strip()

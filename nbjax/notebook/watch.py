@@ -12,11 +12,13 @@ user's function points at the user's cell line.
 
 import collections
 import functools
+import inspect
 import time
 
 from ..compiler import report
 from ..core import Tracer, pytree
 from ..jit import JitWrapped
+from .panes import argument_names
 from .tracebacks import call_user_function
 from .widgets import CompilerView
 
@@ -39,8 +41,9 @@ class Compilation:
     """One traced and compiled signature of a watched function, with its measurements
     (from the ``JitCall`` of its first watched call)."""
 
-    def __init__(self, call):
+    def __init__(self, call, input_names=None):
         executable = call.executable
+        self.input_names = input_names  # the user's names of the traced inputs, or None
         self.name, self.traced, self.executable = executable.name, call.jaxpr, executable
         self.backend, self.signature = executable.target, call.describe_signature()
         self.trace_seconds, self.compile_seconds = call.trace_seconds, call.compile_seconds
@@ -100,7 +103,7 @@ class WatchedJit(JitWrapped):
         key = (call.signature, call.executable.target)
         comp = self.compilations.get(key)
         if comp is None or comp.executable is not call.executable:
-            comp = Compilation(call)
+            comp = Compilation(call, self._input_names(call.args, call.kwargs))
             if any(getattr(w, "wants_timing", False) for w in self.watchers):
                 comp.eager_seconds = self._eager_seconds(call.args, call.kwargs)
             self.compilations[key] = comp
@@ -108,6 +111,18 @@ class WatchedJit(JitWrapped):
         self.current = comp
         for watcher in list(self.watchers):
             watcher.on_call(self, comp)
+
+    def _input_names(self, args, kwargs):
+        """The names of the traced argument leaves (``params['W1']``, ``x``), static
+        arguments left out; None when the function's signature cannot be read."""
+        try:
+            params = [p.name for p in inspect.signature(self.fun).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            return None
+        n = len(args)
+        skip = {i % n for i in self.static_argnums if -n <= i < n} | set(self.static_argnames)
+        return argument_names(params, args, kwargs, skip)
 
     def _eager_seconds(self, args, kwargs):
         """The time of one call of the function without jit (None if that fails)."""

@@ -24,7 +24,7 @@ from .assets import read_asset
 from .grad_state import grad_states, hessian_state
 from .jit_state import compiled_state, timing_state
 from .options import session
-from .panes import new_prefix
+from .panes import new_prefix, short_error
 
 logger = logging.getLogger("nbjax.notebook")
 
@@ -76,8 +76,7 @@ class NbjaxView(anywidget.AnyWidget):
                 logger.warning("nbjax view %r: could not build %s", self.title, key,
                                exc_info=True)
                 values["status"] = {"state": "error",
-                                    "message": f"could not show the {key}: "
-                                               f"{type(e).__name__}: {e}"}
+                                    "message": f"could not show the {key}: {short_error(e)}"}
         if values:
             with self.hold_sync():
                 for name, value in values.items():
