@@ -389,6 +389,27 @@ def stop_gradient(x):
     return lax.stop_gradient(x) + 1.0
 
 
+@expect("""
+{ lambda ; a:f32[]. let
+    b:f32[] = mul a 1.01:f32[]
+    c:f32[] = add b 0.1:f32[]
+    d:f32[] = add c 1e-05:f32[]
+  in (d,) }
+""", 1.0)
+def python_float_literals(x):
+    return x * 1.01 + 0.1 + 1e-05
+
+
+@expect("""
+{ lambda ; a:c64[]. let
+    b:c64[] = mul a (2+0j):c64[]
+    c:c64[] = add b (3+0j):c64[]
+  in (c,) }
+""", np.complex64(1))
+def complex_literals(x):
+    return x * 2 + 3.0
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_printed_as_jax_prints(name):
     fun, args, kwargs, expected = CASES[name]
@@ -458,3 +479,28 @@ def test_a_line_ending_in_the_closing_brace_fits_in_80_columns_as_in_jax(columns
             ours = nbjax.make_jaxpr(build(nbjax))(nbjax.ShapeDtypeStruct((rows, columns), f32))
             theirs = jax.make_jaxpr(build(jax))(jax.ShapeDtypeStruct((rows, columns), f32))
             assert str(ours) == str(theirs)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_literals_print_the_shortest_decimal_that_reads_back_at_their_dtype(dtype):
+    """``1.01:f32[]``, not float64's expansion of float32's 1.01 (``1.0099999904632568``):
+    the digits NumPy's shortest repr would choose at that dtype, written as Python writes
+    floats (``1e-05``, ``123456790.0``)."""
+    from nbjax.core.jaxpr import scalar_text
+    dt = np.dtype(nbjax.numpy.dtype(dtype))
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.normal(size=200) * 10.0 ** rng.integers(-8, 9, 200),
+                             [1.01, 0.1, 123456789.0, 1e-5, 0.0, -0.0, 65504.0]])
+    values = values[np.abs(values) <= float(nbjax.numpy.finfo(dt).max)]
+    for value in values.astype(dt):
+        text = scalar_text(value)
+        assert dt.type(float(text)) == value and np.signbit(float(text)) == np.signbit(value)
+        digits = len(np.format_float_scientific(float(text), unique=True)
+                     .split("e")[0].replace("-", "").replace(".", "").rstrip("0") or "0")
+        if digits > 1:  # one digit fewer never reads back
+            with np.errstate(over="ignore"):
+                assert dt.type(float(f"{value.astype(np.float64):.{digits - 2}e}")) != value
+        if dtype in ("float32", "float64", "float16"):  # NumPy's own shortest digits
+            assert float(text) == float(np.format_float_scientific(value, unique=True))
+    for special in (np.inf, -np.inf, np.nan):
+        assert scalar_text(dt.type(special)) == repr(float(special))

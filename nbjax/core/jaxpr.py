@@ -9,6 +9,7 @@ import itertools
 
 import numpy as np
 
+from . import dtypes
 from . import pretty as pp
 from .abstract import ShapedArray
 from .array import Array
@@ -39,7 +40,32 @@ class Literal:
         self.aval = aval
 
     def pretty(self):
-        return f"{self.val.item()}:{self.aval.str_short()}"
+        return f"{scalar_text(np.asarray(self.val)[()])}:{self.aval.str_short()}"
+
+
+def scalar_text(x):
+    """A NumPy scalar as JAX prints a literal: Python's repr of the shortest decimal that
+    reads back to the same value at ``x``'s own dtype (``1.01`` for float32's 1.01, not the
+    float64 expansion ``1.0099999904632568``); integers and booleans as Python prints them."""
+    if dtypes.is_complex(x.dtype):
+        part = np.finfo(x.dtype).dtype.type
+        return repr(complex(_shortest(part(x.real)), _shortest(part(x.imag))))
+    if dtypes.is_float(x.dtype):
+        return repr(_shortest(x))
+    return repr(x.item())
+
+
+def _shortest(x):
+    """The float with the fewest significant digits that ``x``'s dtype rounds to ``x``."""
+    value = float(x)
+    if not np.isfinite(value):
+        return value
+    for digits in range(1, 18):
+        candidate = float(f"{value:.{digits}g}")
+        with np.errstate(over="ignore"):  # a short candidate may round past the dtype's max
+            if x.dtype.type(candidate) == x:
+                return candidate
+    return value
 
     def __repr__(self):
         return f"Literal({self.pretty()})"
