@@ -711,3 +711,34 @@ def test_an_error_building_a_view_is_short(ip, monkeypatch):
     status = view_of(ip.user_ns["grad_failing"]).status
     assert status["state"] == "error" and "TypeError: Value [1.0" in status["message"]
     assert len(status["message"]) <= 400
+
+
+# --- cell numbers ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("magic", ["jit", "grad"])
+def test_cell_numbers_are_those_of_the_cell_that_defined_the_function(ip, magic):
+    """IPython numbers a cell before running it; the magic's functions must be reported
+    under that number (``Cell In[4]``) in tracebacks, node details and the static HTML,
+    not the next one."""
+    result = ip.run_cell(f"%%{magic}\ndef numbered(x):\n    y = jnp.sin(x)\n"
+                         "    return jnp.dot(y, jnp.ones(4))\n", store_history=True)
+    result.raise_error()
+    defined_in = f"In[{result.execution_count}]"
+    call = "numbered" if magic == "jit" else "grad_numbered"
+    error = ip.run_cell(f"{call}(np.ones(3, np.float32))", store_history=True).error_in_exec
+    filename, line = _visible_frames(error.__traceback__)[-1]
+    assert ip.compile.format_code_name(filename) == ("Cell", defined_in) and line == 4
+    shown = "".join(ip.InteractiveTB.structured_traceback(
+        type(error), error, error.__traceback__))
+    assert f"Cell {defined_in}, line 4" in re.sub(r"\x1b\[[0-9;]*m", "", shown)
+    # the views' source locations
+    ok = ip.run_cell(f"%%{magic}\ndef located(x):\n    return jnp.sin(x) * 2.0\n",
+                     store_history=True)  # as a kernel runs a cell
+    call = "located" if magic == "jit" else "grad_located"
+    run(ip, f"{call}(np.float32(0.5))")
+    view = view_of(ip.user_ns[call])
+    graph = view.compiled["graph"] if magic == "jit" else view.steps["graph"]
+    sin = next(n for n in graph["nodes"].values() if n["primitive"] == "sin")
+    assert sin["source"] == f"Cell In[{ok.execution_count}], line 3"
+    if magic == "grad":  # the static HTML's table of links names the source line
+        assert f"Cell In[{ok.execution_count}], line 3" in view.static_html()

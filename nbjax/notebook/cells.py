@@ -14,6 +14,7 @@ import ast
 import codeop
 import linecache
 import re
+import sys
 from dataclasses import dataclass
 
 CHECKED_MAGICS = re.compile(r"%%(jit|grad)\b")
@@ -29,13 +30,30 @@ class Cell:
     functions: list  # names of the functions defined at the cell's top level, in order
 
 
-def _source(shell, first_line, body):
+def cell_number(shell):
+    """The number (``In[4]``) of the cell being run: the one IPython gave the outermost
+    frame of a cell on the stack. ``shell.execution_count`` is not it while a cell runs:
+    IPython 9 has already advanced it (to the next cell's number) when a magic runs, and
+    leaves it when the cell is not stored in the history. Before any cell runs (an input
+    transformer checking a cell) it is the number the cell will get."""
+    number = None
+    frame = sys._getframe(1)
+    while frame is not None:
+        named = shell.compile.format_code_name(frame.f_code.co_filename)
+        match = named and re.fullmatch(r"In\[(\d+)\]", named[1])
+        if match:
+            number = int(match.group(1))
+        frame = frame.f_back
+    return shell.execution_count if number is None else number
+
+
+def _source(shell, first_line, body, number):
     """(filename, source to compile): the body's code with the magic's line as a blank
-    line 1, registered with IPython under the cell's number; tracebacks and source
+    line 1, registered with IPython under the cell's ``number``; tracebacks and source
     locations quote the cell as the user wrote it."""
     source = "\n" + shell.transform_cell(body)
     shown = first_line.rstrip("\n") + "\n" + body
-    filename = shell.compile.cache(source, shell.execution_count, raw_code=shown)
+    filename = shell.compile.cache(source, number, raw_code=shown)
     size, mtime, _, name = linecache.cache[filename]
     linecache.cache[filename] = (size, mtime, shown.splitlines(keepends=True), name)
     return filename, source
@@ -43,7 +61,7 @@ def _source(shell, first_line, body):
 
 def parse_cell(shell, magic, line, body):
     """Parse ``body`` of ``%%magic line``; raises SyntaxError pointing into the cell."""
-    filename, source = _source(shell, f"%%{magic} {line}", body)
+    filename, source = _source(shell, f"%%{magic} {line}", body, cell_number(shell))
     tree = shell.compile.ast_parse(source, filename=filename)
     statements, last = tree.body, None
     if statements and isinstance(statements[-1], ast.Expr):
@@ -66,7 +84,7 @@ def syntax_checker(shell):
     def check(lines):
         if not lines or not CHECKED_MAGICS.match(lines[0]):
             return lines
-        filename, source = _source(shell, lines[0], "".join(lines[1:]))
+        filename, source = _source(shell, lines[0], "".join(lines[1:]), shell.execution_count)
         codeop.compile_command(source, filename, "exec")  # raises on a syntax error
         return lines
     return check

@@ -195,7 +195,7 @@ class NbjaxMagics(Magics):
         without importing ``grad``)."""
         __tracebackhide__ = True  # noqa: F841
         expr = expr.strip()
-        filename = self.shell.compile.cache(expr, self.shell.execution_count)
+        filename = self.shell.compile.cache(expr, cells.cell_number(self.shell))
         try:
             tree = ast.parse(expr, filename=filename, mode="eval")
         except SyntaxError as e:
