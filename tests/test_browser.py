@@ -365,3 +365,32 @@ def test_tour_in_the_browser(app, tmp_path, browser):
         finally:
             page.screenshot(path=shots / "page.png")
         assert problems == []
+
+
+# --- an export, offline --------------------------------------------------------------------
+
+def test_exported_views_render_offline(browser, tmp_path, monkeypatch):
+    """``jupyter nbconvert --execute --to html`` of a notebook with a compiler view and a
+    gradient view, opened from disk with every network request refused: both views show,
+    filled in (graph, tables), each once."""
+    nbclient = pytest.importorskip("nbclient")  # noqa: F841 (the export runs a kernel)
+    from test_notebooks import export_html, private_jupyter
+    page_path = export_html(private_jupyter(tmp_path, monkeypatch))
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    refused = []
+
+    def refuse(route):
+        refused.append(route.request.url)
+        route.abort()
+    page.route(re.compile(r"^https?://"), refuse)
+    page.goto(page_path.as_uri())
+    views = page.locator(".nbjax-static")
+    sync_api.expect(views).to_have_count(2)
+    for i, kind in enumerate(("jit", "grad")):
+        view = views.nth(i)
+        assert view.get_attribute("data-nbjax-view") == kind
+        box = view.bounding_box()
+        assert box and box["height"] > 50 and box["width"] > 200, box
+    assert views.nth(0).locator("svg").count() >= 1
+    assert "compiled for f32[16]" in views.nth(0).inner_text()
+    page.screenshot(path=artifacts_dir() / "export-offline.png", full_page=True)

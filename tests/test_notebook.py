@@ -262,11 +262,12 @@ def test_static_html_is_refreshed_after_a_cell_that_changed_the_view(ip):
     class Handle:
         updates = 0
 
-        def update(self, obj):
-            assert obj is view
+        def update(self, obj, raw=False):
+            assert raw and obj == view.static_bundle()
+            assert "compiled for f32[2]" in obj["text/html"]
             Handle.updates += 1
 
-    view._handle = Handle()
+    view._static_handle = Handle()
     run(ip, "neg(np.ones(2, np.float32))")
     assert Handle.updates == 1
     run(ip, "1 + 1")
@@ -360,9 +361,7 @@ def test_static_fallbacks_have_svg_and_tables_but_no_script(ip):
     run(ip, JIT_CELL.replace("selu_sum", "selu_static"))
     run(ip, "selu_static(np.ones(8, np.float32))")
     view = view_of(ip.user_ns["selu_static"])
-    data, _ = view._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in data
-    html = data["text/html"]
+    html = view.static_bundle()["text/html"]
     _assert_static(html)
     assert "<svg" in html and "<table" in html and 'data-nbjax-view="jit"' in html
     assert "kernel 0" in html and "define" in html  # fusion and code panes
@@ -742,3 +741,30 @@ def test_cell_numbers_are_those_of_the_cell_that_defined_the_function(ip, magic)
     assert sin["source"] == f"Cell In[{ok.execution_count}], line 3"
     if magic == "grad":  # the static HTML's table of links names the source line
         assert f"Cell In[{ok.execution_count}], line 3" in view.static_html()
+
+
+def test_a_view_is_shown_as_a_static_output_then_the_widget(ip, monkeypatch):
+    """Front ends do not fall back to a widget output's own text/html when its model is gone
+    (reopened notebooks, exports): the static rendering is an output of its own, before the
+    widget, with the rule hiding the dead widget and the hint to re-run the cell."""
+    from nbjax.notebook import widgets
+    shown = []
+
+    def display(obj, raw=False, metadata=None, display_id=None):
+        shown.append(obj)
+    monkeypatch.setattr(widgets, "display", display)
+    run(ip, "%%jit\ndef shown_twice(x):\n    return x * 2\n")
+    static, widget = shown
+    assert set(static) == {"text/html", "text/plain"}
+    assert "application/vnd.jupyter.widget-view+json" in widget and "text/html" not in widget
+    assert widget["application/vnd.jupyter.widget-view+json"]["model_id"] == \
+        view_of(ip.user_ns["shown_twice"]).model_id
+    html = static["text/html"]
+    _assert_static(html)
+    assert 'data-nbjax-view="jit"' in html and "re-run the cell to make this view live" in html
+    assert ".jupyter-widgets:not(:has(*))" in html  # hides "model not found" after it
+    css = (assets.extension_dir() / "nbjax.css").read_text()
+    assert ":has(.nbjax-static):has(+ .jp-OutputArea-child .nbjax-root)" in css
+    shown.clear()
+    run(ip, "shown_twice.view()")  # a view as a cell's result: both outputs again
+    assert len(shown) == 2 and "text/html" in shown[0]

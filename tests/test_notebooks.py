@@ -6,6 +6,8 @@ notebooks are for (graphs, compiler views, the benchmark chart) were produced.
 """
 
 import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +28,10 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 @pytest.fixture
 def jupyter_env(tmp_path, monkeypatch):
+    return private_jupyter(tmp_path, monkeypatch)
+
+
+def private_jupyter(tmp_path, monkeypatch):
     """A private Jupyter/IPython configuration whose only kernel runs this interpreter (so
     the notebooks import the nbjax under test, whatever kernels the machine has), with the
     notebooks' small sizes switched on."""
@@ -132,3 +138,40 @@ def check_benchmarks(nb):
 
 CHECKS = {"01_tour": check_tour, "02_autodiff_classroom": check_classroom,
           "03_seed_benchmarks": check_benchmarks}
+
+
+# --- exports ----------------------------------------------------------------------------------
+
+EXPORTED_CELLS = [
+    "%load_ext nbjax\nimport numpy as np\nimport nbjax.numpy as jnp",
+    "%%jit\ndef exported_selu(x):\n    return jnp.where(x > 0, x, 1.67 * (jnp.exp(x) - 1.0))",
+    "exported_selu(np.linspace(-2, 2, 16).astype(np.float32))",
+    "%%grad\ndef exported_loss(params, x):\n    return jnp.sum(jnp.tanh(x @ params['W']))",
+    "grad_exported_loss({'W': np.ones((3, 2), np.float32)}, np.ones((4, 3), np.float32))",
+]
+
+
+def export_html(folder):
+    """``jupyter nbconvert --execute --to html`` of a small notebook with a compiler view and
+    a gradient view (under ``jupyter_env``'s private kernel); the HTML file's path."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in EXPORTED_CELLS])
+    path = Path(folder) / "exported.ipynb"
+    nbformat.write(nb, path)
+    subprocess.run([sys.executable, "-m", "nbconvert", "--execute", "--to", "html",
+                    f"--ExecutePreprocessor.kernel_name={KERNEL}",
+                    f"--ExecutePreprocessor.timeout={CELL_TIMEOUT_S}", str(path)],
+                   check=True, capture_output=True, cwd=folder)
+    return path.with_suffix(".html")
+
+
+def test_nbconvert_export_shows_every_view_statically(jupyter_env):
+    """Each view is exported as its static HTML (inline SVG and tables, no script of
+    nbjax's), in its final state: what a handout shows with no network and no kernel."""
+    html = export_html(jupyter_env).read_text()
+    views = re.findall(r'<div class="nbjax-static" data-nbjax-view="(\w+)"', html)
+    assert views == ["jit", "grad"]
+    jit_part = html[html.index('data-nbjax-view="jit"'):html.index('data-nbjax-view="grad"')]
+    assert "compiled for f32[16]" in jit_part and "<svg" in jit_part
+    grad_part = html[html.index('data-nbjax-view="grad"'):]
+    assert "reverse mode" in grad_part and re.search(r"input params\[(&#x27;|')W", grad_part)
+    assert "not compiled yet" not in html and "not traced yet" not in html

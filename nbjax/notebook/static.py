@@ -87,7 +87,24 @@ def graph(state):
 def header(view):
     status = view.status or {}
     return (f'<div><b>{esc(view.title)}</b> '
-            f'<span style="{NOTE}">{esc(status.get("message"))}</span></div>')
+            f'<span style="{NOTE}">{esc(status.get("message"))}</span> '
+            f'<span class="nbjax-live-hint" style="{NOTE};font-style:italic">'
+            f'({LIVE_HINT})</span></div>')
+
+
+# Shown only where the live view is absent (see widgets.py): hides the widget output that
+# follows this one when it failed to render (no child elements: "Error displaying widget:
+# model not found" in a reopened notebook) and says how to bring the view back.
+FALLBACK_STYLE = (
+    "<style>.jp-OutputArea-child:has(.nbjax-static) + .jp-OutputArea-child:has("
+    ".jupyter-widgets:not(:has(*))) {display: none;}</style>")
+LIVE_HINT = "static copy: re-run the cell to make this view live"
+
+
+def standalone(html_text):
+    """The static rendering as an output of its own: with the rule that hides the dead
+    widget after it."""
+    return FALLBACK_STYLE + html_text
 
 
 def wrap(view, body):

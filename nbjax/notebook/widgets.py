@@ -2,8 +2,15 @@
 
 The browser module (``extension/nbjax_widgets.js``) renders that JSON and writes back only
 what the user chose (``tab``, ``selected``, ``step``, ``show_all``); nothing is sent as
-HTML with scripts or event handlers. Every view also carries a static HTML rendering of the
-same state in its MIME bundle (``static.py``), shown where widgets do not run.
+HTML with scripts or event handlers.
+
+A view is displayed as two outputs: first a static HTML rendering of its state
+(``static.py``), then the widget. Front ends do not fall back to a widget output's own
+``text/html`` when the widget's model is gone (a reopened notebook shows "Error displaying
+widget: model not found"; nbconvert writes network widget scripts when the widget state was
+saved), so the static rendering is an output of its own, which every front end and exporter
+shows. While the live widget is on the page, the widgets' stylesheet hides the static output
+just before it; when it is not, the static output's own style rule hides the widget's error.
 
 Updates are throttled: a function called in a tight loop updates its view at most every
 ``min_interval`` seconds; whatever is left is sent when the cell finishes (``after_cell``,
@@ -51,7 +58,7 @@ class NbjaxView(anywidget.AnyWidget):
         super().__init__(**kwargs)
         self._pending = {}
         self._last_sent = 0.0
-        self._handle = None
+        self._handle = self._static_handle = None
         self._static_stale = False
 
     # -- updates ---------------------------------------------------------------------------
@@ -87,24 +94,33 @@ class NbjaxView(anywidget.AnyWidget):
     # -- display ---------------------------------------------------------------------------
 
     def show(self):
-        """Display the view under the current cell (updated in place later)."""
-        self._handle = display(self, display_id=True)
+        """Display the view under the current cell: its static rendering, then the live
+        widget (both updated in place later)."""
+        self._static_handle = display(self.static_bundle(), raw=True, display_id=True)
+        data, metadata = self._repr_mimebundle_()
+        self._handle = display(data, metadata=metadata, raw=True, display_id=True)
         self._static_stale = False
         _shown_views.add(self)
 
+    def _ipython_display_(self):
+        """``display(view)``, or a view as a cell's result, shows both outputs too."""
+        self.show()
+
     def refresh_static(self):
-        """Re-publish the view so its static HTML matches its state (for saved notebooks)."""
-        if self._handle is not None and self._static_stale:
+        """Re-publish the static output so it matches the view's state (what a saved
+        notebook or an export shows)."""
+        if self._static_handle is not None and self._static_stale:
             self._static_stale = False
-            self._handle.update(self)
+            self._static_handle.update(self.static_bundle(), raw=True)
+
+    def static_bundle(self):
+        """The static output's MIME bundle (HTML, and text for plain front ends)."""
+        return {"text/html": static.standalone(self.static_html()),
+                "text/plain": f"<nbjax {self.view} view of {self.title}: re-run its cell "
+                              "to make it live>"}
 
     def static_html(self):
         raise NotImplementedError
-
-    def _repr_mimebundle_(self, **kwargs):
-        data, metadata = super()._repr_mimebundle_(**kwargs)
-        data["text/html"] = self.static_html()
-        return data, metadata
 
     def close(self):
         """Close the view and its layout, a widget of its own that ipywidgets would keep
