@@ -316,13 +316,16 @@ class JitView extends View {
     const t = this.get("timing") || {};
     if (!t.calls) return this.pane("timing", h("p", { class: "nbjax-note", testid: "nbjax-timing" }, "no calls timed yet"));
     const limits = t.limits || {};
-    const percent = (f) => (f ? ` (${(100 * f).toFixed(0)}%)` : "");
+    // Fractions of the machine's measured limits, at most 1 (jit_state._fraction).
+    const percent = (f) => (!f ? "" : f >= 1 ? " (at the limit)" : ` (${(100 * f).toFixed(0)}%)`);
     const summary = h("div", { class: "nbjax-timing-summary" },
       h("span", {}, "calls ", h("b", { testid: "nbjax-call-count" }, t.call_count)),
       h("span", {}, "last ", h("b", {}, seconds(t.last_seconds))),
       h("span", {}, "median ", h("b", {}, seconds(t.median_seconds))),
-      h("span", {}, "without jit ", h("b", {}, seconds(t.eager_seconds))),
-      h("span", {}, "speed-up ", h("b", { testid: "nbjax-speedup" }, number(t.speedup, "×"))));
+      h("span", {}, "speed-up over NumPy ", h("b", { testid: "nbjax-speedup-numpy" }, number(t.numpy_speedup, "×")),
+        h("span", { class: "nbjax-note" }, ` (NumPy, one call per operation: ${seconds(t.numpy_seconds)})`)),
+      h("span", {}, "over nbjax eager ", h("b", { testid: "nbjax-speedup" }, number(t.speedup, "×")),
+        h("span", { class: "nbjax-note" }, ` (no jit: ${seconds(t.eager_seconds)})`)));
     const phases = table(["compile phase", "time"], t.compile.map((p) => [p.phase, seconds(p.seconds)]),
       { testid: "nbjax-compile-phases" });
     const steps = t.steps.length ? table(["step", "time", "bytes", "GB/s", "GFLOP/s"],

@@ -768,3 +768,54 @@ def test_a_view_is_shown_as_a_static_output_then_the_widget(ip, monkeypatch):
     shown.clear()
     run(ip, "shown_twice.view()")  # a view as a cell's result: both outputs again
     assert len(shown) == 2 and "text/html" in shown[0]
+
+
+# --- honest states --------------------------------------------------------------------------
+
+def test_compiler_view_says_tracing_then_compiling_then_ready(ip):
+    run(ip, "%%jit\ndef phased(x):\n    return jnp.sin(x) * 2.0\n")
+    view = view_of(ip.user_ns["phased"])
+    seen = []
+    view.observe(lambda change: seen.append(dict(change["new"])), names="status")
+    run(ip, "phased(np.ones(3, np.float32))")
+    states = [s["state"] for s in seen]
+    assert states == ["busy", "busy", "ready"], seen
+    assert seen[0]["message"] == "tracing phased(...)…"
+    assert seen[1]["message"].startswith("compiling phased")
+    seen.clear()
+    run(ip, "phased(np.ones(3, np.float32))")  # cached: no phase to announce
+    assert [s["state"] for s in seen] == ["ready"]
+    run(ip, "phased(np.ones(5, np.float32))")  # a new signature traces and compiles again
+    assert [s["state"] for s in seen][1:] == ["busy", "ready"]
+
+
+@pytest.mark.parametrize("magic", ["jit", "grad"])
+def test_a_failed_call_shows_its_error_and_cell_line(ip, magic):
+    cell = ip.run_cell(f"%%{magic}\ndef failing_dot(x):\n    y = jnp.sin(x)\n"
+                       "    return jnp.dot(y, jnp.ones(4))\n", store_history=True)
+    call = "failing_dot" if magic == "jit" else "grad_failing_dot"
+    view = view_of(ip.user_ns[call])
+    result = ip.run_cell(f"{call}(np.ones(3, np.float32))")
+    assert isinstance(result.error_in_exec, TypeError)
+    status = view.status
+    assert status["state"] == "error"
+    assert status["message"].startswith(
+        f"the last call failed (Cell In[{cell.execution_count}], line 4): TypeError:")
+    assert len(status["message"]) < 400 and "not compiled yet" not in status["message"]
+    assert status["message"] in view.static_bundle()["text/html"]
+
+
+@pytest.mark.cpu_compiler
+def test_timing_has_two_labelled_baselines_and_no_percentage_above_the_limit(ip, monkeypatch):
+    from nbjax.notebook import machine
+    limits = dict(machine.limits(), gbps=1e-9, gflops=1e-9)  # a limit every kernel beats
+    monkeypatch.setattr(jit_state.machine, "limits", lambda: limits)
+    run(ip, "%%jit --show timing\ndef timed(x):\n    return jnp.sum(jnp.exp(x) * 2.0)\n")
+    run(ip, "timed(np.linspace(0, 1, 4096).astype(np.float32))")
+    t = view_of(ip.user_ns["timed"]).timing
+    assert t["numpy_seconds"] > 0 and t["eager_seconds"] > 0
+    assert_close(t["numpy_speedup"], t["numpy_seconds"] / t["median_seconds"], rtol=1e-9)
+    assert_close(t["speedup"], t["eager_seconds"] / t["median_seconds"], rtol=1e-9)
+    assert t["steps"] and all(s["bandwidth_fraction"] == 1.0 for s in t["steps"])
+    html = view_of(ip.user_ns["timed"]).static_html()
+    assert "speed-up over NumPy" in html and "speed-up over nbjax eager" in html

@@ -20,12 +20,15 @@ function shows a traceback ending at the user's cell line (nbjax's frames are re
 
 Views and their JSON state (``widgets.py``)
 -------------------------------------------
-``CompilerView`` (``view == "jit"``): traitlets ``status`` ({state: waiting|ready|error,
-message}; "not compiled yet: call f(...)" before the first call), ``panes``, ``tab``,
+``CompilerView`` (``view == "jit"``): traitlets ``status`` ({state: waiting|busy|ready|error,
+message}; "not compiled yet: call f(...)" before the first call, "tracing f(...)…" and
+"compiling f…" while the first call of a signature traces and compiles, "the last call
+failed (Cell In[4], line 3): TypeError: ..." after a failed call), ``panes``, ``tab``,
 ``selected``, ``show_all``, ``toggled`` (sub-jaxpr clusters opened or closed),
 ``compiled`` ({name, backend, signature, graph_of, graph, jaxpr, fusion, code}: see
 ``jit_state.compiled_state``) and ``timing`` ({call_count,
-calls, last_seconds, median_seconds, eager_seconds, speedup, compile, steps, limits}:
+calls, last_seconds, median_seconds, eager_seconds, speedup, numpy_seconds, numpy_speedup,
+compile, steps, limits}:
 ``jit_state.timing_state``). ``GradView`` (``view == "grad"``): ``grad`` (rows of both
 sides with provenance, ``links``, the graph, the jaxpr, the Hessian's) and ``steps``
 (the step-through: ``rows``, ``steps`` each with ``values``/``derivs`` updates) and
@@ -37,7 +40,7 @@ Stable ``data-testid`` attributes of the browser side (``extension/nbjax_widgets
 Both views:
 
 - ``nbjax-view``: the root element; ``data-view`` is ``jit`` or ``grad``, ``data-state``
-  is ``waiting``, ``ready`` or ``error``.
+  is ``waiting``, ``busy``, ``ready`` or ``error``.
 - ``nbjax-title``, ``nbjax-status`` (the status message, e.g. "not compiled yet: ...").
 - ``nbjax-tab-<pane>`` (tab buttons; the open one has ``aria-selected="true"``) and
   ``nbjax-pane-<pane>`` (pane containers; closed ones are ``hidden``). Panes of a compiler
@@ -61,7 +64,8 @@ Compiler view:
   step), ``nbjax-fusion-decisions``.
 - ``nbjax-code`` (pane body), ``nbjax-code-kernel-<name>`` and
   ``nbjax-code-mode-<loop|ir|optimised_ir>`` (buttons), ``nbjax-code-text`` (the ``<pre>``).
-- ``nbjax-timing`` (pane body), ``nbjax-call-count`` (the number of calls), ``nbjax-speedup``,
+- ``nbjax-timing`` (pane body), ``nbjax-call-count`` (the number of calls),
+  ``nbjax-speedup-numpy`` (over NumPy), ``nbjax-speedup`` (over nbjax eager),
   ``nbjax-sparkline`` (an ``<svg>`` whose ``data-points`` is the number of call samples),
   ``nbjax-compile-phases``, ``nbjax-step-times``.
 

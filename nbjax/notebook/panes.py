@@ -17,6 +17,7 @@ from ..viz import DEFAULT_BUDGET, GraphvizNotFoundError, to_dot, to_svg
 from ..viz.display import COLOUR_LIMIT
 from ..viz.model import MORE, build_model, representatives
 from ..viz.text import annotate, pre_html
+from .tracebacks import filtered
 
 _prefixes = itertools.count(1)
 ERROR_CHARS = 300  # characters of an error message a view shows
@@ -134,6 +135,21 @@ def short_error(e, limit=ERROR_CHARS):
     characters (an error quoting a large array must not fill the view)."""
     text = f"{type(e).__name__}: {e}".replace("\n", " ")
     return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def failure_text(e):
+    """What a view says of a failed call: the error, short, and the user's line that
+    raised it (``Cell In[4], line 3``)."""
+    frames = []
+    tb = filtered(e.__traceback__)
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    where = ""
+    if frames:
+        code = frames[-1].tb_frame.f_code
+        where = f" ({location(code.co_filename, frames[-1].tb_lineno)})"
+    return f"the last call failed{where}: {short_error(e)}"
 
 
 def value_text(x, threshold=24):

@@ -162,8 +162,10 @@ def timing_html(t):
         ["calls", esc(t["call_count"])],
         ["last call", esc(seconds(t["last_seconds"]))],
         ["median call", esc(seconds(t["median_seconds"]))],
-        ["without jit", esc(seconds(t["eager_seconds"]))],
-        ["speed-up", esc(number(t["speedup"], "×"))],
+        ["NumPy, one call per operation", esc(seconds(t.get("numpy_seconds")))],
+        ["speed-up over NumPy", esc(number(t.get("numpy_speedup"), "×"))],
+        ["nbjax eager (no jit)", esc(seconds(t["eager_seconds"]))],
+        ["speed-up over nbjax eager", esc(number(t["speedup"], "×"))],
     ]
     parts = [table(["", ""], summary), sparkline(t["calls"])]
     parts.append(table(["compile phase", "time"],

@@ -16,7 +16,7 @@ import inspect
 import time
 
 from ..compiler import report
-from ..core import Tracer, pytree
+from ..core import EvalTrace, Tracer, current_trace, pytree
 from ..jit import JitWrapped
 from .panes import argument_names
 from .tracebacks import call_user_function
@@ -51,7 +51,8 @@ class Compilation:
         self.optimised = executable.jaxpr if self.plan is not None else None
         self.rewrites = executable.rewrites
         self.costs = report.step_costs(executable)  # flops and bytes of each step
-        self.eager_seconds = None
+        self.eager_seconds = None  # one call of the function without jit (nbjax eager)
+        self.numpy_seconds = None  # its jaxpr run by NumPy, one call per equation
         self.call_count = 0
         self.call_seconds = collections.deque(maxlen=1000)
         self.step_seconds = collections.defaultdict(
@@ -75,11 +76,31 @@ class WatchedJit(JitWrapped):
         self.watchers = []
         self.compilations = {}
         self.current = None  # the Compilation of the last watched call
+        self._measuring = False  # timing the NumPy baseline: no phase to report
         self._stop_observing = None
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841 (read by IPython)
-        return call_user_function(super().__call__, args, kwargs)
+        try:
+            return call_user_function(super().__call__, args, kwargs)
+        except Exception as e:
+            if self.watchers and type(current_trace()) is EvalTrace:
+                tell(self.watchers, "on_failure", self, e)
+            raise
+
+    def _lookup(self, args, kwargs, as_leaf):
+        """JitWrapped's trace cache look-up, telling the views while a trace or a
+        compilation is under way (the first call of a signature can take long)."""
+        watched = (self.watchers and not self._measuring
+                   and type(current_trace()) is EvalTrace)
+        if watched and self.current is None:
+            tell(self.watchers, "on_phase", self, f"tracing {self.name}(...)…")
+        traces = self.trace_count
+        found = super()._lookup(args, kwargs, as_leaf)
+        if watched and (self.trace_count != traces or self.current is None):
+            tell(self.watchers, "on_phase", self, f"compiling {self.name} (passes, fusion, "
+                                                  "code generation)…")
+        return found
 
     def view(self, panes=None):
         """A compiler view of this function (it updates on every call)."""
@@ -106,6 +127,7 @@ class WatchedJit(JitWrapped):
             comp = Compilation(call, self._input_names(call.args, call.kwargs))
             if any(getattr(w, "wants_timing", False) for w in self.watchers):
                 comp.eager_seconds = self._eager_seconds(call.args, call.kwargs)
+                comp.numpy_seconds = self._numpy_seconds(call.args, call.kwargs)
             self.compilations[key] = comp
         comp.record_call(call)
         self.current = comp
@@ -123,6 +145,22 @@ class WatchedJit(JitWrapped):
         n = len(args)
         skip = {i % n for i in self.static_argnums if -n <= i < n} | set(self.static_argnames)
         return argument_names(params, args, kwargs, skip)
+
+    def _numpy_seconds(self, args, kwargs):
+        """The time of one run of the traced program by NumPy, one NumPy call per equation
+        (the reference backend): the same computation as plain NumPy code would do it,
+        without nbjax's dispatch (None if that fails)."""
+        self._measuring = True
+        try:
+            compiled = self.lower(*args, **kwargs).compile(backend="reference")
+            t0 = time.perf_counter()
+            block(compiled(*args, **{k: v for k, v in kwargs.items()
+                                     if k not in self.static_argnames}))
+        except Exception:
+            return None
+        finally:
+            self._measuring = False
+        return time.perf_counter() - t0
 
     def _eager_seconds(self, args, kwargs):
         """The time of one call of the function without jit (None if that fails)."""
@@ -146,7 +184,12 @@ class GradWatch:
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841
-        out = call_user_function(self.transformed, args, kwargs)
+        try:
+            out = call_user_function(self.transformed, args, kwargs)
+        except Exception as e:
+            if self.watchers and not has_tracers(args, kwargs):
+                tell(self.watchers, "on_failure", self, e)
+            raise
         if self.watchers and not has_tracers(args, kwargs):
             for watcher in list(self.watchers):
                 watcher.on_input(self, args, kwargs)
@@ -154,6 +197,14 @@ class GradWatch:
 
     def __repr__(self):
         return f"<{self.__name__}: {self.kind} of {self.fun.__name__}>"
+
+
+def tell(watchers, event, *args):
+    """Call ``watcher.<event>(*args)`` on the watchers that have it."""
+    for watcher in list(watchers):
+        method = getattr(watcher, event, None)
+        if method is not None:
+            method(*args)
 
 
 def retire(value):

@@ -31,7 +31,7 @@ from .assets import read_asset
 from .grad_state import grad_states, hessian_state
 from .jit_state import compiled_state, timing_state
 from .options import session
-from .panes import new_prefix, short_error
+from .panes import failure_text, new_prefix, short_error
 
 logger = logging.getLogger("nbjax.notebook")
 
@@ -47,7 +47,7 @@ class NbjaxView(anywidget.AnyWidget):
 
     view = traitlets.Unicode().tag(sync=True)  # which renderer: "jit" or "grad"
     title = traitlets.Unicode().tag(sync=True)
-    status = traitlets.Dict().tag(sync=True)  # {"state": waiting|ready|error, "message"}
+    status = traitlets.Dict().tag(sync=True)  # {"state": waiting|busy|ready|error, "message"}
     panes = traitlets.List(traitlets.Unicode()).tag(sync=True)
     tab = traitlets.Unicode("").tag(sync=True)  # the open pane (set by the browser)
     selected = traitlets.Unicode("").tag(sync=True)  # the selected node id (browser)
@@ -121,6 +121,17 @@ class NbjaxView(anywidget.AnyWidget):
 
     def static_html(self):
         raise NotImplementedError
+
+    def tell(self, state, message):
+        """Set the status now (not throttled): a phase that is starting, or a failure."""
+        self.status = {"state": state, "message": message}
+        self._static_stale = True
+
+    def on_phase(self, watched, message):
+        self.tell("busy", message)
+
+    def on_failure(self, watched, error):
+        self.tell("error", failure_text(error))
 
     def close(self):
         """Close the view and its layout, a widget of its own that ipywidgets would keep
