@@ -277,6 +277,9 @@ def check_views_are_ready(page):
         expect(view).to_have_attribute("data-view", kind)
         expect(view).to_have_attribute("data-state", "ready")
         assert_no_placeholder_text(view)
+    # each view's static copy (for saved notebooks and exports) is hidden while it is live
+    assert page.locator(".nbjax-static").count() == 3
+    expect(page.locator(".nbjax-static:visible")).to_have_count(0)
 
 
 def assert_no_placeholder_text(view):
