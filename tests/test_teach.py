@@ -1,0 +1,179 @@
+"""nbjax.teach: every exercise's checker accepts a right answer, rejects a wrong one (saying
+where it is wrong without giving the expected value away), and reports the notebook's
+placeholder as not attempted. The right answers live here, not in the notebooks."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import random
+from nbjax.teach import EXERCISES, NOT_ATTEMPTED, RIGHT, WRONG, Verdict, check
+
+
+@dataclass
+class Dual:
+    """The notebook's dual numbers, reduced to what division needs."""
+    value: float
+    tangent: float
+
+
+def dual_right(self, other):
+    return Dual(self.value / other.value,
+                (self.tangent * other.value - self.value * other.tangent) / other.value ** 2)
+
+
+def dual_wrong(self, other):   # the numerator's terms swapped: a sign error
+    return Dual(self.value / other.value,
+                (self.value * other.tangent - self.tangent * other.value) / other.value ** 2)
+
+
+class RightDual(Dual):
+    __truediv__ = dual_right
+
+
+class WrongDual(Dual):
+    __truediv__ = dual_wrong
+
+
+class UnfinishedDual(Dual):
+    def __truediv__(self, other):
+        ...
+
+
+def count_right(counts, idx):
+    return counts.at[idx].add(1)
+
+
+def count_numpy_style(counts, idx):
+    counts = np.array(counts)
+    counts[idx] += 1
+    return counts
+
+
+def two_samples_right(key):
+    k1, k2 = random.split(key)
+    return random.normal(k1, (3,)), random.normal(k2, (3,))
+
+
+def two_samples_reused(key):
+    _, k2 = random.split(key)
+    return random.normal(key, (3,)), random.normal(k2, (3,))
+
+
+@nbjax.custom_jvp
+def log1pexp_right(x):
+    return jnp.logaddexp(0.0, x)
+
+
+@log1pexp_right.defjvp
+def _log1pexp_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return log1pexp_right(x), t * nbjax.nn.sigmoid(x)
+
+
+@nbjax.custom_vjp
+def clip_right(x):
+    return x
+
+
+clip_right.defvjp(lambda x: (x, None), lambda _, g: (jnp.clip(g, -1.0, 1.0),))
+
+
+def hvp_right(f, x, v):
+    return nbjax.jvp(nbjax.grad(f), (x,), (v,))[1]
+
+
+def jacobian_right(f, x):
+    y, pullback = nbjax.vjp(f, x)
+    return jnp.stack([pullback(e)[0] for e in jnp.eye(y.shape[0], dtype=y.dtype)])
+
+
+PROMOTIONS_RIGHT = {"int8 + uint8": "int16", "int32 + float16": jnp.float16,
+                    "uint8 + 1": np.uint8, "float16 + 1.0": "float16",
+                    "bfloat16 + float16": "float32"}
+
+# exercise -> (a right answer, a wrong answer, words the wrong answer's message contains)
+ANSWERS = {
+    "ch01.central_difference": (lambda f, x, h: (f(x + h) - f(x - h)) / (2 * h),
+                                lambda f, x, h: (f(x + h) - f(x)) / h, "relative error"),
+    "ch01.dual_division": (RightDual, WrongDual, "wrong sign"),
+    "ch01.derivative_by_hand": (lambda x: np.exp(-x ** 2) * (1 - 2 * x ** 2),
+                                lambda x: np.exp(-x ** 2) * (1 - x ** 2), "derivative at x ="),
+    "ch02.div_backward": (lambda x1, x2, g: (g / x2, -g * x1 / x2 ** 2),
+                          lambda x1, x2, g: (g / x2, g * x1 / x2 ** 2), "wrong sign"),
+    "ch02.cheaper_mode": (("reverse", 3), ("reverse", 1000), "number of passes"),
+    "ch02.jacobian_by_vjp": (jacobian_right, lambda f, x: jacobian_right(f, x).T,
+                             "should have shape (2, 3)"),
+    "ch03.count_indices": (count_right, count_numpy_style, "every time it appears"),
+    "ch03.promotion": (PROMOTIONS_RIGHT, {**PROMOTIONS_RIGHT, "uint8 + 1": "int32"},
+                       "4 of 5 right; look again at 'uint8 + 1'"),
+    "ch03.two_samples": (two_samples_right, two_samples_reused, "after a split"),
+    "ch04.log1pexp": (log1pexp_right, lambda x: jnp.log1p(jnp.exp(x)),
+                      "gradient of log1pexp at x = 100.0 is wrong: it is nan"),
+    "ch04.clip_gradient": (clip_right, lambda x: x, "the gradient of 3.0 * clip_gradient(x)"),
+    "ch04.safe_log": (lambda x: jnp.where(x > 0, jnp.log(jnp.where(x > 0, x, 1.0)), 0.0),
+                      lambda x: jnp.where(x > 0, jnp.log(x), 0.0), "is nan"),
+    "ch04.hvp": (hvp_right, lambda f, x, v: nbjax.hessian(f)(x) @ (2 * v), "constant multiple"),
+}
+
+
+def test_every_exercise_is_tested():
+    assert sorted(ANSWERS) == sorted(EXERCISES)
+
+
+@pytest.mark.parametrize("exercise", sorted(ANSWERS))
+def test_right_answer(exercise):
+    verdict = check(exercise, ANSWERS[exercise][0])
+    assert verdict.status == RIGHT and verdict, verdict
+
+
+@pytest.mark.parametrize("exercise", sorted(ANSWERS))
+def test_wrong_answer(exercise):
+    _, wrong, words = ANSWERS[exercise]
+    verdict = check(exercise, wrong)
+    assert verdict.status == WRONG and not verdict, verdict
+    assert words in verdict.why
+
+
+@pytest.mark.parametrize("exercise", sorted(ANSWERS))
+def test_placeholder_is_not_attempted(exercise):
+    verdict = check(exercise, ...)
+    assert verdict.status == NOT_ATTEMPTED and not verdict, verdict
+
+
+def test_a_function_still_returning_the_placeholder_is_not_attempted():
+    def unfinished(f, x, h):
+        ...
+
+    assert check("ch01.central_difference", unfinished).status == NOT_ATTEMPTED
+    assert check("ch01.dual_division", UnfinishedDual).status == NOT_ATTEMPTED
+    half = {**PROMOTIONS_RIGHT, "uint8 + 1": ...}
+    verdict = check("ch03.promotion", half)
+    assert verdict.status == NOT_ATTEMPTED and "'uint8 + 1'" in verdict.why
+
+
+def test_an_exception_in_the_answer_is_reported_not_raised():
+    verdict = check("ch01.derivative_by_hand", lambda x: 1 / 0)
+    assert verdict.status == WRONG and "ZeroDivisionError" in verdict.why
+
+
+def test_messages_do_not_give_the_answer_away():
+    verdict = check("ch01.derivative_by_hand", lambda x: np.exp(-x ** 2) * (1 - x ** 2))
+    x = float(verdict.why.split("x = ")[1].split(" ")[0])
+    expected = np.exp(-x ** 2) * (1 - 2 * x ** 2)
+    assert f"{expected:.2f}" not in verdict.why and f"{expected:.3g}" not in verdict.why
+
+
+def test_unknown_exercise_lists_the_known_ones():
+    with pytest.raises(KeyError, match="ch01.central_difference"):
+        check("ch99.nothing", 1)
+
+
+def test_verdicts_display_as_text_and_html():
+    right = Verdict("ch01.x", RIGHT, "well done")
+    wrong = Verdict("ch01.x", WRONG, "a < b")
+    assert str(right) == "✔ ch01.x: right: well done"
+    assert "a &lt; b" in wrong._repr_html_() and "✘" in wrong._repr_html_()
