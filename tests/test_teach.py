@@ -91,6 +91,26 @@ def jacobian_right(f, x):
     return jnp.stack([pullback(e)[0] for e in jnp.eye(y.shape[0], dtype=y.dtype)])
 
 
+def collatz_right(n):
+    def body(state):
+        n, steps = state
+        return nbjax.lax.cond(n % 2 == 0, lambda: n // 2, lambda: 3 * n + 1), steps + 1
+
+    return nbjax.lax.while_loop(lambda s: s[0] != 1, body, (n, 0))[1]
+
+
+def collatz_off_by_one(n):
+    return collatz_right(n) + 1
+
+
+def running_sum_right(xs):
+    return nbjax.lax.scan(lambda total, x: (total + x, total + x), 0.0, xs)[1]
+
+
+def running_sum_exclusive(xs):   # the sums before each element, not including it
+    return nbjax.lax.scan(lambda total, x: (total + x, total), 0.0, xs)[1]
+
+
 PROMOTIONS_RIGHT = {"int8 + uint8": "int16", "int32 + float16": jnp.float16,
                     "uint8 + 1": np.uint8, "float16 + 1.0": "float16",
                     "bfloat16 + float16": "float32"}
@@ -116,6 +136,11 @@ ANSWERS = {
     "ch04.clip_gradient": (clip_right, lambda x: x, "the gradient of 3.0 * clip_gradient(x)"),
     "ch04.safe_log": (lambda x: jnp.where(x > 0, jnp.log(jnp.where(x > 0, x, 1.0)), 0.0),
                       lambda x: jnp.where(x > 0, jnp.log(x), 0.0), "is nan"),
+    "ch05.collatz_steps": (collatz_right, collatz_off_by_one, "jit(collatz_steps)(1) is wrong"),
+    "ch05.running_sum": (running_sum_right, running_sum_exclusive, "is wrong at index (0,)"),
+    "ch05.scale_tree": (lambda t, f: nbjax.tree_util.tree_map(lambda x: f * x, t),
+                        lambda t, f: [f * x for x in nbjax.tree_util.tree_leaves(t)],
+                        "another structure"),
     "ch04.hvp": (hvp_right, lambda f, x, v: nbjax.hessian(f)(x) @ (2 * v), "constant multiple"),
 }
 
@@ -150,9 +175,23 @@ def test_a_function_still_returning_the_placeholder_is_not_attempted():
 
     assert check("ch01.central_difference", unfinished).status == NOT_ATTEMPTED
     assert check("ch01.dual_division", UnfinishedDual).status == NOT_ATTEMPTED
+    assert check("ch05.running_sum", lambda xs: None).status == NOT_ATTEMPTED
     half = {**PROMOTIONS_RIGHT, "uint8 + 1": ...}
     verdict = check("ch03.promotion", half)
     assert verdict.status == NOT_ATTEMPTED and "'uint8 + 1'" in verdict.why
+
+
+def test_python_control_flow_under_jit_is_reported():
+    def collatz_python(n):
+        steps = 0
+        while n != 1:
+            n, steps = (n // 2 if n % 2 == 0 else 3 * n + 1), steps + 1
+        return steps
+
+    verdict = check("ch05.collatz_steps", collatz_python)
+    assert verdict.status == WRONG and "TracerBoolConversionError" in verdict.why
+    verdict = check("ch05.running_sum", lambda xs: jnp.cumsum(xs))
+    assert verdict.status == WRONG and "lax.scan" in verdict.why
 
 
 def test_an_exception_in_the_answer_is_reported_not_raised():

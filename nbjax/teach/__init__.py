@@ -18,7 +18,8 @@ registers them with ``@exercise(id)``); ``checking.py`` has the tools they are w
 import html
 from dataclasses import dataclass
 
-from . import ch01_derivatives, ch02_autodiff, ch03_arrays, ch04_differentiation  # noqa: F401
+from . import (ch01_derivatives, ch02_autodiff, ch03_arrays, ch04_differentiation,  # noqa: F401
+               ch05_jit)
 from .checking import EXERCISES, NotAttempted, Wrong, attempt
 
 RIGHT, WRONG, NOT_ATTEMPTED = "right", "wrong", "not attempted yet"
