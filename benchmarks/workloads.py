@@ -254,6 +254,105 @@ def numpy_lstm_grad(wx, wh, b, xs, h0, r):
     return np.sum(h * r), (d_wx, d_wh, d_b)
 
 
+# --- a small CNN's training step --------------------------------------------------------------
+
+CNN_DIMENSIONS = ("NHWC", "HWIO", "NHWC")
+
+
+def _cnn_setup(is_small):
+    batch, side = (4, 16) if is_small else (32, 32)
+    n_flat, n_out = (side // 4) ** 2 * 32, 10
+    params = (_normal(3, 3, 3, 16, seed=1, scale=27 ** -0.5), _normal(16, seed=2, scale=0.1),
+              _normal(3, 3, 16, 32, seed=3, scale=144 ** -0.5), _normal(32, seed=4, scale=0.1),
+              _normal(n_flat, n_out, seed=5, scale=n_flat ** -0.5), np.zeros(n_out, np.float32))
+    x = _normal(batch, side, side, 3, seed=6)
+    y = np.eye(n_out, dtype=np.float32)[np.random.default_rng(7).integers(0, n_out, batch)]
+    return f"batch {batch}, {side}x{side}x3, conv 16, conv 32, dense 10", (params, x, y)
+
+
+def cnn_step(lib):
+    """One SGD step on the softmax cross-entropy of two (3x3 convolution, bias, ReLU, 2x2
+    max-pool) stages, then a dense layer, on NHWC images."""
+    xp, lax = lib.numpy, lib.lax
+
+    def conv_relu(x, w, b):
+        return xp.maximum(lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                   dimension_numbers=CNN_DIMENSIONS) + b, 0)
+
+    def pool(x):
+        return lax.reduce_window(x, -xp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    def loss(params, x, y):
+        w1, b1, w2, b2, w3, b3 = params
+        h = pool(conv_relu(pool(conv_relu(x, w1, b1)), w2, b2))
+        logits = h.reshape(h.shape[0], -1) @ w3 + b3
+        return -xp.mean(xp.sum(y * _log_softmax(xp, logits), axis=1))
+
+    def step(params, x, y):
+        value, grads = lib.value_and_grad(loss)(params, x, y)
+        return tuple(p - LEARNING_RATE * g for p, g in zip(params, grads)), value
+    return step
+
+
+def _patches(x):
+    """The 3x3 neighbourhoods of an NHWC array zero-padded by one ("SAME"): an
+    ``(N, H, W, C, 3, 3)`` view, which ``tensordot`` copies into the im2col matrix."""
+    padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    return np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(1, 2))
+
+
+def _numpy_conv(x, w):
+    """A 3x3 "SAME" convolution, ``w`` in HWIO layout: im2col and one matrix product."""
+    return np.tensordot(_patches(x), w, axes=([3, 4, 5], [2, 0, 1]))
+
+
+def _numpy_conv_grad_w(x, d_out):
+    """The gradient of ``_numpy_conv(x, w)`` with respect to ``w``."""
+    return np.tensordot(_patches(x), d_out, axes=([0, 1, 2], [0, 1, 2])).transpose(1, 2, 0, 3)
+
+
+def _numpy_conv_grad_x(w, d_out):
+    """The gradient of ``_numpy_conv(x, w)`` with respect to ``x``: the convolution of
+    ``d_out`` with the kernel flipped in space, its in and out channels swapped."""
+    return _numpy_conv(d_out, w[::-1, ::-1].transpose(0, 1, 3, 2))
+
+
+def _numpy_pool(x):
+    """2x2 max-pool with stride 2, and the mask of each window's (first) largest element."""
+    n, h, w, c = x.shape
+    windows = x.reshape(n, h // 2, 2, w // 2, 2, c).transpose(0, 1, 3, 5, 2, 4)
+    windows = windows.reshape(n, h // 2, w // 2, c, 4)
+    mask = np.arange(4) == windows.argmax(axis=-1)[..., None]
+    return windows.max(axis=-1), mask
+
+
+def _numpy_pool_backward(mask, d_out):
+    """Each window's gradient goes to its largest element."""
+    n, h, w, c, _ = mask.shape
+    d_windows = (mask * d_out[..., None]).reshape(n, h, w, c, 2, 2)
+    return d_windows.transpose(0, 1, 4, 2, 5, 3).reshape(n, 2 * h, 2 * w, c)
+
+
+def numpy_cnn_step(params, x, y):
+    """The same step with the backward pass written by hand: im2col convolutions, and
+    max-pools that route each window's gradient through an argmax mask."""
+    w1, b1, w2, b2, w3, b3 = params
+    a1 = np.maximum(_numpy_conv(x, w1) + b1, 0)
+    p1, mask1 = _numpy_pool(a1)
+    a2 = np.maximum(_numpy_conv(p1, w2) + b2, 0)
+    p2, mask2 = _numpy_pool(a2)
+    flat = p2.reshape(len(x), -1)
+    log_p = _log_softmax(np, flat @ w3 + b3)
+    value = -np.mean(np.sum(y * log_p, axis=1))
+    d_logits = (np.exp(log_p) - y) / len(x)
+    d_a2 = _numpy_pool_backward(mask2, (d_logits @ w3.T).reshape(p2.shape)) * (a2 > 0)
+    d_a1 = _numpy_pool_backward(mask1, _numpy_conv_grad_x(w2, d_a2)) * (a1 > 0)
+    grads = (_numpy_conv_grad_w(x, d_a1), d_a1.sum(axis=(0, 1, 2)),
+             _numpy_conv_grad_w(p1, d_a2), d_a2.sum(axis=(0, 1, 2)),
+             flat.T @ d_logits, d_logits.sum(axis=0))
+    return tuple(p - LEARNING_RATE * g for p, g in zip(params, grads)), value
+
+
 # --- dispatch ------------------------------------------------------------------------------------
 
 def add_one(x):
@@ -292,6 +391,9 @@ WORKLOADS = [
              _lstm_setup, numpy_lstm_forward, lstm_forward),
     Workload("lstm_grad", "value_and_grad of the LSTM; NumPy backpropagation through time",
              _lstm_setup, numpy_lstm_grad, lstm_grad),
+    Workload("cnn_step", "CNN training step: two conv + ReLU + max-pool, dense, softmax "
+             "cross-entropy, SGD; NumPy im2col and a hand-written backward pass",
+             _cnn_setup, numpy_cnn_step, cnn_step),
     Workload("dispatch", "x + 1 on 4 elements: the cost of one call", _dispatch_setup,
              add_one, lambda lib: add_one),
 ]
