@@ -353,6 +353,167 @@ def numpy_cnn_step(params, x, y):
     return tuple(p - LEARNING_RATE * g for p, g in zip(params, grads)), value
 
 
+# --- a transformer block: forward, and value_and_grad ------------------------------------------
+
+GELU_C = float(np.sqrt(2 / np.pi))
+GELU_A = 0.044715
+LN_EPS = 1e-5
+
+
+def _transformer_setup(is_small):
+    """The block's parameters, its input ``x`` and the cotangent ``r``. The query, key and
+    value projections are ``(width, heads, head width)``, the output one ``(heads, head
+    width, width)``: the number of heads is in the shapes, not in a traced argument."""
+    batch, seq, width, heads, hidden = (2, 16, 32, 2, 128) if is_small else (8, 128, 256, 4, 1024)
+    head_shape, seeds = (width, heads, width // heads), iter(range(1, 20))
+
+    def normal(*shape, scale):
+        return _normal(*shape, seed=next(seeds), scale=scale)
+
+    params = {"ln1_scale": 1 + normal(width, scale=0.1), "ln1_bias": normal(width, scale=0.1),
+              "wq": normal(*head_shape, scale=width ** -0.5),
+              "wk": normal(*head_shape, scale=width ** -0.5),
+              "wv": normal(*head_shape, scale=width ** -0.5),
+              "wo": normal(heads, width // heads, width, scale=width ** -0.5),
+              "ln2_scale": 1 + normal(width, scale=0.1), "ln2_bias": normal(width, scale=0.1),
+              "w1": normal(width, hidden, scale=width ** -0.5), "b1": normal(hidden, scale=0.1),
+              "w2": normal(hidden, width, scale=hidden ** -0.5), "b2": normal(width, scale=0.1)}
+    x, r = normal(batch, seq, width, scale=1.0), normal(batch, seq, width, scale=1.0)
+    return (f"batch {batch}, seq {seq}, width {width}, {heads} heads, MLP {hidden}",
+            (params, x, r))
+
+
+def _layer_norm(xp, x, scale, bias):
+    centred = x - xp.mean(x, axis=-1, keepdims=True)
+    normed = centred / xp.sqrt(xp.mean(centred * centred, axis=-1, keepdims=True) + LN_EPS)
+    return normed * scale + bias
+
+
+def _gelu(xp, x):
+    """GELU, tanh approximation."""
+    return 0.5 * x * (1 + xp.tanh(GELU_C * (x + GELU_A * x * x * x)))
+
+
+def _softmax(xp, x):
+    e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
+    return e / xp.sum(e, axis=-1, keepdims=True)
+
+
+def _split_heads(x, heads):
+    """``(batch, seq, heads * d)`` to ``(batch, heads, seq, d)``."""
+    b, t, width = x.shape
+    return x.reshape(b, t, heads, width // heads).transpose(0, 2, 1, 3)
+
+
+def _merge_heads(x):
+    b, heads, t, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b, t, heads * d)
+
+
+def _attention_scale(p):
+    return np.float32(p["wq"].shape[2] ** -0.5)
+
+
+def _transformer_block(xp, p, x):
+    """A pre-LayerNorm block: ``x + attention(LN(x))``, then ``+ MLP(LN(.))`` with GELU."""
+    width, heads, _ = p["wq"].shape
+    h = _layer_norm(xp, x, p["ln1_scale"], p["ln1_bias"])
+    q, k, v = (_split_heads(h @ p[w].reshape(width, width), heads) for w in ("wq", "wk", "wv"))
+    attention = _softmax(xp, q @ xp.swapaxes(k, -1, -2) * _attention_scale(p))
+    x = x + _merge_heads(attention @ v) @ p["wo"].reshape(width, width)
+    h = _layer_norm(xp, x, p["ln2_scale"], p["ln2_bias"])
+    return x + _gelu(xp, h @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+
+def transformer_forward(lib):
+    return lambda params, x, r: _transformer_block(lib.numpy, params, x)
+
+
+def transformer_grad(lib):
+    """``sum(block(x) * r)`` and its gradient with respect to the parameters."""
+    def loss(params, x, r):
+        return lib.numpy.sum(_transformer_block(lib.numpy, params, x) * r)
+    return lib.value_and_grad(loss)
+
+
+def numpy_transformer_forward(params, x, r):
+    return _transformer_block(np, params, x)
+
+
+def _rows(x):
+    """``x`` as a matrix of its last axis' vectors."""
+    return x.reshape(-1, x.shape[-1])
+
+
+def _numpy_layer_norm(x, scale, bias):
+    """LayerNorm, and what its backward pass needs."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    inv_std = 1 / np.sqrt((centred * centred).mean(axis=-1, keepdims=True) + LN_EPS)
+    normed = centred * inv_std
+    return normed * scale + bias, (normed, inv_std, scale)
+
+
+def _numpy_layer_norm_backward(tape, d_out):
+    """The gradients with respect to the input, the scale and the bias."""
+    normed, inv_std, scale = tape
+    d_normed = d_out * scale
+    d_x = inv_std * (d_normed - d_normed.mean(axis=-1, keepdims=True)
+                     - normed * (d_normed * normed).mean(axis=-1, keepdims=True))
+    return d_x, _rows(d_out * normed).sum(axis=0), _rows(d_out).sum(axis=0)
+
+
+def _numpy_attention(p, h):
+    """Multi-head self-attention of ``h``, and what its backward pass needs."""
+    width, heads, _ = p["wq"].shape
+    q, k, v = (_split_heads(h @ p[w].reshape(width, width), heads) for w in ("wq", "wk", "wv"))
+    attention = _softmax(np, q @ np.swapaxes(k, -1, -2) * _attention_scale(p))
+    merged = _merge_heads(attention @ v)
+    return merged @ p["wo"].reshape(width, width), (h, q, k, v, attention, merged)
+
+
+def _numpy_attention_backward(p, tape, d_out):
+    """The gradients with respect to the input and the four projections: back through the
+    output projection, the two batched products and the softmax, then the projections."""
+    h, q, k, v, attention, merged = tape
+    width, heads, d = p["wq"].shape
+    grads = {"wo": (_rows(merged).T @ _rows(d_out)).reshape(heads, d, width)}
+    d_heads = _split_heads(d_out @ p["wo"].reshape(width, width).T, heads)
+    d_attention = d_heads @ np.swapaxes(v, -1, -2)
+    d_scores = attention * (d_attention - np.sum(d_attention * attention, axis=-1,
+                                                 keepdims=True)) * _attention_scale(p)
+    d_h = np.zeros_like(h)
+    for name, d_z in (("wq", d_scores @ k), ("wk", np.swapaxes(d_scores, -1, -2) @ q),
+                      ("wv", np.swapaxes(attention, -1, -2) @ d_heads)):
+        d_z = _merge_heads(d_z)
+        grads[name] = (_rows(h).T @ _rows(d_z)).reshape(width, heads, d)
+        d_h += d_z @ p[name].reshape(width, width).T
+    return d_h, grads
+
+
+def _numpy_gelu_grad(x):
+    t = np.tanh(GELU_C * (x + GELU_A * x * x * x))
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_C * (1 + 3 * GELU_A * x * x)
+
+
+def numpy_transformer_grad(p, x, r):
+    """``sum(block(x) * r)`` and its gradient, backpropagated by hand layer by layer."""
+    h1, ln1 = _numpy_layer_norm(x, p["ln1_scale"], p["ln1_bias"])
+    attended, attention_tape = _numpy_attention(p, h1)
+    x1 = x + attended
+    h2, ln2 = _numpy_layer_norm(x1, p["ln2_scale"], p["ln2_bias"])
+    u = h2 @ p["w1"] + p["b1"]
+    g = _gelu(np, u)
+    value = np.sum((x1 + g @ p["w2"] + p["b2"]) * r)
+    d_u = (r @ p["w2"].T) * _numpy_gelu_grad(u)
+    grads = {"w2": _rows(g).T @ _rows(r), "b2": _rows(r).sum(axis=0),
+             "w1": _rows(h2).T @ _rows(d_u), "b1": _rows(d_u).sum(axis=0)}
+    d_x1, grads["ln2_scale"], grads["ln2_bias"] = _numpy_layer_norm_backward(ln2, d_u @ p["w1"].T)
+    d_h1, attention_grads = _numpy_attention_backward(p, attention_tape, d_x1 + r)
+    grads.update(attention_grads)
+    _, grads["ln1_scale"], grads["ln1_bias"] = _numpy_layer_norm_backward(ln1, d_h1)
+    return value, grads
+
+
 # --- dispatch ------------------------------------------------------------------------------------
 
 def add_one(x):
@@ -394,6 +555,11 @@ WORKLOADS = [
     Workload("cnn_step", "CNN training step: two conv + ReLU + max-pool, dense, softmax "
              "cross-entropy, SGD; NumPy im2col and a hand-written backward pass",
              _cnn_setup, numpy_cnn_step, cnn_step),
+    Workload("transformer_fwd", "pre-LayerNorm transformer block: attention, GELU MLP",
+             _transformer_setup, numpy_transformer_forward, transformer_forward),
+    Workload("transformer_grad", "value_and_grad of the transformer block; NumPy "
+             "backpropagation written by hand", _transformer_setup, numpy_transformer_grad,
+             transformer_grad),
     Workload("dispatch", "x + 1 on 4 elements: the cost of one call", _dispatch_setup,
              add_one, lambda lib: add_one),
 ]
