@@ -52,6 +52,12 @@ def test_table_lists_every_workload_with_its_times(report):
     assert "memory bandwidth" in printed and "GB/s" in printed
 
 
+def test_nbjax_agrees_with_numpy_on_every_workload(report):
+    _, data = report
+    for w in data["workloads"]:
+        assert w["results"]["nbjax"]["max_rel_error"] <= run.MAX_REL_ERROR, w["name"]
+
+
 def test_the_json_renders_the_same_table_and_as_markdown(report):
     printed, data = report
     assert run.render(data) in printed
