@@ -384,9 +384,11 @@ def _transformer_setup(is_small):
 
 
 def _layer_norm(xp, x, scale, bias):
+    """LayerNorm, and what a hand-written backward pass needs."""
     centred = x - xp.mean(x, axis=-1, keepdims=True)
-    normed = centred / xp.sqrt(xp.mean(centred * centred, axis=-1, keepdims=True) + LN_EPS)
-    return normed * scale + bias
+    inv_std = 1 / xp.sqrt(xp.mean(centred * centred, axis=-1, keepdims=True) + LN_EPS)
+    normed = centred * inv_std
+    return normed * scale + bias, (normed, inv_std, scale)
 
 
 def _gelu(xp, x):
@@ -414,14 +416,19 @@ def _attention_scale(p):
     return np.float32(p["wq"].shape[2] ** -0.5)
 
 
-def _transformer_block(xp, p, x):
-    """A pre-LayerNorm block: ``x + attention(LN(x))``, then ``+ MLP(LN(.))`` with GELU."""
+def _attention(xp, p, h):
+    """Multi-head self-attention of ``h``, and what a hand-written backward pass needs."""
     width, heads, _ = p["wq"].shape
-    h = _layer_norm(xp, x, p["ln1_scale"], p["ln1_bias"])
     q, k, v = (_split_heads(h @ p[w].reshape(width, width), heads) for w in ("wq", "wk", "wv"))
     attention = _softmax(xp, q @ xp.swapaxes(k, -1, -2) * _attention_scale(p))
-    x = x + _merge_heads(attention @ v) @ p["wo"].reshape(width, width)
-    h = _layer_norm(xp, x, p["ln2_scale"], p["ln2_bias"])
+    merged = _merge_heads(attention @ v)
+    return merged @ p["wo"].reshape(width, width), (h, q, k, v, attention, merged)
+
+
+def _transformer_block(xp, p, x):
+    """A pre-LayerNorm block: ``x + attention(LN(x))``, then ``+ MLP(LN(.))`` with GELU."""
+    x = x + _attention(xp, p, _layer_norm(xp, x, p["ln1_scale"], p["ln1_bias"])[0])[0]
+    h = _layer_norm(xp, x, p["ln2_scale"], p["ln2_bias"])[0]
     return x + _gelu(xp, h @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
 
 
@@ -445,14 +452,6 @@ def _rows(x):
     return x.reshape(-1, x.shape[-1])
 
 
-def _numpy_layer_norm(x, scale, bias):
-    """LayerNorm, and what its backward pass needs."""
-    centred = x - x.mean(axis=-1, keepdims=True)
-    inv_std = 1 / np.sqrt((centred * centred).mean(axis=-1, keepdims=True) + LN_EPS)
-    normed = centred * inv_std
-    return normed * scale + bias, (normed, inv_std, scale)
-
-
 def _numpy_layer_norm_backward(tape, d_out):
     """The gradients with respect to the input, the scale and the bias."""
     normed, inv_std, scale = tape
@@ -460,15 +459,6 @@ def _numpy_layer_norm_backward(tape, d_out):
     d_x = inv_std * (d_normed - d_normed.mean(axis=-1, keepdims=True)
                      - normed * (d_normed * normed).mean(axis=-1, keepdims=True))
     return d_x, _rows(d_out * normed).sum(axis=0), _rows(d_out).sum(axis=0)
-
-
-def _numpy_attention(p, h):
-    """Multi-head self-attention of ``h``, and what its backward pass needs."""
-    width, heads, _ = p["wq"].shape
-    q, k, v = (_split_heads(h @ p[w].reshape(width, width), heads) for w in ("wq", "wk", "wv"))
-    attention = _softmax(np, q @ np.swapaxes(k, -1, -2) * _attention_scale(p))
-    merged = _merge_heads(attention @ v)
-    return merged @ p["wo"].reshape(width, width), (h, q, k, v, attention, merged)
 
 
 def _numpy_attention_backward(p, tape, d_out):
@@ -497,10 +487,10 @@ def _numpy_gelu_grad(x):
 
 def numpy_transformer_grad(p, x, r):
     """``sum(block(x) * r)`` and its gradient, backpropagated by hand layer by layer."""
-    h1, ln1 = _numpy_layer_norm(x, p["ln1_scale"], p["ln1_bias"])
-    attended, attention_tape = _numpy_attention(p, h1)
+    h1, ln1 = _layer_norm(np, x, p["ln1_scale"], p["ln1_bias"])
+    attended, attention_tape = _attention(np, p, h1)
     x1 = x + attended
-    h2, ln2 = _numpy_layer_norm(x1, p["ln2_scale"], p["ln2_bias"])
+    h2, ln2 = _layer_norm(np, x1, p["ln2_scale"], p["ln2_bias"])
     u = h2 @ p["w1"] + p["b1"]
     g = _gelu(np, u)
     value = np.sum((x1 + g @ p["w2"] + p["b2"]) * r)
