@@ -11,7 +11,8 @@ nothing else of it:
   ``rewrites``, the passes' log;
 - ``kernels``: a ``KernelInfo`` per generated kernel, with the texts of each stage;
 - ``compile_times``: seconds per compilation phase;
-- ``step_times``: when timing is on (``enable_timing``), the run times of each plan step.
+- ``step_times``: when timing is on (``enable_timing``), the run times of each plan step;
+- ``runs_as``: how a call runs, in words (one native call, or steps), or None.
 """
 
 import time
@@ -45,6 +46,7 @@ class Executable:
         self.kernels = list(kernels)
         self.compile_times = dict(compile_times or {})
         self.step_times = None  # {step index: [seconds, ...]} while timing is on
+        self.runs_as = None
 
     def run(self, *args):
         raise NotImplementedError

@@ -264,7 +264,10 @@ def compiled_text(executable):
     for g in plan.groups:
         counts[g.kind] = counts.get(g.kind, 0) + 1
     summary = ", ".join(f"{n} {kind} step{'s' * (n != 1)}" for kind, n in counts.items())
-    sections = [f"{executable.name} on the {backend} backend: {summary or 'no steps'}",
+    header = f"{executable.name} on the {backend} backend: {summary or 'no steps'}"
+    if executable.runs_as:
+        header += f"; a call runs as {executable.runs_as}"
+    sections = [header,
                 "== fusion ==\n" + plan.report(), "== cost ==\n" + costs]
     for k in executable.kernels:
         stage, text = next(iter(k.texts.items()))

@@ -34,6 +34,7 @@ from collections import Counter
 import numpy as np
 from llvmlite import ir
 
+from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
 from . import blas, interrupts, support
@@ -57,15 +58,17 @@ def _nbytes(aval):
 
 
 class ControlFlowFunction:
-    """Emits the function of one control-flow step; what the caller must pass is in
-    ``operands`` (jaxpr atoms; a Literal's io entry is unused), ``results`` (vars),
-    ``constants`` (arrays) and ``scratch_bytes``."""
+    """Emits one function: a control-flow step's (``of_step``) or a whole program's
+    (``of_program``, see ``executable``). What the caller must pass is in ``operands``
+    (jaxpr atoms; a Literal's io entry is unused), ``results`` (atoms: one buffer each),
+    ``constants`` (arrays) and ``scratch_bytes``; ``polls`` says whether it polls the
+    interrupt flag (it has a loop)."""
 
-    def __init__(self, mb, group, name):
-        eqn = group.eqns[0]
+    def __init__(self, mb, name, operands, results, body):
         self.mb, self.name = mb, name
-        self.operands, self.results = list(eqn.invars), list(eqn.outvars)
+        self.operands, self.results = list(operands), list(results)
         self.constants, self.scratch_bytes, self.host_steps = [], 0, []
+        self.polls, self.loop_depth = False, 0
         fn = ir.Function(mb.module, ir.FunctionType(I32, [I8P.as_pointer(), I8P]), name=name)
         self.io, self.scratch_base = fn.args
         # Addresses are computed once, in a block of their own that runs first, so they
@@ -81,14 +84,30 @@ class ControlFlowFunction:
         ins = [self.constant(to_numpy(a.val), a.aval.dtype) if isinstance(a, Literal)
                else self.io_pointer(k) for k, a in enumerate(self.operands)]
         outs = [self.io_pointer(len(self.operands) + k) for k in range(len(self.results))]
-        self.emit(group, ins, outs)
+        body(self, ins, outs)
         self.b.ret(ir.Constant(I32, 0))
         self.setup.branch(start)
+
+    @classmethod
+    def of_step(cls, mb, group, name):
+        """The function of a ``"loop"`` step of a plan."""
+        eqn = group.eqns[0]
+        return cls(mb, name, eqn.invars, eqn.outvars,
+                   lambda f, ins, outs: f.emit(group, ins, outs))
+
+    @classmethod
+    def of_program(cls, mb, closed, plan, name):
+        """One function running every step of ``plan`` (of the ClosedJaxpr ``closed``) in
+        order: its operands are the jaxpr's inputs, its results its outputs."""
+        program = SubProgram("program", closed, plan)
+        return cls(mb, name, closed.jaxpr.invars, closed.jaxpr.outvars,
+                   lambda f, ins, outs: f.run(program, ins, outs))
 
     def poll_interrupt(self, i):
         """Every ``POLL_EVERY`` iterations ``i`` of a loop, return 1 (interrupted) if the
         interrupt flag is set (see ``interrupts``)."""
         b = self.b
+        self.polls = True
         module = self.mb.module
         flag = module.globals.get(support.INTERRUPT_FLAG) or \
             ir.GlobalVariable(module, I32, support.INTERRUPT_FLAG)
@@ -173,7 +192,7 @@ class ControlFlowFunction:
     def host_step(self, eqn, ins, outs, warn):
         """Call back into Python to run ``eqn`` on the buffers ``ins`` and ``outs`` (see
         ``host_steps``); leave through ``failed`` if it raised."""
-        b, step = self.b, HostStep(eqn, warn)
+        b, step = self.b, HostStep(eqn, warn, inside_loop=self.loop_depth > 0)
         self.host_steps.append(step)
         holder = self.constant(np.array(step.address, np.uint64), np.uint64)
         signature = ir.FunctionType(I32, [I8P.as_pointer()])
@@ -222,7 +241,9 @@ class ControlFlowFunction:
     # --- control flow
     def emit(self, group, ins, outs):
         eqn = group.eqns[0]
+        self.loop_depth += 1
         getattr(self, CONTROL_FLOW[eqn.primitive.name])(eqn, group.subprograms, ins, outs)
+        self.loop_depth -= 1
 
     def carries(self, avals, init, first):
         """The second buffer of each carry; the first (the result's) starts at ``init``."""

@@ -1,10 +1,16 @@
-"""A compiled program for the CPU: its steps, run one after the other on NumPy buffers.
+"""A compiled program for the CPU: one native call, or its steps run one after the other.
 
 ``compile_plan`` turns a FusionPlan into an ``Executable``: every kernel of the plan (those
 of compiled control flow included) goes into one LLVM module (one compilation), with one
-function per control-flow step (``control_flow``); library and fallback steps call the
-primitive's reference implementation on our buffers. Values live in a list of slots (one per
-jaxpr variable) during a run; each step reads its operands' slots and fills its results'.
+function per control-flow step (``control_flow``) and, unless a kernel is large enough to
+be split between the cores, one function running the whole program (``native_call``): its
+kernels, BLAS calls and control flow natively, anything else as a host step (a call back
+into Python). A run of such a program is one native call.
+
+Otherwise (and while per-step timing is on) the program runs as a list of steps: values live
+in a list of slots (one per jaxpr variable); each step reads its operands' slots and fills
+its results'. Kernels split between the cores run on worker threads; library and fallback
+steps call the primitive's reference implementation on our buffers.
 """
 
 import ctypes
@@ -25,9 +31,15 @@ class Executable(compiler.Executable):
     timing_supported = True
 
     def __init__(self, name, jaxpr, consts, plan, rewrites, steps, kernels, compile_times,
-                 jit_module):
+                 jit_module, program=None):
         super().__init__(name, "cpu", jaxpr, plan, rewrites, kernels, compile_times)
         self._steps = steps
+        self._program = program  # the whole program as one native call, or None
+        split = [g.kernel.name for g in plan.groups
+                 if g.kind == "kernel" and runtime.splits(g.kernel)]
+        self.runs_as = "one native call" if program is not None else \
+            f"{len(steps)} step{'s' * (len(steps) != 1)}" + (
+                f" ({', '.join(split)} split between the cores)" if split else "")
         self._jit_module = jit_module  # keeps the machine code alive
         j = jaxpr.jaxpr
         self._slots = {v: i for i, v in enumerate(_all_vars(j))}
@@ -42,6 +54,8 @@ class Executable(compiler.Executable):
                      else (self._slots[a], None) for a in j.outvars]
 
     def run(self, *args):
+        if self._program is not None and self.step_times is None:
+            return self._program([_as_buffer(a, dtype) for (_, dtype), a in zip(self._in, args)])
         env = self._env.copy()
         for (slot, dtype), a in zip(self._in, args):
             env[slot] = _as_buffer(a, dtype)
@@ -215,32 +229,47 @@ def reference_step(eqn, slots, warn):
     return step
 
 
-def control_step(fn, cf, slots):
-    """Run a compiled control-flow step (a ``control_flow.ControlFlowFunction``): one call
-    with the addresses of its operands, results and constants, and a scratch block."""
-    operands = [None if isinstance(a, Literal) else slots[a] for a in cf.operands]
-    results = [(slots[v], _allocator(tuple(v.aval.shape), np.dtype(v.aval.dtype), False))
-               for v in cf.results]
+def native_call(fn, cf):
+    """``call(buffers)``: one call of the compiled function of ``cf`` (a
+    ``control_flow.ControlFlowFunction``: a control-flow step or a whole program) on the
+    operands' ``buffers`` (None for a Literal), returning new result buffers; it passes the
+    addresses of the operands, results and constants, and a scratch block."""
+    results = [_allocator(tuple(a.aval.shape), np.dtype(a.aval.dtype), False)
+               for a in cf.results]
     constants = [data_address(c) for c in cf.constants]
     scratch = _allocator((cf.scratch_bytes,), np.dtype(np.uint8), False)
-    addresses = ctypes.c_void_p * (len(operands) + len(results) + len(constants))
-    address = data_address
+    addresses = ctypes.c_void_p * (len(cf.operands) + len(results) + len(constants))
+    address, polls = data_address, cf.polls
 
-    def step(env):
-        outs = [allocate() for _, allocate in results]
-        io = addresses(*[0 if s is None else address(env[s]) for s in operands],
+    def call(buffers):
+        outs = [allocate() for allocate in results]
+        io = addresses(*[0 if b is None else address(b) for b in buffers],
                        *[p for _, p in outs], *constants)
         block, block_address = scratch()  # ``block`` keeps the scratch alive during the call
-        interrupts.arm()
+        if polls:
+            interrupts.arm()
         status = fn(ctypes.addressof(io), block_address)
         if status == 1:
             interrupts.raise_interrupt()
         elif status:
             raise cf.error()
-        for (slot, _), (buf, _) in zip(results, outs):
+        return [buf for buf, _ in outs]
+    call.constants = cf.constants  # their buffers must live as long as the call
+    call.host_steps = cf.host_steps  # and so must the functions native code calls back
+    return call
+
+
+def control_step(fn, cf, slots):
+    """Run a compiled control-flow step: its ``native_call`` on the slots' buffers."""
+    operands = [None if isinstance(a, Literal) else slots[a] for a in cf.operands]
+    results = [slots[v] for v in cf.results]
+    call = native_call(fn, cf)
+
+    def step(env):
+        outs = call([None if s is None else env[s] for s in operands])
+        for slot, buf in zip(results, outs):
             env[slot] = buf
-    step.constants = cf.constants  # their buffers must live as long as the step
-    step.host_steps = cf.host_steps  # and so must the functions native code calls back
+    step.call = call
     return step
 
 
@@ -267,7 +296,11 @@ def compile_plan(name, optimised, plan, rewrites, timer):
             combiners = {loop.name: mb.add_combiner(loop) if own and runtime.splits(loop)
                          else None for loop, own in loops}
             for g in controls:
-                flows[g.index] = control_flow.ControlFlowFunction(mb, g, f"control_{g.index}")
+                flows[g.index] = control_flow.ControlFlowFunction.of_step(
+                    mb, g, f"control_{g.index}")
+            if not any(own and runtime.splits(loop) for loop, own in loops):
+                flows["program"] = control_flow.ControlFlowFunction.of_program(
+                    mb, optimised, plan, "program")
             ir_text = str(mb.module)
         jit_module = runtime.JitModule(ir_text, timer)
         with timer("machine_code"):
@@ -294,5 +327,7 @@ def compile_plan(name, optimised, plan, rewrites, timer):
             steps.append(control_step(functions[cf.name], cf, slots))
         else:
             steps.append(reference_step(g.eqns[0], slots, warn=g.kind == "fallback" and g.warns))
+    program = native_call(functions["program"], flows["program"]) if "program" in flows \
+        else None
     return Executable(name, optimised, optimised.consts, plan, rewrites, steps, kernels,
-                      dict(timer.times), jit_module)
+                      dict(timer.times), jit_module, program)

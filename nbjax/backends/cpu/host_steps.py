@@ -27,8 +27,10 @@ class HostStep:
     """One equation run by the host on buffers a native function owns; ``address`` is the
     C function to call with an array of the operands' then the results' addresses."""
 
-    def __init__(self, eqn, warn):
+    def __init__(self, eqn, warn, inside_loop=True):
         self.eqn, self.warn, self.error = eqn, warn, None
+        self.where = "inside a compiled loop it calls back into Python" if inside_loop \
+            else "it runs on the reference backend"
         self.avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
         self.function = SIGNATURE(self)  # kept alive as long as the step is
         self.address = ctypes.cast(self.function, ctypes.c_void_p).value
@@ -46,8 +48,7 @@ class HostStep:
         prim = self.eqn.primitive
         if self.warn:
             self.warn = False
-            warn_at_user_line(f"nbjax cpu backend: no kernel for {prim.name}; inside a "
-                              "compiled loop it calls back into Python")
+            warn_at_user_line(f"nbjax cpu backend: no kernel for {prim.name}; {self.where}")
         with set_current_trace(EvalTrace()):
             out = prim.bind(*ins, **self.eqn.params)
         for view, value in zip(outs, out if prim.multiple_results else [out]):
