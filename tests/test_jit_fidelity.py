@@ -286,3 +286,15 @@ def test_custom_rules_called_plainly_match_jax():
     for x in (3.0, -1.0):
         (a, b), (c, d) = ours(x), theirs(x)
         assert (a, b) == (c, d) and isinstance(a, float) and type(b) is type(d)
+
+
+@pytest.mark.parametrize("method", ["var", "std", "mean", "sum", "max", "min", "prod",
+                                    "cumsum", "ravel", "argmax", "trace"])
+def test_array_methods_work_on_tracers_as_on_arrays(method):
+    """A traced array answers to every array method as an Array does (``x.var()`` once hit
+    the tracer's own jaxpr variable)."""
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    eager = getattr(jnp.asarray(x), method)()
+    traced = nbjax.jit(lambda x: getattr(x, method)())(x)
+    np.testing.assert_allclose(np.asarray(traced), np.asarray(eager), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(eager), getattr(x, method)(), rtol=1e-5, atol=1e-6)

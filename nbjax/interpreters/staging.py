@@ -13,15 +13,16 @@ from ..core.source_info import current_provenance, function_location
 
 
 class JaxprTracer(Tracer):
-    __slots__ = ("var",)
+    # (``_var``, not ``var``: a tracer answers to the array methods, ``x.var()`` included)
+    __slots__ = ("_var",)
 
     def __init__(self, trace, var):
         super().__init__(trace)
-        self.var = var
+        self._var = var
 
     @property
     def aval(self):
-        return self.var.aval
+        return self._var.aval
 
 
 class JaxprTrace(Trace):
@@ -41,7 +42,7 @@ class JaxprTrace(Trace):
     def to_atom(self, x):
         """The jaxpr atom for ``x``: its own variable, a literal, or a new constvar."""
         if isinstance(x, JaxprTracer) and x._trace is self:
-            return x.var
+            return x._var
         aval = get_aval(x)
         if not isinstance(x, Tracer) and aval.shape == ():
             return Literal(np.asarray(x), aval)
