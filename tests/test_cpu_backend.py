@@ -76,6 +76,30 @@ def test_per_step_timing_is_opt_in():
     assert all(len(t) == 2 for t in cpu.step_times.values())
 
 
+def test_a_small_program_is_one_native_call_and_a_large_one_runs_in_steps(monkeypatch):
+    """Kernels, a product, a sort (a host step) and a loop: one native call when no kernel
+    is split between the cores, the same values as the steps give (and as the reference
+    backend); with a kernel large enough to split, the program runs step by step."""
+    def f(x, w):
+        y = jnp.sort(jnp.tanh(x @ w), axis=1)
+        return lax.fori_loop(0, 3, lambda i, c: c * 0.5 + y, y).sum(0), x.T
+
+    x, w = RNG.standard_normal((6, 5)).astype(np.float32), RNG.random((5, 4), np.float32)
+    cpu, ref = cpu_and_reference(f, x, w)
+    assert cpu.runs_as == "one native call" and cpu._program is not None
+    native = cpu.run(x, w)
+    cpu.enable_timing()
+    stepped = cpu.run(x, w)
+    for a, b, c in zip(native, stepped, ref.run(x, w)):
+        np.testing.assert_array_equal(a, b)
+        assert_close(a, c, rtol=1e-5)
+    monkeypatch.setattr(runtime, "SPLIT_THRESHOLD", 16)
+    cpu, _ = cpu_and_reference(f, x, w)
+    assert cpu._program is None and "split between the cores" in cpu.runs_as
+    for a, c in zip(cpu.run(x, w), ref.run(x, w)):
+        assert_close(a, c, rtol=1e-5)
+
+
 # --- semantics the kernels must share with the reference ---------------------------------
 
 def test_integer_division_and_shifts_follow_xla():
