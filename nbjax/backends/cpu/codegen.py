@@ -39,14 +39,20 @@ class ModuleBuilder:
         self.module = ir.Module(name=name)
         self.nontemporal = self.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
 
-    def loop_hints(self, width):
-        """The ``llvm.loop`` metadata asking the vectoriser for ``width`` lanes: a node that
-        names itself first, as LLVM's loop IDs do (made distinct by a unique string, since
-        llvmlite would otherwise share equal nodes between loops)."""
+    def loop_hints(self, width=None, unroll=True):
+        """The ``llvm.loop`` metadata asking the vectoriser for ``width`` lanes and/or the
+        unroller to leave the loop alone: a node that names itself first, as LLVM's loop
+        IDs do (made distinct by a unique string, since llvmlite would otherwise share equal
+        nodes between loops)."""
         m = self.module
-        hint = m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.width"),
-                               ir.Constant(ir.IntType(32), width)])
-        loop_id = m.add_metadata([hint, ir.MetaDataString(m, f"loop.{len(m.metadata)}")])
+        hints = []
+        if width:
+            hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.width"),
+                                         ir.Constant(ir.IntType(32), width)]))
+        if not unroll:  # (not "unroll.disable", which would stop the vectoriser interleaving)
+            hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.count"),
+                                         ir.Constant(ir.IntType(32), 1)]))
+        loop_id = m.add_metadata([*hints, ir.MetaDataString(m, f"loop.{len(m.metadata)}")])
         loop_id.operands = (loop_id,) + loop_id.operands
         return loop_id
 
@@ -107,11 +113,16 @@ class CpuLoops(KernelScaffold):
         if self.streaming:
             streaming.fence(self)
 
-    def for_(self, lo, hi, emit, name, step=1, width=None):
-        """``llvm.for_loop``, vectorised ``width`` lanes wide when given."""
+    def for_(self, lo, hi, emit, name, step=1, width=None, unroll=True):
+        """``llvm.for_loop``, vectorised ``width`` lanes wide when given, left alone by
+        LLVM's unroller unless ``unroll``; no loop at all for one iteration."""
+        if isinstance(lo, ir.Constant) and isinstance(hi, ir.Constant) \
+                and hi.constant - lo.constant == 1:
+            emit(lo)
+            return
         back = for_loop(self.b, lo, hi, emit, name, step)
-        if width:
-            back.set_metadata("llvm.loop", self.mb.loop_hints(width))
+        if width or not unroll:
+            back.set_metadata("llvm.loop", self.mb.loop_hints(width, unroll))
 
     def _loop(self, axis, index, lo, hi):
         last = axis + 1 == len(self.kernel.shape)
@@ -120,9 +131,12 @@ class CpuLoops(KernelScaffold):
         elif last:
             self._reducing_row(index, lo, hi)
         else:
+            # An outer loop is not unrolled: its body holds a whole vectorised inner loop,
+            # and a copy of it per iteration made LLVM's SLP vectoriser take a second on a
+            # 16-row reduction (the optimised code 30 times longer, for nothing).
             n = ir.Constant(I64, self.kernel.shape[axis + 1])
             self.for_(lo, hi, lambda i: self._loop(axis + 1, index + [i], ir.Constant(I64, 0),
-                                                   n), f"i{axis}")
+                                                   n), f"i{axis}", unroll=False)
 
     def _reducing_row(self, index, lo, hi):
         """The innermost loop. Outputs that reduce over its axis accumulate in a local

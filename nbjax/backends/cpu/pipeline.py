@@ -22,8 +22,23 @@ import llvmlite.binding as llvm
 _LENGTH = struct.Struct("<Q")
 
 
+# LLVM unrolls a loop completely before vectorising it when its trip count is a small
+# constant. For a row of 7 or 10 elements that is what makes it fast; for a row of 32 or
+# more, the loop around it was then vectorised instead, with gathers: slower code, and a
+# transformer's gradient spent seconds in the SLP vectoriser. Rows above this count are
+# left to the loop vectoriser.
+FULL_UNROLL_MAX_COUNT = 16
+
+
+@functools.lru_cache(maxsize=None)
+def _configure_llvm():
+    """Set LLVM's options, once per process (LLVM exits on an option given twice)."""
+    llvm.set_option("nbjax", f"-unroll-full-max-count={FULL_UNROLL_MAX_COUNT}")
+
+
 def target_machine(cpu, features):
     """A target machine for the host's triple and ``cpu``/``features``, as MCJIT uses."""
+    _configure_llvm()
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_default_triple()
