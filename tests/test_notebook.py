@@ -125,6 +125,11 @@ def test_cell_magic_options_are_validated_before_the_cell_runs(ip, magic, line, 
     ("jaxpr", "--budget 0 f(1.0)", r"--budget: expected a positive number or all"),
     ("jaxpr", "1 + 2", r"expects a call such as f\(x\)"),
     ("jaxpr", "f(", r"cannot read"),
+    ("transform", "f(1.0)", r"--with is required"),
+    ("transform", "f(1.0) --with grad,jit,vmap", r"jit must come last"),
+    ("transform", "--with grad,curl f(1.0)", r"unknown transformation 'curl'"),
+    ("transform", "f(1.0) --with vmap --batch 0", r"--batch: expected a positive number"),
+    ("transform", "--with grad 1 + 2", r"%transform expects a call such as f\(x\)"),
 ])
 def test_line_magic_options_are_validated(ip, magic, line, message):
     with pytest.raises(UsageError, match=message):
@@ -135,6 +140,7 @@ def test_line_magic_options_are_validated(ip, magic, line, message):
     ("cell", "jit", ["--static NAMES", "--backend {cpu,reference}", "--show PANES", "--quiet"]),
     ("cell", "grad", ["--wrt NAMES", "--order {1,2}", "--mode {rev,fwd}"]),
     ("line", "jaxpr", ["--budget N|all", "--text"]),
+    ("line", "transform", ["--with T1,T2,...", "--batch N", "--backend {cpu,reference}"]),
     ("line", "nbjax", ["--backend {cpu,reference}", "--panes PANES", "--x64 on|off"]),
 ])
 def test_help(ip, capsys, kind, magic, expected):
@@ -554,6 +560,84 @@ def test_jaxpr_magic(ip):
     _assert_static(html)
     result = ip.run_cell("%jaxpr undefined_function(1.0)")
     assert isinstance(result.error_in_exec, NameError)
+
+
+# --- %transform -----------------------------------------------------------------------------
+
+TRANSFORM_CELL = """def wave(x):
+    y = jnp.sin(x) * x
+    return jnp.sum(y * 2.0)
+x_wave = np.linspace(0.1, 1.0, 3).astype(np.float32)
+"""
+
+
+def _rows(stage, primitive=None, new=None):
+    return [r for r in stage.eqns if (primitive is None or r["primitive"] == primitive)
+            and (new is None or r["new"] == new)]
+
+
+def test_transform_shows_each_stage_linked_to_the_one_before(ip):
+    run(ip, TRANSFORM_CELL)
+    view = run(ip, "%transform wave(x_wave) --with grad,vmap,jit --backend cpu")
+    wave, x = ip.user_ns["wave"], ip.user_ns["x_wave"]
+    original, graded, mapped, compiled = view.stages
+    assert [s.label for s in view.stages] == \
+        ["wave", "grad(wave)", "vmap(grad(wave))", "jit(vmap(grad(wave))) on cpu"]
+    # each stage is the jaxpr of that function; vmap's with a batch axis of --batch copies
+    xs = np.stack([x] * 4)
+    assert str(original.jaxpr) == str(nbjax.make_jaxpr(wave)(x))
+    assert str(graded.jaxpr) == str(nbjax.make_jaxpr(nbjax.grad(wave))(x))
+    assert str(mapped.jaxpr) == str(nbjax.make_jaxpr(nbjax.vmap(nbjax.grad(wave)))(xs))
+    assert not any(r["new"] or r["from"] for r in original.eqns)
+    # grad: sin stays, cos (its derivative) and the whole backward pass are new
+    (sin0,) = _rows(original, "sin")
+    (sin1,) = _rows(graded, "sin")
+    (cos1,) = _rows(graded, "cos")
+    assert not sin1["new"] and sin1["from"] == [sin0["id"]]
+    assert cos1["new"] and cos1["from"] == [sin0["id"]]
+    backward = [r for r in graded.eqns if r["phase"] == "backward"]
+    assert backward and all(r["new"] and r["from"] for r in backward)
+    # each of the two backward muls of `sin(x) * x` comes from that mul
+    mul0 = [r["id"] for r in _rows(original, "mul") if "sin" not in r["text"]]
+    assert [r["from"] for r in _rows(graded, "mul") if r["phase"] == "backward"][1:3] == \
+        [mul0[:1], mul0[:1]]
+    # vmap: the batching rule's broadcasts are new, the rest maps one to one
+    assert {r["primitive"] for r in _rows(mapped, new=True)} == {"broadcast_in_dim"}
+    assert all(len(r["from"]) == 1 for r in _rows(mapped, new=False))
+    # jit: every equation sits in a compiled step, linked to what it computes
+    assert compiled.plan is not None and compiled.plan.groups
+    assert all(r["step"] is not None and r["from"] for r in compiled.eqns)
+    for before, stage in zip(view.stages, view.stages[1:]):
+        ids = {r["id"] for r in before.eqns}
+        assert all(set(r["from"]) <= ids for r in stage.eqns)
+
+
+def test_transform_renders_static_html_with_links_between_stages(ip):
+    run(ip, TRANSFORM_CELL)
+    view = run(ip, "%transform --with grad,jit --backend cpu wave(x_wave)")  # options first
+    assert [s.transform for s in view.stages] == [None, "grad", "jit"]
+    page = view._repr_html_()
+    assert "<script" not in page and 'data-nbjax-view="transform"' in page
+    ids = set(re.findall(r'id="([^"]+)"', page))
+    targets = re.findall(r'href="#([^"]+)"', page)
+    assert targets and set(targets) <= ids  # every link lands on an equation shown
+    for stage in view.stages:
+        for row in stage.eqns:
+            assert view.prefix + row["id"] in ids
+    new = re.findall(r'class="nbjax-stage-eqn nbjax-new"[^>]*style="[^"]*background:([^;"]+)',
+                     page)
+    assert len(new) == sum(r["new"] for r in view.stages[1].eqns)
+    assert len(set(new)) == 2  # forward derivatives and backward pass told apart
+    assert page.count('class="nbjax-stage-step"') == len(view.stages[2].plan.groups)
+    assert "Cell In[" in page  # tooltips name the cell line each equation came from
+    assert "grad(wave)" in repr(view)
+
+
+def test_transform_of_a_reference_backend_says_nothing_is_fused(ip):
+    run(ip, TRANSFORM_CELL)
+    view = run(ip, "%transform wave(x_wave) --with vmap,jit --backend reference")
+    assert view.stages[-1].plan is None and "nothing is fused" in view.stages[-1].note
+    assert all(len(r["from"]) == 1 for r in view.stages[-1].eqns)
 
 
 # --- the browser side -----------------------------------------------------------------------

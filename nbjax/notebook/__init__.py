@@ -11,6 +11,17 @@ Magics (each accepts ``--help``; bad options raise a short usage error)
   view, filled at the first call of ``grad_f``/``hess_f``.
 - ``%jaxpr [--budget N|all] [--text] EXPR``: the jaxpr of a call (``%jaxpr f(x)``,
   ``%jaxpr grad(f)(x)``), as text and graph.
+- ``%transform [--with T1,T2,...] [--batch N] [--backend B] EXPR`` (options before or
+  after the call): ``%transform f(x) --with grad,vmap,jit`` shows the jaxprs of ``f``,
+  ``grad(f)`` and ``vmap(grad(f))`` side by side, then the kernels ``jit`` compiles; each
+  stage's new equations are coloured (grad: blue forward derivatives, orange backward pass)
+  and every equation links (``← sin (e0)``) to those of the previous stage it came from,
+  found from the provenance and source line tracing recorded. ``--with`` takes grad,
+  value_and_grad, jacfwd, jacrev, hessian, vmap, jit (last); from a ``vmap`` on, array
+  arguments get a leading batch axis of ``--batch`` copies (default 4). Static HTML
+  (``<div class="nbjax-pipeline" data-nbjax-view="transform">``, one ``nbjax-stage``
+  column per stage, equations ``nbjax-stage-eqn`` with ``data-from``), so it survives
+  saving and export.
 - ``%nbjax [--backend B] [--panes PANES] [--x64 on|off]``: show or set session options.
 
 The cell keeps ordinary Python semantics: a syntax error is an ordinary SyntaxError, the

@@ -19,6 +19,7 @@ from ..viz import view as jaxpr_view
 from . import cells
 from .options import BACKENDS, JIT_PANES, MagicParser, name_list, on_off, pane_list, session
 from .tracebacks import call_user_function
+from .transform import TRANSFORM_NAMES, check_transforms, pipeline
 from .watch import GradWatch, WatchedJit, retire
 from .widgets import GradView
 
@@ -58,6 +59,23 @@ JAXPR_PARSER = MagicParser("%jaxpr", "Show the jaxpr of a call as text and graph
 JAXPR_PARSER.add_argument("--budget", default="150", metavar="N|all",
                           help="draw at most N nodes (default 150), or all")
 JAXPR_PARSER.add_argument("--text", action="store_true", help="text only, no graph")
+
+TRANSFORM_PARSER = MagicParser(
+    "%transform", "Show a call's jaxpr after each transformation of a pipeline, side by "
+    "side: the original, then each stage with the equations it added coloured and linked "
+    "to the ones they came from; a last jit stage shows the compiled kernels.",
+    epilog="Example:\n  %transform f(x) --with grad,vmap,jit\n"
+           "  (stages f, grad(f), vmap(grad(f)), the kernels of jit(vmap(grad(f))); options "
+           "may come\n  before or after the call; the call's arguments are f's, and from a "
+           "vmap on each\n  array argument gets a leading batch axis of --batch copies)")
+TRANSFORM_PARSER.add_argument("--with", dest="transforms", type=name_list, default=None,
+                              metavar="T1,T2,...",
+                              help=f"transformations applied in order, from "
+                                   f"{','.join(TRANSFORM_NAMES)} (jit last)")
+TRANSFORM_PARSER.add_argument("--batch", type=int, default=4, metavar="N",
+                              help="size of the batch axis vmap maps over (default 4)")
+TRANSFORM_PARSER.add_argument("--backend", choices=BACKENDS, default=None,
+                              help="backend jit compiles for (default: the session's)")
 
 NBJAX_PARSER = MagicParser("%nbjax", "Show the session's nbjax options, or set them.",
                            epilog="Example:\n  %nbjax --backend reference --x64 on")
@@ -189,7 +207,36 @@ class NbjaxMagics(Magics):
         closed = call_user_function(make_jaxpr(fn), call_args, call_kwargs)
         return jaxpr_view(closed, budget=budget, graph=not args.text)
 
-    def _call_parts(self, expr):
+    @line_magic
+    @no_var_expand
+    def transform(self, line):
+        """Show a call's jaxpr after each transformation, side by side, each stage's new
+        equations coloured and linked to the ones they came from.
+
+        ``%transform f(x) --with grad,vmap,jit`` shows four stages: ``f``, ``grad(f)``,
+        ``vmap(grad(f))`` and the kernels ``jit`` compiles of ``vmap(grad(f))``. Options
+        may come before or after the call. ``--with`` takes grad, value_and_grad, jacfwd,
+        jacrev, hessian, vmap and jit (last); the call's arguments are the original
+        function's, and from a ``vmap`` on each array argument gets a new leading axis of
+        ``--batch`` copies (default 4). ``--backend`` chooses what jit compiles for.
+        """
+        __tracebackhide__ = True  # noqa: F841
+        args, expr = TRANSFORM_PARSER.parse_with_rest(_options_first(line))
+        if args.help or not expr:
+            print(TRANSFORM_PARSER.format_help())
+            return None
+        problem = "--with is required, e.g. --with grad,vmap,jit" if args.transforms is None \
+            else check_transforms(args.transforms)
+        if problem is None and args.batch <= 0:
+            problem = f"--batch: expected a positive number, got {args.batch}"
+        if problem:
+            raise UsageError(f"%transform: {problem}")
+        fn, call_args, call_kwargs = self._call_parts(expr, "%transform")
+        label = ast.unparse(ast.parse(expr.strip(), mode="eval").body.func)
+        return pipeline(fn, label, call_args, call_kwargs, args.transforms,
+                        batch=args.batch, backend=args.backend)
+
+    def _call_parts(self, expr, magic="%jaxpr"):
         """(function, args, kwargs) of the call ``expr``, evaluated in the user's namespace
         (where nbjax's transformations are also found, so ``%jaxpr grad(f)(x)`` works
         without importing ``grad``)."""
@@ -199,9 +246,9 @@ class NbjaxMagics(Magics):
         try:
             tree = ast.parse(expr, filename=filename, mode="eval")
         except SyntaxError as e:
-            raise UsageError(f"%jaxpr: cannot read {expr!r}: {e.msg}") from None
+            raise UsageError(f"{magic}: cannot read {expr!r}: {e.msg}") from None
         if not isinstance(tree.body, ast.Call):
-            raise UsageError(f"%jaxpr expects a call such as f(x) or grad(f)(x), got {expr!r}")
+            raise UsageError(f"{magic} expects a call such as f(x) or grad(f)(x), got {expr!r}")
         call = tree.body
         capture = "__nbjax_capture_call__"
         arguments = ast.Call(func=ast.Name(capture, ast.Load()), args=call.args,
@@ -214,7 +261,7 @@ class NbjaxMagics(Magics):
         fn, (call_args, call_kwargs) = eval(compile(parts, filename, "eval"),
                                             self.shell.user_ns, names)
         if not callable(fn):
-            raise UsageError(f"%jaxpr: {ast.unparse(call.func)} is not callable")
+            raise UsageError(f"{magic}: {ast.unparse(call.func)} is not callable")
         return fn, call_args, call_kwargs
 
     @line_magic
@@ -244,6 +291,21 @@ def _wrt(name, node, wrt):
                          f"has no positional parameter named "
                          f"{' or '.join(map(repr, wrt))}")
     return tuple(positional.index(p) for p in chosen), tuple(chosen)
+
+
+def _options_first(line):
+    """``f(x) --with grad`` as ``--with grad f(x)``: options written after the call move
+    in front of it (the first `` -`` after which the text before parses as an expression
+    ends the call)."""
+    line = line.strip()
+    for i, char in enumerate(line):
+        if char == "-" and i and line[i - 1].isspace() and not line.startswith("-"):
+            try:
+                ast.parse(line[:i], mode="eval")
+            except SyntaxError:
+                continue
+            return f"{line[i:]} {line[:i].strip()}"
+    return line
 
 
 def _budget(text):

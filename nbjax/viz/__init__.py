@@ -3,6 +3,8 @@
 - ``graph_model(jaxpr, fusion=None, budget=150)``: the graph as JSON-able data.
 - ``to_dot(model)`` / ``to_svg(dot)``: draw it with Graphviz.
 - ``jaxpr_html(jaxpr)``: ``str(jaxpr)`` with syntax colouring, equations linked to node ids.
+- ``pipeline.PipelineView(stages)``: jaxprs of a transformation pipeline side by side,
+  linked stage to stage (``%transform``).
 - ``view(jaxpr, budget=None)``: text and graph for a notebook; importing this package also
   makes every Jaxpr/ClosedJaxpr display that way.
 """
