@@ -92,6 +92,15 @@ function sparkline(values, width = 260, height = 44) {
 
 // --- a Graphviz graph with clickable nodes -------------------------------------------------
 
+// The SVG fits the width of its box (never enlarged past its natural size, never shrunk
+// below MIN_FIT_SCALE: past that it scrolls) and opens at the top left, on the inputs.
+// Zoom with the buttons or Ctrl+wheel, pan by dragging or scrolling; the search box
+// outlines the nodes whose text (operation, variables, types, id) contains the query.
+// Zooming resizes the SVG inside a scrolling box, so the browser does the panning.
+const MIN_FIT_SCALE = 0.5;
+const ZOOM_STEP = 1.25;
+const PT_TO_PX = 4 / 3;  // Graphviz sizes SVGs in points
+
 class Graph {
   // state: {svg, note, prefix, nodes, truncated, shown, hidden, budget}
   constructor(state, onSelect, testid = "nbjax-graph") {
@@ -103,7 +112,9 @@ class Graph {
       this.el.append(h("p", { class: "nbjax-note", testid: "nbjax-graph-note" }, state.note || "no graph"));
       return;
     }
-    this.el.append(markup(state.svg, { class: "nbjax-svg" }));
+    this.viewport = markup(state.svg, { class: "nbjax-svg", testid: "nbjax-graph-viewport" });
+    this.svg = this.viewport.querySelector("svg");
+    this.el.append(this.toolbar(), this.viewport);
     const prefix = state.prefix || "";
     for (const g of this.el.querySelectorAll("g.node")) {
       if (!g.id.startsWith(prefix)) continue;
@@ -116,6 +127,98 @@ class Graph {
       const match = g.id.slice(prefix.length).match(/^group-(.+)$/);
       if (g.id.startsWith(prefix) && match) g.setAttribute("data-testid", `nbjax-kernel-${match[1]}`);
     }
+    this.setUpZoom();
+  }
+
+  toolbar() {
+    const button = (label, testid, title, action) =>
+      h("button", { class: "nbjax-button", testid, title, onclick: action }, label);
+    this.search = h("input", { type: "search", class: "nbjax-search", placeholder: "find node…", testid: "nbjax-graph-search" });
+    this.search.addEventListener("input", () => this.find(this.search.value));
+    this.found = h("span", { class: "nbjax-note", testid: "nbjax-graph-found" });
+    return h("div", { class: "nbjax-buttons nbjax-graph-tools" },
+      button("−", "nbjax-graph-zoom-out", "zoom out (or Ctrl+wheel)", () => this.zoomBy(1 / ZOOM_STEP)),
+      button("+", "nbjax-graph-zoom-in", "zoom in (or Ctrl+wheel)", () => this.zoomBy(ZOOM_STEP)),
+      button("fit", "nbjax-graph-fit", "fit the width of the box", () => this.fit()),
+      this.search, this.found);
+  }
+
+  setUpZoom() {
+    const box = this.svg.viewBox.baseVal;
+    this.natural = { width: box.width * PT_TO_PX, height: box.height * PT_TO_PX };
+    this.zoomed = false;  // until the user zooms, the graph follows its box's width
+    this.scale = 1;
+    this.apply(1);
+    new ResizeObserver(() => { if (!this.zoomed) this.fit(false); }).observe(this.viewport);
+    this.viewport.addEventListener("wheel", (event) => {
+      if (!event.ctrlKey && !event.metaKey) return;
+      event.preventDefault();
+      this.zoomBy(event.deltaY < 0 ? ZOOM_STEP : 1 / ZOOM_STEP, event);
+    }, { passive: false });
+    this.setUpPan();
+  }
+
+  setUpPan() {
+    let drag = null;
+    this.viewport.addEventListener("pointerdown", (event) => {
+      if (event.button !== 0 || event.target === this.search) return;
+      drag = { x: event.clientX, y: event.clientY, left: this.viewport.scrollLeft, top: this.viewport.scrollTop, moved: false };
+    });
+    this.viewport.addEventListener("pointermove", (event) => {
+      if (!drag) return;
+      const dx = event.clientX - drag.x, dy = event.clientY - drag.y;
+      if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+      if (!drag.moved) return;
+      this.viewport.classList.add("nbjax-panning");
+      this.viewport.scrollLeft = drag.left - dx;
+      this.viewport.scrollTop = drag.top - dy;
+    });
+    const end = () => { this.viewport.classList.remove("nbjax-panning"); setTimeout(() => { drag = null; }, 0); };
+    this.viewport.addEventListener("pointerup", end);
+    this.viewport.addEventListener("pointerleave", end);
+    // a drag that ends on a node is a pan, not a click on the node
+    this.viewport.addEventListener("click", (event) => { if (drag && drag.moved) event.stopPropagation(); }, true);
+  }
+
+  apply(scale) {
+    this.scale = scale;
+    this.svg.setAttribute("width", `${this.natural.width * scale}px`);
+    this.svg.setAttribute("height", `${this.natural.height * scale}px`);
+    this.el.setAttribute("data-zoom", scale.toFixed(3));
+  }
+
+  fit(byUser = true) {
+    const width = this.viewport.clientWidth;
+    if (!width) return;
+    if (byUser) this.zoomed = false;
+    this.apply(Math.max(MIN_FIT_SCALE, Math.min(1, (width - 4) / this.natural.width)));
+    this.viewport.scrollLeft = 0;
+    this.viewport.scrollTop = 0;
+  }
+
+  zoomBy(factor, at = null) {
+    // keep the point under the pointer (or the centre of the box) where it is
+    const rect = this.viewport.getBoundingClientRect();
+    const px = at ? at.clientX - rect.left : this.viewport.clientWidth / 2;
+    const py = at ? at.clientY - rect.top : this.viewport.clientHeight / 2;
+    const x = (this.viewport.scrollLeft + px) / this.scale, y = (this.viewport.scrollTop + py) / this.scale;
+    this.zoomed = true;
+    this.apply(Math.min(8, Math.max(0.05, this.scale * factor)));
+    this.viewport.scrollLeft = x * this.scale - px;
+    this.viewport.scrollTop = y * this.scale - py;
+  }
+
+  find(query) {
+    const q = query.trim().toLowerCase();
+    const hits = [];
+    for (const [id, g] of this.nodes) {
+      const hit = q !== "" && `${id} ${g.textContent}`.toLowerCase().includes(q);
+      g.classList.toggle("nbjax-found", hit);
+      if (hit) hits.push(id);
+    }
+    this.found.textContent = q ? `${hits.length} found` : "";
+    this.el.setAttribute("data-found", hits.length);
+    if (hits.length) this.scrollTo(hits[0]);
   }
 
   mark(cls, ids) {
@@ -124,7 +227,12 @@ class Graph {
   }
 
   scrollTo(id) {
-    this.nodes.get(id)?.scrollIntoView?.({ block: "nearest", inline: "nearest" });
+    // scroll the graph's own box (not the page) to centre the node
+    const g = this.nodes.get(id);
+    if (!g || !this.viewport) return;
+    const box = this.viewport.getBoundingClientRect(), r = g.getBoundingClientRect();
+    this.viewport.scrollLeft += r.left + r.width / 2 - (box.left + box.width / 2);
+    this.viewport.scrollTop += r.top + r.height / 2 - (box.top + box.height / 2);
   }
 }
 

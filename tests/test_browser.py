@@ -397,3 +397,102 @@ def test_exported_views_render_offline(browser, tmp_path, monkeypatch):
     assert views.nth(0).locator("svg").count() >= 1
     assert "compiled for f32[16]" in views.nth(0).inner_text()
     page.screenshot(path=artifacts_dir() / "export-offline.png", full_page=True)
+
+
+# --- a view alone, without a Jupyter server --------------------------------------------------
+
+# The widget module rendered into a plain page, with a stand-in for anywidget's model that
+# keeps the state the kernel sent and fires "change:<name>" when the browser sets a trait.
+STANDALONE_PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style>
+</head><body style="margin:8px"><div id="out" style="width:{width}px"></div>
+<script type="module">
+import widget from "data:text/javascript;base64,{module}";
+const state = {state};
+const handlers = {{}};
+const model = {{
+  get: (k) => state[k],
+  set: (k, v) => {{ state[k] = v; for (const f of handlers["change:" + k] || []) f(); }},
+  save_changes: () => {{}},
+  on: (e, f) => {{ (handlers[e] = handlers[e] || []).push(f); }},
+  off: () => {{}},
+}};
+widget.render({{ model, el: document.getElementById("out") }});
+window.nbjaxReady = true;
+</script></body></html>"""
+
+
+def render_standalone(browser, view, width=1300):
+    """A page showing ``view`` (an NbjaxView) as the widget module draws it."""
+    import base64
+    from nbjax.notebook import assets
+    module = base64.b64encode(assets.read_asset("nbjax_widgets.js").encode()).decode()
+    state = {name: getattr(view, name) for name in view.trait_names(sync=True)
+             if not name.startswith("_") and name not in ("layout", "comm", "keys", "tabbable",
+                                                          "tooltip")}
+    page = browser.new_page(viewport={"width": width + 100, "height": 900})
+    page.set_content(STANDALONE_PAGE.format(css=assets.read_asset("nbjax.css"), width=width,
+                                            module=module, state=json.dumps(state)))
+    page.wait_for_function("() => window.nbjaxReady === true")
+    return page
+
+
+def _big_view():
+    """A compiler view of a function whose graph is wider than its box (six parallel
+    chains summed), on the reference backend (no compile time)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbjax")
+    cell = ("%%jit --backend reference --show graph\ndef wide(x):\n"
+            "    parts = [jnp.sin(x * float(i)) + jnp.cos(x) * float(i) for i in range(6)]\n"
+            "    return sum(parts)\n")
+    for code in ("import nbjax.numpy as jnp\nimport numpy as np", cell,
+                 "wide(np.ones(3, np.float32))"):
+        shell.run_cell(code).raise_error()
+    (view,) = shell.user_ns["wide"].watchers
+    view.flush()
+    return view
+
+
+def test_big_graph_fits_its_box_zooms_pans_and_finds_nodes(browser):
+    """A graph wider than its box opens shrunk to the box's width at the top left (the
+    inputs), zooms in and out around the centre, pans by dragging (a drag that ends on a
+    node does not select it), and the search box outlines the matching nodes."""
+    expect = sync_api.expect
+    view = _big_view()
+    ops = [n["primitive"] for n in view.compiled["graph"]["nodes"].values()]
+    page = render_standalone(browser, view)
+    graph = page.get_by_test_id("nbjax-graph")
+    box = page.get_by_test_id("nbjax-graph-viewport")
+    svg = box.locator("svg")
+    expect(graph).to_have_attribute("data-zoom", re.compile(r"^0\.\d+$"))
+    fitted = float(graph.get_attribute("data-zoom"))
+    width = lambda: svg.evaluate("s => s.getBoundingClientRect().width")  # noqa: E731
+    inner = box.evaluate("b => b.clientWidth")
+    assert 0.5 <= fitted < 1 and inner - 10 <= width() <= inner
+    assert box.evaluate("b => [b.scrollLeft, b.scrollTop]") == [0, 0]
+    top_row = page.get_by_test_id("nbjax-node-in0").bounding_box()
+    assert top_row["y"] - box.bounding_box()["y"] < 80  # the inputs are the first row
+    page.get_by_test_id("nbjax-graph-zoom-in").click()
+    page.get_by_test_id("nbjax-graph-zoom-in").click()
+    assert float(graph.get_attribute("data-zoom")) == pytest.approx(fitted * 1.5625, rel=1e-2)
+    assert width() > inner  # now it scrolls
+    before = box.evaluate("b => b.scrollLeft")
+    b = box.bounding_box()
+    page.mouse.move(b["x"] + b["width"] / 2, b["y"] + 100)
+    page.mouse.down()
+    page.mouse.move(b["x"] + b["width"] / 2 - 150, b["y"] + 100, steps=5)
+    page.mouse.up()
+    assert box.evaluate("b => b.scrollLeft") > before
+    expect(page.locator("g.nbjax-selected")).to_have_count(0)
+    page.get_by_test_id("nbjax-graph-fit").click()
+    expect(graph).to_have_attribute("data-zoom", f"{fitted:.3f}")
+    page.get_by_test_id("nbjax-graph-search").fill("cos")
+    found = page.locator("g.nbjax-found")
+    expect(found).to_have_count(ops.count("cos"))
+    assert all("cos" in found.nth(i).text_content() for i in range(ops.count("cos")))
+    expect(page.get_by_test_id("nbjax-graph-found")).to_have_text(f"{ops.count('cos')} found")
+    page.get_by_test_id("nbjax-graph-search").fill("sin")
+    expect(found).to_have_count(ops.count("sin"))
+    assert ops.count("sin") == 6
+    page.screenshot(path=artifacts_dir() / "big-graph.png")
+    page.close()

@@ -562,6 +562,42 @@ def test_jaxpr_magic(ip):
     assert isinstance(result.error_in_exec, NameError)
 
 
+# --- big graphs ------------------------------------------------------------------------------
+
+def _node_rows(svg):
+    """node id -> the y of its first text line in a Graphviz SVG (larger is lower)."""
+    found = re.findall(r'<g id="([^"]+)" class="node [^"]*">.*?<text[^>]* y="([-\d.]+)"', svg,
+                       re.S)
+    return {node_id: float(y) for node_id, y in found}
+
+
+def test_graphs_flow_from_the_inputs_on_top_to_the_outputs_at_the_bottom(ip):
+    run(ip, "def spread(x, y):\n    a = x * 2.0\n    return a, jnp.sin(jnp.cos(jnp.exp(a)) + y), y")
+    shown = run(ip, "%jaxpr spread(np.ones(3, np.float32), np.ones(3, np.float32))")
+    dot = nbjax.viz.to_dot(nbjax.viz.graph_model(shown.jaxpr))
+    assert '{ rank=min; "in0"; "in1"; }' in dot and '{ rank=max; "out0"; "out1"; "out2"; }' in dot
+    rows = _node_rows(nbjax.viz.to_svg(dot))
+    inputs = [rows["in0"], rows["in1"]]
+    outputs = [rows[f"out{i}"] for i in range(3)]
+    eqns = [y for k, y in rows.items() if k.startswith("e")]
+    assert len(set(inputs)) == 1 and len(set(outputs)) == 1  # one row each
+    assert max(inputs) < min(eqns) and max(eqns) < min(outputs)
+
+
+def test_static_graphs_fit_the_width_of_their_box(ip):
+    run(ip, "def fit_me(x):\n    return jnp.sum(jnp.sin(x) * x)")
+    page = run(ip, "%jaxpr fit_me(np.ones(3, np.float32))")._repr_html_()
+    run(ip, "%%jit --show graph\ndef fit_jit(x):\n    return jnp.sin(x) * 2.0\n")
+    run(ip, "fit_jit(np.ones(3, np.float32))")
+    static = view_of(ip.user_ns["fit_jit"]).static_html()
+    for html in (page, static):
+        (svg,) = re.findall(r"<svg [^>]*>", html.split('class="nbjax-sparkline"')[0])
+        natural = re.search(r'viewBox="[\d.]+ [\d.]+ ([\d.]+)', svg).group(1)
+        assert 'style="width:100%;height:auto;' in svg and 'width="' not in svg
+        assert f"max-width:{float(natural):.0f}pt" in svg  # never enlarged past natural size
+        assert f"min-width:{float(natural) / 2:.0f}pt" in svg  # nor shrunk unreadably
+
+
 # --- %transform -----------------------------------------------------------------------------
 
 TRANSFORM_CELL = """def wave(x):

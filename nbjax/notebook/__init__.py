@@ -62,6 +62,14 @@ Both views:
   ``<g>`` (ids as in ``nbjax.viz.graph_model``: ``in0``, ``c0``, ``e3``, ``out0``) and
   ``nbjax-kernel-<index>`` on each fusion kernel's cluster. A selected node gets the class
   ``nbjax-selected``; nodes of the same operation in a gradient graph ``nbjax-linked``.
+- Graph tools: the SVG sits in ``nbjax-graph-viewport`` (a scrolling box), sized to fit
+  the box's width (never above its natural size, never below half of it) and opened at the
+  top left, where the inputs are (Graphviz puts inputs on the top row, outputs on the
+  bottom one); ``nbjax-graph-zoom-in``, ``nbjax-graph-zoom-out`` and ``nbjax-graph-fit``
+  (buttons; Ctrl+wheel zooms too, dragging pans), the scale in the graph's ``data-zoom``;
+  ``nbjax-graph-search`` (a search box: nodes whose text contains the query get the class
+  ``nbjax-found``) and ``nbjax-graph-found`` ("3 found"). Static renderings fit the same way
+  (``nbjax.viz.fit_width``), without zoom.
 - ``nbjax-node-details``: what clicking a node shows (equation, type, source line, kernel,
   fusion decision). ``nbjax-show-all``: button drawing every node of a truncated graph.
   In a compiler view, the details of a node owning sub-jaxprs (``cond``, ``scan``...) have

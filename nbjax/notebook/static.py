@@ -7,6 +7,8 @@ annotated view relied on inline scripts and broke in JupyterLab).
 
 import html
 
+from ..viz import fit_width
+
 BOX = ("font-family:system-ui,sans-serif;font-size:13px;border:1px solid #d1d5db;"
        "border-radius:6px;padding:0.5em 0.8em;margin:0.3em 0")
 NOTE = "color:#6b7280;font-size:12px"
@@ -81,7 +83,7 @@ def graph(state):
     if state["truncated"]:
         extra = note(f"{state['shown']} nodes shown, {state['hidden']} hidden "
                      f"(budget {state['budget']})")
-    return f'<div style="overflow:auto;max-height:40em">{state["svg"]}</div>{extra}'
+    return f'<div style="overflow:auto;max-height:40em">{fit_width(state["svg"])}</div>{extra}'
 
 
 def header(view):

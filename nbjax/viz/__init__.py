@@ -10,12 +10,12 @@
 """
 
 from .display import JaxprView, install_display_hooks, view
-from .dot import GraphvizNotFoundError, dot_available, to_dot, to_svg
+from .dot import GraphvizNotFoundError, dot_available, fit_width, to_dot, to_svg
 from .model import DEFAULT_BUDGET, graph_model, representatives
 from .text import annotate, jaxpr_html
 
 __all__ = ["DEFAULT_BUDGET", "GraphvizNotFoundError", "JaxprView", "annotate",
-           "dot_available", "graph_model", "jaxpr_html", "representatives", "to_dot",
-           "to_svg", "view"]
+           "dot_available", "fit_width", "graph_model", "jaxpr_html", "representatives",
+           "to_dot", "to_svg", "view"]
 
 install_display_hooks()

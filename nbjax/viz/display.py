@@ -10,7 +10,7 @@ import html
 import sys
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
-from .dot import GraphvizNotFoundError, to_dot, to_svg
+from .dot import GraphvizNotFoundError, fit_width, to_dot, to_svg
 from .model import DEFAULT_BUDGET, build_model
 from .text import annotate, pre_html
 
@@ -39,7 +39,7 @@ class JaxprView:
     def graph_html(self, annotated):
         try:
             model = build_model(self.jaxpr, annotated, self.fusion, self.budget)
-            svg = to_svg(to_dot(model))
+            svg = fit_width(to_svg(to_dot(model)))
         except GraphvizNotFoundError as e:
             return f'<p class="nbjax-note" style="{_NOTE_STYLE}">Graph not shown: ' \
                    f'{html.escape(str(e))}</p>'

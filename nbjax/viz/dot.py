@@ -101,6 +101,7 @@ class _DotWriter:
             "fontname": FONT, "fontsize": "8", "color": "#6b7280", "fontcolor": "#4b5563",
             "arrowsize": "0.6"}) + ";")
         self.scope(None, 1)
+        self.ends()
         self.edges()
         self.emit(0, "}")
         return "\n".join(self.lines) + "\n"
@@ -194,6 +195,16 @@ class _DotWriter:
         text = "\n".join(lines)
         return text if len(text) <= _TOOLTIP_CHARS else text[:_TOOLTIP_CHARS - 1] + "…"
 
+    def ends(self):
+        """Inputs on the top row and outputs on the bottom one, so the graph reads top-down
+        from where the data come in (Graphviz would otherwise put an output as high as the
+        value it copies, and an input beside its first use)."""
+        for rank, kind in (("min", "input"), ("max", "output")):
+            ids = [quote(n["id"]) for n in self.by_scope.get(None, [])
+                   if n["kind"] == kind and self.visible(n)]
+            if ids:
+                self.emit(1, f"{{ rank={rank}; {'; '.join(ids)}; }}")
+
     # -- edges ------------------------------------------------------------------------------
 
     def edges(self):
@@ -245,3 +256,20 @@ def to_svg(dot):
             "Graphviz's `dot` program was not found on PATH, so the graph cannot be drawn. "
             + INSTALL_HINT) from None
     return svg[svg.index("<svg"):]
+
+
+_SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
+MIN_FIT = 0.5  # a static graph shrinks to fit its box down to half its size, then scrolls
+
+
+def fit_width(svg):
+    """An SVG from ``to_svg`` sized to the width of its box instead of its natural size:
+    no wider than natural, no narrower than ``MIN_FIT`` of it (then its box scrolls, from
+    the top left, where the inputs are); the height follows. For static HTML; the live
+    views size their graphs in the browser."""
+    m = _SIZE.match(svg)
+    if m is None:
+        return svg
+    width = float(m.group(1))
+    style = f"width:100%;height:auto;max-width:{width:.0f}pt;min-width:{width * MIN_FIT:.0f}pt"
+    return f'<svg style="{style}"' + svg[m.end():]
