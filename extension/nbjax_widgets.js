@@ -63,6 +63,12 @@ function table(header, rows, attrs = {}) {
     h("tbody", {}, rows.map((r) => (r instanceof Node ? r : h("tr", {}, r.map((c) => h("td", {}, c)))))));
 }
 
+// Text with every NaN and inf in a red <span class="nbjax-nonfinite">.
+function withNonFinite(text) {
+  return String(text).split(/\b(nan|inf|NaN)\b/).map((part, i) =>
+    (i % 2 ? h("span", { class: "nbjax-nonfinite" }, part) : part));
+}
+
 function markup(html, attrs = {}) {
   // Markup generated and escaped by the kernel (SVG from Graphviz, coloured jaxprs).
   const el = h("div", attrs);
@@ -548,7 +554,7 @@ class GradView extends View {
     const rows = s.rows.map((r) => {
       const value = h("td", { class: "nbjax-value", testid: `nbjax-value-${r.id}` });
       const deriv = h("td", { class: "nbjax-deriv", testid: `nbjax-deriv-${r.id}` });
-      const tr = h("tr", { testid: `nbjax-step-row-${r.id}` }, h("td", {}, r.id), h("td", {}, h("code", {}, r.text)), value, deriv);
+      const tr = h("tr", { testid: `nbjax-step-row-${r.id}` }, h("td", { class: "nbjax-name" }, r.name ?? r.id), h("td", {}, h("code", {}, r.text)), value, deriv);
       this.cells.set(r.id, { tr, value, deriv });
       return tr;
     });
@@ -566,7 +572,7 @@ class GradView extends View {
       h("p", { class: "nbjax-note" }, `seed: ${s.seed}`),
       this.stepText,
       h("div", { class: "nbjax-graph-layout" }, this.stepGraph.el,
-        table(["node", "", "value", s.derivative], rows, { testid: "nbjax-step-table" })));
+        table(["variable", "", "value", s.derivative], rows, { testid: "nbjax-step-table" })));
     this.drawStep();
   }
 
@@ -586,15 +592,15 @@ class GradView extends View {
     }
     const current = s.steps[k];
     for (const [id, { tr, value, deriv }] of this.cells) {
-      value.textContent = values[id] ?? "";
-      deriv.textContent = derivs[id] ?? "";
+      setChildren(value, withNonFinite(values[id] ?? ""));
+      setChildren(deriv, withNonFinite(derivs[id] ?? ""));
       tr.classList.toggle("nbjax-current", id === current.node);
       tr.classList.toggle("nbjax-changed", id in current.values || id in current.derivs);
     }
     this.position.textContent = `step ${k + 1} / ${s.steps.length}`;
     const g = this.get("grad") || {};
     const linked = (current.linked || []).map((id) => (g.rows || []).find((r) => r.id === id)).filter(Boolean);
-    setChildren(this.stepText, h("b", {}, current.phase), " ", current.text,
+    setChildren(this.stepText, h("b", {}, current.phase), " ", withNonFinite(current.text),
       linked.length ? h("div", { class: "nbjax-note" }, "in the derivative's jaxpr: ", linked.map((r) => r.text).join(";  ")) : null);
     this.stepGraph.mark("nbjax-current", current.node ? [current.node] : []);
     this.stepGraph.mark("nbjax-changed", Object.keys({ ...current.values, ...current.derivs }));

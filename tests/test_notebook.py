@@ -524,6 +524,63 @@ def test_step_through_walks_the_backward_pass(ip):
     assert view.step == 0
 
 
+def _scalars(text):
+    return [float(v) for v in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", text)]
+
+
+def test_step_through_teaches_the_chain_rule_in_the_jaxpr_s_names(ip):
+    """Each backward step shows, per operand, ``b̄ += d̄ · c = 1 × 2.25 = 2.25``: the
+    output's cotangent times the local derivative, whose product is what the operand
+    receives; the table and graph name values as the jaxpr does; no word twice in a row."""
+    run(ip, "%%grad --wrt b,c\ndef chain(b, c):\n    d = b * c\n    return jnp.sin(d) + b\n")
+    b, c = np.float32(0.7), np.float32(1.5)
+    ip.user_ns.update(b_val=b, c_val=c)
+    run(ip, "grad_chain(b_val, c_val)")
+    view = view_of(ip.user_ns["grad_chain"])
+    s = view.steps
+    closed = nbjax.make_jaxpr(ip.user_ns["chain"])(b, c)
+    names = [nbjax.viz.annotate(closed).names[v] for v in closed.jaxpr.invars]
+    text = str(closed)
+    # one naming scheme: the table's names are the jaxpr's, and so are the graph's labels
+    assert [r["name"] for r in s["rows"]][:2] == names
+    for row in s["rows"][2:]:
+        assert f"{row['name']}:" in text and row["text"].startswith(f"{row['name']}:")
+    labels = re.findall(r'<text[^>]*>([^<]*)</text>', s["graph"]["svg"])
+    assert "c = mul" in labels and "d = sin" in labels
+    # the mul's backward step: each operand gets c̄ times the other operand
+    by_node = {step["node"]: step for step in s["steps"] if step["phase"] == "backward"}
+    (mul_node,) = [r["id"] for r in s["rows"] if " mul " in f" {r['text']} "]
+    lines = by_node[mul_node]["text"].split("\n")[1:]
+    cbar = np.cos(b * c)
+    assert lines[0].startswith("a\u0304 += c\u0304 · b = ")
+    assert lines[1].startswith("b\u0304 += c\u0304 · a = ")
+    for line, other in zip(lines, (c, b)):
+        ct, local, product = _scalars(line.split(" = ", 1)[1])
+        assert_close(np.float32([ct, local, product]), np.float32([cbar, other, cbar * other]),
+                     rtol=1e-4)
+    # sin's local derivative is named ∂d/∂c and equals cos c
+    (sin_node,) = [r["id"] for r in s["rows"] if " sin " in f" {r['text']} "]
+    (sin_line,) = by_node[sin_node]["text"].split("\n")[1:]
+    assert sin_line.startswith("c\u0304 += d\u0304 · ∂d/∂c = ")
+    assert_close(np.float32(_scalars(sin_line.split(" = ", 1)[1])[1]), cbar, rtol=1e-4)
+    for step in s["steps"]:
+        words = f"{step['phase']} {step['text']}".lower()
+        assert not re.search(r"\b([a-z]{2,})\W+\1\b", words), words  # "forward forward"
+
+
+def test_step_through_shows_nan_and_inf_in_red(ip):
+    run(ip, "%%grad\ndef blows_up(x):\n    return jnp.sum(jnp.log(x) * x)\n")
+    ip.user_ns["x_bad"] = np.array([0.0, -1.0, 2.0], np.float32)
+    run(ip, "grad_blows_up(x_bad)")
+    view = view_of(ip.user_ns["grad_blows_up"])
+    static = view.static_html()
+    assert re.search(r'<span style="color:#dc2626;font-weight:bold">nan</span>', static)
+    assert re.search(r'<span style="color:#dc2626;font-weight:bold">inf</span>', static)
+    js = (assets.extension_dir() / "nbjax_widgets.js").read_text()
+    assert "withNonFinite(values[id]" in js and "withNonFinite(derivs[id]" in js
+    assert ".nbjax-nonfinite" in (assets.extension_dir() / "nbjax.css").read_text()
+
+
 def test_step_through_forward_mode_carries_tangents(ip):
     run(ip, "%%grad --mode fwd\ndef fwd(x):\n    return jnp.sum(jnp.exp(x) * x)\n")
     x = np.array([0.3, -0.7], np.float32)

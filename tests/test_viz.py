@@ -138,7 +138,7 @@ def test_model_of_an_elementwise_chain_with_a_closure_constant():
     assert nodes["e1"]["text"] == "d:f32[3] = mul c a"
     assert nodes["e1"]["vars"] == ["d"] and nodes["e1"]["avals"] == ["f32[3]"]
     assert nodes["e2"]["literals"] == ["2.0:f32[]"]
-    assert nodes["e2"]["label"] == "add\n2.0:f32[]"
+    assert nodes["e2"]["label"] == "e = add\n2.0:f32[]"  # named as in the jaxpr
     assert _edges(model) == [("in0", "e0", "f32[3]"), ("e0", "e1", "f32[3]"),
                              ("c0", "e1", "f32[3]"), ("e1", "e2", "f32[3]"),
                              ("e2", "out0", "f32[3]")]
@@ -176,7 +176,7 @@ def test_cond_branches_are_nested_clusters(zoo):
     assert nodes["e1/branches1/e0"]["primitive"] == "sin"
     assert nodes["e1/branches1/e0"]["cluster"] == "e1/branches1"
     assert ("e1/branches0/in0", "e1/branches0/e0", "f32[]") in _edges(model)
-    assert nodes["e1"]["label"] == "cond"  # the branches are clusters, not label text
+    assert nodes["e1"]["label"] == "d = cond"  # the branches are clusters, not label text
 
 
 def test_scan_with_a_cond_inside_nests_two_levels(zoo):
@@ -205,7 +205,7 @@ def test_sub_jaxprs_of_call_like_primitives(zoo, name, primitive, clusters):
 
 
 def test_jit_name_param_is_on_the_label(zoo):
-    assert _nodes(viz.graph_model(zoo["jit"]))["e0"]["label"] == "jit\nname=<lambda>"
+    assert _nodes(viz.graph_model(zoo["jit"]))["e0"]["label"] == "b = jit\nname=<lambda>"
 
 
 def test_gradient_phases_and_provenance_links(zoo):
@@ -302,7 +302,7 @@ def test_dot_snippets_of_a_chain(zoo):
     assert ('"in0" [id="in0", label="b: f32[3]", class="nbjax-node nbjax-input", '
             'tooltip="b: f32[3]", shape="invhouse", fillcolor="#dcfce7", style="filled"];'
             ) in dot
-    assert '"e2" [id="e2", label="add\\n2.0:f32[]", class="nbjax-node nbjax-eqn", ' in dot
+    assert '"e2" [id="e2", label="e = add\\n2.0:f32[]", class="nbjax-node nbjax-eqn", ' in dot
     assert 'shape="house"' in dot and "backward" not in dot
 
 

@@ -158,6 +158,32 @@ def _as_function(eqn, values, positions):
     return fn
 
 
+BAR = "\u0304"  # a combining macron: b̄, the cotangent of b
+_SHORT_ELEMENTS = 6
+
+
+def _short(x):
+    """A value on one line, whole when small (``2.25``, ``[1, 1, 1]``), else summarised."""
+    return " ".join(value_text(np.asarray(x), threshold=_SHORT_ELEMENTS).split())
+
+
+def _local_derivative(eqn, values, p):
+    """d out / d operand ``p`` element by element (the JVP along ones), or None when
+    there is no single one to show (several results, an integer operand)."""
+    if eqn.primitive.multiple_results:
+        return None
+    x = values[p]
+    aval = get_aval(x)
+    if not dtypes.is_inexact(aval.dtype):
+        return None
+    try:
+        _, tangent = jvp(_as_function(eqn, values, [p]), [x],
+                         [np.ones(aval.shape, aval.dtype)])
+    except NotImplementedError:  # no forward rule: the view shows the backward result
+        return None
+    return _np(tangent)
+
+
 def _zeros(aval):
     t = ad.tangent_aval(aval)
     return np.zeros(t.shape, t.dtype)
@@ -194,6 +220,34 @@ class _Walk:
                            "derivs": {n: self.node_text(self.vars_of(n), self.deriv)
                                       for n in derivs}})
 
+    def name(self, var):
+        return self.annotated.names.get(var, "?") if isinstance(var, Var) else str(var.val)
+
+    def chain_rule(self, eqn, p, values, ct, contribution):
+        """``b̄ += d̄ · c = 1 × 2.25 = 2.25``: what operand ``p`` of ``eqn`` receives, as
+        the output's cotangent times the local derivative when the operation is
+        element-wise in that operand (checked: the product must equal what the backward
+        rule gave), else as the backward rule's result."""
+        out, var = eqn.outvars[0], eqn.invars[p]
+        head = f"{self.name(var)}{BAR} += "
+        local = _local_derivative(eqn, values, p)
+        if local is not None and not eqn.primitive.multiple_results:
+            product = np.asarray(ct) * local
+            if product.shape == contribution.shape and np.allclose(
+                    product, contribution, equal_nan=True):
+                symbol = self._local_symbol(eqn, p)
+                return (f"{head}{self.name(out)}{BAR} · {symbol} = {_short(ct)} × "
+                        f"{_short(local)} = {_short(contribution)}")
+        return f"{head}{eqn.primitive.name}'s backward rule of {self.name(out)}{BAR} = " \
+               f"{_short(contribution)}"
+
+    def _local_symbol(self, eqn, p):
+        """The local derivative by name where it is one of the operands (``mul``), else
+        ``∂d/∂b``."""
+        if eqn.primitive.name == "mul" and len(eqn.invars) == 2:
+            return self.name(eqn.invars[1 - p])
+        return f"∂{self.name(eqn.outvars[0])}/∂{self.name(eqn.invars[p])}"
+
     def eqn_text(self, i):
         return self.annotated.eqn_text(f"e{i}") or str(self.jaxpr.eqns[i])
 
@@ -217,7 +271,13 @@ class _Walk:
                  for i, v in enumerate(self.jaxpr.invars)]
         rows += [{"id": f"e{i}", "text": self.eqn_text(i)}
                  for i in range(len(self.jaxpr.eqns))]
+        for row, variables in zip(rows, self._row_vars()):
+            row["name"] = ", ".join(names.get(v, "_") for v in variables)
         return rows
+
+    def _row_vars(self):
+        return [[v] for v in self.jaxpr.constvars + self.jaxpr.invars] + \
+            [e.outvars for e in self.jaxpr.eqns]
 
     def _input(self, i, var):
         """``x (a)``: the argument's name, then the jaxpr's name of it."""
@@ -227,18 +287,18 @@ class _Walk:
 
 def walk_reverse(closed, diff, linked, inputs):
     w = _Walk(closed, linked, inputs)
-    w.step("input", "the inputs", values=w.bind_inputs(diff))
+    w.step("input", "the arguments' values", values=w.bind_inputs(diff))
     for i, eqn in enumerate(w.jaxpr.eqns):
         outs = _apply(eqn, [w.read(a) for a in eqn.invars])
         for v, o in zip(eqn.outvars, outs):
             w.env[v], w.node_of[v] = o, f"e{i}"
-        w.step("forward", f"forward: {w.eqn_text(i)}", node=f"e{i}", values=[f"e{i}"])
+        w.step("forward", w.eqn_text(i), node=f"e{i}", values=[f"e{i}"])
     out = w.jaxpr.outvars[0]
     if not isinstance(out, Var):
         w.step("result", "the output is a constant: every derivative is 0")
         return w
     w.deriv[out] = np.ones(out.aval.shape, out.aval.dtype)
-    w.step("seed", "backward: the output's cotangent is 1 (d out / d out)",
+    w.step("seed", f"the output's cotangent {w.name(out)}{BAR} = 1 (d out / d out)",
            node=w.node_of[out], derivs=[w.node_of[out]])
     for i in reversed(range(len(w.jaxpr.eqns))):
         eqn = w.jaxpr.eqns[i]
@@ -251,14 +311,15 @@ def walk_reverse(closed, diff, linked, inputs):
                           *[values[p] for p in positions])
         cts = [c if c is not None else _zeros(v.aval) for c, v in zip(cts, eqn.outvars)]
         contributions = pullback(cts if eqn.primitive.multiple_results else cts[0])
-        touched = []
+        touched, products = [], []
         for p, c in zip(positions, contributions):
             var = eqn.invars[p]
+            products.append(w.chain_rule(eqn, p, values, cts[0], _np(c)))
             w.deriv[var] = _np(c) if var not in w.deriv else w.deriv[var] + _np(c)
             if w.node_of[var] not in touched:
                 touched.append(w.node_of[var])
-        w.step("backward", f"backward through {w.eqn_text(i)}: its cotangent flows to "
-               f"{', '.join(touched)}", node=f"e{i}", derivs=touched)
+        w.step("backward", f"through {w.eqn_text(i)}:\n" + "\n".join(products),
+               node=f"e{i}", derivs=touched)
     for v in w.jaxpr.invars:
         w.deriv.setdefault(v, _zeros(v.aval))
     w.step("result", "the gradient: the accumulated cotangents of the inputs",
@@ -271,7 +332,7 @@ def walk_forward(closed, diff, linked, inputs):
     nodes = w.bind_inputs(diff)
     for v, t in zip(w.jaxpr.invars, pytree.tree_leaves(seed_tangents(diff))):
         w.deriv[v] = t
-    w.step("input", "the inputs and their tangents", values=nodes,
+    w.step("input", "the arguments' values and tangents", values=nodes,
            derivs=[w.node_of[v] for v in w.jaxpr.invars])
     for i, eqn in enumerate(w.jaxpr.eqns):
         values = [w.read(a) for a in eqn.invars]

@@ -6,6 +6,7 @@ annotated view relied on inline scripts and broke in JupyterLab).
 """
 
 import html
+import re
 
 from ..viz import fit_width
 
@@ -217,8 +218,17 @@ def final_state(steps):
     return values, derivs
 
 
+NONFINITE = re.compile(r"\b(nan|inf|NaN)\b")
+
+
+def nonfinite(text):
+    """Escaped text with NaN and inf in red, where a student should look."""
+    return NONFINITE.sub(r'<span style="color:#dc2626;font-weight:bold">\1</span>', esc(text))
+
+
 def steps_html(s):
     values, derivs = final_state(s)
-    rows = [[esc(r["id"]), f'<code>{esc(r["text"])}</code>', esc(values.get(r["id"], "")),
-             esc(derivs.get(r["id"], ""))] for r in s["rows"]]
-    return note(f"seed: {s['seed']}") + table(["node", "", "value", s["derivative"]], rows)
+    rows = [[esc(r.get("name", r["id"])), f'<code>{esc(r["text"])}</code>',
+             nonfinite(values.get(r["id"], "")), nonfinite(derivs.get(r["id"], ""))]
+            for r in s["rows"]]
+    return note(f"seed: {s['seed']}") + table(["variable", "", "value", s["derivative"]], rows)

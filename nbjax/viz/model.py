@@ -179,7 +179,11 @@ class _Builder:
         params = {k: param_text(v) for k, v in printed_params(eqn)
                   if not (is_jaxpr(v) or is_jaxpr_tuple(v))}
         literals = [a.pretty() for a in eqn.invars if isinstance(a, Literal)]
-        lines = [eqn.primitive.name]
+        results = [self.name(v) for v in eqn.outvars if self.name(v)]
+        # "d = mul": the jaxpr's name of the result, so a graph, its jaxpr and the views'
+        # tables call a value the same
+        lines = [f"{', '.join(results)} = {eqn.primitive.name}" if results
+                 else eqn.primitive.name]
         lines += [_short(f"{k}={v}") for k, v in list(params.items())[:_LABEL_PARAMS]]
         lines += [_short(lit) for lit in literals]
         group = self.fusion.group_of.get(id(eqn))
