@@ -98,7 +98,10 @@ Gradient view:
   ``nbjax-step-next`` (buttons), ``nbjax-step-position`` ("step k / n"),
   ``nbjax-step-text``, ``nbjax-stepper-graph`` (its current node has class
   ``nbjax-current``), ``nbjax-step-table`` with rows ``nbjax-step-row-<id>`` and cells
-  ``nbjax-value-<id>`` and ``nbjax-deriv-<id>`` (accumulated cotangent, or tangent).
+  ``nbjax-value-<id>`` and ``nbjax-deriv-<id>`` (accumulated cotangent, or tangent); the
+  table names each row by the jaxpr's variable (graph nodes read ``c = mul``), a backward
+  step's text gives each operand's chain-rule product (``b̄ += c̄ · a = 1 × 0.7 = 0.7``),
+  and NaN/inf are ``nbjax-nonfinite`` (red).
 - ``nbjax-grad-jaxpr``, ``nbjax-hessian``.
 
 The static fallback's root is ``<div class="nbjax-static" data-nbjax-view="jit|grad">``.
