@@ -276,6 +276,27 @@ def _grouped(windows, feature_group_count, batch_group_count):
     return windows.reshape((n, g, c // g) + windows.shape[2:])
 
 
+def _windows_times_kernels(windows, w):
+    """Each window (batch n, group G, feature c, out spatial..., kernel spatial...) times its
+    group's kernels (O, I = c, kernel spatial...), summed: (n, O, out spatial...).
+
+    As one matrix product per group (im2col): the windows laid out as rows of c x kernel
+    values, the kernels as columns, so BLAS does the work (``np.einsum`` would loop in C
+    over the group index that all three operands share)."""
+    n, groups, c = windows.shape[:3]
+    n_sp = (windows.ndim - 3) // 2
+    out_sp = windows.shape[3:3 + n_sp]
+    per_group = w.shape[0] // groups
+    spatial = tuple(range(3, 3 + n_sp))
+    rows = windows.transpose((1, 0) + spatial + (2,) + tuple(range(3 + n_sp, windows.ndim)))
+    rows = rows.reshape(groups, n * math.prod(out_sp), -1)  # G, n * out, c * kernel
+    cols = w.reshape(groups, per_group, -1).transpose(0, 2, 1)
+    product = np.matmul(rows, cols)                       # G, n * out, O/G
+    product = product.reshape((groups, n) + tuple(out_sp) + (per_group,))
+    return np.moveaxis(product, (0, product.ndim - 1), (1, 2)).reshape(
+        (n, groups * per_group) + tuple(out_sp))
+
+
 @conv_general_dilated_p.def_impl
 def _conv_general_dilated_impl(
         lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
@@ -297,14 +318,7 @@ def _conv_general_dilated_impl(
     w = _dilate(w, rhs_dilation, 2)
     windows = _grouped(_windows(x, w.shape[2:], window_strides),
                        feature_group_count, batch_group_count)
-    groups = windows.shape[1]
-    w = w.reshape((groups, w.shape[0] // groups) + w.shape[1:])  # G, O/G, I, spatial
-    n = w.ndim - 3
-    out_sp, k_sp = list(range(10, 10 + n)), list(range(20, 20 + n))
-    # windows: batch 0, group 1, feature 2, out spatial, kernel spatial
-    # kernel:  group 1, out feature 3, feature 2, kernel spatial
-    result = np.einsum(windows, [0, 1, 2] + out_sp + k_sp, w, [1, 3, 2] + k_sp,
-                       [0, 1, 3] + out_sp, optimize=True)
+    result = _windows_times_kernels(windows, w)
     result = result.reshape(canonical_shape)
     return finish_accumulation(np.transpose(result, np.argsort(dn.out_spec)), out.dtype)
 
