@@ -17,6 +17,7 @@ import ctypes
 
 import numpy as np
 
+from ...config import config
 from ...core import EvalTrace, set_current_trace, to_numpy
 from ...core.source_info import warn_at_user_line
 
@@ -31,13 +32,13 @@ class HostStep:
         self.eqn, self.warn, self.error = eqn, warn, None
         self.where = "inside a compiled loop it calls back into Python" if inside_loop \
             else "it runs on the reference backend"
-        self.avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
+        self.buffers = [_Buffer(a.aval) for a in list(eqn.invars) + list(eqn.outvars)]
         self.function = SIGNATURE(self)  # kept alive as long as the step is
         self.address = ctypes.cast(self.function, ctypes.c_void_p).value
 
     def __call__(self, addresses):
         try:
-            views = [_view(addresses[k], aval) for k, aval in enumerate(self.avals)]
+            views = [b.view(addresses[k]) for k, b in enumerate(self.buffers)]
             self.run(views[:len(self.eqn.invars)], views[len(self.eqn.invars):])
             return 0
         except BaseException as e:  # noqa: BLE001  (raised again once the native call returns)
@@ -49,8 +50,11 @@ class HostStep:
         if self.warn:
             self.warn = False
             warn_at_user_line(f"nbjax cpu backend: no kernel for {prim.name}; {self.where}")
-        with set_current_trace(EvalTrace()):
-            out = prim.bind(*ins, **self.eqn.params)
+        if config.debug_nans or config.debug_infs:  # bound, so that the check runs
+            with set_current_trace(EvalTrace()):
+                out = prim.bind(*ins, **self.eqn.params)
+        else:  # the jaxpr has checked the types: straight to the implementation
+            out = prim.impl(*ins, **self.eqn.params)
         for view, value in zip(outs, out if prim.multiple_results else [out]):
             view[...] = np.asarray(to_numpy(value), view.dtype)
 
@@ -59,11 +63,28 @@ class HostStep:
         return error
 
 
-def _view(address, aval):
-    """The buffer at ``address`` as an array of ``aval``'s shape and dtype (no copy)."""
-    dtype = np.dtype(aval.dtype)
-    size = int(np.prod(aval.shape, dtype=np.int64)) * dtype.itemsize
-    if size == 0:
-        return np.empty(aval.shape, dtype)
-    memory = (ctypes.c_char * size).from_address(address)
-    return np.frombuffer(memory, dtype).reshape(aval.shape)
+class _Buffer:
+    """How one operand or result of a host step is seen: a NumPy array over the native
+    buffer at an address. A loop passes the same few addresses every iteration (its two
+    buffers of each carry), so the arrays made for the last few are kept: making one costs
+    more than many an equation."""
+
+    KEEP = 4
+
+    def __init__(self, aval):
+        self.dtype, self.shape = np.dtype(aval.dtype), tuple(aval.shape)
+        self.bytes = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        self.memory = ctypes.c_char * self.bytes
+        self.seen = {}
+
+    def view(self, address):
+        """The array over ``address`` (valid while the native call that passed it runs;
+        an address passed again is live memory again, so its array is reused)."""
+        array = self.seen.get(address)
+        if array is None:
+            array = np.empty(self.shape, self.dtype) if self.bytes == 0 else \
+                np.frombuffer(self.memory.from_address(address), self.dtype).reshape(self.shape)
+            if len(self.seen) >= self.KEEP:
+                self.seen.clear()  # (one call: safe while another thread runs the step)
+            self.seen[address] = array
+        return array
