@@ -237,7 +237,8 @@ def native_call(fn, cf):
     results = [_allocator(tuple(a.aval.shape), np.dtype(a.aval.dtype), False)
                for a in cf.results]
     constants = [data_address(c) for c in cf.constants]
-    scratch = _allocator((cf.scratch_bytes,), np.dtype(np.uint8), False)
+    scratch = _allocator((cf.scratch_bytes,), np.dtype(np.uint8), False) \
+        if cf.scratch_bytes else lambda: (None, None)
     addresses = ctypes.c_void_p * (len(cf.operands) + len(results) + len(constants))
     address, polls = data_address, cf.polls
 
