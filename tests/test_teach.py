@@ -145,6 +145,59 @@ ANSWERS = {
 }
 
 
+def standardize_right(x_train, x_test):
+    mean, std = jnp.mean(x_train, axis=0), jnp.std(x_train, axis=0)
+    std = jnp.where(std > 0, std, 1.0)
+    return (x_train - mean) / std, (x_test - mean) / std
+
+
+def standardize_each_own(x_train, x_test):   # the test set scaled with its own statistics
+    return standardize_right(x_train, x_train)[0], standardize_right(x_test, x_test)[0]
+
+
+def l2_with_biases(params):
+    return sum(jnp.sum(p ** 2) for p in nbjax.tree_util.tree_leaves(params))
+
+
+def recall_right(confusion):
+    rows = jnp.sum(confusion, axis=1)
+    return jnp.where(rows > 0, jnp.diag(confusion) / jnp.maximum(rows, 1), 0.0)
+
+
+def spring_kinetic(q, q_dot):
+    return 0.5 * (q_dot[0] ** 2 + q[0] ** 2 * q_dot[1] ** 2)
+
+
+def spring_potential(q):
+    return -9.81 * q[0] * jnp.cos(q[1]) + 0.5 * 20.0 * (q[0] - 1.0) ** 2
+
+
+def verlet_right(accel, q, v, dt):
+    v = v + dt / 2 * accel(q)
+    q = q + dt * v
+    return q, v + dt / 2 * accel(q)
+
+
+def count_spikes_right(v):
+    return jnp.sum((v[:-1] < 0) & (v[1:] >= 0))
+
+
+ANSWERS.update({   # chapters 9 and 10
+    "ch09.standardize": (standardize_right, standardize_each_own, "its own mean"),
+    "ch09.l2_penalty": (lambda params: sum(jnp.sum(w ** 2) for w, _ in params),
+                        l2_with_biases, "includes the biases"),
+    "ch09.recall_per_class": (recall_right,
+                              lambda c: jnp.diag(c) / jnp.sum(c, axis=0), "(that is precision)"),
+    "ch10.spring_pendulum": (lambda q, q_dot: spring_kinetic(q, q_dot) - spring_potential(q),
+                             lambda q, q_dot: spring_kinetic(q, q_dot) + spring_potential(q),
+                             "(r'', theta'') your Lagrangian gives"),
+    "ch10.verlet_step": (verlet_right, lambda accel, q, v, dt: (q + dt * v, v + dt * accel(q)),
+                         "the new q of verlet_step(accel, q, v, 0.1)"),
+    "ch10.count_spikes": (count_spikes_right, lambda v: jnp.sum(v >= 0),
+                          "counts the samples above 0 mV"),
+})
+
+
 def test_every_exercise_is_tested():
     assert sorted(ANSWERS) == sorted(EXERCISES)
 
@@ -216,3 +269,27 @@ def test_verdicts_display_as_text_and_html():
     wrong = Verdict("ch01.x", WRONG, "a < b")
     assert str(right) == "✔ ch01.x: right: well done"
     assert "a &lt; b" in wrong._repr_html_() and "✘" in wrong._repr_html_()
+
+
+def test_the_case_study_and_physics_hints():
+    """The other mistakes chapters 9 and 10 name: a nan from a constant feature, a recall of
+    nan for an absent class, a spike counted at the start of a trace, a Lagrangian with no
+    kinetic energy, Python control flow where jit needs nbjax's."""
+    def standardize_no_guard(x_train, x_test):
+        mean, std = jnp.mean(x_train, axis=0), jnp.std(x_train, axis=0)
+        return (x_train - mean) / std, (x_test - mean) / std
+
+    def count_from_the_start(v):
+        return count_spikes_right(v) + (v[0] >= 0)
+
+    mistakes = [("ch09.standardize", standardize_no_guard, "standard deviation of 0"),
+                ("ch09.recall_per_class", lambda c: jnp.diag(c) / jnp.sum(c, axis=1),
+                 "class with no example"),
+                ("ch10.count_spikes", count_from_the_start, "starts above 0 mV"),
+                ("ch10.count_spikes", lambda v: int(np.sum(v >= 0)), "TracerArrayConversion"),
+                ("ch10.spring_pendulum", lambda q, q_dot: -spring_potential(q), "singular"),
+                ("ch10.spring_pendulum", lambda q, q_dot: jnp.stack([q[0], q_dot[0]]),
+                 "should be a number")]
+    for exercise, answer, words in mistakes:
+        verdict = check(exercise, answer)
+        assert verdict.status == WRONG and words in verdict.why, (exercise, verdict)

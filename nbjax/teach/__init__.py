@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from . import (ch01_derivatives, ch02_autodiff, ch03_arrays, ch04_differentiation,  # noqa: F401
                ch05_jit)
+from . import ch09_case_study, ch10_physics  # noqa: F401
 from .checking import EXERCISES, NotAttempted, Wrong, attempt
 
 RIGHT, WRONG, NOT_ATTEMPTED = "right", "wrong", "not attempted yet"
