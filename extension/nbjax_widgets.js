@@ -439,7 +439,8 @@ class JitView extends View {
       h("span", {}, "speed-up over NumPy ", h("b", { testid: "nbjax-speedup-numpy" }, number(t.numpy_speedup, "×")),
         h("span", { class: "nbjax-note" }, ` (NumPy, one call per operation: ${seconds(t.numpy_seconds)})`)),
       h("span", {}, "over nbjax eager ", h("b", { testid: "nbjax-speedup" }, number(t.speedup, "×")),
-        h("span", { class: "nbjax-note" }, ` (no jit: ${seconds(t.eager_seconds)})`)));
+        h("span", { class: "nbjax-note" }, ` (no jit: ${seconds(t.eager_seconds)})`)),
+      t.baselines_note ? h("span", { class: "nbjax-note", testid: "nbjax-baselines-note" }, t.baselines_note) : null);
     const phases = table(["compile phase", "time"], t.compile.map((p) => [p.phase, seconds(p.seconds)]),
       { testid: "nbjax-compile-phases" });
     const steps = t.steps.length ? table(["step", "time", "bytes", "GB/s", "GFLOP/s"],

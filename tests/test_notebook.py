@@ -996,3 +996,25 @@ def test_timing_has_two_labelled_baselines_and_no_percentage_above_the_limit(ip,
     assert t["steps"] and all(s["bandwidth_fraction"] == 1.0 for s in t["steps"])
     html = view_of(ip.user_ns["timed"]).static_html()
     assert "speed-up over NumPy" in html and "speed-up over nbjax eager" in html
+
+
+def test_baselines_are_not_run_for_a_long_loop(ip):
+    """The baselines run the program one equation at a time: a scan of 30,000 iterations
+    (or a while loop, whose count is unknown) is not run that way (it would take seconds
+    more than the compiled call); the pane says why. A short program still gets them."""
+    run(ip, "from nbjax import lax")
+    run(ip, "%%jit --show timing\ndef long_loop(x):\n"
+            "    return lax.scan(lambda c, _: (c * 0.5 + 1.0, None), x, None, length=30000)[0]\n")
+    run(ip, "long_loop(np.ones(3, np.float32))")
+    t = view_of(ip.user_ns["long_loop"]).timing
+    assert t["eager_seconds"] is None and t["numpy_seconds"] is None
+    assert re.search(r"\d{2},\d{3} equations", t["baselines_note"]) and "not measured" in t["baselines_note"]
+    assert t["baselines_note"] in view_of(ip.user_ns["long_loop"]).static_html()
+    run(ip, "%%jit --show timing\ndef until(x):\n"
+            "    return lax.while_loop(lambda c: c < 10.0, lambda c: c + 1.0, x)\n")
+    run(ip, "until(np.float32(0.0))")
+    assert "a while loop" in view_of(ip.user_ns["until"]).timing["baselines_note"]
+    run(ip, "%%jit --show timing\ndef short(x):\n    return jnp.sin(x) + 1.0\n")
+    run(ip, "short(np.ones(3, np.float32))")
+    t = view_of(ip.user_ns["short"]).timing
+    assert t["eager_seconds"] > 0 and t["baselines_note"] is None

@@ -129,6 +129,7 @@ def timing_state(comp):
              "eager_seconds": comp.eager_seconds, "speedup": _ratio(comp.eager_seconds, typical),
              "numpy_seconds": comp.numpy_seconds,
              "numpy_speedup": _ratio(comp.numpy_seconds, typical),
+             "baselines_note": comp.baselines_note,
              "compile": compile_phases(comp), "limits": limits, "steps": []}
     labels = [g.describe() for g in comp.plan.groups] if comp.plan is not None else \
         [f"equation {c.step}: {c.name}" for c in comp.costs]

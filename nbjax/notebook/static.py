@@ -171,6 +171,8 @@ def timing_html(t):
         ["speed-up over nbjax eager", esc(number(t["speedup"], "×"))],
     ]
     parts = [table(["", ""], summary), sparkline(t["calls"])]
+    if t.get("baselines_note"):
+        parts.append(note(t["baselines_note"]))
     parts.append(table(["compile phase", "time"],
                        [[esc(p["phase"]), esc(seconds(p["seconds"]))] for p in t["compile"]]))
     if t["steps"]:

@@ -16,7 +16,7 @@ import inspect
 import time
 
 from ..compiler import report
-from ..core import EvalTrace, Tracer, current_trace, pytree
+from ..core import ClosedJaxpr, EvalTrace, Jaxpr, Tracer, current_trace, pytree
 from ..jit import JitWrapped
 from .panes import argument_names
 from .tracebacks import call_user_function
@@ -37,6 +37,31 @@ def block(tree):
             ready()
 
 
+# The baselines (nbjax eager, NumPy one call per equation) run the program one equation at a
+# time; past this many equations in one run (a long loop's body counts once per iteration)
+# they would take seconds, so they are not measured.
+BASELINE_EQUATIONS = 20_000
+
+
+def equations_run(jaxpr):
+    """How many equations one run of ``jaxpr`` evaluates, one by one: a ``scan`` body's
+    once per iteration, the largest branch of a ``cond``; a ``while`` loop's count is not
+    known before it runs (infinity)."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        subs = [_open(v) for v in eqn.params.values() if isinstance(v, (Jaxpr, ClosedJaxpr))]
+        branches = [_open(b) for b in eqn.params.get("branches", ())]
+        if eqn.primitive.name == "while":
+            return float("inf")
+        inner = sum(map(equations_run, subs)) + max(map(equations_run, branches), default=0)
+        total += 1 + inner * eqn.params.get("length", 1)
+    return total
+
+
+def _open(jaxpr):
+    return jaxpr.jaxpr if isinstance(jaxpr, ClosedJaxpr) else jaxpr
+
+
 class Compilation:
     """One traced and compiled signature of a watched function, with its measurements
     (from the ``JitCall`` of its first watched call)."""
@@ -53,6 +78,7 @@ class Compilation:
         self.costs = report.step_costs(executable)  # flops and bytes of each step
         self.eager_seconds = None  # one call of the function without jit (nbjax eager)
         self.numpy_seconds = None  # its jaxpr run by NumPy, one call per equation
+        self.baselines_note = None  # why the two are not measured
         self.call_count = 0
         self.call_seconds = collections.deque(maxlen=1000)
         self.step_seconds = collections.defaultdict(
@@ -125,7 +151,12 @@ class WatchedJit(JitWrapped):
         comp = self.compilations.get(key)
         if comp is None or comp.executable is not call.executable:
             comp = Compilation(call, self._input_names(call.args, call.kwargs))
-            if any(getattr(w, "wants_timing", False) for w in self.watchers):
+            count = equations_run(call.jaxpr.jaxpr)
+            if count > BASELINE_EQUATIONS:
+                comp.baselines_note = (
+                    "baselines not measured: run one equation at a time, this program is "
+                    + ("a while loop" if count == float("inf") else f"{count:,} equations"))
+            elif any(getattr(w, "wants_timing", False) for w in self.watchers):
                 comp.eager_seconds = self._eager_seconds(call.args, call.kwargs)
                 comp.numpy_seconds = self._numpy_seconds(call.args, call.kwargs)
             self.compilations[key] = comp
