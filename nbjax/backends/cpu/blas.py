@@ -1,9 +1,14 @@
-"""Matrix products called from native code: the BLAS that SciPy ships, by function pointer.
+"""Matrix products called from native code: the BLAS NumPy or SciPy ships, by address.
 
-SciPy exports its BLAS routines as PyCapsules (``scipy.linalg.cython_blas.__pyx_capi__``,
-the route numba takes). Their addresses are registered as the symbols ``nbjax_sgemm`` and
-``nbjax_dgemm``, which compiled code declares and calls; an object file from the disk cache
-resolves them again when it is loaded, so no address is baked into cached code.
+NumPy's wheels carry OpenBLAS built with 64-bit integers (``scipy_openblas64_``, its Fortran
+routines named ``scipy_sgemm_64_``): compiled code calls that one when it is there, the
+library NumPy's own products use (one thread pool, not two competing for the cores), found
+in a few milliseconds. Otherwise (NumPy built against another BLAS) it calls SciPy's, which
+SciPy exports as PyCapsules (``scipy.linalg.cython_blas.__pyx_capi__``, the route numba
+takes; importing scipy.linalg takes 150-300 ms). The routines' addresses are registered as
+symbols (``nbjax_sgemm_i64``...: the name says the integer width, so code compiled for one
+library never calls the other), which compiled code declares and calls; an object file from
+the disk cache resolves them again when it is loaded, so no address is baked into it.
 
 ``gemm`` emits the calls for a ``dot_general`` that is a batch of matrix products: float32
 or float64, the result in that dtype, the batch axes leading on both operands, and each
@@ -17,7 +22,9 @@ which of its groups comes last; a loop over the batch makes one call per element
 """
 
 import ctypes
-import threading
+import functools
+import glob
+import os
 
 import numpy as np
 from llvmlite import binding as llvm
@@ -27,8 +34,6 @@ from ..llvm import I8, I32, I64, declare, for_loop
 
 _ROUTINES = {np.dtype(np.float32): ("sgemm", ir.FloatType()),
              np.dtype(np.float64): ("dgemm", ir.DoubleType())}
-_lock = threading.Lock()
-_registered = False
 
 
 def _capsule_address(capsule):
@@ -39,18 +44,36 @@ def _capsule_address(capsule):
     return get(capsule, name(capsule))
 
 
-def register():
-    """Make ``nbjax_sgemm``/``nbjax_dgemm`` resolvable by every engine (once)."""
-    global _registered
-    with _lock:
-        if not _registered:
-            # Imported here: scipy.linalg costs about 150 ms to import, which only programs
-            # whose loops hold matrix products need to pay.
-            import scipy.linalg.cython_blas
-            capsules = scipy.linalg.cython_blas.__pyx_capi__
-            for routine, _ in _ROUTINES.values():
-                llvm.add_symbol(f"nbjax_{routine}", _capsule_address(capsules[routine]))
-            _registered = True
+def _numpy_openblas():
+    """{routine: address} of the OpenBLAS NumPy's wheel ships (64-bit integers), or None."""
+    where = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(where, "libscipy_openblas64_*.so*"))):
+        try:
+            lib = ctypes.CDLL(path)
+            return {r: ctypes.cast(getattr(lib, f"scipy_{r}_64_"), ctypes.c_void_p).value
+                    for r, _ in _ROUTINES.values()}
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def _scipy_blas():
+    """{routine: address} of SciPy's BLAS (32-bit integers)."""
+    import scipy.linalg.cython_blas  # (here: it costs 150-300 ms, paid only when needed)
+    capsules = scipy.linalg.cython_blas.__pyx_capi__
+    return {r: _capsule_address(capsules[r]) for r, _ in _ROUTINES.values()}
+
+
+@functools.lru_cache(maxsize=None)
+def library():
+    """The integer type of the BLAS compiled code calls (I64 or I32), its routines
+    registered as ``nbjax_<routine>_i<bits>`` for every engine (once per process)."""
+    found, int_type = _numpy_openblas(), I64
+    if found is None:
+        found, int_type = _scipy_blas(), I32
+    for routine, address in found.items():
+        llvm.add_symbol(f"nbjax_{routine}_i{int_type.width}", address)
+    return int_type
 
 
 def supports(eqn):
@@ -95,27 +118,27 @@ def gemm(b, setup, eqn, lhs, rhs, out):
     """Emit, with the builder ``b``, the BLAS calls computing ``eqn`` (``supports(eqn)``)
     from the buffers ``lhs`` and ``rhs`` (``i8*``) into ``out``; ``setup`` builds in the
     function's entry block."""
-    register()
+    int_type = library()
     batch, (m, k, a_last), (n, _, b_last) = _products(eqn)
     if batch == 0 or m == 0 or n == 0:
         return
     b_first = not b_last
     routine, real = _ROUTINES[np.dtype(eqn.outvars[0].aval.dtype)]
     size = np.dtype(eqn.outvars[0].aval.dtype).itemsize
-    fn = declare(b.module, f"nbjax_{routine}", ir.VoidType(), [I8.as_pointer()] * 2
-                 + [I32.as_pointer()] * 3 + [real.as_pointer()] * 2 + [I32.as_pointer()]
-                 + [real.as_pointer(), I32.as_pointer()] + [real.as_pointer()] * 2
-                 + [I32.as_pointer()])
+    ints = int_type.as_pointer()
+    fn = declare(b.module, f"nbjax_{routine}_i{int_type.width}", ir.VoidType(),
+                 [I8.as_pointer()] * 2 + [ints] * 3 + [real.as_pointer()] * 2 + [ints]
+                 + [real.as_pointer(), ints] + [real.as_pointer()] * 2 + [ints])
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand
     # is, column-major, its transpose with its row length as leading dimension; it is
     # transposed again ("T") when its contracted group is the other one.
     ref = lambda value: _by_reference(b, setup, value)  # noqa: E731
     fixed = [ref(ir.Constant(I8, ord("N" if b_first else "T"))),
              ref(ir.Constant(I8, ord("N" if a_last else "T"))),
-             *(ref(ir.Constant(I32, v)) for v in (n, m, k)), ref(ir.Constant(real, 1.0))]
-    ld_b, ld_a = ref(ir.Constant(I32, max(n if b_first else k, 1))), \
-        ref(ir.Constant(I32, max(k if a_last else m, 1)))
-    zero, ld_c = ref(ir.Constant(real, 0.0)), ref(ir.Constant(I32, n))
+             *(ref(ir.Constant(int_type, v)) for v in (n, m, k)), ref(ir.Constant(real, 1.0))]
+    ld_b, ld_a = ref(ir.Constant(int_type, max(n if b_first else k, 1))), \
+        ref(ir.Constant(int_type, max(k if a_last else m, 1)))
+    zero, ld_c = ref(ir.Constant(real, 0.0)), ref(ir.Constant(int_type, n))
 
     def one(i):
         at = lambda buf, elements: b.bitcast(b.gep(buf, [b.mul(i, ir.Constant(  # noqa: E731
