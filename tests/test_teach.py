@@ -10,6 +10,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax import random
+from nbjax.tree_util import tree_leaves, tree_map
 from nbjax.teach import EXERCISES, NOT_ATTEMPTED, RIGHT, WRONG, Verdict, check
 
 
@@ -111,6 +112,73 @@ def running_sum_exclusive(xs):   # the sums before each element, not including i
     return nbjax.lax.scan(lambda total, x: (total + x, total), 0.0, xs)[1]
 
 
+def pairwise_right(xs, ys):
+    def distance(x, y):
+        return jnp.sqrt(jnp.sum((x - y) ** 2))
+
+    return nbjax.vmap(nbjax.vmap(distance, in_axes=(None, 0)), in_axes=(0, None))(xs, ys)
+
+
+def clipped_mean_right(loss, w, xs, ys, max_norm):
+    grads = nbjax.vmap(nbjax.grad(loss), in_axes=(None, 0, 0))(w, xs, ys)
+    norms = jnp.linalg.norm(grads, axis=1, keepdims=True)
+    return jnp.mean(grads * jnp.minimum(1.0, max_norm / norms), axis=0)
+
+
+def clipped_mean_after_averaging(loss, w, xs, ys, max_norm):
+    mean = jnp.mean(nbjax.vmap(nbjax.grad(loss), in_axes=(None, 0, 0))(w, xs, ys), axis=0)
+    return mean * jnp.minimum(1.0, max_norm / jnp.linalg.norm(mean))
+
+
+def nesterov(lr, beta, look_ahead=True):
+    """Nesterov momentum (look_ahead) or plain momentum (not: the mistake to spot)."""
+    def update(params, grads, velocity):
+        velocity = tree_map(lambda v, g: beta * v + g, velocity, grads)
+        step = (lambda g, v: g + beta * v) if look_ahead else (lambda g, v: v)
+        return tree_map(lambda p, g, v: p - lr * step(g, v), params, grads, velocity), velocity
+
+    return (lambda params: tree_map(jnp.zeros_like, params)), update
+
+
+def adagrad(lr, eps, root=jnp.sqrt):
+    """AdaGrad, or with ``root`` the identity, the mistake of dividing by the squares' sum."""
+    def update(params, grads, sums):
+        sums = tree_map(lambda s, g: s + g ** 2, sums, grads)
+        return tree_map(lambda p, g, s: p - lr * g / (root(s) + eps), params, grads, sums), sums
+
+    return (lambda params: tree_map(jnp.zeros_like, params)), update
+
+
+def clip_global_right(grads, max_norm):
+    norm = jnp.sqrt(sum(jnp.sum(g ** 2) for g in tree_leaves(grads)))
+    return tree_map(lambda g: g * jnp.minimum(1.0, max_norm / norm), grads)
+
+
+def clip_each_leaf(grads, max_norm):
+    return tree_map(lambda g: g * jnp.minimum(1.0, max_norm / jnp.linalg.norm(g)), grads)
+
+
+def gru(p, h, x, swapped=False):
+    """The GRU of the notebook; ``swapped`` weighs the old state by 1 - z instead of z."""
+    z = nbjax.nn.sigmoid(x @ p["Wz"] + h @ p["Uz"] + p["bz"])
+    r = nbjax.nn.sigmoid(x @ p["Wr"] + h @ p["Ur"] + p["br"])
+    n = jnp.tanh(x @ p["Wn"] + (r * h) @ p["Un"] + p["bn"])
+    return z * n + (1 - z) * h if swapped else (1 - z) * n + z * h
+
+
+def generate_right(step, carry, x0, n):
+    def feed_back(state, _):
+        carry, x = state
+        carry, y = step(carry, x)
+        return (carry, y), y
+
+    return nbjax.lax.scan(feed_back, (carry, x0), None, length=n)[1]
+
+
+def generate_teacher_forced(step, carry, x0, n):   # keeps feeding x0 instead of the outputs
+    return nbjax.lax.scan(lambda c, _: step(c, x0), carry, None, length=n)[1]
+
+
 PROMOTIONS_RIGHT = {"int8 + uint8": "int16", "int32 + float16": jnp.float16,
                     "uint8 + 1": np.uint8, "float16 + 1.0": "float16",
                     "bfloat16 + float16": "float32"}
@@ -142,6 +210,21 @@ ANSWERS = {
                         lambda t, f: [f * x for x in nbjax.tree_util.tree_leaves(t)],
                         "another structure"),
     "ch04.hvp": (hvp_right, lambda f, x, v: nbjax.hessian(f)(x) @ (2 * v), "constant multiple"),
+    "ch06.pairwise_distances": (pairwise_right, lambda xs, ys: pairwise_right(ys, xs),
+                                "should have shape (4, 5)"),
+    "ch06.clipped_mean_gradient": (clipped_mean_right, clipped_mean_after_averaging,
+                                   "clip each example's gradient before averaging"),
+    "ch06.global_centre": (lambda x: x - nbjax.lax.pmean(jnp.mean(x), "devices"),
+                           lambda x: x - jnp.mean(x), "each shard subtracted its own mean"),
+    "ch07.nesterov": (nesterov, lambda lr, beta: nesterov(lr, beta, look_ahead=False),
+                      "leaf 'b' of the parameters after 1 update is wrong"),
+    "ch07.adagrad": (adagrad, lambda lr, eps: adagrad(lr, eps, root=lambda s: s),
+                     "leaf 'b' of the parameters after 1 update is wrong"),
+    "ch07.clip_by_global_norm": (clip_global_right, clip_each_leaf,
+                                 "each leaf was clipped by its own norm"),
+    "ch08.gru_cell": (gru, lambda p, h, x: gru(p, h, x, swapped=True),
+                      "the result of gru_cell(params, h, x) is wrong"),
+    "ch08.generate": (generate_right, generate_teacher_forced, "is wrong at index (1,)"),
 }
 
 
@@ -229,6 +312,20 @@ def test_a_function_still_returning_the_placeholder_is_not_attempted():
     assert check("ch01.central_difference", unfinished).status == NOT_ATTEMPTED
     assert check("ch01.dual_division", UnfinishedDual).status == NOT_ATTEMPTED
     assert check("ch05.running_sum", lambda xs: None).status == NOT_ATTEMPTED
+
+    def optimiser_skeleton(lr, beta):
+        def init(params):
+            ...
+
+        def update(params, grads, state):
+            ...
+
+        return init, update
+
+    assert check("ch07.nesterov", optimiser_skeleton).status == NOT_ATTEMPTED
+    init, _ = nesterov(0.1, 0.9)
+    started = check("ch07.nesterov", lambda lr, beta: (init, optimiser_skeleton(lr, beta)[1]))
+    assert started.status == NOT_ATTEMPTED
     half = {**PROMOTIONS_RIGHT, "uint8 + 1": ...}
     verdict = check("ch03.promotion", half)
     assert verdict.status == NOT_ATTEMPTED and "'uint8 + 1'" in verdict.why

@@ -19,8 +19,8 @@ import html
 from dataclasses import dataclass
 
 from . import (ch01_derivatives, ch02_autodiff, ch03_arrays, ch04_differentiation,  # noqa: F401
-               ch05_jit)
-from . import ch09_case_study, ch10_physics  # noqa: F401
+               ch05_jit, ch06_vmap_pmap, ch07_optimisers, ch08_rnn, ch09_case_study,
+               ch10_physics)
 from .checking import EXERCISES, NotAttempted, Wrong, attempt
 
 RIGHT, WRONG, NOT_ATTEMPTED = "right", "wrong", "not attempted yet"
