@@ -86,8 +86,8 @@ def test_there_are_notebooks():
         "01_tour.ipynb", "02_autodiff_classroom.ipynb", "03_seed_benchmarks.ipynb",
         "ch01_derivatives.ipynb", "ch02_forward_and_reverse.ipynb", "ch03_arrays.ipynb",
         "ch04_differentiation.ipynb", "ch05_jit.ipynb", "ch06_vmap_pmap.ipynb",
-        "ch04_differentiation.ipynb", "ch05_jit.ipynb", "ch06_vmap_pmap.ipynb",
-        "ch07_optimisers.ipynb", "ch09_case_study.ipynb", "ch10_physics.ipynb"]
+        "ch07_optimisers.ipynb", "ch08_rnn_lstm.ipynb", "ch09_case_study.ipynb",
+        "ch10_physics.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
