@@ -176,7 +176,7 @@ class JitWrapped:
             executable.step_times.clear()
         call = JitCall(self, self._last_key, entry.jaxpr, executable, entry.trace_seconds,
                        None if compiled_before else t1 - t0, seconds, step_seconds,
-                       args, kwargs)
+                       args, kwargs, [*entry.consts, *leaves])
         for observer in list(self.observers):
             observer(call)
         return entry.out_tree.unflatten(outs)
@@ -233,7 +233,8 @@ class JitCall:
     traced jaxpr, the executable that ran, the seconds tracing took (when it was traced),
     compiling took (None: compiled before this call) and running took (until the results were
     ready), each plan step's seconds (``{step index: seconds}``, on targets that time their
-    steps), and the arguments."""
+    steps), the arguments, and the values the jaxpr runs on (``inputs``: the values the
+    function closes over, then the argument leaves)."""
     function: object
     signature: tuple
     jaxpr: object
@@ -244,6 +245,7 @@ class JitCall:
     step_seconds: dict
     args: tuple
     kwargs: dict
+    inputs: list
 
     def describe_signature(self):
         """The signature in words: the argument types, then the static arguments."""

@@ -1019,3 +1019,17 @@ def test_baselines_are_not_run_for_a_long_loop(ip):
     run(ip, "short(np.ones(3, np.float32))")
     t = view_of(ip.user_ns["short"]).timing
     assert t["eager_seconds"] > 0 and t["baselines_note"] is None
+
+
+def test_a_view_runs_the_function_once_per_trace(ip):
+    """The timing baselines do not call the function again: its side effects (a print, a
+    list counting traces) happen once per trace, as under plain jit; the eager baseline
+    is still measured (the traced program, equation by equation)."""
+    run(ip, "traces = []")
+    run(ip, "%%jit --show timing\ndef counted(x, n):\n    traces.append(n)\n"
+            "    return jnp.sin(x) * n\n")
+    for n in (2.0, 2.0, 3.0):
+        run(ip, f"counted(np.ones(3, np.float32), {n})")
+    assert len(ip.user_ns["traces"]) == 1   # n is traced: one signature
+    t = view_of(ip.user_ns["counted"]).timing
+    assert t["eager_seconds"] > 0 and t["numpy_seconds"] > 0

@@ -16,7 +16,8 @@ import inspect
 import time
 
 from ..compiler import report
-from ..core import ClosedJaxpr, EvalTrace, Jaxpr, Tracer, current_trace, pytree
+from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, Tracer, current_trace, eval_jaxpr, pytree,
+                    set_current_trace)
 from ..jit import JitWrapped
 from .panes import argument_names
 from .tracebacks import call_user_function
@@ -157,7 +158,7 @@ class WatchedJit(JitWrapped):
                     "baselines not measured: run one equation at a time, this program is "
                     + ("a while loop" if count == float("inf") else f"{count:,} equations"))
             elif any(getattr(w, "wants_timing", False) for w in self.watchers):
-                comp.eager_seconds = self._eager_seconds(call.args, call.kwargs)
+                comp.eager_seconds = self._eager_seconds(call)
                 comp.numpy_seconds = self._numpy_seconds(call.args, call.kwargs)
             self.compilations[key] = comp
         comp.record_call(call)
@@ -193,11 +194,16 @@ class WatchedJit(JitWrapped):
             self._measuring = False
         return time.perf_counter() - t0
 
-    def _eager_seconds(self, args, kwargs):
-        """The time of one call of the function without jit (None if that fails)."""
+    def _eager_seconds(self, call):
+        """The time of one run of the traced program by nbjax's eager evaluation, equation
+        by equation: what the function costs without jit, but for its Python. The function
+        is not called again, so what it does besides computing (a print, counting its
+        traces) happens once, as the student expects of a jitted function (None if that
+        fails)."""
         t0 = time.perf_counter()
         try:
-            block(self.fun(*args, **kwargs))
+            with set_current_trace(EvalTrace()):
+                block(eval_jaxpr(call.jaxpr.jaxpr, call.jaxpr.consts, *call.inputs))
         except Exception:
             return None
         return time.perf_counter() - t0
