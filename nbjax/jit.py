@@ -119,7 +119,7 @@ class JitWrapped:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        if config.read("disable_jit"):
+        if _config_values["disable_jit"]:
             return self.fun(*args, **kwargs)
         key = None
         if type(current_trace()) is EvalTrace:

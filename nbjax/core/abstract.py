@@ -24,7 +24,7 @@ def canonical_shape(shape, what="shape"):
 class ShapedArray:
     """An array's shape, dtype and whether its dtype is weak (came from a Python scalar)."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
@@ -56,7 +56,12 @@ class ShapedArray:
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        """Computed once (avals key jit's caches, and a call looks its signature up)."""
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash = hash((self.shape, self.dtype, self.weak_type))
+            return self._hash
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""

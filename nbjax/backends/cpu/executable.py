@@ -2,10 +2,10 @@
 
 ``compile_plan`` turns a FusionPlan into an ``Executable``: every kernel of the plan (those
 of compiled control flow included) goes into one LLVM module (one compilation), with one
-function per control-flow step (``control_flow``) and, unless a kernel is large enough to
-be split between the cores, one function running the whole program (``native_call``): its
-kernels, BLAS calls and control flow natively, anything else as a host step (a call back
-into Python). A run of such a program is one native call.
+function per control-flow step (``control_flow``) and, for a program of several steps none
+of which is a kernel large enough to be split between the cores, one function running the
+whole program (``native_call``): its kernels, BLAS calls and control flow natively, anything
+else as a host step (a call back into Python). A run of such a program is one native call.
 
 Otherwise (and while per-step timing is on) the program runs as a list of steps: values live
 in a list of slots (one per jaxpr variable); each step reads its operands' slots and fills
@@ -50,12 +50,13 @@ class Executable(compiler.Executable):
         for slot, value in self._const_slots:
             self._env[slot] = value
         self._in = [(self._slots[v], v.aval.dtype) for v in j.invars]
+        self._in_dtypes = [dtype for _, dtype in self._in]
         self._out = [(None, np.asarray(to_numpy(a.val))) if isinstance(a, Literal)
                      else (self._slots[a], None) for a in j.outvars]
 
     def run(self, *args):
         if self._program is not None and self.step_times is None:
-            return self._program([_as_buffer(a, dtype) for (_, dtype), a in zip(self._in, args)])
+            return self._program(list(map(_as_buffer, args, self._in_dtypes)))
         env = self._env.copy()
         for (slot, dtype), a in zip(self._in, args):
             env[slot] = _as_buffer(a, dtype)
@@ -232,32 +233,38 @@ def reference_step(eqn, slots, warn):
 def native_call(fn, cf):
     """``call(buffers)``: one call of the compiled function of ``cf`` (a
     ``control_flow.ControlFlowFunction``: a control-flow step or a whole program) on the
-    operands' ``buffers`` (None for a Literal), returning new result buffers; it passes the
-    addresses of the operands, results and constants, and a scratch block."""
+    operands' ``buffers``, returning new result buffers; it passes the addresses of the
+    operands, results and constants, and a scratch block."""
     results = [_allocator(tuple(a.aval.shape), np.dtype(a.aval.dtype), False)
                for a in cf.results]
     constants = [data_address(c) for c in cf.constants]
     scratch = _allocator((cf.scratch_bytes,), np.dtype(np.uint8), False) \
         if cf.scratch_bytes else lambda: (None, None)
     addresses = ctypes.c_void_p * (len(cf.operands) + len(results) + len(constants))
-    address, polls = data_address, cf.polls
+    address, address_of, polls = data_address, ctypes.addressof, cf.polls
 
     def call(buffers):
         outs = [allocate() for allocate in results]
-        io = addresses(*[0 if b is None else address(b) for b in buffers],
-                       *[p for _, p in outs], *constants)
+        io = addresses(*map(address, buffers), *[p for _, p in outs], *constants)
         block, block_address = scratch()  # ``block`` keeps the scratch alive during the call
         if polls:
             interrupts.arm()
-        status = fn(ctypes.addressof(io), block_address)
-        if status == 1:
-            interrupts.raise_interrupt()
-        elif status:
-            raise cf.error()
+        status = fn(address_of(io), block_address)
+        if status:
+            _failed(status, cf)
         return [buf for buf, _ in outs]
     call.constants = cf.constants  # their buffers must live as long as the call
     call.host_steps = cf.host_steps  # and so must the functions native code calls back
     return call
+
+
+def _failed(status, cf):
+    if status == 1:
+        interrupts.raise_interrupt()
+    raise cf.error()
+
+
+_UNUSED = np.zeros(1)  # what a Literal operand's io entry points at (the code never reads it)
 
 
 def control_step(fn, cf, slots):
@@ -267,7 +274,7 @@ def control_step(fn, cf, slots):
     call = native_call(fn, cf)
 
     def step(env):
-        outs = call([None if s is None else env[s] for s in operands])
+        outs = call([_UNUSED if s is None else env[s] for s in operands])
         for slot, buf in zip(results, outs):
             env[slot] = buf
     step.call = call
@@ -299,7 +306,8 @@ def compile_plan(name, optimised, plan, rewrites, timer):
             for g in controls:
                 flows[g.index] = control_flow.ControlFlowFunction.of_step(
                     mb, g, f"control_{g.index}")
-            if not any(own and runtime.splits(loop) for loop, own in loops):
+            if len(plan.groups) > 1 and not any(own and runtime.splits(loop)
+                                                for loop, own in loops):
                 flows["program"] = control_flow.ControlFlowFunction.of_program(
                     mb, optimised, plan, "program")
             ir_text = str(mb.module)
