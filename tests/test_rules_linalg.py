@@ -178,7 +178,9 @@ def test_grad_conv(lhs_shape, rhs_shape, kwargs, x64):
 
 @pytest.mark.parametrize("lhs_shape,rhs_shape,kwargs", CONVS)
 def test_grad_conv_float32(lhs_shape, rhs_shape, kwargs):
-    check_grads(_conv(kwargs), (small(*lhs_shape), small(*rhs_shape)), order=1)
+    # A convolution is linear in each operand, so a central difference is exact for any
+    # step: a large one keeps float32 rounding (~1e-7 / step) out of the comparison.
+    check_grads(_conv(kwargs), (small(*lhs_shape), small(*rhs_shape)), order=1, eps=1e-2)
 
 
 def test_grad_conv_jaxpr_and_vmap_of_grad():

@@ -256,42 +256,39 @@ def _pad_spatial(x, padding):
     return x[tuple(crop)]
 
 
-def _windows(x, kernel_spatial, window_strides):
-    """(N, C, out spatial..., kernel spatial...): every window, ``window_strides`` apart."""
-    n = len(kernel_spatial)
-    spatial_axes = tuple(range(2, 2 + n))
-    windows = np.lib.stride_tricks.sliding_window_view(x, kernel_spatial, axis=spatial_axes)
-    return windows[(slice(None), slice(None)) + tuple(slice(None, None, s)
-                                                      for s in window_strides)]
+def _convolve(x, w, window_strides, feature_group_count, batch_group_count):
+    """The convolution of ``x`` (N, C, spatial..., padded and dilated) with ``w`` (O, I,
+    kernel spatial..., dilated): (N / batch groups, O, out spatial...).
 
-
-def _grouped(windows, feature_group_count, batch_group_count):
-    """Windows as (n, G, c, ...): batch n, group G, the group's input features c."""
-    n, c = windows.shape[:2]
-    if batch_group_count > 1:
-        g = batch_group_count
-        grouped = windows.reshape((g, n // g) + windows.shape[1:])
-        return np.swapaxes(grouped, 0, 1)
-    g = feature_group_count
-    return windows.reshape((n, g, c // g) + windows.shape[2:])
-
-
-def _windows_times_kernels(windows, w):
-    """Each window (batch n, group G, feature c, out spatial..., kernel spatial...) times its
-    group's kernels (O, I = c, kernel spatial...), summed: (n, O, out spatial...).
-
-    As one matrix product per group (im2col): the windows laid out as rows of c x kernel
-    values, the kernels as columns, so BLAS does the work (``np.einsum`` would loop in C
-    over the group index that all three operands share)."""
-    n, groups, c = windows.shape[:3]
-    n_sp = (windows.ndim - 3) // 2
-    out_sp = windows.shape[3:3 + n_sp]
-    per_group = w.shape[0] // groups
-    spatial = tuple(range(3, 3 + n_sp))
-    rows = windows.transpose((1, 0) + spatial + (2,) + tuple(range(3 + n_sp, windows.ndim)))
-    rows = rows.reshape(groups, n * math.prod(out_sp), -1)  # G, n * out, c * kernel
-    cols = w.reshape(groups, per_group, -1).transpose(0, 2, 1)
-    product = np.matmul(rows, cols)                       # G, n * out, O/G
+    As im2col and one matrix product per group, so BLAS does the work: every window laid
+    out as a row of (kernel position, feature) values, times the kernels laid out the same
+    way as columns. Features go last so that laying the windows out copies runs of them
+    (with the kernel position last, it copied 3 values at a time: most of a CNN's step)."""
+    n_sp = x.ndim - 2
+    k_sp = w.shape[2:]
+    x = np.moveaxis(x, 1, -1)                                     # N, spatial..., C
+    windows = np.lib.stride_tricks.sliding_window_view(x, k_sp, axis=tuple(range(1, n_sp + 1)))
+    windows = windows[(slice(None),) + tuple(slice(None, None, s) for s in window_strides)]
+    n, out_sp, c = windows.shape[0], windows.shape[1:1 + n_sp], windows.shape[1 + n_sp]
+    out_axes = tuple(range(1, 1 + n_sp))
+    if batch_group_count > 1:   # (G, N/G, out..., C, k...) -> (G, N/G, out..., k..., C)
+        groups, c_g = batch_group_count, c
+        rows = windows.reshape((groups, n // groups) + windows.shape[1:])
+        rows = rows.transpose((0, 1) + tuple(a + 1 for a in out_axes)
+                              + tuple(range(3 + n_sp, 3 + 2 * n_sp)) + (2 + n_sp,))
+        n //= groups
+    else:                       # (N, out..., G, C/G, k...) -> (G, N, out..., k..., C/G)
+        groups = feature_group_count
+        c_g = c // groups
+        rows = windows.reshape((n,) + out_sp + (groups, c_g) + k_sp)
+        g_axis = 1 + n_sp
+        rows = rows.transpose((g_axis, 0) + out_axes
+                              + tuple(range(g_axis + 2, g_axis + 2 + n_sp)) + (g_axis + 1,))
+    rows = rows.reshape(groups, n * math.prod(out_sp), math.prod(k_sp) * c_g)
+    per_group = w.shape[0] // groups                              # w: G, O/G, c, k...
+    cols = np.moveaxis(w.reshape((groups, per_group) + w.shape[1:]), (1, 2), (-1, -2))
+    cols = cols.reshape(groups, math.prod(k_sp) * c_g, per_group)
+    product = np.matmul(rows, cols)                               # G, n * out, O/G
     product = product.reshape((groups, n) + tuple(out_sp) + (per_group,))
     return np.moveaxis(product, (0, product.ndim - 1), (1, 2)).reshape(
         (n, groups * per_group) + tuple(out_sp))
@@ -316,9 +313,7 @@ def _conv_general_dilated_impl(
         return np.zeros(out.shape, out.dtype)
     x = _pad_spatial(_dilate(x, lhs_dilation, 2), padding)
     w = _dilate(w, rhs_dilation, 2)
-    windows = _grouped(_windows(x, w.shape[2:], window_strides),
-                       feature_group_count, batch_group_count)
-    result = _windows_times_kernels(windows, w)
+    result = _convolve(x, w, window_strides, feature_group_count, batch_group_count)
     result = result.reshape(canonical_shape)
     return finish_accumulation(np.transpose(result, np.argsort(dn.out_spec)), out.dtype)
 
