@@ -233,6 +233,8 @@ def _conv_general_dilated_abstract_eval(
 
 def _dilate(x, dilations, first_axis):
     """Insert ``dilation - 1`` zeros between neighbours along axes ``first_axis``, ..."""
+    if all(d == 1 for d in dilations):
+        return x
     axes = range(first_axis, first_axis + len(dilations))
     shape = list(x.shape)
     for axis, d in zip(axes, dilations):
@@ -245,19 +247,18 @@ def _dilate(x, dilations, first_axis):
     return out
 
 
-def _pad_spatial(x, padding):
-    """Pad the trailing spatial axes; negative padding removes elements."""
-    n = len(padding)
-    grow = [(0, 0)] * (x.ndim - n) + [(max(lo, 0), max(hi, 0)) for lo, hi in padding]
-    x = np.pad(x, grow)
-    crop = [slice(None)] * (x.ndim - n) + [
-        slice(max(-lo, 0), size - max(-hi, 0))
-        for (lo, hi), size in zip(padding, x.shape[x.ndim - n:])]
-    return x[tuple(crop)]
+def _pad_spatial(x, padding, first_axis):
+    """Pad the spatial axes ``first_axis``, ...; negative padding removes elements."""
+    axes = range(first_axis, first_axis + len(padding))
+    grow, crop = [(0, 0)] * x.ndim, [slice(None)] * x.ndim
+    for axis, (lo, hi) in zip(axes, padding):
+        grow[axis] = (max(lo, 0), max(hi, 0))
+        crop[axis] = slice(max(-lo, 0), x.shape[axis] + max(lo, 0) + max(hi, 0) - max(-hi, 0))
+    return np.pad(x, grow)[tuple(crop)]
 
 
 def _convolve(x, w, window_strides, feature_group_count, batch_group_count):
-    """The convolution of ``x`` (N, C, spatial..., padded and dilated) with ``w`` (O, I,
+    """The convolution of ``x`` (N, spatial..., C, padded and dilated) with ``w`` (O, I,
     kernel spatial..., dilated): (N / batch groups, O, out spatial...).
 
     As im2col and one matrix product per group, so BLAS does the work: every window laid
@@ -266,7 +267,7 @@ def _convolve(x, w, window_strides, feature_group_count, batch_group_count):
     (with the kernel position last, it copied 3 values at a time: most of a CNN's step)."""
     n_sp = x.ndim - 2
     k_sp = w.shape[2:]
-    x = np.moveaxis(x, 1, -1)                                     # N, spatial..., C
+    x = np.ascontiguousarray(x)  # (so that a window's features are one run in memory)
     windows = np.lib.stride_tricks.sliding_window_view(x, k_sp, axis=tuple(range(1, n_sp + 1)))
     windows = windows[(slice(None),) + tuple(slice(None, None, s) for s in window_strides)]
     n, out_sp, c = windows.shape[0], windows.shape[1:1 + n_sp], windows.shape[1 + n_sp]
@@ -306,12 +307,13 @@ def _conv_general_dilated_impl(
         feature_group_count=feature_group_count, batch_group_count=batch_group_count,
         precision=precision, preferred_element_type=preferred_element_type)
     acc = accumulation_dtype(out.dtype)
-    x = as_accumulation(np.transpose(lhs, dn.lhs_spec), acc)     # N, C, spatial
-    w = as_accumulation(np.transpose(rhs, dn.rhs_spec), acc)     # O, I, spatial
+    n, c, *spatial = dn.lhs_spec
+    x = as_accumulation(np.transpose(lhs, (n, *spatial, c)), acc)  # N, spatial, C
+    w = as_accumulation(np.transpose(rhs, dn.rhs_spec), acc)       # O, I, spatial
     canonical_shape = tuple(out.shape[d] for d in dn.out_spec)
     if 0 in canonical_shape:
         return np.zeros(out.shape, out.dtype)
-    x = _pad_spatial(_dilate(x, lhs_dilation, 2), padding)
+    x = _pad_spatial(_dilate(x, lhs_dilation, 1), padding, 1)
     w = _dilate(w, rhs_dilation, 2)
     result = _convolve(x, w, window_strides, feature_group_count, batch_group_count)
     result = result.reshape(canonical_shape)
