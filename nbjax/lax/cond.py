@@ -13,9 +13,9 @@ from ..interpreters import ad, partial_eval
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise
 from .batch_util import batch_jaxpr
-from .control_flow import (batched_at_front, check_avals, fill_linear, flagged, fun_info,
-                           hoist_consts, merge_tangents, nonzero_flags, run_on_numpy, share_consts,
-                           trace_converted, trace_flat, type_differences, type_str, typematch)
+from .control_flow import (batched_at_front, check_avals, check_types_match, fill_linear,
+                           flagged, fun_info, hoist_consts, merge_tangents, nonzero_flags,
+                           run_on_numpy, share_consts, trace_converted, trace_flat, type_str)
 from .shapes import broadcast_in_dim, moveaxis
 from .standard import control_lowering, owned_results, scalar_like
 
@@ -206,14 +206,13 @@ def _trace_branches(api, named_funs, operands):
                 f"{api} branch outputs must have the same pytree structure, but they differ:\n\n"
                 f"{which}{name0} output is {tree0} but {name} output is {tree}.\n\n"
                 f"Revise {name0} and/or {name} so that they have the same pytree structure.")
-        pairs = list(zip(jaxprs[0].out_avals, jaxpr.out_avals))
-        if not all(typematch(a, b) for a, b in pairs):
-            differences = type_differences(pairs, lambda where, a, b: (
+        check_types_match(
+            list(zip(jaxprs[0].out_avals, jaxpr.out_avals)), lambda where, a, b: (
                 f"the output of {name0}{where} has type {type_str(a)} but the corresponding "
-                f"output of {name} has type {type_str(b)}"))
-            raise TypeError(
+                f"output of {name} has type {type_str(b)}"), lambda differences: (
                 f"{api} branches must have equal output types but they differ.\n\n{which}"
-                f"{differences}\n\nRevise {name0} and/or {name} so that all output types match.")
+                f"{differences}\n\nRevise {name0} and/or {name} so that all output types "
+                "match."))
     return jaxprs, consts, flat, tree0
 
 

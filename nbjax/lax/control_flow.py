@@ -187,6 +187,13 @@ def type_differences(pairs, describe):
     return "\n".join(f"  * {d};" for d in diffs[:-1]) + f"\n  * {diffs[-1]}."
 
 
+def check_types_match(pairs, describe, message):
+    """Raise ``TypeError(message(differences))`` unless each pair of avals has the same type;
+    the differences are ``type_differences(pairs, describe)``."""
+    if not all(typematch(a, b) for a, b in pairs):
+        raise TypeError(message(type_differences(pairs, describe)))
+
+
 def fun_info(fun):
     """'f at file.py:3', naming a user's function in an error message."""
     where = function_location(fun)

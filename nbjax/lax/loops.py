@@ -17,10 +17,10 @@ from ..interpreters import ad, partial_eval
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
 from .batch_util import batch_jaxpr
-from .control_flow import (batched_at_front, check_avals, fill_linear, fixed_point, flagged,
-                           hoist_consts, index_groups, merge_tangents, nonzero_flags, rearrange,
-                           run_on_numpy, split_sizes, trace_converted, trace_flat, type_differences,
-                           type_str, typematch, with_unused_inputs)
+from .control_flow import (batched_at_front, check_avals, check_types_match, fill_linear,
+                           fixed_point, flagged, hoist_consts, index_groups, merge_tangents,
+                           nonzero_flags, rearrange, run_on_numpy, split_sizes, trace_converted,
+                           trace_flat, type_str, typematch, with_unused_inputs)
 from .shapes import broadcast_in_dim, moveaxis
 from .standard import control_lowering, owned_results, scalar_like
 
@@ -48,15 +48,12 @@ def _check_carry_tree(name, fun, in_tree, out_tree):
 
 
 def _check_carry_types(name, fun, in_avals, out_avals):
-    pairs = list(zip(in_avals, out_avals))
-    if not all(typematch(a, b) for a, b in pairs):
-        differences = type_differences(pairs, lambda where, a, b: (
-            f"the input carry{_carry_name(fun)}{where} has type {type_str(a)} but the "
-            f"corresponding output carry component has type {type_str(b)}"))
-        raise TypeError(
-            f"{name} function carry input and carry output must have equal types, but they "
-            f"differ:\n\n{differences}\n\nRevise the function so that all output types match "
-            "the corresponding input types.")
+    check_types_match(list(zip(in_avals, out_avals)), lambda where, a, b: (
+        f"the input carry{_carry_name(fun)}{where} has type {type_str(a)} but the "
+        f"corresponding output carry component has type {type_str(b)}"), lambda differences: (
+        f"{name} function carry input and carry output must have equal types, but they "
+        f"differ:\n\n{differences}\n\nRevise the function so that all output types match "
+        "the corresponding input types."))
 
 
 def _promote_weak_carry(init_flat, in_avals, out_avals):
