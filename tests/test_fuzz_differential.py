@@ -114,8 +114,9 @@ class _Program:
         self.bounds.append(jnp.max(jnp.abs(jnp.where(jnp.isfinite(operands), operands, 0)),
                                    initial=0).astype(jnp.float32))
 
-    def step(self):
-        self.choice([getattr(self, name) for name in CORPUS if self.accepts(name)])()
+    def step(self, names=None):
+        names = CORPUS if names is None else names
+        self.choice([getattr(self, name) for name in names if self.accepts(name)])()
 
     def accepts(self, name):
         """Whether op ``name`` applies to the current value."""
@@ -367,6 +368,24 @@ class _Program:
             self.inexact_result(jnp.cumsum(jnp.abs(x), axis) if which != 1
                                 else jnp.cumprod(jnp.abs(x), axis))
 
+    def loop(self):
+        """One or two ops of the corpus as the body of a scan of two iterations (a native
+        loop calling BLAS and host steps for the library ops): each iteration's result is
+        a row of the scan's output; the carry is the value itself."""
+        sub = _Program(self.rng, self.x, self.y)
+        sub.exact = self.exact
+        steps = self.integer(1, 2)
+
+        def body(carry, _):
+            sub.x, sub.bounds = carry, []
+            for _ in range(steps):
+                sub.step([n for n in CORPUS if n not in ("keep_output", "loop")])
+            return carry, (sub.x, [jnp.asarray(b, jnp.float32) for b in sub.bounds])
+
+        _, (self.x, bounds) = lax.scan(body, self.x, None, length=2)
+        self.exact = sub.exact
+        self.bounds += [jnp.max(b) for b in bounds]
+
     def keep_output(self):
         self.outputs.append(self.x)
         self.exact_outputs.append(self.exact)
@@ -375,7 +394,7 @@ class _Program:
 # The op names a program is built from; each is a _Program method.
 CORPUS = ["unary", "binary", "binary_broadcast", "convert", "reduce", "structural",
           "contract", "argminmax", "gather", "scatter", "sort", "argsort", "cumulative",
-          "keep_output"]
+          "loop", "keep_output"]
 
 
 def _lax_div(a, b):

@@ -273,8 +273,13 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     acc = accumulation_dtype(dtype)
     a, lhs_free = _as_matrices(lhs, lc, lb)
     b, rhs_free = _as_matrices(rhs, rc, rb)
+    # (contiguous operands: NumPy multiplies others in a loop of its own, and its loop and
+    # BLAS disagree on infinities in complex products, so the values would depend on where
+    # the operands came from: a strided argument, a kernel's output)
+    a = np.ascontiguousarray(as_accumulation(a, acc))
+    b = np.ascontiguousarray(np.swapaxes(as_accumulation(b, acc), 1, 2))
     with np.errstate(over="ignore", invalid="ignore"):
-        product = np.matmul(as_accumulation(a, acc), np.swapaxes(as_accumulation(b, acc), 1, 2))
+        product = np.matmul(a, b)
     batch_shape = tuple(lhs.shape[d] for d in lb)
     return finish_accumulation(product, dtype).reshape(batch_shape + lhs_free + rhs_free)
 
