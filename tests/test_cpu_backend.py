@@ -208,6 +208,34 @@ def test_kernels_run_concurrently_from_threads():
         np.testing.assert_array_equal(r, expected)
 
 
+def test_one_native_program_runs_from_threads_at_once():
+    """Four threads run one native program (kernels, a product, a sort called back into
+    Python, a loop) on inputs of their own, many times: each gets its own values (the
+    program's scratch, results and host steps' arrays are not shared between calls)."""
+    def f(x, w):
+        y = jnp.sort(jnp.tanh(x @ w), axis=1)
+        return lax.fori_loop(0, 3, lambda i, c: c * 0.5 + y, y).sum(0)
+
+    w = RNG.random((6, 6), np.float32)
+    inputs = [RNG.standard_normal((5, 6)).astype(np.float32) for _ in range(4)]
+    cpu, ref = cpu_and_reference(f, inputs[0], w)
+    assert cpu.runs_as == "one native call"
+    expected = [ref.run(x, w)[0] for x in inputs]
+    failures = []
+
+    def work(k):
+        for _ in range(50):
+            got = cpu.run(inputs[k], w)[0]
+            if not np.allclose(got, expected[k], rtol=1e-5, atol=1e-5):
+                failures.append((k, got))
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:2]
+
+
 def test_jit_with_the_cpu_backend():
     x = RNG.standard_normal((4, 3)).astype(np.float32)
     closed = nbjax.make_jaxpr(nbjax.jit(lambda x: jnp.exp(x) * 2.0))(x)
