@@ -20,6 +20,7 @@ from llvmlite.ir.instructions import CallInstrAttributes
 from . import mathlib
 from .types import I32
 
+
 class _VariantAttribute(CallInstrAttributes):
     """A call site's string attribute (llvmlite knows only LLVM's keyword attributes)."""
     _known = None
@@ -50,12 +51,10 @@ def _scalar_function(module, name, ty, dtype, lanes):
     vectors = [_vector_function(module, fname, name, ty, dtype, w) for w in lanes]
     fn = _declare(module, fname, ty, mathlib.ARITY[name])
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    narrow = vectors[0]
-    zero = ir.Constant(I32, 0)
-    splats = [b.shuffle_vector(b.insert_element(ir.Constant(narrow.return_value.type,
-                                                            ir.Undefined), a, zero),
-                               ir.Constant(narrow.return_value.type, ir.Undefined),
-                               ir.Constant(ir.VectorType(I32, lanes[0]), [0] * lanes[0]))
+    narrow, zero = vectors[0], ir.Constant(I32, 0)
+    undefined = ir.Constant(narrow.function_type.return_type, ir.Undefined)
+    lane0 = ir.Constant(ir.VectorType(I32, lanes[0]), [0] * lanes[0])
+    splats = [b.shuffle_vector(b.insert_element(undefined, a, zero), undefined, lane0)
               for a in fn.args]
     b.ret(b.extract_element(b.call(narrow, splats), zero))
     return fn
