@@ -248,11 +248,25 @@ class JitCall:
     inputs: list
 
     def describe_signature(self):
-        """The signature in words: the argument types, then the static arguments."""
+        """The signature in words: the argument types, then the static arguments by their
+        parameter names (``n_steps=2000``; a function by its name)."""
         _, avals, static, static_kw, _, _ = self.signature
+        try:
+            names = list(inspect.signature(self.function.fun).parameters)
+        except (TypeError, ValueError):
+            names = []
         parts = [a.str_short() for a in avals]
-        parts += [f"arg{i}={v!r}" for i, v in static] + [f"{k}={v!r}" for k, v in static_kw]
+        parts += [f"{names[i] if i < len(names) else f'arg{i}'}={_short_repr(v)}"
+                  for i, v in static]
+        parts += [f"{k}={_short_repr(v)}" for k, v in static_kw]
         return ", ".join(parts) or "no arguments"
+
+
+def _short_repr(value):
+    """A static argument in a signature: a function or class by its name, else its repr."""
+    if callable(value) and hasattr(value, "__name__"):
+        return value.__name__
+    return repr(value)
 
 
 # --- the trace cache ----------------------------------------------------------------------
