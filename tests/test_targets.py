@@ -166,9 +166,10 @@ def test_observers_see_each_eager_call_with_its_trace_executable_and_timing():
     assert first.describe_signature() == "f32[5,4], f32[4,3]"
     assert calls[2].describe_signature() == "f32[2,4], f32[4,3]"
     static = nbjax.jit(lambda field, x, n_steps: field(x) * n_steps, static_argnums=(0, 2))
-    static.observe(calls.append)
+    static_calls = []
+    static.observe(static_calls.append)
     static(nbjax.numpy.sin, x, 3)
-    assert calls[-1].describe_signature() == "f32[5,4], field=sin, n_steps=3"
+    assert static_calls[0].describe_signature() == "f32[5,4], field=sin, n_steps=3"
     if first.executable.timing_supported:
         steps = first.executable.plan.groups
         assert sorted(first.step_seconds) == list(range(len(steps)))
