@@ -2,6 +2,7 @@
 composed with vmap, jvp and grad. Two devices (NBJAX_NUM_CPU_DEVICES=2), as JAX's
 --xla_force_host_platform_device_count=2."""
 
+import re
 import threading
 
 import numpy as np
@@ -151,6 +152,17 @@ def test_collectives_keep_dtypes_and_pytrees():
     assert out[0].dtype == np.int32 and out[1].dtype == np.float32
     tree = pmap(lambda a: lax.psum({"u": a, "v": [a * 2]}, "i"))(x)
     np.testing.assert_array_equal(tree["v"][0], np.broadcast_to(2 * x.sum(0), x.shape))
+
+
+def test_pmean_divides_by_the_axis_size_as_a_constant():
+    """As in JAX, one collective: the psum, then a division by the axis size (known where
+    the axis is bound), not a second psum counting the devices."""
+    x = np.arange(2 * N, dtype=np.float32).reshape(N, 2)
+    text = str(nbjax.make_jaxpr(pmap(lambda a: lax.pmean(a, "i")))(x))
+    assert text.count("psum") == 1 and re.search(rf"= div \w+ {float(N)}:f32\[\]", text)
+    both = pmap(nbjax.vmap(lambda a: lax.pmean(a, ("i", "j")), axis_name="j"))(
+        x.reshape(N, 2, 1))
+    assert_close(both, np.broadcast_to(x.mean(), (N, 2, 1)), rtol=1e-6)
 
 
 def test_collectives_over_a_pmap_axis_and_a_vmap_axis():

@@ -11,6 +11,7 @@ environment*, hands its operand over, waits for the other shards and combines th
 
 import contextlib
 import functools
+import math
 import operator
 import threading
 from typing import NamedTuple
@@ -214,17 +215,18 @@ def pmin(x, axis_name):
 
 
 def pmean(x, axis_name):
-    """Mean over the named axis: psum divided by the axis size (itself a psum of ones)."""
+    """Mean over the named axis: psum divided by the axis size, a constant (as in JAX: the
+    size of an axis is known where it is bound, so no second collective counts it)."""
     axes = axis_names(axis_name)
     _check_bound(axes)
+    size = math.prod(bound_axis_size(a) for a in axes)
 
     def mean(leaf):
         aval = get_aval(leaf)
         if not dtypes.is_inexact(aval.dtype):  # as x / n in JAX: integers give floats
             leaf = convert_element_type(leaf, dtypes.default_float())
         total = psum_p.bind(leaf, axes=axes)
-        count = psum_p.bind(convert_element_type(1, get_aval(total).dtype), axes=axes)
-        return div(total, count)
+        return div(total, convert_element_type(size, get_aval(total).dtype))
     return pytree.tree_map(mean, x)
 
 
