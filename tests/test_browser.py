@@ -1,10 +1,12 @@
-"""The tour notebook in a real browser: headless Chromium (Debian's, driven by Playwright)
-against JupyterLab 4 and Notebook 7, each started hermetically on a free local port.
+"""Notebooks in a real browser: headless Chromium (Debian's, driven by Playwright) against
+JupyterLab 4 and Notebook 7, each started hermetically on a free local port.
 
 Each test runs ``notebooks/01_tour.ipynb`` from top to bottom (small sizes), then checks what
 a user sees: the compiler view's graph has the expected kernel clusters, clicking a node
 shows its details, calling the function again adds a sample to the timing pane while the
 page is open, the ``%%grad`` step-through advances, and the browser console shows no errors.
+Another runs a chapter of the book (``notebooks/ch04_differentiation.ipynb``) end to end: its
+live view and its matplotlib figure show, and no cell fails.
 Screenshots go to tests/artifacts/ (ignored by git).
 
 The tests skip, with the reason, where Playwright, JupyterLab/Notebook 7 or the browser are
@@ -31,6 +33,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TOUR = ROOT / "notebooks" / "01_tour.ipynb"
+CHAPTER = ROOT / "notebooks" / "ch04_differentiation.ipynb"   # one of the quickest chapters
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 BROWSER = os.environ.get("NBJAX_BROWSER", "/usr/bin/chromium")
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -51,9 +54,9 @@ pytestmark = [
 ]
 
 APPS = {
-    # front end: (the module that starts its server, the notebook's URL path)
-    "lab": ("jupyterlab", "lab/tree/01_tour.ipynb"),
-    "notebook7": ("notebook", "notebooks/01_tour.ipynb"),
+    # front end: (the module that starts its server, the URL path of the notebooks' folder)
+    "lab": ("jupyterlab", "lab/tree/"),
+    "notebook7": ("notebook", "notebooks/"),
 }
 
 
@@ -70,14 +73,15 @@ def _write_json(path, data):
 
 class Server:
     """A Jupyter server of one front end, private to a test: its own port, token, folders
-    (configuration, data, runtime, IPython) and process group, serving a copy of the tour."""
+    (configuration, data, runtime, IPython) and process group, serving a copy of one
+    notebook."""
 
-    def __init__(self, app, tmp):
-        self.app, self.tmp = app, tmp
+    def __init__(self, app, tmp, notebook):
+        self.app, self.tmp, self.notebook = app, tmp, notebook.name
         self.port, self.token = _free_port(), f"nbjax-{os.getpid()}-{time.monotonic_ns()}"
         self.root = tmp / "root"
         self.root.mkdir()
-        shutil.copy(TOUR, self.root / TOUR.name)   # the run saves nothing into the repository
+        shutil.copy(notebook, self.root / notebook.name)   # the run saves nothing into the repo
         self.env = self._environment()
         self.log_path = tmp / "server.log"
         self.log = self.process = None
@@ -152,11 +156,12 @@ class Server:
 
 
 @contextlib.contextmanager
-def running_server(app, tmp):
-    """A started server of front end ``app``; its log is printed if the block fails."""
+def running_server(app, tmp, notebook=TOUR):
+    """A started server of front end ``app`` serving a copy of ``notebook``; its log is
+    printed if the block fails."""
     if importlib.util.find_spec(APPS[app][0]) is None:
         pytest.skip(f"{APPS[app][0]} is not installed (pip install -e .[test])")
-    srv = Server(app, tmp)
+    srv = Server(app, tmp, notebook)
     try:
         srv.start()
         yield srv
@@ -254,8 +259,9 @@ def watch_console(page, app):
     return problems
 
 
-def run_tour(page, server):
-    page.goto(f"{server.url}{APPS[server.app][1]}?token={server.token}")
+def run_notebook(page, server):
+    """Open the server's notebook, run every cell, and check that none failed."""
+    page.goto(f"{server.url}{APPS[server.app][1]}{server.notebook}?token={server.token}")
     page.wait_for_function(KERNEL_READY, timeout=UI_MS * 2)
     assert page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_function(ALL_CELLS_RAN, timeout=RUN_ALL_MS)
@@ -351,23 +357,55 @@ def check_grad_step_through(page, shots):
     view.screenshot(path=shots / "grad-steps.png")
 
 
-@pytest.mark.parametrize("app", list(APPS))
-def test_tour_in_the_browser(app, tmp_path, browser):
-    shots = artifacts_dir() / app
-    shots.mkdir(exist_ok=True)
-    with running_server(app, tmp_path) as server:
+@contextlib.contextmanager
+def notebook_run(app, tmp_path, browser, notebook, shots):
+    """A page of front end ``app`` on which every cell of ``notebook`` has run without an
+    error; on leaving, a screenshot of the page, and a check that its console stayed clean."""
+    shots.mkdir(parents=True, exist_ok=True)
+    with running_server(app, tmp_path, notebook) as server:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(UI_MS)
         problems = watch_console(page, app)
         try:
-            run_tour(page, server)
-            check_views_are_ready(page)
-            check_graph_and_node_details(page, shots)
-            check_timing_updates_live(page, shots)
-            check_grad_step_through(page, shots)
+            run_notebook(page, server)
+            yield page
         finally:
             page.screenshot(path=shots / "page.png")
         assert problems == []
+
+
+@pytest.mark.parametrize("app", list(APPS))
+def test_tour_in_the_browser(app, tmp_path, browser):
+    shots = artifacts_dir() / app
+    with notebook_run(app, tmp_path, browser, TOUR, shots) as page:
+        check_views_are_ready(page)
+        check_graph_and_node_details(page, shots)
+        check_timing_updates_live(page, shots)
+        check_grad_step_through(page, shots)
+
+
+def check_chapter_shows_its_view_and_figure(page, shots):
+    """Chapter 4's one view (``%%grad`` of the least-squares loss ``mse``) is live and filled
+    in by the descent that follows it; its loss curve shows as matplotlib's image."""
+    expect = sync_api.expect
+    expect(page.get_by_test_id("nbjax-view")).to_have_count(1)
+    view = view_of(page, "mse")
+    expect(view).to_have_attribute("data-view", "grad")
+    expect(view).to_have_attribute("data-state", "ready")
+    assert_no_placeholder_text(view)
+    expect(page.locator(".nbjax-static:visible")).to_have_count(0)
+    view.screenshot(path=shots / "view.png")
+    images = page.locator(".jp-OutputArea-output img")
+    expect(images.first).to_be_visible()
+    for i in range(images.count()):   # each figure decoded, not a broken image
+        assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 100"), i
+
+
+@pytest.mark.parametrize("app", list(APPS))
+def test_book_chapter_in_the_browser(app, tmp_path, browser):
+    shots = artifacts_dir() / app / CHAPTER.stem
+    with notebook_run(app, tmp_path, browser, CHAPTER, shots) as page:
+        check_chapter_shows_its_view_and_figure(page, shots)
 
 
 # --- an export, offline --------------------------------------------------------------------
