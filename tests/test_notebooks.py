@@ -2,7 +2,8 @@
 ``NBJAX_NOTEBOOK_SMALL=1`` so that the notebooks use small arrays. The notebooks check their
 own results with ``assert``s (a gradient against its formula, vmap against a loop...), so an
 exception in any cell fails the test; the tests below also check that the rich outputs the
-notebooks are for (graphs, compiler views, the benchmark chart) were produced.
+notebooks are for (graphs, compiler views, the benchmark chart, each chapter's views and
+figures) were produced.
 """
 
 import json
@@ -148,16 +149,30 @@ def check_benchmarks(nb):
 
 def check_book_chapter(nb):
     """A chapter of the book (notebooks/ch*.ipynb): every exercise cell (one calling
-    ``check(...)`` at its top level) reports its placeholder as not attempted yet, and the
-    chapter draws its matplotlib figures."""
-    exercises = [c for c in nb.cells if c.cell_type == "code"
-                 and any(line.startswith("check(") for line in c.source.splitlines())]
+    ``check(...)`` at its top level) reports its placeholder as not attempted yet, every
+    ``%%grad`` / ``%%jit`` cell shows its live view, filled in by the cells after it, and
+    every unconditional ``plt.show()`` shows its figure."""
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    exercises = [c for c in cells if top_level_calls(c, "check(")]
     assert 2 <= len(exercises) <= 4
     for cell in exercises:
         shown = [out["data"]["text/plain"] for out in cell.outputs if "data" in out]
         assert len(shown) == 1 and "not attempted yet" in shown[0], (cell.source, shown)
-    if any("plt." in c.source for c in nb.cells if c.cell_type == "code"):
-        assert outputs(nb, "image/png")
+    views = [(c, re.match(r"%%(grad|jit)\b", c.source)) for c in cells]
+    assert any(magic for _, magic in views)   # each chapter shows off a view
+    for cell, magic in views:
+        if magic:
+            function = re.search(r"^def (\w+)\(", cell.source, re.MULTILINE).group(1)
+            assert_ready_view(nb, cell.source, magic.group(1), function)
+    for cell in cells:   # (a conditional plt.show() may show a figure too)
+        assert len(images_under(nb, cell.source)) >= top_level_calls(cell, "plt.show()"), \
+            cell.source
+
+
+def top_level_calls(cell, call):
+    """How many lines of ``cell`` start with ``call`` (calls inside a loop, a condition or a
+    function are not counted)."""
+    return sum(line.startswith(call) for line in cell.source.splitlines())
 
 
 CHECKS = {"01_tour": check_tour, "02_autodiff_classroom": check_classroom,
