@@ -442,7 +442,7 @@ def test_exported_views_render_offline(browser, tmp_path, monkeypatch):
 # The widget module rendered into a plain page, with a stand-in for anywidget's model that
 # keeps the state the kernel sent and fires "change:<name>" when the browser sets a trait.
 STANDALONE_PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style>
-</head><body style="margin:8px"><div id="out" style="width:{width}px"></div>
+</head><body style="margin:8px"><div id="out" style="width:{width}px"></div>{extra}
 <script type="module">
 import widget from "data:text/javascript;base64,{module}";
 const state = {state};
@@ -459,8 +459,9 @@ window.nbjaxReady = true;
 </script></body></html>"""
 
 
-def render_standalone(browser, view, width=1300):
-    """A page showing ``view`` (an NbjaxView) as the widget module draws it."""
+def render_standalone(browser, view, width=1300, css="", extra=""):
+    """A page showing ``view`` (an NbjaxView) as the widget module draws it, with ``css``
+    after the widgets' own and the HTML ``extra`` after the view."""
     import base64
     from nbjax.notebook import assets
     module = base64.b64encode(assets.read_asset("nbjax_widgets.js").encode()).decode()
@@ -468,19 +469,20 @@ def render_standalone(browser, view, width=1300):
              if not name.startswith("_") and name not in ("layout", "comm", "keys", "tabbable",
                                                           "tooltip")}
     page = browser.new_page(viewport={"width": width + 100, "height": 900})
-    page.set_content(STANDALONE_PAGE.format(css=assets.read_asset("nbjax.css"), width=width,
-                                            module=module, state=json.dumps(state)))
+    page.set_content(STANDALONE_PAGE.format(css=assets.read_asset("nbjax.css") + css,
+                                            width=width, module=module, extra=extra,
+                                            state=json.dumps(state)))
     page.wait_for_function("() => window.nbjaxReady === true")
     return page
 
 
-def _big_view():
+def _jit_view(options="--show graph"):
     """A compiler view of a function whose graph is wider than its box (six parallel
     chains summed), on the reference backend (no compile time)."""
     from IPython.core.interactiveshell import InteractiveShell
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "nbjax")
-    cell = ("%%jit --backend reference --show graph\ndef wide(x):\n"
+    cell = (f"%%jit --backend reference {options}\ndef wide(x):\n"
             "    parts = [jnp.sin(x * float(i)) + jnp.cos(x) * float(i) for i in range(6)]\n"
             "    return sum(parts)\n")
     for code in ("import nbjax.numpy as jnp\nimport numpy as np", cell,
@@ -489,6 +491,10 @@ def _big_view():
     (view,) = shell.user_ns["wide"].watchers
     view.flush()
     return view
+
+
+def _big_view():
+    return _jit_view()
 
 
 def test_big_graph_fits_its_box_zooms_pans_and_finds_nodes(browser):
@@ -533,4 +539,109 @@ def test_big_graph_fits_its_box_zooms_pans_and_finds_nodes(browser):
     expect(found).to_have_count(ops.count("sin"))
     assert ops.count("sin") == 6
     page.screenshot(path=artifacts_dir() / "big-graph.png")
+    page.close()
+
+
+# --- the notebook's theme and font size -----------------------------------------------------
+
+def _jupyterlab_theme_css(name):
+    """The ``--jp-*`` variables of one of JupyterLab's installed themes."""
+    jupyterlab = pytest.importorskip("jupyterlab")
+    path = (Path(jupyterlab.__file__).parent / "themes" / "@jupyterlab" /
+            f"theme-{name}-extension" / "index.css")
+    if not path.is_file():
+        pytest.skip(f"JupyterLab's {name} theme is not installed at {path}")
+    return path.read_text()
+
+
+# Over the visible text of an element: the lowest contrast ratio (WCAG) between a text's
+# colour and the background it is drawn on (the ancestors' backgrounds composited, alpha
+# included), with the worst text. SVG text (Graphviz) is checked apart.
+CONTRAST = """(root) => {
+  const rgba = (c) => { const m = c.match(/[\\d.]+/g).map(Number);
+                        return m.length === 4 ? m : [...m, 1]; };
+  const over = (top, under) => top.slice(0, 3).map((v, i) => v * top[3] + under[i] * (1 - top[3]));
+  const lum = (c) => { const f = (v) => { v /= 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const background = (el) => { const chain = [];
+    for (let e = el; e; e = e.parentElement) chain.unshift(getComputedStyle(e).backgroundColor);
+    return chain.reduce((under, c) => over(rgba(c), under), [255, 255, 255]); };
+  let worst = {ratio: 100, text: "", color: "", background: ""};
+  for (const el of [root, ...root.querySelectorAll("*")]) {
+    if (el.closest("svg") || !el.getClientRects().length) continue;
+    const own = [...el.childNodes].filter(n => n.nodeType === 3 && n.textContent.trim());
+    if (!own.length) continue;
+    const bg = background(el), fg = over(rgba(getComputedStyle(el).color), bg);
+    const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+    const ratio = (a + 0.05) / (b + 0.05);
+    if (ratio < worst.ratio) worst = {ratio, text: own[0].textContent.trim().slice(0, 60),
+                                      color: getComputedStyle(el).color, background: bg};
+  }
+  return worst;
+}"""
+
+LUMINANCE = """(el) => {
+  const m = getComputedStyle(el).backgroundColor.match(/[\\d.]+/g).map(Number);
+  return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255; }"""
+
+
+def _other_static_views():
+    """The static HTML of a jaxpr's rich display and of a %transform pipeline whose last
+    stage is compiled (the kernels' coloured boxes)."""
+    import nbjax
+    import nbjax.numpy as jnp
+    from nbjax.notebook.transform import pipeline
+
+    def f(x):
+        return jnp.sum(jnp.sin(x) * x)
+    x = jnp.ones(3)
+    stages = pipeline(f, "f", (x,), {}, ("grad", "vmap", "jit"), backend="cpu")
+    return nbjax.make_jaxpr(nbjax.grad(f))(x)._repr_html_() + stages.html()
+
+
+def _check_contrast(page, locator, where):
+    worst = locator.evaluate(CONTRAST)
+    assert worst["ratio"] >= 4.5, f"{where}: {worst}"
+
+
+def test_views_follow_the_dark_theme_and_font_size(browser):
+    """Under JupyterLab's dark theme (its own CSS variables) with a larger content font, the
+    live view and its static rendering are dark, every visible text in every pane keeps a
+    contrast of at least 4.5 (WCAG AA) with the background it is drawn on, the font follows
+    the theme's size, and the graph sits on a light card; without the variables (a plain
+    page) the views are light."""
+    view = _jit_view("--show all")
+    dark = _jupyterlab_theme_css("dark") + (  # the page's background, as JupyterLab's
+        ":root { --jp-content-font-size1: 17px; } body { background: var(--jp-layout-color0) }")
+    static_html = (f'<div id="static" style="width:1300px">{view.static_html()}'
+                   f"{_other_static_views()}</div>")
+    page = render_standalone(browser, view, css=dark, extra=static_html)
+    live, static = page.get_by_test_id("nbjax-view"), page.locator(".nbjax-static")
+    for where, root in (("live", live), ("static", static)):
+        assert root.evaluate(LUMINANCE) < 0.1, where
+        assert root.evaluate("e => getComputedStyle(e).fontSize") == "17px", where
+    tabs = live.locator(".nbjax-tab")
+    assert tabs.count() >= 4
+    for i in range(tabs.count()):
+        tabs.nth(i).click()
+        _check_contrast(page, live, f"live view, tab {tabs.nth(i).inner_text()}")
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+    _check_contrast(page, static, "static view")
+    for kind in ("jaxpr", "transform"):
+        other = page.locator(f'[data-nbjax-view="{kind}"]')
+        assert other.evaluate("e => getComputedStyle(e).fontSize") == "17px", kind
+        _check_contrast(page, other, f"{kind} view")
+    assert page.locator(".nbjax-stage-step").count() >= 1  # kernels' boxes: light cards
+    for svg_box in (page.get_by_test_id("nbjax-graph-viewport"),
+                    static.locator("div:has(> svg)").first):
+        assert svg_box.evaluate(LUMINANCE) > 0.9  # a light card behind the fixed colours
+    page.screenshot(path=artifacts_dir() / "dark-theme.png", full_page=True)
+    page.close()
+    page = render_standalone(browser, view, extra=static_html)
+    page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+    for root in (page.get_by_test_id("nbjax-view"), page.locator(".nbjax-static"),
+                 page.locator('[data-nbjax-view="transform"]')):
+        assert root.evaluate(LUMINANCE) > 0.9 or root.evaluate(LUMINANCE) == 0  # transparent
+        _check_contrast(page, root, "light page")
     page.close()

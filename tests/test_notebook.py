@@ -27,6 +27,7 @@ import nbjax.notebook  # noqa: E402
 from nbjax.config import config  # noqa: E402
 from nbjax.notebook import assets, jit_state, session  # noqa: E402
 from nbjax.notebook.watch import GradWatch, WatchedJit  # noqa: E402
+from nbjax.viz import theme  # noqa: E402
 
 NBJAX_DIR = os.path.dirname(os.path.abspath(nbjax.__file__))
 
@@ -574,8 +575,8 @@ def test_step_through_shows_nan_and_inf_in_red(ip):
     run(ip, "grad_blows_up(x_bad)")
     view = view_of(ip.user_ns["grad_blows_up"])
     static = view.static_html()
-    assert re.search(r'<span style="color:#dc2626;font-weight:bold">nan</span>', static)
-    assert re.search(r'<span style="color:#dc2626;font-weight:bold">inf</span>', static)
+    assert f'<span style="color:{theme.ERROR};font-weight:bold">nan</span>' in static
+    assert f'<span style="color:{theme.ERROR};font-weight:bold">inf</span>' in static
     js = (assets.extension_dir() / "nbjax_widgets.js").read_text()
     assert "withNonFinite(values[id]" in js and "withNonFinite(derivs[id]" in js
     assert ".nbjax-nonfinite" in (assets.extension_dir() / "nbjax.css").read_text()
@@ -653,6 +654,44 @@ def test_static_graphs_fit_the_width_of_their_box(ip):
         assert 'style="width:100%;height:auto;' in svg and 'width="' not in svg
         assert f"max-width:{float(natural):.0f}pt" in svg  # never enlarged past natural size
         assert f"min-width:{float(natural) / 2:.0f}pt" in svg  # nor shrunk unreadably
+
+
+def _theme_problems(page):
+    """Where a static rendering breaks the theme rules of nbjax/viz/theme.py: text colours
+    and backgrounds outside the graph's SVG either come from the theme's variables, or a
+    fixed background fixes its text colour too (a light card)."""
+    problems = []
+    page = re.sub(r"<svg.*?</svg>", "", page, flags=re.S)
+    for style in re.findall(r'style="([^"]*)"', page):
+        decls = dict(d.split(":", 1) for d in style.split(";") if ":" in d)
+        back, fore = decls.get("background"), decls.get("color")
+        if back and not back.startswith(("var(--jp-", "rgba(")) and not fore:
+            problems.append(f"fixed background, theme text: {style}")
+    return problems
+
+
+def test_static_views_follow_the_notebook_theme(ip):
+    """Every static rendering (compiler, gradient, jaxpr and pipeline views) takes its font
+    size, text and background colours from JupyterLab's variables, with light fallbacks,
+    and its graph sits on a light card."""
+    run(ip, TRANSFORM_CELL)
+    run(ip, JIT_CELL.replace("selu_sum", "selu_theme"))
+    run(ip, "selu_theme(np.ones(8, np.float32))")
+    run(ip, GRAD_CELL.replace("loss", "theme"))
+    run(ip, "grad_theme(np.array([0.5, -2.0], np.float32), np.float32(1.5))")
+    pages = {"jit": view_of(ip.user_ns["selu_theme"]).static_html(),
+             "grad": view_of(ip.user_ns["grad_theme"]).static_html(),
+             "jaxpr": run(ip, "%jaxpr wave(x_wave)")._repr_html_(),
+             "transform": run(ip, "%transform wave(x_wave) --with grad --backend reference")
+             ._repr_html_()}
+    for kind, page in pages.items():
+        root = re.search(r'data-nbjax-view="%s"[^>]*style="([^"]*)"' % kind, page).group(1)
+        assert "font-size:var(--jp-content-font-size1,13px)" in root, kind
+        assert "color:var(--jp-ui-font-color1,#111827)" in root, kind
+        assert _theme_problems(page) == [], kind
+        assert "var(--jp-code-font-family,monospace)" in page, kind
+        if "<svg" in page and kind != "transform":
+            assert "background:#ffffff;color:#111827" in page.split("<svg")[0], kind
 
 
 # --- %transform -----------------------------------------------------------------------------

@@ -408,15 +408,19 @@ def test_jaxpr_html_is_exactly_the_printed_text(zoo, name):
 
 def test_jaxpr_html_token_classes(zoo):
     page = viz.jaxpr_html(zoo["cond"])
-    assert '<span class="nbjax-primitive" style="color:#1d4ed8;font-weight:bold">cond' in page
-    assert '<span class="nbjax-keyword" style="color:#7c3aed;font-weight:bold">lambda' in page
-    assert '<span class="nbjax-type" style="color:#047857">f32[]</span>' in page
-    assert '<span class="nbjax-pkey" style="color:#6b7280">new_dtype</span>' in page
-    assert '<span class="nbjax-pval" style="color:#9333ea">int32</span>' in page
+    syntax = viz.theme.SYNTAX  # the theme's code colours, ours where there is no theme
+    assert syntax["primitive"] == "var(--jp-mirror-editor-property-color,#1d4ed8)"
+    assert (f'<span class="nbjax-primitive" style="color:{syntax["primitive"]};'
+            'font-weight:bold">cond') in page
+    assert (f'<span class="nbjax-keyword" style="color:{syntax["keyword"]};'
+            'font-weight:bold">lambda') in page
+    assert f'<span class="nbjax-type" style="color:{syntax["type"]}">f32[]</span>' in page
+    assert f'<span class="nbjax-pkey" style="color:{syntax["muted"]}">new_dtype</span>' in page
+    assert f'<span class="nbjax-pval" style="color:{syntax["pval"]}">int32</span>' in page
     assert '<span class="nbjax-eqn" data-node="e1/branches1/e0">' in page
     assert '<span class="nbjax-var" data-var="h">h</span>' in page
     literal = viz.jaxpr_html(zoo["chain"])
-    assert '<span class="nbjax-literal" style="color:#c2410c">2.0</span>' in literal
+    assert f'<span class="nbjax-literal" style="color:{syntax["literal"]}">2.0</span>' in literal
 
 
 def test_equation_spans_nest_like_the_jaxpr(zoo):

@@ -9,14 +9,17 @@ import html
 import re
 
 from ..viz import fit_width
+from ..viz import theme as th
 
-BOX = ("font-family:system-ui,sans-serif;font-size:13px;border:1px solid #d1d5db;"
-       "border-radius:6px;padding:0.5em 0.8em;margin:0.3em 0")
-NOTE = "color:#6b7280;font-size:12px"
-TABLE = "border-collapse:collapse;font-size:12px;margin:0.3em 0"
-CELL = "border:1px solid #e5e7eb;padding:2px 6px;text-align:left;vertical-align:top"
-PRE = ("background:#fafafa;border:1px solid #e5e7eb;padding:0.5em;font-size:11px;"
+BOX = th.box_style()
+NOTE = f"color:{th.MUTED};font-size:0.92em"
+TABLE = "border-collapse:collapse;font-size:0.92em;margin:0.3em 0"
+CELL = f"border:1px solid {th.BORDER_SOFT};padding:2px 6px;text-align:left;vertical-align:top"
+HEAD_CELL = f"{CELL};background:{th.BG_SOFT}"
+PRE = (f"background:{th.CODE_BG};color:{th.FG};border:1px solid {th.BORDER_SOFT};"
+       f"padding:0.5em;font-family:{th.CODE_FONT};font-size:0.85em;"
        "max-height:30em;overflow:auto;white-space:pre")
+CODE = f"font-family:{th.CODE_FONT}"
 
 
 def esc(x):
@@ -45,7 +48,7 @@ def nbytes(n):
 
 
 def table(header, rows):
-    head = "".join(f'<th style="{CELL}">{esc(h)}</th>' for h in header)
+    head = "".join(f'<th style="{HEAD_CELL}">{esc(h)}</th>' for h in header)
     body = "".join("<tr>" + "".join(f'<td style="{CELL}">{c}</td>' for c in row) + "</tr>"
                    for row in rows)
     return f'<table style="{TABLE}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
@@ -84,12 +87,13 @@ def graph(state):
     if state["truncated"]:
         extra = note(f"{state['shown']} nodes shown, {state['hidden']} hidden "
                      f"(budget {state['budget']})")
-    return f'<div style="overflow:auto;max-height:40em">{fit_width(state["svg"])}</div>{extra}'
+    return (f'<div style="overflow:auto;max-height:40em;{th.GRAPH_CARD}">'
+            f'{fit_width(state["svg"])}</div>{extra}')
 
 
 def header(view):
     status = view.status or {}
-    return (f'<div><b>{esc(view.title)}</b> '
+    return (f'<div><b style="{CODE}">{esc(view.title)}</b> '
             f'<span style="{NOTE}">{esc(status.get("message"))}</span> '
             f'<span class="nbjax-live-hint" style="{NOTE};font-style:italic">'
             f'({LIVE_HINT})</span></div>')
@@ -197,7 +201,7 @@ def grad_html(view):
     right = [r for r in g["rows"] if r["side"] == "right"]
 
     def column(rows):
-        return "<br>".join(f'<code>{esc(r["text"])}</code>' for r in rows)
+        return "<br>".join(f'<code style="{CODE}">{esc(r["text"])}</code>' for r in rows)
 
     sides = table([g["sides"]["left"], g["sides"]["right"]], [[column(left), column(right)]])
     links = table(["operation", "source", g["sides"]["left"], g["sides"]["right"]], [
@@ -225,12 +229,12 @@ NONFINITE = re.compile(r"\b(nan|inf|NaN)\b")
 
 def nonfinite(text):
     """Escaped text with NaN and inf in red, where a student should look."""
-    return NONFINITE.sub(r'<span style="color:#dc2626;font-weight:bold">\1</span>', esc(text))
+    return NONFINITE.sub(rf'<span style="color:{th.ERROR};font-weight:bold">\1</span>', esc(text))
 
 
 def steps_html(s):
     values, derivs = final_state(s)
-    rows = [[esc(r.get("name", r["id"])), f'<code>{esc(r["text"])}</code>',
+    rows = [[esc(r.get("name", r["id"])), f'<code style="{CODE}">{esc(r["text"])}</code>',
              nonfinite(values.get(r["id"], "")), nonfinite(derivs.get(r["id"], ""))]
             for r in s["rows"]]
     return note(f"seed: {s['seed']}") + table(["variable", "", "value", s["derivative"]], rows)

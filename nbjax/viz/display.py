@@ -13,11 +13,12 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from .dot import GraphvizNotFoundError, fit_width, to_dot, to_svg
 from .model import DEFAULT_BUDGET, build_model
 from .text import annotate, pre_html
+from .theme import GRAPH_CARD, MUTED, TEXT_STYLE
 
-_NOTE_STYLE = "color:#6b7280;font-size:12px;margin:0.3em 0"
+_NOTE_STYLE = f"color:{MUTED};font-size:0.92em;margin:0.3em 0"
 # Longer texts are shown uncoloured: a span per token would multiply a saved notebook's size.
 COLOUR_LIMIT = 100_000
-_GRAPH_BOX_STYLE = "overflow:auto;max-height:42em;margin-top:0.3em"
+_GRAPH_BOX_STYLE = f"overflow:auto;max-height:42em;margin-top:0.3em;{GRAPH_CARD}"
 
 
 class JaxprView:
@@ -29,7 +30,7 @@ class JaxprView:
     def html(self):
         annotated = annotate(self.jaxpr)
         colour = len(annotated.text) <= COLOUR_LIMIT
-        parts = ['<div class="nbjax-view" data-nbjax-view="jaxpr">',
+        parts = [f'<div class="nbjax-view" data-nbjax-view="jaxpr" style="{TEXT_STYLE}">',
                  pre_html(annotated.html if colour else html.escape(annotated.text))]
         if self.graph:
             parts.append(self.graph_html(annotated))

@@ -22,16 +22,19 @@ from dataclasses import dataclass, field
 from .dot import KERNEL_COLOURS, PHASE_FILL
 from .structure import eqn_id, open_jaxpr
 from .text import annotate
+from .theme import BORDER_SOFT, CARD_FG, CODE_BG, CODE_FONT, MUTED, TEXT_STYLE
 
 NEW_FILL = {"grad": PHASE_FILL, "vmap": "#ede9fe"}  # transformation -> colour of new eqns
 OTHER_NEW_FILL = "#fef9c3"
 EQN_CHARS = 160  # an equation's text is cut after this many characters
-_COLUMN_STYLE = ("flex:0 0 auto;min-width:16em;max-width:34em;border:1px solid #e5e7eb;"
-                 "border-radius:4px;padding:0.4em;background:#fafafa")
-_EQN_STYLE = ("font-family:monospace;font-size:12px;line-height:1.35;padding:1px 4px;"
+_COLUMN_STYLE = (f"flex:0 0 auto;min-width:16em;max-width:34em;border:1px solid {BORDER_SOFT};"
+                 f"border-radius:4px;padding:0.4em;background:{CODE_BG}")
+_EQN_STYLE = (f"font-family:{CODE_FONT};font-size:0.92em;line-height:1.35;padding:1px 4px;"
               "border-radius:3px;white-space:pre-wrap;word-break:break-all")
-_LINK_STYLE = "color:#6b7280;font-size:10px;margin-left:0.5em;text-decoration:none"
-_NOTE_STYLE = "color:#6b7280;font-size:12px;margin:0.2em 0"
+_LINK_STYLE = f"color:{MUTED};font-size:0.8em;margin-left:0.5em;text-decoration:none"
+# On a fixed light fill (a new equation, a kernel's box) the text is fixed dark too.
+_CARD_LINK_STYLE = "color:#4b5563;font-size:0.8em;margin-left:0.5em;text-decoration:none"
+_NOTE_STYLE = f"color:{MUTED};font-size:0.92em;margin:0.2em 0"
 # The only rule that needs a <style>: the equation a link points at is outlined.
 _TARGET_CSS = ".nbjax-pipeline .nbjax-stage-eqn:target{outline:2px solid #f59e0b}"
 
@@ -138,7 +141,7 @@ def pipeline_html(stages, prefix="", locate=None):
     where = _Where(locate or (lambda file, line: f"{os.path.basename(file)}:{line}"))
     columns = "".join(_column(i, s, _Context(prefix, stages[i - 1] if i else None, where))
                       for i, s in enumerate(stages))
-    return (f'<div class="nbjax-pipeline" data-nbjax-view="transform">'
+    return (f'<div class="nbjax-pipeline" data-nbjax-view="transform" style="{TEXT_STYLE}">'
             f"<style>{_TARGET_CSS}</style>"
             f'<div style="display:flex;gap:0.6em;overflow-x:auto;align-items:flex-start">'
             f"{columns}</div></div>")
@@ -182,20 +185,20 @@ class _Where:
 def _column(index, stage, ctx):
     new = sum(r["new"] for r in stage.eqns)
     counts = f"{len(stage.eqns)} equations" + (f", {new} new" if index else "")
-    head = [f'<div style="font-weight:bold;font-size:13px">{index + 1}. {_esc(stage.label)}'
+    head = [f'<div style="font-weight:bold">{index + 1}. {_esc(stage.label)}'
             f"</div>", f'<p style="{_NOTE_STYLE}">{_esc(counts)}</p>']
     if index:
         head.append(f'<p style="{_NOTE_STYLE}">{_esc(_legend(stage))}</p>')
     lines = str(stage.jaxpr).splitlines()
     if len(lines) > 1:
-        head.append(f'<div style="{_EQN_STYLE};color:#6b7280">{_esc(lines[0])}</div>')
+        head.append(f'<div style="{_EQN_STYLE};color:{MUTED}">{_esc(lines[0])}</div>')
     if stage.note:
         head.append(f'<p style="{_NOTE_STYLE}">{_esc(stage.note)}</p>')
     if stage.plan is not None:
         body = _steps(stage, ctx)
     else:
         body = "".join(_eqn(stage, r, ctx) for r in stage.eqns)
-    tail = f'<div style="{_EQN_STYLE};color:#6b7280">{_esc(lines[-1])}</div>' \
+    tail = f'<div style="{_EQN_STYLE};color:{MUTED}">{_esc(lines[-1])}</div>' \
         if len(lines) > 1 else ""
     return (f'<div class="nbjax-stage" data-stage="{index}" '
             f'data-transform="{_esc(stage.transform or "")}" style="{_COLUMN_STYLE}">'
@@ -216,16 +219,20 @@ def _steps(stage, ctx):
         border, fill = KERNEL_COLOURS[step % len(KERNEL_COLOURS)]
         rows = "".join(_eqn(stage, r, ctx) for r in stage.eqns if r["step"] == step)
         parts.append(f'<div class="nbjax-stage-step" data-step="{step}" style="border:1.5px '
-                     f'solid {border};background:{fill};border-radius:4px;margin:0.3em 0;'
-                     f'padding:0.2em"><div style="color:{border};font-size:11px">'
+                     f'solid {border};background:{fill};color:{CARD_FG};border-radius:4px;'
+                     f'margin:0.3em 0;'
+                     f'padding:0.2em"><div style="color:{border};font-size:0.85em">'
                      f"{_esc(group.describe())}</div>{rows}</div>")
     return "".join(parts)
 
 
 def _eqn(stage, row, ctx):
     text = row["text"] if len(row["text"]) <= EQN_CHARS else row["text"][:EQN_CHARS - 1] + "…"
-    style = _EQN_STYLE + (f";background:{_new_fill(stage, row)}" if row["new"] else "")
-    links = "".join(f'<a href="#{_esc(ctx.prefix + source)}" style="{_LINK_STYLE}" '
+    carded = row["new"] or row["step"] is not None
+    style = _EQN_STYLE + (f";background:{_new_fill(stage, row)};color:{CARD_FG}"
+                          if row["new"] else "")
+    link_style = _CARD_LINK_STYLE if carded else _LINK_STYLE
+    links = "".join(f'<a href="#{_esc(ctx.prefix + source)}" style="{link_style}" '
                     f'title="came from {_esc(ctx.names[source])}">← {_esc(ctx.names[source])}'
                     f"</a>" for source in row["from"])
     classes = "nbjax-stage-eqn" + (" nbjax-new" if row["new"] else "")

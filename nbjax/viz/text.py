@@ -18,21 +18,23 @@ from dataclasses import dataclass, field
 from ..core.jaxpr import Literal
 from .structure import eqn_id, is_jaxpr, is_jaxpr_tuple, open_jaxpr, param_text, \
     printed_params, sub_jaxprs, sub_prefix
+from .theme import BORDER_SOFT, CODE_BG, CODE_FONT, CODE_SIZE, FG, SYNTAX
 
-# Inline styles, so the colours survive where a notebook viewer drops <style> elements.
+# Inline styles, so the colours survive where a notebook viewer drops <style> elements; they
+# follow the notebook's theme (theme.py).
 STYLES = {
-    "keyword": "color:#7c3aed;font-weight:bold",
-    "primitive": "color:#1d4ed8;font-weight:bold",
+    "keyword": f"color:{SYNTAX['keyword']};font-weight:bold",
+    "primitive": f"color:{SYNTAX['primitive']};font-weight:bold",
     "var": "",  # the default text colour
-    "type": "color:#047857",
-    "literal": "color:#c2410c",
-    "pkey": "color:#6b7280",
-    "pval": "color:#9333ea",
-    "punct": "color:#6b7280",
+    "type": f"color:{SYNTAX['type']}",
+    "literal": f"color:{SYNTAX['literal']}",
+    "pkey": f"color:{SYNTAX['muted']}",
+    "pval": f"color:{SYNTAX['pval']}",
+    "punct": f"color:{SYNTAX['muted']}",
 }
-PRE_STYLE = ("background:#fafafa;color:#111827;padding:0.5em;border:1px solid #e5e7eb;"
-             "border-radius:4px;font-family:monospace;font-size:12px;line-height:1.35;"
-             "overflow-x:auto;white-space:pre")
+PRE_STYLE = (f"background:{CODE_BG};color:{FG};padding:0.5em;border:1px solid {BORDER_SOFT};"
+             f"border-radius:4px;font-family:{CODE_FONT};font-size:{CODE_SIZE};"
+             "line-height:1.35;overflow-x:auto;white-space:pre")
 
 _SPACE = re.compile(r"\s*")
 _NAME = re.compile(r"[a-z_]+")

@@ -1,0 +1,50 @@
+"""Colours and fonts of the static views, as CSS values that follow the notebook's theme.
+
+JupyterLab (and Notebook 7, and nbconvert's lab template) define ``--jp-*`` CSS variables for
+the theme's colours and the user's font sizes; each value here reads one, with the light
+colour we used before as the fallback for a page without them (GitHub, a saved file). So a
+view is dark under JupyterLab's dark theme and grows with "Increase font size".
+
+Two rules keep text readable on any background: text on a theme background takes the
+theme's text colour, and where we paint a fixed light colour (a kernel's box, a new
+equation, the Graphviz SVG) we also fix the text dark: a light *card*. Tints that must show
+on both themes are translucent (``rgba``), so the theme's background shows through.
+``extension/nbjax.css`` uses the same variables for the live views.
+"""
+
+FG = "var(--jp-ui-font-color1,#111827)"
+MUTED = "var(--jp-ui-font-color2,#4b5563)"
+BG = "var(--jp-layout-color0,#ffffff)"
+BG_SOFT = "var(--jp-layout-color2,#f3f4f6)"      # table headers
+CODE_BG = "var(--jp-cell-editor-background,#fafafa)"
+BORDER = "var(--jp-border-color1,#d1d5db)"
+BORDER_SOFT = "var(--jp-border-color2,#e5e7eb)"
+UI_FONT = "var(--jp-ui-font-family,system-ui,-apple-system,'Segoe UI',sans-serif)"
+UI_SIZE = "var(--jp-content-font-size1,13px)"  # views are content, not menus
+CODE_FONT = "var(--jp-code-font-family,monospace)"
+CODE_SIZE = "var(--jp-code-font-size,12px)"
+ERROR = "var(--jp-error-color1,#dc2626)"
+
+CARD_FG = "#111827"  # text on a fixed light colour
+# A light card behind a Graphviz SVG, whose colours are fixed (and chosen for white).
+GRAPH_CARD = f"background:#ffffff;color:{CARD_FG};border-radius:4px"
+
+# Syntax colours of a printed jaxpr: JupyterLab's code editor colours of the theme.
+SYNTAX = {
+    "keyword": "var(--jp-mirror-editor-keyword-color,#7c3aed)",
+    "primitive": "var(--jp-mirror-editor-property-color,#1d4ed8)",
+    "type": "var(--jp-mirror-editor-builtin-color,#047857)",
+    "literal": "var(--jp-mirror-editor-string-color,#c2410c)",
+    "muted": MUTED,
+    "pval": "var(--jp-mirror-editor-operator-color,#9333ea)",
+}
+
+
+# A view without a frame of its own (a jaxpr, a pipeline): the theme's font and text colour.
+TEXT_STYLE = f"font-family:{UI_FONT};font-size:{UI_SIZE};color:{FG}"
+
+
+def box_style():
+    """The frame of a whole view."""
+    return (f"{TEXT_STYLE};background:{BG};"
+            f"border:1px solid {BORDER};border-radius:6px;padding:0.5em 0.8em;margin:0.3em 0")
