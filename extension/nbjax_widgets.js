@@ -99,7 +99,8 @@ function sparkline(values, width = 260, height = 44) {
 // --- a Graphviz graph with clickable nodes -------------------------------------------------
 
 // The SVG fits the width of its box (never enlarged past its natural size, never shrunk
-// below MIN_FIT_SCALE: past that it scrolls) and opens at the top left, on the inputs.
+// below MIN_FIT_SCALE: past that it scrolls; both bounds times the view's `scale` when
+// presenting) and opens at the top left, on the inputs.
 // Zoom with the buttons or Ctrl+wheel, pan by dragging or scrolling; the search box
 // outlines the nodes whose text (operation, variables, types, id) contains the query.
 // Zooming resizes the SVG inside a scrolling box, so the browser does the panning.
@@ -197,7 +198,8 @@ class Graph {
     const width = this.viewport.clientWidth;
     if (!width) return;
     if (byUser) this.zoomed = false;
-    this.apply(Math.max(MIN_FIT_SCALE, Math.min(1, (width - 4) / this.natural.width)));
+    const big = Number(this.el.closest(".nbjax-root")?.dataset.scale || 1);
+    this.apply(Math.max(MIN_FIT_SCALE * big, Math.min(big, (width - 4) / this.natural.width)));
     this.viewport.scrollLeft = 0;
     this.viewport.scrollTop = 0;
   }
@@ -641,8 +643,18 @@ function render({ model, el }) {
   const root = h("div", { class: "nbjax-root", testid: "nbjax-view", "data-view": kind });
   el.append(root);
   const view = kind === "grad" ? new GradView(model, root) : new JitView(model, root);
+  // presenting: larger text (the stylesheet multiplies the font size) and graphs
+  const rescale = () => {
+    const scale = model.get("scale") || 1;
+    root.dataset.scale = String(scale);
+    root.style.setProperty("--nbjax-scale", String(scale));
+    for (const graph of [view.graph, view.stepGraph]) {
+      if (graph && graph.svg && !graph.zoomed) graph.fit(false);
+    }
+  };
+  rescale();
   view.draw();
-  const handlers = Object.entries(view.listen());
+  const handlers = Object.entries({ ...view.listen(), "change:scale": rescale });
   for (const [event, handler] of handlers) model.on(event, handler);
   return () => {
     if (view.stopPlaying) view.stopPlaying();

@@ -455,6 +455,7 @@ const model = {{
   off: () => {{}},
 }};
 widget.render({{ model, el: document.getElementById("out") }});
+window.nbjaxModel = model;
 window.nbjaxReady = true;
 </script></body></html>"""
 
@@ -644,4 +645,42 @@ def test_views_follow_the_dark_theme_and_font_size(browser):
                  page.locator('[data-nbjax-view="transform"]')):
         assert root.evaluate(LUMINANCE) > 0.9 or root.evaluate(LUMINANCE) == 0  # transparent
         _check_contrast(page, root, "light page")
+    page.close()
+
+
+# --- presenting and slides ------------------------------------------------------------------
+
+def test_presenting_enlarges_a_live_view_and_a_saved_view_opens_offline(browser, tmp_path):
+    """A live view's ``scale`` (``%nbjax --present``) enlarges its text and its graph's fit
+    at once and back; ``save_view`` writes a page that opens from disk with every network
+    request refused and shows the view, graph included, enlarged when asked."""
+    from nbjax.notebook import save_view
+    from nbjax.viz.theme import PRESENT_SCALE
+    view = _jit_view("--show graph,jaxpr")
+    page = render_standalone(browser, view, width=3000)  # room for the enlarged graph
+    live, graph = page.get_by_test_id("nbjax-view"), page.get_by_test_id("nbjax-graph")
+    font = lambda: live.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")  # noqa: E731
+    assert font() == 13 and graph.get_attribute("data-zoom") == "1.000"
+    page.evaluate(f"() => window.nbjaxModel.set('scale', {PRESENT_SCALE})")
+    assert font() == pytest.approx(13 * PRESENT_SCALE)
+    sync_api.expect(graph).to_have_attribute("data-zoom", f"{PRESENT_SCALE:.3f}")
+    page.evaluate("() => window.nbjaxModel.set('scale', 1)")
+    assert font() == 13
+    sync_api.expect(graph).to_have_attribute("data-zoom", "1.000")
+    page.close()
+
+    path = save_view(view, tmp_path / "slide.html", present=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.route(re.compile(r"^https?://"), lambda route: route.abort())
+    page.goto(path.as_uri())
+    shown = page.locator('.nbjax-static[data-nbjax-view="jit"]')
+    sync_api.expect(shown).to_be_visible()
+    assert shown.evaluate("e => parseFloat(getComputedStyle(e).fontSize)") == \
+        pytest.approx(13 * PRESENT_SCALE)
+    svg = shown.locator("svg").first.bounding_box()
+    assert svg and svg["width"] > 100 and svg["height"] > 50
+    assert [u for u in requests if not u.startswith("file:")] == []
+    page.screenshot(path=artifacts_dir() / "saved-view.png", full_page=True)
     page.close()

@@ -123,6 +123,7 @@ def test_cell_magic_options_are_validated_before_the_cell_runs(ip, magic, line, 
 @pytest.mark.parametrize("magic, line, message", [
     ("nbjax", "--x64 maybe", r"argument --x64: expected on or off"),
     ("nbjax", "--backend tpu", r"invalid choice: 'tpu'"),
+    ("nbjax", "--present maybe", r"argument --present: expected on or off"),
     ("jaxpr", "--budget 0 f(1.0)", r"--budget: expected a positive number or all"),
     ("jaxpr", "1 + 2", r"expects a call such as f\(x\)"),
     ("jaxpr", "f(", r"cannot read"),
@@ -692,6 +693,94 @@ def test_static_views_follow_the_notebook_theme(ip):
         assert "var(--jp-code-font-family,monospace)" in page, kind
         if "<svg" in page and kind != "transform":
             assert "background:#ffffff;color:#111827" in page.split("<svg")[0], kind
+
+
+# --- presenting and saving views -----------------------------------------------------------
+
+def _svg_bounds(page):
+    """(max-width, min-width) in pt of the first fitted SVG of a page."""
+    return tuple(float(x) for x in re.search(
+        r'<svg style="[^"]*max-width:([\d.]+)pt;min-width:([\d.]+)pt', page).groups())
+
+
+PRESENT_CELL = "%%jit --backend reference\ndef shown(x):\n    return jnp.sum(jnp.sin(x) * 2.0)\n"
+
+
+def test_present_enlarges_every_view_and_off_shrinks_them_back(ip, capsys):
+    """``%nbjax --present`` enlarges the text and graph of the views already shown (live
+    and static) and of those shown next, ``%jaxpr`` and ``%transform`` included;
+    ``--present off`` restores them."""
+    big = theme.PRESENT_SCALE
+    run(ip, TRANSFORM_CELL)
+    run(ip, PRESENT_CELL)
+    run(ip, "shown(np.ones(3, np.float32))")
+    view = view_of(ip.user_ns["shown"])
+    normal = view.static_html()
+    jaxpr_normal = run(ip, "%jaxpr wave(x_wave)")._repr_html_()
+    try:
+        ip.run_line_magic("nbjax", "--present")
+        assert session.present and "present: on" in capsys.readouterr().out
+        assert view.scale == big
+        enlarged = view.static_html()
+        assert f"font-size:calc(var(--jp-content-font-size1,13px) * {big:g})" in enlarged
+        assert _svg_bounds(enlarged) == pytest.approx([b * big for b in _svg_bounds(normal)],
+                                                      abs=1)
+        assert view.static_bundle()["text/html"].endswith(enlarged)  # what is published
+        run(ip, PRESENT_CELL.replace("shown", "shown_later"))
+        assert view_of(ip.user_ns["shown_later"]).scale == big
+        jaxpr_big = run(ip, "%jaxpr wave(x_wave)")._repr_html_()
+        assert _svg_bounds(jaxpr_big) == pytest.approx(
+            [b * big for b in _svg_bounds(jaxpr_normal)], abs=1)
+        assert f"* {big:g})" in jaxpr_big
+        pipeline = run(ip, "%transform wave(x_wave) --with grad --backend reference")
+        assert f"* {big:g})" in pipeline._repr_html_()
+    finally:
+        ip.run_line_magic("nbjax", "--present off")
+    assert not session.present and view.scale == 1
+    assert view.static_html() == normal
+    assert "present: off" in capsys.readouterr().out
+
+
+def _assert_standalone_page(path, kind):
+    page = path.read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")
+    assert f'data-nbjax-view="{kind}"' in page
+    assert "<script" not in page.lower() and " src=" not in page  # nothing to load
+    assert not re.findall(r"https?://(?!www\.w3\.org/)", page)  # only SVG namespaces
+    return page
+
+
+def test_save_view_writes_any_view_as_a_standalone_page(ip, tmp_path):
+    run(ip, TRANSFORM_CELL)
+    run(ip, PRESENT_CELL.replace("shown", "saved_jit"))
+    run(ip, "saved_jit(np.ones(3, np.float32))")
+    run(ip, GRAD_CELL.replace("loss", "saved"))
+    run(ip, "grad_saved(np.array([0.5, -2.0], np.float32), np.float32(1.5))")
+    ns = ip.user_ns
+    cases = {
+        "jit": (ns["saved_jit"], "jit"),
+        "jit-view": (view_of(ns["saved_jit"]), "jit"),
+        "grad": (ns["grad_saved"], "grad"),
+        "jaxpr": (run(ip, "%jaxpr wave(x_wave)"), "jaxpr"),
+        "made": (nbjax.make_jaxpr(ns["wave"])(ns["x_wave"]), "jaxpr"),
+        "transform": (run(ip, "%transform wave(x_wave) --with grad,vmap --backend reference"),
+                      "transform"),
+    }
+    for name, (view, kind) in cases.items():
+        path = nbjax.notebook.save_view(view, tmp_path / f"{name}.html")
+        assert path == tmp_path / f"{name}.html"
+        page = _assert_standalone_page(path, kind)
+        if kind != "transform":
+            assert "<svg" in page, name
+        assert "calc(" not in page, name
+    big = nbjax.notebook.save_view(ns["saved_jit"], tmp_path / "big.html", present=True)
+    assert f"* {theme.PRESENT_SCALE:g})" in big.read_text()
+    assert view_of(ns["saved_jit"]).scale == 1  # the live view is left as it was
+    with pytest.raises(TypeError, match="cannot save a int"):
+        nbjax.notebook.save_view(42, tmp_path / "no.html")
+    run(ip, "%%jit --quiet\ndef unseen(x):\n    return x\n")
+    with pytest.raises(ValueError, match="has no view to save"):
+        nbjax.notebook.save_view(ns["unseen"], tmp_path / "no.html")
 
 
 # --- %transform -----------------------------------------------------------------------------

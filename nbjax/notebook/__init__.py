@@ -22,7 +22,23 @@ Magics (each accepts ``--help``; bad options raise a short usage error)
   (``<div class="nbjax-pipeline" data-nbjax-view="transform">``, one ``nbjax-stage``
   column per stage, equations ``nbjax-stage-eqn`` with ``data-from``), so it survives
   saving and export.
-- ``%nbjax [--backend B] [--panes PANES] [--x64 on|off]``: show or set session options.
+- ``%nbjax [--backend B] [--panes PANES] [--x64 on|off] [--present [on|off]]``: show or
+  set session options. ``--present`` (presenting, for projectors) enlarges the text and
+  graphs of every view by ``nbjax.viz.theme.PRESENT_SCALE``, those already shown included;
+  ``--present off`` shrinks them back.
+
+Views follow the notebook's theme (JupyterLab's light or dark, its content font size),
+through JupyterLab's ``--jp-*`` CSS variables, with light colours where they are missing;
+graphs keep their colours on a light card.
+
+Saving a view for slides
+------------------------
+``nbjax.notebook.save_view(view, "file.html", present=None)`` writes a view as a
+standalone HTML file (its static rendering: inline styles and SVG, no script, no network)
+and returns the path. ``view`` is a view (``f.view()``), a function a ``%%jit``/``%%grad``
+cell defined (its latest view: ``save_view(f, ...)``, ``save_view(grad_loss, ...)``), the
+result of ``%jaxpr``/``%transform`` (``v = _``) or a jaxpr; ``present=True`` writes it
+enlarged (default: as ``%nbjax --present`` says).
 
 The cell keeps ordinary Python semantics: a syntax error is an ordinary SyntaxError, the
 last expression is displayed as the cell's result, and an exception raised inside a user
@@ -108,11 +124,12 @@ The static fallback's root is ``<div class="nbjax-static" data-nbjax-view="jit|g
 """
 
 from .cells import syntax_checker
+from .export import save_view
 from .magics import NbjaxMagics
 from .options import session
 from .widgets import after_cell
 
-__all__ = ["load_ipython_extension", "unload_ipython_extension", "session"]
+__all__ = ["load_ipython_extension", "unload_ipython_extension", "save_view", "session"]
 
 
 def load_ipython_extension(ipython):

@@ -21,7 +21,7 @@ from .options import BACKENDS, JIT_PANES, MagicParser, name_list, on_off, pane_l
 from .tracebacks import call_user_function
 from .transform import TRANSFORM_NAMES, check_transforms, pipeline
 from .watch import GradWatch, WatchedJit, retire
-from .widgets import GradView
+from .widgets import GradView, rescale_views
 
 JIT_PARSER = MagicParser("%%jit", "Jit every function defined at the top level of the cell "
                          "and show, under the cell, what the compiler did with each.",
@@ -85,6 +85,9 @@ NBJAX_PARSER.add_argument("--panes", type=pane_list, metavar="PANES",
                           help="panes a %%jit view shows by default")
 NBJAX_PARSER.add_argument("--x64", type=on_off, metavar="on|off",
                           help="64-bit floats and ints (nbjax.config enable_x64)")
+NBJAX_PARSER.add_argument("--present", type=on_off, nargs="?", const=True, metavar="on|off",
+                          help="presenting: larger text and graphs in every view, those "
+                               "already shown included (--present alone: on)")
 
 
 # Names ``%jaxpr`` finds when the user's namespace does not define them.
@@ -205,7 +208,7 @@ class NbjaxMagics(Magics):
         budget = _budget(args.budget)
         fn, call_args, call_kwargs = self._call_parts(expr)
         closed = call_user_function(make_jaxpr(fn), call_args, call_kwargs)
-        return jaxpr_view(closed, budget=budget, graph=not args.text)
+        return jaxpr_view(closed, budget=budget, graph=not args.text, scale=session.scale)
 
     @line_magic
     @no_var_expand
@@ -233,8 +236,10 @@ class NbjaxMagics(Magics):
             raise UsageError(f"%transform: {problem}")
         fn, call_args, call_kwargs = self._call_parts(expr, "%transform")
         label = ast.unparse(ast.parse(expr.strip(), mode="eval").body.func)
-        return pipeline(fn, label, call_args, call_kwargs, args.transforms,
+        view = pipeline(fn, label, call_args, call_kwargs, args.transforms,
                         batch=args.batch, backend=args.backend)
+        view.scale = session.scale
+        return view
 
     def _call_parts(self, expr, magic="%jaxpr"):
         """(function, args, kwargs) of the call ``expr``, evaluated in the user's namespace
@@ -271,10 +276,12 @@ class NbjaxMagics(Magics):
         if args.help:
             print(NBJAX_PARSER.format_help())
             return
-        for option in ("backend", "panes", "x64"):
+        for option in ("backend", "panes", "x64", "present"):
             value = getattr(args, option)
             if value is not None:
                 setattr(session, option, value)
+        if args.present is not None:
+            rescale_views(session.scale)
         print(session.describe())
 
 

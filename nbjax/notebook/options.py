@@ -12,6 +12,7 @@ import shlex
 from IPython.core.error import UsageError
 
 from ..config import config
+from ..viz.theme import PRESENT_SCALE
 
 JIT_PANES = ("graph", "jaxpr", "fusion", "code", "timing")
 BACKENDS = ("cpu", "reference")
@@ -99,6 +100,16 @@ class SessionOptions:
 
     def __init__(self):
         self.panes = JIT_PANES
+        self.present = False
+
+    @property
+    def scale(self):
+        """How much the views enlarge their text and graphs (presenting, or not)."""
+        return self.scale_for(self.present)
+
+    @staticmethod
+    def scale_for(present):
+        return PRESENT_SCALE if present else 1
 
     @property
     def backend(self):
@@ -117,13 +128,16 @@ class SessionOptions:
         config.update("enable_x64", bool(on))
 
     def as_dict(self):
-        return {"backend": self.backend, "panes": list(self.panes), "x64": self.x64}
+        return {"backend": self.backend, "panes": list(self.panes), "x64": self.x64,
+                "present": self.present}
 
     def describe(self):
         return "\n".join([
             f"backend: {self.backend}    (jitted functions run on it; {', '.join(BACKENDS)})",
             f"panes:   {','.join(self.panes)}    (what a %%jit view shows)",
             f"x64:     {'on' if self.x64 else 'off'}    (64-bit floats and ints by default)",
+            f"present: {'on' if self.present else 'off'}    (views' text and graphs "
+            f"{PRESENT_SCALE:g}x larger, for projectors)",
         ])
 
 

@@ -11,7 +11,6 @@ import re
 from ..viz import fit_width
 from ..viz import theme as th
 
-BOX = th.box_style()
 NOTE = f"color:{th.MUTED};font-size:0.92em"
 TABLE = "border-collapse:collapse;font-size:0.92em;margin:0.3em 0"
 CELL = f"border:1px solid {th.BORDER_SOFT};padding:2px 6px;text-align:left;vertical-align:top"
@@ -78,7 +77,7 @@ def sparkline(values, width=240, height=40):
             f'stroke-width="1.5" points="{points}"/></svg>')
 
 
-def graph(state):
+def graph(state, scale=1):
     if not state:
         return ""
     if state.get("svg") is None:
@@ -88,7 +87,7 @@ def graph(state):
         extra = note(f"{state['shown']} nodes shown, {state['hidden']} hidden "
                      f"(budget {state['budget']})")
     return (f'<div style="overflow:auto;max-height:40em;{th.GRAPH_CARD}">'
-            f'{fit_width(state["svg"])}</div>{extra}')
+            f'{fit_width(state["svg"], scale)}</div>{extra}')
 
 
 def header(view):
@@ -114,20 +113,21 @@ def standalone(html_text):
     return FALLBACK_STYLE + html_text
 
 
-def wrap(view, body):
-    return (f'<div class="nbjax-static" data-nbjax-view="{esc(view.view)}" style="{BOX}">'
+def wrap(view, body, scale=1):
+    return (f'<div class="nbjax-static" data-nbjax-view="{esc(view.view)}" '
+            f'style="{th.box_style(scale)}">'
             f'{header(view)}{body}</div>')
 
 
 # --- the compiler view ----------------------------------------------------------------------
 
-def jit_html(view):
+def jit_html(view, scale=1):
     c, t = view.compiled, view.timing
     if not c:
-        return wrap(view, "")
+        return wrap(view, "", scale)
     parts = []
     if "graph" in c:
-        parts.append(section("Graph", graph(c["graph"]), open_=True))
+        parts.append(section("Graph", graph(c["graph"], scale), open_=True))
     if "jaxpr" in c:
         j = c["jaxpr"]
         body = "<div>traced</div>" + j["traced"]
@@ -140,7 +140,7 @@ def jit_html(view):
         parts.append(section("Code", code_html(c["code"])))
     if t:
         parts.append(section("Timing", timing_html(t), open_=True))
-    return wrap(view, "".join(parts))
+    return wrap(view, "".join(parts), scale)
 
 
 def fusion_html(f):
@@ -193,10 +193,10 @@ def timing_html(t):
 
 # --- the gradient view ----------------------------------------------------------------------
 
-def grad_html(view):
+def grad_html(view, scale=1):
     g, s = view.grad, view.steps
     if not g:
-        return wrap(view, "")
+        return wrap(view, "", scale)
     left = [r for r in g["rows"] if r["side"] == "left"]
     right = [r for r in g["rows"] if r["side"] == "right"]
 
@@ -208,11 +208,11 @@ def grad_html(view):
         [esc(link["origin"]), esc(link["source"]), esc(", ".join(link["left"])),
          esc(", ".join(link["right"]))] for link in g["links"]])
     parts = [section("Side by side", sides + section("Links (provenance)", links), True),
-             section("Graph", graph(g["graph"])),
+             section("Graph", graph(g["graph"], scale)),
              section("Jaxpr", g["jaxpr"] + (g["hessian"]["jaxpr"] if g.get("hessian") else ""))]
     if s:
         parts.append(section("Step through (final state)", steps_html(s)))
-    return wrap(view, "".join(parts))
+    return wrap(view, "".join(parts), scale)
 
 
 def final_state(steps):

@@ -51,11 +51,12 @@ class NbjaxView(anywidget.AnyWidget):
     panes = traitlets.List(traitlets.Unicode()).tag(sync=True)
     tab = traitlets.Unicode("").tag(sync=True)  # the open pane (set by the browser)
     selected = traitlets.Unicode("").tag(sync=True)  # the selected node id (browser)
+    scale = traitlets.Float(1.0).tag(sync=True)  # text and graph size (presenting: larger)
 
     min_interval = 0.2  # seconds between two updates sent while cells run
 
     def __init__(self, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(scale=session.scale, **kwargs)
         self._pending = {}
         self._last_sent = 0.0
         self._handle = self._static_handle = None
@@ -119,7 +120,8 @@ class NbjaxView(anywidget.AnyWidget):
                 "text/plain": f"<nbjax {self.view} view of {self.title}: re-run its cell "
                               "to make it live>"}
 
-    def static_html(self):
+    def static_html(self, scale=None):
+        """The static rendering, at ``scale`` (default: the view's own)."""
         raise NotImplementedError
 
     def tell(self, state, message):
@@ -141,6 +143,14 @@ class NbjaxView(anywidget.AnyWidget):
 
     def __repr__(self):
         return f"<{type(self).__name__} of {self.title}>"
+
+
+def rescale_views(scale):
+    """Enlarge or shrink back every view shown (``%nbjax --present``): live at once, the
+    static copies after the cell."""
+    for view in list(_shown_views):
+        view.scale = scale
+        view._static_stale = True
 
 
 def after_cell(result=None):
@@ -210,8 +220,8 @@ class CompilerView(NbjaxView):
         self.detach()
         super().close()
 
-    def static_html(self):
-        return static.jit_html(self)
+    def static_html(self, scale=None):
+        return static.jit_html(self, self.scale if scale is None else scale)
 
 
 GRAD_PANES = ("linked", "graph", "steps", "jaxpr")
@@ -274,8 +284,8 @@ class GradView(NbjaxView):
             values.update(self._grad(args, kwargs))
         return values
 
-    def static_html(self):
-        return static.grad_html(self)
+    def static_html(self, scale=None):
+        return static.grad_html(self, self.scale if scale is None else scale)
 
 
 __all__ = ["CompilerView", "GradView", "after_cell"]

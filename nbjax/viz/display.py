@@ -13,7 +13,7 @@ from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from .dot import GraphvizNotFoundError, fit_width, to_dot, to_svg
 from .model import DEFAULT_BUDGET, build_model
 from .text import annotate, pre_html
-from .theme import GRAPH_CARD, MUTED, TEXT_STYLE
+from .theme import GRAPH_CARD, MUTED, text_style
 
 _NOTE_STYLE = f"color:{MUTED};font-size:0.92em;margin:0.3em 0"
 # Longer texts are shown uncoloured: a span per token would multiply a saved notebook's size.
@@ -22,15 +22,18 @@ _GRAPH_BOX_STYLE = f"overflow:auto;max-height:42em;margin-top:0.3em;{GRAPH_CARD}
 
 
 class JaxprView:
-    """A jaxpr shown as text and graph; ``view(j, budget=None)`` draws every node."""
+    """A jaxpr shown as text and graph; ``view(j, budget=None)`` draws every node;
+    ``scale`` enlarges text and graph (presenting)."""
 
-    def __init__(self, jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True):
+    def __init__(self, jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True, scale=1):
         self.jaxpr, self.fusion, self.budget, self.graph = jaxpr, fusion, budget, graph
+        self.scale = scale
 
     def html(self):
         annotated = annotate(self.jaxpr)
         colour = len(annotated.text) <= COLOUR_LIMIT
-        parts = [f'<div class="nbjax-view" data-nbjax-view="jaxpr" style="{TEXT_STYLE}">',
+        style = text_style(self.scale)
+        parts = [f'<div class="nbjax-view" data-nbjax-view="jaxpr" style="{style}">',
                  pre_html(annotated.html if colour else html.escape(annotated.text))]
         if self.graph:
             parts.append(self.graph_html(annotated))
@@ -40,7 +43,7 @@ class JaxprView:
     def graph_html(self, annotated):
         try:
             model = build_model(self.jaxpr, annotated, self.fusion, self.budget)
-            svg = fit_width(to_svg(to_dot(model)))
+            svg = fit_width(to_svg(to_dot(model)), self.scale)
         except GraphvizNotFoundError as e:
             return f'<p class="nbjax-note" style="{_NOTE_STYLE}">Graph not shown: ' \
                    f'{html.escape(str(e))}</p>'
@@ -66,9 +69,9 @@ class JaxprView:
         return bundle
 
 
-def view(jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True):
+def view(jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True, scale=1):
     """A displayable view of a jaxpr; ``budget=None`` shows the whole graph."""
-    return JaxprView(jaxpr, fusion=fusion, budget=budget, graph=graph)
+    return JaxprView(jaxpr, fusion=fusion, budget=budget, graph=graph, scale=scale)
 
 
 def _html_wanted(include, exclude):

@@ -262,14 +262,14 @@ _SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
 MIN_FIT = 0.5  # a static graph shrinks to fit its box down to half its size, then scrolls
 
 
-def fit_width(svg):
+def fit_width(svg, scale=1):
     """An SVG from ``to_svg`` sized to the width of its box instead of its natural size:
     no wider than natural, no narrower than ``MIN_FIT`` of it (then its box scrolls, from
-    the top left, where the inputs are); the height follows. For static HTML; the live
-    views size their graphs in the browser."""
+    the top left, where the inputs are); the height follows. ``scale`` enlarges both bounds
+    (presenting). For static HTML; the live views size their graphs in the browser."""
     m = _SIZE.match(svg)
     if m is None:
         return svg
-    width = float(m.group(1))
+    width = float(m.group(1)) * scale
     style = f"width:100%;height:auto;max-width:{width:.0f}pt;min-width:{width * MIN_FIT:.0f}pt"
     return f'<svg style="{style}"' + svg[m.end():]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from .dot import KERNEL_COLOURS, PHASE_FILL
 from .structure import eqn_id, open_jaxpr
 from .text import annotate
-from .theme import BORDER_SOFT, CARD_FG, CODE_BG, CODE_FONT, MUTED, TEXT_STYLE
+from .theme import BORDER_SOFT, CARD_FG, CODE_BG, CODE_FONT, MUTED, text_style
 
 NEW_FILL = {"grad": PHASE_FILL, "vmap": "#ede9fe"}  # transformation -> colour of new eqns
 OTHER_NEW_FILL = "#fef9c3"
@@ -134,14 +134,15 @@ def _sources(eqn, previous, twin):
 
 # --- HTML -----------------------------------------------------------------------------------
 
-def pipeline_html(stages, prefix="", locate=None):
+def pipeline_html(stages, prefix="", locate=None, scale=1):
     """The stages side by side (``link_stages`` first). ``prefix`` goes in front of every
     element id, for pages showing several pipelines; ``locate(file, line)`` writes a source
-    location (default ``file.py:4``)."""
+    location (default ``file.py:4``); ``scale`` enlarges the text (presenting)."""
     where = _Where(locate or (lambda file, line: f"{os.path.basename(file)}:{line}"))
     columns = "".join(_column(i, s, _Context(prefix, stages[i - 1] if i else None, where))
                       for i, s in enumerate(stages))
-    return (f'<div class="nbjax-pipeline" data-nbjax-view="transform" style="{TEXT_STYLE}">'
+    return (f'<div class="nbjax-pipeline" data-nbjax-view="transform" '
+            f'style="{text_style(scale)}">'
             f"<style>{_TARGET_CSS}</style>"
             f'<div style="display:flex;gap:0.6em;overflow-x:auto;align-items:flex-start">'
             f"{columns}</div></div>")
@@ -245,11 +246,12 @@ class PipelineView:
     """The displayable result of ``%transform``: ``stages`` (with their linked ``eqns``),
     static HTML for notebooks, the stages' jaxprs as text elsewhere."""
 
-    def __init__(self, stages, prefix="", locate=None):
+    def __init__(self, stages, prefix="", locate=None, scale=1):
         self.stages, self.prefix, self.locate = link_stages(stages), prefix, locate
+        self.scale = scale
 
     def html(self):
-        return pipeline_html(self.stages, self.prefix, self.locate)
+        return pipeline_html(self.stages, self.prefix, self.locate, self.scale)
 
     def __repr__(self):
         return "\n\n".join(f"{i + 1}. {s.label}\n{s.jaxpr}" for i, s in enumerate(self.stages))

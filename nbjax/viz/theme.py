@@ -40,11 +40,24 @@ SYNTAX = {
 }
 
 
-# A view without a frame of its own (a jaxpr, a pipeline): the theme's font and text colour.
-TEXT_STYLE = f"font-family:{UI_FONT};font-size:{UI_SIZE};color:{FG}"
+# How much presenting (``%nbjax --present``) enlarges a view's text and graph; the live
+# views receive it as their ``scale`` (extension/nbjax.css multiplies the font size by it).
+PRESENT_SCALE = 1.5
 
 
-def box_style():
+def font_size(scale=1):
+    """The theme's content font size, times ``scale`` (every other size is in em)."""
+    return UI_SIZE if scale == 1 else f"calc({UI_SIZE} * {scale:g})"
+
+
+def text_style(scale=1):
+    """A view without a frame of its own (a jaxpr, a pipeline): the theme's font and text
+    colour."""
+    return f"font-family:{UI_FONT};font-size:{font_size(scale)};color:{FG}"
+
+
+
+def box_style(scale=1):
     """The frame of a whole view."""
-    return (f"{TEXT_STYLE};background:{BG};"
+    return (f"{text_style(scale)};background:{BG};"
             f"border:1px solid {BORDER};border-radius:6px;padding:0.5em 0.8em;margin:0.3em 0")
