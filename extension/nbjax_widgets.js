@@ -302,8 +302,10 @@ class View {
   }
 
   clusterButtons(graph, id) {
-    // Open or close the sub-jaxprs (cond branches, scan bodies...) of the selected node.
-    const owned = ((graph && graph.clusters) || []).filter((cl) => cl.owner === id);
+    // Open or close the sub-jaxprs (cond branches, scan bodies...) of the selected node,
+    // or the folded repeat ("× N") it belongs to.
+    const owned = ((graph && graph.clusters) || []).filter(
+      (cl) => cl.owner === id || (cl.members || []).includes(id));
     if (!owned.length) return null;
     const toggle = (cid) => {
       const toggled = new Set(this.get("toggled") || []);

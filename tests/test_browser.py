@@ -477,19 +477,23 @@ def render_standalone(browser, view, width=1300, css="", extra=""):
     return page
 
 
-def _jit_view(options="--show graph"):
-    """A compiler view of a function whose graph is wider than its box (six parallel
-    chains summed), on the reference backend (no compile time)."""
+WIDE = ("def wide(x):\n"
+        "    parts = [jnp.sin(x * float(i)) + jnp.cos(x) * float(i) for i in range(6)]\n"
+        "    return sum(parts)\n", "wide(np.ones(3, np.float32))")
+
+
+def _jit_view(options="--show graph", function=WIDE):
+    """A compiler view on the reference backend (no compile time) of ``function`` (its
+    source and a call), by default one whose graph is wider than its box (six parallel
+    chains summed)."""
     from IPython.core.interactiveshell import InteractiveShell
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "nbjax")
-    cell = (f"%%jit --backend reference {options}\ndef wide(x):\n"
-            "    parts = [jnp.sin(x * float(i)) + jnp.cos(x) * float(i) for i in range(6)]\n"
-            "    return sum(parts)\n")
-    for code in ("import nbjax.numpy as jnp\nimport numpy as np", cell,
-                 "wide(np.ones(3, np.float32))"):
+    source, call = function
+    cell = f"%%jit --backend reference {options}\n{source}"
+    for code in ("import nbjax.numpy as jnp\nimport numpy as np", cell, call):
         shell.run_cell(code).raise_error()
-    (view,) = shell.user_ns["wide"].watchers
+    (view,) = shell.user_ns[call.split("(")[0]].watchers
     view.flush()
     return view
 
@@ -683,4 +687,23 @@ def test_presenting_enlarges_a_live_view_and_a_saved_view_opens_offline(browser,
     assert svg and svg["width"] > 100 and svg["height"] > 50
     assert [u for u in requests if not u.startswith("file:")] == []
     page.screenshot(path=artifacts_dir() / "saved-view.png", full_page=True)
+    page.close()
+
+
+def test_a_folded_loop_unfolds_from_any_node_of_its_block(browser):
+    """An unrolled loop's step is drawn once in a box "× 6"; selecting any node of it
+    offers the button that unfolds it (the browser asks the kernel by ``toggled``)."""
+    view = _jit_view(function=(
+        "def unrolled(x, w):\n    for _ in range(6):\n        x = jnp.tanh(x @ w) + x\n"
+        "    return jnp.sum(x)\n",
+        "unrolled(np.ones((2, 3), np.float32), np.ones((3, 3), np.float32))"))
+    page = render_standalone(browser, view)
+    assert page.locator("#repeat-e0").count() == 0  # ids carry the view's prefix
+    box = page.locator("g.cluster[id$='repeat-e0']")
+    sync_api.expect(box).to_contain_text("× 6")
+    page.get_by_test_id("nbjax-node-e1").click()
+    button = page.get_by_test_id("nbjax-toggle-repeat-e0")
+    sync_api.expect(button).to_contain_text("▸ open repeated block × 6 (15 nodes)")
+    button.click()
+    assert page.evaluate("() => window.nbjaxModel.get('toggled')") == ["repeat-e0"]
     page.close()

@@ -334,6 +334,27 @@ def test_sub_jaxprs_open_and_close(ip):
     assert "▸ branches[0]" in graph["svg"]
 
 
+def test_repeated_blocks_fold_and_unfold(ip):
+    """An unrolled loop's graph shows its step once, "× 6", opened and closed like a
+    sub-jaxpr from the details of any node of the block."""
+    run(ip, "%%jit --backend reference --show graph\ndef unrolled(x, w):\n"
+            "    for _ in range(6):\n        x = jnp.tanh(x @ w) + x\n    return jnp.sum(x)\n")
+    run(ip, "unrolled(np.ones((2, 3), np.float32), np.ones((3, 3), np.float32))")
+    view = view_of(ip.user_ns["unrolled"])
+    graph = view.compiled["graph"]
+    (repeat,) = [c for c in graph["clusters"] if c.get("members")]
+    assert repeat["collapsed"] and repeat["name"] == "repeated block × 6"
+    assert repeat["owner"] == repeat["members"][0] and len(repeat["members"]) == 3
+    assert repeat["size"] == 15 and graph["hidden"] == 0 and not graph["truncated"]
+    drawn = lambda svg: svg.count('class="node ')  # noqa: E731
+    folded = drawn(graph["svg"])
+    assert "× 6" in graph["svg"]
+    view.toggled = [repeat["id"]]  # what the browser's toggle button does
+    graph = view.compiled["graph"]
+    assert drawn(graph["svg"]) == folded + 15 and "× 6" not in graph["svg"]
+    assert [c["collapsed"] for c in graph["clusters"] if c.get("members")] == [False]
+
+
 def test_grad_view_sub_jaxprs_open_and_close(ip):
     run(ip, "%%grad\ndef branchy(x):\n"
             "    return nbjax.lax.cond(x > 0, lambda x: jnp.sin(x) * 2, lambda x: -x, x)\n")

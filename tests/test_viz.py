@@ -62,17 +62,23 @@ def _scan_with_cond(xs):
 
 
 def _long_chain(x, n=200):
-    for _ in range(n):
-        x = jnp.sin(x)
+    for i in range(n):
+        x = x * float(i + 1)  # no two steps alike: nothing folds as a repeated block
     return x
 
 
 def _big_scan(xs):
     def body(c, y):
-        for _ in range(30):
-            c = jnp.cos(c) + y
+        for i in range(30):
+            c = jnp.cos(c) * float(i + 1) + y
         return c, c
     return lax.scan(body, 0.0, xs)
+
+
+def _residual_steps(x, w, n=6):
+    for _ in range(n):
+        x = jnp.tanh(x @ w) + x
+    return jnp.sum(x)
 
 
 # A dozen programs that every view must handle.
@@ -290,6 +296,62 @@ def test_budget_collapses_the_deepest_clusters_first(zoo):
     model = viz.graph_model(zoo["scan_cond"], budget=len(
         viz.graph_model(zoo["scan_cond"], budget=None)["nodes"]) - 1)
     assert [c["collapsed"] for c in model["clusters"]] == [False, True, False]
+
+
+# --- repeated blocks ------------------------------------------------------------------------
+
+X23, W33 = np.ones((2, 3), np.float32), np.ones((3, 3), np.float32)
+
+
+def test_an_unrolled_loop_folds_into_one_block_times_n():
+    closed = nbjax.make_jaxpr(_residual_steps)(X23, W33)
+    step = [e.primitive.name for e in nbjax.make_jaxpr(lambda x, w: jnp.tanh(x @ w) + x)(
+        X23, W33).jaxpr.eqns]
+    model = viz.graph_model(closed)
+    (repeat,) = model["repeats"]
+    eqns = [n for n in model["nodes"] if n["kind"] == "eqn"]
+    assert (repeat["count"], repeat["size"]) == (6, len(step))
+    assert [_nodes(model)[i]["primitive"] for i in repeat["block"]] == step
+    assert repeat["block"] == [n["id"] for n in eqns[:len(step)]]
+    # every later copy is drawn by its counterpart in the first block
+    assert repeat["copies"] == {n["id"]: eqns[i % len(step)]["id"]
+                                for i, n in enumerate(eqns[len(step):6 * len(step)],
+                                                      len(step))}
+    shown = viz.representatives(model)
+    assert all(shown[c] == f for c, f in repeat["copies"].items())
+    assert not model["truncated"] and model["hidden"] == 0  # folded, not hidden
+    visible = _visible(model)
+    assert len(visible) == len(model["nodes"]) - 5 * len(step)
+    dot = viz.to_dot(model)
+    assert f'subgraph "cluster_{repeat["id"]}"' in dot and "label=\"× 6 " in dot
+    # the step feeding the next: from the block's end back to its start, not a constraint
+    last, first = repeat["block"][-1], repeat["block"][0]
+    carried = [line for line in dot.splitlines() if f'"{last}" -> "{first}"' in line]
+    assert len(carried) == 1 and 'constraint="false"' in carried[0]
+    assert "next step" in carried[0]
+    # unfolded by flipping its flag: every node drawn, no repeat box
+    repeat["collapsed"] = False
+    assert len(_visible(model)) == len(model["nodes"])
+    dot = viz.to_dot(model)
+    assert "cluster_repeat" not in dot and "next step" not in dot
+
+
+@pytest.mark.parametrize("fun, args", [
+    (_long_chain, (1.0,)),                               # steps differ by a literal
+    (lambda *xs: [jnp.sin(x) for x in xs], (1.0,) * 5),  # alike, but none feeds the next
+    (lambda x: jnp.sin(jnp.sin(jnp.sin(x))), (1.0,)),    # too short to be worth folding
+])
+def test_only_repeated_steps_fold(fun, args):
+    assert viz.graph_model(nbjax.make_jaxpr(fun)(*args))["repeats"] == []
+
+
+def test_folding_keeps_a_long_unrolled_loop_under_the_budget():
+    closed = nbjax.make_jaxpr(lambda x, w: _residual_steps(x, w, n=100))(X23, W33)
+    assert len(closed.jaxpr.eqns) > viz.DEFAULT_BUDGET
+    model = viz.graph_model(closed)
+    assert not model["truncated"] and "more" not in _nodes(model)
+    assert len(_visible(model)) < 10
+    assert model["repeats"][0]["count"] == 100
 
 
 # --- DOT ------------------------------------------------------------------------------------

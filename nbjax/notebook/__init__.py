@@ -90,7 +90,10 @@ Both views:
   fusion decision). ``nbjax-show-all``: button drawing every node of a truncated graph.
   In a compiler view, the details of a node owning sub-jaxprs (``cond``, ``scan``...) have
   ``nbjax-toggle-<cluster id>`` buttons opening or closing each (e.g.
-  ``nbjax-toggle-e3/branches0``).
+  ``nbjax-toggle-e3/branches0``). An unrolled loop's repeated steps are drawn once, in a box
+  "× N" (``nbjax.viz.model.find_repeats``); the details of any node of that block have a
+  toggle button unfolding it, whose cluster id is the repeat's (``repeat-e0``: its first
+  node's; listed with the clusters, with ``members``).
 
 Compiler view:
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..core import dtypes, pytree, to_numpy
 from ..viz import DEFAULT_BUDGET, GraphvizNotFoundError, to_dot, to_svg
 from ..viz.display import COLOUR_LIMIT
-from ..viz.model import MORE, build_model, representatives
+from ..viz.model import build_model, hidden_nodes, representatives
 from ..viz.text import annotate, pre_html
 from .tracebacks import filtered
 
@@ -46,12 +46,10 @@ def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annota
     annotated = annotated or annotate(closed)
     model = build_model(closed, annotated, fusion, budget)
     name_inputs(model, input_names)
-    for cluster in model["clusters"]:
+    for cluster in model["clusters"] + model["repeats"]:
         if cluster["id"] in toggled:
             cluster["collapsed"] = not cluster["collapsed"]
-    shown = representatives(model)
-    model["hidden"] = sum(1 for n in model["nodes"]
-                          if n["id"] != MORE and shown[n["id"]] != n["id"])
+    model["hidden"] = len(hidden_nodes(model, representatives(model)))
     svg, note = None, None
     try:
         svg = to_svg(to_dot(model, id_prefix=prefix))
@@ -61,10 +59,18 @@ def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annota
     nodes = {n["id"]: node_details(n, groups) for n in model["nodes"] if n["kind"] != "more"}
     shown = len(model["nodes"]) - model["hidden"] - (1 if model["truncated"] else 0)
     clusters = [{k: c[k] for k in ("id", "name", "owner", "size", "collapsed")}
-                for c in model["clusters"]]
+                for c in model["clusters"]] + [repeat_toggle(r) for r in model["repeats"]]
     return {"svg": svg, "note": note, "prefix": prefix, "nodes": nodes, "clusters": clusters,
             "shown": shown, "hidden": model["hidden"], "truncated": model["truncated"],
             "budget": budget}
+
+
+def repeat_toggle(repeat):
+    """A folded repeat as the browser's cluster buttons see it: opened or closed from the
+    details of any node of its first block."""
+    return {"id": repeat["id"], "name": f"repeated block × {repeat['count']}",
+            "owner": repeat["block"][0], "members": repeat["block"],
+            "size": repeat["size"] * (repeat["count"] - 1), "collapsed": repeat["collapsed"]}
 
 
 def name_inputs(model, names):

@@ -70,6 +70,12 @@ class _DotWriter:
         self.clusters = {c["id"]: c for c in model["clusters"]}
         groups = model.get("groups") or []
         self.groups = {g["id"]: (i, g) for i, g in enumerate(groups)}
+        folded = [r for r in model.get("repeats", ()) if r["collapsed"]]
+        self.repeat_of = {node_id: r for r in folded for node_id in r["block"]}
+        self.step_of = {}  # node of a folded repeat -> (repeat id, which copy)
+        for r in folded:
+            ids = r["block"] + list(r["copies"])
+            self.step_of.update((n, (r["id"], i // r["size"])) for i, n in enumerate(ids))
 
     def visible(self, node):
         return self.shown[node["id"]] == node["id"]
@@ -109,15 +115,20 @@ class _DotWriter:
     # -- nodes and clusters -----------------------------------------------------------------
 
     def scope(self, cluster_id, depth):
-        """The visible nodes of one scope, grouped into their fusion kernels."""
-        grouped = {}
+        """The visible nodes of one scope, grouped into folded repeats, then into their
+        fusion kernels."""
+        grouped, repeated = {}, {}
         for node in self.by_scope.get(cluster_id, []):
             if not self.visible(node):
                 continue
-            if node["group"] is None or node["group"] not in self.groups:
+            if node["id"] in self.repeat_of:
+                repeated.setdefault(self.repeat_of[node["id"]]["id"], []).append(node)
+            elif node["group"] is None or node["group"] not in self.groups:
                 self.node(node, depth)
             else:
                 grouped.setdefault(node["group"], []).append(node)
+        for nodes in repeated.values():
+            self.repeat(self.repeat_of[nodes[0]["id"]], nodes, depth)
         for gid, nodes in grouped.items():
             index, group = self.groups[gid]
             name = f"cluster_group_{gid}" + (f"_{cluster_id}" if cluster_id else "")
@@ -126,6 +137,19 @@ class _DotWriter:
             for node in nodes:
                 self.node(node, depth + 1)
             self.emit(depth, "}")
+
+    def repeat(self, repeat, nodes, depth):
+        """A folded repeat: its first block, once, in a box saying how many times it runs."""
+        self.emit(depth, f"subgraph {quote('cluster_' + repeat['id'])} {{")
+        self.emit(depth + 1, "graph " + _attrs({
+            "label": f"× {repeat['count']}  (the same {repeat['size']} "
+                     f"equation{'s' if repeat['size'] > 1 else ''}, {repeat['count']} times)",
+            "labelloc": "t", "style": "rounded,filled,bold", "color": "#7c3aed",
+            "fillcolor": "#f5f3ff", "fontcolor": "#5b21b6", "fontsize": "10",
+            "id": self.prefix + repeat["id"]}) + ";")
+        for node in nodes:
+            self.node(node, depth + 1)
+        self.emit(depth, "}")
 
     def group_style(self, index, group):
         style = {"label": group["label"], "labelloc": "t", "fontsize": "9",
@@ -208,21 +232,32 @@ class _DotWriter:
     # -- edges ------------------------------------------------------------------------------
 
     def edges(self):
-        rerouted = {}
+        drawn = set()
         for edge in self.model["edges"]:
             source, target = self.shown[edge["source"]], self.shown[edge["target"]]
-            if source == target:
+            carried = self.carried(edge)
+            if source == target and not carried:
                 continue
             if (source, target) != (edge["source"], edge["target"]):
-                if (source, target) in rerouted:
+                if (source, target) in drawn:  # drawn by another edge of the same values
                     continue
-                rerouted[source, target] = True
+            drawn.add((source, target))
             attrs = {"label": edge["aval"], "class": "nbjax-edge"}
             if edge["var"]:
                 attrs["tooltip"] = f"{edge['var']}: {edge['aval']}"
+            if carried:
+                attrs.update(style="dashed", color="#7c3aed", constraint="false",
+                             label=f"next step: {edge['aval']}")
             self.emit(1, f"{quote(source)} -> {quote(target)} {_attrs(attrs)};")
         for cluster in self.model["clusters"]:
             self.owner_edge(cluster)
+
+    def carried(self, edge):
+        """Whether an edge is one copy of a folded repeat feeding the next: drawn inside the
+        block, back to its start (not a constraint on the layout)."""
+        source, target = self.step_of.get(edge["source"]), self.step_of.get(edge["target"])
+        return (source is not None and target is not None and source[0] == target[0]
+                and target[1] == source[1] + 1)
 
     def owner_edge(self, cluster):
         """A dashed arrow from an equation to a drawn sub-jaxpr cluster it owns."""

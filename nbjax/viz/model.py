@@ -9,6 +9,10 @@ outputs (``out0``...). An equation with sub-jaxprs (``cond``, ``scan``, ``while`
 ``checkpoint``, ``custom_*``) owns one cluster per sub-jaxpr, whose nodes are named under it
 (``e1/branches0/e0``). Edges carry the type of the value flowing along them.
 
+Repeated blocks fold: an unrolled Python loop (the same equations, each step fed by the one
+before) is drawn once, as a block "× N", its later copies drawn by the first (see
+``find_repeats``); flip a repeat's ``collapsed`` to unfold it.
+
 Large programs stay readable under a node budget: sub-jaxpr clusters collapse first (the
 deepest, then the largest), and if that is not enough, the middle of the top-level program
 folds into one ``more`` node. ``graph_model(j, budget=None)`` shows everything.
@@ -43,9 +47,10 @@ def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET):
     primitive), ``group``, ``fusion_reason``, ``truncated``); ``edges`` (``source``,
     ``target``, ``var``, ``aval``, ``operand`` position); ``clusters`` (``id``, ``name``,
     ``label``, ``owner`` equation, ``parent`` cluster, ``depth``, ``size`` in nodes,
-    ``collapsed``); ``groups`` (``id``, ``kind``, ``label``, ``nodes``); ``budget``,
-    ``hidden`` (nodes not drawn) and ``truncated``. Flip a cluster's ``collapsed`` and draw
-    again to open or close it.
+    ``collapsed``); ``groups`` (``id``, ``kind``, ``label``, ``nodes``); ``repeats``
+    (``find_repeats``); ``budget``, ``hidden`` (nodes not drawn, folded repeats aside) and
+    ``truncated``. Flip a cluster's or a repeat's ``collapsed`` and draw again to open or
+    close it.
     """
     return build_model(closed_jaxpr, annotate(closed_jaxpr), fusion, budget)
 
@@ -58,6 +63,7 @@ def build_model(closed_jaxpr, annotated, fusion, budget):
     builder.jaxpr(jaxpr, consts, prefix="", cluster=None, depth=0)
     model = {"nodes": builder.nodes, "edges": builder.edges, "clusters": builder.clusters,
              "groups": builder.fusion.groups}
+    model["repeats"] = find_repeats(model)
     _apply_budget(model, budget)
     return model
 
@@ -217,23 +223,110 @@ class _Builder:
         cluster["size"] = len(self.nodes) - first
 
 
+# --- repeated blocks ------------------------------------------------------------------------
+
+MAX_BLOCK = 64  # the longest block looked for
+MIN_SAVED = 3   # a repetition folds when that draws at least this many nodes fewer
+
+
+def find_repeats(model):
+    """Runs of identical blocks of equations in each scope: ``k`` consecutive equations
+    repeated ``count`` times, each copy with the same operations, parameters, types and
+    literals, wired inside itself the same way, and fed by the copy before it (an unrolled
+    loop, not merely similar code side by side). The longest run starting at an equation
+    wins (the shortest block among equals); equations owning sub-jaxprs are never folded.
+
+    Each repeat: ``id`` (``repeat-<first node>``), ``cluster`` (its scope), ``count``,
+    ``size`` (equations per block), ``block`` (the first copy's node ids, the one drawn),
+    ``copies`` (node id of a later copy -> its counterpart in the first), ``collapsed``."""
+    owners = {c["owner"] for c in model["clusters"]}
+    operands = {}
+    for edge in model["edges"]:
+        operands.setdefault(edge["target"], []).append((edge["operand"], edge["source"]))
+    by_scope = {}
+    for node in model["nodes"]:
+        if node["kind"] == "eqn":
+            by_scope.setdefault(node["cluster"], []).append(node)
+    repeats = []
+    for scope, eqns in by_scope.items():
+        position = {n["id"]: i for i, n in enumerate(eqns)}
+        keys = [None if n["id"] in owners else
+                (n["primitive"], tuple(n["params"].items()), tuple(n["avals"]),
+                 tuple(n["literals"])) for n in eqns]
+        ins = [[position.get(src) for _, src in sorted(operands.get(n["id"], []))]
+               for n in eqns]
+        start = 0
+        while start < len(eqns):
+            size, count = _longest_run(keys, ins, start)
+            if not count:
+                start += 1
+                continue
+            ids = [n["id"] for n in eqns[start:start + size * count]]
+            repeats.append({"id": f"repeat-{ids[0]}", "cluster": scope, "count": count,
+                            "size": size, "block": ids[:size], "collapsed": True,
+                            "copies": {c: ids[i % size] for i, c in enumerate(ids)
+                                       if i >= size}})
+            start += size * count
+    return repeats
+
+
+def _longest_run(keys, ins, start):
+    """(size, count) of the longest repetition starting at ``start``, or (0, 0)."""
+    best = (0, 0)
+    for size in range(1, min(MAX_BLOCK, (len(keys) - start) // 2) + 1):
+        count = 1
+        while start + (count + 1) * size <= len(keys) and \
+                _same_block(keys, ins, start, start + count * size, size):
+            count += 1
+        if (count - 1) * size >= MIN_SAVED and size * count > best[0] * best[1]:
+            best = (size, count)
+    return best
+
+
+def _same_block(keys, ins, first, other, size):
+    """Whether the block at ``other`` repeats the one at ``first`` and is fed by the block
+    just before it."""
+    fed = False
+    for j in range(size):
+        a, b = first + j, other + j
+        if keys[a] is None or keys[a] != keys[b] or len(ins[a]) != len(ins[b]):
+            return False
+        for src_a, src_b in zip(ins[a], ins[b]):
+            inside_a = src_a is not None and first <= src_a < first + size
+            inside_b = src_b is not None and other <= src_b < other + size
+            if inside_a != inside_b or inside_a and src_a - first != src_b - other:
+                return False
+            fed = fed or src_b is not None and other - size <= src_b < other
+    return fed
+
+
+def folded_copies(model):
+    """node id -> the node of the first block drawn for it, over the folded repeats."""
+    return {copy: first for r in model.get("repeats", ()) if r["collapsed"]
+            for copy, first in r["copies"].items()}
+
+
 # --- the node budget ------------------------------------------------------------------------
 
 MORE = "more"  # the id of the node standing for the folded middle of a large program
 
 
 def representatives(model):
-    """node id -> the id of the node drawn for it: itself, the owner of a collapsed
-    cluster it is in, or ``MORE`` when the budget folded it away."""
+    """node id -> the id of the node drawn for it: itself, its counterpart in the first
+    block of a folded repeat, the owner of a collapsed cluster it is in, or ``MORE`` when
+    the budget folded it away."""
     clusters = {c["id"]: c for c in model["clusters"]}
     nodes = {n["id"]: n for n in model["nodes"]}
+    copies = folded_copies(model)
     memo = {}
 
     def shown(node_id):
         if node_id not in memo:
             node = nodes[node_id]
             collapsed = _outermost_collapsed(node["cluster"], clusters)
-            if collapsed is not None:
+            if node_id in copies:
+                memo[node_id] = shown(copies[node_id])
+            elif collapsed is not None:
                 memo[node_id] = shown(collapsed["owner"])
             elif node["truncated"]:
                 memo[node_id] = MORE
@@ -257,14 +350,23 @@ def _outermost_collapsed(cluster_id, clusters):
     return found
 
 
+def hidden_nodes(model, shown):
+    """The nodes not drawn (by a collapsed cluster or the budget), the later copies of
+    folded repeats aside (they are drawn, once, as their block)."""
+    copies = folded_copies(model)
+    return [n for n in model["nodes"]
+            if n["id"] != MORE and shown[n["id"]] != n["id"] and n["id"] not in copies]
+
+
 def _apply_budget(model, budget):
     model["budget"] = budget
-    if budget is not None and len(model["nodes"]) > budget:
-        visible = _collapse_clusters(model, budget)
+    copies = folded_copies(model)
+    if budget is not None and len(model["nodes"]) - len(copies) > budget:
+        visible = _collapse_clusters(model, budget, copies)
         if visible > budget:
-            _fold_top_level(model, visible - budget + 1)  # + 1: the MORE node itself
+            _fold_top_level(model, visible - budget + 1, copies)  # + 1: the MORE node
     shown = representatives(model)
-    hidden = [n for n in model["nodes"] if n["id"] != MORE and shown[n["id"]] != n["id"]]
+    hidden = hidden_nodes(model, shown)
     model["hidden"] = len(hidden)
     model["truncated"] = bool(hidden)
     if model["truncated"] and model["nodes"][-1]["id"] == MORE:
@@ -272,9 +374,9 @@ def _apply_budget(model, budget):
         model["nodes"][-1]["label"] = f"… {folded} more nodes\n(budget {budget})"
 
 
-def _collapse_clusters(model, budget):
+def _collapse_clusters(model, budget, copies):
     """Collapse clusters, deepest and then largest first, until the budget is met (or none
-    is left); returns the number of nodes still visible."""
+    is left); returns the number of nodes still visible (``copies`` are not)."""
     subtree = {c["id"]: [] for c in model["clusters"]}
     parent = {c["id"]: c["parent"] for c in model["clusters"]}
     for node in model["nodes"]:
@@ -284,7 +386,7 @@ def _collapse_clusters(model, budget):
             cluster_id = parent[cluster_id]
     order = sorted(enumerate(model["clusters"]),
                    key=lambda ic: (-ic[1]["depth"], -ic[1]["size"], ic[0]))
-    hidden, visible = {}, len(model["nodes"])
+    hidden, visible = dict.fromkeys(copies, True), len(model["nodes"]) - len(copies)
     for _, cluster in order:
         if visible <= budget:
             break
@@ -296,10 +398,11 @@ def _collapse_clusters(model, budget):
     return visible
 
 
-def _fold_top_level(model, excess):
+def _fold_top_level(model, excess, copies):
     """Hide ``excess`` top-level equations from the middle of the program, keeping its
     beginning and end, behind one MORE node."""
-    roots = [n for n in model["nodes"] if n["cluster"] is None and n["kind"] == "eqn"]
+    roots = [n for n in model["nodes"]
+             if n["cluster"] is None and n["kind"] == "eqn" and n["id"] not in copies]
     count = min(excess, len(roots))
     if count <= 0:
         return
