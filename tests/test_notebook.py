@@ -355,6 +355,22 @@ def test_repeated_blocks_fold_and_unfold(ip):
     assert [c["collapsed"] for c in graph["clusters"] if c.get("members")] == [False]
 
 
+def test_step_through_graph_draws_every_copy_of_a_repeated_block(ip):
+    """The step-through visits each step of an unrolled loop, so its graph draws them all;
+    the side-by-side graph folds them."""
+    run(ip, "%%grad\ndef looped(x):\n    for _ in range(5):\n        x = jnp.sin(x) * x\n"
+            "    return x\n")
+    run(ip, "grad_looped(np.float32(0.5))")
+    view = view_of(ip.user_ns["grad_looped"])
+    names = [c["name"] for c in view.grad["graph"]["clusters"]]
+    assert "repeated block × 5" in names  # the forward pass (the backward one folds too)
+    stepper = view.steps["graph"]
+    assert stepper["clusters"] == [] and "× 5" not in stepper["svg"]
+    visited = {node for step in view.steps["steps"] for node in step["values"]}
+    svg = stepper["svg"].replace("&#45;", "-")
+    assert len(visited) > 10 and all(f'id="{stepper["prefix"]}{n}"' in svg for n in visited)
+
+
 def test_grad_view_sub_jaxprs_open_and_close(ip):
     run(ip, "%%grad\ndef branchy(x):\n"
             "    return nbjax.lax.cond(x > 0, lambda x: jnp.sin(x) * 2, lambda x: -x, x)\n")

@@ -36,15 +36,16 @@ def jaxpr_pane(annotated):
 
 
 def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annotated=None,
-                toggled=(), input_names=None):
+                toggled=(), input_names=None, fold=True):
     """The graph of ``closed`` drawn to SVG, and every node's details by node id.
 
     ``toggled``: ids of sub-jaxpr clusters the user opened or closed (each flips the state
     the node budget chose); ``input_names``: the user's names of the inputs
     (``params['W1']``), shown above the jaxpr's. ``svg`` is None and ``note`` says how to
-    install Graphviz when it is missing."""
+    install Graphviz when it is missing. ``fold=False`` draws repeated blocks unfolded
+    (a step-through visits every copy)."""
     annotated = annotated or annotate(closed)
-    model = build_model(closed, annotated, fusion, budget)
+    model = build_model(closed, annotated, fusion, budget, fold)
     name_inputs(model, input_names)
     for cluster in model["clusters"] + model["repeats"]:
         if cluster["id"] in toggled:

@@ -55,15 +55,15 @@ def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET):
     return build_model(closed_jaxpr, annotate(closed_jaxpr), fusion, budget)
 
 
-def build_model(closed_jaxpr, annotated, fusion, budget):
+def build_model(closed_jaxpr, annotated, fusion, budget, fold=True):
     """``graph_model`` given the jaxpr's annotated text (a view shows both, and printing
-    a large jaxpr is the slow part)."""
+    a large jaxpr is the slow part); ``fold=False`` folds no repeated block."""
     jaxpr, consts = open_jaxpr(closed_jaxpr)
     builder = _Builder(annotated, _Fusion(fusion))
     builder.jaxpr(jaxpr, consts, prefix="", cluster=None, depth=0)
     model = {"nodes": builder.nodes, "edges": builder.edges, "clusters": builder.clusters,
              "groups": builder.fusion.groups}
-    model["repeats"] = find_repeats(model)
+    model["repeats"] = find_repeats(model) if fold else []
     _apply_budget(model, budget)
     return model
 
