@@ -265,6 +265,16 @@ def _as_matrices(x, contract, batch):
     return x.reshape(sizes), free_shape
 
 
+def _for_blas(stack):
+    """``stack`` (of matrices) as it is when BLAS takes its matrices (rows or columns
+    contiguous), else a contiguous copy: NumPy multiplies other layouts in a loop of its
+    own, which disagrees with BLAS on infinities in complex products, so the values would
+    depend on where the operands came from (a strided argument, a kernel's output)."""
+    if stack.size == 0 or stack[0].flags.c_contiguous or stack[0].flags.f_contiguous:
+        return stack
+    return np.ascontiguousarray(stack)
+
+
 @dot_general_p.def_impl
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type,
                       out_sharding=None):
@@ -273,11 +283,8 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     acc = accumulation_dtype(dtype)
     a, lhs_free = _as_matrices(lhs, lc, lb)
     b, rhs_free = _as_matrices(rhs, rc, rb)
-    # (contiguous operands: NumPy multiplies others in a loop of its own, and its loop and
-    # BLAS disagree on infinities in complex products, so the values would depend on where
-    # the operands came from: a strided argument, a kernel's output)
-    a = np.ascontiguousarray(as_accumulation(a, acc))
-    b = np.ascontiguousarray(np.swapaxes(as_accumulation(b, acc), 1, 2))
+    a = _for_blas(as_accumulation(a, acc))
+    b = _for_blas(np.swapaxes(as_accumulation(b, acc), 1, 2))
     with np.errstate(over="ignore", invalid="ignore"):
         product = np.matmul(a, b)
     batch_shape = tuple(lhs.shape[d] for d in lb)
