@@ -110,8 +110,11 @@ def _matrix(shape, nb, contracting):
     if free and free != list(range(free[0], free[-1] + 1)):
         return None
     last = not c or not free or c[0] > free[0]
-    size = lambda axes: int(np.prod([shape[d] for d in axes], dtype=np.int64))  # noqa: E731
-    return size(free), size(c), last
+    return _size(shape, free), _size(shape, c), last
+
+
+def _size(shape, axes):
+    return int(np.prod([shape[d] for d in axes], dtype=np.int64))
 
 
 def gemm(b, setup, eqn, lhs, rhs, out):
@@ -141,8 +144,9 @@ def gemm(b, setup, eqn, lhs, rhs, out):
     zero, ld_c = ref(ir.Constant(real, 0.0)), ref(ir.Constant(int_type, n))
 
     def one(i):
-        at = lambda buf, elements: b.bitcast(b.gep(buf, [b.mul(i, ir.Constant(  # noqa: E731
-            I64, elements * size))]), real.as_pointer())
+        def at(buf, elements):  # batch element i of a buffer of such matrices
+            offset = b.mul(i, ir.Constant(I64, elements * size))
+            return b.bitcast(b.gep(buf, [offset]), real.as_pointer())
         b.call(fn, fixed + [at(rhs, k * n), ld_b, at(lhs, m * k), ld_a, zero,
                             at(out, m * n), ld_c])
     if batch == 1:
