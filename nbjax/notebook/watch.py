@@ -77,7 +77,7 @@ class Compilation:
         self.optimised = executable.jaxpr if self.plan is not None else None
         self.rewrites = executable.rewrites
         self.costs = report.step_costs(executable)  # flops and bytes of each step
-        self.eager_seconds = None  # one call of the function without jit (nbjax eager)
+        self.eager_seconds = None  # the traced program by nbjax eager, equation by equation
         self.numpy_seconds = None  # its jaxpr run by NumPy, one call per equation
         self.baselines_note = None  # why the two are not measured
         self.call_count = 0

@@ -135,7 +135,7 @@ def gemm(b, setup, eqn, lhs, rhs, out):
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand
     # is, column-major, its transpose with its row length as leading dimension; it is
     # transposed again ("T") when its contracted group is the other one.
-    ref = lambda value: _by_reference(b, setup, value)  # noqa: E731
+    ref = functools.partial(_by_reference, b, setup)
     fixed = [ref(ir.Constant(I8, ord("N" if b_first else "T"))),
              ref(ir.Constant(I8, ord("N" if a_last else "T"))),
              *(ref(ir.Constant(int_type, v)) for v in (n, m, k)), ref(ir.Constant(real, 1.0))]
