@@ -87,6 +87,8 @@ def test_a_small_program_is_one_native_call_and_a_large_one_runs_in_steps(monkey
     x, w = RNG.standard_normal((6, 5)).astype(np.float32), RNG.random((5, 4), np.float32)
     cpu, ref = cpu_and_reference(f, x, w)
     assert cpu.runs_as == "one native call" and cpu._program is not None
+    # the loop's code is compiled once: the program calls the loop step's function
+    assert "@control_" in cpu._jit_module.function_ir("program")
     native = cpu.run(x, w)
     cpu.enable_timing()
     stepped = cpu.run(x, w)

@@ -96,12 +96,14 @@ class ControlFlowFunction:
                    lambda f, ins, outs: f.emit(group, ins, outs))
 
     @classmethod
-    def of_program(cls, mb, closed, plan, name):
+    def of_program(cls, mb, closed, plan, name, steps):
         """One function running every step of ``plan`` (of the ClosedJaxpr ``closed``) in
-        order: its operands are the jaxpr's inputs, its results its outputs."""
+        order: its operands are the jaxpr's inputs, its results its outputs. Its control
+        flow calls the functions of ``steps`` ({group index: ControlFlowFunction}, made for
+        the program's steps): each loop's code is compiled once."""
         program = SubProgram("program", closed, plan)
         return cls(mb, name, closed.jaxpr.invars, closed.jaxpr.outvars,
-                   lambda f, ins, outs: f.run(program, ins, outs))
+                   lambda f, ins, outs: f.run(program, ins, outs, steps))
 
     def poll_interrupt(self, i):
         """Every ``POLL_EVERY`` iterations ``i`` of a loop, return 1 (interrupted) if the
@@ -156,9 +158,10 @@ class ControlFlowFunction:
                                                     dst_dtype), dst_dtype), "convert")
 
     # --- sub-programs
-    def run(self, sub, ins, dests):
+    def run(self, sub, ins, dests, compiled=None):
         """Emit ``sub`` (a SubProgram) on the buffers ``ins`` of its inputs, delivering its
-        results into ``dests``."""
+        results into ``dests``; its control flow is a call of the function of ``compiled``
+        ({group index: ControlFlowFunction}) where there is one, else emitted here."""
         j = sub.closed.jaxpr
         env = dict(zip(j.invars, ins))
         for v, c in zip(j.constvars, sub.closed.consts):
@@ -183,7 +186,11 @@ class ControlFlowFunction:
                 eqn = g.eqns[0]
                 outs = [direct[v] if v in direct else self.scratch(_nbytes(v.aval))
                         for v in eqn.outvars]
-                self.emit(g, [self.atom(a, env) for a in eqn.invars], outs)
+                ins = [self.atom(a, env) for a in eqn.invars]
+                if compiled and g.index in compiled:
+                    self.call(compiled[g.index], ins, outs)
+                else:
+                    self.emit(g, ins, outs)
                 env.update(zip(eqn.outvars, outs))
         for a, d in zip(j.outvars, dests):
             if not (isinstance(a, Var) and direct.get(a) is d):
@@ -204,6 +211,26 @@ class ControlFlowFunction:
         status = b.call(target, [b.bitcast(pointers, I8P.as_pointer())])
         go_on = b.append_basic_block("host_step_done")
         b.cbranch(b.icmp_unsigned("!=", status, ir.Constant(I32, 0)), self.failed, go_on)
+        b.position_at_end(go_on)
+
+    def call(self, step, ins, outs):
+        """Call ``step``'s function (another ControlFlowFunction of the module) on the
+        buffers ``ins`` and ``outs``, with its constants and a part of the scratch block;
+        leave as it did if it was interrupted or a host step of it failed."""
+        b = self.b
+        entries = ins + outs + [self.constant(c, c.dtype) for c in step.constants]
+        io = self.setup.alloca(ir.ArrayType(I8P, len(entries)))
+        for k, pointer in enumerate(entries):
+            b.store(pointer, b.gep(io, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
+        status = b.call(self.mb.module.globals[step.name],
+                        [b.bitcast(io, I8P.as_pointer()), self.scratch(step.scratch_bytes)])
+        self.polls = self.polls or step.polls
+        self.host_steps += step.host_steps
+        go_on, stopped = b.append_basic_block("step_done"), b.append_basic_block("stopped")
+        b.cbranch(b.icmp_unsigned("==", status, ir.Constant(I32, 0)), go_on, stopped)
+        b.position_at_end(stopped)
+        b.cbranch(b.icmp_unsigned("==", status, ir.Constant(I32, 1)), self.interrupted,
+                  self.failed)
         b.position_at_end(go_on)
 
     def error(self):

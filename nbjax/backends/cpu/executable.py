@@ -309,7 +309,7 @@ def compile_plan(name, optimised, plan, rewrites, timer):
             if len(plan.groups) > 1 and not any(own and runtime.splits(loop)
                                                 for loop, own in loops):
                 flows["program"] = control_flow.ControlFlowFunction.of_program(
-                    mb, optimised, plan, "program")
+                    mb, optimised, plan, "program", dict(flows))
             ir_text = str(mb.module)
         jit_module = runtime.JitModule(ir_text, timer)
         with timer("machine_code"):
