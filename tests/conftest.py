@@ -19,6 +19,12 @@ import nbjax  # noqa: E402
 
 
 @pytest.fixture
+def empty_disk_cache(tmp_path, monkeypatch):
+    """Compile into an empty disk cache: a program is compiled, not loaded whole."""
+    monkeypatch.setenv("NBJAX_CACHE_DIR", str(tmp_path / "nbjax-cache"))
+
+
+@pytest.fixture
 def x64():
     """Run a test with 64-bit types enabled, restoring the previous setting afterwards."""
     with nbjax.enable_x64(True):

@@ -1,6 +1,8 @@
-"""The CPU backend's on-disk compile cache: hits across processes skip LLVM's passes, the
+"""The CPU backend's on-disk cache of modules: hits across processes skip LLVM's passes, the
 directory is private (and refused when it is not), damaged entries are rebuilt, keys cover
-what the machine code depends on, and entries are written atomically."""
+what the machine code depends on, and entries are written atomically. (The cache of whole
+programs, which answers first when a program is the same, is off here: see
+test_program_cache.py.)"""
 
 import json
 import logging
@@ -17,7 +19,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.backends import compile
-from nbjax.backends.cpu import cache
+from nbjax.backends.cpu import cache, program_cache
 from helpers import assert_close
 
 from helpers import is_full_width_float32
@@ -31,6 +33,12 @@ def _f(x):
 
 def _expected(x):
     return np.tanh(x) * 2.0 + np.sum(x * x, axis=1, keepdims=True)
+
+
+@pytest.fixture(autouse=True)
+def modules_only(monkeypatch):
+    """No program gets a key of the cache of whole programs."""
+    monkeypatch.setattr(program_cache, "key", lambda closed_jaxpr: None)
 
 
 @pytest.fixture
@@ -62,14 +70,14 @@ import json, sys
 import numpy as np
 import nbjax, nbjax.numpy as jnp
 from nbjax.backends import compile
-from nbjax.backends.cpu import cache
+from nbjax.backends.cpu import cache, program_cache
 
-
+program_cache.key = lambda closed_jaxpr: None  # the cache of modules alone
 x = np.linspace(-2, 2, 3 * 40, dtype=np.float32).reshape(3, 40)
 exe = compile(nbjax.make_jaxpr(lambda x: jnp.exp(x) * x + 1.0)(x), "cpu", "child")
 (out,) = exe.run(x)
 print(json.dumps({"stats": dict(cache.stats), "phases": sorted(exe.compile_times),
-                  "from_disk_cache": exe._jit_module.from_disk_cache,
+                  "from_disk_cache": exe.jit_module.from_disk_cache,
                   "optimised_ir": [k.texts["optimised LLVM IR"] for k in exe.kernels],
                   "out": out.tolist()}))
 """
@@ -111,14 +119,14 @@ def test_miss_then_hit_in_a_fresh_process(tmp_path):
 def test_directory_is_created_private_and_holds_private_entries(cache_dir):
     x = RNG.standard_normal((4, 33)).astype(np.float32)
     exe = _compile_and_check(x)
-    assert not exe._jit_module.from_disk_cache
+    assert not exe.jit_module.from_disk_cache
     assert stat.S_IMODE(cache_dir.stat().st_mode) == 0o700
     (entry,) = _entries(cache_dir)
     assert entry.name.endswith(cache.SUFFIX)
     assert stat.S_IMODE(entry.stat().st_mode) & 0o077 == 0
     # a second compilation in this process reads it back
     hits = cache.stats["hit"]
-    assert _compile_and_check(x)._jit_module.from_disk_cache
+    assert _compile_and_check(x).jit_module.from_disk_cache
     assert cache.stats["hit"] == hits + 1
 
 
@@ -145,7 +153,7 @@ def _compiles_without_disk_cache(path, match):
     x = RNG.standard_normal((3, 17)).astype(np.float32)
     with pytest.warns(RuntimeWarning, match=match):
         exe = _compile_and_check(x)
-    assert not exe._jit_module.from_disk_cache and "llvm_optimise" in exe.compile_times
+    assert not exe.jit_module.from_disk_cache and "llvm_optimise" in exe.compile_times
     with warnings.catch_warnings():
         warnings.simplefilter("error")     # no second warning for the same directory
         _compile_and_check(x)
@@ -200,18 +208,18 @@ def test_damaged_entry_is_ignored_and_rebuilt(cache_dir, damage, caplog):
         exe = _compile_and_check(x)
     assert cache.stats["corrupt"] == corrupt + 1
     assert "it will be rebuilt" in caplog.text
-    assert not exe._jit_module.from_disk_cache and "llvm_optimise" in exe.compile_times
+    assert not exe.jit_module.from_disk_cache and "llvm_optimise" in exe.compile_times
     assert entry.read_bytes() == good                         # rebuilt as it was
-    assert _compile_and_check(x)._jit_module.from_disk_cache  # and used again
+    assert _compile_and_check(x).jit_module.from_disk_cache  # and used again
 
 
 KEY = "ab" * 32
 
 
 def test_entry_round_trip_and_every_truncation_is_detected():
-    data = cache.encode(KEY, "define void @k() {\n  ret void\n}\n", b"\x7fELF" + bytes(range(50)))
-    assert cache.decode(data, KEY) == ("define void @k() {\n  ret void\n}\n",
-                                       b"\x7fELF" + bytes(range(50)))
+    ir, code = b"define void @k() {\n  ret void\n}\n", b"\x7fELF" + bytes(range(50))
+    data = cache.encode(KEY, ir, code)
+    assert cache.decode(data, KEY) == (ir, code)
     for cut in range(len(data)):
         with pytest.raises(ValueError):
             cache.decode(data[:cut], KEY)
@@ -232,7 +240,7 @@ def test_swapped_entries_are_rebuilt_not_run(cache_dir):
     second.write_bytes(a)
     for f in programs:
         exe = compile(nbjax.make_jaxpr(f)(x), "cpu", "swap")
-        assert not exe._jit_module.from_disk_cache
+        assert not exe.jit_module.from_disk_cache
         np.testing.assert_allclose(exe.run(x)[0], f(x), rtol=1e-6, atol=1e-6)
 
 
@@ -271,7 +279,7 @@ def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(KeyboardInterrupt):
-        cache.write(target, cache.encode(KEY, "ir", b"code"))
+        cache.write(target, cache.encode(KEY, b"ir", b"code"))
     assert list(tmp_path.iterdir()) == []
 
 

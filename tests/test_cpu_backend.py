@@ -54,7 +54,7 @@ def test_one_module_for_all_kernels_and_compile_times(monkeypatch):
                     RNG.random((5, 7), np.float32), rtol=1e-5)
     # sin+sum, the transpose feeding the dot, and the max
     assert len(cpu.kernels) == len(cpu.plan.kernels) == 3
-    assert cpu._jit_module.optimised_ir.count("define void @") == 3
+    assert cpu.jit_module.optimised_ir.count("define void @") == 3
     assert set(cpu.compile_times) >= {"passes", "fusion", "codegen", "llvm_optimise",
                                       "machine_code"}
     assert all(t >= 0 for t in cpu.compile_times.values())
@@ -88,7 +88,7 @@ def test_a_small_program_is_one_native_call_and_a_large_one_runs_in_steps(monkey
     cpu, ref = cpu_and_reference(f, x, w)
     assert cpu.runs_as == "one native call" and cpu._program is not None
     # the loop's code is compiled once: the program calls the loop step's function
-    assert "@control_" in cpu._jit_module.function_ir("program")
+    assert "@control_" in cpu.jit_module.function_ir("program")
     native = cpu.run(x, w)
     cpu.enable_timing()
     stepped = cpu.run(x, w)

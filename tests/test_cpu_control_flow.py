@@ -55,7 +55,7 @@ def test_fori_loop_is_one_native_loop_step():
     cpu.run(X)
     # one Python step for the whole loop, run once, not once per iteration
     assert [len(t) for t in cpu.step_times.values()] == [1] * len(cpu.plan.groups)
-    assert "control_0" in cpu._jit_module.optimised_ir
+    assert "control_0" in cpu.jit_module.optimised_ir
 
 
 def test_fori_loop_with_traced_bounds_is_a_native_while():

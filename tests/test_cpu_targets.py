@@ -72,7 +72,7 @@ def test_kernels_are_vectorised_and_agree_with_the_reference(level, name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cpu, ref = cpu_and_reference(fn, *args, name=name)
-    code = cpu._jit_module.optimised_ir
+    code = cpu.jit_module.optimised_ir
     if name in FULL_WIDTH:
         widths = {int(n) for n in re.findall(r"<(\d+) x float>", code)}
         assert max(widths, default=1) == runtime.float32_lanes(), widths

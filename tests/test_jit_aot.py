@@ -69,7 +69,7 @@ def test_lower_accepts_shape_dtype_structs_and_static_args():
 
 # --- compile: text, fusion report, compile times -------------------------------------------
 
-def test_compiled_text_names_kernels_with_their_llvm_ir():
+def test_compiled_text_names_kernels_with_their_llvm_ir(empty_disk_cache):
     @nbjax.jit
     def f(x, a, b):
         h = jnp.tanh(x @ a)

@@ -139,7 +139,7 @@ def test_control_flow_is_compiled_only_where_the_target_says_so():
     assert kinds == {"while": "loop", "cond": "loop"}
 
 
-def test_lower_then_compile_optimises_once(monkeypatch):
+def test_lower_then_compile_optimises_once(monkeypatch, empty_disk_cache):
     calls = []
     optimize = compiler.optimize
     monkeypatch.setattr(compiler, "optimize", lambda c: calls.append(c) or optimize(c))

@@ -77,6 +77,10 @@ def _compile(closed_jaxpr, target, name):
 
 
 def _pipeline(closed_jaxpr, target, name):
+    return target.cached(closed_jaxpr, name, lambda: _lower(closed_jaxpr, target, name))
+
+
+def _lower(closed_jaxpr, target, name):
     timer = Timer()
     if not target.optimizes:
         return target.lower(name, closed_jaxpr, None, [], timer)

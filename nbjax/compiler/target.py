@@ -38,6 +38,12 @@ class Target:
         compiles into one native loop."""
         return False
 
+    def cached(self, closed_jaxpr, name, compile):
+        """``compile()`` (the pipeline's work on the traced ``closed_jaxpr``), or what it
+        made of the same program before: a target with a disk cache of whole programs
+        loads the program from it, with no pass, planning or code generation."""
+        return compile()
+
     def lower(self, name, jaxpr, plan, rewrites, timer):
         """An ``Executable`` running ``plan`` (a ``FusionPlan`` of the optimised ClosedJaxpr
         ``jaxpr``; None when the target does not optimise). ``timer`` has timed the

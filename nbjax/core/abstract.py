@@ -63,6 +63,9 @@ class ShapedArray:
             self._hash = hash((self.shape, self.dtype, self.weak_type))
             return self._hash
 
+    def __reduce__(self):  # (not the hash: strings' hashes differ between processes)
+        return type(self), (self.shape, self.dtype, self.weak_type)
+
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"

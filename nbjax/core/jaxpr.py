@@ -29,6 +29,10 @@ class Var:
     def __repr__(self):
         return f"Var({self.count}:{self.aval.str_short()})"
 
+    def __reduce__(self):
+        # A new variable where it is unpickled: ``count`` only orders this process's.
+        return Var, (self.aval,)
+
 
 class Literal:
     """A scalar constant written into an equation (``2.0:f32[]``)."""
@@ -143,6 +147,9 @@ class ClosedJaxpr:
 
     def pretty(self, width=80):
         return self.jaxpr.pretty(width)
+
+    def __reduce__(self):  # without what was compiled from it
+        return ClosedJaxpr, (self.jaxpr, self.consts)
 
     def __str__(self):
         return self.pretty()

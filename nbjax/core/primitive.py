@@ -22,14 +22,26 @@ Rules for one primitive are written together in ``nbjax.lax``; a missing rule ra
 ``NotImplementedError("no <kind> rule for primitive <name>")`` rather than guessing.
 """
 
+import pickle
+
 from .trace import check_live, current_trace
 
 RULE_KINDS = ("abstract_eval", "impl", "jvp", "transpose", "batch", "partial_eval", "simplify",
               "flops")
 
 
+# Every primitive by name, so that a pickled jaxpr (the compiler's disk cache of whole
+# programs) names its primitives rather than copying their rule tables.
+_BY_NAME = {}
+
+
+def primitive_named(name):
+    return _BY_NAME[name]
+
+
 class Primitive:
     def __init__(self, name, multiple_results=False):
+        _BY_NAME[name] = self
         self.name = name
         self.multiple_results = multiple_results
         self.rules = {}
@@ -49,6 +61,11 @@ class Primitive:
 
     def __repr__(self):
         return self.name
+
+    def __reduce__(self):
+        if _BY_NAME.get(self.name) is not self:  # another primitive took the name
+            raise pickle.PicklingError(f"primitive {self.name!r} is not the one of that name")
+        return primitive_named, (self.name,)
 
     def bind(self, *args, **params):
         """Apply the primitive under the current trace (evaluation, or a transformation)."""

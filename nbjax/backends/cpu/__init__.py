@@ -3,13 +3,14 @@
 The compiler's pipeline (``nbjax.compiler.compile``) optimises and plans; ``CpuTarget.lower``
 generates one LLVM module for all kernels of the plan (``codegen``: the CPU's loops around
 the shared emitter of ``nbjax.backends.llvm``), compiles it (``runtime``) and returns an
-``Executable`` (``executable``). Library steps call the primitive's NumPy implementation on
-our buffers.
+``Executable`` (``executable``). A program compiled by an earlier process is loaded from
+the disk cache instead (``program_cache``). Library steps call the primitive's NumPy
+implementation on our buffers.
 """
 
 from ...compiler import Target
 from .. import reference
-from . import blas
+from . import blas, program_cache
 from .control_flow import CONTROL_FLOW
 from .executable import Executable, compile_plan
 
@@ -41,6 +42,14 @@ class CpuTarget(Target):
 
     def native_library_call(self, eqn):
         return blas.supports(eqn)
+
+    def cached(self, closed_jaxpr, name, compile):
+        key = program_cache.key(closed_jaxpr)
+        executable = program_cache.load(key, closed_jaxpr, name)
+        if executable is None:
+            executable = compile()
+            program_cache.store(key, closed_jaxpr, executable)
+        return executable
 
     def lower(self, name, jaxpr, plan, rewrites, timer):
         return compile_plan(name, jaxpr, plan, rewrites, timer)

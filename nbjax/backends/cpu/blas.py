@@ -32,6 +32,8 @@ from llvmlite import ir
 
 from ..llvm import I8, I32, I64, declare, for_loop
 
+PREFIX = "nbjax_"  # of the names the routines are registered under
+
 _ROUTINES = {np.dtype(np.float32): ("sgemm", ir.FloatType()),
              np.dtype(np.float64): ("dgemm", ir.DoubleType())}
 
@@ -72,7 +74,7 @@ def library():
     if found is None:
         found, int_type = _scipy_blas(), I32
     for routine, address in found.items():
-        llvm.add_symbol(f"nbjax_{routine}_i{int_type.width}", address)
+        llvm.add_symbol(f"{PREFIX}{routine}_i{int_type.width}", address)
     return int_type
 
 
@@ -129,7 +131,7 @@ def gemm(b, setup, eqn, lhs, rhs, out):
     routine, real = _ROUTINES[np.dtype(eqn.outvars[0].aval.dtype)]
     size = np.dtype(eqn.outvars[0].aval.dtype).itemsize
     ints = int_type.as_pointer()
-    fn = declare(b.module, f"nbjax_{routine}_i{int_type.width}", ir.VoidType(),
+    fn = declare(b.module, f"{PREFIX}{routine}_i{int_type.width}", ir.VoidType(),
                  [I8.as_pointer()] * 2 + [ints] * 3 + [real.as_pointer()] * 2 + [ints]
                  + [real.as_pointer(), ints] + [real.as_pointer()] * 2 + [ints])
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand

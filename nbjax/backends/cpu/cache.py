@@ -50,7 +50,7 @@ stats = Counter()
 MAGIC = b"nbjax-o2"                 # the entry layout; change it when the layout changes
 _DIGEST = hashlib.sha256().digest_size
 _KEY = 64                          # the payload: the entry's key (hex), then
-_IR_LENGTH = struct.Struct("<Q")    # IR length, IR (UTF-8), object code
+_META_LENGTH = struct.Struct("<Q")  # the length of what describes the code, that, the code
 SUFFIX = ".nbjax-obj"
 _warned = set()                     # refused directories already warned about
 
@@ -147,17 +147,17 @@ def entry_key(ir_text, env=None):
 
 # --- entries -------------------------------------------------------------------------------
 
-def encode(key, optimised_ir, object_code):
+def encode(key, meta, object_code):
     """An entry's bytes: magic, the SHA-256 of the payload, the payload (which starts with
-    the entry's key, so an entry found under another key's name is not run)."""
-    ir = optimised_ir.encode()
-    payload = key.encode() + _IR_LENGTH.pack(len(ir)) + ir + bytes(object_code)
+    the entry's key, so an entry found under another key's name is not run). ``meta`` (bytes)
+    describes the object code: a module's optimised IR, a program's layout."""
+    payload = key.encode() + _META_LENGTH.pack(len(meta)) + meta + bytes(object_code)
     return MAGIC + hashlib.sha256(payload).digest() + payload
 
 
 def decode(data, key):
-    """(optimised IR, object code) from the bytes of the entry of ``key``; ValueError if
-    they are damaged or belong to another key."""
+    """(meta, object code) from the bytes of the entry of ``key``; ValueError if they are
+    damaged or belong to another key."""
     head = len(MAGIC) + _DIGEST
     if data[:len(MAGIC)] != MAGIC:
         raise ValueError("not an nbjax cache entry (or another layout)")
@@ -166,14 +166,14 @@ def decode(data, key):
         raise ValueError("checksum mismatch (truncated or corrupted)")
     if payload[:_KEY] != key.encode():
         raise ValueError("the entry was built for another key")
-    (n,) = _IR_LENGTH.unpack_from(payload, _KEY)
-    start = _KEY + _IR_LENGTH.size
-    return payload[start:start + n].decode(), payload[start + n:]
+    (n,) = _META_LENGTH.unpack_from(payload, _KEY)
+    start = _KEY + _META_LENGTH.size
+    return payload[start:start + n], payload[start + n:]
 
 
-def read(path, key):
-    """The (optimised IR, object code) of ``key``'s entry at ``path``, or None if it is
-    missing, damaged or another key's."""
+def read(path, key, meta=bytes.decode):
+    """(``meta(meta bytes)``, object code) of ``key``'s entry at ``path``, or None if it is
+    missing, damaged or another key's (or ``meta`` cannot make sense of it)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -182,8 +182,9 @@ def read(path, key):
         log.debug("nbjax compile cache: cannot read %s: %s", path, e)
         return None
     try:
-        return decode(data, key)
-    except (ValueError, struct.error, UnicodeDecodeError) as e:
+        described, code = decode(data, key)
+        return meta(described), code
+    except Exception as e:  # noqa: BLE001  (whatever is wrong with it, it is rebuilt)
         stats["corrupt"] += 1
         log.debug("nbjax compile cache: ignoring %s: %s; it will be rebuilt", path, e)
         return None
@@ -191,7 +192,8 @@ def read(path, key):
 
 def write(path, data):
     """Write ``data`` to ``path`` atomically: a temporary file in the same directory, flushed
-    to disk, then renamed over ``path``. Failing to write only costs the cache entry."""
+    to disk, then renamed over ``path``; True once done. Failing to write only costs the
+    cache entry."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=SUFFIX)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -199,9 +201,10 @@ def write(path, data):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-        stats["store"] += 1
+        return True
     except OSError as e:
         log.debug("nbjax compile cache: cannot write %s: %s", path, e)
+        return False
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -249,8 +252,11 @@ class Lookup:
         self._new_object = object_code
 
     def done(self, optimised_ir):
-        """Store the entry of a module compiled afresh; drop the code we held."""
-        made = self._object if self._supplied else self._new_object
+        """Store the entry of a module compiled afresh; return the object code (None
+        without a disk cache), for the entry of the program, and drop it here."""
+        made = self._object if self._supplied or self.hit else self._new_object
         if made is not None and self.path is not None and not self.hit:
-            write(self.path, encode(self.key, optimised_ir, made))
+            if write(self.path, encode(self.key, optimised_ir.encode(), made)):
+                stats["store"] += 1
         self._object = self._new_object = None
+        return made if self.path is not None else None

@@ -37,6 +37,7 @@ class ModuleBuilder:
 
     def __init__(self, name):
         self.module = ir.Module(name=name)
+        self.host_calls = []  # the module's host steps (``control_flow.host_step``)
         self.nontemporal = self.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
 
     def loop_hints(self, width=None, unroll=True):

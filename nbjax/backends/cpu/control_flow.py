@@ -28,6 +28,7 @@ result straight where its sub-program delivers it (the next carry, the row of ``
 step's output) when that is the result's one use as an output; other outputs are copied.
 """
 
+import dataclasses
 import math
 from collections import Counter
 
@@ -38,7 +39,7 @@ from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
 from . import blas, interrupts, support
-from .host_steps import HostStep
+from .host_steps import HostCall
 from .runtime import ALIGNMENT
 
 I8P = I8.as_pointer()
@@ -57,18 +58,35 @@ def _nbytes(aval):
     return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
 
 
+@dataclasses.dataclass(frozen=True)
+class HostAddress:
+    """A constant of a function that is the address of the module's host step ``index``
+    (``ModuleBuilder.host_calls``): known only once the program is loaded."""
+    index: int
+
+
+@dataclasses.dataclass
+class Flow:
+    """What a caller of a ``ControlFlowFunction`` must pass: ``operands`` (jaxpr atoms; a
+    Literal's io entry is unused), ``results`` (atoms: one buffer each), ``constants``
+    (arrays, or ``HostAddress``es) and ``scratch_bytes``; ``polls`` says whether it polls
+    the interrupt flag (it has a loop), ``host_calls`` which host steps it may call."""
+    name: str
+    operands: list
+    results: list
+    constants: list = dataclasses.field(default_factory=list)
+    scratch_bytes: int = 0
+    polls: bool = False
+    host_calls: list = dataclasses.field(default_factory=list)
+
+
 class ControlFlowFunction:
     """Emits one function: a control-flow step's (``of_step``) or a whole program's
-    (``of_program``, see ``executable``). What the caller must pass is in ``operands``
-    (jaxpr atoms; a Literal's io entry is unused), ``results`` (atoms: one buffer each),
-    ``constants`` (arrays) and ``scratch_bytes``; ``polls`` says whether it polls the
-    interrupt flag (it has a loop)."""
+    (``of_program``, see ``executable``); ``flow`` says how to call it."""
 
     def __init__(self, mb, name, operands, results, body):
-        self.mb, self.name = mb, name
-        self.operands, self.results = list(operands), list(results)
-        self.constants, self.scratch_bytes, self.host_steps = [], 0, []
-        self.polls, self.loop_depth = False, 0
+        self.mb, self.loop_depth = mb, 0
+        self.flow = Flow(name, list(operands), list(results))
         fn = ir.Function(mb.module, ir.FunctionType(I32, [I8P.as_pointer(), I8P]), name=name)
         self.io, self.scratch_base = fn.args
         # Addresses are computed once, in a block of their own that runs first, so they
@@ -82,8 +100,8 @@ class ControlFlowFunction:
         self.b = ir.IRBuilder(start)
         self.e = ScalarEmitter(self.b)
         ins = [self.constant(to_numpy(a.val), a.aval.dtype) if isinstance(a, Literal)
-               else self.io_pointer(k) for k, a in enumerate(self.operands)]
-        outs = [self.io_pointer(len(self.operands) + k) for k in range(len(self.results))]
+               else self.io_pointer(k) for k, a in enumerate(operands)]
+        outs = [self.io_pointer(len(operands) + k) for k in range(len(results))]
         body(self, ins, outs)
         self.b.ret(ir.Constant(I32, 0))
         self.setup.branch(start)
@@ -109,7 +127,7 @@ class ControlFlowFunction:
         """Every ``POLL_EVERY`` iterations ``i`` of a loop, return 1 (interrupted) if the
         interrupt flag is set (see ``interrupts``)."""
         b = self.b
-        self.polls = True
+        self.flow.polls = True
         module = self.mb.module
         flag = module.globals.get(support.INTERRUPT_FLAG) or \
             ir.GlobalVariable(module, I32, support.INTERRUPT_FLAG)
@@ -126,13 +144,15 @@ class ControlFlowFunction:
         slot = self.setup.gep(self.io, [ir.Constant(I64, k)], source_etype=I8P)
         return self.setup.load(slot, typ=I8P)
 
-    def constant(self, value, dtype):
-        self.constants.append(np.asarray(value, dtype, order="C"))
-        return self.io_pointer(len(self.operands) + len(self.results) + len(self.constants) - 1)
+    def constant(self, value, dtype=None):
+        f = self.flow
+        f.constants.append(value if isinstance(value, HostAddress)
+                           else np.asarray(value, dtype, order="C"))
+        return self.io_pointer(len(f.operands) + len(f.results) + len(f.constants) - 1)
 
     def scratch(self, nbytes):
-        offset = self.scratch_bytes
-        self.scratch_bytes += -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
+        offset = self.flow.scratch_bytes
+        self.flow.scratch_bytes += -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
         return self.setup.gep(self.scratch_base, [ir.Constant(I64, offset)], source_etype=I8)
 
     def typed(self, pointer, dtype):
@@ -199,9 +219,10 @@ class ControlFlowFunction:
     def host_step(self, eqn, ins, outs, warn):
         """Call back into Python to run ``eqn`` on the buffers ``ins`` and ``outs`` (see
         ``host_steps``); leave through ``failed`` if it raised."""
-        b, step = self.b, HostStep(eqn, warn, inside_loop=self.loop_depth > 0)
-        self.host_steps.append(step)
-        holder = self.constant(np.array(step.address, np.uint64), np.uint64)
+        b, calls = self.b, self.mb.host_calls
+        calls.append(HostCall(eqn, warn, inside_loop=self.loop_depth > 0))
+        self.flow.host_calls.append(len(calls) - 1)
+        holder = self.constant(HostAddress(len(calls) - 1))
         signature = ir.FunctionType(I32, [I8P.as_pointer()])
         target = b.inttoptr(b.load(self.typed(holder, np.uint64), typ=I64),
                             signature.as_pointer())
@@ -217,25 +238,21 @@ class ControlFlowFunction:
         """Call ``step``'s function (another ControlFlowFunction of the module) on the
         buffers ``ins`` and ``outs``, with its constants and a part of the scratch block;
         leave as it did if it was interrupted or a host step of it failed."""
-        b = self.b
-        entries = ins + outs + [self.constant(c, c.dtype) for c in step.constants]
+        b, flow = self.b, step.flow
+        entries = ins + outs + [self.constant(c) for c in flow.constants]
         io = self.setup.alloca(ir.ArrayType(I8P, len(entries)))
         for k, pointer in enumerate(entries):
             b.store(pointer, b.gep(io, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
-        status = b.call(self.mb.module.globals[step.name],
-                        [b.bitcast(io, I8P.as_pointer()), self.scratch(step.scratch_bytes)])
-        self.polls = self.polls or step.polls
-        self.host_steps += step.host_steps
+        status = b.call(self.mb.module.globals[flow.name],
+                        [b.bitcast(io, I8P.as_pointer()), self.scratch(flow.scratch_bytes)])
+        self.flow.polls = self.flow.polls or flow.polls
+        self.flow.host_calls += flow.host_calls
         go_on, stopped = b.append_basic_block("step_done"), b.append_basic_block("stopped")
         b.cbranch(b.icmp_unsigned("==", status, ir.Constant(I32, 0)), go_on, stopped)
         b.position_at_end(stopped)
         b.cbranch(b.icmp_unsigned("==", status, ir.Constant(I32, 1)), self.interrupted,
                   self.failed)
         b.position_at_end(go_on)
-
-    def error(self):
-        """The exception of the host step that failed, taken (see ``host_steps``)."""
-        return next(e for e in (s.take_error() for s in self.host_steps) if e is not None)
 
     def atom(self, a, env):
         return self.constant(to_numpy(a.val), a.aval.dtype) if isinstance(a, Literal) \

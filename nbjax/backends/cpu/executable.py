@@ -14,6 +14,7 @@ steps call the primitive's reference implementation on our buffers.
 """
 
 import ctypes
+import dataclasses
 import math
 import sys
 import time
@@ -25,14 +26,16 @@ from ...compiler import KernelInfo
 from ...core import EvalTrace, Literal, set_current_trace, to_numpy
 from ...core.source_info import warn_at_user_line
 from . import codegen, control_flow, interrupts, runtime
+from .host_steps import HostStep
 
 
 class Executable(compiler.Executable):
     timing_supported = True
 
-    def __init__(self, name, jaxpr, consts, plan, rewrites, steps, kernels, compile_times,
-                 jit_module, program=None):
+    def __init__(self, name, jaxpr, consts, plan, rewrites, layout, steps, kernels,
+                 compile_times, jit_module, program=None):
         super().__init__(name, "cpu", jaxpr, plan, rewrites, kernels, compile_times)
+        self.layout = layout
         self._steps = steps
         self._program = program  # the whole program as one native call, or None
         split = [g.kernel.name for g in plan.groups
@@ -40,7 +43,7 @@ class Executable(compiler.Executable):
         self.runs_as = "one native call" if program is not None else \
             f"{len(steps)} step{'s' * (len(steps) != 1)}" + (
                 f" ({', '.join(split)} split between the cores)" if split else "")
-        self._jit_module = jit_module  # keeps the machine code alive
+        self.jit_module = jit_module  # keeps the machine code alive
         j = jaxpr.jaxpr
         self._slots = {v: i for i, v in enumerate(_all_vars(j))}
         self._n_slots = len(self._slots)
@@ -230,48 +233,52 @@ def reference_step(eqn, slots, warn):
     return step
 
 
-def native_call(fn, cf):
-    """``call(buffers)``: one call of the compiled function of ``cf`` (a
-    ``control_flow.ControlFlowFunction``: a control-flow step or a whole program) on the
-    operands' ``buffers``, returning new result buffers; it passes the addresses of the
-    operands, results and constants, and a scratch block."""
+def native_call(fn, flow, host_steps):
+    """``call(buffers)``: one call of the compiled function of ``flow`` (a
+    ``control_flow.Flow``: a control-flow step or a whole program) on the operands'
+    ``buffers``, returning new result buffers; it passes the addresses of the operands,
+    results and constants, and a scratch block. ``host_steps`` are the module's."""
     results = [_allocator(tuple(a.aval.shape), np.dtype(a.aval.dtype), False)
-               for a in cf.results]
-    constants = [data_address(c) for c in cf.constants]
-    scratch = _allocator((cf.scratch_bytes,), np.dtype(np.uint8), False) \
-        if cf.scratch_bytes else lambda: (None, None)
-    addresses = ctypes.c_void_p * (len(cf.operands) + len(results) + len(constants))
-    address, address_of, polls = data_address, ctypes.addressof, cf.polls
+               for a in flow.results]
+    constants = [np.array(host_steps[c.index].address, np.uint64)
+                 if isinstance(c, control_flow.HostAddress) else c for c in flow.constants]
+    constant_addresses = [data_address(c) for c in constants]
+    scratch = _allocator((flow.scratch_bytes,), np.dtype(np.uint8), False) \
+        if flow.scratch_bytes else lambda: (None, None)
+    addresses = ctypes.c_void_p * (len(flow.operands) + len(results) + len(constants))
+    address, address_of, polls = data_address, ctypes.addressof, flow.polls
+    mine = [host_steps[k] for k in dict.fromkeys(flow.host_calls)]
 
     def call(buffers):
         outs = [allocate() for allocate in results]
-        io = addresses(*map(address, buffers), *[p for _, p in outs], *constants)
+        io = addresses(*map(address, buffers), *[p for _, p in outs], *constant_addresses)
         block, block_address = scratch()  # ``block`` keeps the scratch alive during the call
         if polls:
             interrupts.arm()
         status = fn(address_of(io), block_address)
         if status:
-            _failed(status, cf)
+            _failed(status, mine)
         return [buf for buf, _ in outs]
-    call.constants = cf.constants  # their buffers must live as long as the call
-    call.host_steps = cf.host_steps  # and so must the functions native code calls back
+    call.constants = constants  # their buffers must live as long as the call
+    call.host_steps = mine  # and so must the functions native code calls back
     return call
 
 
-def _failed(status, cf):
+def _failed(status, host_steps):
     if status == 1:
         interrupts.raise_interrupt()
-    raise cf.error()
+    # a host step failed: raise its exception (see ``host_steps``)
+    raise next(e for e in (s.take_error() for s in host_steps) if e is not None)
 
 
 _UNUSED = np.zeros(1)  # what a Literal operand's io entry points at (the code never reads it)
 
 
-def control_step(fn, cf, slots):
+def control_step(fn, flow, host_steps, slots):
     """Run a compiled control-flow step: its ``native_call`` on the slots' buffers."""
-    operands = [None if isinstance(a, Literal) else slots[a] for a in cf.operands]
-    results = [slots[v] for v in cf.results]
-    call = native_call(fn, cf)
+    operands = [None if isinstance(a, Literal) else slots[a] for a in flow.operands]
+    results = [slots[v] for v in flow.results]
+    call = native_call(fn, flow, host_steps)
 
     def step(env):
         outs = call([_UNUSED if s is None else env[s] for s in operands])
@@ -291,52 +298,88 @@ def _kernels_of(plan, own=True):
             yield from _kernels_of(sub.plan, own=False)
 
 
+@dataclasses.dataclass
+class Layout:
+    """What code generation made of a plan, besides its LLVM module, that running the
+    module needs: the kernels (each ``(LoopKernel, whether it is a step of its own, its
+    combiner's name or None)``) with their code as generated (``texts``) and optimised
+    (``optimised_texts``), the control-flow functions (``flows``: {plan group index or
+    "program": ``control_flow.Flow``}) and the host steps they call (``host_calls``).
+    ``externals`` names the symbols the module takes from the process (BLAS, libm...).
+    Together with the plan it pickles: the disk cache keeps it with the machine code."""
+    kernels: list
+    texts: list
+    flows: dict
+    host_calls: list
+    externals: list
+    optimised_texts: dict = dataclasses.field(default_factory=dict)
+
+
 def compile_plan(name, optimised, plan, rewrites, timer):
     """The Executable of a FusionPlan (``optimised`` is the ClosedJaxpr it plans)."""
-    slots = {v: i for i, v in enumerate(_all_vars(optimised.jaxpr))}
-    loops = list(_kernels_of(plan))
-    controls = [g for g in plan.groups if g.kind == "loop"]
-    jit_module, kernels, functions, flows = None, [], {}, {}
-    if loops or controls:
-        with timer("codegen"):
-            mb = codegen.ModuleBuilder(name)
-            texts = [mb.add_kernel(loop) for loop, _ in loops]
-            combiners = {loop.name: mb.add_combiner(loop) if own and runtime.splits(loop)
-                         else None for loop, own in loops}
-            for g in controls:
-                flows[g.index] = control_flow.ControlFlowFunction.of_step(
-                    mb, g, f"control_{g.index}")
-            if len(plan.groups) > 1 and not any(own and runtime.splits(loop)
-                                                for loop, own in loops):
-                flows["program"] = control_flow.ControlFlowFunction.of_program(
-                    mb, optimised, plan, "program", dict(flows))
-            ir_text = str(mb.module)
+    layout, ir_text = generate(name, optimised, plan, timer)
+    jit_module = None
+    if ir_text is not None:
         jit_module = runtime.JitModule(ir_text, timer)
         with timer("machine_code"):
-            for (loop, _), text in zip(loops, texts):
-                n_ptr = len(loop.inputs) + len(loop.outputs)
-                functions[loop.name] = jit_module.function(loop.name, n_ptr)
-                if combiners[loop.name]:
-                    functions[combiners[loop.name]] = jit_module.function(
-                        combiners[loop.name], 2 * len(runtime.partial_outputs(loop)),
-                        bounds=False)
-                kernels.append(KernelInfo(loop.name, loop.eqns, loop, {
-                    "LLVM IR": text,
-                    "optimised LLVM IR": jit_module.function_ir(loop.name)}))
-            for cf in flows.values():
-                functions[cf.name] = jit_module.function(cf.name, 2, bounds=False,
-                                                         status=True)
+            layout.optimised_texts = {loop.name: jit_module.function_ir(loop.name)
+                                      for loop, _, _ in layout.kernels}
+    return assemble(name, optimised, plan, rewrites, layout, jit_module, timer.times)
+
+
+def generate(name, optimised, plan, timer):
+    """(Layout, LLVM IR text of the module, or None when the plan has no kernel or loop):
+    every kernel of the plan and of its control flow, a function per control-flow step
+    and, for a program of several steps none of which is split between the cores, one
+    function running it all (see the module docstring)."""
+    loops = list(_kernels_of(plan))
+    controls = [g for g in plan.groups if g.kind == "loop"]
+    if not (loops or controls):
+        return Layout([], [], {}, [], []), None
+    with timer("codegen"):
+        mb = codegen.ModuleBuilder(name)
+        texts = [mb.add_kernel(loop) for loop, _ in loops]
+        kernels = [(loop, own, mb.add_combiner(loop) if own and runtime.splits(loop)
+                    else None) for loop, own in loops]
+        functions = {g.index: control_flow.ControlFlowFunction.of_step(
+            mb, g, f"control_{g.index}") for g in controls}
+        if len(plan.groups) > 1 and not any(own and runtime.splits(loop)
+                                            for loop, own in loops):
+            functions["program"] = control_flow.ControlFlowFunction.of_program(
+                mb, optimised, plan, "program", dict(functions))
+        ir_text = str(mb.module)
+    flows = {key: f.flow for key, f in functions.items()}
+    return Layout(kernels, texts, flows, mb.host_calls, runtime.externals(mb.module)), ir_text
+
+
+def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times):
+    """The Executable running ``plan`` with the functions of ``jit_module`` (the machine
+    code of ``layout``'s module)."""
+    slots = {v: i for i, v in enumerate(_all_vars(optimised.jaxpr))}
+    host_steps = [HostStep(call) for call in layout.host_calls]
+    functions, kernels = {}, []
+    for (loop, _, combiner), text in zip(layout.kernels, layout.texts):
+        functions[loop.name] = jit_module.function(
+            loop.name, len(loop.inputs) + len(loop.outputs))
+        if combiner:
+            functions[combiner] = jit_module.function(
+                combiner, 2 * len(runtime.partial_outputs(loop)), bounds=False)
+        kernels.append(KernelInfo(loop.name, loop.eqns, loop, {
+            "LLVM IR": text, "optimised LLVM IR": layout.optimised_texts[loop.name]}))
+    calls = {key: jit_module.function(flow.name, 2, bounds=False, status=True)
+             for key, flow in layout.flows.items()}
+    combiners = {loop.name: combiner for loop, _, combiner in layout.kernels}
     steps = []
     for g in plan.groups:
         if g.kind == "kernel":
             steps.append(kernel_step(functions[g.kernel.name], g.kernel, slots,
                                      functions.get(combiners[g.kernel.name])))
         elif g.kind == "loop":
-            cf = flows[g.index]
-            steps.append(control_step(functions[cf.name], cf, slots))
+            steps.append(control_step(calls[g.index], layout.flows[g.index], host_steps,
+                                      slots))
         else:
             steps.append(reference_step(g.eqns[0], slots, warn=g.kind == "fallback" and g.warns))
-    program = native_call(functions["program"], flows["program"]) if "program" in flows \
-        else None
-    return Executable(name, optimised, optimised.consts, plan, rewrites, steps, kernels,
-                      dict(timer.times), jit_module, program)
+    program = native_call(calls["program"], layout.flows["program"], host_steps) \
+        if "program" in layout.flows else None
+    return Executable(name, optimised, optimised.consts, plan, rewrites, layout, steps,
+                      kernels, compile_times, jit_module, program)

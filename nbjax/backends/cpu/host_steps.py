@@ -14,6 +14,7 @@ exception cannot cross native frames.
 """
 
 import ctypes
+import dataclasses
 
 import numpy as np
 
@@ -24,15 +25,24 @@ from ...core.source_info import warn_at_user_line
 SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
 
 
+@dataclasses.dataclass(frozen=True)
+class HostCall:
+    """What a host step runs: made with the code that calls it, and kept with that code in
+    the disk cache of whole programs (a ``HostStep`` is made of it where the code runs)."""
+    eqn: object
+    warn: bool          # warn, once, that the equation has no kernel
+    inside_loop: bool
+
+
 class HostStep:
     """One equation run by the host on buffers a native function owns; ``address`` is the
     C function to call with an array of the operands' then the results' addresses."""
 
-    def __init__(self, eqn, warn, inside_loop=True):
-        self.eqn, self.warn, self.error = eqn, warn, None
-        self.where = "inside a compiled loop it calls back into Python" if inside_loop \
+    def __init__(self, call):
+        self.eqn, self.warn, self.error = call.eqn, call.warn, None
+        self.where = "inside a compiled loop it calls back into Python" if call.inside_loop \
             else "it runs on the reference backend"
-        self.buffers = [_Buffer(a.aval) for a in list(eqn.invars) + list(eqn.outvars)]
+        self.buffers = [_Buffer(a.aval) for a in (*call.eqn.invars, *call.eqn.outvars)]
         self.function = SIGNATURE(self)  # kept alive as long as the step is
         self.address = ctypes.cast(self.function, ctypes.c_void_p).value
 

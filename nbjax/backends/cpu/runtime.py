@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import llvmlite.binding as llvm
+from llvmlite import ir
 
 from . import cache, optimiser, pipeline, support
 from .target import cpu_target, runs_here
@@ -109,7 +110,29 @@ class JitModule:
         self.module = module
         # Printing a module costs as much as optimising it: reuse the text we were given.
         self.optimised_ir = lookup.optimised_ir or str(module)
-        lookup.done(self.optimised_ir)
+        # (kept until the program's disk cache entry takes it: ``take_object_code``)
+        self.object_code = lookup.done(self.optimised_ir)
+
+    @classmethod
+    def of_object_code(cls, object_code, optimised_ir, externals):
+        """The module whose machine code is ``object_code`` and optimised IR
+        ``optimised_ir`` (from the disk cache of whole programs), loaded as it is, with no IR
+        parsed (``function_ir`` has nothing to show); None if this process lacks one of the
+        symbols it calls (``externals``), which LLVM would abort the process over."""
+        tm = _target_machine()
+        if not all(llvm.address_of_symbol(name) for name in externals):
+            return None
+        self = cls.__new__(cls)
+        self.target, self.runs_here, self.from_disk_cache = cpu_target(), runs_here(), True
+        self.module, self.optimised_ir, self.object_code = None, optimised_ir, None
+        self.engine = llvm.create_mcjit_compiler(pipeline.parse("", tm), tm)
+        self.engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(object_code)))
+        self.engine.finalize_object()
+        return self
+
+    def take_object_code(self):
+        code, self.object_code = self.object_code, None
+        return code
 
     def function(self, name, n_pointers, bounds=True, status=False):
         """A ctypes function for kernel ``name``; it takes the buffer addresses as ints and
@@ -125,6 +148,12 @@ class JitModule:
 
     def function_ir(self, name):
         return str(self.module.get_function(name))
+
+
+def externals(module):
+    """The names of the symbols an llvmlite ``module`` takes from the process."""
+    return sorted(g.name for g in module.global_values if not g.name.startswith("llvm.") and (
+        g.is_declaration if isinstance(g, ir.Function) else g.initializer is None))
 
 
 def _refuse_to_run(cpu, *args):

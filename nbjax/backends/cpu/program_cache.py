@@ -1,0 +1,185 @@
+"""The disk cache of whole programs: a jitted function that an earlier process compiled is
+loaded, not compiled again: no passes, no fusion planning, no code generation, no LLVM.
+
+An entry holds what ``executable.assemble`` needs besides machine code (the optimised jaxpr,
+its fusion plan, the passes' log and the code generator's ``Layout``, which keeps the
+kernels' IR texts for the reports) and the module's optimised IR, pickled together, then the module's object code. Its key
+is the SHA-256 of the traced jaxpr, pickled (primitives by name, variables without their
+process-wide numbers, constants by value) without its equations' source lines and
+provenance, of nbjax's source code (an edit anywhere makes new keys), of
+``cache.environment()`` (versions, CPU) and of the compiler's settings (``_settings``). So a
+notebook run again in a new kernel finds its programs, though its cells are files of other
+names; the loaded program then points at the source lines of the new trace, equation by
+equation, not the old ones. A program whose jaxpr does not pickle (a callback's lambda in
+its params) is compiled every time, as before; the cache of modules (``cache``) still spares
+it LLVM's work.
+
+Entries live beside the modules' in the same private directory, written and checked the same
+way (atomic writes, checksums, the key inside), under their own suffix. Like machine code, a
+pickle from that directory is loaded without question: the directory must be ours alone
+(``cache.directory``). Before machine code is loaded, every symbol it calls is checked to
+exist in this process (LLVM would abort on a missing one); an entry that fails any check is
+a miss.
+"""
+
+import copyreg
+import functools
+import hashlib
+import io
+import json
+import logging
+import pickle
+import time
+from pathlib import Path
+
+from ...core.jaxpr import subjaxprs
+from ...core.source_info import Provenance, SourceInfo
+from ...compiler import fusion
+from . import blas, cache, codegen, executable, runtime
+from .target import runs_here
+
+log = logging.getLogger(__name__)
+
+SUFFIX = ".nbjax-program"
+
+
+def key(closed_jaxpr):
+    """The entry's name for the traced ``closed_jaxpr``, or None when it cannot have one
+    (or there is no disk cache)."""
+    if _directory() is None:
+        return None
+    digest = hashlib.sha256()
+    try:
+        _WithoutDebugInfo(_Digest(digest), protocol=5).dump(closed_jaxpr)
+    except Exception as e:  # noqa: BLE001  (anything in the params that does not pickle)
+        log.debug("nbjax program cache: %s is not cached: %s", closed_jaxpr, e)
+        return None
+    digest.update(_sources())
+    digest.update(json.dumps({**cache.environment(), **_settings()}, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def _settings():
+    """The compiler's settings that shape a program besides its jaxpr (and that a user or a
+    test may change): when kernels split between the cores and how many, how many math
+    calls a kernel inlines, how deep a chain of fused equations grows. (Which BLAS the code
+    calls is in the names of the symbols it calls, checked on loading.)"""
+    return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
+            "inline math calls": codegen.INLINE_MATH_CALLS,
+            "kernel depth": fusion.MAX_KERNEL_DEPTH}
+
+
+def _nothing(obj):
+    return int, ()
+
+
+class _WithoutDebugInfo(pickle.Pickler):
+    # (a table rather than ``persistent_id``, which would be called for every object)
+    dispatch_table = {**copyreg.dispatch_table, SourceInfo: _nothing, Provenance: _nothing}
+
+
+class _DebugInfoByPosition(pickle.Pickler):
+    """Pickles the source lines and provenances of ``traced``'s equations as their
+    positions in it (``_debug_info``)."""
+
+    def __init__(self, file, traced):
+        super().__init__(file, protocol=5)
+        self.positions = {id(o): k for k, o in enumerate(_debug_info(traced))}
+
+    def persistent_id(self, obj):
+        return self.positions.get(id(obj)) if isinstance(obj, (SourceInfo, Provenance)) \
+            else None
+
+
+class _DebugInfoOf(pickle.Unpickler):
+    """Unpickles what ``_DebugInfoByPosition`` pickled, with ``traced``'s debug info."""
+
+    def __init__(self, data, traced):
+        super().__init__(io.BytesIO(data))
+        self.persistent_load = _debug_info(traced).__getitem__
+
+
+def _debug_info(closed_jaxpr):
+    """Each equation's source info and provenance, equations in the order of a walk of the
+    jaxpr and its sub-jaxprs: the same order in every process for programs of one key."""
+    found = []
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            found.extend((eqn.source_info, eqn.provenance))
+            for sub in subjaxprs(eqn.params):
+                walk(sub)
+    walk(closed_jaxpr.jaxpr)
+    return found
+
+
+class _Digest:
+    """A file whose writes feed a hash (the pickle is never held in memory)."""
+
+    def __init__(self, digest):
+        self.write = digest.update
+
+
+@functools.cache
+def _sources():
+    """The SHA-256 of nbjax's source code (a few ms, once per process)."""
+    package = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.digest()
+
+
+def _directory():
+    return cache.directory() if runs_here() else None
+
+
+def _path(entry_key):
+    directory = _directory()
+    return None if directory is None or entry_key is None else directory / (entry_key + SUFFIX)
+
+
+# --- load ----------------------------------------------------------------------------------
+
+def load(entry_key, traced, name):
+    """The Executable stored under ``entry_key`` (of the ClosedJaxpr ``traced``), or None."""
+    path = _path(entry_key)
+    if path is None:
+        return None
+    start = time.perf_counter()
+    found = cache.read(path, entry_key, meta=lambda data: _DebugInfoOf(data, traced).load())
+    jit_module = None
+    if found is not None:
+        (optimised, plan, rewrites, layout, optimised_ir), code = found
+        if any(name.startswith(blas.PREFIX) for name in layout.externals):
+            blas.library()  # registers the BLAS routines
+        if code:
+            jit_module = runtime.JitModule.of_object_code(code, optimised_ir, layout.externals)
+    if found is None or (code and jit_module is None):
+        cache.stats["program miss"] += 1
+        return None
+    cache.stats["program hit"] += 1
+    return executable.assemble(name, optimised, plan, rewrites, layout, jit_module,
+                               {"program_cache": time.perf_counter() - start})
+
+
+# --- store ---------------------------------------------------------------------------------
+
+def store(entry_key, traced, compiled):
+    """Keep ``compiled`` (a cpu ``Executable`` compiled afresh from the ClosedJaxpr
+    ``traced``) under ``entry_key``."""
+    path = _path(entry_key)
+    module = compiled.jit_module
+    code = module.take_object_code() if module is not None else b""
+    if path is None or code is None:
+        return
+    meta = io.BytesIO()
+    try:
+        _DebugInfoByPosition(meta, traced).dump(
+            (compiled.jaxpr, compiled.plan, compiled.rewrites, compiled.layout,
+             module.optimised_ir if module is not None else None))
+    except Exception as e:  # noqa: BLE001  (a rewrite or plan holding what does not pickle)
+        log.debug("nbjax program cache: cannot keep %s: %s", compiled.name, e)
+        return
+    if cache.write(path, cache.encode(entry_key, meta.getvalue(), code)):
+        cache.stats["program store"] += 1

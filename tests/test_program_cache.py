@@ -1,0 +1,177 @@
+"""The CPU backend's disk cache of whole programs: a program compiled before (in this process
+or another) is loaded with no pass, planning or code generation, computes what it computed,
+points at the source lines of the new trace, and is rebuilt when its entry is damaged or was
+made for another environment; programs that cannot be keyed are compiled as before."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import lax
+from nbjax.backends import compile
+from nbjax.backends.cpu import cache, program_cache
+from helpers import assert_close
+
+RNG = np.random.default_rng(11)
+pytestmark = pytest.mark.cpu_compiler
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    path = tmp_path / "nbjax-cache"
+    monkeypatch.setenv("NBJAX_CACHE_DIR", str(path))
+    monkeypatch.delenv("NBJAX_DISABLE_DISK_CACHE", raising=False)
+    return path
+
+
+def _loop(w, xs):
+    """A scan whose body holds a BLAS product, a host step (a sort) and kernels."""
+    def step(h, x):
+        h = jnp.tanh(h @ w + x)
+        return h, jnp.sort(h, axis=-1)[..., :2]
+    return lax.scan(step, jnp.zeros((xs.shape[1], w.shape[0]), w.dtype), xs)
+
+
+def _loop_numpy(w, xs):
+    h, ys = np.zeros((xs.shape[1], w.shape[0]), w.dtype), []
+    for x in xs:
+        h = np.tanh(h @ w + x)
+        ys.append(np.sort(h, axis=-1)[..., :2])
+    return h, np.stack(ys)
+
+
+def _inputs():
+    return (RNG.standard_normal((6, 6)).astype(np.float32) * 0.5,
+            RNG.standard_normal((5, 3, 6)).astype(np.float32))
+
+
+def _compiled(f, *args):
+    return compile(nbjax.make_jaxpr(f)(*args), "cpu", f.__name__)
+
+
+def _program_entries(path):
+    return sorted(p for p in path.iterdir() if p.name.endswith(program_cache.SUFFIX))
+
+
+def test_second_compilation_loads_the_program_and_computes_the_same():
+    w, xs = _inputs()
+    first = _compiled(_loop, w, xs)
+    assert "codegen" in first.compile_times and cache.stats["program store"] >= 1
+    hits = cache.stats["program hit"]
+    second = _compiled(_loop, w, xs)
+    assert cache.stats["program hit"] == hits + 1
+    assert set(second.compile_times) == {"program_cache"}  # no pass, plan, codegen, LLVM
+    assert second.runs_as == first.runs_as
+    for got, want in zip(second.run(w, xs), _loop_numpy(w, xs)):
+        assert_close(got, want, rtol=1e-5)
+    assert [k.texts for k in second.kernels] == [k.texts for k in first.kernels]
+    assert second.jit_module.optimised_ir == first.jit_module.optimised_ir
+    assert str(second.jaxpr) == str(first.jaxpr)
+    assert len(second.plan.groups) == len(first.plan.groups)
+
+
+def test_loaded_program_times_its_steps_and_reports():
+    w, xs = _inputs()
+    _compiled(_loop, w, xs)
+    loaded = _compiled(_loop, w, xs)
+    assert set(loaded.compile_times) == {"program_cache"}
+    loaded.enable_timing()
+    for got, want in zip(loaded.run(w, xs), _loop_numpy(w, xs)):
+        assert_close(got, want, rtol=1e-5)
+    assert loaded.step_times and all(len(t) == 1 for t in loaded.step_times.values())
+    compiled = nbjax.jit(_loop).lower(w, xs).compile()
+    assert "scan" in compiled.as_text()
+
+
+def test_a_damaged_entry_is_rebuilt(cache_dir):
+    w, xs = _inputs()
+    _compiled(_loop, w, xs)
+    (entry,) = _program_entries(cache_dir)
+    data = bytearray(entry.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    corrupt = cache.stats["corrupt"]
+    rebuilt = _compiled(_loop, w, xs)
+    assert cache.stats["corrupt"] == corrupt + 1 and "codegen" in rebuilt.compile_times
+    for got, want in zip(rebuilt.run(w, xs), _loop_numpy(w, xs)):
+        assert_close(got, want, rtol=1e-5)
+    assert set(_compiled(_loop, w, xs).compile_times) == {"program_cache"}  # stored again
+
+
+def test_another_environment_has_other_keys(monkeypatch):
+    w, xs = _inputs()
+    _compiled(_loop, w, xs)
+    env = dict(cache.environment(), llvm="0.0.0")
+    monkeypatch.setattr(cache, "environment", lambda: env)
+    assert "codegen" in _compiled(_loop, w, xs).compile_times
+
+
+def _lambda_callback(x):
+    return nbjax.pure_callback(lambda v: np.cumsum(v), jax_shape(x), x) * 2
+
+
+def jax_shape(x):
+    return nbjax.ShapeDtypeStruct(x.shape, x.dtype)
+
+
+def test_a_program_holding_a_lambda_is_compiled_each_time(cache_dir):
+    x = RNG.standard_normal(7).astype(np.float32)
+    assert program_cache.key(nbjax.make_jaxpr(_lambda_callback)(x)) is None
+    for _ in range(2):
+        exe = _compiled(_lambda_callback, x)
+        assert "codegen" in exe.compile_times or "passes" in exe.compile_times
+        assert_close(exe.run(x)[0], np.cumsum(x) * 2, rtol=1e-5)
+    assert not _program_entries(cache_dir)
+
+
+# --- across processes ------------------------------------------------------------------------
+
+_CHILD = """
+import json, sys
+import numpy as np
+import nbjax, nbjax.numpy as jnp
+from nbjax import lax
+from nbjax.backends.cpu import cache
+{padding}
+def program(w, xs):
+    def step(h, x):
+        h = jnp.tanh(h @ w + x)
+        return h, jnp.sort(h, axis=-1)
+    return lax.scan(step, jnp.zeros((xs.shape[1], w.shape[0]), w.dtype), xs)
+
+w = np.linspace(-1, 1, 36, dtype=np.float32).reshape(6, 6)
+xs = np.linspace(-2, 2, 5 * 3 * 6, dtype=np.float32).reshape(5, 3, 6)
+exe = nbjax.jit(program).lower(w, xs).compile("cpu").executable
+out = exe.run(w, xs)
+lines = sorted({{e.source_info.line for e in exe.jaxpr.jaxpr.eqns if e.source_info}})
+print(json.dumps({{"stats": dict(cache.stats), "phases": sorted(exe.compile_times),
+                   "lines": lines, "out": [o.tolist() for o in out]}}))
+"""
+
+
+def _child(tmp_path, cache_path, name, padding):
+    script = tmp_path / name
+    script.write_text(_CHILD.format(padding="\n" * padding))
+    env = dict(os.environ, NBJAX_CACHE_DIR=str(cache_path))
+    env.pop("NBJAX_DISABLE_DISK_CACHE", None)
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_new_process_loads_the_program_and_points_at_its_own_lines(tmp_path, cache_dir):
+    """The second process runs the same program from a file of another name, 3 lines
+    further down (as a notebook run again in a new kernel): a hit, with the new lines."""
+    first = _child(tmp_path, cache_dir, "first.py", padding=0)
+    second = _child(tmp_path, cache_dir, "second.py", padding=3)
+    assert first["stats"].get("program store") == 1 and "codegen" in first["phases"]
+    assert second["stats"].get("program hit") == 1 and second["phases"] == ["program_cache"]
+    assert second["out"] == first["out"]
+    assert first["lines"] and second["lines"] == [n + 3 for n in first["lines"]]
