@@ -1,0 +1,83 @@
+"""The GPU itself, through CuPy: device memory, module loading, launches, cuBLAS.
+
+Nothing here is imported when nbjax starts: CuPy is imported by ``cuda_device()``, on the
+first compilation for the ``gpu`` backend, which raises ``GpuUnavailable`` saying what is
+missing (CuPy, a driver, a device) when it cannot run.
+"""
+
+import functools
+
+from . import ptx
+
+
+class GpuUnavailable(RuntimeError):
+    """The gpu backend cannot run here; the message says why."""
+
+
+# The architectures our PTX targets, newest first; a newer GPU runs the newest one's PTX,
+# compiled for it by the driver.
+ARCHS = (90, 89, 87, 86, 80, 75)
+
+
+def arch_for(compute_capability):
+    """The ``sm_XX`` to compile for on a device of ``compute_capability`` (``"86"``)."""
+    cc = int(compute_capability)
+    for arch in ARCHS:
+        if arch <= cc:
+            return f"sm_{arch}"
+    raise GpuUnavailable(f"the GPU's compute capability {cc / 10:.1f} is older than the "
+                         f"oldest the gpu backend compiles for ({ARCHS[-1] / 10:.1f})")
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_device():
+    """The ``CupyDevice`` of the current CUDA device, or ``GpuUnavailable``."""
+    try:
+        import cupy
+    except ImportError as e:
+        raise GpuUnavailable("the gpu backend needs CuPy, which is not installed "
+                             f"({e}): pip install 'nbjax[gpu]' (cupy-cuda12x)") from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001  (CuPy raises its own types per failure)
+        raise GpuUnavailable("the gpu backend found CuPy but no usable CUDA driver "
+                             f"({type(e).__name__}: {e})") from None
+    if count == 0:
+        raise GpuUnavailable("the gpu backend found CuPy and a CUDA driver but no GPU")
+    return CupyDevice(cupy)
+
+
+class CupyDevice:
+    """CuPy arrays as device memory; our kernels loaded from PTX (``cupy.RawModule``) and
+    launched on the current stream."""
+
+    xp = None
+
+    def __init__(self, cupy):
+        self.cupy = self.xp = cupy
+        device = cupy.cuda.Device()
+        self.arch = arch_for(device.compute_capability)
+        self.name = f"GPU {device.id} ({self.arch})"
+
+    def put(self, array):
+        return self.cupy.asarray(array)
+
+    def get(self, array):
+        return self.cupy.asnumpy(array)
+
+    def load(self, kernels, name):
+        """({kernel name: launch(grid, block, buffers)}, {kernel name: {stage: text}})."""
+        texts, optimised, code = ptx.kernels_ptx(name, kernels, self.arch)
+        module = self.cupy.RawModule(code=code)
+        launches = {k.name: _launcher(module.get_function(k.name)) for k in kernels}
+        for stages in texts.values():
+            stages["optimised LLVM IR (module)"] = optimised
+            stages["PTX (module)"] = code
+        return launches, texts
+
+
+def _launcher(function):
+    def launch(grid, block, buffers):
+        function((grid,), (block,), tuple(buffers))
+    launch.function = function
+    return launch
