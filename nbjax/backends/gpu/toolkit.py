@@ -8,6 +8,7 @@ and ``gpu`` extras install it); otherwise a CUDA installation under ``$CUDA_HOME
 """
 
 import functools
+import importlib.util
 import os
 import re
 import shutil
@@ -20,11 +21,12 @@ from pathlib import Path
 def _roots():
     """Directories that may hold a CUDA toolkit's ``bin`` and ``nvvm``, in order."""
     roots = []
-    try:
-        from nvidia import cuda_nvcc  # the wheel's namespace package (no __init__)
-        roots += [Path(p) for p in cuda_nvcc.__path__]
-    except ImportError:
-        pass
+    try:  # (the wheel's namespace package, found without importing it)
+        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
+    except ImportError:  # no ``nvidia`` package at all
+        spec = None
+    if spec is not None:
+        roots += [Path(p) for p in spec.submodule_search_locations or ()]
     roots += [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
     return roots + [Path("/usr/local/cuda")]
 
