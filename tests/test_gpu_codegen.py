@@ -252,3 +252,67 @@ def test_importing_nbjax_imports_no_cupy():
     code = ("import sys, nbjax; nbjax.jit(lambda x: x)(1.0); "
             "import nbjax.backends.gpu; assert 'cupy' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- the CuPy runtime, on a stand-in for CuPy ---------------------------------------------
+
+class _FakeCupy:
+    """What ``cuda.CupyDevice`` uses of CuPy, over NumPy: its RawModule assembles the PTX
+    with ptxas for the device's arch, and its kernel functions check their launch arguments
+    as CuPy takes them, then run the kernel on the emulated grid (``emulated``: set by the
+    test from the same LoopKernels)."""
+
+    def __init__(self, compute_capability):
+        fake = self
+        self.asarray, self.asnumpy, self.empty, self.full, self.einsum = (
+            np.asarray, np.asarray, np.empty, np.full, np.einsum)
+        self.emulated, self.launches = {}, []
+
+        class Device:
+            id = 0
+
+            def __init__(self):
+                self.compute_capability = compute_capability
+
+        class RawModule:
+            def __init__(self, code):
+                from nbjax.backends.gpu.cuda import arch_for
+                self.reports = toolkit.ptxas(code, arch_for(compute_capability))
+
+            def get_function(self, name):
+                assert name in self.reports
+
+                def function(grid, block, args):
+                    assert isinstance(grid, tuple) and isinstance(block, tuple)
+                    assert all(isinstance(a, np.ndarray) and a.flags.c_contiguous
+                               for a in args)
+                    fake.launches.append((name, grid, block))
+                    fake.emulated[name](grid[0], block[0], list(args))
+                return function
+
+        self.RawModule = RawModule
+        self.cuda = type("cuda", (), {"Device": Device, "runtime": type(
+            "runtime", (), {"getDeviceCount": staticmethod(lambda: 1)})})
+
+
+@needs_ptxas
+@pytest.mark.parametrize("compute_capability", ["80", "90", "120"])
+def test_cupy_device_loads_ptx_and_launches(compute_capability):
+    from nbjax.backends.gpu.cuda import CupyDevice
+    fake = _FakeCupy(compute_capability)
+    device = CupyDevice(fake)
+    target = GpuTarget("gpu-fake", lambda: device)
+    x = np.random.default_rng(2).standard_normal((50, 7)).astype(np.float32)
+
+    def f(x):
+        return jnp.tan(x) * 2, x.sum(1), x @ x.T
+
+    closed = nbjax.make_jaxpr(f)(x)
+    exe = compiler.compile(closed, target, "f")
+    assert all("PTX (module)" in k.texts for k in exe.kernels)
+    fake.emulated = HostDevice().load([k.loop for k in exe.kernels], "f")[0]
+    outs = exe.run(x)
+    refs = compiler.compile(closed, get_target("reference"), "f").run(x)
+    for out, ref in zip(outs, refs):
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    assert {name for name, _, _ in fake.launches} == {k.name for k in exe.kernels}

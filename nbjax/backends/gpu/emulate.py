@@ -60,9 +60,6 @@ class HostDevice:
     name = "host emulation of the GPU"
     xp = np
 
-    def __init__(self):
-        self._engines = []  # keep compiled code alive
-
     def put(self, array):
         return np.asarray(array, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
 
@@ -86,19 +83,18 @@ class HostDevice:
         parsed.verify()
         engine = llvm.create_mcjit_compiler(parsed, tm)
         engine.finalize_object()
-        self._engines.append(engine)
         launches = {}
         for kernel in kernels:
             n = len(kernel.outputs) + len(kernel.inputs)
             proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n, ctypes.c_int64,
                                      ctypes.c_int64)
             driver = proto(engine.get_function_address(kernel.name + "_grid"))
-            launches[kernel.name] = _launcher(driver)
+            launches[kernel.name] = _launcher(driver, engine)
         return launches, {k: {"LLVM IR (host emulation)": t} for k, t in texts.items()}
 
 
-def _launcher(driver):
+def _launcher(driver, engine):
     def launch(grid, block, buffers):
         driver(*[b.ctypes.data for b in buffers], grid, block)
-    launch.driver = driver
+    launch.engine = engine  # the machine code lives as long as a launch function does
     return launch
