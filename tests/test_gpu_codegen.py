@@ -257,7 +257,7 @@ def test_importing_nbjax_imports_no_cupy():
 # --- the CuPy runtime, on a stand-in for CuPy ---------------------------------------------
 
 class _FakeCupy:
-    """What ``cuda.CupyDevice`` uses of CuPy, over NumPy: its RawModule assembles the PTX
+    """What ``cuda.CupyDevice`` uses of CuPy, over NumPy: its Module assembles the PTX
     with ptxas for the device's arch, and its kernel functions check their launch arguments
     as CuPy takes them, then run the kernel on the emulated grid (``emulated``: set by the
     test from the same LoopKernels)."""
@@ -274,23 +274,26 @@ class _FakeCupy:
             def __init__(self):
                 self.compute_capability = compute_capability
 
-        class RawModule:
-            def __init__(self, code):
+        class Module:  # cupy.cuda.function.Module
+            def load(self, image):
                 from nbjax.backends.gpu.cuda import arch_for
-                self.reports = toolkit.ptxas(code, arch_for(compute_capability))
+                assert isinstance(image, bytes) and image.endswith(b"\0")
+                self.reports = toolkit.ptxas(image[:-1].decode(),
+                                             arch_for(compute_capability))
 
             def get_function(self, name):
                 assert name in self.reports
 
                 def function(grid, block, args):
                     assert isinstance(grid, tuple) and isinstance(block, tuple)
+                    assert len(grid) == len(block) == 3 and grid[1:] == block[1:] == (1, 1)
                     assert all(isinstance(a, np.ndarray) and a.flags.c_contiguous
                                for a in args)
                     fake.launches.append((name, grid, block))
                     fake.emulated[name](grid[0], block[0], list(args))
                 return function
 
-        self.RawModule = RawModule
+        self.Module = Module
         self.cuda = type("cuda", (), {"Device": Device, "runtime": type(
             "runtime", (), {"getDeviceCount": staticmethod(lambda: 1)})})
 
@@ -300,7 +303,7 @@ class _FakeCupy:
 def test_cupy_device_loads_ptx_and_launches(compute_capability):
     from nbjax.backends.gpu.cuda import CupyDevice
     fake = _FakeCupy(compute_capability)
-    device = CupyDevice(fake)
+    device = CupyDevice(fake, fake.Module)
     target = GpuTarget("gpu-fake", lambda: device)
     x = np.random.default_rng(2).standard_normal((50, 7)).astype(np.float32)
 

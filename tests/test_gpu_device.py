@@ -64,12 +64,12 @@ def test_dot_general_and_reductions():
 
     def f(m, v):
         y = nbjax.vmap(jnp.dot, in_axes=(None, 0))(m, v)
-        return y, nbjax.nn.softmax(y, axis=1), y.sum(), jnp.tan(y)
+        return y, nbjax.nn.softmax(y, axis=1), y.sum(), jnp.tan(jnp.tanh(y))  # (no poles)
 
     outs = nbjax.jit(f, backend="gpu")(m, v)
     y = (m @ v.T).T
     e = np.exp(y - y.max(1, keepdims=True))
-    for out, ref in zip(outs, [y, e / e.sum(1, keepdims=True), y.sum(), np.tan(y)]):
+    for out, ref in zip(outs, [y, e / e.sum(1, keepdims=True), y.sum(), np.tan(np.tanh(y))]):
         assert_close(out, ref, rtol=1e-4)
 
 

@@ -34,6 +34,7 @@ def cuda_device():
     """The ``CupyDevice`` of the current CUDA device, or ``GpuUnavailable``."""
     try:
         import cupy
+        from cupy.cuda import function
     except ImportError as e:
         raise GpuUnavailable("the gpu backend needs CuPy, which is not installed "
                              f"({e}): pip install 'nbjax[gpu]' (cupy-cuda12x)") from None
@@ -44,17 +45,20 @@ def cuda_device():
                              f"({type(e).__name__}: {e})") from None
     if count == 0:
         raise GpuUnavailable("the gpu backend found CuPy and a CUDA driver but no GPU")
-    return CupyDevice(cupy)
+    return CupyDevice(cupy, function.Module)
 
 
 class CupyDevice:
-    """CuPy arrays as device memory; our kernels loaded from PTX (``cupy.RawModule``) and
-    launched on the current stream."""
+    """CuPy arrays as device memory; our kernels loaded from PTX and launched on the current
+    stream. The module is CuPy's ``cupy.cuda.function.Module`` (``module_type``), the layer
+    under ``RawModule``: its ``load`` hands the PTX to the driver (``cuModuleLoadData``),
+    which compiles it for the device, where ``RawModule(code=...)`` would compile CUDA C."""
 
     xp = None
 
-    def __init__(self, cupy):
+    def __init__(self, cupy, module_type):
         self.cupy = self.xp = cupy
+        self.module_type = module_type
         device = cupy.cuda.Device()
         self.arch = arch_for(device.compute_capability)
         self.name = f"GPU {device.id} ({self.arch})"
@@ -68,7 +72,8 @@ class CupyDevice:
     def load(self, kernels, name):
         """({kernel name: launch(grid, block, buffers)}, {kernel name: {stage: text}})."""
         texts, optimised, code = ptx.kernels_ptx(name, kernels, self.arch)
-        module = self.cupy.RawModule(code=code)
+        module = self.module_type()
+        module.load(code.encode() + b"\0")  # (the driver takes PTX as a C string)
         launches = {k.name: _launcher(module.get_function(k.name)) for k in kernels}
         for stages in texts.values():
             stages["optimised LLVM IR (module)"] = optimised
@@ -77,7 +82,9 @@ class CupyDevice:
 
 
 def _launcher(function):
+    """``launch(grid, block, buffers)``: CuPy's ``Function`` call, on the current stream,
+    each array passed as its data pointer; the function keeps its module loaded."""
     def launch(grid, block, buffers):
-        function((grid,), (block,), tuple(buffers))
+        function((grid, 1, 1), (block, 1, 1), tuple(buffers))
     launch.function = function
     return launch
