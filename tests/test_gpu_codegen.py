@@ -312,7 +312,8 @@ def test_cupy_device_loads_ptx_and_launches(compute_capability):
 
     closed = nbjax.make_jaxpr(f)(x)
     exe = compiler.compile(closed, target, "f")
-    assert all("PTX (module)" in k.texts for k in exe.kernels)
+    assert all("PTX (module)" in k.texts and "Used" in k.texts["ptxas -v"]
+               for k in exe.kernels)
     fake.emulated = HostDevice().load([k.loop for k in exe.kernels], "f")[0]
     outs = exe.run(x)
     refs = compiler.compile(closed, get_target("reference"), "f").run(x)

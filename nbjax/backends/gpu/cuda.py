@@ -7,7 +7,7 @@ missing (CuPy, a driver, a device) when it cannot run.
 
 import functools
 
-from . import ptx
+from . import ptx, toolkit
 
 
 class GpuUnavailable(RuntimeError):
@@ -75,9 +75,12 @@ class CupyDevice:
         module = self.module_type()
         module.load(code.encode() + b"\0")  # (the driver takes PTX as a C string)
         launches = {k.name: _launcher(module.get_function(k.name)) for k in kernels}
-        for stages in texts.values():
+        reports = toolkit.ptxas(code, self.arch) if toolkit.find_ptxas() else {}
+        for name, stages in texts.items():
             stages["optimised LLVM IR (module)"] = optimised
             stages["PTX (module)"] = code
+            if name in reports:  # registers, spills: what limits the kernel's occupancy
+                stages["ptxas -v"] = reports[name].text
         return launches, texts
 
 
