@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PYTEST_ARGS ?= -n 2 --dist loadgroup
 
-.PHONY: test fuzz lab bench array-api-tests clean
+.PHONY: test fuzz lab bench gpu-check array-api-tests clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ lab: $(VENV)/.lab-deps
 # `make bench`: the benchmark table (installs jax, the reference it is compared with).
 bench: $(VENV)/.bench-deps
 	$(PY) -m benchmarks.run
+
+# `make gpu-check`: the gpu backend on a machine with an NVIDIA GPU (tools/gpu_check.sh:
+# installs the gpu extra and jax[cuda12], runs the device tests and the seed benchmarks).
+gpu-check: $(PY)
+	PYTHON=$(PY) tools/gpu_check.sh
 
 # Optional: the public array-api-tests suite, from a local checkout (it is not on PyPI).
 array-api-tests: $(VENV)/.test-deps

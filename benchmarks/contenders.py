@@ -120,19 +120,19 @@ def nbjax_contender(backend):
 
 # --- jax ------------------------------------------------------------------------------------------
 
-def jax_contender():
-    """``jax.jit`` on JAX's CPU backend, or None when jax is not installed (it is optional:
-    ``pip install .[bench]``)."""
+def jax_contender(platform="cpu"):
+    """``jax.jit`` on JAX's ``platform`` (``"cpu"``, or ``"cuda"`` against nbjax's gpu
+    backend), or None when jax is not installed (it is optional: ``pip install .[bench]``)."""
     try:
         import jax
     except ImportError:
         return None
-    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_platforms", platform)
 
     @contextlib.contextmanager
     def cleared_caches():
         jax.clear_caches()
         yield
 
-    return TracingContender("jax.jit", f"jax {jax.__version__} on CPU", jax, jax.jit,
-                            jax.device_put, cleared_caches)
+    return TracingContender("jax.jit", f"jax {jax.__version__} on {platform.upper()}", jax,
+                            jax.jit, jax.device_put, cleared_caches)

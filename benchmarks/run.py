@@ -81,7 +81,7 @@ def main(argv=None):
 def benchmark(chosen, backend, args):
     """Measure the ``chosen`` workloads on every contender: the report as a dict."""
     contenders = [NumPyContender(), nbjax_contender(backend)]
-    jax = None if args.no_jax else jax_contender()
+    jax = None if args.no_jax else jax_contender("cuda" if backend == "gpu" else "cpu")
     if jax is not None:
         contenders.append(jax)
     for contender in contenders:

@@ -1,5 +1,6 @@
 """The targets compiled programs run on, by name: ``"reference"`` (the NumPy interpreter
-that defines the semantics) and ``"cpu"`` (kernels compiled with llvmlite).
+that defines the semantics), ``"cpu"`` (kernels compiled with llvmlite) and ``"gpu"``
+(the same kernels as PTX, run through CuPy).
 
 Each is a ``nbjax.compiler.Target``; ``get_target(name)`` finds one (importing its module on
 first use: llvmlite takes a moment to load), ``register_target`` adds one. ``jit``, ``pmap``
@@ -13,7 +14,8 @@ from ..config import config
 
 _TARGETS = {}
 # Targets whose modules are imported on first use; each module defines ``TARGET``.
-_MODULES = {"reference": "nbjax.backends.reference", "cpu": "nbjax.backends.cpu"}
+_MODULES = {"reference": "nbjax.backends.reference", "cpu": "nbjax.backends.cpu",
+            "gpu": "nbjax.backends.gpu"}
 
 
 def register_target(target):

@@ -1,0 +1,61 @@
+"""The GPU target: the CPU's compiler (passes, fusion planner, kernel IR, the shared LLVM
+emitter) emitting PTX for NVIDIA GPUs through llvmlite's NVPTX back end, run through CuPy.
+
+What the GPU changes is its scaffold (``scaffold``: threads and a grid-stride loop instead
+of loops, buffers in global memory, libdevice for the math mathlib lacks), the PTX
+compilation (``ptx``, ``toolkit``), and the runtime (``executable`` over a device:
+``cuda`` on a GPU, ``emulate`` on the host for tests). Control flow is not compiled for the
+GPU yet: it runs on the host, as do library steps other than ``dot_general``.
+
+Importing this module imports neither CuPy nor anything of CUDA: ``GpuTarget.lower`` asks
+for the device, and raises ``cuda.GpuUnavailable`` saying what is missing.
+"""
+
+import dataclasses
+
+from ...compiler import Target
+from . import executable
+from .cuda import GpuUnavailable, cuda_device
+from .scaffold import describe
+
+__all__ = ["GpuTarget", "GpuUnavailable", "TARGET"]
+
+BLOCK = 256          # threads per block
+MAX_BLOCKS = 65536   # blocks per launch at most; a grid-stride loop covers the rest
+
+
+class GpuTarget(Target):
+    """``device`` is a function returning the device (``cuda.cuda_device``, or
+    ``emulate.HostDevice`` for tests)."""
+
+    def __init__(self, name="gpu", device=cuda_device, block=BLOCK, max_blocks=MAX_BLOCKS):
+        self.name, self.device = name, device
+        self.block, self.max_blocks = block, max_blocks
+
+    def library_reason(self, eqn):
+        category = eqn.primitive.lowerings.get("library")
+        if category is None:
+            return None
+        if executable.einsum_spec(eqn) is not None:
+            return f"{eqn.primitive.name} is a cuBLAS call (einsum)"
+        return (f"{eqn.primitive.name} runs on the host (its reference implementation): "
+                "operands copied from the GPU, results back")
+
+    def lower(self, name, jaxpr, plan, rewrites, timer):
+        device = self.device()
+        _record_gpu_choices(plan, self.block)
+        return executable.compile_plan(name, jaxpr, plan, rewrites, timer, device,
+                                       self.block, self.max_blocks)
+
+
+def _record_gpu_choices(plan, block):
+    """Add how each kernel maps onto threads to the reason of the decision that started it,
+    so the fusion report says it."""
+    kernels = {g.index: g.kernel for g in plan.groups if g.kind == "kernel"}
+    for n, d in enumerate(plan.decisions):
+        if d.started_new_group and d.group in kernels:
+            how = describe(kernels.pop(d.group), block)
+            plan.decisions[n] = dataclasses.replace(d, reason=f"{d.reason}; {how}")
+
+
+TARGET = GpuTarget()

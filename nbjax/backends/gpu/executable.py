@@ -1,0 +1,167 @@
+"""A compiled program for the GPU: its steps run one after the other on a ``Device``.
+
+``compile_plan`` puts every kernel of a FusionPlan into one module, loads it on the device
+once, and makes one step per plan group; a run copies the operands to the device, runs the
+steps (kernel launches and library calls are queued on the device's current stream: the
+host does not wait for them) and copies the results back, the one point where it waits.
+
+A ``Device`` is what the steps need of the machine: ``xp`` (an array module: CuPy on a GPU,
+NumPy in the host emulation), ``put``/``get`` (copies to and from it) and ``load``
+(kernels to launch functions). The steps are the same code on both, so the host emulation
+(``emulate.HostDevice``) tests this module too, up to what CuPy itself does.
+
+Steps:
+
+- a kernel: its outputs allocated (reductions' filled with their identity), one launch of
+  ``grid`` blocks of ``block`` threads (a grid-stride loop inside covers any size);
+- ``dot_general`` on float or complex operands of the result's dtype: ``xp.einsum`` (cuBLAS
+  under CuPy);
+- anything else (other library steps, control flow, primitives without a kernel): the
+  primitive's reference implementation on the host, its operands copied from the device
+  and its results back (named in the fusion report: ``GpuTarget.library_reason``).
+"""
+
+import math
+import string
+
+import numpy as np
+
+from ... import compiler
+from ...compiler import KernelInfo
+from ...core import EvalTrace, Literal, set_current_trace, to_numpy
+from ...core.source_info import warn_at_user_line
+from .scaffold import parallel_size
+
+EINSUM_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
+                                                np.complex128))
+
+
+class Executable(compiler.Executable):
+    def __init__(self, name, device, jaxpr, plan, rewrites, steps, kernels, compile_times):
+        super().__init__(name, "gpu", jaxpr, plan, rewrites, kernels, compile_times)
+        self.device, self._steps = device, steps
+        self.runs_as = f"{len(steps)} step{'s' * (len(steps) != 1)} on the {device.name}"
+        j = jaxpr.jaxpr
+        self._slots = {v: i for i, v in enumerate(_all_vars(j))}
+        self._env = [None] * len(self._slots)
+        for v, c in zip(j.constvars, jaxpr.consts):
+            self._env[self._slots[v]] = device.put(np.asarray(to_numpy(c), order="C"))
+        self._in = [(self._slots[v], np.dtype(v.aval.dtype)) for v in j.invars]
+        self._out = [(None, np.asarray(to_numpy(a.val))) if isinstance(a, Literal)
+                     else (self._slots[a], None) for a in j.outvars]
+
+    def run(self, *args):
+        env, put = self._env.copy(), self.device.put
+        for (slot, dtype), a in zip(self._in, args):
+            env[slot] = put(np.asarray(to_numpy(a), dtype=dtype, order="C"))
+        for step in self._steps:
+            step(env)
+        get = self.device.get
+        return [get(env[slot]) if slot is not None else value.copy()
+                for slot, value in self._out]
+
+
+def _all_vars(jaxpr):
+    seen = dict.fromkeys(list(jaxpr.constvars) + list(jaxpr.invars))
+    for e in jaxpr.eqns:
+        seen.update(dict.fromkeys(e.outvars))
+    return list(seen)
+
+
+def launch_shape(kernel, block, max_blocks):
+    """(grid, block) of a kernel's launch: enough blocks for one point per thread, at most
+    ``max_blocks`` (the grid-stride loop does the rest)."""
+    return max(1, min(max_blocks, -(-parallel_size(kernel) // block))), block
+
+
+def kernel_step(launch, kernel, slots, xp, block, max_blocks):
+    """Allocate ``kernel``'s outputs and launch it on the slots' buffers."""
+    ins = [slots[v] for v in kernel.inputs]
+    outs = [(slots[o.var], tuple(o.shape), np.dtype(o.acc_dtype or o.var.aval.dtype),
+             np.dtype(o.var.aval.dtype), o.identity) for o in kernel.outputs]
+    grid, block = launch_shape(kernel, block, max_blocks)
+    runs = math.prod(kernel.shape) > 0
+
+    def step(env):
+        buffers = [xp.empty(shape, buf) if identity is None else xp.full(shape, identity, buf)
+                   for _, shape, buf, _, identity in outs]
+        if runs:
+            launch(grid, block, buffers + [env[s] for s in ins])
+        for (slot, _, buf_dtype, dtype, _), b in zip(outs, buffers):
+            env[slot] = b if buf_dtype == dtype else b.astype(dtype)
+    return step
+
+
+def einsum_spec(eqn):
+    """The ``einsum`` subscripts of a ``dot_general`` equation, or None when it is not one
+    einsum computes as XLA does (operands and result of one float or complex dtype)."""
+    if eqn.primitive.name != "dot_general":
+        return None
+    dtypes = {np.dtype(a.aval.dtype) for a in eqn.invars} | {np.dtype(eqn.outvars[0].aval.dtype)}
+    if len(dtypes) != 1 or dtypes.pop() not in EINSUM_DTYPES:
+        return None
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    nl, nr = (len(a.aval.shape) for a in eqn.invars)
+    letters = iter(string.ascii_letters)
+    lhs = [next(letters) for _ in range(nl)]
+    rhs = [None] * nr
+    for a, b in zip(list(lc) + list(lb), list(rc) + list(rb)):
+        rhs[b] = lhs[a]
+    rhs = [r or next(letters) for r in rhs]
+    free_l = [lhs[i] for i in range(nl) if i not in lc and i not in lb]
+    free_r = [rhs[i] for i in range(nr) if i not in rc and i not in rb]
+    out = [lhs[i] for i in lb] + free_l + free_r
+    return f"{''.join(lhs)},{''.join(rhs)}->{''.join(out)}"
+
+
+def einsum_step(eqn, spec, slots, xp):
+    a, b = (slots[v] for v in eqn.invars)
+    out = slots[eqn.outvars[0]]
+
+    def step(env):
+        env[out] = xp.asarray(xp.einsum(spec, env[a], env[b]), order="C")
+    return step
+
+
+def host_step(eqn, slots, device, warn):
+    """``eqn`` by its reference implementation on the host: operands copied from the
+    device, results back."""
+    reads = [(None, to_numpy(a.val)) if isinstance(a, Literal) else (slots[a], None)
+             for a in eqn.invars]
+    outs = [(slots[v], v.aval.dtype) for v in eqn.outvars]
+    prim, params = eqn.primitive, eqn.params
+    warned = []
+
+    def step(env):
+        if warn and not warned:
+            warn_at_user_line(f"nbjax gpu backend: no kernel for {prim.name}; it runs on "
+                              "the host's reference backend")
+            warned.append(True)
+        args = [device.get(env[s]) if s is not None else v for s, v in reads]
+        with set_current_trace(EvalTrace()):
+            out = prim.bind(*args, **params)
+        for (slot, dtype), o in zip(outs, out if prim.multiple_results else [out]):
+            env[slot] = device.put(np.asarray(to_numpy(o), dtype=dtype, order="C"))
+    return step
+
+
+def compile_plan(name, optimised, plan, rewrites, timer, device, block, max_blocks):
+    """The Executable of a FusionPlan on ``device``."""
+    slots = {v: i for i, v in enumerate(_all_vars(optimised.jaxpr))}
+    loops = [g.kernel for g in plan.groups if g.kind == "kernel"]
+    launches, kernels = {}, []
+    if loops:
+        with timer("codegen"):
+            launches, texts = device.load(loops, name)
+        kernels = [KernelInfo(k.name, k.eqns, k, texts.get(k.name, {})) for k in loops]
+    steps = []
+    for g in plan.groups:
+        if g.kind == "kernel":
+            steps.append(kernel_step(launches[g.kernel.name], g.kernel, slots, device.xp,
+                                     block, max_blocks))
+        elif g.kind == "library" and (spec := einsum_spec(g.eqns[0])) is not None:
+            steps.append(einsum_step(g.eqns[0], spec, slots, device.xp))
+        else:
+            steps.append(host_step(g.eqns[0], slots, device, g.kind == "fallback" and g.warns))
+    return Executable(name, device, optimised, plan, rewrites, steps, kernels,
+                      dict(timer.times))

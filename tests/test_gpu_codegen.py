@@ -1,0 +1,322 @@
+"""The GPU backend without a GPU: its kernels' PTX assembles with NVIDIA's ptxas, and the
+same kernels, built for the host with thread numbers as arguments and run over the whole
+grid (``backends.gpu.emulate``), compute what the reference backend computes.
+
+ptxas comes from the ``nvidia-cuda-nvcc-cu12`` wheel (the ``test`` extra) or a CUDA
+toolkit; without it the PTX tests skip, saying so. ``NBJAX_GPU_FUZZ_EXAMPLES`` sets how many
+random programs of the differential fuzz corpus each test takes (default 150)."""
+
+import dataclasses
+import os
+import warnings
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import compiler, lax
+from nbjax.backends import get_target
+from nbjax.backends.gpu import GpuTarget, GpuUnavailable, ptx, toolkit
+from nbjax.backends.gpu.emulate import HostDevice
+from nbjax.backends.gpu.scaffold import parallel_axes
+
+import test_fuzz_differential as fuzz
+from benchmarks import workloads
+
+EXAMPLES = int(os.environ.get("NBJAX_GPU_FUZZ_EXAMPLES", "150"))
+ARCHS = ("sm_80", "sm_90")
+needs_ptxas = pytest.mark.skipif(
+    toolkit.find_ptxas() is None,
+    reason="ptxas not found (install nvidia-cuda-nvcc-cu12: the test extra, or CUDA)")
+PLANNER = GpuTarget()  # planning only: nothing asks for its device
+
+
+def _kernels(closed, prefix):
+    """The LoopKernels the GPU target plans for ``closed``, renamed ``<prefix>_<name>`` so
+    that many programs' kernels share a module."""
+    optimised = compiler.optimized(closed)[0]
+    plan = compiler.plan(optimised.jaxpr, PLANNER)
+    return [dataclasses.replace(g.kernel, name=f"{prefix}_{g.kernel.name}")
+            for g in plan.groups if g.kind == "kernel"]
+
+
+def _fuzz_program(seed):
+    """(the closed jaxpr of fuzz program ``seed``, its inputs, its _Program, x64)."""
+    rng = np.random.default_rng(seed)
+    spec = fuzz._draw_program(rng)
+    with nbjax.enable_x64(spec["x64"]):
+        x = fuzz._make_input(rng, spec["shape"], spec["dtype"], spec["layout"], spec["special"])
+        y = fuzz._make_input(rng, spec["y_shape"], spec["y_dtype"], "c", spec["special"])
+        f, programs = fuzz._trace(spec, rng)
+        closed = nbjax.make_jaxpr(f)(x, y)
+    return closed, (x, y), programs[0], spec["x64"]
+
+
+def _assemble(kernels, name):
+    """PTX of one module of ``kernels`` for each arch, assembled: {arch: {kernel: report}}."""
+    reports = {}
+    for arch in ARCHS:
+        _, code = ptx.compile_ptx(str(ptx.kernel_module(name, kernels)[0]), arch)
+        reports[arch] = toolkit.ptxas(code, arch)
+        assert set(reports[arch]) == {k.name for k in kernels}
+    return reports
+
+
+# --- PTX ----------------------------------------------------------------------------------
+
+@needs_ptxas
+def test_fuzz_corpus_kernels_assemble_for_sm80_and_sm90():
+    kernels = []
+    for seed in range(EXAMPLES):
+        kernels += _kernels(_fuzz_program(seed)[0], f"p{seed}")
+    assert len(kernels) > EXAMPLES  # the corpus makes kernels, most programs several
+    for start in range(0, len(kernels), 200):
+        _assemble(kernels[start:start + 200], f"fuzz{start}")
+
+
+def _elementwise_primitives():
+    """{name: primitive} of every primitive with an element-wise kernel lowering."""
+    found = {}
+    modules = [getattr(lax, m) for m in dir(lax) if isinstance(getattr(lax, m), ModuleType)]
+    for module in [lax] + modules:
+        for attr in dir(module):
+            p = getattr(module, attr)
+            if attr.endswith("_p") and hasattr(p, "lowerings"):
+                low = p.lowerings.get("kernel")
+                if low is not None and low.kind == "elementwise":
+                    found[p.name] = p
+    return found
+
+
+# Primitives that take parameters: how to call them.
+_WITH_PARAMS = {
+    "convert_element_type": lambda x: [lax.convert_element_type(x, t)
+                                       for t in (np.float16, np.float32, np.int8, np.uint32,
+                                                 np.int64, np.float64, np.bool_)],
+    "bitcast_convert_type": lambda x: lax.bitcast_convert_type(
+        x, {2: np.int16, 4: np.int32, 8: np.int64, 1: np.int8}[x.dtype.itemsize]),
+    "integer_pow": lambda x: [lax.integer_pow(x, n) for n in (-2, 0, 3, 7)],
+    "round": lambda x: [lax.round(x, m) for m in (0, 1)],
+    "clamp": lambda x: lax.clamp(x, x, x),
+    "select_n": lambda x: lax.select_n(x == x, x, x),
+}
+_DTYPES = [np.float16, np.float32, np.float64, np.int8, np.int32, np.uint16, np.int64, np.bool_]
+
+
+def _primitive_programs():
+    """(name, closed jaxpr) of each element-wise primitive on each dtype it accepts (with one
+    operand, or two or three of one dtype, for primitives without parameters)."""
+    programs = {}
+    with nbjax.enable_x64(True):
+        for name, prim in sorted(_elementwise_primitives().items()):
+            for dtype in _DTYPES:
+                x = np.ones((7, 3), dtype)
+                fns = [_WITH_PARAMS[name]] if name in _WITH_PARAMS else \
+                    [lambda x, n=n, p=prim: p.bind(*[x] * n) for n in (1, 2, 3)]
+                for f in fns:
+                    try:
+                        programs.setdefault(name, []).append(nbjax.make_jaxpr(f)(x))
+                        break
+                    except (TypeError, ValueError):
+                        continue
+    return programs
+
+
+@needs_ptxas
+def test_every_elementwise_primitive_assembles():
+    programs = _primitive_programs()
+    missing = set(_elementwise_primitives()) - {n for n, p in programs.items() if p}
+    assert not missing, f"no program built for {sorted(missing)}"
+    kernels = [k for name, closed in programs.items() for n, c in enumerate(closed)
+               for k in _kernels(c, f"{name}{n}")]
+    covered = {e.primitive.name for k in kernels for e in k.eqns}
+    assert covered >= set(programs) - {"stop_gradient"}  # (removed by the passes)
+    _assemble(kernels, "primitives")
+
+
+SEEDS = {"power_sum": (workloads.power_sum, (4096, 4096)),
+         "selu": (workloads.selu(jnp), (4096, 4096)),
+         "blur": (workloads.blur(jnp), (473, 716))}
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", sorted(SEEDS))
+def test_seed_kernels_do_not_spill(name):
+    f, shape = SEEDS[name]
+    kernels = _kernels(nbjax.make_jaxpr(f)(np.ones(shape, np.float32)), name)
+    assert kernels
+    for arch, reports in _assemble(kernels, name).items():
+        for kernel, report in reports.items():
+            assert report.spills == 0 and report.stack == 0, (arch, report.text)
+            assert report.registers <= 64, (arch, report.text)
+
+
+def test_ptxas_report_is_parsed():
+    text = ("ptxas info    : Compiling entry function 'k_1' for 'sm_90'\n"
+            "ptxas info    : Function properties for k_1\n"
+            "    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+            "ptxas info    : Used 40 registers, used 0 barriers\n")
+    (report,) = toolkit.parse_ptxas_report(text).values()
+    assert (report.registers, report.spill_stores, report.spill_loads, report.stack) == \
+        (40, 8, 4, 16)
+
+
+def test_ptx_marks_kernels_as_entry_points():
+    kernels = _kernels(nbjax.make_jaxpr(workloads.power_sum)(np.ones(10, np.float32)), "ps")
+    _, code = ptx.compile_ptx(str(ptx.kernel_module("m", kernels)[0]))
+    assert ".visible .entry ps_kernel_0(" in code
+    assert ".global" in code and "%tid.x" in code and "%nctaid.x" in code
+
+
+# --- the grid, emulated on the host -------------------------------------------------------
+
+# Small blocks and grids, so that threads stride over several points and blocks are idle.
+EMULATED = GpuTarget("gpu-emulated", HostDevice, block=4, max_blocks=3)
+
+
+def test_fuzz_corpus_on_the_emulated_grid():
+    reference = get_target("reference")
+    kernels = 0
+    for seed in range(EXAMPLES):
+        closed, args, program, x64 = _fuzz_program(seed)
+        with nbjax.enable_x64(x64), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gpu = compiler.compile(closed, EMULATED, "fuzz")
+            outs, refs = gpu.run(*args), compiler.compile(closed, reference, "fuzz").run(*args)
+        try:
+            fuzz._compare_all(outs, refs, program)
+        except AssertionError as e:
+            raise AssertionError(f"fuzz program {seed}") from e
+        kernels += len(gpu.kernels)
+    assert kernels > EXAMPLES
+
+
+@pytest.mark.parametrize("block, max_blocks", [(1, 1), (32, 2), (256, 65536)])
+def test_reductions_and_elementwise_outputs_on_any_grid(block, max_blocks):
+    """A softmax (a kernel with element-wise and reduction outputs) and sums over each
+    axis, on grids from one thread to more threads than points."""
+    target = GpuTarget(f"gpu-emulated-{block}", HostDevice, block, max_blocks)
+    x = np.random.default_rng(0).standard_normal((37, 5, 3)).astype(np.float32)
+
+    def f(x):
+        return (nbjax.nn.softmax(x, axis=1), x.sum(0), x.sum((0, 2)), x.max(),
+                jnp.cumsum(x, 1) @ np.ones(3, np.float32))
+
+    closed = nbjax.make_jaxpr(f)(x)
+    outs = compiler.compile(closed, target, "f").run(x)
+    refs = compiler.compile(closed, get_target("reference"), "f").run(x)
+    for out, ref in zip(outs, refs):
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_reductions_own_their_output_elements():
+    """Every axis a reduction keeps is shared out among threads; reduced axes are looped
+    over by the thread owning the output element."""
+    x = np.ones((4, 5, 6), np.float32)
+    (kernel,) = _kernels(nbjax.make_jaxpr(lambda x: x.sum(1))(x), "r")
+    assert parallel_axes(kernel) == (0, 2)
+    (kernel,) = _kernels(nbjax.make_jaxpr(lambda x: x * 2)(x), "e")
+    assert parallel_axes(kernel) == (0, 1, 2)
+
+
+def test_fusion_report_says_how_kernels_map_onto_threads():
+    x = np.ones((8, 3), np.float32)
+    exe = compiler.compile(nbjax.make_jaxpr(lambda x: (x * 2).sum(1))(x), EMULATED, "f")
+    report = exe.plan.report()
+    assert "on the GPU: one thread per point of axes [0]" in report
+    assert "loops over the reduced axes [1]" in report
+
+
+# --- the runtime on a machine without a GPU ----------------------------------------------
+
+def _has_gpu():
+    try:
+        get_target("gpu").device()
+        return True
+    except GpuUnavailable:
+        return False
+
+
+@pytest.mark.skipif(_has_gpu(), reason="a GPU is present: the error path does not apply")
+def test_without_a_gpu_jit_says_what_is_missing():
+    f = nbjax.jit(lambda x: x + 1, backend="gpu")
+    with pytest.raises(GpuUnavailable, match="CuPy|driver|no GPU"):
+        f(np.ones(3, np.float32))
+
+
+def test_importing_nbjax_imports_no_cupy():
+    import subprocess
+    import sys
+    code = ("import sys, nbjax; nbjax.jit(lambda x: x)(1.0); "
+            "import nbjax.backends.gpu; assert 'cupy' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- the CuPy runtime, on a stand-in for CuPy ---------------------------------------------
+
+class _FakeCupy:
+    """What ``cuda.CupyDevice`` uses of CuPy, over NumPy: its Module assembles the PTX
+    with ptxas for the device's arch, and its kernel functions check their launch arguments
+    as CuPy takes them, then run the kernel on the emulated grid (``emulated``: set by the
+    test from the same LoopKernels)."""
+
+    def __init__(self, compute_capability):
+        fake = self
+        self.asarray, self.asnumpy, self.empty, self.full, self.einsum = (
+            np.asarray, np.asarray, np.empty, np.full, np.einsum)
+        self.emulated, self.launches = {}, []
+
+        class Device:
+            id = 0
+
+            def __init__(self):
+                self.compute_capability = compute_capability
+
+        class Module:  # cupy.cuda.function.Module
+            def load(self, image):
+                from nbjax.backends.gpu.cuda import arch_for
+                assert isinstance(image, bytes) and image.endswith(b"\0")
+                self.reports = toolkit.ptxas(image[:-1].decode(),
+                                             arch_for(compute_capability))
+
+            def get_function(self, name):
+                assert name in self.reports
+
+                def function(grid, block, args):
+                    assert isinstance(grid, tuple) and isinstance(block, tuple)
+                    assert len(grid) == len(block) == 3 and grid[1:] == block[1:] == (1, 1)
+                    assert all(isinstance(a, np.ndarray) and a.flags.c_contiguous
+                               for a in args)
+                    fake.launches.append((name, grid, block))
+                    fake.emulated[name](grid[0], block[0], list(args))
+                return function
+
+        self.Module = Module
+        self.cuda = type("cuda", (), {"Device": Device, "runtime": type(
+            "runtime", (), {"getDeviceCount": staticmethod(lambda: 1)})})
+
+
+@needs_ptxas
+@pytest.mark.parametrize("compute_capability", ["80", "90", "120"])
+def test_cupy_device_loads_ptx_and_launches(compute_capability):
+    from nbjax.backends.gpu.cuda import CupyDevice
+    fake = _FakeCupy(compute_capability)
+    device = CupyDevice(fake, fake.Module)
+    target = GpuTarget("gpu-fake", lambda: device)
+    x = np.random.default_rng(2).standard_normal((50, 7)).astype(np.float32)
+
+    def f(x):
+        return jnp.tan(x) * 2, x.sum(1), x @ x.T
+
+    closed = nbjax.make_jaxpr(f)(x)
+    exe = compiler.compile(closed, target, "f")
+    assert all("PTX (module)" in k.texts and "Used" in k.texts["ptxas -v"]
+               for k in exe.kernels)
+    fake.emulated = HostDevice().load([k.loop for k in exe.kernels], "f")[0]
+    outs = exe.run(x)
+    refs = compiler.compile(closed, get_target("reference"), "f").run(x)
+    for out, ref in zip(outs, refs):
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    assert {name for name, _, _ in fake.launches} == {k.name for k in exe.kernels}
