@@ -137,7 +137,7 @@ class Communicator:
         for rank, (completed, event) in sorted(self.notices.items()):
             if completed <= self.completed:  # it will never reach this collective
                 raise self._fail(ProcessFailedError(
-                    f"{what}: process {rank} {event} after {completed} collectives, so it "
+                    f"{what}: process {rank}, after {completed} collectives, {event}; it "
                     "will never reach this one"))
 
     def _fail(self, error):
