@@ -36,7 +36,8 @@ from .version import __version__  # noqa: F401
 
 
 def load_ipython_extension(ipython):
-    """``%load_ext nbjax``: the magics ``%%jit``, ``%%grad``, ``%jaxpr``, ``%nbjax``."""
+    """``%load_ext nbjax``: the magics ``%%jit``, ``%%grad``, ``%%mpirun``, ``%jaxpr``,
+    ``%nbjax``."""
     # Imported here, not above: the notebook layer (IPython's magics, the widgets) sits on
     # top of everything, and scripts that never load the extension do not pay for it.
     from .notebook import load_ipython_extension as load

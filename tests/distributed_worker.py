@@ -35,7 +35,7 @@ def collectives(x):
             "ppermute": lax.ppermute(x, "i", shift_perm()),
             "psum_scatter": lax.psum_scatter(jnp.outer(jnp.arange(nbjax.device_count(),
                                                                    dtype=x.dtype), x), "i"),
-            "psum_int": lax.psum(x.astype(jnp.int32), "i"),
+            "psum_int": lax.psum(x.astype(jnp.int32), "i"), "pmax_scalar": lax.pmax(x[0], "i"),
             "psum_f16": lax.psum(x.astype(jnp.float16), "i")}
 
 

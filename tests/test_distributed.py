@@ -96,6 +96,7 @@ def test_collectives_against_numpy(launch, worker):
     check("pmean", every(x.mean(0), x.shape), rtol=1e-6)
     check("pmax", every(x.max(0), x.shape))
     check("pmin", every(x.min(0), x.shape))
+    check("pmax_scalar", np.full(n, x[:, 0].max()))
     check("psum_int", every(x.astype(np.int32).sum(0), x.shape))
     check("psum_f16", every(x.astype(np.float16).astype(np.float32).sum(0), x.shape),
           rtol=5e-3)
@@ -193,3 +194,20 @@ def test_initialize_without_a_launcher_explains_mpi():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, timeout=60).stdout
     assert out.startswith("RuntimeError") and "mpirun -n 2" in out, out
+
+
+# --- the notebook magic --------------------------------------------------------------------
+
+def test_mpirun_magic_shows_every_process_output(capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbjax")
+    cell = ("import numpy as np, nbjax\nfrom nbjax import lax\n"
+            "x = np.full((nbjax.local_device_count(),), nbjax.process_index() + 1.0)\n"
+            "print('sum', nbjax.pmap(lambda v: lax.psum(v, 'i'), 'i')(x)[0])\n"
+            "if nbjax.process_index() == 1:\n    raise ValueError('only process 1 fails')\n")
+    shell.run_cell_magic("mpirun", f"-n 2 --devices {LOCAL_DEVICES}", cell)
+    out = capsys.readouterr().out
+    zero, one = out.split("── process 1")
+    assert "── process 0" in zero and "sum 6.0" in zero and "ValueError" not in zero
+    assert "sum 6.0" in one and "ValueError: only process 1 fails" in one

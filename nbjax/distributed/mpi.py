@@ -57,9 +57,16 @@ def _decode(row):
     return bytes(row).rstrip(b"\0").decode(errors="replace")
 
 
+def _contiguous(x):
+    """``x`` as a C-contiguous array of its own shape (``np.ascontiguousarray`` makes 0-d
+    arrays 1-d)."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else x.copy()
+
+
 def _raw(x):
     """A contiguous array's bytes, as a flat uint8 array (any dtype, bfloat16 included)."""
-    return np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+    return _contiguous(x).reshape(-1).view(np.uint8)
 
 
 class Communicator:
@@ -187,7 +194,7 @@ class Communicator:
         """``x`` (an array) reduced over the processes with ``op`` ("psum", "pmax",
         "pmin"), the same on every process."""
         self.meet(description)
-        x = np.ascontiguousarray(x)
+        x = _contiguous(x)
         if x.dtype not in _MPI_DTYPES:
             return _NUMPY_OPS[op].reduce(self._allgather(x[None]), axis=0)
         out = np.empty_like(x)
@@ -201,7 +208,7 @@ class Communicator:
         return self._allgather(x)
 
     def _allgather(self, x):
-        x = np.ascontiguousarray(x)
+        x = _contiguous(x)
         out = np.empty((self.size * x.shape[0],) + x.shape[1:], x.dtype)
         self.comm.Allgather([_raw(x), MPI.BYTE], [_raw(out), MPI.BYTE])
         return out
@@ -223,7 +230,7 @@ class Communicator:
         self.meet(description)
         out = {q: np.empty((n,) + like.shape, like.dtype) for q, n in receives.items()}
         requests = [self.comm.Irecv([_raw(buf), MPI.BYTE], q, 0) for q, buf in out.items()]
-        sent = [np.ascontiguousarray(buf) for buf in sends.values()]
+        sent = [_contiguous(buf) for buf in sends.values()]
         requests += [self.comm.Isend([_raw(buf), MPI.BYTE], q, 0)
                      for q, buf in zip(sends, sent)]
         MPI.Request.Waitall(requests)
