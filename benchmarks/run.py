@@ -23,7 +23,7 @@ import numpy as np
 
 from nbjax.tree_util import tree_leaves
 
-from . import workloads
+from . import distributed, workloads
 from .contenders import NumPyContender, jax_contender, nbjax_backend, nbjax_contender
 from .timing import call_time, copy_bandwidth, core_count, format_seconds, interleaved_times
 
@@ -68,10 +68,16 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    chosen = workloads.select(args.only)
+    multi = [n for n in distributed.NAMES if not args.only or any(o in n for o in args.only)]
+    only = [o for o in args.only or () if not any(o in n for n in distributed.NAMES)]
+    chosen = workloads.select(only) if only or not args.only else []
     with nbjax_backend(args.backend) as backend:
         report = benchmark(chosen, backend, args)
+    if multi:  # under mpirun, in processes of their own (benchmarks/distributed.py)
+        report["distributed"] = distributed.measure(args.small, multi)
     print(render(report, args.markdown))
+    if multi:
+        print("\n" + distributed.render(report["distributed"]))
     with open(args.json, "w") as f:
         json.dump(report, f, indent=1)
     print(f"\nwrote {args.json}")

@@ -23,7 +23,7 @@ from .api import (closure_convert, ensure_compile_time_eval, eval_shape,  # noqa
                   linearize, make_jaxpr, named_call, named_scope, pmap, typeof,
                   value_and_grad, vjp, vmap)
 from .host import *  # noqa: F401,F403
-from . import debug, lax, numpy, random, scipy  # noqa: F401
+from . import debug, distributed, lax, numpy, random, scipy  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
 from .custom_derivatives import custom_gradient, custom_jvp, custom_vjp  # noqa: F401
 from .jit import clear_caches, jit  # noqa: F401
@@ -36,7 +36,8 @@ from .version import __version__  # noqa: F401
 
 
 def load_ipython_extension(ipython):
-    """``%load_ext nbjax``: the magics ``%%jit``, ``%%grad``, ``%jaxpr``, ``%nbjax``."""
+    """``%load_ext nbjax``: the magics ``%%jit``, ``%%grad``, ``%%mpirun``, ``%jaxpr``,
+    ``%nbjax``."""
     # Imported here, not above: the notebook layer (IPython's magics, the widgets) sits on
     # top of everything, and scripts that never load the extension do not pay for it.
     from .notebook import load_ipython_extension as load

@@ -1,6 +1,7 @@
 """Devices, processes and moving values between Python and arrays, as JAX's top level.
 
-nbjax runs in one process on the CPU devices of ``nbjax.devices()``; an Array's data is
+nbjax runs on the CPU devices of ``nbjax.devices()``: those of one process, or of every
+process of a distributed run (``nbjax.distributed.initialize``); an Array's data is
 always ready when the call that made it returns, so waiting is a no-op that JAX code can
 still write.
 """
@@ -13,6 +14,8 @@ import llvmlite
 import numpy as np
 
 from .core import Array, devices, pytree, to_numpy
+from .core import local_devices as _local_devices
+from .core.array import processes
 from .numpy import asarray
 from .version import __version__
 
@@ -63,24 +66,28 @@ def device_count(backend=None):
 
 
 def local_devices(process_index=None, backend=None, host_id=None):
-    """This process's devices: all of them (nbjax runs in one process)."""
-    return devices(backend)
+    """The devices of this process (or of process ``process_index``)."""
+    index = process_index if process_index is not None else host_id
+    if index is None or index == processes.index:
+        return _local_devices(backend)
+    return [d for d in devices(backend) if d.process_index == index]
 
 
 def local_device_count(backend=None):
-    return len(devices(backend))
+    return len(_local_devices(backend))
 
 
 def process_index(backend=None):
-    return 0
+    """This process's index among the processes of a distributed run (0 in one process)."""
+    return processes.index
 
 
 def process_count(backend=None):
-    return 1
+    return processes.count
 
 
 def process_indices(backend=None):
-    return [0]
+    return list(range(processes.count))
 
 
 host_id, host_count, host_ids = process_index, process_count, process_indices

@@ -15,6 +15,12 @@ mapped operands, and runs the executable on one thread per shard. The collective
 (``psum``, ``all_gather``, ``ppermute``...) find their shard's position and the shards' common
 ``Rendezvous`` in a thread-local axis environment (``nbjax.lax.parallel``), where they wait for
 each other and exchange values.
+
+In a run of several processes (``nbjax.distributed``) a pmap spans every process's devices:
+each process passes its own shards (the mapped axis as long as its local device count, as
+in JAX), runs them on its threads, and gets its own shards' results back; the collectives
+see the global axis (its size and each shard's global index) and reach the other processes
+through MPI.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -23,13 +29,13 @@ from threading import BrokenBarrierError
 
 import numpy as np
 
-from . import compiler
+from . import compiler, distributed
 from .backends import get_target
 from .calls import (CallRules, FlatCall, Traced, canonical_in_axes, flatten_axes, mapped_size,
                     static_positions, unmapped_aval)
 from .config import config
 from .core import Primitive, get_aval, pytree
-from .core.array import devices as available_devices
+from .core.array import local_devices, processes
 from .interpreters import staging
 from .lax.parallel import AxisFrame, Rendezvous, extend_axis_env, pmap_frames
 from .lax.standard import library_lowering
@@ -46,8 +52,9 @@ def unshard_aval(aval, axis, size):
 
 
 def tracing_frame(axis_name, axis_size):
-    """Bind the axis while a shard function is (re)traced, so collectives know its size."""
-    return extend_axis_env(AxisFrame(axis_name, axis_size))
+    """Bind the axis while a shard function is (re)traced, so collectives know its size: the
+    global one, over the processes' ``axis_size`` shards each."""
+    return extend_axis_env(AxisFrame(axis_name, axis_size * processes.count))
 
 
 @pmap_p.def_abstract_eval
@@ -73,7 +80,7 @@ def check_device_count(axis_size, devices):
                              "number of local devices passed to pmap. Got axis_size="
                              f"{axis_size}, num_local_devices={len(devices)}.")
         return
-    available = len(available_devices())
+    available = len(local_devices())
     if axis_size > available:
         raise ValueError(f"compiling computation that requires {axis_size} logical devices, "
                          f"but only {available} XLA devices are available "
@@ -84,13 +91,15 @@ def check_device_count(axis_size, devices):
 def _pmap_impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devices, backend):
     check_device_count(axis_size, devices)
     executable = compiler.compile(jaxpr, get_target(backend), name)
-    rendezvous = Rendezvous(axis_size)
+    first = processes.index * axis_size  # the global index of this process's first shard
+    rendezvous = Rendezvous(axis_size, first)
 
     def run_shard(index):
         shard_args = [x if axis is None else np.take(x, index, axis=axis)
                       for x, axis in zip(args, in_axes)]
+        frame = AxisFrame(axis_name, axis_size * processes.count, first + index, rendezvous)
         try:
-            with extend_axis_env(AxisFrame(axis_name, axis_size, index, rendezvous)):
+            with extend_axis_env(frame):
                 return executable.run(*shard_args)
         except BaseException:
             rendezvous.abort()  # the other shards may be waiting for this one
@@ -98,7 +107,13 @@ def _pmap_impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devi
 
     with ThreadPoolExecutor(axis_size, thread_name_prefix=f"pmap {name}") as pool:
         futures = [pool.submit(run_shard, i) for i in range(axis_size)]
-    shard_outs = _results(futures)
+    try:
+        shard_outs = _results(futures)
+    except Exception as error:
+        comm = distributed.communicator()
+        if comm is not None:  # the other processes may be waiting for this one
+            comm.notify_failure(error)
+        raise
     return [shard_outs[0][k] if axis is None else np.stack([o[k] for o in shard_outs], axis)
             for k, axis in enumerate(out_axes)]
 

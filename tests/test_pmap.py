@@ -346,3 +346,19 @@ def test_reverse_mode_with_unmapped_output_is_not_supported():
         nbjax.grad(lambda a: f(a).sum())(random_array(0, (N, 3)))
     _, tangent = nbjax.jvp(f, (random_array(0, (N, 3)),), (np.ones((N, 3), np.float32),))
     assert_close(tangent, np.full(3, N))
+
+
+@pytest.mark.parametrize("tiled", [False, True])
+def test_psum_scatter_keeps_each_members_block_of_the_sum(tiled):
+    """Under pmap and under vmap alike; its gradient is all_gather's (finite differences)."""
+    rows = N * (3 if tiled else 1)
+    x = random_array(np.random.default_rng(0), (N, rows, 2))
+    total = x.sum(0)
+    expected = total.reshape(N, -1, 2) if tiled else total
+    scatter = lambda a: lax.psum_scatter(a, "i", tiled=tiled)  # noqa: E731
+    assert_close(pmap(scatter)(x), expected, rtol=1e-6)
+    assert_close(nbjax.vmap(scatter, axis_name="i")(x), expected, rtol=1e-6)
+    check_grads(lambda a: pmap(lambda b: jnp.sin(scatter(b)))(a), (x,), order=1,
+                modes=["rev"])
+    with pytest.raises(ValueError, match="cannot be split"):
+        pmap(lambda a: lax.psum_scatter(a, "i"))(np.ones((N, N + 1), np.float32))

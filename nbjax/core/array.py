@@ -19,8 +19,8 @@ class Device:
 
     platform = "cpu"
 
-    def __init__(self, id):
-        self.id = id
+    def __init__(self, id, process_index=0):
+        self.id, self.process_index = id, process_index
 
     def __repr__(self):
         return f"CpuDevice(id={self.id})"
@@ -33,7 +33,21 @@ class Device:
 
 
 _CPU0 = Device(0)
-_cpu_devices = {0: _CPU0}  # id -> Device, so a device is the same object every time
+_cpu_devices = {(0, 0): _CPU0}  # (id, process) -> Device: the same object every time
+
+
+class _Processes:
+    """This process's place among the processes of a distributed run (``nbjax.distributed``
+    sets it once): devices are numbered process by process, ``local`` of them in each."""
+    index, count, local = 0, 1, None
+
+
+processes = _Processes()
+
+
+def set_process_layout(index, count, local):
+    """Record this process as ``index`` of ``count``, each with ``local`` devices."""
+    processes.index, processes.count, processes.local = index, count, local
 
 
 def _cpu_device_count():
@@ -53,15 +67,36 @@ def _cpu_device_count():
     return count
 
 
-def devices(backend=None):
-    """The available devices (``nbjax.devices()``): pmap runs one shard on each."""
+def _check_backend(backend):
     if backend not in (None, "cpu"):
         raise RuntimeError(f"Unknown backend {backend!r}; available backends: cpu")
-    return [_cpu_devices.setdefault(i, Device(i)) for i in range(_cpu_device_count())]
+
+
+def _device(id, process):
+    return _cpu_devices.setdefault((id, process), Device(id, process))
+
+
+def devices(backend=None):
+    """The available devices (``nbjax.devices()``), of every process of a distributed run:
+    pmap runs one shard on each."""
+    _check_backend(backend)
+    if processes.count == 1:
+        return [_device(i, 0) for i in range(_cpu_device_count())]
+    local = processes.local
+    return [_device(p * local + i, p) for p in range(processes.count) for i in range(local)]
+
+
+def local_devices(backend=None):
+    """This process's devices: all of them, unless ``nbjax.distributed`` started several."""
+    _check_backend(backend)
+    if processes.count == 1:
+        return devices()
+    first = processes.index * processes.local
+    return [_device(first + i, processes.index) for i in range(processes.local)]
 
 
 def default_device():
-    return _CPU0
+    return _CPU0 if processes.count == 1 else local_devices()[0]
 
 
 class SingleDeviceSharding:

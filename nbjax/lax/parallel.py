@@ -1,5 +1,5 @@
-"""Collectives over a named mapped axis: psum, pmean, pmax, pmin, all_gather, axis_index,
-ppermute.
+"""Collectives over a named mapped axis: psum, pmean, pmax, pmin, all_gather, psum_scatter,
+axis_index, ppermute.
 
 They are meaningful only inside a transformation that names the axis (``vmap(...,
 axis_name="i")`` or ``pmap(..., axis_name="i")``); called outside one they raise NameError,
@@ -7,6 +7,9 @@ as in JAX. Under vmap a collective over the vmapped axis is an operation on the 
 dimension (its batch rule). Under pmap every shard runs on its own thread: the collective's
 impl finds the shard's position and the pmap's ``Rendezvous`` in a thread-local *axis
 environment*, hands its operand over, waits for the other shards and combines their values.
+In a run of several processes (``nbjax.distributed``) each process runs its own shards: the
+first local shard combines the local values, then the processes' through MPI, and hands the
+result to the others.
 """
 
 import contextlib
@@ -18,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import distributed
 from ..core import Primitive, ShapedArray, current_trace, dtypes, get_aval, pytree
 from ..interpreters import ad, batching
 from . import batch_util
@@ -29,7 +33,8 @@ from .standard import library_lowering
 from .structural import concatenate, full_like, index_in_dim, iota
 
 __all__ = ["psum", "psum_p", "pmean", "pmax", "pmax_p", "pmin", "pmin_p", "all_gather",
-           "all_gather_p", "axis_index", "axis_index_p", "ppermute", "ppermute_p"]
+           "all_gather_p", "axis_index", "axis_index_p", "ppermute", "ppermute_p",
+           "psum_scatter"]
 
 
 def axis_names(axis_name):
@@ -45,20 +50,24 @@ def _unbound(axes, **_):
 # --- pmap's axis environment ---------------------------------------------------------------
 
 class Rendezvous:
-    """Where the shards of one pmap meet: each collective hands in its operand, waits for the
-    others, and reads all of them (a barrier and one slot per shard)."""
+    """Where a process's shards of one pmap meet: each collective hands in its operand, waits
+    for the others, and reads what the first of them made of all the values (a barrier and
+    one slot per shard). ``first`` is the global index of this process's first shard."""
 
-    def __init__(self, size):
-        self._slots = [None] * size
+    def __init__(self, size, first=0):
+        self._slots, self._first, self._result = [None] * size, first, None
         self._barrier = threading.Barrier(size)
 
-    def exchange(self, index, value):
-        """Every shard's ``value``, in shard order, once all have arrived."""
-        self._slots[index] = value
+    def exchange(self, index, value, combine):
+        """``combine`` of every local shard's ``value`` (in shard order), computed once all
+        have arrived by the first shard, and given to all of them."""
+        local = index - self._first
+        self._slots[local] = value
         self._barrier.wait()
-        values = list(self._slots)
-        self._barrier.wait()  # no shard overwrites its slot before all have read
-        return values
+        if local == 0:
+            self._result = combine(list(self._slots))
+        self._barrier.wait()  # none overwrites its slot, nor the next result, before all read
+        return self._result
 
     def abort(self):
         """A shard failed: wake the others (BrokenBarrierError) rather than leave them waiting."""
@@ -136,9 +145,9 @@ def _check_bound(axes):
         bound_axis_size(name)
 
 
-def _exchange(x, axes):
-    """Inside a pmap shard: every shard's ``x`` over the (single) pmap axis in ``axes``, and
-    this shard's frame."""
+def _exchange(x, axes, combine):
+    """Inside a pmap shard: ``combine`` of this process's shards' ``x`` over the (single)
+    pmap axis in ``axes`` (the same for every local shard), and this shard's frame."""
     frames = [_pmap_frame(name) for name in dict.fromkeys(axes)]
     for name, frame in zip(axes, frames):
         if frame is None or frame.rendezvous is None:
@@ -147,7 +156,23 @@ def _exchange(x, axes):
         raise NotImplementedError("collectives over several pmap axes (nested pmap) are not "
                                   "supported")
     frame = frames[0]
-    return frame.rendezvous.exchange(frame.index, x), frame
+    return frame.rendezvous.exchange(frame.index, x, combine), frame
+
+
+def _describe(name, x, axes, **params):
+    """A collective as the processes compare it before they exchange data."""
+    extra = "".join(f", {k}={v}" for k, v in params.items())
+    x = np.asarray(x)
+    return f"{name}({x.dtype}{list(np.shape(x))}, axis {', '.join(map(str, axes))}{extra})"
+
+
+def _across_processes(values, axes, name, **params):
+    """The local shards' values followed by every other process's, in global shard order
+    (only the local ones in a single-process run)."""
+    comm = distributed.communicator()
+    if comm is None:
+        return list(values)
+    return list(comm.allgather(np.stack(values), _describe(name, values[0], axes, **params)))
 
 
 # --- psum, pmax, pmin ----------------------------------------------------------------------
@@ -162,8 +187,13 @@ def _collective(name, reduce, unbatched, combine):
 
     @prim.def_impl
     def impl(x, *, axes):
-        values, _ = _exchange(x, axes)
-        return functools.reduce(combine, values)  # the same order on every shard: same bits
+        def reduce_all(values):
+            local = np.asarray(functools.reduce(combine, values))  # one order: the same bits
+            comm = distributed.communicator()
+            if comm is None:
+                return local
+            return comm.allreduce(local, name, _describe(name, local, axes))
+        return _exchange(x, axes, reduce_all)[0]
 
     @prim.def_batch
     def batch_rule(axis_data, vals, dims, *, axes):
@@ -248,9 +278,12 @@ def _all_gather_abstract_eval(x, *, axes, axis_size, all_gather_dimension, tiled
 
 @all_gather_p.def_impl
 def _all_gather_impl(x, *, axes, axis_size, all_gather_dimension, tiled):
-    values, _ = _exchange(x, axes)
     join = np.concatenate if tiled else np.stack
-    return join(values, axis=all_gather_dimension)
+
+    def gather(values):
+        values = _across_processes(values, axes, "all_gather")
+        return join(values, axis=all_gather_dimension)
+    return _exchange(x, axes, gather)[0]
 
 
 @all_gather_p.def_batch
@@ -271,16 +304,21 @@ def _all_gather_batch(axis_data, vals, dims, *, axes, axis_size, all_gather_dime
     return x, None
 
 
-def _all_gather_transpose(ct, x, *, axes, axis_size, all_gather_dimension, tiled):
-    """Each member's input went to every member's output: its cotangent is its own block of
-    the cotangents summed over the axis (JAX's psum_scatter)."""
-    total = psum_p.bind(ct, axes=axes)
+def _own_block(x, axes, dimension, tiled, block):
+    """This member's block of ``x`` summed over the axis: along ``dimension`` the blocks of
+    ``block`` rows (``tiled``), or the rows (not tiled), one per member in axis order."""
+    total = psum_p.bind(x, axes=axes)
     index = axis_index_p.bind(axes=axes)
     if tiled:
-        block = x.aval.shape[all_gather_dimension]
-        return [dynamic_slice_in_dim(total, mul(index, np.int32(block)), block,
-                                    all_gather_dimension)]
-    return [dynamic_index_in_dim(total, index, all_gather_dimension, keepdims=False)]
+        return dynamic_slice_in_dim(total, mul(index, np.int32(block)), block, dimension)
+    return dynamic_index_in_dim(total, index, dimension, keepdims=False)
+
+
+def _all_gather_transpose(ct, x, *, axes, axis_size, all_gather_dimension, tiled):
+    """Each member's input went to every member's output: its cotangent is its own block of
+    the cotangents summed over the axis (psum_scatter)."""
+    block = x.aval.shape[all_gather_dimension] if tiled else 1
+    return [_own_block(ct, axes, all_gather_dimension, tiled, block)]
 
 
 ad.deflinear(all_gather_p, _all_gather_transpose)
@@ -301,6 +339,30 @@ def all_gather(x, axis_name, *, axis=0, tiled=False, axis_size=None):
         return all_gather_p.bind(leaf, axes=axes, axis_size=size,
                                  all_gather_dimension=axis % (nd + (not tiled)), tiled=tiled)
     return pytree.tree_map(gather, x)
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+    """Sum a pytree of arrays over the named axis, each member keeping its own block of the
+    sum along ``scatter_dimension`` (a row per member, or with ``tiled`` an equal slice per
+    member). Written as psum then a slice at ``axis_index``: its gradient is all_gather's."""
+    axes = axis_names(axis_name)
+    if len(axes) != 1 or axis_index_groups is not None:
+        raise NotImplementedError("psum_scatter over one axis name, without "
+                                  "axis_index_groups, is supported")
+    size = bound_axis_size(axes[0])
+
+    def scatter(leaf):
+        shape = get_aval(leaf).shape
+        if not -len(shape) <= scatter_dimension < len(shape):
+            raise ValueError(f"psum_scatter scatter_dimension {scatter_dimension} is out of "
+                             f"range for rank {len(shape)}")
+        dim = scatter_dimension % len(shape)
+        if (shape[dim] % size if tiled else shape[dim] != size):
+            raise ValueError(f"psum_scatter: dimension {dim} of size {shape[dim]} cannot be "
+                             f"split over the {size} members of axis {axes[0]!r}"
+                             + ("" if tiled else " (without tiled it must equal the size)"))
+        return _own_block(leaf, axes, dim, tiled, shape[dim] // size)
+    return pytree.tree_map(scatter, x)
 
 
 # --- axis_index ----------------------------------------------------------------------------
@@ -349,9 +411,34 @@ def _sources(perm):
 
 @ppermute_p.def_impl
 def _ppermute_impl(x, *, axis_name, perm):
-    values, frame = _exchange(x, axis_name)
-    source = _sources(perm).get(frame.index)
-    return np.zeros_like(x) if source is None else values[source]
+    sources = _sources(perm)
+    received, frame = _exchange(x, axis_name, lambda values: _permute(values, axis_name, perm))
+    source = sources.get(frame.index)
+    return np.zeros_like(x) if source is None else received[source]
+
+
+def _permute(values, axes, perm):
+    """The values this process's shards receive, by global source index: local ones taken
+    directly, the others sent and received point to point between the processes."""
+    local = len(values)
+    comm = distributed.communicator()
+    me = 0 if comm is None else comm.rank
+    mine = range(me * local, (me + 1) * local)
+    received = {src: values[src - mine.start] for src, _ in perm if src in mine}
+    if comm is None:
+        return received
+    sends, receives = {}, {}
+    for src, dst in perm:
+        if src in mine and dst // local != me:
+            sends.setdefault(dst // local, []).append(values[src - mine.start])
+        elif dst in mine and src // local != me:
+            receives.setdefault(src // local, []).append(src)
+    got = comm.exchange({q: np.stack(v) for q, v in sends.items()},
+                        {q: len(s) for q, s in receives.items()}, np.asarray(values[0]),
+                        _describe("ppermute", values[0], axes, perm=perm))
+    for q, srcs in receives.items():
+        received.update(zip(srcs, got[q]))
+    return received
 
 
 @ppermute_p.def_batch

@@ -1,4 +1,4 @@
-"""The magics: ``%%jit``, ``%%grad``, ``%jaxpr`` and ``%nbjax``.
+"""The magics: ``%%jit``, ``%%grad``, ``%%mpirun``, ``%jaxpr`` and ``%nbjax``.
 
 A cell magic runs its cell as ordinary Python (``cells.py``), then replaces or adds
 functions in the user's namespace and displays a view per function; the cell's last
@@ -17,6 +17,7 @@ from ..api import grad, hessian, jacfwd, make_jaxpr
 from ..jit import jit
 from ..viz import view as jaxpr_view
 from . import cells
+from .mpirun import run_cell as run_under_mpirun
 from .options import BACKENDS, JIT_PANES, MagicParser, name_list, on_off, pane_list, session
 from .tracebacks import call_user_function
 from .transform import TRANSFORM_NAMES, check_transforms, pipeline
@@ -195,6 +196,12 @@ class NbjaxMagics(Magics):
             if not args.quiet:
                 GradView(fn, args.mode, argnums, names, watches).show()
         return cells.eval_last(parsed)
+
+    @cell_magic
+    def mpirun(self, line, cell):
+        """Run the cell in several processes under mpirun; show each one's output
+        (%%mpirun --help). The cell must be self-contained."""
+        run_under_mpirun(line, cell)
 
     @line_magic
     @no_var_expand

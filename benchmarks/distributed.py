@@ -1,0 +1,164 @@
+"""Multi-process benchmarks (``make bench``, or ``python -m benchmarks.distributed``): run
+under ``mpirun`` on localhost, one CPU device per process.
+
+- ``allreduce_{1,16,256}MB``: a float32 sum over 2 processes, by mpi4py's own ``Allreduce``,
+  by nbjax's collective (``Communicator.allreduce``: the meeting that checks the processes
+  run the same collective, then the same ``Allreduce``) and by a whole ``pmap`` of ``psum``
+  (slicing the shard, the thread, stacking the result); bandwidth as the buffer's bytes per
+  second, and the collective's ratio to mpi4py's.
+- ``data_parallel_mlp``: one SGD step of an MLP on a fixed global batch, over 2 processes
+  (each half the batch, gradients averaged with pmean) against 1.
+"""
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+NAMES = ("allreduce", "data_parallel_mlp")
+SIZES_MB = (1, 16, 256)
+
+
+def _median_time(fn, reps, barrier):
+    times = []
+    for _ in range(reps):
+        barrier()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _allreduce_rows(small, comm, nbjax):
+    from mpi4py import MPI
+    from nbjax import lax
+    ours = nbjax.distributed.communicator()
+    psum = nbjax.pmap(lambda v: lax.psum(v, "i"), "i")
+    rows = []
+    for mb in SIZES_MB:
+        nbytes = int(mb * 2 ** 20 / (100 if small else 1))
+        x = np.random.default_rng(comm.rank).standard_normal(nbytes // 4).astype(np.float32)
+        out = np.empty_like(x)
+        reps = 3 if mb >= 256 else 10
+        times = {
+            "mpi4py": _median_time(lambda: comm.Allreduce(x, out, op=MPI.SUM), reps,
+                                   comm.Barrier),
+            "nbjax_collective": _median_time(lambda: ours.allreduce(x, "psum", "bench"),
+                                             reps, comm.Barrier),
+            "nbjax_pmap": _median_time(lambda: psum(x[None]).block_until_ready(), reps,
+                                       comm.Barrier)}
+        rows.append({"name": f"allreduce_{mb}MB", "bytes": nbytes,
+                     **{f"{k}_s": t for k, t in times.items()},
+                     **{f"{k}_gbps": nbytes / t / 1e9 for k, t in times.items()},
+                     "ratio": times["mpi4py"] / times["nbjax_collective"]})
+    return rows
+
+
+def _mlp_step_time(small, comm, nbjax):
+    import nbjax.numpy as jnp
+    from nbjax import lax
+    batch, sizes = (64, (32, 64, 10)) if small else (2048, (256, 512, 10))
+    rng = np.random.default_rng(0)
+    params = [(rng.standard_normal((m, n)).astype(np.float32) / np.sqrt(m),
+               np.zeros(n, np.float32)) for m, n in zip(sizes[:-1], sizes[1:])]
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    y = rng.standard_normal((batch, sizes[-1])).astype(np.float32)
+
+    def loss(params, x, y):
+        (w1, b1), (w2, b2) = params
+        return jnp.mean((jnp.tanh(x @ w1 + b1) @ w2 + b2 - y) ** 2)
+
+    def step(params, x, y):
+        grads = lax.pmean(nbjax.grad(loss)(params, x, y), "i")
+        return nbjax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)
+    share = batch // comm.size
+    mine = slice(comm.rank * share, (comm.rank + 1) * share)
+    shard = (x[mine][None], y[mine][None])
+    pstep = nbjax.pmap(step, "i", in_axes=(None, 0, 0))
+    nbjax.block_until_ready(pstep(params, *shard))  # compile
+    return _median_time(lambda: nbjax.block_until_ready(pstep(params, *shard)), 10,
+                        comm.Barrier)
+
+
+def worker(small, what, outfile):
+    """Under mpirun: measure ``what`` and write process 0's results to ``outfile``."""
+    import nbjax
+    nbjax.distributed.initialize()
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    result = (_allreduce_rows(small, comm, nbjax) if what == "allreduce"
+              else _mlp_step_time(small, comm, nbjax))
+    if comm.rank == 0:
+        with open(outfile, "w") as f:
+            json.dump(result, f)
+
+
+def _launch(processes, small, what):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               NBJAX_NUM_CPU_DEVICES="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(),
+                                                        os.environ.get("PYTHONPATH")])))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "result.json")
+        subprocess.run(["mpirun", "-n", str(processes), "--oversubscribe", "-x", "PYTHONPATH",
+                        "-x", "NBJAX_NUM_CPU_DEVICES", sys.executable, "-m",
+                        "benchmarks.distributed", "--worker", what, out]
+                       + (["--small"] if small else []), env=env, check=True, timeout=600)
+        with open(out) as f:
+            return json.load(f)
+
+
+def measure(small, names=NAMES):
+    """The multi-process rows (skipped, with the reason, without mpirun or mpi4py)."""
+    if shutil.which("mpirun") is None:
+        return {"skipped": "mpirun not installed"}
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return {"skipped": "mpi4py not installed"}
+    report = {}
+    if "allreduce" in names:
+        report["allreduce"] = _launch(2, small, "allreduce")
+    if "data_parallel_mlp" in names:
+        one, two = _launch(1, small, "mlp"), _launch(2, small, "mlp")
+        report["data_parallel_mlp"] = {"one_process_s": one, "two_processes_s": two,
+                                       "speedup": one / two}
+    return report
+
+
+def render(report):
+    if "skipped" in report:
+        return f"multi-process benchmarks skipped: {report['skipped']}"
+    lines = []
+    if "allreduce" in report:
+        lines.append(f"{'all-reduce, 2 processes':26} {'mpi4py GB/s':>12} "
+                     f"{'nbjax coll.':>12} {'ratio':>6} {'nbjax pmap':>11}")
+        for r in report["allreduce"]:
+            lines.append(f"{r['name']:26} {r['mpi4py_gbps']:12.2f} "
+                         f"{r['nbjax_collective_gbps']:12.2f} {r['ratio']:6.2f} "
+                         f"{r['nbjax_pmap_gbps']:11.2f}")
+    if "data_parallel_mlp" in report:
+        d = report["data_parallel_mlp"]
+        lines.append(f"data-parallel MLP step: 1 process {d['one_process_s'] * 1e3:.2f} ms, "
+                     f"2 processes {d['two_processes_s'] * 1e3:.2f} ms "
+                     f"({d['speedup']:.2f}x)")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    small = "--small" in argv
+    if "--worker" in argv:
+        what, out = argv[argv.index("--worker") + 1:argv.index("--worker") + 3]
+        return worker(small, what, out)
+    print(render(measure(small)))
+
+
+if __name__ == "__main__":
+    main()
