@@ -19,6 +19,11 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from ..core import EvalTrace, Literal, set_current_trace, to_numpy
+from ..core.source_info import warn_at_user_line
+
 
 @dataclass
 class KernelInfo:
@@ -72,3 +77,29 @@ class Timer:
             yield
         finally:
             self.times[phase] = self.times.get(phase, 0.0) + time.perf_counter() - t0
+
+
+def reference_step(eqn, slots, warn, warning, load=None, store=None):
+    """A step running ``eqn`` by its primitive's reference implementation, for targets whose
+    executables keep each value in a slot of a run's environment (a list): operands read
+    from ``slots`` (``load`` turns a buffer into a NumPy array: a copy from a device),
+    results written back C-contiguous in their dtype (``store``: a copy to a device). With
+    ``warn``, its first run warns ``warning`` at the user's line."""
+    reads = [(None, to_numpy(a.val)) if isinstance(a, Literal) else (slots[a], None)
+             for a in eqn.invars]
+    writes = [(slots[v], v.aval.dtype) for v in eqn.outvars]
+    prim, params = eqn.primitive, eqn.params
+    warned = []
+
+    def step(env):
+        if warn and not warned:
+            warn_at_user_line(warning)
+            warned.append(True)
+        args = [v if s is None else env[s] if load is None else load(env[s]) for s, v in reads]
+        with set_current_trace(EvalTrace()):
+            out = prim.bind(*args, **params)
+        for (slot, dtype), o in zip(writes, out if prim.multiple_results else [out]):
+            # (not np.ascontiguousarray: it turns a 0-d result into a 1-d one)
+            value = np.asarray(to_numpy(o), dtype=dtype, order="C")
+            env[slot] = value if store is None else store(value)
+    return step

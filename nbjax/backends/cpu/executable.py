@@ -23,8 +23,7 @@ import numpy as np
 
 from ... import compiler
 from ...compiler import KernelInfo
-from ...core import EvalTrace, Literal, set_current_trace, to_numpy
-from ...core.source_info import warn_at_user_line
+from ...core import Literal, to_numpy
 from . import codegen, control_flow, interrupts, runtime
 from .host_steps import HostStep
 
@@ -209,30 +208,6 @@ def _check_data_field():
 data_address = _read_data_field if _check_data_field() else runtime.address
 
 
-def reference_step(eqn, slots, warn):
-    """Run one equation with its reference implementation on our buffers."""
-    reads = [(None, to_numpy(a.val)) if isinstance(a, Literal) else (slots[a], None)
-             for a in eqn.invars]
-    out_slots = [slots[v] for v in eqn.outvars]
-    out_dtypes = [v.aval.dtype for v in eqn.outvars]
-    prim, params = eqn.primitive, eqn.params
-    warned = []
-
-    def step(env):
-        if warn and not warned:
-            warn_at_user_line(f"nbjax cpu backend: no kernel for {prim.name}; it runs on "
-                              "the reference backend")
-            warned.append(True)
-        args = [env[s] if s is not None else v for s, v in reads]
-        with set_current_trace(EvalTrace()):
-            out = prim.bind(*args, **params)
-        outs = out if prim.multiple_results else [out]
-        for slot, dtype, o in zip(out_slots, out_dtypes, outs):
-            # (not np.ascontiguousarray: it turns a 0-d result into a 1-d one)
-            env[slot] = np.asarray(to_numpy(o), dtype=dtype, order="C")
-    return step
-
-
 def native_call(fn, flow, host_steps):
     """``call(buffers)``: one call of the compiled function of ``flow`` (a
     ``control_flow.Flow``: a control-flow step or a whole program) on the operands'
@@ -378,7 +353,10 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times)
             steps.append(control_step(calls[g.index], layout.flows[g.index], host_steps,
                                       slots))
         else:
-            steps.append(reference_step(g.eqns[0], slots, warn=g.kind == "fallback" and g.warns))
+            steps.append(compiler.reference_step(
+                g.eqns[0], slots, g.kind == "fallback" and g.warns,
+                f"nbjax cpu backend: no kernel for {g.eqns[0].primitive.name}; it runs on "
+                "the reference backend"))
     program = native_call(calls["program"], layout.flows["program"], host_steps) \
         if "program" in layout.flows else None
     return Executable(name, optimised, optimised.consts, plan, rewrites, layout, steps,

@@ -28,8 +28,7 @@ import numpy as np
 
 from ... import compiler
 from ...compiler import KernelInfo
-from ...core import EvalTrace, Literal, set_current_trace, to_numpy
-from ...core.source_info import warn_at_user_line
+from ...core import Literal, to_numpy
 from .scaffold import parallel_size
 
 EINSUM_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
@@ -123,28 +122,6 @@ def einsum_step(eqn, spec, slots, xp):
     return step
 
 
-def host_step(eqn, slots, device, warn):
-    """``eqn`` by its reference implementation on the host: operands copied from the
-    device, results back."""
-    reads = [(None, to_numpy(a.val)) if isinstance(a, Literal) else (slots[a], None)
-             for a in eqn.invars]
-    outs = [(slots[v], v.aval.dtype) for v in eqn.outvars]
-    prim, params = eqn.primitive, eqn.params
-    warned = []
-
-    def step(env):
-        if warn and not warned:
-            warn_at_user_line(f"nbjax gpu backend: no kernel for {prim.name}; it runs on "
-                              "the host's reference backend")
-            warned.append(True)
-        args = [device.get(env[s]) if s is not None else v for s, v in reads]
-        with set_current_trace(EvalTrace()):
-            out = prim.bind(*args, **params)
-        for (slot, dtype), o in zip(outs, out if prim.multiple_results else [out]):
-            env[slot] = device.put(np.asarray(to_numpy(o), dtype=dtype, order="C"))
-    return step
-
-
 def compile_plan(name, optimised, plan, rewrites, timer, device, block, max_blocks):
     """The Executable of a FusionPlan on ``device``."""
     slots = {v: i for i, v in enumerate(_all_vars(optimised.jaxpr))}
@@ -162,6 +139,9 @@ def compile_plan(name, optimised, plan, rewrites, timer, device, block, max_bloc
         elif g.kind == "library" and (spec := einsum_spec(g.eqns[0])) is not None:
             steps.append(einsum_step(g.eqns[0], spec, slots, device.xp))
         else:
-            steps.append(host_step(g.eqns[0], slots, device, g.kind == "fallback" and g.warns))
+            steps.append(compiler.reference_step(  # on the host: operands copied over
+                g.eqns[0], slots, g.kind == "fallback" and g.warns,
+                f"nbjax gpu backend: no kernel for {g.eqns[0].primitive.name}; it runs on "
+                "the host's reference backend", load=device.get, store=device.put))
     return Executable(name, device, optimised, plan, rewrites, steps, kernels,
                       dict(timer.times))
