@@ -320,3 +320,18 @@ def test_compiled_conv_gradients_match_eager():
     eager = nbjax.grad(loss, argnums=(0, 1))(x, w)
     for got, want, operand in zip(grads, eager, (w, x)):
         assert_close(got, want, rtol=1e-5, scale=float(np.abs(operand).sum()))
+
+
+def test_a_nan_under_a_dilated_kernels_gap_stays_out():
+    """XLA's kernel dilation skips the gaps (they are not zero weights): a NaN or inf there
+    does not reach the output, eagerly or compiled."""
+    lhs = random_array(RNG, (1, 2, 7, 6), np.float32)
+    lhs[0, 0, 1, 1], lhs[0, 1, 3, 2] = np.nan, np.inf
+    rhs = random_array(RNG, (2, 2, 2, 2), np.float32)
+
+    def conv(a, b):
+        return lax.conv_general_dilated(a, b, (1, 1), ((0, 0), (0, 0)), rhs_dilation=(2, 2))
+    expected = naive_conv(lhs, rhs, (1, 1), ((0, 0), (0, 0)), (1, 1), (2, 2))
+    assert np.isfinite(expected).any() and np.isnan(expected).any()
+    for out in (conv(lhs, rhs), nbjax.jit(conv)(lhs, rhs)):
+        np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)

@@ -258,9 +258,11 @@ def _pad_spatial(x, padding, first_axis):
     return np.pad(x, grow)[tuple(crop)]
 
 
-def _convolve(x, w, window_strides, feature_group_count, batch_group_count):
+def _convolve(x, w, window_strides, rhs_dilation, feature_group_count, batch_group_count):
     """The convolution of ``x`` (N, spatial..., C, padded and dilated) with ``w`` (O, I,
-    kernel spatial..., dilated): (N / batch groups, O, out spatial...).
+    kernel spatial...), its elements ``rhs_dilation`` apart: (N / batch groups, O, out
+    spatial...). (A dilated kernel's gaps are not zeros: an inf or NaN in the input under
+    a gap does not reach the output, as in XLA.)
 
     As im2col and one matrix product per group, so BLAS does the work: every window laid
     out as a row of (kernel position, feature) values, times the kernels laid out the same
@@ -269,8 +271,11 @@ def _convolve(x, w, window_strides, feature_group_count, batch_group_count):
     n_sp = x.ndim - 2
     k_sp = w.shape[2:]
     x = np.ascontiguousarray(x)  # (so that a window's features are one run in memory)
-    windows = np.lib.stride_tricks.sliding_window_view(x, k_sp, axis=tuple(range(1, n_sp + 1)))
-    windows = windows[(slice(None),) + tuple(slice(None, None, s) for s in window_strides)]
+    extent = tuple(_dilated_size(k, r) for k, r in zip(k_sp, rhs_dilation))
+    windows = np.lib.stride_tricks.sliding_window_view(x, extent,
+                                                       axis=tuple(range(1, n_sp + 1)))
+    windows = windows[(slice(None),) + tuple(slice(None, None, s) for s in window_strides)
+                      + (slice(None),) + tuple(slice(None, None, r) for r in rhs_dilation)]
     n, out_sp, c = windows.shape[0], windows.shape[1:1 + n_sp], windows.shape[1 + n_sp]
     out_axes = tuple(range(1, 1 + n_sp))
     if batch_group_count > 1:   # (G, N/G, out..., C, k...) -> (G, N/G, out..., k..., C)
@@ -315,8 +320,8 @@ def _conv_general_dilated_impl(
     if 0 in canonical_shape:
         return np.zeros(out.shape, out.dtype)
     x = _pad_spatial(_dilate(x, lhs_dilation, 1), padding, 1)
-    w = _dilate(w, rhs_dilation, 2)
-    result = _convolve(x, w, window_strides, feature_group_count, batch_group_count)
+    result = _convolve(x, w, window_strides, rhs_dilation, feature_group_count,
+                       batch_group_count)
     result = result.reshape(canonical_shape)
     return finish_accumulation(np.transpose(result, np.argsort(dn.out_spec)), out.dtype)
 
