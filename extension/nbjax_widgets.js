@@ -2,18 +2,20 @@
 //
 // The kernel sends the whole view state as JSON traitlets (see nbjax/notebook/widgets.py);
 // this module only renders it and writes back what the user chose: the open tab (`tab`),
-// the selected node (`selected`), the current step of a step-through (`step`) and whether
-// to draw every node of a large graph (`show_all`). No build step: a plain ES module.
+// the selected node (`selected`), the current step of a step-through (`step`), whether
+// to draw every node of a large graph (`show_all`), and how to group the graph's equations
+// (`group`: "line", "function" or ""). No build step: a plain ES module.
 //
 // The SVG graphs and coloured jaxprs arrive as markup generated (and escaped) by the
 // kernel; every other text is inserted with textContent. Stable `data-testid` attributes
 // (listed in nbjax/notebook/__init__.py) let browser tests find the parts.
 
 const PANE_TITLES = {
-  graph: "Graph", jaxpr: "Jaxpr", fusion: "Fusion", code: "Code", timing: "Timing",
+  graph: "Graph", source: "Source", jaxpr: "Jaxpr", fusion: "Fusion", code: "Code", timing: "Timing",
   linked: "Side by side", steps: "Step through",
 };
 const PLAY_INTERVAL_MS = 800;
+const GROUP_CHOICES = { "": "no grouping", line: "group by line", function: "group by function" };
 
 // --- small helpers ------------------------------------------------------------------------
 
@@ -109,9 +111,11 @@ const ZOOM_STEP = 1.25;
 const PT_TO_PX = 4 / 3;  // Graphviz sizes SVGs in points
 
 class Graph {
-  // state: {svg, note, prefix, nodes, truncated, shown, hidden, budget}
-  constructor(state, onSelect, testid = "nbjax-graph") {
+  // state: {svg, note, prefix, nodes, truncated, shown, hidden, budget, group}
+  // onGroup(choice): the user chose how to group the equations (no selector without it)
+  constructor(state, onSelect, testid = "nbjax-graph", onGroup = null) {
     this.state = state;
+    this.onGroup = onGroup;
     this.nodes = new Map();  // node id -> <g>
     this.el = h("div", { class: "nbjax-graph", testid });
     if (!state) return;
@@ -147,7 +151,19 @@ class Graph {
       button("−", "nbjax-graph-zoom-out", "zoom out (or Ctrl+wheel)", () => this.zoomBy(1 / ZOOM_STEP)),
       button("+", "nbjax-graph-zoom-in", "zoom in (or Ctrl+wheel)", () => this.zoomBy(ZOOM_STEP)),
       button("fit", "nbjax-graph-fit", "fit the width of the box", () => this.fit()),
-      this.search, this.found);
+      this.groupSelector(), this.search, this.found);
+  }
+
+  groupSelector() {
+    // Clusters per source line or Python function (click a group's node to fold it).
+    if (!this.onGroup) return null;
+    const current = this.state.group || "";
+    const select = h("select", { class: "nbjax-search nbjax-group-select", testid: "nbjax-graph-group",
+      title: "cluster the equations by the source line or the function they came from" },
+    Object.entries(GROUP_CHOICES).map(([value, label]) =>
+      h("option", { value, selected: value === current }, label)));
+    select.addEventListener("change", () => this.onGroup(select.value));
+    return select;
   }
 
   setUpZoom() {
@@ -256,6 +272,7 @@ function detailsOf(node) {
     ["from", node.origin && `${node.phase || ""} part of ${node.origin} (operation ${node.provenance})`],
     ["kernel", node.kernel],
     ["fusion", node.fusion_reason],
+    ["faded", node.dim],
   ].filter(([, v]) => v);
   return h("dl", { class: "nbjax-details-list" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
@@ -367,14 +384,94 @@ class JitView extends View {
   select(id) { this.set("selected", this.get("selected") === id ? "" : id); }
 
   draw_graph(c) {
-    this.graph = new Graph(c.graph, (id) => this.select(id));
+    this.graph = new Graph(c.graph, (id) => this.select(id), "nbjax-graph", (g) => this.set("group", g));
     const g = c.graph || {};
     const more = g.truncated
       ? h("p", { class: "nbjax-note" }, `${g.shown} nodes shown, ${g.hidden} hidden (budget ${g.budget}). `,
         h("button", { class: "nbjax-button", testid: "nbjax-show-all", onclick: () => this.set("show_all", true) }, "show all"))
       : null;
     this.details = h("div", { class: "nbjax-details", testid: "nbjax-node-details" });
-    this.pane("graph", h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.details), more);
+    this.graphLayout = h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.details);
+    this.pane("graph", this.graphLayout, more);
+  }
+
+  // -- the annotated source: lines coloured by the time (or equations) they produced --
+
+  draw_source(c) {
+    const s = c.source;
+    this.sourceRows = [];
+    this.sourceLine = null;
+    const files = s.files.map((file, f) => h("div", { class: "nbjax-source-file" },
+      h("h4", {}, `${file.label} `, h("span", { class: "nbjax-note" }, `(${file.functions.join(", ")})`)),
+      h("table", { class: "nbjax-source-lines" }, h("tbody", {}, file.lines.map((line) => {
+        const produced = line.nodes.length > 0;
+        const time = h("td", { class: "nbjax-line-time" });
+        const kernels = produced ? `${line.kernels.length} kernel${line.kernels.length === 1 ? "" : "s"}` : "";
+        const tr = h("tr", {
+          class: produced ? "nbjax-source-line nbjax-produced" : "nbjax-source-line",
+          testid: `nbjax-source-line-${f}-${line.line}`, "data-kernels": line.kernels.length,
+          title: produced ? `${line.nodes.length} equation(s); kernels ${line.kernels.join(", ")}` : "",
+          onclick: () => produced && this.selectLine(file, line),
+        }, h("td", { class: "nbjax-lineno" }, line.line), h("td", { class: "nbjax-line-kernels" }, kernels),
+        time, h("td", { class: "nbjax-line-text" }, line.text));
+        this.sourceRows.push({ tr, time, line, file });
+        return tr;
+      })))));
+    this.lineDetails = h("div", { class: "nbjax-details", testid: "nbjax-source-details" },
+      h("p", { class: "nbjax-note" }, s.note));
+    // the graph moves here while this pane is open (drawTabs): one SVG, linked to the lines
+    this.sourceGraphSlot = h("div", { class: "nbjax-source-graph" });
+    this.pane("source", h("div", { class: "nbjax-graph-layout", testid: "nbjax-source" },
+      h("div", { class: "nbjax-source-side" }, files, this.lineDetails), this.sourceGraphSlot));
+    this.heatSource();
+  }
+
+  heatSource() {
+    // Time per line from the timing's per-step medians (source_pane.line_seconds), or the
+    // number of equations before any call is timed; the hottest line is the most amber.
+    if (!this.sourceRows) return;
+    const steps = new Map(((this.get("timing") || {}).steps || []).map((st) => [st.index, st.seconds]));
+    const timeOf = (line) => (line.shares.length && line.shares.some(([k]) => steps.get(k))
+      ? line.shares.reduce((sum, [k, share]) => sum + share * (steps.get(k) || 0), 0) : null);
+    const times = this.sourceRows.map((r) => timeOf(r.line));
+    const weights = times.some((t) => t) ? times : this.sourceRows.map((r) => r.line.nodes.length);
+    const top = Math.max(0, ...weights.map((w) => w || 0)) || 1;
+    this.sourceRows.forEach((r, i) => {
+      const heat = (weights[i] || 0) / top;
+      r.tr.setAttribute("data-heat", heat.toFixed(3));
+      r.tr.style.background = r.line.nodes.length ? `rgba(245, 158, 11, ${(0.08 + 0.5 * heat).toFixed(2)})` : "";
+      r.time.textContent = times[i] === null ? "" : seconds(times[i]);
+    });
+  }
+
+  selectLine(file, line) {
+    // Highlight the line's equations in the graph and list the fusion decisions about them.
+    const same = this.sourceLine === line;
+    this.sourceLine = same ? null : line;
+    for (const r of this.sourceRows) r.tr.classList.toggle("nbjax-selected", r.line === this.sourceLine);
+    const nodes = this.sourceLine ? line.nodes : [];
+    if (this.graph && this.graph.nodes) {
+      this.graph.mark("nbjax-line-node", nodes);
+      if (nodes.length) this.graph.scrollTo(nodes.find((n) => this.graph.nodes.has(n)));
+    }
+    const c = this.get("compiled") || {};
+    if (!this.sourceLine) return setChildren(this.lineDetails, h("p", { class: "nbjax-note" }, c.source.note));
+    const drawn = nodes.filter((n) => this.graph && this.graph.nodes && this.graph.nodes.has(n)).length;
+    setChildren(this.lineDetails,
+      h("p", {}, `${file.label}, line ${line.line}: ${line.nodes.length} equation(s), ${drawn} drawn in the graph; `,
+        `kernels ${line.kernels.join(", ") || "none"}`),
+      line.decisions.length ? table(["equation", "step", "decision"], line.decisions.map((d) =>
+        h("tr", { class: d.started ? "nbjax-starts" : "" }, h("td", {}, h("code", {}, d.text)), h("td", {}, d.step), h("td", {}, d.reason))),
+      { testid: "nbjax-source-decisions" }) : h("p", { class: "nbjax-note" }, "no fusion decisions (not compiled by a fusing backend)"));
+  }
+
+  drawTabs() {
+    super.drawTabs();
+    // One graph for two panes: it sits beside the source lines while the Source pane is open.
+    if (!this.graph || !this.graph.el) return;
+    const open = this.panes.source && !this.panes.source.hidden;
+    if (open && this.sourceGraphSlot) this.sourceGraphSlot.append(this.graph.el);
+    else if (this.graphLayout && this.graph.el.parentNode !== this.graphLayout) this.graphLayout.prepend(this.graph.el);
   }
 
   draw_jaxpr(c) {
@@ -473,7 +570,7 @@ class JitView extends View {
   listen() {
     return {
       "change:compiled": () => this.draw(),
-      "change:timing": () => { this.drawHead(); if (this.panes.timing && (this.get("compiled") || {}).name) this.drawTiming(); this.drawTabs(); },
+      "change:timing": () => { this.drawHead(); if (this.panes.timing && (this.get("compiled") || {}).name) this.drawTiming(); this.heatSource(); this.drawTabs(); },
       "change:status": () => { this.drawHead(); if (!(this.get("compiled") || {}).name) this.drawPlaceholders(); },
       "change:tab": () => this.drawTabs(),
       "change:selected": () => this.drawSelection(),
@@ -493,7 +590,7 @@ class GradView extends View {
       return;
     }
     this.drawLinked(g);
-    this.graph = new Graph(g.graph, (id) => this.select(id));
+    this.graph = new Graph(g.graph, (id) => this.select(id), "nbjax-graph", (choice) => this.set("group", choice));
     this.graphDetails = h("div", { class: "nbjax-details", testid: "nbjax-node-details" });
     this.pane("graph", h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.graphDetails));
     this.drawSteps();

@@ -52,6 +52,8 @@ class NbjaxView(anywidget.AnyWidget):
     tab = traitlets.Unicode("").tag(sync=True)  # the open pane (set by the browser)
     selected = traitlets.Unicode("").tag(sync=True)  # the selected node id (browser)
     scale = traitlets.Float(1.0).tag(sync=True)  # text and graph size (presenting: larger)
+    # the graph's equations grouped by source "line" or "function", or not ("") (browser)
+    group = traitlets.Unicode("").tag(sync=True)
 
     min_interval = 0.2  # seconds between two updates sent while cells run
 
@@ -185,7 +187,8 @@ class CompilerView(NbjaxView):
 
     @property
     def wants_timing(self):
-        return "timing" in self.panes
+        """The timing pane, and the source pane's time per line, need every call timed."""
+        return bool({"timing", "source"} & set(self.panes))
 
     def on_call(self, watched, comp):
         if comp is not self.comp:
@@ -204,9 +207,9 @@ class CompilerView(NbjaxView):
 
     def _compiled(self, comp):
         return {"compiled": compiled_state(comp, self.panes, self.prefix, self.show_all,
-                                           self.toggled)}
+                                           self.toggled, self.group or None)}
 
-    @traitlets.observe("show_all", "toggled")
+    @traitlets.observe("show_all", "toggled", "group")
     def _redraw(self, change):
         if self.comp is not None:
             self.schedule("compiled", lambda: self._compiled(self.comp))
@@ -254,16 +257,18 @@ class GradView(NbjaxView):
         else:
             self.schedule("grad", lambda: self._grad(args, kwargs))
 
-    @traitlets.observe("toggled")
+    @traitlets.observe("toggled", "group")
     def _redraw(self, change):
-        """Sub-jaxpr clusters opened or closed in the browser: redraw the graphs."""
+        """Clusters opened or closed, or grouping chosen, in the browser: redraw the
+        graphs."""
         if self.last_input is not None:
             self.schedule("grad", lambda: self._states(*self.last_input))
             self.flush()
 
     def _states(self, args, kwargs):
         linked, steps = grad_states(self.fun, args, kwargs, self.argnums, self.mode,
-                                    self.names, self.prefixes, self.toggled)
+                                    self.names, self.prefixes, self.toggled,
+                                    self.group or None)
         linked["hessian"] = self.hessian
         linked.update(name=self.title, mode=self.mode, wrt=list(self.names))
         return {"grad": linked, "steps": steps}

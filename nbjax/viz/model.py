@@ -27,7 +27,7 @@ folds into one ``more`` node. ``graph_model(j, budget=None)`` shows everything.
 import numpy as np
 
 from ..core.jaxpr import Literal, Var
-from .structure import eqn_id, is_jaxpr, is_jaxpr_tuple, open_jaxpr, param_text, \
+from .structure import eqn_id, eqn_source, is_jaxpr, is_jaxpr_tuple, open_jaxpr, param_text, \
     printed_params, sub_jaxprs, sub_prefix
 from .grouping import source_groups
 from .text import annotate
@@ -86,10 +86,7 @@ def _short(text, limit=_LABEL_CHARS):
 
 
 def _source(eqn):
-    """Where the equation came from: its user-level operation's line (the line a backward
-    equation differentiates, not the line that called ``grad``), else its own."""
-    p = eqn.provenance
-    info = p.source_info if p is not None and p.source_info is not None else eqn.source_info
+    info = eqn_source(eqn)
     if info is None:
         return None
     return {"file": info.file, "line": info.line, "function": info.function,
