@@ -15,6 +15,10 @@ const PANE_TITLES = {
   linked: "Side by side", steps: "Step through",
 };
 const PLAY_INTERVAL_MS = 800;
+// A source line's amber tint: from HEAT_MIN (no time) to HEAT_MIN + HEAT_SPAN (the hottest),
+// light enough for the theme's text to keep its contrast on light and dark themes
+// (nbjax/notebook/static.py's heat() uses the same numbers).
+const HEAT_MIN = 0.06, HEAT_SPAN = 0.34;
 const GROUP_CHOICES = { "": "no grouping", line: "group by line", function: "group by function" };
 
 // --- small helpers ------------------------------------------------------------------------
@@ -439,7 +443,7 @@ class JitView extends View {
     this.sourceRows.forEach((r, i) => {
       const heat = (weights[i] || 0) / top;
       r.tr.setAttribute("data-heat", heat.toFixed(3));
-      r.tr.style.background = r.line.nodes.length ? `rgba(245, 158, 11, ${(0.08 + 0.5 * heat).toFixed(2)})` : "";
+      r.tr.style.background = r.line.nodes.length ? `rgba(245, 158, 11, ${(HEAT_MIN + HEAT_SPAN * heat).toFixed(2)})` : "";
       r.time.textContent = times[i] === null ? "" : seconds(times[i]);
     });
   }
@@ -459,7 +463,7 @@ class JitView extends View {
     const drawn = nodes.filter((n) => this.graph && this.graph.nodes && this.graph.nodes.has(n)).length;
     setChildren(this.lineDetails,
       h("p", {}, `${file.label}, line ${line.line}: ${line.nodes.length} equation(s), ${drawn} drawn in the graph; `,
-        `kernels ${line.kernels.join(", ") || "none"}`),
+        line.kernels.length ? `in plan step${line.kernels.length > 1 ? "s" : ""} ${line.kernels.join(", ")}` : "in no kernel"),
       line.decisions.length ? table(["equation", "step", "decision"], line.decisions.map((d) =>
         h("tr", { class: d.started ? "nbjax-starts" : "" }, h("td", {}, h("code", {}, d.text)), h("td", {}, d.step), h("td", {}, d.reason))),
       { testid: "nbjax-source-decisions" }) : h("p", { class: "nbjax-note" }, "no fusion decisions (not compiled by a fusing backend)"));

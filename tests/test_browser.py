@@ -707,3 +707,43 @@ def test_a_folded_loop_unfolds_from_any_node_of_its_block(browser):
     button.click()
     assert page.evaluate("() => window.nbjaxModel.get('toggled')") == ["repeat-e0"]
     page.close()
+
+
+# --- the annotated source pane --------------------------------------------------------------
+
+TWO_LINES = ("def two_lines(x):\n    y = jnp.sin(x) * 2.0\n"
+             "    return jnp.sum(jnp.exp(y) + y)\n", "two_lines(np.ones(8, np.float32))")
+
+
+def test_clicking_a_source_line_highlights_its_graph_nodes(browser):
+    """The Source pane lists the cell's lines with their kernels, the graph beside them;
+    clicking a line outlines its equations' nodes and lists the fusion decisions about
+    them; the graph goes back to its own pane after."""
+    expect = sync_api.expect
+    view = _jit_view("--backend cpu --show graph,source,fusion", function=TWO_LINES)
+    (cell,) = view.compiled["source"]["files"]
+    line = next(row for row in cell["lines"] if "jnp.sin" in row["text"])
+    assert line["line"] == 3 and len(line["nodes"]) == 2  # sin, mul
+    page = render_standalone(browser, view)
+    page.get_by_test_id("nbjax-tab-source").click()
+    pane = page.get_by_test_id("nbjax-source")
+    expect(pane.get_by_test_id("nbjax-graph")).to_have_count(1)  # moved beside the lines
+    row = page.get_by_test_id("nbjax-source-line-0-3")
+    expect(row).to_have_attribute("data-kernels", str(len(line["kernels"])))
+    expect(row).to_contain_text("y = jnp.sin(x) * 2.0")
+    expect(page.locator("g.nbjax-line-node")).to_have_count(0)
+    row.click()
+    marked = page.locator("g.nbjax-line-node")
+    expect(marked).to_have_count(len(line["nodes"]))
+    for node in line["nodes"]:
+        expect(page.get_by_test_id(f"nbjax-node-{node}")).to_have_class(
+            re.compile(r"\bnbjax-line-node\b"))
+    decisions = page.get_by_test_id("nbjax-source-decisions").locator("tbody tr")
+    expect(decisions).to_have_count(len(line["decisions"]))
+    expect(page.get_by_test_id("nbjax-source-details")).to_contain_text("line 3")
+    pane.screenshot(path=artifacts_dir() / "source-pane.png")
+    row.click()  # again: nothing selected
+    expect(marked).to_have_count(0)
+    page.get_by_test_id("nbjax-tab-graph").click()
+    expect(page.get_by_test_id("nbjax-pane-graph").get_by_test_id("nbjax-graph")).to_have_count(1)
+    page.close()

@@ -148,8 +148,9 @@ def jit_html(view, scale=1):
 
 def heat(fraction):
     """A line's background for its share of the time (or of the equations): a translucent
-    amber, as strong as the share, readable on light and dark themes."""
-    return f"background:{th.HEAT.format(alpha=0.08 + 0.5 * fraction):s}"
+    amber, as strong as the share, light enough for the theme's text on light and dark
+    themes (the live view's HEAT_MIN and HEAT_SPAN are the same)."""
+    return f"background:{th.HEAT.format(alpha=0.06 + 0.34 * fraction):s}"
 
 
 def line_heats(source, timing):
