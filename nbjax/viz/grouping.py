@@ -25,6 +25,16 @@ def check_group(group):
     return group
 
 
+def eqns_by_scope(model):
+    """Scope (a sub-jaxpr cluster id, None for the top level) -> its equation nodes, in
+    program order."""
+    by_scope = {}
+    for node in model["nodes"]:
+        if node["kind"] == "eqn":
+            by_scope.setdefault(node["cluster"], []).append(node)
+    return by_scope
+
+
 def _phase(node):
     return node["provenance"]["phase"] if node["provenance"] else None
 
@@ -62,12 +72,8 @@ def source_groups(model, by):
     ``collapsed`` (False)."""
     if check_group(by) is None:
         return []
-    by_scope = {}
-    for node in model["nodes"]:
-        if node["kind"] == "eqn":
-            by_scope.setdefault(node["cluster"], []).append(node)
     groups = []
-    for scope, eqns in by_scope.items():
+    for scope, eqns in eqns_by_scope(model).items():
         seen, run, run_key = set(), [], None
         for node in eqns + [None]:
             key = None if node is None else _key(node, by)

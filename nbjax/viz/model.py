@@ -29,7 +29,7 @@ import numpy as np
 from ..core.jaxpr import Literal, Var
 from .structure import eqn_id, eqn_source, is_jaxpr, is_jaxpr_tuple, open_jaxpr, param_text, \
     printed_params, sub_jaxprs, sub_prefix
-from .grouping import source_groups
+from .grouping import eqns_by_scope, source_groups
 from .text import annotate
 from .unused import dim_reasons
 
@@ -259,12 +259,8 @@ def find_repeats(model):
     operands = {}
     for edge in model["edges"]:
         operands.setdefault(edge["target"], []).append((edge["operand"], edge["source"]))
-    by_scope = {}
-    for node in model["nodes"]:
-        if node["kind"] == "eqn":
-            by_scope.setdefault(node["cluster"], []).append(node)
     repeats = []
-    for scope, eqns in by_scope.items():
+    for scope, eqns in eqns_by_scope(model).items():
         position = {n["id"]: i for i, n in enumerate(eqns)}
         keys = [None if n["id"] in owners else
                 (n["primitive"], tuple(n["params"].items()), tuple(n["avals"]),
