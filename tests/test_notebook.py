@@ -656,6 +656,11 @@ def test_jaxpr_magic(ip):
     _assert_static(html)
     result = ip.run_cell("%jaxpr undefined_function(1.0)")
     assert isinstance(result.error_in_exec, NameError)
+    grouped = run(ip, "%jaxpr --group function poly(np.ones(3, np.float32), {'a': 2.0, 'b': 1.0})")
+    assert grouped.group == "function"
+    assert grouped._repr_html_().replace("&#45;", "-").count('id="cluster-src-') == 1  # poly()
+    with pytest.raises(UsageError, match="invalid choice: 'lines'"):
+        run(ip, "%jaxpr --group lines poly(1.0, {'a': 1.0, 'b': 0.0})")
 
 
 # --- big graphs ------------------------------------------------------------------------------
