@@ -421,8 +421,10 @@ class JitView extends View {
         this.sourceRows.push({ tr, time, line, file });
         return tr;
       })))));
-    this.lineDetails = h("div", { class: "nbjax-details", testid: "nbjax-source-details" },
-      h("p", { class: "nbjax-note" }, s.note));
+    this.lineDetails = h("div", { class: "nbjax-details", testid: "nbjax-source-details" });
+    this.sourceHint = h("p", { class: "nbjax-note" }, s.note,
+      " Click a line to see its equations in the graph and the fusion decisions about them.");
+    this.lineDetails.append(this.sourceHint);
     // the graph moves here while this pane is open (drawTabs): one SVG, linked to the lines
     this.sourceGraphSlot = h("div", { class: "nbjax-source-graph" });
     this.pane("source", h("div", { class: "nbjax-graph-layout", testid: "nbjax-source" },
@@ -458,8 +460,7 @@ class JitView extends View {
       this.graph.mark("nbjax-line-node", nodes);
       if (nodes.length) this.graph.scrollTo(nodes.find((n) => this.graph.nodes.has(n)));
     }
-    const c = this.get("compiled") || {};
-    if (!this.sourceLine) return setChildren(this.lineDetails, h("p", { class: "nbjax-note" }, c.source.note));
+    if (!this.sourceLine) return setChildren(this.lineDetails, this.sourceHint);
     const drawn = nodes.filter((n) => this.graph && this.graph.nodes && this.graph.nodes.has(n)).length;
     setChildren(this.lineDetails,
       h("p", {}, `${file.label}, line ${line.line}: ${line.nodes.length} equation(s), ${drawn} drawn in the graph; `,

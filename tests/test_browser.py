@@ -725,6 +725,8 @@ def test_clicking_a_source_line_highlights_its_graph_nodes(browser):
     line = next(row for row in cell["lines"] if "jnp.sin" in row["text"])
     assert line["line"] == 3 and len(line["nodes"]) == 2  # sin, mul
     page = render_standalone(browser, view)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
     page.get_by_test_id("nbjax-tab-source").click()
     pane = page.get_by_test_id("nbjax-source")
     expect(pane.get_by_test_id("nbjax-graph")).to_have_count(1)  # moved beside the lines
@@ -746,4 +748,7 @@ def test_clicking_a_source_line_highlights_its_graph_nodes(browser):
     expect(marked).to_have_count(0)
     page.get_by_test_id("nbjax-tab-graph").click()
     expect(page.get_by_test_id("nbjax-pane-graph").get_by_test_id("nbjax-graph")).to_have_count(1)
+    page.get_by_test_id("nbjax-graph-group").select_option("line")  # the kernel redraws
+    assert page.evaluate("() => window.nbjaxModel.get('group')") == "line"
+    assert errors == []
     page.close()

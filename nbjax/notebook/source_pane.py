@@ -17,8 +17,7 @@ from .panes import file_label
 
 CONTEXT = 2  # lines shown above the first line that produced an equation, per file
 MAX_LINES = 300  # lines shown per file
-SPLIT_NOTE = ("A kernel's time is shared among its lines by their number of equations; "
-              "click a line to see its equations in the graph and the fusion decisions.")
+SPLIT_NOTE = "A kernel's time is shared among its lines by their number of equations."
 
 
 def _walk(jaxpr, prefix="", top=None):
