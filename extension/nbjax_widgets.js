@@ -264,6 +264,16 @@ class Graph {
   }
 }
 
+// What a source line produced: its kernels, else its forward and backward equations, else
+// its equations (source_pane.produced_text writes the same for the static copy).
+function producedText(line) {
+  const n = line.nodes.length, k = line.kernels.length, b = line.backward || 0;
+  if (!n) return "";
+  if (k) return `${k} kernel${k === 1 ? "" : "s"}`;
+  if (b) return `${n - b} fwd, ${b} bwd`;
+  return `${n} equation${n === 1 ? "" : "s"}`;
+}
+
 function detailsOf(node) {
   // The node's details as a definition list.
   if (!node) return h("p", { class: "nbjax-note" }, "Click a node to see its equation, type, source line and kernel.");
@@ -320,6 +330,10 @@ class View {
       onclick: () => this.set("tab", p),
     }, PANE_TITLES[p] || p)));
     for (const [name, pane] of Object.entries(this.panes)) pane.hidden = name !== open;
+    // One graph for two panes: it sits beside the source lines while the Source pane is open.
+    if (!this.graph || !this.graph.el) return;
+    if (open === "source" && this.sourceGraphSlot) this.sourceGraphSlot.append(this.graph.el);
+    else if (this.graphLayout && this.graph.el.parentNode !== this.graphLayout) this.graphLayout.prepend(this.graph.el);
   }
 
   clusterButtons(graph, id) {
@@ -361,48 +375,12 @@ class View {
     setChildren(pane, ...content);
     return pane;
   }
-}
-
-// --- the compiler view (%%jit) -------------------------------------------------------------
-
-class JitView extends View {
-  constructor(model, root) {
-    super(model, root);
-    this.codeKernel = 0;
-    this.codeMode = "loop";
-  }
-
-  draw() {
-    this.drawHead();
-    const c = this.get("compiled") || {};
-    const waiting = !c.name;
-    for (const p of this.get("panes") || []) {
-      if (waiting) this.pane(p, this.placeholder());
-      else if (p === "timing") this.drawTiming();
-      else this[`draw_${p}`](c);
-    }
-    this.drawTabs();
-    this.drawSelection();
-  }
-
-  select(id) { this.set("selected", this.get("selected") === id ? "" : id); }
-
-  draw_graph(c) {
-    this.graph = new Graph(c.graph, (id) => this.select(id), "nbjax-graph", (g) => this.set("group", g));
-    const g = c.graph || {};
-    const more = g.truncated
-      ? h("p", { class: "nbjax-note" }, `${g.shown} nodes shown, ${g.hidden} hidden (budget ${g.budget}). `,
-        h("button", { class: "nbjax-button", testid: "nbjax-show-all", onclick: () => this.set("show_all", true) }, "show all"))
-      : null;
-    this.details = h("div", { class: "nbjax-details", testid: "nbjax-node-details" });
-    this.graphLayout = h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.details);
-    this.pane("graph", this.graphLayout, more);
-  }
 
   // -- the annotated source: lines coloured by the time (or equations) they produced --
 
-  draw_source(c) {
-    const s = c.source;
+  drawSource(s) {
+    // The annotated source of a view (source_pane.source_lines): each line tinted by the
+    // time (or the equations) it produced, clickable to its graph nodes and decisions.
     this.sourceRows = [];
     this.sourceLine = null;
     const files = s.files.map((file, f) => h("div", { class: "nbjax-source-file" },
@@ -410,20 +388,20 @@ class JitView extends View {
       h("table", { class: "nbjax-source-lines" }, h("tbody", {}, file.lines.map((line) => {
         const produced = line.nodes.length > 0;
         const time = h("td", { class: "nbjax-line-time" });
-        const kernels = produced ? `${line.kernels.length} kernel${line.kernels.length === 1 ? "" : "s"}` : "";
         const tr = h("tr", {
           class: produced ? "nbjax-source-line nbjax-produced" : "nbjax-source-line",
           testid: `nbjax-source-line-${f}-${line.line}`, "data-kernels": line.kernels.length,
-          title: produced ? `${line.nodes.length} equation(s); kernels ${line.kernels.join(", ")}` : "",
+          title: produced ? `${line.nodes.length} equation(s)` : "",
           onclick: () => produced && this.selectLine(file, line),
-        }, h("td", { class: "nbjax-lineno" }, line.line), h("td", { class: "nbjax-line-kernels" }, kernels),
+        }, h("td", { class: "nbjax-lineno" }, line.line), h("td", { class: "nbjax-line-kernels" }, producedText(line)),
         time, h("td", { class: "nbjax-line-text" }, line.text));
         this.sourceRows.push({ tr, time, line, file });
         return tr;
       })))));
     this.lineDetails = h("div", { class: "nbjax-details", testid: "nbjax-source-details" });
-    this.sourceHint = h("p", { class: "nbjax-note" }, s.note,
-      " Click a line to see its equations in the graph and the fusion decisions about them.");
+    const decided = s.files.some((file) => file.lines.some((line) => line.decisions.length));
+    this.sourceHint = h("p", { class: "nbjax-note" }, s.note, " Click a line to see its equations in the graph",
+      decided ? " and the fusion decisions about them." : ".");
     this.lineDetails.append(this.sourceHint);
     // the graph moves here while this pane is open (drawTabs): one SVG, linked to the lines
     this.sourceGraphSlot = h("div", { class: "nbjax-source-graph" });
@@ -462,22 +440,54 @@ class JitView extends View {
     }
     if (!this.sourceLine) return setChildren(this.lineDetails, this.sourceHint);
     const drawn = nodes.filter((n) => this.graph && this.graph.nodes && this.graph.nodes.has(n)).length;
+    const steps = line.kernels.length ? ` (plan step${line.kernels.length > 1 ? "s" : ""} ${line.kernels.join(", ")})` : "";
     setChildren(this.lineDetails,
-      h("p", {}, `${file.label}, line ${line.line}: ${line.nodes.length} equation(s), ${drawn} drawn in the graph; `,
-        line.kernels.length ? `in plan step${line.kernels.length > 1 ? "s" : ""} ${line.kernels.join(", ")}` : "in no kernel"),
+      h("p", {}, `${file.label}, line ${line.line}: ${producedText(line)}${steps}; `,
+        `${line.nodes.length} equation(s), ${drawn} drawn in the graph`),
       line.decisions.length ? table(["equation", "step", "decision"], line.decisions.map((d) =>
         h("tr", { class: d.started ? "nbjax-starts" : "" }, h("td", {}, h("code", {}, d.text)), h("td", {}, d.step), h("td", {}, d.reason))),
-      { testid: "nbjax-source-decisions" }) : h("p", { class: "nbjax-note" }, "no fusion decisions (not compiled by a fusing backend)"));
+      { testid: "nbjax-source-decisions" }) : null);
+  }
+}
+
+// --- the compiler view (%%jit) -------------------------------------------------------------
+
+class JitView extends View {
+  constructor(model, root) {
+    super(model, root);
+    this.codeKernel = 0;
+    this.codeMode = "loop";
   }
 
-  drawTabs() {
-    super.drawTabs();
-    // One graph for two panes: it sits beside the source lines while the Source pane is open.
-    if (!this.graph || !this.graph.el) return;
-    const open = this.panes.source && !this.panes.source.hidden;
-    if (open && this.sourceGraphSlot) this.sourceGraphSlot.append(this.graph.el);
-    else if (this.graphLayout && this.graph.el.parentNode !== this.graphLayout) this.graphLayout.prepend(this.graph.el);
+  draw() {
+    this.drawHead();
+    const c = this.get("compiled") || {};
+    const waiting = !c.name;
+    for (const p of this.get("panes") || []) {
+      if (waiting) this.pane(p, this.placeholder());
+      else if (p === "timing") this.drawTiming();
+      else this[`draw_${p}`](c);
+    }
+    this.drawTabs();
+    this.drawSelection();
   }
+
+  select(id) { this.set("selected", this.get("selected") === id ? "" : id); }
+
+  draw_graph(c) {
+    this.graph = new Graph(c.graph, (id) => this.select(id), "nbjax-graph", (g) => this.set("group", g));
+    const g = c.graph || {};
+    const more = g.truncated
+      ? h("p", { class: "nbjax-note" }, `${g.shown} nodes shown, ${g.hidden} hidden (budget ${g.budget}). `,
+        h("button", { class: "nbjax-button", testid: "nbjax-show-all", onclick: () => this.set("show_all", true) }, "show all"))
+      : null;
+    this.details = h("div", { class: "nbjax-details", testid: "nbjax-node-details" });
+    this.graphLayout = h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.details);
+    this.pane("graph", this.graphLayout, more);
+  }
+
+  draw_source(c) { this.drawSource(c.source); }
+
 
   draw_jaxpr(c) {
     const j = c.jaxpr;
@@ -597,7 +607,9 @@ class GradView extends View {
     this.drawLinked(g);
     this.graph = new Graph(g.graph, (id) => this.select(id), "nbjax-graph", (choice) => this.set("group", choice));
     this.graphDetails = h("div", { class: "nbjax-details", testid: "nbjax-node-details" });
-    this.pane("graph", h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.graphDetails));
+    this.graphLayout = h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.graphDetails);
+    this.pane("graph", this.graphLayout);
+    if (g.source) this.drawSource(g.source);
     this.drawSteps();
     this.pane("jaxpr", markup(g.jaxpr, { testid: "nbjax-grad-jaxpr" }),
       g.hessian ? h("div", {}, h("h4", {}, "Hessian"), markup(g.hessian.jaxpr, { testid: "nbjax-hessian" })) : null);

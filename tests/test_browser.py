@@ -752,3 +752,27 @@ def test_clicking_a_source_line_highlights_its_graph_nodes(browser):
     assert page.evaluate("() => window.nbjaxModel.get('group')") == "line"
     assert errors == []
     page.close()
+
+
+def test_a_gradient_s_source_line_highlights_its_forward_and_backward_nodes(browser):
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbjax")
+    for code in ("import nbjax.numpy as jnp\nimport numpy as np",
+                 "%%grad\ndef two_lines(x):\n    y = jnp.sin(x) * x\n"
+                 "    return jnp.sum(jnp.exp(y))\n", "grad_two_lines(np.ones(3, np.float32))"):
+        shell.run_cell(code).raise_error()
+    (view,) = shell.user_ns["grad_two_lines"].watchers
+    view.flush()
+    line = next(r for r in view.grad["source"]["files"][0]["lines"] if r["line"] == 3)
+    page = render_standalone(browser, view)
+    page.get_by_test_id("nbjax-tab-source").click()
+    row = page.get_by_test_id("nbjax-source-line-0-3")
+    sync_api.expect(row).to_contain_text(f"{len(line['nodes']) - line['backward']} fwd, "
+                                         f"{line['backward']} bwd")
+    row.click()
+    marked = page.locator("g.nbjax-line-node")
+    sync_api.expect(marked).to_have_count(len(line["nodes"]))
+    assert {marked.nth(i).get_attribute("data-testid") for i in range(marked.count())} == \
+        {f"nbjax-node-{n}" for n in line["nodes"]}
+    page.close()

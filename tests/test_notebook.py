@@ -1305,3 +1305,25 @@ def test_grad_view_fades_the_dead_forward_code(ip):
     assert sorted(n["primitive"] for n in dead.values()) == ["mul", "reduce_sum"]
     assert all(n["phase"] == "forward" and "DCE" in n["dim"] for n in dead.values())
     assert graph["dimmed"] == 2 and "unused (DCE drops it)" in graph["svg"]
+
+
+def test_grad_view_source_pane_counts_each_line_s_forward_and_backward_equations(ip):
+    cell = ip.run_cell("%%grad\ndef two_step(x):\n    y = jnp.sin(x) * x\n"
+                       "    return jnp.sum(jnp.exp(y))\n", store_history=True)
+    cell.raise_error()
+    run(ip, "grad_two_step(np.ones(3, np.float32))")
+    view = view_of(ip.user_ns["grad_two_step"])
+    graph, (file,) = view.grad["graph"], view.grad["source"]["files"]
+    assert file["label"] == f"Cell In[{cell.execution_count}]"
+    rows = {row["line"]: row for row in file["lines"] if row["nodes"]}
+    assert sorted(rows) == [3, 4]
+    for row in rows.values():  # the graph's nodes of each line, by phase
+        phases = [graph["nodes"][i]["phase"] for i in row["nodes"]]
+        assert row["backward"] == phases.count("backward") > 0
+        assert len(row["nodes"]) - row["backward"] == phases.count("forward") > 0
+        assert {graph["nodes"][i]["source"] for i in row["nodes"]} == \
+            {f"Cell In[{cell.execution_count}], line {row['line']}"}
+    html = view.static_html()
+    _assert_static(html)
+    f3 = rows[3]
+    assert f">{len(f3['nodes']) - f3['backward']} fwd, {f3['backward']} bwd<" in html

@@ -72,7 +72,7 @@ Both views:
 - ``nbjax-tab-<pane>`` (tab buttons; the open one has ``aria-selected="true"``) and
   ``nbjax-pane-<pane>`` (pane containers; closed ones are ``hidden``). Panes of a compiler
   view: ``graph``, ``source``, ``jaxpr``, ``fusion``, ``code``, ``timing``; of a gradient view:
-  ``linked``, ``graph``, ``steps``, ``jaxpr``.
+  ``linked``, ``graph``, ``source``, ``steps``, ``jaxpr``.
 - ``nbjax-graph``: the graph container (an inline Graphviz SVG); ``nbjax-graph-note``
   replaces the SVG when Graphviz is missing. In the SVG, ``nbjax-node-<id>`` on each node's
   ``<g>`` (ids as in ``nbjax.viz.graph_model``: ``in0``, ``c0``, ``e3``, ``out0``) and
@@ -98,15 +98,16 @@ Both views:
   "× N" (``nbjax.viz.model.find_repeats``); the details of any node of that block have a
   toggle button unfolding it, whose cluster id is the repeat's (``repeat-e0``: its first
   node's; listed with the clusters, with ``members``).
-
-Compiler view:
-
 - ``nbjax-source`` (the Source pane: source lines beside the graph, which moves there while
   the pane is open), ``nbjax-source-line-<file>-<line>`` (a row per line; ``<file>``
   counts the files shown from 0; ``data-kernels`` its number of plan steps, ``data-heat``
-  its time relative to the hottest line's), ``nbjax-source-details`` (what clicking a line
-  shows) with ``nbjax-source-decisions`` (its fusion decisions). Clicking a line gives its
-  equations' graph nodes the class ``nbjax-line-node``.
+  its time (compiler view; before any call, and in a gradient view, its number of
+  equations) relative to the hottest line's), ``nbjax-source-details`` (what clicking a
+  line shows) with ``nbjax-source-decisions`` (its fusion decisions, compiler view).
+  Clicking a line gives its equations' graph nodes the class ``nbjax-line-node``.
+
+Compiler view:
+
 - ``nbjax-jaxpr`` (pane body), ``nbjax-jaxpr-traced``, ``nbjax-jaxpr-optimised``.
 - ``nbjax-fusion`` (pane body), ``nbjax-fusion-step-<index>`` (one table row per plan
   step), ``nbjax-fusion-decisions``.

@@ -20,6 +20,7 @@ from ..core import Var, dtypes, get_aval, pytree, to_numpy
 from ..interpreters import ad
 from ..viz.text import annotate
 from .panes import graph_state, jaxpr_pane, leaf_names, location, value_text
+from .source_pane import source_lines
 
 SIDES = {"rev": ("forward pass", "backward pass"), "fwd": ("primal", "tangents")}
 
@@ -129,7 +130,9 @@ def linked_state(closed, flags, mode, prefix, toggled=(), inputs=None, group=Non
                                           "left": [], "right": []})
             link[side].append(node)
     left, right = SIDES[mode]
-    return {"sides": {"left": left, "right": right}, "rows": rows,
+    source = source_lines(closed, f"What each line of the function adds to the derivative's "
+                                  f"jaxpr ({left} and {right}).")
+    return {"sides": {"left": left, "right": right}, "rows": rows, "source": source,
             "links": list(links.values()), "jaxpr": jaxpr_pane(annotated),
             "graph": graph_state(closed, prefix=prefix, annotated=annotated, toggled=toggled,
                                  input_names=inputs, group=group)}

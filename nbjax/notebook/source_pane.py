@@ -32,15 +32,25 @@ def _walk(jaxpr, prefix="", top=None):
 
 def source_state(comp, drawn, decisions):
     """The source pane of ``comp`` (a Compilation) whose graph draws ``drawn``; decisions:
-    the fusion pane's rows (``jit_state.fusion_state``), listed under their lines.
-
-    ``files``: per source file (a cell), in the order of its first equation: ``label``
-    (``Cell In[3]``), ``functions``, ``lines``; each line: ``line``, ``text``, ``nodes``
-    (its equations' node ids), ``kernels`` (plan steps), ``shares`` ([step, the fraction
-    of the step's equations that are this line's]), ``decisions``."""
+    the fusion pane's rows (``jit_state.fusion_state``), listed under their lines."""
     step_of = {}
     for group in comp.plan.groups if comp.plan is not None else ():
         step_of.update((id(e), group.index) for e in group.eqns)
+    note = SPLIT_NOTE if comp.plan is not None else \
+        f"The {comp.backend} backend runs each equation on its own: no kernels."
+    return source_lines(drawn, note, step_of, decisions)
+
+
+def source_lines(drawn, note, step_of=None, decisions=()):
+    """The lines the equations of ``drawn`` (the jaxpr a graph draws) came from.
+
+    ``step_of``: id(top-level equation) -> its plan step; ``decisions``: fusion decision
+    rows (with their ``node``). ``files``: per source file (a cell), in the order of its
+    first equation: ``label`` (``Cell In[3]``), ``functions``, ``lines``; each line:
+    ``line``, ``text``, ``nodes`` (its equations' node ids), ``backward`` (how many of them
+    are a gradient's backward pass), ``kernels`` (plan steps), ``shares`` ([step, the
+    fraction of the step's equations that are this line's]), ``decisions``."""
+    step_of = step_of or {}
     decision_of = {d["node"]: d for d in decisions if d["node"]}
     step_size = collections.Counter()
     lines = {}  # (file, line) -> what it produced
@@ -53,8 +63,9 @@ def source_state(comp, drawn, decisions):
             continue
         entry = lines.setdefault((info.file, info.line), {
             "function": info.function, "nodes": [], "steps": collections.Counter(),
-            "decisions": []})
+            "decisions": [], "backward": 0})
         entry["nodes"].append(node)
+        entry["backward"] += eqn.provenance is not None and eqn.provenance.phase == "backward"
         if step is not None:
             entry["steps"][step] += 1
         if node in decision_of:
@@ -63,8 +74,7 @@ def source_state(comp, drawn, decisions):
     for (filename, line), entry in lines.items():
         by_file.setdefault(filename, {})[line] = entry
     return {"files": [_file(f, found, step_size) for f, found in by_file.items()],
-            "note": SPLIT_NOTE if comp.plan is not None else
-            f"The {comp.backend} backend runs each equation on its own: no kernels."}
+            "note": note}
 
 
 def _file(filename, found, step_size):
@@ -75,14 +85,29 @@ def _file(filename, found, step_size):
     for n in range(first, last + 1):
         entry = found.get(n)
         row = {"line": n, "text": linecache.getline(filename, n).rstrip("\n"), "nodes": [],
-               "kernels": [], "shares": [], "decisions": []}
+               "backward": 0, "kernels": [], "shares": [], "decisions": []}
         if entry is not None:
             steps = sorted(entry["steps"])
             row.update(nodes=entry["nodes"], kernels=steps, decisions=entry["decisions"],
+                       backward=entry["backward"],
                        shares=[[s, entry["steps"][s] / step_size[s]] for s in steps])
         rows.append(row)
     functions = sorted({e["function"] for e in found.values()})
     return {"label": label, "functions": functions, "lines": rows}
+
+
+def produced_text(row):
+    """What a line produced, in a few words: its kernels (compiled), else its forward and
+    backward equations (a gradient), else its equations; '' for none. The browser module
+    writes the same (``producedText``)."""
+    n, kernels, backward = len(row["nodes"]), len(row["kernels"]), row["backward"]
+    if not n:
+        return ""
+    if kernels:
+        return f"{kernels} kernel{'s' * (kernels != 1)}"
+    if backward:
+        return f"{n - backward} fwd, {backward} bwd"
+    return f"{n} equation{'s' * (n != 1)}"
 
 
 def line_seconds(row, timing):

@@ -10,7 +10,7 @@ import re
 
 from ..viz import fit_width
 from ..viz import theme as th
-from .source_pane import line_seconds
+from .source_pane import line_seconds, produced_text
 
 NOTE = f"color:{th.MUTED};font-size:0.92em"
 TABLE = "border-collapse:collapse;font-size:0.92em;margin:0.3em 0"
@@ -172,11 +172,9 @@ def source_html(source, timing):
         rows = []
         for row in f["lines"]:
             seconds_, fraction = heats[id(row)]
-            produced = bool(row["nodes"])
-            kernels = (f'{len(row["kernels"])} kernel{"s" * (len(row["kernels"]) != 1)}'
-                       + (f' ({", ".join(map(str, row["kernels"]))})' if row["kernels"] else "")
-                       if produced else "")
-            cells = [esc(row["line"]), esc(kernels),
+            produced = produced_text(row) + (
+                f' ({", ".join(map(str, row["kernels"]))})' if row["kernels"] else "")
+            cells = [esc(row["line"]), esc(produced),
                      esc(seconds(seconds_) if seconds_ is not None else ""),
                      esc(len(row["nodes"]) or ""), f'<code style="{CODE};white-space:pre">'
                      f'{esc(row["text"])}</code>']
@@ -186,7 +184,7 @@ def source_html(source, timing):
             decisions += [[esc(f'{f["label"]}, line {row["line"]}'), esc(d["text"]),
                            esc(d["step"]), esc(d["reason"])] for d in row["decisions"]]
         head = "".join(f'<th style="{HEAD_CELL}">{h}</th>'
-                       for h in ("line", "kernels", "time", "equations", "source"))
+                       for h in ("line", "produced", "time", "equations", "source"))
         parts.append(f'<div style="font-weight:600;margin-top:0.4em">{esc(f["label"])} '
                      f'<span style="{NOTE}">({esc(", ".join(f["functions"]))})</span></div>'
                      f'<table class="nbjax-source" style="{TABLE}"><thead><tr>{head}</tr>'
@@ -264,6 +262,7 @@ def grad_html(view, scale=1):
          esc(", ".join(link["right"]))] for link in g["links"]])
     parts = [section("Side by side", sides + section("Links (provenance)", links), True),
              section("Graph", graph(g["graph"], scale)),
+             section("Source", source_html(g["source"], None)),
              section("Jaxpr", g["jaxpr"] + (g["hessian"]["jaxpr"] if g.get("hessian") else ""))]
     if s:
         parts.append(section("Step through (final state)", steps_html(s)))
