@@ -686,7 +686,7 @@ def test_identity_equations_are_faded_and_dead_ones_stay_dead():
     dims = {(n["primitive"], tuple(n["literals"])): n["dim"] for n in model["nodes"]
             if n["kind"] == "eqn"}
     assert dims[("mul", ("1.0:f32[]",))] == IDENTITY and dims[("mul", ("2.0:f32[]",))] is None
-    assert "faded, dotted: identity (x·1, x+0)" in viz.to_dot(model)
+    assert "faded, dotted: identity (x·1, x−0)" in viz.to_dot(model)
     closed = nbjax.make_jaxpr(nbjax.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2) * 1.0))(V3)
     by_text = {n["text"]: n["dim"] for n in viz.graph_model(closed)["nodes"] if n["text"]}
     assert by_text["_:f32[] = mul f 1.0:f32[]"] == DEAD

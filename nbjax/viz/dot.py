@@ -39,7 +39,7 @@ _TOOLTIP_CHARS = 400
 DIM_STYLE = {"fillcolor": "#f9fafb", "fontcolor": "#9ca3af", "color": "#d1d5db"}
 DIM_BORDER = {DEAD: "rounded,filled,dashed", IDENTITY: "rounded,filled,dotted"}
 DIM_LEGEND = {DEAD: "faded, dashed: unused (DCE drops it)",
-              IDENTITY: "faded, dotted: identity (x·1, x+0)"}
+              IDENTITY: "faded, dotted: identity (x·1, x−0)"}
 SOURCE_CLUSTER = {"style": "rounded", "color": "#0d9488", "fontcolor": "#0f766e",
                   "fontsize": "9", "labelloc": "t", "labeljust": "l"}
 SOURCE_SUMMARY = {"shape": "box3d", "style": "filled", "fillcolor": "#ccfbf1",

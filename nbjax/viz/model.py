@@ -54,12 +54,12 @@ def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, group=None)
     as text), ``literals``, ``value`` (small constants), ``text`` (the equation as
     printed), ``source`` (file, line, function, text), ``provenance`` (phase, id,
     primitive), ``group``, ``fusion_reason``, ``dim`` (why it is drawn faded, or None),
-    ``truncated``); ``edges`` (``source``,
-    ``target``, ``var``, ``aval``, ``operand`` position); ``clusters`` (``id``, ``name``,
-    ``label``, ``owner`` equation, ``parent`` cluster, ``depth``, ``size`` in nodes,
-    ``collapsed``); ``groups`` (``id``, ``kind``, ``label``, ``nodes``); ``repeats``
-    (``find_repeats``); ``source_groups`` (``grouping.source_groups``); ``budget``, ``hidden`` (nodes not drawn, folded repeats aside) and
-    ``truncated``. Flip a cluster's or a repeat's ``collapsed`` and draw again to open or
+    ``truncated``); ``edges`` (``source``, ``target``, ``var``, ``aval``, ``operand``
+    position); ``clusters`` (``id``, ``name``, ``label``, ``owner`` equation, ``parent``
+    cluster, ``depth``, ``size`` in nodes, ``collapsed``); ``groups`` (``id``, ``kind``,
+    ``label``, ``nodes``); ``repeats`` (``find_repeats``); ``source_groups``
+    (``grouping.source_groups``); ``budget``, ``hidden`` (nodes not drawn, folded repeats
+    aside) and ``truncated``. Flip a cluster's or a repeat's ``collapsed`` and draw again to open or
     close it; the same for a source group.
     """
     return build_model(closed_jaxpr, annotate(closed_jaxpr), fusion, budget, group=group)

@@ -8,16 +8,11 @@ Drawing them at full strength shows a student work that never happens, so the gr
 them (the jaxpr beside it has them) but fades them, with a legend saying why.
 """
 
-import numpy as np
-
-from ..core.jaxpr import Literal, Var, has_effect
+from ..core.jaxpr import Var, has_effect
 
 DEAD = "unused: no output needs its result (DCE drops it; the compiled program never runs it)"
-IDENTITY = "identity: returns its operand unchanged (x·1, x+0); the compiler removes it"
-
-# primitive -> (its unit, the operand positions where the unit leaves the other unchanged)
-_UNITS = {"mul": (1, (0, 1)), "add": (0, (0, 1)), "add_any": (0, (0, 1)), "sub": (0, (1,)),
-          "div": (1, (1,))}
+IDENTITY = ("identity: returns its operand unchanged (x·1, x−0, a conversion to the same "
+            "type); the compiler removes it")
 
 
 def dead_equations(jaxpr):
@@ -35,19 +30,15 @@ def dead_equations(jaxpr):
 
 
 def is_identity(eqn):
-    """Whether ``eqn`` is ``x * 1``, ``1 * x``, ``x + 0``, ``x - 0`` or ``x / 1`` with a
-    literal unit and a result of ``x``'s very shape and dtype (no broadcast, no cast)."""
-    rule = _UNITS.get(eqn.primitive.name)
-    if rule is None or len(eqn.invars) != 2 or len(eqn.outvars) != 1:
+    """Whether ``eqn`` returns one of its operands unchanged, by its primitive's own
+    ``simplify`` rule, the one the compiler applies (``x * 1``, ``x - 0``, a conversion to
+    the same type...; the identities are the primitives' knowledge, in ``nbjax.lax``).
+    Rewrites that look at other equations (``-(-x)``) are not identities of this one."""
+    rule = eqn.primitive.rules.get("simplify")
+    if rule is None:
         return False
-    unit, positions = rule
-    out = eqn.outvars[0].aval
-    for p in positions:
-        literal, other = eqn.invars[p], eqn.invars[1 - p]
-        if isinstance(literal, Literal) and np.all(np.asarray(literal.val) == unit) \
-                and other.aval.shape == out.shape and other.aval.dtype == out.dtype:
-            return True
-    return False
+    result = rule(eqn, list(eqn.invars), lambda var: None, lambda atom: 1)
+    return result is not None and any(result[0] is a for a in eqn.invars)
 
 
 def dim_reasons(jaxpr):
