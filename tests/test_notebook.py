@@ -1327,3 +1327,14 @@ def test_grad_view_source_pane_counts_each_line_s_forward_and_backward_equations
     _assert_static(html)
     f3 = rows[3]
     assert f">{len(f3['nodes']) - f3['backward']} fwd, {f3['backward']} bwd<" in html
+
+
+@pytest.mark.cpu_compiler
+def test_source_pane_without_the_timing_pane_times_its_lines_but_runs_no_baseline(ip):
+    run(ip, "%%jit --backend cpu --show graph,source\ndef timed_lines(x):\n"
+            "    return jnp.sum(jnp.sin(x))\n")
+    run(ip, "timed_lines(np.ones(256, np.float32))")
+    view = view_of(ip.user_ns["timed_lines"])
+    (row,) = [r for r in view.compiled["source"]["files"][0]["lines"] if r["nodes"]]
+    assert source_pane.line_seconds(row, view.timing) > 0
+    assert view.timing["eager_seconds"] is None and view.timing["numpy_seconds"] is None
