@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, JaxprEqn, Literal, Var, set_current_trace,
-                    subjaxprs)
+from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, JaxprEqn, Literal, Var, has_effect,
+                    set_current_trace, subjaxprs)
 from ..interpreters.batching import axis_primitives
 from ..interpreters.staging import trace_to_closed_jaxpr
 from .kernel import kernel_lowering
@@ -129,7 +129,7 @@ def fold_constants(jaxpr, consts, log):
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
         foldable = (all(isinstance(a, Literal) or a in known for a in ins)
-                    and not _has_subjaxpr(eqn) and not _has_effect(eqn)
+                    and not _has_subjaxpr(eqn) and not has_effect(eqn)
                     and eqn.primitive not in axis_primitives  # psum(1.0) differs per axis
                     and all(v.aval.size <= FOLD_SIZE_LIMIT for v in eqn.outvars))
         if not foldable:
@@ -156,13 +156,6 @@ def fold_constants(jaxpr, consts, log):
 
 def _has_subjaxpr(eqn):
     return any(True for _ in subjaxprs(eqn.params))
-
-
-def _has_effect(eqn):
-    """Whether running ``eqn`` does more than compute its results (a host callback, also
-    inside a sub-jaxpr): such equations run when the program runs, each one, always."""
-    return eqn.primitive.effectful or any(
-        _has_effect(e) for j in subjaxprs(eqn.params) for e in j.eqns)
 
 
 # --- algebraic simplification --------------------------------------------------------------
@@ -219,7 +212,7 @@ def cse(jaxpr, consts, log):
     seen = {}
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
-        if _has_effect(eqn):
+        if has_effect(eqn):
             rw.emit(eqn)
             continue
         try:
@@ -250,7 +243,7 @@ def dce(jaxpr, consts, log):
     live = {a for a in jaxpr.outvars if isinstance(a, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars) or _has_effect(eqn):
+        if any(v in live for v in eqn.outvars) or has_effect(eqn):
             kept.append(eqn)
             live.update(a for a in eqn.invars if isinstance(a, Var))
         else:

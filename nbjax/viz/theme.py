@@ -24,6 +24,8 @@ UI_SIZE = "var(--jp-content-font-size1,13px)"  # views are content, not menus
 CODE_FONT = "var(--jp-code-font-family,monospace)"
 CODE_SIZE = "var(--jp-code-font-size,12px)"
 ERROR = "var(--jp-error-color1,#dc2626)"
+# How hot a source line is (the source pane): amber, translucent so the theme shows through.
+HEAT = "rgba(245,158,11,{alpha:.2f})"
 
 CARD_FG = "#111827"  # text on a fixed light colour
 # A light card behind a Graphviz SVG, whose colours are fixed (and chosen for white).
