@@ -26,8 +26,14 @@ class SourceInfo:
         return f"{self.file}:{self.line} ({self.function})"
 
 
+_INTERNAL = {}   # file name -> whether it is nbjax's (every equation traced asks, ~10 times)
+
+
 def is_internal(filename):
-    return filename.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
+    known = _INTERNAL.get(filename)
+    if known is None:
+        known = _INTERNAL[filename] = filename.startswith((_PACKAGE_DIR, "<frozen"))
+    return known
 
 
 def user_frame(skip=1):
