@@ -2,6 +2,7 @@
 backend (the differential fuzz test is in test_fuzz_differential.py)."""
 
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -283,3 +284,34 @@ def test_fallback_warning_points_at_the_users_call(where):
     with pytest.warns(UserWarning, match="no kernel for digamma") as record:
         f(np.full(3, 2.5, np.float32))
     assert record[0].filename == __file__
+
+
+def test_timing_a_native_program_times_its_steps_inside_the_call():
+    """With timing on, a program that is one native call stays one (the steps' Python
+    runners are not used): the call adds each step's time to an array, a loop's whole run
+    in its step; the values are those of the untimed call."""
+    def f(x, w):
+        y = jnp.tanh(x @ w)
+        y = lax.fori_loop(0, 50, lambda i, c: jnp.tanh(c @ w) * 0.5 + y, y)
+        return y.sum(0), (x * 2.0).sum()
+
+    x = RNG.standard_normal((48, 48)).astype(np.float32)
+    w = (x.T * 0.1).astype(np.float32)
+    cpu, _ = cpu_and_reference(f, x, w)
+    assert cpu.runs_as == "one native call"
+    untimed = cpu.run(x, w)
+    cpu.enable_timing()
+    cpu._steps = None  # the step-by-step runner would fail
+    start = time.perf_counter()
+    timed = cpu.run(x, w)
+    wall = time.perf_counter() - start
+    for a, b in zip(untimed, timed):
+        np.testing.assert_array_equal(a, b)
+    kinds = [g.kind for g in cpu.plan.groups]
+    assert sorted(cpu.step_times) == list(range(len(kinds)))
+    seconds = [samples[-1] for _, samples in sorted(cpu.step_times.items())]
+    assert all(s >= 0 for s in seconds) and sum(seconds) <= wall
+    loop = kinds.index("loop")
+    assert seconds[loop] == max(seconds) > 0   # 50 products and tanh against single kernels
+    cpu.run(x, w)
+    assert all(len(samples) == 2 for samples in cpu.step_times.values())

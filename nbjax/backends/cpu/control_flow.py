@@ -43,6 +43,7 @@ from .host_steps import HostCall
 from .runtime import ALIGNMENT
 
 I8P = I8.as_pointer()
+CLOCK_MONOTONIC = 1   # Linux's
 # The control-flow primitives this backend compiles, and the method of
 # ``ControlFlowFunction`` that emits each.
 CONTROL_FLOW = {"scan": "scan", "while": "while_", "cond": "cond"}
@@ -78,15 +79,16 @@ class Flow:
     scratch_bytes: int = 0
     polls: bool = False
     host_calls: list = dataclasses.field(default_factory=list)
+    timed: bool = False   # io starts with an int64 per step, or null: their times, in ns
 
 
 class ControlFlowFunction:
     """Emits one function: a control-flow step's (``of_step``) or a whole program's
     (``of_program``, see ``executable``); ``flow`` says how to call it."""
 
-    def __init__(self, mb, name, operands, results, body):
+    def __init__(self, mb, name, operands, results, body, timed=False):
         self.mb, self.loop_depth = mb, 0
-        self.flow = Flow(name, list(operands), list(results))
+        self.flow = Flow(name, list(operands), list(results), timed=timed)
         fn = ir.Function(mb.module, ir.FunctionType(I32, [I8P.as_pointer(), I8P]), name=name)
         self.io, self.scratch_base = fn.args
         # Addresses are computed once, in a block of their own that runs first, so they
@@ -99,6 +101,8 @@ class ControlFlowFunction:
         ir.IRBuilder(self.failed).ret(ir.Constant(I32, 2))
         self.b = ir.IRBuilder(start)
         self.e = ScalarEmitter(self.b)
+        self.times = self.setup.bitcast(self.io_pointer(-1), I64.as_pointer()) \
+            if timed else None
         ins = [self.constant(to_numpy(a.val), a.aval.dtype) if isinstance(a, Literal)
                else self.io_pointer(k) for k, a in enumerate(operands)]
         outs = [self.io_pointer(len(operands) + k) for k in range(len(results))]
@@ -121,7 +125,8 @@ class ControlFlowFunction:
         the program's steps): each loop's code is compiled once."""
         program = SubProgram("program", closed, plan)
         return cls(mb, name, closed.jaxpr.invars, closed.jaxpr.outvars,
-                   lambda f, ins, outs: f.run(program, ins, outs, steps))
+                   lambda f, ins, outs: f.run(program, ins, outs, steps, timed=True),
+                   timed=True)
 
     def poll_interrupt(self, i):
         """Every ``POLL_EVERY`` iterations ``i`` of a loop, return 1 (interrupted) if the
@@ -141,7 +146,9 @@ class ControlFlowFunction:
 
     # --- addresses
     def io_pointer(self, k):
-        slot = self.setup.gep(self.io, [ir.Constant(I64, k)], source_etype=I8P)
+        """The address in entry ``k`` of io (past the times' entry, -1, if timed)."""
+        slot = self.setup.gep(self.io, [ir.Constant(I64, k + self.flow.timed)],
+                              source_etype=I8P)
         return self.setup.load(slot, typ=I8P)
 
     def constant(self, value, dtype=None):
@@ -178,10 +185,12 @@ class ControlFlowFunction:
                                                     dst_dtype), dst_dtype), "convert")
 
     # --- sub-programs
-    def run(self, sub, ins, dests, compiled=None):
+    def run(self, sub, ins, dests, compiled=None, timed=False):
         """Emit ``sub`` (a SubProgram) on the buffers ``ins`` of its inputs, delivering its
         results into ``dests``; its control flow is a call of the function of ``compiled``
-        ({group index: ControlFlowFunction}) where there is one, else emitted here."""
+        ({group index: ControlFlowFunction}) where there is one, else emitted here. With
+        ``timed``, each step adds its time to its entry of the function's times, when it
+        was given some."""
         j = sub.closed.jaxpr
         env = dict(zip(j.invars, ins))
         for v, c in zip(j.constvars, sub.closed.consts):
@@ -189,32 +198,62 @@ class ControlFlowFunction:
         uses = Counter(a for a in j.outvars if isinstance(a, Var))
         direct = {a: d for a, d in zip(j.outvars, dests)
                   if isinstance(a, Var) and uses[a] == 1 and a not in env}
-        for g in sub.plan.groups:
-            if g.kind == "kernel":
-                self.kernel(g.kernel, env, direct)
-            elif g.kind in ("library", "fallback"):
-                eqn = g.eqns[0]
-                outs = [direct[v] if v in direct else self.scratch(_nbytes(v.aval))
-                        for v in eqn.outvars]
-                ins = [self.atom(a, env) for a in eqn.invars]
-                if blas.supports(eqn):
-                    blas.gemm(self.b, self.setup, eqn, *ins, *outs)
-                else:
-                    self.host_step(eqn, ins, outs, warn=g.kind == "fallback" and g.warns)
-                env.update(zip(eqn.outvars, outs))
-            else:
-                eqn = g.eqns[0]
-                outs = [direct[v] if v in direct else self.scratch(_nbytes(v.aval))
-                        for v in eqn.outvars]
-                ins = [self.atom(a, env) for a in eqn.invars]
-                if compiled and g.index in compiled:
-                    self.call(compiled[g.index], ins, outs)
-                else:
-                    self.emit(g, ins, outs)
-                env.update(zip(eqn.outvars, outs))
+        for n, g in enumerate(sub.plan.groups):
+            started = self.clock_start() if timed else None
+            self.step(g, env, direct, compiled)
+            if timed:
+                self.clock_stop(started, n)
         for a, d in zip(j.outvars, dests):
             if not (isinstance(a, Var) and direct.get(a) is d):
                 self.copy(d, self.atom(a, env), _nbytes(a.aval))
+
+    def step(self, g, env, direct, compiled):
+        """Emit the plan group ``g``: a kernel call, a library call (BLAS, or a host step),
+        or control flow."""
+        if g.kind == "kernel":
+            self.kernel(g.kernel, env, direct)
+            return
+        eqn = g.eqns[0]
+        outs = [direct[v] if v in direct else self.scratch(_nbytes(v.aval))
+                for v in eqn.outvars]
+        ins = [self.atom(a, env) for a in eqn.invars]
+        if g.kind not in ("library", "fallback"):
+            if compiled and g.index in compiled:
+                self.call(compiled[g.index], ins, outs)
+            else:
+                self.emit(g, ins, outs)
+        elif blas.supports(eqn):
+            blas.gemm(self.b, self.setup, eqn, *ins, *outs)
+        else:
+            self.host_step(eqn, ins, outs, warn=g.kind == "fallback" and g.warns)
+        env.update(zip(eqn.outvars, outs))
+
+    # --- timing (``Executable.enable_timing``)
+    def now(self):
+        """The monotonic clock in nanoseconds (``clock_gettime``: the vDSO, ~20 ns)."""
+        b, timespec = self.b, ir.LiteralStructType([I64, I64])
+        clock = declare(self.mb.module, "clock_gettime", I32, [I32, timespec.as_pointer()])
+        where = self.setup.alloca(timespec)
+        b.call(clock, [ir.Constant(I32, CLOCK_MONOTONIC), where])
+        seconds = b.load(b.gep(where, [ir.Constant(I32, 0), ir.Constant(I32, 0)]), typ=I64)
+        nanos = b.load(b.gep(where, [ir.Constant(I32, 0), ir.Constant(I32, 1)]), typ=I64)
+        return b.add(b.mul(seconds, ir.Constant(I64, 1_000_000_000)), nanos)
+
+    def clock_start(self):
+        """Where the time a step starts is kept, read if the caller asked for times."""
+        started = self.setup.alloca(I64)
+        with self.b.if_then(self.b.icmp_unsigned("!=", self.times,
+                                                 ir.Constant(I64.as_pointer(), None))):
+            self.b.store(self.now(), started)
+        return started
+
+    def clock_stop(self, started, index):
+        """Add the time since ``started`` to entry ``index`` of the times."""
+        b = self.b
+        with b.if_then(b.icmp_unsigned("!=", self.times, ir.Constant(I64.as_pointer(), None))):
+            entry = b.gep(self.times, [ir.Constant(I64, index)])
+            took = b.sub(self.now(), b.load(started, typ=I64))
+            b.store(b.add(b.load(entry, typ=I64), took), entry)
 
     def host_step(self, eqn, ins, outs, warn):
         """Call back into Python to run ``eqn`` on the buffers ``ins`` and ``outs`` (see

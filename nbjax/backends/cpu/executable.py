@@ -5,9 +5,11 @@ of compiled control flow included) goes into one LLVM module (one compilation), 
 function per control-flow step (``control_flow``) and, for a program of several steps none
 of which is a kernel large enough to be split between the cores, one function running the
 whole program (``native_call``): its kernels, BLAS calls and control flow natively, anything
-else as a host step (a call back into Python). A run of such a program is one native call.
+else as a host step (a call back into Python). A run of such a program is one native call;
+while per-step timing is on, the call is given an array in which each step adds its time
+(a loop's time is its whole run).
 
-Otherwise (and while per-step timing is on) the program runs as a list of steps: values live
+Otherwise the program runs as a list of steps: values live
 in a list of slots (one per jaxpr variable); each step reads its operands' slots and fills
 its results'. Kernels split between the cores run on worker threads; library and fallback
 steps call the primitive's reference implementation on our buffers.
@@ -57,8 +59,15 @@ class Executable(compiler.Executable):
                      else (self._slots[a], None) for a in j.outvars]
 
     def run(self, *args):
-        if self._program is not None and self.step_times is None:
-            return self._program(list(map(_as_buffer, args, self._in_dtypes)))
+        if self._program is not None:
+            buffers = list(map(_as_buffer, args, self._in_dtypes))
+            if self.step_times is None:
+                return self._program(buffers)
+            times = np.zeros(len(self.plan.groups), np.int64)
+            outs = self._program(buffers, times)
+            for n, nanoseconds in enumerate(times.tolist()):
+                self.step_times.setdefault(n, []).append(nanoseconds * 1e-9)
+            return outs
         env = self._env.copy()
         for (slot, dtype), a in zip(self._in, args):
             env[slot] = _as_buffer(a, dtype)
@@ -220,13 +229,17 @@ def native_call(fn, flow, host_steps):
     constant_addresses = [data_address(c) for c in constants]
     scratch = _allocator((flow.scratch_bytes,), np.dtype(np.uint8), False) \
         if flow.scratch_bytes else lambda: (None, None)
-    addresses = ctypes.c_void_p * (len(flow.operands) + len(results) + len(constants))
+    addresses = ctypes.c_void_p * (flow.timed + len(flow.operands) + len(results)
+                                   + len(constants))
     address, address_of, polls = data_address, ctypes.addressof, flow.polls
     mine = [host_steps[k] for k in dict.fromkeys(flow.host_calls)]
 
-    def call(buffers):
+    def call(buffers, times=None):
+        """``times``: where a timed flow adds each step's time (nanoseconds, int64)."""
         outs = [allocate() for allocate in results]
-        io = addresses(*map(address, buffers), *[p for _, p in outs], *constant_addresses)
+        timing = [None if times is None else address(times)] if flow.timed else []
+        io = addresses(*timing, *map(address, buffers), *[p for _, p in outs],
+                       *constant_addresses)
         block, block_address = scratch()  # ``block`` keeps the scratch alive during the call
         if polls:
             interrupts.arm()
