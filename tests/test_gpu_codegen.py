@@ -20,10 +20,11 @@ from nbjax import compiler, lax
 from nbjax.backends import get_target
 from nbjax.backends.gpu import GpuTarget, GpuUnavailable, ptx, toolkit
 from nbjax.backends.gpu.emulate import HostDevice
-from nbjax.backends.gpu.scaffold import parallel_axes
+from nbjax.backends.gpu.scaffold import PartialsKernel, parallel_axes
 
 import test_fuzz_differential as fuzz
 from benchmarks import workloads
+from helpers import assert_close
 
 EXAMPLES = int(os.environ.get("NBJAX_GPU_FUZZ_EXAMPLES", "150"))
 ARCHS = ("sm_80", "sm_90")
@@ -33,13 +34,13 @@ needs_ptxas = pytest.mark.skipif(
 PLANNER = GpuTarget()  # planning only: nothing asks for its device
 
 
-def _kernels(closed, prefix):
-    """The LoopKernels the GPU target plans for ``closed``, renamed ``<prefix>_<name>`` so
-    that many programs' kernels share a module."""
+def _kernels(closed, prefix, target=PLANNER):
+    """The LoopKernels ``target`` launches for ``closed`` (reductions in phases split),
+    renamed ``<prefix>_<name>`` so that many programs' kernels share a module."""
     optimised = compiler.optimized(closed)[0]
-    plan = compiler.plan(optimised.jaxpr, PLANNER)
-    return [dataclasses.replace(g.kernel, name=f"{prefix}_{g.kernel.name}")
-            for g in plan.groups if g.kind == "kernel"]
+    plan = compiler.plan(optimised.jaxpr, target)
+    return [dataclasses.replace(k, name=f"{prefix}_{k.name}")
+            for g in plan.groups if g.kind == "kernel" for k in target.phases(g.kernel)]
 
 
 def _fuzz_program(seed):
@@ -172,13 +173,15 @@ def test_ptx_marks_kernels_as_entry_points():
 
 # --- the grid, emulated on the host -------------------------------------------------------
 
-# Small blocks and grids, so that threads stride over several points and blocks are idle.
-EMULATED = GpuTarget("gpu-emulated", HostDevice, block=4, max_blocks=3)
+# Small blocks and grids, so that threads stride over several points and blocks are idle;
+# few threads "keep the GPU busy", so that reductions of a few dozen elements run in phases.
+EMULATED = GpuTarget("gpu-emulated", HostDevice, block=4, max_blocks=3, threads=16,
+                     per_partial=2)
 
 
 def test_fuzz_corpus_on_the_emulated_grid():
     reference = get_target("reference")
-    kernels = 0
+    kernels = phased = 0
     for seed in range(EXAMPLES):
         closed, args, program, x64 = _fuzz_program(seed)
         with nbjax.enable_x64(x64), warnings.catch_warnings():
@@ -190,7 +193,8 @@ def test_fuzz_corpus_on_the_emulated_grid():
         except AssertionError as e:
             raise AssertionError(f"fuzz program {seed}") from e
         kernels += len(gpu.kernels)
-    assert kernels > EXAMPLES
+        phased += sum(isinstance(k.loop, PartialsKernel) for k in gpu.kernels)
+    assert kernels > EXAMPLES and phased > 0
 
 
 @pytest.mark.parametrize("block, max_blocks", [(1, 1), (32, 2), (256, 65536)])
@@ -227,6 +231,78 @@ def test_fusion_report_says_how_kernels_map_onto_threads():
     report = exe.plan.report()
     assert "on the GPU: one thread per point of axes [0]" in report
     assert "loops over the reduced axes [1]" in report
+
+
+# --- reductions in phases -----------------------------------------------------------------
+
+def _reductions(x):
+    """Full and partial reductions, fused together and alone, with an element-wise output
+    (``lax``'s max and min: defined on empty arrays, as XLA's)."""
+    return (x.sum(), lax.reduce_max(x, (0, 1)), lax.reduce_min(x, (0, 1)),
+            jnp.prod(1 + x / 64), x.sum(-1), lax.reduce_max(x, (0,)),
+            jnp.argmax(x.reshape(-1)) if x.size else x.sum(), (x * x).sum(0), x * 2)
+
+
+def _reference_reductions(x):
+    closed = nbjax.make_jaxpr(_reductions)(x)
+    return closed, compiler.compile(closed, get_target("reference"), "r").run(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (7, 13), (3, 4099)])
+def test_reductions_in_phases_on_the_emulated_grid(dtype, shape):
+    """Sizes 0, 1, odd and long, on a target that splits them (few "busy" threads)."""
+    x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
+    if x.size > 1:
+        x.flat[x.size // 2] = np.nan  # NaN propagates through sums, max and min
+    with nbjax.enable_x64(dtype == np.float64):
+        closed, refs = _reference_reductions(x)
+        exe = compiler.compile(closed, EMULATED, "r")
+        outs = exe.run(x)
+    if x.size > 64:
+        assert any(isinstance(k.loop, PartialsKernel) for k in exe.kernels)
+    assert np.isnan(refs[0]) == (x.size > 1)
+    for out, ref in zip(outs, refs):
+        assert out.dtype == ref.dtype
+        assert_close(out, ref, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_reduction_split_follows_the_outputs():
+    """A full reduction of a large array is split; a reduction to many outputs is not; the
+    fusion report says which and why."""
+    big = nbjax.make_jaxpr(lambda x: x.sum())(np.ones((4096, 4096), np.float32))
+    kernels = _kernels(big, "b")
+    assert [type(k) for k in kernels][0] is PartialsKernel and len(kernels) >= 2
+    assert kernels[0].partials == 1 << 16 and kernels[1].shape == (1 << 16,)
+    report = compiler.plan(compiler.optimized(big)[0].jaxpr, PLANNER)
+    PLANNER.record_choices(report)
+    assert "a reduction in phases: 1 parallel point" in report.report()
+    rows = nbjax.make_jaxpr(lambda x: x.sum(1))(np.ones((1 << 17, 64), np.float32))
+    (kernel,) = _kernels(rows, "r")
+    assert not isinstance(kernel, PartialsKernel)
+    plan = compiler.plan(compiler.optimized(rows)[0].jaxpr, PLANNER)
+    PLANNER.record_choices(plan)
+    assert "not split in phases: its 131072 parallel points keep" in plan.report()
+
+
+SEED_REDUCTIONS = {"sum_4096x4096": (lambda x: x.sum(), (4096, 4096), np.float32),
+                   "sum_max_rows_8x1e6": (lambda x: (x.sum(1), x.max(1)), (8, 10 ** 6),
+                                          np.float32),
+                   "stats_fused": (lambda x: ((x * x).sum(), x.max(0), x.min()), (4096, 512),
+                                   np.float32),
+                   "sum_f64": (lambda x: jnp.sum(x, 0), (10 ** 6, 3), np.float64)}
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", sorted(SEED_REDUCTIONS))
+def test_seed_reductions_in_phases_assemble_without_spills(name):
+    f, shape, dtype = SEED_REDUCTIONS[name]
+    with nbjax.enable_x64(dtype == np.float64):
+        kernels = _kernels(nbjax.make_jaxpr(f)(nbjax.ShapeDtypeStruct(shape, dtype)), name)
+    assert isinstance(kernels[0], PartialsKernel)
+    for arch, reports in _assemble(kernels, name).items():
+        for report in reports.values():
+            assert report.spills == 0 and report.stack == 0, (arch, report.text)
 
 
 # --- the runtime on a machine without a GPU ----------------------------------------------

@@ -13,7 +13,9 @@ NumPy in the host emulation), ``put``/``get`` (copies to and from it) and ``load
 Steps:
 
 - a kernel: its outputs allocated (reductions' filled with their identity), one launch of
-  ``grid`` blocks of ``block`` threads (a grid-stride loop inside covers any size);
+  ``grid`` blocks of ``block`` threads (a grid-stride loop inside covers any size); a
+  kernel whose reductions run in phases (``reduction``) is one such step per phase, the
+  scratch buffers between them taking slots of their own;
 - ``dot_general`` on float or complex operands of the result's dtype: ``xp.einsum`` (cuBLAS
   under CuPy);
 - anything else (other library steps, control flow, primitives without a kernel): the
@@ -29,19 +31,20 @@ import numpy as np
 from ... import compiler
 from ...compiler import KernelInfo
 from ...core import Literal, to_numpy
-from .scaffold import parallel_size
+from .scaffold import PartialsKernel, parallel_size
 
 EINSUM_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
                                                 np.complex128))
 
 
 class Executable(compiler.Executable):
-    def __init__(self, name, device, jaxpr, plan, rewrites, steps, kernels, compile_times):
+    def __init__(self, name, device, jaxpr, plan, rewrites, slots, steps, kernels,
+                 compile_times):
         super().__init__(name, "gpu", jaxpr, plan, rewrites, kernels, compile_times)
         self.device, self._steps = device, steps
         self.runs_as = f"{len(steps)} step{'s' * (len(steps) != 1)} on the {device.name}"
         j = jaxpr.jaxpr
-        self._slots = {v: i for i, v in enumerate(_all_vars(j))}
+        self._slots = slots
         self._env = [None] * len(self._slots)
         for v, c in zip(j.constvars, jaxpr.consts):
             self._env[self._slots[v]] = device.put(np.asarray(to_numpy(c), order="C"))
@@ -70,7 +73,9 @@ def _all_vars(jaxpr):
 def launch_shape(kernel, block, max_blocks):
     """(grid, block) of a kernel's launch: enough blocks for one point per thread, at most
     ``max_blocks`` (the grid-stride loop does the rest)."""
-    return max(1, min(max_blocks, -(-parallel_size(kernel) // block))), block
+    threads = parallel_size(kernel) * (kernel.partials if isinstance(kernel, PartialsKernel)
+                                       else 1)
+    return max(1, min(max_blocks, -(-threads // block))), block
 
 
 def kernel_step(launch, kernel, slots, xp, block, max_blocks):
@@ -122,10 +127,15 @@ def einsum_step(eqn, spec, slots, xp):
     return step
 
 
-def compile_plan(name, optimised, plan, rewrites, timer, device, block, max_blocks):
-    """The Executable of a FusionPlan on ``device``."""
+def compile_plan(name, optimised, plan, rewrites, timer, device, target):
+    """The Executable of a FusionPlan on ``device``, its kernels split in phases by
+    ``target`` (a ``GpuTarget``: ``phases``, ``block``, ``max_blocks``)."""
     slots = {v: i for i, v in enumerate(_all_vars(optimised.jaxpr))}
-    loops = [g.kernel for g in plan.groups if g.kind == "kernel"]
+    phases = {g.index: target.phases(g.kernel) for g in plan.groups if g.kind == "kernel"}
+    loops = [k for ks in phases.values() for k in ks]
+    for k in loops:  # (the scratch buffers between phases)
+        for v in [o.var for o in k.outputs] + list(k.inputs):
+            slots.setdefault(v, len(slots))
     launches, kernels = {}, []
     if loops:
         with timer("codegen"):
@@ -134,8 +144,8 @@ def compile_plan(name, optimised, plan, rewrites, timer, device, block, max_bloc
     steps = []
     for g in plan.groups:
         if g.kind == "kernel":
-            steps.append(kernel_step(launches[g.kernel.name], g.kernel, slots, device.xp,
-                                     block, max_blocks))
+            steps += [kernel_step(launches[k.name], k, slots, device.xp, target.block,
+                                  target.max_blocks) for k in phases[g.index]]
         elif g.kind == "library" and (spec := einsum_spec(g.eqns[0])) is not None:
             steps.append(einsum_step(g.eqns[0], spec, slots, device.xp))
         else:
@@ -143,5 +153,5 @@ def compile_plan(name, optimised, plan, rewrites, timer, device, block, max_bloc
                 g.eqns[0], slots, g.kind == "fallback" and g.warns,
                 f"nbjax gpu backend: no kernel for {g.eqns[0].primitive.name}; it runs on "
                 "the host's reference backend", load=device.get, store=device.put))
-    return Executable(name, device, optimised, plan, rewrites, steps, kernels,
+    return Executable(name, device, optimised, plan, rewrites, slots, steps, kernels,
                       dict(timer.times))

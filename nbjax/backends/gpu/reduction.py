@@ -1,0 +1,111 @@
+"""Reductions to few outputs over long axes, in phases: how the GPU planner keeps a full sum
+off a single thread.
+
+The plain scaffold gives each output element of a reduction to one thread, which loops over
+the reduced axes itself (``scaffold``): right, and fast when there are many outputs, but a
+full sum of 10^8 elements then runs on one thread. When a kernel's outputs are too few to
+keep the GPU busy and its reduced axes are long enough, the planner (``split``) splits it:
+
+- phase 1 (a ``scaffold.PartialsKernel``): the same kernel, its every output element
+  reduced by ``partials`` threads: partial ``c`` of an output combines the reduced elements
+  ``c``, ``c + partials``, ``c + 2 * partials``... (adjacent threads read adjacent
+  elements: coalesced loads), and stores its partial result in a scratch buffer of shape
+  ``(*output shape, partials)``. Element-wise outputs of the kernel are stored as usual
+  (each index is still visited once);
+- phase 2, a small generated ``LoopKernel`` reducing the scratch buffer's last axis into
+  the outputs, itself split again by the same rule when its partials are many.
+
+No thread reads what another writes within a launch, so there are no barriers, atomics or
+shuffles: the phases run, unchanged, on the host emulation of the grid (``emulate``). The
+cost is one launch per phase and the scratch buffers (``partials`` elements per output).
+"""
+
+import dataclasses
+import math
+
+from ...compiler.kernel import KernelBuilder, KernelOutput, LoopKernel
+from ...core import ShapedArray
+from ...core.jaxpr import Var
+from .scaffold import PartialsKernel, parallel_size
+
+THREADS = 1 << 16   # threads that keep a GPU busy (256 blocks of 256: every SM, several blocks)
+PER_PARTIAL = 32    # reduced elements per partial at least: fewer cost more than they save
+MIN_PARTIALS = 16   # a split into fewer is not worth a second launch
+SCRATCH = 1 << 24   # elements of one scratch buffer at most (64 MiB of float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """The planner's choice for one kernel: ``partials`` per output element (None: not
+    split) and the reason, in words, for the fusion report."""
+    partials: object
+    reason: str
+
+
+def _floor_pow2(n):
+    return 1 << (n.bit_length() - 1) if n > 0 else 0
+
+
+def split(kernel, threads=THREADS, per_partial=PER_PARTIAL):
+    """The ``Split`` of ``kernel``: into ``partials`` when its parallel points (``scaffold``)
+    would leave most of ``threads`` idle, and its reduced elements per point make at least
+    ``MIN_PARTIALS`` partials of ``per_partial`` elements with scratch buffers of at most
+    ``SCRATCH`` elements."""
+    reductions = [o for o in kernel.outputs if o.combine is not None]
+    if not reductions or math.prod(kernel.shape) == 0:  # (an empty kernel launches nothing)
+        return Split(None, "")
+    points = parallel_size(kernel)
+    reduced = math.prod(kernel.shape) // points
+    if points >= threads:
+        return Split(None, f"not split in phases: its {points} parallel points keep "
+                           f"{threads} threads busy")
+    largest = max(math.prod(o.shape) for o in reductions)
+    limits = {"threads": _floor_pow2(threads // points),
+              f"partials of {per_partial} elements": reduced // per_partial,
+              f"scratch of {SCRATCH} elements": _floor_pow2(SCRATCH // max(largest, 1))}
+    partials = min(limits.values())
+    if partials < MIN_PARTIALS:
+        limit = min(limits, key=limits.get)
+        return Split(None, f"not split in phases: {reduced} reduced elements per parallel "
+                           f"point would make fewer than {MIN_PARTIALS} partials ({limit})")
+    return Split(partials, f"a reduction in phases: {points} parallel point"
+                           f"{'s' * (points != 1)} would leave most of {threads} threads idle, "
+                           f"so {partials} threads share each one's {reduced} reduced "
+                           f"elements (every {partials}th), into scratch buffers of "
+                           f"{partials} partials per output element, which combining "
+                           "kernels reduce")
+
+
+def phases(kernel, threads=THREADS, per_partial=PER_PARTIAL):
+    """The kernels that compute ``kernel``, in launch order: ``[kernel]`` itself, or its
+    partials kernel followed by the phases of its combining kernels (one per output shape
+    of its reductions)."""
+    partials = split(kernel, threads, per_partial).partials
+    if partials is None:
+        return [kernel]
+    scratch = {k: Var(ShapedArray((*o.shape, partials), o.acc_dtype))
+               for k, o in enumerate(kernel.outputs) if o.combine is not None}
+    outputs = [dataclasses.replace(o, var=scratch[k]) if k in scratch else o
+               for k, o in enumerate(kernel.outputs)]
+    first = PartialsKernel(**{**vars(kernel), "name": kernel.name + "_partials",
+                              "outputs": outputs}, partials=partials)
+    by_shape = {}
+    for k, var in scratch.items():
+        by_shape.setdefault(var.aval.shape, []).append((var, kernel.outputs[k]))
+    combines = [combining_kernel(f"{kernel.name}_combine{n or ''}", pairs)
+                for n, pairs in enumerate(by_shape.values())]
+    return [first] + [k for c in combines for k in phases(c, threads, per_partial)]
+
+
+def combining_kernel(name, pairs):
+    """A LoopKernel reducing the last axis of each scratch buffer into its output: ``pairs``
+    of (scratch var, the ``KernelOutput`` it stands for), the buffers all of one shape."""
+    ctx = KernelBuilder()
+    shape = pairs[0][0].aval.shape
+    index = [ctx.index(k) for k in range(len(shape))]
+    outputs = []
+    for n, (_, out) in enumerate(pairs):
+        value = ctx.load(n, ctx.offset(index, shape), out.acc_dtype)
+        outputs.append(KernelOutput(out.var, value, tuple(range(len(shape) - 1)), out.combine,
+                                    out.identity, out.acc_dtype))
+    return LoopKernel(name, shape, [b for b, _ in pairs], outputs, list(ctx.ops))
