@@ -18,7 +18,9 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import compiler, lax
 from nbjax.backends import get_target
+from nbjax.backends import register_target
 from nbjax.backends.gpu import GpuTarget, GpuUnavailable, ptx, toolkit
+from nbjax.backends.gpu.cuda import CupyDevice
 from nbjax.backends.gpu.emulate import HostDevice
 from nbjax.backends.gpu.scaffold import PartialsKernel, parallel_axes
 
@@ -340,9 +342,11 @@ class _FakeCupy:
 
     def __init__(self, compute_capability):
         fake = self
-        self.asarray, self.asnumpy, self.empty, self.full, self.einsum = (
-            np.asarray, np.asarray, np.empty, np.full, np.einsum)
+        self.empty, self.full, self.einsum = (
+            lambda *a, _f=f, **k: _f(*a, **k).view(_OnDevice)
+            for f in (np.empty, np.full, np.einsum))
         self.emulated, self.launches = {}, []
+        self.transfers = {"to device": 0, "to host": 0, "synchronize": 0}
 
         class Device:
             id = 0
@@ -369,17 +373,46 @@ class _FakeCupy:
                     fake.emulated[name](grid[0], block[0], list(args))
                 return function
 
+        class Stream:
+            done = True
+
+            def synchronize(self):
+                fake.transfers["synchronize"] += 1
+
         self.Module = Module
-        self.cuda = type("cuda", (), {"Device": Device, "runtime": type(
-            "runtime", (), {"getDeviceCount": staticmethod(lambda: 1)})})
+        self.cuda = type("cuda", (), {
+            "Device": Device, "get_current_stream": staticmethod(Stream),
+            "runtime": type("runtime", (), {"getDeviceCount": staticmethod(lambda: 1)})})
+
+    def asarray(self, a, order=None):
+        if not isinstance(a, _OnDevice):
+            self.transfers["to device"] += 1
+        return np.array(a, order=order or "K").view(_OnDevice)
+
+    def asnumpy(self, a):
+        assert isinstance(a, _OnDevice)
+        self.transfers["to host"] += 1
+        return np.array(a)
+
+
+class _OnDevice(np.ndarray):
+    """An array in ``_FakeCupy``'s device memory."""
+
+
+class _EmulatingCupyDevice(CupyDevice):
+    """``cuda.CupyDevice`` on ``_FakeCupy``, whose launches run the kernels it loads on the
+    emulated grid."""
+
+    def load(self, kernels, name):
+        self.cupy.emulated.update(HostDevice().load(kernels, name)[0])
+        return super().load(kernels, name)
 
 
 @needs_ptxas
 @pytest.mark.parametrize("compute_capability", ["80", "90", "120"])
 def test_cupy_device_loads_ptx_and_launches(compute_capability):
-    from nbjax.backends.gpu.cuda import CupyDevice
     fake = _FakeCupy(compute_capability)
-    device = CupyDevice(fake, fake.Module)
+    device = _EmulatingCupyDevice(fake, fake.Module)
     target = GpuTarget("gpu-fake", lambda: device)
     x = np.random.default_rng(2).standard_normal((50, 7)).astype(np.float32)
 
@@ -390,9 +423,51 @@ def test_cupy_device_loads_ptx_and_launches(compute_capability):
     exe = compiler.compile(closed, target, "f")
     assert all("PTX (module)" in k.texts and "Used" in k.texts["ptxas -v"]
                for k in exe.kernels)
-    fake.emulated = HostDevice().load([k.loop for k in exe.kernels], "f")[0]
     outs = exe.run(x)
     refs = compiler.compile(closed, get_target("reference"), "f").run(x)
     for out, ref in zip(outs, refs):
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
     assert {name for name, _, _ in fake.launches} == {k.name for k in exe.kernels}
+
+
+@needs_ptxas
+def test_results_stay_on_the_device_until_read():
+    """Transfers, counted on the CuPy stand-in: operands go to the device once, results
+    come back only when their values are read (once), and a result passed to another
+    jitted function on the same device is not copied at all."""
+    fake = _FakeCupy("90")
+    device = _EmulatingCupyDevice(fake, fake.Module)
+    register_target(GpuTarget("gpu-fake-resident", lambda: device))
+    f = nbjax.jit(lambda x, y: (x * y + 1, (x * y).sum()), backend="gpu-fake-resident")
+    g = nbjax.jit(lambda a: jnp.sin(a) * 2, backend="gpu-fake-resident")
+    x, y = (np.random.default_rng(n).standard_normal((40, 9)).astype(np.float32)
+            for n in (4, 5))
+    moved = fake.transfers
+    for call in range(2):  # the general path, then the fast path
+        a, total = f(x, y)
+        assert moved == {"to device": 2 * (call + 1), "to host": 0, "synchronize": 0}
+    assert isinstance(a, nbjax.Array) and a.device.platform == "gpu"
+    assert repr(a.device) == "CudaDevice(id=0)" and a.nbytes == x.nbytes
+    b = g(a)
+    assert moved["to device"] == 4 and moved["to host"] == 0
+    assert b.block_until_ready() is b and moved["synchronize"] == 1 and b.is_ready()
+    assert moved["to host"] == 0
+    assert_close(np.asarray(b), np.sin(x * y + 1) * 2, rtol=1e-5)
+    assert_close(np.asarray(b), np.sin(x * y + 1) * 2, rtol=1e-5)
+    assert moved["to host"] == 1  # (read once)
+    assert_close(float(total), (x * y).sum(), rtol=1e-5, scale=np.abs(x * y).sum())
+    assert moved["to host"] == 2
+    assert f"{b[0, 0]}" == f"{np.asarray(b)[0, 0]}"  # (an eager op reads b: cached)
+    assert moved["to host"] == 2 and moved["to device"] == 4
+    g(b)  # read on the host already, still on the device: no copy either way
+    assert moved["to device"] == 4
+
+
+def test_emulated_results_are_arrays_on_the_gpu():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    exe = compiler.compile(nbjax.make_jaxpr(lambda x: (x + 1, 2.0))(x), EMULATED, "f")
+    out, literal = exe.run(x)
+    assert isinstance(out, nbjax.Array) and out.device.platform == "gpu"
+    np.testing.assert_array_equal(np.asarray(out), x + 1)
+    np.testing.assert_array_equal(exe.run(out)[0], x + 2)  # (its own buffer, as it is)
+    assert float(literal) == 2.0

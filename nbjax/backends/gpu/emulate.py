@@ -26,6 +26,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
+from ...core import GpuDevice
 from ..cpu import support
 from ..llvm import I64, for_loop, mem_type
 from .ptx import kernel_module
@@ -59,12 +60,19 @@ class HostDevice:
 
     name = "host emulation of the GPU"
     xp = np
+    array_device = GpuDevice(0)
 
     def put(self, array):
-        return np.asarray(array, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
+        return np.array(array, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
 
     def get(self, array):
-        return np.asarray(array)
+        return np.array(array)  # (a copy, as from a GPU: the device's buffer stays its own)
+
+    def synchronize(self):
+        """Launches run to completion on the host: nothing is ever pending."""
+
+    def idle(self):
+        return True
 
     def load(self, kernels, name):
         """({kernel name: launch(grid, block, buffers)}, {kernel name: {stage: text}}) for

@@ -1,14 +1,19 @@
 """A compiled program for the GPU: its steps run one after the other on a ``Device``.
 
 ``compile_plan`` puts every kernel of a FusionPlan into one module, loads it on the device
-once, and makes one step per plan group; a run copies the operands to the device, runs the
-steps (kernel launches and library calls are queued on the device's current stream: the
-host does not wait for them) and copies the results back, the one point where it waits.
+once, and makes one step per plan group; a run copies the operands to the device (except
+Arrays already there: their buffers are used as they are), runs the steps (kernel launches
+and library calls are queued on the device's current stream: the host does not wait for
+them) and returns the results as Arrays on the device (``Array.on_device`` of a
+``Buffer``): they are copied to the host only when their values are read, and
+``block_until_ready`` waits for the stream.
 
 A ``Device`` is what the steps need of the machine: ``xp`` (an array module: CuPy on a GPU,
-NumPy in the host emulation), ``put``/``get`` (copies to and from it) and ``load``
-(kernels to launch functions). The steps are the same code on both, so the host emulation
-(``emulate.HostDevice``) tests this module too, up to what CuPy itself does.
+NumPy in the host emulation), ``put``/``get`` (copies to and from it), ``synchronize`` and
+``idle`` (waiting for, and asking about, the work queued), ``array_device`` (the
+``core.GpuDevice`` its Arrays report) and ``load`` (kernels to launch functions). The steps
+are the same code on both, so the host emulation (``emulate.HostDevice``) tests this module
+too, up to what CuPy itself does.
 
 Steps:
 
@@ -30,7 +35,7 @@ import numpy as np
 
 from ... import compiler
 from ...compiler import KernelInfo
-from ...core import Literal, to_numpy
+from ...core import Array, Literal, to_numpy
 from .scaffold import PartialsKernel, parallel_size
 
 EINSUM_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
@@ -49,18 +54,49 @@ class Executable(compiler.Executable):
         for v, c in zip(j.constvars, jaxpr.consts):
             self._env[self._slots[v]] = device.put(np.asarray(to_numpy(c), order="C"))
         self._in = [(self._slots[v], np.dtype(v.aval.dtype)) for v in j.invars]
-        self._out = [(None, np.asarray(to_numpy(a.val))) if isinstance(a, Literal)
-                     else (self._slots[a], None) for a in j.outvars]
+        self._out = [(None, np.asarray(to_numpy(a.val)), a.aval) if isinstance(a, Literal)
+                     else (self._slots[a], None, a.aval) for a in j.outvars]
 
     def run(self, *args):
-        env, put = self._env.copy(), self.device.put
+        env, device = self._env.copy(), self.device
         for (slot, dtype), a in zip(self._in, args):
-            env[slot] = put(np.asarray(to_numpy(a), dtype=dtype, order="C"))
+            env[slot] = self._operand(a, dtype)
         for step in self._steps:
             step(env)
-        get = self.device.get
-        return [get(env[slot]) if slot is not None else value.copy()
-                for slot, value in self._out]
+        return [Array.on_device(Buffer(env[slot], device), aval) if slot is not None
+                else value.copy() for slot, value, aval in self._out]
+
+    def _operand(self, a, dtype):
+        """``a``'s buffer on the device: its own when it is an Array there, else a copy."""
+        buffer = a._buffer if isinstance(a, Array) else None
+        if isinstance(buffer, Buffer) and buffer.owner is self.device \
+                and buffer.data.dtype == dtype:
+            return buffer.data
+        return self.device.put(np.asarray(to_numpy(a), dtype=dtype, order="C"))
+
+
+class Buffer:
+    """The data of an Array on the GPU (``core.Array.on_device``): ``data``, an array in the
+    memory of ``owner`` (a ``Device``), possibly still being written by work queued on its
+    stream."""
+
+    __slots__ = ("data", "owner")
+
+    def __init__(self, data, owner):
+        self.data, self.owner = data, owner
+
+    @property
+    def device(self):
+        return self.owner.array_device
+
+    def to_host(self):
+        return self.owner.get(self.data)  # (a copy waits for the work writing it)
+
+    def block_until_ready(self):
+        self.owner.synchronize()
+
+    def is_ready(self):
+        return self.owner.idle()
 
 
 def _all_vars(jaxpr):
