@@ -19,7 +19,7 @@ import nbjax.numpy as jnp
 from nbjax import compiler, lax
 from nbjax.backends import get_target
 from nbjax.backends import register_target
-from nbjax.backends.gpu import GpuTarget, GpuUnavailable, ptx, toolkit
+from nbjax.backends.gpu import GpuTarget, GpuUnavailable, ptx, reduction, toolkit
 from nbjax.backends.gpu.cuda import CupyDevice
 from nbjax.backends.gpu.emulate import HostDevice
 from nbjax.backends.gpu.scaffold import PartialsKernel, parallel_axes
@@ -177,8 +177,8 @@ def test_ptx_marks_kernels_as_entry_points():
 
 # Small blocks and grids, so that threads stride over several points and blocks are idle;
 # few threads "keep the GPU busy", so that reductions of a few dozen elements run in phases.
-EMULATED = GpuTarget("gpu-emulated", HostDevice, block=4, max_blocks=3, threads=16,
-                     per_partial=2)
+EMULATED = GpuTarget("gpu-emulated", HostDevice, block=4, max_blocks=3,
+                     reductions=reduction.Policy(threads=16, per_partial=2, min_partials=4))
 
 
 def test_fuzz_corpus_on_the_emulated_grid():

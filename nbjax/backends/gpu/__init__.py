@@ -29,10 +29,13 @@ class GpuTarget(Target):
     ``emulate.HostDevice`` for tests)."""
 
     def __init__(self, name="gpu", device=cuda_device, block=BLOCK, max_blocks=MAX_BLOCKS,
-                 threads=reduction.THREADS, per_partial=reduction.PER_PARTIAL):
+                 reductions=reduction.Policy()):
         self.name, self.device = name, device
         self.block, self.max_blocks = block, max_blocks
-        self.threads, self.per_partial = threads, per_partial  # (``reduction.split``)
+        self.reductions = reductions  # when reductions run in phases
+
+    def check_available(self):
+        self.device()  # (``GpuUnavailable`` says what is missing)
 
     def library_reason(self, eqn):
         category = eqn.primitive.lowerings.get("library")
@@ -49,8 +52,8 @@ class GpuTarget(Target):
         return executable.compile_plan(name, jaxpr, plan, rewrites, timer, device, self)
 
     def phases(self, kernel):
-        """The kernels computing ``kernel`` on this target (``reduction.phases``)."""
-        return reduction.phases(kernel, self.threads, self.per_partial)
+        """The kernels computing ``kernel`` on this target (``reduction.Policy.phases``)."""
+        return self.reductions.phases(kernel)
 
     def record_choices(self, plan):
         """Add how each kernel maps onto threads, and whether its reductions run in phases
@@ -59,7 +62,7 @@ class GpuTarget(Target):
         for n, d in enumerate(plan.decisions):
             if d.started_new_group and d.group in kernels:
                 kernel = kernels.pop(d.group)
-                how = reduction.split(kernel, self.threads, self.per_partial)
+                how = self.reductions.split(kernel)
                 if how.partials is None:
                     how = "; ".join(filter(None, [describe(kernel, self.block), how.reason]))
                 else:

@@ -87,6 +87,7 @@ class CupyDevice:
         for name, stages in texts.items():
             stages["optimised LLVM IR (module)"] = optimised
             stages["PTX (module)"] = code
+            stages["PTX"] = ptx.entry_ptx(code, name)
             if name in reports:  # registers, spills: what limits the kernel's occupancy
                 stages["ptxas -v"] = reports[name].text
         return launches, texts

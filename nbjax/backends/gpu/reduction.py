@@ -4,7 +4,8 @@ off a single thread.
 The plain scaffold gives each output element of a reduction to one thread, which loops over
 the reduced axes itself (``scaffold``): right, and fast when there are many outputs, but a
 full sum of 10^8 elements then runs on one thread. When a kernel's outputs are too few to
-keep the GPU busy and its reduced axes are long enough, the planner (``split``) splits it:
+keep the GPU busy and its reduced axes are long enough, the planner (``Policy.split``)
+splits it:
 
 - phase 1 (a ``scaffold.PartialsKernel``): the same kernel, its every output element
   reduced by ``partials`` threads: partial ``c`` of an output combines the reduced elements
@@ -28,12 +29,6 @@ from ...core import ShapedArray
 from ...core.jaxpr import Var
 from .scaffold import PartialsKernel, parallel_size
 
-THREADS = 1 << 16   # threads that keep a GPU busy (256 blocks of 256: every SM, several blocks)
-PER_PARTIAL = 32    # reduced elements per partial at least: fewer cost more than they save
-MIN_PARTIALS = 16   # a split into fewer is not worth a second launch
-SCRATCH = 1 << 24   # elements of one scratch buffer at most (64 MiB of float32)
-
-
 @dataclasses.dataclass(frozen=True)
 class Split:
     """The planner's choice for one kernel: ``partials`` per output element (None: not
@@ -46,55 +41,66 @@ def _floor_pow2(n):
     return 1 << (n.bit_length() - 1) if n > 0 else 0
 
 
-def split(kernel, threads=THREADS, per_partial=PER_PARTIAL):
-    """The ``Split`` of ``kernel``: into ``partials`` when its parallel points (``scaffold``)
-    would leave most of ``threads`` idle, and its reduced elements per point make at least
-    ``MIN_PARTIALS`` partials of ``per_partial`` elements with scratch buffers of at most
-    ``SCRATCH`` elements."""
-    reductions = [o for o in kernel.outputs if o.combine is not None]
-    if not reductions or math.prod(kernel.shape) == 0:  # (an empty kernel launches nothing)
-        return Split(None, "")
-    points = parallel_size(kernel)
-    reduced = math.prod(kernel.shape) // points
-    if points >= threads:
-        return Split(None, f"not split in phases: its {points} parallel points keep "
-                           f"{threads} threads busy")
-    largest = max(math.prod(o.shape) for o in reductions)
-    limits = {"threads": _floor_pow2(threads // points),
-              f"partials of {per_partial} elements": reduced // per_partial,
-              f"scratch of {SCRATCH} elements": _floor_pow2(SCRATCH // max(largest, 1))}
-    partials = min(limits.values())
-    if partials < MIN_PARTIALS:
-        limit = min(limits, key=limits.get)
-        return Split(None, f"not split in phases: {reduced} reduced elements per parallel "
-                           f"point would make fewer than {MIN_PARTIALS} partials ({limit})")
-    return Split(partials, f"a reduction in phases: {points} parallel point"
-                           f"{'s' * (points != 1)} would leave most of {threads} threads idle, "
-                           f"so {partials} threads share each one's {reduced} reduced "
-                           f"elements (every {partials}th), into scratch buffers of "
-                           f"{partials} partials per output element, which combining "
-                           "kernels reduce")
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """When the GPU planner splits a reduction: when its parallel points (``scaffold``)
+    would leave most of ``threads`` idle (256 blocks of 256 fill every SM of today's GPUs,
+    several blocks each), into as many partials as fill them, each of ``per_partial``
+    reduced elements at least (fewer cost more than they save), ``min_partials`` at least
+    (fewer are not worth a launch), with scratch buffers of ``scratch`` elements at most
+    (64 MiB of float32)."""
+    threads: int = 1 << 16
+    per_partial: int = 32
+    min_partials: int = 64
+    scratch: int = 1 << 24
 
+    def split(self, kernel):
+        """The ``Split`` of ``kernel``."""
+        reductions = [o for o in kernel.outputs if o.combine is not None]
+        if not reductions or math.prod(kernel.shape) == 0:  # (empty: launches nothing)
+            return Split(None, "")
+        points = parallel_size(kernel)
+        reduced = math.prod(kernel.shape) // points
+        if points >= self.threads:
+            return Split(None, f"not split in phases: its {points} parallel points keep "
+                               f"{self.threads} threads busy")
+        largest = max(math.prod(o.shape) for o in reductions)
+        limits = {"threads": _floor_pow2(self.threads // points),
+                  f"partials of {self.per_partial} elements": reduced // self.per_partial,
+                  f"scratch of {self.scratch} elements":
+                      _floor_pow2(self.scratch // max(largest, 1))}
+        partials = min(limits.values())
+        if partials < self.min_partials:
+            limit = min(limits, key=limits.get)
+            return Split(None, f"not split in phases: {reduced} reduced elements per "
+                               f"parallel point would make fewer than {self.min_partials} "
+                               f"partials ({limit})")
+        return Split(partials, f"a reduction in phases: {points} parallel point"
+                               f"{'s' * (points != 1)} would leave most of {self.threads} "
+                               f"threads idle, so {partials} threads share each one's "
+                               f"{reduced} reduced elements (every {partials}th), into "
+                               f"scratch buffers of {partials} partials per output element, "
+                               "which combining kernels reduce")
 
-def phases(kernel, threads=THREADS, per_partial=PER_PARTIAL):
-    """The kernels that compute ``kernel``, in launch order: ``[kernel]`` itself, or its
-    partials kernel followed by the phases of its combining kernels (one per output shape
-    of its reductions)."""
-    partials = split(kernel, threads, per_partial).partials
-    if partials is None:
-        return [kernel]
-    scratch = {k: Var(ShapedArray((*o.shape, partials), o.acc_dtype))
-               for k, o in enumerate(kernel.outputs) if o.combine is not None}
-    outputs = [dataclasses.replace(o, var=scratch[k]) if k in scratch else o
-               for k, o in enumerate(kernel.outputs)]
-    first = PartialsKernel(**{**vars(kernel), "name": kernel.name + "_partials",
-                              "outputs": outputs}, partials=partials)
-    by_shape = {}
-    for k, var in scratch.items():
-        by_shape.setdefault(var.aval.shape, []).append((var, kernel.outputs[k]))
-    combines = [combining_kernel(f"{kernel.name}_combine{n or ''}", pairs)
-                for n, pairs in enumerate(by_shape.values())]
-    return [first] + [k for c in combines for k in phases(c, threads, per_partial)]
+    def phases(self, kernel):
+        """The kernels that compute ``kernel``, in launch order: ``[kernel]`` itself, or its
+        partials kernel followed by the phases of its combining kernels (one per output
+        shape of its reductions)."""
+        partials = self.split(kernel).partials
+        if partials is None:
+            return [kernel]
+        scratch = {k: Var(ShapedArray((*o.shape, partials), o.acc_dtype))
+                   for k, o in enumerate(kernel.outputs) if o.combine is not None}
+        outputs = [dataclasses.replace(o, var=scratch[k]) if k in scratch else o
+                   for k, o in enumerate(kernel.outputs)]
+        first = PartialsKernel(**{**vars(kernel), "name": kernel.name + "_partials",
+                                  "outputs": outputs}, partials=partials)
+        by_shape = {}
+        for k, var in scratch.items():
+            by_shape.setdefault(var.aval.shape, []).append((var, kernel.outputs[k]))
+        combines = [combining_kernel(f"{kernel.name}_combine{n or ''}", pairs)
+                    for n, pairs in enumerate(by_shape.values())]
+        return [first] + [k for c in combines for k in self.phases(c)]
 
 
 def combining_kernel(name, pairs):
