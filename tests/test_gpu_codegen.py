@@ -287,6 +287,22 @@ def test_reduction_split_follows_the_outputs():
     assert "not split in phases: its 131072 parallel points keep" in plan.report()
 
 
+def test_reductions_keeping_different_axes_run_as_separate_kernels():
+    """Siblings the planner fused (a full sum, a max over axis 0, an element-wise output)
+    get threads of their own: the sum in phases, the max one thread per column with the
+    element-wise output; the report says why."""
+    closed = nbjax.make_jaxpr(lambda x: (x.sum(), lax.reduce_max(x, (0,)), x * 2))(
+        nbjax.ShapeDtypeStruct((2, 3_000_001), np.float32))
+    plan = compiler.plan(compiler.optimized(closed)[0].jaxpr, PLANNER)
+    (group,) = [g for g in plan.groups if g.kind == "kernel"]
+    first, *rest = PLANNER.phases(group.kernel)
+    assert parallel_axes(first) == (1,) and len(first.outputs) == 2
+    assert not isinstance(first, PartialsKernel)
+    assert isinstance(rest[0], PartialsKernel) and parallel_axes(rest[0]) == ()
+    PLANNER.record_choices(plan)
+    assert "its reductions keep different axes ([1], [])" in plan.report()
+
+
 SEED_REDUCTIONS = {"sum_4096x4096": (lambda x: x.sum(), (4096, 4096), np.float32),
                    "sum_max_rows_8x1e6": (lambda x: (x.sum(1), x.max(1)), (8, 10 ** 6),
                                           np.float32),
@@ -301,7 +317,7 @@ def test_seed_reductions_in_phases_assemble_without_spills(name):
     f, shape, dtype = SEED_REDUCTIONS[name]
     with nbjax.enable_x64(dtype == np.float64):
         kernels = _kernels(nbjax.make_jaxpr(f)(nbjax.ShapeDtypeStruct(shape, dtype)), name)
-    assert isinstance(kernels[0], PartialsKernel)
+    assert any(isinstance(k, PartialsKernel) for k in kernels)
     for arch, reports in _assemble(kernels, name).items():
         for report in reports.values():
             assert report.spills == 0 and report.stack == 0, (arch, report.text)
@@ -337,15 +353,17 @@ def test_importing_nbjax_imports_no_cupy():
 class _FakeCupy:
     """What ``cuda.CupyDevice`` uses of CuPy, over NumPy: its Module assembles the PTX
     with ptxas for the device's arch, and its kernel functions check their launch arguments
-    as CuPy takes them, then run the kernel on the emulated grid (``emulated``: set by the
-    test from the same LoopKernels)."""
+    as CuPy takes them, then run the kernel on the emulated grid (``emulated``, the host
+    builds of the same LoopKernels by name, when the module is loaded:
+    ``_EmulatingCupyDevice``). Its device arrays are ``_OnDevice`` arrays; ``transfers``
+    counts the copies between them and the host."""
 
     def __init__(self, compute_capability):
         fake = self
         self.empty, self.full, self.einsum = (
             lambda *a, _f=f, **k: _f(*a, **k).view(_OnDevice)
             for f in (np.empty, np.full, np.einsum))
-        self.emulated, self.launches = {}, []
+        self.emulated, self.launches, self.ndarray = {}, [], _OnDevice
         self.transfers = {"to device": 0, "to host": 0, "synchronize": 0}
 
         class Device:
@@ -360,9 +378,11 @@ class _FakeCupy:
                 assert isinstance(image, bytes) and image.endswith(b"\0")
                 self.reports = toolkit.ptxas(image[:-1].decode(),
                                              arch_for(compute_capability))
+                self.emulated = dict(fake.emulated)  # (this module's kernels, by name)
 
             def get_function(self, name):
                 assert name in self.reports
+                emulated = self.emulated[name]
 
                 def function(grid, block, args):
                     assert isinstance(grid, tuple) and isinstance(block, tuple)
@@ -370,7 +390,7 @@ class _FakeCupy:
                     assert all(isinstance(a, np.ndarray) and a.flags.c_contiguous
                                for a in args)
                     fake.launches.append((name, grid, block))
-                    fake.emulated[name](grid[0], block[0], list(args))
+                    emulated(grid[0], block[0], list(args))
                 return function
 
         class Stream:

@@ -16,7 +16,6 @@ import dataclasses
 from ...compiler import Target
 from . import executable, reduction
 from .cuda import GpuUnavailable, cuda_device
-from .scaffold import describe
 
 __all__ = ["GpuTarget", "GpuUnavailable", "TARGET"]
 
@@ -61,12 +60,7 @@ class GpuTarget(Target):
         kernels = {g.index: g.kernel for g in plan.groups if g.kind == "kernel"}
         for n, d in enumerate(plan.decisions):
             if d.started_new_group and d.group in kernels:
-                kernel = kernels.pop(d.group)
-                how = self.reductions.split(kernel)
-                if how.partials is None:
-                    how = "; ".join(filter(None, [describe(kernel, self.block), how.reason]))
-                else:
-                    how = f"on the GPU: {how.reason}"
+                how = self.reductions.explain(kernels.pop(d.group), self.block)
                 plan.decisions[n] = dataclasses.replace(d, reason=f"{d.reason}; {how}")
 
 

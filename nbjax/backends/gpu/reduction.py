@@ -1,6 +1,11 @@
 """Reductions to few outputs over long axes, in phases: how the GPU planner keeps a full sum
 off a single thread.
 
+First, a planned kernel whose reductions keep different axes (the CPU's planner lets
+siblings reading the same inputs share a loop: ``x.sum()`` with ``x.max(0)``) is run as
+one kernel per set of kept axes (``separate``): in one loop, only the axes every reduction
+keeps could be shared among threads, and a full sum among them leaves just one.
+
 The plain scaffold gives each output element of a reduction to one thread, which loops over
 the reduced axes itself (``scaffold``): right, and fast when there are many outputs, but a
 full sum of 10^8 elements then runs on one thread. When a kernel's outputs are too few to
@@ -24,10 +29,10 @@ cost is one launch per phase and the scratch buffers (``partials`` elements per 
 import dataclasses
 import math
 
-from ...compiler.kernel import KernelBuilder, KernelOutput, LoopKernel
+from ...compiler.kernel import KernelBuilder, KernelOutput, LoopKernel, live_ops
 from ...core import ShapedArray
 from ...core.jaxpr import Var
-from .scaffold import PartialsKernel, parallel_size
+from .scaffold import PartialsKernel, describe, parallel_size
 
 @dataclasses.dataclass(frozen=True)
 class Split:
@@ -47,15 +52,15 @@ class Policy:
     would leave most of ``threads`` idle (256 blocks of 256 fill every SM of today's GPUs,
     several blocks each), into as many partials as fill them, each of ``per_partial``
     reduced elements at least (fewer cost more than they save), ``min_partials`` at least
-    (fewer are not worth a launch), with scratch buffers of ``scratch`` elements at most
-    (64 MiB of float32)."""
+    (fewer are not worth a launch). The scratch buffers then hold at most ``threads``
+    elements each."""
     threads: int = 1 << 16
     per_partial: int = 32
     min_partials: int = 64
-    scratch: int = 1 << 24
 
     def split(self, kernel):
-        """The ``Split`` of ``kernel``."""
+        """The ``Split`` of ``kernel``, one of the ``separate`` parts of a planned kernel
+        (its reductions keep the same axes)."""
         reductions = [o for o in kernel.outputs if o.combine is not None]
         if not reductions or math.prod(kernel.shape) == 0:  # (empty: launches nothing)
             return Split(None, "")
@@ -64,11 +69,8 @@ class Policy:
         if points >= self.threads:
             return Split(None, f"not split in phases: its {points} parallel points keep "
                                f"{self.threads} threads busy")
-        largest = max(math.prod(o.shape) for o in reductions)
         limits = {"threads": _floor_pow2(self.threads // points),
-                  f"partials of {self.per_partial} elements": reduced // self.per_partial,
-                  f"scratch of {self.scratch} elements":
-                      _floor_pow2(self.scratch // max(largest, 1))}
+                  f"partials of {self.per_partial} elements": reduced // self.per_partial}
         partials = min(limits.values())
         if partials < self.min_partials:
             limit = min(limits, key=limits.get)
@@ -82,10 +84,29 @@ class Policy:
                                f"scratch buffers of {partials} partials per output element, "
                                "which combining kernels reduce")
 
+    def explain(self, kernel, block):
+        """How ``kernel`` runs on the GPU, in words, for the fusion report."""
+        parts = separate(kernel)
+        words = []
+        for part in parts:
+            how = self.split(part)
+            words.append(how.reason if how.partials else
+                         "; ".join(filter(None, [describe(part, block), how.reason])))
+        if len(parts) == 1:
+            return f"on the GPU: {words[0]}"
+        kept = ", ".join(str(list(p.outputs[0].kept_axes)) for p in parts)
+        return (f"on the GPU: its reductions keep different axes ({kept}), so that sharing "
+                f"one loop would leave only the axes all keep to the threads: it runs as "
+                f"{len(parts)} kernels, one per set of kept axes (its element-wise outputs "
+                "with the first): " + " | ".join(f"{p.name}: {w}" for p, w in zip(parts, words)))
+
     def phases(self, kernel):
-        """The kernels that compute ``kernel``, in launch order: ``[kernel]`` itself, or its
-        partials kernel followed by the phases of its combining kernels (one per output
-        shape of its reductions)."""
+        """The kernels that compute ``kernel``, in launch order: each of its ``separate``
+        parts, as itself, or as its partials kernel followed by the phases of its combining
+        kernels (one per output shape of its reductions)."""
+        return [k for part in separate(kernel) for k in self._phases(part)]
+
+    def _phases(self, kernel):
         partials = self.split(kernel).partials
         if partials is None:
             return [kernel]
@@ -100,7 +121,26 @@ class Policy:
             by_shape.setdefault(var.aval.shape, []).append((var, kernel.outputs[k]))
         combines = [combining_kernel(f"{kernel.name}_combine{n or ''}", pairs)
                     for n, pairs in enumerate(by_shape.values())]
-        return [first] + [k for c in combines for k in self.phases(c)]
+        return [first] + [k for c in combines for k in self._phases(c)]
+
+
+def separate(kernel):
+    """``kernel`` as one kernel per set of axes its reductions keep (its element-wise
+    outputs with the reductions keeping the most): what one loop would give its threads is
+    the axes every reduction keeps, and all of them share the same input loads only on the
+    CPU. A kernel whose reductions agree is ``[kernel]``."""
+    groups = {}
+    for out in kernel.outputs:
+        if out.combine is not None:
+            groups.setdefault(tuple(out.kept_axes), []).append(out)
+    if len(groups) <= 1:
+        return [kernel]
+    widest = max(groups, key=len)
+    groups[widest] += [o for o in kernel.outputs if o.combine is None]
+    ordered = sorted(groups.items(), key=lambda item: item[0] != widest)
+    return [dataclasses.replace(kernel, name=f"{kernel.name}_{n}", outputs=outs,
+                                body=live_ops(kernel.body, outs))
+            for n, (_, outs) in enumerate(ordered)]
 
 
 def combining_kernel(name, pairs):

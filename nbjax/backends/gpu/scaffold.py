@@ -17,9 +17,9 @@ memory (address space 1), run by a grid of thread blocks. Its iteration space sp
 A ``PartialsKernel`` (phase 1 of a reduction in phases: ``reduction``) shares each parallel
 point out among ``partials`` threads instead: thread item ``q`` is point ``q // partials``,
 partial ``c = q % partials``, which combines every ``partials``-th element of the reduced
-axes from the ``c``-th into ``[kept indices..., c]`` of each reduction's scratch buffer
-(shape ``(*output shape, partials)``). Items of other points or partials write other
-elements, so that is race-free too, whatever axes each reduction keeps.
+axes from the ``c``-th in a register and stores the result at ``[point..., c]`` of each
+reduction's scratch buffer (shape ``(*output shape, partials)``): one thread per element
+again. (Its reductions all keep exactly the parallel axes: ``reduction.separate``.)
 
 Where a thread finds its block and thread numbers is the scaffold's one parameter
 (``Indices``): the special registers of an NVIDIA GPU (``NVVM_INDICES``) or function
@@ -104,7 +104,7 @@ def describe(kernel, block):
     """The GPU's choices for ``kernel`` in words, for the fusion report."""
     axes = parallel_axes(kernel)
     reduced = [a for a in range(len(kernel.shape)) if a not in axes]
-    how = (f"on the GPU: one thread per point of axes {list(axes)} "
+    how = (f"one thread per point of axes {list(axes)} "
            f"({parallel_size(kernel)} points), blocks of {block} threads, a grid-stride loop")
     if reduced:
         how += (f"; each thread loops over the reduced axes {reduced} itself (one thread per "
@@ -182,7 +182,7 @@ class GridStride(KernelScaffold):
                     b.store(e.accumulate(kernel.outputs[k].combine, acc, value,
                                          kernel.outputs[k].acc_dtype), local[k])
                 else:
-                    e.store_output(k, full, value, () if partial is None else (partial,))
+                    e.store_output(k, full, value)  # (never a reduction in a PartialsKernel)
         if partial is None:
             self._reduce_loops(0, dict(index), body)
         else:

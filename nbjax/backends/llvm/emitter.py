@@ -182,18 +182,16 @@ class KernelEmitter(ScalarEmitter):
                 values[op.id] = self.emit_op(op, args)
         return [values[out.value.id] for out in self.kernel.outputs]
 
-    def store_output(self, k, index, value, trailing=()):
+    def store_output(self, k, index, value):
         """Deliver ``value``, output ``k``'s value at ``index``: an element-wise result is
         stored at the index; a reduction is read, combined and written back at the index of
-        its kept axes (followed by ``trailing`` indices, for a target keeping several partial
-        results per output element: the GPU's reductions in phases), which is right where
-        one thread at a time owns each output element (a target that accumulates otherwise
-        delivers the values itself)."""
+        its kept axes, which is right where one thread at a time owns each output element
+        (a target that accumulates otherwise delivers the values itself)."""
         out, ptr = self.kernel.outputs[k], self.outs[k]
         if out.combine is None:
             self.store(ptr, self.offset(index, out.shape), value, out.var.aval.dtype)
             return
-        offset = self.offset([index[a] for a in out.kept_axes] + list(trailing), out.shape)
+        offset = self.offset([index[a] for a in out.kept_axes], out.shape)
         acc = self.load(ptr, offset, out.acc_dtype)
         self.store(ptr, offset, self.accumulate(out.combine, acc, value, out.acc_dtype),
                    out.acc_dtype)
