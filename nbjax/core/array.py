@@ -173,9 +173,11 @@ class Array:
     @classmethod
     def wrap(cls, value, aval):
         """Wrap a primitive's NumPy result, which the caller gives away, as ``aval`` says (an
-        Array, which a device's executable returns, is kept as it is)."""
-        if isinstance(value, Array):
-            return value
+        Array on a device, which a device's executable returns, stays there)."""
+        if isinstance(value, Array) and value._buffer is not None:
+            if (value.shape, value.dtype) != (aval.shape, aval.dtype):
+                raise AssertionError(f"impl returned {value.aval}, abstract_eval {aval}")
+            return value if value.aval == aval else cls.on_device(value._buffer, aval)
         value = np.asarray(value, dtype=aval.dtype)
         if value.shape != aval.shape:
             raise AssertionError(f"impl returned shape {value.shape}, abstract_eval {aval.shape}")
