@@ -28,6 +28,7 @@ the whole grid by a host loop (``emulate``): that is how the index logic is test
 a GPU.
 """
 
+import math
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -216,11 +217,9 @@ class GridStride(KernelScaffold):
     def _strided_loop(self, partial, index, body):
         """``body`` at reduced elements ``partial``, ``partial + partials``... (numbered
         row-major over the reduced axes)."""
-        reduced = 1
-        for a in self.reduced:
-            reduced *= self.kernel.shape[a]
+        reduced = math.prod(self.kernel.shape[a] for a in self.reduced)
 
         def at(r):
-            full = {**index, **self._unflatten(r, self.reduced)} if self.reduced else index
+            full = {**index, **self._unflatten(r, self.reduced)}
             body([full[a] for a in range(len(self.kernel.shape))])
         for_loop(self.b, partial, ir.Constant(I64, reduced), at, "r", step=self.partials)
