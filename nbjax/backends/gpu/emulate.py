@@ -55,11 +55,26 @@ def _add_driver(module, kernel, fn):
     b.ret_void()
 
 
+class _FreshMemory:
+    """NumPy as the emulated device's array module, except that ``empty`` fills a new buffer
+    with 0xFF bytes (NaN for floats, -1 for integers), as a GPU's new allocation holds
+    whatever was there before: a kernel leaving an element unwritten shows it."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def empty(shape, dtype):
+        buffer = np.empty(shape, dtype)
+        buffer.reshape(-1).view(np.uint8).fill(0xFF)
+        return buffer
+
+
 class HostDevice:
     """Device memory as NumPy arrays, kernels launched as host loops over the grid."""
 
     name = "host emulation of the GPU"
-    xp = np
+    xp = _FreshMemory()
     array_device = GpuDevice(0)
 
     def put(self, array):

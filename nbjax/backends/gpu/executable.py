@@ -115,10 +115,13 @@ def launch_shape(kernel, block, max_blocks):
 
 
 def kernel_step(launch, kernel, slots, xp, block, max_blocks):
-    """Allocate ``kernel``'s outputs and launch it on the slots' buffers."""
+    """Allocate ``kernel``'s outputs and launch it on the slots' buffers. (A
+    PartialsKernel writes every element of its scratch buffers: they start empty.)"""
     ins = [slots[v] for v in kernel.inputs]
+    partials = isinstance(kernel, PartialsKernel)
     outs = [(slots[o.var], tuple(o.shape), np.dtype(o.acc_dtype or o.var.aval.dtype),
-             np.dtype(o.var.aval.dtype), o.identity) for o in kernel.outputs]
+             np.dtype(o.var.aval.dtype), None if partials else o.identity)
+            for o in kernel.outputs]
     grid, block = launch_shape(kernel, block, max_blocks)
     runs = math.prod(kernel.shape) > 0
 
