@@ -73,7 +73,9 @@ def _assemble(kernels, name):
 def test_fuzz_corpus_kernels_assemble_for_sm80_and_sm90():
     kernels = []
     for seed in range(EXAMPLES):
-        kernels += _kernels(_fuzz_program(seed)[0], f"p{seed}")
+        closed, _, _, x64 = _fuzz_program(seed)
+        with nbjax.enable_x64(x64):  # (the passes may trace again: decompositions)
+            kernels += _kernels(closed, f"p{seed}")
     assert len(kernels) > EXAMPLES  # the corpus makes kernels, most programs several
     for start in range(0, len(kernels), 200):
         _assemble(kernels[start:start + 200], f"fuzz{start}")
