@@ -112,10 +112,20 @@ def empty_disk_cache():
 
 
 def nbjax_contender(backend):
-    """nbjax through ``nbjax.jit``; call it inside ``nbjax_backend(...)``."""
+    """nbjax through ``nbjax.jit``; call it inside ``nbjax_backend(...)``. On the gpu
+    backend its inputs are put on the GPU first, as jax.jit's are."""
+    to_array = on_the_gpu if backend == "gpu" else nbjax.numpy.asarray
     return TracingContender("nbjax", f"nbjax.jit on the {backend!r} backend", nbjax, nbjax.jit,
-                            nbjax.numpy.asarray, empty_disk_cache, disk_cache=True,
-                            backend=backend)
+                            to_array, empty_disk_cache, disk_cache=True, backend=backend)
+
+
+def on_the_gpu(x):
+    """``x`` as an nbjax Array on the GPU: the result of a jitted identity, which the gpu
+    backend leaves there (nbjax has no ``device_put`` to a GPU yet)."""
+    return block(_gpu_identity(nbjax.numpy.asarray(x)))
+
+
+_gpu_identity = nbjax.jit(lambda a: a, backend="gpu")
 
 
 # --- jax ------------------------------------------------------------------------------------------

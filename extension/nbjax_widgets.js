@@ -456,7 +456,7 @@ class JitView extends View {
   constructor(model, root) {
     super(model, root);
     this.codeKernel = 0;
-    this.codeMode = "loop";
+    this.codeMode = 0;  // the stage shown: an index into a kernel's stages
   }
 
   draw() {
@@ -528,18 +528,21 @@ class JitView extends View {
     const code = c.code;
     if (!code.kernels.length) return this.pane("code", h("p", { class: "nbjax-note", testid: "nbjax-code" }, code.note));
     const k = code.kernels[Math.min(this.codeKernel, code.kernels.length - 1)];
-    const modes = { loop: "kernel IR", ir: "LLVM IR", optimised_ir: "optimised LLVM IR" };
+    // Every stage of the kernel's code, in order (jit_state.code_state): the kernel IR,
+    // then the target's (LLVM IR...; on the gpu also PTX and the ptxas report).
+    const stages = k.stages;
+    const mode = Math.min(this.codeMode, stages.length - 1);
     const redraw = () => this.draw_code(c);
     this.pane("code", h("div", { testid: "nbjax-code" },
       h("div", { class: "nbjax-buttons" }, code.kernels.map((kk, i) => h("button", {
         class: `nbjax-button${kk === k ? " nbjax-on" : ""}`, testid: `nbjax-code-kernel-${kk.name}`,
         onclick: () => { this.codeKernel = i; redraw(); },
       }, kk.name))),
-      h("div", { class: "nbjax-buttons" }, Object.entries(modes).map(([m, label]) => h("button", {
-        class: `nbjax-button${m === this.codeMode ? " nbjax-on" : ""}`, testid: `nbjax-code-mode-${m}`,
+      h("div", { class: "nbjax-buttons" }, stages.map(([label], m) => h("button", {
+        class: `nbjax-button${m === mode ? " nbjax-on" : ""}`, testid: `nbjax-code-mode-${m}`,
         onclick: () => { this.codeMode = m; redraw(); },
       }, label))),
-      h("pre", { class: "nbjax-code-text", testid: "nbjax-code-text" }, k[this.codeMode])));
+      h("pre", { class: "nbjax-code-text", testid: "nbjax-code-text" }, stages[mode][1])));
   }
 
   drawTiming() {

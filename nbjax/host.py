@@ -1,9 +1,10 @@
 """Devices, processes and moving values between Python and arrays, as JAX's top level.
 
 nbjax runs on the CPU devices of ``nbjax.devices()``: those of one process, or of every
-process of a distributed run (``nbjax.distributed.initialize``); an Array's data is
+process of a distributed run (``nbjax.distributed.initialize``); an Array's data there is
 always ready when the call that made it returns, so waiting is a no-op that JAX code can
-still write.
+still write. The results of the gpu backend live on the GPU (not listed by ``devices()``
+yet): waiting for them waits for the GPU's stream.
 """
 
 import gc

@@ -32,7 +32,7 @@ from .calls import CallRules, FlatCall, Traced, abstractify, as_array
 from .compiler import report
 from .config import config, user_context_values, user_contexts
 from .core import (Array, EvalTrace, Primitive, ShapedArray, Tracer, current_trace, get_aval,
-                   pytree, to_numpy)
+                   pytree, to_numpy, to_operand)
 from .core.abstract import ShapeDtypeStruct
 from .interpreters import staging
 
@@ -41,6 +41,7 @@ logger = logging.getLogger("nbjax")
 jit_p = Primitive("jit", multiple_results=True)
 jit_p.is_call = True
 jit_p.call_param = "jaxpr"
+jit_p.device_operands = True  # (arrays on a GPU reach its executable without a copy)
 # JAX prints the name before the jaxpr (and no backend).
 jit_p.pp_params = lambda params: [("name", params["name"]), ("jaxpr", params["jaxpr"])]
 # A jit equation's params: ``jaxpr``, ``name`` and ``backend`` (a target's name, or None for
@@ -400,7 +401,7 @@ class _FastCall:
     """A fast-path entry: run the executable of one signature on the arguments' buffers.
 
     This is exactly what binding ``jit_p`` eagerly does on a cache hit (see ``JitWrapped``):
-    ``to_numpy`` of each operand (closed-over constants first), the executable's ``run``,
+    ``to_operand`` of each operand (closed-over constants first), the executable's ``run``,
     and ``Array.wrap`` of each output with the aval abstract evaluation would return (the
     jaxpr's output avals, which cannot change for one signature).
     """
@@ -415,7 +416,7 @@ class _FastCall:
         self.slow_key = slow_key
 
     def __call__(self, args):
-        outs = self.run(*self.consts, *map(to_numpy, args))
+        outs = self.run(*self.consts, *map(to_operand, args))
         if self.out_tree is None:  # a function returning one array
             return Array.wrap(outs[0], self.out_avals[0])
         return self.out_tree.unflatten(map(Array.wrap, outs, self.out_avals))
@@ -526,7 +527,7 @@ class Compiled:
                             f"function instead of {self.name}'s Compiled object inside a "
                             "transformation")
         values = [to_numpy(c) for c in self.lowered._entry.consts]
-        outs = self.executable.run(*values, *map(to_numpy, leaves))
+        outs = self.executable.run(*values, *map(to_operand, leaves))
         return self.out_tree.unflatten(map(Array.wrap, outs, self.out_avals))
 
     def __repr__(self):

@@ -18,12 +18,15 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import compiler, lax
 from nbjax.backends import get_target
-from nbjax.backends.gpu import GpuTarget, GpuUnavailable, ptx, toolkit
+from nbjax.backends import register_target
+from nbjax.backends.gpu import GpuTarget, GpuUnavailable, ptx, reduction, toolkit
+from nbjax.backends.gpu.cuda import CupyDevice
 from nbjax.backends.gpu.emulate import HostDevice
-from nbjax.backends.gpu.scaffold import parallel_axes
+from nbjax.backends.gpu.scaffold import PartialsKernel, parallel_axes
 
 import test_fuzz_differential as fuzz
 from benchmarks import workloads
+from helpers import assert_close
 
 EXAMPLES = int(os.environ.get("NBJAX_GPU_FUZZ_EXAMPLES", "150"))
 ARCHS = ("sm_80", "sm_90")
@@ -33,13 +36,13 @@ needs_ptxas = pytest.mark.skipif(
 PLANNER = GpuTarget()  # planning only: nothing asks for its device
 
 
-def _kernels(closed, prefix):
-    """The LoopKernels the GPU target plans for ``closed``, renamed ``<prefix>_<name>`` so
-    that many programs' kernels share a module."""
+def _kernels(closed, prefix, target=PLANNER):
+    """The LoopKernels ``target`` launches for ``closed`` (reductions in phases split),
+    renamed ``<prefix>_<name>`` so that many programs' kernels share a module."""
     optimised = compiler.optimized(closed)[0]
-    plan = compiler.plan(optimised.jaxpr, PLANNER)
-    return [dataclasses.replace(g.kernel, name=f"{prefix}_{g.kernel.name}")
-            for g in plan.groups if g.kind == "kernel"]
+    plan = compiler.plan(optimised.jaxpr, target)
+    return [dataclasses.replace(k, name=f"{prefix}_{k.name}")
+            for g in plan.groups if g.kind == "kernel" for k in target.phases(g.kernel)]
 
 
 def _fuzz_program(seed):
@@ -70,7 +73,9 @@ def _assemble(kernels, name):
 def test_fuzz_corpus_kernels_assemble_for_sm80_and_sm90():
     kernels = []
     for seed in range(EXAMPLES):
-        kernels += _kernels(_fuzz_program(seed)[0], f"p{seed}")
+        closed, _, _, x64 = _fuzz_program(seed)
+        with nbjax.enable_x64(x64):  # (the passes may trace again: decompositions)
+            kernels += _kernels(closed, f"p{seed}")
     assert len(kernels) > EXAMPLES  # the corpus makes kernels, most programs several
     for start in range(0, len(kernels), 200):
         _assemble(kernels[start:start + 200], f"fuzz{start}")
@@ -172,13 +177,15 @@ def test_ptx_marks_kernels_as_entry_points():
 
 # --- the grid, emulated on the host -------------------------------------------------------
 
-# Small blocks and grids, so that threads stride over several points and blocks are idle.
-EMULATED = GpuTarget("gpu-emulated", HostDevice, block=4, max_blocks=3)
+# Small blocks and grids, so that threads stride over several points and blocks are idle;
+# few threads "keep the GPU busy", so that reductions of a few dozen elements run in phases.
+EMULATED = GpuTarget("gpu-emulated", HostDevice, block=4, max_blocks=3,
+                     reductions=reduction.Policy(threads=16, per_partial=2, min_partials=4))
 
 
 def test_fuzz_corpus_on_the_emulated_grid():
     reference = get_target("reference")
-    kernels = 0
+    kernels = phased = 0
     for seed in range(EXAMPLES):
         closed, args, program, x64 = _fuzz_program(seed)
         with nbjax.enable_x64(x64), warnings.catch_warnings():
@@ -190,7 +197,8 @@ def test_fuzz_corpus_on_the_emulated_grid():
         except AssertionError as e:
             raise AssertionError(f"fuzz program {seed}") from e
         kernels += len(gpu.kernels)
-    assert kernels > EXAMPLES
+        phased += sum(isinstance(k.loop, PartialsKernel) for k in gpu.kernels)
+    assert kernels > EXAMPLES and phased > 0
 
 
 @pytest.mark.parametrize("block, max_blocks", [(1, 1), (32, 2), (256, 65536)])
@@ -229,6 +237,94 @@ def test_fusion_report_says_how_kernels_map_onto_threads():
     assert "loops over the reduced axes [1]" in report
 
 
+# --- reductions in phases -----------------------------------------------------------------
+
+def _reductions(x):
+    """Full and partial reductions, fused together and alone, with an element-wise output
+    (``lax``'s max and min: defined on empty arrays, as XLA's)."""
+    return (x.sum(), lax.reduce_max(x, (0, 1)), lax.reduce_min(x, (0, 1)),
+            jnp.prod(1 + x / 64), x.sum(-1), lax.reduce_max(x, (0,)),
+            jnp.argmax(x.reshape(-1)) if x.size else x.sum(), (x * x).sum(0), x * 2)
+
+
+def _reference_reductions(x):
+    closed = nbjax.make_jaxpr(_reductions)(x)
+    return closed, compiler.compile(closed, get_target("reference"), "r").run(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (7, 13), (3, 4099)])
+def test_reductions_in_phases_on_the_emulated_grid(dtype, shape):
+    """Sizes 0, 1, odd and long, on a target that splits them (few "busy" threads)."""
+    x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
+    if x.size > 1:
+        x.flat[x.size // 2] = np.nan  # NaN propagates through sums, max and min
+    with nbjax.enable_x64(dtype == np.float64):
+        closed, refs = _reference_reductions(x)
+        exe = compiler.compile(closed, EMULATED, "r")
+        outs = exe.run(x)
+    if x.size > 64:
+        assert any(isinstance(k.loop, PartialsKernel) for k in exe.kernels)
+    assert np.isnan(refs[0]) == (x.size > 1)
+    for out, ref in zip(outs, refs):
+        assert out.dtype == ref.dtype
+        assert_close(out, ref, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_reduction_split_follows_the_outputs():
+    """A full reduction of a large array is split; a reduction to many outputs is not; the
+    fusion report says which and why."""
+    big = nbjax.make_jaxpr(lambda x: x.sum())(np.ones((4096, 4096), np.float32))
+    kernels = _kernels(big, "b")
+    assert [type(k) for k in kernels][0] is PartialsKernel and len(kernels) >= 2
+    assert kernels[0].partials == 1 << 16 and kernels[1].shape == (1 << 16,)
+    report = compiler.plan(compiler.optimized(big)[0].jaxpr, PLANNER)
+    PLANNER.record_choices(report)
+    assert "a reduction in phases: 1 parallel point" in report.report()
+    rows = nbjax.make_jaxpr(lambda x: x.sum(1))(np.ones((1 << 17, 64), np.float32))
+    (kernel,) = _kernels(rows, "r")
+    assert not isinstance(kernel, PartialsKernel)
+    plan = compiler.plan(compiler.optimized(rows)[0].jaxpr, PLANNER)
+    PLANNER.record_choices(plan)
+    assert "not split in phases: its 131072 parallel points keep" in plan.report()
+
+
+def test_reductions_keeping_different_axes_run_as_separate_kernels():
+    """Siblings the planner fused (a full sum, a max over axis 0, an element-wise output)
+    get threads of their own: the sum in phases, the max one thread per column with the
+    element-wise output; the report says why."""
+    closed = nbjax.make_jaxpr(lambda x: (x.sum(), lax.reduce_max(x, (0,)), x * 2))(
+        nbjax.ShapeDtypeStruct((2, 3_000_001), np.float32))
+    plan = compiler.plan(compiler.optimized(closed)[0].jaxpr, PLANNER)
+    (group,) = [g for g in plan.groups if g.kind == "kernel"]
+    first, *rest = PLANNER.phases(group.kernel)
+    assert parallel_axes(first) == (1,) and len(first.outputs) == 2
+    assert not isinstance(first, PartialsKernel)
+    assert isinstance(rest[0], PartialsKernel) and parallel_axes(rest[0]) == ()
+    PLANNER.record_choices(plan)
+    assert "its reductions keep different axes ([1], [])" in plan.report()
+
+
+SEED_REDUCTIONS = {"sum_4096x4096": (lambda x: x.sum(), (4096, 4096), np.float32),
+                   "sum_max_rows_8x1e6": (lambda x: (x.sum(1), x.max(1)), (8, 10 ** 6),
+                                          np.float32),
+                   "stats_fused": (lambda x: ((x * x).sum(), x.max(0), x.min()), (4096, 512),
+                                   np.float32),
+                   "sum_f64": (lambda x: jnp.sum(x, 0), (10 ** 6, 3), np.float64)}
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", sorted(SEED_REDUCTIONS))
+def test_seed_reductions_in_phases_assemble_without_spills(name):
+    f, shape, dtype = SEED_REDUCTIONS[name]
+    with nbjax.enable_x64(dtype == np.float64):
+        kernels = _kernels(nbjax.make_jaxpr(f)(nbjax.ShapeDtypeStruct(shape, dtype)), name)
+    assert any(isinstance(k, PartialsKernel) for k in kernels)
+    for arch, reports in _assemble(kernels, name).items():
+        for report in reports.values():
+            assert report.spills == 0 and report.stack == 0, (arch, report.text)
+
+
 # --- the runtime on a machine without a GPU ----------------------------------------------
 
 def _has_gpu():
@@ -259,14 +355,18 @@ def test_importing_nbjax_imports_no_cupy():
 class _FakeCupy:
     """What ``cuda.CupyDevice`` uses of CuPy, over NumPy: its Module assembles the PTX
     with ptxas for the device's arch, and its kernel functions check their launch arguments
-    as CuPy takes them, then run the kernel on the emulated grid (``emulated``: set by the
-    test from the same LoopKernels)."""
+    as CuPy takes them, then run the kernel on the emulated grid (``emulated``, the host
+    builds of the same LoopKernels by name, when the module is loaded:
+    ``_EmulatingCupyDevice``). Its device arrays are ``_OnDevice`` arrays; ``transfers``
+    counts the copies between them and the host."""
 
     def __init__(self, compute_capability):
         fake = self
-        self.asarray, self.asnumpy, self.empty, self.full, self.einsum = (
-            np.asarray, np.asarray, np.empty, np.full, np.einsum)
-        self.emulated, self.launches = {}, []
+        self.empty, self.full, self.einsum = (
+            lambda *a, _f=f, **k: _f(*a, **k).view(_OnDevice)
+            for f in (np.empty, np.full, np.einsum))
+        self.emulated, self.launches, self.ndarray = {}, [], _OnDevice
+        self.transfers = {"to device": 0, "to host": 0, "synchronize": 0}
 
         class Device:
             id = 0
@@ -280,9 +380,11 @@ class _FakeCupy:
                 assert isinstance(image, bytes) and image.endswith(b"\0")
                 self.reports = toolkit.ptxas(image[:-1].decode(),
                                              arch_for(compute_capability))
+                self.emulated = dict(fake.emulated)  # (this module's kernels, by name)
 
             def get_function(self, name):
                 assert name in self.reports
+                emulated = self.emulated[name]
 
                 def function(grid, block, args):
                     assert isinstance(grid, tuple) and isinstance(block, tuple)
@@ -290,20 +392,49 @@ class _FakeCupy:
                     assert all(isinstance(a, np.ndarray) and a.flags.c_contiguous
                                for a in args)
                     fake.launches.append((name, grid, block))
-                    fake.emulated[name](grid[0], block[0], list(args))
+                    emulated(grid[0], block[0], list(args))
                 return function
 
+        class Stream:
+            done = True
+
+            def synchronize(self):
+                fake.transfers["synchronize"] += 1
+
         self.Module = Module
-        self.cuda = type("cuda", (), {"Device": Device, "runtime": type(
-            "runtime", (), {"getDeviceCount": staticmethod(lambda: 1)})})
+        self.cuda = type("cuda", (), {
+            "Device": Device, "get_current_stream": staticmethod(Stream),
+            "runtime": type("runtime", (), {"getDeviceCount": staticmethod(lambda: 1)})})
+
+    def asarray(self, a, order=None):
+        if not isinstance(a, _OnDevice):
+            self.transfers["to device"] += 1
+        return np.array(a, order=order or "K").view(_OnDevice)
+
+    def asnumpy(self, a):
+        assert isinstance(a, _OnDevice)
+        self.transfers["to host"] += 1
+        return np.array(a)
+
+
+class _OnDevice(np.ndarray):
+    """An array in ``_FakeCupy``'s device memory."""
+
+
+class _EmulatingCupyDevice(CupyDevice):
+    """``cuda.CupyDevice`` on ``_FakeCupy``, whose launches run the kernels it loads on the
+    emulated grid."""
+
+    def load(self, kernels, name):
+        self.cupy.emulated.update(HostDevice().load(kernels, name)[0])
+        return super().load(kernels, name)
 
 
 @needs_ptxas
 @pytest.mark.parametrize("compute_capability", ["80", "90", "120"])
 def test_cupy_device_loads_ptx_and_launches(compute_capability):
-    from nbjax.backends.gpu.cuda import CupyDevice
     fake = _FakeCupy(compute_capability)
-    device = CupyDevice(fake, fake.Module)
+    device = _EmulatingCupyDevice(fake, fake.Module)
     target = GpuTarget("gpu-fake", lambda: device)
     x = np.random.default_rng(2).standard_normal((50, 7)).astype(np.float32)
 
@@ -314,9 +445,51 @@ def test_cupy_device_loads_ptx_and_launches(compute_capability):
     exe = compiler.compile(closed, target, "f")
     assert all("PTX (module)" in k.texts and "Used" in k.texts["ptxas -v"]
                for k in exe.kernels)
-    fake.emulated = HostDevice().load([k.loop for k in exe.kernels], "f")[0]
     outs = exe.run(x)
     refs = compiler.compile(closed, get_target("reference"), "f").run(x)
     for out, ref in zip(outs, refs):
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
     assert {name for name, _, _ in fake.launches} == {k.name for k in exe.kernels}
+
+
+@needs_ptxas
+def test_results_stay_on_the_device_until_read():
+    """Transfers, counted on the CuPy stand-in: operands go to the device once, results
+    come back only when their values are read (once), and a result passed to another
+    jitted function on the same device is not copied at all."""
+    fake = _FakeCupy("90")
+    device = _EmulatingCupyDevice(fake, fake.Module)
+    register_target(GpuTarget("gpu-fake-resident", lambda: device))
+    f = nbjax.jit(lambda x, y: (x * y + 1, (x * y).sum()), backend="gpu-fake-resident")
+    g = nbjax.jit(lambda a: jnp.sin(a) * 2, backend="gpu-fake-resident")
+    x, y = (np.random.default_rng(n).standard_normal((40, 9)).astype(np.float32)
+            for n in (4, 5))
+    moved = fake.transfers
+    for call in range(2):  # the general path, then the fast path
+        a, total = f(x, y)
+        assert moved == {"to device": 2 * (call + 1), "to host": 0, "synchronize": 0}
+    assert isinstance(a, nbjax.Array) and a.device.platform == "gpu"
+    assert repr(a.device) == "CudaDevice(id=0)" and a.nbytes == x.nbytes
+    b = g(a)
+    assert moved["to device"] == 4 and moved["to host"] == 0
+    assert b.block_until_ready() is b and moved["synchronize"] == 1 and b.is_ready()
+    assert moved["to host"] == 0
+    assert_close(np.asarray(b), np.sin(x * y + 1) * 2, rtol=1e-5)
+    assert_close(np.asarray(b), np.sin(x * y + 1) * 2, rtol=1e-5)
+    assert moved["to host"] == 1  # (read once)
+    assert_close(float(total), (x * y).sum(), rtol=1e-5, scale=np.abs(x * y).sum())
+    assert moved["to host"] == 2
+    assert f"{b[0, 0]}" == f"{np.asarray(b)[0, 0]}"  # (an eager op reads b: cached)
+    assert moved["to host"] == 2 and moved["to device"] == 4
+    g(b)  # read on the host already, still on the device: no copy either way
+    assert moved["to device"] == 4
+
+
+def test_emulated_results_are_arrays_on_the_gpu():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    exe = compiler.compile(nbjax.make_jaxpr(lambda x: (x + 1, 2.0))(x), EMULATED, "f")
+    out, literal = exe.run(x)
+    assert isinstance(out, nbjax.Array) and out.device.platform == "gpu"
+    np.testing.assert_array_equal(np.asarray(out), x + 1)
+    np.testing.assert_array_equal(exe.run(out)[0], x + 2)  # (its own buffer, as it is)
+    assert float(literal) == 2.0

@@ -17,7 +17,7 @@ from nbjax.backends.gpu import GpuUnavailable
 import test_fuzz_differential as fuzz
 from benchmarks import workloads
 from helpers import assert_close
-from test_gpu_codegen import _fuzz_program
+from test_gpu_codegen import _fuzz_program, _reductions
 
 
 def _missing():
@@ -78,3 +78,55 @@ def test_compiled_program_shows_its_ptx():
                            get_target("gpu"), "f")
     (kernel,) = exe.kernels
     assert ".entry" in kernel.texts["PTX (module)"]
+    assert kernel.texts["PTX"].startswith(f".visible .entry {kernel.name}(")
+    assert "registers" in kernel.texts["ptxas -v"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (7, 13), (3, 4099), (2, 3_000_001)])
+def test_reductions_in_phases(dtype, shape):
+    """Sums, max, min, prod of sizes 0, 1, odd and long (the last split in phases by the
+    default planner), NaN included, against the reference backend."""
+    x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
+    if x.size > 1:
+        x.flat[x.size // 3] = np.nan
+    with nbjax.enable_x64(dtype == np.float64):
+        closed = nbjax.make_jaxpr(_reductions)(x)
+        exe = compiler.compile(closed, get_target("gpu"), "r")
+        outs = exe.run(x)
+        refs = compiler.compile(closed, get_target("reference"), "r").run(x)
+        clean = np.nan_to_num(x, nan=0.0)  # a large sum with no NaN, against NumPy's
+        total = nbjax.jit(jnp.sum, backend="gpu")(clean)
+    if x.size > 10 ** 6:
+        assert any("partials" in k.name for k in exe.kernels)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    for out, ref in zip(outs, refs):
+        assert_close(out, ref, rtol=rtol)
+    assert total.dtype == dtype
+    assert_close(total, clean.sum(dtype=np.float64), rtol=rtol, scale=np.abs(clean).sum())
+
+
+def test_results_stay_on_the_device(monkeypatch):
+    """Transfers counted on the device's put and get: operands go over once, results come
+    back only when read, and a result passed on to another jitted call stays where it is."""
+    device = get_target("gpu").device()
+    moved = {"put": 0, "get": 0}
+
+    def counting(name, fn):
+        def counted(a):
+            moved[name] += 1
+            return fn(a)
+        return counted
+    monkeypatch.setattr(device, "put", counting("put", device.put))
+    monkeypatch.setattr(device, "get", counting("get", device.get))
+    f = nbjax.jit(lambda x: (x * 2, jnp.sum(x)), backend="gpu")
+    g = nbjax.jit(lambda y: jnp.sin(y) + 1, backend="gpu")
+    x = np.random.default_rng(6).standard_normal((1000, 1000)).astype(np.float32)
+    y, total = f(x)
+    z = g(y)
+    assert moved == {"put": 1, "get": 0}
+    assert isinstance(z._buffer.data, device.cupy.ndarray) and z.device.platform == "gpu"
+    assert z.block_until_ready() is z and z.is_ready()
+    assert_close(np.asarray(z), np.sin(x * 2) + 1, rtol=1e-5)
+    assert_close(float(total), x.sum(dtype=np.float64), rtol=1e-5, scale=np.abs(x).sum())
+    assert moved == {"put": 1, "get": 2}

@@ -104,7 +104,7 @@ def power(x, n):
 # --- options and help -------------------------------------------------------------------
 
 @pytest.mark.parametrize("magic, line, message", [
-    ("jit", "--backend gpu", r"argument --backend: invalid choice: 'gpu'"),
+    ("jit", "--backend tpu", r"argument --backend: invalid choice: 'tpu'"),
     ("jit", "--show graph,flames", r"unknown pane 'flames'; choose from graph, source, jaxpr"),
     ("jit", "--static n", r"--static: no function in this cell has a parameter named 'n'"),
     ("jit", "--static 3x", r"expected comma-separated Python names"),
@@ -139,11 +139,12 @@ def test_line_magic_options_are_validated(ip, magic, line, message):
 
 
 @pytest.mark.parametrize("kind, magic, expected", [
-    ("cell", "jit", ["--static NAMES", "--backend {cpu,reference}", "--show PANES", "--quiet"]),
+    ("cell", "jit", ["--static NAMES", "--backend {cpu,gpu,reference}", "--show PANES",
+                     "--quiet"]),
     ("cell", "grad", ["--wrt NAMES", "--order {1,2}", "--mode {rev,fwd}"]),
     ("line", "jaxpr", ["--budget N|all", "--text"]),
-    ("line", "transform", ["--with T1,T2,...", "--batch N", "--backend {cpu,reference}"]),
-    ("line", "nbjax", ["--backend {cpu,reference}", "--panes PANES", "--x64 on|off"]),
+    ("line", "transform", ["--with T1,T2,...", "--batch N", "--backend {cpu,gpu,reference}"]),
+    ("line", "nbjax", ["--backend {cpu,gpu,reference}", "--panes PANES", "--x64 on|off"]),
 ])
 def test_help(ip, capsys, kind, magic, expected):
     ip.user_ns.pop("ran", None)
@@ -156,6 +157,63 @@ def test_help(ip, capsys, kind, magic, expected):
     for option in expected:
         assert option in printed
     assert "ran" not in ip.user_ns  # --help runs nothing
+
+
+def _gpu_missing():
+    from nbjax.backends import get_target
+    try:
+        get_target("gpu").check_available()
+    except RuntimeError as e:
+        return str(e)
+    return None
+
+
+@pytest.mark.skipif(_gpu_missing() is None, reason="a GPU is present: nothing is missing")
+@pytest.mark.parametrize("magic, line", [
+    ("jit", "--backend gpu"), ("nbjax", "--backend gpu"),
+    ("transform", "f(1.0) --with grad,jit --backend gpu")])
+def test_gpu_backend_without_a_gpu_says_what_is_missing(ip, magic, line):
+    """Before anything runs or changes: the cell, the session's backend."""
+    ip.user_ns.pop("ran", None)
+    run(ip, "def f(x):\n    return x * 2.0\n")
+    backend = config.jit_backend
+    with pytest.raises(UsageError, match=rf"%{'%' * (magic == 'jit')}{magic} --backend gpu: "
+                                         r"the gpu backend (needs CuPy|found CuPy)"):
+        if magic == "jit":
+            ip.run_cell_magic(magic, line, "ran = True\ndef g(x):\n    return x\n")
+        else:
+            ip.run_line_magic(magic, line)
+    assert "ran" not in ip.user_ns and config.jit_backend == backend
+
+
+def test_gpu_compiler_view_shows_ptx_and_ptxas_per_kernel(ip, monkeypatch):
+    """On the CuPy stand-in (its kernels run on the emulated grid): ``%%jit --backend
+    gpu``'s code pane has each kernel's PTX and ptxas report, its results are on the GPU."""
+    from test_gpu_codegen import _EmulatingCupyDevice, _FakeCupy
+    from nbjax import backends
+    from nbjax.backends.gpu import GpuTarget, toolkit
+    if toolkit.find_ptxas() is None:
+        pytest.skip("ptxas not found (install nvidia-cuda-nvcc-cu12: the test extra, or CUDA)")
+    fake = _FakeCupy("90")
+    device = _EmulatingCupyDevice(fake, fake.Module)
+    monkeypatch.setitem(backends._TARGETS, "gpu", GpuTarget("gpu", lambda: device))
+    run(ip, "%%jit --backend gpu\ndef on_gpu(x):\n    return jnp.sum(jnp.tanh(x)), x * 3\n")
+    run(ip, "gpu_out = on_gpu(np.linspace(-2, 2, 5000).astype(np.float32))")
+    out, triple = ip.user_ns["gpu_out"]
+    x = np.linspace(-2, 2, 5000).astype(np.float32)
+    assert out.device.platform == "gpu" and fake.transfers["to host"] == 0  # (not shown)
+    assert_close(float(out), np.tanh(x).sum(), rtol=1e-5, scale=np.abs(np.tanh(x)).sum())
+    assert_close(np.asarray(triple), x * 3, rtol=1e-6)
+    c = view_of(ip.user_ns["on_gpu"]).compiled
+    assert c["backend"] == "gpu" and "a reduction in phases" in str(c["fusion"]["steps"])
+    kernels = c["code"]["kernels"]
+    assert len(kernels) >= 2  # (the partial sums, then the combining kernels)
+    for k in kernels:
+        stages = dict(k["stages"])
+        assert list(stages)[0] == "kernel IR" and stages["kernel IR"] == k["loop"]
+        assert stages["PTX"].startswith(f".visible .entry {k['name']}(")
+        assert stages["PTX"].count(".entry") == 1 and stages["PTX"].endswith("}")
+        assert re.search(r"Used \d+ registers", stages["ptxas -v"])
 
 
 def test_nbjax_magic_shows_and_sets_session_options(ip, capsys):

@@ -4,7 +4,9 @@ Every target's executable has the same small interface, which ``jit``'s ahead-of
 (``Compiled``), the reports (``nbjax.compiler.report``) and the notebook's views read, and
 nothing else of it:
 
-- ``run(*args)``: NumPy arrays in, NumPy arrays out;
+- ``run(*args)``: NumPy arrays in, NumPy arrays out; a device's executable also takes
+  Arrays on a device (``core.to_operand``: its own device's buffers used as they are) and
+  returns its results as Arrays on its device (``Array.on_device``);
 - ``name`` and ``target`` (the target's name);
 - ``jaxpr``: the ClosedJaxpr it runs (optimised, for targets that optimise);
 - ``plan``: the ``FusionPlan`` (None for a target that runs the jaxpr as it is) and

@@ -347,11 +347,12 @@ def build_kernel(name, shape, parts):
             outputs.append(KernelOutput(out_var, val, tuple(range(len(shape)))))
             in_kernel[out_var] = (val, tuple(i.id for i in identity))
     eqns = [e for _, members in parts for e in _ordered(members)]
-    return LoopKernel(name, tuple(shape), inputs, outputs, _live(ctx.ops, outputs), eqns)
+    return LoopKernel(name, tuple(shape), inputs, outputs, live_ops(ctx.ops, outputs), eqns)
 
 
-def _live(ops, outputs):
-    """The ops the outputs depend on (a rule may build ops it ends up not using)."""
+def live_ops(ops, outputs):
+    """The ops the outputs depend on (a rule may build ops it ends up not using; a target
+    may compute some of a kernel's outputs in a kernel of their own)."""
     live = {o.value.id for o in outputs}
     for op in reversed(ops):
         if op.id in live:

@@ -26,6 +26,10 @@ class Target:
     # reported with a warning), or None: the failure is raised.
     fallback = None
 
+    def check_available(self):
+        """Raise an error saying what is missing when this target cannot run on this
+        machine (the gpu target without CuPy, a driver or a GPU); nothing by default."""
+
     def library_reason(self, eqn):
         """Why ``eqn`` (no kernel lowering here) runs as a library call on this target, in
         words for the fusion report ("dot_general is a BLAS call"), or None: it falls back

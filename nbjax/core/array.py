@@ -1,7 +1,11 @@
 """``Array``: the immutable value users hold, and the devices an array can live on.
 
-On the CPU an Array wraps a read-only NumPy array. Methods and operators with NumPy semantics
-are attached by ``nbjax.numpy`` (shared with tracers), keeping this class to storage.
+On the CPU an Array wraps a read-only NumPy array. An Array made by a device (a GPU
+executable's result, ``Array.on_device``) holds the device's buffer instead, and copies it
+to the host once, the first time its values are read (``np.asarray``, printing, ``item``...);
+a compiled call on that device takes the buffer as it is (``to_operand``). Methods and
+operators with NumPy semantics are attached by ``nbjax.numpy`` (shared with tracers),
+keeping this class to storage.
 """
 
 import operator
@@ -15,7 +19,7 @@ from .trace import Tracer, is_python_scalar
 
 
 class Device:
-    """A place arrays live. Only CPU devices exist until the GPU backend arrives."""
+    """A place arrays live: a CPU device (those of ``devices()``), or a ``GpuDevice``."""
 
     platform = "cpu"
 
@@ -30,6 +34,16 @@ class Device:
 
     def __hash__(self):
         return hash((self.platform, self.id))
+
+
+class GpuDevice(Device):
+    """The GPU an Array's buffer is on (``x.device`` of a GPU result, as JAX's
+    ``CudaDevice``); ``devices()`` does not list GPUs yet."""
+
+    platform = "gpu"
+
+    def __repr__(self):
+        return f"CudaDevice(id={self.id})"
 
 
 _CPU0 = Device(0)
@@ -143,28 +157,56 @@ class Array:
     """An immutable n-dimensional array (``nbjax.Array``)."""
 
     __array_priority__ = 100
-    __slots__ = ("_value", "_aval", "_device", "__weakref__")
+    # ``_host``: the values as a read-only NumPy array (None until a device buffer is read);
+    # ``_buffer``: the device's buffer (None for an array made on the host).
+    __slots__ = ("_host", "_buffer", "_aval", "_device", "__weakref__")
 
     def __init__(self, value, weak_type=False, device=None):
         value = np.asarray(value)
         if value.flags.writeable:  # someone else may hold it: keep our own frozen copy
             value = value.copy()
             value.flags.writeable = False
-        self._value = value
+        self._host, self._buffer = value, None
         self._aval = ShapedArray(value.shape, value.dtype, weak_type)
         self._device = device or _CPU0
 
     @classmethod
     def wrap(cls, value, aval):
-        """Wrap a primitive's NumPy result, which the caller gives away, as ``aval`` says."""
+        """Wrap a primitive's NumPy result, which the caller gives away, as ``aval`` says (an
+        Array on a device, which a device's executable returns, stays there)."""
+        if isinstance(value, Array) and value._buffer is not None:
+            if (value.shape, value.dtype) != (aval.shape, aval.dtype):
+                raise AssertionError(f"impl returned {value.aval}, abstract_eval {aval}")
+            return value if value.aval == aval else cls.on_device(value._buffer, aval)
         value = np.asarray(value, dtype=aval.dtype)
         if value.shape != aval.shape:
             raise AssertionError(f"impl returned shape {value.shape}, abstract_eval {aval.shape}")
         arr = object.__new__(cls)
         if value.flags.writeable:
             value.flags.writeable = False
-        arr._value, arr._aval, arr._device = value, aval, _CPU0
+        arr._host, arr._buffer, arr._aval, arr._device = value, None, aval, _CPU0
         return arr
+
+    @classmethod
+    def on_device(cls, buffer, aval):
+        """An Array of ``aval`` whose data is ``buffer``, in a device's memory. The buffer
+        has ``device`` (a ``Device``), ``to_host()`` (a NumPy copy, once the work writing it
+        is done), ``block_until_ready()`` and ``is_ready()``; its executable may read its
+        own ``data``."""
+        arr = object.__new__(cls)
+        arr._host, arr._buffer, arr._aval, arr._device = None, buffer, aval, buffer.device
+        return arr
+
+    @property
+    def _value(self):
+        """The values as a read-only NumPy array: copied from the device at the first read."""
+        host = self._host
+        if host is None:
+            host = np.asarray(self._buffer.to_host(), dtype=self._aval.dtype)
+            if host.flags.writeable:
+                host.flags.writeable = False
+            self._host = host
+        return host
 
     aval = property(lambda self: self._aval)
     shape = property(lambda self: self._aval.shape)
@@ -172,8 +214,8 @@ class Array:
     ndim = property(lambda self: self._aval.ndim)
     size = property(lambda self: self._aval.size)
     weak_type = property(lambda self: self._aval.weak_type)
-    nbytes = property(lambda self: self._value.nbytes)
-    itemsize = property(lambda self: self._value.itemsize)
+    nbytes = property(lambda self: self._aval.size * self.itemsize)
+    itemsize = property(lambda self: np.dtype(self._aval.dtype).itemsize)
 
     @property
     def device(self):
@@ -200,14 +242,20 @@ class Array:
         return self.addressable_shards[index].data
 
     def copy_to_host_async(self):
-        """Start copying to the host: the data is already there, so there is nothing to do."""
+        """Start copying to the host: a host array's data is already there; a device array's
+        is copied now (the copy is synchronous)."""
+        if self._buffer is not None:
+            self._value  # noqa: B018  (the read copies)
 
     def block_until_ready(self):
-        """Wait until the value is computed; execution is synchronous, so it returns at once."""
+        """Wait until the value is computed: on the host it is when the call returns; on a
+        device, the work queued before it must finish."""
+        if self._buffer is not None:
+            self._buffer.block_until_ready()
         return self
 
     def is_ready(self):
-        return True
+        return self._buffer is None or self._buffer.is_ready()
 
     def __array__(self, dtype=None, copy=None):
         if copy:
@@ -283,9 +331,11 @@ class Array:
 
 
 def to_numpy(x):
-    """The NumPy value behind an Array / NumPy value / Python scalar, in its canonical dtype."""
+    """The NumPy value behind an Array / NumPy value / Python scalar, in its canonical dtype
+    (an Array on a device is copied to the host, once)."""
     if isinstance(x, Array):
-        return x._value
+        host = x._host
+        return host if host is not None else x._value
     if is_python_scalar(x):
         dtype, _ = dtypes.python_scalar_dtype(x)
         return np.asarray(scalar_in_range(x, dtype), dtype)
@@ -295,6 +345,15 @@ def to_numpy(x):
     if isinstance(x, Tracer):
         raise TypeError(f"cannot convert tracer {x!r} to a NumPy value")
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid nbjax type")
+
+
+def to_operand(x):
+    """An operand of a compiled call: ``to_numpy(x)``, except that an Array on a device
+    stays one, so that an executable on that device takes its buffer without a copy (the
+    others call ``to_numpy`` on it)."""
+    if isinstance(x, Array) and x._buffer is not None:
+        return x
+    return to_numpy(x)
 
 
 def scalar_in_range(x, dtype):

@@ -8,7 +8,7 @@ with.
 import numpy as np
 
 from ..config import config
-from .array import Array, to_numpy
+from .array import Array, to_numpy, to_operand
 from .errors import UnexpectedTracerError
 from .jaxpr import eval_jaxpr
 from .trace import Trace, Tracer, check_live, get_aval, set_outermost_trace
@@ -33,7 +33,8 @@ class EvalTrace(Trace):
                                "no_execution config option is set")
         avals = [get_aval(a) for a in args]
         out_avals = primitive.abstract_eval(*avals, **params)
-        out = primitive.impl(*map(to_numpy, args), **params)
+        out = primitive.impl(*map(to_operand if primitive.device_operands else to_numpy, args),
+                             **params)
         if _values["debug_nans"] or _values["debug_infs"]:
             _check_values(primitive, args, params, out)
         if primitive.multiple_results:

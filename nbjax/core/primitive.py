@@ -54,6 +54,9 @@ class Primitive:
         # Running it does something besides computing its results (a host callback): the
         # compiler must never drop it as dead, merge two of them, or run it at compile time.
         self.effectful = False
+        # Its reference implementation takes Arrays on a device as they are (``to_operand``):
+        # a compiled call, whose executable may use their buffers where they are.
+        self.device_operands = False
 
     def pp_params(self, params):
         """The params a jaxpr prints for this primitive (JAX hides some, e.g. shapes)."""

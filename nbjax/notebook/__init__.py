@@ -2,10 +2,14 @@
 
 Magics (each accepts ``--help``; bad options raise a short usage error)
 -----------------------------------------------------------------------
-- ``%%jit [--static NAMES] [--backend cpu|reference] [--show PANES] [--quiet]``: every
-  function defined at the cell's top level becomes ``nbjax.jit`` of itself (a
+- ``%%jit [--static NAMES] [--backend cpu|gpu|reference] [--show PANES] [--quiet]``:
+  every function defined at the cell's top level becomes ``nbjax.jit`` of itself (a
   ``WatchedJit``); one compiler view per function appears under the cell and updates on
-  every call. ``f.view()`` displays another view later (e.g. after ``--quiet``).
+  every call. ``f.view()`` displays another view later (e.g. after ``--quiet``). Its code
+  pane shows every stage of each kernel's code (on the gpu: LLVM IR, PTX, what ``ptxas``
+  says of its registers and spills). ``--backend gpu`` (here, and in ``%transform`` and
+  ``%nbjax``) on a machine without CuPy, a CUDA driver or a GPU is a usage error saying
+  which is missing.
 - ``%%grad [--wrt NAMES] [--order 1|2] [--mode rev|fwd] [--quiet]``: for each function
   ``f`` also defines ``grad_f`` (and ``hess_f`` with ``--order 2``) and shows a gradient
   view, filled at the first call of ``grad_f``/``hess_f``.

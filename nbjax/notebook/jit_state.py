@@ -88,7 +88,9 @@ def _node_ids(closed):
 
 def code_state(comp, drawn):
     """Each kernel's loop and code: ``ir`` as first generated, ``optimised_ir`` as the
-    target's last stage made it (the first and last of ``KernelInfo.texts``)."""
+    target's last stage made it (the first and last of ``KernelInfo.texts``), and
+    ``stages``, every stage as ``[name, text]`` from the loop on (the gpu's: LLVM IR, the
+    module's optimised IR and PTX, the kernel's PTX, ``ptxas -v``)."""
     kernels = comp.executable.kernels
     if comp.plan is None:
         return {"kernels": [], "note": _no_plan_note(comp)}
@@ -97,7 +99,10 @@ def code_state(comp, drawn):
                                          "or reference steps), so no code was generated.",
             "kernels": [{"name": k.name, "nodes": [node_of.get(id(e)) for e in k.eqns],
                          "loop": k.loop.pretty(), "ir": _clip(_stage(k, 0)),
-                         "optimised_ir": _clip(_stage(k, -1))} for k in kernels]}
+                         "optimised_ir": _clip(_stage(k, -1)),
+                         "stages": [["kernel IR", k.loop.pretty()]]
+                         + [[name, _clip(text)] for name, text in k.texts.items()]}
+                        for k in kernels]}
 
 
 def _stage(kernel, n):

@@ -19,7 +19,8 @@ from ..viz import view as jaxpr_view
 from ..viz.grouping import GROUP_BY
 from . import cells
 from .mpirun import run_cell as run_under_mpirun
-from .options import BACKENDS, JIT_PANES, MagicParser, name_list, on_off, pane_list, session
+from .options import (BACKENDS, JIT_PANES, MagicParser, check_backend, name_list, on_off,
+                      pane_list, session)
 from .tracebacks import call_user_function
 from .transform import TRANSFORM_NAMES, check_transforms, pipeline
 from .watch import GradWatch, WatchedJit, retire
@@ -143,6 +144,7 @@ class NbjaxMagics(Magics):
         if args.help:
             print(JIT_PARSER.format_help())
             return None
+        check_backend("%%jit", args.backend)
         parsed = cells.parse_cell(self.shell, "jit", line, cell)
         defs = _top_level_defs(parsed)
         _check_names("--static", args.static, defs)
@@ -246,6 +248,7 @@ class NbjaxMagics(Magics):
             problem = f"--batch: expected a positive number, got {args.batch}"
         if problem:
             raise UsageError(f"%transform: {problem}")
+        check_backend("%transform", args.backend)
         fn, call_args, call_kwargs = self._call_parts(expr, "%transform")
         label = ast.unparse(ast.parse(expr.strip(), mode="eval").body.func)
         view = pipeline(fn, label, call_args, call_kwargs, args.transforms,
@@ -288,6 +291,7 @@ class NbjaxMagics(Magics):
         if args.help:
             print(NBJAX_PARSER.format_help())
             return
+        check_backend("%nbjax", args.backend)
         for option in ("backend", "panes", "x64", "present"):
             value = getattr(args, option)
             if value is not None:

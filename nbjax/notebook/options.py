@@ -11,11 +11,12 @@ import shlex
 
 from IPython.core.error import UsageError
 
+from ..backends import get_target
 from ..config import config
 from ..viz.theme import PRESENT_SCALE
 
 JIT_PANES = ("graph", "source", "jaxpr", "fusion", "code", "timing")
-BACKENDS = ("cpu", "reference")
+BACKENDS = ("cpu", "gpu", "reference")
 
 
 class MagicParser(argparse.ArgumentParser):
@@ -60,6 +61,18 @@ class MagicParser(argparse.ArgumentParser):
                 tokens.append(value)
                 rest = rest.lstrip()
         return self.parse_args(tokens), rest
+
+
+def check_backend(magic, name):
+    """Raise UsageError, saying what is missing, when the backend ``name`` (None: the
+    session's) cannot run here: ``--backend gpu`` on a machine without CuPy, a CUDA driver
+    or a GPU."""
+    if name is None:
+        return
+    try:
+        get_target(name).check_available()
+    except RuntimeError as e:
+        raise UsageError(f"{magic} --backend {name}: {e}") from None
 
 
 def name_list(text):

@@ -14,9 +14,8 @@ for the device, and raises ``cuda.GpuUnavailable`` saying what is missing.
 import dataclasses
 
 from ...compiler import Target
-from . import executable
+from . import executable, reduction
 from .cuda import GpuUnavailable, cuda_device
-from .scaffold import describe
 
 __all__ = ["GpuTarget", "GpuUnavailable", "TARGET"]
 
@@ -28,9 +27,14 @@ class GpuTarget(Target):
     """``device`` is a function returning the device (``cuda.cuda_device``, or
     ``emulate.HostDevice`` for tests)."""
 
-    def __init__(self, name="gpu", device=cuda_device, block=BLOCK, max_blocks=MAX_BLOCKS):
+    def __init__(self, name="gpu", device=cuda_device, block=BLOCK, max_blocks=MAX_BLOCKS,
+                 reductions=reduction.Policy()):
         self.name, self.device = name, device
         self.block, self.max_blocks = block, max_blocks
+        self.reductions = reductions  # when reductions run in phases
+
+    def check_available(self):
+        self.device()  # (``GpuUnavailable`` says what is missing)
 
     def library_reason(self, eqn):
         category = eqn.primitive.lowerings.get("library")
@@ -43,19 +47,21 @@ class GpuTarget(Target):
 
     def lower(self, name, jaxpr, plan, rewrites, timer):
         device = self.device()
-        _record_gpu_choices(plan, self.block)
-        return executable.compile_plan(name, jaxpr, plan, rewrites, timer, device,
-                                       self.block, self.max_blocks)
+        self.record_choices(plan)
+        return executable.compile_plan(name, jaxpr, plan, rewrites, timer, device, self)
 
+    def phases(self, kernel):
+        """The kernels computing ``kernel`` on this target (``reduction.Policy.phases``)."""
+        return self.reductions.phases(kernel)
 
-def _record_gpu_choices(plan, block):
-    """Add how each kernel maps onto threads to the reason of the decision that started it,
-    so the fusion report says it."""
-    kernels = {g.index: g.kernel for g in plan.groups if g.kind == "kernel"}
-    for n, d in enumerate(plan.decisions):
-        if d.started_new_group and d.group in kernels:
-            how = describe(kernels.pop(d.group), block)
-            plan.decisions[n] = dataclasses.replace(d, reason=f"{d.reason}; {how}")
+    def record_choices(self, plan):
+        """Add how each kernel maps onto threads, and whether its reductions run in phases
+        and why, to the reason of the decision that started it: the fusion report says it."""
+        kernels = {g.index: g.kernel for g in plan.groups if g.kind == "kernel"}
+        for n, d in enumerate(plan.decisions):
+            if d.started_new_group and d.group in kernels:
+                how = self.reductions.explain(kernels.pop(d.group), self.block)
+                plan.decisions[n] = dataclasses.replace(d, reason=f"{d.reason}; {how}")
 
 
 TARGET = GpuTarget()

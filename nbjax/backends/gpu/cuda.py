@@ -7,6 +7,7 @@ missing (CuPy, a driver, a device) when it cannot run.
 
 import functools
 
+from ...core import GpuDevice
 from . import ptx, toolkit
 
 
@@ -62,12 +63,19 @@ class CupyDevice:
         device = cupy.cuda.Device()
         self.arch = arch_for(device.compute_capability)
         self.name = f"GPU {device.id} ({self.arch})"
+        self.array_device = GpuDevice(device.id)
 
     def put(self, array):
         return self.cupy.asarray(array)
 
     def get(self, array):
-        return self.cupy.asnumpy(array)
+        return self.cupy.asnumpy(array)  # (on the current stream: after the work queued)
+
+    def synchronize(self):
+        self.cupy.cuda.get_current_stream().synchronize()
+
+    def idle(self):
+        return self.cupy.cuda.get_current_stream().done
 
     def load(self, kernels, name):
         """({kernel name: launch(grid, block, buffers)}, {kernel name: {stage: text}})."""
@@ -79,6 +87,7 @@ class CupyDevice:
         for name, stages in texts.items():
             stages["optimised LLVM IR (module)"] = optimised
             stages["PTX (module)"] = code
+            stages["PTX"] = ptx.entry_ptx(code, name)
             if name in reports:  # registers, spills: what limits the kernel's occupancy
                 stages["ptxas -v"] = reports[name].text
         return launches, texts

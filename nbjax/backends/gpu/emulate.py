@@ -26,6 +26,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
+from ...core import GpuDevice
 from ..cpu import support
 from ..llvm import I64, for_loop, mem_type
 from .ptx import kernel_module
@@ -54,17 +55,39 @@ def _add_driver(module, kernel, fn):
     b.ret_void()
 
 
+class _FreshMemory:
+    """NumPy as the emulated device's array module, except that ``empty`` fills a new buffer
+    with 0xFF bytes (NaN for floats, -1 for integers), as a GPU's new allocation holds
+    whatever was there before: a kernel leaving an element unwritten shows it."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def empty(shape, dtype):
+        buffer = np.empty(shape, dtype)
+        buffer.reshape(-1).view(np.uint8).fill(0xFF)
+        return buffer
+
+
 class HostDevice:
     """Device memory as NumPy arrays, kernels launched as host loops over the grid."""
 
     name = "host emulation of the GPU"
-    xp = np
+    xp = _FreshMemory()
+    array_device = GpuDevice(0)
 
     def put(self, array):
-        return np.asarray(array, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
+        return np.array(array, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)
 
     def get(self, array):
-        return np.asarray(array)
+        return np.array(array)  # (a copy, as from a GPU: the device's buffer stays its own)
+
+    def synchronize(self):
+        """Launches run to completion on the host: nothing is ever pending."""
+
+    def idle(self):
+        return True
 
     def load(self, kernels, name):
         """({kernel name: launch(grid, block, buffers)}, {kernel name: {stage: text}}) for

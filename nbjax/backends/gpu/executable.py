@@ -1,19 +1,26 @@
 """A compiled program for the GPU: its steps run one after the other on a ``Device``.
 
 ``compile_plan`` puts every kernel of a FusionPlan into one module, loads it on the device
-once, and makes one step per plan group; a run copies the operands to the device, runs the
-steps (kernel launches and library calls are queued on the device's current stream: the
-host does not wait for them) and copies the results back, the one point where it waits.
+once, and makes one step per plan group; a run copies the operands to the device (except
+Arrays already there: their buffers are used as they are), runs the steps (kernel launches
+and library calls are queued on the device's current stream: the host does not wait for
+them) and returns the results as Arrays on the device (``Array.on_device`` of a
+``Buffer``): they are copied to the host only when their values are read, and
+``block_until_ready`` waits for the stream.
 
 A ``Device`` is what the steps need of the machine: ``xp`` (an array module: CuPy on a GPU,
-NumPy in the host emulation), ``put``/``get`` (copies to and from it) and ``load``
-(kernels to launch functions). The steps are the same code on both, so the host emulation
-(``emulate.HostDevice``) tests this module too, up to what CuPy itself does.
+NumPy in the host emulation), ``put``/``get`` (copies to and from it), ``synchronize`` and
+``idle`` (waiting for, and asking about, the work queued), ``array_device`` (the
+``core.GpuDevice`` its Arrays report) and ``load`` (kernels to launch functions). The steps
+are the same code on both, so the host emulation (``emulate.HostDevice``) tests this module
+too, up to what CuPy itself does.
 
 Steps:
 
 - a kernel: its outputs allocated (reductions' filled with their identity), one launch of
-  ``grid`` blocks of ``block`` threads (a grid-stride loop inside covers any size);
+  ``grid`` blocks of ``block`` threads (a grid-stride loop inside covers any size); a
+  kernel whose reductions run in phases (``reduction``) is one such step per phase, the
+  scratch buffers between them taking slots of their own;
 - ``dot_general`` on float or complex operands of the result's dtype: ``xp.einsum`` (cuBLAS
   under CuPy);
 - anything else (other library steps, control flow, primitives without a kernel): the
@@ -28,36 +35,68 @@ import numpy as np
 
 from ... import compiler
 from ...compiler import KernelInfo
-from ...core import Literal, to_numpy
-from .scaffold import parallel_size
+from ...core import Array, Literal, to_numpy
+from .scaffold import PartialsKernel, parallel_size
 
 EINSUM_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
                                                 np.complex128))
 
 
 class Executable(compiler.Executable):
-    def __init__(self, name, device, jaxpr, plan, rewrites, steps, kernels, compile_times):
+    def __init__(self, name, device, jaxpr, plan, rewrites, slots, steps, kernels,
+                 compile_times):
         super().__init__(name, "gpu", jaxpr, plan, rewrites, kernels, compile_times)
         self.device, self._steps = device, steps
         self.runs_as = f"{len(steps)} step{'s' * (len(steps) != 1)} on the {device.name}"
         j = jaxpr.jaxpr
-        self._slots = {v: i for i, v in enumerate(_all_vars(j))}
+        self._slots = slots
         self._env = [None] * len(self._slots)
         for v, c in zip(j.constvars, jaxpr.consts):
             self._env[self._slots[v]] = device.put(np.asarray(to_numpy(c), order="C"))
         self._in = [(self._slots[v], np.dtype(v.aval.dtype)) for v in j.invars]
-        self._out = [(None, np.asarray(to_numpy(a.val))) if isinstance(a, Literal)
-                     else (self._slots[a], None) for a in j.outvars]
+        self._out = [(None, np.asarray(to_numpy(a.val)), a.aval) if isinstance(a, Literal)
+                     else (self._slots[a], None, a.aval) for a in j.outvars]
 
     def run(self, *args):
-        env, put = self._env.copy(), self.device.put
+        env, device = self._env.copy(), self.device
         for (slot, dtype), a in zip(self._in, args):
-            env[slot] = put(np.asarray(to_numpy(a), dtype=dtype, order="C"))
+            env[slot] = self._operand(a, dtype)
         for step in self._steps:
             step(env)
-        get = self.device.get
-        return [get(env[slot]) if slot is not None else value.copy()
-                for slot, value in self._out]
+        return [Array.on_device(Buffer(env[slot], device), aval) if slot is not None
+                else value.copy() for slot, value, aval in self._out]
+
+    def _operand(self, a, dtype):
+        """``a``'s buffer on the device: its own when it is an Array there, else a copy."""
+        buffer = a._buffer if isinstance(a, Array) else None
+        if isinstance(buffer, Buffer) and buffer.owner is self.device \
+                and buffer.data.dtype == dtype:
+            return buffer.data
+        return self.device.put(np.asarray(to_numpy(a), dtype=dtype, order="C"))
+
+
+class Buffer:
+    """The data of an Array on the GPU (``core.Array.on_device``): ``data``, an array in the
+    memory of ``owner`` (a ``Device``), possibly still being written by work queued on its
+    stream."""
+
+    __slots__ = ("data", "owner")
+
+    def __init__(self, data, owner):
+        self.data, self.owner = data, owner
+
+    @property
+    def device(self):
+        return self.owner.array_device
+
+    def to_host(self):
+        return self.owner.get(self.data)  # (a copy waits for the work writing it)
+
+    def block_until_ready(self):
+        self.owner.synchronize()
+
+    def is_ready(self):
+        return self.owner.idle()
 
 
 def _all_vars(jaxpr):
@@ -70,14 +109,19 @@ def _all_vars(jaxpr):
 def launch_shape(kernel, block, max_blocks):
     """(grid, block) of a kernel's launch: enough blocks for one point per thread, at most
     ``max_blocks`` (the grid-stride loop does the rest)."""
-    return max(1, min(max_blocks, -(-parallel_size(kernel) // block))), block
+    threads = parallel_size(kernel) * (kernel.partials if isinstance(kernel, PartialsKernel)
+                                       else 1)
+    return max(1, min(max_blocks, -(-threads // block))), block
 
 
 def kernel_step(launch, kernel, slots, xp, block, max_blocks):
-    """Allocate ``kernel``'s outputs and launch it on the slots' buffers."""
+    """Allocate ``kernel``'s outputs and launch it on the slots' buffers. (A
+    PartialsKernel writes every element of its scratch buffers: they start empty.)"""
     ins = [slots[v] for v in kernel.inputs]
+    partials = isinstance(kernel, PartialsKernel)
     outs = [(slots[o.var], tuple(o.shape), np.dtype(o.acc_dtype or o.var.aval.dtype),
-             np.dtype(o.var.aval.dtype), o.identity) for o in kernel.outputs]
+             np.dtype(o.var.aval.dtype), None if partials else o.identity)
+            for o in kernel.outputs]
     grid, block = launch_shape(kernel, block, max_blocks)
     runs = math.prod(kernel.shape) > 0
 
@@ -122,10 +166,15 @@ def einsum_step(eqn, spec, slots, xp):
     return step
 
 
-def compile_plan(name, optimised, plan, rewrites, timer, device, block, max_blocks):
-    """The Executable of a FusionPlan on ``device``."""
+def compile_plan(name, optimised, plan, rewrites, timer, device, target):
+    """The Executable of a FusionPlan on ``device``, its kernels split in phases by
+    ``target`` (a ``GpuTarget``: ``phases``, ``block``, ``max_blocks``)."""
     slots = {v: i for i, v in enumerate(_all_vars(optimised.jaxpr))}
-    loops = [g.kernel for g in plan.groups if g.kind == "kernel"]
+    phases = {g.index: target.phases(g.kernel) for g in plan.groups if g.kind == "kernel"}
+    loops = [k for ks in phases.values() for k in ks]
+    for k in loops:  # (the scratch buffers between phases)
+        for v in [o.var for o in k.outputs] + list(k.inputs):
+            slots.setdefault(v, len(slots))
     launches, kernels = {}, []
     if loops:
         with timer("codegen"):
@@ -134,8 +183,8 @@ def compile_plan(name, optimised, plan, rewrites, timer, device, block, max_bloc
     steps = []
     for g in plan.groups:
         if g.kind == "kernel":
-            steps.append(kernel_step(launches[g.kernel.name], g.kernel, slots, device.xp,
-                                     block, max_blocks))
+            steps += [kernel_step(launches[k.name], k, slots, device.xp, target.block,
+                                  target.max_blocks) for k in phases[g.index]]
         elif g.kind == "library" and (spec := einsum_spec(g.eqns[0])) is not None:
             steps.append(einsum_step(g.eqns[0], spec, slots, device.xp))
         else:
@@ -143,5 +192,5 @@ def compile_plan(name, optimised, plan, rewrites, timer, device, block, max_bloc
                 g.eqns[0], slots, g.kind == "fallback" and g.warns,
                 f"nbjax gpu backend: no kernel for {g.eqns[0].primitive.name}; it runs on "
                 "the host's reference backend", load=device.get, store=device.put))
-    return Executable(name, device, optimised, plan, rewrites, steps, kernels,
+    return Executable(name, device, optimised, plan, rewrites, slots, steps, kernels,
                       dict(timer.times))

@@ -86,6 +86,14 @@ def _libdevice(path):
     return library
 
 
+def entry_ptx(code, name):
+    """The PTX of the entry function ``name`` in the module ``code``: from its
+    ``.visible .entry`` line to its closing brace (the first at the start of a line: LLVM
+    indents every brace inside a function)."""
+    start = code.index(f".visible .entry {name}(")
+    return code[start:code.index("\n}\n", start) + 2]
+
+
 def kernels_ptx(name, kernels, arch=DEFAULT_ARCH):
     """{kernel name: {stage: text}} and the PTX of one module holding ``kernels``."""
     module, texts = kernel_module(name, kernels)

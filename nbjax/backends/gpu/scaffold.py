@@ -10,10 +10,16 @@ memory (address space 1), run by a grid of thread blocks. Its iteration space sp
 - the *reduced* axes, the others: the thread that owns a parallel point loops over all of
   them itself. Each output element of a reduction is then written by exactly one thread
   (its kept axes include every parallel axis), so the shared emitter's read-combine-write
-  (``KernelEmitter.store_output``) is right without atomics or barriers. It is the simple
-  choice, not the fast one for a reduction to a few values (a full sum runs on one
-  thread); a two-phase reduction is left for later. An output that keeps exactly the
-  parallel axes (the common case) accumulates in a register instead, stored once.
+  (``KernelEmitter.store_output``) is right without atomics or barriers. An output that
+  keeps exactly the parallel axes (the common case) accumulates in a register instead,
+  stored once.
+
+A ``PartialsKernel`` (phase 1 of a reduction in phases: ``reduction``) shares each parallel
+point out among ``partials`` threads instead: thread item ``q`` is point ``q // partials``,
+partial ``c = q % partials``, which combines every ``partials``-th element of the reduced
+axes from the ``c``-th in a register and stores the result at ``[point..., c]`` of each
+reduction's scratch buffer (shape ``(*output shape, partials)``): one thread per element
+again. (Its reductions all keep exactly the parallel axes: ``reduction.separate``.)
 
 Where a thread finds its block and thread numbers is the scaffold's one parameter
 (``Indices``): the special registers of an NVIDIA GPU (``NVVM_INDICES``) or function
@@ -22,10 +28,12 @@ the whole grid by a host loop (``emulate``): that is how the index logic is test
 a GPU.
 """
 
+import math
 from dataclasses import dataclass
 
 from llvmlite import ir
 
+from ...compiler.kernel import LoopKernel
 from ..llvm import (I32, I64, KernelScaffold, MathNames, constant, entry_alloca, for_loop,
                     reg_type)
 from ..llvm.mathnames import INTRINSICS
@@ -69,6 +77,13 @@ def _sreg(module, name):
     return fn
 
 
+@dataclass
+class PartialsKernel(LoopKernel):
+    """A LoopKernel whose reduction outputs are scratch buffers of ``partials`` partial
+    results per output element (shape ``(*output shape, partials)``; see the docstring)."""
+    partials: int = 1
+
+
 def parallel_axes(kernel):
     """The axes of ``kernel`` that threads share out (see the module docstring)."""
     axes = set(range(len(kernel.shape)))
@@ -90,11 +105,11 @@ def describe(kernel, block):
     """The GPU's choices for ``kernel`` in words, for the fusion report."""
     axes = parallel_axes(kernel)
     reduced = [a for a in range(len(kernel.shape)) if a not in axes]
-    how = (f"on the GPU: one thread per point of axes {list(axes)} "
+    how = (f"one thread per point of axes {list(axes)} "
            f"({parallel_size(kernel)} points), blocks of {block} threads, a grid-stride loop")
     if reduced:
         how += (f"; each thread loops over the reduced axes {reduced} itself (one thread per "
-                "output element: no atomics or barriers, not a two-phase reduction)")
+                "output element: no atomics or barriers)")
     return how
 
 
@@ -109,6 +124,7 @@ class GridStride(KernelScaffold):
         self.extra_args = indices.extra_args
         self.parallel = parallel_axes(kernel)
         self.reduced = [a for a in range(len(kernel.shape)) if a not in self.parallel]
+        self.partials = kernel.partials if isinstance(kernel, PartialsKernel) else None
 
     def emit(self, emitter, args):
         self.e, self.b = emitter, emitter.b
@@ -116,7 +132,7 @@ class GridStride(KernelScaffold):
         b = self.b
         start = b.add(b.mul(block, block_dim), thread, name="flat")
         stride = b.mul(block_dim, grid_dim, name="stride")
-        total = ir.Constant(I64, parallel_size(self.kernel))
+        total = ir.Constant(I64, parallel_size(self.kernel) * (self.partials or 1))
         self._grid_stride(start, total, stride)
 
     def _grid_stride(self, start, total, stride):
@@ -131,29 +147,34 @@ class GridStride(KernelScaffold):
         p.add_incoming(start, pre)
         b.cbranch(b.icmp_signed("<", p, total), body, done)
         b.position_at_end(body)
-        self._point(self._unflatten(p))
+        if self.partials is None:
+            self._point(self._unflatten(p, self.parallel), None)
+        else:
+            n = ir.Constant(I64, self.partials)
+            self._point(self._unflatten(b.udiv(p, n), self.parallel), b.urem(p, n))
         p.add_incoming(b.add(p, stride, name="p.next"), b.block)
         b.branch(header)
         b.position_at_end(done)
 
-    def _unflatten(self, p):
-        """{axis: i64 index} of parallel point number ``p`` (row-major)."""
+    def _unflatten(self, p, axes):
+        """{axis: i64 index} of point number ``p`` of ``axes`` (row-major)."""
         b, index = self.b, {}
-        for a in reversed(self.parallel):
+        for a in reversed(axes):
             n = ir.Constant(I64, self.kernel.shape[a])
-            if a == self.parallel[0]:
+            if a == axes[0]:
                 index[a] = p
             else:
                 index[a], p = b.urem(p, n), b.udiv(p, n)
         return index
 
-    def _point(self, index):
-        """Everything one thread does for one parallel point: the body at every index of the
-        reduced axes, outputs delivered."""
+    def _point(self, index, partial):
+        """Everything one thread does for one parallel point (and, for a PartialsKernel, one
+        partial ``partial`` of it): the body at every index of the reduced axes it covers,
+        outputs delivered."""
         b, e, kernel = self.b, self.e, self.kernel
         local = {k: self._accumulator(out) for k, out in enumerate(kernel.outputs)
                  if out.combine is not None and tuple(out.kept_axes) == self.parallel
-                 and self.reduced}
+                 and (self.reduced or partial is not None)}
 
         def body(full):
             for k, value in enumerate(e.values(full)):
@@ -162,11 +183,15 @@ class GridStride(KernelScaffold):
                     b.store(e.accumulate(kernel.outputs[k].combine, acc, value,
                                          kernel.outputs[k].acc_dtype), local[k])
                 else:
-                    e.store_output(k, full, value)
-        self._reduce_loops(0, dict(index), body)
+                    e.store_output(k, full, value)  # (never a reduction in a PartialsKernel)
+        if partial is None:
+            self._reduce_loops(0, dict(index), body)
+        else:
+            self._strided_loop(partial, index, body)
         for k, var in local.items():
             out = kernel.outputs[k]
-            offset = e.offset([index[a] for a in out.kept_axes], out.shape)
+            at = [index[a] for a in out.kept_axes] + ([] if partial is None else [partial])
+            offset = e.offset(at, out.shape)
             e.store(e.outs[k], offset, b.load(var, typ=reg_type(out.acc_dtype)),
                     out.acc_dtype)
 
@@ -188,3 +213,13 @@ class GridStride(KernelScaffold):
             self._reduce_loops(depth + 1, {**index, axis: i}, body)
         for_loop(self.b, ir.Constant(I64, 0), ir.Constant(I64, self.kernel.shape[axis]), inner,
                  f"r{axis}")
+
+    def _strided_loop(self, partial, index, body):
+        """``body`` at reduced elements ``partial``, ``partial + partials``... (numbered
+        row-major over the reduced axes)."""
+        reduced = math.prod(self.kernel.shape[a] for a in self.reduced)
+
+        def at(r):
+            full = {**index, **self._unflatten(r, self.reduced)}
+            body([full[a] for a in range(len(self.kernel.shape))])
+        for_loop(self.b, partial, ir.Constant(I64, reduced), at, "r", step=self.partials)
