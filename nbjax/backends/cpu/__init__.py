@@ -18,7 +18,7 @@ __all__ = ["CpuTarget", "Executable", "TARGET"]
 
 # How this target makes each kind of library call (``lax.standard.library_lowering``).
 LIBRARY_CALLS = {
-    "matrix product": "is a BLAS call (NumPy)",
+    "matrix product": "is a BLAS call",
     "scatter": "is a library step (NumPy indexing)",
     "cumulative op": "is a library call (NumPy cumulative op)",
     "host callback": "calls Python back with the values (a host step)",
@@ -38,7 +38,9 @@ class CpuTarget(Target):
         if category is None:
             return None
         how = LIBRARY_CALLS.get(category, "is a library call (NumPy)")
-        return f"{eqn.primitive.name} {how}"
+        if blas.supports(eqn):
+            return f"{eqn.primitive.name} {how}"
+        return f"{eqn.primitive.name} {how}; native code calls back into Python for it"
 
     def native_library_call(self, eqn):
         return blas.supports(eqn)

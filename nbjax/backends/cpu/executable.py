@@ -41,9 +41,12 @@ class Executable(compiler.Executable):
         self._program = program  # the whole program as one native call, or None
         split = [g.kernel.name for g in plan.groups
                  if g.kind == "kernel" and runtime.splits(g.kernel)]
-        self.runs_as = "one native call" if program is not None else \
-            f"{len(steps)} step{'s' * (len(steps) != 1)}" + (
-                f" ({', '.join(split)} split between the cores)" if split else "")
+        callbacks = [call.eqn.primitive.name for call in layout.host_calls]
+        self.runs_as = ("one native call" if program is not None else
+                        f"{len(steps)} step{'s' * (len(steps) != 1)}" + (
+                            f" ({', '.join(split)} split between the cores)" if split
+                            else "")) + (f", calling back into Python for "
+                                         f"{', '.join(callbacks)}" if callbacks else "")
         self.jit_module = jit_module  # keeps the machine code alive
         j = jaxpr.jaxpr
         self._slots = {v: i for i, v in enumerate(_all_vars(j))}
