@@ -18,6 +18,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import compiler, lax
 from nbjax.backends import get_target
+from nbjax import backends
 from nbjax.backends import register_target
 from nbjax.backends.gpu import GpuTarget, GpuUnavailable, ptx, reduction, toolkit
 from nbjax.backends.gpu.cuda import CupyDevice
@@ -453,12 +454,14 @@ def test_cupy_device_loads_ptx_and_launches(compute_capability):
 
 
 @needs_ptxas
-def test_results_stay_on_the_device_until_read():
+def test_results_stay_on_the_device_until_read(monkeypatch):
     """Transfers, counted on the CuPy stand-in: operands go to the device once, results
     come back only when their values are read (once), and a result passed to another
     jitted function on the same device is not copied at all."""
     fake = _FakeCupy("90")
     device = _EmulatingCupyDevice(fake, fake.Module)
+    # (registered for this test only: other tests compile for every registered target)
+    monkeypatch.setattr(backends, "_TARGETS", dict(backends._TARGETS))
     register_target(GpuTarget("gpu-fake-resident", lambda: device))
     f = nbjax.jit(lambda x, y: (x * y + 1, (x * y).sum()), backend="gpu-fake-resident")
     g = nbjax.jit(lambda a: jnp.sin(a) * 2, backend="gpu-fake-resident")

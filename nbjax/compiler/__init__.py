@@ -88,4 +88,5 @@ def _lower(closed_jaxpr, target, name):
     timer.times.update(times)
     with timer("fusion"):
         fusion_plan = plan(optimised.jaxpr, target)
+        target.record_choices(fusion_plan)
     return target.lower(name, optimised, fusion_plan, rewrites, timer)

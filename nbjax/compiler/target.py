@@ -8,6 +8,8 @@ report), which control flow it compiles around kernels, and how it lowers a plan
 behind ``lower``. Targets live in ``nbjax.backends``, which registers them by name.
 """
 
+import dataclasses
+
 
 class Target:
     """Subclass and set ``name``; override what differs from these defaults."""
@@ -41,6 +43,21 @@ class Target:
         itself (a BLAS call from native code), so that a loop whose body holds it still
         compiles into one native loop."""
         return False
+
+    def kernel_choice(self, kernel):
+        """How this target runs ``kernel`` (a LoopKernel of the plan), in words for the
+        fusion report (on how many cores, in how many phases...), or None."""
+        return None
+
+    def record_choices(self, plan):
+        """Add ``kernel_choice`` of each top-level kernel to the reason of the decision
+        that started it: the fusion report says it."""
+        kernels = {g.index: g.kernel for g in plan.groups if g.kind == "kernel"}
+        for n, d in enumerate(plan.decisions):
+            if d.started_new_group and d.group in kernels:
+                how = self.kernel_choice(kernels.pop(d.group))
+                if how:
+                    plan.decisions[n] = dataclasses.replace(d, reason=f"{d.reason}; {how}")
 
     def cached(self, closed_jaxpr, name, compile):
         """``compile()`` (the pipeline's work on the traced ``closed_jaxpr``), or what it

@@ -10,7 +10,7 @@ implementation on our buffers.
 
 from ...compiler import Target
 from .. import reference
-from . import blas, program_cache
+from . import blas, program_cache, runtime
 from .control_flow import CONTROL_FLOW
 from .executable import Executable, compile_plan
 
@@ -44,6 +44,9 @@ class CpuTarget(Target):
 
     def native_library_call(self, eqn):
         return blas.supports(eqn)
+
+    def kernel_choice(self, kernel):
+        return runtime.split_choice(kernel)
 
     def cached(self, closed_jaxpr, name, compile):
         key = program_cache.key(closed_jaxpr)

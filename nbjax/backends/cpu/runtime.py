@@ -285,6 +285,20 @@ def splits(loop):
         and math.prod(loop.shape) >= SPLIT_THRESHOLD
 
 
+def split_choice(loop):
+    """Whether ``loop`` runs on every core, and why, in words for the fusion report."""
+    size = math.prod(loop.shape)
+    if splits(loop) and THREADS > 1:
+        return (f"split between the {THREADS} cores along its outer axis ({size:,} elements, "
+                f"at least {SPLIT_THRESHOLD:,})")
+    if THREADS == 1:
+        return "on one thread (this process may use one core)"
+    if size >= SPLIT_THRESHOLD:
+        return "on one thread (its outer axis has one element)"
+    return (f"on one thread ({size:,} elements, under the {SPLIT_THRESHOLD:,} that repay "
+            "handing chunks to the other cores)")
+
+
 def partial_outputs(loop):
     """The positions of ``loop``'s outputs that accumulate over its outer axis: each chunk of
     a split loop needs its own copy, and the copies are combined at the end."""

@@ -11,8 +11,6 @@ Importing this module imports neither CuPy nor anything of CUDA: ``GpuTarget.low
 for the device, and raises ``cuda.GpuUnavailable`` saying what is missing.
 """
 
-import dataclasses
-
 from ...compiler import Target
 from . import executable, reduction
 from .cuda import GpuUnavailable, cuda_device
@@ -47,21 +45,16 @@ class GpuTarget(Target):
 
     def lower(self, name, jaxpr, plan, rewrites, timer):
         device = self.device()
-        self.record_choices(plan)
         return executable.compile_plan(name, jaxpr, plan, rewrites, timer, device, self)
 
     def phases(self, kernel):
         """The kernels computing ``kernel`` on this target (``reduction.Policy.phases``)."""
         return self.reductions.phases(kernel)
 
-    def record_choices(self, plan):
-        """Add how each kernel maps onto threads, and whether its reductions run in phases
-        and why, to the reason of the decision that started it: the fusion report says it."""
-        kernels = {g.index: g.kernel for g in plan.groups if g.kind == "kernel"}
-        for n, d in enumerate(plan.decisions):
-            if d.started_new_group and d.group in kernels:
-                how = self.reductions.explain(kernels.pop(d.group), self.block)
-                plan.decisions[n] = dataclasses.replace(d, reason=f"{d.reason}; {how}")
+    def kernel_choice(self, kernel):
+        """How ``kernel`` maps onto threads, and whether its reductions run in phases and
+        why."""
+        return self.reductions.explain(kernel, self.block)
 
 
 TARGET = GpuTarget()
