@@ -89,6 +89,10 @@ NBJAX_PARSER.add_argument("--x64", type=on_off, metavar="on|off",
 NBJAX_PARSER.add_argument("--present", type=on_off, nargs="?", const=True, metavar="on|off",
                           help="presenting: larger text and graphs in every view, those "
                                "already shown included (--present alone: on)")
+NBJAX_PARSER.add_argument("--baselines", type=on_off, metavar="on|off",
+                          help="time the Timing pane's baselines (NumPy, nbjax eager) after "
+                               "each cell that compiles; off: only when the pane is opened "
+                               "or its button clicked")
 
 
 # Names ``%jaxpr`` finds when the user's namespace does not define them.
@@ -283,7 +287,7 @@ class NbjaxMagics(Magics):
         if args.help:
             print(NBJAX_PARSER.format_help())
             return
-        for option in ("backend", "panes", "x64", "present"):
+        for option in ("backend", "panes", "x64", "present", "baselines"):
             value = getattr(args, option)
             if value is not None:
                 setattr(session, option, value)

@@ -101,6 +101,7 @@ class SessionOptions:
     def __init__(self):
         self.panes = JIT_PANES
         self.present = False
+        self.baselines = False  # measure every view's timing baselines after each cell
 
     @property
     def scale(self):
@@ -129,7 +130,7 @@ class SessionOptions:
 
     def as_dict(self):
         return {"backend": self.backend, "panes": list(self.panes), "x64": self.x64,
-                "present": self.present}
+                "present": self.present, "baselines": self.baselines}
 
     def describe(self):
         return "\n".join([
@@ -138,6 +139,8 @@ class SessionOptions:
             f"x64:     {'on' if self.x64 else 'off'}    (64-bit floats and ints by default)",
             f"present: {'on' if self.present else 'off'}    (views' text and graphs "
             f"{PRESENT_SCALE:g}x larger, for projectors)",
+            f"baselines: {'on' if self.baselines else 'off'}    (time NumPy and nbjax eager "
+            "after each cell; off: when a Timing pane asks)",
         ])
 
 
