@@ -401,11 +401,39 @@ def check_chapter_shows_its_view_and_figure(page, shots):
         assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 100"), i
 
 
+# Of the side-by-side pane: what sticks out of the view, or out of its own box (text hidden).
+OVERFLOW = """(view) => {
+  const right = view.getBoundingClientRect().right, out = [];
+  for (const el of view.querySelectorAll('.nbjax-columns, .nbjax-column, .nbjax-row')) {
+    const box = el.getBoundingClientRect();
+    if (box.right > right + 0.5 || el.scrollWidth > el.clientWidth + 1)
+      out.push({cls: el.className, right: box.right, viewRight: right,
+                scroll: el.scrollWidth, client: el.clientWidth});
+  }
+  return {out, rows: view.querySelectorAll('.nbjax-row').length,
+          viewClipped: view.scrollWidth > view.clientWidth + 1}; }"""
+
+
+def check_side_by_side_fits(page, shots):
+    """At 1400x900 the side-by-side pane of ``mse`` (long ``dot_general`` equations) fits
+    its view: no column or row sticks out of it, no text is hidden (rows wrap)."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    view = view_of(page, "mse")
+    view.get_by_test_id("nbjax-tab-linked").click()
+    sync_api.expect(view.get_by_test_id("nbjax-grad-backward")).to_be_visible()
+    found = view.evaluate(OVERFLOW)
+    assert found["rows"] >= 6 and found["out"] == [] and not found["viewClipped"], found
+    backward = view.get_by_test_id("nbjax-grad-backward").bounding_box()
+    assert backward["width"] > 200, backward
+    view.screenshot(path=shots / "side-by-side.png")
+
+
 @pytest.mark.parametrize("app", list(APPS))
 def test_book_chapter_in_the_browser(app, tmp_path, browser):
     shots = artifacts_dir() / app / CHAPTER.stem
     with notebook_run(app, tmp_path, browser, CHAPTER, shots) as page:
         check_chapter_shows_its_view_and_figure(page, shots)
+        check_side_by_side_fits(page, shots)
 
 
 # --- an export, offline --------------------------------------------------------------------
