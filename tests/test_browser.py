@@ -650,6 +650,7 @@ def test_views_follow_the_dark_theme_and_font_size(browser):
     static_html = (f'<div id="static" style="width:1300px">{view.static_html()}'
                    f"{_other_static_views()}</div>")
     page = render_standalone(browser, view, css=dark, extra=static_html)
+    page.evaluate("() => { document.body.dataset.jpThemeLight = 'false'; }")  # as JupyterLab
     live, static = page.get_by_test_id("nbjax-view"), page.locator(".nbjax-static")
     for where, root in (("live", live), ("static", static)):
         assert root.evaluate(LUMINANCE) < 0.1, where
