@@ -132,6 +132,8 @@ def test_cell_magic_options_are_validated_before_the_cell_runs(ip, magic, line, 
     ("transform", "--with grad,curl f(1.0)", r"unknown transformation 'curl'"),
     ("transform", "f(1.0) --with vmap --batch 0", r"--batch: expected a positive number"),
     ("transform", "--with grad 1 + 2", r"%transform expects a call such as f\(x\)"),
+    ("transform", "f(1.0) --with vmap --in-axes 0,x", r"--in-axes: expected comma-separated"),
+    ("transform", "jnp.sin(1.0) --with vmap --in-axes None,0", r"2 axes for 1 positional"),
 ])
 def test_line_magic_options_are_validated(ip, magic, line, message):
     with pytest.raises(UsageError, match=message):
@@ -142,7 +144,8 @@ def test_line_magic_options_are_validated(ip, magic, line, message):
     ("cell", "jit", ["--static NAMES", "--backend {cpu,reference}", "--show PANES", "--quiet"]),
     ("cell", "grad", ["--wrt NAMES", "--order {1,2}", "--mode {rev,fwd}"]),
     ("line", "jaxpr", ["--budget N|all", "--text"]),
-    ("line", "transform", ["--with T1,T2,...", "--batch N", "--backend {cpu,reference}"]),
+    ("line", "transform", ["--with T1,T2,...", "--batch N", "--in-axes A1,A2,...",
+                           "--backend {cpu,reference}"]),
     ("line", "nbjax", ["--backend {cpu,reference}", "--panes PANES", "--x64 on|off"]),
 ])
 def test_help(ip, capsys, kind, magic, expected):
@@ -895,6 +898,25 @@ def test_transform_renders_static_html_with_links_between_stages(ip):
     assert page.count('class="nbjax-stage-step"') == len(view.stages[2].plan.groups)
     assert "Cell In[" in page  # tooltips name the cell line each equation came from
     assert "grad(wave)" in repr(view)
+
+
+def test_transform_maps_over_in_axes_for_per_example_gradients(ip):
+    """``--in-axes None,0,0``: the parameters are shared, the examples batched, as
+    ``vmap(grad(loss), in_axes=(None, 0, 0))``; the stage's jaxpr is that function's."""
+    run(ip, "def example_loss(w, x, y):\n    return (jnp.dot(x, w) - y) ** 2\n"
+            "w_ex, x_ex, y_ex = np.ones(3, np.float32), np.arange(3.0, dtype=np.float32), "
+            "np.float32(1.0)")
+    view = run(ip, "%transform example_loss(w_ex, x_ex, y_ex) --with grad,vmap,jit "
+                   "--in-axes None,0,0 --batch 5 --backend cpu")
+    assert [s.label for s in view.stages][2:] == [
+        "vmap(grad(example_loss), in_axes=(None, 0, 0))",
+        "jit(vmap(grad(example_loss), in_axes=(None, 0, 0))) on cpu"]
+    ns = ip.user_ns
+    xs, ys = np.stack([ns["x_ex"]] * 5), np.full(5, 1.0, np.float32)
+    per_example = nbjax.vmap(nbjax.grad(ns["example_loss"]), in_axes=(None, 0, 0))
+    assert str(view.stages[2].jaxpr) == str(nbjax.make_jaxpr(per_example)(ns["w_ex"], xs, ys))
+    assert [v.aval.shape for v in view.stages[2].jaxpr.jaxpr.invars] == [(3,), (5, 3), (5,)]
+    assert [v.aval.shape for v in view.stages[2].jaxpr.jaxpr.outvars] == [(5, 3)]
 
 
 def test_transform_of_a_reference_backend_says_nothing_is_fused(ip):

@@ -18,7 +18,8 @@ from ..jit import jit
 from ..viz import view as jaxpr_view
 from . import cells
 from .mpirun import run_cell as run_under_mpirun
-from .options import BACKENDS, JIT_PANES, MagicParser, name_list, on_off, pane_list, session
+from .options import (BACKENDS, JIT_PANES, MagicParser, axes_list, name_list, on_off,
+                      pane_list, session)
 from .tracebacks import call_user_function
 from .transform import TRANSFORM_NAMES, check_transforms, pipeline
 from .watch import GradWatch, WatchedJit, retire
@@ -75,6 +76,11 @@ TRANSFORM_PARSER.add_argument("--with", dest="transforms", type=name_list, defau
                                    f"{','.join(TRANSFORM_NAMES)} (jit last)")
 TRANSFORM_PARSER.add_argument("--batch", type=int, default=4, metavar="N",
                               help="size of the batch axis vmap maps over (default 4)")
+TRANSFORM_PARSER.add_argument("--in-axes", dest="in_axes", type=axes_list, default=None,
+                              metavar="A1,A2,...",
+                              help="vmap's in_axes, one per positional argument (None: "
+                                   "shared, not batched), e.g. None,0,0 for per-example "
+                                   "gradients of loss(params, x, y); default 0 for all")
 TRANSFORM_PARSER.add_argument("--backend", choices=BACKENDS, default=None,
                               help="backend jit compiles for (default: the session's)")
 
@@ -232,7 +238,9 @@ class NbjaxMagics(Magics):
         may come before or after the call. ``--with`` takes grad, value_and_grad, jacfwd,
         jacrev, hessian, vmap and jit (last); the call's arguments are the original
         function's, and from a ``vmap`` on each array argument gets a new leading axis of
-        ``--batch`` copies (default 4). ``--backend`` chooses what jit compiles for.
+        ``--batch`` copies (default 4), or as ``--in-axes`` says (``None,0,0``: the first
+        argument shared, as ``vmap(..., in_axes=(None, 0, 0))``). ``--backend`` chooses
+        what jit compiles for.
         """
         __tracebackhide__ = True  # noqa: F841
         args, expr = TRANSFORM_PARSER.parse_with_rest(_options_first(line))
@@ -246,9 +254,12 @@ class NbjaxMagics(Magics):
         if problem:
             raise UsageError(f"%transform: {problem}")
         fn, call_args, call_kwargs = self._call_parts(expr, "%transform")
+        if args.in_axes is not None and len(args.in_axes) != len(call_args):
+            raise UsageError(f"%transform: --in-axes gives {len(args.in_axes)} axes for "
+                             f"{len(call_args)} positional arguments")
         label = ast.unparse(ast.parse(expr.strip(), mode="eval").body.func)
         view = pipeline(fn, label, call_args, call_kwargs, args.transforms,
-                        batch=args.batch, backend=args.backend)
+                        batch=args.batch, backend=args.backend, in_axes=args.in_axes)
         view.scale = session.scale
         return view
 

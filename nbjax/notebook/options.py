@@ -71,6 +71,19 @@ def name_list(text):
     return names
 
 
+def axes_list(text):
+    """An argparse type: vmap's ``in_axes``, one per positional argument: "None,0,0" ->
+    (None, 0, 0)."""
+    axes = []
+    for part in (p.strip() for p in text.split(",")):
+        if part == "None" or part.lstrip("-").isdigit():
+            axes.append(None if part == "None" else int(part))
+        else:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated axes (integers or None), got {text!r}")
+    return tuple(axes)
+
+
 def pane_list(text):
     """An argparse type: a comma-separated subset of JIT_PANES (or "all")."""
     if text.strip() == "all":
