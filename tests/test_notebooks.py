@@ -176,6 +176,14 @@ def cell_output_html(nb, text):
                      if "text/html" in out.get("data", {}))
 
 
+def check_jit_chapter(nb):
+    """Chapter 5 also shows what grad and jit see of a pytree: its leaves, as inputs."""
+    check_book_chapter(nb)
+    html = cell_output_html(nb, "%transform model(")
+    assert 'data-nbjax-view="transform"' in html and "jit(grad(model)) on" in html
+    assert html.count("a:f32[2,3] b:f32[3] c:f32[] d:f32[2]") >= 2
+
+
 def check_vmap_chapter(nb):
     """Chapter 6 also shows the pipeline that builds per-example gradients, the parameters
     shared: the vmap stage's weight gradient has one batch axis more than the weights."""
@@ -216,7 +224,8 @@ def top_level_calls(cell, call):
 
 
 CHECKS = {"01_tour": check_tour, "02_autodiff_classroom": check_classroom,
-          "03_seed_benchmarks": check_benchmarks, "ch06_vmap_pmap": check_vmap_chapter,
+          "03_seed_benchmarks": check_benchmarks, "ch05_jit": check_jit_chapter,
+          "ch06_vmap_pmap": check_vmap_chapter,
           "ch08_rnn_lstm": check_rnn_chapter, "ch09_case_study": check_case_study}
 
 
