@@ -30,6 +30,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import jupyterlab_theme_css
 
 ROOT = Path(__file__).resolve().parents[1]
 TOUR = ROOT / "notebooks" / "01_tour.ipynb"
@@ -577,16 +578,6 @@ def test_big_graph_fits_its_box_zooms_pans_and_finds_nodes(browser):
 
 # --- the notebook's theme and font size -----------------------------------------------------
 
-def _jupyterlab_theme_css(name):
-    """The ``--jp-*`` variables of one of JupyterLab's installed themes."""
-    jupyterlab = pytest.importorskip("jupyterlab")
-    path = (Path(jupyterlab.__file__).parent / "themes" / "@jupyterlab" /
-            f"theme-{name}-extension" / "index.css")
-    if not path.is_file():
-        pytest.skip(f"JupyterLab's {name} theme is not installed at {path}")
-    return path.read_text()
-
-
 # Over the visible text of an element: the lowest contrast ratio (WCAG) between a text's
 # colour and the background it is drawn on (the ancestors' backgrounds composited, alpha
 # included), with the worst text. SVG text (Graphviz) is checked apart.
@@ -645,7 +636,7 @@ def test_views_follow_the_dark_theme_and_font_size(browser):
     the theme's size, and the graph sits on a light card; without the variables (a plain
     page) the views are light."""
     view = _jit_view("--show all")
-    dark = _jupyterlab_theme_css("dark") + (  # the page's background, as JupyterLab's
+    dark = jupyterlab_theme_css("dark") + (  # the page's background, as JupyterLab's
         ":root { --jp-content-font-size1: 17px; } body { background: var(--jp-layout-color0) }")
     static_html = (f'<div id="static" style="width:1300px">{view.static_html()}'
                    f"{_other_static_views()}</div>")

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import jupyterlab_theme_css
 
 from nbjax.viz import theme
 from nbjax.viz.dot import KERNEL_COLOURS, PHASE_FILL
@@ -112,13 +113,8 @@ def css_rules(text):
 
 def jupyterlab_variables(name):
     """The ``--jp-*`` (and ``--md-*``) variables of one of JupyterLab's installed themes."""
-    jupyterlab = pytest.importorskip("jupyterlab")
-    path = (Path(jupyterlab.__file__).parent / "themes" / "@jupyterlab" /
-            f"theme-{name}-extension" / "index.css")
-    if not path.is_file():
-        pytest.skip(f"JupyterLab's {name} theme is not installed at {path}")
     variables = {}
-    for _, decls in css_rules(path.read_text()):
+    for _, decls in css_rules(jupyterlab_theme_css(name)):
         for key, value in decls.items():
             if key.startswith("--"):
                 variables.setdefault(key, value)
