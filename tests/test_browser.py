@@ -672,6 +672,63 @@ def test_views_follow_the_dark_theme_and_font_size(browser):
     page.close()
 
 
+def _grad_view():
+    """A gradient view of a small loss of dict parameters, at one input."""
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbjax")
+    for code in ("import nbjax.numpy as jnp\nimport numpy as np",
+                 "%%grad\ndef themed(params, x):\n"
+                 "    return jnp.sum(jnp.tanh(x @ params['w'] + params['b']) ** 2)\n",
+                 "grad_themed({'w': np.ones((3, 2), np.float32), 'b': np.zeros(2, np.float32)},"
+                 " np.ones((4, 3), np.float32))"):
+        shell.run_cell(code).raise_error()
+    (view,) = shell.user_ns["grad_themed"].watchers
+    view.flush()
+    return view
+
+
+@pytest.mark.parametrize("name", ["light", "dark"])
+def test_gradient_view_text_reaches_aa_in_jupyterlab_themes(browser, name):
+    """Every visible text of every pane of a gradient view (the backward pass's orange
+    heading included) keeps 4.5:1 on its background under JupyterLab's light and dark
+    themes (their variables, and the ``data-jp-theme-light`` JupyterLab puts on <body>)."""
+    css = jupyterlab_theme_css(name) + "body { background: var(--jp-layout-color0) }"
+    page = render_standalone(browser, _grad_view(), css=css)
+    light = "true" if name == "light" else "false"
+    page.evaluate(f"() => {{ document.body.dataset.jpThemeLight = '{light}'; }}")
+    live = page.get_by_test_id("nbjax-view")
+    heading = live.locator(".nbjax-column-right h4")
+    sync_api.expect(heading).to_have_text("backward pass")
+    tabs = live.locator(".nbjax-tab")
+    for i in range(tabs.count()):
+        tabs.nth(i).click()
+        _check_contrast(page, live, f"{name} theme, tab {tabs.nth(i).inner_text()}")
+    page.close()
+
+
+def test_timing_pane_offers_to_measure_the_baselines(browser):
+    """Until the baselines are measured the Timing pane says so and offers a button, which
+    asks the kernel (the ``measure`` trait); no speed-up figure is shown meanwhile."""
+    view = _jit_view("--show graph,timing")
+    assert view.timing["baselines_pending"]
+    page = render_standalone(browser, view)
+    page.get_by_test_id("nbjax-tab-timing").click()
+    sync_api.expect(page.get_by_test_id("nbjax-baselines-note")).to_contain_text(
+        "not measured yet")
+    sync_api.expect(page.get_by_test_id("nbjax-speedup-numpy")).to_have_text("–")
+    page.get_by_test_id("nbjax-measure-baselines").click()
+    assert page.evaluate("() => window.nbjaxModel.get('measure')") == 1
+    page.close()
+    view.measure += 1   # what the kernel does on that change: measure, and send the figures
+    assert not view.timing["baselines_pending"] and view.timing["numpy_speedup"] > 0
+    page = render_standalone(browser, view)
+    page.get_by_test_id("nbjax-tab-timing").click()
+    sync_api.expect(page.get_by_test_id("nbjax-measure-baselines")).to_have_count(0)
+    sync_api.expect(page.get_by_test_id("nbjax-speedup-numpy")).to_have_text(re.compile(r"×$"))
+    page.close()
+
+
 # --- presenting and slides ------------------------------------------------------------------
 
 def test_presenting_enlarges_a_live_view_and_a_saved_view_opens_offline(browser, tmp_path):

@@ -144,20 +144,23 @@ def colour(value, variables):
 
 def live_pairs(name):
     """(selector, text colour, background) of every rule of nbjax.css that sets either,
-    the other one inherited from the view (the root)."""
+    the other one inherited from the view (the root); a ``:hover`` rule's text is that of
+    the rule it hovers (``.nbjax-tab:hover``: the tab's colour) unless it sets its own."""
     variables = page_variables(name)
     rules = css_rules(CSS.read_text())
     root = next(d for s, d in rules if s == ".nbjax-root")
     root_bg = colour(root["background"], variables)
     assert root_bg[3] == 1.0, "the view's background is opaque"
     pairs = [(".nbjax-root", colour(root["color"], variables), root_bg)]
+    by_selector = dict(rules)
     for selector, decls in rules:
         if selector == ".nbjax-root" or not selector.startswith(".nbjax-root "):
             continue
         background = decls.get("background", decls.get("background-color"))
         if "color" not in decls and background is None:
             continue
-        fg = colour(decls.get("color", root["color"]), variables)
+        hovered = by_selector.get(selector.replace(":hover", ""), {})
+        fg = colour(decls.get("color", hovered.get("color", root["color"])), variables)
         bg = over(colour(background, variables), root_bg) if background else root_bg
         pairs.append((selector, fg, bg))
     return pairs
