@@ -688,18 +688,21 @@ def _grad_view():
     return view
 
 
+@pytest.mark.parametrize("kind", ["grad", "jit"])
 @pytest.mark.parametrize("name", ["light", "dark"])
-def test_gradient_view_text_reaches_aa_in_jupyterlab_themes(browser, name):
+def test_view_text_reaches_aa_in_jupyterlab_themes(browser, name, kind):
     """Every visible text of every pane of a gradient view (the backward pass's orange
-    heading included) keeps 4.5:1 on its background under JupyterLab's light and dark
-    themes (their variables, and the ``data-jp-theme-light`` JupyterLab puts on <body>)."""
+    heading included) and of a compiler view keeps 4.5:1 on its background under
+    JupyterLab's light and dark themes (their variables, and the ``data-jp-theme-light``
+    JupyterLab puts on <body>), hovered tabs included."""
     css = jupyterlab_theme_css(name) + "body { background: var(--jp-layout-color0) }"
-    page = render_standalone(browser, _grad_view(), css=css)
+    view = _grad_view() if kind == "grad" else _jit_view("--show all")
+    page = render_standalone(browser, view, css=css)
     light = "true" if name == "light" else "false"
     page.evaluate(f"() => {{ document.body.dataset.jpThemeLight = '{light}'; }}")
     live = page.get_by_test_id("nbjax-view")
-    heading = live.locator(".nbjax-column-right h4")
-    sync_api.expect(heading).to_have_text("backward pass")
+    if kind == "grad":
+        sync_api.expect(live.locator(".nbjax-column-right h4")).to_have_text("backward pass")
     tabs = live.locator(".nbjax-tab")
     for i in range(tabs.count()):
         tabs.nth(i).click()
