@@ -2,18 +2,24 @@
 //
 // The kernel sends the whole view state as JSON traitlets (see nbjax/notebook/widgets.py);
 // this module only renders it and writes back what the user chose: the open tab (`tab`),
-// the selected node (`selected`), the current step of a step-through (`step`) and whether
-// to draw every node of a large graph (`show_all`). No build step: a plain ES module.
+// the selected node (`selected`), the current step of a step-through (`step`), whether
+// to draw every node of a large graph (`show_all`), and how to group the graph's equations
+// (`group`: "line", "function" or ""). No build step: a plain ES module.
 //
 // The SVG graphs and coloured jaxprs arrive as markup generated (and escaped) by the
 // kernel; every other text is inserted with textContent. Stable `data-testid` attributes
 // (listed in nbjax/notebook/__init__.py) let browser tests find the parts.
 
 const PANE_TITLES = {
-  graph: "Graph", jaxpr: "Jaxpr", fusion: "Fusion", code: "Code", timing: "Timing",
+  graph: "Graph", source: "Source", jaxpr: "Jaxpr", fusion: "Fusion", code: "Code", timing: "Timing",
   linked: "Side by side", steps: "Step through",
 };
 const PLAY_INTERVAL_MS = 800;
+// A source line's amber tint: from HEAT_MIN (no time) to HEAT_MIN + HEAT_SPAN (the hottest),
+// light enough for the theme's text to keep its contrast on light and dark themes
+// (nbjax/notebook/static.py's heat() uses the same numbers).
+const HEAT_MIN = 0.06, HEAT_SPAN = 0.34;
+const GROUP_CHOICES = { "": "no grouping", line: "group by line", function: "group by function" };
 
 // --- small helpers ------------------------------------------------------------------------
 
@@ -109,9 +115,11 @@ const ZOOM_STEP = 1.25;
 const PT_TO_PX = 4 / 3;  // Graphviz sizes SVGs in points
 
 class Graph {
-  // state: {svg, note, prefix, nodes, truncated, shown, hidden, budget}
-  constructor(state, onSelect, testid = "nbjax-graph") {
+  // state: {svg, note, prefix, nodes, truncated, shown, hidden, budget, group}
+  // onGroup(choice): the user chose how to group the equations (no selector without it)
+  constructor(state, onSelect, testid = "nbjax-graph", onGroup = null) {
     this.state = state;
+    this.onGroup = onGroup;
     this.nodes = new Map();  // node id -> <g>
     this.el = h("div", { class: "nbjax-graph", testid });
     if (!state) return;
@@ -147,7 +155,19 @@ class Graph {
       button("−", "nbjax-graph-zoom-out", "zoom out (or Ctrl+wheel)", () => this.zoomBy(1 / ZOOM_STEP)),
       button("+", "nbjax-graph-zoom-in", "zoom in (or Ctrl+wheel)", () => this.zoomBy(ZOOM_STEP)),
       button("fit", "nbjax-graph-fit", "fit the width of the box", () => this.fit()),
-      this.search, this.found);
+      this.groupSelector(), this.search, this.found);
+  }
+
+  groupSelector() {
+    // Clusters per source line or Python function (click a group's node to fold it).
+    if (!this.onGroup) return null;
+    const current = this.state.group || "";
+    const select = h("select", { class: "nbjax-search nbjax-group-select", testid: "nbjax-graph-group",
+      title: "cluster the equations by the source line or the function they came from" },
+    Object.entries(GROUP_CHOICES).map(([value, label]) =>
+      h("option", { value, selected: value === current }, label)));
+    select.addEventListener("change", () => this.onGroup(select.value));
+    return select;
   }
 
   setUpZoom() {
@@ -244,6 +264,16 @@ class Graph {
   }
 }
 
+// What a source line produced: its kernels, else its forward and backward equations, else
+// its equations (source_pane.produced_text writes the same for the static copy).
+function producedText(line) {
+  const n = line.nodes.length, k = line.kernels.length, b = line.backward || 0;
+  if (!n) return "";
+  if (k) return `${k} kernel${k === 1 ? "" : "s"}`;
+  if (b) return `${n - b} fwd, ${b} bwd`;
+  return `${n} equation${n === 1 ? "" : "s"}`;
+}
+
 function detailsOf(node) {
   // The node's details as a definition list.
   if (!node) return h("p", { class: "nbjax-note" }, "Click a node to see its equation, type, source line and kernel.");
@@ -256,6 +286,7 @@ function detailsOf(node) {
     ["from", node.origin && `${node.phase || ""} part of ${node.origin} (operation ${node.provenance})`],
     ["kernel", node.kernel],
     ["fusion", node.fusion_reason],
+    ["faded", node.dim],
   ].filter(([, v]) => v);
   return h("dl", { class: "nbjax-details-list" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
@@ -299,6 +330,10 @@ class View {
       onclick: () => this.set("tab", p),
     }, PANE_TITLES[p] || p)));
     for (const [name, pane] of Object.entries(this.panes)) pane.hidden = name !== open;
+    // One graph for two panes: it sits beside the source lines while the Source pane is open.
+    if (!this.graph || !this.graph.el) return;
+    if (open === "source" && this.sourceGraphSlot) this.sourceGraphSlot.append(this.graph.el);
+    else if (this.graphLayout && this.graph.el.parentNode !== this.graphLayout) this.graphLayout.prepend(this.graph.el);
   }
 
   clusterButtons(graph, id) {
@@ -340,6 +375,79 @@ class View {
     setChildren(pane, ...content);
     return pane;
   }
+
+  // -- the annotated source: lines coloured by the time (or equations) they produced --
+
+  drawSource(s) {
+    // The annotated source of a view (source_pane.source_lines): each line tinted by the
+    // time (or the equations) it produced, clickable to its graph nodes and decisions.
+    this.sourceRows = [];
+    this.sourceLine = null;
+    const files = s.files.map((file, f) => h("div", { class: "nbjax-source-file" },
+      h("h4", {}, `${file.label} `, h("span", { class: "nbjax-note" }, `(${file.functions.join(", ")})`)),
+      h("table", { class: "nbjax-source-lines" }, h("tbody", {}, file.lines.map((line) => {
+        const produced = line.nodes.length > 0;
+        const time = h("td", { class: "nbjax-line-time" });
+        const tr = h("tr", {
+          class: produced ? "nbjax-source-line nbjax-produced" : "nbjax-source-line",
+          testid: `nbjax-source-line-${f}-${line.line}`, "data-kernels": line.kernels.length,
+          title: produced ? `${line.nodes.length} equation(s)` : "",
+          onclick: () => produced && this.selectLine(file, line),
+        }, h("td", { class: "nbjax-lineno" }, line.line), h("td", { class: "nbjax-line-kernels" }, producedText(line)),
+        time, h("td", { class: "nbjax-line-text" }, line.text));
+        this.sourceRows.push({ tr, time, line, file });
+        return tr;
+      })))));
+    this.lineDetails = h("div", { class: "nbjax-details", testid: "nbjax-source-details" });
+    const decided = s.files.some((file) => file.lines.some((line) => line.decisions.length));
+    this.sourceHint = h("p", { class: "nbjax-note" }, s.note, " Click a line to see its equations in the graph",
+      decided ? " and the fusion decisions about them." : ".");
+    this.lineDetails.append(this.sourceHint);
+    // the graph moves here while this pane is open (drawTabs): one SVG, linked to the lines
+    this.sourceGraphSlot = h("div", { class: "nbjax-source-graph" });
+    this.pane("source", h("div", { class: "nbjax-graph-layout", testid: "nbjax-source" },
+      h("div", { class: "nbjax-source-side" }, files, this.lineDetails), this.sourceGraphSlot));
+    this.heatSource();
+  }
+
+  heatSource() {
+    // Time per line from the timing's per-step medians (source_pane.line_seconds), or the
+    // number of equations before any call is timed; the hottest line is the most amber.
+    if (!this.sourceRows) return;
+    const steps = new Map(((this.get("timing") || {}).steps || []).map((st) => [st.index, st.seconds]));
+    const timeOf = (line) => (line.shares.length && line.shares.some(([k]) => steps.get(k))
+      ? line.shares.reduce((sum, [k, share]) => sum + share * (steps.get(k) || 0), 0) : null);
+    const times = this.sourceRows.map((r) => timeOf(r.line));
+    const weights = times.some((t) => t) ? times : this.sourceRows.map((r) => r.line.nodes.length);
+    const top = Math.max(0, ...weights.map((w) => w || 0)) || 1;
+    this.sourceRows.forEach((r, i) => {
+      const heat = (weights[i] || 0) / top;
+      r.tr.setAttribute("data-heat", heat.toFixed(3));
+      r.tr.style.background = r.line.nodes.length ? `rgba(245, 158, 11, ${(HEAT_MIN + HEAT_SPAN * heat).toFixed(2)})` : "";
+      r.time.textContent = times[i] === null ? "" : seconds(times[i]);
+    });
+  }
+
+  selectLine(file, line) {
+    // Highlight the line's equations in the graph and list the fusion decisions about them.
+    const same = this.sourceLine === line;
+    this.sourceLine = same ? null : line;
+    for (const r of this.sourceRows) r.tr.classList.toggle("nbjax-selected", r.line === this.sourceLine);
+    const nodes = this.sourceLine ? line.nodes : [];
+    if (this.graph && this.graph.nodes) {
+      this.graph.mark("nbjax-line-node", nodes);
+      if (nodes.length) this.graph.scrollTo(nodes.find((n) => this.graph.nodes.has(n)));
+    }
+    if (!this.sourceLine) return setChildren(this.lineDetails, this.sourceHint);
+    const drawn = nodes.filter((n) => this.graph && this.graph.nodes && this.graph.nodes.has(n)).length;
+    const steps = line.kernels.length ? ` (plan step${line.kernels.length > 1 ? "s" : ""} ${line.kernels.join(", ")})` : "";
+    setChildren(this.lineDetails,
+      h("p", {}, `${file.label}, line ${line.line}: ${producedText(line)}${steps}; `,
+        `${line.nodes.length} equation(s), ${drawn} drawn in the graph`),
+      line.decisions.length ? table(["equation", "step", "decision"], line.decisions.map((d) =>
+        h("tr", { class: d.started ? "nbjax-starts" : "" }, h("td", {}, h("code", {}, d.text)), h("td", {}, d.step), h("td", {}, d.reason))),
+      { testid: "nbjax-source-decisions" }) : null);
+  }
 }
 
 // --- the compiler view (%%jit) -------------------------------------------------------------
@@ -367,15 +475,19 @@ class JitView extends View {
   select(id) { this.set("selected", this.get("selected") === id ? "" : id); }
 
   draw_graph(c) {
-    this.graph = new Graph(c.graph, (id) => this.select(id));
+    this.graph = new Graph(c.graph, (id) => this.select(id), "nbjax-graph", (g) => this.set("group", g));
     const g = c.graph || {};
     const more = g.truncated
       ? h("p", { class: "nbjax-note" }, `${g.shown} nodes shown, ${g.hidden} hidden (budget ${g.budget}). `,
         h("button", { class: "nbjax-button", testid: "nbjax-show-all", onclick: () => this.set("show_all", true) }, "show all"))
       : null;
     this.details = h("div", { class: "nbjax-details", testid: "nbjax-node-details" });
-    this.pane("graph", h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.details), more);
+    this.graphLayout = h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.details);
+    this.pane("graph", this.graphLayout, more);
   }
+
+  draw_source(c) { this.drawSource(c.source); }
+
 
   draw_jaxpr(c) {
     const j = c.jaxpr;
@@ -478,7 +590,7 @@ class JitView extends View {
   listen() {
     return {
       "change:compiled": () => this.draw(),
-      "change:timing": () => { this.drawHead(); if (this.panes.timing && (this.get("compiled") || {}).name) this.drawTiming(); this.drawTabs(); },
+      "change:timing": () => { this.drawHead(); if (this.panes.timing && (this.get("compiled") || {}).name) this.drawTiming(); this.heatSource(); this.drawTabs(); },
       "change:status": () => { this.drawHead(); if (!(this.get("compiled") || {}).name) this.drawPlaceholders(); },
       "change:tab": () => this.drawTabs(),
       "change:selected": () => this.drawSelection(),
@@ -498,9 +610,11 @@ class GradView extends View {
       return;
     }
     this.drawLinked(g);
-    this.graph = new Graph(g.graph, (id) => this.select(id));
+    this.graph = new Graph(g.graph, (id) => this.select(id), "nbjax-graph", (choice) => this.set("group", choice));
     this.graphDetails = h("div", { class: "nbjax-details", testid: "nbjax-node-details" });
-    this.pane("graph", h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.graphDetails));
+    this.graphLayout = h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.graphDetails);
+    this.pane("graph", this.graphLayout);
+    if (g.source) this.drawSource(g.source);
     this.drawSteps();
     this.pane("jaxpr", markup(g.jaxpr, { testid: "nbjax-grad-jaxpr" }),
       g.hessian ? h("div", {}, h("h4", {}, "Hessian"), markup(g.hessian.jaxpr, { testid: "nbjax-hessian" })) : null);

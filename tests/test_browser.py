@@ -787,3 +787,72 @@ def test_a_folded_loop_unfolds_from_any_node_of_its_block(browser):
     button.click()
     assert page.evaluate("() => window.nbjaxModel.get('toggled')") == ["repeat-e0"]
     page.close()
+
+
+# --- the annotated source pane --------------------------------------------------------------
+
+TWO_LINES = ("def two_lines(x):\n    y = jnp.sin(x) * 2.0\n"
+             "    return jnp.sum(jnp.exp(y) + y)\n", "two_lines(np.ones(8, np.float32))")
+
+
+def test_clicking_a_source_line_highlights_its_graph_nodes(browser):
+    """The Source pane lists the cell's lines with their kernels, the graph beside them;
+    clicking a line outlines its equations' nodes and lists the fusion decisions about
+    them; the graph goes back to its own pane after."""
+    expect = sync_api.expect
+    view = _jit_view("--backend cpu --show graph,source,fusion", function=TWO_LINES)
+    (cell,) = view.compiled["source"]["files"]
+    line = next(row for row in cell["lines"] if "jnp.sin" in row["text"])
+    assert line["line"] == 3 and len(line["nodes"]) == 2  # sin, mul
+    page = render_standalone(browser, view)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.get_by_test_id("nbjax-tab-source").click()
+    pane = page.get_by_test_id("nbjax-source")
+    expect(pane.get_by_test_id("nbjax-graph")).to_have_count(1)  # moved beside the lines
+    row = page.get_by_test_id("nbjax-source-line-0-3")
+    expect(row).to_have_attribute("data-kernels", str(len(line["kernels"])))
+    expect(row).to_contain_text("y = jnp.sin(x) * 2.0")
+    expect(page.locator("g.nbjax-line-node")).to_have_count(0)
+    row.click()
+    marked = page.locator("g.nbjax-line-node")
+    expect(marked).to_have_count(len(line["nodes"]))
+    for node in line["nodes"]:
+        expect(page.get_by_test_id(f"nbjax-node-{node}")).to_have_class(
+            re.compile(r"\bnbjax-line-node\b"))
+    decisions = page.get_by_test_id("nbjax-source-decisions").locator("tbody tr")
+    expect(decisions).to_have_count(len(line["decisions"]))
+    expect(page.get_by_test_id("nbjax-source-details")).to_contain_text("line 3")
+    pane.screenshot(path=artifacts_dir() / "source-pane.png")
+    row.click()  # again: nothing selected
+    expect(marked).to_have_count(0)
+    page.get_by_test_id("nbjax-tab-graph").click()
+    expect(page.get_by_test_id("nbjax-pane-graph").get_by_test_id("nbjax-graph")).to_have_count(1)
+    page.get_by_test_id("nbjax-graph-group").select_option("line")  # the kernel redraws
+    assert page.evaluate("() => window.nbjaxModel.get('group')") == "line"
+    assert errors == []
+    page.close()
+
+
+def test_a_gradient_s_source_line_highlights_its_forward_and_backward_nodes(browser):
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbjax")
+    for code in ("import nbjax.numpy as jnp\nimport numpy as np",
+                 "%%grad\ndef two_lines(x):\n    y = jnp.sin(x) * x\n"
+                 "    return jnp.sum(jnp.exp(y))\n", "grad_two_lines(np.ones(3, np.float32))"):
+        shell.run_cell(code).raise_error()
+    (view,) = shell.user_ns["grad_two_lines"].watchers
+    view.flush()
+    line = next(r for r in view.grad["source"]["files"][0]["lines"] if r["line"] == 3)
+    page = render_standalone(browser, view)
+    page.get_by_test_id("nbjax-tab-source").click()
+    row = page.get_by_test_id("nbjax-source-line-0-3")
+    sync_api.expect(row).to_contain_text(f"{len(line['nodes']) - line['backward']} fwd, "
+                                         f"{line['backward']} bwd")
+    row.click()
+    marked = page.locator("g.nbjax-line-node")
+    sync_api.expect(marked).to_have_count(len(line["nodes"]))
+    assert {marked.nth(i).get_attribute("data-testid") for i in range(marked.count())} == \
+        {f"nbjax-node-{n}" for n in line["nodes"]}
+    page.close()

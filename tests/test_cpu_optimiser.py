@@ -1,5 +1,6 @@
-"""The optimiser process: LLVM's passes and code generation run in a worker, give what the
-in-process pipeline gives, and any failure of the worker falls back to compiling here."""
+"""The optimiser processes: LLVM's passes and code generation run in workers, on the parts of
+a module at once, give what the in-process pipeline gives, and any failure of a worker falls
+back to compiling here."""
 
 import io
 import logging
@@ -11,7 +12,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.backends import compile
-from nbjax.backends.cpu import optimiser, pipeline, runtime
+from nbjax.backends.cpu import cache, optimiser, partition, pipeline, runtime
 from nbjax.backends.cpu.target import cpu_target
 
 RNG = np.random.default_rng(11)
@@ -23,13 +24,25 @@ def no_disk_cache(monkeypatch):
     monkeypatch.setenv("NBJAX_DISABLE_DISK_CACHE", "1")
 
 
+def _pool(monkeypatch, workers):
+    pool = optimiser.OptimiserPool(workers)
+    monkeypatch.setattr(runtime, "_optimisers", pool)
+    return pool
+
+
 @pytest.fixture
 def fresh_process(monkeypatch):
-    """An optimiser process of this test's own, stopped afterwards."""
-    process = optimiser.OptimiserProcess()
-    monkeypatch.setattr(optimiser, "compile_module", process.compile_module)
-    yield process
-    process.close()
+    """A pool of one optimiser process of this test's own (the process), stopped after."""
+    pool = _pool(monkeypatch, 1)
+    yield pool.processes[0]
+    pool.close()
+
+
+@pytest.fixture
+def two_processes(monkeypatch):
+    pool = _pool(monkeypatch, 2)
+    yield pool
+    pool.close()
 
 
 def _f(x):
@@ -51,7 +64,7 @@ def _code(text):
 
 def test_the_worker_gives_what_the_in_process_pipeline_gives(fresh_process):
     _check(RNG.standard_normal((37, 45)).astype(np.float32))
-    assert fresh_process._served == 1
+    assert fresh_process._served >= 1
     optimised, code = fresh_process.compile_module(runtime._PLAIN_LOOP, *cpu_target())
     here, here_code = pipeline.compile_module(runtime._PLAIN_LOOP, *cpu_target())
     assert _code(optimised) == _code(here) and "<" in optimised   # vectorised, identically
@@ -68,15 +81,14 @@ def test_a_dead_worker_is_replaced_and_a_failing_one_falls_back(fresh_process, c
     assert "compiling in-process" in caplog.text
     assert fresh_process._worker is None
     _check(x + 2)                         # the next module starts a new worker
-    assert fresh_process._worker is not None and fresh_process._served == 1
+    assert fresh_process._worker is not None and fresh_process._served >= 1
 
 
 def test_the_worker_is_restarted_after_its_share_of_modules(fresh_process, monkeypatch):
     monkeypatch.setattr(optimiser, "MODULES_PER_WORKER", 2)
-    x = RNG.standard_normal((4, 8)).astype(np.float32)
     pids = []
     for k in range(5):
-        _check(x + k)
+        fresh_process.compile_module(runtime._PLAIN_LOOP + f"; {k}", *cpu_target())
         pids.append(fresh_process._worker.pid)
     assert len(set(pids)) == 3 and pids[0] == pids[1] != pids[2]
 
@@ -104,3 +116,101 @@ def test_a_message_cut_short_reads_as_the_end_of_the_stream():
     assert pipeline.read_message(io.BytesIO(data)) == [b"ok", b"optimised IR", b""]
     for cut in range(len(data)):             # a worker that died mid-reply
         assert pipeline.read_message(io.BytesIO(data[:cut])) is None
+
+
+# --- a module in parts --------------------------------------------------------------------
+
+_PROGRAM = """
+@"flag" = external global i32
+
+define internal float @"helper"(float %".1") noinline
+{
+entry:
+  %".2" = fmul float %".1", 2.0
+  ret float %".2"
+}
+
+define void @"kernel_0"(float* noalias %".1", float* noalias %".2", i64 %".3", i64 %".4")
+{
+entry:
+  %".5" = load float, float* %".2"
+  %".6" = call float @"helper"(float %".5")
+  store float %".6", float* %".1"
+  ret void
+}
+
+define void @"kernel_1"(float* noalias %".1", float* noalias %".2", i64 %".3", i64 %".4")
+{
+entry:
+  %".5" = load float, float* %".2"
+  %".6" = fadd float %".5", 1.0
+  store float %".6", float* %".1"
+  ret void
+}
+
+define i32 @"program"(float* %".1", float* %".2", float* %".3")
+{
+entry:
+  call void @"kernel_0"(float* %".2", float* %".1", i64 0, i64 1)
+  call void @"kernel_1"(float* %".3", float* %".2", i64 0, i64 1)
+  %".4" = load i32, i32* @"flag"
+  ret i32 %".4"
+}
+"""
+
+
+def _defined(text):
+    return {f.name for f in partition._read(text)[1] if not f.internal}
+
+
+def test_a_module_is_cut_between_its_functions_into_parts_that_each_verify():
+    parts = partition.split(_PROGRAM, 2)
+    assert len(parts) == 2
+    tm = pipeline.target_machine(*cpu_target())
+    owned = [_defined(p) for p in parts]
+    assert set().union(*owned) == {"kernel_0", "kernel_1", "program"}
+    assert not owned[0] & owned[1]                    # each function defined once
+    for part in parts:
+        pipeline.parse(part, tm)                      # declares what the others define
+        assert '@"helper"' not in part or 'define internal float @"helper"' in part
+    assert partition.split(_PROGRAM, 1) == [_PROGRAM]
+    assert len(partition.split(_PROGRAM, 8)) == 3     # never more parts than functions
+    with pytest.raises(ValueError, match="unterminated"):
+        partition.split(_PROGRAM.rsplit("}", 1)[0], 2)
+
+
+def test_the_parts_run_as_the_whole_module_did(two_processes):
+    """A program of several kernels and control flow, compiled in parts by two workers,
+    gives the reference backend's values; both workers took parts."""
+    def loop(x, w):
+        def body(h, _):
+            h = jnp.tanh(h @ w) + jnp.exp(-h) * 0.5
+            return h, jnp.sum(h * h)
+        h, sums = nbjax.lax.scan(body, x, None, length=7)
+        return jnp.sin(h) * 2.0, sums.max()
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    w = RNG.standard_normal((6, 6)).astype(np.float32) * 0.3
+    closed = nbjax.make_jaxpr(loop)(x, w)
+    exe = compile(closed, "cpu", "loop_in_parts")
+    expected = compile(closed, "reference", "loop_reference").run(x, w)
+    for got, want in zip(exe.run(x, w), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    assert all(p._served >= 1 for p in two_processes.processes)
+    assert "llvm_optimise" in exe.compile_times
+
+
+def test_a_part_llvm_rejects_makes_the_module_compile_here(two_processes, monkeypatch):
+    real = partition.split
+    monkeypatch.setattr(partition, "split",
+                        lambda text, parts: real(text, parts)[:-1] + ["not IR"])
+    assert two_processes.compile_module(_PROGRAM, *cpu_target()) is None
+    _check(RNG.standard_normal((5, 7)).astype(np.float32))   # compiled here, still right
+
+
+def test_object_files_pack_and_unpack():
+    objects = [b"first", b"", b"third part"]
+    packed = cache.pack_objects(objects)
+    assert cache.unpack_objects(packed) == objects
+    for damaged in (packed[:-1], packed + b"x"):
+        with pytest.raises(ValueError):
+            cache.unpack_objects(damaged)

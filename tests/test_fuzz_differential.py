@@ -6,6 +6,7 @@ backend, and every op of the fuzz corpus run eagerly against under ``nbjax.jit``
 the count of programs tried and the seeds of any mismatches."""
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -124,6 +125,7 @@ class _Program:
         discontinuous = kind in ("int", "bool") or (kind == "float" and self.exact)
         return {
             "contract": kind != "bool",
+            "convolve": kind != "bool" and ndim > 0,
             "argminmax": kind != "complex" and discontinuous and self.x.size > 0,
             "gather": True,
             "scatter": ndim > 0 and self.x.shape[0] > 0,
@@ -368,6 +370,26 @@ class _Program:
             self.inexact_result(jnp.cumsum(jnp.abs(x), axis) if which != 1
                                 else jnp.cumprod(jnp.abs(x), axis))
 
+    def convolve(self):
+        """x as a batch of one-feature signals or images (its last one or two axes
+        spatial) convolved with a small random kernel of one or two output features:
+        strides, padding (negative too), input and kernel dilation."""
+        x = self.x
+        n = min(x.ndim, self.integer(1, 2))
+        lhs = x.reshape((math.prod(x.shape[:x.ndim - n]), 1) + x.shape[x.ndim - n:])
+        shape = (self.integer(1, 2), 1) + tuple(self.integer(1, 3) for _ in range(n))
+        rhs = jnp.asarray(_astype(self.rng.integers(-2, 3, shape) if self.kind() == "int"
+                                  else self.rng.standard_normal(shape), x.dtype))
+        params = ([self.integer(1, 2) for _ in range(n)],
+                  [(self.integer(-1, 2), self.integer(-1, 2)) for _ in range(n)],
+                  [self.integer(1, 2) for _ in range(n)], [self.integer(1, 2) for _ in range(n)])
+        if any((size - 1) * d + 1 + lo + hi < (k - 1) * r + 1 for size, d, (lo, hi), k, r in
+               zip(lhs.shape[2:], params[2], params[1], shape[2:], params[3])):
+            return  # the window is larger than the padded input
+        self.x = lax.conv_general_dilated(lhs, rhs, *params)
+        if self.kind() in ("float", "complex"):
+            self.inexact_result(lax.conv_general_dilated(jnp.abs(lhs), jnp.abs(rhs), *params))
+
     def loop(self):
         """One or two ops of the corpus as the body of a scan of two iterations (a native
         loop calling BLAS and host steps for the library ops): each iteration's result is
@@ -393,7 +415,7 @@ class _Program:
 
 # The op names a program is built from; each is a _Program method.
 CORPUS = ["unary", "binary", "binary_broadcast", "convert", "reduce", "structural",
-          "contract", "argminmax", "gather", "scatter", "sort", "argsort", "cumulative",
+          "contract", "convolve", "argminmax", "gather", "scatter", "sort", "argsort", "cumulative",
           "loop", "keep_output"]
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import nbjax
 from nbjax import lax
-from helpers import eager_and_traced, random_array
+from helpers import assert_close, eager_and_traced, random_array
 
 RNG = np.random.default_rng(3)
 
@@ -248,3 +248,90 @@ def test_conv_errors():
         conv(lhs, rhs, (1, 1), "VALID", dimension_numbers=("NHWX", "OIHW", "NCHW"))
     with pytest.raises(TypeError, match="same set of spatial characters"):
         conv(lhs, rhs, (1, 1), "VALID", dimension_numbers=("NCHW", "OIHX", "NCHW"))
+
+
+# --- compiled: one im2col packing kernel and one matrix product --------------------------
+
+_COMPILED = [  # lhs NCHW, rhs OIHW, strides, padding, lhs_dilation, rhs_dilation, groups
+    ((2, 3, 9, 8), (4, 3, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), (1, 1), {}),
+    ((2, 3, 9, 8), (4, 3, 3, 2), (2, 3), ((1, 2), (-1, 0)), (1, 2), (2, 1), {}),
+    ((2, 6, 7, 5), (6, 3, 2, 2), (1, 2), ((0, 0), (1, 1)), (1, 1), (1, 1),
+     {"feature_group_count": 2}),
+    ((4, 3, 7, 5), (6, 3, 2, 2), (1, 1), ((0, 1), (1, 1)), (1, 1), (1, 1),
+     {"batch_group_count": 2}),
+    ((3, 2, 20), (4, 2, 15), (1,), ((2, 2),), (1,), (1,), {}),        # more windows than outputs
+    ((2, 3, 4, 4), (5, 3, 4, 4), (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1), {}),   # one output
+    ((1, 2, 3, 4, 3), (2, 2, 2, 1, 2), (1, 2, 1), ((1, 0), (0, 0), (1, 1)), (1, 1, 2),
+     (1, 1, 1), {}),
+    ((0, 3, 4, 4), (5, 3, 2, 2), (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1), {}),   # size 0
+]
+
+
+@pytest.mark.cpu_compiler
+@pytest.mark.parametrize("case", _COMPILED, ids=lambda c: "x".join(map(str, c[0])))
+def test_compiled_conv_is_a_packing_kernel_and_a_product(case):
+    lhs_shape, rhs_shape, strides, padding, lhs_dilation, rhs_dilation, groups = case
+    lhs = random_array(RNG, lhs_shape, np.float32)
+    rhs = random_array(RNG, rhs_shape, np.float32)
+
+    def conv(a, b):
+        return lax.conv_general_dilated(a, b, strides, padding, lhs_dilation, rhs_dilation,
+                                        **groups)
+    compiled = nbjax.jit(conv).lower(lhs, rhs).compile()
+    out = compiled(lhs, rhs)
+    expected = naive_conv(lhs, rhs, strides, padding, lhs_dilation, rhs_dilation,
+                          groups.get("feature_group_count", 1),
+                          groups.get("batch_group_count", 1))
+    assert out.shape == expected.shape and out.dtype == np.float32
+    scale = np.abs(lhs).max(initial=0) * np.abs(rhs).sum(axis=0).max(initial=0)
+    assert_close(out, expected, rtol=1e-5, scale=scale)
+    report = str(compiled.fusion_report())
+    assert "conv_general_dilated" not in report
+    if out.size:
+        assert "dot_general" in report
+
+
+@pytest.mark.cpu_compiler
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.float16, np.complex64, np.bool_])
+def test_compiled_conv_dtypes_match_eager(dtype):
+    lhs, rhs = random_array(RNG, (2, 2, 5, 4), dtype), random_array(RNG, (3, 2, 2, 2), dtype)
+
+    def conv(a, b):
+        return lax.conv_general_dilated(a, b, (2, 1), ((1, 0), (0, 1)))
+    out, eager = nbjax.jit(conv)(lhs, rhs), conv(lhs, rhs)
+    assert out.dtype == eager.dtype == np.dtype(dtype)
+    tol = {np.float16: 2e-3, np.complex64: 1e-5}.get(dtype, 0)
+    scale = float(np.abs(lhs).max() * np.abs(rhs).max() * 8) if tol else None
+    assert_close(np.asarray(out), np.asarray(eager), rtol=tol, scale=scale)
+
+
+@pytest.mark.cpu_compiler
+def test_compiled_conv_gradients_match_eager():
+    """The transposed convolutions of the gradient (input dilation, kernel-sized outputs,
+    groups) decompose into products too."""
+    x = random_array(RNG, (2, 4, 9, 7), np.float32)
+    w = random_array(RNG, (6, 2, 3, 2), np.float32)
+
+    def loss(x, w):
+        y = lax.conv_general_dilated(x, w, (2, 1), ((1, 1), (0, 1)), rhs_dilation=(1, 2),
+                                     feature_group_count=2)
+        return (nbjax.numpy.tanh(y) ** 2).sum()
+    grads = nbjax.jit(nbjax.grad(loss, argnums=(0, 1)))(x, w)
+    eager = nbjax.grad(loss, argnums=(0, 1))(x, w)
+    for got, want, operand in zip(grads, eager, (w, x)):
+        assert_close(got, want, rtol=1e-5, scale=float(np.abs(operand).sum()))
+
+
+def test_a_nan_under_a_dilated_kernels_gap_stays_out():
+    """XLA's kernel dilation skips the gaps (they are not zero weights): a NaN or inf there
+    does not reach the output, eagerly or compiled."""
+    lhs = random_array(RNG, (1, 2, 7, 6), np.float32)
+    lhs[0, 0, 1, 1], lhs[0, 1, 3, 2] = np.nan, np.inf
+    rhs = random_array(RNG, (2, 2, 2, 2), np.float32)
+
+    def conv(a, b):
+        return lax.conv_general_dilated(a, b, (1, 1), ((0, 0), (0, 0)), rhs_dilation=(2, 2))
+    expected = naive_conv(lhs, rhs, (1, 1), ((0, 0), (0, 0)), (1, 1), (2, 2))
+    assert np.isfinite(expected).any() and np.isnan(expected).any()
+    for out in (conv(lhs, rhs), nbjax.jit(conv)(lhs, rhs)):
+        np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-5)

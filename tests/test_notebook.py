@@ -25,7 +25,7 @@ from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
 import nbjax  # noqa: E402
 import nbjax.notebook  # noqa: E402
 from nbjax.config import config  # noqa: E402
-from nbjax.notebook import assets, jit_state, session  # noqa: E402
+from nbjax.notebook import assets, jit_state, session, source_pane  # noqa: E402
 from nbjax.notebook.watch import GradWatch, WatchedJit  # noqa: E402
 from nbjax.viz import theme  # noqa: E402
 
@@ -105,7 +105,7 @@ def power(x, n):
 
 @pytest.mark.parametrize("magic, line, message", [
     ("jit", "--backend gpu", r"argument --backend: invalid choice: 'gpu'"),
-    ("jit", "--show graph,flames", r"unknown pane 'flames'; choose from graph, jaxpr"),
+    ("jit", "--show graph,flames", r"unknown pane 'flames'; choose from graph, source, jaxpr"),
     ("jit", "--static n", r"--static: no function in this cell has a parameter named 'n'"),
     ("jit", "--static 3x", r"expected comma-separated Python names"),
     ("jit", "--fast", r"unrecognized arguments: --fast"),
@@ -665,6 +665,11 @@ def test_jaxpr_magic(ip):
     _assert_static(html)
     result = ip.run_cell("%jaxpr undefined_function(1.0)")
     assert isinstance(result.error_in_exec, NameError)
+    grouped = run(ip, "%jaxpr --group function poly(np.ones(3, np.float32), {'a': 2.0, 'b': 1.0})")
+    assert grouped.group == "function"
+    assert grouped._repr_html_().replace("&#45;", "-").count('id="cluster-src-') == 1  # poly()
+    with pytest.raises(UsageError, match="invalid choice: 'lines'"):
+        run(ip, "%jaxpr --group lines poly(1.0, {'a': 1.0, 'b': 0.0})")
 
 
 # --- big graphs ------------------------------------------------------------------------------
@@ -1289,3 +1294,138 @@ def test_a_view_runs_the_function_once_per_trace(ip):
     assert len(ip.user_ns["traces"]) == 1   # n is traced: one signature
     t = view_of(ip.user_ns["counted"]).timing
     assert t["eager_seconds"] > 0 and t["numpy_seconds"] > 0
+
+
+# --- the annotated source, grouping, faded dead code -----------------------------------------
+
+INNER_CELL = "@nbjax.jit\ndef src_inner(x):\n    y = jnp.sin(x)\n    return y * 2.0\n"
+OUTER_CELL = ("%%jit\ndef src_outer(x):\n    a = jnp.exp(x)\n    b = src_inner(a)\n"
+              "    c = jnp.sum(b + a)\n    return c * jnp.cumsum(a)\n")
+
+
+def _source_pane(ip):
+    """The source pane of a %%jit function calling a jitted function of another cell."""
+    inner = ip.run_cell(INNER_CELL, store_history=True)
+    outer = ip.run_cell(OUTER_CELL, store_history=True)
+    inner.raise_error()
+    outer.raise_error()
+    run(ip, "for _ in range(3): src_outer(np.linspace(0, 1, 500).astype(np.float32))")
+    view = view_of(ip.user_ns["src_outer"])
+    return view, inner.execution_count, outer.execution_count
+
+
+@pytest.mark.cpu_compiler
+def test_source_pane_lines_carry_their_kernels_time_and_decisions(ip):
+    view, inner_cell, outer_cell = _source_pane(ip)
+    source, graph = view.compiled["source"], view.compiled["graph"]
+    files = {f["label"]: f for f in source["files"]}
+    # the inner function's lines are its own cell's, not the calling line's
+    assert list(files) == [f"Cell In[{outer_cell}]", f"Cell In[{inner_cell}]"]
+    lines = {(label, row["line"]): row for label, f in files.items() for row in f["lines"]}
+    inner = {row["text"].strip(): row for (label, _), row in lines.items()
+             if label == f"Cell In[{inner_cell}]"}
+    assert inner["y = jnp.sin(x)"]["line"] == 3 and inner["return y * 2.0"]["line"] == 4
+    prims = {i: n["primitive"] for i, n in graph["nodes"].items()}
+    assert [prims[i] for i in inner["y = jnp.sin(x)"]["nodes"]] == ["sin"]
+    # every equation is on exactly one line, whose kernels are its equations' plan steps
+    owned = [i for row in lines.values() for i in row["nodes"]]
+    assert sorted(owned) == sorted(i for i, n in graph["nodes"].items() if n["kind"] == "eqn")
+    for row in lines.values():
+        assert row["kernels"] == sorted({graph["nodes"][i]["group"] for i in row["nodes"]})
+        assert [d["node"] for d in row["decisions"]] == row["nodes"]
+    call_line = lines[(f"Cell In[{outer_cell}]", 4)]
+    assert call_line["text"] == "    b = src_inner(a)" and call_line["nodes"] == []
+    cumsum_line = lines[(f"Cell In[{outer_cell}]", 6)]
+    assert len(cumsum_line["kernels"]) == 2  # cumsum (a library step) and the product
+    # the time of every step is shared out among its lines, none lost or counted twice
+    steps = sum(s["seconds"] for s in view.timing["steps"])
+    per_line = [source_pane.line_seconds(row, view.timing) for row in lines.values()]
+    assert_close(sum(s for s in per_line if s), steps, rtol=1e-9)
+
+
+@pytest.mark.cpu_compiler
+def test_static_source_pane_has_each_line_s_kernel_count(ip):
+    view, inner_cell, outer_cell = _source_pane(ip)
+    html = view.static_html()
+    _assert_static(html)
+    assert ">Source</summary>" in html and f"Cell In[{inner_cell}]" in html
+    first = re.search(r'<table class="nbjax-source".*?</table>', html).group(0)  # outer's
+    rows = re.findall(r'<tr data-line="(\d+)" style="[^"]*">(.*?)</tr>', first)
+    cells = {line: re.findall(r"<td[^>]*>(.*?)</td>", row) for line, row in rows}
+    outer = {row["line"]: row for row in view.compiled["source"]["files"][0]["lines"]}
+    for line, row in outer.items():
+        count = len(row["kernels"])
+        kernels = cells[str(line)][1]
+        if row["nodes"]:
+            assert kernels.startswith(f"{count} kernel{'s' if count != 1 else ''}")
+        else:
+            assert kernels == ""
+    assert "2 kernels" in cells["6"][1] and "background:rgba(245,158,11," in html
+    assert "Fusion decisions, line by line" in html
+
+
+@pytest.mark.cpu_compiler
+def test_compiler_view_groups_its_graph_by_line_and_folds_a_group(ip):
+    view, _, outer_cell = _source_pane(ip)
+    view.group = "line"
+    graph = view.compiled["graph"]
+    groups = [c for c in graph["clusters"] if c["id"].startswith("src-")]
+    assert graph["group"] == "line" and groups
+    by_line = {}
+    for i, n in graph["nodes"].items():
+        if n["kind"] == "eqn":
+            by_line.setdefault(n["source"], set()).add(i)
+    assert sorted(map(sorted, (set(g["members"]) for g in groups))) == \
+        sorted(map(sorted, by_line.values()))  # each line's equations run together here
+    svg = graph["svg"].replace("&#45;", "-")
+    assert all(f'id="{graph["prefix"]}cluster-{g["id"]}"' in svg for g in groups)
+    folded = groups[-1]
+    view.toggled = [folded["id"]]
+    svg = view.compiled["graph"]["svg"].replace("&#45;", "-")
+    assert f'id="{graph["prefix"]}{folded["id"]}"' in svg  # one node for the group
+    assert not any(f'id="{graph["prefix"]}{m}"' in svg for m in folded["members"])
+    view.group, view.toggled = "", []
+
+
+def test_grad_view_fades_the_dead_forward_code(ip):
+    run(ip, "%%grad\ndef faded(x):\n    return jnp.sum(jnp.exp(jnp.sin(x)) * 2.0)\n")
+    run(ip, "grad_faded(np.ones(3, np.float32))")
+    graph = view_of(ip.user_ns["grad_faded"]).grad["graph"]
+    dead = {i: n for i, n in graph["nodes"].items() if n["dim"]}
+    # grad keeps the forward pass whole: the primal's `* 2.0` and sum, which nothing reads
+    assert sorted(n["primitive"] for n in dead.values()) == ["mul", "reduce_sum"]
+    assert all(n["phase"] == "forward" and "DCE" in n["dim"] for n in dead.values())
+    assert graph["dimmed"] == 2 and "unused (DCE drops it)" in graph["svg"]
+
+
+def test_grad_view_source_pane_counts_each_line_s_forward_and_backward_equations(ip):
+    cell = ip.run_cell("%%grad\ndef two_step(x):\n    y = jnp.sin(x) * x\n"
+                       "    return jnp.sum(jnp.exp(y))\n", store_history=True)
+    cell.raise_error()
+    run(ip, "grad_two_step(np.ones(3, np.float32))")
+    view = view_of(ip.user_ns["grad_two_step"])
+    graph, (file,) = view.grad["graph"], view.grad["source"]["files"]
+    assert file["label"] == f"Cell In[{cell.execution_count}]"
+    rows = {row["line"]: row for row in file["lines"] if row["nodes"]}
+    assert sorted(rows) == [3, 4]
+    for row in rows.values():  # the graph's nodes of each line, by phase
+        phases = [graph["nodes"][i]["phase"] for i in row["nodes"]]
+        assert row["backward"] == phases.count("backward") > 0
+        assert len(row["nodes"]) - row["backward"] == phases.count("forward") > 0
+        assert {graph["nodes"][i]["source"] for i in row["nodes"]} == \
+            {f"Cell In[{cell.execution_count}], line {row['line']}"}
+    html = view.static_html()
+    _assert_static(html)
+    f3 = rows[3]
+    assert f">{len(f3['nodes']) - f3['backward']} fwd, {f3['backward']} bwd<" in html
+
+
+@pytest.mark.cpu_compiler
+def test_source_pane_without_the_timing_pane_times_its_lines_but_runs_no_baseline(ip):
+    run(ip, "%%jit --backend cpu --show graph,source\ndef timed_lines(x):\n"
+            "    return jnp.sum(jnp.sin(x))\n")
+    run(ip, "timed_lines(np.ones(256, np.float32))")
+    view = view_of(ip.user_ns["timed_lines"])
+    (row,) = [r for r in view.compiled["source"]["files"][0]["lines"] if r["nodes"]]
+    assert source_pane.line_seconds(row, view.timing) > 0
+    assert view.timing["eager_seconds"] is None and view.timing["numpy_seconds"] is None

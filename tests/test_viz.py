@@ -385,7 +385,7 @@ def test_dot_colours_forward_and_backward(zoo):
     assert f'class="nbjax-node nbjax-eqn nbjax-forward nbjax-prov-{prov}"' in dot
     assert f'class="nbjax-node nbjax-eqn nbjax-backward nbjax-prov-{prov}"' in dot
     assert 'fillcolor="#dbeafe"' in dot and 'fillcolor="#fed7aa"' in dot
-    assert 'label="blue: forward pass    orange: backward pass"' in dot
+    assert 'label="blue: forward pass    orange: backward pass' in dot  # then the faded kinds
 
 
 def test_dot_draws_fusion_kernels_as_coloured_clusters(zoo):
@@ -569,3 +569,148 @@ def test_ipython_formats_jaxprs_as_html_only_where_html_is_shown(zoo, monkeypatc
         display_formatter=types.SimpleNamespace(active_types=["text/plain"]))
     monkeypatch.setattr(IPython, "get_ipython", lambda: terminal)
     assert closed._repr_mimebundle_() == {"text/plain": str(closed)}
+
+
+# --- grouping by source, faded dead code ----------------------------------------------------
+
+def two_lines(x):
+    y = jnp.sin(x) * 2.0
+    return jnp.exp(y) + y
+
+
+def _inner(x):
+    return jnp.cos(x) * 3.0
+
+
+def two_functions(x):
+    y = jnp.sin(x)
+    return _inner(y) + y
+
+
+def _eqns_by(model, key):
+    """Equation node ids by what ``key(source)`` says of their source, in program order."""
+    found = {}
+    for n in model["nodes"]:
+        if n["kind"] == "eqn":
+            found.setdefault(key(n["source"]), []).append(n["id"])
+    return found
+
+
+def test_groups_by_line_hold_each_line_s_equations():
+    model = viz.graph_model(nbjax.make_jaxpr(two_lines)(V3), group="line")
+    groups = model["source_groups"]
+    first, second = _line_of(two_lines, "jnp.sin"), _line_of(two_lines, "jnp.exp")
+    assert [g["source"]["line"] for g in groups] == [first, second]
+    assert {g["source"]["line"]: g["nodes"] for g in groups} == \
+        _eqns_by(model, lambda s: s["line"])
+    prims = {n["id"]: n["primitive"] for n in model["nodes"]}
+    assert [sorted(prims[i] for i in g["nodes"]) for g in groups] == \
+        [["mul", "sin"], ["add", "exp"]]
+    assert groups[0]["label"] == f"line {first} (two_lines): y = jnp.sin(x) * 2.0"
+    assert viz.graph_model(nbjax.make_jaxpr(two_lines)(V3))["source_groups"] == []
+    with pytest.raises(ValueError, match="group must be one of 'line', 'function' or None"):
+        viz.graph_model(nbjax.make_jaxpr(two_lines)(V3), group="lines")
+
+
+def test_groups_by_function_are_runs_of_one_function_s_equations():
+    model = viz.graph_model(nbjax.make_jaxpr(two_functions)(V3), group="function")
+    prims = {n["id"]: n["primitive"] for n in model["nodes"]}
+    runs = [(g["label"], [prims[i] for i in g["nodes"]]) for g in model["source_groups"]]
+    # the outer function's equations after the call are a second group, so that a group
+    # folded into one node never makes a cycle (sin -> _inner -> add)
+    assert runs == [("two_functions()", ["sin"]), ("_inner()", ["cos", "mul"]),
+                    ("two_functions() (continued)", ["add"])]
+    functions = _eqns_by(model, lambda s: s["function"])
+    assert sorted(functions["_inner"]) == sorted(model["source_groups"][1]["nodes"])
+
+
+@needs_dot
+def test_a_collapsed_group_is_one_node_with_the_group_s_edges():
+    model = viz.graph_model(nbjax.make_jaxpr(two_functions)(V3), group="function")
+    inner = model["source_groups"][1]
+    inner["collapsed"] = True
+    shown = viz.representatives(model)
+    assert {shown[i] for i in inner["nodes"]} == {inner["id"]}
+    dot = viz.to_dot(model)
+    drawn = set(re.findall(r'^\s*"([^"]+)" \[', dot, re.M))
+    assert inner["id"] in drawn and not drawn & set(inner["nodes"])
+    edges = set(re.findall(r'"([^"]+)" -> "([^"]+)"', dot))
+    # every edge of the program, its ends replaced by what is drawn for them
+    expected = {(shown[e["source"]], shown[e["target"]]) for e in model["edges"]}
+    assert edges == {e for e in expected if e[0] != e[1]}
+    assert (shown["e0"], inner["id"]) in edges and (inner["id"], "e3") in edges
+    assert "▸ _inner()" in dot and "cluster_src-e0" in dot  # the others stay clusters
+    svg = viz.to_svg(dot)
+    assert f'id="{inner["id"]}"' in svg.replace("&#45;", "-")
+
+
+def _live_by_fixpoint(jaxpr):
+    """Equations whose results reach an output, by iterating to a fixed point (no reverse
+    walk): the reference for ``dim`` == DEAD."""
+    live_vars = {v for v in jaxpr.outvars if not hasattr(v, "val")}
+    live, changed = set(), True
+    while changed:
+        changed = False
+        for i, eqn in enumerate(jaxpr.eqns):
+            if i not in live and any(v in live_vars for v in eqn.outvars):
+                live.add(i)
+                live_vars.update(a for a in eqn.invars if not hasattr(a, "val"))
+                changed = True
+    return live
+
+
+def _loss(x, w):
+    y = jnp.sin(x) * w
+    return jnp.sum(jnp.exp(y) * 2.0)
+
+
+def test_dead_forward_code_of_a_gradient_is_faded():
+    from nbjax.viz.unused import DEAD
+    closed = nbjax.make_jaxpr(nbjax.grad(_loss))(V3, np.float32(2.0))
+    model = viz.graph_model(closed)
+    live = _live_by_fixpoint(closed.jaxpr)
+    dead = {f"e{i}" for i in range(len(closed.jaxpr.eqns)) if i not in live}
+    assert {n["id"] for n in model["nodes"] if n["dim"] == DEAD} == dead
+    # what grad drops: the primal result (sum of exp(y) * 2), forward equations only
+    nodes = {n["id"]: n for n in model["nodes"]}
+    assert sorted(nodes[i]["primitive"] for i in dead) == ["mul", "reduce_sum"]
+    assert all(nodes[i]["provenance"]["phase"] == "forward" for i in dead)
+    dot = viz.to_dot(model)
+    assert "faded, dashed: unused (DCE drops it)" in dot
+    assert sum('nbjax-dim"' in line for line in dot.splitlines()) == len(dead)
+
+
+def test_identity_equations_are_faded_and_dead_ones_stay_dead():
+    from nbjax.viz.unused import DEAD, IDENTITY
+    model = viz.graph_model(nbjax.make_jaxpr(lambda x: jnp.sin(x * 1.0) + x * 2.0)(V3))
+    dims = {(n["primitive"], tuple(n["literals"])): n["dim"] for n in model["nodes"]
+            if n["kind"] == "eqn"}
+    assert dims[("mul", ("1.0:f32[]",))] == IDENTITY and dims[("mul", ("2.0:f32[]",))] is None
+    assert "faded, dotted: identity (x·1, x−0)" in viz.to_dot(model)
+    closed = nbjax.make_jaxpr(nbjax.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2) * 1.0))(V3)
+    by_text = {n["text"]: n["dim"] for n in viz.graph_model(closed)["nodes"] if n["text"]}
+    assert by_text["_:f32[] = mul f 1.0:f32[]"] == DEAD
+
+
+@needs_dot
+@pytest.mark.parametrize("group", ["line", "function"])
+def test_every_program_draws_grouped_each_node_once(zoo, group):
+    """Grouped by source, with every other group folded: each node drawn is drawn once,
+    inside its group's cluster when its group is open, and Graphviz accepts the result."""
+    for name, closed in zoo.items():
+        model = viz.graph_model(closed, group=group, budget=None)
+        for g in model["source_groups"][1::2]:
+            g["collapsed"] = True
+        dot = viz.to_dot(model)
+        drawn = re.findall(r'^\s*"([^"]+)" \[', dot, re.M)
+        assert len(drawn) == len(set(drawn)), name
+        shown = viz.representatives(model)
+        assert set(drawn) == set(shown.values()), name
+        for g in model["source_groups"][::2]:
+            drawn_here = [n for n in g["nodes"] if shown[n] == n]
+            if not drawn_here:  # inside a sub-jaxpr whose owner is in a folded group
+                assert all(shown[n].startswith("src-") for n in g["nodes"]), (name, g["id"])
+                continue
+            body = dot[dot.index(f'subgraph "cluster_{g["id"]}"'):]
+            assert f'"{drawn_here[0]}" [' in body[:body.index("\n  }")], (name, g["id"])
+        assert viz.to_svg(dot).startswith("<svg"), name

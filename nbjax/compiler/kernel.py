@@ -42,6 +42,42 @@ class CannotFuse(Exception):
     """Raised while building a kernel when a planned fusion turns out to be impossible."""
 
 
+def kernel_lowering(eqn):
+    """The kernel lowering of ``eqn``'s primitive, or None with the reason it has none."""
+    prim = eqn.primitive
+    lowering = prim.lowerings.get("kernel")
+    if prim.multiple_results or lowering is None:
+        return None, f"no kernel lowering for {prim.name}"
+    avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
+    if any(dtypes.is_complex(a.dtype) for a in avals):
+        return None, f"{prim.name} on complex numbers has no kernel lowering"
+    narrow = narrow_type_reason(eqn)
+    if narrow is not None:
+        return None, narrow
+    if lowering.kind == "elementwise" and not _elementwise_shapes(eqn):
+        return None, f"{prim.name} changes the shape here: no element-wise kernel"
+    return lowering, None
+
+
+def narrow_type_reason(eqn):
+    """Why ``eqn`` is a reference step by design (it reads or writes one of the narrow types
+    of ml_dtypes, which NumPy computes through float32), or None."""
+    avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
+    narrow = next((a.dtype for a in avals if dtypes.is_ml_dtype(a.dtype)), None)
+    if narrow is None:
+        return None
+    return (f"{eqn.primitive.name} on {narrow.name} has no kernel lowering (the narrow "
+            "types of ml_dtypes are left to the reference backend)")
+
+
+def _elementwise_shapes(eqn):
+    """Every operand is rank 0 or has the output's shape up to size-1 axes (bitcasts
+    between widths add or drop an axis: those are not element-wise)."""
+    out = eqn.outvars[0].aval.shape
+    return all(not a.aval.shape or (len(a.aval.shape) == len(out) and all(
+        n in (1, m) for n, m in zip(a.aval.shape, out))) for a in eqn.invars)
+
+
 @dataclass(eq=False)
 class Op:
     """One scalar SSA operation of a kernel body."""

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, JaxprEqn, Literal, Var, set_current_trace,
-                    subjaxprs)
+from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, JaxprEqn, Literal, Var, has_effect,
+                    set_current_trace, subjaxprs)
 from ..interpreters.batching import axis_primitives
 from ..interpreters.staging import trace_to_closed_jaxpr
+from .kernel import kernel_lowering
 
 # Constant folding makes new constants; bigger results stay computations.
 FOLD_SIZE_LIMIT = 1024
@@ -59,7 +60,10 @@ class _Rewriter:
 def _callee(eqn):
     """The jaxpr an equation stands for, or None: a call's jaxpr, or the primitive's
     decomposition into other primitives (its "jaxpr" lowering, e.g. threefry2x32 as uint32
-    arithmetic) when it has no kernel lowering of its own."""
+    arithmetic, a convolution as a packing kernel and a matrix product) when it has no
+    kernel lowering of its own. A primitive that is a library step by itself is decomposed
+    only where every equation of its decomposition is a kernel or a library step (not, for
+    example, a complex convolution, whose slices have no kernels)."""
     prim = eqn.primitive
     if prim.call_param is not None:
         return eqn.params[prim.call_param]
@@ -70,8 +74,13 @@ def _callee(eqn):
     def flat(*args):
         out = decompose(*args, **eqn.params)
         return list(out) if prim.multiple_results else [out]
-    return trace_to_closed_jaxpr(flat, [a.aval for a in eqn.invars],
-                                 f"decomposition of {prim.name}")
+    closed = trace_to_closed_jaxpr(flat, [a.aval for a in eqn.invars],
+                                   f"decomposition of {prim.name}")
+    if "library" in prim.lowerings and not all(
+            kernel_lowering(e)[0] is not None or "library" in e.primitive.lowerings
+            for e in closed.jaxpr.eqns):
+        return None
+    return closed
 
 
 def inline_calls(jaxpr, consts, log):
@@ -94,14 +103,19 @@ def inline_calls(jaxpr, consts, log):
 
         def read_local(a):
             return a if isinstance(a, Literal) else local[a]
+        # A decomposition's equations are the user's line that called the primitive.
+        where = {} if eqn.primitive.call_param is not None else {
+            "source_info": eqn.source_info, "provenance": eqn.provenance}
         for inner_eqn in inner.eqns:
             fresh = [Var(v.aval) for v in inner_eqn.outvars]
             rw.eqns.append(inner_eqn.replace(invars=[read_local(a) for a in inner_eqn.invars],
-                                             outvars=fresh))
+                                             outvars=fresh, **where))
             local.update(zip(inner_eqn.outvars, fresh))
         rw.bind_outputs(eqn.outvars, [read_local(a) for a in inner.outvars])
-        log.append(Rewrite("inline", eqn,
-                           f"inlined {eqn.primitive.name} {eqn.params.get('name', '')}".strip()))
+        log.append(Rewrite("inline", eqn, f"inlined {eqn.primitive.name} "
+                           f"{eqn.params.get('name', '')}".strip() if not where else
+                           f"decomposed {eqn.primitive.name} into {len(inner.eqns)} "
+                           "equations"))
     return rw.finish([v for v, _ in rw.new_consts]), \
         list(consts) + [c for _, c in rw.new_consts]
 
@@ -115,7 +129,7 @@ def fold_constants(jaxpr, consts, log):
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
         foldable = (all(isinstance(a, Literal) or a in known for a in ins)
-                    and not _has_subjaxpr(eqn) and not _has_effect(eqn)
+                    and not _has_subjaxpr(eqn) and not has_effect(eqn)
                     and eqn.primitive not in axis_primitives  # psum(1.0) differs per axis
                     and all(v.aval.size <= FOLD_SIZE_LIMIT for v in eqn.outvars))
         if not foldable:
@@ -142,13 +156,6 @@ def fold_constants(jaxpr, consts, log):
 
 def _has_subjaxpr(eqn):
     return any(True for _ in subjaxprs(eqn.params))
-
-
-def _has_effect(eqn):
-    """Whether running ``eqn`` does more than compute its results (a host callback, also
-    inside a sub-jaxpr): such equations run when the program runs, each one, always."""
-    return eqn.primitive.effectful or any(
-        _has_effect(e) for j in subjaxprs(eqn.params) for e in j.eqns)
 
 
 # --- algebraic simplification --------------------------------------------------------------
@@ -205,7 +212,7 @@ def cse(jaxpr, consts, log):
     seen = {}
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
-        if _has_effect(eqn):
+        if has_effect(eqn):
             rw.emit(eqn)
             continue
         try:
@@ -236,7 +243,7 @@ def dce(jaxpr, consts, log):
     live = {a for a in jaxpr.outvars if isinstance(a, Var)}
     kept = []
     for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars) or _has_effect(eqn):
+        if any(v in live for v in eqn.outvars) or has_effect(eqn):
             kept.append(eqn)
             live.update(a for a in eqn.invars if isinstance(a, Var))
         else:

@@ -37,8 +37,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..core import Var
-from .fusion import kernel_lowering
-from .kernel import CannotFuse, build_kernel
+from .kernel import CannotFuse, build_kernel, kernel_lowering
 
 # As XLA: a transcendental counts in ``transcendentals``, not in ``flops``.
 TRANSCENDENTAL_FLOPS = 0

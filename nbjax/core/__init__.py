@@ -8,7 +8,7 @@ from .errors import (ConcretizationTypeError, JaxprTypeError, TracerArrayConvers
                      TracerBoolConversionError, TracerIntegerConversionError,
                      UnexpectedTracerError)
 from .jaxpr import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, check_jaxpr,
-                    eval_closed_jaxpr, eval_jaxpr, subjaxprs)
+                    eval_closed_jaxpr, eval_jaxpr, has_effect, subjaxprs)
 from .primitive import Primitive
 from .source_info import SourceInfo, user_frame
 from .trace import (Trace, Tracer, current_trace, get_aval, new_trace,

@@ -276,6 +276,14 @@ def subjaxprs(params):
                 yield _open(v)
 
 
+def has_effect(eqn):
+    """Whether running ``eqn`` does more than compute its results (a host callback, also
+    inside a sub-jaxpr): such equations run when the program runs, each one, always, and
+    are never dead code."""
+    return eqn.primitive.effectful or any(
+        has_effect(e) for j in subjaxprs(eqn.params) for e in j.eqns)
+
+
 def check_jaxpr(jaxpr):
     """Check a jaxpr is well formed and every equation's types follow its abstract_eval rule.
 

@@ -23,9 +23,10 @@ import numpy as np
 from ..core import Primitive, ShapedArray, dtypes, get_aval
 from . import structural
 from .dot import (accumulation_dtype, as_accumulation, bilinear_jvp, bilinear_transpose,
-                  canonicalize_precision, check_preferred_element_type, finish_accumulation)
+                  canonicalize_precision, check_preferred_element_type, dot_general,
+                  finish_accumulation)
 from .elementwise import convert_element_type
-from .shapes import moveaxis, reshape
+from .shapes import moveaxis, reshape, transpose
 from .standard import library_lowering
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "padtype_to_pads",
@@ -257,9 +258,11 @@ def _pad_spatial(x, padding, first_axis):
     return np.pad(x, grow)[tuple(crop)]
 
 
-def _convolve(x, w, window_strides, feature_group_count, batch_group_count):
+def _convolve(x, w, window_strides, rhs_dilation, feature_group_count, batch_group_count):
     """The convolution of ``x`` (N, spatial..., C, padded and dilated) with ``w`` (O, I,
-    kernel spatial..., dilated): (N / batch groups, O, out spatial...).
+    kernel spatial...), its elements ``rhs_dilation`` apart: (N / batch groups, O, out
+    spatial...). (A dilated kernel's gaps are not zeros: an inf or NaN in the input under
+    a gap does not reach the output, as in XLA.)
 
     As im2col and one matrix product per group, so BLAS does the work: every window laid
     out as a row of (kernel position, feature) values, times the kernels laid out the same
@@ -268,8 +271,11 @@ def _convolve(x, w, window_strides, feature_group_count, batch_group_count):
     n_sp = x.ndim - 2
     k_sp = w.shape[2:]
     x = np.ascontiguousarray(x)  # (so that a window's features are one run in memory)
-    windows = np.lib.stride_tricks.sliding_window_view(x, k_sp, axis=tuple(range(1, n_sp + 1)))
-    windows = windows[(slice(None),) + tuple(slice(None, None, s) for s in window_strides)]
+    extent = tuple(_dilated_size(k, r) for k, r in zip(k_sp, rhs_dilation))
+    windows = np.lib.stride_tricks.sliding_window_view(x, extent,
+                                                       axis=tuple(range(1, n_sp + 1)))
+    windows = windows[(slice(None),) + tuple(slice(None, None, s) for s in window_strides)
+                      + (slice(None),) + tuple(slice(None, None, r) for r in rhs_dilation)]
     n, out_sp, c = windows.shape[0], windows.shape[1:1 + n_sp], windows.shape[1 + n_sp]
     out_axes = tuple(range(1, 1 + n_sp))
     if batch_group_count > 1:   # (G, N/G, out..., C, k...) -> (G, N/G, out..., k..., C)
@@ -314,10 +320,103 @@ def _conv_general_dilated_impl(
     if 0 in canonical_shape:
         return np.zeros(out.shape, out.dtype)
     x = _pad_spatial(_dilate(x, lhs_dilation, 1), padding, 1)
-    w = _dilate(w, rhs_dilation, 2)
-    result = _convolve(x, w, window_strides, feature_group_count, batch_group_count)
+    result = _convolve(x, w, window_strides, rhs_dilation, feature_group_count,
+                       batch_group_count)
     result = result.reshape(canonical_shape)
     return finish_accumulation(np.transpose(result, np.argsort(dn.out_spec)), out.dtype)
+
+
+# --- as one matrix product (compiled programs) ----------------------------------------------
+#
+# In compiled programs a convolution is decomposed (``compiler.passes.inline_calls``) into the
+# product of its im2col matrix and its kernel: the input in (batch, spatial..., feature)
+# order, dilated and padded by one ``pad``, its windows gathered by strided slices (fused by
+# the planner into one packing kernel) and contracted with the kernel by one ``dot_general``
+# (a BLAS call; batched over the groups). The matrix has one row per (batch, output
+# position) and one column per (window position, feature); it is built from K slices of
+# the output grid (one per window position) or P slices of the window grid (one per output
+# position), whichever is fewer: a kernel's gradient is a convolution whose "window" is the
+# whole output (1024 positions for a 32x32 image) and whose output is the 3x3 kernel.
+
+def _conv_as_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                     dimension_numbers, feature_group_count, batch_group_count, precision,
+                     preferred_element_type, out_sharding=None):
+    out = _conv_general_dilated_abstract_eval(
+        get_aval(lhs), get_aval(rhs), window_strides=window_strides, padding=padding,
+        lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+        feature_group_count=feature_group_count, batch_group_count=batch_group_count,
+        precision=precision, preferred_element_type=preferred_element_type)
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    out_sp = [out.shape[d] for d in out_spec[2:]]
+    if out.size == 0 or get_aval(rhs).size == 0:
+        return structural.zeros_like_shaped_array(out)
+    n, c, *spatial = lhs_spec
+    x = transpose(lhs, (n, *spatial, c))                                   # N, S..., C
+    zero = np.zeros((), get_aval(x).dtype)
+    x = structural.pad(x, zero, [(0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in
+                                               zip(padding, lhs_dilation)] + [(0, 0, 0)])
+    o, i, *k_spatial = rhs_spec
+    w = transpose(rhs, (*k_spatial, i, o))                                 # K..., C/G, O
+    cols = _im2col(x, get_aval(w).shape[:-2], out_sp, window_strides, rhs_dilation)
+    product = _grouped_product(cols, w, feature_group_count, batch_group_count, precision,
+                               preferred_element_type)                     # N, P..., O
+    where = [out_spec[0], *out_spec[2:], out_spec[1]]
+    return transpose(product, tuple(np.argsort(where)))
+
+
+def _im2col(x, k_shape, out_sp, strides, rhs_dilation):
+    """(N, P..., K * C): row (n, p) holds the window of output position p, column k * C + c
+    its element k of feature c, from the dilated, padded input ``x`` (N, S..., C)."""
+    shape = get_aval(x).shape
+    batch, features = shape[0], shape[-1]
+    cols = math.prod(k_shape) * features
+    if math.prod(k_shape) <= math.prod(out_sp):    # a slice of the output grid per k
+        parts = [structural.slice(
+            x, (0, *[k * r for k, r in zip(ks, rhs_dilation)], 0),
+            (batch, *[k * r + (p - 1) * s + 1
+                      for k, r, p, s in zip(ks, rhs_dilation, out_sp, strides)], features),
+            (1, *strides, 1)) for ks in np.ndindex(*k_shape)]
+        return structural.concatenate(parts, len(shape) - 1)
+    parts = [reshape(structural.slice(                 # a slice of the window grid per p
+        x, (0, *[p * s for p, s in zip(ps, strides)], 0),
+        (batch, *[p * s + (k - 1) * r + 1
+                  for p, s, k, r in zip(ps, strides, k_shape, rhs_dilation)], features),
+        (1, *rhs_dilation, 1)), (batch, 1, cols)) for ps in np.ndindex(*out_sp)]
+    return reshape(structural.concatenate(parts, 1), (batch, *out_sp, cols))
+
+
+def _grouped_product(cols, w, feature_groups, batch_groups, precision, preferred):
+    """``cols`` (N, P..., K * C) times the kernel ``w`` (K..., C/G, O): (N/B, P..., O);
+    feature group g of the columns (or batch group g of the rows) meets output feature
+    group g."""
+    shape, w_shape = get_aval(cols).shape, get_aval(w).shape
+    batch, out_sp = shape[0], shape[1:-1]
+    k, in_features, out_features = math.prod(w_shape[:-2]), w_shape[-2], w_shape[-1]
+    rows = batch * math.prod(out_sp)
+    if feature_groups == batch_groups == 1:
+        product = dot_general(reshape(cols, (rows, k * in_features)),
+                              reshape(w, (k * in_features, out_features)),
+                              (((1,), (0,)), ((), ())), precision, preferred)
+        return reshape(product, (batch, *out_sp, out_features))
+    groups = max(feature_groups, batch_groups)
+    per_group = out_features // groups
+    w = transpose(reshape(w, (k * in_features, groups, per_group)), (1, 0, 2))
+    if feature_groups > 1:      # column k * C + g * C/G + c
+        cols = reshape(cols, (rows, k, groups, in_features))
+        cols = reshape(transpose(cols, (2, 0, 1, 3)), (groups, rows, k * in_features))
+    else:                       # row (g * N/B + n) * P + p
+        cols = reshape(cols, (groups, rows // groups, k * in_features))
+    product = dot_general(cols, w, (((2,), (1,)), ((0,), (0,))), precision,
+                          preferred)                                       # G, rows/G, O/G
+    if feature_groups > 1:
+        product = transpose(product, (1, 0, 2))
+    else:
+        product = transpose(reshape(product, (groups, batch // groups, math.prod(out_sp),
+                                              per_group)), (1, 2, 0, 3))
+    return reshape(product, (batch // batch_groups, *out_sp, out_features))
+
+
+conv_general_dilated_p.def_lowering("jaxpr", _conv_as_product)
 
 
 # --- autodiff ------------------------------------------------------------------------------

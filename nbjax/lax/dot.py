@@ -147,7 +147,7 @@ def finish_accumulation(acc, result_dtype):
     if dtypes.is_bool(result_dtype):
         return acc != 0
     with np.errstate(invalid="ignore", over="ignore"):
-        return acc.astype(result_dtype)
+        return acc.astype(result_dtype, copy=False)
 
 
 def as_accumulation(x, acc_dtype):

@@ -77,8 +77,8 @@ Both views:
 - ``nbjax-title``, ``nbjax-status`` (the status message, e.g. "not compiled yet: ...").
 - ``nbjax-tab-<pane>`` (tab buttons; the open one has ``aria-selected="true"``) and
   ``nbjax-pane-<pane>`` (pane containers; closed ones are ``hidden``). Panes of a compiler
-  view: ``graph``, ``jaxpr``, ``fusion``, ``code``, ``timing``; of a gradient view:
-  ``linked``, ``graph``, ``steps``, ``jaxpr``.
+  view: ``graph``, ``source``, ``jaxpr``, ``fusion``, ``code``, ``timing``; of a gradient view:
+  ``linked``, ``graph``, ``source``, ``steps``, ``jaxpr``.
 - ``nbjax-graph``: the graph container (an inline Graphviz SVG); ``nbjax-graph-note``
   replaces the SVG when Graphviz is missing. In the SVG, ``nbjax-node-<id>`` on each node's
   ``<g>`` (ids as in ``nbjax.viz.graph_model``: ``in0``, ``c0``, ``e3``, ``out0``) and
@@ -90,7 +90,11 @@ Both views:
   bottom one); ``nbjax-graph-zoom-in``, ``nbjax-graph-zoom-out`` and ``nbjax-graph-fit``
   (buttons; Ctrl+wheel zooms too, dragging pans), the scale in the graph's ``data-zoom``;
   ``nbjax-graph-search`` (a search box: nodes whose text contains the query get the class
-  ``nbjax-found``) and ``nbjax-graph-found`` ("3 found"). Static renderings fit the same way
+  ``nbjax-found``) and ``nbjax-graph-found`` ("3 found"); ``nbjax-graph-group`` (a select:
+  no grouping, by line, by function; sets the view's ``group``). Grouped, each source group
+  is a cluster; the details of its equations have a ``nbjax-toggle-<cluster id>`` button (the
+  group's id: ``src-e3``, after its first node) folding it into one node of that id (and
+  unfolding it from there). Static renderings fit the same way
   (``nbjax.viz.fit_width``), without zoom.
 - ``nbjax-node-details``: what clicking a node shows (equation, type, source line, kernel,
   fusion decision). ``nbjax-show-all``: button drawing every node of a truncated graph.
@@ -100,6 +104,13 @@ Both views:
   "× N" (``nbjax.viz.model.find_repeats``); the details of any node of that block have a
   toggle button unfolding it, whose cluster id is the repeat's (``repeat-e0``: its first
   node's; listed with the clusters, with ``members``).
+- ``nbjax-source`` (the Source pane: source lines beside the graph, which moves there while
+  the pane is open), ``nbjax-source-line-<file>-<line>`` (a row per line; ``<file>``
+  counts the files shown from 0; ``data-kernels`` its number of plan steps, ``data-heat``
+  its time (compiler view; before any call, and in a gradient view, its number of
+  equations) relative to the hottest line's), ``nbjax-source-details`` (what clicking a
+  line shows) with ``nbjax-source-decisions`` (its fusion decisions, compiler view).
+  Clicking a line gives its equations' graph nodes the class ``nbjax-line-node``.
 
 Compiler view:
 

@@ -20,6 +20,7 @@ from ..core import Var, dtypes, get_aval, pytree, to_numpy
 from ..interpreters import ad
 from ..viz.text import annotate
 from .panes import graph_state, jaxpr_pane, leaf_names, location, value_text
+from .source_pane import source_lines
 
 SIDES = {"rev": ("forward pass", "backward pass"), "fwd": ("primal", "tangents")}
 
@@ -106,9 +107,10 @@ def _origin(eqn):
     return p.id, p.primitive, p.source_info or eqn.source_info
 
 
-def linked_state(closed, flags, mode, prefix, toggled=(), inputs=None):
+def linked_state(closed, flags, mode, prefix, toggled=(), inputs=None, group=None):
     """The derivative's jaxpr in two columns; ``inputs``: its inputs' names for the graph
-    (for forward mode, the primals' names: their tangents are named after them)."""
+    (for forward mode, the primals' names: their tangents are named after them); ``group``:
+    the graph's equations grouped by source "line" or "function" (None: not)."""
     annotated = annotate(closed)
     if inputs is not None and mode == "fwd":
         inputs = inputs + [f"tangent of {name}" for name in inputs]
@@ -128,10 +130,12 @@ def linked_state(closed, flags, mode, prefix, toggled=(), inputs=None):
                                           "left": [], "right": []})
             link[side].append(node)
     left, right = SIDES[mode]
-    return {"sides": {"left": left, "right": right}, "rows": rows,
+    source = source_lines(closed, f"What each line of the function adds to the derivative's "
+                                  f"jaxpr ({left} and {right}).")
+    return {"sides": {"left": left, "right": right}, "rows": rows, "source": source,
             "links": list(links.values()), "jaxpr": jaxpr_pane(annotated),
             "graph": graph_state(closed, prefix=prefix, annotated=annotated, toggled=toggled,
-                                 input_names=inputs)}
+                                 input_names=inputs, group=group)}
 
 
 # --- stepping through -----------------------------------------------------------------------
@@ -386,13 +390,13 @@ def align(closed, link_rows):
     return linked
 
 
-def grad_states(fun, args, kwargs, argnums, mode, names, prefixes, toggled=()):
-    """(linked state, steps state) for ``fun`` at this input; ``toggled``: the sub-jaxpr
-    clusters the browser opened or closed."""
+def grad_states(fun, args, kwargs, argnums, mode, names, prefixes, toggled=(), group=None):
+    """(linked state, steps state) for ``fun`` at this input; ``toggled``: the clusters
+    the browser opened or closed; ``group``: how it groups the derivative's graph."""
     g, diff = restrict(fun, args, kwargs, argnums)
     inputs = input_names(diff, names)
     derivative, flags = derivative_jaxpr(g, diff, mode)
-    linked = linked_state(derivative, flags, mode, prefixes[0], toggled, inputs)
+    linked = linked_state(derivative, flags, mode, prefixes[0], toggled, inputs, group)
     primal = make_jaxpr(g)(*diff)
     links = align(primal, list(zip(linked["rows"], derivative.jaxpr.eqns)))
     walk = (walk_reverse if mode == "rev" else walk_forward)(primal, diff, links, inputs)

@@ -14,6 +14,7 @@ from ..viz import DEFAULT_BUDGET
 from ..viz.text import annotate
 from . import machine
 from .panes import graph_state, jaxpr_pane
+from .source_pane import source_state
 
 IR_LIMIT = 200_000  # characters of IR sent per kernel
 CALL_SAMPLES = 200  # call times kept for the sparkline
@@ -22,9 +23,10 @@ PENDING_NOTE = ("baselines not measured yet: they run the program once by NumPy 
                 "--baselines on), never inside your call")
 
 
-def compiled_state(comp, panes, prefix, show_all=False, toggled=()):
-    """What the graph, jaxpr, fusion and code panes show for ``comp`` (a Compilation);
-    ``show_all`` and ``toggled`` (sub-jaxpr clusters opened or closed) are the browser's."""
+def compiled_state(comp, panes, prefix, show_all=False, toggled=(), group=None):
+    """What the graph, source, jaxpr, fusion and code panes show for ``comp`` (a
+    Compilation); ``show_all``, ``toggled`` (clusters opened or closed) and ``group`` (the
+    graph grouped by "line" or "function") are the browser's."""
     traced = annotate(comp.traced)
     plan = comp.plan
     drawn = comp.optimised if comp.optimised is not None else comp.traced
@@ -35,14 +37,17 @@ def compiled_state(comp, panes, prefix, show_all=False, toggled=()):
         state["graph"] = graph_state(drawn, fusion=plan, prefix=prefix,
                                      budget=None if show_all else DEFAULT_BUDGET,
                                      annotated=drawn_text, toggled=toggled,
-                                     input_names=comp.input_names)
+                                     input_names=comp.input_names, group=group)
     if "jaxpr" in panes:
         state["jaxpr"] = {"traced": jaxpr_pane(traced),
                           "optimised": None if drawn is comp.traced else jaxpr_pane(drawn_text),
                           "rewrites": [{"rule": r.rule, "eqn": str(r.eqn), "detail": r.detail}
                                        for r in comp.rewrites]}
+    fusion = fusion_state(comp, drawn_text) if {"fusion", "source"} & set(panes) else None
     if "fusion" in panes:
-        state["fusion"] = fusion_state(comp, drawn_text)
+        state["fusion"] = fusion
+    if "source" in panes:
+        state["source"] = source_state(comp, drawn, fusion["decisions"])
     if "code" in panes:
         state["code"] = code_state(comp, drawn)
     return state

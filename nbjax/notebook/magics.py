@@ -16,6 +16,7 @@ from .. import api
 from ..api import grad, hessian, jacfwd, make_jaxpr
 from ..jit import jit
 from ..viz import view as jaxpr_view
+from ..viz.grouping import GROUP_BY
 from . import cells
 from .mpirun import run_cell as run_under_mpirun
 from .options import (BACKENDS, JIT_PANES, MagicParser, axes_list, name_list, on_off,
@@ -61,6 +62,9 @@ JAXPR_PARSER = MagicParser("%jaxpr", "Show the jaxpr of a call as text and graph
 JAXPR_PARSER.add_argument("--budget", default="150", metavar="N|all",
                           help="draw at most N nodes (default 150), or all")
 JAXPR_PARSER.add_argument("--text", action="store_true", help="text only, no graph")
+JAXPR_PARSER.add_argument("--group", choices=GROUP_BY, default=None,
+                          help="draw the equations of each source line or Python function "
+                               "in a cluster of its own")
 
 TRANSFORM_PARSER = MagicParser(
     "%transform", "Show a call's jaxpr after each transformation of a pipeline, side by "
@@ -225,7 +229,8 @@ class NbjaxMagics(Magics):
         budget = _budget(args.budget)
         fn, call_args, call_kwargs = self._call_parts(expr)
         closed = call_user_function(make_jaxpr(fn), call_args, call_kwargs)
-        return jaxpr_view(closed, budget=budget, graph=not args.text, scale=session.scale)
+        return jaxpr_view(closed, budget=budget, graph=not args.text, scale=session.scale,
+                          group=args.group)
 
     @line_magic
     @no_var_expand

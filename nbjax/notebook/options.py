@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 from ..config import config
 from ..viz.theme import PRESENT_SCALE
 
-JIT_PANES = ("graph", "jaxpr", "fusion", "code", "timing")
+JIT_PANES = ("graph", "source", "jaxpr", "fusion", "code", "timing")
 BACKENDS = ("cpu", "reference")
 
 

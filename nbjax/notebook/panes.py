@@ -36,18 +36,19 @@ def jaxpr_pane(annotated):
 
 
 def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annotated=None,
-                toggled=(), input_names=None, fold=True):
+                toggled=(), input_names=None, fold=True, group=None):
     """The graph of ``closed`` drawn to SVG, and every node's details by node id.
 
     ``toggled``: ids of sub-jaxpr clusters the user opened or closed (each flips the state
     the node budget chose); ``input_names``: the user's names of the inputs
     (``params['W1']``), shown above the jaxpr's. ``svg`` is None and ``note`` says how to
     install Graphviz when it is missing. ``fold=False`` draws repeated blocks unfolded
-    (a step-through visits every copy)."""
+    (a step-through visits every copy). ``group``: "line" or "function" draws the
+    equations of each source line or function in a cluster of its own (None: not)."""
     annotated = annotated or annotate(closed)
-    model = build_model(closed, annotated, fusion, budget, fold)
+    model = build_model(closed, annotated, fusion, budget, fold, group)
     name_inputs(model, input_names)
-    for cluster in model["clusters"] + model["repeats"]:
+    for cluster in model["clusters"] + model["repeats"] + model["source_groups"]:
         if cluster["id"] in toggled:
             cluster["collapsed"] = not cluster["collapsed"]
     model["hidden"] = len(hidden_nodes(model, representatives(model)))
@@ -60,10 +61,12 @@ def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annota
     nodes = {n["id"]: node_details(n, groups) for n in model["nodes"] if n["kind"] != "more"}
     shown = len(model["nodes"]) - model["hidden"] - (1 if model["truncated"] else 0)
     clusters = [{k: c[k] for k in ("id", "name", "owner", "size", "collapsed")}
-                for c in model["clusters"]] + [repeat_toggle(r) for r in model["repeats"]]
+                for c in model["clusters"]] + [repeat_toggle(r) for r in model["repeats"]] \
+        + [group_toggle(g) for g in model["source_groups"]]
     return {"svg": svg, "note": note, "prefix": prefix, "nodes": nodes, "clusters": clusters,
             "shown": shown, "hidden": model["hidden"], "truncated": model["truncated"],
-            "budget": budget}
+            "budget": budget, "group": group,
+            "dimmed": sum(1 for n in model["nodes"] if n["dim"])}
 
 
 def repeat_toggle(repeat):
@@ -72,6 +75,14 @@ def repeat_toggle(repeat):
     return {"id": repeat["id"], "name": f"repeated block × {repeat['count']}",
             "owner": repeat["block"][0], "members": repeat["block"],
             "size": repeat["size"] * (repeat["count"] - 1), "collapsed": repeat["collapsed"]}
+
+
+def group_toggle(group):
+    """A source group as the browser's cluster buttons see it: folded into one node (whose
+    id is the group's) or opened from the details of any of its equations."""
+    return {"id": group["id"], "name": group["label"], "owner": group["id"],
+            "members": group["nodes"], "size": len(group["nodes"]),
+            "collapsed": group["collapsed"]}
 
 
 def name_inputs(model, names):
@@ -102,18 +113,23 @@ def node_details(node, groups):
         "provenance": provenance["id"] if provenance else None,
         "origin": provenance["primitive"] if provenance else None,
         "group": node["group"], "kernel": group["label"] if group else None,
-        "fusion_reason": node["fusion_reason"],
+        "fusion_reason": node["fusion_reason"], "dim": node["dim"],
     }
+
+
+def file_label(filename):
+    """(``Cell In[3]``, True) for a notebook cell, (``file.py``, False) otherwise."""
+    shell = IPython.get_ipython()
+    named = shell.compile.format_code_name(filename) if shell is not None else None
+    if named:
+        return f"{named[0]} {named[1]}", True
+    return os.path.basename(filename), False
 
 
 def location(filename, line):
     """``Cell In[3], line 4`` for a notebook cell, ``file.py:4`` otherwise."""
-    shell = IPython.get_ipython()
-    if shell is not None:
-        named = shell.compile.format_code_name(filename)
-        if named:
-            return f"{named[0]} {named[1]}, line {line}"
-    return f"{os.path.basename(filename)}:{line}"
+    label, cell = file_label(filename)
+    return f"{label}, line {line}" if cell else f"{label}:{line}"
 
 
 def leaf_names(name, tree):

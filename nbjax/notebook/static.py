@@ -10,6 +10,7 @@ import re
 
 from ..viz import fit_width
 from ..viz import theme as th
+from .source_pane import line_seconds, produced_text
 
 NOTE = f"color:{th.MUTED};font-size:0.92em"
 TABLE = "border-collapse:collapse;font-size:0.92em;margin:0.3em 0"
@@ -128,6 +129,8 @@ def jit_html(view, scale=1):
     parts = []
     if "graph" in c:
         parts.append(section("Graph", graph(c["graph"], scale), open_=True))
+    if "source" in c:
+        parts.append(section("Source", source_html(c["source"], t), open_=True))
     if "jaxpr" in c:
         j = c["jaxpr"]
         body = "<div>traced</div>" + j["traced"]
@@ -141,6 +144,56 @@ def jit_html(view, scale=1):
     if t:
         parts.append(section("Timing", timing_html(t), open_=True))
     return wrap(view, "".join(parts), scale)
+
+
+def heat(fraction):
+    """A line's background for its share of the time (or of the equations): a translucent
+    amber, as strong as the share, light enough for the theme's text on light and dark
+    themes (the live view's HEAT_MIN and HEAT_SPAN are the same)."""
+    return f"background:{th.HEAT.format(alpha=0.06 + 0.34 * fraction):s}"
+
+
+def line_heats(source, timing):
+    """(seconds or None, heat in [0, 1]) per line of each file: by time once calls are
+    timed, by number of equations before."""
+    rows = [row for f in source["files"] for row in f["lines"]]
+    times = [line_seconds(row, timing) for row in rows]
+    weights = times if any(times) else [len(row["nodes"]) for row in rows]
+    top = max((w or 0 for w in weights), default=0) or 1
+    return {id(row): (s, (w or 0) / top) for row, s, w in zip(rows, times, weights)}
+
+
+def source_html(source, timing):
+    """Each file's lines, coloured by the time (or equations) they produced, with their
+    kernels; then the fusion decisions line by line."""
+    heats = line_heats(source, timing)
+    parts, decisions = [], []
+    for f in source["files"]:
+        rows = []
+        for row in f["lines"]:
+            seconds_, fraction = heats[id(row)]
+            produced = produced_text(row) + (
+                f' ({", ".join(map(str, row["kernels"]))})' if row["kernels"] else "")
+            cells = [esc(row["line"]), esc(produced),
+                     esc(seconds(seconds_) if seconds_ is not None else ""),
+                     esc(len(row["nodes"]) or ""), f'<code style="{CODE};white-space:pre">'
+                     f'{esc(row["text"])}</code>']
+            style = heat(fraction) if produced else ""
+            rows.append(f'<tr data-line="{row["line"]}" style="{style}">' + "".join(
+                f'<td style="{CELL}">{c}</td>' for c in cells) + "</tr>")
+            decisions += [[esc(f'{f["label"]}, line {row["line"]}'), esc(d["text"]),
+                           esc(d["step"]), esc(d["reason"])] for d in row["decisions"]]
+        head = "".join(f'<th style="{HEAD_CELL}">{h}</th>'
+                       for h in ("line", "produced", "time", "equations", "source"))
+        parts.append(f'<div style="font-weight:600;margin-top:0.4em">{esc(f["label"])} '
+                     f'<span style="{NOTE}">({esc(", ".join(f["functions"]))})</span></div>'
+                     f'<table class="nbjax-source" style="{TABLE}"><thead><tr>{head}</tr>'
+                     f'</thead><tbody>{"".join(rows)}</tbody></table>')
+    parts.append(note(source["note"]))
+    if decisions:
+        parts.append(section("Fusion decisions, line by line",
+                             table(["line", "equation", "step", "decision"], decisions)))
+    return "".join(parts)
 
 
 def fusion_html(f):
@@ -209,6 +262,7 @@ def grad_html(view, scale=1):
          esc(", ".join(link["right"]))] for link in g["links"]])
     parts = [section("Side by side", sides + section("Links (provenance)", links), True),
              section("Graph", graph(g["graph"], scale)),
+             section("Source", source_html(g["source"], None)),
              section("Jaxpr", g["jaxpr"] + (g["hessian"]["jaxpr"] if g.get("hessian") else ""))]
     if s:
         parts.append(section("Step through (final state)", steps_html(s)))

@@ -52,6 +52,8 @@ class NbjaxView(anywidget.AnyWidget):
     tab = traitlets.Unicode("").tag(sync=True)  # the open pane (set by the browser)
     selected = traitlets.Unicode("").tag(sync=True)  # the selected node id (browser)
     scale = traitlets.Float(1.0).tag(sync=True)  # text and graph size (presenting: larger)
+    # the graph's equations grouped by source "line" or "function", or not ("") (browser)
+    group = traitlets.Unicode("").tag(sync=True)
 
     min_interval = 0.2  # seconds between two updates sent while cells run
 
@@ -191,6 +193,7 @@ class CompilerView(NbjaxView):
 
     @property
     def wants_timing(self):
+        """Whether the timing pane is shown (the baselines are measured for it only)."""
         return "timing" in self.panes
 
     @property
@@ -227,15 +230,15 @@ class CompilerView(NbjaxView):
         values = {"status": {"state": "ready",
                              "message": f"compiled for {comp.signature} on the {comp.backend} "
                                         f"backend; {comp.call_count} {calls}"}}
-        if self.wants_timing:
+        if {"timing", "source"} & set(self.panes):  # the source pane's time per line too
             values["timing"] = timing_state(comp)
         return values
 
     def _compiled(self, comp):
         return {"compiled": compiled_state(comp, self.panes, self.prefix, self.show_all,
-                                           self.toggled)}
+                                           self.toggled, self.group or None)}
 
-    @traitlets.observe("show_all", "toggled")
+    @traitlets.observe("show_all", "toggled", "group")
     def _redraw(self, change):
         if self.comp is not None:
             self.schedule("compiled", lambda: self._compiled(self.comp))
@@ -253,7 +256,7 @@ class CompilerView(NbjaxView):
         return static.jit_html(self, self.scale if scale is None else scale)
 
 
-GRAD_PANES = ("linked", "graph", "steps", "jaxpr")
+GRAD_PANES = ("linked", "graph", "source", "steps", "jaxpr")
 
 
 class GradView(NbjaxView):
@@ -283,16 +286,18 @@ class GradView(NbjaxView):
         else:
             self.schedule("grad", lambda: self._grad(args, kwargs))
 
-    @traitlets.observe("toggled")
+    @traitlets.observe("toggled", "group")
     def _redraw(self, change):
-        """Sub-jaxpr clusters opened or closed in the browser: redraw the graphs."""
+        """Clusters opened or closed, or grouping chosen, in the browser: redraw the
+        graphs."""
         if self.last_input is not None:
             self.schedule("grad", lambda: self._states(*self.last_input))
             self.flush()
 
     def _states(self, args, kwargs):
         linked, steps = grad_states(self.fun, args, kwargs, self.argnums, self.mode,
-                                    self.names, self.prefixes, self.toggled)
+                                    self.names, self.prefixes, self.toggled,
+                                    self.group or None)
         linked["hessian"] = self.hessian
         linked.update(name=self.title, mode=self.mode, wrt=list(self.names))
         return {"grad": linked, "steps": steps}

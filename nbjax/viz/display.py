@@ -11,6 +11,7 @@ import sys
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
 from .dot import GraphvizNotFoundError, fit_width, to_dot, to_svg
+from .grouping import check_group
 from .model import DEFAULT_BUDGET, build_model
 from .text import annotate, pre_html
 from .theme import GRAPH_CARD, MUTED, text_style
@@ -23,11 +24,13 @@ _GRAPH_BOX_STYLE = f"overflow:auto;max-height:42em;margin-top:0.3em;{GRAPH_CARD}
 
 class JaxprView:
     """A jaxpr shown as text and graph; ``view(j, budget=None)`` draws every node;
-    ``scale`` enlarges text and graph (presenting)."""
+    ``scale`` enlarges text and graph (presenting); ``group`` ("line" or "function")
+    draws each source line's or function's equations in a cluster."""
 
-    def __init__(self, jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True, scale=1):
+    def __init__(self, jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True, scale=1,
+                 group=None):
         self.jaxpr, self.fusion, self.budget, self.graph = jaxpr, fusion, budget, graph
-        self.scale = scale
+        self.scale, self.group = scale, check_group(group)
 
     def html(self):
         annotated = annotate(self.jaxpr)
@@ -42,7 +45,8 @@ class JaxprView:
 
     def graph_html(self, annotated):
         try:
-            model = build_model(self.jaxpr, annotated, self.fusion, self.budget)
+            model = build_model(self.jaxpr, annotated, self.fusion, self.budget,
+                                group=self.group)
             svg = fit_width(to_svg(to_dot(model)), self.scale)
         except GraphvizNotFoundError as e:
             return f'<p class="nbjax-note" style="{_NOTE_STYLE}">Graph not shown: ' \
@@ -69,9 +73,11 @@ class JaxprView:
         return bundle
 
 
-def view(jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True, scale=1):
-    """A displayable view of a jaxpr; ``budget=None`` shows the whole graph."""
-    return JaxprView(jaxpr, fusion=fusion, budget=budget, graph=graph, scale=scale)
+def view(jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True, scale=1, group=None):
+    """A displayable view of a jaxpr; ``budget=None`` shows the whole graph; ``group``:
+    "line" or "function" clusters the equations by their source."""
+    return JaxprView(jaxpr, fusion=fusion, budget=budget, graph=graph, scale=scale,
+                     group=group)
 
 
 def _html_wanted(include, exclude):

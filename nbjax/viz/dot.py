@@ -5,6 +5,12 @@ the equation that owns them; forward and backward equations of a gradient have d
 fill colours; edges are labelled with the shape and dtype of the value they carry. Nodes
 get ``id`` and ``class`` attributes (kind, phase, provenance id, group), which Graphviz
 copies into the SVG, so a view can highlight linked nodes with CSS alone.
+
+Grouped by source (``graph_model(..., group="line")``), each source line or function is a
+cluster instead (Graphviz clusters nest, and kernels and lines overlap), and a node's border
+takes its kernel's colour; a collapsed group is one 3-D box. Equations the model marks
+``dim`` (dead forward code of a gradient, identities) are drawn faded, and the legend under
+the graph says why.
 """
 
 import re
@@ -13,6 +19,7 @@ import shutil
 import graphviz
 
 from .model import representatives
+from .unused import DEAD, IDENTITY
 
 FONT = "Helvetica,Arial,sans-serif"
 PHASE_FILL = {"forward": "#dbeafe", "backward": "#fed7aa"}
@@ -29,6 +36,15 @@ KERNEL_COLOURS = [("#1d4ed8", "#eff6ff"), ("#15803d", "#f0fdf4"), ("#b91c1c", "#
                   ("#7e22ce", "#faf5ff"), ("#c2410c", "#fff7ed"), ("#0e7490", "#ecfeff"),
                   ("#a16207", "#fefce8"), ("#be185d", "#fdf2f8")]
 _TOOLTIP_CHARS = 400
+# Faded equations (model node "dim"): dead ones dashed, identities dotted.
+DIM_STYLE = {"fillcolor": "#f9fafb", "fontcolor": "#9ca3af", "color": "#d1d5db"}
+DIM_BORDER = {DEAD: "rounded,filled,dashed", IDENTITY: "rounded,filled,dotted"}
+DIM_LEGEND = {DEAD: "faded, dashed: unused (DCE drops it)",
+              IDENTITY: "faded, dotted: identity (x·1, x−0)"}
+SOURCE_CLUSTER = {"style": "rounded", "color": "#0d9488", "fontcolor": "#0f766e",
+                  "fontsize": "9", "labelloc": "t", "labeljust": "l"}
+SOURCE_SUMMARY = {"shape": "box3d", "style": "filled", "fillcolor": "#ccfbf1",
+                  "color": "#0f766e"}
 
 INSTALL_HINT = ("Install Graphviz: `apt-get install graphviz` (Debian/Ubuntu), "
                 "`conda install graphviz`, or `brew install graphviz` (macOS).")
@@ -77,6 +93,20 @@ class _DotWriter:
         for r in folded:
             ids = r["block"] + list(r["copies"])
             self.step_of.update((n, (r["id"], i // r["size"])) for i, n in enumerate(ids))
+        self.sources = model.get("source_groups") or []
+        self.nodes = {n["id"]: n for n in model["nodes"]}
+        self.container = self.source_containers(folded)
+
+    def source_containers(self, folded):
+        """node id -> the expanded source group it is drawn in; the nodes of a folded
+        repeat whose block spans several groups are drawn in none (a box nests in one)."""
+        container = {n: g["id"] for g in self.sources if not g["collapsed"]
+                     for n in g["nodes"]}
+        for r in folded:
+            if len({container.get(n) for n in r["block"]}) > 1:
+                for n in r["block"]:
+                    container.pop(n, None)
+        return container
 
     def visible(self, node):
         return self.shown[node["id"]] == node["id"]
@@ -95,9 +125,9 @@ class _DotWriter:
     def write(self):
         graph = {"rankdir": "TB", "compound": "true", "fontname": FONT, "fontsize": "10",
                  "nodesep": "0.25", "ranksep": "0.35", "bgcolor": "white"}
-        phases = [n["provenance"]["phase"] for n in self.model["nodes"] if n["provenance"]]
-        if "backward" in phases:
-            graph.update(label="blue: forward pass    orange: backward pass", labelloc="b")
+        legend = self.legend()
+        if legend:
+            graph.update(label="    ".join(legend), labelloc="b")
         self.emit(0, "digraph jaxpr {")
         self.emit(1, "graph " + _attrs(graph) + ";")
         self.emit(1, "node " + _attrs({
@@ -113,23 +143,81 @@ class _DotWriter:
         self.emit(0, "}")
         return "\n".join(self.lines) + "\n"
 
+    def legend(self):
+        """What the colours mean, for the parts this graph has."""
+        drawn = [n for n in self.model["nodes"] if self.visible(n)]
+        legend = []
+        if any(n["provenance"] and n["provenance"]["phase"] == "backward" for n in drawn):
+            legend.append("blue: forward pass    orange: backward pass")
+        dims = {n["dim"] for n in drawn}
+        legend += [text for reason, text in DIM_LEGEND.items() if reason in dims]
+        if self.sources and self.groups:
+            legend.append("teal boxes: source groups; node borders: kernels")
+        return legend
+
     # -- nodes and clusters -----------------------------------------------------------------
 
     def scope(self, cluster_id, depth):
-        """The visible nodes of one scope, grouped into folded repeats, then into their
-        fusion kernels."""
-        grouped, repeated = {}, {}
-        for node in self.by_scope.get(cluster_id, []):
-            if not self.visible(node):
-                continue
+        """The visible nodes of one scope, in their source groups when grouped by source,
+        else in their fusion kernels."""
+        nodes = [n for n in self.by_scope.get(cluster_id, []) if self.visible(n)]
+        if self.sources:
+            self.source_scope(cluster_id, nodes, depth)
+        else:
+            self.kernel_scope(cluster_id, nodes, depth)
+
+    def placed(self, nodes, depth):
+        """Nodes, those of a folded repeat in its box."""
+        repeated = {}
+        for node in nodes:
             if node["id"] in self.repeat_of:
                 repeated.setdefault(self.repeat_of[node["id"]]["id"], []).append(node)
-            elif node["group"] is None or node["group"] not in self.groups:
+            else:
                 self.node(node, depth)
+        for members in repeated.values():
+            self.repeat(self.repeat_of[members[0]["id"]], members, depth)
+
+    def source_scope(self, cluster_id, nodes, depth):
+        """A scope drawn by source group: a cluster per expanded group, a node per
+        collapsed one."""
+        members = {}
+        for node in nodes:
+            members.setdefault(self.container.get(node["id"]), []).append(node)
+        self.placed(members.pop(None, []), depth)
+        for group in self.sources:
+            if group["cluster"] != cluster_id:
+                continue
+            if group["collapsed"]:
+                if self.shown[group["nodes"][0]] == group["id"]:
+                    self.summary(group, depth)
+            elif group["id"] in members:
+                self.emit(depth, f"subgraph {quote('cluster_' + group['id'])} {{")
+                self.emit(depth + 1, "graph " + _attrs(dict(
+                    SOURCE_CLUSTER, label=group["label"],
+                    id=f"{self.prefix}cluster-{group['id']}")) + ";")
+                self.placed(members[group["id"]], depth + 1)
+                self.emit(depth, "}")
+
+    def summary(self, group, depth):
+        """A collapsed source group: one node; the edges of its equations end on it."""
+        count = len(group["nodes"])
+        texts = [self.nodes[n]["text"] or self.nodes[n]["label"] for n in group["nodes"]]
+        tooltip = "\n".join([group["label"]] + texts)
+        self.emit(depth, f"{quote(group['id'])} " + _attrs(dict(
+            SOURCE_SUMMARY, id=self.prefix + group["id"],
+            label=f"▸ {group['label']}\n{count} equation{'s' if count > 1 else ''}",
+            tooltip=tooltip[:_TOOLTIP_CHARS], **{"class": "nbjax-node nbjax-source-group"})) + ";")
+
+    def kernel_scope(self, cluster_id, nodes, depth):
+        """A scope drawn with folded repeats in their boxes and fusion kernels as
+        clusters."""
+        grouped, rest = {}, []
+        for node in nodes:
+            if node["id"] in self.repeat_of or node["group"] not in self.groups:
+                rest.append(node)
             else:
                 grouped.setdefault(node["group"], []).append(node)
-        for nodes in repeated.values():
-            self.repeat(self.repeat_of[nodes[0]["id"]], nodes, depth)
+        self.placed(rest, depth)
         for gid, nodes in grouped.items():
             index, group = self.groups[gid]
             name = f"cluster_group_{gid}" + (f"_{cluster_id}" if cluster_id else "")
@@ -187,6 +275,13 @@ class _DotWriter:
                                                 attrs["fillcolor"])
         if "style" not in attrs and node["kind"] != "eqn":
             attrs["style"] = "filled"
+        if self.sources and node["group"] in self.groups:  # kernels drawn as borders
+            index, group = self.groups[node["group"]]
+            if group["kind"] == "kernel":
+                attrs.update(color=KERNEL_COLOURS[index % len(KERNEL_COLOURS)][0],
+                             penwidth="2")
+        if node["dim"]:
+            attrs.update(DIM_STYLE, style=DIM_BORDER[node["dim"]])
         return attrs
 
     def label(self, node):
@@ -205,6 +300,8 @@ class _DotWriter:
                         f"nbjax-prov-{_css(node['provenance']['id'])}"]
         if node["group"] is not None:
             classes.append(f"nbjax-group-{_css(node['group'])}")
+        if node["dim"]:
+            classes.append("nbjax-dim")
         return classes
 
     @staticmethod
@@ -217,6 +314,8 @@ class _DotWriter:
                 lines.append(source["text"])
         if node["fusion_reason"]:
             lines.append(node["fusion_reason"])
+        if node["dim"]:
+            lines.append(node["dim"])
         text = "\n".join(lines)
         return text if len(text) <= _TOOLTIP_CHARS else text[:_TOOLTIP_CHARS - 1] + "…"
 
@@ -249,6 +348,8 @@ class _DotWriter:
             if carried:
                 attrs.update(style="dashed", color="#7c3aed", constraint="false",
                              label=f"next step: {edge['aval']}")
+            elif target in self.nodes and self.nodes[target]["dim"]:
+                attrs.update(color=DIM_STYLE["color"], fontcolor=DIM_STYLE["fontcolor"])
             self.emit(1, f"{quote(source)} -> {quote(target)} {_attrs(attrs)};")
         for cluster in self.model["clusters"]:
             self.owner_edge(cluster)

@@ -13,6 +13,12 @@ Repeated blocks fold: an unrolled Python loop (the same equations, each step fed
 before) is drawn once, as a block "× N", its later copies drawn by the first (see
 ``find_repeats``); flip a repeat's ``collapsed`` to unfold it.
 
+Equations can be grouped by the source line or the Python function they came from
+(``group="line"`` or ``"function"``, see ``grouping.py``): each group a cluster that folds
+into one node. Equations whose results reach no output, or that change nothing
+(``mul x 1.0``), carry a ``dim`` reason (``unused.py``): a gradient's graph fades its dead
+forward code.
+
 Large programs stay readable under a node budget: sub-jaxpr clusters collapse first (the
 deepest, then the largest), and if that is not enough, the middle of the top-level program
 folds into one ``more`` node. ``graph_model(j, budget=None)`` shows everything.
@@ -21,9 +27,11 @@ folds into one ``more`` node. ``graph_model(j, budget=None)`` shows everything.
 import numpy as np
 
 from ..core.jaxpr import Literal, Var
-from .structure import eqn_id, is_jaxpr, is_jaxpr_tuple, open_jaxpr, param_text, \
+from .structure import eqn_id, eqn_source, is_jaxpr, is_jaxpr_tuple, open_jaxpr, param_text, \
     printed_params, sub_jaxprs, sub_prefix
+from .grouping import eqns_by_scope, source_groups
 from .text import annotate
+from .unused import dim_reasons
 
 DEFAULT_BUDGET = 150
 _LABEL_PARAMS = 3  # params shown in a node's label (all of them are in node["params"])
@@ -31,31 +39,33 @@ _LABEL_CHARS = 24
 _PREVIEW_SIZE = 6  # constants this small show their value
 
 
-def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET):
+def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, group=None):
     """The graph model of a Jaxpr or ClosedJaxpr.
 
     ``fusion``: a fusion plan (an object with ``.groups``, each with ``.eqns``; ``.index``,
     ``.id`` or ``.name``; optionally ``.kind`` and ``.shape``, and ``.decisions`` with
     ``.eqn`` and ``.reason``) for this very jaxpr (equations are matched by identity):
     equations are tagged with their group. ``budget``: the most nodes to draw, or None.
+    ``group``: "line" or "function" groups the equations by their source (None: not).
 
     The model: ``nodes`` (each with ``id``, ``kind`` (input/const/eqn/output/more),
     ``label``, ``cluster`` (the sub-jaxpr it is in, or None), ``depth``, ``avals`` and
     ``vars`` (its results' types and printed names), ``primitive``, ``params`` (printed,
     as text), ``literals``, ``value`` (small constants), ``text`` (the equation as
     printed), ``source`` (file, line, function, text), ``provenance`` (phase, id,
-    primitive), ``group``, ``fusion_reason``, ``truncated``); ``edges`` (``source``,
-    ``target``, ``var``, ``aval``, ``operand`` position); ``clusters`` (``id``, ``name``,
-    ``label``, ``owner`` equation, ``parent`` cluster, ``depth``, ``size`` in nodes,
-    ``collapsed``); ``groups`` (``id``, ``kind``, ``label``, ``nodes``); ``repeats``
-    (``find_repeats``); ``budget``, ``hidden`` (nodes not drawn, folded repeats aside) and
-    ``truncated``. Flip a cluster's or a repeat's ``collapsed`` and draw again to open or
-    close it.
+    primitive), ``group``, ``fusion_reason``, ``dim`` (why it is drawn faded, or None),
+    ``truncated``); ``edges`` (``source``, ``target``, ``var``, ``aval``, ``operand``
+    position); ``clusters`` (``id``, ``name``, ``label``, ``owner`` equation, ``parent``
+    cluster, ``depth``, ``size`` in nodes, ``collapsed``); ``groups`` (``id``, ``kind``,
+    ``label``, ``nodes``); ``repeats`` (``find_repeats``); ``source_groups``
+    (``grouping.source_groups``); ``budget``, ``hidden`` (nodes not drawn, folded repeats
+    aside) and ``truncated``. Flip a cluster's or a repeat's ``collapsed`` and draw again to open or
+    close it; the same for a source group.
     """
-    return build_model(closed_jaxpr, annotate(closed_jaxpr), fusion, budget)
+    return build_model(closed_jaxpr, annotate(closed_jaxpr), fusion, budget, group=group)
 
 
-def build_model(closed_jaxpr, annotated, fusion, budget, fold=True):
+def build_model(closed_jaxpr, annotated, fusion, budget, fold=True, group=None):
     """``graph_model`` given the jaxpr's annotated text (a view shows both, and printing
     a large jaxpr is the slow part); ``fold=False`` folds no repeated block."""
     jaxpr, consts = open_jaxpr(closed_jaxpr)
@@ -64,6 +74,7 @@ def build_model(closed_jaxpr, annotated, fusion, budget, fold=True):
     model = {"nodes": builder.nodes, "edges": builder.edges, "clusters": builder.clusters,
              "groups": builder.fusion.groups}
     model["repeats"] = find_repeats(model) if fold else []
+    model["source_groups"] = source_groups(model, group)
     _apply_budget(model, budget)
     return model
 
@@ -74,7 +85,8 @@ def _short(text, limit=_LABEL_CHARS):
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _source(info):
+def _source(eqn):
+    info = eqn_source(eqn)
     if info is None:
         return None
     return {"file": info.file, "line": info.line, "function": info.function,
@@ -130,7 +142,7 @@ def _node(node_id, kind, label, cluster, depth, **fields):
     node = {"id": node_id, "kind": kind, "label": label, "cluster": cluster, "depth": depth,
             "avals": [], "vars": [], "primitive": None, "params": {}, "literals": [],
             "value": None, "text": None, "source": None, "provenance": None, "group": None,
-            "fusion_reason": None, "truncated": False}
+            "fusion_reason": None, "dim": None, "truncated": False}
     node.update(fields)
     return node
 
@@ -169,8 +181,12 @@ class _Builder:
             env[v] = self.value_node(f"{prefix}c{i}", "const", v, cluster, depth, value)
         for i, v in enumerate(jaxpr.invars):
             env[v] = self.value_node(f"{prefix}in{i}", "input", v, cluster, depth)
+        first = len(self.nodes)
         for i, eqn in enumerate(jaxpr.eqns):
             self.eqn(eqn, eqn_id(prefix, i), env, cluster, depth)
+        by_id = {n["id"]: n for n in self.nodes[first:]}
+        for i, reason in dim_reasons(jaxpr).items():
+            by_id[eqn_id(prefix, i)]["dim"] = reason
         for i, a in enumerate(jaxpr.outvars):
             label = f"out {i}: {a.aval.str_short()}"
             if isinstance(a, Literal):
@@ -200,7 +216,7 @@ class _Builder:
                  vars=[self.name(v) for v in eqn.outvars], primitive=eqn.primitive.name,
                  params=params, literals=literals,
                  text=self.text.eqn_text(node_id) or repr(eqn),
-                 source=_source(eqn.source_info), provenance=_provenance(eqn.provenance),
+                 source=_source(eqn), provenance=_provenance(eqn.provenance),
                  group=None if group is None else group["id"],
                  fusion_reason=self.fusion.reason_of.get(id(eqn)))
         for operand, a in enumerate(eqn.invars):
@@ -243,12 +259,8 @@ def find_repeats(model):
     operands = {}
     for edge in model["edges"]:
         operands.setdefault(edge["target"], []).append((edge["operand"], edge["source"]))
-    by_scope = {}
-    for node in model["nodes"]:
-        if node["kind"] == "eqn":
-            by_scope.setdefault(node["cluster"], []).append(node)
     repeats = []
-    for scope, eqns in by_scope.items():
+    for scope, eqns in eqns_by_scope(model).items():
         position = {n["id"]: i for i, n in enumerate(eqns)}
         keys = [None if n["id"] in owners else
                 (n["primitive"], tuple(n["params"].items()), tuple(n["avals"]),
@@ -313,26 +325,31 @@ MORE = "more"  # the id of the node standing for the folded middle of a large pr
 
 def representatives(model):
     """node id -> the id of the node drawn for it: itself, its counterpart in the first
-    block of a folded repeat, the owner of a collapsed cluster it is in, or ``MORE`` when
-    the budget folded it away."""
+    block of a folded repeat, the owner of a collapsed cluster it is in, ``MORE`` when
+    the budget folded it away, or the id of the collapsed source group it is in."""
     clusters = {c["id"]: c for c in model["clusters"]}
     nodes = {n["id"]: n for n in model["nodes"]}
     copies = folded_copies(model)
+    grouped = {node_id: g["id"] for g in model.get("source_groups", ()) if g["collapsed"]
+               for node_id in g["nodes"]}
     memo = {}
 
     def shown(node_id):
         if node_id not in memo:
             node = nodes[node_id]
             collapsed = _outermost_collapsed(node["cluster"], clusters)
+            owner = clusters[node["cluster"]]["owner"] if node["cluster"] else None
             if node_id in copies:
                 memo[node_id] = shown(copies[node_id])
             elif collapsed is not None:
                 memo[node_id] = shown(collapsed["owner"])
             elif node["truncated"]:
                 memo[node_id] = MORE
-            elif node["cluster"] is not None and \
-                    shown(clusters[node["cluster"]]["owner"]) == MORE:
-                memo[node_id] = MORE
+            elif owner is not None and shown(owner) != owner:
+                # in a sub-jaxpr whose owner is folded away (by the budget, a source group)
+                memo[node_id] = shown(owner)
+            elif node_id in grouped:
+                memo[node_id] = grouped[node_id]
             else:
                 memo[node_id] = node_id
         return memo[node_id]
@@ -351,8 +368,8 @@ def _outermost_collapsed(cluster_id, clusters):
 
 
 def hidden_nodes(model, shown):
-    """The nodes not drawn (by a collapsed cluster or the budget), the later copies of
-    folded repeats aside (they are drawn, once, as their block)."""
+    """The nodes not drawn (by a collapsed cluster or source group, or the budget), the
+    later copies of folded repeats aside (they are drawn, once, as their block)."""
     copies = folded_copies(model)
     return [n for n in model["nodes"]
             if n["id"] != MORE and shown[n["id"]] != n["id"] and n["id"] not in copies]

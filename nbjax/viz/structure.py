@@ -59,3 +59,11 @@ def eqn_id(prefix, i):
 def sub_prefix(owner_id, suffix):
     """The cluster id of a sub-jaxpr; its nodes' ids start with it and a slash."""
     return f"{owner_id}/{suffix}"
+
+
+def eqn_source(eqn):
+    """The SourceInfo of the user-level operation ``eqn`` came from (for a backward
+    equation, the line it differentiates, not the line that called ``grad``), else the
+    equation's own, or None."""
+    p = eqn.provenance
+    return p.source_info if p is not None and p.source_info is not None else eqn.source_info

@@ -28,6 +28,8 @@ ERROR = "var(--jp-error-color1,#dc2626)"
 # Muted text on CODE_BG: JupyterLab light's --jp-ui-font-color2 on its editor background is
 # 4.49:1, under WCAG AA's 4.5; its inverse layout grey is 5.7:1 there (9:1 on the dark one).
 CODE_MUTED = "var(--jp-inverse-layout-color3,#4b5563)"
+# How hot a source line is (the source pane): amber, translucent so the theme shows through.
+HEAT = "rgba(245,158,11,{alpha:.2f})"
 
 CARD_FG = "#111827"  # text on a fixed light colour
 # A light card behind a Graphviz SVG, whose colours are fixed (and chosen for white).

@@ -1,11 +1,10 @@
 """The on-disk compile cache: machine code kept between processes, so re-running a notebook
 skips LLVM's optimisation and code generation.
 
-An entry holds what LLVM made of one module: its optimised IR (what ``as_text`` and the
-kernel reports show) and its object code. ``JitModule`` asks for an entry before optimising;
-on a hit it parses the optimised IR and hands the object code to the MCJIT engine through
-llvmlite's object cache, so no pass runs and no code is generated; on a miss it compiles as
-usual and the engine's "object compiled" notification gives us the code to store.
+An entry holds what LLVM made of one module: the optimised IR of its parts (what ``as_text``
+and the kernel reports show) and their object code. ``JitModule`` asks for an entry before
+optimising; on a hit it loads the object code into its engine, so no pass runs and no code
+is generated; on a miss it compiles the module and stores what came out.
 
 Where: ``$NBJAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/nbjax``, else ``~/.cache/nbjax``;
 ``NBJAX_DISABLE_DISK_CACHE=1`` turns the cache off. Machine code from a file is run without
@@ -47,7 +46,7 @@ log = logging.getLogger(__name__)
 # notebook read them).
 stats = Counter()
 
-MAGIC = b"nbjax-o2"                 # the entry layout; change it when the layout changes
+MAGIC = b"nbjax-o3"                 # the entry layout; change it when the layout changes
 _DIGEST = hashlib.sha256().digest_size
 _KEY = 64                          # the payload: the entry's key (hex), then
 _META_LENGTH = struct.Struct("<Q")  # the length of what describes the code, that, the code
@@ -131,7 +130,7 @@ def _compiler_version():
     pipeline's options live there), so editing it never reuses stale entries."""
     here = Path(__file__).parent
     source = hashlib.sha256()
-    for name in ("runtime.py", "cache.py", "pipeline.py"):
+    for name in ("runtime.py", "cache.py", "pipeline.py", "partition.py"):
         source.update((here / name).read_bytes())
     return f"{__version__}+{source.hexdigest()[:16]}"
 
@@ -216,47 +215,67 @@ class Lookup:
     """One module's trip through the disk cache.
 
     ``Lookup(ir_text)`` reads the module's entry; ``hit`` says whether there was one, and then
-    ``optimised_ir`` is its optimised IR (parse that, and skip the passes). ``attach(engine)``
-    before ``finalize_object`` feeds the cached object code to the engine, or catches the
-    code it generates; ``done(optimised_ir)`` afterwards stores a new entry.
+    ``optimised_texts`` and ``objects`` are the optimised IR and object code of its parts
+    (``partition``: a module is compiled in parts, on several cores). A module compiled
+    afresh is ``supply``-ed; ``done()`` then stores it.
     """
 
     def __init__(self, ir_text):
         self.directory = directory()
         self.path = None
-        self.optimised_ir = self._object = self._new_object = None
-        self.hit = self._supplied = False
+        self.optimised_texts = self.objects = None
+        self.hit = False
         if self.directory is None:
             return
         self.key = entry_key(ir_text)
         self.path = self.directory / (self.key + SUFFIX)
-        found = read(self.path, self.key)
-        self.hit = found is not None
+        found = read(self.path, self.key, meta=json.loads)
+        if found is not None:
+            try:
+                self.objects = unpack_objects(found[1])
+            except (ValueError, struct.error) as e:
+                stats["corrupt"] += 1
+                log.debug("nbjax compile cache: ignoring %s: %s", self.path, e)
+            else:
+                self.optimised_texts, self.hit = found[0], True
         stats["hit" if self.hit else "miss"] += 1
-        if self.hit:
-            self.optimised_ir, self._object = found
 
-    def supply(self, optimised_ir, object_code):
-        """The module compiled elsewhere (the optimiser process): the engine loads this code,
-        and ``done`` stores it."""
-        self.optimised_ir, self._object, self._supplied = optimised_ir, object_code, True
+    def supply(self, optimised_texts, objects):
+        """The module compiled afresh: the parts' optimised IR and object code."""
+        self.optimised_texts, self.objects = optimised_texts, objects
 
-    def attach(self, engine):
-        if self.path is not None or self._supplied:
-            engine.set_object_cache(self._compiled, self._cached)
+    def done(self):
+        """Store the entry of a module compiled afresh; return its object code (None
+        without a disk cache), for the entry of the program."""
+        if self.path is None:
+            return None
+        code = pack_objects(self.objects)
+        if not self.hit and write(self.path, encode(self.key, json.dumps(
+                self.optimised_texts).encode(), code)):
+            stats["store"] += 1
+        return code
 
-    def _cached(self, module):
-        return self._object
 
-    def _compiled(self, module, object_code):
-        self._new_object = object_code
+_COUNT = struct.Struct("<Q")
 
-    def done(self, optimised_ir):
-        """Store the entry of a module compiled afresh; return the object code (None
-        without a disk cache), for the entry of the program, and drop it here."""
-        made = self._object if self._supplied or self.hit else self._new_object
-        if made is not None and self.path is not None and not self.hit:
-            if write(self.path, encode(self.key, optimised_ir.encode(), made)):
-                stats["store"] += 1
-        self._object = self._new_object = None
-        return made if self.path is not None else None
+
+def pack_objects(objects):
+    """The object files of a module's parts as one byte string: their count, then each
+    with its length."""
+    return b"".join([_COUNT.pack(len(objects))]
+                    + [_COUNT.pack(len(o)) + bytes(o) for o in objects])
+
+
+def unpack_objects(code):
+    """The object files ``pack_objects`` put in ``code``; ValueError if it is not that."""
+    (count,), at, objects = _COUNT.unpack_from(code, 0), _COUNT.size, []
+    for _ in range(count):
+        (n,) = _COUNT.unpack_from(code, at)
+        at += _COUNT.size
+        if at + n > len(code):
+            raise ValueError("object code cut short")
+        objects.append(bytes(code[at:at + n]))
+        at += n
+    if at != len(code):
+        raise ValueError("object code with trailing bytes")
+    return objects

@@ -58,8 +58,13 @@ class ModuleBuilder:
         return loop_id
 
     def add_kernel(self, kernel):
-        """Emit ``kernel`` as a function; returns its LLVM IR text."""
-        return str(define_kernel(self.module, kernel, CpuLoops(self, kernel)))
+        """Emit ``kernel`` as a function; returns its LLVM IR text. A kernel is never
+        inlined into the control flow that calls it: a call costs nothing next to its loop,
+        and an inlined copy is optimised again (a fifth of an LSTM gradient's compile time)
+        and cannot be compiled in another part of the module (``partition``)."""
+        fn = define_kernel(self.module, kernel, CpuLoops(self, kernel))
+        fn.attributes.add("noinline")
+        return str(fn)
 
     def add_combiner(self, kernel):
         """Emit ``<kernel>_combine(out0, part0, out1, part1, ...)``, which folds the partial

@@ -1,59 +1,74 @@
-"""The optimiser process: LLVM's passes and code generation in a worker, so that what
-llvmlite leaks per module (``pipeline.py``) is left in a process we restart.
+"""The optimiser processes: LLVM's passes and code generation in workers, so that what
+llvmlite leaks per module (``pipeline.py``) is left in processes we restart, and so that the
+parts of a large module (``partition``) are compiled on several cores at once.
 
-``compile_module(ir_text, cpu, features)`` sends a module to the worker and returns its
-(optimised IR, object code), or None when the worker cannot be used (it failed to start,
-died, or LLVM reported an error): the caller then compiles in this process, as before.
-The worker is started on first use and replaced every ``MODULES_PER_WORKER`` modules.
+``OptimiserPool.compile_module(ir_text, cpu, features)`` cuts the module into parts, has
+the workers compile them (each worker takes the next part as soon as it is free) and returns the parts'
+(optimised IR texts, object codes), or None when the workers cannot be used (none could
+start, one died, or LLVM reported an error): the caller then compiles in this process, as
+before. A worker is started on first use and replaced every ``MODULES_PER_WORKER`` modules.
 """
 
 import atexit
 import contextlib
 import json
 import logging
+import selectors
 import subprocess
 import sys
 import threading
 
-from . import pipeline
+from . import partition, pipeline
 
 log = logging.getLogger(__name__)
 
 MODULES_PER_WORKER = 256    # ~70 KB each: a worker grows by ~18 MB before it is replaced
+MAX_WORKERS = 4             # LLVM's memory per worker (~60 MB) bounds it, not the cores
+PARTS_PER_WORKER = 3        # smaller parts balance the workers' loads, each costs a message
 
 
 class OptimiserProcess:
+    """One worker: a request is sent, then its reply received (``compile_module`` does
+    both); any failure stops it, and the next request starts a new one."""
+
     def __init__(self):
-        self._lock = threading.Lock()
         self._worker = None
         self._served = 0
         self._broken = False   # the worker cannot start here: stop trying
 
     def compile_module(self, ir_text, cpu, features):
-        with self._lock:
-            if self._broken:
-                return None
-            try:
-                return self._ask(ir_text, cpu, features)
-            except BaseException:
-                self._stop()   # interrupted or dead mid-request: its replies are out of step
-                raise
+        """(optimised IR, object code) of ``ir_text``, or None."""
+        if not self.send(ir_text, cpu, features):
+            return None
+        try:
+            return self.receive()
+        except BaseException:
+            self.stop()   # interrupted mid-request: its replies would be out of step
+            raise
 
-    def _ask(self, ir_text, cpu, features):
+    def send(self, ir_text, cpu, features):
+        """Hand ``ir_text`` to the worker; False when there is no worker to take it."""
         worker = self._running()
         if worker is None:
-            return None
+            return False
         header = json.dumps({"cpu": cpu, "features": features}).encode()
         try:
             pipeline.write_message(worker.stdin, header, ir_text.encode())
-            reply = pipeline.read_message(worker.stdout)
+        except OSError as e:
+            self._failed(e)
+            return False
+        return True
+
+    def receive(self):
+        """The reply to the request sent: (optimised IR, object code), or None."""
+        try:
+            reply = pipeline.read_message(self._worker.stdout)
         except OSError as e:
             reply, why = None, e
         else:
             why = "it exited"
         if reply is None:
-            log.warning("nbjax: the optimiser process failed (%s); compiling in-process", why)
-            self._stop()
+            self._failed(why)
             return None
         self._served += 1
         if reply[0] != b"ok":
@@ -61,9 +76,18 @@ class OptimiserProcess:
             return None
         return reply[1].decode(), reply[2]
 
+    def fileno(self):
+        return self._worker.stdout.fileno()
+
+    def _failed(self, why):
+        log.warning("nbjax: the optimiser process failed (%s); compiling in-process", why)
+        self.stop()
+
     def _running(self):
+        if self._broken:
+            return None
         if self._worker is not None and self._served >= MODULES_PER_WORKER:
-            self._stop()
+            self.stop()
         if self._worker is None:
             try:
                 self._worker = subprocess.Popen([sys.executable, pipeline.__file__],
@@ -76,7 +100,7 @@ class OptimiserProcess:
             self._served = 0
         return self._worker
 
-    def _stop(self):
+    def stop(self):
         worker, self._worker = self._worker, None
         if worker is not None:
             worker.kill()
@@ -85,11 +109,59 @@ class OptimiserProcess:
                 with contextlib.suppress(OSError):  # unsent bytes to a dead worker
                     stream.close()
 
+
+class OptimiserPool:
+    """Up to ``workers`` optimiser processes sharing the parts of each module."""
+
+    def __init__(self, workers):
+        self._lock = threading.Lock()
+        self.processes = [OptimiserProcess() for _ in range(max(1, workers))]
+        atexit.register(self.close)
+
+    def compile_module(self, ir_text, cpu, features):
+        """(optimised IR texts, object codes) of the parts of ``ir_text``, or None."""
+        parts = partition.split(ir_text, PARTS_PER_WORKER * len(self.processes))
+        with self._lock:
+            try:
+                replies = self._compile_parts(parts, cpu, features)
+            except BaseException:
+                self._stop()    # interrupted: the busy workers' replies are out of step
+                raise
+        if replies is None or None in replies:
+            return None
+        return [r[0] for r in replies], [r[1] for r in replies]
+
+    def _compile_parts(self, parts, cpu, features):
+        """Each part's reply (None for a part that failed), the parts handed to whichever
+        worker is free; None when no worker could take any."""
+        pending = list(enumerate(parts))
+        replies = [None] * len(parts)
+        failed = False
+        with selectors.DefaultSelector() as busy:
+            def hand_out(process):
+                while pending and not failed:
+                    index, text = pending[0]
+                    if not process.send(text, cpu, features):
+                        return
+                    pending.pop(0)
+                    busy.register(process, selectors.EVENT_READ, index)
+                    return
+            for process in self.processes:
+                hand_out(process)
+            if not busy.get_map():
+                return None
+            while busy.get_map():
+                for key, _ in busy.select():
+                    busy.unregister(key.fileobj)
+                    replies[key.data] = key.fileobj.receive()
+                    failed = failed or replies[key.data] is None
+                    hand_out(key.fileobj)
+        return None if pending else replies
+
+    def _stop(self):
+        for process in self.processes:
+            process.stop()
+
     def close(self):
         with self._lock:
             self._stop()
-
-
-_process = OptimiserProcess()
-atexit.register(_process.close)
-compile_module = _process.compile_module

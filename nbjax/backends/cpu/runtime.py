@@ -1,9 +1,9 @@
 """What compiled kernels run on: LLVM engines, aligned buffers, and a thread for big loops.
 
-- ``JitModule``: one LLVM module, optimised and turned into object code by the optimiser
-  process (``optimiser``; in this process when that fails) or found in the disk cache, and
-  loaded by its own MCJIT engine and target machine (an engine owns and frees its target
-  machine, so they are never shared).
+- ``JitModule``: one LLVM module, optimised and turned into object code in parts by the
+  optimiser processes (``optimiser``, ``partition``; in this process when that fails) or
+  found in the disk cache, and loaded by its own MCJIT engine and target machine (an engine
+  owns and frees its target machine, so they are never shared).
 - ``BufferPool``: 64-byte-aligned output buffers (vector stores need it, and NumPy only
   guarantees 16), reused once nothing refers to them any more, so steady-state calls do not
   pay page faults; large ones are anonymous mappings with transparent huge pages.
@@ -12,6 +12,7 @@
   that axis accumulates each chunk into a private buffer, combined at the end.
 """
 
+import contextlib
 import ctypes
 import functools
 import math
@@ -84,50 +85,44 @@ def float32_lanes():
 
 
 class JitModule:
-    """LLVM IR text -> optimised module -> machine code, with the time of each phase."""
+    """LLVM IR text -> optimised parts -> machine code, with the time of each phase."""
 
     def __init__(self, ir_text, timer):
-        tm = _target_machine()
         self.target = cpu_target()
         self.runs_here = runs_here()
         with timer("disk_cache"):
             lookup = cache.Lookup(ir_text)   # a hit: optimised IR and machine code, no passes
         self.from_disk_cache = lookup.hit
         if not lookup.hit:
-            with timer("llvm_optimise"):     # and code generation, in the optimiser process
-                made = optimiser.compile_module(ir_text, *self.target)
-            if made is not None:
-                lookup.supply(*made)
+            with timer("llvm_optimise"):     # and code generation, in the optimiser processes
+                made = _optimisers.compile_module(ir_text, *self.target)
+                if made is None:             # they could not do it: in this process
+                    optimised, code = pipeline.compile_module(ir_text, *self.target)
+                    made = [optimised], [code]
+            lookup.supply(*made)
+        tm = _target_machine()
         with timer("llvm_parse"):
-            module = pipeline.parse(lookup.optimised_ir or ir_text, tm)
-        if lookup.optimised_ir is None:      # the optimiser process could not do it
-            with timer("llvm_optimise"):
-                pipeline.optimise(module, tm)
+            self.modules = [pipeline.parse(text, tm) for text in lookup.optimised_texts]
         with timer("machine_code"):
-            self.engine = llvm.create_mcjit_compiler(module, tm)  # owns tm from now on
-            lookup.attach(self.engine)
-            self.engine.finalize_object()
-        self.module = module
-        # Printing a module costs as much as optimising it: reuse the text we were given.
-        self.optimised_ir = lookup.optimised_ir or str(module)
+            self.engine = _engine(lookup.objects, tm)
+        self.optimised_ir = "\n".join(lookup.optimised_texts)
         # (kept until the program's disk cache entry takes it: ``take_object_code``)
-        self.object_code = lookup.done(self.optimised_ir)
+        self.object_code = lookup.done()
 
     @classmethod
     def of_object_code(cls, object_code, optimised_ir, externals):
-        """The module whose machine code is ``object_code`` and optimised IR
-        ``optimised_ir`` (from the disk cache of whole programs), loaded as it is, with no IR
-        parsed (``function_ir`` has nothing to show); None if this process lacks one of the
-        symbols it calls (``externals``), which LLVM would abort the process over."""
+        """The module whose machine code is ``object_code`` (``cache.pack_objects``) and
+        optimised IR ``optimised_ir`` (from the disk cache of whole programs), loaded as it
+        is, with no IR parsed (``function_ir`` has nothing to show); None if this process
+        lacks one of the symbols it calls (``externals``), which LLVM would abort the
+        process over."""
         tm = _target_machine()
         if not all(llvm.address_of_symbol(name) for name in externals):
             return None
         self = cls.__new__(cls)
         self.target, self.runs_here, self.from_disk_cache = cpu_target(), runs_here(), True
-        self.module, self.optimised_ir, self.object_code = None, optimised_ir, None
-        self.engine = llvm.create_mcjit_compiler(pipeline.parse("", tm), tm)
-        self.engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(object_code)))
-        self.engine.finalize_object()
+        self.modules, self.optimised_ir, self.object_code = [], optimised_ir, None
+        self.engine = _engine(cache.unpack_objects(object_code), tm)
         return self
 
     def take_object_code(self):
@@ -147,7 +142,23 @@ class JitModule:
         return proto(address)
 
     def function_ir(self, name):
-        return str(self.module.get_function(name))
+        """The optimised IR of function ``name``, from the part that defines it."""
+        for module in self.modules:
+            with contextlib.suppress(NameError):
+                fn = module.get_function(name)
+                if not fn.is_declaration:
+                    return str(fn)
+        raise NameError(f"no function {name!r} in the module")
+
+
+def _engine(objects, tm):
+    """An MCJIT engine (which owns ``tm`` from now on) running the object files
+    ``objects``, the calls between them linked."""
+    engine = llvm.create_mcjit_compiler(pipeline.parse("", tm), tm)
+    for code in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(bytes(code)))
+    engine.finalize_object()
+    return engine
 
 
 def externals(module):
@@ -253,6 +264,7 @@ def core_count():
 
 
 THREADS = core_count()
+_optimisers = optimiser.OptimiserPool(min(THREADS, optimiser.MAX_WORKERS))
 
 
 def _workers():

@@ -1,0 +1,89 @@
+"""A module's IR text cut into parts that LLVM optimises and compiles at the same time.
+
+LLVM's optimiser and code generator run on one core, and a program's first call spends most
+of its time there (the CNN step: 0.4 s of passes and 0.2 s of code generation). The
+functions of a module are optimised independently except where one is inlined into another,
+so a module can be cut between its functions: each part keeps the module's declarations,
+globals and metadata, defines its own functions, and declares the other parts' functions it
+may call; the parts' object files are loaded into one engine, which links the calls.
+
+Functions with internal linkage (the scalar math helpers) are not visible across object
+files: every part gets a copy, and LLVM drops the copies a part does not call. The cost of
+cutting is that a call between parts is never inlined; the calls that cross are those of
+the program and control-flow functions to whole kernels (and of kernels to the shared,
+never-inlined vector math functions), where a call costs nothing next to the loop it runs.
+"""
+
+import dataclasses
+import re
+
+_NAME = re.compile(r'@("?)([^"(\s]+)\1\(')
+
+
+@dataclasses.dataclass
+class _Function:
+    name: str
+    header: str      # the ``define ...`` line
+    text: str        # the whole definition
+    internal: bool
+
+    @property
+    def declaration(self):
+        return "declare " + self.header[len("define "):]
+
+
+def split(ir_text, parts):
+    """The IR texts of at most ``parts`` modules that together define what ``ir_text``
+    defines, balanced by the length of their functions; ``[ir_text]`` when there is nothing
+    to cut (one function that is not internal, or ``parts`` < 2)."""
+    shared, functions = _read(ir_text)
+    own = [f for f in functions if not f.internal]
+    if parts < 2 or len(own) < 2:
+        return [ir_text]
+    copies = [f.text for f in functions if f.internal]
+    texts = []
+    for group in _balanced(own, parts):
+        names = {f.name for f in group}
+        declared = [f.declaration for f in own if f.name not in names]
+        texts.append("\n".join(shared + declared + copies + [f.text for f in group]) + "\n")
+    return texts
+
+
+def _read(ir_text):
+    """(the module's lines outside function bodies, its function definitions in order)."""
+    shared, functions, body = [], [], None
+    for line in ir_text.splitlines():
+        if body is not None:
+            body.append(line)
+            if line == "}":
+                header = body[0]
+                functions.append(_Function(_NAME.search(header).group(2), header,
+                                           "\n".join(body),
+                                           header.startswith(("define internal ",
+                                                              "define private "))))
+                body = None
+        elif line.startswith("define "):
+            body = [line]
+        else:
+            shared.append(line)
+    if body is not None:
+        raise ValueError("unterminated function definition in the module's IR")
+    return shared, functions
+
+
+def _balanced(functions, parts):
+    """``functions`` in at most ``parts`` non-empty groups of about equal text length: the
+    longest first, each to the group with the least so far."""
+    groups = [[] for _ in range(min(parts, len(functions)))]
+    sizes = [0] * len(groups)
+    for f in sorted(functions, key=_cost, reverse=True):
+        k = sizes.index(min(sizes))
+        groups[k].append(f)
+        sizes[k] += _cost(f)
+    return groups
+
+
+def _cost(function):
+    """The estimated time LLVM takes on ``function``: measured on the benchmarks' kernels,
+    about as much per function (the vectoriser's analyses) as per 8 KB of its text."""
+    return 8000 + len(function.text)

@@ -1,0 +1,48 @@
+"""Equations a graph draws faded, and why: those whose results reach no output, and those
+that change nothing (``mul x 1.0``).
+
+``make_jaxpr(grad(f))`` keeps the whole forward pass, the primal result included (the
+``_ = reduce_sum ...`` that computed ``f(x)``, which ``grad`` then drops), and nothing runs
+DCE before a view draws it; JAX's DCE (and nbjax's compiler) would drop those equations.
+Drawing them at full strength shows a student work that never happens, so the graph keeps
+them (the jaxpr beside it has them) but fades them, with a legend saying why.
+"""
+
+from ..core.jaxpr import Var, has_effect
+
+DEAD = "unused: no output needs its result (DCE drops it; the compiled program never runs it)"
+IDENTITY = ("identity: returns its operand unchanged (x·1, x−0, a conversion to the same "
+            "type); the compiler removes it")
+
+
+def dead_equations(jaxpr):
+    """Positions of the equations of ``jaxpr`` whose results reach none of its outputs
+    (through other equations), effects aside: what a DCE pass removes."""
+    live = {a for a in jaxpr.outvars if isinstance(a, Var)}
+    dead = []
+    for i in range(len(jaxpr.eqns) - 1, -1, -1):
+        eqn = jaxpr.eqns[i]
+        if any(v in live for v in eqn.outvars) or has_effect(eqn):
+            live.update(a for a in eqn.invars if isinstance(a, Var))
+        else:
+            dead.append(i)
+    return dead[::-1]
+
+
+def is_identity(eqn):
+    """Whether ``eqn`` returns one of its operands unchanged, by its primitive's own
+    ``simplify`` rule, the one the compiler applies (``x * 1``, ``x - 0``, a conversion to
+    the same type...; the identities are the primitives' knowledge, in ``nbjax.lax``).
+    Rewrites that look at other equations (``-(-x)``) are not identities of this one."""
+    rule = eqn.primitive.rules.get("simplify")
+    if rule is None:
+        return False
+    result = rule(eqn, list(eqn.invars), lambda var: None, lambda atom: 1)
+    return result is not None and any(result[0] is a for a in eqn.invars)
+
+
+def dim_reasons(jaxpr):
+    """Position -> why the equation is drawn faded (``DEAD`` before ``IDENTITY``)."""
+    reasons = {i: IDENTITY for i, eqn in enumerate(jaxpr.eqns) if is_identity(eqn)}
+    reasons.update(dict.fromkeys(dead_equations(jaxpr), DEAD))
+    return reasons
