@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from helpers import jupyterlab_theme_css
 
+from nbjax.notebook.static import heat
 from nbjax.viz import theme
 from nbjax.viz.dot import KERNEL_COLOURS, PHASE_FILL
 from nbjax.viz.pipeline import NEW_FILL, OTHER_NEW_FILL
@@ -201,6 +202,8 @@ def static_pairs(name):
              ("code", c(theme.FG), code), ("note", c(theme.MUTED), bg),
              ("muted code", c(theme.CODE_MUTED), code), ("error", c(theme.ERROR), bg)]
     pairs += [(f"jaxpr {kind}", c(value), code) for kind, value in theme.SYNTAX.items()]
+    hottest = heat(1.0).removeprefix("background:")  # a source line with all the time
+    pairs.append(("hottest source line", c(theme.FG), over(parse_colour(hottest), bg)))
     cards = ["#ffffff", OTHER_NEW_FILL, *PHASE_FILL.values(), *NEW_FILL.values(),
              *(fill for _, fill in KERNEL_COLOURS)]
     pairs += [(f"card {fill}", parse_colour(theme.CARD_FG), parse_colour(fill))
