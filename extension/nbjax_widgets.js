@@ -559,7 +559,12 @@ class JitView extends View {
         h("span", { class: "nbjax-note" }, ` (NumPy, one call per operation: ${seconds(t.numpy_seconds)})`)),
       h("span", {}, "over nbjax eager ", h("b", { testid: "nbjax-speedup" }, number(t.speedup, "×")),
         h("span", { class: "nbjax-note" }, ` (no jit: ${seconds(t.eager_seconds)})`)),
-      t.baselines_note ? h("span", { class: "nbjax-note", testid: "nbjax-baselines-note" }, t.baselines_note) : null);
+      t.baselines_note ? h("span", { class: "nbjax-note", testid: "nbjax-baselines-note" }, t.baselines_note) : null,
+      // The baselines run in the kernel only when asked (watch.WatchedJit.measure_baselines).
+      t.baselines_pending ? h("button", {
+        class: "nbjax-button", testid: "nbjax-measure-baselines",
+        onclick: () => this.set("measure", (this.get("measure") || 0) + 1),
+      }, "measure the baselines") : null);
     const phases = table(["compile phase", "time"], t.compile.map((p) => [p.phase, seconds(p.seconds)]),
       { testid: "nbjax-compile-phases" });
     const steps = t.steps.length ? table(["step", "time", "bytes", "GB/s", "GFLOP/s"],

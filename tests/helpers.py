@@ -1,6 +1,9 @@
 """Checks shared by the test modules."""
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 import nbjax
 from nbjax.backends import compile
@@ -178,3 +181,14 @@ def is_full_width_float32(ir_text):
     from nbjax.backends.cpu.runtime import float32_lanes
     widths = [int(n) for n in re.findall(r"<(\d+) x float>", ir_text)]
     return max(widths, default=1) == float32_lanes()
+
+
+def jupyterlab_theme_css(name):
+    """The stylesheet of JupyterLab's installed theme ``name`` ("light", "dark"), which
+    defines its ``--jp-*`` variables (skips the test without JupyterLab)."""
+    jupyterlab = pytest.importorskip("jupyterlab")
+    path = (Path(jupyterlab.__file__).parent / "themes" / "@jupyterlab" /
+            f"theme-{name}-extension" / "index.css")
+    if not path.is_file():
+        pytest.skip(f"JupyterLab's {name} theme is not installed at {path}")
+    return path.read_text()

@@ -30,6 +30,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import jupyterlab_theme_css
 
 ROOT = Path(__file__).resolve().parents[1]
 TOUR = ROOT / "notebooks" / "01_tour.ipynb"
@@ -401,11 +402,39 @@ def check_chapter_shows_its_view_and_figure(page, shots):
         assert images.nth(i).evaluate("img => img.complete && img.naturalWidth > 100"), i
 
 
+# Of the side-by-side pane: what sticks out of the view, or out of its own box (text hidden).
+OVERFLOW = """(view) => {
+  const right = view.getBoundingClientRect().right, out = [];
+  for (const el of view.querySelectorAll('.nbjax-columns, .nbjax-column, .nbjax-row')) {
+    const box = el.getBoundingClientRect();
+    if (box.right > right + 0.5 || el.scrollWidth > el.clientWidth + 1)
+      out.push({cls: el.className, right: box.right, viewRight: right,
+                scroll: el.scrollWidth, client: el.clientWidth});
+  }
+  return {out, rows: view.querySelectorAll('.nbjax-row').length,
+          viewClipped: view.scrollWidth > view.clientWidth + 1}; }"""
+
+
+def check_side_by_side_fits(page, shots):
+    """At 1400x900 the side-by-side pane of ``mse`` (long ``dot_general`` equations) fits
+    its view: no column or row sticks out of it, no text is hidden (rows wrap)."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    view = view_of(page, "mse")
+    view.get_by_test_id("nbjax-tab-linked").click()
+    sync_api.expect(view.get_by_test_id("nbjax-grad-backward")).to_be_visible()
+    found = view.evaluate(OVERFLOW)
+    assert found["rows"] >= 6 and found["out"] == [] and not found["viewClipped"], found
+    backward = view.get_by_test_id("nbjax-grad-backward").bounding_box()
+    assert backward["width"] > 200, backward
+    view.screenshot(path=shots / "side-by-side.png")
+
+
 @pytest.mark.parametrize("app", list(APPS))
 def test_book_chapter_in_the_browser(app, tmp_path, browser):
     shots = artifacts_dir() / app / CHAPTER.stem
     with notebook_run(app, tmp_path, browser, CHAPTER, shots) as page:
         check_chapter_shows_its_view_and_figure(page, shots)
+        check_side_by_side_fits(page, shots)
 
 
 # --- an export, offline --------------------------------------------------------------------
@@ -549,16 +578,6 @@ def test_big_graph_fits_its_box_zooms_pans_and_finds_nodes(browser):
 
 # --- the notebook's theme and font size -----------------------------------------------------
 
-def _jupyterlab_theme_css(name):
-    """The ``--jp-*`` variables of one of JupyterLab's installed themes."""
-    jupyterlab = pytest.importorskip("jupyterlab")
-    path = (Path(jupyterlab.__file__).parent / "themes" / "@jupyterlab" /
-            f"theme-{name}-extension" / "index.css")
-    if not path.is_file():
-        pytest.skip(f"JupyterLab's {name} theme is not installed at {path}")
-    return path.read_text()
-
-
 # Over the visible text of an element: the lowest contrast ratio (WCAG) between a text's
 # colour and the background it is drawn on (the ancestors' backgrounds composited, alpha
 # included), with the worst text. SVG text (Graphviz) is checked apart.
@@ -617,11 +636,12 @@ def test_views_follow_the_dark_theme_and_font_size(browser):
     the theme's size, and the graph sits on a light card; without the variables (a plain
     page) the views are light."""
     view = _jit_view("--show all")
-    dark = _jupyterlab_theme_css("dark") + (  # the page's background, as JupyterLab's
+    dark = jupyterlab_theme_css("dark") + (  # the page's background, as JupyterLab's
         ":root { --jp-content-font-size1: 17px; } body { background: var(--jp-layout-color0) }")
     static_html = (f'<div id="static" style="width:1300px">{view.static_html()}'
                    f"{_other_static_views()}</div>")
     page = render_standalone(browser, view, css=dark, extra=static_html)
+    page.evaluate("() => { document.body.dataset.jpThemeLight = 'false'; }")  # as JupyterLab
     live, static = page.get_by_test_id("nbjax-view"), page.locator(".nbjax-static")
     for where, root in (("live", live), ("static", static)):
         assert root.evaluate(LUMINANCE) < 0.1, where
@@ -649,6 +669,66 @@ def test_views_follow_the_dark_theme_and_font_size(browser):
                  page.locator('[data-nbjax-view="transform"]')):
         assert root.evaluate(LUMINANCE) > 0.9 or root.evaluate(LUMINANCE) == 0  # transparent
         _check_contrast(page, root, "light page")
+    page.close()
+
+
+def _grad_view():
+    """A gradient view of a small loss of dict parameters, at one input."""
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbjax")
+    for code in ("import nbjax.numpy as jnp\nimport numpy as np",
+                 "%%grad\ndef themed(params, x):\n"
+                 "    return jnp.sum(jnp.tanh(x @ params['w'] + params['b']) ** 2)\n",
+                 "grad_themed({'w': np.ones((3, 2), np.float32), 'b': np.zeros(2, np.float32)},"
+                 " np.ones((4, 3), np.float32))"):
+        shell.run_cell(code).raise_error()
+    (view,) = shell.user_ns["grad_themed"].watchers
+    view.flush()
+    return view
+
+
+@pytest.mark.parametrize("kind", ["grad", "jit"])
+@pytest.mark.parametrize("name", ["light", "dark"])
+def test_view_text_reaches_aa_in_jupyterlab_themes(browser, name, kind):
+    """Every visible text of every pane of a gradient view (the backward pass's orange
+    heading included) and of a compiler view keeps 4.5:1 on its background under
+    JupyterLab's light and dark themes (their variables, and the ``data-jp-theme-light``
+    JupyterLab puts on <body>), hovered tabs included."""
+    css = jupyterlab_theme_css(name) + "body { background: var(--jp-layout-color0) }"
+    view = _grad_view() if kind == "grad" else _jit_view("--show all")
+    page = render_standalone(browser, view, css=css)
+    light = "true" if name == "light" else "false"
+    page.evaluate(f"() => {{ document.body.dataset.jpThemeLight = '{light}'; }}")
+    live = page.get_by_test_id("nbjax-view")
+    if kind == "grad":
+        sync_api.expect(live.locator(".nbjax-column-right h4")).to_have_text("backward pass")
+    tabs = live.locator(".nbjax-tab")
+    for i in range(tabs.count()):
+        tabs.nth(i).click()
+        _check_contrast(page, live, f"{name} theme, tab {tabs.nth(i).inner_text()}")
+    page.close()
+
+
+def test_timing_pane_offers_to_measure_the_baselines(browser):
+    """Until the baselines are measured the Timing pane says so and offers a button, which
+    asks the kernel (the ``measure`` trait); no speed-up figure is shown meanwhile."""
+    view = _jit_view("--show graph,timing")
+    assert view.timing["baselines_pending"]
+    page = render_standalone(browser, view)
+    page.get_by_test_id("nbjax-tab-timing").click()
+    sync_api.expect(page.get_by_test_id("nbjax-baselines-note")).to_contain_text(
+        "not measured yet")
+    sync_api.expect(page.get_by_test_id("nbjax-speedup-numpy")).to_have_text("–")
+    page.get_by_test_id("nbjax-measure-baselines").click()
+    assert page.evaluate("() => window.nbjaxModel.get('measure')") == 1
+    page.close()
+    view.measure += 1   # what the kernel does on that change: measure, and send the figures
+    assert not view.timing["baselines_pending"] and view.timing["numpy_speedup"] > 0
+    page = render_standalone(browser, view)
+    page.get_by_test_id("nbjax-tab-timing").click()
+    sync_api.expect(page.get_by_test_id("nbjax-measure-baselines")).to_have_count(0)
+    sync_api.expect(page.get_by_test_id("nbjax-speedup-numpy")).to_have_text(re.compile(r"×$"))
     page.close()
 
 

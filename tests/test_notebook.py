@@ -132,6 +132,8 @@ def test_cell_magic_options_are_validated_before_the_cell_runs(ip, magic, line, 
     ("transform", "--with grad,curl f(1.0)", r"unknown transformation 'curl'"),
     ("transform", "f(1.0) --with vmap --batch 0", r"--batch: expected a positive number"),
     ("transform", "--with grad 1 + 2", r"%transform expects a call such as f\(x\)"),
+    ("transform", "f(1.0) --with vmap --in-axes 0,x", r"--in-axes: expected comma-separated"),
+    ("transform", "jnp.sin(1.0) --with vmap --in-axes None,0", r"2 axes for 1 positional"),
 ])
 def test_line_magic_options_are_validated(ip, magic, line, message):
     with pytest.raises(UsageError, match=message):
@@ -143,7 +145,8 @@ def test_line_magic_options_are_validated(ip, magic, line, message):
                      "--quiet"]),
     ("cell", "grad", ["--wrt NAMES", "--order {1,2}", "--mode {rev,fwd}"]),
     ("line", "jaxpr", ["--budget N|all", "--text"]),
-    ("line", "transform", ["--with T1,T2,...", "--batch N", "--backend {cpu,gpu,reference}"]),
+    ("line", "transform", ["--with T1,T2,...", "--batch N", "--in-axes A1,A2,...",
+                           "--backend {cpu,gpu,reference}"]),
     ("line", "nbjax", ["--backend {cpu,gpu,reference}", "--panes PANES", "--x64 on|off"]),
 ])
 def test_help(ip, capsys, kind, magic, expected):
@@ -288,6 +291,12 @@ def test_compiler_view_state_before_and_after_calls(ip):
     # timing
     assert t["call_count"] == 1 and len(t["calls"]) == 1 and t["calls"][0] > 0
     assert [p["phase"] for p in t["compile"]][0] == "trace"
+    # the baselines wait until asked: the Timing pane is not the open one
+    assert t["baselines_pending"] and t["eager_seconds"] is None and t["speedup"] is None
+    assert t["baselines_note"] == jit_state.PENDING_NOTE
+    view.tab = "timing"  # the browser opens the Timing pane: measured now, between cells
+    t = view.timing
+    assert not t["baselines_pending"] and t["baselines_note"] is None
     assert t["eager_seconds"] > 0 and t["speedup"] > 0
     assert t["steps"][0]["seconds"] > 0 and t["steps"][0]["gbps"] > 0
     assert t["limits"]["gbps"] > 0 and t["limits"]["gflops"] > 0
@@ -954,6 +963,25 @@ def test_transform_renders_static_html_with_links_between_stages(ip):
     assert "grad(wave)" in repr(view)
 
 
+def test_transform_maps_over_in_axes_for_per_example_gradients(ip):
+    """``--in-axes None,0,0``: the parameters are shared, the examples batched, as
+    ``vmap(grad(loss), in_axes=(None, 0, 0))``; the stage's jaxpr is that function's."""
+    run(ip, "def example_loss(w, x, y):\n    return (jnp.dot(x, w) - y) ** 2\n"
+            "w_ex, x_ex, y_ex = np.ones(3, np.float32), np.arange(3.0, dtype=np.float32), "
+            "np.float32(1.0)")
+    view = run(ip, "%transform example_loss(w_ex, x_ex, y_ex) --with grad,vmap,jit "
+                   "--in-axes None,0,0 --batch 5 --backend cpu")
+    assert [s.label for s in view.stages][2:] == [
+        "vmap(grad(example_loss), in_axes=(None, 0, 0))",
+        "jit(vmap(grad(example_loss), in_axes=(None, 0, 0))) on cpu"]
+    ns = ip.user_ns
+    xs, ys = np.stack([ns["x_ex"]] * 5), np.full(5, 1.0, np.float32)
+    per_example = nbjax.vmap(nbjax.grad(ns["example_loss"]), in_axes=(None, 0, 0))
+    assert str(view.stages[2].jaxpr) == str(nbjax.make_jaxpr(per_example)(ns["w_ex"], xs, ys))
+    assert [v.aval.shape for v in view.stages[2].jaxpr.jaxpr.invars] == [(3,), (5, 3), (5,)]
+    assert [v.aval.shape for v in view.stages[2].jaxpr.jaxpr.outvars] == [(5, 3)]
+
+
 def test_transform_of_a_reference_backend_says_nothing_is_fused(ip):
     run(ip, TRANSFORM_CELL)
     view = run(ip, "%transform wave(x_wave) --with vmap,jit --backend reference")
@@ -1224,6 +1252,69 @@ def test_timing_has_two_labelled_baselines_and_no_percentage_above_the_limit(ip,
     assert t["steps"] and all(s["bandwidth_fraction"] == 1.0 for s in t["steps"])
     html = view_of(ip.user_ns["timed"]).static_html()
     assert "speed-up over NumPy" in html and "speed-up over nbjax eager" in html
+
+
+@pytest.fixture
+def baseline_runs(monkeypatch):
+    """The calls of the two baseline runners, as ("eager" | "numpy", function name)."""
+    runs = []
+
+    def counted(kind, runner):
+        def run_and_count(self, *args):
+            runs.append((kind, self.name))
+            return runner(self, *args)
+        return run_and_count
+
+    monkeypatch.setattr(WatchedJit, "_eager_seconds",
+                        counted("eager", WatchedJit._eager_seconds))
+    monkeypatch.setattr(WatchedJit, "_numpy_seconds",
+                        counted("numpy", WatchedJit._numpy_seconds))
+    return runs
+
+
+def test_the_first_call_does_not_run_the_baselines(ip, baseline_runs):
+    """The baselines run after the cell that made the first call (the Timing pane open),
+    never inside it: what the cell measures of the first call is the call alone."""
+    run(ip, "%%jit --show timing\ndef first(x):\n    return jnp.tanh(x) * 3.0\n")
+    ip.user_ns["baseline_runs"] = baseline_runs
+    run(ip, "first(np.ones(5, np.float32))\nruns_in_cell = list(baseline_runs)")
+    assert ip.user_ns["runs_in_cell"] == []  # nothing during the cell of the first call
+    assert baseline_runs == [("eager", "first"), ("numpy", "first")]  # after it, once
+    t = view_of(ip.user_ns["first"]).timing
+    assert t["eager_seconds"] > 0 and t["numpy_seconds"] > 0 and not t["baselines_pending"]
+    run(ip, "first(np.ones(5, np.float32))")
+    assert len(baseline_runs) == 2  # once per compilation
+
+
+def test_baselines_wait_for_the_button_or_the_session_option(ip, baseline_runs):
+    """With another pane open, the baselines are measured when the Timing pane's button
+    is clicked (the ``measure`` trait), or after each cell under ``%nbjax --baselines on``;
+    until then the pane and its static copy say they are not measured."""
+    run(ip, "%%jit --show graph,timing\ndef asked(x):\n    return jnp.cos(x) + 1.0\n")
+    run(ip, "asked(np.ones(4, np.float32))")
+    view = view_of(ip.user_ns["asked"])
+    assert baseline_runs == [] and view.timing["baselines_pending"]
+    assert view.timing["numpy_speedup"] is None
+    assert "baselines not measured yet" in view.static_bundle()["text/html"]
+    view.measure += 1  # the button
+    assert baseline_runs == [("eager", "asked"), ("numpy", "asked")]
+    t = view.timing
+    assert t["numpy_seconds"] > 0 and not t["baselines_pending"]
+    assert_close(t["numpy_speedup"], t["numpy_seconds"] / t["median_seconds"], rtol=1e-9)
+    view.measure += 1  # measured once per compilation
+    assert len(baseline_runs) == 2
+
+    run(ip, "%%jit --show graph,timing\ndef by_option(x):\n    return jnp.cos(x) * 2.0\n")
+    try:
+        ip.run_line_magic("nbjax", "--baselines on")
+        assert session.baselines is True
+        run(ip, "by_option(np.ones(4, np.float32))")
+    finally:
+        session.baselines = False
+    # every view shown in the session (earlier ones too), each once
+    assert [r for r in baseline_runs if r[1] == "by_option"] == [("eager", "by_option"),
+                                                                ("numpy", "by_option")]
+    assert view_of(ip.user_ns["by_option"]).timing["eager_seconds"] > 0
 
 
 def test_baselines_are_not_run_for_a_long_loop(ip):

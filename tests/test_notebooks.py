@@ -169,6 +169,54 @@ def check_book_chapter(nb):
             cell.source
 
 
+def cell_output_html(nb, text):
+    """The HTML shown by the first code cell whose source contains ``text``."""
+    cell = next(c for c in nb.cells if c.cell_type == "code" and text in c.source)
+    return "\n".join(out["data"]["text/html"] for out in cell.outputs
+                     if "text/html" in out.get("data", {}))
+
+
+def check_jit_chapter(nb):
+    """Chapter 5 also shows what grad and jit see of a pytree: its leaves, as inputs."""
+    check_book_chapter(nb)
+    html = cell_output_html(nb, "%transform model(")
+    assert 'data-nbjax-view="transform"' in html and "jit(grad(model)) on" in html
+    assert html.count("a:f32[2,3] b:f32[3] c:f32[] d:f32[2]") >= 2
+
+
+def check_vmap_chapter(nb):
+    """Chapter 6 also shows the pipeline that builds per-example gradients, the parameters
+    shared: the vmap stage's weight gradient has one batch axis more than the weights."""
+    check_book_chapter(nb)
+    html = cell_output_html(nb, "%transform loss(")
+    assert 'data-nbjax-view="transform"' in html
+    for label in ("grad(loss)", "vmap(grad(loss), in_axes=(None, 0, 0))",
+                  "jit(vmap(grad(loss), in_axes=(None, 0, 0))) on"):
+        assert label in html, label
+    assert "f32[4,3,8]" in html and 'class="nbjax-stage-step"' in html
+
+
+def check_rnn_chapter(nb):
+    """Chapter 8 also shows a Python loop unrolled by jit, its 12 copies folded into one
+    block in the graph."""
+    check_book_chapter(nb)
+    graph = views_under(nb, "def rnn_ahead(")[0]["compiled"]["graph"]
+    assert "× 12" in graph["svg"] and "12 times" in graph["svg"]
+    assert graph["hidden"] == 0 and not graph["truncated"]
+
+
+def check_case_study(nb):
+    """Chapter 9's %%grad takes the MLP's parameters, a list of (w, b) layers: each leaf is
+    an input named by its path, and the step-through ends on each leaf's gradient."""
+    check_book_chapter(nb)
+    steps = views_under(nb, "def loss(params, x, y)")[0]["steps"]
+    inputs = [r["text"] for r in steps["rows"] if r["id"].startswith("in")]
+    assert [t.split(" (")[0] for t in inputs] == [
+        "input params[0][0]", "input params[0][1]", "input params[1][0]", "input params[1][1]"]
+    assert "f32[64,64]" in inputs[0]
+    assert sorted(steps["steps"][-1]["derivs"]) == ["in0", "in1", "in2", "in3"]
+
+
 def top_level_calls(cell, call):
     """How many lines of ``cell`` start with ``call`` (calls inside a loop, a condition or a
     function are not counted)."""
@@ -176,7 +224,9 @@ def top_level_calls(cell, call):
 
 
 CHECKS = {"01_tour": check_tour, "02_autodiff_classroom": check_classroom,
-          "03_seed_benchmarks": check_benchmarks}
+          "03_seed_benchmarks": check_benchmarks, "ch05_jit": check_jit_chapter,
+          "ch06_vmap_pmap": check_vmap_chapter,
+          "ch08_rnn_lstm": check_rnn_chapter, "ch09_case_study": check_case_study}
 
 
 # --- exports ----------------------------------------------------------------------------------

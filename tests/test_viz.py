@@ -394,7 +394,7 @@ def test_dot_draws_fusion_kernels_as_coloured_clusters(zoo):
     dot = viz.to_dot(viz.graph_model(optimised, fusion=plan))
     assert ('subgraph "cluster_group_0" {\n    graph [label="kernel 0 over [4,5]", '
             'labelloc="t", fontsize="9", id="group-0", style="rounded,filled", '
-            'color="#2563eb", fillcolor="#eff6ff"') in dot
+            'color="#1d4ed8", fillcolor="#eff6ff"') in dot
     library = next(g for g in plan.groups if g.kind == "library")
     assert f'label="library step {library.index}"' in dot
 

@@ -22,14 +22,20 @@ Magics (each accepts ``--help``; bad options raise a short usage error)
   and every equation links (``← sin (e0)``) to those of the previous stage it came from,
   found from the provenance and source line tracing recorded. ``--with`` takes grad,
   value_and_grad, jacfwd, jacrev, hessian, vmap, jit (last); from a ``vmap`` on, array
-  arguments get a leading batch axis of ``--batch`` copies (default 4). Static HTML
+  arguments get a leading batch axis of ``--batch`` copies (default 4), or the axes
+  ``--in-axes`` gives per positional argument (``None,0,0``: the first shared, as
+  ``vmap(g, in_axes=(None, 0, 0))`` for per-example gradients). Static HTML
   (``<div class="nbjax-pipeline" data-nbjax-view="transform">``, one ``nbjax-stage``
   column per stage, equations ``nbjax-stage-eqn`` with ``data-from``), so it survives
   saving and export.
-- ``%nbjax [--backend B] [--panes PANES] [--x64 on|off] [--present [on|off]]``: show or
-  set session options. ``--present`` (presenting, for projectors) enlarges the text and
-  graphs of every view by ``nbjax.viz.theme.PRESENT_SCALE``, those already shown included;
-  ``--present off`` shrinks them back.
+- ``%nbjax [--backend B] [--panes PANES] [--x64 on|off] [--present [on|off]]
+  [--baselines on|off]``: show or set session options. ``--present`` (presenting, for
+  projectors) enlarges the text and graphs of every view by
+  ``nbjax.viz.theme.PRESENT_SCALE``, those already shown included; ``--present off``
+  shrinks them back. ``--baselines on`` times every view's Timing baselines (NumPy and
+  nbjax eager runs of the traced program) after each cell; off (the default), a view times
+  them when its Timing pane is opened or its "measure the baselines" button clicked,
+  between cells, so no call of the user's pays for them.
 
 Views follow the notebook's theme (JupyterLab's light or dark, its content font size),
 through JupyterLab's ``--jp-*`` CSS variables, with light colours where they are missing;
@@ -119,6 +125,8 @@ Compiler view:
   ``nbjax-code-mode-<loop|ir|optimised_ir>`` (buttons), ``nbjax-code-text`` (the ``<pre>``).
 - ``nbjax-timing`` (pane body), ``nbjax-call-count`` (the number of calls),
   ``nbjax-speedup-numpy`` (over NumPy), ``nbjax-speedup`` (over nbjax eager),
+  ``nbjax-measure-baselines`` (the button, while the baselines are not measured),
+  ``nbjax-baselines-note`` (why they are not),
   ``nbjax-sparkline`` (an ``<svg>`` whose ``data-points`` is the number of call samples),
   ``nbjax-compile-phases``, ``nbjax-step-times``.
 

@@ -18,6 +18,9 @@ from .source_pane import source_state
 
 IR_LIMIT = 200_000  # characters of IR sent per kernel
 CALL_SAMPLES = 200  # call times kept for the sparkline
+PENDING_NOTE = ("baselines not measured yet: they run the program once by NumPy and once by "
+                "nbjax eager when asked (opening the Timing pane, its button, or %nbjax "
+                "--baselines on), never inside your call")
 
 
 def compiled_state(comp, panes, prefix, show_all=False, toggled=(), group=None):
@@ -139,7 +142,9 @@ def timing_state(comp):
              "eager_seconds": comp.eager_seconds, "speedup": _ratio(comp.eager_seconds, typical),
              "numpy_seconds": comp.numpy_seconds,
              "numpy_speedup": _ratio(comp.numpy_seconds, typical),
-             "baselines_note": comp.baselines_note,
+             "baselines_pending": comp.baseline_call is not None,
+             "baselines_note": comp.baselines_note or (
+                 PENDING_NOTE if comp.baseline_call is not None else None),
              "compile": compile_phases(comp), "limits": limits, "steps": []}
     labels = [g.describe() for g in comp.plan.groups] if comp.plan is not None else \
         [f"equation {c.step}: {c.name}" for c in comp.costs]

@@ -19,8 +19,8 @@ from ..viz import view as jaxpr_view
 from ..viz.grouping import GROUP_BY
 from . import cells
 from .mpirun import run_cell as run_under_mpirun
-from .options import (BACKENDS, JIT_PANES, MagicParser, check_backend, name_list, on_off,
-                      pane_list, session)
+from .options import (BACKENDS, JIT_PANES, MagicParser, axes_list, check_backend, name_list,
+                      on_off, pane_list, session)
 from .tracebacks import call_user_function
 from .transform import TRANSFORM_NAMES, check_transforms, pipeline
 from .watch import GradWatch, WatchedJit, retire
@@ -80,6 +80,11 @@ TRANSFORM_PARSER.add_argument("--with", dest="transforms", type=name_list, defau
                                    f"{','.join(TRANSFORM_NAMES)} (jit last)")
 TRANSFORM_PARSER.add_argument("--batch", type=int, default=4, metavar="N",
                               help="size of the batch axis vmap maps over (default 4)")
+TRANSFORM_PARSER.add_argument("--in-axes", dest="in_axes", type=axes_list, default=None,
+                              metavar="A1,A2,...",
+                              help="vmap's in_axes, one per positional argument (None: "
+                                   "shared, not batched), e.g. None,0,0 for per-example "
+                                   "gradients of loss(params, x, y); default 0 for all")
 TRANSFORM_PARSER.add_argument("--backend", choices=BACKENDS, default=None,
                               help="backend jit compiles for (default: the session's)")
 
@@ -94,6 +99,10 @@ NBJAX_PARSER.add_argument("--x64", type=on_off, metavar="on|off",
 NBJAX_PARSER.add_argument("--present", type=on_off, nargs="?", const=True, metavar="on|off",
                           help="presenting: larger text and graphs in every view, those "
                                "already shown included (--present alone: on)")
+NBJAX_PARSER.add_argument("--baselines", type=on_off, metavar="on|off",
+                          help="time the Timing pane's baselines (NumPy, nbjax eager) after "
+                               "each cell that compiles; off: only when the pane is opened "
+                               "or its button clicked")
 
 
 # Names ``%jaxpr`` finds when the user's namespace does not define them.
@@ -235,7 +244,9 @@ class NbjaxMagics(Magics):
         may come before or after the call. ``--with`` takes grad, value_and_grad, jacfwd,
         jacrev, hessian, vmap and jit (last); the call's arguments are the original
         function's, and from a ``vmap`` on each array argument gets a new leading axis of
-        ``--batch`` copies (default 4). ``--backend`` chooses what jit compiles for.
+        ``--batch`` copies (default 4), or as ``--in-axes`` says (``None,0,0``: the first
+        argument shared, as ``vmap(..., in_axes=(None, 0, 0))``). ``--backend`` chooses
+        what jit compiles for.
         """
         __tracebackhide__ = True  # noqa: F841
         args, expr = TRANSFORM_PARSER.parse_with_rest(_options_first(line))
@@ -250,9 +261,12 @@ class NbjaxMagics(Magics):
             raise UsageError(f"%transform: {problem}")
         check_backend("%transform", args.backend)
         fn, call_args, call_kwargs = self._call_parts(expr, "%transform")
+        if args.in_axes is not None and len(args.in_axes) != len(call_args):
+            raise UsageError(f"%transform: --in-axes gives {len(args.in_axes)} axes for "
+                             f"{len(call_args)} positional arguments")
         label = ast.unparse(ast.parse(expr.strip(), mode="eval").body.func)
         view = pipeline(fn, label, call_args, call_kwargs, args.transforms,
-                        batch=args.batch, backend=args.backend)
+                        batch=args.batch, backend=args.backend, in_axes=args.in_axes)
         view.scale = session.scale
         return view
 
@@ -292,7 +306,7 @@ class NbjaxMagics(Magics):
             print(NBJAX_PARSER.format_help())
             return
         check_backend("%nbjax", args.backend)
-        for option in ("backend", "panes", "x64", "present"):
+        for option in ("backend", "panes", "x64", "present", "baselines"):
             value = getattr(args, option)
             if value is not None:
                 setattr(session, option, value)

@@ -84,6 +84,19 @@ def name_list(text):
     return names
 
 
+def axes_list(text):
+    """An argparse type: vmap's ``in_axes``, one per positional argument: "None,0,0" ->
+    (None, 0, 0)."""
+    axes = []
+    for part in (p.strip() for p in text.split(",")):
+        if part == "None" or part.lstrip("-").isdigit():
+            axes.append(None if part == "None" else int(part))
+        else:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated axes (integers or None), got {text!r}")
+    return tuple(axes)
+
+
 def pane_list(text):
     """An argparse type: a comma-separated subset of JIT_PANES (or "all")."""
     if text.strip() == "all":
@@ -114,6 +127,7 @@ class SessionOptions:
     def __init__(self):
         self.panes = JIT_PANES
         self.present = False
+        self.baselines = False  # measure every view's timing baselines after each cell
 
     @property
     def scale(self):
@@ -142,7 +156,7 @@ class SessionOptions:
 
     def as_dict(self):
         return {"backend": self.backend, "panes": list(self.panes), "x64": self.x64,
-                "present": self.present}
+                "present": self.present, "baselines": self.baselines}
 
     def describe(self):
         return "\n".join([
@@ -151,6 +165,8 @@ class SessionOptions:
             f"x64:     {'on' if self.x64 else 'off'}    (64-bit floats and ints by default)",
             f"present: {'on' if self.present else 'off'}    (views' text and graphs "
             f"{PRESENT_SCALE:g}x larger, for projectors)",
+            f"baselines: {'on' if self.baselines else 'off'}    (time NumPy and nbjax eager "
+            "after each cell; off: when a Timing pane asks)",
         ])
 
 

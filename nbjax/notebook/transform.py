@@ -4,7 +4,10 @@ last of them (``nbjax.viz.pipeline`` links and draws them).
 
 ``vmap`` needs a batch axis the call does not have: from a ``vmap`` on, every array
 argument gets a new leading axis of ``batch`` copies (so ``f(x)`` is traced as
-``vmap(grad(f))(xs)`` with ``xs`` of shape ``(batch, *x.shape)``).
+``vmap(grad(f))(xs)`` with ``xs`` of shape ``(batch, *x.shape)``), or, given ``in_axes``
+(one per positional argument), a new axis where it says and none where it says None (so
+``loss(params, x, y)`` with ``(None, 0, 0)`` gives per-example gradients, the parameters
+shared).
 """
 
 from .. import api
@@ -33,26 +36,41 @@ def check_transforms(names):
     return None
 
 
-def batched(tree, size):
-    """Every leaf of ``tree`` with a new leading axis of ``size`` copies."""
+def batched(tree, size, axis=0):
+    """Every leaf of ``tree`` with a new axis ``axis`` of ``size`` copies (None: as is)."""
+    if axis is None:
+        return tree
+
     def stack(leaf):
         leaf = jnp.asarray(leaf)
-        return jnp.broadcast_to(leaf, (size, *leaf.shape))
+        return jnp.moveaxis(jnp.broadcast_to(leaf, (size, *leaf.shape)), 0, axis)
     return pytree.tree_map(stack, tree)
 
 
-def pipeline(fn, label, args, kwargs, transforms, *, batch=4, backend=None):
+def _vmapped(fn, label, in_axes):
+    if in_axes is None:
+        return api.vmap(fn), f"vmap({label})"
+    return api.vmap(fn, in_axes=in_axes), f"vmap({label}, in_axes={in_axes!r})"
+
+
+def pipeline(fn, label, args, kwargs, transforms, *, batch=4, backend=None, in_axes=None):
     """A ``PipelineView`` of ``fn`` called with ``args``/``kwargs`` under ``transforms``
-    (names from ``TRANSFORM_NAMES``), applied in order."""
+    (names from ``TRANSFORM_NAMES``), applied in order; each ``vmap`` maps the positional
+    arguments over ``in_axes`` (default: axis 0 of every one)."""
     __tracebackhide__ = True  # noqa: F841
     stages = [Stage(label, None, _trace(fn, args, kwargs))]
     for name in transforms:
         if name == "vmap":
-            args, kwargs = batched(args, batch), batched(kwargs, batch)
+            axes = in_axes if in_axes is not None else (0,) * len(args)
+            args = tuple(batched(a, batch, axis) for a, axis in zip(args, axes, strict=True))
+            kwargs = batched(kwargs, batch)
         if name == "jit":
             stages.append(_compiled(fn, label, args, kwargs, backend))
             break
-        fn, label = TRANSFORMS[name](fn), f"{name}({label})"
+        if name == "vmap":
+            fn, label = _vmapped(fn, label, in_axes)
+        else:
+            fn, label = TRANSFORMS[name](fn), f"{name}({label})"
         stages.append(Stage(label, name, _trace(fn, args, kwargs)))
     return PipelineView(stages, prefix=new_prefix(), locate=location)
 

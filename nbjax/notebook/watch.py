@@ -40,7 +40,9 @@ def block(tree):
 
 # The baselines (nbjax eager, NumPy one call per equation) run the program one equation at a
 # time; past this many equations in one run (a long loop's body counts once per iteration)
-# they would take seconds, so they are not measured.
+# they would take seconds, so they are not measured. Short programs' baselines run only when
+# a view asks for them (``WatchedJit.measure_baselines``), never inside the user's call: at
+# 3000x3000 they cost the first call 0.5-0.9 s more, which its timing would not show.
 BASELINE_EQUATIONS = 20_000
 
 
@@ -80,6 +82,7 @@ class Compilation:
         self.eager_seconds = None  # the traced program by nbjax eager, equation by equation
         self.numpy_seconds = None  # its jaxpr run by NumPy, one call per equation
         self.baselines_note = None  # why the two are not measured
+        self.baseline_call = None  # the call the baselines will run on, until they have
         self.call_count = 0
         self.call_seconds = collections.deque(maxlen=1000)
         self.step_seconds = collections.defaultdict(
@@ -94,7 +97,7 @@ class Compilation:
 
 class WatchedJit(JitWrapped):
     """``nbjax.jit(fun)`` that reports its calls to the views watching it (``watchers``:
-    objects with ``on_call(watched, compilation)`` and a ``wants_timing`` flag), through
+    objects with ``on_call(watched, compilation)``, told ``on_baselines`` too), through
     ``JitWrapped``'s observer hook, installed while a view watches."""
 
     def __init__(self, fun, *, backend=None, static_argnums=None, static_argnames=None):
@@ -146,8 +149,8 @@ class WatchedJit(JitWrapped):
             self._stop_observing = None
 
     def _on_call(self, call):
-        """Record a call in its Compilation (made, and the eager run timed, once per
-        signature and executable) and tell the watchers."""
+        """Record a call in its Compilation (made once per signature and executable, keeping
+        the call for the baselines when they can be measured) and tell the watchers."""
         key = (call.signature, call.executable.target)
         comp = self.compilations.get(key)
         if comp is None or comp.executable is not call.executable:
@@ -157,9 +160,8 @@ class WatchedJit(JitWrapped):
                 comp.baselines_note = (
                     "baselines not measured: run one equation at a time, this program is "
                     + ("a while loop" if count == float("inf") else f"{count:,} equations"))
-            elif any(getattr(w, "wants_timing", False) for w in self.watchers):
-                comp.eager_seconds = self._eager_seconds(call)
-                comp.numpy_seconds = self._numpy_seconds(call.args, call.kwargs)
+            else:
+                comp.baseline_call = call
             self.compilations[key] = comp
         comp.record_call(call)
         self.current = comp
@@ -177,6 +179,20 @@ class WatchedJit(JitWrapped):
         n = len(args)
         skip = {i % n for i in self.static_argnums if -n <= i < n} | set(self.static_argnames)
         return argument_names(params, args, kwargs, skip)
+
+    def measure_baselines(self, comp):
+        """Time ``comp``'s two baselines on the inputs of its first call, once, and tell the
+        watchers (``on_baselines``). Views call it when the user asks (the Timing pane
+        opened, its button, ``%nbjax --baselines on``), after the user's cell, so no call of
+        the user's pays for it. Returns whether it measured (False: done before, or too
+        long to run one equation at a time); the call's inputs are let go either way."""
+        call, comp.baseline_call = comp.baseline_call, None
+        if call is None:
+            return False
+        comp.eager_seconds = self._eager_seconds(call)
+        comp.numpy_seconds = self._numpy_seconds(call.args, call.kwargs)
+        tell(self.watchers, "on_baselines", self, comp)
+        return True
 
     def _numpy_seconds(self, args, kwargs):
         """The time of one run of the traced program by NumPy, one NumPy call per equation

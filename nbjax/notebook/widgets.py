@@ -156,7 +156,11 @@ def rescale_views(scale):
 
 
 def after_cell(result=None):
-    """post_run_cell: send the updates throttled during the cell, refresh static HTML."""
+    """post_run_cell: measure the timing baselines asked for (outside the user's calls),
+    send the updates throttled during the cell, refresh static HTML."""
+    for view in list(_shown_views):
+        if isinstance(view, CompilerView) and view.wants_baselines:
+            view.measure_baselines()
     for view in list(_pending_views):
         view.flush()
     for view in list(_shown_views):
@@ -173,6 +177,8 @@ class CompilerView(NbjaxView):
     timing = traitlets.Dict().tag(sync=True)
     show_all = traitlets.Bool(False).tag(sync=True)  # draw every node (browser sets it)
     toggled = traitlets.List(traitlets.Unicode()).tag(sync=True)  # clusters opened/closed
+    measure = traitlets.Int(0).tag(sync=True)  # "measure the baselines" clicks (browser)
+    comp = None  # the Compilation shown (None before the first call, and while constructed)
 
     def __init__(self, watched, panes=None):
         panes = list(panes or session.panes)
@@ -189,6 +195,29 @@ class CompilerView(NbjaxView):
     def wants_timing(self):
         """Whether the timing pane is shown (the baselines are measured for it only)."""
         return "timing" in self.panes
+
+    @property
+    def wants_baselines(self):
+        """Whether the user asked for the timing baselines: the Timing pane is open, or
+        ``%nbjax --baselines on``."""
+        return self.wants_timing and (self.tab == "timing" or session.baselines)
+
+    @traitlets.observe("tab", "measure")
+    def _asked(self, change):
+        """The Timing pane opened or its button clicked (between cells): measure now."""
+        if change["name"] == "measure" or self.wants_baselines:
+            self.measure_baselines()
+
+    def measure_baselines(self):
+        """Time the current compilation's baselines if they are still to be measured (the
+        watched function tells its views, this one included, through ``on_baselines``)."""
+        if self.comp is not None:
+            self.watched.measure_baselines(self.comp)
+
+    def on_baselines(self, watched, comp):
+        if comp is self.comp:
+            self.schedule("calls", lambda: self._calls(comp))
+            self.flush()
 
     def on_call(self, watched, comp):
         if comp is not self.comp:

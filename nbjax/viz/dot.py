@@ -30,10 +30,11 @@ KIND_STYLE = {  # node kind -> DOT attributes
     "eqn": {"shape": "box", "fillcolor": "#ffffff"},
     "more": {"shape": "box", "style": "dashed", "fillcolor": "#ffffff", "color": "#9ca3af"},
 }
-# (border, fill) per fusion kernel, cycled.
-KERNEL_COLOURS = [("#2563eb", "#eff6ff"), ("#16a34a", "#f0fdf4"), ("#dc2626", "#fef2f2"),
-                  ("#9333ea", "#faf5ff"), ("#ea580c", "#fff7ed"), ("#0891b2", "#ecfeff"),
-                  ("#ca8a04", "#fefce8"), ("#db2777", "#fdf2f8")]
+# (border, fill) per fusion kernel, cycled; the border colour labels the kernel too, at
+# least 4.5:1 on the fill (Tailwind's 700 shades on their 50s).
+KERNEL_COLOURS = [("#1d4ed8", "#eff6ff"), ("#15803d", "#f0fdf4"), ("#b91c1c", "#fef2f2"),
+                  ("#7e22ce", "#faf5ff"), ("#c2410c", "#fff7ed"), ("#0e7490", "#ecfeff"),
+                  ("#a16207", "#fefce8"), ("#be185d", "#fdf2f8")]
 _TOOLTIP_CHARS = 400
 # Faded equations (model node "dim"): dead ones dashed, identities dotted.
 DIM_STYLE = {"fillcolor": "#f9fafb", "fontcolor": "#9ca3af", "color": "#d1d5db"}

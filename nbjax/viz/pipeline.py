@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from .dot import KERNEL_COLOURS, PHASE_FILL
 from .structure import eqn_id, open_jaxpr
 from .text import annotate
-from .theme import BORDER_SOFT, CARD_FG, CODE_BG, CODE_FONT, MUTED, text_style
+from .theme import BORDER_SOFT, CARD_FG, CODE_BG, CODE_FONT, CODE_MUTED, text_style
 
 NEW_FILL = {"grad": PHASE_FILL, "vmap": "#ede9fe"}  # transformation -> colour of new eqns
 OTHER_NEW_FILL = "#fef9c3"
@@ -31,10 +31,10 @@ _COLUMN_STYLE = (f"flex:0 0 auto;min-width:16em;max-width:34em;border:1px solid 
                  f"border-radius:4px;padding:0.4em;background:{CODE_BG}")
 _EQN_STYLE = (f"font-family:{CODE_FONT};font-size:0.92em;line-height:1.35;padding:1px 4px;"
               "border-radius:3px;white-space:pre-wrap;word-break:break-all")
-_LINK_STYLE = f"color:{MUTED};font-size:0.8em;margin-left:0.5em;text-decoration:none"
+_LINK_STYLE = f"color:{CODE_MUTED};font-size:0.8em;margin-left:0.5em;text-decoration:none"
 # On a fixed light fill (a new equation, a kernel's box) the text is fixed dark too.
 _CARD_LINK_STYLE = "color:#4b5563;font-size:0.8em;margin-left:0.5em;text-decoration:none"
-_NOTE_STYLE = f"color:{MUTED};font-size:0.92em;margin:0.2em 0"
+_NOTE_STYLE = f"color:{CODE_MUTED};font-size:0.92em;margin:0.2em 0"
 # The only rule that needs a <style>: the equation a link points at is outlined.
 _TARGET_CSS = ".nbjax-pipeline .nbjax-stage-eqn:target{outline:2px solid #f59e0b}"
 
@@ -192,14 +192,14 @@ def _column(index, stage, ctx):
         head.append(f'<p style="{_NOTE_STYLE}">{_esc(_legend(stage))}</p>')
     lines = str(stage.jaxpr).splitlines()
     if len(lines) > 1:
-        head.append(f'<div style="{_EQN_STYLE};color:{MUTED}">{_esc(lines[0])}</div>')
+        head.append(f'<div style="{_EQN_STYLE};color:{CODE_MUTED}">{_esc(lines[0])}</div>')
     if stage.note:
         head.append(f'<p style="{_NOTE_STYLE}">{_esc(stage.note)}</p>')
     if stage.plan is not None:
         body = _steps(stage, ctx)
     else:
         body = "".join(_eqn(stage, r, ctx) for r in stage.eqns)
-    tail = f'<div style="{_EQN_STYLE};color:{MUTED}">{_esc(lines[-1])}</div>' \
+    tail = f'<div style="{_EQN_STYLE};color:{CODE_MUTED}">{_esc(lines[-1])}</div>' \
         if len(lines) > 1 else ""
     return (f'<div class="nbjax-stage" data-stage="{index}" '
             f'data-transform="{_esc(stage.transform or "")}" style="{_COLUMN_STYLE}">'

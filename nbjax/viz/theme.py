@@ -5,7 +5,8 @@ the theme's colours and the user's font sizes; each value here reads one, with t
 colour we used before as the fallback for a page without them (GitHub, a saved file). So a
 view is dark under JupyterLab's dark theme and grows with "Increase font size".
 
-Two rules keep text readable on any background: text on a theme background takes the
+Every text colour reaches WCAG AA (4.5:1) on its background in JupyterLab's light and dark
+themes and on a plain page (tests/test_theme_contrast.py). Two rules keep it so: text on a theme background takes the
 theme's text colour, and where we paint a fixed light colour (a kernel's box, a new
 equation, the Graphviz SVG) we also fix the text dark: a light *card*. Tints that must show
 on both themes are translucent (``rgba``), so the theme's background shows through.
@@ -24,6 +25,9 @@ UI_SIZE = "var(--jp-content-font-size1,13px)"  # views are content, not menus
 CODE_FONT = "var(--jp-code-font-family,monospace)"
 CODE_SIZE = "var(--jp-code-font-size,12px)"
 ERROR = "var(--jp-error-color1,#dc2626)"
+# Muted text on CODE_BG: JupyterLab light's --jp-ui-font-color2 on its editor background is
+# 4.49:1, under WCAG AA's 4.5; its inverse layout grey is 5.7:1 there (9:1 on the dark one).
+CODE_MUTED = "var(--jp-inverse-layout-color3,#4b5563)"
 # How hot a source line is (the source pane): amber, translucent so the theme shows through.
 HEAT = "rgba(245,158,11,{alpha:.2f})"
 
@@ -37,7 +41,7 @@ SYNTAX = {
     "primitive": "var(--jp-mirror-editor-property-color,#1d4ed8)",
     "type": "var(--jp-mirror-editor-builtin-color,#047857)",
     "literal": "var(--jp-mirror-editor-string-color,#c2410c)",
-    "muted": MUTED,
+    "muted": CODE_MUTED,
     "pval": "var(--jp-mirror-editor-operator-color,#9333ea)",
 }
 
