@@ -10,7 +10,7 @@ implementation on our buffers.
 
 from ...compiler import Target
 from .. import reference
-from . import blas, program_cache, runtime
+from . import blas, program_cache, runtime, scatter
 from .control_flow import CONTROL_FLOW
 from .executable import Executable, compile_plan
 
@@ -19,7 +19,7 @@ __all__ = ["CpuTarget", "Executable", "TARGET"]
 # How this target makes each kind of library call (``lax.standard.library_lowering``).
 LIBRARY_CALLS = {
     "matrix product": "is a BLAS call",
-    "scatter": "is a library step (NumPy indexing)",
+    "scatter": "is a scatter loop in native code (NumPy indexing when run as a step)",
     "cumulative op": "is a library call (NumPy cumulative op)",
     "host callback": "calls Python back with the values (a host step)",
     "collective": "is a collective: the shards exchange values in Python",
@@ -38,12 +38,12 @@ class CpuTarget(Target):
         if category is None:
             return None
         how = LIBRARY_CALLS.get(category, "is a library call (NumPy)")
-        if blas.supports(eqn):
+        if self.native_library_call(eqn):
             return f"{eqn.primitive.name} {how}"
         return f"{eqn.primitive.name} {how}; native code calls back into Python for it"
 
     def native_library_call(self, eqn):
-        return blas.supports(eqn)
+        return blas.supports(eqn) or scatter.supports(eqn)
 
     def kernel_choice(self, kernel):
         return runtime.split_choice(kernel)

@@ -38,7 +38,7 @@ from llvmlite import ir
 from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
-from . import blas, interrupts, support
+from . import blas, interrupts, scatter, support
 from .host_steps import HostCall
 from .runtime import ALIGNMENT
 
@@ -224,6 +224,8 @@ class ControlFlowFunction:
                 self.emit(g, ins, outs)
         elif blas.supports(eqn):
             blas.gemm(self.b, self.setup, eqn, *ins, *outs)
+        elif scatter.supports(eqn):
+            scatter.emit(self, eqn, *ins, *outs)
         else:
             self.host_step(eqn, ins, outs, warn=g.kind == "fallback" and g.warns)
         env.update(zip(eqn.outvars, outs))

@@ -1,0 +1,136 @@
+"""Scatters in native code: ``scatter``, ``scatter-add`` and their kin called from a
+compiled program or loop without calling back into Python.
+
+A scatter's updates may hit one position several times, so it is a loop of its own, one
+update element after the other, not a kernel (whose points are independent). The code
+copies the operand into the result, then walks the updates in the order of
+``lax.gather_scatter._scatter_impl`` (batch axes outermost, the window's innermost), so
+that repeated positions combine in the same order (a float sum rounds the same) and the
+last write wins a plain scatter. An update's batch position picks an index vector (the last
+axis of the indices), whose components start the window along
+``scatter_dims_to_operand_dims``; operand batching axes start at the batch position of their
+paired axis. Under ``CLIP`` a start is clamped so that the window fits; otherwise a window
+that does not fit is dropped whole. The window position adds along the window axes.
+"""
+
+import numpy as np
+from llvmlite import ir
+
+from ...core import dtypes
+from ...lax.gather_scatter import GatherScatterMode
+from ..llvm import I64, for_loop
+
+# How each scatter primitive combines a result element with an update (None: replaces it).
+COMBINE = {"scatter": None, "scatter-add": "add", "scatter-sub": "sub",
+           "scatter-mul": "mul", "scatter-min": "min", "scatter-max": "max"}
+
+
+def supports(eqn):
+    """Whether ``emit`` compiles ``eqn``: a scatter of real numbers or integers (float16,
+    complex, bool and the narrow types stay library steps)."""
+    if eqn.primitive.name not in COMBINE:
+        return False
+    dtype = np.dtype(eqn.outvars[0].aval.dtype)
+    return dtype.kind in "fiu" and dtype != dtypes.float16 \
+        and np.dtype(eqn.invars[1].aval.dtype).kind in "iu"
+
+
+def emit(f, eqn, operand, indices, updates, out):
+    """Emit ``eqn`` (``supports(eqn)``) into the function ``f`` (a
+    ``control_flow.ControlFlowFunction``) on the buffers of its operands, into ``out``."""
+    op_aval, idx_aval, upd_aval = (a.aval for a in eqn.invars)
+    f.copy(out, operand, op_aval.size * np.dtype(op_aval.dtype).itemsize)
+    if upd_aval.size == 0:
+        return
+    dn, b = eqn.params["dimension_numbers"], f.b
+    window_axes = list(dn.update_window_dims)
+    batch_axes = [a for a in range(len(upd_aval.shape)) if a not in window_axes]
+    typed = {name: f.typed(buf, aval.dtype) for name, buf, aval in
+             (("out", out, op_aval), ("indices", indices, idx_aval), ("updates", updates,
+                                                                      upd_aval))}
+    where = _Position(f, eqn, typed["indices"])
+
+    def at(index):
+        position, fits = where(index, batch_axes, window_axes)
+        if fits is None:
+            _combine(f, eqn, typed, index, position)
+            return
+        with b.if_then(fits):
+            _combine(f, eqn, typed, index, position)
+    _loops(f, batch_axes + window_axes, upd_aval.shape, [None] * len(upd_aval.shape), at)
+
+
+def _loops(f, order, shape, index, body):
+    """``body(index)`` for every index of ``shape``, axes nested in ``order``."""
+    if not order:
+        body(list(index))
+        return
+    axis, rest = order[0], order[1:]
+
+    def inner(i):
+        index[axis] = i
+        _loops(f, rest, shape, index, body)
+    for_loop(f.b, ir.Constant(I64, 0), ir.Constant(I64, shape[axis]), inner, f"u{axis}")
+
+
+def _combine(f, eqn, typed, index, position):
+    e, dtype = f.e, eqn.outvars[0].aval.dtype
+    op_shape, upd_shape = eqn.invars[0].aval.shape, eqn.invars[2].aval.shape
+    at = e.offset(position, op_shape)
+    value = e.load(typed["updates"], e.offset(index, upd_shape), dtype)
+    how = COMBINE[eqn.primitive.name]
+    if how is not None:
+        value = e.binary(how, e.load(typed["out"], at, dtype), value, dtype)
+    e.store(typed["out"], at, value, dtype)
+
+
+class _Position:
+    """The result position an update element goes to, and whether its window fits (None
+    when it always does, or is clamped to)."""
+
+    def __init__(self, f, eqn, indices):
+        dn, mode = eqn.params["dimension_numbers"], eqn.params["mode"]
+        op_shape, upd_shape = eqn.invars[0].aval.shape, eqn.invars[2].aval.shape
+        self.f, self.dn, self.indices = f, dn, indices
+        self.clip = mode == GatherScatterMode.CLIP
+        self.index_shape, self.index_dtype = eqn.invars[1].aval.shape, eqn.invars[1].aval.dtype
+        excluded = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+        self.window_dims = [d for d in range(len(op_shape)) if d not in excluded]
+        sizes = [1] * len(op_shape)
+        for d, u in zip(self.window_dims, dn.update_window_dims):
+            sizes[d] = upd_shape[u]
+        self.last = [n - s for n, s in zip(op_shape, sizes)]   # the largest start that fits
+        self.rank = len(op_shape)
+
+    def __call__(self, index, batch_axes, window_axes):
+        b, e, dn = self.f.b, self.f.e, self.dn
+        batch = [index[a] for a in batch_axes]
+        starts, fits = [ir.Constant(I64, 0)] * self.rank, None
+        for k, d in enumerate(dn.scatter_dims_to_operand_dims):
+            start = self._start(batch, k)
+            last = ir.Constant(I64, self.last[d])
+            inside = b.and_(b.icmp_signed(">=", start, ir.Constant(I64, 0)),
+                            b.icmp_signed("<=", start, last))
+            if self.clip:
+                start = e.binary("min", e.binary("max", start, ir.Constant(I64, 0), np.int64),
+                                 last, np.int64)
+            else:
+                fits = inside if fits is None else b.and_(fits, inside)
+            starts[d] = start
+        for operand_dim, batch_dim in zip(dn.operand_batching_dims,
+                                          dn.scatter_indices_batching_dims):
+            starts[operand_dim] = batch[batch_dim]
+        position = list(starts)
+        for d, u in zip(self.window_dims, window_axes):
+            position[d] = b.add(starts[d], index[u])
+        return position, fits
+
+    def _start(self, batch, k):
+        """Component ``k`` of the index vector at ``batch``, as an int64 (a uint64 beyond
+        int64's range stays out of bounds: it is clamped to int64's largest)."""
+        e, dtype = self.f.e, self.index_dtype
+        raw = e.load(self.indices, e.offset(batch + [ir.Constant(I64, k)], self.index_shape),
+                     dtype)
+        if np.dtype(dtype) == np.uint64:
+            raw = e.binary("min", raw, ir.Constant(raw.type, np.iinfo(np.int64).max), dtype)
+        return e.convert(raw, dtype, np.int64)
