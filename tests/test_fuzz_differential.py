@@ -22,7 +22,8 @@ import nbjax.numpy as jnp
 from nbjax import lax
 from helpers import cpu_and_reference, random_array
 
-EXAMPLES = int(os.environ.get("NBJAX_FUZZ_EXAMPLES", "150"))
+# Programs per run of the suite (~50 s on two cores); `make fuzz` runs more for longer.
+EXAMPLES = int(os.environ.get("NBJAX_FUZZ_EXAMPLES", "500"))
 
 DTYPES_32 = [np.bool_, np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32,
              np.float16, np.float32, np.complex64]
