@@ -13,6 +13,7 @@ import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.backends import compile
 from nbjax.backends.cpu import runtime
+from nbjax.backends.cpu.host_steps import SplitCall
 from helpers import assert_close, cpu_and_reference
 
 from helpers import is_full_width_float32
@@ -316,3 +317,26 @@ def test_timing_a_native_program_times_its_steps_inside_the_call():
     assert seconds[loop] == max(seconds) > 0   # 50 products and tanh against single kernels
     cpu.run(x, w)
     assert all(len(samples) == 2 for samples in cpu.step_times.values())
+
+
+def test_large_kernels_inside_native_loops_run_on_every_core(monkeypatch):
+    """A kernel in a loop body that is large enough to split (here: the threshold lowered)
+    is called through Python's worker threads from inside the native loop, reductions over
+    its outer axis combined from per-chunk partials; the values are the reference's."""
+    monkeypatch.setattr(runtime, "SPLIT_THRESHOLD", 256)
+    monkeypatch.setattr(runtime, "THREADS", 2)
+
+    def f(u):
+        def step(i, carry):
+            u, total = carry
+            u = jnp.tanh(u * 0.9 + jnp.roll(u, 1, 0) * 0.1)
+            return u, total + u.sum(0) + jnp.abs(u).max()
+        return lax.fori_loop(0, 6, step, (u, jnp.zeros(u.shape[1], u.dtype)))
+
+    u = RNG.standard_normal((48, 40)).astype(np.float32)
+    cpu, ref = cpu_and_reference(f, u)
+    splits = [call for call in cpu.layout.host_calls if isinstance(call, SplitCall)]
+    assert splits and any(call.partials and call.combiner for call in splits)
+    assert "calling back" not in cpu.runs_as
+    for got, want in zip(cpu.run(u), ref.run(u)):
+        assert_close(got, want, rtol=1e-5, scale=float(np.abs(want).max()))

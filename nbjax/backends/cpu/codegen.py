@@ -38,6 +38,7 @@ class ModuleBuilder:
     def __init__(self, name):
         self.module = ir.Module(name=name)
         self.host_calls = []  # the module's host steps (``control_flow.host_step``)
+        self.combiners = {}   # kernel name -> its combiner's (``add_combiner``)
         self.nontemporal = self.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
 
     def loop_hints(self, width=None, unroll=True):
@@ -91,6 +92,7 @@ class ModuleBuilder:
             for_loop(builder, ir.Constant(I64, 0), ir.Constant(I64, math.prod(out.shape)),
                      combine, f"out{k}")
         builder.ret_void()
+        self.combiners[kernel.name] = name
         return name
 
 

@@ -38,9 +38,8 @@ from llvmlite import ir
 from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
-from . import blas, interrupts, scatter, support
-from .host_steps import HostCall
-from .runtime import ALIGNMENT
+from . import blas, interrupts, runtime, scatter, support
+from .host_steps import HostCall, SplitCall
 
 I8P = I8.as_pointer()
 CLOCK_MONOTONIC = 1   # Linux's
@@ -159,7 +158,7 @@ class ControlFlowFunction:
 
     def scratch(self, nbytes):
         offset = self.flow.scratch_bytes
-        self.flow.scratch_bytes += -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
+        self.flow.scratch_bytes += -(-max(nbytes, 1) // runtime.ALIGNMENT) * runtime.ALIGNMENT
         return self.setup.gep(self.scratch_base, [ir.Constant(I64, offset)], source_etype=I8)
 
     def typed(self, pointer, dtype):
@@ -260,17 +259,23 @@ class ControlFlowFunction:
     def host_step(self, eqn, ins, outs, warn):
         """Call back into Python to run ``eqn`` on the buffers ``ins`` and ``outs`` (see
         ``host_steps``); leave through ``failed`` if it raised."""
+        self.callback(HostCall(eqn, warn, inside_loop=self.loop_depth > 0), ins + outs)
+
+    def callback(self, call, pointers):
+        """Call the Python side of ``call`` (a ``host_steps`` HostCall or SplitCall) with
+        the array of ``pointers``; leave through ``failed`` if it raised."""
         b, calls = self.b, self.mb.host_calls
-        calls.append(HostCall(eqn, warn, inside_loop=self.loop_depth > 0))
+        calls.append(call)
         self.flow.host_calls.append(len(calls) - 1)
         holder = self.constant(HostAddress(len(calls) - 1))
         signature = ir.FunctionType(I32, [I8P.as_pointer()])
         target = b.inttoptr(b.load(self.typed(holder, np.uint64), typ=I64),
                             signature.as_pointer())
-        pointers = self.setup.alloca(ir.ArrayType(I8P, len(ins) + len(outs)))
-        for k, pointer in enumerate(ins + outs):
-            b.store(pointer, b.gep(pointers, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
-        status = b.call(target, [b.bitcast(pointers, I8P.as_pointer())])
+        array = self.setup.alloca(ir.ArrayType(I8P, len(pointers)))
+        for k, pointer in enumerate(pointers):
+            b.store(b.bitcast(pointer, I8P),
+                    b.gep(array, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
+        status = b.call(target, [b.bitcast(array, I8P.as_pointer())])
         go_on = b.append_basic_block("host_step_done")
         b.cbranch(b.icmp_unsigned("!=", status, ir.Constant(I32, 0)), self.failed, go_on)
         b.position_at_end(go_on)
@@ -317,9 +322,13 @@ class ControlFlowFunction:
             outs.append(buf)
         if math.prod(kernel.shape):
             pointers = outs + [env[v] for v in kernel.inputs]
-            args = [self.b.bitcast(p, t) for p, t in zip(pointers, fn.function_type.args)]
             extent = kernel.shape[0] if kernel.shape else 1
-            self.b.call(fn, args + [ir.Constant(I64, 0), ir.Constant(I64, extent)])
+            if runtime.splits(kernel) and runtime.THREADS > 1:  # on every core, from Python
+                self.callback(split_call(kernel, extent, self.mb.combiners.get(kernel.name)),
+                              pointers)
+            else:
+                args = [self.b.bitcast(p, t) for p, t in zip(pointers, fn.function_type.args)]
+                self.b.call(fn, args + [ir.Constant(I64, 0), ir.Constant(I64, extent)])
         for where, buf, acc, dtype, n in converts:
             self.convert(where, buf, acc, dtype, n)
 
@@ -408,3 +417,12 @@ class ControlFlowFunction:
             self.run(sub, ops["operands"], outs)
             b.branch(done)
         b.position_at_end(done)
+
+
+def split_call(kernel, extent, combiner):
+    """The SplitCall running ``kernel`` over ``extent`` on every core (``runtime``)."""
+    partials = tuple((k, tuple(kernel.outputs[k].shape),
+                      np.dtype(kernel.outputs[k].acc_dtype or kernel.outputs[k].var.aval.dtype),
+                      kernel.outputs[k].identity) for k in runtime.partial_outputs(kernel))
+    return SplitCall(kernel.name, len(kernel.inputs) + len(kernel.outputs), extent, partials,
+                     combiner)

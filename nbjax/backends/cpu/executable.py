@@ -27,7 +27,7 @@ from ... import compiler
 from ...compiler import KernelInfo
 from ...core import Literal, to_numpy
 from . import codegen, control_flow, interrupts, runtime
-from .host_steps import HostStep
+from .host_steps import HostCall, host_step
 
 
 class Executable(compiler.Executable):
@@ -41,7 +41,8 @@ class Executable(compiler.Executable):
         self._program = program  # the whole program as one native call, or None
         split = [g.kernel.name for g in plan.groups
                  if g.kind == "kernel" and runtime.splits(g.kernel)]
-        callbacks = [call.eqn.primitive.name for call in layout.host_calls]
+        callbacks = [call.eqn.primitive.name for call in layout.host_calls
+                     if isinstance(call, HostCall)]
         self.runs_as = ("one native call" if program is not None else
                         f"{len(steps)} step{'s' * (len(steps) != 1)}" + (
                             f" ({', '.join(split)} split between the cores)" if split
@@ -330,8 +331,8 @@ def generate(name, optimised, plan, timer):
     with timer("codegen"):
         mb = codegen.ModuleBuilder(name)
         texts = [mb.add_kernel(loop) for loop, _ in loops]
-        kernels = [(loop, own, mb.add_combiner(loop) if own and runtime.splits(loop)
-                    else None) for loop, own in loops]
+        kernels = [(loop, own, mb.add_combiner(loop) if runtime.splits(loop) else None)
+                   for loop, own in loops]
         functions = {g.index: control_flow.ControlFlowFunction.of_step(
             mb, g, f"control_{g.index}") for g in controls}
         if len(plan.groups) > 1 and not any(own and runtime.splits(loop)
@@ -347,7 +348,7 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times)
     """The Executable running ``plan`` with the functions of ``jit_module`` (the machine
     code of ``layout``'s module)."""
     slots = {v: i for i, v in enumerate(_all_vars(optimised.jaxpr))}
-    host_steps = [HostStep(call) for call in layout.host_calls]
+    host_steps = [host_step(call, jit_module) for call in layout.host_calls]
     functions, kernels = {}, []
     for (loop, _, combiner), text in zip(layout.kernels, layout.texts):
         functions[loop.name] = jit_module.function(

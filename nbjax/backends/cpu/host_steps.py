@@ -8,6 +8,11 @@ primitive's reference implementation (as a top-level reference step does) and wr
 results in place. The call costs microseconds, where sending the whole loop to the reference
 backend costs the Python evaluation of every equation of every iteration.
 
+A kernel in a native loop that is large enough to repay splitting it between the cores
+(``runtime.splits``) is called the same way (a ``SplitCall``): Python hands its chunks to
+the worker threads, which call it natively (``runtime.run_split``), as for a top-level
+kernel; a few tens of microseconds per call, next to a millisecond of work at least.
+
 A host step returns 0, or 1 after an exception (a ``KeyboardInterrupt`` too), which it keeps
 for the caller of the native function to raise once that function has returned: an
 exception cannot cross native frames.
@@ -21,6 +26,7 @@ import numpy as np
 from ...config import config
 from ...core import EvalTrace, set_current_trace, to_numpy
 from ...core.source_info import warn_at_user_line
+from . import runtime
 
 SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
 
@@ -34,26 +40,77 @@ class HostCall:
     inside_loop: bool
 
 
-class HostStep:
-    """One equation run by the host on buffers a native function owns; ``address`` is the
-    C function to call with an array of the operands' then the results' addresses."""
+@dataclasses.dataclass(frozen=True)
+class SplitCall:
+    """A kernel of the module that a native loop runs on every core: its name and number
+    of buffers, its outer extent, the outputs that accumulate over the outer axis
+    (``runtime.run_split``'s ``partials``) and the name of the function combining them."""
+    kernel: str
+    n_pointers: int
+    extent: int
+    partials: tuple = ()
+    combiner: str = None
 
-    def __init__(self, call):
-        self.eqn, self.warn, self.error = call.eqn, call.warn, None
-        self.where = "inside a compiled loop it calls back into Python" if call.inside_loop \
-            else "it runs on the reference backend"
-        self.buffers = [_Buffer(a.aval) for a in (*call.eqn.invars, *call.eqn.outvars)]
+    def step(self, jit_module):
+        return SplitStep(self, jit_module)
+
+
+def host_step(call, jit_module):
+    """The callable of ``call`` (a HostCall or a SplitCall) in the loaded ``jit_module``."""
+    return HostStep(call) if isinstance(call, HostCall) else call.step(jit_module)
+
+
+class _Callback:
+    """What native code calls with an array of buffer addresses: ``address`` is the C
+    function; an exception is kept (``take_error``) and reported as status 1."""
+
+    def __init__(self):
+        self.error = None
         self.function = SIGNATURE(self)  # kept alive as long as the step is
         self.address = ctypes.cast(self.function, ctypes.c_void_p).value
 
     def __call__(self, addresses):
         try:
-            views = [b.view(addresses[k]) for k, b in enumerate(self.buffers)]
-            self.run(views[:len(self.eqn.invars)], views[len(self.eqn.invars):])
+            self.call(addresses)
             return 0
         except BaseException as e:  # noqa: BLE001  (raised again once the native call returns)
             self.error = e
             return 1
+
+    def take_error(self):
+        error, self.error = self.error, None
+        return error
+
+
+class SplitStep(_Callback):
+    """A kernel run on every core from inside a native loop (see the module docstring)."""
+
+    def __init__(self, call, jit_module):
+        super().__init__()
+        self.extent, self.partials, self.n = call.extent, call.partials, call.n_pointers
+        self.kernel = jit_module.function(call.kernel, call.n_pointers)
+        self.combine = call.combiner and jit_module.function(
+            call.combiner, 2 * len(call.partials), bounds=False)
+
+    def call(self, addresses):
+        runtime.run_split(self.kernel, [addresses[k] for k in range(self.n)], self.extent,
+                          self.partials, self.combine)
+
+
+class HostStep(_Callback):
+    """One equation run by the host on buffers a native function owns; ``address`` is the
+    C function to call with an array of the operands' then the results' addresses."""
+
+    def __init__(self, call):
+        super().__init__()
+        self.eqn, self.warn = call.eqn, call.warn
+        self.where = "inside a compiled loop it calls back into Python" if call.inside_loop \
+            else "it runs on the reference backend"
+        self.buffers = [_Buffer(a.aval) for a in (*call.eqn.invars, *call.eqn.outvars)]
+
+    def call(self, addresses):
+        views = [b.view(addresses[k]) for k, b in enumerate(self.buffers)]
+        self.run(views[:len(self.eqn.invars)], views[len(self.eqn.invars):])
 
     def run(self, ins, outs):
         prim = self.eqn.primitive
@@ -67,10 +124,6 @@ class HostStep:
             out = prim.impl(*ins, **self.eqn.params)
         for view, value in zip(outs, out if prim.multiple_results else [out]):
             view[...] = np.asarray(to_numpy(value), view.dtype)
-
-    def take_error(self):
-        error, self.error = self.error, None
-        return error
 
 
 class _Buffer:
