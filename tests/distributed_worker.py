@@ -136,7 +136,7 @@ def fail_here(v):
 
 # What process 1 runs instead of process 0's psum(float32[3]), in the mismatch cases.
 MISMATCHES = {"mismatch": lambda v: lax.pmax(v, "i"),
-              "mismatch_shape": lambda v: lax.psum(v[:2], "i"),
+              "mismatch_shape": lambda v: lax.psum(jnp.tile(v, 100), "i"),
               "mismatch_kind": lambda v: lax.all_gather(v, "i"),
               "mismatch_large": lambda v: lax.psum(jnp.tile(v, 2000), "i")}
 

@@ -202,6 +202,7 @@ def test_a_process_stuck_elsewhere_times_the_others_out(fault):
 @pytest.mark.parametrize("case, second", [
     ("mismatch", "pmax(float32[3], axis i)"),            # another reduction
     ("mismatch_kind", "all_gather(float32[3], axis i)"),  # another kind of collective
+    ("mismatch_shape", "psum(float32[300], axis i)"),    # a buffer MPI finds too long
     ("mismatch_large", "psum(float32[6000], axis i)")])  # one checked before its data moves
 def test_mismatched_programs_are_named_at_the_first_collective(fault, case, second):
     reports = fault(case)

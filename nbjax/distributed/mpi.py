@@ -21,6 +21,7 @@ communicator; a process waiting for it at a later collective raises at once, nam
 """
 
 import atexit
+import os
 import sys
 import time
 
@@ -29,8 +30,12 @@ from mpi4py import MPI
 
 from .fingerprint import fingerprint, gather_tail, reduction_tail
 
-SPECULATE_BYTES = 16 * 1024  # up to this size data and fingerprint travel together
-FAST_SPINS = 1000            # polls of a collective before its deadline and notices count
+# Up to this many bytes (data and fingerprint) travel together. Mismatched programs then
+# hand MPI mismatched buffers: Open MPI 4.1 reports a message longer than the receiver's
+# buffer as truncated while it is sent eagerly (4 KB between processes of one host), but
+# corrupts memory or crashes beyond that. So every buffer sent unchecked stays well below.
+SPECULATE_BYTES = 2048
+FAST_SPINS = 100             # polls of a collective before its deadline and notices count
 SPIN_SECONDS = 0.02          # then how long it is polled without sleeping
 DIAGNOSIS_GRACE = 2.0        # how long a process that timed out waits for the others' account
 DESCRIPTION_BYTES = 256
@@ -43,6 +48,9 @@ _NUMPY_OPS = {"psum": np.add, "pmax": np.maximum, "pmin": np.minimum}
 # The dtypes MPI reduces natively (others: gathered and reduced with NumPy).
 _MPI_DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int32", "int64",
                                      "uint8", "uint16", "uint32", "uint64")}
+
+
+_LARGE, _GATHERED = "large", "gathered"  # how an all-reduce runs, if not as a _Reduction
 
 
 class DistributedError(RuntimeError):
@@ -83,15 +91,21 @@ def _raw(x):
 
 
 class _Reduction:
-    """A small all-reduce as one call site runs it, prepared once: the send buffer with the
-    fingerprint's tail in place, and the tail expected back."""
+    """A small all-reduce as one call site runs it, prepared once (a call then costs little
+    more than MPI's): send and receive buffers with the fingerprint's tail in place, views
+    of their data, and the tail expected back."""
 
-    __slots__ = ("send", "size", "shape", "op", "expected", "operand")
+    __slots__ = ("send", "receive", "data", "result", "tail", "expected", "op", "operand")
 
     def __init__(self, dtype, shape, op, operand, tail, expected):
-        self.size, self.shape, self.op = int(np.prod(shape, dtype=np.int64)), shape, _OPS[op]
-        self.send = np.concatenate([np.zeros(self.size, dtype), tail])
-        self.expected, self.operand = expected, operand
+        size = int(np.prod(shape, dtype=np.int64))
+        send = np.concatenate([np.zeros(size, dtype), tail])
+        receive = np.empty_like(send)
+        kind = MPI.Datatype.fromcode(dtype.char)  # (named: no format to parse per call)
+        self.send, self.receive = [send, kind], [receive, kind]
+        self.data, self.result = send[:size].reshape(shape), receive[:size].reshape(shape)
+        self.tail, self.expected = receive[size:], expected
+        self.op, self.operand = _OPS[op], operand
 
 
 class Communicator:
@@ -105,10 +119,8 @@ class Communicator:
         self.completed = 0      # collectives completed by this process
         self.broken = None      # why the processes are out of step (later collectives raise)
         self.notices = {}       # rank -> (collectives it completed, what happened to it)
-        self._plans = {}        # (description, op, dtype, shape, operand) -> _Reduction
+        self._plans = {}        # (description, op, dtype, shape) -> how it runs (_plan)
         self._tails = {}        # (description, dtype, shape) -> the tail of a gather
-        # the types whose buffers can carry a fingerprint (not int8 over many processes)
-        self._tailed = {t for t in _MPI_DTYPES if reduction_tail(0, t, "psum", self.size)}
         self._notice = np.zeros(NOTICE_BYTES, np.uint8)
         self._notice_request = self.control.Irecv([self._notice, MPI.BYTE], MPI.ANY_SOURCE,
                                                   NOTICE_TAG)
@@ -134,33 +146,37 @@ class Communicator:
     def meet(self, description, operand):
         """Wait (until the deadline) for every process to reach this collective, checking
         that they all run the same one (before a large collective moves its data)."""
-        self._reduce_small(np.empty(0, np.int64), "pmax", description, operand)
+        key = (description, "meet", operand)
+        plan = self._plans.get(key) or self._plan(key, np.empty(0, np.int64), "pmax",
+                                                  description, operand)
+        self._reduce_small(plan, np.empty(0, np.int64), description)
 
-    def _reduce_small(self, x, op, description, operand=None):
+    def _reduce_small(self, plan, x, description):
         """``x`` reduced over the processes in one nonblocking all-reduce that also carries
-        the collective's fingerprint; the result is a view."""
+        the collective's fingerprint (``plan``: the call site's ``_Reduction``)."""
         if self.broken is not None:
             self._raise_broken()
-        key = (description, op, x.dtype, x.shape, operand)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = self._plan(x, op, description, operand)
-        send = plan.send
-        send[:plan.size] = x.reshape(-1)
-        out = np.empty_like(send)
-        self._wait(self.comm.Iallreduce(send, out, plan.op), description, plan.operand)
-        if out[plan.size:].tobytes() != plan.expected:
-            self._diagnose(description, plan.operand, None, self.timeout)
+        plan.data[...] = x
+        self._wait(self.comm.Iallreduce(plan.send, plan.receive, plan.op), description,
+                   plan.operand)
+        if plan.tail.tobytes() != plan.expected:
+            self._diagnose(description, plan.operand, None)
         self.completed += 1
-        return out[:plan.size].reshape(plan.shape)
+        return plan.result.copy()
 
-    def _plan(self, x, op, description, operand):
+    def _plan(self, key, x, op, description, operand=None):
+        """How the collective ``key`` runs: a ``_Reduction`` if ``x`` is small and of a type
+        that can carry a fingerprint, else ``_LARGE`` (a meeting first, then MPI's blocking
+        all-reduce) or ``_GATHERED`` (a type MPI cannot reduce)."""
         if len(self._plans) > 1024:  # (a program of ever new shapes)
             self._plans.clear()
         operand = f"{op} {x.dtype}{list(x.shape)}" if operand is None else operand
-        tail, expected = reduction_tail(fingerprint(description, operand), x.dtype, op,
-                                        self.size)
-        return _Reduction(x.dtype, x.shape, op, operand, tail, expected)
+        tail = reduction_tail(fingerprint(description, operand), x.dtype, op, self.size)
+        plan = (_GATHERED if x.dtype not in _MPI_DTYPES else
+                _LARGE if tail is None or x.nbytes + tail[0].nbytes > SPECULATE_BYTES else
+                _Reduction(x.dtype, x.shape, op, operand, *tail))
+        self._plans[key] = plan
+        return plan
 
     def _raise_broken(self):
         raise DistributedError(f"an earlier collective failed ({self.broken}); the "
@@ -180,7 +196,7 @@ class Communicator:
                 return
         except MPI.Exception as error:
             self._diagnose(description, operand, DistributedError(
-                f"{self._what(description)}: MPI failed: {error}"), self.timeout)
+                f"{self._what(description)}: MPI failed: {error}"))
         self._diagnose(description, operand, CollectiveTimeoutError(
             f"{self._what(description)}: not every one of the {self.size} processes reached "
             f"it within {self.timeout:g} s (one may have exited, crashed or be stuck "
@@ -193,6 +209,7 @@ class Communicator:
         start = time.monotonic()
         spins = 0
         while not request.Test():
+            os.sched_yield()  # (processes may outnumber cores: let the one awaited run)
             spins += 1
             if spins % 64:
                 continue
@@ -205,11 +222,14 @@ class Communicator:
                 time.sleep(min(1e-3, waited / 100))
         return True
 
-    def _diagnose(self, description, operand, error, seconds):
+    def _diagnose(self, description, operand, error, seconds=None):
         """The collective failed (``error``, None if its fingerprint came back altered): the
         processes exchange what they are running, on a communicator used only for this
         (once: the processes are then out of step), and raise the error that names the
-        difference, else ``error``."""
+        difference, else ``error``. The others may notice only when their own deadline
+        passes (MPI can leave them waiting at a mismatched collective): by default this
+        process waits for them that long, and a little more."""
+        seconds = self.timeout + DIAGNOSIS_GRACE if seconds is None else seconds
         what = self._what(description)
         mine = np.concatenate([_encode(description, DESCRIPTION_BYTES),
                                _encode(operand, OPERAND_BYTES)])
@@ -289,10 +309,12 @@ class Communicator:
         """``x`` (an array) reduced over the processes with ``op`` ("psum", "pmax",
         "pmin"), the same on every process."""
         x = np.asarray(x)
-        if x.dtype not in _MPI_DTYPES:
+        key = (description, op, x.dtype, x.shape)
+        plan = self._plans.get(key) or self._plan(key, x, op, description)
+        if plan is _GATHERED:
             return _NUMPY_OPS[op].reduce(self.allgather(x[None], description), axis=0)
-        if x.nbytes <= SPECULATE_BYTES and x.dtype in self._tailed:
-            return self._reduce_small(x, op, description)
+        if plan is not _LARGE:
+            return self._reduce_small(plan, x, description)
         self.meet(description, f"{op} {x.dtype}{list(x.shape)}")
         x = _contiguous(x)
         out = np.empty_like(x)
@@ -308,7 +330,7 @@ class Communicator:
         out = np.empty((self.size * x.shape[0],) + x.shape[1:], x.dtype)
         operand = f"allgather {x.dtype}{list(x.shape)}"
         data = _raw(x)
-        if data.size > SPECULATE_BYTES:
+        if self.size * (data.size + 8) > SPECULATE_BYTES:  # (what each process receives)
             self.meet(description, operand)
             self.comm.Allgather([data, MPI.BYTE], [_raw(out), MPI.BYTE])
             return out
@@ -320,7 +342,7 @@ class Communicator:
         self._wait(self.comm.Iallgather([np.concatenate([data, tail]), MPI.BYTE],
                                         [every, MPI.BYTE]), description, operand)
         if (every[:, data.size:] != tail).any():
-            self._diagnose(description, operand, None, self.timeout)
+            self._diagnose(description, operand, None)
         self.completed += 1
         _raw(out)[:] = every[:, :data.size].reshape(-1)
         return out
