@@ -50,7 +50,8 @@ _MPI_DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "int16", "int
                                      "uint8", "uint16", "uint32", "uint64")}
 
 
-_LARGE, _GATHERED = "large", "gathered"  # how an all-reduce runs, if not as a _Reduction
+_GATHERED = "gathered"  # how an all-reduce of a type MPI cannot reduce runs
+_NOTHING = np.empty(0, np.int64)  # the data of a meeting
 
 
 class DistributedError(RuntimeError):
@@ -108,6 +109,16 @@ class _Reduction:
         self.op, self.operand = _OPS[op], operand
 
 
+class _Large:
+    """An all-reduce too large to travel with its check: ``meeting`` (the plan of an
+    all-reduce of the fingerprint alone) first, then MPI's blocking all-reduce."""
+
+    __slots__ = ("meeting",)
+
+    def __init__(self, meeting):
+        self.meeting = meeting
+
+
 class Communicator:
     """The processes of a run, as this one sees them: collectives with fingerprints and
     deadlines, and the notices of failed or exited processes."""
@@ -146,10 +157,12 @@ class Communicator:
     def meet(self, description, operand):
         """Wait (until the deadline) for every process to reach this collective, checking
         that they all run the same one (before a large collective moves its data)."""
+        self._reduce_small(self._meeting(description, operand), _NOTHING, description)
+
+    def _meeting(self, description, operand):
+        """The plan of a meeting: an all-reduce of nothing but the fingerprint."""
         key = (description, "meet", operand)
-        plan = self._plans.get(key) or self._plan(key, np.empty(0, np.int64), "pmax",
-                                                  description, operand)
-        self._reduce_small(plan, np.empty(0, np.int64), description)
+        return self._plans.get(key) or self._plan(key, _NOTHING, "pmax", description, operand)
 
     def _reduce_small(self, plan, x, description):
         """``x`` reduced over the processes in one nonblocking all-reduce that also carries
@@ -166,14 +179,15 @@ class Communicator:
 
     def _plan(self, key, x, op, description, operand=None):
         """How the collective ``key`` runs: a ``_Reduction`` if ``x`` is small and of a type
-        that can carry a fingerprint, else ``_LARGE`` (a meeting first, then MPI's blocking
-        all-reduce) or ``_GATHERED`` (a type MPI cannot reduce)."""
+        that can carry a fingerprint, else a ``_Large`` (a meeting first, then MPI's
+        blocking all-reduce) or ``_GATHERED`` (a type MPI cannot reduce)."""
         if len(self._plans) > 1024:  # (a program of ever new shapes)
             self._plans.clear()
         operand = f"{op} {x.dtype}{list(x.shape)}" if operand is None else operand
         tail = reduction_tail(fingerprint(description, operand), x.dtype, op, self.size)
         plan = (_GATHERED if x.dtype not in _MPI_DTYPES else
-                _LARGE if tail is None or x.nbytes + tail[0].nbytes > SPECULATE_BYTES else
+                _Large(self._meeting(description, operand))
+                if tail is None or x.nbytes + tail[0].nbytes > SPECULATE_BYTES else
                 _Reduction(x.dtype, x.shape, op, operand, *tail))
         self._plans[key] = plan
         return plan
@@ -311,11 +325,11 @@ class Communicator:
         x = np.asarray(x)
         key = (description, op, x.dtype, x.shape)
         plan = self._plans.get(key) or self._plan(key, x, op, description)
+        if type(plan) is _Reduction:
+            return self._reduce_small(plan, x, description)
         if plan is _GATHERED:
             return _NUMPY_OPS[op].reduce(self.allgather(x[None], description), axis=0)
-        if plan is not _LARGE:
-            return self._reduce_small(plan, x, description)
-        self.meet(description, f"{op} {x.dtype}{list(x.shape)}")
+        self._reduce_small(plan.meeting, _NOTHING, description)
         x = _contiguous(x)
         out = np.empty_like(x)
         self.comm.Allreduce(x.reshape(-1), out.reshape(-1), op=_OPS[op])
