@@ -227,6 +227,27 @@ def test_initialize_without_a_launcher_explains_mpi():
     assert out.startswith("RuntimeError") and "mpirun -n 2" in out, out
 
 
+# --- buffers --------------------------------------------------------------------------------
+
+def test_a_large_result_is_recycled_only_once_nothing_holds_it():
+    """A large all-reduce writes into the previous call's result when its caller has let go
+    of it (fresh memory costs page faults); a result still held, or viewed, stays intact."""
+    from mpi4py import MPI
+    from nbjax.distributed.mpi import SPECULATE_BYTES, Communicator
+    comm = Communicator(MPI.COMM_SELF, timeout=10)
+    try:
+        inputs = [np.full(SPECULATE_BYTES, float(i), np.float32) for i in range(4)]
+        held = comm.allreduce(inputs[0], "psum", "psum")
+        view = comm.allreduce(inputs[1], "psum", "psum")[::2]
+        comm.allreduce(inputs[2], "psum", "psum")  # dropped at once
+        again = comm.allreduce(inputs[3], "psum", "psum")
+        assert_close(held, inputs[0])
+        assert_close(view, inputs[1][::2])
+        assert_close(again, inputs[3])
+    finally:
+        comm.close()
+
+
 # --- the notebook magic --------------------------------------------------------------------
 
 def test_mpirun_magic_shows_every_process_output(capsys):
