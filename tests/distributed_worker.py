@@ -114,6 +114,10 @@ def case_main(out):
     x = local_block(global_input(n))
     results = {k: np.asarray(v) for k, v in nbjax.pmap(collectives, "i")(x).items()}
     results.update({k: np.asarray(v) for k, v in grads(x).items()})
+    large = nbjax.pmap(lambda v: lax.psum(jnp.tile(v, 300), "i"), "i")  # (met, then moved)
+    for scale in (3, 1, 2):  # the last two held while the next runs
+        results[f"psum_large{scale}"] = large(x * scale)
+    results = {k: np.asarray(v) for k, v in results.items()}
     data = training_data(n)
     params = train(*map(local_block, data))
     results.update({f"param{i}": np.asarray(p)

@@ -118,6 +118,8 @@ def test_collectives_against_numpy(launch, worker):
         shifted[dst] = x[src]
     check("ppermute", shifted)
     check("psum_scatter", np.arange(n, dtype=np.float32)[:, None] * x.sum(0), rtol=1e-6)
+    for scale in (1, 2):
+        check(f"psum_large{scale}", every(np.tile(scale * x.sum(0), 300), (n, 900)), rtol=1e-6)
 
 
 def test_grad_through_collectives(launch, worker):
@@ -231,7 +233,8 @@ def test_initialize_without_a_launcher_explains_mpi():
 
 def test_a_large_result_is_recycled_only_once_nothing_holds_it():
     """A large all-reduce writes into the previous call's result when its caller has let go
-    of it (fresh memory costs page faults); a result still held, or viewed, stays intact."""
+    of it (fresh memory costs page faults), even one an nbjax Array had made read-only; a
+    result still held, or viewed, stays intact."""
     from mpi4py import MPI
     from nbjax.distributed.mpi import SPECULATE_BYTES, Communicator
     comm = Communicator(MPI.COMM_SELF, timeout=10)
@@ -239,7 +242,7 @@ def test_a_large_result_is_recycled_only_once_nothing_holds_it():
         inputs = [np.full(SPECULATE_BYTES, float(i), np.float32) for i in range(4)]
         held = comm.allreduce(inputs[0], "psum", "psum")
         view = comm.allreduce(inputs[1], "psum", "psum")[::2]
-        comm.allreduce(inputs[2], "psum", "psum")  # dropped at once
+        comm.allreduce(inputs[2], "psum", "psum").flags.writeable = False  # (as an Array does)
         again = comm.allreduce(inputs[3], "psum", "psum")
         assert_close(held, inputs[0])
         assert_close(view, inputs[1][::2])

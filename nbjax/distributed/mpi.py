@@ -124,6 +124,8 @@ class _Large:
         """An array like ``like`` that nothing else references."""
         if self.spare is None or sys.getrefcount(self.spare) > 2:  # (this one, the argument)
             self.spare = np.empty_like(like)
+        else:  # (an nbjax Array that wrapped it made it read-only; none is left)
+            self.spare.flags.writeable = True
         return self.spare
 
 
