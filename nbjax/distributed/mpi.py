@@ -141,7 +141,7 @@ class Communicator:
         self.broken = None      # why the processes are out of step (later collectives raise)
         self.notices = {}       # rank -> (collectives it completed, what happened to it)
         self._plans = {}        # (description, op, dtype, shape) -> how it runs (_plan)
-        self._tails = {}        # (description, dtype, shape) -> the tail of a gather
+        self._tails = {}        # (description, operand) -> the tail of a gather
         self._notice = np.zeros(NOTICE_BYTES, np.uint8)
         self._notice_request = self.control.Irecv([self._notice, MPI.BYTE], MPI.ANY_SOURCE,
                                                   NOTICE_TAG)
@@ -353,15 +353,14 @@ class Communicator:
         x = _contiguous(x)
         out = np.empty((self.size * x.shape[0],) + x.shape[1:], x.dtype)
         operand = f"allgather {x.dtype}{list(x.shape)}"
-        data = _raw(x)
-        if self.size * (data.size + 8) > SPECULATE_BYTES:  # (what each process receives)
+        data, tail = _raw(x), self._tails.get((description, operand))
+        if tail is None:
+            tail = self._tails[description, operand] = gather_tail(
+                fingerprint(description, operand))
+        if self.size * (data.size + tail.size) > SPECULATE_BYTES:  # (what each receives)
             self.meet(description, operand)
             self.comm.Allgather([data, MPI.BYTE], [_raw(out), MPI.BYTE])
             return out
-        tail = self._tails.get((description, x.dtype, x.shape))
-        if tail is None:
-            tail = self._tails[description, x.dtype, x.shape] = gather_tail(
-                fingerprint(description, operand))
         every = np.empty((self.size, data.size + tail.size), np.uint8)
         self._wait(self.comm.Iallgather([np.concatenate([data, tail]), MPI.BYTE],
                                         [every, MPI.BYTE]), description, operand)
