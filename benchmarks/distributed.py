@@ -1,11 +1,14 @@
 """Multi-process benchmarks (``make bench``, or ``python -m benchmarks.distributed``): run
 under ``mpirun`` on localhost, one CPU device per process.
 
-- ``allreduce_{1,16,256}MB``: a float32 sum over 2 processes, by mpi4py's own ``Allreduce``,
-  by nbjax's collective (``Communicator.allreduce``: the meeting that checks the processes
-  run the same collective, then the same ``Allreduce``) and by a whole ``pmap`` of ``psum``
-  (slicing the shard, the thread, stacking the result); bandwidth as the buffer's bytes per
-  second, and the collective's ratio to mpi4py's.
+- ``allreduce_{8B,1KB,4KB,16KB,64KB,1MB,16MB,256MB}``: a float32 sum over 2 processes, by mpi4py's
+  own ``Allreduce``, by nbjax's collective (``Communicator.allreduce``: with the check that
+  the processes run the same collective, see nbjax/distributed/mpi.py) and by a whole
+  ``pmap`` of ``psum`` (slicing the shard, the thread, stacking the result); bandwidth as the
+  buffer's bytes per second, and the collective's ratio to mpi4py's. A small all-reduce
+  takes microseconds: it is timed over a loop of calls, the three ways interleaved, and the
+  fastest repetition kept (the one least disturbed by other work on the machine; the two
+  processes share its cores). ``--small`` divides the sizes from 1 MB up by 100.
 - ``data_parallel_mlp``: one SGD step of an MLP on a fixed global batch, over 2 processes
   (each half the batch, gradients averaged with pmean) against 1.
 """
@@ -22,17 +25,31 @@ import time
 import numpy as np
 
 NAMES = ("allreduce", "data_parallel_mlp")
-SIZES_MB = (1, 16, 256)
+SIZES = (8, 2 ** 10, 2 ** 12, 2 ** 14, 2 ** 16, 2 ** 20, 2 ** 24, 2 ** 28)
+
+
+def _label(nbytes):
+    unit = max(u for u in range(0, 30, 10) if nbytes >= 2 ** u)
+    return f"{nbytes >> unit}{ {0: 'B', 10: 'KB', 20: 'MB'}[unit]}"
 
 
 def _median_time(fn, reps, barrier):
-    times = []
+    return statistics.median(_times({"": fn}, reps, barrier, 1)[""])
+
+
+def _times(fns, reps, barrier, calls):
+    """Per-call times of each of ``fns`` (by name), interleaved: ``reps`` rounds in which each
+    runs ``calls`` times after a barrier, so that a busy moment of the machine falls on all
+    of them."""
+    times = {name: [] for name in fns}
     for _ in range(reps):
-        barrier()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, fn in fns.items():
+            barrier()
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter() - start) / calls)
+    return times
 
 
 def _allreduce_rows(small, comm, nbjax):
@@ -41,19 +58,18 @@ def _allreduce_rows(small, comm, nbjax):
     ours = nbjax.distributed.communicator()
     psum = nbjax.pmap(lambda v: lax.psum(v, "i"), "i")
     rows = []
-    for mb in SIZES_MB:
-        nbytes = int(mb * 2 ** 20 / (100 if small else 1))
+    for size in SIZES:
+        nbytes = size // 100 if small and size >= 2 ** 20 else size
         x = np.random.default_rng(comm.rank).standard_normal(nbytes // 4).astype(np.float32)
         out = np.empty_like(x)
-        reps = 3 if mb >= 256 else 10
-        times = {
-            "mpi4py": _median_time(lambda: comm.Allreduce(x, out, op=MPI.SUM), reps,
-                                   comm.Barrier),
-            "nbjax_collective": _median_time(lambda: ours.allreduce(x, "psum", "bench"),
-                                             reps, comm.Barrier),
-            "nbjax_pmap": _median_time(lambda: psum(x[None]).block_until_ready(), reps,
-                                       comm.Barrier)}
-        rows.append({"name": f"allreduce_{mb}MB", "bytes": nbytes,
+        reps, calls = ((3, 1) if size >= 2 ** 28 else (7, 1) if size >= 2 ** 20 else
+                       (15, 2 ** 20 // max(size, 2 ** 12)))
+        times = {name: min(t) for name, t in _times({
+            "mpi4py": lambda: comm.Allreduce(x, out, op=MPI.SUM),
+            "nbjax_collective": lambda: ours.allreduce(x, "psum", "bench"),
+            "nbjax_pmap": lambda: psum(x[None]).block_until_ready()},
+            reps, comm.Barrier, calls).items()}
+        rows.append({"name": f"allreduce_{_label(size)}", "bytes": nbytes,
                      **{f"{k}_s": t for k, t in times.items()},
                      **{f"{k}_gbps": nbytes / t / 1e9 for k, t in times.items()},
                      "ratio": times["mpi4py"] / times["nbjax_collective"]})
@@ -137,12 +153,13 @@ def render(report):
         return f"multi-process benchmarks skipped: {report['skipped']}"
     lines = []
     if "allreduce" in report:
-        lines.append(f"{'all-reduce, 2 processes':26} {'mpi4py GB/s':>12} "
-                     f"{'nbjax coll.':>12} {'ratio':>6} {'nbjax pmap':>11}")
+        lines.append(f"{'all-reduce, 2 processes':22} {'mpi4py us':>10} {'GB/s':>6} "
+                     f"{'nbjax coll. us':>14} {'GB/s':>6} {'ratio':>6} {'nbjax pmap us':>14}")
         for r in report["allreduce"]:
-            lines.append(f"{r['name']:26} {r['mpi4py_gbps']:12.2f} "
-                         f"{r['nbjax_collective_gbps']:12.2f} {r['ratio']:6.2f} "
-                         f"{r['nbjax_pmap_gbps']:11.2f}")
+            lines.append(f"{r['name']:22} {r['mpi4py_s'] * 1e6:10.2f} {r['mpi4py_gbps']:6.2f} "
+                         f"{r['nbjax_collective_s'] * 1e6:14.2f} "
+                         f"{r['nbjax_collective_gbps']:6.2f} {r['ratio']:6.2f} "
+                         f"{r['nbjax_pmap_s'] * 1e6:14.1f}")
     if "data_parallel_mlp" in report:
         d = report["data_parallel_mlp"]
         lines.append(f"data-parallel MLP step: 1 process {d['one_process_s'] * 1e3:.2f} ms, "

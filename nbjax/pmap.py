@@ -105,10 +105,13 @@ def _pmap_impl(*args, jaxpr, axis_name, axis_size, in_axes, out_axes, name, devi
             rendezvous.abort()  # the other shards may be waiting for this one
             raise
 
-    with ThreadPoolExecutor(axis_size, thread_name_prefix=f"pmap {name}") as pool:
-        futures = [pool.submit(run_shard, i) for i in range(axis_size)]
     try:
-        shard_outs = _results(futures)
+        if axis_size == 1 and not pmap_frames():  # (a thread costs more than a small shard)
+            shard_outs = [run_shard(0)]
+        else:
+            with ThreadPoolExecutor(axis_size, thread_name_prefix=f"pmap {name}") as pool:
+                futures = [pool.submit(run_shard, i) for i in range(axis_size)]
+            shard_outs = _results(futures)
     except Exception as error:
         comm = distributed.communicator()
         if comm is not None:  # the other processes may be waiting for this one

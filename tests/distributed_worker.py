@@ -9,6 +9,7 @@ its own block of shards, as a multi-process pmap expects.
 
 import json
 import os
+import signal
 import sys
 import time
 
@@ -113,6 +114,10 @@ def case_main(out):
     x = local_block(global_input(n))
     results = {k: np.asarray(v) for k, v in nbjax.pmap(collectives, "i")(x).items()}
     results.update({k: np.asarray(v) for k, v in grads(x).items()})
+    large = nbjax.pmap(lambda v: lax.psum(jnp.tile(v, 300), "i"), "i")  # (met, then moved)
+    for scale in (3, 1, 2):  # the last two held while the next runs
+        results[f"psum_large{scale}"] = large(x * scale)
+    results = {k: np.asarray(v) for k, v in results.items()}
     data = training_data(n)
     params = train(*map(local_block, data))
     results.update({f"param{i}": np.asarray(p)
@@ -133,6 +138,13 @@ def fail_here(v):
     return nbjax.pure_callback(check, nbjax.ShapeDtypeStruct(v.shape, v.dtype), v)
 
 
+# What process 1 runs instead of process 0's psum(float32[3]), in the mismatch cases.
+MISMATCHES = {"mismatch": lambda v: lax.pmax(v, "i"),
+              "mismatch_shape": lambda v: lax.psum(jnp.tile(v, 100), "i"),
+              "mismatch_kind": lambda v: lax.all_gather(v, "i"),
+              "mismatch_large": lambda v: lax.psum(jnp.tile(v, 2000), "i")}
+
+
 def case_fault(kind):
     x = local_block(global_input(nbjax.device_count()))
     psum = nbjax.pmap(lambda v: lax.psum(v, "i"), "i")
@@ -140,11 +152,15 @@ def case_fault(kind):
     if nbjax.process_index() == 1:
         if kind == "exit":
             sys.exit(0)
+        if kind == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if kind == "exit_abruptly":  # no atexit handlers, no notice, no MPI_Finalize
+            os._exit(0)
         if kind == "stuck":
             time.sleep(float(os.environ["NBJAX_COLLECTIVE_TIMEOUT"]) + 1)
             return
-        if kind == "mismatch":
-            return nbjax.pmap(lambda v: lax.pmax(v, "i"), "i")(x)
+        if kind in MISMATCHES:
+            return nbjax.pmap(MISMATCHES[kind], "i")(x)
     if kind == "raise":
         return nbjax.pmap(lambda v: lax.psum(fail_here(v), "i"), "i")(x)
     return psum(x)

@@ -3,17 +3,20 @@
 checked against NumPy and against the same program run in one process. Each launch costs
 about a second of MPI start-up and nbjax import, so one launch runs many checks.
 
-The fault cases: a process that raises inside its shards, one that exits, one stuck
-elsewhere, and processes running different collectives: the others must fail with an error
-that names what happened, well within the collective timeout, never hang.
+The fault cases: a process that raises inside its shards, one that exits, one killed, one
+stuck elsewhere, and processes running different collectives: the others must fail with an
+error that names what happened (or, for a killed process, mpirun must end the job, naming
+it), well within the collective timeout, never hang.
 """
 
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,16 +37,22 @@ pytestmark = [
 ]
 
 
-def mpirun(processes, case, outdir):
-    """Run the worker's ``case`` on ``processes`` processes; their results by rank."""
+def launch_worker(processes, case, outdir, timeout=TIMEOUT):
+    """Run the worker's ``case`` on ``processes`` processes (a collective waiting at most
+    ``timeout`` seconds); mpirun's completed process."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                PYTHONPATH=str(HERE.parent), NBJAX_NUM_CPU_DEVICES=str(LOCAL_DEVICES),
-               NBJAX_COLLECTIVE_TIMEOUT=str(TIMEOUT))
+               NBJAX_COLLECTIVE_TIMEOUT=str(timeout))
     passed = [a for name in ("PYTHONPATH", "NBJAX_NUM_CPU_DEVICES", "NBJAX_COLLECTIVE_TIMEOUT")
               for a in ("-x", name)]
-    run = subprocess.run(["mpirun", "-n", str(processes), "--oversubscribe", *passed,
-                          sys.executable, str(WORKER), case, str(outdir)],
-                         env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(["mpirun", "-n", str(processes), "--oversubscribe", *passed,
+                           sys.executable, str(WORKER), case, str(outdir)],
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def mpirun(processes, case, outdir):
+    """Run the worker's ``case`` on ``processes`` processes; their results by rank."""
+    run = launch_worker(processes, case, outdir)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return outdir
 
@@ -109,6 +118,8 @@ def test_collectives_against_numpy(launch, worker):
         shifted[dst] = x[src]
     check("ppermute", shifted)
     check("psum_scatter", np.arange(n, dtype=np.float32)[:, None] * x.sum(0), rtol=1e-6)
+    for scale in (1, 2):
+        check(f"psum_large{scale}", every(np.tile(scale * x.sum(0), 300), (n, 900)), rtol=1e-6)
 
 
 def test_grad_through_collectives(launch, worker):
@@ -167,6 +178,22 @@ def test_a_process_that_exits_fails_the_others(fault):
     assert first["seconds"] < TIMEOUT
 
 
+@pytest.mark.parametrize("case, says", [
+    ("kill", r"process rank 1 with PID \d+ on\s+node \S+ exited on signal 9"),
+    ("exit_abruptly", r"process rank 1 with PID \d+ on\s+node \S+ exiting improperly")])
+def test_a_process_killed_ends_the_job_without_waiting_for_the_timeout(case, says, tmp_path):
+    """A process killed outright (or leaving by os._exit) sends no notice: mpirun sees it
+    die and ends the job at once, naming it; the others never wait out their timeout."""
+    timeout = 120
+    start = time.monotonic()
+    run = launch_worker(2, case, tmp_path, timeout=timeout)
+    took = time.monotonic() - start
+    assert run.returncode != 0
+    assert re.search(says, run.stdout + run.stderr), run.stdout[-3000:] + run.stderr[-3000:]
+    assert not list(tmp_path.glob("rank*.json"))  # process 0 was stopped inside its psum
+    assert took < timeout / 4
+
+
 def test_a_process_stuck_elsewhere_times_the_others_out(fault):
     first, second = fault("stuck")
     assert first["error"] == "CollectiveTimeoutError", first
@@ -174,12 +201,18 @@ def test_a_process_stuck_elsewhere_times_the_others_out(fault):
     assert TIMEOUT <= first["seconds"] < TIMEOUT + 5
 
 
-def test_mismatched_programs_are_named_at_the_first_collective(fault):
-    reports = fault("mismatch")
+@pytest.mark.parametrize("case, second", [
+    ("mismatch", "pmax(float32[3], axis i)"),            # another reduction
+    ("mismatch_kind", "all_gather(float32[3], axis i)"),  # another kind of collective
+    ("mismatch_shape", "psum(float32[300], axis i)"),    # a buffer MPI finds too long
+    ("mismatch_large", "psum(float32[6000], axis i)")])  # one checked before its data moves
+def test_mismatched_programs_are_named_at_the_first_collective(fault, case, second):
+    reports = fault(case)
     for report in reports:
-        assert report["error"] == "CollectiveMismatchError"
-        assert "process 0: psum(float32[3]" in report["message"]
-        assert "process 1: pmax(float32[3]" in report["message"]
+        assert report["error"] == "CollectiveMismatchError", report
+        assert "process 0: psum(float32[3], axis i)" in report["message"]
+        assert f"process 1: {second}" in report["message"]
+        assert report["seconds"] < TIMEOUT + 5
 
 
 def test_initialize_without_a_launcher_explains_mpi():
@@ -194,6 +227,28 @@ def test_initialize_without_a_launcher_explains_mpi():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, timeout=60).stdout
     assert out.startswith("RuntimeError") and "mpirun -n 2" in out, out
+
+
+# --- buffers --------------------------------------------------------------------------------
+
+def test_a_large_result_is_recycled_only_once_nothing_holds_it():
+    """A large all-reduce writes into the previous call's result when its caller has let go
+    of it (fresh memory costs page faults), even one an nbjax Array had made read-only; a
+    result still held, or viewed, stays intact."""
+    from mpi4py import MPI
+    from nbjax.distributed.mpi import SPECULATE_BYTES, Communicator
+    comm = Communicator(MPI.COMM_SELF, timeout=10)
+    try:
+        inputs = [np.full(SPECULATE_BYTES, float(i), np.float32) for i in range(4)]
+        held = comm.allreduce(inputs[0], "psum", "psum")
+        view = comm.allreduce(inputs[1], "psum", "psum")[::2]
+        comm.allreduce(inputs[2], "psum", "psum").flags.writeable = False  # (as an Array does)
+        again = comm.allreduce(inputs[3], "psum", "psum")
+        assert_close(held, inputs[0])
+        assert_close(view, inputs[1][::2])
+        assert_close(again, inputs[3])
+    finally:
+        comm.close()
 
 
 # --- the notebook magic --------------------------------------------------------------------

@@ -206,6 +206,27 @@ def test_a_failing_shard_does_not_leave_the_others_waiting():
         pmap(lambda x: lax.psum(fail_p.bind(x), "i"))(np.arange(N, dtype=np.float32)[:, None])
 
 
+def test_a_single_shard_runs_in_the_callers_thread():
+    """One shard needs no thread of its own (a pmap over one device per process, the usual
+    multi-process layout, then costs no thread start per call); it computes the same, and
+    its errors reach the caller."""
+    threads = []
+
+    def record(x):
+        threads.append(threading.current_thread())
+        if x[0] < 0:
+            raise ValueError("negative shard")
+        return x
+    one = nbjax.devices()[:1]
+    f = nbjax.pmap(lambda x: lax.psum(nbjax.pure_callback(
+        record, nbjax.ShapeDtypeStruct(x.shape, x.dtype), x), "i") * 2, "i", devices=one)
+    x = random_array(0, (1, 3))
+    assert_close(f(np.abs(x)), 2 * np.abs(x))
+    assert threads == [threading.current_thread()]
+    with pytest.raises(ValueError, match="negative shard"):
+        f(-np.abs(x) - 1)
+
+
 # --- errors --------------------------------------------------------------------------------
 
 def test_more_shards_than_devices():
