@@ -7,8 +7,8 @@ form layers, each written in the ones below it (a contract in pyproject.toml), b
 shape primitives and ``reduce_sum``, which every rule uses); ``batch_util``;
 ``elementwise``, ``threefry`` and ``control_flow`` (what cond and the loops share);
 ``transcendental``, ``structural``, ``dot``, ``fft``, ``cond``, ``solvers``;
-``gather_scatter``, ``reductions``, ``convolution``, ``special``, ``rng``, ``callback``;
-``slicing``, ``loops``, ``linalg`` (a package), ``sorting``, ``special_functions``,
+``gather_scatter``, ``reductions``, ``special``, ``rng``, ``callback``; ``convolution``
+(compiled, a gather and a product); ``slicing``, ``loops``, ``linalg`` (a package), ``sorting``, ``special_functions``,
 ``windowed``; ``derived``, ``parallel``; ``collectives``.
 """
 

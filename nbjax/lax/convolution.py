@@ -21,12 +21,12 @@ import operator
 import numpy as np
 
 from ..core import Primitive, ShapedArray, dtypes, get_aval
-from . import structural
+from . import gather_scatter, structural
 from .dot import (accumulation_dtype, as_accumulation, bilinear_jvp, bilinear_transpose,
                   canonicalize_precision, check_preferred_element_type, dot_general,
                   finish_accumulation)
-from .elementwise import convert_element_type
-from .shapes import moveaxis, reshape, transpose
+from .elementwise import add, convert_element_type
+from .shapes import broadcast_in_dim, moveaxis, reshape, transpose
 from .standard import library_lowering
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "padtype_to_pads",
@@ -330,13 +330,14 @@ def _conv_general_dilated_impl(
 #
 # In compiled programs a convolution is decomposed (``compiler.passes.inline_calls``) into the
 # product of its im2col matrix and its kernel: the input in (batch, spatial..., feature)
-# order, dilated and padded by one ``pad``, its windows gathered by strided slices (fused by
-# the planner into one packing kernel) and contracted with the kernel by one ``dot_general``
-# (a BLAS call; batched over the groups). The matrix has one row per (batch, output
-# position) and one column per (window position, feature); it is built from K slices of
-# the output grid (one per window position) or P slices of the window grid (one per output
-# position), whichever is fewer: a kernel's gradient is a convolution whose "window" is the
-# whole output (1024 positions for a 32x32 image) and whose output is the 3x3 kernel.
+# order, dilated and padded by one ``pad``, its windows gathered into the matrix by one
+# ``gather`` (a packing kernel) and contracted with the kernel by one ``dot_general`` (a BLAS
+# call; batched over the groups). The matrix, (N, P..., K, C), has a row per batch element
+# and output position and a column per window position and feature: element (n, p, k, c) is
+# element base[p] + offset[k] + c of image n flattened, two small tables of offsets made at
+# trace time, so the packing kernel reads each element once, features contiguously. (Strided
+# slices joined by a concatenate computed every slice's load at every element, and chose
+# between them: an im2col of a CNN's step took 2-5 ms instead of under 1.)
 
 def _conv_as_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                      dimension_numbers, feature_group_count, batch_group_count, precision,
@@ -365,43 +366,45 @@ def _conv_as_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
 
 
 def _im2col(x, k_shape, out_sp, strides, rhs_dilation):
-    """(N, P..., K * C): row (n, p) holds the window of output position p, column k * C + c
-    its element k of feature c, from the dilated, padded input ``x`` (N, S..., C)."""
+    """(N, P..., K, C): element (n, p, k, c) is element c of the window position k of
+    output position p, from the dilated, padded input ``x`` (N, S..., C)."""
     shape = get_aval(x).shape
-    batch, features = shape[0], shape[-1]
-    cols = math.prod(k_shape) * features
-    if math.prod(k_shape) <= math.prod(out_sp):    # a slice of the output grid per k
-        parts = [structural.slice(
-            x, (0, *[k * r for k, r in zip(ks, rhs_dilation)], 0),
-            (batch, *[k * r + (p - 1) * s + 1
-                      for k, r, p, s in zip(ks, rhs_dilation, out_sp, strides)], features),
-            (1, *strides, 1)) for ks in np.ndindex(*k_shape)]
-        return structural.concatenate(parts, len(shape) - 1)
-    parts = [reshape(structural.slice(                 # a slice of the window grid per p
-        x, (0, *[p * s for p, s in zip(ps, strides)], 0),
-        (batch, *[p * s + (k - 1) * r + 1
-                  for p, s, k, r in zip(ps, strides, k_shape, rhs_dilation)], features),
-        (1, *rhs_dilation, 1)), (batch, 1, cols)) for ps in np.ndindex(*out_sp)]
-    return reshape(structural.concatenate(parts, 1), (batch, *out_sp, cols))
+    batch, spatial, features = shape[0], shape[1:-1], shape[-1]
+    strides_in = [math.prod(spatial[j + 1:]) * features for j in range(len(spatial))]
+    size = math.prod(spatial) * features
+    index = np.int32 if size < 2 ** 31 else np.int64
+    base = sum(np.arange(p).reshape([-1 if a == j else 1 for a in range(len(out_sp))])
+               * (s * step) for j, (p, s, step) in enumerate(zip(out_sp, strides, strides_in)))
+    offset = sum(np.arange(k).reshape([-1 if a == j else 1 for a in range(len(k_shape))])
+                 * (r * step) for j, (k, r, step) in enumerate(zip(k_shape, rhs_dilation,
+                                                                   strides_in)))
+    grid = (*out_sp, math.prod(k_shape), features)
+    starts = (np.asarray(base, index).reshape(*out_sp, 1, 1)
+              + np.asarray(offset, index).reshape(-1, 1))
+    starts = add(broadcast_in_dim(starts, grid, tuple(range(len(grid)))),
+                 structural.broadcasted_iota(index, grid, len(grid) - 1))
+    dn = gather_scatter.GatherDimensionNumbers(offset_dims=(0,), collapsed_slice_dims=(1,),
+                                               start_index_map=(1,))
+    return gather_scatter.gather(reshape(x, (batch, size)), reshape(starts, (*grid, 1)), dn,
+                                 (batch, 1), mode="promise_in_bounds")
 
 
 def _grouped_product(cols, w, feature_groups, batch_groups, precision, preferred):
-    """``cols`` (N, P..., K * C) times the kernel ``w`` (K..., C/G, O): (N/B, P..., O);
+    """``cols`` (N, P..., K, C) times the kernel ``w`` (K..., C/G, O): (N/B, P..., O);
     feature group g of the columns (or batch group g of the rows) meets output feature
     group g."""
     shape, w_shape = get_aval(cols).shape, get_aval(w).shape
-    batch, out_sp = shape[0], shape[1:-1]
+    batch, out_sp = shape[0], shape[1:-2]
     k, in_features, out_features = math.prod(w_shape[:-2]), w_shape[-2], w_shape[-1]
     rows = batch * math.prod(out_sp)
     if feature_groups == batch_groups == 1:
-        product = dot_general(reshape(cols, (rows, k * in_features)),
-                              reshape(w, (k * in_features, out_features)),
-                              (((1,), (0,)), ((), ())), precision, preferred)
-        return reshape(product, (batch, *out_sp, out_features))
+        nd = len(shape)
+        return dot_general(cols, reshape(w, (k, in_features, out_features)),
+                           (((nd - 2, nd - 1), (0, 1)), ((), ())), precision, preferred)
     groups = max(feature_groups, batch_groups)
     per_group = out_features // groups
     w = transpose(reshape(w, (k * in_features, groups, per_group)), (1, 0, 2))
-    if feature_groups > 1:      # column k * C + g * C/G + c
+    if feature_groups > 1:      # feature g * C/G + c
         cols = reshape(cols, (rows, k, groups, in_features))
         cols = reshape(transpose(cols, (2, 0, 1, 3)), (groups, rows, k * in_features))
     else:                       # row (g * N/B + n) * P + p
