@@ -3,8 +3,9 @@
 // The kernel sends the whole view state as JSON traitlets (see nbjax/notebook/widgets.py);
 // this module only renders it and writes back what the user chose: the open tab (`tab`),
 // the selected node (`selected`), the current step of a step-through (`step`), whether
-// to draw every node of a large graph (`show_all`), and how to group the graph's equations
-// (`group`: "line", "function" or ""). No build step: a plain ES module.
+// to draw every node of a large graph (`show_all`), how to group the graph's equations
+// (`group`: "line", "function" or ""), and whether the graph leaves out the identities
+// (`hide_identities`). No build step: a plain ES module.
 //
 // The SVG graphs and coloured jaxprs arrive as markup generated (and escaped) by the
 // kernel; every other text is inserted with textContent. Stable `data-testid` attributes
@@ -115,11 +116,13 @@ const ZOOM_STEP = 1.25;
 const PT_TO_PX = 4 / 3;  // Graphviz sizes SVGs in points
 
 class Graph {
-  // state: {svg, note, prefix, nodes, truncated, shown, hidden, budget, group}
-  // onGroup(choice): the user chose how to group the equations (no selector without it)
-  constructor(state, onSelect, testid = "nbjax-graph", onGroup = null) {
+  // state: {svg, note, prefix, nodes, truncated, shown, hidden, budget, group,
+  //         hide_identities, identities_hidden}
+  // onOption(name, value): the user chose how to draw the graph ("group": how to group the
+  // equations, "hide_identities": whether to leave them out); no such controls without it
+  constructor(state, onSelect, testid = "nbjax-graph", onOption = null) {
     this.state = state;
-    this.onGroup = onGroup;
+    this.onOption = onOption;
     this.nodes = new Map();  // node id -> <g>
     this.el = h("div", { class: "nbjax-graph", testid });
     if (!state) return;
@@ -155,19 +158,30 @@ class Graph {
       button("−", "nbjax-graph-zoom-out", "zoom out (or Ctrl+wheel)", () => this.zoomBy(1 / ZOOM_STEP)),
       button("+", "nbjax-graph-zoom-in", "zoom in (or Ctrl+wheel)", () => this.zoomBy(ZOOM_STEP)),
       button("fit", "nbjax-graph-fit", "fit the width of the box", () => this.fit()),
-      this.groupSelector(), this.search, this.found);
+      this.groupSelector(), this.identityToggle(), this.search, this.found);
   }
 
   groupSelector() {
     // Clusters per source line or Python function (click a group's node to fold it).
-    if (!this.onGroup) return null;
+    if (!this.onOption) return null;
     const current = this.state.group || "";
     const select = h("select", { class: "nbjax-search nbjax-group-select", testid: "nbjax-graph-group",
       title: "cluster the equations by the source line or the function they came from" },
     Object.entries(GROUP_CHOICES).map(([value, label]) =>
       h("option", { value, selected: value === current }, label)));
-    select.addEventListener("change", () => this.onGroup(select.value));
+    select.addEventListener("change", () => this.onOption("group", select.value));
     return select;
+  }
+
+  identityToggle() {
+    // Leave out the equations that change nothing (mul x 1.0); the kernel redraws.
+    if (!this.onOption) return null;
+    const hidden = this.state.identities_hidden || 0;
+    const box = h("input", { type: "checkbox", testid: "nbjax-graph-hide-identities",
+      checked: !!this.state.hide_identities });
+    box.addEventListener("change", () => this.onOption("hide_identities", box.checked));
+    return h("label", { class: "nbjax-note", title: "leave out x·1, x−0 and other equations that return an operand unchanged (the jaxpr text keeps them)" },
+      box, this.state.hide_identities ? ` hide identities (${hidden} hidden)` : " hide identities");
   }
 
   setUpZoom() {
@@ -475,7 +489,7 @@ class JitView extends View {
   select(id) { this.set("selected", this.get("selected") === id ? "" : id); }
 
   draw_graph(c) {
-    this.graph = new Graph(c.graph, (id) => this.select(id), "nbjax-graph", (g) => this.set("group", g));
+    this.graph = new Graph(c.graph, (id) => this.select(id), "nbjax-graph", (name, value) => this.set(name, value));
     const g = c.graph || {};
     const more = g.truncated
       ? h("p", { class: "nbjax-note" }, `${g.shown} nodes shown, ${g.hidden} hidden (budget ${g.budget}). `,
@@ -613,7 +627,7 @@ class GradView extends View {
       return;
     }
     this.drawLinked(g);
-    this.graph = new Graph(g.graph, (id) => this.select(id), "nbjax-graph", (choice) => this.set("group", choice));
+    this.graph = new Graph(g.graph, (id) => this.select(id), "nbjax-graph", (name, value) => this.set(name, value));
     this.graphDetails = h("div", { class: "nbjax-details", testid: "nbjax-node-details" });
     this.graphLayout = h("div", { class: "nbjax-graph-layout" }, this.graph.el, this.graphDetails);
     this.pane("graph", this.graphLayout);

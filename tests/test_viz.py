@@ -114,6 +114,10 @@ def _nodes(model):
     return {n["id"]: n for n in model["nodes"]}
 
 
+def _eqns(model):
+    return [n for n in model["nodes"] if n["kind"] == "eqn"]
+
+
 def _edges(model):
     return [(e["source"], e["target"], e["aval"]) for e in model["edges"]]
 
@@ -359,8 +363,10 @@ def test_folding_keeps_a_long_unrolled_loop_under_the_budget():
 def test_dot_snippets_of_a_chain(zoo):
     dot = viz.to_dot(viz.graph_model(zoo["chain"]))
     assert dot.startswith("digraph jaxpr {\n") and dot.endswith("}\n")
-    assert '"in0" -> "e0" [label="f32[3]", class="nbjax-edge", tooltip="b: f32[3]"];' in dot
-    assert '"c0" -> "e1" [label="f32[3]", class="nbjax-edge", tooltip="a: f32[3]"];' in dot
+    assert ('"in0" -> "e0" [label="f32[3]", class="nbjax-edge", tooltip="b: f32[3]", '
+            'labeltooltip="b: f32[3]"];') in dot
+    assert ('"c0" -> "e1" [label="f32[3]", class="nbjax-edge", tooltip="a: f32[3]", '
+            'labeltooltip="a: f32[3]"];') in dot
     assert ('"in0" [id="in0", label="b: f32[3]", class="nbjax-node nbjax-input", '
             'tooltip="b: f32[3]", shape="invhouse", fillcolor="#dcfce7", style="filled"];'
             ) in dot
@@ -690,6 +696,48 @@ def test_identity_equations_are_faded_and_dead_ones_stay_dead():
     closed = nbjax.make_jaxpr(nbjax.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2) * 1.0))(V3)
     by_text = {n["text"]: n["dim"] for n in viz.graph_model(closed)["nodes"] if n["text"]}
     assert by_text["_:f32[] = mul f 1.0:f32[]"] == DEAD
+
+
+def _identities(x):
+    y = x * 1.0  # an identity that is also an output
+    z = jnp.sin(y) - 0.0
+    return jnp.cos(z) * 2.0, y
+
+
+def test_hidden_identities_are_drawn_as_their_operands():
+    closed = nbjax.make_jaxpr(_identities)(V3)
+    text = str(closed)
+    shown = viz.graph_model(closed)
+    hidden = viz.graph_model(closed, hide_identities=True)
+    assert shown["identities_hidden"] == 0 and hidden["identities_hidden"] == 2
+    assert [n["primitive"] for n in _eqns(shown)] == ["mul", "sin", "sub", "cos", "mul"]
+    assert [(n["id"], n["primitive"]) for n in _eqns(hidden)] == \
+        [("e1", "sin"), ("e3", "cos"), ("e4", "mul")]
+    assert all(n["dim"] is None for n in _eqns(hidden))
+    # sin reads x, cos reads sin's result, the second output is x itself: each edge named
+    # by the value drawn for it
+    edges = [(e["source"], e["target"], e["var"]) for e in hidden["edges"]]
+    assert edges == [("in0", "e1", "a"), ("e1", "e3", "c"), ("e3", "e4", "e"),
+                     ("e4", "out0", "f"), ("in0", "out1", "a")]
+    assert {n["id"]: n["vars"] for n in hidden["nodes"] if n["kind"] == "output"} == \
+        {"out0": ["f"], "out1": ["a"]}
+    assert "2 identities hidden" in viz.to_dot(hidden)
+    assert "identities hidden" not in viz.to_dot(shown)
+    assert str(closed) == text  # the program is not touched
+
+
+def test_hiding_identities_keeps_a_literal_operand_and_sub_jaxprs():
+    closed = nbjax.make_jaxpr(lambda x: nbjax.lax.cond(x[0] > 0, lambda v: v * 1.0,
+                                                       lambda v: v - 1.0, x))(V3)
+    model = viz.graph_model(closed, hide_identities=True)
+    assert model["identities_hidden"] == 1
+    branch = [n for n in model["nodes"] if n["cluster"] and n["kind"] == "eqn"]
+    assert [n["primitive"] for n in branch] == ["sub"]  # the v * 1.0 branch lost its mul
+    ids = {n["id"] for n in model["nodes"]}
+    assert all(e["source"] in ids and e["target"] in ids for e in model["edges"])
+    inner_out = [e for e in model["edges"] if e["target"].endswith("out0")
+                 and e["target"].startswith("e") and "branches" in e["target"]]
+    assert any(e["source"].endswith("/in0") for e in inner_out)  # v passed straight through
 
 
 @needs_dot

@@ -95,7 +95,9 @@ Both views:
   (buttons; Ctrl+wheel zooms too, dragging pans), the scale in the graph's ``data-zoom``;
   ``nbjax-graph-search`` (a search box: nodes whose text contains the query get the class
   ``nbjax-found``) and ``nbjax-graph-found`` ("3 found"); ``nbjax-graph-group`` (a select:
-  no grouping, by line, by function; sets the view's ``group``). Grouped, each source group
+  no grouping, by line, by function; sets the view's ``group``);
+  ``nbjax-graph-hide-identities`` (a checkbox: sets the view's ``hide_identities``, the graph
+  then leaving out ``mul x 1.0`` and the like, its label and legend saying how many). Grouped, each source group
   is a cluster; the details of its equations have a ``nbjax-toggle-<cluster id>`` button (the
   group's id: ``src-e3``, after its first node) folding it into one node of that id (and
   unfolding it from there). Static renderings fit the same way

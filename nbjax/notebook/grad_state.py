@@ -107,10 +107,12 @@ def _origin(eqn):
     return p.id, p.primitive, p.source_info or eqn.source_info
 
 
-def linked_state(closed, flags, mode, prefix, toggled=(), inputs=None, group=None):
+def linked_state(closed, flags, mode, prefix, toggled=(), inputs=None, group=None,
+                 hide_identities=False):
     """The derivative's jaxpr in two columns; ``inputs``: its inputs' names for the graph
     (for forward mode, the primals' names: their tangents are named after them); ``group``:
-    the graph's equations grouped by source "line" or "function" (None: not)."""
+    the graph's equations grouped by source "line" or "function" (None: not);
+    ``hide_identities``: the graph leaves out ``mul x 1.0`` and the like."""
     annotated = annotate(closed)
     if inputs is not None and mode == "fwd":
         inputs = inputs + [f"tangent of {name}" for name in inputs]
@@ -135,7 +137,8 @@ def linked_state(closed, flags, mode, prefix, toggled=(), inputs=None, group=Non
     return {"sides": {"left": left, "right": right}, "rows": rows, "source": source,
             "links": list(links.values()), "jaxpr": jaxpr_pane(annotated),
             "graph": graph_state(closed, prefix=prefix, annotated=annotated, toggled=toggled,
-                                 input_names=inputs, group=group)}
+                                 input_names=inputs, group=group,
+                                 hide_identities=hide_identities)}
 
 
 # --- stepping through -----------------------------------------------------------------------
@@ -390,13 +393,17 @@ def align(closed, link_rows):
     return linked
 
 
-def grad_states(fun, args, kwargs, argnums, mode, names, prefixes, toggled=(), group=None):
+def grad_states(fun, args, kwargs, argnums, mode, names, prefixes, toggled=(), group=None,
+                hide_identities=False):
     """(linked state, steps state) for ``fun`` at this input; ``toggled``: the clusters
-    the browser opened or closed; ``group``: how it groups the derivative's graph."""
+    the browser opened or closed; ``group``: how it groups the derivative's graph;
+    ``hide_identities``: whether that graph leaves out the identities (the step-through
+    visits every equation, so its graph keeps them)."""
     g, diff = restrict(fun, args, kwargs, argnums)
     inputs = input_names(diff, names)
     derivative, flags = derivative_jaxpr(g, diff, mode)
-    linked = linked_state(derivative, flags, mode, prefixes[0], toggled, inputs, group)
+    linked = linked_state(derivative, flags, mode, prefixes[0], toggled, inputs, group,
+                          hide_identities)
     primal = make_jaxpr(g)(*diff)
     links = align(primal, list(zip(linked["rows"], derivative.jaxpr.eqns)))
     walk = (walk_reverse if mode == "rev" else walk_forward)(primal, diff, links, inputs)

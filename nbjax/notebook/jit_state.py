@@ -23,10 +23,11 @@ PENDING_NOTE = ("baselines not measured yet: they run the program once by NumPy 
                 "--baselines on), never inside your call")
 
 
-def compiled_state(comp, panes, prefix, show_all=False, toggled=(), group=None):
+def compiled_state(comp, panes, prefix, show_all=False, toggled=(), group=None,
+                   hide_identities=False):
     """What the graph, source, jaxpr, fusion and code panes show for ``comp`` (a
     Compilation); ``show_all``, ``toggled`` (clusters opened or closed) and ``group`` (the
-    graph grouped by "line" or "function") are the browser's."""
+    graph grouped by "line" or "function") and ``hide_identities`` are the browser's."""
     traced = annotate(comp.traced)
     plan = comp.plan
     drawn = comp.optimised if comp.optimised is not None else comp.traced
@@ -37,7 +38,8 @@ def compiled_state(comp, panes, prefix, show_all=False, toggled=(), group=None):
         state["graph"] = graph_state(drawn, fusion=plan, prefix=prefix,
                                      budget=None if show_all else DEFAULT_BUDGET,
                                      annotated=drawn_text, toggled=toggled,
-                                     input_names=comp.input_names, group=group)
+                                     input_names=comp.input_names, group=group,
+                                     hide_identities=hide_identities)
     if "jaxpr" in panes:
         state["jaxpr"] = {"traced": jaxpr_pane(traced),
                           "optimised": None if drawn is comp.traced else jaxpr_pane(drawn_text),

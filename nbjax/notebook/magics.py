@@ -65,6 +65,9 @@ JAXPR_PARSER.add_argument("--text", action="store_true", help="text only, no gra
 JAXPR_PARSER.add_argument("--group", choices=GROUP_BY, default=None,
                           help="draw the equations of each source line or Python function "
                                "in a cluster of its own")
+JAXPR_PARSER.add_argument("--hide-identities", action="store_true",
+                          help="leave out of the graph the equations that change nothing "
+                               "(mul x 1.0, sub x 0.0); the text keeps them")
 
 TRANSFORM_PARSER = MagicParser(
     "%transform", "Show a call's jaxpr after each transformation of a pipeline, side by "
@@ -231,7 +234,7 @@ class NbjaxMagics(Magics):
         fn, call_args, call_kwargs = self._call_parts(expr)
         closed = call_user_function(make_jaxpr(fn), call_args, call_kwargs)
         return jaxpr_view(closed, budget=budget, graph=not args.text, scale=session.scale,
-                          group=args.group)
+                          group=args.group, hide_identities=args.hide_identities)
 
     @line_magic
     @no_var_expand

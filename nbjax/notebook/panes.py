@@ -36,7 +36,7 @@ def jaxpr_pane(annotated):
 
 
 def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annotated=None,
-                toggled=(), input_names=None, fold=True, group=None):
+                toggled=(), input_names=None, fold=True, group=None, hide_identities=False):
     """The graph of ``closed`` drawn to SVG, and every node's details by node id.
 
     ``toggled``: ids of sub-jaxpr clusters the user opened or closed (each flips the state
@@ -44,9 +44,11 @@ def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annota
     (``params['W1']``), shown above the jaxpr's. ``svg`` is None and ``note`` says how to
     install Graphviz when it is missing. ``fold=False`` draws repeated blocks unfolded
     (a step-through visits every copy). ``group``: "line" or "function" draws the
-    equations of each source line or function in a cluster of its own (None: not)."""
+    equations of each source line or function in a cluster of its own (None: not).
+    ``hide_identities``: the equations that change nothing (``mul x 1.0``) left out, each
+    use of their result drawn from their operand; ``identities_hidden`` counts them."""
     annotated = annotated or annotate(closed)
-    model = build_model(closed, annotated, fusion, budget, fold, group)
+    model = build_model(closed, annotated, fusion, budget, fold, group, hide_identities)
     name_inputs(model, input_names)
     for cluster in model["clusters"] + model["repeats"] + model["source_groups"]:
         if cluster["id"] in toggled:
@@ -65,7 +67,8 @@ def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annota
         + [group_toggle(g) for g in model["source_groups"]]
     return {"svg": svg, "note": note, "prefix": prefix, "nodes": nodes, "clusters": clusters,
             "shown": shown, "hidden": model["hidden"], "truncated": model["truncated"],
-            "budget": budget, "group": group,
+            "budget": budget, "group": group, "hide_identities": hide_identities,
+            "identities_hidden": model["identities_hidden"],
             "dimmed": sum(1 for n in model["nodes"] if n["dim"])}
 
 

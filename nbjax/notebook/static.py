@@ -9,6 +9,7 @@ import html
 import re
 
 from ..viz import fit_width
+from ..viz.dot import hidden_identities_note
 from ..viz import theme as th
 from .source_pane import line_seconds, produced_text
 
@@ -87,6 +88,8 @@ def graph(state, scale=1):
     if state["truncated"]:
         extra = note(f"{state['shown']} nodes shown, {state['hidden']} hidden "
                      f"(budget {state['budget']})")
+    if state.get("identities_hidden"):  # the view's toggle: a static copy shows the same
+        extra += note(hidden_identities_note(state["identities_hidden"]))
     return (f'<div style="overflow:auto;max-height:40em;{th.GRAPH_CARD}">'
             f'{fit_width(state["svg"], scale)}</div>{extra}')
 

@@ -54,6 +54,8 @@ class NbjaxView(anywidget.AnyWidget):
     scale = traitlets.Float(1.0).tag(sync=True)  # text and graph size (presenting: larger)
     # the graph's equations grouped by source "line" or "function", or not ("") (browser)
     group = traitlets.Unicode("").tag(sync=True)
+    # the graph leaves out the equations that change nothing (mul x 1.0) (browser)
+    hide_identities = traitlets.Bool(False).tag(sync=True)
 
     min_interval = 0.2  # seconds between two updates sent while cells run
 
@@ -236,9 +238,10 @@ class CompilerView(NbjaxView):
 
     def _compiled(self, comp):
         return {"compiled": compiled_state(comp, self.panes, self.prefix, self.show_all,
-                                           self.toggled, self.group or None)}
+                                           self.toggled, self.group or None,
+                                           self.hide_identities)}
 
-    @traitlets.observe("show_all", "toggled", "group")
+    @traitlets.observe("show_all", "toggled", "group", "hide_identities")
     def _redraw(self, change):
         if self.comp is not None:
             self.schedule("compiled", lambda: self._compiled(self.comp))
@@ -286,10 +289,10 @@ class GradView(NbjaxView):
         else:
             self.schedule("grad", lambda: self._grad(args, kwargs))
 
-    @traitlets.observe("toggled", "group")
+    @traitlets.observe("toggled", "group", "hide_identities")
     def _redraw(self, change):
-        """Clusters opened or closed, or grouping chosen, in the browser: redraw the
-        graphs."""
+        """Clusters opened or closed, grouping chosen, or identities hidden or shown, in
+        the browser: redraw the graphs."""
         if self.last_input is not None:
             self.schedule("grad", lambda: self._states(*self.last_input))
             self.flush()
@@ -297,7 +300,7 @@ class GradView(NbjaxView):
     def _states(self, args, kwargs):
         linked, steps = grad_states(self.fun, args, kwargs, self.argnums, self.mode,
                                     self.names, self.prefixes, self.toggled,
-                                    self.group or None)
+                                    self.group or None, self.hide_identities)
         linked["hessian"] = self.hessian
         linked.update(name=self.title, mode=self.mode, wrt=list(self.names))
         return {"grad": linked, "steps": steps}

@@ -1,6 +1,7 @@
 """``nbjax.viz``: jaxprs as graphs and coloured text, static HTML/SVG, rich display.
 
-- ``graph_model(jaxpr, fusion=None, budget=150)``: the graph as JSON-able data.
+- ``graph_model(jaxpr, fusion=None, budget=150, hide_identities=False)``: the graph as
+  JSON-able data (``hide_identities`` leaves ``mul x 1.0`` and the like out).
 - ``to_dot(model)`` / ``to_svg(dot)``: draw it with Graphviz.
 - ``jaxpr_html(jaxpr)``: ``str(jaxpr)`` with syntax colouring, equations linked to node ids.
 - ``pipeline.PipelineView(stages)``: jaxprs of a transformation pipeline side by side,

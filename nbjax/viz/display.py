@@ -10,7 +10,7 @@ import html
 import sys
 
 from ..core.jaxpr import ClosedJaxpr, Jaxpr
-from .dot import GraphvizNotFoundError, fit_width, to_dot, to_svg
+from .dot import GraphvizNotFoundError, fit_width, hidden_identities_note, to_dot, to_svg
 from .grouping import check_group
 from .model import DEFAULT_BUDGET, build_model
 from .text import annotate, pre_html
@@ -25,12 +25,15 @@ _GRAPH_BOX_STYLE = f"overflow:auto;max-height:42em;margin-top:0.3em;{GRAPH_CARD}
 class JaxprView:
     """A jaxpr shown as text and graph; ``view(j, budget=None)`` draws every node;
     ``scale`` enlarges text and graph (presenting); ``group`` ("line" or "function")
-    draws each source line's or function's equations in a cluster."""
+    draws each source line's or function's equations in a cluster; ``hide_identities``
+    leaves the equations that change nothing (``mul x 1.0``) out of the graph (the text
+    keeps them)."""
 
     def __init__(self, jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True, scale=1,
-                 group=None):
+                 group=None, hide_identities=False):
         self.jaxpr, self.fusion, self.budget, self.graph = jaxpr, fusion, budget, graph
         self.scale, self.group = scale, check_group(group)
+        self.hide_identities = bool(hide_identities)
 
     def html(self):
         annotated = annotate(self.jaxpr)
@@ -46,7 +49,7 @@ class JaxprView:
     def graph_html(self, annotated):
         try:
             model = build_model(self.jaxpr, annotated, self.fusion, self.budget,
-                                group=self.group)
+                                group=self.group, hide_identities=self.hide_identities)
             svg = fit_width(to_svg(to_dot(model)), self.scale)
         except GraphvizNotFoundError as e:
             return f'<p class="nbjax-note" style="{_NOTE_STYLE}">Graph not shown: ' \
@@ -56,6 +59,8 @@ class JaxprView:
         if model["truncated"]:
             summary += (f" shown, {model['hidden']} hidden (budget {model['budget']}); "
                         "nbjax.viz.view(jaxpr, budget=None) shows all")
+        if model["identities_hidden"]:
+            summary += "; " + hidden_identities_note(model["identities_hidden"])
         return (f'<details class="nbjax-graph" open><summary style="{_NOTE_STYLE}">'
                 f'{html.escape(summary)}</summary>'
                 f'<div style="{_GRAPH_BOX_STYLE}">{svg}</div></details>')
@@ -73,11 +78,13 @@ class JaxprView:
         return bundle
 
 
-def view(jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True, scale=1, group=None):
+def view(jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, graph=True, scale=1, group=None,
+         hide_identities=False):
     """A displayable view of a jaxpr; ``budget=None`` shows the whole graph; ``group``:
-    "line" or "function" clusters the equations by their source."""
+    "line" or "function" clusters the equations by their source; ``hide_identities``
+    leaves ``mul x 1.0`` and the like out of the graph."""
     return JaxprView(jaxpr, fusion=fusion, budget=budget, graph=graph, scale=scale,
-                     group=group)
+                     group=group, hide_identities=hide_identities)
 
 
 def _html_wanted(include, exclude):

@@ -41,6 +41,14 @@ DIM_STYLE = {"fillcolor": "#f9fafb", "fontcolor": "#9ca3af", "color": "#d1d5db"}
 DIM_BORDER = {DEAD: "rounded,filled,dashed", IDENTITY: "rounded,filled,dotted"}
 DIM_LEGEND = {DEAD: "faded, dashed: unused (DCE drops it)",
               IDENTITY: "faded, dotted: identity (x·1, x−0)"}
+
+
+def hidden_identities_note(count):
+    """What a graph drawn with ``hide_identities`` left out, for its legend and notes."""
+    noun = "identity" if count == 1 else "identities"
+    return f"{count} {noun} hidden (x·1, x−0...: each drawn as its operand)"
+
+
 SOURCE_CLUSTER = {"style": "rounded", "color": "#0d9488", "fontcolor": "#0f766e",
                   "fontsize": "9", "labelloc": "t", "labeljust": "l"}
 SOURCE_SUMMARY = {"shape": "box3d", "style": "filled", "fillcolor": "#ccfbf1",
@@ -151,6 +159,8 @@ class _DotWriter:
             legend.append("blue: forward pass    orange: backward pass")
         dims = {n["dim"] for n in drawn}
         legend += [text for reason, text in DIM_LEGEND.items() if reason in dims]
+        if self.model.get("identities_hidden"):
+            legend.append(hidden_identities_note(self.model["identities_hidden"]))
         if self.sources and self.groups:
             legend.append("teal boxes: source groups; node borders: kernels")
         return legend
@@ -342,9 +352,11 @@ class _DotWriter:
                 if (source, target) in drawn:  # drawn by another edge of the same values
                     continue
             drawn.add((source, target))
-            attrs = {"label": edge["aval"], "class": "nbjax-edge"}
-            if edge["var"]:
-                attrs["tooltip"] = f"{edge['var']}: {edge['aval']}"
+            # hovering the line or its label shows the value's name and type (an SVG link
+            # title; without one a browser shows Graphviz's "e0->e1")
+            tooltip = f"{edge['var']}: {edge['aval']}" if edge["var"] else edge["aval"]
+            attrs = {"label": edge["aval"], "class": "nbjax-edge", "tooltip": tooltip,
+                     "labeltooltip": tooltip}
             if carried:
                 attrs.update(style="dashed", color="#7c3aed", constraint="false",
                              label=f"next step: {edge['aval']}")

@@ -31,7 +31,7 @@ from .structure import eqn_id, eqn_source, is_jaxpr, is_jaxpr_tuple, open_jaxpr,
     printed_params, sub_jaxprs, sub_prefix
 from .grouping import eqns_by_scope, source_groups
 from .text import annotate
-from .unused import dim_reasons
+from .unused import dim_reasons, kept_operand
 
 DEFAULT_BUDGET = 150
 _LABEL_PARAMS = 3  # params shown in a node's label (all of them are in node["params"])
@@ -39,7 +39,8 @@ _LABEL_CHARS = 24
 _PREVIEW_SIZE = 6  # constants this small show their value
 
 
-def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, group=None):
+def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, group=None,
+                hide_identities=False):
     """The graph model of a Jaxpr or ClosedJaxpr.
 
     ``fusion``: a fusion plan (an object with ``.groups``, each with ``.eqns``; ``.index``,
@@ -47,6 +48,8 @@ def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, group=None)
     ``.eqn`` and ``.reason``) for this very jaxpr (equations are matched by identity):
     equations are tagged with their group. ``budget``: the most nodes to draw, or None.
     ``group``: "line" or "function" groups the equations by their source (None: not).
+    ``hide_identities``: leave out the equations that return an operand unchanged
+    (``mul x 1.0``), each use of their result drawn from that operand instead.
 
     The model: ``nodes`` (each with ``id``, ``kind`` (input/const/eqn/output/more),
     ``label``, ``cluster`` (the sub-jaxpr it is in, or None), ``depth``, ``avals`` and
@@ -58,21 +61,23 @@ def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, group=None)
     position); ``clusters`` (``id``, ``name``, ``label``, ``owner`` equation, ``parent``
     cluster, ``depth``, ``size`` in nodes, ``collapsed``); ``groups`` (``id``, ``kind``,
     ``label``, ``nodes``); ``repeats`` (``find_repeats``); ``source_groups``
-    (``grouping.source_groups``); ``budget``, ``hidden`` (nodes not drawn, folded repeats
+    (``grouping.source_groups``); ``identities_hidden`` (how many were left out); ``budget``, ``hidden`` (nodes not drawn, folded repeats
     aside) and ``truncated``. Flip a cluster's or a repeat's ``collapsed`` and draw again to open or
     close it; the same for a source group.
     """
-    return build_model(closed_jaxpr, annotate(closed_jaxpr), fusion, budget, group=group)
+    return build_model(closed_jaxpr, annotate(closed_jaxpr), fusion, budget, group=group,
+                       hide_identities=hide_identities)
 
 
-def build_model(closed_jaxpr, annotated, fusion, budget, fold=True, group=None):
+def build_model(closed_jaxpr, annotated, fusion, budget, fold=True, group=None,
+                hide_identities=False):
     """``graph_model`` given the jaxpr's annotated text (a view shows both, and printing
     a large jaxpr is the slow part); ``fold=False`` folds no repeated block."""
     jaxpr, consts = open_jaxpr(closed_jaxpr)
-    builder = _Builder(annotated, _Fusion(fusion))
+    builder = _Builder(annotated, _Fusion(fusion), hide_identities)
     builder.jaxpr(jaxpr, consts, prefix="", cluster=None, depth=0)
     model = {"nodes": builder.nodes, "edges": builder.edges, "clusters": builder.clusters,
-             "groups": builder.fusion.groups}
+             "groups": builder.fusion.groups, "identities_hidden": builder.identities_hidden}
     model["repeats"] = find_repeats(model) if fold else []
     model["source_groups"] = source_groups(model, group)
     _apply_budget(model, budget)
@@ -148,9 +153,11 @@ def _node(node_id, kind, label, cluster, depth, **fields):
 
 
 class _Builder:
-    def __init__(self, annotated, fusion):
+    def __init__(self, annotated, fusion, hide_identities=False):
         self.text, self.fusion = annotated, fusion
         self.nodes, self.edges, self.clusters = [], [], []
+        # hidden identities: their result -> the variable drawn for it (the kept operand)
+        self.hide_identities, self.alias, self.identities_hidden = hide_identities, {}, 0
 
     def name(self, var):
         return self.text.names.get(var)
@@ -160,6 +167,7 @@ class _Builder:
         return node_id
 
     def edge(self, source, target, var, operand):
+        var = self.alias.get(var, var)
         self.edges.append({"source": source, "target": target, "var": self.name(var),
                            "aval": var.aval.str_short(), "operand": operand})
 
@@ -186,18 +194,35 @@ class _Builder:
             self.eqn(eqn, eqn_id(prefix, i), env, cluster, depth)
         by_id = {n["id"]: n for n in self.nodes[first:]}
         for i, reason in dim_reasons(jaxpr).items():
-            by_id[eqn_id(prefix, i)]["dim"] = reason
+            if eqn_id(prefix, i) in by_id:  # not a hidden identity
+                by_id[eqn_id(prefix, i)]["dim"] = reason
         for i, a in enumerate(jaxpr.outvars):
             label = f"out {i}: {a.aval.str_short()}"
             if isinstance(a, Literal):
                 label = f"out {i} = {a.pretty()}"
             node_id = self.add(f"{prefix}out{i}", "output", label, cluster, depth,
                                avals=[a.aval.str_short()],
-                               vars=[self.name(a) if isinstance(a, Var) else None])
+                               vars=[self.name(self.alias.get(a, a)) if isinstance(a, Var)
+                                     else None])
             if isinstance(a, Var):
                 self.edge(env[a], node_id, a, 0)
 
+    def hidden_identity(self, eqn, env):
+        """Leave out ``eqn`` when identities are hidden and it returns a variable operand
+        unchanged: its result is then drawn as that operand (edges from the operand's node,
+        named by it). Returns whether it was left out."""
+        kept = kept_operand(eqn) if self.hide_identities else None
+        if kept is None or not isinstance(eqn.invars[kept], Var):
+            return False
+        operand = eqn.invars[kept]
+        self.alias[eqn.outvars[0]] = self.alias.get(operand, operand)
+        env[eqn.outvars[0]] = env[operand]
+        self.identities_hidden += 1
+        return True
+
     def eqn(self, eqn, node_id, env, cluster, depth):
+        if self.hidden_identity(eqn, env):
+            return
         params = {k: param_text(v) for k, v in printed_params(eqn)
                   if not (is_jaxpr(v) or is_jaxpr_tuple(v))}
         literals = [a.pretty() for a in eqn.invars if isinstance(a, Literal)]

@@ -29,16 +29,24 @@ def dead_equations(jaxpr):
     return dead[::-1]
 
 
-def is_identity(eqn):
-    """Whether ``eqn`` returns one of its operands unchanged, by its primitive's own
+def kept_operand(eqn):
+    """The position of the operand ``eqn`` returns unchanged, by its primitive's own
     ``simplify`` rule, the one the compiler applies (``x * 1``, ``x - 0``, a conversion to
-    the same type...; the identities are the primitives' knowledge, in ``nbjax.lax``).
-    Rewrites that look at other equations (``-(-x)``) are not identities of this one."""
+    the same type...; the identities are the primitives' knowledge, in ``nbjax.lax``), or
+    None when it is no identity. Rewrites that look at other equations (``-(-x)``) are not
+    identities of this one."""
     rule = eqn.primitive.rules.get("simplify")
     if rule is None:
-        return False
+        return None
     result = rule(eqn, list(eqn.invars), lambda var: None, lambda atom: 1)
-    return result is not None and any(result[0] is a for a in eqn.invars)
+    if result is None:
+        return None
+    return next((i for i, a in enumerate(eqn.invars) if result[0] is a), None)
+
+
+def is_identity(eqn):
+    """Whether ``eqn`` returns one of its operands unchanged (``kept_operand``)."""
+    return kept_operand(eqn) is not None
 
 
 def dim_reasons(jaxpr):
