@@ -730,6 +730,18 @@ def test_jaxpr_magic(ip):
         run(ip, "%jaxpr --group lines poly(1.0, {'a': 1.0, 'b': 0.0})")
 
 
+def test_jaxpr_magic_hides_identities_from_the_graph_only(ip):
+    run(ip, "def ident_poly(x):\n    return jnp.cos(jnp.sin(x * 1.0) - 0.0)")
+    shown = run(ip, "%jaxpr ident_poly(np.ones(3, np.float32))")
+    hidden = run(ip, "%jaxpr --hide-identities ident_poly(np.ones(3, np.float32))")
+    assert not shown.hide_identities and hidden.hide_identities
+    assert str(hidden) == str(shown) and "mul a 1.0" in str(hidden)  # the text keeps them
+    page = hidden._repr_html_().replace("&#45;", "-")
+    _assert_static(page)
+    assert "graph: 4 nodes" in page and "2 identities hidden" in page  # in, sin, cos, out
+    assert "graph: 6 nodes" in shown._repr_html_() and "hidden" not in shown._repr_html_()
+
+
 # --- big graphs ------------------------------------------------------------------------------
 
 def _node_rows(svg):
@@ -1454,6 +1466,77 @@ def test_grad_view_fades_the_dead_forward_code(ip):
     assert sorted(n["primitive"] for n in dead.values()) == ["mul", "reduce_sum"]
     assert all(n["phase"] == "forward" and "DCE" in n["dim"] for n in dead.values())
     assert graph["dimmed"] == 2 and "unused (DCE drops it)" in graph["svg"]
+
+
+def test_grad_view_hides_its_graph_s_identities_on_the_browser_s_toggle(ip):
+    from nbjax.viz.unused import IDENTITY
+    run(ip, "%%grad\ndef ident(x):\n    return jnp.sum(jnp.sin(x * 1.0) - 0.0)\n")
+    run(ip, "grad_ident(np.ones(3, np.float32))")
+    view = view_of(ip.user_ns["grad_ident"])
+    shown, rows, jaxpr = view.grad["graph"], view.grad["rows"], view.grad["jaxpr"]
+    assert shown["hide_identities"] is False and shown["identities_hidden"] == 0
+    # x * 1.0 and - 0.0 (the forward pass's, faded as identities, or as dead code)
+    identity = re.compile(r"= (mul \w+ 1\.0|sub \w+ 0\.0):f32\[\]$")
+    identities = {i for i, n in shown["nodes"].items() if identity.search(n["text"])}
+    assert len(identities) >= 2
+    assert {i for i, n in shown["nodes"].items() if n["dim"] == IDENTITY} <= identities
+    view.hide_identities = True  # what the toolbar's checkbox sets
+    hidden = view.grad["graph"]
+    assert hidden["hide_identities"] is True
+    assert hidden["identities_hidden"] == len(identities)
+    assert set(shown["nodes"]) - set(hidden["nodes"]) == identities
+    assert f"{len(identities)} identities hidden" in hidden["svg"]
+    assert f"{len(identities)} identities hidden" in view.static_html()
+    # the jaxpr panes keep every equation, the step-through's graph too (it visits all)
+    assert [r["text"] for r in view.grad["rows"]] == [r["text"] for r in rows]
+    assert view.grad["jaxpr"] == jaxpr
+    assert len(rows) == sum(n["kind"] == "eqn" for n in shown["nodes"].values())
+    assert view.steps["graph"]["identities_hidden"] == 0
+    view.hide_identities = False
+    assert view.grad["graph"]["identities_hidden"] == 0
+
+
+def test_compiler_view_round_trips_its_hide_identities_toggle(ip):
+    run(ip, "%%jit\ndef ident_jit(x):\n    return jnp.sin(x * 1.0)\n")
+    run(ip, "ident_jit(np.ones(3, np.float32))")
+    view = view_of(ip.user_ns["ident_jit"])
+    assert view.compiled["graph"]["hide_identities"] is False
+    view.hide_identities = True
+    graph = view.compiled["graph"]
+    # the compiler already removed x * 1.0 from the program it draws: nothing left to hide
+    assert graph["hide_identities"] is True and graph["identities_hidden"] == 0
+    assert [n["primitive"] for n in graph["nodes"].values() if n["kind"] == "eqn"] == ["sin"]
+    view.hide_identities = False
+
+
+STEP_CELLS = ["%%grad\ndef small(x):\n    return jnp.sum(jnp.sin(x) * x)\n",
+              "%%grad --mode fwd\ndef small_fwd(x):\n    return jnp.sum(jnp.sin(x) * x)\n"]
+
+
+def _repeated_words(text):
+    """Words of three letters or more said twice in a row ("forward forward", "the the");
+    the jaxpr variables of these small programs (``mul b b``) are shorter."""
+    return re.findall(r"\b([A-Za-z]{3,})\s+\1\b", text, flags=re.IGNORECASE)
+
+
+def test_step_through_texts_repeat_no_word(ip):
+    for cell in STEP_CELLS:
+        run(ip, cell)
+    run(ip, MLP_CELL.format(options=""))
+    _mlp_inputs(ip)
+    run(ip, "grad_small(np.ones(3, np.float32)); grad_small_fwd(np.ones(3, np.float32))")
+    run(ip, "grad_mlp_loss(params, x, y)")
+    for name in ("grad_small", "grad_small_fwd", "grad_mlp_loss"):
+        view = view_of(ip.user_ns[name])
+        s = view.steps
+        assert len(s["steps"]) > 3, name
+        rows = {r["id"]: r["text"] for r in view.grad["rows"]}
+        texts = [s["seed"]] + [r["text"] for r in s["rows"]]
+        for step in s["steps"]:  # as the browser shows a step: its phase, text and links
+            texts.append(f"{step['phase']} {step['text']} in the derivative's jaxpr: "
+                         + ";  ".join(rows.get(i, "") for i in step["linked"]))
+        assert all(_repeated_words(t) == [] for t in texts), \
+            [t for t in texts if _repeated_words(t)]
 
 
 def test_grad_view_source_pane_counts_each_line_s_forward_and_backward_equations(ip):
