@@ -856,3 +856,35 @@ def test_a_gradient_s_source_line_highlights_its_forward_and_backward_nodes(brow
     assert {marked.nth(i).get_attribute("data-testid") for i in range(marked.count())} == \
         {f"nbjax-node-{n}" for n in line["nodes"]}
     page.close()
+
+
+def test_the_graph_toolbar_hides_identities_and_edges_name_their_values(browser):
+    """The toolbar's checkbox asks the kernel (``hide_identities``) to leave out the
+    equations that change nothing, and says how many it left out; hovering an edge or its
+    label shows the value's name and type (an SVG link title)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbjax")
+    for code in ("import nbjax.numpy as jnp\nimport numpy as np",
+                 "%%grad\ndef ident_loss(x):\n    return jnp.sum(jnp.sin(x * 1.0) - 0.0)\n",
+                 "grad_ident_loss(np.ones(3, np.float32))"):
+        shell.run_cell(code).raise_error()
+    (view,) = shell.user_ns["grad_ident_loss"].watchers
+    view.hide_identities = True
+    view.flush()
+    hidden = view.grad["graph"]["identities_hidden"]
+    assert hidden >= 2
+    page = render_standalone(browser, view)
+    page.get_by_test_id("nbjax-tab-graph").click()
+    box = page.get_by_test_id("nbjax-pane-graph").get_by_test_id("nbjax-graph-hide-identities")
+    sync_api.expect(box).to_be_checked()
+    sync_api.expect(box.locator("xpath=..")).to_contain_text(f"({hidden} hidden)")
+    titles = page.evaluate("""() => [...document.querySelectorAll(
+        "[data-testid=nbjax-pane-graph] g.edge")].map((g) => [...g.querySelectorAll("a")]
+        .map((a) => a.getAttribute("xlink:title") || a.getAttributeNS(
+            "http://www.w3.org/1999/xlink", "title")))""")
+    assert titles and all(len(t) == 2 and t[0] == t[1] and ": f32" in t[0]
+                          for t in titles if t), titles  # the line's and the label's
+    box.click()
+    assert page.evaluate("() => window.nbjaxModel.get('hide_identities')") is False
+    page.close()
