@@ -1503,8 +1503,10 @@ def test_compiler_view_round_trips_its_hide_identities_toggle(ip):
     assert view.compiled["graph"]["hide_identities"] is False
     view.hide_identities = True
     graph = view.compiled["graph"]
-    # the compiler already removed x * 1.0 from the program it draws: nothing left to hide
-    assert graph["hide_identities"] is True and graph["identities_hidden"] == 0
+    # the cpu compiler already removed x * 1.0 from the program it draws, leaving nothing
+    # to hide; the reference backend draws the program as traced
+    optimised = nbjax.config.jit_backend != "reference"
+    assert graph["hide_identities"] is True and graph["identities_hidden"] == (not optimised)
     assert [n["primitive"] for n in graph["nodes"].values() if n["kind"] == "eqn"] == ["sin"]
     view.hide_identities = False
 
