@@ -37,8 +37,8 @@ class _Function:
 
 def split(ir_text, parts):
     """The IR texts of at most ``parts`` modules that together define what ``ir_text``
-    defines, balanced by the length of their functions; ``[ir_text]`` when there is nothing
-    to cut (one function that is not internal, or ``parts`` < 2)."""
+    defines, balanced by the estimated cost of their functions (``_cost``); ``[ir_text]``
+    when there is nothing to cut (one function that is not internal, or ``parts`` < 2)."""
     shared, functions = _read(ir_text)
     own = [f for f in functions if not f.internal]
     if parts < 2 or len(own) < 2:
