@@ -78,10 +78,10 @@ def test_per_step_timing_is_opt_in():
     assert all(len(t) == 2 for t in cpu.step_times.values())
 
 
-def test_a_small_program_is_one_native_call_and_a_large_one_runs_in_steps(monkeypatch):
-    """Kernels, a product, a sort (a host step) and a loop: one native call when no kernel
-    is split between the cores, the same values as the steps give (and as the reference
-    backend); with a kernel large enough to split, the program runs step by step."""
+def test_a_program_is_one_native_call_its_large_kernels_split_from_it(monkeypatch):
+    """Kernels, a product, a sort (a host step) and a loop: one native call, timed or not,
+    with the reference backend's values; a kernel large enough to split is handed to the
+    worker threads from inside the call."""
     def f(x, w):
         y = jnp.sort(jnp.tanh(x @ w), axis=1)
         return lax.fori_loop(0, 3, lambda i, c: c * 0.5 + y, y).sum(0), x.T
@@ -94,13 +94,15 @@ def test_a_small_program_is_one_native_call_and_a_large_one_runs_in_steps(monkey
     assert "@control_" in cpu.jit_module.function_ir("program")
     native = cpu.run(x, w)
     cpu.enable_timing()
-    stepped = cpu.run(x, w)
-    for a, b, c in zip(native, stepped, ref.run(x, w)):
+    timed = cpu.run(x, w)
+    for a, b, c in zip(native, timed, ref.run(x, w)):
         np.testing.assert_array_equal(a, b)
         assert_close(a, c, rtol=1e-5)
     monkeypatch.setattr(runtime, "SPLIT_THRESHOLD", 16)
+    monkeypatch.setattr(runtime, "THREADS", 2)
     cpu, _ = cpu_and_reference(f, x, w)
-    assert cpu._program is None and "split between the cores" in cpu.runs_as
+    assert cpu._program is not None and "split between the cores" in cpu.runs_as
+    assert any(isinstance(call, SplitCall) for call in cpu.layout.host_calls)
     for a, c in zip(cpu.run(x, w), ref.run(x, w)):
         assert_close(a, c, rtol=1e-5)
 

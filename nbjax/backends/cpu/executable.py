@@ -2,17 +2,17 @@
 
 ``compile_plan`` turns a FusionPlan into an ``Executable``: every kernel of the plan (those
 of compiled control flow included) goes into one LLVM module (one compilation), with one
-function per control-flow step (``control_flow``) and, for a program of several steps none
-of which is a kernel large enough to be split between the cores, one function running the
-whole program (``native_call``): its kernels, BLAS calls and control flow natively, anything
-else as a host step (a call back into Python). A run of such a program is one native call;
-while per-step timing is on, the call is given an array in which each step adds its time
-(a loop's time is its whole run).
+function per control-flow step (``control_flow``) and, for a program of several steps, one
+function running the whole program (``native_call``): its kernels, BLAS calls, scatters and
+control flow natively, a kernel large enough to split between the cores through the worker
+threads, anything else as a host step (both calls back into Python: ``host_steps``). A run
+of such a program is one native call; while per-step timing is on, the call is given an
+array in which each step adds its time (a loop's time is its whole run).
 
-Otherwise the program runs as a list of steps: values live
-in a list of slots (one per jaxpr variable); each step reads its operands' slots and fills
-its results'. Kernels split between the cores run on worker threads; library and fallback
-steps call the primitive's reference implementation on our buffers.
+A program of one step runs as that step: values live in a list of slots (one per jaxpr
+variable); the step reads its operands' slots and fills its results'. A kernel split
+between the cores runs on worker threads; a library or fallback step calls the primitive's
+reference implementation on our buffers.
 """
 
 import ctypes
@@ -44,10 +44,10 @@ class Executable(compiler.Executable):
         callbacks = [call.eqn.primitive.name for call in layout.host_calls
                      if isinstance(call, HostCall)]
         self.runs_as = ("one native call" if program is not None else
-                        f"{len(steps)} step{'s' * (len(steps) != 1)}" + (
+                        f"{len(steps)} step{'s' * (len(steps) != 1)}") + (
                             f" ({', '.join(split)} split between the cores)" if split
-                            else "")) + (f", calling back into Python for "
-                                         f"{', '.join(callbacks)}" if callbacks else "")
+                            else "") + (f", calling back into Python for "
+                                        f"{', '.join(callbacks)}" if callbacks else "")
         self.jit_module = jit_module  # keeps the machine code alive
         j = jaxpr.jaxpr
         self._slots = {v: i for i, v in enumerate(_all_vars(j))}
@@ -322,8 +322,8 @@ def compile_plan(name, optimised, plan, rewrites, timer):
 def generate(name, optimised, plan, timer):
     """(Layout, LLVM IR text of the module, or None when the plan has no kernel or loop):
     every kernel of the plan and of its control flow, a function per control-flow step
-    and, for a program of several steps none of which is split between the cores, one
-    function running it all (see the module docstring)."""
+    and, for a program of several steps, one function running it all (see the module
+    docstring)."""
     loops = list(_kernels_of(plan))
     controls = [g for g in plan.groups if g.kind == "loop"]
     if not (loops or controls):
@@ -335,8 +335,7 @@ def generate(name, optimised, plan, timer):
                    for loop, own in loops]
         functions = {g.index: control_flow.ControlFlowFunction.of_step(
             mb, g, f"control_{g.index}") for g in controls}
-        if len(plan.groups) > 1 and not any(own and runtime.splits(loop)
-                                            for loop, own in loops):
+        if len(plan.groups) > 1:
             functions["program"] = control_flow.ControlFlowFunction.of_program(
                 mb, optimised, plan, "program", dict(functions))
         ir_text = str(mb.module)
