@@ -8,8 +8,8 @@ primitive's reference implementation (as a top-level reference step does) and wr
 results in place. The call costs microseconds, where sending the whole loop to the reference
 backend costs the Python evaluation of every equation of every iteration.
 
-A kernel in a native loop that is large enough to repay splitting it between the cores
-(``runtime.splits``) is called the same way (a ``SplitCall``): Python hands its chunks to
+A kernel in native code (a loop, a whole program) that is large enough to repay splitting
+it between the cores (``runtime.splits``) is called the same way (a ``SplitCall``): Python hands its chunks to
 the worker threads, which call it natively (``runtime.run_split``), as for a top-level
 kernel; a few tens of microseconds per call, next to a millisecond of work at least.
 
@@ -83,7 +83,8 @@ class _Callback:
 
 
 class SplitStep(_Callback):
-    """A kernel run on every core from inside a native loop (see the module docstring)."""
+    """A kernel run on every core from inside native code, a loop or a whole program (see
+    the module docstring)."""
 
     def __init__(self, call, jit_module):
         super().__init__()
