@@ -85,11 +85,13 @@ class ControlFlowFunction:
     """Emits one function: a control-flow step's (``of_step``) or a whole program's
     (``of_program``, see ``executable``); ``flow`` says how to call it."""
 
-    def __init__(self, mb, name, operands, results, body, timed=False):
+    def __init__(self, mb, name, operands, results, body, whole_program=False):
+        """``whole_program``: the function of ``of_program``, which is timed (``Flow``)
+        and left unoptimised."""
         self.mb, self.loop_depth = mb, 0
-        self.flow = Flow(name, list(operands), list(results), timed=timed)
+        self.flow = Flow(name, list(operands), list(results), timed=whole_program)
         fn = ir.Function(mb.module, ir.FunctionType(I32, [I8P.as_pointer(), I8P]), name=name)
-        if timed:
+        if whole_program:
             # A whole program's function is calls in sequence, thousands of lines for a
             # transformer's gradient: optimising it took 3x as long as compiling it plain,
             # on the critical path of a first call, for nothing its calls would notice.
@@ -107,7 +109,7 @@ class ControlFlowFunction:
         self.b = ir.IRBuilder(start)
         self.e = ScalarEmitter(self.b)
         self.times = self.setup.bitcast(self.io_pointer(-1), I64.as_pointer()) \
-            if timed else None
+            if whole_program else None
         ins = [self.constant(to_numpy(a.val), a.aval.dtype) if isinstance(a, Literal)
                else self.io_pointer(k) for k, a in enumerate(operands)]
         outs = [self.io_pointer(len(operands) + k) for k in range(len(results))]
@@ -131,7 +133,7 @@ class ControlFlowFunction:
         program = SubProgram("program", closed, plan)
         return cls(mb, name, closed.jaxpr.invars, closed.jaxpr.outvars,
                    lambda f, ins, outs: f.run(program, ins, outs, steps, timed=True),
-                   timed=True)
+                   whole_program=True)
 
     def poll_interrupt(self, i):
         """Every ``POLL_EVERY`` iterations ``i`` of a loop, return 1 (interrupted) if the
@@ -436,8 +438,5 @@ class ControlFlowFunction:
 
 def split_call(kernel, extent, combiner):
     """The SplitCall running ``kernel`` over ``extent`` on every core (``runtime``)."""
-    partials = tuple((k, tuple(kernel.outputs[k].shape),
-                      np.dtype(kernel.outputs[k].acc_dtype or kernel.outputs[k].var.aval.dtype),
-                      kernel.outputs[k].identity) for k in runtime.partial_outputs(kernel))
-    return SplitCall(kernel.name, len(kernel.inputs) + len(kernel.outputs), extent, partials,
-                     combiner)
+    return SplitCall(kernel.name, len(kernel.inputs) + len(kernel.outputs), extent,
+                     runtime.partials(kernel), combiner)

@@ -119,7 +119,7 @@ def kernel_step(fn, loop, slots, combine=None):
                                                                        o.var.aval.dtype),
                 o.identity) for o in loop.outputs]
     size = int(np.prod(loop.shape, dtype=np.int64))
-    partials = [(k,) + outputs[k][2:] for k in runtime.partial_outputs(loop)]
+    partials = runtime.partials(loop)
     split = runtime.splits(loop) and (combine is not None or not partials)
     extent = loop.shape[0] if loop.shape else 1
     # Per output, precomputed for the run: (allocator, identity), (slot, dtype to cast to).

@@ -307,6 +307,13 @@ def partial_outputs(loop):
     return [k for k, o in enumerate(loop.outputs) if o.combine and 0 not in o.kept_axes]
 
 
+def partials(loop):
+    """``run_split``'s ``partials`` of ``loop``: (position, shape, accumulation dtype,
+    identity) of each output that accumulates over its outer axis."""
+    return tuple((k, tuple(o.shape), np.dtype(o.acc_dtype or o.var.aval.dtype), o.identity)
+                 for k, o in ((k, loop.outputs[k]) for k in partial_outputs(loop)))
+
+
 def run_split(fn, pointers, extent, partials=(), combine=None):
     """Run ``fn`` over ``[0, extent)`` of its outer axis in ``THREADS`` chunks at once (ctypes
     releases the GIL during each call); the calling thread runs the first chunk.
