@@ -308,6 +308,41 @@ def test_grad_scan_jaxpr():
         random_array(rng, (3,)), random_array(rng, (4, 3))).jaxpr)
 
 
+@pytest.mark.parametrize("how", ["value_and_grad", "grad"])
+def test_grad_scan_stacks_no_loop_invariant_residual(how):
+    """The forward scan of a recurrence's gradient stacks per-iteration values only: the
+    weights (a const of the body) and their transpose (computed from consts only) are
+    passed to the backward scan once, and x_t (an xs) as it is, not stacked again as JAX
+    does; the gradient still matches the unrolled loop's."""
+    w, u = random_array(rng, (5, 5)) * 0.4, random_array(rng, (3, 5)) * 0.4
+    h, xs = random_array(rng, (2, 5)), random_array(rng, (6, 2, 3))
+
+    def loss(w, u, h, xs):
+        def step(h, x):
+            h = jnp.tanh(h @ w.T + x @ u)
+            return h, jnp.sum(h * h)
+        h, ys = lax.scan(step, h, xs)
+        return jnp.sum(ys) + jnp.sum(h)
+
+    def unrolled(w, u, h, xs):
+        total = 0.0
+        for x in xs:
+            h = jnp.tanh(h @ w.T + x @ u)
+            total = total + jnp.sum(h * h)
+        return total + jnp.sum(h)
+
+    transform = getattr(nbjax, how)
+    closed = nbjax.make_jaxpr(transform(loss, argnums=(0, 1)))(w, u, h, xs)
+    check_jaxpr(closed.jaxpr)
+    forward = next(e for e in closed.jaxpr.eqns if e.primitive.name == "scan")
+    stacked = [v.aval.shape[1:] for v in forward.outvars[forward.params["num_carry"]:]]
+    assert stacked and all(shape in ((), h.shape) for shape in stacked), stacked  # ys: ()
+    got = transform(loss, argnums=(0, 1))(w, u, h, xs)
+    want = transform(unrolled, argnums=(0, 1))(w, u, h, xs)
+    for g, e in zip(nbjax.tree_util.tree_leaves(got), nbjax.tree_util.tree_leaves(want)):
+        assert_close(g, e, rtol=1e-5)
+
+
 def test_per_example_gradients_through_scan():
     w = random_array(rng, (3,)) * 0.5
 

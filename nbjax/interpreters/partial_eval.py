@@ -38,6 +38,11 @@ class PartialEvalTrace(JaxprTrace):
         with set_current_trace(self.parent):
             return primitive.bind(*args, **params)
 
+    def evaluate_known(self, closed, *args):
+        """Run a ClosedJaxpr whose operands are all known, in the parent trace."""
+        with set_current_trace(self.parent):
+            return eval_closed_jaxpr(closed, *args)
+
 
 def linearize_flat(fun, primals, description="linearize"):
     """``fun``'s primal outputs and its linear (tangent) map as ``(jaxpr, residuals)``.

@@ -18,8 +18,8 @@ NumPy values for the reference implementations.
 import numpy as np
 
 from ..config import config
-from ..core import (ClosedJaxpr, Jaxpr, Literal, Var, eval_closed_jaxpr, get_aval, pytree,
-                    to_numpy)
+from ..core import (ClosedJaxpr, Jaxpr, Literal, Var, eval_closed_jaxpr, get_aval,
+                    has_effect, pytree, to_numpy)
 from ..core.source_info import function_location
 from ..interpreters import ad, staging
 from ..interpreters.ad import Zero
@@ -108,6 +108,29 @@ def with_unused_inputs(closed, avals):
     jaxpr = closed.jaxpr
     return ClosedJaxpr(Jaxpr([], jaxpr.invars + [Var(a) for a in avals], jaxpr.outvars,
                              jaxpr.eqns), [])
+
+
+def loop_invariant(closed, num_consts, outputs):
+    """``(flags, before)``: which of the outputs ``outputs`` (indices) of ``closed``, a
+    const-free loop body, depend on its first ``num_consts`` inputs (the loop's consts) only,
+    and a const-free jaxpr computing those (flagged) outputs from the consts: the part of the
+    body that can run once, before the loop, rather than at every iteration."""
+    jaxpr = closed.jaxpr
+    invariant = set(jaxpr.invars[:num_consts])
+    for e in jaxpr.eqns:
+        if not has_effect(e) and all(a in invariant for a in e.invars if isinstance(a, Var)):
+            invariant.update(e.outvars)
+    wanted = [jaxpr.outvars[j] for j in outputs]
+    flags = [not isinstance(v, Var) or v in invariant for v in wanted]
+    needed = {v for v, f in zip(wanted, flags) if f and isinstance(v, Var)}
+    eqns = []
+    for e in reversed(jaxpr.eqns):
+        if needed.intersection(e.outvars):
+            eqns.append(e)
+            needed.update(a for a in e.invars if isinstance(a, Var))
+    before = Jaxpr([], jaxpr.invars[:num_consts], [v for v, f in zip(wanted, flags) if f],
+                   eqns[::-1])
+    return flags, ClosedJaxpr(before, [])
 
 
 def index_groups(sizes):

@@ -18,9 +18,10 @@ from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
 from .batch_util import batch_jaxpr
 from .control_flow import (batched_at_front, check_avals, check_types_match, fill_linear,
-                           fixed_point, flagged, hoist_consts, index_groups, merge_tangents,
-                           nonzero_flags, rearrange, run_on_numpy, split_sizes, trace_converted,
-                           trace_flat, type_str, typematch, with_unused_inputs)
+                           fixed_point, flagged, hoist_consts, index_groups, loop_invariant,
+                           merge_tangents, nonzero_flags, rearrange, run_on_numpy, split_sizes,
+                           trace_converted, trace_flat, type_str, typematch,
+                           with_unused_inputs)
 from .shapes import broadcast_in_dim, moveaxis
 from .standard import control_lowering, owned_results, scalar_like
 
@@ -374,7 +375,8 @@ def _scan_partial_eval(trace, args, unknowns, *, jaxpr, length, reverse, num_con
     The body is split with ``partial_eval_jaxpr`` (a carry is unknown if the body makes it
     depend on an unknown value: a fixed point). A scan of the known part runs now, computing
     the known carries and ys and stacking, per iteration, the residuals the unknown part
-    needs; a scan of the unknown part is staged, taking those residuals as extra xs.
+    needs; a scan of the unknown part is staged, taking those residuals as extra xs (those
+    that are the same at every iteration, computed once, as extra consts).
     """
     const_uk, carry_uk, xs_uk = split_sizes(unknowns, [num_consts, num_carry])
     n_ys = len(jaxpr.out_avals) - num_carry
@@ -386,29 +388,32 @@ def _scan_partial_eval(trace, args, unknowns, *, jaxpr, length, reverse, num_con
     carry_uk = fixed_point(carry_uk, lambda uk: split_body(uk)[2][:num_carry])
     known, unknown, out_uk, num_res = split_body(carry_uk)
     consts, init, xs = split_sizes(args, [num_consts, num_carry])
-    n_known_carry = num_carry - sum(carry_uk)
     # Known scan: its body returns the known carries, the known ys, then the residuals,
-    # which a scan stacks like ys.
+    # which a scan stacks like ys (unless they are loop-invariant: ``_scan_residuals``).
     body, body_consts = hoist_consts(known)
     known_consts = body_consts + [a for a, u in zip(consts, const_uk) if not u]
-    known_outs = trace.compute_known(scan_p, [
-        *known_consts, *[a for a, u in zip(init, carry_uk) if not u],
-        *[a for a, u in zip(xs, xs_uk) if not u]], dict(
-            jaxpr=body, length=length, reverse=reverse, num_consts=len(known_consts),
+    n_known_carry = num_carry - sum(carry_uk)
+
+    def run(jaxpr, *operands):
+        return trace.compute_known(scan_p, operands, dict(
+            jaxpr=jaxpr, length=length, reverse=reverse, num_consts=len(known_consts),
             num_carry=n_known_carry, unroll=unroll))
-    known_results, residuals = known_outs[:len(known_outs) - num_res], \
-        known_outs[len(known_outs) - num_res:]
-    # Unknown scan: its body takes residuals, consts, carries, xs; scan_p wants consts,
-    # carries, then xs (the stacked residuals first).
+    known_results, residuals, invariant = _scan_residuals(
+        body, [*known_consts, *[a for a, u in zip(init, carry_uk) if not u],
+               *[a for a, u in zip(xs, xs_uk) if not u]],
+        len(known_consts), n_known_carry, num_res, run, trace.evaluate_known)
+    # Unknown scan: its body takes residuals, consts, carries, xs; scan_p wants consts (the
+    # loop-invariant residuals among them), carries, then xs (the stacked residuals first).
     n_uc, n_ucar, n_ux = sum(const_uk), sum(carry_uk), sum(xs_uk)
     res, uc, ucar, ux = index_groups([num_res, n_uc, n_ucar, n_ux])
-    staged_body = rearrange(unknown, uc + ucar + res + ux,
-                             range(len(unknown.out_avals)))
+    staged_body = rearrange(unknown, uc + flagged(invariant, res) + ucar
+                            + flagged([not i for i in invariant], res) + ux,
+                            range(len(unknown.out_avals)))
     unknown_outs = trace.stage(scan_p, [
-        *flagged(const_uk, consts), *flagged(carry_uk, init), *residuals,
-        *flagged(xs_uk, xs)], dict(
-            jaxpr=staged_body, length=length, reverse=reverse, num_consts=n_uc,
-            num_carry=n_ucar, unroll=unroll))
+        *flagged(const_uk, consts), *flagged(invariant, residuals), *flagged(carry_uk, init),
+        *flagged([not i for i in invariant], residuals), *flagged(xs_uk, xs)], dict(
+            jaxpr=staged_body, length=length, reverse=reverse,
+            num_consts=n_uc + sum(invariant), num_carry=n_ucar, unroll=unroll))
     known_iter, unknown_iter = iter(known_results), iter(unknown_outs)
     return [next(unknown_iter) if u else next(known_iter) for u in out_uk]
 
@@ -443,10 +448,17 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
 
     carry_uk = fixed_point(carry_lin, lambda uk: split_body(uk)[2][:num_carry])
     known, unknown, out_uk, num_res = split_body(carry_uk)
+    body, body_consts = hoist_consts(known)
     unknowns = const_lin + carry_uk + xs_lin
-    residuals, invariant = _scan_residuals(
-        known, [a for a, u in zip(args, unknowns) if not u], num_res,
-        num_consts - sum(const_lin), num_carry - sum(carry_uk), length, reverse, unroll)
+    n_consts = len(body_consts) + num_consts - sum(const_lin)
+
+    def run(jaxpr, *operands):
+        return scan_p.bind(*operands, jaxpr=jaxpr, length=length, reverse=reverse,
+                           num_consts=n_consts, num_carry=num_carry - sum(carry_uk),
+                           unroll=unroll)
+    _, residuals, invariant = _scan_residuals(
+        body, body_consts + [a for a, u in zip(args, unknowns) if not u], n_consts,
+        num_carry - sum(carry_uk), num_res, run, eval_closed_jaxpr, need_results=False)
 
     # The backward scan. Its consts: the loop-invariant residuals; its carries: cotangents
     # of the linear consts (accumulated) and of the unknown carries; its xs: the stacked
@@ -490,43 +502,39 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
 scan_p.def_transpose(_scan_transpose)
 
 
-def _scan_residuals(known, known_args, num_res, num_consts, num_carry, length, reverse,
-                    unroll):
-    """Run the known part of a scan body as a scan; return its residuals (one value per
-    residual) and which of them are loop-invariant.
+def _scan_residuals(body, args, num_consts, num_carry, num_res, run, evaluate,
+                    need_results=True):
+    """Run ``body``, the known part of a scan body (const-free, taking its consts first),
+    on ``args`` as a scan (``run(jaxpr, *args)``); return its results (without the
+    residuals: its last ``num_res`` outputs, which the unknown part needs), the residuals
+    (one value each) and which of them are loop-invariant.
 
-    A residual that is one of the known consts (a matrix the body multiplies a tangent by)
-    is the same at every iteration: it is passed as it is rather than stacked ``length``
-    times. A residual that is one of the known xs is already stacked: it is passed as it
-    is. Only the others are computed, stacked as the ys of a scan of the known part (no
-    scan at all when there are none).
+    A residual that depends on the consts only (a matrix the body multiplies a tangent by,
+    or its transpose) is the same at every iteration: it is computed once before the loop
+    (``evaluate(jaxpr, args)``) rather than stacked ``length`` times. A residual that is
+    one of the xs is already stacked: it is passed as it is. Only the others are computed,
+    stacked as ys of the scan (no scan at all when there are none, unless
+    ``need_results``).
     """
-    body, body_consts = hoist_consts(known)
-    known_args = body_consts + known_args
-    num_consts += len(body_consts)
-    invars = body.jaxpr.invars
-    const_vars, xs_vars = invars[:num_consts], invars[num_consts + num_carry:]
-    n_out = len(body.out_avals)
-    res_vars = body.jaxpr.outvars[n_out - num_res:]
+    jaxpr, n_out = body.jaxpr, len(body.out_avals)
+    kept = list(range(n_out - num_res))
+    invariant, before = loop_invariant(body, num_consts, range(n_out - num_res, n_out))
+    xs_vars = jaxpr.invars[num_consts + num_carry:]
 
-    def position(v, group):
-        return next((i for i, g in enumerate(group) if v is g), None)
-    invariant = [position(v, const_vars) is not None for v in res_vars]
-    from_xs = [position(v, xs_vars) for v in res_vars]
+    def position(v):
+        return next((i for i, x in enumerate(xs_vars) if v is x), None)
+    from_xs = [None if inv else position(v)
+               for v, inv in zip(jaxpr.outvars[n_out - num_res:], invariant)]
     computed = [n_out - num_res + r for r, (inv, x) in enumerate(zip(invariant, from_xs))
                 if not inv and x is None]
-    stacked = []
-    if computed:
-        body = rearrange(body, range(len(body.in_avals)), list(range(num_carry)) + computed)
-        stacked = scan_p.bind(*known_args, jaxpr=body, length=length, reverse=reverse,
-                              num_consts=num_consts, num_carry=num_carry,
-                              unroll=unroll)[num_carry:]
-    stacked = iter(stacked)
-    xs_args = known_args[num_consts + num_carry:]
-    residuals = [known_args[position(v, const_vars)] if inv
-                 else xs_args[x] if x is not None else next(stacked)
-                 for v, inv, x in zip(res_vars, invariant, from_xs)]
-    return residuals, invariant
+    outs = run(rearrange(body, range(len(body.in_avals)), kept + computed), *args) \
+        if computed or need_results else []
+    stacked = iter(outs[len(kept):])
+    hoisted = iter(evaluate(before, *args[:num_consts]) if any(invariant) else [])
+    xs_args = args[num_consts + num_carry:]
+    residuals = [next(hoisted) if inv else xs_args[x] if x is not None else next(stacked)
+                 for inv, x in zip(invariant, from_xs)]
+    return outs[:len(kept)], residuals, invariant
 
 
 def _scan_length(xs_flat, length):

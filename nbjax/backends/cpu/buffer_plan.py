@@ -1,0 +1,82 @@
+"""The buffer plan of a native function: where in its scratch block each value lives.
+
+A native function (``control_flow``) gets one scratch block per call for everything its steps
+compute on the way. Its layout is made while the function is emitted, in program order: a
+value takes a region when the step computing it is emitted and gives it back after the last
+step that reads it; a later value reuses a region given back. So the block holds at once only
+what is live at one point of the program, not every intermediate of it (a transformer
+block's gradient: 97 MB of intermediates, 15 MB of block).
+
+The order of emission is the order of execution, with two cases that keep it safe:
+
+- a loop body is emitted once and run many times: the values of one iteration are dead when
+  it ends (the carries and rows of ``ys`` it delivers live in buffers of the loop's, taken
+  before the body and given back after the loop), so the body's regions are free again at
+  the end of every iteration, as they are at the end of its emission;
+- a branch of a ``cond`` gives back its regions at its end, so the next branch (which runs
+  instead of it, never after it) reuses them.
+
+``POISON`` (tests) fills every region given back with ones (NaN for floats): a step that
+read a value after its region was given back would see them instead of the value.
+"""
+
+from . import runtime
+
+POISON = False  # fill each region given back with 0xff bytes (see the module docstring)
+
+
+class ScratchPlan:
+    """Regions of one block, taken and given back at compile time; ``size`` is the block's
+    size: the most bytes live at once, give or take fragmentation."""
+
+    def __init__(self):
+        self.size = 0
+        self._free = []  # (offset, nbytes) sorted by offset, neighbours merged
+
+    def take(self, nbytes):
+        """The offset of a free region of ``nbytes`` (rounded up to the alignment): the
+        smallest free one that fits, else the end of the block, grown."""
+        nbytes = -(-max(nbytes, 1) // runtime.ALIGNMENT) * runtime.ALIGNMENT
+        fits = [k for k, (_, size) in enumerate(self._free) if size >= nbytes]
+        if fits:
+            k = min(fits, key=lambda k: self._free[k][1])
+            offset, size = self._free[k]
+            if size == nbytes:
+                del self._free[k]
+            else:
+                self._free[k] = (offset + nbytes, size - nbytes)
+            return offset
+        if self._free and sum(self._free[-1]) == self.size:  # a free tail: grow it
+            offset, _ = self._free.pop()
+        else:
+            offset = self.size
+        self.size = offset + nbytes
+        return offset
+
+    def give_back(self, offset, nbytes):
+        nbytes = -(-max(nbytes, 1) // runtime.ALIGNMENT) * runtime.ALIGNMENT
+        k = next((k for k, (o, _) in enumerate(self._free) if o > offset), len(self._free))
+        self._free.insert(k, (offset, nbytes))
+        if k + 1 < len(self._free) and offset + nbytes == self._free[k + 1][0]:
+            self._free[k] = (offset, nbytes + self._free.pop(k + 1)[1])
+        if k and sum(self._free[k - 1]) == offset:
+            previous, _ = self._free[k - 1]
+            self._free[k - 1] = (previous, self._free.pop(k)[1] + offset - previous)
+
+
+def lifetimes(groups, reads_of, written_by, kept):
+    """{step index: the values whose region the step frees}: for each value written by a
+    step of ``groups``, the last step that reads it (or the one writing it, if none does);
+    values in ``kept`` (results the caller copies out at the end) are left out."""
+    last = {}
+    for n, g in enumerate(groups):
+        for v in written_by(g):
+            last[v] = n
+        for v in reads_of(g):
+            if v in last:
+                last[v] = n
+    dying = {}
+    for v, n in last.items():
+        if v not in kept:
+            dying.setdefault(n, []).append(v)
+    return dying
