@@ -10,7 +10,8 @@ the interrupt flag: see ``interrupts``), or 2 when a host step failed (``host_st
 constants baked into the program (a sub-jaxpr's constants, literals: ``constants``);
 ``scratch`` is one block for everything the sub-programs compute on the way (a kernel result
 that another kernel reads, the second buffer of a loop's carries...), laid out at compile
-time (``scratch_bytes`` in all). So a loop of a thousand iterations is one call from Python.
+time (``scratch_bytes`` in all), a region reused once its value is dead (``buffer_plan``).
+So a loop of a thousand iterations is one call from Python.
 
 Inside, a sub-program (a loop body, a loop condition, a branch) is a sequence of calls of its
 kernels, functions of the same module (LLVM may inline them), of BLAS for its matrix
@@ -38,7 +39,7 @@ from llvmlite import ir
 from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
-from . import blas, interrupts, runtime, scatter, support
+from . import blas, buffer_plan, interrupts, runtime, scatter, support
 from .host_steps import HostCall, SplitCall
 
 I8P = I8.as_pointer()
@@ -52,6 +53,20 @@ def _operands(eqn, values):
     """``values`` (one per operand of the control-flow ``eqn``) grouped by the roles its
     primitive declares (``lax.standard.ControlLowering``)."""
     return eqn.primitive.lowerings["control"].split(eqn.params, values)
+
+
+def _reads(group):
+    """The values a plan group reads."""
+    if group.kind == "kernel":
+        return group.kernel.inputs
+    return [a for a in group.eqns[0].invars if isinstance(a, Var)]
+
+
+def _writes(group):
+    """The values a plan group writes."""
+    if group.kind == "kernel":
+        return [o.var for o in group.kernel.outputs]
+    return group.eqns[0].outvars
 
 
 def _nbytes(aval):
@@ -90,6 +105,7 @@ class ControlFlowFunction:
         and left unoptimised."""
         self.mb, self.loop_depth = mb, 0
         self.flow = Flow(name, list(operands), list(results), timed=whole_program)
+        self.plan, self.regions = buffer_plan.ScratchPlan(), {}  # {pointer: (offset, bytes)}
         fn = ir.Function(mb.module, ir.FunctionType(I32, [I8P.as_pointer(), I8P]), name=name)
         if whole_program:
             # A whole program's function is calls in sequence, thousands of lines for a
@@ -114,6 +130,7 @@ class ControlFlowFunction:
                else self.io_pointer(k) for k, a in enumerate(operands)]
         outs = [self.io_pointer(len(operands) + k) for k in range(len(results))]
         body(self, ins, outs)
+        self.flow.scratch_bytes = self.plan.size
         self.b.ret(ir.Constant(I32, 0))
         self.setup.branch(start)
 
@@ -165,9 +182,20 @@ class ControlFlowFunction:
         return self.io_pointer(len(f.operands) + len(f.results) + len(f.constants) - 1)
 
     def scratch(self, nbytes):
-        offset = self.flow.scratch_bytes
-        self.flow.scratch_bytes += -(-max(nbytes, 1) // runtime.ALIGNMENT) * runtime.ALIGNMENT
-        return self.setup.gep(self.scratch_base, [ir.Constant(I64, offset)], source_etype=I8)
+        """A region of the scratch block for a value computed from here on (``release``)."""
+        offset = self.plan.take(nbytes)
+        pointer = self.setup.gep(self.scratch_base, [ir.Constant(I64, offset)],
+                                 source_etype=I8)
+        self.regions[pointer] = (offset, nbytes)
+        return pointer
+
+    def release(self, pointer):
+        """Give back the region of ``pointer`` (from ``scratch``): its value is dead from
+        here on."""
+        offset, nbytes = self.regions.pop(pointer)
+        self.plan.give_back(offset, nbytes)
+        if buffer_plan.POISON:
+            self.memset(pointer, 0xFF, nbytes)
 
     def typed(self, pointer, dtype):
         return self.b.bitcast(pointer, mem_type(dtype).as_pointer())
@@ -179,15 +207,17 @@ class ControlFlowFunction:
                              [I8P, I8P, I64, I1])
             self.b.call(memcpy, [dst, src, ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
 
+    def memset(self, pointer, byte, nbytes):
+        memset = declare(self.mb.module, "llvm.memset.p0.i64", ir.VoidType(),
+                         [I8P, I8, I64, I1])
+        self.b.call(memset, [pointer, ir.Constant(I8, byte), ir.Constant(I64, nbytes),
+                             ir.Constant(I1, 0)])
+
     def fill(self, pointer, value, dtype, n):
         """``n`` elements of ``value``: a ``memset`` when its bytes are all zero (a sum's
         identity, which the program's unoptimised code then need not loop over)."""
         if not np.asarray(value, dtype).tobytes().strip(b"\0"):
-            memset = declare(self.mb.module, "llvm.memset.p0.i64", ir.VoidType(),
-                             [I8P, I8, I64, I1])
-            self.b.call(memset, [pointer, ir.Constant(I8, 0),
-                                 ir.Constant(I64, n * np.dtype(dtype).itemsize),
-                                 ir.Constant(I1, 0)])
+            self.memset(pointer, 0, n * np.dtype(dtype).itemsize)
             return
         typed, e = self.typed(pointer, dtype), self.e
         for_loop(self.b, ir.Constant(I64, 0), ir.Constant(I64, n),
@@ -214,14 +244,21 @@ class ControlFlowFunction:
         uses = Counter(a for a in j.outvars if isinstance(a, Var))
         direct = {a: d for a, d in zip(j.outvars, dests)
                   if isinstance(a, Var) and uses[a] == 1 and a not in env}
+        results = {a for a in j.outvars if isinstance(a, Var)}
+        dying = buffer_plan.lifetimes(sub.plan.groups, _reads, _writes, results)
         for n, g in enumerate(sub.plan.groups):
             started = self.clock_start() if timed else None
             self.step(g, env, direct, compiled)
             if timed:
                 self.clock_stop(started, n)
+            for v in dying.get(n, ()):
+                self.release(env[v])
         for a, d in zip(j.outvars, dests):
             if not (isinstance(a, Var) and direct.get(a) is d):
                 self.copy(d, self.atom(a, env), _nbytes(a.aval))
+        written = {v for g in sub.plan.groups for v in _writes(g)}
+        for a in results & written - direct.keys():  # copied out above: dead now
+            self.release(env[a])
 
     def step(self, g, env, direct, compiled):
         """Emit the plan group ``g``: a kernel call, a library call (BLAS, or a host step),
@@ -306,8 +343,10 @@ class ControlFlowFunction:
         io = self.setup.alloca(ir.ArrayType(I8P, len(entries)))
         for k, pointer in enumerate(entries):
             b.store(pointer, b.gep(io, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
-        status = b.call(self.mb.module.globals[flow.name],
-                        [b.bitcast(io, I8P.as_pointer()), self.scratch(flow.scratch_bytes)])
+        block = self.scratch(flow.scratch_bytes)
+        status = b.call(self.mb.module.globals[flow.name], [b.bitcast(io, I8P.as_pointer()),
+                                                            block])
+        self.release(block)
         self.flow.polls = self.flow.polls or flow.polls
         self.flow.host_calls += flow.host_calls
         go_on, stopped = b.append_basic_block("step_done"), b.append_basic_block("stopped")
@@ -348,6 +387,7 @@ class ControlFlowFunction:
                 self.b.call(fn, args + [ir.Constant(I64, 0), ir.Constant(I64, extent)])
         for where, buf, acc, dtype, n in converts:
             self.convert(where, buf, acc, dtype, n)
+            self.release(buf)
 
     # --- control flow
     def emit(self, group, ins, outs):
@@ -392,6 +432,8 @@ class ControlFlowFunction:
         if length % 2:  # the last iteration wrote the second buffers
             for dst, src, v in zip(first, second, eqn.outvars[:nk]):
                 self.copy(dst, src, _nbytes(v.aval))
+        for pointer in second:
+            self.release(pointer)
 
     def while_(self, eqn, subs, ins, outs):
         b, ops = self.b, _operands(eqn, ins)
@@ -418,6 +460,8 @@ class ControlFlowFunction:
         with b.if_then(b.trunc(i, I1)):  # an odd number of iterations: the result is in second
             for dst, src, aval in zip(outs, second, avals):
                 self.copy(dst, src, _nbytes(aval))
+        for pointer in second + [flag]:
+            self.release(pointer)
 
     def cond(self, eqn, subs, ins, outs):
         b, last = self.b, ir.Constant(I32, len(subs) - 1)

@@ -35,7 +35,7 @@ from pathlib import Path
 from ...core.jaxpr import subjaxprs
 from ...core.source_info import Provenance, SourceInfo
 from ...compiler import fusion
-from . import blas, cache, codegen, executable, runtime
+from . import blas, buffer_plan, cache, codegen, executable, runtime
 from .target import runs_here
 
 log = logging.getLogger(__name__)
@@ -62,11 +62,12 @@ def key(closed_jaxpr):
 def _settings():
     """The compiler's settings that shape a program besides its jaxpr (and that a user or a
     test may change): when kernels split between the cores and how many, how many math
-    calls a kernel inlines, how deep a chain of fused equations grows. (Which BLAS the code
-    calls is in the names of the symbols it calls, checked on loading.)"""
+    calls a kernel inlines, how deep a chain of fused equations grows, whether dead scratch
+    is poisoned. (Which BLAS the code calls is in the names of the symbols it calls, checked
+    on loading.)"""
     return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
             "inline math calls": codegen.INLINE_MATH_CALLS,
-            "kernel depth": fusion.MAX_KERNEL_DEPTH}
+            "kernel depth": fusion.MAX_KERNEL_DEPTH, "poison": buffer_plan.POISON}
 
 
 def _nothing(obj):
