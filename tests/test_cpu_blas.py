@@ -49,7 +49,9 @@ def test_an_rnn_scan_compiles_into_one_native_loop(dtype, request):
     xs = RNG.standard_normal((7, 3, 5)).astype(dtype)
     h0 = RNG.standard_normal((3, 16)).astype(dtype)
     cpu = _run_both(rnn, w, u, xs, h0, rtol=1e-5 if dtype == np.float32 else 1e-12)
-    _assert_native_with_calls(cpu, 2)
+    _assert_native_with_calls(cpu, 1)  # h @ w; x @ u is one product before the loop
+    assert [g.kind for g in cpu.plan.groups] == ["library", "loop"]
+    assert any(r.rule == "hoist" for r in cpu.rewrites)
 
 
 @pytest.mark.parametrize("lhs_contract, rhs_contract", [(1, 0), (0, 0), (1, 1), (0, 1)])
@@ -96,7 +98,7 @@ def test_products_in_while_loops_nested_scans_and_gradients():
 def test_products_blas_does_not_take_are_host_steps():
     xs = RNG.integers(-3, 3, (4, 2, 3)).astype(np.int32)
     m = RNG.integers(-3, 3, (3, 3)).astype(np.int32)
-    cpu = _run_both(lambda xs: lax.scan(lambda c, x: (c + x @ m, None), xs[0], xs)[0], xs)
+    cpu = _run_both(lambda xs: lax.scan(lambda c, x: (c @ m + x, None), xs[0], xs)[0], xs)
     [group] = [g for g in cpu.plan.groups if g.kind == "loop"]
     assert "1 host step (dot_general)" in group.reason
 
@@ -174,3 +176,66 @@ def test_the_blas_of_numpy_or_else_scipy(numpy_has_blas, monkeypatch):
         _assert_native_with_calls(cpu, 1)
     finally:
         blas.library.cache_clear()
+
+
+# --- products on the xs alone, computed before the loop (passes.hoist_from_loops) ----------
+
+def _hoists(executable):
+    return [r for r in executable.rewrites if r.rule == "hoist"]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_products_of_the_xs_alone_run_once_before_the_loop(reverse):
+    w = (RNG.standard_normal((6, 6)) * 0.3).astype(np.float32)
+    u = (RNG.standard_normal((6, 4)) * 0.3).astype(np.float32)
+    xs = RNG.standard_normal((9, 3, 4)).astype(np.float32)
+    zs = RNG.standard_normal((9, 4)).astype(np.float32)
+
+    def f(h, xs, zs):
+        def step(h, xz):
+            x, z = xz
+            projected = x @ u.T            # of the xs and a const (transposed) only
+            gate = jnp.sin(z) @ u.T        # element-wise work on an xs, then a product
+            h = jnp.tanh(h @ w + projected * gate)
+            return h, (projected, h)       # a hoisted value is also a ys
+        return lax.scan(step, h, (xs, zs), reverse=reverse)
+
+    cpu = _run_both(f, np.zeros((3, 6), np.float32), xs, zs)
+    [hoist] = _hoists(cpu)
+    assert "2 products" in hoist.detail and "9 iterations" in hoist.detail
+    _assert_native_with_calls(cpu, 1)  # h @ w stays in the loop
+
+
+def test_hoisting_in_nested_loops_and_gradients():
+    w = (RNG.standard_normal((5, 5)) * 0.3).astype(np.float32)
+    u = (RNG.standard_normal((3, 5)) * 0.3).astype(np.float32)
+    xs = RNG.standard_normal((4, 6, 2, 3)).astype(np.float32)
+
+    def loss(w, u, xs):
+        def outer(h, x_seq):
+            def inner(h, x):
+                return jnp.tanh(h @ w + x @ u), jnp.sum(h)
+            h, ys = lax.scan(inner, h, x_seq)
+            return h * 0.5, jnp.sum(ys)
+        h, totals = lax.scan(outer, jnp.zeros((2, 5), np.float32), xs)
+        return jnp.sum(h * h) + jnp.sum(totals)
+
+    cpu = _run_both(nbjax.value_and_grad(loss, argnums=(0, 1)), w, u, xs, rtol=2e-5)
+    # In the outer loops' bodies, x_seq @ u: one product of [6, 2, 3] before the inner loop.
+    bodies = [sub.plan for g in cpu.plan.groups if g.kind == "loop" for sub in g.subprograms]
+    hoisted = [g for body in bodies for g in body.groups if g.kind == "library"
+               and g.eqns[0].outvars[0].aval.shape == (6, 2, 5)]
+    assert len(hoisted) >= 1, [body.report() for body in bodies]
+
+
+def test_products_on_the_carry_or_too_large_stay_in_the_loop(monkeypatch):
+    from nbjax.compiler import passes
+    m = (RNG.standard_normal((4, 4)) * 0.3).astype(np.float32)
+    xs = RNG.standard_normal((5, 2, 4)).astype(np.float32)
+    on_carry = _run_both(lambda xs: lax.scan(lambda c, x: (jnp.tanh(c @ m + x), None),
+                                             xs[0], xs)[0], xs)
+    assert not _hoists(on_carry)
+    monkeypatch.setattr(passes, "HOIST_LIMIT", xs.nbytes - 1)  # 5 x [2, 4] float32 results
+    too_large = _run_both(lambda xs: lax.scan(lambda c, x: (jnp.tanh(c + x @ m), None),
+                                              xs[0], xs)[0], xs)
+    assert not _hoists(too_large)

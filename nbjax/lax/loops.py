@@ -12,8 +12,10 @@ import operator
 
 import numpy as np
 
-from ..core import Primitive, Tracer, dtypes, eval_closed_jaxpr, get_aval, pytree
+from ..core import (ClosedJaxpr, Jaxpr, Primitive, Tracer, Var, dtypes, eval_closed_jaxpr,
+                    get_aval, has_effect, pytree)
 from ..interpreters import ad, partial_eval
+from ..interpreters.batching import AxisData
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
 from .batch_util import batch_jaxpr
@@ -268,9 +270,58 @@ def while_loop(cond_fun, body_fun, init_val):
 # --- scan ----------------------------------------------------------------------------------
 
 scan_p = Primitive("scan", multiple_results=True)
+
+
+def _scan_hoist(params, worth):
+    """What a compiler may take out of a scan: the equations of its body that ``worth``
+    picks (a matrix product, say) and that depend on the xs but not on the carries, with
+    what they need, computed for every iteration at once before the loop (one product of
+    all the rows of ``xs`` instead of one small product per iteration).
+
+    Returns None, or ``(before, new_params)``: ``before`` is a jaxpr taking the scan's
+    consts and xs and returning the stacked values the body then reads as extra xs (the
+    body's per-iteration part, batched over the iterations); ``new_params`` are the params
+    of the scan taking them, after its other operands. Equations on the consts only stay in
+    the body as well, where it uses them (they are loop-invariant).
+    """
+    closed, num_consts, num_carry = params["jaxpr"], params["num_consts"], params["num_carry"]
+    if closed.consts or params["length"] < 2:
+        return None
+    body = closed.jaxpr
+    on_carries = set(body.invars[num_consts:num_consts + num_carry])
+    on_xs = set(body.invars[num_consts + num_carry:])
+    for e in body.eqns:
+        reads = [a for a in e.invars if isinstance(a, Var)]
+        if has_effect(e) or any(a in on_carries for a in reads):
+            on_carries.update(e.outvars)
+        elif any(a in on_xs for a in reads):
+            on_xs.update(e.outvars)
+    taken, needed = [], set()
+    for e in reversed(body.eqns):
+        if e.outvars and e.outvars[0] not in on_carries and (
+                needed.intersection(e.outvars) or e.outvars[0] in on_xs and worth(e)):
+            taken.append(e)
+            needed.update(a for a in e.invars if isinstance(a, Var))
+    taken.reverse()
+    moved = {id(e) for e in taken if e.outvars[0] in on_xs}  # the rest are loop-invariant
+    rest = [e for e in body.eqns if id(e) not in moved]
+    read_later = {a for e in rest for a in e.invars if isinstance(a, Var)} | {
+        a for a in body.outvars if isinstance(a, Var)}
+    stacked = [v for e in taken for v in e.outvars if v in on_xs and v in read_later]
+    if not stacked:
+        return None
+    consts, xs = body.invars[:num_consts], body.invars[num_consts + num_carry:]
+    per_iteration = ClosedJaxpr(Jaxpr([], consts + xs, stacked, taken), [])
+    before, _ = batch_jaxpr(per_iteration, AxisData(None, params["length"]),
+                            [False] * len(consts) + [True] * len(xs), instantiate=True)
+    new_body = Jaxpr([], body.invars + stacked, body.outvars, rest)
+    return before, dict(params, jaxpr=ClosedJaxpr(new_body, []))
+
+
 control_lowering(scan_p, lambda params: [("body", params["jaxpr"])],
                  lambda params: [("consts", params["num_consts"]),
-                                 ("carry", params["num_carry"]), ("xs", None)])
+                                 ("carry", params["num_carry"]), ("xs", None)],
+                 hoist=_scan_hoist)
 
 
 @scan_p.def_abstract_eval

@@ -230,10 +230,12 @@ class ControlLowering:
     """What a target needs to compile a control-flow primitive around its sub-programs:
     ``sub_jaxprs(params)`` lists them as (role, ClosedJaxpr), e.g. ``[("body", ...)]``;
     ``operands(params)`` lists the groups of its operands in order as (role, count), the
-    last group's count None for "the rest", e.g. ``[("consts", 2), ("carry", None)]``."""
+    last group's count None for "the rest", e.g. ``[("consts", 2), ("carry", None)]``;
+    ``hoist(params, worth)``, where there is one, says what a compiler may compute before
+    the loop instead of at every iteration (see ``loops._scan_hoist``)."""
 
-    def __init__(self, sub_jaxprs, operands):
-        self.sub_jaxprs, self.operands = sub_jaxprs, operands
+    def __init__(self, sub_jaxprs, operands, hoist=None):
+        self.sub_jaxprs, self.operands, self.hoist = sub_jaxprs, operands, hoist
 
     def split(self, params, values):
         """``values`` (one per operand: buffers, variables...) grouped by role."""
@@ -244,9 +246,9 @@ class ControlLowering:
         return groups
 
 
-def control_lowering(prim, sub_jaxprs, operands):
+def control_lowering(prim, sub_jaxprs, operands, hoist=None):
     """Mark ``prim`` as control flow a target may compile (see ``ControlLowering``)."""
-    prim.def_lowering("control", ControlLowering(sub_jaxprs, operands))
+    prim.def_lowering("control", ControlLowering(sub_jaxprs, operands, hoist))
 
 
 def kernel_reduction(prim, combine, identity, acc_dtype=lambda dtype: dtype):
