@@ -61,8 +61,11 @@ class Executable(compiler.Executable):
         self._in_dtypes = [dtype for _, dtype in self._in]
         self._out = [(None, np.asarray(to_numpy(a.val))) if isinstance(a, Literal)
                      else (self._slots[a], None) for a in j.outvars]
+        self._kernel = _whole_program_kernel(j, plan, steps)
 
     def run(self, *args):
+        if self._kernel is not None and self.step_times is None:
+            return self._kernel(*map(_as_buffer, args, self._in_dtypes))
         if self._program is not None:
             buffers = list(map(_as_buffer, args, self._in_dtypes))
             if self.step_times is None:
@@ -84,6 +87,18 @@ class Executable(compiler.Executable):
                 step(env)
                 self.step_times.setdefault(n, []).append(time.perf_counter() - t0)
         return [env[slot] if slot is not None else value.copy() for slot, value in self._out]
+
+
+def _whole_program_kernel(jaxpr, plan, steps):
+    """The ``kernel_call`` of a program that is one kernel taking the program's inputs and
+    returning its outputs, in order (``x + 1``: the dispatch-bound case), else None."""
+    if len(plan.groups) != 1 or plan.groups[0].kind != "kernel":
+        return None
+    loop = plan.groups[0].kernel
+    if jaxpr.constvars or list(loop.inputs) != list(jaxpr.invars) or \
+            [o.var for o in loop.outputs] != list(jaxpr.outvars):
+        return None
+    return steps[0].call
 
 
 def _all_vars(jaxpr):
@@ -110,26 +125,32 @@ def _as_buffer(a, dtype):
 
 # --- steps ---------------------------------------------------------------------------------
 
-def kernel_step(fn, loop, slots, combine=None):
-    """Run a compiled kernel: allocate its outputs (reductions start at their identity),
-    call it with the buffers' addresses, on every core when it is large (``combine`` folds
-    the partial results of a reduction over the split axis)."""
-    in_slots = [slots[v] for v in loop.inputs]
-    outputs = [(slots[o.var], o.var.aval.dtype, tuple(o.shape), np.dtype(o.acc_dtype or
-                                                                       o.var.aval.dtype),
+def kernel_call(fn, loop, combine=None):
+    """``call(*inputs)``: run a compiled kernel on its inputs' buffers, returning its
+    outputs: allocate them (reductions start at their identity), call it with the buffers'
+    addresses, on every core when it is large (``combine`` folds the partial results of a
+    reduction over the split axis)."""
+    outputs = [(o.var.aval.dtype, tuple(o.shape), np.dtype(o.acc_dtype or o.var.aval.dtype),
                 o.identity) for o in loop.outputs]
     size = int(np.prod(loop.shape, dtype=np.int64))
     partials = runtime.partials(loop)
     split = runtime.splits(loop) and (combine is not None or not partials)
     extent = loop.shape[0] if loop.shape else 1
-    # Per output, precomputed for the run: (allocator, identity), (slot, dtype to cast to).
+    # Per output, precomputed for the run: (allocator, identity), the dtype to cast to.
     makes = [(_allocator(shape, buf_dtype, identity is not None), identity)
-             for _, _, shape, buf_dtype, identity in outputs]
-    stores = [(slot, None if buf_dtype == dtype else dtype)
-              for slot, dtype, _, buf_dtype, _ in outputs]
+             for _, shape, buf_dtype, identity in outputs]
+    casts = [None if buf_dtype == dtype else dtype for dtype, _, buf_dtype, _ in outputs]
     address = data_address
+    if len(makes) == 1 and makes[0][1] is None and casts == [None] and size and not split:
+        (allocate, _), = makes
 
-    def step(env):
+        def call(*inputs):  # the common case at dispatch-bound sizes, without the loops
+            buf, pointer = allocate()
+            fn(pointer, *map(address, inputs), 0, extent)
+            return [buf]
+        return call
+
+    def call(*inputs):
         results, pointers = [], []
         for allocate, identity in makes:
             buf, ptr = allocate()
@@ -138,14 +159,24 @@ def kernel_step(fn, loop, slots, combine=None):
             results.append(buf)
             pointers.append(ptr)
         if size:
-            for s in in_slots:
-                pointers.append(address(env[s]))
+            pointers += map(address, inputs)
             if split:
                 runtime.run_split(fn, pointers, extent, partials, combine)
             else:
                 fn(*pointers, 0, extent)
-        for (slot, cast), buf in zip(stores, results):
-            env[slot] = buf if cast is None else buf.astype(cast)
+        return [buf if cast is None else buf.astype(cast) for buf, cast in zip(results, casts)]
+    return call
+
+
+def kernel_step(fn, loop, slots, combine=None):
+    """Run a compiled kernel (``kernel_call``) on the slots' buffers."""
+    in_slots, out_slots = [slots[v] for v in loop.inputs], [slots[o.var] for o in loop.outputs]
+    call = kernel_call(fn, loop, combine)
+
+    def step(env):
+        for slot, buf in zip(out_slots, call(*[env[s] for s in in_slots])):
+            env[slot] = buf
+    step.call = call
     return step
 
 
@@ -276,7 +307,6 @@ def control_step(fn, flow, host_steps, slots):
         outs = call([_UNUSED if s is None else env[s] for s in operands])
         for slot, buf in zip(results, outs):
             env[slot] = buf
-    step.call = call
     return step
 
 
