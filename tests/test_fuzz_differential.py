@@ -1,7 +1,7 @@
 """Differential fuzzing: random programs compiled with backend="cpu" against the reference
 backend, and every op of the fuzz corpus run eagerly against under ``nbjax.jit``.
 
-``NBJAX_FUZZ_EXAMPLES`` sets how many random programs the test tries (default 150).
+``NBJAX_FUZZ_EXAMPLES`` sets how many random programs the test tries (default 500).
 ``make fuzz FUZZ_MINUTES=N`` runs this file as a script: random programs for N minutes, then
 the count of programs tried and the seeds of any mismatches."""
 

@@ -53,6 +53,19 @@ CASES = {
         f = nbjax.jit(g)
         assert delay_of(lambda: f(np.zeros(8, np.float32))) < 0.5
     """,
+    # Bodies of milliseconds each (a kernel just under the split threshold, a 512x512
+    # product): a flag read only every 1024 iterations left them running for seconds.
+    "heavy_bodies": """
+        body = lambda i, v: jnp.tanh(jnp.sin(jnp.exp(-v * v))) * 0.9 + jnp.log1p(v * v) * 0.1
+        f = nbjax.jit(lambda x, n: lax.fori_loop(0, n, body, x))
+        x = np.ones(900_000, np.float32)
+        delay = delay_of(lambda: f(x, 1_000_000))
+        assert delay < 0.5, delay
+        w = np.eye(512, dtype=np.float32) * 0.999
+        g = nbjax.jit(lambda x, n: lax.fori_loop(0, n, lambda i, v: v @ w + 1e-3, x))
+        delay = delay_of(lambda: g(np.ones((512, 512), np.float32), 1_000_000))
+        assert delay < 0.5, delay
+    """,
     "python_keeps_its_handler": """
         f = nbjax.jit(lambda x: lax.fori_loop(0, 3, lambda i, v: v + 1.0, x))
         f(np.zeros(3, np.float32))       # armed nbjax's handler in front of Python's

@@ -104,6 +104,32 @@ def test_a_damaged_entry_is_rebuilt(cache_dir):
     assert set(_compiled(_loop, w, xs).compile_times) == {"program_cache"}  # stored again
 
 
+def test_swapped_entries_are_rebuilt_not_run(cache_dir):
+    """Two valid program entries exchanged between file names (each records the key it was
+    built for): each program is compiled again and computes its own result, never the
+    other's."""
+    x = RNG.standard_normal((3, 8)).astype(np.float32)
+
+    def exp_program(x):
+        return lax.fori_loop(0, 3, lambda i, c: jnp.exp(c) * 0.5, x)
+
+    def sin_program(x):
+        return lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) - 1.0, x)
+    for f in (exp_program, sin_program):
+        _compiled(f, x)
+    first, second = _program_entries(cache_dir)
+    a, b = first.read_bytes(), second.read_bytes()
+    first.write_bytes(b)
+    second.write_bytes(a)
+    corrupt = cache.stats["corrupt"]
+    for f in (exp_program, sin_program):
+        exe = _compiled(f, x)
+        assert_close(exe.run(x)[0], nbjax.jit(f, backend="reference")(x), rtol=1e-6)
+        assert "codegen" in exe.compile_times
+    assert cache.stats["corrupt"] >= corrupt + 2
+    assert set(_compiled(exp_program, x).compile_times) == {"program_cache"}  # stored again
+
+
 def test_another_environment_has_other_keys(monkeypatch):
     w, xs = _inputs()
     _compiled(_loop, w, xs)

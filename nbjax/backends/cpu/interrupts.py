@@ -4,7 +4,7 @@ Python handles SIGINT by setting a flag that the interpreter looks at between by
 during one native call that runs a whole loop, it never looks. So before such a call
 ``arm()`` puts ``support``'s handler in front of Python's: on SIGINT it sets
 ``nbjax_interrupt_flag`` and calls Python's handler as before. Compiled loops read the flag
-every ``POLL_EVERY`` iterations and return early when it is set; ``raise_interrupt()`` then
+at every iteration and return early when it is set; ``raise_interrupt()`` then
 runs Python's handler (which raises ``KeyboardInterrupt``, or whatever the user installed)
 and raises ``KeyboardInterrupt`` in any case: a loop cut short has no result to return.
 
@@ -19,8 +19,6 @@ import signal
 import threading
 
 from . import support
-
-POLL_EVERY = 1024  # loop iterations between two reads of the flag
 
 _SIGACTION_BYTES = 512  # more than any C library's ``struct sigaction``
 _lock = threading.Lock()
