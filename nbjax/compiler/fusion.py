@@ -124,7 +124,7 @@ def _plan_control_flow(eqn, target, prefix):
     flow), or (None, None) when ``eqn`` is not control flow the target compiles."""
     name = eqn.primitive.name
     control = eqn.primitive.lowerings.get("control")
-    if control is None or name not in target.control_flow:
+    if control is None or eqn.primitive not in target.control_flow:
         return None, None
     subs = []
     for role, closed in control.sub_jaxprs(eqn.params):
