@@ -68,7 +68,7 @@ class Executable(compiler.Executable):
 
     def _operand(self, a, dtype):
         """``a``'s buffer on the device: its own when it is an Array there, else a copy."""
-        buffer = a._buffer if isinstance(a, Array) else None
+        buffer = a.device_buffer if isinstance(a, Array) else None
         if isinstance(buffer, Buffer) and buffer.owner is self.device \
                 and buffer.data.dtype == dtype:
             return buffer.data
