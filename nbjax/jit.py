@@ -654,7 +654,7 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(
         backend=None):
     """Compile ``fun`` (``@jit``, ``jit(f, static_argnums=...)`` or, as a decorator with
     options, ``@jit(static_argnames=...)``), as ``jax.jit``; ``backend`` names the target
-    (``"cpu"``, ``"reference"``; default: ``config.jit_backend`` when called)."""
+    (``"cpu"``, ``"gpu"``, ``"reference"``; default: ``config.jit_backend`` when called)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
