@@ -150,18 +150,32 @@ class JitWrapped:
         return jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
                           backend=self.backend)
 
-    def observe(self, observer):
+    def observe(self, observer, on_phase=None):
         """Call ``observer(call)`` after every eager call (none under a transformation: there
-        are no values to show) with a ``JitCall`` describing it. Returns a function that
-        stops the observation."""
-        self.observers.append(observer)
-        return lambda: self.observers.remove(observer) if observer in self.observers else None
+        are no values to show) with a ``JitCall`` describing it, and ``on_phase(phase)``
+        (if given) as a slow phase of such a call starts: ``"tracing"`` (a new signature)
+        and ``"compiling"`` (its first run for the target), so that a view can say what is
+        taking the time. Returns a function that stops the observation."""
+        self.observers.append((observer, on_phase))
+
+        def stop():
+            if (observer, on_phase) in self.observers:
+                self.observers.remove((observer, on_phase))
+        return stop
+
+    def _tell_phase(self, phase):
+        for _, on_phase in list(self.observers):
+            if on_phase is not None:
+                on_phase(phase)
 
     def _observed_call(self, args, kwargs):
         self.slow_path_calls += 1
-        entry, leaves, _ = self._lookup(args, kwargs, as_array)
+        entry, leaves, _ = self._lookup(args, kwargs, as_array,
+                                        before_tracing=lambda: self._tell_phase("tracing"))
         target = get_target(self.backend)
         compiled_before = target.name in entry.jaxpr.executables
+        if not compiled_before:
+            self._tell_phase("compiling")
         t0 = time.perf_counter()
         executable = compiler.compile(entry.jaxpr, target, self.name)
         if executable.timing_supported and executable.step_times is None:
@@ -178,7 +192,7 @@ class JitWrapped:
         call = JitCall(self, self._last_key, entry.jaxpr, executable, entry.trace_seconds,
                        None if compiled_before else t1 - t0, seconds, step_seconds,
                        args, kwargs, [*entry.consts, *leaves])
-        for observer in list(self.observers):
+        for observer, _ in list(self.observers):
             observer(call)
         return entry.out_tree.unflatten(outs)
 
@@ -188,8 +202,9 @@ class JitWrapped:
         entry, _, in_tree = self._lookup(args, kwargs, _as_abstract)
         return Lowered(entry, in_tree, self.name, self.backend)
 
-    def _lookup(self, args, kwargs, as_leaf):
-        """(trace cache entry, the argument leaves made values by ``as_leaf``, input tree)."""
+    def _lookup(self, args, kwargs, as_leaf, before_tracing=None):
+        """(trace cache entry, the argument leaves made values by ``as_leaf``, input tree);
+        ``before_tracing()`` is called when the function is about to be traced."""
         nargs = len(args)
         call = FlatCall(self.fun, args, kwargs,
                         {operator.index(i) % nargs for i in self.static_argnums
@@ -206,6 +221,8 @@ class JitWrapped:
                 raise RuntimeError(f"re-tracing function {where} for `jit`, but 'no_tracing' "
                                    "is set")
             self._explain_miss(key, args)
+            if before_tracing is not None:
+                before_tracing()
             self.trace_count += 1
             entry = Traced(call, avals, staging.describe(self.fun, "jit"))
             if entry.cacheable:
@@ -637,7 +654,7 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(
         backend=None):
     """Compile ``fun`` (``@jit``, ``jit(f, static_argnums=...)`` or, as a decorator with
     options, ``@jit(static_argnames=...)``), as ``jax.jit``; ``backend`` names the target
-    (``"cpu"``, ``"reference"``; default: ``config.jit_backend`` when called)."""
+    (``"cpu"``, ``"gpu"``, ``"reference"``; default: ``config.jit_backend`` when called)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,

@@ -11,8 +11,8 @@ Screenshots go to tests/artifacts/ (ignored by git).
 
 The tests skip, with the reason, where Playwright, JupyterLab/Notebook 7 or the browser are
 not installed; ``NBJAX_BROWSER`` names another Chromium-family binary than /usr/bin/chromium.
-``playwright install`` is never needed (nor run): the browser is the system's. Facts behind
-the details here (the flags, the kernel race, the settings): shared/BROWSER_TESTING.md.
+``playwright install`` is never needed (nor run): the browser is the system's. Each flag and
+setting says why where it is made.
 """
 
 import contextlib

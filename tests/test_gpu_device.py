@@ -125,7 +125,7 @@ def test_results_stay_on_the_device(monkeypatch):
     y, total = f(x)
     z = g(y)
     assert moved == {"put": 1, "get": 0}
-    assert isinstance(z._buffer.data, device.cupy.ndarray) and z.device.platform == "gpu"
+    assert isinstance(z.device_buffer.data, device.cupy.ndarray) and z.device.platform == "gpu"
     assert z.block_until_ready() is z and z.is_ready()
     assert_close(np.asarray(z), np.sin(x * 2) + 1, rtol=1e-5)
     assert_close(float(total), x.sum(dtype=np.float64), rtol=1e-5, scale=np.abs(x).sum())

@@ -1230,8 +1230,11 @@ def test_compiler_view_says_tracing_then_compiling_then_ready(ip):
     seen.clear()
     run(ip, "phased(np.ones(3, np.float32))")  # cached: no phase to announce
     assert [s["state"] for s in seen] == ["ready"]
+    seen.clear()
     run(ip, "phased(np.ones(5, np.float32))")  # a new signature traces and compiles again
-    assert [s["state"] for s in seen][1:] == ["busy", "ready"]
+    assert [(s["state"], s["message"][:9]) for s in seen[:2]] == [("busy", "tracing p"),
+                                                                  ("busy", "compiling")]
+    assert [s["state"] for s in seen[2:]] == ["ready"]
 
 
 @pytest.mark.parametrize("magic", ["jit", "grad"])

@@ -130,7 +130,7 @@ def test_control_flow_is_compiled_only_where_the_target_says_so():
 
     class OnlyWhile(backends.get_target("cpu").__class__):
         name = "only-while"
-        control_flow = frozenset({"while"})
+        control_flow = frozenset({lax.while_p})
 
     closed = nbjax.make_jaxpr(loops)(np.ones(4, np.float32))
     optimised = compiler.optimized(closed)[0]
@@ -158,12 +158,13 @@ def test_observers_see_each_eager_call_with_its_trace_executable_and_timing():
     def f(x, w):  # a function of its own: jit's trace cache is shared by every jit of _f
         return _f(x, w)
     f = nbjax.jit(f)
-    calls = []
-    stop = f.observe(calls.append)
+    calls, phases = [], []
+    stop = f.observe(calls.append, phases.append)
     f(x, w)
     f(x, w)
     f(x[:2], w)
     assert [c.compile_seconds is None for c in calls] == [False, True, False]
+    assert phases == ["tracing", "compiling"] * 2  # the first and third calls
     first = calls[0]
     assert first.function is f and first.executable.target == nbjax.config.jit_backend
     assert first.trace_seconds > 0 and first.seconds > 0

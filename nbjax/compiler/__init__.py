@@ -10,8 +10,8 @@ calls, control flow, with a reason for every decision), then let the target lowe
 written, with XLA's conventions), the fusion report, and the compiled program as text (what
 ``jit(f).lower(...).compile()`` shows).
 
-The targets themselves (``"reference"``, ``"cpu"``) live in ``nbjax.backends``, which builds
-on this package; this package never imports them.
+The targets themselves (``"reference"``, ``"cpu"``, ``"gpu"``) live in ``nbjax.backends``,
+which builds on this package; this package never imports them.
 """
 
 import logging

@@ -124,7 +124,7 @@ def _plan_control_flow(eqn, target, prefix):
     flow), or (None, None) when ``eqn`` is not control flow the target compiles."""
     name = eqn.primitive.name
     control = eqn.primitive.lowerings.get("control")
-    if control is None or name not in target.control_flow:
+    if control is None or eqn.primitive not in target.control_flow:
         return None, None
     subs = []
     for role, closed in control.sub_jaxprs(eqn.params):
@@ -138,9 +138,9 @@ def _plan_control_flow(eqn, target, prefix):
                           f"({step.eqns[0].primitive.name}): {name} runs on the reference "
                           "backend")
         subs.append(SubProgram(role, optimised, sub))
-    if name == "cond":
+    if control.branches:
         sizes = "; ".join(_steps(s, target) for s in subs)
-        return subs, f"cond compiled as a native branch between {len(subs)} branches ({sizes})"
+        return subs, f"{name} compiled as a native branch between {len(subs)} branches ({sizes})"
     what = " and ".join(f"{s.role} of {_steps(s, target)}" for s in subs)
     return subs, f"{name} compiled as a native loop: {what}"
 

@@ -18,8 +18,9 @@ class Target:
     # Whether the pipeline runs the passes and the fusion planner (the reference target
     # runs the jaxpr as traced).
     optimizes = True
-    # The control-flow primitives (by name) that become one native ``"loop"`` step when
-    # their bodies plan into kernels; any other runs as a reference step.
+    # The control-flow primitives (``Primitive`` objects with a ``"control"`` lowering) that
+    # become one native ``"loop"`` step when their bodies plan into kernels; any other runs
+    # as a reference step.
     control_flow = frozenset()
     # Whether compiled control flow can call back into Python for a step it cannot run
     # natively (a host step), rather than sending the whole loop to the reference backend.

@@ -64,7 +64,7 @@ def set_process_layout(index, count, local):
     processes.index, processes.count, processes.local = index, count, local
 
 
-def _cpu_device_count():
+def cpu_device_count():
     """``NBJAX_NUM_CPU_DEVICES`` if set (as JAX's ``--xla_force_host_platform_device_count``),
     else one device per core this process may run on. Read at every call, so tests can
     change it."""
@@ -95,7 +95,7 @@ def devices(backend=None):
     pmap runs one shard on each."""
     _check_backend(backend)
     if processes.count == 1:
-        return [_device(i, 0) for i in range(_cpu_device_count())]
+        return [_device(i, 0) for i in range(cpu_device_count())]
     local = processes.local
     return [_device(p * local + i, p) for p in range(processes.count) for i in range(local)]
 
@@ -220,6 +220,12 @@ class Array:
     @property
     def device(self):
         return self._device
+
+    @property
+    def device_buffer(self):
+        """The buffer in a device's memory that holds the data (see ``on_device``), or None
+        for an array on the host: what an executable on that device reads without a copy."""
+        return self._buffer
 
     def devices(self):
         return {self._device}

@@ -16,7 +16,11 @@ A primitive's rules are looked up by kind:
   compute the same outvars; ``description`` names the identity in the rewrite log.
 - ``flops`` (optional): ``rule(eqn)``, the floating-point operations of an equation the
   compiler runs as a library call (its cost report cannot count them on a loop body).
-- ``lowering`` (one per backend): filled in by the compiler's backends.
+- lowerings, by kind, which tell a compiler what the primitive is to it (written in
+  ``nbjax.lax``, read by the compiler and the targets): ``"kernel"`` (one element of the
+  result inside a fused loop), ``"library"`` (a call on whole buffers, by category),
+  ``"control"`` (control flow around sub-programs), ``"jaxpr"`` (a decomposition into other
+  primitives), ``"scatter"`` (how a scatter combines an element with an update).
 
 Rules for one primitive are written together in ``nbjax.lax``; a missing rule raises
 ``NotImplementedError("no <kind> rule for primitive <name>")`` rather than guessing.
@@ -45,7 +49,7 @@ class Primitive:
         self.name = name
         self.multiple_results = multiple_results
         self.rules = {}
-        self.lowerings = {}  # backend name -> lowering rule
+        self.lowerings = {}  # kind ("kernel", "library"...) -> lowering
         self.pp_hidden = ()  # params not printed in jaxprs (implied by the output type)
         self.is_call = False  # a call of its ``jaxpr`` param on its operands (jit)
         # The param holding a jaxpr this primitive applies to its operands unchanged (jit,
@@ -88,16 +92,16 @@ class Primitive:
         except KeyError:
             raise NotImplementedError(f"no {kind} rule for primitive {self.name}") from None
 
-    def def_lowering(self, backend, rule):
-        self.lowerings[backend] = rule
+    def def_lowering(self, kind, rule):
+        self.lowerings[kind] = rule
         return rule
 
-    def lowering(self, backend):
+    def lowering(self, kind):
         try:
-            return self.lowerings[backend]
+            return self.lowerings[kind]
         except KeyError:
             raise NotImplementedError(
-                f"no {backend} lowering rule for primitive {self.name}") from None
+                f"no {kind} lowering rule for primitive {self.name}") from None
 
     # The two rules every primitive has, callable directly.
     def abstract_eval(self, *avals, **params):

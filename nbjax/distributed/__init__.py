@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from ..core import pytree, to_numpy
-from ..core.array import _cpu_device_count, processes, set_process_layout
+from ..core.array import cpu_device_count, processes, set_process_layout
 
 __all__ = ["initialize", "is_initialized", "shutdown", "process_allgather",
            "broadcast_one_to_all", "sync_global_devices"]
@@ -70,7 +70,7 @@ def initialize(coordinator_address=None, num_processes=None, process_id=None,
     """
     if _state.initialized:
         raise RuntimeError("distributed.initialize should only be called once.")
-    local = len(local_device_ids) if local_device_ids is not None else _cpu_device_count()
+    local = len(local_device_ids) if local_device_ids is not None else cpu_device_count()
     if not _launched_by_mpi():
         if (num_processes or 1) != 1 or (process_id or 0) != 0:
             raise RuntimeError(

@@ -27,7 +27,7 @@ __all__ = ["cond", "cond_p", "switch"]
 cond_p = Primitive("cond", multiple_results=True)
 control_lowering(cond_p, lambda params: [(f"branch {k}", b)
                                          for k, b in enumerate(params["branches"])],
-                 lambda params: [("index", 1), ("operands", None)])
+                 lambda params: [("index", 1), ("operands", None)], branches=True)
 
 
 @cond_p.def_abstract_eval

@@ -562,12 +562,15 @@ def _scatter_impl(combine, operand, indices, updates, *, dimension_numbers, mode
     return out
 
 
-def _scatter_primitive(name, combine, kind=ANY):
+def _scatter_primitive(name, combine, combine_op, kind=ANY):
     """A scatter primitive that combines the operand's old values with updates by
     ``combine(flat_operand, positions, updates)`` (in place, repeated positions allowed),
-    for operands of dtype ``kind``."""
+    for operands of dtype ``kind``. ``combine_op`` is the same per element, as the kernel
+    builder's binary op (``"add"``, ``"min"``...; None: the update replaces the old value):
+    its ``"scatter"`` lowering, for a target that writes a scatter's loop itself."""
     prim = Primitive(name)
     library_lowering(prim, "scatter")
+    prim.def_lowering("scatter", combine_op)
 
     def abstract_eval(operand, indices, updates, **params):
         check_dtype(name, operand, kind)
@@ -621,12 +624,12 @@ def _scatter_batch_rule(prim):
 
 
 # Arithmetic scatters reject bool, as lax.add/sub/mul do; set, min and max accept any dtype.
-scatter_p = _scatter_primitive("scatter", _set)
-scatter_add_p = _scatter_primitive("scatter-add", np.add.at, NUMBER)
-scatter_sub_p = _scatter_primitive("scatter-sub", np.subtract.at, NUMBER)
-scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply.at, NUMBER)
-scatter_min_p = _scatter_primitive("scatter-min", np.minimum.at)
-scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at)
+scatter_p = _scatter_primitive("scatter", _set, None)
+scatter_add_p = _scatter_primitive("scatter-add", np.add.at, "add", NUMBER)
+scatter_sub_p = _scatter_primitive("scatter-sub", np.subtract.at, "sub", NUMBER)
+scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply.at, "mul", NUMBER)
+scatter_min_p = _scatter_primitive("scatter-min", np.minimum.at, "min")
+scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at, "max")
 
 
 def _scatter_wrapper(prim, doc):

@@ -129,6 +129,8 @@ def fma(x, y, z):
 
 
 kernel_elementwise(fma_p, lambda ctx, x, y, z: ctx.math("fma", x, y, z))
+ad.defjvp(fma_p, lambda g, x, y, z: mul(g, y), lambda g, x, y, z: mul(x, g),
+          lambda g, x, y, z: g)
 
 
 # --- erf_inv in float32, bit for bit as XLA on the CPU ---------------------------------------
@@ -428,8 +430,6 @@ ad.defjvp2(erf_inv_p, lambda g, ans, x: mul(scalar_like(ans, 1 / _TWO_OVER_SQRT_
 ad.defjvp(xla_log_p, lambda g, x: div(g, x))
 ad.defjvp(xla_log1p_p, lambda g, x: div(g, add(x, scalar_like(x, 1))))
 ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
-ad.defjvp(fma_p, lambda g, x, y, z: mul(g, y), lambda g, x, y, z: mul(x, g),
-          lambda g, x, y, z: g)
 ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(scalar_like(x, 1), x)))
 ad.defjvp(polygamma_p, _polygamma_order_jvp,
           lambda g, m, x: mul(g, polygamma(add(m, scalar_like(m, 1)), x)))

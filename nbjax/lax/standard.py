@@ -232,10 +232,12 @@ class ControlLowering:
     ``operands(params)`` lists the groups of its operands in order as (role, count), the
     last group's count None for "the rest", e.g. ``[("consts", 2), ("carry", None)]``;
     ``hoist(params, worth)``, where there is one, says what a compiler may compute before
-    the loop instead of at every iteration (see ``loops._scan_hoist``)."""
+    the loop instead of at every iteration (see ``loops._scan_hoist``); ``branches`` says
+    that one of the sub-programs runs (``cond``), not a loop over them."""
 
-    def __init__(self, sub_jaxprs, operands, hoist=None):
+    def __init__(self, sub_jaxprs, operands, hoist=None, branches=False):
         self.sub_jaxprs, self.operands, self.hoist = sub_jaxprs, operands, hoist
+        self.branches = branches
 
     def split(self, params, values):
         """``values`` (one per operand: buffers, variables...) grouped by role."""
@@ -246,9 +248,9 @@ class ControlLowering:
         return groups
 
 
-def control_lowering(prim, sub_jaxprs, operands, hoist=None):
+def control_lowering(prim, sub_jaxprs, operands, hoist=None, branches=False):
     """Mark ``prim`` as control flow a target may compile (see ``ControlLowering``)."""
-    prim.def_lowering("control", ControlLowering(sub_jaxprs, operands, hoist))
+    prim.def_lowering("control", ControlLowering(sub_jaxprs, operands, hoist, branches))
 
 
 def kernel_reduction(prim, combine, identity, acc_dtype=lambda dtype: dtype):

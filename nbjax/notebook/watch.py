@@ -106,7 +106,6 @@ class WatchedJit(JitWrapped):
         self.watchers = []
         self.compilations = {}
         self.current = None  # the Compilation of the last watched call
-        self._measuring = False  # timing the NumPy baseline: no phase to report
         self._stop_observing = None
 
     def __call__(self, *args, **kwargs):
@@ -118,20 +117,6 @@ class WatchedJit(JitWrapped):
                 tell(self.watchers, "on_failure", self, e)
             raise
 
-    def _lookup(self, args, kwargs, as_leaf):
-        """JitWrapped's trace cache look-up, telling the views while a trace or a
-        compilation is under way (the first call of a signature can take long)."""
-        watched = (self.watchers and not self._measuring
-                   and type(current_trace()) is EvalTrace)
-        if watched and self.current is None:
-            tell(self.watchers, "on_phase", self, f"tracing {self.name}(...)…")
-        traces = self.trace_count
-        found = super()._lookup(args, kwargs, as_leaf)
-        if watched and (self.trace_count != traces or self.current is None):
-            tell(self.watchers, "on_phase", self, f"compiling {self.name} (passes, fusion, "
-                                                  "code generation)…")
-        return found
-
     def view(self, panes=None):
         """A compiler view of this function (it updates on every call)."""
         return CompilerView(self, panes=panes)
@@ -139,7 +124,7 @@ class WatchedJit(JitWrapped):
     def add_watcher(self, watcher):
         self.watchers.append(watcher)
         if self._stop_observing is None:
-            self._stop_observing = self.observe(self._on_call)
+            self._stop_observing = self.observe(self._on_call, self._on_phase)
 
     def remove_watcher(self, watcher):
         if watcher in self.watchers:
@@ -147,6 +132,13 @@ class WatchedJit(JitWrapped):
         if not self.watchers and self._stop_observing is not None:
             self._stop_observing()
             self._stop_observing = None
+
+    def _on_phase(self, phase):
+        """Tell the views while a trace or a compilation is under way (the first call of a
+        signature can take long)."""
+        message = (f"tracing {self.name}(...)…" if phase == "tracing" else
+                   f"compiling {self.name} (passes, fusion, code generation)…")
+        tell(self.watchers, "on_phase", self, message)
 
     def _on_call(self, call):
         """Record a call in its Compilation (made once per signature and executable, keeping
@@ -198,7 +190,6 @@ class WatchedJit(JitWrapped):
         """The time of one run of the traced program by NumPy, one NumPy call per equation
         (the reference backend): the same computation as plain NumPy code would do it,
         without nbjax's dispatch (None if that fails)."""
-        self._measuring = True
         try:
             compiled = self.lower(*args, **kwargs).compile(backend="reference")
             t0 = time.perf_counter()
@@ -206,8 +197,6 @@ class WatchedJit(JitWrapped):
                                      if k not in self.static_argnames}))
         except Exception:
             return None
-        finally:
-            self._measuring = False
         return time.perf_counter() - t0
 
     def _eager_seconds(self, call):

@@ -79,8 +79,10 @@ def library():
 
 
 def supports(eqn):
-    """Whether ``eqn`` is a ``dot_general`` that ``gemm`` emits (see the module docstring)."""
-    return eqn.primitive.name == "dot_general" and _products(eqn) is not None
+    """Whether ``eqn`` is a ``dot_general`` (the primitive of the ``"matrix product"``
+    library lowering) that ``gemm`` emits (see the module docstring)."""
+    return eqn.primitive.lowerings.get("library") == "matrix product" \
+        and _products(eqn) is not None
 
 
 def _products(eqn):

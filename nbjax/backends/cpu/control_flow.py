@@ -38,6 +38,7 @@ from llvmlite import ir
 
 from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
+from ...lax import cond_p, scan_p, while_p
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
 from . import blas, buffer_plan, runtime, scatter, support
 from .host_steps import HostCall, SplitCall
@@ -46,7 +47,7 @@ I8P = I8.as_pointer()
 CLOCK_MONOTONIC = 1   # Linux's
 # The control-flow primitives this backend compiles, and the method of
 # ``ControlFlowFunction`` that emits each.
-CONTROL_FLOW = {"scan": "scan", "while": "while_", "cond": "cond"}
+CONTROL_FLOW = {scan_p: "scan", while_p: "while_", cond_p: "cond"}
 
 
 def _operands(eqn, values):
@@ -393,7 +394,7 @@ class ControlFlowFunction:
     def emit(self, group, ins, outs):
         eqn = group.eqns[0]
         self.loop_depth += 1
-        getattr(self, CONTROL_FLOW[eqn.primitive.name])(eqn, group.subprograms, ins, outs)
+        getattr(self, CONTROL_FLOW[eqn.primitive])(eqn, group.subprograms, ins, outs)
         self.loop_depth -= 1
 
     def carries(self, avals, init, first):

@@ -20,15 +20,11 @@ from ...core import dtypes
 from ...lax.gather_scatter import GatherScatterMode
 from ..llvm import I64, for_loop
 
-# How each scatter primitive combines a result element with an update (None: replaces it).
-COMBINE = {"scatter": None, "scatter-add": "add", "scatter-sub": "sub",
-           "scatter-mul": "mul", "scatter-min": "min", "scatter-max": "max"}
-
-
 def supports(eqn):
-    """Whether ``emit`` compiles ``eqn``: a scatter of real numbers or integers (float16,
-    complex, bool and the narrow types stay library steps)."""
-    if eqn.primitive.name not in COMBINE:
+    """Whether ``emit`` compiles ``eqn``: a scatter (a primitive with a ``"scatter"``
+    lowering: how it combines an element with an update) of real numbers or integers
+    (float16, complex, bool and the narrow types stay library steps)."""
+    if "scatter" not in eqn.primitive.lowerings:
         return False
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
     return dtype.kind in "fiu" and dtype != dtypes.float16 \
@@ -78,7 +74,7 @@ def _combine(f, eqn, typed, index, position):
     op_shape, upd_shape = eqn.invars[0].aval.shape, eqn.invars[2].aval.shape
     at = e.offset(position, op_shape)
     value = e.load(typed["updates"], e.offset(index, upd_shape), dtype)
-    how = COMBINE[eqn.primitive.name]
+    how = eqn.primitive.lowerings["scatter"]
     if how is not None:
         value = e.binary(how, e.load(typed["out"], at, dtype), value, dtype)
     e.store(typed["out"], at, value, dtype)

@@ -68,7 +68,7 @@ class Executable(compiler.Executable):
 
     def _operand(self, a, dtype):
         """``a``'s buffer on the device: its own when it is an Array there, else a copy."""
-        buffer = a._buffer if isinstance(a, Array) else None
+        buffer = a.device_buffer if isinstance(a, Array) else None
         if isinstance(buffer, Buffer) and buffer.owner is self.device \
                 and buffer.data.dtype == dtype:
             return buffer.data
@@ -138,7 +138,7 @@ def kernel_step(launch, kernel, slots, xp, block, max_blocks):
 def einsum_spec(eqn):
     """The ``einsum`` subscripts of a ``dot_general`` equation, or None when it is not one
     einsum computes as XLA does (operands and result of one float or complex dtype)."""
-    if eqn.primitive.name != "dot_general":
+    if eqn.primitive.lowerings.get("library") != "matrix product":
         return None
     dtypes = {np.dtype(a.aval.dtype) for a in eqn.invars} | {np.dtype(eqn.outvars[0].aval.dtype)}
     if len(dtypes) != 1 or dtypes.pop() not in EINSUM_DTYPES:

@@ -10,7 +10,7 @@
 - ``scaffold``: the interface for what differs per target (``KernelScaffold``: indices,
   address spaces, math, reductions, store policy) and the kernel function around it.
 
-A target (``backends.cpu``; a GPU's later) writes a scaffold and the runtime that compiles
+A target (``backends.cpu``, ``backends.gpu``) writes a scaffold and the runtime that compiles
 and calls the module; it copies none of this. Only ``llvmlite.ir`` is used here: building
 a module's text needs no target machine.
 """
