@@ -417,3 +417,21 @@ def test_special_cases(name, args, want):
     args = [np.complex64(a) if isinstance(a, complex) else np.float32(a) for a in args]
     got = getattr(jnp, name)(*args)
     assert _same_special_value(got, want), (name, args, got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "bfloat16", "complex64",
+                                   "float8_e4m3fn"])
+def test_finfo_fields_are_python_floats_with_the_dtypes_values(dtype):
+    """The standard asks for Python floats; the values are those of the dtype (JAX's
+    ml_dtypes.finfo), exactly."""
+    import ml_dtypes
+    with nbjax.enable_x64(True):
+        got, want = jnp.finfo(dtype), ml_dtypes.finfo(dtype)
+    for name in ("eps", "epsneg", "max", "min", "resolution", "smallest_normal",
+                 "smallest_subnormal", "tiny"):
+        value = getattr(got, name)
+        assert type(value) is float and value == float(getattr(want, name)), name
+    assert got.dtype == want.dtype and got.bits == want.bits
+    assert got.nmant == want.nmant and got.maxexp == want.maxexp
+    with pytest.raises(ValueError):
+        jnp.finfo(np.int32)

@@ -1,7 +1,8 @@
 """The Python array API standard (2024.12 revision), as ``jax.numpy`` conforms to it.
 
 Nearly every function of the standard is an ordinary ``jnp`` function defined elsewhere;
-this module adds the few that are not (``isdtype``, ``diff``, ``unstack``, ``from_dlpack``),
+this module adds the few that are not (``isdtype``, ``diff``, ``unstack``, ``from_dlpack``,
+``finfo`` with Python floats),
 the namespace metadata (``__array_api_version__``, ``__array_namespace_info__()``), and the
 array methods the standard asks for that ``array_methods`` attaches to ``Array`` and tracers
 (``__array_namespace__``, ``to_device``, ``__dlpack__``, ``__dlpack_device__``).
@@ -19,9 +20,35 @@ from .scalar_types import bool_ as bool  # noqa: A004  (the standard's name for 
 from .util import canonicalize_axis, check_arraylike, to_array
 
 __all__ = ["__array_api_version__", "__array_namespace_info__", "bool", "isdtype", "diff",
-           "unstack", "from_dlpack"]
+           "unstack", "from_dlpack", "finfo"]
 
 __array_api_version__ = "2024.12"
+
+# --- machine limits ------------------------------------------------------------------------
+
+class finfo:
+    """The machine limits of a floating dtype (or of a complex dtype's parts), JAX's
+    (``ml_dtypes.finfo``: bfloat16 and the float8 types included) with its floating fields
+    as Python floats, as the array API standard asks (exactly: every float32 or narrower
+    value is a float64). ``dtype``, ``bits`` and the integer fields are as in NumPy."""
+
+    _FLOATS = ("eps", "epsneg", "max", "min", "resolution", "smallest_normal",
+               "smallest_subnormal", "tiny")
+    _OTHERS = ("bits", "dtype", "iexp", "machep", "maxexp", "minexp", "negep", "nexp",
+               "nmant", "precision")
+
+    def __init__(self, dtype):
+        info = dtypes.finfo(dtype)
+        for name in self._FLOATS:
+            setattr(self, name, float(getattr(info, name)))
+        for name in self._OTHERS:
+            setattr(self, name, getattr(info, name))
+
+    def __repr__(self):
+        at = np.dtype(self.dtype).type  # each field printed at its dtype's precision
+        return (f"finfo(resolution={str(at(self.resolution))}, min={str(at(self.min))}, "
+                f"max={str(at(self.max))}, dtype={self.dtype})")
+
 
 # --- dtype kinds ---------------------------------------------------------------------------
 
