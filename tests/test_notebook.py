@@ -707,6 +707,149 @@ def test_step_through_forward_mode_carries_tangents(ip):
     assert_close(parse_value(tangents[out["node"]]), grad[0], rtol=1e-3)
 
 
+COND_CELL = """%%grad --wrt x,y{options}
+def {name}(x, y):
+    z = x * 2.0
+    r = nbjax.lax.cond(jnp.sum(z) > 1.0, lambda a, b: jnp.sin(a) * b,
+                       lambda a, b: a * a + b, z, y)
+    return jnp.sum(r)
+"""
+
+
+def _cond_ids(s):
+    """The node ids of the cond equations in the step-through's table, outermost first."""
+    return [r["id"] for r in s["rows"] if " cond[" in r["text"]]
+
+
+def _shown_nodes(s):
+    """Every node id a step highlights or updates."""
+    return {n for step in s["steps"] for n in [step["node"] or "", *step["values"],
+                                                *step["derivs"]]}
+
+
+@pytest.mark.parametrize("x, taken", [([1.0, 2.0], 1), ([-1.0, 0.2], 0)])
+def test_step_through_steps_into_the_branch_a_cond_takes(ip, x, taken):
+    run(ip, COND_CELL.format(name="branchy", options=""))
+    run(ip, COND_CELL.format(name="branchy_fwd", options=" --mode fwd"))
+    x, y = np.float32(x), np.float32(3.0)
+    ip.user_ns.update(x_c=x, y_c=y)
+    expected = nbjax.grad(ip.user_ns["branchy"], argnums=(0, 1))(x, y)
+    annotated = nbjax.viz.annotate(nbjax.make_jaxpr(ip.user_ns["branchy"])(x, y))
+    z = 2 * x
+    branch_values = [(z * z, z * z + y), (np.sin(z), np.sin(z) * y)][taken]
+    for name in ("grad_branchy", "grad_branchy_fwd"):
+        run(ip, f"{name}(x_c, y_c)")
+        s = view_of(ip.user_ns[name]).steps
+        (cond,) = _cond_ids(s)
+        inside, other = f"{cond}/branches{taken}/", f"{cond}/branches{1 - taken}/"
+        inner = [inside + "e0", inside + "e1"]
+        # the table has the taken branch's inputs and equations, named as the jaxpr names them
+        rows = [r for r in s["rows"] if r["id"].startswith(inside)]
+        assert [r["id"] for r in rows] == [inside + "in0", inside + "in1"] + inner
+        for r in rows[2:]:
+            assert r["text"] == annotated.eqn_text(r["id"])
+            assert r["text"].startswith(f"{r['name']}:")
+        assert not any(r["id"].startswith(other) for r in s["rows"])
+        # which branch runs and why; the other branch never shows as run
+        (choice,) = [step for step in s["steps"] if step["phase"] == "branch"]
+        truth = ("false", "true")[taken]
+        assert choice["node"] == cond
+        assert re.match(rf"predicate \w+ = {truth}, so branch {taken} \({truth}_fun\) runs",
+                        choice["text"]), choice["text"]
+        assert sorted(choice["values"]) == [inside + "in0", inside + "in1"]
+        assert not any(n.startswith(other) for n in _shown_nodes(s))
+        forward = [step["node"] for step in s["steps"] if step["phase"] == "forward"]
+        assert forward[forward.index(inner[0]) - 1:][:3] == inner + [cond] or \
+            forward[forward.index(inner[0]):][:3] == inner + [cond]
+        values, derivs = _replay(s)
+        for node, value in zip(inner, branch_values):
+            assert_close(parse_value(values[node]), value, rtol=1e-3)
+        assert_close(parse_value(values[cond]), branch_values[1], rtol=1e-3)
+        # the taken branch's cluster is open, its nodes drawn
+        graph = s["graph"]
+        assert not next(c for c in graph["clusters"] if c["id"] == inside[:-1])["collapsed"]
+        svg = graph["svg"].replace("&#45;", "-")
+        assert all(f'id="{graph["prefix"]}{n}"' in svg for n in inner)
+        if name == "grad_branchy_fwd":  # the output's tangent along x[0]
+            assert_close(parse_value(derivs[s["steps"][-1]["node"]]), expected[0][0],
+                         rtol=1e-3)
+            continue
+        # reverse mode: back into the branch, through its equations in reverse with the
+        # chain rule, out of it to the cond's operands; the result is grad's
+        backward = [step for step in s["steps"] if step["phase"] == "backward"]
+        nodes = [step["node"] for step in backward]
+        at = nodes.index(inner[1])
+        assert nodes[at - 1:at + 3] == [cond, inner[1], inner[0], cond]
+        assert backward[at - 1]["text"].startswith(f"back into branch {taken}:")
+        assert backward[at + 2]["text"].startswith(f"out of branch {taken}:")
+        assert "\u0304 += " in backward[at]["text"] and "\u0304 += " in backward[at + 1]["text"]
+        assert_close(parse_value(derivs["in0"]), expected[0], rtol=1e-3)
+        assert_close(parse_value(derivs["in1"]), expected[1], rtol=1e-3)
+
+
+SWITCH_CELL = """%%grad --wrt x{options}
+def {name}(i, x):
+    inner = lambda v: nbjax.lax.cond(v > 0, jnp.cos, jnp.exp, v) * v
+    return nbjax.lax.switch(i, [lambda v: v, jnp.sin, inner], x)
+"""
+
+
+@pytest.mark.parametrize("i, x, taken, nested", [(5, 0.5, 2, 1), (5, -0.5, 2, 0),
+                                                  (-3, 0.5, 0, None)])
+def test_step_through_steps_into_switch_branches_and_nested_conds(ip, i, x, taken, nested):
+    """An out-of-range switch index is clamped (by an equation of its own, which the step
+    names); a cond inside the branch taken is stepped into in turn."""
+    run(ip, SWITCH_CELL.format(name="switched", options=""))
+    run(ip, SWITCH_CELL.format(name="switched_fwd", options=" --mode fwd"))
+    ip.user_ns.update(i_s=np.int32(i), x_s=np.float32(x))
+    expected = nbjax.grad(ip.user_ns["switched"], argnums=1)(np.int32(i), np.float32(x))
+    for name in ("grad_switched", "grad_switched_fwd"):
+        run(ip, f"{name}(i_s, x_s)")
+        s = view_of(ip.user_ns[name]).steps
+        outer = _cond_ids(s)[0]
+        inside = f"{outer}/branches{taken}/"
+        choices = [step for step in s["steps"] if step["phase"] == "branch"]
+        assert re.match(rf"branch {taken} of 3 runs: its index \w+ = {taken} \(.* = clamp ",
+                        choices[0]["text"]), choices[0]["text"]
+        shown = _shown_nodes(s)
+        assert not any(f"{outer}/branches{k}/" in n for n in shown for k in range(3)
+                       if k != taken)
+        if nested is None:  # the identity branch: nothing to step through
+            assert len(choices) == 1 and _cond_ids(s) == [outer]
+        else:
+            (inner_cond,) = [c for c in _cond_ids(s) if c.startswith(inside)]
+            assert choices[1]["node"] == inner_cond
+            assert choices[1]["text"].startswith(
+                f"predicate h = {('false', 'true')[nested]}")
+            deepest = f"{inner_cond}/branches{nested}/e0"
+            assert deepest in shown and f"{inner_cond}/branches{1 - nested}/" not in \
+                " ".join(shown)
+            assert deepest in [r["id"] for r in s["rows"]]
+        _, derivs = _replay(s)
+        result = derivs["in0"] if name == "grad_switched" else derivs[s["steps"][-1]["node"]]
+        assert_close(parse_value(result), expected, rtol=1e-3)
+
+
+def test_step_through_graph_opens_the_branch_taken_past_the_node_budget(ip):
+    run(ip, "%%grad\ndef long_branch(x):\n    def many(v):\n        for k in range(55):\n"
+            "            v = v + jnp.sin(v) * (k / 1000 + 0.001)\n        return v\n"
+            "    return nbjax.lax.cond(x > 0, many, jnp.cos, x)\n")
+    run(ip, "grad_long_branch(np.float32(0.3))")
+    s = view_of(ip.user_ns["grad_long_branch"]).steps
+    (cond,) = _cond_ids(s)
+    # the node budget alone folds the long branch away (its steps differ: no repeated
+    # block); the step-through draws it open
+    model = nbjax.viz.graph_model(nbjax.make_jaxpr(ip.user_ns["long_branch"])(0.3))
+    closed = {c["id"]: c["collapsed"] for c in model["clusters"]}
+    opened = {c["id"]: c["collapsed"] for c in s["graph"]["clusters"]}
+    assert closed[f"{cond}/branches1"] and not opened[f"{cond}/branches1"]
+    svg = s["graph"]["svg"].replace("&#45;", "-")
+    assert f'id="{s["graph"]["prefix"]}{cond}/branches1/e164"' in svg
+    _, derivs = _replay(s)
+    expected = nbjax.grad(ip.user_ns["long_branch"])(np.float32(0.3))
+    assert_close(parse_value(derivs["in0"]), expected, rtol=1e-3)
+
+
 # --- %jaxpr ---------------------------------------------------------------------------------
 
 def test_jaxpr_magic(ip):

@@ -167,7 +167,8 @@ def grad_states(fun, args, kwargs, argnums, mode, names, prefixes, toggled=(), g
              "seed": ("cotangent 1 of the output" if mode == "rev"
                       else _seed_text(diff, names)),
              "graph": graph_state(primal, prefix=prefixes[1], annotated=walk.annotated,
-                                  toggled=toggled, input_names=inputs, fold=False)}
+                                  toggled=toggled, input_names=inputs, fold=False,
+                                  opened=walk.opened())}
     return linked, steps
 
 

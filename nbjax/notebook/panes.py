@@ -36,7 +36,8 @@ def jaxpr_pane(annotated):
 
 
 def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annotated=None,
-                toggled=(), input_names=None, fold=True, group=None, hide_identities=False):
+                toggled=(), input_names=None, fold=True, group=None, hide_identities=False,
+                opened=()):
     """The graph of ``closed`` drawn to SVG, and every node's details by node id.
 
     ``toggled``: ids of sub-jaxpr clusters the user opened or closed (each flips the state
@@ -46,10 +47,14 @@ def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annota
     (a step-through visits every copy). ``group``: "line" or "function" draws the
     equations of each source line or function in a cluster of its own (None: not).
     ``hide_identities``: the equations that change nothing (``mul x 1.0``) left out, each
-    use of their result drawn from their operand; ``identities_hidden`` counts them."""
+    use of their result drawn from their operand; ``identities_hidden`` counts them.
+    ``opened``: clusters drawn open whatever the node budget chose, before the user's
+    toggles (the step-through opens the branches it steps into)."""
     annotated = annotated or annotate(closed)
     model = build_model(closed, annotated, fusion, budget, fold, group, hide_identities)
     name_inputs(model, input_names)
+    for cluster in model["clusters"]:
+        cluster["collapsed"] = cluster["collapsed"] and cluster["id"] not in opened
     for cluster in model["clusters"] + model["repeats"] + model["source_groups"]:
         if cluster["id"] in toggled:
             cluster["collapsed"] = not cluster["collapsed"]
