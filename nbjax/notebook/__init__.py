@@ -68,8 +68,9 @@ calls, last_seconds, median_seconds, eager_seconds, speedup, numpy_seconds, nump
 compile, steps, limits}:
 ``jit_state.timing_state``). ``GradView`` (``view == "grad"``): ``grad`` (rows of both
 sides with provenance, ``links``, the graph, the jaxpr, the Hessian's) and ``steps``
-(the step-through: ``rows``, ``steps`` each with ``values``/``derivs`` updates) and
-``step``. Every view's MIME bundle also carries static HTML (inline SVG and tables, no
+(the step-through: ``rows``, ``steps`` each with ``values``/``derivs`` updates, a
+``cond``'s taken branch stepped into with node ids ``e4/branches1/e0``: see
+``grad_steps``) and ``step``. Every view's MIME bundle also carries static HTML (inline SVG and tables, no
 script) for nbconvert and GitHub.
 
 Stable ``data-testid`` attributes of the browser side (``extension/nbjax_widgets.js``)

@@ -6,6 +6,11 @@ output's cotangent 1, each step applying one equation's VJP and adding the contr
 its operands' accumulated cotangents (what ``grad`` does, one equation at a time). Forward
 mode carries a tangent along with each value. Each step says what changed; the browser
 replays the steps up to the current one.
+
+A ``cond`` (or ``switch``) is not one opaque step: the walk says which branch runs and why,
+then steps through that branch's equations (node ids ``e4/branches1/e0``, as in the graph and
+the annotated jaxpr), and reverse mode later walks back through them; the other branches
+never run, as in the program.
 """
 
 from collections import namedtuple
@@ -18,6 +23,7 @@ from ..interpreters import ad
 from ..viz.structure import eqn_id, sub_jaxprs, sub_prefix
 from ..viz.text import annotate
 from .panes import value_text
+
 
 def seed_tangents(diff):
     """Forward mode's input tangents, shaped as ``diff`` (a list of pytrees): 1 at the first
