@@ -100,11 +100,11 @@ def _np(x):
 
 def _branches(eqn):
     """(index operand, operands, [(suffix, ClosedJaxpr)]) of an equation that runs one of
-    its sub-jaxprs picked by an index operand (``cond``, ``switch``: the first operand group
-    of its control lowering is the index), else None. The suffixes (``branches1``) are the
-    graph's and the annotated jaxpr's, so a branch's equations get their node ids."""
+    its sub-jaxprs, picked by its index operand (its control lowering says ``branches``:
+    ``cond``, ``switch``), else None. The suffixes (``branches1``) are the graph's and the
+    annotated jaxpr's, so a branch's equations get their node ids."""
     control = eqn.primitive.lowerings.get("control")
-    if control is None or control.operands(eqn.params)[0][0] != "index":
+    if control is None or not control.branches:
         return None
     groups = control.split(eqn.params, eqn.invars)
     suffixes = {id(sub): suffix for suffix, _, sub in sub_jaxprs(eqn)}
