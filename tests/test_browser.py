@@ -858,6 +858,47 @@ def test_a_gradient_s_source_line_highlights_its_forward_and_backward_nodes(brow
     page.close()
 
 
+def test_the_step_through_highlights_the_branch_a_cond_takes(browser):
+    """Stepping back through a cond's branch marks the step's node inside the branch taken
+    as current, in the step-through's graph (the branch's cluster drawn open) and table,
+    never a node of the branch not taken."""
+    expect = sync_api.expect
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbjax")
+    for code in ("import nbjax\nimport nbjax.numpy as jnp\nimport numpy as np",
+                 "%%grad\ndef branchy(x):\n    return jnp.sum(nbjax.lax.cond(\n"
+                 "        jnp.sum(x) > 0, lambda a: jnp.sin(a) * a, lambda a: -a, x))\n",
+                 "grad_branchy(np.ones(3, np.float32))"):
+        shell.run_cell(code).raise_error()
+    (view,) = shell.user_ns["grad_branchy"].watchers
+    view.flush()
+    s = view.steps
+    (cond,) = [r["id"] for r in s["rows"] if " cond[" in r["text"]]
+    node, other = f"{cond}/branches1/e1", f"{cond}/branches0/e0"  # sin(a) * a; -a
+    k = next(st["index"] for st in s["steps"] if st["node"] == node and
+             st["phase"] == "backward")
+    page = render_standalone(browser, view)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.get_by_test_id("nbjax-tab-steps").click()
+    pane = page.get_by_test_id("nbjax-pane-steps")
+    for _ in range(k):
+        page.get_by_test_id("nbjax-step-next").click()
+    expect(page.get_by_test_id("nbjax-step-position")).to_have_text(
+        f"step {k + 1} / {len(s['steps'])}")
+    expect(page.get_by_test_id("nbjax-step-text")).to_contain_text("backward through")
+    current = re.compile(r"\bnbjax-current\b")
+    expect(pane.get_by_test_id(f"nbjax-node-{node}")).to_have_class(current)
+    expect(page.get_by_test_id(f"nbjax-step-row-{node}")).to_have_class(current)
+    expect(page.get_by_test_id(f"nbjax-deriv-{cond}/branches1/e0")).not_to_be_empty()
+    expect(pane.get_by_test_id(f"nbjax-node-{other}")).not_to_have_class(
+        re.compile(r"\bnbjax-(current|changed)\b"))
+    expect(page.get_by_test_id(f"nbjax-step-row-{other}")).to_have_count(0)
+    assert errors == []
+    page.close()
+
+
 def test_the_graph_toolbar_hides_identities_and_edges_name_their_values(browser):
     """The toolbar's checkbox asks the kernel (``hide_identities``) to leave out the
     equations that change nothing, and says how many it left out; hovering an edge or its
