@@ -212,8 +212,9 @@ class _Walk:
     def carry(self, sources, targets):
         """Each differentiable variable of ``targets`` adds the derivative of its
         counterpart in ``sources`` (an operand's tangent passed into a branch, a branch
-        result's out of it; cotangents the other way). Returns the lines ``c̄ += h̄ = 0.5``
-        and the node ids that changed."""
+        result's out of it; cotangents the other way; reverse mode's forward pass has no
+        derivatives yet, so nothing). Returns the lines ``c̄ += h̄ = 0.5`` and the node ids
+        that changed."""
         lines, touched = [], []
         for a, v in zip(sources, targets):
             if not (isinstance(a, Var) and a in self.deriv and isinstance(v, Var)
@@ -321,9 +322,10 @@ class _Walk:
                   node=node, derivs=touched)
         self.backward(taken.jaxpr, taken.prefix)
         lines, touched = self.carry(taken.jaxpr.invars, _branches(eqn)[1])
-        self.step("backward", f"out of branch {taken.number}: the cond's operands receive "
-                              "the cotangents of its inputs\n" + "\n".join(lines),
-                  node=node, derivs=touched)
+        if lines:  # else the branch's results do not depend on its inputs
+            self.step("backward", f"out of branch {taken.number}: the cond's operands "
+                                  "receive the cotangents of its inputs\n" + "\n".join(lines),
+                      node=node, derivs=touched)
 
     # -- what the browser shows --
 
