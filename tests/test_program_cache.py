@@ -138,6 +138,19 @@ def test_another_environment_has_other_keys(monkeypatch):
     assert "codegen" in _compiled(_loop, w, xs).compile_times
 
 
+@pytest.mark.parametrize("module, setting, value", [
+    ("nbjax.compiler.passes", "HOIST_LIMIT", 0),
+    ("nbjax.backends.cpu.runtime", "SPLIT_THRESHOLD", 1),
+    ("nbjax.backends.cpu.buffer_plan", "POISON", True)])
+def test_another_compiler_setting_has_other_keys(monkeypatch, module, setting, value):
+    """A setting that changes what the compiler makes of a program is part of the key: a
+    program compiled under another is compiled again, not loaded."""
+    w, xs = _inputs()
+    _compiled(_loop, w, xs)
+    monkeypatch.setattr(f"{module}.{setting}", value)
+    assert "codegen" in _compiled(_loop, w, xs).compile_times
+
+
 def _lambda_callback(x):
     return nbjax.pure_callback(lambda v: np.cumsum(v), jax_shape(x), x) * 2
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ...core.jaxpr import subjaxprs
 from ...core.source_info import Provenance, SourceInfo
-from ...compiler import fusion
+from ...compiler import fusion, passes
 from . import blas, buffer_plan, cache, codegen, executable, runtime
 from .target import runs_here
 
@@ -62,12 +62,13 @@ def key(closed_jaxpr):
 def _settings():
     """The compiler's settings that shape a program besides its jaxpr (and that a user or a
     test may change): when kernels split between the cores and how many, how many math
-    calls a kernel inlines, how deep a chain of fused equations grows, whether dead scratch
-    is poisoned. (Which BLAS the code calls is in the names of the symbols it calls, checked
-    on loading.)"""
+    calls a kernel inlines, how deep a chain of fused equations grows, how much is hoisted
+    out of loops, whether dead scratch is poisoned. (Which BLAS the code calls is in the
+    names of the symbols it calls, checked on loading.)"""
     return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
             "inline math calls": codegen.INLINE_MATH_CALLS,
-            "kernel depth": fusion.MAX_KERNEL_DEPTH, "poison": buffer_plan.POISON}
+            "kernel depth": fusion.MAX_KERNEL_DEPTH, "hoist limit": passes.HOIST_LIMIT,
+            "poison": buffer_plan.POISON}
 
 
 def _nothing(obj):
