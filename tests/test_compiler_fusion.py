@@ -136,6 +136,34 @@ def test_value_used_by_several_kernels_is_materialised_once():
     assert len(producers) == 1
 
 
+def test_a_value_a_gather_reads_many_times_is_materialised_not_recomputed():
+    """A gather reading each element of its operand several times (a table looked up at
+    many indices, a convolution's im2col) reads a materialised operand: fused, the
+    operand's computation would run at every read."""
+    idx = RNG.integers(0, 6, (40,))
+    plan = _plan(lambda x: jnp.exp(x)[idx], X)           # 400 reads of 60 elements
+    exp = next(d for d in plan.decisions if d.eqn.primitive.name == "exp")
+    assert exp.started_new_group and "gathered about 6 times" in exp.reason
+    plan = _plan(lambda x: jnp.exp(x)[idx[:3]], X)       # fewer reads than elements
+    exp = next(d for d in plan.decisions if d.eqn.primitive.name == "exp")
+    assert not exp.started_new_group
+
+
+def test_a_convolution_gathers_contiguous_rows_of_its_padded_input():
+    """The im2col gather of a convolution reads a padded input materialised by a kernel of
+    its own, a run of C features at a time (no pad arithmetic at each read)."""
+    x = RNG.standard_normal((2, 7, 7, 3)).astype(np.float32)
+    w = RNG.standard_normal((3, 3, 3, 4)).astype(np.float32)
+    conv = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                 dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    plan = _plan(conv, x, w)
+    [gather] = [g for g in plan.groups if g.kind == "kernel"
+                and any(e.primitive.name == "gather" for e in g.eqns)]
+    assert [e.primitive.name for e in gather.eqns] == ["gather"]
+    dn = gather.eqns[0].params["dimension_numbers"]
+    assert gather.eqns[0].params["slice_sizes"][-1] == 3 and dn.offset_dims[-1] == 4
+
+
 def test_siblings_reading_the_same_input_share_a_loop():
     plan = _plan(lambda x: (jnp.sin(x), jnp.cos(x)), X)
     assert _kinds(plan) == ["kernel"]

@@ -38,6 +38,7 @@ needs the earlier one's results, and the later one reads the earlier one's resul
 all) only at the same index: a softmax's ``exp(x - max)`` and its sum are one loop.
 """
 
+import math
 from dataclasses import dataclass, field
 
 from ..core import Var
@@ -237,6 +238,8 @@ def plan(jaxpr, target, prefix="kernel"):
 
 # A value read at more places than this by the kernel it would join is materialised.
 MAX_REREADS = 16
+# A value a gather reads this many times per element, on average, is materialised.
+GATHERED_COPIES = 2
 # The longest chain of equations inside one kernel: building its body recurses through the
 # chain (Python's stack), and LLVM's time to optimise a body grows faster than linearly.
 MAX_KERNEL_DEPTH = 160
@@ -255,6 +258,19 @@ def _reads(out, consumers, eqns, reads):
         else:
             elementwise = max(elementwise, n)
     return by_index + elementwise
+
+
+def _gathered_copies(out, consumers, eqns):
+    """How many times a gather consuming ``out`` as its operand reads each element, on
+    average (its result's size over ``out``'s; 0 without such a gather). Fused into the
+    gather, ``out``'s computation (a pad's bounds checks, a reshape's index arithmetic)
+    would run again at every read: an im2col gather of a convolution reads each input
+    element once per kernel tap."""
+    size = max(math.prod(out.aval.shape), 1)
+    return max([math.prod(eqns[c].outvars[0].aval.shape) // size
+                for c in consumers.get(out, [])
+                if eqns[c].primitive.lowerings["kernel"].gathers and eqns[c].invars[0] is out],
+               default=0)
 
 
 def _depth(out, group, consumers, group_of, depth):
@@ -284,6 +300,10 @@ def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, re
     if _depth(out, target, consumers, group_of, depth) > MAX_KERNEL_DEPTH:
         return None, (f"{name}: a chain of over {MAX_KERNEL_DEPTH} equations in one kernel: "
                       "materialised by kernel {g} (bounded kernels compile in linear time)")
+    copies = _gathered_copies(out, consumers, eqns)
+    if copies >= GATHERED_COPIES:
+        return None, (f"{name}: each element gathered about {copies} times by one kernel: "
+                      "materialised by kernel {g} (computed once, not at every read)")
     n = _reads(out, consumers, eqns, reads)
     if n > MAX_REREADS and not lowering.restrides:
         return None, (f"{name}: read at {n} places by one kernel: materialised by kernel "

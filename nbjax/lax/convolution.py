@@ -367,26 +367,26 @@ def _conv_as_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
 
 def _im2col(x, k_shape, out_sp, strides, rhs_dilation):
     """(N, P..., K, C): element (n, p, k, c) is element c of the window position k of
-    output position p, from the dilated, padded input ``x`` (N, S..., C)."""
+    output position p, from the dilated, padded input ``x`` (N, S..., C). One gather of
+    the input seen as (N, S, C), S its spatial positions flattened: row (p, k) is the
+    features of position ``base[p] + offset[k]``, a contiguous run of C."""
     shape = get_aval(x).shape
     batch, spatial, features = shape[0], shape[1:-1], shape[-1]
-    strides_in = [math.prod(spatial[j + 1:]) * features for j in range(len(spatial))]
-    size = math.prod(spatial) * features
+    steps = [math.prod(spatial[j + 1:]) for j in range(len(spatial))]
+    size = math.prod(spatial)
     index = np.int32 if size < 2 ** 31 else np.int64
     base = sum(np.arange(p).reshape([-1 if a == j else 1 for a in range(len(out_sp))])
-               * (s * step) for j, (p, s, step) in enumerate(zip(out_sp, strides, strides_in)))
+               * (s * step) for j, (p, s, step) in enumerate(zip(out_sp, strides, steps)))
     offset = sum(np.arange(k).reshape([-1 if a == j else 1 for a in range(len(k_shape))])
                  * (r * step) for j, (k, r, step) in enumerate(zip(k_shape, rhs_dilation,
-                                                                   strides_in)))
-    grid = (*out_sp, math.prod(k_shape), features)
-    starts = (np.asarray(base, index).reshape(*out_sp, 1, 1)
-              + np.asarray(offset, index).reshape(-1, 1))
-    starts = add(broadcast_in_dim(starts, grid, tuple(range(len(grid)))),
-                 structural.broadcasted_iota(index, grid, len(grid) - 1))
-    dn = gather_scatter.GatherDimensionNumbers(offset_dims=(0,), collapsed_slice_dims=(1,),
-                                               start_index_map=(1,))
-    return gather_scatter.gather(reshape(x, (batch, size)), reshape(starts, (*grid, 1)), dn,
-                                 (batch, 1), mode="promise_in_bounds")
+                                                                   steps)))
+    starts = (np.asarray(base, index).reshape(*out_sp, 1)
+              + np.asarray(offset, index).reshape(-1))
+    dn = gather_scatter.GatherDimensionNumbers(
+        offset_dims=(0, len(out_sp) + 2), collapsed_slice_dims=(1,), start_index_map=(1,))
+    return gather_scatter.gather(reshape(x, (batch, size, features)),
+                                 starts.reshape(*starts.shape, 1), dn, (batch, 1, features),
+                                 mode="promise_in_bounds")
 
 
 def _grouped_product(cols, w, feature_groups, batch_groups, precision, preferred):

@@ -477,7 +477,7 @@ def _kernel_gather(ctx, index, read, shapes, *, dimension_numbers, slice_sizes, 
     return value
 
 
-kernel_index(gather_p, _kernel_gather)
+kernel_index(gather_p, _kernel_gather, gathers=True)
 
 
 # --- scatter -------------------------------------------------------------------------------

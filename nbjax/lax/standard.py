@@ -203,20 +203,24 @@ class KernelLowering:
 
     An ``"index"`` lowering that ``restrides`` only moves its operand's elements (a slice,
     a transpose, a broadcast...): the planner lets a kernel re-read it at any number of
-    places, since each read is one load.
+    places, since each read is one load. One that ``gathers`` reads its first operand at
+    positions loaded from another (``gather``): the same element may be read for many
+    elements of its result.
     """
 
-    def __init__(self, kind, rule, identity=None, acc_dtype=None, restrides=False):
+    def __init__(self, kind, rule, identity=None, acc_dtype=None, restrides=False,
+                 gathers=False):
         self.kind, self.rule, self.identity, self.acc_dtype = kind, rule, identity, acc_dtype
-        self.restrides = restrides
+        self.restrides, self.gathers = restrides, gathers
 
 
 def kernel_elementwise(prim, rule):
     prim.def_lowering("kernel", KernelLowering("elementwise", rule))
 
 
-def kernel_index(prim, rule, restrides=False):
-    prim.def_lowering("kernel", KernelLowering("index", rule, restrides=restrides))
+def kernel_index(prim, rule, restrides=False, gathers=False):
+    prim.def_lowering("kernel", KernelLowering("index", rule, restrides=restrides,
+                                               gathers=gathers))
 
 
 def library_lowering(prim, category):
