@@ -25,8 +25,8 @@ from . import gather_scatter, structural
 from .dot import (accumulation_dtype, as_accumulation, bilinear_jvp, bilinear_transpose,
                   canonicalize_precision, check_preferred_element_type, dot_general,
                   finish_accumulation)
-from .elementwise import add, convert_element_type
-from .shapes import broadcast_in_dim, moveaxis, reshape, transpose
+from .elementwise import convert_element_type
+from .shapes import moveaxis, reshape, transpose
 from .standard import library_lowering
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "padtype_to_pads",
