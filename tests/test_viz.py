@@ -630,6 +630,34 @@ def test_groups_by_function_are_runs_of_one_function_s_equations():
     assert sorted(functions["_inner"]) == sorted(model["source_groups"][1]["nodes"])
 
 
+def _layers(x):                           # lines of 3 to 8 equations, no two alike
+    x = jnp.tanh(jnp.sin(x) * 2.0 + jnp.cos(x) - 1.0)
+    x = jnp.exp(-jnp.abs(x) * 0.5) * jnp.sin(x) + x
+    x = jnp.sqrt(jnp.abs(x) + 1.0) / (jnp.cosh(x) + jnp.sinh(x) * 0.1) - jnp.log1p(x * x)
+    x = jnp.maximum(x, 0.0) + jnp.minimum(x * 3.0, 1.0)
+    x = jnp.arctan(x) * jnp.exp2(x * 0.1) - jnp.tan(x * 0.2)
+    x = jnp.sin(jnp.cos(jnp.sin(x * 1.5))) + jnp.expm1(x) * jnp.sign(x) - jnp.square(x)
+    x = jnp.logaddexp(x, x * 0.5) - jnp.log(jnp.abs(x) + 2.0) * jnp.cos(x + 1.0)
+    return x
+
+
+def test_a_grouped_graph_over_the_budget_folds_its_groups_not_its_middle():
+    """Under the node budget, a view grouped by line draws its largest groups as one node
+    each (the whole program stays in view) before folding anything into a MORE node."""
+    closed = nbjax.make_jaxpr(_layers)(V3)
+    plain = viz.graph_model(closed, budget=30)
+    assert plain["truncated"] and plain["nodes"][-1]["id"] == viz.model.MORE
+    model = viz.graph_model(closed, budget=30, group="line")
+    shown = viz.representatives(model)
+    drawn = set(shown.values())
+    assert viz.model.MORE not in drawn and len(drawn) <= 30
+    collapsed = [g for g in model["source_groups"] if g["collapsed"]]
+    assert collapsed and all({shown[n] for n in g["nodes"]} == {g["id"]} for g in collapsed)
+    assert not all(g["collapsed"] for g in model["source_groups"])  # only what it takes
+    assert viz.graph_model(closed, budget=None, group="line")["source_groups"][0][
+        "collapsed"] is False
+
+
 @needs_dot
 def test_a_collapsed_group_is_one_node_with_the_group_s_edges():
     model = viz.graph_model(nbjax.make_jaxpr(two_functions)(V3), group="function")

@@ -405,6 +405,8 @@ def _apply_budget(model, budget):
     copies = folded_copies(model)
     if budget is not None and len(model["nodes"]) - len(copies) > budget:
         visible = _collapse_clusters(model, budget, copies)
+        if visible > budget and model["source_groups"]:
+            visible = _collapse_groups(model, budget, visible)
         if visible > budget:
             _fold_top_level(model, visible - budget + 1, copies)  # + 1: the MORE node
     shown = representatives(model)
@@ -437,6 +439,23 @@ def _collapse_clusters(model, budget, copies):
             if node_id not in hidden:
                 hidden[node_id] = True
                 visible -= 1
+    return visible
+
+
+def _collapse_groups(model, budget, visible):
+    """Collapse source groups (a view grouped by line or function), largest first, until
+    the budget is met: each drawn as one node, the whole program stays in view, which
+    folding its middle into one MORE node would not keep. Returns the number of nodes
+    still visible."""
+    shown = representatives(model)
+    groups = model["source_groups"]
+    sizes = sorted(((sum(shown[n] == n for n in g["nodes"]), k) for k, g in enumerate(groups)),
+                   key=lambda sk: (-sk[0], sk[1]))
+    for size, k in sizes:
+        if visible <= budget or size < 2:
+            break
+        groups[k]["collapsed"] = True
+        visible -= size - 1
     return visible
 
 
