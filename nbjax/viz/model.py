@@ -20,8 +20,9 @@ into one node. Equations whose results reach no output, or that change nothing
 forward code.
 
 Large programs stay readable under a node budget: sub-jaxpr clusters collapse first (the
-deepest, then the largest), and if that is not enough, the middle of the top-level program
-folds into one ``more`` node. ``graph_model(j, budget=None)`` shows everything.
+deepest, then the largest), then, in a view grouped by line or function, the largest
+source groups, and if that is not enough, the middle of the top-level program folds into
+one ``more`` node. ``graph_model(j, budget=None)`` shows everything.
 """
 
 import numpy as np
