@@ -175,7 +175,8 @@ def is_full_width_float32(ir_text):
     """Whether optimised LLVM IR holds float32 vectors as wide as a plain float32 loop gets
     on the CPU compiled for (8 lanes on AVX2, 8 or 16 on AVX-512, 4 with SSE only). Give
     it rows of 64 elements or more: on a 16-lane CPU (AMD Zen 5) LLVM vectorises a row of
-    40 with 8 lanes, sparing itself a long remainder loop."""
+    40 with 8 lanes, sparing itself a long remainder loop; and kernels of
+    ``codegen.SMALL_KERNEL`` elements or more: smaller ones are not vectorised."""
     import re
 
     from nbjax.backends.cpu.runtime import float32_lanes

@@ -73,7 +73,7 @@ from nbjax.backends import compile
 from nbjax.backends.cpu import cache, program_cache
 
 program_cache.key = lambda closed_jaxpr: None  # the cache of modules alone
-x = np.linspace(-2, 2, 3 * 64, dtype=np.float32).reshape(3, 64)
+x = np.linspace(-2, 2, 32 * 64, dtype=np.float32).reshape(32, 64)
 exe = compile(nbjax.make_jaxpr(lambda x: jnp.exp(x) * x + 1.0)(x), "cpu", "child")
 (out,) = exe.run(x)
 print(json.dumps({"stats": dict(cache.stats), "phases": sorted(exe.compile_times),
@@ -99,7 +99,7 @@ def _without_comments(texts):
 def test_miss_then_hit_in_a_fresh_process(tmp_path):
     path = tmp_path / "c"
     first, second = _child(path), _child(path)
-    x = np.linspace(-2, 2, 3 * 64, dtype=np.float32).reshape(3, 64)
+    x = np.linspace(-2, 2, 32 * 64, dtype=np.float32).reshape(32, 64)
     for run in (first, second):
         assert_close(run["out"], np.exp(x) * x + 1.0, rtol=1e-5)
     assert first["stats"].get("miss", 0) >= 1 and first["stats"].get("hit", 0) == 0
