@@ -3,8 +3,9 @@
 nbjax runs on the CPU devices of ``nbjax.devices()``: those of one process, or of every
 process of a distributed run (``nbjax.distributed.initialize``); an Array's data there is
 always ready when the call that made it returns, so waiting is a no-op that JAX code can
-still write. The results of the gpu backend live on the GPU (not listed by ``devices()``
-yet): waiting for them waits for the GPU's stream.
+still write. Arrays on a GPU (``devices("gpu")``: the gpu backend's results, and what
+``device_put`` puts there) stay there until read: waiting for them waits for the GPU's
+stream.
 """
 
 import gc
@@ -14,7 +15,7 @@ import sys
 import llvmlite
 import numpy as np
 
-from .core import Array, devices, pytree, to_numpy
+from .core import Array, Device, devices, pytree, to_numpy
 from .core import local_devices as _local_devices
 from .core.array import processes
 from .numpy import asarray
@@ -36,10 +37,15 @@ def block_until_ready(x):
 
 
 def device_put(x, device=None):
-    """Place a value (an array or a pytree of them) on ``device`` (the CPU device now)."""
-    if device is not None and device not in devices():
+    """Place a value (an array or a pytree of them) on ``device``: an array on a GPU is
+    copied there from the host once, and stays there until its values are read; one there
+    already is not copied; one put on a CPU device is copied back. Without ``device``,
+    arrays stay where they are and other values become arrays on the host."""
+    if device is None:
+        return pytree.tree_map(asarray, x)
+    if not isinstance(device, Device) or device not in devices(device.platform):
         raise ValueError(f"unknown device {device!r}; available: {devices()}")
-    return pytree.tree_map(asarray, x)
+    return pytree.tree_map(lambda leaf: device.put(asarray(leaf)), x)
 
 
 def device_get(x):

@@ -359,21 +359,28 @@ class _FakeCupy:
     as CuPy takes them, then run the kernel on the emulated grid (``emulated``, the host
     builds of the same LoopKernels by name, when the module is loaded:
     ``_EmulatingCupyDevice``). Its device arrays are ``_OnDevice`` arrays; ``transfers``
-    counts the copies between them and the host."""
+    counts the copies between them and the host, ``copied_on`` the current device
+    (``with cupy.cuda.Device(n)``) of each copy to a device. It has ``count`` GPUs."""
 
-    def __init__(self, compute_capability):
+    def __init__(self, compute_capability, count=1):
         fake = self
         self.empty, self.full, self.einsum = (
             lambda *a, _f=f, **k: _f(*a, **k).view(_OnDevice)
             for f in (np.empty, np.full, np.einsum))
         self.emulated, self.launches, self.ndarray = {}, [], _OnDevice
         self.transfers = {"to device": 0, "to host": 0, "synchronize": 0}
+        self.current, self.copied_on = [0], []
 
         class Device:
-            id = 0
-
-            def __init__(self):
+            def __init__(self, id=None):
+                self.id = fake.current[-1] if id is None else id
                 self.compute_capability = compute_capability
+
+            def __enter__(self):
+                fake.current.append(self.id)
+
+            def __exit__(self, *exc):
+                fake.current.pop()
 
         class Module:  # cupy.cuda.function.Module
             def load(self, image):
@@ -405,11 +412,15 @@ class _FakeCupy:
         self.Module = Module
         self.cuda = type("cuda", (), {
             "Device": Device, "get_current_stream": staticmethod(Stream),
-            "runtime": type("runtime", (), {"getDeviceCount": staticmethod(lambda: 1)})})
+            "function": type("function", (), {"Module": Module}),
+            "runtime": type("runtime", (), {
+                "getDeviceCount": staticmethod(lambda: count),
+                "getDeviceProperties": staticmethod(lambda n: {"name": b"Fake GPU %d" % n})})})
 
     def asarray(self, a, order=None):
         if not isinstance(a, _OnDevice):
             self.transfers["to device"] += 1
+            self.copied_on.append(self.current[-1])
         return np.array(a, order=order or "K").view(_OnDevice)
 
     def asnumpy(self, a):

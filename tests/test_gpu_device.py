@@ -130,3 +130,32 @@ def test_results_stay_on_the_device(monkeypatch):
     assert_close(np.asarray(z), np.sin(x * 2) + 1, rtol=1e-5)
     assert_close(float(total), x.sum(dtype=np.float64), rtol=1e-5, scale=np.abs(x).sum())
     assert moved == {"put": 1, "get": 2}
+
+
+@pytest.mark.parametrize("value", [
+    np.linspace(-3, 3, 4099, dtype=np.float32), np.arange(-7, 8, dtype=np.int32).reshape(3, 5),
+    np.array([True, False, True]), np.float32(2.5), np.zeros((0, 3), np.float32)],
+    ids=["float32", "int32", "bool", "0-d", "size-0"])
+def test_device_put_on_the_gpus(monkeypatch, value):
+    """``devices("gpu")`` as CuPy sees them; ``device_put`` copies there once, a jitted
+    call takes the array as it is, and values come back as they went."""
+    device = get_target("gpu").device()
+    cupy = device.cupy
+    gpus = nbjax.devices("gpu")
+    assert len(gpus) == nbjax.device_count("gpu") == cupy.cuda.runtime.getDeviceCount()
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    assert gpus[0] is device.array_device and gpus[0].device_kind == name
+    assert repr(gpus[0]) == "CudaDevice(id=0)" and gpus[0].platform == "gpu"
+    puts = []
+    monkeypatch.setattr(device, "put", lambda a, _put=device.put: puts.append(1) or _put(a))
+    y = nbjax.device_put(value, gpus[0])
+    assert y.device is gpus[0] and isinstance(y.device_buffer.data, cupy.ndarray)
+    assert nbjax.device_put(y, gpus[0]) is y and y.block_until_ready() is y
+    z = nbjax.jit(lambda a: a + a, backend="gpu")(y)
+    assert len(puts) == 1 and z.device is gpus[0]
+    back = nbjax.device_put(y, nbjax.devices("cpu")[0])
+    assert back.device_buffer is None and back.dtype == np.asarray(value).dtype
+    np.testing.assert_array_equal(np.asarray(back), value)
+    np.testing.assert_array_equal(np.asarray(z), np.add(value, value))  # (exact: doubled)
+    for other in gpus[1:]:  # (a second GPU, where the machine has one)
+        np.testing.assert_array_equal(np.asarray(nbjax.device_put(y, other)), value)

@@ -11,6 +11,7 @@ import importlib
 
 from .. import compiler
 from ..config import config
+from ..core import register_platform
 
 _TARGETS = {}
 # Targets whose modules are imported on first use; each module defines ``TARGET``.
@@ -33,6 +34,14 @@ def get_target(name=None):
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; known backends: "
                          f"{target_names()}") from None
+
+
+def _gpu_devices():
+    """``devices("gpu")``: the GPUs of the ``gpu`` target, whose module is imported now."""
+    return get_target("gpu").gpu_devices()
+
+
+register_platform("gpu", _gpu_devices)
 
 
 def target_names():

@@ -22,6 +22,7 @@ class Device:
     """A place arrays live: a CPU device (those of ``devices()``), or a ``GpuDevice``."""
 
     platform = "cpu"
+    device_kind = "cpu"
 
     def __init__(self, id, process_index=0):
         self.id, self.process_index = id, process_index
@@ -35,15 +36,45 @@ class Device:
     def __hash__(self):
         return hash((self.platform, self.id))
 
+    def put(self, array):
+        """``array`` (an Array) in host memory, where every CPU device's arrays are: an
+        array on a GPU is copied back (once: its host copy is kept)."""
+        return array if array.device_buffer is None else Array.wrap(array._value, array.aval)
+
 
 class GpuDevice(Device):
-    """The GPU an Array's buffer is on (``x.device`` of a GPU result, as JAX's
-    ``CudaDevice``); ``devices()`` does not list GPUs yet."""
+    """A GPU (``devices("gpu")``, and ``x.device`` of an array there), as JAX's
+    ``CudaDevice``. The gpu backend makes them, so that the core knows nothing of CUDA:
+    ``runtime`` is the backend's handle on the GPU's memory, whose ``array(value, aval)``
+    copies host values into an Array there."""
 
     platform = "gpu"
 
+    def __init__(self, id, device_kind, runtime):
+        super().__init__(id)
+        self.device_kind, self.runtime = device_kind, runtime
+
     def __repr__(self):
         return f"CudaDevice(id={self.id})"
+
+    def put(self, array):
+        """``array`` on this GPU: as it is when it is here already, else one copy from the
+        host (an array on another GPU goes through the host)."""
+        if array.device is self:
+            return array
+        return self.runtime.array(to_numpy(array), array.aval)
+
+
+# The devices of platforms other than the CPU, by name: functions listing them, which a
+# layer above registers (``register_platform``), so that asking for a GPU loads its backend
+# only then, and the core imports nothing of it.
+_platforms = {}
+
+
+def register_platform(name, list_devices):
+    """Make ``devices(name)`` answer ``list_devices()`` (which raises a RuntimeError saying
+    what is missing when the platform cannot run here)."""
+    _platforms[name] = list_devices
 
 
 _CPU0 = Device(0)
@@ -81,9 +112,12 @@ def cpu_device_count():
     return count
 
 
-def _check_backend(backend):
-    if backend not in (None, "cpu"):
-        raise RuntimeError(f"Unknown backend {backend!r}; available backends: cpu")
+def _platform_devices(backend):
+    """The devices of ``backend`` other than the CPU (``register_platform``)."""
+    if backend not in _platforms:
+        raise RuntimeError(f"Unknown backend {backend!r}; available backends: "
+                           f"{', '.join(['cpu', *_platforms])}")
+    return list(_platforms[backend]())
 
 
 def _device(id, process):
@@ -91,9 +125,11 @@ def _device(id, process):
 
 
 def devices(backend=None):
-    """The available devices (``nbjax.devices()``), of every process of a distributed run:
-    pmap runs one shard on each."""
-    _check_backend(backend)
+    """The available devices (``nbjax.devices()``: the CPU's, of every process of a
+    distributed run, on which pmap runs one shard each; ``devices("gpu")``: this machine's
+    GPUs)."""
+    if backend not in (None, "cpu"):
+        return _platform_devices(backend)
     if processes.count == 1:
         return [_device(i, 0) for i in range(cpu_device_count())]
     local = processes.local
@@ -101,8 +137,10 @@ def devices(backend=None):
 
 
 def local_devices(backend=None):
-    """This process's devices: all of them, unless ``nbjax.distributed`` started several."""
-    _check_backend(backend)
+    """This process's devices: all of them, unless ``nbjax.distributed`` started several
+    (each process sees its own GPUs)."""
+    if backend not in (None, "cpu"):
+        return _platform_devices(backend)
     if processes.count == 1:
         return devices()
     first = processes.index * processes.local
@@ -231,7 +269,8 @@ class Array:
         return {self._device}
 
     # Placement, as JAX reports it for an array on one device. Arrays are never committed:
-    # nbjax does not place them by request (``device_put``/``to_device`` leave them as is).
+    # an array is wherever it was made or ``device_put`` copied it, and computations on it
+    # run on the backend the call names, not on its device.
     sharding = property(lambda self: SingleDeviceSharding(self._device))
     committed = property(lambda self: False)
     is_fully_addressable = property(lambda self: True)

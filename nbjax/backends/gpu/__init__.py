@@ -7,13 +7,14 @@ compilation (``ptx``, ``toolkit``), and the runtime (``executable`` over a devic
 ``cuda`` on a GPU, ``emulate`` on the host for tests). Control flow is not compiled for the
 GPU yet: it runs on the host, as do library steps other than ``dot_general``.
 
-Importing this module imports neither CuPy nor anything of CUDA: ``GpuTarget.lower`` asks
-for the device, and raises ``cuda.GpuUnavailable`` saying what is missing.
+Importing this module imports neither CuPy nor anything of CUDA: ``GpuTarget.lower`` (and
+``gpu_devices``, behind ``nbjax.devices("gpu")``) asks for the device, and raises
+``cuda.GpuUnavailable`` saying what is missing.
 """
 
 from ...compiler import Target
 from . import executable, reduction
-from .cuda import GpuUnavailable, cuda_device
+from .cuda import GpuUnavailable, cuda_device, cuda_devices
 
 __all__ = ["GpuTarget", "GpuUnavailable", "TARGET"]
 
@@ -22,14 +23,21 @@ MAX_BLOCKS = 65536   # blocks per launch at most; a grid-stride loop covers the 
 
 
 class GpuTarget(Target):
-    """``device`` is a function returning the device (``cuda.cuda_device``, or
-    ``emulate.HostDevice`` for tests)."""
+    """``device`` is a function returning the device programs run on (``cuda.cuda_device``,
+    or ``emulate.HostDevice`` for tests); ``runtimes`` one returning every GPU's
+    (``cuda.cuda_devices``; None: ``device``'s alone)."""
 
     def __init__(self, name="gpu", device=cuda_device, block=BLOCK, max_blocks=MAX_BLOCKS,
-                 reductions=reduction.Policy()):
+                 reductions=reduction.Policy(), runtimes=None):
         self.name, self.device = name, device
+        self.runtimes = runtimes or (lambda: (device(),))
         self.block, self.max_blocks = block, max_blocks
         self.reductions = reductions  # when reductions run in phases
+
+    def gpu_devices(self):
+        """The ``core.GpuDevice`` of each GPU (``nbjax.devices("gpu")``), or
+        ``GpuUnavailable`` saying what is missing."""
+        return [runtime.array_device for runtime in self.runtimes()]
 
     def check_available(self):
         self.device()  # (``GpuUnavailable`` says what is missing)
@@ -57,4 +65,4 @@ class GpuTarget(Target):
         return self.reductions.explain(kernel, self.block)
 
 
-TARGET = GpuTarget()
+TARGET = GpuTarget(runtimes=cuda_devices)

@@ -1,14 +1,14 @@
 """The GPU itself, through CuPy: device memory, module loading, launches, cuBLAS.
 
-Nothing here is imported when nbjax starts: CuPy is imported by ``cuda_device()``, on the
-first compilation for the ``gpu`` backend, which raises ``GpuUnavailable`` saying what is
-missing (CuPy, a driver, a device) when it cannot run.
+Nothing here is imported when nbjax starts: CuPy is imported by ``cuda_devices()``, on the
+first compilation for the ``gpu`` backend or ``nbjax.devices("gpu")``, which raises
+``GpuUnavailable`` saying what is missing (CuPy, a driver, a device) when it cannot run.
 """
 
 import functools
 
 from ...core import GpuDevice
-from . import ptx, toolkit
+from . import executable, ptx, toolkit
 
 
 class GpuUnavailable(RuntimeError):
@@ -31,8 +31,8 @@ def arch_for(compute_capability):
 
 
 @functools.lru_cache(maxsize=1)
-def cuda_device():
-    """The ``CupyDevice`` of the current CUDA device, or ``GpuUnavailable``."""
+def cuda_devices():
+    """A ``CupyDevice`` for each GPU the driver shows, or ``GpuUnavailable``."""
     try:
         import cupy
         from cupy.cuda import function
@@ -46,36 +46,48 @@ def cuda_device():
                              f"({type(e).__name__}: {e})") from None
     if count == 0:
         raise GpuUnavailable("the gpu backend found CuPy and a CUDA driver but no GPU")
-    return CupyDevice(cupy, function.Module)
+    return tuple(CupyDevice(cupy, function.Module, ordinal) for ordinal in range(count))
 
 
-class CupyDevice:
+def cuda_device():
+    """The ``CupyDevice`` jitted programs run on: the first GPU, JAX's default device."""
+    return cuda_devices()[0]
+
+
+class CupyDevice(executable.Runtime):
     """CuPy arrays as device memory; our kernels loaded from PTX and launched on the current
     stream. The module is CuPy's ``cupy.cuda.function.Module`` (``module_type``), the layer
     under ``RawModule``: its ``load`` hands the PTX to the driver (``cuModuleLoadData``),
-    which compiles it for the device, where ``RawModule(code=...)`` would compile CUDA C."""
+    which compiles it for the device, where ``RawModule(code=...)`` would compile CUDA C.
+
+    One per GPU (``ordinal``): copies to it and waits for it are made with it as CuPy's
+    current device, as CuPy allocates on, and streams belong to, the current device."""
 
     xp = None
 
-    def __init__(self, cupy, module_type):
+    def __init__(self, cupy, module_type, ordinal=0):
         self.cupy = self.xp = cupy
         self.module_type = module_type
-        device = cupy.cuda.Device()
+        device = self._gpu = cupy.cuda.Device(ordinal)
         self.arch = arch_for(device.compute_capability)
-        self.name = f"GPU {device.id} ({self.arch})"
-        self.array_device = GpuDevice(device.id)
+        self.name = f"GPU {ordinal} ({self.arch})"
+        kind = cupy.cuda.runtime.getDeviceProperties(ordinal)["name"]
+        self.array_device = GpuDevice(ordinal, kind.decode(errors="replace"), self)
 
     def put(self, array):
-        return self.cupy.asarray(array)
+        with self._gpu:
+            return self.cupy.asarray(array)
 
     def get(self, array):
-        return self.cupy.asnumpy(array)  # (on the current stream: after the work queued)
+        return self.cupy.asnumpy(array)  # (on the array's GPU, after the work queued)
 
     def synchronize(self):
-        self.cupy.cuda.get_current_stream().synchronize()
+        with self._gpu:
+            self.cupy.cuda.get_current_stream().synchronize()
 
     def idle(self):
-        return self.cupy.cuda.get_current_stream().done
+        with self._gpu:
+            return self.cupy.cuda.get_current_stream().done
 
     def load(self, kernels, name):
         """({kernel name: launch(grid, block, buffers)}, {kernel name: {stage: text}})."""

@@ -29,6 +29,7 @@ from llvmlite import ir
 from ...core import GpuDevice
 from ..cpu import support
 from ..llvm import I64, for_loop, mem_type
+from .executable import Runtime
 from .ptx import kernel_module
 from .scaffold import GPU_MATH, HOST_INDICES
 
@@ -70,12 +71,14 @@ class _FreshMemory:
         return buffer
 
 
-class HostDevice:
+class HostDevice(Runtime):
     """Device memory as NumPy arrays, kernels launched as host loops over the grid."""
 
     name = "host emulation of the GPU"
     xp = _FreshMemory()
-    array_device = GpuDevice(0)
+
+    def __init__(self):
+        self.array_device = GpuDevice(0, self.name, self)
 
     def put(self, array):
         return np.array(array, order="C")  # (ascontiguousarray makes 0-d arrays 1-d)

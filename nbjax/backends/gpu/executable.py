@@ -11,7 +11,8 @@ them) and returns the results as Arrays on the device (``Array.on_device`` of a
 A ``Device`` is what the steps need of the machine: ``xp`` (an array module: CuPy on a GPU,
 NumPy in the host emulation), ``put``/``get`` (copies to and from it), ``synchronize`` and
 ``idle`` (waiting for, and asking about, the work queued), ``array_device`` (the
-``core.GpuDevice`` its Arrays report) and ``load`` (kernels to launch functions). The steps
+``core.GpuDevice`` its Arrays report) and ``load`` (kernels to launch functions); it is a
+``Runtime``, which makes ``device_put``'s Arrays of it. The steps
 are the same code on both, so the host emulation (``emulate.HostDevice``) tests this module
 too, up to what CuPy itself does.
 
@@ -73,6 +74,15 @@ class Executable(compiler.Executable):
                 and buffer.data.dtype == dtype:
             return buffer.data
         return self.device.put(np.asarray(to_numpy(a), dtype=dtype, order="C"))
+
+
+class Runtime:
+    """What every ``Device`` does the same way on top of its ``put``: host values copied
+    into an Array on it, for ``device_put`` (the ``runtime`` of its ``core.GpuDevice``)."""
+
+    def array(self, value, aval):
+        data = self.put(np.asarray(value, dtype=aval.dtype, order="C"))
+        return Array.on_device(Buffer(data, self), aval)
 
 
 class Buffer:
