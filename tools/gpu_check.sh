@@ -14,17 +14,25 @@ PY=${PYTHON:-python3}
 nvidia-smi -L || { echo "gpu_check: nvidia-smi found no GPU (or no driver)"; exit 1; }
 "$PY" -m pip install -q -e ".[test,gpu]" "jax[cuda12]"
 
-# What the device is, what CuPy sees: recorded with the results.
-"$PY" - <<'PY'
-import cupy
+# What the device is, what CuPy sees and what nbjax lists: recorded with the results; then
+# one array put on each GPU and read back (device_put's copies, checked in the tests below).
+PYTHONPATH=. "$PY" - <<'PY'
+import cupy, numpy as np
+import nbjax
 dev = cupy.cuda.Device()
 print("CuPy", cupy.__version__, "device", dev.id, "compute capability", dev.compute_capability,
       cupy.cuda.runtime.getDeviceProperties(dev.id)["name"].decode())
+print("nbjax.devices('gpu'):", [(d, d.device_kind) for d in nbjax.devices("gpu")])
+x = np.arange(10, dtype=np.float32)
+for d in nbjax.devices("gpu"):
+    y = nbjax.device_put(x, d).block_until_ready()
+    assert y.device is d and (np.asarray(y) == x).all(), d
 PY
 
 # The device tests first (they fail fastest if the runtime is wrong): the fuzz corpus, the
 # seed workloads, reductions in phases (sizes 0, 1, odd, 6e6; float32 and float64; NaN),
-# results staying on the device (transfers counted), each kernel's PTX and ptxas report.
+# results staying on the device (transfers counted), each kernel's PTX and ptxas report,
+# devices("gpu") and device_put (float32, int32, bool, 0-d, size 0; no copy into a jit).
 # Then the PTX and emulation tests, and the notebook's --backend gpu and its code pane.
 PYTHONPATH=. timeout 300 "$PY" -m pytest -q -x -rs -p no:cacheprovider -m gpu \
     tests/test_gpu_device.py
