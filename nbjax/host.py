@@ -45,7 +45,13 @@ def device_put(x, device=None):
         return pytree.tree_map(asarray, x)
     if not isinstance(device, Device) or device not in devices(device.platform):
         raise ValueError(f"unknown device {device!r}; available: {devices()}")
-    return pytree.tree_map(lambda leaf: device.put(asarray(leaf)), x)
+    return pytree.tree_map(lambda leaf: _put(asarray(leaf), device), x)
+
+
+def _put(value, device):
+    """An Array on ``device``; a tracer (``device_put`` under a transformation) as it is: the
+    program being traced is placed where it runs."""
+    return device.put(value) if isinstance(value, Array) else value
 
 
 def device_get(x):

@@ -139,3 +139,10 @@ def test_without_a_gpu_the_error_says_what_is_missing(monkeypatch, install_cupy,
 def test_device_put_on_something_not_a_device():
     with pytest.raises(ValueError, match="unknown device 'gpu'"):
         nbjax.device_put(np.ones(2), "gpu")
+
+
+def test_device_put_under_transformations_leaves_tracers(fake_gpus):
+    device = nbjax.devices("gpu")[0]
+    assert nbjax.grad(lambda x: nbjax.device_put(x, device) * 3)(2.0) == 3.0
+    assert nbjax.jit(lambda x: nbjax.device_put(x, nbjax.devices()[0]) + 1)(1.0) == 2.0
+    assert fake_gpus.transfers["to device"] == 0
