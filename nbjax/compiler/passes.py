@@ -131,8 +131,9 @@ def _emit_inlined(rw, closed, operands, where):
 # --- hoisting out of loops -----------------------------------------------------------------
 
 # Library calls worth making once for every iteration of a loop rather than once per
-# iteration: BLAS is far from its peak on the small products of one iteration (an RNN's
-# x_t @ U: 32 rows), near it on the product of all the rows at once.
+# iteration: BLAS runs the small products of one iteration (an RNN's x_t @ U: 32 rows)
+# slower than the product of all the rows at once (an LSTM's input product on a Zen 5: 175
+# against 230 GFLOP/s), and each call has its own overhead (RNN benchmark: 7% faster).
 HOISTED_LIBRARY_CALLS = ("matrix product", "convolution")
 HOIST_LIMIT = 64 << 20  # bytes: the most the values computed before a loop may take
 
