@@ -446,7 +446,8 @@ class Lowered:
 
     ``jaxpr`` is what ``jit`` compiles (values the function closes over are its leading
     inputs); ``optimized`` and ``rewrites`` are what the compiler's passes make of it
-    (inlining, folding, simplification, CSE, DCE), which ``as_text()`` prints.
+    (inlining, hoisting out of loops, folding, simplification, CSE, DCE), which
+    ``as_text()`` prints.
     """
 
     def __init__(self, entry, in_tree, name, backend=None):
@@ -454,12 +455,16 @@ class Lowered:
         self.name = name
         self.backend = backend
         self.jaxpr = entry.jaxpr
-        self.optimized, self.rewrites, _ = compiler.optimized(entry.jaxpr)
         self.in_tree = in_tree
         self.out_tree = entry.out_tree
         n_consts = len(entry.consts)
         self.in_avals = self.jaxpr.in_avals[n_consts:]
         self.out_avals = self.jaxpr.out_avals
+
+    # What the compiler's passes make of the program, computed when asked for: compiling
+    # a program the disk cache holds runs no pass.
+    optimized = property(lambda self: compiler.optimized(self.jaxpr)[0])
+    rewrites = property(lambda self: compiler.optimized(self.jaxpr)[1])
 
     def as_text(self):
         """The optimised jaxpr, followed by the rewrites that made it."""
