@@ -186,6 +186,52 @@ def test_reduce_window_rules():
     assert_close(nbjax.jit(avg_pool)(x), avg_pool(x), 1e-6)
 
 
+# Gradients of sum(max pooling) (window 4, stride 4; window 3, stride 1, "SAME") as JAX
+# 0.10.2 gives them: one element of each window gets its tangent, not a share of a tie.
+_POOL_GRADIENTS = [
+    ([1.0, np.nan, 0.0, 0.0], (4,), (4,), "VALID", [0, 0, 1, 0]),
+    ([np.nan, 1.0, np.nan, 0.0], (4,), (4,), "VALID", [0, 0, 0, 1]),
+    ([1.0, 2.0, 2.0, 0.0], (4,), (4,), "VALID", [0, 1, 0, 0]),
+    ([-np.inf] * 4, (4,), (4,), "VALID", [1, 0, 0, 0]),
+    ([0.0, -0.0, 0.0, 0.0], (4,), (4,), "VALID", [1, 0, 0, 0]),
+    ([1.0] * 5, (3,), (1,), "SAME", [2, 1, 1, 1, 0]),
+]
+
+
+@pytest.mark.parametrize("x, window, strides, padding, want", _POOL_GRADIENTS)
+def test_max_pooling_gradient_goes_to_one_element_of_each_window(x, window, strides,
+                                                                 padding, want):
+    x = np.array(x, np.float32)
+
+    def pooled(lax, v):
+        return (lax.reduce_window(v, -np.inf, lax.max, window, strides, padding) * 3.0).sum()
+    for grad in (nbjax.grad(lambda v: pooled(lax, v)),
+                 nbjax.jit(nbjax.grad(lambda v: pooled(lax, v)))):
+        np.testing.assert_array_equal(grad(x), 3.0 * np.array(want, np.float32))
+    if jax is not None:
+        np.testing.assert_array_equal(jax.grad(lambda v: pooled(jlax, v))(x),
+                                      3.0 * np.array(want, np.float32))
+
+
+def test_min_pooling_is_a_primitive_with_jax_s_rules():
+    x = np.array([[2.0, 1.0, 1.0, 3.0], [5.0, 5.0, 4.0, 6.0]], np.float32)
+    pool = lambda v: lax.reduce_window(v, np.inf, lax.min, (1, 2), (1, 2), "VALID")
+    assert [e.primitive.name for e in nbjax.make_jaxpr(pool)(x).jaxpr.eqns] == [
+        "reduce_window_min"]
+    np.testing.assert_array_equal(pool(x), [[1, 1], [5, 4]])
+    np.testing.assert_array_equal(nbjax.grad(lambda v: pool(v).sum())(x),
+                                  [[0, 1, 1, 0], [1, 0, 1, 0]])
+    np.testing.assert_array_equal(nbjax.vmap(pool)(np.stack([x, -x])),
+                                  np.stack([pool(x), pool(-x)]))
+    # another init is not the identity: a fold of lax.min, not the primitive
+    capped = nbjax.make_jaxpr(lambda v: lax.reduce_window(v, 0.0, lax.min, (1, 2), (1, 2),
+                                                          "VALID"))(x)
+    assert "reduce_window_min" not in str(capped)
+    x = random_array(RNG, (4, 6))  # no ties: the derivative of each window's extremum
+    check_grads(lambda v: lax.reduce_window(v, -np.inf, lax.max, (2, 3), (1, 2), "SAME"),
+                (x,), 2)
+
+
 @pytest.mark.parametrize("length", [1, 2, 5, 8, 13])
 def test_associative_scan_matches_cumulative(length):
     x = random_array(RNG, (3, length))

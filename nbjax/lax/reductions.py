@@ -237,6 +237,21 @@ def _is_identity(init, dtype, identity):
     return bool(np.all(to_numpy(init) == identity(dtype)))
 
 
+def monoid_of(computation, init, dtype):
+    """``"max"``, ``"add"``...: the monoid ``computation`` is on ``dtype`` when ``init`` is
+    its identity, else None (``reduce_window`` gives max and min pooling JAX's
+    derivative by it)."""
+    name = _monoid_name(computation, dtype)
+    if name in _MONOIDS and _is_identity(init, dtype, _MONOIDS[name][1]):
+        return name
+    return None
+
+
+def monoid_identity(name, dtype):
+    """The identity of monoid ``name`` (``monoid_of``) on ``dtype``."""
+    return np.asarray(_MONOIDS[name][1](dtype), dtype)
+
+
 def reduce(operands, init_values, computation, dimensions):
     """Reduce ``operands`` over ``dimensions`` with the binary ``computation`` from
     ``init_values`` (``lax.reduce``).

@@ -2,10 +2,12 @@
 (pooling), ``associative_scan``, ``conv_transpose``, patches and unshared convolutions, and
 the shape helpers of convolutions.
 
-All are compositions of existing primitives, so JVP, transpose and batching come from theirs.
-``reduce_window`` folds the strided slices of the padded operand, one slice per position in
-the window; for the usual pooling windows that is a handful of slices, each fusing into one
-loop. ``associative_scan`` is JAX's work-efficient parallel prefix algorithm.
+All are compositions of existing primitives, so JVP, transpose and batching come from theirs,
+except max and min pooling, primitives for JAX's derivative (``_chooser``) that the compiler
+expands into the same composition. ``reduce_window`` folds the strided slices of the padded
+operand, one slice per position in the window; for the usual pooling windows that is a
+handful of slices, each fusing into one loop. ``associative_scan`` is JAX's work-efficient
+parallel prefix algorithm.
 """
 
 import itertools
@@ -14,14 +16,19 @@ import operator
 
 import numpy as np
 
-from ..core import get_aval, pytree
+from ..core import Primitive, get_aval, pytree, to_numpy
+from ..interpreters import ad
+from . import elementwise, reductions
+from .batch_util import bdim_at_front
 from .convolution import conv_dimension_numbers, conv_general_dilated, padtype_to_pads
 from .dot import dot_general
 from .elementwise import add, bitwise_or
 from .shapes import broadcast_in_dim, transpose
+from .standard import owned_results
 from .structural import concatenate, pad, rev, slice as lax_slice, slice_in_dim
 
-__all__ = ["reduce_window", "reduce_window_shape_tuple", "associative_scan", "conv_transpose",
+__all__ = ["reduce_window", "reduce_window_max_p", "reduce_window_min_p",
+           "reduce_window_shape_tuple", "associative_scan", "conv_transpose",
            "conv_general_dilated_patches", "conv_general_dilated_local", "conv_shape_tuple",
            "conv_general_shape_tuple", "conv_transpose_shape_tuple",
            "conv_general_permutations"]
@@ -74,7 +81,9 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
 
     ``operand`` and ``init_value`` are pytrees of one structure (``computation`` then takes and
     returns such trees); padding cells hold ``init_value``. Each output element folds, in
-    window order, the operand elements its window covers.
+    window order, the operand elements its window covers. Max and min pooling (one operand,
+    ``lax.max`` or ``lax.min`` from its identity) are primitives of their own, for JAX's
+    derivative: a window's tangent is one element's.
     """
     flat, tree = pytree.tree_flatten(operand)
     inits, init_tree = pytree.tree_flatten(init_value)
@@ -83,22 +92,103 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                          f"vs. {init_tree}")
     if not flat:
         raise ValueError("reduce_window must have at least one operand.")
-    shape = get_aval(flat[0]).shape
-    window, strides, padding, base, wdil = _window_params(
-        shape, window_dimensions, window_strides, padding, base_dilation, window_dilation)
-    out_shape = reduce_window_shape_tuple(shape, window, strides, padding, base, wdil)
-    config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base)]
-    padded = [pad(x, v, config) for x, v in zip(flat, inits)]
+    params = dict(zip(("window_dimensions", "window_strides", "padding", "base_dilation",
+                       "window_dilation"),
+                      _window_params(get_aval(flat[0]).shape, window_dimensions,
+                                     window_strides, padding, base_dilation, window_dilation)))
+    if len(flat) == 1:
+        chooser = _CHOOSERS.get(reductions.monoid_of(computation, inits[0],
+                                                     get_aval(flat[0]).dtype))
+        if chooser is not None:
+            return pytree.tree_unflatten(tree, [chooser.bind(flat[0], **params)])
+    out_shape, windows = _windows(flat, inits, **params)
     acc = [broadcast_in_dim(v, out_shape, ()) for v in inits]
-    for offset in itertools.product(*(range(w) for w in window)):
-        starts = [k * d for k, d in zip(offset, wdil)]
-        limits = [s + (o - 1) * st + 1 if o else s for s, o, st in zip(starts, out_shape,
-                                                                      strides)]
-        pieces = [lax_slice(x, starts, limits, strides) for x in padded]
+    for pieces in windows:
         combined = computation(pytree.tree_unflatten(tree, acc),
                                pytree.tree_unflatten(tree, pieces))
         acc = pytree.tree_leaves(combined)
     return pytree.tree_unflatten(tree, acc)
+
+
+def _windows(operands, inits, *, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+    """(the result's shape, an iterator over the window positions, in window order, of the
+    strided slices of ``operands`` padded with ``inits`` that they cover)."""
+    shape = get_aval(operands[0]).shape
+    out_shape = reduce_window_shape_tuple(shape, window_dimensions, window_strides, padding,
+                                          base_dilation, window_dilation)
+    config = [(lo, hi, b - 1) for (lo, hi), b in zip(padding, base_dilation)]
+    padded = [pad(x, v, config) for x, v in zip(operands, inits)]
+
+    def pieces():
+        for offset in itertools.product(*(range(w) for w in window_dimensions)):
+            starts = [k * d for k, d in zip(offset, window_dilation)]
+            limits = [s + (o - 1) * st + 1 if o else s
+                      for s, o, st in zip(starts, out_shape, window_strides)]
+            yield [lax_slice(x, starts, limits, window_strides) for x in padded]
+    return out_shape, pieces()
+
+
+# --- max and min pooling, with JAX's derivative ---------------------------------------------
+
+def _chooser(name, monoid, combine, keeps):
+    """The primitive of ``reduce_window`` with ``combine`` (``lax.max``) from its identity.
+
+    Its value folds the windows as ``reduce_window`` does (a decomposition into pads, slices
+    and ``combine``, which the compiler inlines). Its tangent is not ``combine``'s (which
+    splits a tie between equal elements): as JAX's (``select_and_gather_add``), it is the
+    tangent of one element of the window, the one a fold choosing by ``keeps`` (``ge``) ends
+    at: the first extremum in window order, padding cells included, a NaN being passed over
+    by the next element.
+    """
+    prim = Primitive(name)
+
+    def fold(x, **params):
+        init = reductions.monoid_identity(monoid, get_aval(x).dtype)
+        out_shape, windows = _windows([x], [init], **params)
+        acc = broadcast_in_dim(init, out_shape, ())
+        for piece, in windows:
+            acc = combine(acc, piece)
+        return acc
+
+    @prim.def_abstract_eval
+    def _abstract_eval(x, **params):
+        return x.update(shape=reduce_window_shape_tuple(
+            x.shape, params["window_dimensions"], params["window_strides"], params["padding"],
+            params["base_dilation"], params["window_dilation"]))
+
+    prim.def_impl(lambda x, **params: owned_results([to_numpy(fold(x, **params))])[0])
+    prim.def_lowering("jaxpr", fold)
+
+    @prim.def_jvp
+    def _jvp(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, **params)
+        if isinstance(t, ad.Zero):
+            return out, ad.Zero.like(out)
+        init = reductions.monoid_identity(monoid, get_aval(x).dtype)
+        zero = np.zeros((), get_aval(t).dtype)
+        _, windows = _windows([x, t], [init, zero], **params)
+        best, tangent = next(windows)
+        for piece, piece_tangent in windows:
+            take = elementwise.bitwise_not(keeps(best, piece))
+            best = elementwise.select(take, piece, best)
+            tangent = elementwise.select(take, piece_tangent, tangent)
+        return out, tangent
+
+    @prim.def_batch
+    def _batch(axis_data, vals, dims, **params):
+        (x,), (d,) = vals, dims
+        once = {"window_dimensions": 1, "window_strides": 1, "padding": (0, 0),
+                "base_dilation": 1, "window_dilation": 1}
+        params = {k: (once[k],) + v for k, v in params.items()}
+        return prim.bind(bdim_at_front(x, d, axis_data.size), **params), 0
+    return prim
+
+
+reduce_window_max_p = _chooser("reduce_window_max", "max", elementwise.max, elementwise.ge)
+reduce_window_min_p = _chooser("reduce_window_min", "min", elementwise.min, elementwise.le)
+_CHOOSERS = {"max": reduce_window_max_p, "min": reduce_window_min_p}
 
 
 # --- associative_scan ------------------------------------------------------------------------
