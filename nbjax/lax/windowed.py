@@ -168,13 +168,15 @@ def _chooser(name, monoid, combine, keeps):
             return out, ad.Zero.like(out)
         init = reductions.monoid_identity(monoid, get_aval(x).dtype)
         zero = np.zeros((), get_aval(t).dtype)
-        _, windows = _windows([x, t], [init, zero], **params)
-        best, tangent = next(windows)
-        for piece, piece_tangent in windows:
+        out_shape, windows = _windows([x, t], [init, zero], **params)
+        (best, first), *rest = windows
+        chosen = broadcast_in_dim(np.int32(0), out_shape, ())  # the window position taken
+        for k, (piece, _) in enumerate(rest, start=1):
             take = elementwise.bitwise_not(keeps(best, piece))
             best = elementwise.select(take, piece, best)
-            tangent = elementwise.select(take, piece_tangent, tangent)
-        return out, tangent
+            chosen = elementwise.select(take, broadcast_in_dim(np.int32(k), out_shape, ()),
+                                        chosen)
+        return out, elementwise.select_n(chosen, first, *(t for _, t in rest))
 
     @prim.def_batch
     def _batch(axis_data, vals, dims, **params):
