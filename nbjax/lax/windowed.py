@@ -169,6 +169,9 @@ def _chooser(name, monoid, combine, keeps):
         init = reductions.monoid_identity(monoid, get_aval(x).dtype)
         zero = np.zeros((), get_aval(t).dtype)
         out_shape, windows = _windows([x, t], [init, zero], **params)
+        windows = list(windows)
+        if not windows:  # an empty window: every result is the identity
+            return out, ad.Zero.like(out)
         (best, first), *rest = windows
         chosen = broadcast_in_dim(np.int32(0), out_shape, ())  # the window position taken
         for k, (piece, _) in enumerate(rest, start=1):
