@@ -212,7 +212,7 @@ def test_mismatched_programs_are_named_at_the_first_collective(fault, case, seco
         assert report["error"] == "CollectiveMismatchError", report
         assert "process 0: psum(float32[3], axis i)" in report["message"]
         assert f"process 1: {second}" in report["message"]
-        assert report["seconds"] < TIMEOUT + 5
+        assert report["seconds"] < TIMEOUT, report  # named at once, not at the deadline
 
 
 def test_initialize_without_a_launcher_explains_mpi():

@@ -6,6 +6,9 @@ gathers (``nbjax.distributed.fingerprint``). A fingerprint that does not come ba
 predicted, or MPI failing on mismatched buffers, makes the processes exchange their full
 descriptions (on a communicator used only for that) and raise an error naming the
 difference: a mismatched program is detected at the first collective where it differs.
+The process that finds it asks the others to join at once (an empty message they probe
+for while they wait): MPI may never complete a mismatched collective for some of them,
+which would otherwise learn of it only at their deadline.
 
 Collectives on small buffers (up to SPECULATE_BYTES) move data and fingerprint in one
 nonblocking MPI collective, polled against a deadline. Larger ones first agree on the
@@ -42,6 +45,7 @@ DESCRIPTION_BYTES = 256
 OPERAND_BYTES = 64
 NOTICE_BYTES = 512
 NOTICE_TAG = 7
+DIAGNOSIS_TAG = 8            # "I found the collectives differ: tell me what you run"
 
 _OPS = {"psum": MPI.SUM, "pmax": MPI.MAX, "pmin": MPI.MIN}
 _NUMPY_OPS = {"psum": np.add, "pmax": np.maximum, "pmin": np.minimum}
@@ -68,6 +72,10 @@ class CollectiveTimeoutError(DistributedError, TimeoutError):
 
 class ProcessFailedError(DistributedError):
     """Another process failed or exited before reaching this collective."""
+
+
+class _DiagnosisAsked(Exception):
+    """Another process found that the collectives differ and waits for this one's account."""
 
 
 def _encode(text, size):
@@ -146,6 +154,7 @@ class Communicator:
         self._notice_request = self.control.Irecv([self._notice, MPI.BYTE], MPI.ANY_SOURCE,
                                                   NOTICE_TAG)
         self._sent = None       # the notice this process sent, and its requests
+        self._asked = []        # its requests asking the others for a diagnosis
         self._hook = sys.excepthook
         sys.excepthook = self._excepthook
         atexit.register(self.close)
@@ -221,6 +230,10 @@ class Communicator:
         except MPI.Exception as error:
             self._diagnose(description, operand, DistributedError(
                 f"{self._what(description)}: MPI failed: {error}"))
+        except _DiagnosisAsked:
+            self._diagnose(description, operand, DistributedError(
+                f"{self._what(description)}: another process could not complete it (a "
+                "process may have exited, crashed or be stuck elsewhere)"))
         self._diagnose(description, operand, CollectiveTimeoutError(
             f"{self._what(description)}: not every one of the {self.size} processes reached "
             f"it within {self.timeout:g} s (one may have exited, crashed or be stuck "
@@ -229,7 +242,8 @@ class Communicator:
 
     def _poll(self, request, seconds, what=None):
         """Whether ``request`` completed within ``seconds``; with ``what`` (the collective
-        waited for), a notice of a process that will never reach it raises meanwhile."""
+        waited for), a notice of a process that will never reach it raises meanwhile, and
+        another process asking for a diagnosis raises ``_DiagnosisAsked``."""
         start = time.monotonic()
         spins = 0
         while not request.Test():
@@ -239,6 +253,8 @@ class Communicator:
                 continue
             if what is not None:
                 self._check_notices(what)
+                if self.control.Iprobe(MPI.ANY_SOURCE, DIAGNOSIS_TAG):
+                    raise _DiagnosisAsked()
             waited = time.monotonic() - start
             if waited > seconds:
                 return False
@@ -255,6 +271,7 @@ class Communicator:
         process waits for them that long, and a little more."""
         seconds = self.timeout + DIAGNOSIS_GRACE if seconds is None else seconds
         what = self._what(description)
+        self._ask_for_diagnosis()
         mine = np.concatenate([_encode(description, DESCRIPTION_BYTES),
                                _encode(operand, OPERAND_BYTES)])
         every = np.empty((self.size, mine.size), np.uint8)
@@ -272,6 +289,14 @@ class Communicator:
                                                     f"{differ}")
                     break
         raise self._fail(error)
+
+    def _ask_for_diagnosis(self):
+        """Make the others, waiting at a collective MPI may never complete for them (a
+        mismatched one), join the diagnosis at once rather than at their deadline (an
+        empty message each: ``_poll`` probes for it; kept, as the processes are out of
+        step from now on)."""
+        self._asked = [self.control.Isend([_NOTHING, MPI.BYTE], rank, DIAGNOSIS_TAG)
+                       for rank in range(self.size) if rank != self.rank]
 
     def _check_notices(self, what):
         status = MPI.Status()
