@@ -790,3 +790,24 @@ def test_every_program_draws_grouped_each_node_once(zoo, group):
             body = dot[dot.index(f'subgraph "cluster_{g["id"]}"'):]
             assert f'"{drawn_here[0]}" [' in body[:body.index("\n  }")], (name, g["id"])
         assert viz.to_svg(dot).startswith("<svg"), name
+
+
+@needs_dot
+def test_the_collectives_of_a_pmapped_function_stand_out():
+    """A pmapped function's graph shows where its values cross devices (or processes):
+    its collectives are hexagons with their own class, named in the legend; the other
+    equations are not."""
+    from nbjax import lax
+    f = nbjax.pmap(lambda v: lax.psum(jnp.sin(v), "i") * lax.all_gather(v, "i").sum(), "i")
+    model = viz.graph_model(nbjax.make_jaxpr(f)(np.ones((2, 3), np.float32)))
+    marked = {n["primitive"] for n in model["nodes"] if n["collective"]}
+    assert marked == {"psum", "all_gather"}
+    dot = viz.to_dot(model)
+    for node in model["nodes"]:
+        if node["kind"] == "eqn":
+            line = next(l for l in dot.splitlines() if f'id="{node["id"]}"' in l)
+            assert ('shape="hexagon"' in line) == node["collective"], line
+            assert ("nbjax-collective" in line) == node["collective"], line
+    assert "hexagon: a collective" in dot
+    plain = viz.to_dot(viz.graph_model(nbjax.make_jaxpr(jnp.sin)(V3)))
+    assert 'shape="hexagon"' not in plain and "a collective" not in plain

@@ -9,8 +9,8 @@ copies into the SVG, so a view can highlight linked nodes with CSS alone.
 Grouped by source (``graph_model(..., group="line")``), each source line or function is a
 cluster instead (Graphviz clusters nest, and kernels and lines overlap), and a node's border
 takes its kernel's colour; a collapsed group is one 3-D box. Equations the model marks
-``dim`` (dead forward code of a gradient, identities) are drawn faded, and the legend under
-the graph says why.
+``dim`` (dead forward code of a gradient, identities) are drawn faded, collectives (a
+pmapped function's psum...) as hexagons, and the legend under the graph says why.
 """
 
 import re
@@ -48,6 +48,10 @@ def hidden_identities_note(count):
     noun = "identity" if count == 1 else "identities"
     return f"{count} {noun} hidden (x·1, x−0...: each drawn as its operand)"
 
+
+# A collective (psum, all_gather...: values cross devices, or processes over MPI) stands out.
+COLLECTIVE_STYLE = {"shape": "hexagon", "color": "#7e22ce", "penwidth": "2"}
+COLLECTIVE_LEGEND = "hexagon: a collective (values cross devices or processes)"
 
 SOURCE_CLUSTER = {"style": "rounded", "color": "#0d9488", "fontcolor": "#0f766e",
                   "fontsize": "9", "labelloc": "t", "labeljust": "l"}
@@ -159,6 +163,8 @@ class _DotWriter:
             legend.append("blue: forward pass    orange: backward pass")
         dims = {n["dim"] for n in drawn}
         legend += [text for reason, text in DIM_LEGEND.items() if reason in dims]
+        if any(n["collective"] for n in drawn):
+            legend.append(COLLECTIVE_LEGEND)
         if self.model.get("identities_hidden"):
             legend.append(hidden_identities_note(self.model["identities_hidden"]))
         if self.sources and self.groups:
@@ -290,6 +296,8 @@ class _DotWriter:
             if group["kind"] == "kernel":
                 attrs.update(color=KERNEL_COLOURS[index % len(KERNEL_COLOURS)][0],
                              penwidth="2")
+        if node["collective"]:
+            attrs.update(COLLECTIVE_STYLE)
         if node["dim"]:
             attrs.update(DIM_STYLE, style=DIM_BORDER[node["dim"]])
         return attrs
@@ -312,6 +320,8 @@ class _DotWriter:
             classes.append(f"nbjax-group-{_css(node['group'])}")
         if node["dim"]:
             classes.append("nbjax-dim")
+        if node["collective"]:
+            classes.append("nbjax-collective")
         return classes
 
     @staticmethod

@@ -58,7 +58,8 @@ def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, group=None,
     as text), ``literals``, ``value`` (small constants), ``text`` (the equation as
     printed), ``source`` (file, line, function, text), ``provenance`` (phase, id,
     primitive), ``group``, ``fusion_reason``, ``dim`` (why it is drawn faded, or None),
-    ``truncated``); ``edges`` (``source``, ``target``, ``var``, ``aval``, ``operand``
+    ``truncated``, ``collective`` (a psum, all_gather...: values cross devices or
+    processes)); ``edges`` (``source``, ``target``, ``var``, ``aval``, ``operand``
     position); ``clusters`` (``id``, ``name``, ``label``, ``owner`` equation, ``parent``
     cluster, ``depth``, ``size`` in nodes, ``collapsed``); ``groups`` (``id``, ``kind``,
     ``label``, ``nodes``); ``repeats`` (``find_repeats``); ``source_groups``
@@ -148,7 +149,7 @@ def _node(node_id, kind, label, cluster, depth, **fields):
     node = {"id": node_id, "kind": kind, "label": label, "cluster": cluster, "depth": depth,
             "avals": [], "vars": [], "primitive": None, "params": {}, "literals": [],
             "value": None, "text": None, "source": None, "provenance": None, "group": None,
-            "fusion_reason": None, "dim": None, "truncated": False}
+            "fusion_reason": None, "dim": None, "truncated": False, "collective": False}
     node.update(fields)
     return node
 
@@ -244,7 +245,8 @@ class _Builder:
                  text=self.text.eqn_text(node_id) or repr(eqn),
                  source=_source(eqn), provenance=_provenance(eqn.provenance),
                  group=None if group is None else group["id"],
-                 fusion_reason=self.fusion.reason_of.get(id(eqn)))
+                 fusion_reason=self.fusion.reason_of.get(id(eqn)),
+                 collective=eqn.primitive.lowerings.get("library") == "collective")
         for operand, a in enumerate(eqn.invars):
             if isinstance(a, Var):
                 self.edge(env[a], node_id, a, operand)
