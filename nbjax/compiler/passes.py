@@ -150,7 +150,7 @@ def hoist_from_loops(jaxpr, consts, log):
         control = eqn.primitive.lowerings.get("control")
         hoisted = control.hoist(eqn.params, _worth_hoisting) \
             if control is not None and control.hoist is not None else None
-        if hoisted is None or sum(_nbytes(a) for a in hoisted[0].out_avals) > HOIST_LIMIT:
+        if hoisted is None or sum(a.nbytes for a in hoisted[0].out_avals) > HOIST_LIMIT:
             rw.emit(eqn)
             continue
         before, params = hoisted
@@ -166,10 +166,6 @@ def hoist_from_loops(jaxpr, consts, log):
                            f"{eqn.params['length']} iterations at once"))
     return rw.finish([v for v, _ in rw.new_consts]), \
         list(consts) + [c for _, c in rw.new_consts]
-
-
-def _nbytes(aval):
-    return int(np.prod(aval.shape)) * np.dtype(aval.dtype).itemsize
 
 
 # --- constant folding ----------------------------------------------------------------------

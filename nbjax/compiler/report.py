@@ -136,14 +136,10 @@ def _values_reaching_outputs(loop, is_guard):
     return seen
 
 
-def _nbytes(var):
-    return math.prod(var.aval.shape) * var.aval.dtype.itemsize
-
-
 def _buffer_bytes(reads, writes):
     """(bytes read, bytes written): each distinct buffer once; literals are not buffers."""
     distinct = list({v: None for v in reads if isinstance(v, Var)})
-    return sum(map(_nbytes, distinct)), sum(_nbytes(v) for v in writes)
+    return sum(v.aval.nbytes for v in distinct), sum(v.aval.nbytes for v in writes)
 
 
 def kernel_cost(step, loop):

@@ -39,6 +39,11 @@ class ShapedArray:
     def size(self):
         return math.prod(self.shape)
 
+    @property
+    def nbytes(self):
+        """The bytes an array of this type takes (a compiler's buffers, its limits)."""
+        return self.size * self.dtype.itemsize
+
     def update(self, shape=None, dtype=None, weak_type=None):
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,

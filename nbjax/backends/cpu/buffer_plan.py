@@ -64,15 +64,16 @@ class ScratchPlan:
             self._free[k - 1] = (previous, self._free.pop(k)[1] + offset - previous)
 
 
-def lifetimes(groups, reads_of, written_by, kept):
+def lifetimes(groups, kept):
     """{step index: the values whose region the step frees}: for each value written by a
-    step of ``groups``, the last step that reads it (or the one writing it, if none does);
-    values in ``kept`` (results the caller copies out at the end) are left out."""
+    step of ``groups`` (a plan's: ``FusionGroup.outputs``), the last step that reads it
+    (``inputs``; or the one writing it, if none does); values in ``kept`` (results the
+    caller copies out at the end) are left out."""
     last = {}
     for n, g in enumerate(groups):
-        for v in written_by(g):
+        for v in g.outputs:
             last[v] = n
-        for v in reads_of(g):
+        for v in g.inputs:
             if v in last:
                 last[v] = n
     dying = {}

@@ -56,24 +56,6 @@ def _operands(eqn, values):
     return eqn.primitive.lowerings["control"].split(eqn.params, values)
 
 
-def _reads(group):
-    """The values a plan group reads."""
-    if group.kind == "kernel":
-        return group.kernel.inputs
-    return [a for a in group.eqns[0].invars if isinstance(a, Var)]
-
-
-def _writes(group):
-    """The values a plan group writes."""
-    if group.kind == "kernel":
-        return [o.var for o in group.kernel.outputs]
-    return group.eqns[0].outvars
-
-
-def _nbytes(aval):
-    return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
-
-
 @dataclasses.dataclass(frozen=True)
 class HostAddress:
     """A constant of a function that is the address of the module's host step ``index``
@@ -246,7 +228,7 @@ class ControlFlowFunction:
         direct = {a: d for a, d in zip(j.outvars, dests)
                   if isinstance(a, Var) and uses[a] == 1 and a not in env}
         results = {a for a in j.outvars if isinstance(a, Var)}
-        dying = buffer_plan.lifetimes(sub.plan.groups, _reads, _writes, results)
+        dying = buffer_plan.lifetimes(sub.plan.groups, results)
         for n, g in enumerate(sub.plan.groups):
             started = self.clock_start() if timed else None
             self.step(g, env, direct, compiled)
@@ -256,8 +238,8 @@ class ControlFlowFunction:
                 self.release(env[v])
         for a, d in zip(j.outvars, dests):
             if not (isinstance(a, Var) and direct.get(a) is d):
-                self.copy(d, self.atom(a, env), _nbytes(a.aval))
-        written = {v for g in sub.plan.groups for v in _writes(g)}
+                self.copy(d, self.atom(a, env), a.aval.nbytes)
+        written = {v for g in sub.plan.groups for v in g.outputs}
         for a in results & written - direct.keys():  # copied out above: dead now
             self.release(env[a])
 
@@ -268,7 +250,7 @@ class ControlFlowFunction:
             self.kernel(g.kernel, env, direct)
             return
         eqn = g.eqns[0]
-        outs = [direct[v] if v in direct else self.scratch(_nbytes(v.aval))
+        outs = [direct[v] if v in direct else self.scratch(v.aval.nbytes)
                 for v in eqn.outvars]
         ins = [self.atom(a, env) for a in eqn.invars]
         if g.kind not in ("library", "fallback"):
@@ -369,7 +351,7 @@ class ControlFlowFunction:
         for o in kernel.outputs:
             dtype, acc, n = o.var.aval.dtype, np.dtype(o.acc_dtype or o.var.aval.dtype), \
                 math.prod(o.shape)
-            where = direct[o.var] if o.var in direct else self.scratch(_nbytes(o.var.aval))
+            where = direct[o.var] if o.var in direct else self.scratch(o.var.aval.nbytes)
             env[o.var] = where
             buf = where if acc == dtype else self.scratch(n * acc.itemsize)
             if o.combine:
@@ -400,8 +382,8 @@ class ControlFlowFunction:
     def carries(self, avals, init, first):
         """The second buffer of each carry; the first (the result's) starts at ``init``."""
         for dst, src, aval in zip(first, init, avals):
-            self.copy(dst, src, _nbytes(aval))
-        return [self.scratch(_nbytes(a)) for a in avals]
+            self.copy(dst, src, aval.nbytes)
+        return [self.scratch(a.nbytes) for a in avals]
 
     def swapped(self, i, first, second):
         """(current, next) carry buffers of iteration ``i``: even iterations read ``first``."""
@@ -432,7 +414,7 @@ class ControlFlowFunction:
         for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, length), iteration, "scan")
         if length % 2:  # the last iteration wrote the second buffers
             for dst, src, v in zip(first, second, eqn.outvars[:nk]):
-                self.copy(dst, src, _nbytes(v.aval))
+                self.copy(dst, src, v.aval.nbytes)
         for pointer in second:
             self.release(pointer)
 
@@ -460,7 +442,7 @@ class ControlFlowFunction:
         b.position_at_end(done)
         with b.if_then(b.trunc(i, I1)):  # an odd number of iterations: the result is in second
             for dst, src, aval in zip(outs, second, avals):
-                self.copy(dst, src, _nbytes(aval))
+                self.copy(dst, src, aval.nbytes)
         for pointer in second + [flag]:
             self.release(pointer)
 
