@@ -286,14 +286,17 @@ def reduce(operands, init_values, computation, dimensions):
 
 # --- argmax / argmin -----------------------------------------------------------------------
 
-def _arg_reduction(name, np_arg):
+def _arg_reduction(name, np_arg, comparison):
     """``argmax``/``argmin`` over one axis (``axes=(axis,)``), giving ``index_dtype`` indices.
 
     NumPy's ``argmax``/``argmin`` already agree with JAX: the first extremum wins, NaN counts as
-    the extremum, and -0.0 equals 0.0.
+    the extremum, and -0.0 equals 0.0. Its ``"arg-reduction"`` lowering is ``comparison``
+    ("gt", "lt"): an element beats the best so far when it compares so with it, or is a NaN
+    (for a target that writes the loop itself).
     """
     prim = Primitive(name)
     library_lowering(prim, "arg-reduction")
+    prim.def_lowering("arg-reduction", comparison)
 
     def abstract_eval(x, *, axes, index_dtype):
         check_dtype(name, x, ORDERED)
@@ -317,8 +320,8 @@ def _arg_reduction(name, np_arg):
     return prim
 
 
-argmax_p = _arg_reduction("argmax", np.argmax)
-argmin_p = _arg_reduction("argmin", np.argmin)
+argmax_p = _arg_reduction("argmax", np.argmax, "gt")
+argmin_p = _arg_reduction("argmin", np.argmin, "lt")
 
 
 def _index_dtype(index_dtype):

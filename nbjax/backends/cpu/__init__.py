@@ -4,8 +4,9 @@ The compiler's pipeline (``nbjax.compiler.compile``) optimises and plans; ``CpuT
 generates one LLVM module for all kernels of the plan (``codegen``: the CPU's loops around
 the shared emitter of ``nbjax.backends.llvm``), compiles it (``runtime``) and returns an
 ``Executable`` (``executable``). A program compiled by an earlier process is loaded from
-the disk cache instead (``program_cache``). Library steps call the primitive's NumPy
-implementation on our buffers.
+the disk cache instead (``program_cache``). Library steps are BLAS calls or loops in native
+code (scatters, arg-reductions, cumulative ops, sorts); the others call the primitive's
+NumPy implementation on our buffers.
 """
 
 from ...compiler import Target
@@ -16,11 +17,17 @@ from .executable import Executable, compile_plan
 
 __all__ = ["CpuTarget", "Executable", "TARGET"]
 
-# How this target makes each kind of library call (``lax.standard.library_lowering``).
-LIBRARY_CALLS = {
+# How this target makes each kind of library call (``lax.standard.library_lowering``) when
+# native code makes it (``native_library_call``)...
+NATIVE_CALLS = {
     "matrix product": "is a BLAS call",
-    "scatter": "is a scatter loop in native code (NumPy indexing when run as a step)",
-    "cumulative op": "is a library call (NumPy cumulative op)",
+    "scatter": "is a scatter loop in native code",
+    "arg-reduction": "is a loop in native code",
+    "cumulative op": "is a running loop in native code",
+    "sort": "is a merge sort in native code",
+}
+# ... and when it calls back into Python for it (by default, the NumPy implementation).
+HOST_CALLS = {
     "host callback": "calls Python back with the values (a host step)",
     "collective": "is a collective: the shards exchange values in Python",
     "parallel map": "runs its shard program on a thread per shard",
@@ -37,9 +44,9 @@ class CpuTarget(Target):
         category = eqn.primitive.lowerings.get("library")
         if category is None:
             return None
-        how = LIBRARY_CALLS.get(category, "is a library call (NumPy)")
         if self.native_library_call(eqn):
-            return f"{eqn.primitive.name} {how}"
+            return f"{eqn.primitive.name} {NATIVE_CALLS[category]}"
+        how = HOST_CALLS.get(category, "is a library call (NumPy)")
         return f"{eqn.primitive.name} {how}; native code calls back into Python for it"
 
     def native_library_call(self, eqn):

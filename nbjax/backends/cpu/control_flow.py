@@ -40,7 +40,7 @@ from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
 from ...lax import cond_p, scan_p, while_p
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
-from . import blas, buffer_plan, runtime, scatter, support
+from . import arg_reduction, blas, buffer_plan, runtime, scatter, support
 from .host_steps import HostCall, SplitCall
 
 I8P = I8.as_pointer()
@@ -48,12 +48,20 @@ CLOCK_MONOTONIC = 1   # Linux's
 # The control-flow primitives this backend compiles, and the method of
 # ``ControlFlowFunction`` that emits each.
 CONTROL_FLOW = {scan_p: "scan", while_p: "while_", cond_p: "cond"}
+# The modules emitting library steps as loops in native code: each ``supports(eqn)`` and
+# can ``emit(f, eqn, *operands, *results)`` into a ControlFlowFunction ``f``.
+LIBRARY_LOOPS = (scatter, arg_reduction)
 
 
 def native_library_call(eqn):
     """Whether native code runs the library equation ``eqn`` itself (a BLAS product, a
-    scatter) rather than calling back into Python for it."""
-    return blas.supports(eqn) or scatter.supports(eqn)
+    scatter, an arg-reduction...) rather than calling back into Python for it."""
+    return blas.supports(eqn) or _library_loop(eqn) is not None
+
+
+def _library_loop(eqn):
+    """The module of ``LIBRARY_LOOPS`` that emits ``eqn``, or None."""
+    return next((m for m in LIBRARY_LOOPS if m.supports(eqn)), None)
 
 
 def _operands(eqn, values):
@@ -266,8 +274,8 @@ class ControlFlowFunction:
                 self.emit(g, ins, outs)
         elif blas.supports(eqn):
             blas.gemm(self.b, self.setup, eqn, *ins, *outs)
-        elif scatter.supports(eqn):
-            scatter.emit(self, eqn, *ins, *outs)
+        elif _library_loop(eqn) is not None:
+            _library_loop(eqn).emit(self, eqn, *ins, *outs)
         else:
             self.host_step(eqn, ins, outs, warn=g.kind == "fallback" and g.warns)
         env.update(zip(eqn.outvars, outs))

@@ -1,0 +1,130 @@
+"""Library steps compiled into native code: arg-reductions (``backends/cpu/arg_reduction.py``),
+cumulative ops (``cumulative.py``) and sorts (``sort.py``), against the reference backend
+(and JAX where it is installed): at top level alone, between kernels and inside loops, on
+inputs with NaN, infinities, -0.0, ties and size-1 axes; and no call back into Python for
+them."""
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import lax
+from helpers import assert_close, cpu_and_reference, random_array
+
+try:
+    import jax
+except ImportError:  # the cross-checks against JAX are skipped
+    jax = None
+
+pytestmark = pytest.mark.cpu_compiler
+
+RNG = np.random.default_rng(15)
+DTYPES = [np.float32, np.float64, np.int32]
+# (shape, axis): rows along the last, first and middle axes, size-1 axes on both sides.
+SHAPES = [((7,), 0), ((4, 5), 1), ((4, 5), 0), ((3, 1, 6), 2), ((2, 3, 4), 1),
+          ((1, 5, 1), 1), ((3, 1), 1)]
+
+
+def _tied(shape, dtype):
+    """Small integers (many ties, 0.0 and -0.0) with the extremes: for floats NaN (about one
+    in ten, so rows hold none, one or several), infinities and -0.0."""
+    if np.dtype(dtype).kind in "iu":
+        return random_array(RNG, shape, dtype, low=-3, high=3, special=True)
+    x = np.round(random_array(RNG, shape, dtype, scale=2.0, special=True))
+    x[RNG.random(shape) < 0.1] = np.nan
+    return x
+
+
+def _same(fn, *args, exact=True):
+    """``fn`` compiled natively (no call back into Python) gives the reference's values
+    (exactly, or within float rounding)."""
+    cpu, ref = cpu_and_reference(fn, *args)
+    assert "calling back" not in cpu.runs_as, cpu.runs_as
+    assert "host step" not in cpu.plan.report()
+    for got, want in zip(cpu.run(*args), ref.run(*args), strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if exact:
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert_close(got, want, rtol=1e-6 if got.dtype == np.float32 else 1e-13)
+    return cpu
+
+
+def _x64(dtype):
+    return nbjax.enable_x64(np.dtype(dtype).itemsize == 8)
+
+
+# --- argmax / argmin -----------------------------------------------------------------------
+
+ARG = {"argmax": lax.argmax, "argmin": lax.argmin}
+
+
+@pytest.mark.parametrize("name", list(ARG))
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis", SHAPES)
+def test_arg_reduction_alone_and_between_kernels(name, dtype, shape, axis):
+    """The first extremum's index (the first NaN's, if any), alone and between kernels."""
+    x = _tied(shape, dtype)
+    with _x64(dtype):
+        _same(lambda v: ARG[name](v, axis, np.int32), x)
+        _same(lambda v: ARG[name](v * 2, axis, np.int32) + 1, x)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int8, np.uint8, np.int64])
+def test_arg_reduction_index_dtype(index_dtype):
+    x = _tied((3, 200), np.float32)
+    with nbjax.enable_x64(True):
+        cpu = _same(lambda v: lax.argmax(v + 0, 1, index_dtype), x)
+    assert cpu.run(x)[0].dtype == index_dtype
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.bool_])
+def test_arg_reduction_of_unsigned_and_bool(dtype):
+    x = random_array(RNG, (4, 9), dtype, special=True)
+    _same(lambda v: (lax.argmax(v, 1, np.int32), lax.argmin(v, 0, np.int32)), x)
+
+
+def test_signed_zeros_and_nan_rows():
+    """-0.0 ties with 0.0 (the first wins); a row of NaNs, a NaN after and before the
+    maximum, infinities; as JAX answers."""
+    x = np.array([[-0.0, 0.0, -0.0], [0.0, -0.0, 0.0], [np.nan, np.nan, np.nan],
+                  [1.0, np.nan, 2.0], [np.inf, 3.0, np.nan], [-np.inf, -np.inf, -np.inf]],
+                 np.float32)
+    for arg in (lax.argmax, lax.argmin):
+        cpu = _same(lambda v: arg(v * 1, 1, np.int32), x)
+        if jax is not None:
+            want = (jax.lax.argmax if arg is lax.argmax else jax.lax.argmin)(x, 1, np.int32)
+            np.testing.assert_array_equal(cpu.run(x)[0], np.asarray(want))
+
+
+@pytest.mark.skipif(jax is None, reason="jax is not installed (the cross-check needs it)")
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_arg_reductions_agree_with_jax(dtype):
+    x = _tied((6, 11), dtype)
+    for axis in (0, 1):
+        cpu, _ = cpu_and_reference(lambda v: (lax.argmax(v, axis, np.int32),
+                                              lax.argmin(v, axis, np.int32)), x)
+        got = cpu.run(x)
+        np.testing.assert_array_equal(got[0], np.asarray(jax.numpy.argmax(x, axis)))
+        np.testing.assert_array_equal(got[1], np.asarray(jax.numpy.argmin(x, axis)))
+
+
+def test_accuracy_inside_scan_and_fori_loop():
+    """What a training loop computes: the accuracy of argmax predictions inside a scan, and
+    a running argmin inside a fori_loop: native loops with no host step."""
+    logits = _tied((5, 8, 4), np.float32)
+    labels = RNG.integers(0, 4, (5, 8)).astype(np.int32)
+
+    def accuracy(logits, labels):
+        def step(total, batch):
+            lg, lb = batch
+            hits = (jnp.argmax(lg, axis=-1) == lb).astype(np.float32)
+            return total + hits.mean(), jnp.argmin(lg, axis=0)
+        return lax.scan(step, jnp.float32(0), (logits, labels))
+
+    def running(x):
+        return lax.fori_loop(0, 3, lambda i, v: v.at[i].set(
+            jnp.argmax(v * 0.5, axis=0).astype(np.float32)), x)
+    for cpu in (_same(accuracy, logits, labels), _same(running, logits[0])):
+        assert "compiled as a native loop" in cpu.plan.report()
