@@ -128,3 +128,68 @@ def test_accuracy_inside_scan_and_fori_loop():
             jnp.argmax(v * 0.5, axis=0).astype(np.float32)), x)
     for cpu in (_same(accuracy, logits, labels), _same(running, logits[0])):
         assert "compiled as a native loop" in cpu.plan.report()
+
+
+# --- cumulative ops ------------------------------------------------------------------------
+
+CUMULATIVE = {"cumsum": lax.cumsum, "cumprod": lax.cumprod, "cummax": lax.cummax,
+              "cummin": lax.cummin}
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("name", list(CUMULATIVE))
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis", SHAPES)
+def test_cumulative_alone_and_between_kernels(name, dtype, shape, axis, reverse):
+    """Bit for bit the reference's values (NaN, infinities, integer wrap-around included):
+    the same sequential order of combination."""
+    x = _tied(shape, dtype)
+    op = CUMULATIVE[name]
+    with _x64(dtype):
+        _same(lambda v: op(v, axis, reverse), x)
+        _same(lambda v: op(v - 1, axis, reverse) * 2, x)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_long_float32_sums_round_as_the_reference(reverse):
+    """Running sums of 3000 float32 terms, along either axis: float rounding makes any other
+    order of additions differ in the last bits."""
+    x = random_array(RNG, (3000, 3), np.float32)
+    for axis in (0, 1):
+        _same(lambda v: lax.cumsum(v * 1, axis, reverse), x)
+    _same(lambda v: lax.cumsum(v, 0, reverse), x.T.copy().reshape(-1))
+
+
+@pytest.mark.skipif(jax is None, reason="jax is not installed (the cross-check needs it)")
+def test_running_max_and_min_of_signed_zeros_as_jax():
+    """0.0 is greater than -0.0 for cummax and cummin, as in JAX (XLA's max and min)."""
+    x = np.array([[-0.0, 0.0, -0.0, np.nan, 1.0], [0.0, -0.0, 0.0, -1.0, np.nan]], np.float32)
+    for ours, theirs in ((lax.cummax, jax.lax.cummax), (lax.cummin, jax.lax.cummin)):
+        for reverse in (False, True):
+            got = _same(lambda v: ours(v, 1, reverse), x).run(x)[0]
+            want = np.asarray(theirs(x, 1, reverse))
+            np.testing.assert_array_equal(got, want)
+            number = ~np.isnan(want)  # (a NaN's sign bit means nothing)
+            np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
+
+
+def test_running_ops_inside_scan_and_fori_loop():
+    xs = _tied((4, 6, 3), np.float32)
+
+    def scanned(xs):
+        def step(c, x):
+            return c + lax.cumsum(x, 0, True).sum(), (lax.cummax(x * c, 1), lax.cumprod(x, 0))
+        return lax.scan(step, jnp.float32(1), xs)
+
+    def looped(x):
+        return lax.fori_loop(0, 3, lambda i, v: lax.cummin(v, 0) + lax.cumsum(v, 1), x)
+    for cpu in (_same(scanned, xs), _same(looped, xs[0])):
+        assert "compiled as a native loop" in cpu.plan.report()
+
+
+def test_cumlogsumexp_still_calls_back():
+    """cumlogsumexp is no monoid of the loop's: it stays a host step, named as such."""
+    x = random_array(RNG, (5, 4), np.float32)
+    cpu, ref = cpu_and_reference(lambda v: lax.cumlogsumexp(v * 2, 0) + 1, x)
+    assert cpu.runs_as == "one native call, calling back into Python for cumlogsumexp"
+    assert_close(cpu.run(x)[0], ref.run(x)[0], rtol=1e-6)

@@ -343,13 +343,17 @@ def argmin(operand, axis, index_dtype):
 
 # --- cumulative reductions -----------------------------------------------------------------
 
-def _cumulative(name, kind, accumulate):
+def _cumulative(name, kind, accumulate, monoid=None):
     """A primitive of running reductions along ``axis``, from the end when ``reverse``.
 
-    ``accumulate(x, axis)`` computes the forward running reduction on a NumPy array.
+    ``accumulate(x, axis)`` computes the forward running reduction on a NumPy array, one
+    element after the other. ``monoid`` ("add", "max"...: ``monoid_of``), when the reduction
+    is one, is its ``"cumulative op"`` lowering, for a target that writes the loop itself.
     """
     prim = Primitive(name)
     library_lowering(prim, "cumulative op")
+    if monoid is not None:
+        prim.def_lowering("cumulative op", monoid)
 
     def abstract_eval(x, *, axis, reverse):
         check_dtype(name, x, kind)
@@ -394,10 +398,12 @@ def _running_logsumexp(x, axis):
     return np.logaddexp.accumulate(x.astype(accumulation_dtype(x.dtype)), axis=axis)
 
 
-cumsum_p = _cumulative("cumsum", NUMBER, _running_sum)
-cumprod_p = _cumulative("cumprod", NUMBER, _running_prod)
-cummax_p = _cumulative("cummax", NUMBER, lambda x, axis: np.maximum.accumulate(x, axis=axis))
-cummin_p = _cumulative("cummin", NUMBER, lambda x, axis: np.minimum.accumulate(x, axis=axis))
+cumsum_p = _cumulative("cumsum", NUMBER, _running_sum, "add")
+cumprod_p = _cumulative("cumprod", NUMBER, _running_prod, "mul")
+cummax_p = _cumulative("cummax", NUMBER, lambda x, axis: np.maximum.accumulate(x, axis=axis),
+                       "max")
+cummin_p = _cumulative("cummin", NUMBER, lambda x, axis: np.minimum.accumulate(x, axis=axis),
+                       "min")
 cumlogsumexp_p = _cumulative("cumlogsumexp", INEXACT, _running_logsumexp)
 
 
