@@ -193,3 +193,78 @@ def test_cumlogsumexp_still_calls_back():
     cpu, ref = cpu_and_reference(lambda v: lax.cumlogsumexp(v * 2, 0) + 1, x)
     assert cpu.runs_as == "one native call, calling back into Python for cumlogsumexp"
     assert_close(cpu.run(x)[0], ref.run(x)[0], rtol=1e-6)
+
+
+# --- sort ----------------------------------------------------------------------------------
+
+def _iota(shape, axis):
+    return np.broadcast_to(np.arange(shape[axis], dtype=np.int32).reshape(
+        [-1 if d == axis else 1 for d in range(len(shape))]), shape).copy()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis", SHAPES)
+def test_sort_alone_and_between_kernels(dtype, shape, axis):
+    """Values in order (NaNs last), and a payload of positions that shows the order among
+    ties (-0.0 and 0.0, NaNs): stable, as the reference."""
+    x, where = _tied(shape, dtype), _iota(shape, axis)
+    with _x64(dtype):
+        _same(lambda v: lax.sort(v, axis), x)
+        _same(lambda v, w: lax.sort((v * 2, w), axis, num_keys=1), x, where)
+        _same(lambda v, w: [o + 1 for o in lax.sort((v, w), axis, is_stable=False)], x, where)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 16, 17, 100, 1025])
+def test_sort_rows_of_every_length(n):
+    """Merge passes over runs that do and do not fill the row."""
+    x = _tied((3, n), np.float32)
+    _same(lambda v, w: lax.sort((v, w), 1, num_keys=1), x, _iota(x.shape, 1))
+    y = random_array(RNG, (n, 2), np.int32, special=True)
+    _same(lambda v: lax.sort(v + 0, 0), y)
+
+
+def test_sort_by_two_keys_with_payloads_of_other_types():
+    """Lexicographic over two keys (an int and a float, both with ties), payloads of 1, 2
+    and 8 bytes an element moved along."""
+    shape = (4, 40)
+    first = random_array(RNG, shape, np.int32, low=0, high=2)
+    second = _tied(shape, np.float32)
+    payloads = (random_array(RNG, shape, np.uint8), random_array(RNG, shape, np.float16),
+                random_array(RNG, shape, np.float64))
+    with nbjax.enable_x64(True):
+        _same(lambda a, b, *p: lax.sort((a, b, *p), 1, num_keys=2), first, second, *payloads)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.bool_])
+def test_sort_of_unsigned_and_bool_keys(dtype):
+    x = random_array(RNG, (5, 13), dtype, special=True)
+    _same(lambda v, w: lax.sort((v, w), 1, num_keys=1), x, _iota(x.shape, 1))
+
+
+@pytest.mark.skipif(jax is None, reason="jax is not installed (the cross-check needs it)")
+def test_sort_agrees_with_jax():
+    """NaNs (of both signs) last in their order, -0.0 and 0.0 in theirs, as JAX's
+    lax.sort."""
+    x = np.array([[0.0, -0.0, 1.0, np.nan, 2.0, -np.nan, -1.0, np.inf, -np.inf, 0.0, -0.0]],
+                 np.float32)
+    x = np.concatenate([x, _tied((3, 11), np.float32)])
+    where = _iota(x.shape, 1)
+    cpu, _ = cpu_and_reference(lambda v, w: lax.sort((v, w), 1, num_keys=1), x, where)
+    want = jax.lax.sort((x, where), dimension=1, num_keys=1)
+    for got, theirs in zip(cpu.run(x, where), want, strict=True):
+        np.testing.assert_array_equal(got, np.asarray(theirs))
+
+
+def test_sort_inside_scan_and_fori_loop():
+    xs = _tied((4, 3, 9), np.float32)
+
+    def scanned(xs):
+        def step(c, x):
+            s = jnp.sort(x + c, axis=-1)
+            return c + 0.5, (s, jnp.argsort(x, axis=0))
+        return lax.scan(step, jnp.float32(0), xs)
+
+    def looped(x):
+        return lax.fori_loop(0, 3, lambda i, v: jnp.sort(v[::-1] * -1.0, axis=1), x)
+    for cpu in (_same(scanned, xs), _same(looped, xs[0])):
+        assert "compiled as a native loop" in cpu.plan.report()

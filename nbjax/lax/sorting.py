@@ -33,6 +33,9 @@ def _canonical_axis(axis, ndim):
 
 sort_p = Primitive("sort", multiple_results=True)
 library_lowering(sort_p, "sort")
+# The order, for a target that writes the sort itself: the first ``num_keys`` operands
+# compared lexicographically, each ascending by value (NaNs last, -0.0 equal to 0.0).
+sort_p.def_lowering("sort", "ascending")
 
 
 @sort_p.def_abstract_eval

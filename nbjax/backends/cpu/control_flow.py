@@ -40,7 +40,7 @@ from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
 from ...lax import cond_p, scan_p, while_p
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
-from . import arg_reduction, blas, buffer_plan, cumulative, runtime, scatter, support
+from . import arg_reduction, blas, buffer_plan, cumulative, runtime, scatter, sort, support
 from .host_steps import HostCall, SplitCall
 
 I8P = I8.as_pointer()
@@ -50,7 +50,7 @@ CLOCK_MONOTONIC = 1   # Linux's
 CONTROL_FLOW = {scan_p: "scan", while_p: "while_", cond_p: "cond"}
 # The modules emitting library steps as loops in native code: each ``supports(eqn)`` and
 # can ``emit(f, eqn, *operands, *results)`` into a ControlFlowFunction ``f``.
-LIBRARY_LOOPS = (scatter, arg_reduction, cumulative)
+LIBRARY_LOOPS = (scatter, arg_reduction, cumulative, sort)
 
 
 def native_library_call(eqn):
