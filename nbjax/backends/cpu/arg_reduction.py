@@ -2,20 +2,23 @@
 without calling back into Python (a training loop's accuracy, ``argmax`` of the logits,
 inside a ``scan``).
 
-Each row along the reduced axis is walked from its first element, keeping the best value
-so far and its index: a later element replaces it only when it beats it strictly (the
-comparison the primitive's ``"arg-reduction"`` lowering names: "gt" for argmax), so the
-first of equal extrema wins and -0.0 ties with 0.0; a NaN beats every number, and nothing
-beats a NaN, so the first NaN wins. These are JAX's semantics (and NumPy's, which the
-reference implementation calls). The index is converted to ``index_dtype`` as the
-reference's ``astype`` does.
+JAX's semantics (and NumPy's, which the reference implementation calls): the first of
+equal extrema wins, -0.0 ties with 0.0, and a NaN counts as the extremum, so the first NaN
+wins. Each row along the reduced axis takes two passes: its extremum, by the scalar
+emitter's max (min) from the comparison the primitive's ``"arg-reduction"`` lowering names
+("gt": max), which a NaN wins; then the first position holding it (equal to it, or a NaN if
+it is one). Two passes, because the first one is a reduction LLVM vectorises, and the
+second one stops at the answer: a single pass keeping the best value and its index is a
+chain of dependent selects, 15 cycles an element. The index is converted to
+``index_dtype`` as the reference's ``astype`` does.
 """
 
 import numpy as np
 from llvmlite import ir
 
+from ...core import dtypes
 from ..llvm import I64, for_loop, reg_type
-from .rows import Rows, beats, plain_number
+from .rows import Rows, plain_number
 
 
 def supports(eqn):
@@ -33,22 +36,49 @@ def emit(f, eqn, operand, out):
     if aval.size == 0:  # (an empty reduced axis is refused when tracing)
         return
     dtype, index_dtype = aval.dtype, eqn.params["index_dtype"]
-    comparison = eqn.primitive.lowerings["arg-reduction"]
+    extremum = EXTREMUM[eqn.primitive.lowerings["arg-reduction"]]
     b, e, rows = f.b, f.e, Rows(aval.shape, axis)
     x, result = f.typed(operand, dtype), f.typed(out, index_dtype)
-    best_type = reg_type(dtype)
-    best, where = f.setup.alloca(best_type), f.setup.alloca(I64)
+    best = f.setup.alloca(reg_type(dtype))
 
     def row(o, i):
-        b.store(e.load(x, rows.at(b, o, ir.Constant(I64, 0), i), dtype), best)
-        b.store(ir.Constant(I64, 0), where)
-
         def element(k):
-            value, so_far = e.load(x, rows.at(b, o, k, i), dtype), b.load(best, typ=best_type)
-            better = beats(e, comparison, value, so_far, dtype)
-            b.store(b.select(better, value, so_far), best)
-            b.store(b.select(better, k, b.load(where, typ=I64)), where)
-        for_loop(b, ir.Constant(I64, 1), ir.Constant(I64, rows.n), element, "arg")
-        e.store(result, rows.kept(b, o, i), e.convert(b.load(where, typ=I64), np.int64, index_dtype),
+            so_far = b.load(best, typ=reg_type(dtype))
+            b.store(e.binary(extremum, so_far, e.load(x, rows.at(b, o, k, i), dtype), dtype),
+                    best)
+        b.store(e.load(x, rows.at(b, o, ir.Constant(I64, 0), i), dtype), best)
+        for_loop(b, ir.Constant(I64, 1), ir.Constant(I64, rows.n), element, "extremum")
+        found = _first(f, lambda k: _is(e, e.load(x, rows.at(b, o, k, i), dtype),
+                                        b.load(best, typ=reg_type(dtype)), dtype))
+        e.store(result, rows.kept(b, o, i), e.convert(found, np.int64, index_dtype),
                 index_dtype)
     rows.each(f, row)
+
+
+# The scalar op giving the extremum of an arg-reduction by each comparison.
+EXTREMUM = {"gt": "max", "lt": "min"}
+
+
+def _is(e, x, extremum, dtype):
+    """Whether ``x`` is ``extremum``: equal to it (-0.0 to 0.0 too), or a NaN if it is."""
+    if not dtypes.is_float(dtype):
+        return e.compare("eq", x, extremum, dtype)
+    b = e.b
+    return b.select(b.fcmp_unordered("uno", extremum, extremum),
+                    b.fcmp_unordered("uno", x, x), b.fcmp_ordered("==", x, extremum))
+
+
+def _first(f, hit):
+    """The first ``k`` (an i64 from 0) at which ``hit(k)`` (an i1 emitted at ``f``'s
+    builder) holds; there must be one."""
+    b = f.b
+    before = b.block
+    search, found = b.append_basic_block("search"), b.append_basic_block("found")
+    b.branch(search)
+    b.position_at_end(search)
+    k = b.phi(I64, name="k")
+    k.add_incoming(ir.Constant(I64, 0), before)
+    k.add_incoming(b.add(k, ir.Constant(I64, 1)), search)
+    b.cbranch(hit(k), found, search)
+    b.position_at_end(found)
+    return k
