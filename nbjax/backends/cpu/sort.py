@@ -3,10 +3,12 @@ into Python.
 
 Each row along the sorted dimension is sorted as a permutation of its positions, by a
 bottom-up merge sort (stable: of two equal keys, the one from the left run is taken first;
-O(n log n) comparisons whatever the data): runs of 1, 2, 4... positions are merged from one
+O(n log n) comparisons whatever the data): runs of 1, 2, 4... elements are merged from one
 scratch buffer into the other, the passes unrolled at compile time (the row's length is
-known). Then every operand is read through the permutation into its result, element by
-element as plain bytes (any dtype of 1, 2, 4 or 8 bytes moves).
+known). The keys travel with the positions (a "lane" each: the positions, then every key,
+copied out of the row first), so that comparisons read them in order rather than through
+the permutation, all over memory. Then every operand is read through the permutation into
+its result, element by element as plain bytes (any dtype of 1, 2, 4 or 8 bytes moves).
 
 The order is the one the primitive's ``"sort"`` lowering names, ``"ascending"``: the first
 ``num_keys`` operands compared lexicographically, each by value with -0.0 equal to 0.0 and
@@ -41,59 +43,63 @@ def emit(f, eqn, *buffers):
         return
     rows = Rows(avals[0].shape, eqn.params["dimension"])
     ins, outs = buffers[:len(avals)], buffers[len(avals):]
-    keys = [(f.typed(buf, a.dtype), a.dtype)
-            for buf, a in zip(ins, avals[:eqn.params["num_keys"]])]
-    scratch = [f.scratch(rows.n * 8) for _ in range(2)]
-    orders = [f.typed(s, np.int64) for s in scratch]
+    dtypes = [np.dtype(np.int64)] + [np.dtype(a.dtype) for a in
+                                     avals[:eqn.params["num_keys"]]]
+    scratch = [[f.scratch(rows.n * d.itemsize) for d in dtypes] for _ in range(2)]
+    lanes = [[(f.typed(s, d), d) for s, d in zip(side, dtypes)] for side in scratch]
 
     def row(o, i):
-        order = _sorted_positions(f, rows, _Less(f, rows, keys, o, i), orders)
+        _fill(f, rows, o, i, ins, lanes[0])
+        order = _merge_sort(f, rows.n, lanes)
         for src, dst, aval in zip(ins, outs, avals):
             _permute(f, rows, order, src, dst, aval, o, i)
     rows.each(f, row, "sort")
-    for s in scratch:
+    for s in (s for side in scratch for s in side):
         f.release(s)
 
 
-class _Less:
-    """``less(p, q)``: whether position ``p`` of row ``(o, i)`` sorts before position ``q``
-    (i64 values): the first key that differs decides."""
-
-    def __init__(self, f, rows, keys, o, i):
-        self.f, self.rows, self.keys, self.o, self.i = f, rows, keys, o, i
-
-    def __call__(self, p, q):
-        b, e = self.f.b, self.f.e
-        result = None
-        for pointer, dtype in reversed(self.keys):
-            x = e.load(pointer, self.rows.at(b, self.o, p, self.i), dtype)
-            y = e.load(pointer, self.rows.at(b, self.o, q, self.i), dtype)
-            below = beats(e, "gt", y, x, dtype)   # NaN is the greatest: it goes last
-            if result is None:
-                result = below
-            else:  # below, or equal (not above) and the later keys say so
-                result = b.or_(below, b.and_(b.not_(beats(e, "gt", x, y, dtype)), result))
-        return result
-
-
-def _sorted_positions(f, rows, less, orders):
-    """The row's positions in sorted order: the buffer of ``orders`` (two i64 buffers of
-    the row's length) where the last merge pass left them."""
+def _fill(f, rows, o, i, ins, lanes):
+    """The lanes of row ``(o, i)`` in its original order: positions 0, 1..., and the keys."""
     b, e = f.b, f.e
-    for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, rows.n),
-             lambda k: e.store(orders[0], k, k, np.int64), "order")
-    src, dst, width = orders[0], orders[1], 1
-    while width < rows.n:
-        _merge_pass(f, rows.n, width, less, src, dst)
+    (positions, _), keys = lanes[0], lanes[1:]
+
+    def element(k):
+        e.store(positions, k, k, np.int64)
+        at = rows.at(b, o, k, i)
+        for src, (lane, dtype) in zip(ins, keys):
+            e.store(lane, k, e.load(f.typed(src, dtype), at, dtype), dtype)
+    for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, rows.n), element, "fill")
+
+
+def _less(e, keys, p, q):
+    """Whether element ``p`` of the lanes ``keys`` sorts before element ``q`` (i64 values):
+    the first key that differs decides."""
+    b, result = e.b, None
+    for lane, dtype in reversed(keys):
+        x, y = e.load(lane, p, dtype), e.load(lane, q, dtype)
+        below = beats(e, "gt", y, x, dtype)   # NaN is the greatest: it goes last
+        if result is None:
+            result = below
+        else:  # below, or equal (not above) and the later keys say so
+            result = b.or_(below, b.and_(b.not_(beats(e, "gt", x, y, dtype)), result))
+    return result
+
+
+def _merge_sort(f, n, lanes):
+    """Sort the lanes (``lanes``: two sets of buffers of ``n`` elements, the first filled)
+    by their keys; the positions' buffer in the set where the last merge pass left them."""
+    src, dst, width = lanes[0], lanes[1], 1
+    while width < n:
+        _merge_pass(f, n, width, src, dst)
         src, dst, width = dst, src, 2 * width
-    return src
+    return src[0][0]
 
 
-def _merge_pass(f, n, width, less, src, dst):
-    """Merge each pair of consecutive runs of ``width`` positions of ``src`` into ``dst``.
-    Both runs' heads are read at clamped indices, so no load leaves the row; the right one
-    is taken only while it has elements and sorts strictly before the left one (or the left
-    one is used up)."""
+def _merge_pass(f, n, width, src, dst):
+    """Merge each pair of consecutive runs of ``width`` elements of the lanes ``src`` into
+    ``dst``. Both runs' heads are read at clamped indices, so no load leaves the row; the
+    right one is taken only while it has elements and sorts strictly before the left one
+    (or the left one is used up)."""
     b, e = f.b, f.e
     left, right = f.setup.alloca(I64), f.setup.alloca(I64)
 
@@ -108,11 +114,13 @@ def _merge_pass(f, n, width, less, src, dst):
 
         def take(k):
             li, ri = b.load(left, typ=I64), b.load(right, typ=I64)
-            a = e.load(src, e.binary("min", li, b.sub(mid, constant(1)), np.int64), np.int64)
-            c = e.load(src, e.binary("min", ri, b.sub(hi, constant(1)), np.int64), np.int64)
+            a = e.binary("min", li, b.sub(mid, constant(1)), np.int64)
+            c = e.binary("min", ri, b.sub(hi, constant(1)), np.int64)
             from_right = b.and_(b.icmp_signed("<", ri, hi),
-                                b.or_(b.icmp_signed(">=", li, mid), less(c, a)))
-            e.store(dst, k, b.select(from_right, c, a), np.int64)
+                                b.or_(b.icmp_signed(">=", li, mid), _less(e, src[1:], c, a)))
+            for (frm, dtype), (to, _) in zip(src, dst):
+                e.store(to, k, b.select(from_right, e.load(frm, c, dtype),
+                                        e.load(frm, a, dtype)), dtype)
             b.store(b.add(li, b.zext(b.not_(from_right), I64)), left)
             b.store(b.add(ri, b.zext(from_right, I64)), right)
         for_loop(b, lo, hi, take, "merge")
