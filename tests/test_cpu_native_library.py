@@ -268,3 +268,15 @@ def test_sort_inside_scan_and_fori_loop():
         return lax.fori_loop(0, 3, lambda i, v: jnp.sort(v[::-1] * -1.0, axis=1), x)
     for cpu in (_same(scanned, xs), _same(looped, xs[0])):
         assert "compiled as a native loop" in cpu.plan.report()
+
+
+# --- empty arrays --------------------------------------------------------------------------
+
+def test_empty_arrays():
+    """Zero rows, or rows of zero elements: nothing to do, and the reference's empty
+    results; an arg-reduction over an empty axis is refused when tracing, as in JAX."""
+    x = np.zeros((0, 4), np.float32)
+    _same(lambda v: (lax.argmax(v + 1, 1, np.int32), lax.cumsum(v, 1), lax.sort(v, 1)), x)
+    _same(lambda v: (lax.cummax(v * 2, 0, True), lax.sort((v, v + 1), 0)[1]), x.T.copy())
+    with pytest.raises(ValueError, match="non-empty reduced dimension"):
+        nbjax.jit(lambda v: lax.argmax(v, 0, np.int32))(x)
