@@ -3,9 +3,10 @@ into Python.
 
 Each row along the sorted dimension is sorted as a permutation of its positions, by a
 bottom-up merge sort (stable: of two equal keys, the one from the left run is taken first;
-O(n log n) comparisons whatever the data): runs of 1, 2, 4... elements are merged from one
-scratch buffer into the other, the passes unrolled at compile time (the row's length is
-known). The keys travel with the positions (a "lane" each: the positions, then every key,
+O(n log n) comparisons whatever the data): runs of ``RUN`` elements sorted in place by
+insertion (fewer passes over short rows), then runs of 2, 4... times as many merged from
+one scratch buffer into the other, the passes unrolled at compile time (the row's length
+is known). The keys travel with the positions (a "lane" each: the positions, then every key,
 copied out of the row first), so that comparisons read them in order rather than through
 the permutation, all over memory. Then every operand is read through the permutation into
 its result, element by element as plain bytes (any dtype of 1, 2, 4 or 8 bytes moves).
@@ -22,6 +23,8 @@ from llvmlite import ir
 
 from ..llvm import I64, for_loop
 from .rows import Rows, beats, plain_number
+
+RUN = 8  # the length of the runs sorted by insertion before the merge passes
 
 
 def supports(eqn):
@@ -71,12 +74,16 @@ def _fill(f, rows, o, i, ins, lanes):
     for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, rows.n), element, "fill")
 
 
-def _less(e, keys, p, q):
-    """Whether element ``p`` of the lanes ``keys`` sorts before element ``q`` (i64 values):
-    the first key that differs decides."""
+def _load(e, lanes, k):
+    """The values of element ``k`` (an i64) of ``lanes``."""
+    return [e.load(lane, k, dtype) for lane, dtype in lanes]
+
+
+def _less(e, dtypes, xs, ys):
+    """Whether the element whose keys are ``xs`` sorts before the one whose keys are ``ys``
+    (values of ``dtypes``): the first key that differs decides."""
     b, result = e.b, None
-    for lane, dtype in reversed(keys):
-        x, y = e.load(lane, p, dtype), e.load(lane, q, dtype)
+    for x, y, dtype in reversed(list(zip(xs, ys, dtypes))):
         below = beats(e, "gt", y, x, dtype)   # NaN is the greatest: it goes last
         if result is None:
             result = below
@@ -88,11 +95,50 @@ def _less(e, keys, p, q):
 def _merge_sort(f, n, lanes):
     """Sort the lanes (``lanes``: two sets of buffers of ``n`` elements, the first filled)
     by their keys; the positions' buffer in the set where the last merge pass left them."""
-    src, dst, width = lanes[0], lanes[1], 1
+    _sort_runs(f, n, lanes[0])
+    src, dst, width = lanes[0], lanes[1], RUN
     while width < n:
         _merge_pass(f, n, width, src, dst)
         src, dst, width = dst, src, 2 * width
     return src[0][0]
+
+
+def _constant(v):
+    return ir.Constant(I64, v)
+
+
+def _sort_runs(f, n, lanes):
+    """Sort each run of ``RUN`` elements of ``lanes`` in place, by insertion: each element
+    moves left past those it sorts strictly before (stable), which are shifted right."""
+    b, e = f.b, f.e
+    dtypes = [dtype for _, dtype in lanes[1:]]
+
+    def run(lo):
+        def insert(k):
+            held = _load(e, lanes, k)
+            before = b.block
+            header, shift, done = (b.append_basic_block(name) for name in
+                                   ("insert.find", "insert.shift", "insert.done"))
+            b.branch(header)
+            b.position_at_end(header)
+            j = b.phi(I64, name="j")
+            j.add_incoming(k, before)
+            left = b.sub(j, _constant(1))
+            at = e.binary("max", left, lo, np.int64)  # (never read before the run)
+            goes_left = b.and_(b.icmp_signed(">", j, lo),
+                               _less(e, dtypes, held[1:], _load(e, lanes[1:], at)))
+            b.cbranch(goes_left, shift, done)
+            b.position_at_end(shift)
+            for (lane, dtype), value in zip(lanes, _load(e, lanes, left)):
+                e.store(lane, j, value, dtype)
+            j.add_incoming(left, b.block)
+            b.branch(header)
+            b.position_at_end(done)
+            for (lane, dtype), value in zip(lanes, held):
+                e.store(lane, j, value, dtype)
+        hi = e.binary("min", b.add(lo, _constant(RUN)), _constant(n), np.int64)
+        for_loop(b, b.add(lo, _constant(1)), hi, insert, "insert")
+    for_loop(b, _constant(0), _constant(n), run, "runs", step=RUN)
 
 
 def _merge_pass(f, n, width, src, dst):
@@ -102,29 +148,27 @@ def _merge_pass(f, n, width, src, dst):
     (or the left one is used up)."""
     b, e = f.b, f.e
     left, right = f.setup.alloca(I64), f.setup.alloca(I64)
-
-    def constant(v):
-        return ir.Constant(I64, v)
+    dtypes = [dtype for _, dtype in src[1:]]
 
     def pair(lo):
-        mid = e.binary("min", b.add(lo, constant(width)), constant(n), np.int64)
-        hi = e.binary("min", b.add(lo, constant(2 * width)), constant(n), np.int64)
+        mid = e.binary("min", b.add(lo, _constant(width)), _constant(n), np.int64)
+        hi = e.binary("min", b.add(lo, _constant(2 * width)), _constant(n), np.int64)
         b.store(lo, left)
         b.store(mid, right)
 
         def take(k):
             li, ri = b.load(left, typ=I64), b.load(right, typ=I64)
-            a = e.binary("min", li, b.sub(mid, constant(1)), np.int64)
-            c = e.binary("min", ri, b.sub(hi, constant(1)), np.int64)
+            a = _load(e, src, e.binary("min", li, b.sub(mid, _constant(1)), np.int64))
+            c = _load(e, src, e.binary("min", ri, b.sub(hi, _constant(1)), np.int64))
             from_right = b.and_(b.icmp_signed("<", ri, hi),
-                                b.or_(b.icmp_signed(">=", li, mid), _less(e, src[1:], c, a)))
-            for (frm, dtype), (to, _) in zip(src, dst):
-                e.store(to, k, b.select(from_right, e.load(frm, c, dtype),
-                                        e.load(frm, a, dtype)), dtype)
+                                b.or_(b.icmp_signed(">=", li, mid),
+                                      _less(e, dtypes, c[1:], a[1:])))
+            for (to, dtype), x, y in zip(dst, c, a):
+                e.store(to, k, b.select(from_right, x, y), dtype)
             b.store(b.add(li, b.zext(b.not_(from_right), I64)), left)
             b.store(b.add(ri, b.zext(from_right, I64)), right)
         for_loop(b, lo, hi, take, "merge")
-    for_loop(b, constant(0), constant(n), pair, "pairs", step=2 * width)
+    for_loop(b, _constant(0), _constant(n), pair, "pairs", step=2 * width)
 
 
 def _permute(f, rows, order, src, dst, aval, o, i):
