@@ -270,6 +270,21 @@ def test_sort_inside_scan_and_fori_loop():
         assert "compiled as a native loop" in cpu.plan.report()
 
 
+def test_all_three_inside_while_loop_and_cond():
+    """A while loop (bounds known only at run time) and a cond around the three kinds."""
+    x = _tied((6, 5), np.float32)
+
+    def f(v, n):
+        def body(carry):
+            k, w = carry
+            w = lax.cond(k % 2 == 0, lambda u: lax.sort(u, 0), lambda u: lax.cummax(u, 1), w)
+            first = lax.argmax(w, 1, np.int32).astype(np.float32)
+            return k + 1, lax.cumsum(w, 0) * 0.5 + first[:, None]
+        return lax.while_loop(lambda c: c[0] < n, body, (0, v))
+    cpu = _same(f, x, np.int32(3))
+    assert "while compiled as a native loop" in cpu.plan.report()
+
+
 # --- empty arrays --------------------------------------------------------------------------
 
 def test_empty_arrays():

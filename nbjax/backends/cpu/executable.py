@@ -3,11 +3,12 @@
 ``compile_plan`` turns a FusionPlan into an ``Executable``: every kernel of the plan (those
 of compiled control flow included) goes into one LLVM module (one compilation), with one
 function per control-flow step (``control_flow``) and, for a program of several steps, one
-function running the whole program (``native_call``): its kernels, BLAS calls, scatters and
-control flow natively, a kernel large enough to split between the cores through the worker
-threads, anything else as a host step (both calls back into Python: ``host_steps``). A run
-of such a program is one native call; while per-step timing is on, the call is given an
-array in which each step adds its time (a loop's time is its whole run).
+function running the whole program (``native_call``): its kernels, BLAS calls, library loops
+(scatters, sorts...: ``control_flow.LIBRARY_LOOPS``) and control flow natively, a kernel
+large enough to split between the cores through the worker threads, anything else as a
+host step (both calls back into Python: ``host_steps``). A run of such a program is one
+native call; while per-step timing is on, the call is given an array in which each step
+adds its time (a loop's time is its whole run).
 
 A program of one step runs as that step: values live in a list of slots (one per jaxpr
 variable); the step reads its operands' slots and fills its results'. A kernel split
@@ -311,7 +312,7 @@ def control_step(fn, flow, host_steps, slots, entry=None):
 
 def _native_library_step(plan):
     """Whether ``plan`` is one library step that native code calls (a BLAS product, a
-    scatter): run as a native program, it skips the reference implementation's NumPy
+    scatter, a sort...): run as a native program, it skips the reference implementation's NumPy
     calls (10-35 us on a 32x256 by 256x1024 product)."""
     if len(plan.groups) != 1 or plan.groups[0].kind != "library":
         return False
