@@ -1604,6 +1604,24 @@ def test_compiler_view_groups_its_graph_by_line_and_folds_a_group(ip):
     view.group, view.toggled = "", []
 
 
+@pytest.mark.cpu_compiler
+def test_compiler_view_groups_an_inlined_jitted_call_inside_its_caller(ip):
+    """The compiler view draws the optimised program, the jitted function of the other
+    cell inlined: grouped by function, its equations are a group inside the caller's."""
+    view, _, _ = _source_pane(ip)
+    view.group = "function"
+    graph = view.compiled["graph"]
+    groups = [c for c in graph["clusters"] if c["id"].startswith("src-")]
+    assert [g["name"] for g in groups] == ["src_outer()", "src_inner()"]
+    outer, inner = groups
+    prims = {i: n["primitive"] for i, n in graph["nodes"].items()}
+    assert sorted(prims[i] for i in inner["members"]) == ["mul", "sin"]
+    assert set(inner["members"]) < set(outer["members"])
+    eqns = {i for i, n in graph["nodes"].items() if n["kind"] == "eqn"}
+    assert set(outer["members"]) == eqns | {inner["id"]}
+    view.group = ""
+
+
 def test_grad_view_groups_by_function_nest_the_calls_of_the_cells_functions(ip):
     """Grouped by function, the gradient's graph has a group per call, nested as the calls
     are, forward and backward apart; IPython's frames are in none; folding a call from the

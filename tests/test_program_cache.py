@@ -89,6 +89,40 @@ def test_loaded_program_times_its_steps_and_reports():
     assert "scan" in compiled.as_text()
 
 
+def _scaled_sin(x):
+    return jnp.sin(x) * 2.0
+
+
+_jitted_sin = nbjax.jit(_scaled_sin)
+
+
+def _twice(x):
+    return jnp.sum(_jitted_sin(_jitted_sin(jnp.exp(x))))
+
+
+def test_a_loaded_program_s_inlined_calls_nest_in_the_new_trace_s_calls():
+    """The optimised jaxpr inlines both calls of the jitted function; loaded from disk, its
+    equations' call paths still go through the new trace's frames, each call its own."""
+    from nbjax import viz
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    # (a trace that traces the jitted function has another key than those reusing its
+    # trace: pickling shares its types differently)
+    nbjax.make_jaxpr(_twice)(x)
+    _compiled(_twice, x)
+    loaded = _compiled(_twice, x)
+    assert set(loaded.compile_times) == {"program_cache"}
+    eqns = loaded.jaxpr.jaxpr.eqns
+    assert [e.primitive.name for e in eqns] == ["exp", "sin", "mul", "sin", "mul", "reduce_sum"]
+    paths = [e.source_info.call_path for e in eqns]
+    assert [[f.function for f in p] for p in paths] == \
+        [["_twice"]] + [["_twice", "_scaled_sin"]] * 4 + [["_twice"]]
+    assert all(p[0].call == paths[0][0].call for p in paths)  # one call of _twice
+    assert paths[1][1].call == paths[2][1].call != paths[3][1].call
+    model = viz.graph_model(loaded.jaxpr, group="function", budget=None)
+    assert [(g["depth"], g["label"], len(g["nodes"])) for g in model["source_groups"]] == \
+        [(0, "_twice()", 6), (1, "_scaled_sin()", 2), (1, "_scaled_sin() #2", 2)]
+
+
 def test_a_damaged_entry_is_rebuilt(cache_dir):
     w, xs = _inputs()
     _compiled(_loop, w, xs)

@@ -19,18 +19,22 @@ class SourceInfo:
     called this frame, outermost first (each a SourceInfo at its calling line), and
     ``call``, a number (unique in the process) for this call of ``function``, so that two
     calls of one function from one line are told apart. Outside a traced function (eager
-    code, the caller of ``make_jaxpr``) ``callers`` is None and ``call`` 0. Neither takes
-    part in equality: a SourceInfo names a line."""
+    code, the caller of ``make_jaxpr``) ``callers`` is None and ``call`` 0. An equation the
+    compiler inlined from a called jaxpr has ``inlined`` instead (``inlined_at``). None of
+    these takes part in equality: a SourceInfo names a line."""
     file: str
     line: int
     function: str
     callers: tuple = field(default=None, compare=False, repr=False)
-    call: int = field(default=0, compare=False, repr=False)
+    call: object = field(default=0, compare=False, repr=False)
+    inlined: tuple = field(default=None, compare=False, repr=False)
 
     @property
     def call_path(self):
         """``callers`` and this frame: the nesting of user functions this line runs in,
         from the traced function down; None outside a traced function."""
+        if self.inlined is not None:
+            return _inlined_path(*self.inlined)
         return None if self.callers is None else self.callers + (self,)
 
     def source_line(self):
@@ -132,6 +136,33 @@ def _enter(frame):
         if callers is not None:
             callers = _at_line(known, f.f_lineno).call_path
     return known
+
+
+def inlined_at(site):
+    """A function giving the SourceInfo of an equation of one copy of a called jaxpr (a
+    jit's) inlined at a call whose equation's source is ``site``: the same line, its call
+    path the call's continued by the callee's, each call on the callee's path numbered
+    ``(copy, call)`` (two copies of one callee are two sets of calls). The new SourceInfo
+    refers to the callee's and the call's (``inlined``) rather than copying their paths,
+    so the program cache, which pickles those two by their places in the traced jaxpr,
+    gives a program it loads the current trace's paths."""
+    copy = next(_calls)
+
+    def relocate(info):
+        if info is None or site is None:
+            return info
+        return SourceInfo(info.file, info.line, info.function, inlined=(info, site, copy))
+    return relocate
+
+
+def _inlined_path(origin, site, copy):
+    outer, inner = site.call_path, origin.call_path
+    if outer is None or inner is None:
+        return inner
+    path = outer
+    for frame in inner:
+        path += (SourceInfo(frame.file, frame.line, frame.function, path, (copy, frame.call)),)
+    return path
 
 
 def warn_at_user_line(message, category=UserWarning):

@@ -97,13 +97,16 @@ def _scope_groups(scope, eqns, by):
 
 
 def _call_numbers(eqns):
-    """Call number -> its rank among the calls of the same function in this scope (1, 2...),
-    by when the call began (a gradient's backward pass visits them in reverse)."""
-    calls = {}
+    """Call -> its rank among the calls of the same function in this scope (1, 2...), in
+    the order they first appear (a gradient's backward pass, which visits them in reverse,
+    keeps the forward pass's numbers)."""
+    ranks, counts = {}, {}
     for node in eqns:
         for frame in node["source"] and node["source"]["calls"] or ():
-            calls.setdefault((frame["file"], frame["function"]), set()).add(frame["call"])
-    return {call: rank for same in calls.values() for rank, call in enumerate(sorted(same), 1)}
+            if frame["call"] not in ranks:
+                key = (frame["file"], frame["function"])
+                counts[key] = ranks[frame["call"]] = counts.get(key, 0) + 1
+    return ranks
 
 
 def _group(node, by, scope, parent, depth, again, numbers):

@@ -60,7 +60,7 @@ def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, group=None,
     as text), ``literals``, ``value`` (small constants), ``text`` (the equation as
     printed), ``source`` (file, line, function, text, and ``calls``: the call path
     inside the traced function, outermost first, each frame's file, line, function, text
-    and ``call`` number; None outside one), ``provenance`` (phase, id,
+    and ``call``, which tells calls apart; None outside one), ``provenance`` (phase, id,
     primitive), ``group``, ``fusion_reason``, ``dim`` (why it is drawn faded, or None),
     ``truncated``, ``collective`` (a psum, all_gather...: values cross devices or
     processes)); ``edges`` (``source``, ``target``, ``var``, ``aval``, ``operand``
@@ -108,7 +108,7 @@ def _calls(path):
     """A call path (``SourceInfo.call_path``) as data, outermost frame first, or None."""
     if path is None:
         return None
-    return [{"file": f.file, "line": f.line, "function": f.function, "call": f.call,
+    return [{"file": f.file, "line": f.line, "function": f.function, "call": str(f.call),
              "text": f.source_line()} for f in path]
 
 
