@@ -37,6 +37,14 @@ class SourceInfo:
             return _inlined_path(*self.inlined)
         return None if self.callers is None else self.callers + (self,)
 
+    def __reduce__(self):
+        # An inlined equation's info is pickled as what it refers to, so a program loaded
+        # from the disk cache (which pickles the traced jaxpr's infos as their places in
+        # the new trace) takes its line and call path from the new trace.
+        if self.inlined is not None:
+            return _inlined_info, self.inlined
+        return SourceInfo, (self.file, self.line, self.function, self.callers, self.call)
+
     def source_line(self):
         """The text of the line, stripped, or '' when the file cannot be read (e.g. a REPL)."""
         return linecache.getline(self.file, self.line).strip()
@@ -149,10 +157,12 @@ def inlined_at(site):
     copy = next(_calls)
 
     def relocate(info):
-        if info is None or site is None:
-            return info
-        return SourceInfo(info.file, info.line, info.function, inlined=(info, site, copy))
+        return info if info is None or site is None else _inlined_info(info, site, copy)
     return relocate
+
+
+def _inlined_info(origin, site, copy):
+    return SourceInfo(origin.file, origin.line, origin.function, inlined=(origin, site, copy))
 
 
 def _inlined_path(origin, site, copy):
