@@ -74,7 +74,10 @@ def user_frame(skip=1):
     frames = _tracing.frames
     if frames is None:
         return SourceInfo(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
-    return _at_line(frames.get(id(frame)) or _enter(frame), frame.f_lineno)
+    known = frames.get(id(frame))
+    if known is None:
+        known = _enter(frame)
+    return known[3].get(frame.f_lineno) or _at_line(known, frame.f_lineno)
 
 
 # --- call paths: the user frames inside the function being traced --------------------------
@@ -141,7 +144,7 @@ def _enter(frame):
         above = above.f_back
     for f in reversed(new):  # outermost first: calls are numbered in the order they began
         known = _tracing.frames[id(f)] = (f, next(_calls), callers, {})
-        if callers is not None:
+        if callers is not None and f is not frame:
             callers = _at_line(known, f.f_lineno).call_path
     return known
 

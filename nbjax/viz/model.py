@@ -21,8 +21,8 @@ forward code.
 
 Large programs stay readable under a node budget: sub-jaxpr clusters collapse first (the
 deepest, then the largest), then, in a view grouped by line or function, the largest
-source groups (a function's calls before the function), and if that is not enough, the middle of the top-level program folds into
-one ``more`` node. ``graph_model(j, budget=None)`` shows everything.
+source groups (a function's calls before the function), and if that is not enough, the
+middle of the top-level program folds into one ``more`` node. ``graph_model(j, budget=None)`` shows everything.
 """
 
 import heapq
@@ -463,10 +463,10 @@ def _collapse_clusters(model, budget, copies):
 def _collapse_groups(model, budget, visible):
     """Collapse source groups (a view grouped by line or function), largest first, until
     the budget is met: each drawn as one node, the whole program stays in view, which
-    folding its middle into one MORE node would not keep. A group whose size counts is one
-    whose inner groups are folded already (or that has none): the calls inside a function
-    fold before the function does, so ``mlp()`` stays open while its ``layer()`` calls
-    fold. Returns the number of nodes still visible."""
+    folding its middle into one MORE node would not keep. A group is a candidate once the
+    groups inside it are settled (folded, or too small to fold): the calls inside a
+    function fold before the function does, so ``mlp()`` stays open while its ``layer()``
+    calls fold. Returns the number of nodes still visible."""
     groups = model["source_groups"]
     drawn = representatives(model)
     inner = {g["id"]: 0 for g in groups}  # group id -> its inner groups not yet settled
