@@ -7,7 +7,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.core import (Array, ClosedJaxpr, Jaxpr, JaxprEqn, Var, check_jaxpr, eval_jaxpr,
-                        ShapedArray)
+                        ShapedArray, SourceInfo, user_frame)
 from helpers import assert_close
 
 
@@ -154,6 +154,60 @@ def test_equations_record_user_source_lines():
     assert all(i.file == __file__ and i.function == "f" for i in infos)
     assert infos[0].source_line() == "y = jnp.sin(x)"
     assert infos[1].source_line() == "return y * 2.0"
+
+
+def _relu(x):
+    return jnp.maximum(x, 0.0)
+
+
+def _layer(w, x):
+    return _relu(x * w) + 1.0
+
+
+def _net(x):
+    for w in (2.0, 3.0):
+        x = _layer(w, x)
+    return x
+
+
+def _path(info):
+    return [(f.function, f.source_line()) for f in info.call_path]
+
+
+def test_equations_record_their_call_path_inside_the_traced_function():
+    """Each equation knows the user frames from the traced function down; two calls of
+    one function from one line are two calls; the caller of make_jaxpr is in no path."""
+    eqns = nbjax.make_jaxpr(_net)(np.ones(3, np.float32)).jaxpr.eqns
+    assert [e.primitive.name for e in eqns] == ["mul", "max", "add"] * 2
+    call, inner = ("_net", "x = _layer(w, x)"), ("_layer", "return _relu(x * w) + 1.0")
+    assert [_path(e.source_info) for e in eqns[:3]] == \
+        [[call, inner], [call, inner, ("_relu", "return jnp.maximum(x, 0.0)")], [call, inner]]
+    first, second = eqns[0].source_info.call_path, eqns[3].source_info.call_path
+    assert first[0].call == second[0].call  # the one call of _net
+    assert first[1].call != second[1].call  # two calls of _layer, from the same line
+    assert eqns[1].source_info.callers[1] is eqns[0].source_info.call_path[1]
+    # SourceInfo still names a line: the innermost frame, equal whatever the path
+    assert eqns[1].source_info == SourceInfo(__file__, eqns[1].source_info.line, "_relu")
+    assert str(eqns[1].source_info) == f"{__file__}:{eqns[1].source_info.line} (_relu)"
+
+
+def test_a_jitted_function_s_call_path_starts_at_it_and_eager_code_has_none():
+    inner = nbjax.jit(_layer)
+
+    def outer(x):
+        return inner(2.0, jnp.sin(x))
+    eqns = nbjax.make_jaxpr(outer)(np.ones(3, np.float32)).jaxpr.eqns
+    assert [_path(e.source_info)[-1][0] for e in eqns] == ["outer", "outer"]
+    called = [e for e in eqns if e.primitive.call_param is not None]
+    sub = called[0].params[called[0].primitive.call_param].jaxpr.eqns
+    assert [[name for name, _ in _path(e.source_info)] for e in sub[-3:]] == \
+        [["_layer"], ["_layer", "_relu"], ["_layer"]]  # (after converting w)
+    # an internal function traced directly: the equation's line is this test's, its path
+    # None (the test is not inside the traced function)
+    (eqn,) = nbjax.make_jaxpr(jnp.sin)(1.0).jaxpr.eqns
+    assert eqn.source_info.function == "test_a_jitted_function_s_call_path_starts_at_it_and_" \
+        "eager_code_has_none" and eqn.source_info.call_path is None
+    assert user_frame().call_path is None  # no trace running
 
 
 def test_eval_jaxpr_matches_eager_and_check_jaxpr_passes():

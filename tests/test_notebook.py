@@ -1604,6 +1604,54 @@ def test_compiler_view_groups_its_graph_by_line_and_folds_a_group(ip):
     view.group, view.toggled = "", []
 
 
+@pytest.mark.cpu_compiler
+def test_compiler_view_groups_an_inlined_jitted_call_inside_its_caller(ip):
+    """The compiler view draws the optimised program, the jitted function of the other
+    cell inlined: grouped by function, its equations are a group inside the caller's."""
+    view, _, _ = _source_pane(ip)
+    view.group = "function"
+    graph = view.compiled["graph"]
+    groups = [c for c in graph["clusters"] if c["id"].startswith("src-")]
+    assert [g["name"] for g in groups] == ["src_outer()", "src_inner()"]
+    outer, inner = groups
+    prims = {i: n["primitive"] for i, n in graph["nodes"].items()}
+    assert sorted(prims[i] for i in inner["members"]) == ["mul", "sin"]
+    assert set(inner["members"]) < set(outer["members"])
+    eqns = {i for i, n in graph["nodes"].items() if n["kind"] == "eqn"}
+    assert set(outer["members"]) == eqns | {inner["id"]}
+    view.group = ""
+
+
+def test_grad_view_groups_by_function_nest_the_calls_of_the_cells_functions(ip):
+    """Grouped by function, the gradient's graph has a group per call, nested as the calls
+    are, forward and backward apart; IPython's frames are in none; folding a call from the
+    browser draws it as one node inside its caller's open cluster."""
+    run(ip, "def nest_relu(x):\n    return jnp.maximum(x, 0.0)\n\n"
+            "def nest_layer(w, x):\n    return nest_relu(x * w) + 1.0\n")
+    run(ip, "%%grad\ndef nest_net(x):\n    for w in (2.0, -3.0):\n"
+            "        x = nest_layer(w, x)\n    return jnp.sum(x)\n")
+    run(ip, "grad_nest_net(np.linspace(-1, 1, 3).astype(np.float32))")
+    view = view_of(ip.user_ns["grad_nest_net"])
+    view.group = "function"
+    graph = view.grad["graph"]
+    groups = {c["name"]: c for c in graph["clusters"] if c["id"].startswith("src-")}
+    assert list(groups) == [
+        "nest_net()", "nest_layer()", "nest_relu()", "nest_layer() #2", "nest_relu() #2",
+        "nest_net() · backward", "nest_layer() #2 · backward", "nest_relu() #2 · backward",
+        "nest_layer() · backward", "nest_relu() · backward"]
+    forward, second = groups["nest_net()"], groups["nest_layer() #2"]
+    assert set(second["members"]) < set(forward["members"])
+    assert groups["nest_relu() #2"]["id"] in forward["members"]  # fold the caller from it
+    svg = graph["svg"].replace("&#45;", "-")
+    assert all(f'id="{graph["prefix"]}cluster-{g["id"]}"' in svg for g in groups.values())
+    view.toggled = [second["id"]]
+    svg = view.grad["graph"]["svg"].replace("&#45;", "-")
+    assert f'id="{graph["prefix"]}{second["id"]}"' in svg
+    assert not any(f'id="{graph["prefix"]}{m}"' in svg for m in second["members"])
+    assert f'id="{graph["prefix"]}cluster-{forward["id"]}"' in svg  # the caller stays open
+    view.group, view.toggled = "", []
+
+
 def test_grad_view_fades_the_dead_forward_code(ip):
     run(ip, "%%grad\ndef faded(x):\n    return jnp.sum(jnp.exp(jnp.sin(x)) * 2.0)\n")
     run(ip, "grad_faded(np.ones(3, np.float32))")

@@ -3,6 +3,7 @@ or another) is loaded with no pass, planning or code generation, computes what i
 points at the source lines of the new trace, and is rebuilt when its entry is damaged or was
 made for another environment; programs that cannot be keyed are compiled as before."""
 
+import builtins
 import json
 import os
 import subprocess
@@ -87,6 +88,58 @@ def test_loaded_program_times_its_steps_and_reports():
     assert loaded.step_times and all(len(t) == 1 for t in loaded.step_times.values())
     compiled = nbjax.jit(_loop).lower(w, xs).compile()
     assert "scan" in compiled.as_text()
+
+
+_TWICE = """
+import nbjax.numpy as jnp
+import nbjax
+{padding}
+def scaled_sin(x):
+    return jnp.sin(x) * 2.0
+
+jitted_sin = nbjax.jit(scaled_sin)
+
+def twice(x):
+    return jnp.sum(jitted_sin(jitted_sin(jnp.exp(x))))
+"""
+
+
+def _twice(padding):
+    """``twice``, calling a jitted function twice, defined ``padding`` lines further down."""
+    namespace = {}
+    code = builtins.compile(_TWICE.format(padding="\n" * padding), "<twice>", "exec")
+    exec(code, namespace)
+    return namespace["twice"]
+
+
+def test_a_loaded_program_s_inlined_calls_nest_in_the_new_trace_s_calls():
+    """The optimised jaxpr inlines both calls of the jitted function; loaded from disk (for
+    the same code 3 lines further down), its equations are at the new lines and their call
+    paths go through the new trace's frames, each call its own."""
+    from nbjax import viz
+    x = np.linspace(-1, 1, 5).astype(np.float32)
+    first, moved = _twice(0), _twice(3)
+    for twice in (first, moved):
+        # (a trace that traces the jitted function has another key than those reusing its
+        # trace: pickling shares its types differently)
+        nbjax.make_jaxpr(twice)(x)
+    stored = _compiled(first, x)
+    loaded = _compiled(moved, x)
+    assert set(loaded.compile_times) == {"program_cache"}
+    eqns = loaded.jaxpr.jaxpr.eqns
+    assert [e.primitive.name for e in eqns] == ["exp", "sin", "mul", "sin", "mul", "reduce_sum"]
+    assert [e.source_info.line for e in eqns] == \
+        [e.source_info.line + 3 for e in stored.jaxpr.jaxpr.eqns]
+    paths = [e.source_info.call_path for e in eqns]
+    assert [[f.function for f in p] for p in paths] == \
+        [["twice"]] + [["twice", "scaled_sin"]] * 4 + [["twice"]]
+    assert all(p[0].call == paths[0][0].call for p in paths)  # one call of twice
+    assert paths[1][1].call == paths[2][1].call != paths[3][1].call
+    called_at = stored.jaxpr.jaxpr.eqns[1].source_info.call_path[0].line
+    assert [p[0].line for p in paths[1:5]] == [called_at + 3] * 4  # the calling line
+    model = viz.graph_model(loaded.jaxpr, group="function", budget=None)
+    assert [(g["depth"], g["label"], len(g["nodes"])) for g in model["source_groups"]] == \
+        [(0, "twice()", 6), (1, "scaled_sin()", 2), (1, "scaled_sin() #2", 2)]
 
 
 def test_a_damaged_entry_is_rebuilt(cache_dir):

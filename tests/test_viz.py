@@ -154,8 +154,10 @@ def test_model_of_an_elementwise_chain_with_a_closure_constant():
                              ("e2", "out0", "f32[3]")]
     assert [e["operand"] for e in model["edges"]] == [0, 0, 1, 0, 0]
     source = nodes["e0"]["source"]
-    assert source == {"file": __file__, "line": _line_of(chain, "return"),
-                      "function": "chain", "text": "return jnp.sin(x) * C3 + 2.0"}
+    line = {"file": __file__, "line": _line_of(chain, "return"), "function": "chain",
+            "text": "return jnp.sin(x) * C3 + 2.0"}
+    # the call path holds the traced function's own frame only (not this test's)
+    assert source == dict(line, calls=[dict(line, call=source["calls"][0]["call"])])
     assert nodes["e0"]["provenance"] is None and nodes["e0"]["group"] is None
     assert model["clusters"] == [] and not model["truncated"] and model["hidden"] == 0
     assert json.loads(json.dumps(model)) == model
@@ -618,14 +620,14 @@ def test_groups_by_line_hold_each_line_s_equations():
         viz.graph_model(nbjax.make_jaxpr(two_lines)(V3), group="lines")
 
 
-def test_groups_by_function_are_runs_of_one_function_s_equations():
+def test_groups_by_function_nest_a_call_in_its_caller():
     model = viz.graph_model(nbjax.make_jaxpr(two_functions)(V3), group="function")
     prims = {n["id"]: n["primitive"] for n in model["nodes"]}
-    runs = [(g["label"], [prims[i] for i in g["nodes"]]) for g in model["source_groups"]]
-    # the outer function's equations after the call are a second group, so that a group
-    # folded into one node never makes a cycle (sin -> _inner -> add)
-    assert runs == [("two_functions()", ["sin"]), ("_inner()", ["cos", "mul"]),
-                    ("two_functions() (continued)", ["add"])]
+    runs = [(g["label"], g["parent"], [prims[i] for i in g["nodes"]])
+            for g in model["source_groups"]]
+    # the outer function's group holds the call's (a run inside its own run)
+    assert runs == [("two_functions()", None, ["sin", "cos", "mul", "add"]),
+                    ("_inner()", "src-e0", ["cos", "mul"])]
     functions = _eqns_by(model, lambda s: s["function"])
     assert sorted(functions["_inner"]) == sorted(model["source_groups"][1]["nodes"])
 

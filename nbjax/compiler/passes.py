@@ -12,6 +12,7 @@ import numpy as np
 
 from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, JaxprEqn, Literal, Var, has_effect,
                     set_current_trace, subjaxprs)
+from ..core.source_info import inlined_at
 from ..interpreters.batching import axis_primitives
 from ..interpreters.staging import trace_to_closed_jaxpr
 from .kernel import kernel_lowering
@@ -95,23 +96,36 @@ def inline_calls(jaxpr, consts, log):
         if callee is None:
             rw.emit(eqn)
             continue
-        # A decomposition's equations are the user's line that called the primitive.
-        where = {} if eqn.primitive.call_param is not None else {
-            "source_info": eqn.source_info, "provenance": eqn.provenance}
+        # A decomposition's equations are the user's line that called the primitive; a
+        # call's keep their lines, their call paths continuing the call's.
+        call = eqn.primitive.call_param is not None
+        where = _called_from(eqn.source_info) if call else _at(eqn)
         inner = ClosedJaxpr(*inline_calls(callee.jaxpr, callee.consts, log))
         rw.bind_outputs(eqn.outvars, _emit_inlined(rw, inner, eqn.invars, where))
         log.append(Rewrite("inline", eqn, f"inlined {eqn.primitive.name} "
-                           f"{eqn.params.get('name', '')}".strip() if not where else
+                           f"{eqn.params.get('name', '')}".strip() if call else
                            f"decomposed {eqn.primitive.name} into {len(inner.jaxpr.eqns)} "
                            "equations"))
     return rw.finish([v for v, _ in rw.new_consts]), \
         list(consts) + [c for _, c in rw.new_consts]
 
 
+def _at(eqn):
+    """``where`` for inlined equations that are ``eqn``'s: its source and provenance."""
+    return lambda inner_eqn: {"source_info": eqn.source_info, "provenance": eqn.provenance}
+
+
+def _called_from(site):
+    """``where`` for the equations of a call inlined at a line: their own lines, reached
+    through the call."""
+    relocate = inlined_at(site)
+    return lambda inner_eqn: {"source_info": relocate(inner_eqn.source_info)}
+
+
 def _emit_inlined(rw, closed, operands, where):
     """Emit the equations of ``closed`` on ``operands`` (atoms of the jaxpr being rewritten)
-    with fresh variables (its consts become new constvars, ``where`` replaces source
-    information); returns the atoms of its outputs."""
+    with fresh variables (its consts become new constvars, ``where(eqn)`` gives the source
+    information of an equation's copy); returns the atoms of its outputs."""
     local = {}
     for v, c in zip(closed.jaxpr.constvars, closed.consts):
         local[v] = Var(v.aval)
@@ -123,7 +137,7 @@ def _emit_inlined(rw, closed, operands, where):
     for inner_eqn in closed.jaxpr.eqns:
         fresh = [Var(v.aval) for v in inner_eqn.outvars]
         rw.eqns.append(inner_eqn.replace(invars=[read_local(a) for a in inner_eqn.invars],
-                                         outvars=fresh, **where))
+                                         outvars=fresh, **where(inner_eqn)))
         local.update(zip(inner_eqn.outvars, fresh))
     return [read_local(a) for a in closed.jaxpr.outvars]
 
@@ -156,8 +170,7 @@ def hoist_from_loops(jaxpr, consts, log):
         before, params = hoisted
         ops = control.split(eqn.params, eqn.invars)
         before = ClosedJaxpr(*inline_calls(before.jaxpr, before.consts, log))
-        where = {"source_info": eqn.source_info, "provenance": eqn.provenance}
-        stacked = _emit_inlined(rw, before, ops["consts"] + ops["xs"], where)
+        stacked = _emit_inlined(rw, before, ops["consts"] + ops["xs"], _at(eqn))
         rw.eqns.append(eqn.replace(invars=[rw.read(a) for a in eqn.invars] + stacked,
                                    params=params))
         products = sum(map(_worth_hoisting, before.jaxpr.eqns))

@@ -14,9 +14,36 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @dataclass(frozen=True)
 class SourceInfo:
+    """A line of user code. Inside a function being traced it also knows how it was reached:
+    ``callers``, the user frames from the traced function's own frame down to the one that
+    called this frame, outermost first (each a SourceInfo at its calling line), and
+    ``call``, a number (unique in the process) for this call of ``function``, so that two
+    calls of one function from one line are told apart. Outside a traced function (eager
+    code, the caller of ``make_jaxpr``) ``callers`` is None and ``call`` 0. An equation the
+    compiler inlined from a called jaxpr has ``inlined`` instead (``inlined_at``). None of
+    these takes part in equality: a SourceInfo names a line."""
     file: str
     line: int
     function: str
+    callers: tuple = field(default=None, compare=False, repr=False)
+    call: object = field(default=0, compare=False, repr=False)
+    inlined: tuple = field(default=None, compare=False, repr=False)
+
+    @property
+    def call_path(self):
+        """``callers`` and this frame: the nesting of user functions this line runs in,
+        from the traced function down; None outside a traced function."""
+        if self.inlined is not None:
+            return _inlined_path(*self.inlined)
+        return None if self.callers is None else self.callers + (self,)
+
+    def __reduce__(self):
+        # An inlined equation's info is pickled as what it refers to, so a program loaded
+        # from the disk cache (which pickles the traced jaxpr's infos as their places in
+        # the new trace) takes its line and call path from the new trace.
+        if self.inlined is not None:
+            return _inlined_info, self.inlined
+        return SourceInfo, (self.file, self.line, self.function, self.callers, self.call)
 
     def source_line(self):
         """The text of the line, stripped, or '' when the file cannot be read (e.g. a REPL)."""
@@ -37,13 +64,118 @@ def is_internal(filename):
 
 
 def user_frame(skip=1):
-    """The innermost stack frame outside nbjax, as a SourceInfo (None if there is none)."""
+    """The innermost stack frame outside nbjax, as a SourceInfo (None if there is none);
+    while a function is being traced, with its call path (``SourceInfo.callers``)."""
     frame = sys._getframe(skip)
     while frame is not None and is_internal(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return None
-    return SourceInfo(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    frames = _tracing.frames
+    if frames is None:
+        return SourceInfo(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    known = frames.get(id(frame))
+    if known is None:
+        known = _enter(frame)
+    return known[3].get(frame.f_lineno) or _at_line(known, frame.f_lineno)
+
+
+# --- call paths: the user frames inside the function being traced --------------------------
+#
+# ``call_traced`` runs the function a trace records; its frame on the stack marks where the
+# user's frames of that trace start (anything above it, IPython's or a test runner's, is
+# not in any call path). Equations are traced often, so a user frame's SourceInfo is made
+# once per line it runs and kept with the frame: the next equation of that line costs a
+# dictionary lookup, and a frame's callers are worked out once (they cannot change while it
+# runs). The frames are held until the outermost trace ends, so that no new frame reuses a
+# finished one's id (two calls of ``layer`` stay two calls).
+
+class _Tracing(threading.local):
+    depth = 0      # traces in progress in this thread
+    frames = None  # while tracing: id(frame) -> (frame, call number, callers, {line: info})
+
+
+_tracing = _Tracing()
+_calls = itertools.count(1)
+
+
+def call_traced(fun, args):
+    """``fun(*args)``, the function a trace records: the user frames it runs are those its
+    equations' call paths hold."""
+    if not _tracing.depth:
+        _tracing.frames = {}
+    _tracing.depth += 1
+    try:
+        return fun(*args)
+    finally:
+        _tracing.depth -= 1
+        if not _tracing.depth:
+            _tracing.frames = None
+
+
+_ENTRY = call_traced.__code__
+
+
+def _at_line(known, line):
+    """The SourceInfo of a recorded frame (``_Tracing.frames``) at ``line``."""
+    frame, call, callers, infos = known
+    info = infos.get(line)
+    if info is None:
+        code = frame.f_code
+        info = infos[line] = SourceInfo(code.co_filename, line, code.co_name, callers, call)
+    return info
+
+
+def _enter(frame):
+    """Record ``frame`` and the user frames above it not yet recorded, up to the first
+    recorded one, or the trace's entry (the traced function's frame has callers ()), or
+    the top of the stack (frames no trace runs: callers None). Returns ``frame``'s record."""
+    new, callers, above = [frame], None, frame.f_back
+    while above is not None:
+        if above.f_code is _ENTRY:
+            callers = ()
+            break
+        if not is_internal(above.f_code.co_filename):
+            known = _tracing.frames.get(id(above))
+            if known is not None:
+                callers = _at_line(known, above.f_lineno).call_path
+                break
+            new.append(above)
+        above = above.f_back
+    for f in reversed(new):  # outermost first: calls are numbered in the order they began
+        known = _tracing.frames[id(f)] = (f, next(_calls), callers, {})
+        if callers is not None and f is not frame:
+            callers = _at_line(known, f.f_lineno).call_path
+    return known
+
+
+def inlined_at(site):
+    """A function giving the SourceInfo of an equation of one copy of a called jaxpr (a
+    jit's) inlined at a call whose equation's source is ``site``: the same line, its call
+    path the call's continued by the callee's, each call on the callee's path numbered
+    ``(copy, call)`` (two copies of one callee are two sets of calls). The new SourceInfo
+    refers to the callee's and the call's (``inlined``) rather than copying their paths,
+    so the program cache, which pickles those two by their places in the traced jaxpr,
+    gives a program it loads the current trace's paths."""
+    copy = next(_calls)
+
+    def relocate(info):
+        return info if info is None or site is None else _inlined_info(info, site, copy)
+    return relocate
+
+
+def _inlined_info(origin, site, copy):
+    return SourceInfo(origin.file, origin.line, origin.function, inlined=(origin, site, copy))
+
+
+def _inlined_path(origin, site, copy):
+    outer, inner = site.call_path, origin.call_path
+    if outer is None or inner is None:
+        return inner
+    path = outer
+    for frame in inner:
+        path += (SourceInfo(frame.file, frame.line, frame.function, path, (copy, frame.call)),)
+    return path
 
 
 def warn_at_user_line(message, category=UserWarning):

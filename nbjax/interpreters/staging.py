@@ -9,7 +9,7 @@ import numpy as np
 from ..core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Trace, Tracer, Var, get_aval,
                     new_trace, user_frame)
 from ..core.array import Array
-from ..core.source_info import current_provenance, function_location
+from ..core.source_info import call_traced, current_provenance, function_location
 
 
 class JaxprTracer(Tracer):
@@ -81,10 +81,11 @@ def trace_to_jaxpr(fun, in_avals, description="make_jaxpr"):
     """Trace ``fun`` (flat list in, flat list out) on abstract inputs.
 
     Returns ``(jaxpr, consts)``; the consts may be tracers of enclosing transformations.
+    The equations' source infos hold their call paths from ``fun`` down (``call_traced``).
     """
     with new_trace(lambda parent: JaxprTrace(parent, description)) as trace:
         args = [trace.new_arg(a) for a in in_avals]
-        outs = fun(*args)
+        outs = call_traced(fun, args)
         return trace.to_jaxpr(outs)
 
 

@@ -64,7 +64,7 @@ JAXPR_PARSER.add_argument("--budget", default="150", metavar="N|all",
 JAXPR_PARSER.add_argument("--text", action="store_true", help="text only, no graph")
 JAXPR_PARSER.add_argument("--group", choices=GROUP_BY, default=None,
                           help="draw the equations of each source line or Python function "
-                               "in a cluster of its own")
+                               "call in a cluster of its own (a call's inside its caller's)")
 JAXPR_PARSER.add_argument("--hide-identities", action="store_true",
                           help="leave out of the graph the equations that change nothing "
                                "(mul x 1.0, sub x 0.0); the text keeps them")

@@ -69,7 +69,7 @@ def graph_state(closed, *, fusion=None, prefix="", budget=DEFAULT_BUDGET, annota
     shown = len(model["nodes"]) - model["hidden"] - (1 if model["truncated"] else 0)
     clusters = [{k: c[k] for k in ("id", "name", "owner", "size", "collapsed")}
                 for c in model["clusters"]] + [repeat_toggle(r) for r in model["repeats"]] \
-        + [group_toggle(g) for g in model["source_groups"]]
+        + group_toggles(model["source_groups"])
     return {"svg": svg, "note": note, "prefix": prefix, "nodes": nodes, "clusters": clusters,
             "shown": shown, "hidden": model["hidden"], "truncated": model["truncated"],
             "budget": budget, "group": group, "hide_identities": hide_identities,
@@ -85,12 +85,19 @@ def repeat_toggle(repeat):
             "size": repeat["size"] * (repeat["count"] - 1), "collapsed": repeat["collapsed"]}
 
 
-def group_toggle(group):
-    """A source group as the browser's cluster buttons see it: folded into one node (whose
-    id is the group's) or opened from the details of any of its equations."""
-    return {"id": group["id"], "name": group["label"], "owner": group["id"],
-            "members": group["nodes"], "size": len(group["nodes"]),
-            "collapsed": group["collapsed"]}
+def group_toggles(groups):
+    """Source groups as the browser's cluster buttons see them: each folded into one node
+    (whose id is the group's) or opened from the details of any of its equations, or of a
+    folded group inside it (so a folded ``layer()`` offers to fold its ``mlp()`` too)."""
+    members = {g["id"]: list(g["nodes"]) for g in groups}
+    parent_of = {g["id"]: g["parent"] for g in groups}
+    for g in groups:
+        parent = g["parent"]
+        while parent is not None:
+            members[parent].append(g["id"])
+            parent = parent_of[parent]
+    return [{"id": g["id"], "name": g["label"], "owner": g["id"], "members": members[g["id"]],
+             "size": len(g["nodes"]), "collapsed": g["collapsed"]} for g in groups]
 
 
 def name_inputs(model, names):

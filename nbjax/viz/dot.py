@@ -6,9 +6,10 @@ fill colours; edges are labelled with the shape and dtype of the value they carr
 get ``id`` and ``class`` attributes (kind, phase, provenance id, group), which Graphviz
 copies into the SVG, so a view can highlight linked nodes with CSS alone.
 
-Grouped by source (``graph_model(..., group="line")``), each source line or function is a
-cluster instead (Graphviz clusters nest, and kernels and lines overlap), and a node's border
-takes its kernel's colour; a collapsed group is one 3-D box. Equations the model marks
+Grouped by source (``graph_model(..., group="line")``), each source line or function call
+is a cluster instead (Graphviz clusters nest, and kernels and lines overlap), a call's
+cluster inside its caller's, and a node's border takes its kernel's colour; a collapsed
+group is one 3-D box, in its caller's cluster. Equations the model marks
 ``dim`` (dead forward code of a gradient, identities) are drawn faded, collectives (a
 pmapped function's psum...) as hexagons, and the legend under the graph says why.
 """
@@ -106,19 +107,37 @@ class _DotWriter:
             ids = r["block"] + list(r["copies"])
             self.step_of.update((n, (r["id"], i // r["size"])) for i, n in enumerate(ids))
         self.sources = model.get("source_groups") or []
+        self.inner = {}  # (scope, source group id or None) -> the groups directly inside
+        for g in self.sources:
+            self.inner.setdefault((g["cluster"], g["parent"]), []).append(g)
+        self.parent = {g["id"]: g["parent"] for g in self.sources}
         self.nodes = {n["id"]: n for n in model["nodes"]}
         self.container = self.source_containers(folded)
 
     def source_containers(self, folded):
-        """node id -> the expanded source group it is drawn in; the nodes of a folded
-        repeat whose block spans several groups are drawn in none (a box nests in one)."""
+        """node id -> the innermost expanded source group it is drawn in; the nodes of a
+        folded repeat whose block spans several groups are drawn in the innermost group
+        holding them all (a box nests in one)."""
         container = {n: g["id"] for g in self.sources if not g["collapsed"]
-                     for n in g["nodes"]}
+                     for n in g["nodes"]}  # (outer groups first: the innermost wins)
         for r in folded:
-            if len({container.get(n) for n in r["block"]}) > 1:
-                for n in r["block"]:
+            chains = [self.enclosing(container.get(n)) for n in r["block"]]
+            common = [ids[0] for ids in zip(*chains) if len(set(ids)) == 1]
+            for n in r["block"]:
+                if common:
+                    container[n] = common[-1]
+                else:
                     container.pop(n, None)
         return container
+
+    def enclosing(self, group_id):
+        """The source groups around ``group_id``'s equations, outermost first, itself last
+        ([] for None)."""
+        chain = []
+        while group_id is not None:
+            chain.append(group_id)
+            group_id = self.parent[group_id]
+        return chain[::-1]
 
     def visible(self, node):
         return self.shown[node["id"]] == node["id"]
@@ -194,35 +213,48 @@ class _DotWriter:
             self.repeat(self.repeat_of[members[0]["id"]], members, depth)
 
     def source_scope(self, cluster_id, nodes, depth):
-        """A scope drawn by source group: a cluster per expanded group, a node per
-        collapsed one."""
+        """A scope drawn by source group: a cluster per expanded group, nested as the
+        groups are, a node per collapsed one."""
         members = {}
         for node in nodes:
             members.setdefault(self.container.get(node["id"]), []).append(node)
         self.placed(members.pop(None, []), depth)
-        for group in self.sources:
-            if group["cluster"] != cluster_id:
-                continue
-            if group["collapsed"]:
-                if self.shown[group["nodes"][0]] == group["id"]:
-                    self.summary(group, depth)
-            elif group["id"] in members:
-                self.emit(depth, f"subgraph {quote('cluster_' + group['id'])} {{")
-                self.emit(depth + 1, "graph " + _attrs(dict(
-                    SOURCE_CLUSTER, label=group["label"],
-                    id=f"{self.prefix}cluster-{group['id']}")) + ";")
-                self.placed(members[group["id"]], depth + 1)
-                self.emit(depth, "}")
+        for group in self.inner.get((cluster_id, None), []):
+            self.source_group(group, members, depth)
+
+    def source_group(self, group, members, depth):
+        if group["collapsed"]:
+            if self.shown[group["nodes"][0]] == group["id"]:
+                self.summary(group, depth)
+            return
+        if not self.has_drawn(group, members):
+            return
+        self.emit(depth, f"subgraph {quote('cluster_' + group['id'])} {{")
+        self.emit(depth + 1, "graph " + _attrs(dict(
+            SOURCE_CLUSTER, label=group["label"], tooltip=group_tooltip(group),
+            id=f"{self.prefix}cluster-{group['id']}")) + ";")
+        self.placed(members.get(group["id"], []), depth + 1)
+        for inner in self.inner.get((group["cluster"], group["id"]), []):
+            self.source_group(inner, members, depth + 1)
+        self.emit(depth, "}")
+
+    def has_drawn(self, group, members):
+        """Whether anything is drawn in an expanded source group (the nodes of a group
+        whose equations are all later copies of a folded repeat are drawn elsewhere)."""
+        return group["id"] in members or any(
+            self.shown[inner["nodes"][0]] == inner["id"] if inner["collapsed"]
+            else self.has_drawn(inner, members)
+            for inner in self.inner.get((group["cluster"], group["id"]), []))
 
     def summary(self, group, depth):
         """A collapsed source group: one node; the edges of its equations end on it."""
         count = len(group["nodes"])
         texts = [self.nodes[n]["text"] or self.nodes[n]["label"] for n in group["nodes"]]
-        tooltip = "\n".join([group["label"]] + texts)
+        tooltip = "\n".join([group_tooltip(group)] + texts)
         self.emit(depth, f"{quote(group['id'])} " + _attrs(dict(
             SOURCE_SUMMARY, id=self.prefix + group["id"],
             label=f"▸ {group['label']}\n{count} equation{'s' if count > 1 else ''}",
-            tooltip=tooltip[:_TOOLTIP_CHARS], **{"class": "nbjax-node nbjax-source-group"})) + ";")
+            tooltip=_clip(tooltip), **{"class": "nbjax-node nbjax-source-group"})) + ";")
 
     def kernel_scope(self, cluster_id, nodes, depth):
         """A scope drawn with folded repeats in their boxes and fusion kernels as
@@ -336,8 +368,7 @@ class _DotWriter:
             lines.append(node["fusion_reason"])
         if node["dim"]:
             lines.append(node["dim"])
-        text = "\n".join(lines)
-        return text if len(text) <= _TOOLTIP_CHARS else text[:_TOOLTIP_CHARS - 1] + "…"
+        return _clip("\n".join(lines))
 
     def ends(self):
         """Inputs on the top row and outputs on the bottom one, so the graph reads top-down
@@ -393,6 +424,19 @@ class _DotWriter:
         self.emit(1, f"{quote(cluster['owner'])} -> {quote(inside[0]['id'])} " + _attrs({
             "lhead": "cluster_" + cluster["id"], "style": "dashed", "color": "#9ca3af",
             "arrowhead": "odot", "class": "nbjax-subjaxpr-edge"}) + ";")
+
+
+def group_tooltip(group):
+    """A source group's label, and for a function's call the line that called it."""
+    caller = group.get("caller")
+    if caller is None:
+        return group["label"]
+    text = f": {caller['text']}" if caller["text"] else ""
+    return f"{group['label']}, called by {caller['function']}() at line {caller['line']}{text}"
+
+
+def _clip(text):
+    return text if len(text) <= _TOOLTIP_CHARS else text[:_TOOLTIP_CHARS - 1] + "…"
 
 
 # --- SVG ------------------------------------------------------------------------------------

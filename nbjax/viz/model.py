@@ -21,9 +21,11 @@ forward code.
 
 Large programs stay readable under a node budget: sub-jaxpr clusters collapse first (the
 deepest, then the largest), then, in a view grouped by line or function, the largest
-source groups, and if that is not enough, the middle of the top-level program folds into
-one ``more`` node. ``graph_model(j, budget=None)`` shows everything.
+source groups (a function's calls before the function), and if that is not enough, the
+middle of the top-level program folds into one ``more`` node. ``graph_model(j, budget=None)`` shows everything.
 """
+
+import heapq
 
 import numpy as np
 
@@ -56,7 +58,9 @@ def graph_model(closed_jaxpr, *, fusion=None, budget=DEFAULT_BUDGET, group=None,
     ``label``, ``cluster`` (the sub-jaxpr it is in, or None), ``depth``, ``avals`` and
     ``vars`` (its results' types and printed names), ``primitive``, ``params`` (printed,
     as text), ``literals``, ``value`` (small constants), ``text`` (the equation as
-    printed), ``source`` (file, line, function, text), ``provenance`` (phase, id,
+    printed), ``source`` (file, line, function, text, and ``calls``: the call path
+    inside the traced function, outermost first, each frame's file, line, function, text
+    and ``call``, which tells calls apart; None outside one), ``provenance`` (phase, id,
     primitive), ``group``, ``fusion_reason``, ``dim`` (why it is drawn faded, or None),
     ``truncated``, ``collective`` (a psum, all_gather...: values cross devices or
     processes)); ``edges`` (``source``, ``target``, ``var``, ``aval``, ``operand``
@@ -97,7 +101,15 @@ def _source(eqn):
     if info is None:
         return None
     return {"file": info.file, "line": info.line, "function": info.function,
-            "text": info.source_line()}
+            "text": info.source_line(), "calls": _calls(info.call_path)}
+
+
+def _calls(path):
+    """A call path (``SourceInfo.call_path``) as data, outermost frame first, or None."""
+    if path is None:
+        return None
+    return [{"file": f.file, "line": f.line, "function": f.function, "call": str(f.call),
+             "text": f.source_line()} for f in path]
 
 
 def _provenance(p):
@@ -358,8 +370,11 @@ def representatives(model):
     clusters = {c["id"]: c for c in model["clusters"]}
     nodes = {n["id"]: n for n in model["nodes"]}
     copies = folded_copies(model)
-    grouped = {node_id: g["id"] for g in model.get("source_groups", ()) if g["collapsed"]
-               for node_id in g["nodes"]}
+    grouped = {}  # node id -> the outermost collapsed group it is in (outer groups first)
+    for g in model.get("source_groups", ()):
+        if g["collapsed"]:
+            for node_id in g["nodes"]:
+                grouped.setdefault(node_id, g["id"])
     memo = {}
 
     def shown(node_id):
@@ -448,18 +463,42 @@ def _collapse_clusters(model, budget, copies):
 def _collapse_groups(model, budget, visible):
     """Collapse source groups (a view grouped by line or function), largest first, until
     the budget is met: each drawn as one node, the whole program stays in view, which
-    folding its middle into one MORE node would not keep. Returns the number of nodes
-    still visible."""
-    shown = representatives(model)
+    folding its middle into one MORE node would not keep. A group is a candidate once the
+    groups inside it are settled (folded, or too small to fold): the calls inside a
+    function fold before the function does, so ``mlp()`` stays open while its ``layer()``
+    calls fold. Returns the number of nodes still visible."""
     groups = model["source_groups"]
-    sizes = sorted(((sum(shown[n] == n for n in g["nodes"]), k) for k, g in enumerate(groups)),
-                   key=lambda sk: (-sk[0], sk[1]))
-    for size, k in sizes:
-        if visible <= budget or size < 2:
-            break
-        groups[k]["collapsed"] = True
-        visible -= size - 1
+    drawn = representatives(model)
+    inner = {g["id"]: 0 for g in groups}  # group id -> its inner groups not yet settled
+    for g in groups:
+        if g["parent"] is not None:
+            inner[g["parent"]] += 1
+    index = {g["id"]: k for k, g in enumerate(groups)}
+    folded = set()
+    ready = [(-_size(g, drawn, folded), k) for k, g in enumerate(groups) if not inner[g["id"]]]
+    heapq.heapify(ready)
+    while ready and visible > budget:
+        size, k = heapq.heappop(ready)
+        group = groups[k]
+        if -size > 1:  # folding a single node saves nothing
+            group["collapsed"] = True
+            drawn.update(dict.fromkeys(group["nodes"], group["id"]))
+            folded.add(group["id"])
+            visible -= -size - 1
+        parent = group["parent"]
+        if parent is not None:
+            inner[parent] -= 1
+            if not inner[parent]:
+                heapq.heappush(ready, (-_size(groups[index[parent]], drawn, folded),
+                                       index[parent]))
     return visible
+
+
+def _size(group, drawn, folded):
+    """How many nodes a group's equations are drawn as: each of its own, each of its
+    ``folded`` inner groups one (the rest are hidden by other means: a folded repeat, a
+    collapsed sub-jaxpr)."""
+    return len({drawn[n] for n in group["nodes"] if drawn[n] == n or drawn[n] in folded})
 
 
 def _fold_top_level(model, excess, copies):
