@@ -29,10 +29,11 @@ import numpy as np
 from . import compiler
 from .backends import get_target, target_names
 from .calls import CallRules, FlatCall, Traced, abstractify, as_array
-from .compiler import report
+from .compiler import donation, report
 from .config import config, user_context_values, user_contexts
 from .core import (Array, EvalTrace, Primitive, ShapedArray, Tracer, current_trace, get_aval,
                    pytree, to_numpy, to_operand)
+from .core.source_info import warn_at_user_line
 from .core.abstract import ShapeDtypeStruct
 from .interpreters import staging
 
@@ -45,12 +46,17 @@ jit_p.device_operands = True  # (arrays on a GPU reach its executable without a 
 # JAX prints the name before the jaxpr (and no backend).
 jit_p.pp_params = lambda params: [("name", params["name"]), ("jaxpr", params["jaxpr"])]
 # A jit equation's params: ``jaxpr``, ``name`` and ``backend`` (a target's name, or None for
-# the configured default when it runs).
+# the configured default when it runs). An eager call that donates arguments (and only one:
+# no transformation ever sees them) adds ``donated`` (the jaxpr's input positions given
+# away) and ``reuse`` (those among them whose buffers nothing else refers to).
 
 
 @jit_p.def_impl
-def _jit_impl(*args, jaxpr, name, backend):
-    return compiler.compile(jaxpr, get_target(backend), name).run(*args)
+def _jit_impl(*args, jaxpr, name, backend, donated=frozenset(), reuse=()):
+    executable = compiler.compile(jaxpr, get_target(backend), name, donated)
+    if reuse:
+        return executable.run_reusing(args, reuse)
+    return executable.run(*args)
 
 
 CallRules(jit_p).register("abstract_eval", "batch", "jvp", "partial_eval", "transpose")
@@ -88,6 +94,13 @@ class JitWrapped:
     explanations behave exactly as without the fast path. ``slow_path_calls`` counts the
     general-path calls.
 
+    Donation (``donate_argnums``/``donate_argnames``, as JAX's) applies to eager calls, on
+    the general path (``_bind_donating``): every array leaf of a donated argument that an
+    output can take (``compiler.donation.match``) is deleted by the call, and the target may
+    write that output into its buffer. Under a transformation (vmap, grad, an enclosing
+    jit) nothing is donated: the arguments stay alive, as values a transformation may still
+    need.
+
     With observers (``observe``), an eager call takes a third path, ``_observed_call``: the
     general one, with the compilation done and timed before the run, the run timed (until its
     results are ready), and every observer told.
@@ -96,13 +109,18 @@ class JitWrapped:
     the time of each call).
     """
 
-    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=(),
-                 backend=None):
+    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=None,
+                 backend=None, donate_argnames=None):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.static_argnums, self.static_argnames = _resolve_static(fun, static_argnums,
-                                                                    static_argnames)
-        self.donate_argnums = _as_tuple(donate_argnums)  # accepted; buffers are not donated yet
+        self.static_argnums, self.static_argnames = _resolve_argnums(
+            fun, static_argnums, static_argnames, "static")
+        self.donate_argnums, self.donate_argnames = _resolve_argnums(
+            fun, donate_argnums, donate_argnames, "donate")
+        _check_disjoint(self.static_argnums, self.static_argnames, self.donate_argnums,
+                        self.donate_argnames)
+        self._donates = bool(self.donate_argnums or self.donate_argnames)
+        self._unusable_warned = set()  # (signature, donated positions) warned of
         if backend is not None and backend not in target_names():
             raise ValueError(f"unknown backend {backend!r}; known backends: {target_names()}")
         self.backend = backend
@@ -126,7 +144,7 @@ class JitWrapped:
         if type(current_trace()) is EvalTrace:
             if self.observers:
                 return self._observed_call(args, kwargs)
-            if not (kwargs or self._has_static):
+            if not (kwargs or self._has_static or self._donates):
                 key = _fast_key(args, self.backend)
                 fast = self._fast.get(key)
                 if fast is not None:
@@ -138,8 +156,11 @@ class JitWrapped:
         """The general path; ``fast_key`` (None if the call is not eligible) gets a fast-path
         entry afterwards."""
         self.slow_path_calls += 1
-        entry, leaves, _ = self._lookup(args, kwargs, as_array)
-        outs = self._bind(entry, leaves)
+        entry, leaves, call = self._lookup(args, kwargs, as_array)
+        if self._donates and type(current_trace()) is EvalTrace:
+            outs = self._bind_donating(entry, leaves, self._donated_leaves(call))
+        else:
+            outs = self._bind(entry, leaves)
         if fast_key is not None and entry.cacheable:
             if len(self._fast) >= FAST_CALLS:
                 del self._fast[next(iter(self._fast))]  # the oldest signature
@@ -149,6 +170,55 @@ class JitWrapped:
     def _bind(self, entry, leaves):
         return jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
                           backend=self.backend)
+
+    def _donated_leaves(self, call):
+        """The positions among ``call``'s argument leaves of those donated: every leaf of a
+        positional argument in ``donate_argnums`` or a keyword one in ``donate_argnames``."""
+        proxy_args, proxy_kwargs = call.in_tree.unflatten(list(range(len(call.leaves))))
+        static = {i for i, _ in call.static}
+        positions = [i for i in range(call.nargs) if i not in static]
+        donated = [a for i, a in zip(positions, proxy_args) if i in self.donate_argnums]
+        donated += [a for k, a in proxy_kwargs.items() if k in self.donate_argnames]
+        return {leaf for a in donated for leaf in pytree.tree_leaves(a)}
+
+    def _bind_donating(self, entry, leaves, donated_leaves):
+        """An eager call donating the leaves at ``donated_leaves``: those an output can take
+        are deleted after the call (ValueError, as JAX's, when one is also passed again
+        in the same call); the target may reuse the buffers of those nothing else refers
+        to (``Target.private``); the others make the warning JAX gives, once per
+        signature."""
+        n = len(entry.consts)
+        jaxpr = entry.jaxpr
+        donated = {n + k for k in donated_leaves}
+        pairs = donation.match(jaxpr.in_avals, donated, jaxpr.out_avals)
+        self._warn_unusable(jaxpr, donated - pairs.keys())
+        given = [k for k in sorted(donated_leaves)
+                 if n + k in pairs and isinstance(leaves[k], Array)]
+        for k in given:
+            if sum(x is leaves[k] for x in leaves) > 1:
+                raise ValueError(
+                    f"Attempt to use a buffer that was previously donated in the same call "
+                    f"(argument leaf {k} of {self.name} is donated and passed again). Toy "
+                    "example for this bug: `f(donate(a), a)`.")
+        target = get_target(self.backend)
+        debugging = _config_values["debug_nans"] or _config_values["debug_infs"]
+        reuse = () if debugging else tuple(n + k for k in given if target.private(leaves[k]))
+        outs = jit_p.bind(*entry.consts, *leaves, jaxpr=jaxpr, name=self.name,
+                          backend=self.backend, donated=frozenset(pairs), reuse=reuse)
+        for k in given:
+            leaves[k].delete()
+        return outs
+
+    def _warn_unusable(self, jaxpr, unusable):
+        """JAX's warning for donated inputs no output can take, once per signature."""
+        key = (self._last_key, frozenset(unusable))
+        if not unusable or key in self._unusable_warned:
+            return
+        self._unusable_warned.add(key)
+        avals = ", ".join(jaxpr.in_avals[i].str_short() for i in sorted(unusable))
+        warn_at_user_line(f"Some donated buffers were not usable: {avals}.\nSee an "
+                          "explanation at https://docs.jax.dev/en/latest/faq.html"
+                          "#buffer-donation.")
 
     def observe(self, observer, on_phase=None):
         """Call ``observer(call)`` after every eager call (none under a transformation: there
@@ -199,11 +269,11 @@ class JitWrapped:
     def lower(self, *args, **kwargs):
         """Trace for arguments like these (arrays, scalars or ``ShapeDtypeStruct``s): the
         ahead-of-time API, as ``jax.jit(f).lower``. Returns a ``Lowered``."""
-        entry, _, in_tree = self._lookup(args, kwargs, _as_abstract)
-        return Lowered(entry, in_tree, self.name, self.backend)
+        entry, _, call = self._lookup(args, kwargs, _as_abstract)
+        return Lowered(entry, call.in_tree, self.name, self.backend)
 
     def _lookup(self, args, kwargs, as_leaf, before_tracing=None):
-        """(trace cache entry, the argument leaves made values by ``as_leaf``, input tree);
+        """(trace cache entry, the argument leaves made values by ``as_leaf``, the FlatCall);
         ``before_tracing()`` is called when the function is about to be traced."""
         nargs = len(args)
         call = FlatCall(self.fun, args, kwargs,
@@ -228,7 +298,7 @@ class JitWrapped:
             if entry.cacheable:
                 traces.put(self._owner, key, entry)
         self._last_key = key
-        return entry, leaves, call.in_tree
+        return entry, leaves, call
 
     def _explain_miss(self, key, args):
         if not config.explain_cache_misses or self._last_key is None:
@@ -598,54 +668,67 @@ def _signature(fun):
         return None
 
 
-def _resolve_static(fun, static_argnums, static_argnames):
-    """``(static_argnums, static_argnames)`` completed and checked against ``fun``'s
-    signature, as ``jax.jit`` does: given only one of them, the other names the same
-    positional-or-keyword parameters (so a static argument is static however it is passed);
-    a position or name the function cannot take raises ValueError."""
-    nums, names = _as_tuple(static_argnums), _as_tuple(static_argnames)
+def _resolve_argnums(fun, argnums, argnames, kind):
+    """``({kind}_argnums, {kind}_argnames)`` (``kind``: "static" or "donate") completed and
+    checked against ``fun``'s signature, as ``jax.jit`` does: given only one of them, the
+    other names the same positional-or-keyword parameters (so a static or donated argument
+    is one however it is passed); a position or name the function cannot take raises
+    ValueError."""
+    nums, names = _as_tuple(argnums), _as_tuple(argnames)
     sig = _signature(fun)
     if sig is None:
         return nums, names
-    if static_argnums is None or static_argnames is None:
+    if argnums is None or argnames is None:
         params = [(i, k) for i, (k, p) in enumerate(sig.parameters.items())
                   if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
-        if static_argnums is None:
+        if argnums is None:
             nums = tuple(i for i, k in params if k in names)
         else:
             names = tuple(k for i, k in params if i in nums)
-    _check_argnums(sig, nums)
-    _check_argnames(sig, names)
+    _check_argnums(sig, nums, kind)
+    _check_argnames(sig, names, kind)
     return nums, names
 
 
-def _check_argnums(sig, nums):
-    """Every static position exists (any does when the function takes ``*args``)."""
+def _check_disjoint(static_argnums, static_argnames, donate_argnums, donate_argnames):
+    """A static argument cannot be donated (ValueError, JAX's words)."""
+    both = set(static_argnames) & set(donate_argnames)
+    if both:
+        raise ValueError(f"static_argnames and donate_argnames cannot intersect. Argument "
+                         f"names {both} appear in both static_argnames and donate_argnames")
+    if set(static_argnums) & set(donate_argnums):
+        raise ValueError(f"static_argnums and donate_argnums cannot intersect: "
+                         f"{sorted(set(static_argnums) & set(donate_argnums))} appear in both")
+
+
+def _check_argnums(sig, nums, kind):
+    """Every static (donated) position exists (any does when the function takes
+    ``*args``)."""
     kinds = [p.kind for p in sig.parameters.values()]
     if inspect.Parameter.VAR_POSITIONAL in kinds or not nums:
         return
     n = sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
             for k in kinds)
     if -min(nums) > n or max(nums) >= n:
-        raise ValueError(f"Jitted function has static_argnums={nums}, but only accepts {n} "
+        raise ValueError(f"Jitted function has {kind}_argnums={nums}, but only accepts {n} "
                          "positional arguments.")
 
 
-def _check_argnames(sig, names):
-    """Every static name is a parameter that can be passed by keyword (any name can when
-    the function takes ``**kwargs``, except a positional-only parameter's)."""
+def _check_argnames(sig, names, kind):
+    """Every static (donated) name is a parameter that can be passed by keyword (any name
+    can when the function takes ``**kwargs``, except a positional-only parameter's)."""
     params = sig.parameters
     positional_only = {k for k, p in params.items() if p.kind in (
         inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL)} & set(names)
     if positional_only:
         raise ValueError(f"Jitted function has invalid argnames {positional_only} in "
-                         "static_argnames. These are positional-only")
+                         f"{kind}_argnames. These are positional-only")
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
     unknown = set(names) - {k for k, p in params.items() if p.kind in (
         inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
     if unknown:
-        raise ValueError(f"Jitted function has invalid argnames {unknown} in static_argnames. "
+        raise ValueError(f"Jitted function has invalid argnames {unknown} in {kind}_argnames. "
                          "Function does not take these args.")
 
 
@@ -655,15 +738,18 @@ def _as_abstract(x):
     return abstractify(x) if isinstance(x, (ShapedArray, ShapeDtypeStruct)) else as_array(x)
 
 
-def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(),
-        backend=None):
+def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,
+        donate_argnames=None, backend=None):
     """Compile ``fun`` (``@jit``, ``jit(f, static_argnums=...)`` or, as a decorator with
     options, ``@jit(static_argnames=...)``), as ``jax.jit``; ``backend`` names the target
-    (``"cpu"``, ``"gpu"``, ``"reference"``; default: ``config.jit_backend`` when called)."""
+    (``"cpu"``, ``"gpu"``, ``"reference"``; default: ``config.jit_backend`` when called).
+    Arguments in ``donate_argnums``/``donate_argnames`` are given to the call: see
+    ``JitWrapped``."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
-                                 backend=backend)
+                                 donate_argnames=donate_argnames, backend=backend)
     if not callable(fun):
         raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend,
+                      donate_argnames)

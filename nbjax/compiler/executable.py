@@ -58,6 +58,12 @@ class Executable:
     def run(self, *args):
         raise NotImplementedError
 
+    def run_reusing(self, args, reuse):
+        """``run(*args)``, allowed to overwrite (and return as results) the buffers of the
+        arguments at the positions in ``reuse``: donated ones that nothing else refers to.
+        By default nothing is reused."""
+        return self.run(*args)
+
     def enable_timing(self, on=True):
         """Record each plan step's run time in ``step_times`` (off by default: a clock read
         per step)."""

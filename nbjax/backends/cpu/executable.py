@@ -24,9 +24,9 @@ import time
 import numpy as np
 
 from ... import compiler
-from ...compiler import KernelInfo
+from ...compiler import KernelInfo, donation
 from ...core import Literal, to_numpy
-from . import codegen, control_flow, interrupts, runtime
+from . import buffer_plan, codegen, control_flow, interrupts, runtime
 from .host_steps import HostCall, host_step
 
 
@@ -66,12 +66,27 @@ class Executable(compiler.Executable):
     def run(self, *args):
         if self._kernel is not None and self.step_times is None:
             return self._kernel(*map(_as_buffer, args, self._in_dtypes))
+        return self._run(args)
+
+    def run_reusing(self, args, reuse):
+        """``run``, writing outputs into the buffers of the donated arguments at ``reuse``
+        where the program allows it (``buffer_plan.donations``, kept in ``layout``)."""
+        given = {k: i for i, (k, _) in self.layout.donations.items() if i in reuse}
+        return self._run(args, given) if given else self.run(*args)
+
+    def _run(self, args, given=None):
+        """A run; ``given``: {output position: argument position} whose buffer the output
+        takes (only the one-kernel program and the native program take them)."""
+        if self._kernel is not None and self.step_times is None:
+            buffers = list(map(_as_buffer, args, self._in_dtypes))
+            return self._kernel(*buffers, given={k: buffers[i] for k, i in given.items()})
         if self._program is not None:
             buffers = list(map(_as_buffer, args, self._in_dtypes))
+            given = {k: buffers[i] for k, i in (given or {}).items()}
             if self.step_times is None:
-                return self._program(buffers)
+                return self._program(buffers, given=given)
             times = np.zeros(len(self.plan.groups), np.int64)
-            outs = self._program(buffers, times)
+            outs = self._program(buffers, times, given)
             for n, nanoseconds in enumerate(times.tolist()):
                 self.step_times.setdefault(n, []).append(nanoseconds * 1e-9)
             return outs
@@ -129,7 +144,9 @@ def kernel_call(fn, loop, combine=None):
     """``call(*inputs)``: run a compiled kernel on its inputs' buffers, returning its
     outputs: allocate them (reductions start at their identity), call it with the buffers'
     addresses, on every core when it is large (``combine`` folds the partial results of a
-    reduction over the split axis)."""
+    reduction over the split axis). A kernel updating inputs in place (``loop.in_place``)
+    is ``call(*inputs, given={output: buffer})``: each such output is written into the
+    buffer given (a donated input's own), else into a copy of its input."""
     outputs = [(o.var.aval.dtype, tuple(o.shape), np.dtype(o.acc_dtype or o.var.aval.dtype),
                 o.identity) for o in loop.outputs]
     size = int(np.prod(loop.shape, dtype=np.int64))
@@ -141,19 +158,25 @@ def kernel_call(fn, loop, combine=None):
              for _, shape, buf_dtype, identity in outputs]
     casts = [None if buf_dtype == dtype else dtype for dtype, _, buf_dtype, _ in outputs]
     address = data_address
-    if len(makes) == 1 and makes[0][1] is None and casts == [None] and size and not split:
+    in_place = {k: j for j, k in loop.in_place.items()}
+    if len(makes) == 1 and makes[0][1] is None and casts == [None] and size and not split \
+            and not in_place:
         (allocate, _), = makes
 
-        def call(*inputs):  # the common case at dispatch-bound sizes, without the loops
+        def call(*inputs, given=None):  # the common case at dispatch-bound sizes, no loops
             buf, pointer = allocate()
             fn(pointer, *map(address, inputs), 0, extent)
             return [buf]
         return call
 
-    def call(*inputs):
+    def call(*inputs, given=None):
         results, pointers = [], []
-        for allocate, identity in makes:
-            buf, ptr = allocate()
+        for k, (allocate, identity) in enumerate(makes):
+            if k in in_place:  # the input's values, in the buffer given or a copy
+                buf = given[k] if given and k in given else _copy(inputs[in_place[k]])
+                ptr = address(buf)
+            else:
+                buf, ptr = allocate()
             if identity is not None:
                 buf.fill(identity)
             results.append(buf)
@@ -166,6 +189,13 @@ def kernel_call(fn, loop, combine=None):
                 fn(*pointers, 0, extent)
         return [buf if cast is None else buf.astype(cast) for buf, cast in zip(results, casts)]
     return call
+
+
+def _copy(buf):
+    """A new (pooled) buffer holding ``buf``'s values."""
+    out, pointer = runtime.pool.empty_with_address(buf.shape, buf.dtype)
+    ctypes.memmove(pointer, data_address(buf), buf.nbytes)
+    return out
 
 
 def kernel_step(fn, loop, slots, combine=None):
@@ -252,11 +282,17 @@ def _check_data_field():
 data_address = _read_data_field if _check_data_field() else runtime.address
 
 
-def native_call(fn, flow, host_steps):
+def native_call(fn, flow, host_steps, in_place=None):
     """``call(buffers)``: one call of the compiled function of ``flow`` (a
     ``control_flow.Flow``: a control-flow step or a whole program) on the operands'
     ``buffers``, returning new result buffers; it passes the addresses of the operands,
-    results and constants, and a scratch block. ``host_steps`` are the module's."""
+    results and constants, and a scratch block. ``host_steps`` are the module's.
+
+    ``call(buffers, given={result: buffer})`` writes those results into the buffers given
+    (donated operands'). ``in_place`` ({result: operand}, a program's donations updated in
+    place by a kernel): such a result's buffer must hold the operand when the function
+    starts: the buffer given, else a copy of the operand."""
+    in_place = in_place or {}
     results = [_allocator(tuple(a.aval.shape), np.dtype(a.aval.dtype), False)
                for a in flow.results]
     constants = [np.array(host_steps[c.index].address, np.uint64)
@@ -269,9 +305,13 @@ def native_call(fn, flow, host_steps):
     address, address_of, polls = data_address, ctypes.addressof, flow.polls
     mine = [host_steps[k] for k in dict.fromkeys(flow.host_calls)]
 
-    def call(buffers, times=None):
+    def call(buffers, times=None, given=None):
         """``times``: where a timed flow adds each step's time (nanoseconds, int64)."""
-        outs = [allocate() for allocate in results]
+        if given or in_place:
+            outs = [_result(k, allocate, buffers, given or {}, in_place)
+                    for k, allocate in enumerate(results)]
+        else:
+            outs = [allocate() for allocate in results]
         timing = [None if times is None else address(times)] if flow.timed else []
         io = addresses(*timing, *map(address, buffers), *[p for _, p in outs],
                        *constant_addresses)
@@ -285,6 +325,17 @@ def native_call(fn, flow, host_steps):
     call.constants = constants  # their buffers must live as long as the call
     call.host_steps = mine  # and so must the functions native code calls back
     return call
+
+
+def _result(k, allocate, buffers, given, in_place):
+    """(buffer, address) of result ``k`` of a ``native_call`` (see there)."""
+    if k in given:
+        buf = given[k]
+    elif k in in_place:
+        buf = _copy(buffers[in_place[k]])
+    else:
+        return allocate()
+    return buf, data_address(buf)
 
 
 def _failed(status, host_steps):
@@ -327,7 +378,8 @@ class Layout:
     combiner's name or None)``) with their code as generated (``texts``) and optimised
     (``optimised_texts``), the control-flow functions (``flows``: {plan group index or
     "program": ``control_flow.Flow``}) and the host steps they call (``host_calls``).
-    ``externals`` names the symbols the module takes from the process (BLAS, libm...).
+    ``externals`` names the symbols the module takes from the process (BLAS, libm...);
+    ``donations`` the outputs that may take donated inputs' buffers.
     Together with the plan it pickles: the disk cache keeps it with the machine code."""
     kernels: list
     texts: list
@@ -335,11 +387,18 @@ class Layout:
     host_calls: list
     externals: list
     optimised_texts: dict = dataclasses.field(default_factory=dict)
+    # {donated input position: (output position, in place)}: ``buffer_plan.donations``
+    donations: dict = dataclasses.field(default_factory=dict)
 
 
-def compile_plan(name, optimised, plan, rewrites, timer):
-    """The Executable of a FusionPlan (``optimised`` is the ClosedJaxpr it plans)."""
+def compile_plan(name, optimised, plan, rewrites, timer, donated=frozenset()):
+    """The Executable of a FusionPlan (``optimised`` is the ClosedJaxpr it plans), whose
+    calls give away the buffers of the inputs at ``donated``."""
+    j = optimised.jaxpr
+    pairs = donation.match([v.aval for v in j.invars], donated, [a.aval for a in j.outvars])
+    donations = buffer_plan.donations(j, plan.groups, pairs)  # (marks in-place kernels)
     layout, ir_text = generate(name, optimised, plan, timer)
+    layout.donations = donations
     jit_module = None
     if ir_text is not None:
         jit_module = runtime.JitModule(ir_text, timer)
@@ -403,7 +462,8 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times)
                 g.eqns[0], slots, g.kind == "fallback" and g.warns,
                 f"nbjax cpu backend: no kernel for {g.eqns[0].primitive.name}; it runs on "
                 "the reference backend"))
-    program = native_call(calls["program"], layout.flows["program"], host_steps) \
+    in_place = {k: i for i, (k, updated) in layout.donations.items() if updated}
+    program = native_call(calls["program"], layout.flows["program"], host_steps, in_place) \
         if "program" in layout.flows else None
     return Executable(name, optimised, optimised.consts, plan, rewrites, layout, steps,
                       kernels, compile_times, jit_module, program)
