@@ -192,8 +192,9 @@ class JitWrapped:
         donated = {n + k for k in donated_leaves}
         pairs = donation.match(jaxpr.in_avals, donated, jaxpr.out_avals)
         self._warn_unusable(jaxpr, donated - pairs.keys())
-        given = [k for k in sorted(donated_leaves)
-                 if n + k in pairs and isinstance(leaves[k], Array)]
+        # (an array the function also closes over stays: its trace keeps using it)
+        given = [k for k in sorted(donated_leaves) if n + k in pairs
+                 and isinstance(leaves[k], Array) and not any(c is leaves[k] for c in entry.consts)]
         for k in given:
             if sum(x is leaves[k] for x in leaves) > 1:
                 raise ValueError(
