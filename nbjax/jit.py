@@ -99,7 +99,8 @@ class JitWrapped:
     output can take (``compiler.donation.match``) is deleted by the call, and the target may
     write that output into its buffer. Under a transformation (vmap, grad, an enclosing
     jit) nothing is donated: the arguments stay alive, as values a transformation may still
-    need.
+    need. Nor is anything donated by an observed call (below): its observers may read the
+    inputs again (the notebook's views run the jaxpr on them).
 
     With observers (``observe``), an eager call takes a third path, ``_observed_call``: the
     general one, with the compilation done and timed before the run, the run timed (until its
@@ -157,19 +158,27 @@ class JitWrapped:
         entry afterwards."""
         self.slow_path_calls += 1
         entry, leaves, call = self._lookup(args, kwargs, as_array)
-        if self._donates and type(current_trace()) is EvalTrace:
-            outs = self._bind_donating(entry, leaves, self._donated_leaves(call))
-        else:
-            outs = self._bind(entry, leaves)
+        eager = type(current_trace()) is EvalTrace
+        outs = self._bind(entry, leaves, self._donation(entry, leaves, call) if eager else None)
         if fast_key is not None and entry.cacheable:
             if len(self._fast) >= FAST_CALLS:
                 del self._fast[next(iter(self._fast))]  # the oldest signature
             self._fast[fast_key] = _FastCall(entry, self._last_key, self.name, fast_key[1])
         return entry.out_tree.unflatten(outs)
 
-    def _bind(self, entry, leaves):
-        return jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
-                          backend=self.backend)
+    def _bind(self, entry, leaves, donating=None):
+        """Bind ``jit_p`` on the closed-over values and ``leaves``; ``donating`` (an eager
+        call's ``Donation``, or None) passes the donated inputs, and its arrays are
+        deleted once the call is done."""
+        if donating is None:
+            return jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
+                              backend=self.backend)
+        outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
+                          backend=self.backend, donated=donating.donated,
+                          reuse=donating.reuse)
+        for array in donating.arrays:
+            array.delete()
+        return outs
 
     def _donated_leaves(self, call):
         """The positions among ``call``'s argument leaves of those donated: every leaf of a
@@ -181,14 +190,16 @@ class JitWrapped:
         donated += [a for k, a in proxy_kwargs.items() if k in self.donate_argnames]
         return {leaf for a in donated for leaf in pytree.tree_leaves(a)}
 
-    def _bind_donating(self, entry, leaves, donated_leaves):
-        """An eager call donating the leaves at ``donated_leaves``: those an output can take
-        are deleted after the call (ValueError, as JAX's, when one is also passed again
-        in the same call); the target may reuse the buffers of those nothing else refers
-        to (``Target.private``); the others make the warning JAX gives, once per
-        signature."""
-        n = len(entry.consts)
-        jaxpr = entry.jaxpr
+    def _donation(self, entry, leaves, call):
+        """The ``Donation`` of an eager call (None when it donates nothing). The donated
+        leaves an output can take (``compiler.donation.match``) are given; ValueError, as
+        JAX's, when one of them is also passed again in the same call; the target may reuse
+        the buffers of those nothing else refers to (``Target.private``). The donated
+        leaves no output can take make the warning JAX gives, once per signature."""
+        donated_leaves = self._donated_leaves(call) if self._donates else ()
+        if not donated_leaves:
+            return None
+        n, jaxpr = len(entry.consts), entry.jaxpr
         donated = {n + k for k in donated_leaves}
         pairs = donation.match(jaxpr.in_avals, donated, jaxpr.out_avals)
         self._warn_unusable(jaxpr, donated - pairs.keys())
@@ -204,11 +215,7 @@ class JitWrapped:
         target = get_target(self.backend)
         debugging = _config_values["debug_nans"] or _config_values["debug_infs"]
         reuse = () if debugging else tuple(n + k for k in given if target.private(leaves[k]))
-        outs = jit_p.bind(*entry.consts, *leaves, jaxpr=jaxpr, name=self.name,
-                          backend=self.backend, donated=frozenset(pairs), reuse=reuse)
-        for k in given:
-            leaves[k].delete()
-        return outs
+        return Donation(frozenset(pairs), reuse, [leaves[k] for k in given])
 
     def _warn_unusable(self, jaxpr, unusable):
         """JAX's warning for donated inputs no output can take, once per signature."""
@@ -312,6 +319,16 @@ class JitWrapped:
         traces.clear(self._owner)
         self._fast.clear()
         self._last_key = None
+
+
+@dataclass
+class Donation:
+    """What an eager call donates: ``donated``, the jaxpr's input positions given away
+    (those an output can take), ``reuse``, those whose buffers nothing else refers to, and
+    ``arrays``, the Arrays the call deletes."""
+    donated: frozenset
+    reuse: tuple
+    arrays: list
 
 
 @dataclass

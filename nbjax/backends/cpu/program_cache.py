@@ -6,8 +6,9 @@ its fusion plan, the passes' log and the code generator's ``Layout``, which keep
 kernels' IR texts for the reports) and the module's optimised IR, pickled together, then the module's object code. Its key
 is the SHA-256 of the traced jaxpr, pickled (primitives by name, variables without their
 process-wide numbers, constants by value) without its equations' source lines and
-provenance, of the positions of the inputs its calls donate, of nbjax's source code (an edit anywhere makes new keys), of
-``cache.environment()`` (versions, CPU) and of the compiler's settings (``_settings``). So a
+provenance, of the positions of the inputs its calls donate (``compiler.donation``), of
+nbjax's source code (an edit anywhere makes new keys), of ``cache.environment()`` (versions,
+CPU) and of the compiler's settings (``_settings``). So a
 notebook run again in a new kernel finds its programs, though its cells are files of other
 names; the loaded program then points at the source lines of the new trace, equation by
 equation, not the old ones. A program whose jaxpr does not pickle (a callback's lambda in
