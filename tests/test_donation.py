@@ -249,23 +249,25 @@ def test_an_output_written_after_the_inputs_last_read_takes_its_buffer():
 
 @pytestmark_cpu
 def test_no_reuse_when_the_input_is_read_after_the_output_is_written():
-    # ``o`` (the donated x's match) is computed first; x is read again after the product.
+    # ``o``, the first output that fits x, is computed first; x is read again after the
+    # product, by the kernel computing z.
     def f(x, w):
         o = x * 2.0
         return o, (o @ w) + x
 
     x0, w = rand(32, 32), rand(32, 32)
-    executable = compile(nbjax.make_jaxpr(f)(x0, w), "cpu")
-    j = executable.jaxpr.jaxpr
-    pairs = donation.match([v.aval for v in j.invars], {0}, [v.aval for v in j.outvars])
-    assert pairs == {0: 0}
-    assert buffer_plan.donations(j, executable.plan.groups, pairs) == {}
     x = jnp.asarray(x0)
     where = pointer(x)
     o, z = nbjax.jit(f, donate_argnums=0, backend="cpu")(x, jnp.asarray(w))
-    assert pointer(o) != where
+    assert x.is_deleted()
     assert_close(o, x0 * 2)
     assert_close(z, (x0 * 2) @ w + x0, rtol=1e-5)
+    assert pointer(o) != where and pointer(z) == where
+    executable = compile(nbjax.make_jaxpr(f)(x0, w), "cpu")
+    j = executable.jaxpr.jaxpr
+    assert donation.match([v.aval for v in j.invars], {0}, [v.aval for v in j.outvars]) == {0: 0}
+    # not output 0 (written first), but the last kernel, which reads x where it writes z
+    assert buffer_plan.donations(j, executable.plan.groups, {0}) == {0: (1, True)}
 
 
 @pytestmark_cpu
@@ -335,3 +337,29 @@ def test_the_program_cache_key_includes_the_donated_inputs():
     if key is None:
         pytest.skip("no disk cache here")
     assert program_cache.key(closed, frozenset({0})) not in (None, key)
+
+
+@pytestmark_cpu
+def test_in_place_on_every_core_and_with_streaming_stores():
+    # 2^21 elements: split between the cores; 8 MiB written: non-temporal stores
+    f = nbjax.jit(lambda x, y: x * 0.5 + y, donate_argnums=0, backend="cpu")
+    x0, y = rand(2048, 1024), jnp.asarray(rand(2048, 1024))
+    x = jnp.asarray(x0)
+    where = pointer(x)
+    out = f(x, y)
+    assert pointer(out) == where
+    assert_close(out, x0 * np.float32(0.5) + np.asarray(y))
+
+
+@pytestmark_cpu
+def test_the_buffer_goes_to_an_output_that_can_take_it():
+    # x fits both outputs; the first is written before x's last read, the second in place
+    f = nbjax.jit(lambda x, w: (jnp.tanh(x @ w) * 2.0, x * 3.0 - 1.0), donate_argnums=0,
+                  backend="cpu")
+    x0, w = rand(64, 64), rand(64, 64)
+    x = jnp.asarray(x0)
+    where = pointer(x)
+    a, b = f(x, jnp.asarray(w))
+    assert pointer(b) == where
+    assert_close(a, np.tanh(x0 @ w) * 2, rtol=1e-5)
+    assert_close(b, x0 * 3 - 1, rtol=1e-6)

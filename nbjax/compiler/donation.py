@@ -6,10 +6,15 @@ and the program may write one of its outputs into that memory instead of a new b
 taken by an earlier one (as JAX's lowering pairs them); an input that no output matches is
 "not usable": JAX warns and leaves the array alone, and so does ``jit``.
 
-Whether an output really is written into its donated input's buffer, and when that is safe,
-is the target's business (the CPU's: ``backends.cpu.buffer_plan.donations``); any target
+Which output (of those that fit) really is written into a donated input's buffer, and when
+that is safe, is the target's business (the CPU's: ``backends.cpu.buffer_plan.donations``); any target
 may ignore donation and allocate as usual, which never changes a result.
 """
+
+
+def fits(in_aval, out_aval):
+    """Whether an output of ``out_aval`` can take the buffer of an input of ``in_aval``."""
+    return tuple(in_aval.shape) == tuple(out_aval.shape) and in_aval.dtype == out_aval.dtype
 
 
 def match(in_avals, donated, out_avals):
@@ -18,9 +23,7 @@ def match(in_avals, donated, out_avals):
     free = list(range(len(out_avals)))
     pairs = {}
     for i in sorted(donated):
-        want = (tuple(in_avals[i].shape), in_avals[i].dtype)
-        k = next((k for k in free if (tuple(out_avals[k].shape), out_avals[k].dtype) == want),
-                 None)
+        k = next((k for k in free if fits(in_avals[i], out_avals[k])), None)
         if k is not None:
             pairs[i] = k
             free.remove(k)

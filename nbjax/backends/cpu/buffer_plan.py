@@ -19,10 +19,10 @@ The order of emission is the order of execution, with two cases that keep it saf
 ``POISON`` (tests) fills every region given back with ones (NaN for floats): a step that
 read a value after its region was given back would see them instead of the value.
 
-Donated inputs (``jit(f, donate_argnums=...)``, paired with outputs by
-``compiler.donation.match``) are the other reuse: ``donations`` says which outputs a
-program may write into their donated input's buffer instead of a new one (the caller's
-Array is deleted; see ``executable.Executable.run_reusing``). It is safe when
+Donated inputs (``jit(f, donate_argnums=...)``) are the other reuse: ``donations`` pairs
+each with an output of its type (``compiler.donation.fits``) that the program may write
+into the donated buffer instead of a new one (the caller's Array is deleted; see
+``executable.Executable.run_reusing``). It is safe when
 
 - the output is the input itself (passed through): no write at all;
 - the step writing the output comes after the input's last read (or the output is only
@@ -40,6 +40,7 @@ program's outputs, copied out at the end) keeps its buffer.
 
 from collections import Counter
 
+from ...compiler import donation
 from ...compiler.kernel import in_place_ok
 from ...core import Var
 from . import runtime
@@ -105,11 +106,12 @@ def lifetimes(groups, kept):
     return dying
 
 
-def donations(jaxpr, groups, pairs):
-    """{input position: (output position, in place)} for the pairs of ``pairs`` ({donated
-    input position: output position} of ``jaxpr``, a plan's Jaxpr whose steps are
-    ``groups``) whose output may be written into the input's buffer (see the module
-    docstring); ``in place``: by the kernel that reads it, whose ``in_place`` this sets."""
+def donations(jaxpr, groups, donated):
+    """{input position: (output position, in place)}: for each input of ``jaxpr`` (a
+    plan's Jaxpr whose steps are ``groups``) at the positions ``donated``, in order, the
+    first output not taken yet that fits it (``donation.fits``) and may be written into
+    its buffer (see the module docstring); ``in place``: by the kernel that reads it, whose
+    ``in_place`` this sets."""
     last_read, written = {}, {}
     for n, g in enumerate(groups):
         for v in g.inputs:
@@ -117,20 +119,32 @@ def donations(jaxpr, groups, pairs):
         for v in g.outputs:
             written.setdefault(v, n)
     uses = Counter(a for a in jaxpr.outvars if isinstance(a, Var))
-    safe = {}
-    for i, k in pairs.items():
-        x, out = jaxpr.invars[i], jaxpr.outvars[k]
-        if out is x:
-            safe[i] = (k, False)
-            continue
-        if x in uses:
-            continue  # copied out at the end: read after any output is written
-        n = written.get(out, len(groups)) if isinstance(out, Var) else len(groups)
-        if n > last_read.get(x, -1):
-            safe[i] = (k, False)
-        elif n == last_read[x] and _update_in_place(groups[n], x, out, uses):
-            safe[i] = (k, True)
+    free, safe = list(range(len(jaxpr.outvars))), {}
+    for i in sorted(donated):
+        x = jaxpr.invars[i]
+        for k in [k for k in free if donation.fits(x.aval, jaxpr.outvars[k].aval)]:
+            how = _reuse(x, jaxpr.outvars[k], groups, last_read, written, uses)
+            if how is not None:
+                safe[i] = (k, how == "in place")
+                free.remove(k)
+                break
     return safe
+
+
+def _reuse(x, out, groups, last_read, written, uses):
+    """How ``out`` may take the buffer of the donated input ``x`` (see ``donations``):
+    "as it is" (it is ``x``), "after" (written after ``x``'s last read), "in place" (by
+    the kernel making that read, which is marked so), or None: it may not."""
+    if out is x:
+        return "as it is"
+    if x in uses:
+        return None  # x is copied out at the end: read after any output is written
+    n = written.get(out, len(groups)) if isinstance(out, Var) else len(groups)
+    if n > last_read.get(x, -1):
+        return "after"
+    if n == last_read[x] and _update_in_place(groups[n], x, out, uses):
+        return "in place"
+    return None
 
 
 def _update_in_place(group, x, out, uses):

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from ... import compiler
-from ...compiler import KernelInfo, donation
+from ...compiler import KernelInfo
 from ...core import Literal, to_numpy
 from . import buffer_plan, codegen, control_flow, interrupts, runtime
 from .host_steps import HostCall, host_step
@@ -394,9 +394,8 @@ class Layout:
 def compile_plan(name, optimised, plan, rewrites, timer, donated=frozenset()):
     """The Executable of a FusionPlan (``optimised`` is the ClosedJaxpr it plans), whose
     calls give away the buffers of the inputs at ``donated``."""
-    j = optimised.jaxpr
-    pairs = donation.match([v.aval for v in j.invars], donated, [a.aval for a in j.outvars])
-    donations = buffer_plan.donations(j, plan.groups, pairs)  # (marks in-place kernels)
+    donations = buffer_plan.donations(optimised.jaxpr, plan.groups, donated)  # (marks
+    # the kernels updating a donated input in place)
     layout, ir_text = generate(name, optimised, plan, timer)
     layout.donations = donations
     jit_module = None
