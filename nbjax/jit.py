@@ -95,7 +95,7 @@ class JitWrapped:
     general-path calls.
 
     Donation (``donate_argnums``/``donate_argnames``, as JAX's) applies to eager calls, on
-    the general path (``_bind_donating``): every array leaf of a donated argument that an
+    the general path (``_donation``): every array leaf of a donated argument that an
     output can take (``compiler.donation.match``) is deleted by the call, and the target may
     write that output into its buffer. Under a transformation (vmap, grad, an enclosing
     jit) nothing is donated: the arguments stay alive, as values a transformation may still

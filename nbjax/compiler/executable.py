@@ -7,6 +7,8 @@ nothing else of it:
 - ``run(*args)``: NumPy arrays in, NumPy arrays out; a device's executable also takes
   Arrays on a device (``core.to_operand``: its own device's buffers used as they are) and
   returns its results as Arrays on its device (``Array.on_device``);
+- ``run_reusing(args, reuse)``: ``run``, allowed to write results into the buffers of the
+  donated arguments at ``reuse`` (``jit``'s ``donate_argnums``; only the cpu target does);
 - ``name`` and ``target`` (the target's name);
 - ``jaxpr``: the ClosedJaxpr it runs (optimised, for targets that optimise);
 - ``plan``: the ``FusionPlan`` (None for a target that runs the jaxpr as it is) and

@@ -3,7 +3,9 @@
 On the CPU an Array wraps a read-only NumPy array. An Array made by a device (a GPU
 executable's result, ``Array.on_device``) holds the device's buffer instead, and copies it
 to the host once, the first time its values are read (``np.asarray``, printing, ``item``...);
-a compiled call on that device takes the buffer as it is (``to_operand``). Methods and
+a compiled call on that device takes the buffer as it is (``to_operand``). An array donated to a
+jitted call (``donate_argnums``) or ``delete``d keeps its type but not its data: reading it
+raises RuntimeError, as in JAX. Methods and
 operators with NumPy semantics are attached by ``nbjax.numpy`` (shared with tracers),
 keeping this class to storage.
 """
@@ -278,16 +280,6 @@ class Array:
     def delete(self):
         """Free the data now (as JAX's ``Array.delete``); only the type remains."""
         self._host = self._buffer = None
-
-    def donate(self):
-        """Give the data away (``jit``'s ``donate_argnums``): the array is deleted and its
-        host buffer returned (None for an array on a device), for the callee to reuse.
-        RuntimeError if it was deleted already."""
-        host = self._host
-        if host is None and self._buffer is None:
-            self._value  # noqa: B018  (raises: deleted)
-        self.delete()
-        return host
 
     # Placement, as JAX reports it for an array on one device. Arrays are never committed:
     # an array is wherever it was made or ``device_put`` copied it, and computations on it
