@@ -169,16 +169,18 @@ class JitWrapped:
     def _bind(self, entry, leaves, donating=None):
         """Bind ``jit_p`` on the closed-over values and ``leaves``; ``donating`` (an eager
         call's ``Donation``, or None) passes the donated inputs, and its arrays are
-        deleted once the call is done."""
+        deleted once the call is done, or has failed (as JAX deletes them when it
+        dispatches the call)."""
         if donating is None:
             return jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
                               backend=self.backend)
-        outs = jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
-                          backend=self.backend, donated=donating.donated,
-                          reuse=donating.reuse)
-        for array in donating.arrays:
-            array.delete()
-        return outs
+        try:
+            return jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
+                              backend=self.backend, donated=donating.donated,
+                              reuse=donating.reuse)
+        finally:  # (a call that failed may have overwritten them already)
+            for array in donating.arrays:
+                array.delete()
 
     def _donated_leaves(self, call):
         """The positions among ``call``'s argument leaves of those donated: every leaf of a

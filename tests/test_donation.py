@@ -134,6 +134,19 @@ def test_a_donation_no_output_can_take_warns_once_and_keeps_the_array():
         total(x)  # the same signature: no second warning
 
 
+def test_a_call_that_fails_still_deletes_what_it_was_given():
+    def f(x):
+        y = x * 2.0
+        nbjax.debug.callback(lambda v: 1 / 0, y)  # raises while the program runs
+        return y
+
+    g = nbjax.jit(f, donate_argnums=0)
+    x = jnp.ones(3)
+    with pytest.raises(ZeroDivisionError):
+        g(x)
+    assert x.is_deleted()
+
+
 def test_python_scalars_and_numpy_arrays_can_be_donated():
     f = nbjax.jit(lambda x: x + 1, donate_argnums=0)
     assert float(f(1.0)) == 2.0
