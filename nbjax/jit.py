@@ -94,10 +94,10 @@ class JitWrapped:
     explanations behave exactly as without the fast path. ``slow_path_calls`` counts the
     general-path calls.
 
-    Donation (``donate_argnums``/``donate_argnames``, as JAX's) applies to eager calls, on
-    the general path (``_donation``): every array leaf of a donated argument that an
-    output can take (``compiler.donation.match``) is deleted by the call, and the target may
-    write that output into its buffer. Under a transformation (vmap, grad, an enclosing
+    Donation (``donate_argnums``/``donate_argnames``, as JAX's) applies to eager calls
+    (``_donation``; on the fast path ``_FastDonatingCall``): every array leaf of a donated
+    argument that an output can take (``compiler.donation.match``) is deleted by the call,
+    and the target may write an output into its buffer. Under a transformation (vmap, grad, an enclosing
     jit) nothing is donated: the arguments stay alive, as values a transformation may still
     need. Nor is anything donated by an observed call (below): its observers may read the
     inputs again (the notebook's views run the jaxpr on them).
@@ -145,7 +145,7 @@ class JitWrapped:
         if type(current_trace()) is EvalTrace:
             if self.observers:
                 return self._observed_call(args, kwargs)
-            if not (kwargs or self._has_static or self._donates):
+            if not (kwargs or self._has_static):
                 key = _fast_key(args, self.backend)
                 fast = self._fast.get(key)
                 if fast is not None:
@@ -158,12 +158,14 @@ class JitWrapped:
         entry afterwards."""
         self.slow_path_calls += 1
         entry, leaves, call = self._lookup(args, kwargs, as_array)
-        eager = type(current_trace()) is EvalTrace
-        outs = self._bind(entry, leaves, self._donation(entry, leaves, call) if eager else None)
+        donating = self._donation(entry, leaves, call) \
+            if type(current_trace()) is EvalTrace else None
+        outs = self._bind(entry, leaves, donating)
         if fast_key is not None and entry.cacheable:
             if len(self._fast) >= FAST_CALLS:
                 del self._fast[next(iter(self._fast))]  # the oldest signature
-            self._fast[fast_key] = _FastCall(entry, self._last_key, self.name, fast_key[1])
+            self._fast[fast_key] = _fast_call(entry, self._last_key, self.name, fast_key[1],
+                                              donating)
         return entry.out_tree.unflatten(outs)
 
     def _bind(self, entry, leaves, donating=None):
@@ -208,16 +210,11 @@ class JitWrapped:
         # (an array the function also closes over stays: its trace keeps using it)
         given = [k for k in sorted(donated_leaves) if n + k in pairs
                  and isinstance(leaves[k], Array) and not any(c is leaves[k] for c in entry.consts)]
-        for k in given:
-            if sum(x is leaves[k] for x in leaves) > 1:
-                raise ValueError(
-                    f"Attempt to use a buffer that was previously donated in the same call "
-                    f"(argument leaf {k} of {self.name} is donated and passed again). Toy "
-                    "example for this bug: `f(donate(a), a)`.")
+        _check_given_once(leaves, given, self.name)
         target = get_target(self.backend)
         debugging = _config_values["debug_nans"] or _config_values["debug_infs"]
         reuse = () if debugging else tuple(n + k for k in given if target.private(leaves[k]))
-        return Donation(frozenset(pairs), reuse, [leaves[k] for k in given])
+        return Donation(frozenset(pairs), reuse, [leaves[k] for k in given], given)
 
     def _warn_unusable(self, jaxpr, unusable):
         """JAX's warning for donated inputs no output can take, once per signature."""
@@ -326,11 +323,23 @@ class JitWrapped:
 @dataclass
 class Donation:
     """What an eager call donates: ``donated``, the jaxpr's input positions given away
-    (those an output can take), ``reuse``, those whose buffers nothing else refers to, and
-    ``arrays``, the Arrays the call deletes."""
+    (those an output can take), ``reuse``, those whose buffers nothing else refers to,
+    ``arrays``, the Arrays the call deletes, and ``given``, their positions among the
+    argument leaves."""
     donated: frozenset
     reuse: tuple
     arrays: list
+    given: list
+
+
+def _check_given_once(leaves, given, name):
+    """ValueError (JAX's words) if an argument leaf at ``given`` is passed again."""
+    for k in given:
+        if sum(x is leaves[k] for x in leaves) > 1:
+            raise ValueError(
+                f"Attempt to use a buffer that was previously donated in the same call "
+                f"(argument leaf {k} of {name} is donated and passed again). Toy example for "
+                "this bug: `f(donate(a), a)`.")
 
 
 @dataclass
@@ -515,18 +524,56 @@ class _FastCall:
 
     __slots__ = ("run", "consts", "out_avals", "out_tree", "slow_key")
 
-    def __init__(self, entry, slow_key, name, backend):
-        self.run = compiler.compile(entry.jaxpr, get_target(backend), name).run
+    def __init__(self, entry, slow_key, executable):
+        self.run = executable.run
         self.consts = [to_numpy(c) for c in entry.consts]
         self.out_avals = entry.jaxpr.out_avals
         self.out_tree = None if entry.out_tree.is_leaf() else entry.out_tree
         self.slow_key = slow_key
 
     def __call__(self, args):
-        outs = self.run(*self.consts, *map(to_operand, args))
+        return self._wrap(self.run(*self.consts, *map(to_operand, args)))
+
+    def _wrap(self, outs):
         if self.out_tree is None:  # a function returning one array
             return Array.wrap(outs[0], self.out_avals[0])
         return self.out_tree.unflatten(map(Array.wrap, outs, self.out_avals))
+
+
+class _FastDonatingCall(_FastCall):
+    """The fast-path entry of a signature whose calls donate arguments: what ``_bind`` does
+    with a ``Donation``. Which arguments are given (``given``: positions) and the program
+    compiled for them are the signature's; whether each buffer can be reused is asked at
+    every call (``private``: the target's test)."""
+
+    __slots__ = ("given", "run_reusing", "private", "name", "closed_over")
+
+    def __init__(self, entry, slow_key, executable, donating, private, name):
+        super().__init__(entry, slow_key, executable)
+        self.run_reusing, self.given = executable.run_reusing, donating.given
+        self.private, self.name, self.closed_over = private, name, entry.consts
+
+    def __call__(self, args):
+        given = [k for k in self.given if not any(args[k] is c for c in self.closed_over)]
+        _check_given_once(args, given, self.name)
+        n = len(self.consts)
+        reuse = tuple(n + k for k in given if self.private(args[k]))
+        try:
+            operands = (*self.consts, *map(to_operand, args))
+            return self._wrap(self.run_reusing(operands, reuse) if reuse else
+                              self.run(*operands))
+        finally:
+            for k in given:
+                args[k].delete()
+
+
+def _fast_call(entry, slow_key, name, backend, donating):
+    """The fast-path entry of a signature (``donating``: what its calls donate, or None)."""
+    target = get_target(backend)
+    if donating is None:
+        return _FastCall(entry, slow_key, compiler.compile(entry.jaxpr, target, name))
+    executable = compiler.compile(entry.jaxpr, target, name, donating.donated)
+    return _FastDonatingCall(entry, slow_key, executable, donating, target.private, name)
 
 
 # --- the ahead-of-time API ----------------------------------------------------------------

@@ -366,3 +366,32 @@ def test_the_buffer_goes_to_an_output_that_can_take_it():
     assert pointer(b) == where
     assert_close(a, np.tanh(x0 @ w) * 2, rtol=1e-5)
     assert_close(b, x0 * 3 - 1, rtol=1e-6)
+
+
+def test_donation_on_the_fast_path():
+    # after the first call of a signature, calls take the dispatch fast path: the same
+    # semantics, and the same buffer
+    f = nbjax.jit(lambda x, y: x + y, donate_argnums=0)
+    y = jnp.ones(4)
+    x = f(jnp.zeros(4), y)
+    slow = f.slow_path_calls
+    for n in range(2, 5):
+        old = x
+        x = f(x, y)
+        assert old.is_deleted()
+        with pytest.raises(RuntimeError, match="deleted"):
+            f(old, y)
+    assert_close(x, np.full(4, 4.0))
+    with pytest.raises(ValueError, match="previously donated"):
+        f(x, x)
+    assert not x.is_deleted()
+    assert f.slow_path_calls == slow
+
+
+def test_an_array_the_function_closes_over_is_not_deleted():
+    c = jnp.asarray(rand(3))
+    f = nbjax.jit(lambda x: x + c, donate_argnums=0)
+    for _ in range(2):  # general path, then fast path
+        out = f(c)
+        assert not c.is_deleted()
+        assert_close(out, np.asarray(c) * 2)
