@@ -97,10 +97,10 @@ class JitWrapped:
     Donation (``donate_argnums``/``donate_argnames``, as JAX's) applies to eager calls
     (``_donation``; on the fast path ``_FastDonatingCall``): every array leaf of a donated
     argument that an output can take (``compiler.donation.match``) is deleted by the call,
-    and the target may write an output into its buffer. Under a transformation (vmap, grad, an enclosing
-    jit) nothing is donated: the arguments stay alive, as values a transformation may still
-    need. Nor is anything donated by an observed call (below): its observers may read the
-    inputs again (the notebook's views run the jaxpr on them).
+    and the target may write an output into its buffer. Under a transformation (vmap,
+    grad, an enclosing jit) nothing is donated: the arguments stay alive, as values a
+    transformation may still need. Nor is anything donated by an observed call (below): its
+    observers may read the inputs again (the notebook's views run the jaxpr on them).
 
     With observers (``observe``), an eager call takes a third path, ``_observed_call``: the
     general one, with the compilation done and timed before the run, the run timed (until its
