@@ -10,8 +10,8 @@ implementation on our buffers.
 
 from ...compiler import Target
 from .. import reference
-from . import blas, program_cache, runtime, scatter
-from .control_flow import CONTROL_FLOW
+from . import program_cache, runtime
+from .control_flow import CONTROL_FLOW, native_library_call
 from .executable import Executable, compile_plan
 
 __all__ = ["CpuTarget", "Executable", "TARGET"]
@@ -44,7 +44,7 @@ class CpuTarget(Target):
         return f"{eqn.primitive.name} {how}; native code calls back into Python for it"
 
     def native_library_call(self, eqn):
-        return blas.supports(eqn) or scatter.supports(eqn)
+        return native_library_call(eqn)
 
     def kernel_choice(self, kernel):
         return runtime.split_choice(kernel)

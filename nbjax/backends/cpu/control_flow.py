@@ -50,6 +50,12 @@ CLOCK_MONOTONIC = 1   # Linux's
 CONTROL_FLOW = {scan_p: "scan", while_p: "while_", cond_p: "cond"}
 
 
+def native_library_call(eqn):
+    """Whether native code runs the library equation ``eqn`` itself (a BLAS product, a
+    scatter) rather than calling back into Python for it."""
+    return blas.supports(eqn) or scatter.supports(eqn)
+
+
 def _operands(eqn, values):
     """``values`` (one per operand of the control-flow ``eqn``) grouped by the roles its
     primitive declares (``lax.standard.ControlLowering``)."""

@@ -26,7 +26,7 @@ import numpy as np
 from ... import compiler
 from ...compiler import KernelInfo
 from ...core import Literal, to_numpy
-from . import buffer_plan, codegen, control_flow, interrupts, runtime
+from . import buffer_plan, codegen, control_flow, interrupts, python_entry, runtime
 from .host_steps import HostCall, host_step
 
 
@@ -140,13 +140,14 @@ def _as_buffer(a, dtype):
 
 # --- steps ---------------------------------------------------------------------------------
 
-def kernel_call(fn, loop, combine=None):
+def kernel_call(fn, loop, combine=None, entry=None):
     """``call(*inputs)``: run a compiled kernel on its inputs' buffers, returning its
     outputs: allocate them (reductions start at their identity), call it with the buffers'
     addresses, on every core when it is large (``combine`` folds the partial results of a
-    reduction over the split axis). A kernel updating inputs in place (``loop.in_place``)
-    is ``call(*inputs, given={output: buffer})``: each such output is written into the
-    buffer given (a donated input's own), else into a copy of its input."""
+    reduction over the split axis). ``entry``, the kernel's ``python_entry`` if it has
+    one, runs it on one thread without ctypes. A kernel updating inputs in place
+    (``loop.in_place``) is ``call(*inputs, given={output: buffer})``: each such output is
+    written into the buffer given (a donated input's own), else into a copy of its input."""
     outputs = [(o.var.aval.dtype, tuple(o.shape), np.dtype(o.acc_dtype or o.var.aval.dtype),
                 o.identity) for o in loop.outputs]
     size = int(np.prod(loop.shape, dtype=np.int64))
@@ -163,7 +164,14 @@ def kernel_call(fn, loop, combine=None):
             and not in_place:
         (allocate, _), = makes
 
-        def call(*inputs, given=None):  # the common case at dispatch-bound sizes, no loops
+        if entry is not None:
+            def call(*inputs, given=None):  # the common case at dispatch-bound sizes
+                buf = allocate()[0]
+                entry(buf, *inputs)
+                return [buf]
+            return call
+
+        def call(*inputs, given=None):
             buf, pointer = allocate()
             fn(pointer, *map(address, inputs), 0, extent)
             return [buf]
@@ -198,10 +206,10 @@ def _copy(buf):
     return out
 
 
-def kernel_step(fn, loop, slots, combine=None):
+def kernel_step(fn, loop, slots, combine=None, entry=None):
     """Run a compiled kernel (``kernel_call``) on the slots' buffers."""
     in_slots, out_slots = [slots[v] for v in loop.inputs], [slots[o.var] for o in loop.outputs]
-    call = kernel_call(fn, loop, combine)
+    call = kernel_call(fn, loop, combine, entry)
 
     def step(env):
         for slot, buf in zip(out_slots, call(*[env[s] for s in in_slots])):
@@ -263,30 +271,17 @@ def _refcount_of_a_local():
 _FREE_REFS = _refcount_of_a_local()  # a buffer only a local variable refers to
 
 
-# PyArrayObject (NumPy's C struct of an array) is the object header followed by ``char *data``:
-# reading that field is what ``PyArray_DATA`` does in C, and 5x faster than
-# ``__array_interface__`` (about 0.3 us against 1.5 us, more than a small kernel takes).
-_DATA_OFFSET = object.__basicsize__
-
-
-def _read_data_field(array):
-    return ctypes.c_void_p.from_address(id(array) + _DATA_OFFSET).value
-
-
-def _check_data_field():
-    probe = np.arange(3.0)[1:]
-    return _read_data_field(probe) == runtime.address(probe)
-
-
 # The address of an array's first element (the portable way if the layout is not as expected).
-data_address = _read_data_field if _check_data_field() else runtime.address
+data_address = python_entry.data_field if python_entry.USABLE else runtime.address
 
 
-def native_call(fn, flow, host_steps, in_place=None):
+def native_call(fn, flow, host_steps, entry=None, in_place=None):
     """``call(buffers)``: one call of the compiled function of ``flow`` (a
     ``control_flow.Flow``: a control-flow step or a whole program) on the operands'
     ``buffers``, returning new result buffers; it passes the addresses of the operands,
     results and constants, and a scratch block. ``host_steps`` are the module's.
+    ``entry``, the function's ``python_entry`` if it has one, is called in place of ``fn``
+    with the arrays themselves.
 
     ``call(buffers, given={result: buffer})`` writes those results into the buffers given
     (donated operands'). ``in_place`` ({result: operand}, a program's donations updated in
@@ -312,13 +307,17 @@ def native_call(fn, flow, host_steps, in_place=None):
                     for k, allocate in enumerate(results)]
         else:
             outs = [allocate() for allocate in results]
-        timing = [None if times is None else address(times)] if flow.timed else []
-        io = addresses(*timing, *map(address, buffers), *[p for _, p in outs],
-                       *constant_addresses)
         block, block_address = scratch()  # ``block`` keeps the scratch alive during the call
         if polls:
             interrupts.arm()
-        status = fn(address_of(io), block_address)
+        if entry is not None:
+            status = entry(*([times] if flow.timed else []), *buffers,
+                           *[buf for buf, _ in outs], *constants, block)
+        else:
+            timing = [None if times is None else address(times)] if flow.timed else []
+            io = addresses(*timing, *map(address, buffers), *[p for _, p in outs],
+                           *constant_addresses)
+            status = fn(address_of(io), block_address)
         if status:
             _failed(status, mine)
         return [buf for buf, _ in outs]
@@ -348,17 +347,26 @@ def _failed(status, host_steps):
 _UNUSED = np.zeros(1)  # what a Literal operand's io entry points at (the code never reads it)
 
 
-def control_step(fn, flow, host_steps, slots):
+def control_step(fn, flow, host_steps, slots, entry=None):
     """Run a compiled control-flow step: its ``native_call`` on the slots' buffers."""
     operands = [None if isinstance(a, Literal) else slots[a] for a in flow.operands]
     results = [slots[v] for v in flow.results]
-    call = native_call(fn, flow, host_steps)
+    call = native_call(fn, flow, host_steps, entry)
 
     def step(env):
         outs = call([_UNUSED if s is None else env[s] for s in operands])
         for slot, buf in zip(results, outs):
             env[slot] = buf
     return step
+
+
+def _native_library_step(plan):
+    """Whether ``plan`` is one library step that native code calls (a BLAS product, a
+    scatter): run as a native program, it skips the reference implementation's NumPy
+    calls (10-35 us on a 32x256 by 256x1024 product)."""
+    if len(plan.groups) != 1 or plan.groups[0].kind != "library":
+        return False
+    return control_flow.native_library_call(plan.groups[0].eqns[0])
 
 
 def _kernels_of(plan, own=True):
@@ -378,14 +386,16 @@ class Layout:
     combiner's name or None)``) with their code as generated (``texts``) and optimised
     (``optimised_texts``), the control-flow functions (``flows``: {plan group index or
     "program": ``control_flow.Flow``}) and the host steps they call (``host_calls``).
-    ``externals`` names the symbols the module takes from the process (BLAS, libm...);
-    ``donations`` the outputs that may take donated inputs' buffers.
+    ``externals`` names the symbols the module takes from the process (BLAS, libm...),
+    ``entries`` the functions Python calls through a ``python_entry``, ``donations`` the
+    outputs that may take donated inputs' buffers.
     Together with the plan it pickles: the disk cache keeps it with the machine code."""
     kernels: list
     texts: list
     flows: dict
     host_calls: list
     externals: list
+    entries: tuple = ()
     optimised_texts: dict = dataclasses.field(default_factory=dict)
     # {donated input position: (output position, in place)}: ``buffer_plan.donations``
     donations: dict = dataclasses.field(default_factory=dict)
@@ -414,7 +424,8 @@ def generate(name, optimised, plan, timer):
     docstring)."""
     loops = list(_kernels_of(plan))
     controls = [g for g in plan.groups if g.kind == "loop"]
-    if not (loops or controls):
+    whole = len(plan.groups) > 1 or _native_library_step(plan)
+    if not (loops or controls or whole):
         return Layout([], [], {}, [], []), None
     with timer("codegen"):
         mb = codegen.ModuleBuilder(name)
@@ -423,12 +434,33 @@ def generate(name, optimised, plan, timer):
                    for loop, own in loops]
         functions = {g.index: control_flow.ControlFlowFunction.of_step(
             mb, g, f"control_{g.index}") for g in controls}
-        if len(plan.groups) > 1:
+        if whole:
             functions["program"] = control_flow.ControlFlowFunction.of_program(
                 mb, optimised, plan, "program", dict(functions))
+        flows = {key: f.flow for key, f in functions.items()}
+        entries = _add_entries(mb.module, plan, flows) if python_entry.USABLE else ()
         ir_text = str(mb.module)
-    flows = {key: f.flow for key, f in functions.items()}
-    return Layout(kernels, texts, flows, mb.host_calls, runtime.externals(mb.module)), ir_text
+    return Layout(kernels, texts, flows, mb.host_calls, runtime.externals(mb.module),
+                  entries), ir_text
+
+
+def _add_entries(module, plan, flows):
+    """Give the functions Python calls a ``python_entry``: the whole program's, else the
+    one step's (a kernel on one thread, or control flow); returns their names."""
+    if "program" in flows or len(plan.groups) != 1:
+        called = [flows["program"]] if "program" in flows else []
+    else:
+        group = plan.groups[0]
+        if group.kind == "kernel" and not runtime.splits(group.kernel):
+            kernel = group.kernel
+            python_entry.add_kernel_entry(module, module.get_global(kernel.name),
+                                          kernel.shape[0] if kernel.shape else 1)
+            return (kernel.name,)
+        called = [flows[group.index]] if group.kind == "loop" else []
+    for flow in called:
+        n_io = flow.timed + len(flow.operands) + len(flow.results) + len(flow.constants)
+        python_entry.add_flow_entry(module, module.get_global(flow.name), n_io)
+    return tuple(flow.name for flow in called)
 
 
 def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times):
@@ -447,22 +479,26 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times)
             "LLVM IR": text, "optimised LLVM IR": layout.optimised_texts[loop.name]}))
     calls = {key: jit_module.function(flow.name, 2, bounds=False, status=True)
              for key, flow in layout.flows.items()}
+    entries = {name: jit_module.entry(name) for name in layout.entries}
     combiners = {loop.name: combiner for loop, _, combiner in layout.kernels}
     steps = []
     for g in plan.groups:
         if g.kind == "kernel":
             steps.append(kernel_step(functions[g.kernel.name], g.kernel, slots,
-                                     functions.get(combiners[g.kernel.name])))
+                                     functions.get(combiners[g.kernel.name]),
+                                     entries.get(g.kernel.name)))
         elif g.kind == "loop":
-            steps.append(control_step(calls[g.index], layout.flows[g.index], host_steps,
-                                      slots))
+            flow = layout.flows[g.index]
+            steps.append(control_step(calls[g.index], flow, host_steps, slots,
+                                      entries.get(flow.name)))
         else:
             steps.append(compiler.reference_step(
                 g.eqns[0], slots, g.kind == "fallback" and g.warns,
                 f"nbjax cpu backend: no kernel for {g.eqns[0].primitive.name}; it runs on "
                 "the reference backend"))
     in_place = {k: i for i, (k, updated) in layout.donations.items() if updated}
-    program = native_call(calls["program"], layout.flows["program"], host_steps, in_place) \
+    program = native_call(calls["program"], layout.flows["program"], host_steps,
+                          entries.get("program"), in_place) \
         if "program" in layout.flows else None
     return Executable(name, optimised, optimised.consts, plan, rewrites, layout, steps,
                       kernels, compile_times, jit_module, program)

@@ -27,7 +27,7 @@ import numpy as np
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from . import cache, optimiser, pipeline, support
+from . import cache, optimiser, pipeline, python_entry, support
 from .target import cpu_target, runs_here
 
 _init_lock = threading.Lock()
@@ -41,6 +41,7 @@ def _initialise():
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
             support.register()
+            python_entry.register()
             _initialised = True
 
 
@@ -105,6 +106,7 @@ class JitModule:
             self.modules = [pipeline.parse(text, tm) for text in lookup.optimised_texts]
         with timer("machine_code"):
             self.engine = _engine(lookup.objects, tm)
+        self.entry_definitions = []
         self.optimised_ir = "\n".join(lookup.optimised_texts)
         # (kept until the program's disk cache entry takes it: ``take_object_code``)
         self.object_code = lookup.done()
@@ -123,6 +125,7 @@ class JitModule:
         self.target, self.runs_here, self.from_disk_cache = cpu_target(), runs_here(), True
         self.modules, self.optimised_ir, self.object_code = [], optimised_ir, None
         self.engine = _engine(cache.unpack_objects(object_code), tm)
+        self.entry_definitions = []
         return self
 
     def take_object_code(self):
@@ -140,6 +143,15 @@ class JitModule:
                                  *[ctypes.c_void_p] * n_pointers,
                                  *[ctypes.c_int64] * (2 if bounds else 0))
         return proto(address)
+
+    def entry(self, name):
+        """The builtin function calling ``name`` through its ``python_entry``."""
+        if not self.runs_here:
+            return functools.partial(_refuse_to_run, self.target[0])
+        function, definition = python_entry.builtin(
+            self.engine.get_function_address(name + python_entry.SUFFIX), name)
+        self.entry_definitions.append(definition)  # as long as the machine code
+        return function
 
     def function_ir(self, name):
         """The optimised IR of function ``name``, from the part that defines it."""
