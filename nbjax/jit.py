@@ -29,10 +29,11 @@ import numpy as np
 from . import compiler
 from .backends import get_target, target_names
 from .calls import CallRules, FlatCall, Traced, abstractify, as_array
-from .compiler import report
+from .compiler import donation, report
 from .config import config, user_context_values, user_contexts
 from .core import (Array, EvalTrace, Primitive, ShapedArray, Tracer, current_trace, get_aval,
                    pytree, to_numpy, to_operand)
+from .core.source_info import warn_at_user_line
 from .core.abstract import ShapeDtypeStruct
 from .interpreters import staging
 
@@ -45,12 +46,17 @@ jit_p.device_operands = True  # (arrays on a GPU reach its executable without a 
 # JAX prints the name before the jaxpr (and no backend).
 jit_p.pp_params = lambda params: [("name", params["name"]), ("jaxpr", params["jaxpr"])]
 # A jit equation's params: ``jaxpr``, ``name`` and ``backend`` (a target's name, or None for
-# the configured default when it runs).
+# the configured default when it runs). An eager call that donates arguments (and only one:
+# no transformation ever sees them) adds ``donated`` (the jaxpr's input positions given
+# away) and ``reuse`` (those among them whose buffers nothing else refers to).
 
 
 @jit_p.def_impl
-def _jit_impl(*args, jaxpr, name, backend):
-    return compiler.compile(jaxpr, get_target(backend), name).run(*args)
+def _jit_impl(*args, jaxpr, name, backend, donated=frozenset(), reuse=()):
+    executable = compiler.compile(jaxpr, get_target(backend), name, donated)
+    if reuse:
+        return executable.run_reusing(args, reuse)
+    return executable.run(*args)
 
 
 CallRules(jit_p).register("abstract_eval", "batch", "jvp", "partial_eval", "transpose")
@@ -88,6 +94,14 @@ class JitWrapped:
     explanations behave exactly as without the fast path. ``slow_path_calls`` counts the
     general-path calls.
 
+    Donation (``donate_argnums``/``donate_argnames``, as JAX's) applies to eager calls
+    (``_donation``; on the fast path ``_FastDonatingCall``): every array leaf of a donated
+    argument that an output can take (``compiler.donation.match``) is deleted by the call,
+    and the target may write an output into its buffer. Under a transformation (vmap,
+    grad, an enclosing jit) nothing is donated: the arguments stay alive, as values a
+    transformation may still need. Nor is anything donated by an observed call (below): its
+    observers may read the inputs again (the notebook's views run the jaxpr on them).
+
     With observers (``observe``), an eager call takes a third path, ``_observed_call``: the
     general one, with the compilation done and timed before the run, the run timed (until its
     results are ready), and every observer told.
@@ -96,13 +110,18 @@ class JitWrapped:
     the time of each call).
     """
 
-    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=(),
-                 backend=None):
+    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=None,
+                 backend=None, donate_argnames=None):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.static_argnums, self.static_argnames = _resolve_static(fun, static_argnums,
-                                                                    static_argnames)
-        self.donate_argnums = _as_tuple(donate_argnums)  # accepted; buffers are not donated yet
+        self.static_argnums, self.static_argnames = _resolve_argnums(
+            fun, static_argnums, static_argnames, "static")
+        self.donate_argnums, self.donate_argnames = _resolve_argnums(
+            fun, donate_argnums, donate_argnames, "donate")
+        _check_disjoint(self.static_argnums, self.static_argnames, self.donate_argnums,
+                        self.donate_argnames)
+        self._donates = bool(self.donate_argnums or self.donate_argnames)
+        self._unusable_warned = set()  # (signature, donated positions) warned of
         if backend is not None and backend not in target_names():
             raise ValueError(f"unknown backend {backend!r}; known backends: {target_names()}")
         self.backend = backend
@@ -138,17 +157,75 @@ class JitWrapped:
         """The general path; ``fast_key`` (None if the call is not eligible) gets a fast-path
         entry afterwards."""
         self.slow_path_calls += 1
-        entry, leaves, _ = self._lookup(args, kwargs, as_array)
-        outs = self._bind(entry, leaves)
+        entry, leaves, call = self._lookup(args, kwargs, as_array)
+        donating = self._donation(entry, leaves, call) \
+            if type(current_trace()) is EvalTrace else None
+        outs = self._bind(entry, leaves, donating)
         if fast_key is not None and entry.cacheable:
             if len(self._fast) >= FAST_CALLS:
                 del self._fast[next(iter(self._fast))]  # the oldest signature
-            self._fast[fast_key] = _FastCall(entry, self._last_key, self.name, fast_key[1])
+            self._fast[fast_key] = _fast_call(entry, self._last_key, self.name, fast_key[1],
+                                              donating)
         return entry.out_tree.unflatten(outs)
 
-    def _bind(self, entry, leaves):
-        return jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
-                          backend=self.backend)
+    def _bind(self, entry, leaves, donating=None):
+        """Bind ``jit_p`` on the closed-over values and ``leaves``; ``donating`` (an eager
+        call's ``Donation``, or None) passes the donated inputs, and its arrays are
+        deleted once the call is done, or has failed (as JAX deletes them when it
+        dispatches the call)."""
+        if donating is None:
+            return jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
+                              backend=self.backend)
+        try:
+            return jit_p.bind(*entry.consts, *leaves, jaxpr=entry.jaxpr, name=self.name,
+                              backend=self.backend, donated=donating.donated,
+                              reuse=donating.reuse)
+        finally:  # (a call that failed may have overwritten them already)
+            for array in donating.arrays:
+                array.delete()
+
+    def _donated_leaves(self, call):
+        """The positions among ``call``'s argument leaves of those donated: every leaf of a
+        positional argument in ``donate_argnums`` or a keyword one in ``donate_argnames``."""
+        proxy_args, proxy_kwargs = call.in_tree.unflatten(list(range(len(call.leaves))))
+        static = {i for i, _ in call.static}
+        positions = [i for i in range(call.nargs) if i not in static]
+        donated = [a for i, a in zip(positions, proxy_args) if i in self.donate_argnums]
+        donated += [a for k, a in proxy_kwargs.items() if k in self.donate_argnames]
+        return {leaf for a in donated for leaf in pytree.tree_leaves(a)}
+
+    def _donation(self, entry, leaves, call):
+        """The ``Donation`` of an eager call (None when it donates nothing). The donated
+        leaves an output can take (``compiler.donation.match``) are given; ValueError, as
+        JAX's, when one of them is also passed again in the same call; the target may reuse
+        the buffers of those nothing else refers to (``Target.private``). The donated
+        leaves no output can take make the warning JAX gives, once per signature."""
+        donated_leaves = self._donated_leaves(call) if self._donates else ()
+        if not donated_leaves:
+            return None
+        n, jaxpr = len(entry.consts), entry.jaxpr
+        donated = {n + k for k in donated_leaves}
+        pairs = donation.match(jaxpr.in_avals, donated, jaxpr.out_avals)
+        self._warn_unusable(jaxpr, donated - pairs.keys())
+        # (an array the function also closes over stays: its trace keeps using it)
+        given = [k for k in sorted(donated_leaves) if n + k in pairs
+                 and isinstance(leaves[k], Array) and not any(c is leaves[k] for c in entry.consts)]
+        _check_given_once(leaves, given, self.name)
+        target = get_target(self.backend)
+        debugging = _config_values["debug_nans"] or _config_values["debug_infs"]
+        reuse = () if debugging else tuple(n + k for k in given if target.private(leaves[k]))
+        return Donation(frozenset(pairs), reuse, [leaves[k] for k in given], given)
+
+    def _warn_unusable(self, jaxpr, unusable):
+        """JAX's warning for donated inputs no output can take, once per signature."""
+        key = (self._last_key, frozenset(unusable))
+        if not unusable or key in self._unusable_warned:
+            return
+        self._unusable_warned.add(key)
+        avals = ", ".join(jaxpr.in_avals[i].str_short() for i in sorted(unusable))
+        warn_at_user_line(f"Some donated buffers were not usable: {avals}.\nSee an "
+                          "explanation at https://docs.jax.dev/en/latest/faq.html"
+                          "#buffer-donation.")
 
     def observe(self, observer, on_phase=None):
         """Call ``observer(call)`` after every eager call (none under a transformation: there
@@ -199,11 +276,11 @@ class JitWrapped:
     def lower(self, *args, **kwargs):
         """Trace for arguments like these (arrays, scalars or ``ShapeDtypeStruct``s): the
         ahead-of-time API, as ``jax.jit(f).lower``. Returns a ``Lowered``."""
-        entry, _, in_tree = self._lookup(args, kwargs, _as_abstract)
-        return Lowered(entry, in_tree, self.name, self.backend)
+        entry, _, call = self._lookup(args, kwargs, _as_abstract)
+        return Lowered(entry, call.in_tree, self.name, self.backend)
 
     def _lookup(self, args, kwargs, as_leaf, before_tracing=None):
-        """(trace cache entry, the argument leaves made values by ``as_leaf``, input tree);
+        """(trace cache entry, the argument leaves made values by ``as_leaf``, the FlatCall);
         ``before_tracing()`` is called when the function is about to be traced."""
         nargs = len(args)
         call = FlatCall(self.fun, args, kwargs,
@@ -228,7 +305,7 @@ class JitWrapped:
             if entry.cacheable:
                 traces.put(self._owner, key, entry)
         self._last_key = key
-        return entry, leaves, call.in_tree
+        return entry, leaves, call
 
     def _explain_miss(self, key, args):
         if not config.explain_cache_misses or self._last_key is None:
@@ -241,6 +318,28 @@ class JitWrapped:
         traces.clear(self._owner)
         self._fast.clear()
         self._last_key = None
+
+
+@dataclass
+class Donation:
+    """What an eager call donates: ``donated``, the jaxpr's input positions given away
+    (those an output can take), ``reuse``, those whose buffers nothing else refers to,
+    ``arrays``, the Arrays the call deletes, and ``given``, their positions among the
+    argument leaves."""
+    donated: frozenset
+    reuse: tuple
+    arrays: list
+    given: list
+
+
+def _check_given_once(leaves, given, name):
+    """ValueError (JAX's words) if an argument leaf at ``given`` is passed again."""
+    for k in given:
+        if sum(x is leaves[k] for x in leaves) > 1:
+            raise ValueError(
+                f"Attempt to use a buffer that was previously donated in the same call "
+                f"(argument leaf {k} of {name} is donated and passed again). Toy example for "
+                "this bug: `f(donate(a), a)`.")
 
 
 @dataclass
@@ -425,18 +524,56 @@ class _FastCall:
 
     __slots__ = ("run", "consts", "out_avals", "out_tree", "slow_key")
 
-    def __init__(self, entry, slow_key, name, backend):
-        self.run = compiler.compile(entry.jaxpr, get_target(backend), name).run
+    def __init__(self, entry, slow_key, executable):
+        self.run = executable.run
         self.consts = [to_numpy(c) for c in entry.consts]
         self.out_avals = entry.jaxpr.out_avals
         self.out_tree = None if entry.out_tree.is_leaf() else entry.out_tree
         self.slow_key = slow_key
 
     def __call__(self, args):
-        outs = self.run(*self.consts, *map(to_operand, args))
+        return self._wrap(self.run(*self.consts, *map(to_operand, args)))
+
+    def _wrap(self, outs):
         if self.out_tree is None:  # a function returning one array
             return Array.wrap(outs[0], self.out_avals[0])
         return self.out_tree.unflatten(map(Array.wrap, outs, self.out_avals))
+
+
+class _FastDonatingCall(_FastCall):
+    """The fast-path entry of a signature whose calls donate arguments: what ``_bind`` does
+    with a ``Donation``. Which arguments are given (``given``: positions) and the program
+    compiled for them are the signature's; whether each buffer can be reused is asked at
+    every call (``private``: the target's test)."""
+
+    __slots__ = ("given", "run_reusing", "private", "name", "closed_over")
+
+    def __init__(self, entry, slow_key, executable, donating, private, name):
+        super().__init__(entry, slow_key, executable)
+        self.run_reusing, self.given = executable.run_reusing, donating.given
+        self.private, self.name, self.closed_over = private, name, entry.consts
+
+    def __call__(self, args):
+        given = [k for k in self.given if not any(args[k] is c for c in self.closed_over)]
+        _check_given_once(args, given, self.name)
+        n = len(self.consts)
+        reuse = tuple(n + k for k in given if self.private(args[k]))
+        try:
+            operands = (*self.consts, *map(to_operand, args))
+            return self._wrap(self.run_reusing(operands, reuse) if reuse else
+                              self.run(*operands))
+        finally:
+            for k in given:
+                args[k].delete()
+
+
+def _fast_call(entry, slow_key, name, backend, donating):
+    """The fast-path entry of a signature (``donating``: what its calls donate, or None)."""
+    target = get_target(backend)
+    if donating is None:
+        return _FastCall(entry, slow_key, compiler.compile(entry.jaxpr, target, name))
+    executable = compiler.compile(entry.jaxpr, target, name, donating.donated)
+    return _FastDonatingCall(entry, slow_key, executable, donating, target.private, name)
 
 
 # --- the ahead-of-time API ----------------------------------------------------------------
@@ -598,54 +735,67 @@ def _signature(fun):
         return None
 
 
-def _resolve_static(fun, static_argnums, static_argnames):
-    """``(static_argnums, static_argnames)`` completed and checked against ``fun``'s
-    signature, as ``jax.jit`` does: given only one of them, the other names the same
-    positional-or-keyword parameters (so a static argument is static however it is passed);
-    a position or name the function cannot take raises ValueError."""
-    nums, names = _as_tuple(static_argnums), _as_tuple(static_argnames)
+def _resolve_argnums(fun, argnums, argnames, kind):
+    """``({kind}_argnums, {kind}_argnames)`` (``kind``: "static" or "donate") completed and
+    checked against ``fun``'s signature, as ``jax.jit`` does: given only one of them, the
+    other names the same positional-or-keyword parameters (so a static or donated argument
+    is one however it is passed); a position or name the function cannot take raises
+    ValueError."""
+    nums, names = _as_tuple(argnums), _as_tuple(argnames)
     sig = _signature(fun)
     if sig is None:
         return nums, names
-    if static_argnums is None or static_argnames is None:
+    if argnums is None or argnames is None:
         params = [(i, k) for i, (k, p) in enumerate(sig.parameters.items())
                   if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
-        if static_argnums is None:
+        if argnums is None:
             nums = tuple(i for i, k in params if k in names)
         else:
             names = tuple(k for i, k in params if i in nums)
-    _check_argnums(sig, nums)
-    _check_argnames(sig, names)
+    _check_argnums(sig, nums, kind)
+    _check_argnames(sig, names, kind)
     return nums, names
 
 
-def _check_argnums(sig, nums):
-    """Every static position exists (any does when the function takes ``*args``)."""
+def _check_disjoint(static_argnums, static_argnames, donate_argnums, donate_argnames):
+    """A static argument cannot be donated (ValueError, JAX's words)."""
+    both = set(static_argnames) & set(donate_argnames)
+    if both:
+        raise ValueError(f"static_argnames and donate_argnames cannot intersect. Argument "
+                         f"names {both} appear in both static_argnames and donate_argnames")
+    if set(static_argnums) & set(donate_argnums):
+        raise ValueError(f"static_argnums and donate_argnums cannot intersect: "
+                         f"{sorted(set(static_argnums) & set(donate_argnums))} appear in both")
+
+
+def _check_argnums(sig, nums, kind):
+    """Every static (donated) position exists (any does when the function takes
+    ``*args``)."""
     kinds = [p.kind for p in sig.parameters.values()]
     if inspect.Parameter.VAR_POSITIONAL in kinds or not nums:
         return
     n = sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
             for k in kinds)
     if -min(nums) > n or max(nums) >= n:
-        raise ValueError(f"Jitted function has static_argnums={nums}, but only accepts {n} "
+        raise ValueError(f"Jitted function has {kind}_argnums={nums}, but only accepts {n} "
                          "positional arguments.")
 
 
-def _check_argnames(sig, names):
-    """Every static name is a parameter that can be passed by keyword (any name can when
-    the function takes ``**kwargs``, except a positional-only parameter's)."""
+def _check_argnames(sig, names, kind):
+    """Every static (donated) name is a parameter that can be passed by keyword (any name
+    can when the function takes ``**kwargs``, except a positional-only parameter's)."""
     params = sig.parameters
     positional_only = {k for k, p in params.items() if p.kind in (
         inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL)} & set(names)
     if positional_only:
         raise ValueError(f"Jitted function has invalid argnames {positional_only} in "
-                         "static_argnames. These are positional-only")
+                         f"{kind}_argnames. These are positional-only")
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
     unknown = set(names) - {k for k, p in params.items() if p.kind in (
         inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
     if unknown:
-        raise ValueError(f"Jitted function has invalid argnames {unknown} in static_argnames. "
+        raise ValueError(f"Jitted function has invalid argnames {unknown} in {kind}_argnames. "
                          "Function does not take these args.")
 
 
@@ -655,15 +805,18 @@ def _as_abstract(x):
     return abstractify(x) if isinstance(x, (ShapedArray, ShapeDtypeStruct)) else as_array(x)
 
 
-def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=(),
-        backend=None):
+def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,
+        donate_argnames=None, backend=None):
     """Compile ``fun`` (``@jit``, ``jit(f, static_argnums=...)`` or, as a decorator with
     options, ``@jit(static_argnames=...)``), as ``jax.jit``; ``backend`` names the target
-    (``"cpu"``, ``"gpu"``, ``"reference"``; default: ``config.jit_backend`` when called)."""
+    (``"cpu"``, ``"gpu"``, ``"reference"``; default: ``config.jit_backend`` when called).
+    Arguments in ``donate_argnums``/``donate_argnames`` are given to the call: see
+    ``JitWrapped``."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
-                                 backend=backend)
+                                 donate_argnames=donate_argnames, backend=backend)
     if not callable(fun):
         raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend)
+    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend,
+                      donate_argnames)

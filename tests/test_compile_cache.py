@@ -38,7 +38,7 @@ def _expected(x):
 @pytest.fixture(autouse=True)
 def modules_only(monkeypatch):
     """No program gets a key of the cache of whole programs."""
-    monkeypatch.setattr(program_cache, "key", lambda closed_jaxpr: None)
+    monkeypatch.setattr(program_cache, "key", lambda closed_jaxpr, donated=frozenset(): None)
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ import nbjax, nbjax.numpy as jnp
 from nbjax.backends import compile
 from nbjax.backends.cpu import cache, program_cache
 
-program_cache.key = lambda closed_jaxpr: None  # the cache of modules alone
+program_cache.key = lambda closed_jaxpr, donated=frozenset(): None  # the cache of modules alone
 x = np.linspace(-2, 2, 32 * 64, dtype=np.float32).reshape(32, 64)
 exe = compile(nbjax.make_jaxpr(lambda x: jnp.exp(x) * x + 1.0)(x), "cpu", "child")
 (out,) = exe.run(x)

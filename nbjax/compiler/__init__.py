@@ -19,7 +19,7 @@ import threading
 
 from ..config import config
 from ..core.source_info import warn_at_user_line
-from . import report  # noqa: F401
+from . import donation, report  # noqa: F401
 from .executable import Executable, KernelInfo, Timer, reference_step  # noqa: F401
 from .fusion import plan
 from .passes import Rewrite, optimize  # noqa: F401
@@ -43,44 +43,52 @@ def _optimized(closed_jaxpr):
     return closed_jaxpr.optimized
 
 
-def compile(closed_jaxpr, target, name="jit"):
+def compile(closed_jaxpr, target, name="jit", donated=frozenset()):
     """The executable of ``closed_jaxpr`` for ``target`` (a ``Target``), compiled once.
 
     It is kept in ``closed_jaxpr.executables``, so it (with its machine code) is freed with
     the jaxpr: the caches that hold jaxprs (``jit``'s traces) decide how long code lives.
+    ``donated``: the positions of the inputs whose buffers a call gives away (see
+    ``donation``); a target that reuses them (``Target.reuses_donations``) compiles a
+    program of its own for each such set, kept under ``(target name, donated)``.
     """
+    donated = frozenset(donated) if target.reuses_donations else frozenset()
+    key = (target.name, donated) if donated else target.name
     with _lock:
-        executable = closed_jaxpr.executables.get(target.name)
+        executable = closed_jaxpr.executables.get(key)
         if executable is None:
             if config.log_compiles:
                 types = ", ".join(str(v.aval) for v in closed_jaxpr.jaxpr.invars)
                 logging.getLogger("nbjax.compiler").warning(
                     "Compiling %s with argument types [%s] for the %s backend", name, types,
                     target.name)
-            executable = _compile(closed_jaxpr, target, name)
-            closed_jaxpr.executables[target.name] = executable
+            executable = _compile(closed_jaxpr, target, name, donated)
+            closed_jaxpr.executables[key] = executable
     return executable
 
 
-def _compile(closed_jaxpr, target, name):
+def _compile(closed_jaxpr, target, name, donated):
     """The pipeline; a failure in it is the compiler's defect, never the program's: with a
     ``fallback`` target, the program runs there, with a warning, rather than not at all."""
     try:
-        return _pipeline(closed_jaxpr, target, name)
+        return _pipeline(closed_jaxpr, target, name, donated)
     except Exception as e:
         if target.fallback is None:
             raise
         warn_at_user_line(f"nbjax: the {target.name} compiler failed on {name} "
                           f"({type(e).__name__}: {str(e)[:300]}); it runs on the "
                           f"{target.fallback.name} backend instead")
-        return _compile(closed_jaxpr, target.fallback, name)
+        fallback = target.fallback
+        return _compile(closed_jaxpr, fallback, name,
+                        donated if fallback.reuses_donations else frozenset())
 
 
-def _pipeline(closed_jaxpr, target, name):
-    return target.cached(closed_jaxpr, name, lambda: _lower(closed_jaxpr, target, name))
+def _pipeline(closed_jaxpr, target, name, donated):
+    return target.cached(closed_jaxpr, name, lambda: _lower(closed_jaxpr, target, name, donated),
+                         donated)
 
 
-def _lower(closed_jaxpr, target, name):
+def _lower(closed_jaxpr, target, name, donated):
     timer = Timer()
     if not target.optimizes:
         return target.lower(name, closed_jaxpr, None, [], timer)
@@ -89,4 +97,6 @@ def _lower(closed_jaxpr, target, name):
     with timer("fusion"):
         fusion_plan = plan(optimised.jaxpr, target)
         target.record_choices(fusion_plan)
+    if donated:
+        return target.lower(name, optimised, fusion_plan, rewrites, timer, donated=donated)
     return target.lower(name, optimised, fusion_plan, rewrites, timer)

@@ -7,6 +7,8 @@ nothing else of it:
 - ``run(*args)``: NumPy arrays in, NumPy arrays out; a device's executable also takes
   Arrays on a device (``core.to_operand``: its own device's buffers used as they are) and
   returns its results as Arrays on its device (``Array.on_device``);
+- ``run_reusing(args, reuse)``: ``run``, allowed to write results into the buffers of the
+  donated arguments at ``reuse`` (``jit``'s ``donate_argnums``; only the cpu target does);
 - ``name`` and ``target`` (the target's name);
 - ``jaxpr``: the ClosedJaxpr it runs (optimised, for targets that optimise);
 - ``plan``: the ``FusionPlan`` (None for a target that runs the jaxpr as it is) and
@@ -57,6 +59,12 @@ class Executable:
 
     def run(self, *args):
         raise NotImplementedError
+
+    def run_reusing(self, args, reuse):
+        """``run(*args)``, allowed to overwrite (and return as results) the buffers of the
+        arguments at the positions in ``reuse``: donated ones that nothing else refers to.
+        By default nothing is reused."""
+        return self.run(*args)
 
     def enable_timing(self, on=True):
         """Record each plan step's run time in ``step_times`` (off by default: a clock read

@@ -271,6 +271,9 @@ class LoopKernel:
     outputs: list           # KernelOutput
     body: list              # Op, in order
     eqns: list = field(default_factory=list)
+    # {input number: output number}: inputs read from the buffer of an output that holds
+    # them when the kernel starts (a donated input updated in place; see ``in_place_ok``).
+    in_place: dict = field(default_factory=dict)
 
     def pretty(self):
         ins = ", ".join(f"in{i}:{v.aval.str_short()}" for i, v in enumerate(self.inputs))
@@ -280,6 +283,32 @@ class LoopKernel:
             how = f" {o.combine}-accumulate over axes not in {o.kept_axes}" if o.combine else ""
             lines.append(f"  out{i}:{o.var.aval.str_short()} <- {o.value}{how}")
         return "\n".join(lines)
+
+
+def in_place_ok(kernel, j, k):
+    """Whether ``kernel`` may compute output ``k`` in the buffer of its input ``j``: the
+    output is element-wise over the whole iteration space, of the input's shape and dtype,
+    and every load of the input is at the iteration's own index, so each element is read
+    (in the same iteration) before it is overwritten and never after."""
+    x, out = kernel.inputs[j], kernel.outputs[k]
+    shape = tuple(kernel.shape)
+    if out.combine is not None or out.acc_dtype not in (None, out.var.aval.dtype) \
+            or tuple(out.shape) != shape or tuple(x.aval.shape) != shape \
+            or x.aval.dtype != out.var.aval.dtype:
+        return False
+    here = row_major_offset([("index", a) for a in range(len(shape))], shape,
+                            lambda i, s: ("mul", i, ("const", s)), lambda a, b: ("add", a, b),
+                            lambda: ("const", 0))
+    return all(_structure(op.args[0]) == here for op in kernel.body
+               if op.name == "load" and op.attr == j)
+
+
+def _structure(op):
+    """An index op as nested tuples (what ``KernelBuilder.offset`` builds, compared by
+    value)."""
+    if op.name in ("index", "const"):
+        return (op.name, op.attr)
+    return (op.name, *map(_structure, op.args))
 
 
 # --- building a kernel from fused equations ------------------------------------------------

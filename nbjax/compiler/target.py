@@ -28,10 +28,19 @@ class Target:
     # The target that runs a program this one fails to compile (a defect of the compiler,
     # reported with a warning), or None: the failure is raised.
     fallback = None
+    # Whether the target writes outputs into donated inputs' buffers (``compiler.donation``):
+    # its ``cached`` and ``lower`` then take ``donated`` (input positions) too, and its
+    # executables ``run_reusing``.
+    reuses_donations = False
 
     def check_available(self):
         """Raise an error saying what is missing when this target cannot run on this
         machine (the gpu target without CuPy, a driver or a GPU); nothing by default."""
+
+    def private(self, array):
+        """Whether a donated ``array`` (an Array) holds the only reference to its memory,
+        so that a call may overwrite it (``Executable.run_reusing``); never, by default."""
+        return False
 
     def library_reason(self, eqn):
         """Why ``eqn`` (no kernel lowering here) runs as a library call on this target, in
@@ -60,10 +69,11 @@ class Target:
                 if how:
                     plan.decisions[n] = dataclasses.replace(d, reason=f"{d.reason}; {how}")
 
-    def cached(self, closed_jaxpr, name, compile):
+    def cached(self, closed_jaxpr, name, compile, donated=frozenset()):
         """``compile()`` (the pipeline's work on the traced ``closed_jaxpr``), or what it
         made of the same program before: a target with a disk cache of whole programs
-        loads the program from it, with no pass, planning or code generation."""
+        loads the program from it, with no pass, planning or code generation (its key
+        includes ``donated``, which changes the program)."""
         return compile()
 
     def lower(self, name, jaxpr, plan, rewrites, timer):

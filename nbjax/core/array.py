@@ -3,7 +3,9 @@
 On the CPU an Array wraps a read-only NumPy array. An Array made by a device (a GPU
 executable's result, ``Array.on_device``) holds the device's buffer instead, and copies it
 to the host once, the first time its values are read (``np.asarray``, printing, ``item``...);
-a compiled call on that device takes the buffer as it is (``to_operand``). Methods and
+a compiled call on that device takes the buffer as it is (``to_operand``). An array donated to a
+jitted call (``donate_argnums``) or ``delete``d keeps its type but not its data: reading it
+raises RuntimeError, as in JAX. Methods and
 operators with NumPy semantics are attached by ``nbjax.numpy`` (shared with tracers),
 keeping this class to storage.
 """
@@ -240,6 +242,8 @@ class Array:
         """The values as a read-only NumPy array: copied from the device at the first read."""
         host = self._host
         if host is None:
+            if self._buffer is None:
+                raise RuntimeError(f"Array has been deleted with shape={self._aval.str_short()}.")
             host = np.asarray(self._buffer.to_host(), dtype=self._aval.dtype)
             if host.flags.writeable:
                 host.flags.writeable = False
@@ -268,6 +272,15 @@ class Array:
     def devices(self):
         return {self._device}
 
+    def is_deleted(self):
+        """Whether the array was deleted (``delete``, or donated to a jitted call): its data
+        is gone, and reading it raises RuntimeError."""
+        return self._host is None and self._buffer is None
+
+    def delete(self):
+        """Free the data now (as JAX's ``Array.delete``); only the type remains."""
+        self._host = self._buffer = None
+
     # Placement, as JAX reports it for an array on one device. Arrays are never committed:
     # an array is wherever it was made or ``device_put`` copied it, and computations on it
     # run on the backend the call names, not on its device.
@@ -295,6 +308,8 @@ class Array:
     def block_until_ready(self):
         """Wait until the value is computed: on the host it is when the call returns; on a
         device, the work queued before it must finish."""
+        if self.is_deleted():
+            self._value  # noqa: B018  (raises: deleted)
         if self._buffer is not None:
             self._buffer.block_until_ready()
         return self

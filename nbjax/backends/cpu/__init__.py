@@ -39,6 +39,7 @@ class CpuTarget(Target):
     control_flow = frozenset(CONTROL_FLOW)
     host_steps_in_loops = True
     fallback = reference.TARGET
+    reuses_donations = True
 
     def library_reason(self, eqn):
         category = eqn.primitive.lowerings.get("library")
@@ -55,16 +56,19 @@ class CpuTarget(Target):
     def kernel_choice(self, kernel):
         return runtime.split_choice(kernel)
 
-    def cached(self, closed_jaxpr, name, compile):
-        key = program_cache.key(closed_jaxpr)
+    def private(self, array):
+        return runtime.private(array)
+
+    def cached(self, closed_jaxpr, name, compile, donated=frozenset()):
+        key = program_cache.key(closed_jaxpr, donated)
         executable = program_cache.load(key, closed_jaxpr, name)
         if executable is None:
             executable = compile()
             program_cache.store(key, closed_jaxpr, executable)
         return executable
 
-    def lower(self, name, jaxpr, plan, rewrites, timer):
-        return compile_plan(name, jaxpr, plan, rewrites, timer)
+    def lower(self, name, jaxpr, plan, rewrites, timer, donated=frozenset()):
+        return compile_plan(name, jaxpr, plan, rewrites, timer, donated)
 
 
 TARGET = CpuTarget()

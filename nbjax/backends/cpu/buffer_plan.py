@@ -18,8 +18,31 @@ The order of emission is the order of execution, with two cases that keep it saf
 
 ``POISON`` (tests) fills every region given back with ones (NaN for floats): a step that
 read a value after its region was given back would see them instead of the value.
+
+Donated inputs (``jit(f, donate_argnums=...)``) are the other reuse: ``donations`` pairs
+each with an output of its type (``compiler.donation.fits``) that the program may write
+into the donated buffer instead of a new one (the caller's Array is deleted; see
+``executable.Executable.run_reusing``). It is safe when
+
+- the output is the input itself (passed through): no write at all;
+- the step writing the output comes after the input's last read (or the output is only
+  copied out at the end, from another value): the input is dead when it is overwritten;
+- the step writing the output is the kernel making the input's last read, and it reads
+  every element of the input at the index where it writes the output's
+  (``kernel.in_place_ok``). That kernel is generated to read the input through the output's
+  pointer (``LoopKernel.in_place``), so the compiler's ``noalias`` assumption holds, and its
+  output buffer must hold the input when it starts: the donated buffer itself, or a copy
+  when the donated buffer cannot be reused.
+
+An input read again after the output is written (a later step, or itself as another of the
+program's outputs, copied out at the end) keeps its buffer.
 """
 
+from collections import Counter
+
+from ...compiler import donation
+from ...compiler.kernel import in_place_ok
+from ...core import Var
 from . import runtime
 
 POISON = False  # fill each region given back with 0xff bytes (see the module docstring)
@@ -81,3 +104,58 @@ def lifetimes(groups, kept):
         if v not in kept:
             dying.setdefault(n, []).append(v)
     return dying
+
+
+def donations(jaxpr, groups, donated):
+    """{input position: (output position, in place)}: for each input of ``jaxpr`` (a
+    plan's Jaxpr whose steps are ``groups``) at the positions ``donated``, in order, the
+    first output not taken yet that fits it (``donation.fits``) and may be written into
+    its buffer (see the module docstring); ``in place``: by the kernel that reads it, whose
+    ``in_place`` this sets."""
+    last_read, written = {}, {}
+    for n, g in enumerate(groups):
+        for v in g.inputs:
+            last_read[v] = n
+        for v in g.outputs:
+            written.setdefault(v, n)
+    uses = Counter(a for a in jaxpr.outvars if isinstance(a, Var))
+    free, safe = list(range(len(jaxpr.outvars))), {}
+    for i in sorted(donated):
+        x = jaxpr.invars[i]
+        for k in [k for k in free if donation.fits(x.aval, jaxpr.outvars[k].aval)]:
+            how = _reuse(x, jaxpr.outvars[k], groups, last_read, written, uses)
+            if how is not None:
+                safe[i] = (k, how == "in place")
+                free.remove(k)
+                break
+    return safe
+
+
+def _reuse(x, out, groups, last_read, written, uses):
+    """How ``out`` may take the buffer of the donated input ``x`` (see ``donations``):
+    "as it is" (it is ``x``), "after" (written after ``x``'s last read), "in place" (by
+    the kernel making that read, which is marked so), or None: it may not."""
+    if out is x:
+        return "as it is"
+    if x in uses:
+        return None  # x is copied out at the end: read after any output is written
+    n = written.get(out, len(groups)) if isinstance(out, Var) else len(groups)
+    if n > last_read.get(x, -1):
+        return "after"
+    if n == last_read[x] and _update_in_place(groups[n], x, out, uses):
+        return "in place"
+    return None
+
+
+def _update_in_place(group, x, out, uses):
+    """Mark ``group``'s kernel to compute ``out`` in ``x``'s buffer if it can: it delivers
+    ``out`` straight into the program's result (its one use there) and ``in_place_ok``."""
+    if group.kind != "kernel" or uses[out] != 1:
+        return False
+    loop = group.kernel
+    j = loop.inputs.index(x)
+    k = next(k for k, o in enumerate(loop.outputs) if o.var is out)
+    if j in loop.in_place or not in_place_ok(loop, j, k):
+        return False
+    loop.in_place[j] = k
+    return True

@@ -27,7 +27,7 @@ import numpy as np
 from ... import compiler
 from ...compiler import KernelInfo
 from ...core import Literal, to_numpy
-from . import codegen, control_flow, interrupts, python_entry, runtime
+from . import buffer_plan, codegen, control_flow, interrupts, python_entry, runtime
 from .host_steps import HostCall, host_step
 
 
@@ -67,12 +67,27 @@ class Executable(compiler.Executable):
     def run(self, *args):
         if self._kernel is not None and self.step_times is None:
             return self._kernel(*map(_as_buffer, args, self._in_dtypes))
+        return self._run(args)
+
+    def run_reusing(self, args, reuse):
+        """``run``, writing outputs into the buffers of the donated arguments at ``reuse``
+        where the program allows it (``buffer_plan.donations``, kept in ``layout``)."""
+        given = {k: i for i, (k, _) in self.layout.donations.items() if i in reuse}
+        return self._run(args, given) if given else self.run(*args)
+
+    def _run(self, args, given=None):
+        """A run; ``given``: {output position: argument position} whose buffer the output
+        takes (only the one-kernel program and the native program take them)."""
+        if self._kernel is not None and self.step_times is None:
+            buffers = list(map(_as_buffer, args, self._in_dtypes))
+            return self._kernel(*buffers, given={k: buffers[i] for k, i in given.items()})
         if self._program is not None:
             buffers = list(map(_as_buffer, args, self._in_dtypes))
+            given = {k: buffers[i] for k, i in (given or {}).items()}
             if self.step_times is None:
-                return self._program(buffers)
+                return self._program(buffers, given=given)
             times = np.zeros(len(self.plan.groups), np.int64)
-            outs = self._program(buffers, times)
+            outs = self._program(buffers, times, given)
             for n, nanoseconds in enumerate(times.tolist()):
                 self.step_times.setdefault(n, []).append(nanoseconds * 1e-9)
             return outs
@@ -131,7 +146,9 @@ def kernel_call(fn, loop, combine=None, entry=None):
     outputs: allocate them (reductions start at their identity), call it with the buffers'
     addresses, on every core when it is large (``combine`` folds the partial results of a
     reduction over the split axis). ``entry``, the kernel's ``python_entry`` if it has
-    one, runs it on one thread without ctypes."""
+    one, runs it on one thread without ctypes. A kernel updating inputs in place
+    (``loop.in_place``) is ``call(*inputs, given={output: buffer})``: each such output is
+    written into the buffer given (a donated input's own), else into a copy of its input."""
     outputs = [(o.var.aval.dtype, tuple(o.shape), np.dtype(o.acc_dtype or o.var.aval.dtype),
                 o.identity) for o in loop.outputs]
     size = int(np.prod(loop.shape, dtype=np.int64))
@@ -143,26 +160,32 @@ def kernel_call(fn, loop, combine=None, entry=None):
              for _, shape, buf_dtype, identity in outputs]
     casts = [None if buf_dtype == dtype else dtype for dtype, _, buf_dtype, _ in outputs]
     address = data_address
-    if len(makes) == 1 and makes[0][1] is None and casts == [None] and size and not split:
+    in_place = {k: j for j, k in loop.in_place.items()}
+    if len(makes) == 1 and makes[0][1] is None and casts == [None] and size and not split \
+            and not in_place:
         (allocate, _), = makes
 
         if entry is not None:
-            def call(*inputs):  # the common case at dispatch-bound sizes, without the loops
+            def call(*inputs, given=None):  # the common case at dispatch-bound sizes
                 buf = allocate()[0]
                 entry(buf, *inputs)
                 return [buf]
             return call
 
-        def call(*inputs):
+        def call(*inputs, given=None):
             buf, pointer = allocate()
             fn(pointer, *map(address, inputs), 0, extent)
             return [buf]
         return call
 
-    def call(*inputs):
+    def call(*inputs, given=None):
         results, pointers = [], []
-        for allocate, identity in makes:
-            buf, ptr = allocate()
+        for k, (allocate, identity) in enumerate(makes):
+            if k in in_place:  # the input's values, in the buffer given or a copy
+                buf = given[k] if given and k in given else _copy(inputs[in_place[k]])
+                ptr = address(buf)
+            else:
+                buf, ptr = allocate()
             if identity is not None:
                 buf.fill(identity)
             results.append(buf)
@@ -175,6 +198,13 @@ def kernel_call(fn, loop, combine=None, entry=None):
                 fn(*pointers, 0, extent)
         return [buf if cast is None else buf.astype(cast) for buf, cast in zip(results, casts)]
     return call
+
+
+def _copy(buf):
+    """A new (pooled) buffer holding ``buf``'s values."""
+    out, pointer = runtime.pool.empty_with_address(buf.shape, buf.dtype)
+    ctypes.memmove(pointer, data_address(buf), buf.nbytes)
+    return out
 
 
 def kernel_step(fn, loop, slots, combine=None, entry=None):
@@ -246,13 +276,19 @@ _FREE_REFS = _refcount_of_a_local()  # a buffer only a local variable refers to
 data_address = python_entry.data_field if python_entry.USABLE else runtime.address
 
 
-def native_call(fn, flow, host_steps, entry=None):
+def native_call(fn, flow, host_steps, entry=None, in_place=None):
     """``call(buffers)``: one call of the compiled function of ``flow`` (a
     ``control_flow.Flow``: a control-flow step or a whole program) on the operands'
     ``buffers``, returning new result buffers; it passes the addresses of the operands,
     results and constants, and a scratch block. ``host_steps`` are the module's.
     ``entry``, the function's ``python_entry`` if it has one, is called in place of ``fn``
-    with the arrays themselves."""
+    with the arrays themselves.
+
+    ``call(buffers, given={result: buffer})`` writes those results into the buffers given
+    (donated operands'). ``in_place`` ({result: operand}, a program's donations updated in
+    place by a kernel): such a result's buffer must hold the operand when the function
+    starts: the buffer given, else a copy of the operand."""
+    in_place = in_place or {}
     results = [_allocator(tuple(a.aval.shape), np.dtype(a.aval.dtype), False)
                for a in flow.results]
     constants = [np.array(host_steps[c.index].address, np.uint64)
@@ -265,9 +301,13 @@ def native_call(fn, flow, host_steps, entry=None):
     address, address_of, polls = data_address, ctypes.addressof, flow.polls
     mine = [host_steps[k] for k in dict.fromkeys(flow.host_calls)]
 
-    def call(buffers, times=None):
+    def call(buffers, times=None, given=None):
         """``times``: where a timed flow adds each step's time (nanoseconds, int64)."""
-        outs = [allocate() for allocate in results]
+        if given or in_place:
+            outs = [_result(k, allocate, buffers, given or {}, in_place)
+                    for k, allocate in enumerate(results)]
+        else:
+            outs = [allocate() for allocate in results]
         block, block_address = scratch()  # ``block`` keeps the scratch alive during the call
         if polls:
             interrupts.arm()
@@ -285,6 +325,17 @@ def native_call(fn, flow, host_steps, entry=None):
     call.constants = constants  # their buffers must live as long as the call
     call.host_steps = mine  # and so must the functions native code calls back
     return call
+
+
+def _result(k, allocate, buffers, given, in_place):
+    """(buffer, address) of result ``k`` of a ``native_call`` (see there)."""
+    if k in given:
+        buf = given[k]
+    elif k in in_place:
+        buf = _copy(buffers[in_place[k]])
+    else:
+        return allocate()
+    return buf, data_address(buf)
 
 
 def _failed(status, host_steps):
@@ -337,7 +388,8 @@ class Layout:
     (``optimised_texts``), the control-flow functions (``flows``: {plan group index or
     "program": ``control_flow.Flow``}) and the host steps they call (``host_calls``).
     ``externals`` names the symbols the module takes from the process (BLAS, libm...),
-    ``entries`` the functions Python calls through a ``python_entry``.
+    ``entries`` the functions Python calls through a ``python_entry``, ``donations`` the
+    outputs that may take donated inputs' buffers.
     Together with the plan it pickles: the disk cache keeps it with the machine code."""
     kernels: list
     texts: list
@@ -346,11 +398,17 @@ class Layout:
     externals: list
     entries: tuple = ()
     optimised_texts: dict = dataclasses.field(default_factory=dict)
+    # {donated input position: (output position, in place)}: ``buffer_plan.donations``
+    donations: dict = dataclasses.field(default_factory=dict)
 
 
-def compile_plan(name, optimised, plan, rewrites, timer):
-    """The Executable of a FusionPlan (``optimised`` is the ClosedJaxpr it plans)."""
+def compile_plan(name, optimised, plan, rewrites, timer, donated=frozenset()):
+    """The Executable of a FusionPlan (``optimised`` is the ClosedJaxpr it plans), whose
+    calls give away the buffers of the inputs at ``donated``."""
+    donations = buffer_plan.donations(optimised.jaxpr, plan.groups, donated)  # (marks
+    # the kernels updating a donated input in place)
     layout, ir_text = generate(name, optimised, plan, timer)
+    layout.donations = donations
     jit_module = None
     if ir_text is not None:
         jit_module = runtime.JitModule(ir_text, timer)
@@ -439,7 +497,9 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times)
                 g.eqns[0], slots, g.kind == "fallback" and g.warns,
                 f"nbjax cpu backend: no kernel for {g.eqns[0].primitive.name}; it runs on "
                 "the reference backend"))
+    in_place = {k: i for i, (k, updated) in layout.donations.items() if updated}
     program = native_call(calls["program"], layout.flows["program"], host_steps,
-                          entries.get("program")) if "program" in layout.flows else None
+                          entries.get("program"), in_place) \
+        if "program" in layout.flows else None
     return Executable(name, optimised, optimised.consts, plan, rewrites, layout, steps,
                       kernels, compile_times, jit_module, program)

@@ -6,8 +6,9 @@ its fusion plan, the passes' log and the code generator's ``Layout``, which keep
 kernels' IR texts for the reports) and the module's optimised IR, pickled together, then the module's object code. Its key
 is the SHA-256 of the traced jaxpr, pickled (primitives by name, variables without their
 process-wide numbers, constants by value) without its equations' source lines and
-provenance, of nbjax's source code (an edit anywhere makes new keys), of
-``cache.environment()`` (versions, CPU) and of the compiler's settings (``_settings``). So a
+provenance, of the positions of the inputs its calls donate (``compiler.donation``), of
+nbjax's source code (an edit anywhere makes new keys), of ``cache.environment()`` (versions,
+CPU) and of the compiler's settings (``_settings``). So a
 notebook run again in a new kernel finds its programs, though its cells are files of other
 names; the loaded program then points at the source lines of the new trace, equation by
 equation, not the old ones. A program whose jaxpr does not pickle (a callback's lambda in
@@ -43,9 +44,10 @@ log = logging.getLogger(__name__)
 SUFFIX = ".nbjax-program"
 
 
-def key(closed_jaxpr):
-    """The entry's name for the traced ``closed_jaxpr``, or None when it cannot have one
-    (or there is no disk cache)."""
+def key(closed_jaxpr, donated=frozenset()):
+    """The entry's name for the traced ``closed_jaxpr`` whose calls donate the inputs at
+    ``donated`` (another program: outputs written into their buffers), or None when it
+    cannot have one (or there is no disk cache)."""
     if _directory() is None:
         return None
     digest = hashlib.sha256()
@@ -54,6 +56,7 @@ def key(closed_jaxpr):
     except Exception as e:  # noqa: BLE001  (anything in the params that does not pickle)
         log.debug("nbjax program cache: %s is not cached: %s", closed_jaxpr, e)
         return None
+    digest.update(repr(sorted(donated)).encode())
     digest.update(_sources())
     digest.update(json.dumps({**cache.environment(), **_settings()}, sort_keys=True).encode())
     return digest.hexdigest()

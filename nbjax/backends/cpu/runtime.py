@@ -202,6 +202,7 @@ class BufferPool:
 
     def __init__(self):
         self._arrays = {}  # (shape, dtype) -> [(block, array, address)]
+        self._entries = {}  # id(array) -> its entry (entries live as long as the pool)
         self._lock = threading.Lock()
 
     def empty(self, shape, dtype):
@@ -225,11 +226,18 @@ class BufferPool:
             entry = _new_array(shape, dtype)
             if len(cached) < KEEP_PER_SIZE:
                 cached.append(entry)
+                self._entries[id(entry[1])] = entry
             return entry[1], entry[2]
+
+    def entry(self, array):
+        """The pool's ``(block, array, address)`` entry of ``array``, or None."""
+        entry = self._entries.get(id(array))
+        return entry if entry is not None and entry[1] is array else None
 
     def clear(self):
         with self._lock:
             self._arrays.clear()
+            self._entries.clear()
 
 
 def _new_array(shape, dtype):
@@ -254,6 +262,53 @@ def _aligned_block(nbytes):
 
 def address(array):
     return array.__array_interface__["data"][0]
+
+
+def private(array):
+    """Whether the host buffer of ``array`` (an Array) can be reached through ``array``
+    alone, so that a call it is donated to may overwrite it: no other Array, NumPy array,
+    view or buffer export refers to its NumPy array or to the memory under it (counted with
+    ``sys.getrefcount``, the pool's own references set aside), and that memory is NumPy's
+    or the pool's (never a ``bytes`` or another object's memory that NumPy wraps). A small
+    output a kernel step recycles (``executable._Recycler``) is not private: the step
+    keeps a reference to hand it out again."""
+    if array.device_buffer is not None or array.is_deleted():
+        return False
+    if _OWN_REFERENCES is None:
+        _measure(type(array))
+    return _only_reference(np.asarray(array))
+
+
+# How many references ``_only_reference`` sees to an array only its Array holds (the
+# Array's, its argument's, getrefcount's): measured once, on the same path (``_measure``).
+_OWN_REFERENCES = None
+
+
+def _only_reference(buf):
+    entry = pool.entry(buf)
+    refs = sys.getrefcount(buf) - (entry is not None)
+    if refs != _OWN_REFERENCES or not (buf.flags.c_contiguous and buf.flags.aligned):
+        return False
+    base = buf.base
+    if base is None:
+        return True
+    # The owner of the memory: an ndarray owning it, referred to by ``buf``, ``base`` and
+    # getrefcount's argument, and the pool's entry when it is a pooled block.
+    pooled = entry is not None and base is entry[0]
+    return isinstance(base, np.ndarray) and (pooled or base.base is None) and \
+        sys.getrefcount(base) - pooled == 3
+
+
+def _seen(buf):
+    return sys.getrefcount(buf)  # (as in ``_only_reference``)
+
+
+def _measure(array_type):
+    """Calibrate ``_OWN_REFERENCES`` on an Array (of ``array_type``) nothing else refers
+    to, through the same calls as ``private``."""
+    global _OWN_REFERENCES
+    probe = array_type(np.zeros(3))
+    _OWN_REFERENCES = _seen(np.asarray(probe))
 
 
 pool = BufferPool()

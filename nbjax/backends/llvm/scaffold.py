@@ -4,7 +4,9 @@ Every LLVM target emits a ``LoopKernel`` as one function
 
     void <name>(T0* noalias out0, ..., U0* noalias in0, ..., <the target's own arguments>)
 
-(``define_kernel``) whose body the shared ``KernelEmitter`` computes. A ``KernelScaffold``
+(``define_kernel``) whose body the shared ``KernelEmitter`` computes. An input the kernel
+updates in place (``LoopKernel.in_place``) is read through its output's pointer, so the
+``noalias`` promise holds: its own pointer is passed but never used. A ``KernelScaffold``
 supplies the rest:
 
 - ``math``: how transcendental functions are computed (``mathnames.MathNames``);
@@ -51,9 +53,11 @@ def define_kernel(module, kernel, scaffold):
     n_out, n_buffers = len(kernel.outputs), len(buffers)
     for arg in fn.args[:n_buffers]:
         arg.add_attribute("noalias")
+    ins = list(fn.args[n_out:n_buffers])
+    for j, k in kernel.in_place.items():  # read through the output's pointer: one buffer
+        ins[j] = fn.args[k]
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
-    emitter = KernelEmitter(builder, kernel, fn.args[:n_out], fn.args[n_out:n_buffers],
-                            scaffold.math)
+    emitter = KernelEmitter(builder, kernel, fn.args[:n_out], ins, scaffold.math)
     scaffold.emit(emitter, fn.args[n_buffers:])
     builder.ret_void()
     return fn
