@@ -929,3 +929,68 @@ def test_the_graph_toolbar_hides_identities_and_edges_name_their_values(browser)
     box.click()
     assert page.evaluate("() => window.nbjaxModel.get('hide_identities')") is False
     page.close()
+
+
+# --- graphs grouped by function: nested calls -----------------------------------------------
+
+NESTED_CALLS = (
+    "def relu(x):\n    return jnp.maximum(x, 0.0)\n\n"
+    "def layer(w, b, x):\n    return relu(x @ w + b)\n",
+    "%%jit --backend reference --show graph\n"
+    "def mlp(w1, b1, w2, b2, x):\n    h = layer(w1, b1, x)\n"
+    "    return jnp.sum(layer(w2, b2, h))\n",
+    "mlp(np.ones((3, 4), np.float32), np.ones(4, np.float32), np.ones((4, 2), np.float32), "
+    "np.ones(2, np.float32), np.ones((5, 3), np.float32))")
+
+
+def _nested_calls_view():
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "nbjax")
+    for code in ("import nbjax.numpy as jnp\nimport numpy as np", *NESTED_CALLS):
+        shell.run_cell(code).raise_error()
+    (view,) = shell.user_ns["mlp"].watchers
+    view.group = "function"
+    view.flush()
+    return view
+
+
+def _inside(inner, outer):
+    return (outer["x"] <= inner["x"] and outer["y"] <= inner["y"]
+            and inner["x"] + inner["width"] <= outer["x"] + outer["width"]
+            and inner["y"] + inner["height"] <= outer["y"] + outer["height"])
+
+
+def test_function_groups_nest_and_fold_one_call_at_a_time(browser):
+    """Grouped by function, mlp() holds layer() and layer() #2, each holding its relu():
+    the clusters nest on the page; selecting a node of relu() #2 offers to close it, its
+    layer and mlp() (not the other layer); closing layer() #2 leaves one box for it inside
+    the open mlp()."""
+    view = _nested_calls_view()
+    groups = {c["name"]: c for c in view.compiled["graph"]["clusters"]}
+    assert set(groups) == {"mlp()", "layer()", "relu()", "layer() #2", "relu() #2"}
+    page = render_standalone(browser, view)
+
+    def box(name):
+        return page.locator(f"g.cluster[id$='{groups[name]['id']}']").bounding_box()
+    assert _inside(box("layer() #2"), box("mlp()")) and _inside(box("relu() #2"), box("layer() #2"))
+    assert not _inside(box("relu() #2"), box("layer()"))
+    node = next(m for m in groups["relu() #2"]["members"] if not m.startswith("src-"))
+    page.get_by_test_id(f"nbjax-node-{node}").click()
+    offered = page.locator("[data-testid^='nbjax-toggle-src-']")
+    sync_api.expect(offered).to_have_count(3)
+    assert [t.split(" (")[0] for t in offered.all_inner_texts()] == [
+        "▾ close mlp()", "▾ close layer() #2", "▾ close relu() #2"]
+    page.get_by_test_id(f"nbjax-toggle-{groups['layer() #2']['id']}").click()
+    toggled = page.evaluate("() => window.nbjaxModel.get('toggled')")
+    assert toggled == [groups["layer() #2"]["id"]]
+    page.close()
+
+    view.toggled = toggled  # what the kernel does when the browser sets it
+    view.flush()
+    page = render_standalone(browser, view)
+    folded = page.get_by_test_id(f"nbjax-node-{groups['layer() #2']['id']}")
+    sync_api.expect(folded).to_be_visible()
+    assert page.locator(f"g.cluster[id$='{groups['relu() #2']['id']}']").count() == 0
+    assert _inside(folded.bounding_box(), box("mlp()"))
+    page.close()
