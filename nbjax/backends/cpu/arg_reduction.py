@@ -7,9 +7,8 @@ equal extrema wins, -0.0 ties with 0.0, and a NaN counts as the extremum, so the
 wins. Each row along the reduced axis takes two passes: its extremum, by the scalar
 emitter's max (min) from the comparison the primitive's ``"arg-reduction"`` lowering names
 ("gt": max), which a NaN wins; then the first position holding it (equal to it, or a NaN if
-it is one). Two passes, because the first one is a reduction LLVM vectorises, and the
-second one stops at the answer: a single pass keeping the best value and its index is a
-chain of dependent selects, 15 cycles an element. The index is converted to
+it is one). Two passes, each a reduction LLVM vectorises: a single pass keeping the best
+value and its index is a chain of dependent selects, 15 cycles an element. The index is converted to
 ``index_dtype`` as the reference's ``astype`` does.
 """
 
@@ -49,7 +48,7 @@ def emit(f, eqn, operand, out):
         b.store(e.load(x, rows.at(b, o, ir.Constant(I64, 0), i), dtype), best)
         for_loop(b, ir.Constant(I64, 1), ir.Constant(I64, rows.n), element, "extremum")
         found = _first(f, lambda k: _is(e, e.load(x, rows.at(b, o, k, i), dtype),
-                                        b.load(best, typ=reg_type(dtype)), dtype))
+                                        b.load(best, typ=reg_type(dtype)), dtype), rows.n)
         e.store(result, rows.kept(b, o, i), e.convert(found, np.int64, index_dtype),
                 index_dtype)
     rows.each(f, row)
@@ -68,17 +67,19 @@ def _is(e, x, extremum, dtype):
                     b.fcmp_unordered("uno", x, x), b.fcmp_ordered("==", x, extremum))
 
 
-def _first(f, hit):
-    """The first ``k`` (an i64 from 0) at which ``hit(k)`` (an i1 emitted at ``f``'s
-    builder) holds; there must be one."""
+def _first(f, hit, n):
+    """The first ``k`` (an i64 in ``[0, n)``) at which ``hit(k)`` (an i1 emitted at ``f``'s
+    builder) holds; there must be one. It is the least of ``k`` where ``hit`` holds and
+    ``n`` elsewhere: a reduction over the whole row, which LLVM vectorises, where a search
+    stopping at the answer is not (0.77 ms against NumPy's 0.07 on 100 rows of 10000 whose
+    extremum lay near their ends)."""
     b = f.b
-    before = b.block
-    search, found = b.append_basic_block("search"), b.append_basic_block("found")
-    b.branch(search)
-    b.position_at_end(search)
-    k = b.phi(I64, name="k")
-    k.add_incoming(ir.Constant(I64, 0), before)
-    k.add_incoming(b.add(k, ir.Constant(I64, 1)), search)
-    b.cbranch(hit(k), found, search)
-    b.position_at_end(found)
-    return k
+    first = f.setup.alloca(I64)
+    b.store(ir.Constant(I64, n), first)
+
+    def element(k):
+        so_far = b.load(first, typ=I64)
+        here = b.select(hit(k), k, ir.Constant(I64, n))
+        b.store(b.select(b.icmp_signed("<", here, so_far), here, so_far), first)
+    for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, n), element, "first")
+    return b.load(first, typ=I64)
