@@ -119,10 +119,6 @@ def test_a_loaded_program_s_inlined_calls_nest_in_the_new_trace_s_calls():
     from nbjax import viz
     x = np.linspace(-1, 1, 5).astype(np.float32)
     first, moved = _twice(0), _twice(3)
-    for twice in (first, moved):
-        # (a trace that traces the jitted function has another key than those reusing its
-        # trace: pickling shares its types differently)
-        nbjax.make_jaxpr(twice)(x)
     stored = _compiled(first, x)
     loaded = _compiled(moved, x)
     assert set(loaded.compile_times) == {"program_cache"}
@@ -181,6 +177,28 @@ def test_swapped_entries_are_rebuilt_not_run(cache_dir):
         assert "codegen" in exe.compile_times
     assert cache.stats["corrupt"] >= corrupt + 2
     assert set(_compiled(exp_program, x).compile_times) == {"program_cache"}  # stored again
+
+
+def test_a_first_trace_and_later_ones_have_one_key():
+    """A function calling a jitted one: its first trace traces the callee, later ones reuse
+    the callee's cached trace (sharing its avals); both have the same key."""
+    inner = nbjax.jit(lambda x: jnp.sin(x) * 2.0)
+
+    def outer(x):
+        return inner(x) + inner(x * 3.0)
+    x = np.ones(4, np.float32)
+    keys = {program_cache.key(nbjax.make_jaxpr(outer)(x)) for _ in range(3)}
+    assert len(keys) == 1 and None not in keys
+
+
+def test_variables_are_told_apart_in_the_key():
+    """Keys do not number variables as the process does, yet ``x + x`` and ``x + y`` (of
+    the same types) are different programs with different keys."""
+    x = np.ones(3, np.float32)
+    same = program_cache.key(nbjax.make_jaxpr(lambda a, b: (a + a) * b)(x, x))
+    other = program_cache.key(nbjax.make_jaxpr(lambda a, b: (a + b) * b)(x, x))
+    again = program_cache.key(nbjax.make_jaxpr(lambda c, d: (c + c) * d)(x, x))
+    assert same != other and same == again
 
 
 def test_another_environment_has_other_keys(monkeypatch):

@@ -4,8 +4,8 @@ loaded, not compiled again: no passes, no fusion planning, no code generation, n
 An entry holds what ``executable.assemble`` needs besides machine code (the optimised jaxpr,
 its fusion plan, the passes' log and the code generator's ``Layout``, which keeps the
 kernels' IR texts for the reports) and the module's optimised IR, pickled together, then the module's object code. Its key
-is the SHA-256 of the traced jaxpr, pickled (primitives by name, variables without their
-process-wide numbers, constants by value) without its equations' source lines and
+is the SHA-256 of the traced jaxpr, pickled (primitives by name, variables numbered in
+the order they appear, types and constants by value, whichever objects hold them) without its equations' source lines and
 provenance, of the positions of the inputs its calls donate (``compiler.donation``), of
 nbjax's source code (an edit anywhere makes new keys), of ``cache.environment()`` (versions,
 CPU) and of the compiler's settings (``_settings``). So a
@@ -33,7 +33,8 @@ import pickle
 import time
 from pathlib import Path
 
-from ...core.jaxpr import subjaxprs
+from ...core.abstract import ShapedArray
+from ...core.jaxpr import Var, subjaxprs
 from ...core.source_info import Provenance, SourceInfo
 from ...compiler import fusion, passes
 from . import blas, buffer_plan, cache, codegen, executable, runtime
@@ -52,7 +53,7 @@ def key(closed_jaxpr, donated=frozenset()):
         return None
     digest = hashlib.sha256()
     try:
-        _WithoutDebugInfo(_Digest(digest), protocol=5).dump(closed_jaxpr)
+        _KeyPickler(_Digest(digest)).dump(closed_jaxpr)
     except Exception as e:  # noqa: BLE001  (anything in the params that does not pickle)
         log.debug("nbjax program cache: %s is not cached: %s", closed_jaxpr, e)
         return None
@@ -78,9 +79,48 @@ def _nothing(obj):
     return int, ()
 
 
-class _WithoutDebugInfo(pickle.Pickler):
-    # (a table rather than ``persistent_id``, which would be called for every object)
-    dispatch_table = {**copyreg.dispatch_table, SourceInfo: _nothing, Provenance: _nothing}
+class _KeyPickler(pickle.Pickler):
+    """The bytes a key hashes: the jaxpr pickled without its debug info (source lines and
+    provenances), and without a memo (``fast``), so that they do
+    not depend on which equal values (avals, shapes) happen to be one object, which differs
+    between a first trace and later ones (a jitted function called inside another: its
+    cached jaxpr shares its avals); its variables, which only the memo told apart, are
+    numbered in the order they first appear instead."""
+
+    def __init__(self, file):
+        self.numbers = {}
+        # (a table rather than ``persistent_id``, which would be called for every object;
+        # read by the pickler when it is made, so set first)
+        self.dispatch_table = {**copyreg.dispatch_table, SourceInfo: _nothing,
+                               Provenance: _nothing, Var: self._variable, ShapedArray: _aval}
+        super().__init__(file, protocol=5)
+        self.fast = True
+
+    def _variable(self, var):
+        """A variable's number, with its type where it first appears."""
+        number = self.numbers.get(id(var))
+        if number is not None:
+            return _Variable, (number,)
+        number = self.numbers[id(var)] = len(self.numbers)
+        return _Variable, (number, var.aval)
+
+
+def _aval(aval):
+    name = _DTYPE_NAMES.get(aval.dtype)
+    if name is None:
+        name = _DTYPE_NAMES[aval.dtype] = aval.dtype.name
+    return _Aval, (aval.shape, name, aval.weak_type)
+
+
+_DTYPE_NAMES = {}  # (a dtype's name is computed in Python, in a few microseconds)
+
+
+class _Variable:
+    """What a key pickles a variable as (never unpickled)."""
+
+
+class _Aval:
+    """What a key pickles an array type as (never unpickled)."""
 
 
 class _DebugInfoByPosition(pickle.Pickler):
