@@ -1,19 +1,19 @@
 """The disk cache of whole programs: a jitted function that an earlier process compiled is
 loaded, not compiled again: no passes, no fusion planning, no code generation, no LLVM.
 
-An entry holds what ``executable.assemble`` needs besides machine code (the optimised jaxpr,
-its fusion plan, the passes' log and the code generator's ``Layout``, which keeps the
-kernels' IR texts for the reports) and the module's optimised IR, pickled together, then the module's object code. Its key
-is the SHA-256 of the traced jaxpr, pickled (primitives by name, variables numbered in
-the order they appear, types and constants by value, whichever objects hold them) without its equations' source lines and
-provenance, of the positions of the inputs its calls donate (``compiler.donation``), of
-nbjax's source code (an edit anywhere makes new keys), of ``cache.environment()`` (versions,
-CPU) and of the compiler's settings (``_settings``). So a
-notebook run again in a new kernel finds its programs, though its cells are files of other
-names; the loaded program then points at the source lines of the new trace, equation by
-equation, not the old ones. A program whose jaxpr does not pickle (a callback's lambda in
-its params) is compiled every time, as before; the cache of modules (``cache``) still spares
-it LLVM's work.
+An entry holds what ``executable.assemble`` needs besides machine code (the optimised
+jaxpr, its fusion plan, the passes' log and the code generator's ``Layout``, which keeps
+the kernels' IR texts for the reports) and the module's optimised IR, pickled together,
+then the module's object code. Its key is the SHA-256 of the traced jaxpr, pickled
+(primitives by name, variables numbered in the order they appear, types and constants by
+value, whichever objects hold them) without its equations' source lines and provenance, of
+the positions of the inputs its calls donate (``compiler.donation``), of nbjax's source
+code (an edit anywhere makes new keys), of ``cache.environment()`` (versions, CPU) and of
+the compiler's settings (``_settings``). So a notebook run again in a new kernel finds its
+programs, though its cells are files of other names; the loaded program then points at the
+source lines of the new trace, equation by equation, not the old ones. A program whose
+jaxpr does not pickle (a callback's lambda in its params) is compiled every time, as
+before; the cache of modules (``cache``) still spares it LLVM's work.
 
 Entries live beside the modules' in the same private directory, written and checked the same
 way (atomic writes, checksums, the key inside), under their own suffix. Like machine code, a
