@@ -78,12 +78,13 @@ class Executable(compiler.Executable):
     def _run(self, args, given=None):
         """A run; ``given``: {output position: argument position} whose buffer the output
         takes (only the one-kernel program and the native program take them)."""
+        given = given or {}
         if self._kernel is not None and self.step_times is None:
             buffers = list(map(_as_buffer, args, self._in_dtypes))
             return self._kernel(*buffers, given={k: buffers[i] for k, i in given.items()})
         if self._program is not None:
             buffers = list(map(_as_buffer, args, self._in_dtypes))
-            given = {k: buffers[i] for k, i in (given or {}).items()}
+            given = {k: buffers[i] for k, i in given.items()}
             if self.step_times is None:
                 return self._program(buffers, given=given)
             times = np.zeros(len(self.plan.groups), np.int64)
