@@ -10,7 +10,6 @@ import pytest
 
 import nbjax
 import nbjax.numpy as jnp
-from nbjax import lax
 from nbjax.backends import compile
 from nbjax.backends.cpu import runtime, streaming
 from helpers import cpu_and_reference
@@ -186,3 +185,59 @@ def test_compile_of_the_seed_blur_is_one_module():
     ex = compile(nbjax.make_jaxpr(_blur)(img), "cpu", "blur")
     assert ex.jit_module.optimised_ir.count("define void @") == 2
     assert set(ex.compile_times) >= {"passes", "fusion", "codegen", "machine_code"}
+
+
+# --- kernels of the same code --------------------------------------------------------------
+
+def _two_norms(x, y, w, scale_y=2.0):
+    def norm(v, scale):
+        return (v - v.mean(axis=-1, keepdims=True)) * scale
+    return norm(x, 2.0) @ w, norm(y, scale_y) @ w
+
+
+def test_a_kernel_of_the_same_code_as_an_earlier_one_calls_it():
+    x, y = (RNG.standard_normal((32, 64)).astype(np.float32) for _ in range(2))
+    w = RNG.standard_normal((64, 16)).astype(np.float32)
+    cpu = _check(_two_norms, x, y, w, rtol=1e-5)
+    same = cpu.layout.same_code
+    assert len(cpu.kernels) == 4 and len(same) == 2, cpu.plan
+    assert set(same.values()) | set(same) == {k.name for k in cpu.kernels}
+    module = cpu.jit_module.optimised_ir
+    for k in cpu.kernels:
+        if k.name in same:
+            assert k.texts["optimised LLVM IR"].startswith(
+                f"; {k.name} runs the code of {same[k.name]}:")
+            body = module.split(f"define void @{k.name}(", 1)[1].split("\n}", 1)[0]
+            assert f"call void @{same[k.name]}(" in body and "fadd" not in body \
+                and "load" not in body
+
+
+def test_kernels_differing_in_a_constant_or_a_shape_keep_their_own_code():
+    x, y = (RNG.standard_normal((32, 64)).astype(np.float32) for _ in range(2))
+    w = RNG.standard_normal((64, 16)).astype(np.float32)
+    cpu = _check(lambda x, y, w: _two_norms(x, y, w, scale_y=3.0), x, y, w, rtol=1e-5)
+    assert len(cpu.layout.same_code) == 1  # the two means only
+    cpu = _check(_two_norms, x, y[:16], w, rtol=1e-5)
+    assert cpu.layout.same_code == {}
+
+
+def test_the_code_of_a_kernel_includes_its_loops_hints():
+    from llvmlite import ir
+    from nbjax.backends.cpu import codegen
+
+    mb = codegen.ModuleBuilder("m")
+    fns = []
+    for n, width in enumerate([8, 8, 16]):
+        fn = ir.Function(mb.module, ir.FunctionType(ir.VoidType(), [ir.IntType(64)]), f"k{n}")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        loop = fn.append_basic_block("loop")
+        b.branch(loop)
+        b.position_at_end(loop)
+        b.cbranch(b.icmp_signed("<", fn.args[0], ir.Constant(ir.IntType(64), 4)), loop,
+                  fn.append_basic_block("done")).set_metadata("llvm.loop", mb.loop_hints(width))
+        b.position_at_end(fn.blocks[-1])
+        b.ret_void()
+        fns.append(fn)
+    keys = [codegen._code_key(fn, str(fn)) for fn in fns]
+    assert str(fns[0]).replace('"k0"', '"k1"') != str(fns[1])  # distinct loop nodes
+    assert keys[0] == keys[1] != keys[2]

@@ -22,6 +22,7 @@ that stop the vectoriser).
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 from llvmlite import ir
@@ -39,6 +40,8 @@ class ModuleBuilder:
         self.module = ir.Module(name=name)
         self.host_calls = []  # the module's host steps (``control_flow.host_step``)
         self.combiners = {}   # kernel name -> its combiner's (``add_combiner``)
+        self.same_code = {}   # kernel name -> the earlier kernel whose code it runs
+        self._code = {}       # a kernel's code, name and loop labels left out -> function
         self.nontemporal = self.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
 
     def loop_hints(self, width=None, unroll=True, vectorise=True):
@@ -58,7 +61,8 @@ class ModuleBuilder:
         if not unroll:  # (not "unroll.disable", which would stop the vectoriser interleaving)
             hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.count"),
                                          ir.Constant(ir.IntType(32), 1)]))
-        loop_id = m.add_metadata([*hints, ir.MetaDataString(m, f"loop.{len(m.metadata)}")])
+        label = ir.MetaDataString(m, f"{_LOOP_LABEL}{len(m.metadata)}")
+        loop_id = m.add_metadata([*hints, label])
         loop_id.operands = (loop_id,) + loop_id.operands
         return loop_id
 
@@ -66,10 +70,22 @@ class ModuleBuilder:
         """Emit ``kernel`` as a function; returns its LLVM IR text. A kernel is never
         inlined into the control flow that calls it: a call costs nothing next to its loop,
         and an inlined copy is optimised again (a fifth of an LSTM gradient's compile time)
-        and cannot be compiled in another part of the module (``partition``)."""
+        and cannot be compiled in another part of the module (``partition``).
+
+        A kernel whose code is that of an earlier one (a transformer's second layer norm,
+        the reshapes of its weights) becomes a call of the earlier one (``same_code``):
+        LLVM's time goes with the number of kernels, 3-15 ms each."""
         fn = define_kernel(self.module, kernel, CpuLoops(self, kernel))
         fn.attributes.add("noinline")
-        return str(fn)
+        text = str(fn)
+        same = self._code.setdefault(_code_key(fn, text), fn)
+        if same is not fn:
+            fn.blocks.clear()
+            builder = ir.IRBuilder(fn.append_basic_block("same_code"))
+            builder.call(same, fn.args, tail=True)
+            builder.ret_void()
+            self.same_code[kernel.name] = same.name
+        return text
 
     def add_combiner(self, kernel):
         """Emit ``<kernel>_combine(out0, part0, out1, part1, ...)``, which folds the partial
@@ -98,6 +114,26 @@ class ModuleBuilder:
         builder.ret_void()
         self.combiners[kernel.name] = name
         return name
+
+
+_LOOP_LABEL = "loop."  # of the string that makes each loop's metadata node distinct
+_NODE = re.compile(r"!(\d+)")
+
+
+def _code_key(fn, text):
+    """``fn``'s IR ``text`` without what differs between two kernels of the same code: the
+    function's name, and the numbers of its metadata nodes, written out in full instead
+    (a loop's node is distinct by a label of its own, left out too)."""
+    nodes = {md.name: md for md in fn.module.metadata}
+
+    def node(md):
+        return "!{" + ", ".join(
+            "self" if op is md else node(op) if isinstance(op, ir.MDValue) else
+            _LOOP_LABEL if isinstance(op, ir.MetaDataString)
+            and op.string.startswith(_LOOP_LABEL) else str(op)
+            for op in md.operands) + "}"
+    text = text.replace(f'@"{fn.name}"(', "@(", 1)
+    return _NODE.sub(lambda m: node(nodes[m.group(1)]), text)
 
 
 class CpuLoops(KernelScaffold):

@@ -400,7 +400,8 @@ class Layout:
     "program": ``control_flow.Flow``}) and the host steps they call (``host_calls``).
     ``externals`` names the symbols the module takes from the process (BLAS, libm...),
     ``entries`` the functions Python calls through a ``python_entry``, ``donations`` the
-    outputs that may take donated inputs' buffers.
+    outputs that may take donated inputs' buffers, ``same_code`` the kernels that call an
+    earlier kernel of the same code (``ModuleBuilder.add_kernel``).
     Together with the plan it pickles: the disk cache keeps it with the machine code."""
     kernels: list
     texts: list
@@ -411,6 +412,7 @@ class Layout:
     optimised_texts: dict = dataclasses.field(default_factory=dict)
     # {donated input position: (output position, in place)}: ``buffer_plan.donations``
     donations: dict = dataclasses.field(default_factory=dict)
+    same_code: dict = dataclasses.field(default_factory=dict)
 
 
 def compile_plan(name, optimised, plan, rewrites, timer, donated=frozenset()):
@@ -424,9 +426,17 @@ def compile_plan(name, optimised, plan, rewrites, timer, donated=frozenset()):
     if ir_text is not None:
         jit_module = runtime.JitModule(ir_text, timer)
         with timer("machine_code"):
-            layout.optimised_texts = {loop.name: jit_module.function_ir(loop.name)
+            layout.optimised_texts = {loop.name: _optimised_text(jit_module, loop.name, layout)
                                       for loop, _, _ in layout.kernels}
     return assemble(name, optimised, plan, rewrites, layout, jit_module, timer.times)
+
+
+def _optimised_text(jit_module, name, layout):
+    """The optimised IR of kernel ``name``: that of the kernel whose code it runs."""
+    same = layout.same_code.get(name)
+    if same is None:
+        return jit_module.function_ir(name)
+    return f"; {name} runs the code of {same}:\n" + jit_module.function_ir(same)
 
 
 def generate(name, optimised, plan, timer):
@@ -453,7 +463,7 @@ def generate(name, optimised, plan, timer):
         entries = _add_entries(mb.module, plan, flows) if python_entry.USABLE else ()
         ir_text = str(mb.module)
     return Layout(kernels, texts, flows, mb.host_calls, runtime.externals(mb.module),
-                  entries), ir_text
+                  entries, same_code=mb.same_code), ir_text
 
 
 def _add_entries(module, plan, flows):
