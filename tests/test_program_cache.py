@@ -240,6 +240,24 @@ def test_a_program_holding_a_lambda_is_compiled_each_time(cache_dir):
     assert not _program_entries(cache_dir)
 
 
+def test_a_primitive_taking_a_name_already_used_is_compiled_each_time(cache_dir):
+    """A user's ``Primitive("neg")`` neither takes nbjax's ``neg`` out of the cache nor is
+    cached itself: a program is keyed by its primitives' names."""
+    from nbjax.core import Primitive
+    impostor = Primitive("neg")
+    impostor.def_impl(lambda x: np.asarray(x) * 10)
+    impostor.def_abstract_eval(lambda x: x)
+    x = RNG.standard_normal(5).astype(np.float32)
+    assert program_cache.key(nbjax.make_jaxpr(lambda x: -x)(x)) is not None
+    mine = nbjax.make_jaxpr(lambda x: impostor.bind(x) + 1)(x)
+    assert program_cache.key(mine) is None
+    for _ in range(2):
+        exe = compile(mine, "cpu", "impostor")
+        assert "passes" in exe.compile_times
+        assert_close(exe.run(x)[0], x * 10 + 1, rtol=1e-6)
+    assert_close(_compiled(lambda x: -x, x).run(x)[0], -x, rtol=0)
+
+
 # --- across processes ------------------------------------------------------------------------
 
 _CHILD = """

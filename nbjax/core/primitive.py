@@ -35,7 +35,9 @@ RULE_KINDS = ("abstract_eval", "impl", "jvp", "transpose", "batch", "partial_eva
 
 
 # Every primitive by name, so that a pickled jaxpr (the compiler's disk cache of whole
-# programs) names its primitives rather than copying their rule tables.
+# programs) names its primitives rather than copying their rule tables. A later primitive
+# of a name already taken (a user's ``Primitive("neg")``) does not pickle, so a program
+# holding it is compiled afresh rather than cached, and nbjax's own keeps its name.
 _BY_NAME = {}
 
 
@@ -45,7 +47,7 @@ def primitive_named(name):
 
 class Primitive:
     def __init__(self, name, multiple_results=False):
-        _BY_NAME[name] = self
+        _BY_NAME.setdefault(name, self)  # the first of a name keeps it (see __reduce__)
         self.name = name
         self.multiple_results = multiple_results
         self.rules = {}
