@@ -111,6 +111,20 @@ def test_max_and_min_order_negative_zero_below_zero(values):
     assert not np.signbit(lax.reduce_min(np.array([0.0, 0.0], np.float32), (0,)))
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_running_max_and_min_order_negative_zero_below_zero(reverse):
+    """Each running extremum is the reduction of its prefix: a zero max is +0.0 once any
+    +0.0 came (a zero min -0.0 once any -0.0 came), on the reference and compiled."""
+    x = np.array([[-0.0, 0.0, -0.0, -1.0], [0.0, -0.0, -0.0, 0.0]], np.float32)
+    for op, reduce in [(lax.cummax, lax.reduce_max), (lax.cummin, lax.reduce_min)]:
+        expected = np.stack([
+            np.stack([reduce(row[i:] if reverse else row[:i + 1], (0,)) for i in range(4)])
+            for row in x])
+        for out in (op(x, 1, reverse), nbjax.jit(op, static_argnums=(1, 2))(x, 1, reverse)):
+            np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
+            np.testing.assert_array_equal(out, expected)
+
+
 def test_complex_max_and_min_are_lexicographic():
     x = np.array([1 + 5j, 1 + 7j, 2 - 1j, 2 - 3j], np.complex64)
     assert lax.reduce_max(x, (0,)) == 2 - 1j and lax.reduce_min(x, (0,)) == 1 + 5j

@@ -70,26 +70,27 @@ def _prod(x, axes):
     return np.prod(x, axis=axes, dtype=accumulation_dtype(x.dtype))
 
 
-def _signed_zero_as_xla(result, x, axes, negative):
+def _signed_zero_as_xla(result, x, negative, seen):
     """XLA orders -0.0 below +0.0 in max/min; NumPy returns whichever zero it met first.
 
-    A zero result of max is +0.0 if any +0.0 was reduced (of min: -0.0 if any -0.0 was).
+    A zero result of max is +0.0 if any +0.0 was reduced (of min: -0.0 if any -0.0 was):
+    ``seen`` reduces a mask of ``x`` as ``result`` reduced ``x`` (over axes, or running).
     """
     if not dtypes.is_float(x.dtype):
         return result
-    found = np.any((x == 0) & (np.signbit(x) == negative), axis=axes)
+    found = seen((x == 0) & (np.signbit(x) == negative))
     preferred, other = (-0.0, 0.0) if negative else (0.0, -0.0)
     return np.where(result == 0, np.where(found, preferred, other), result)
 
 
 def _max(x, axes):
     result = np.max(x, axis=axes, initial=_lowest(x.dtype))
-    return _signed_zero_as_xla(result, x, axes, negative=False)
+    return _signed_zero_as_xla(result, x, False, lambda m: np.any(m, axis=axes))
 
 
 def _min(x, axes):
     result = np.min(x, axis=axes, initial=_highest(x.dtype))
-    return _signed_zero_as_xla(result, x, axes, negative=True)
+    return _signed_zero_as_xla(result, x, True, lambda m: np.any(m, axis=axes))
 
 
 def _bitwise(ufunc, identity):
@@ -400,10 +401,15 @@ def _running_logsumexp(x, axis):
 
 cumsum_p = _cumulative("cumsum", NUMBER, _running_sum, "add")
 cumprod_p = _cumulative("cumprod", NUMBER, _running_prod, "mul")
-cummax_p = _cumulative("cummax", NUMBER, lambda x, axis: np.maximum.accumulate(x, axis=axis),
-                       "max")
-cummin_p = _cumulative("cummin", NUMBER, lambda x, axis: np.minimum.accumulate(x, axis=axis),
-                       "min")
+def _running_extremum(ufunc, negative):
+    def accumulate(x, axis):
+        return _signed_zero_as_xla(ufunc.accumulate(x, axis=axis), x, negative,
+                                   lambda m: np.logical_or.accumulate(m, axis=axis))
+    return accumulate
+
+
+cummax_p = _cumulative("cummax", NUMBER, _running_extremum(np.maximum, False), "max")
+cummin_p = _cumulative("cummin", NUMBER, _running_extremum(np.minimum, True), "min")
 cumlogsumexp_p = _cumulative("cumlogsumexp", INEXACT, _running_logsumexp)
 
 
