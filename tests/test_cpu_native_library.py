@@ -285,6 +285,73 @@ def test_all_three_inside_while_loop_and_cond():
     assert "while compiled as a native loop" in cpu.plan.report()
 
 
+# --- top_k ---------------------------------------------------------------------------------
+
+def _with_signed_nans(x):
+    """``x`` (a float array) with NaNs of both signs and zeros of both signs."""
+    x = x.copy()
+    if x.dtype.kind == "f" and x.size:
+        flat = x.reshape(-1)
+        flat[RNG.random(flat.size) < 0.08] = -np.nan
+        flat[RNG.random(flat.size) < 0.08] = -0.0
+    return x
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis", SHAPES)
+def test_top_k_alone_and_between_kernels(dtype, shape, axis):
+    """The k greatest in IEEE's total order (NaN > inf > ... > 0.0 > -0.0 > ... > -NaN),
+    ties lowest index first, and their int32 indices: the reference's, bit for bit."""
+    x = _with_signed_nans(_tied(shape, dtype))
+    n = shape[axis]
+    with _x64(dtype):
+        for k in sorted({1, (n + 1) // 2, n}):
+            _same(lambda v: lax.top_k(v, k, axis=axis), x)
+            _same(lambda v: [o * 2 for o in lax.top_k(v + 1, k, axis=axis)], x)
+
+
+@pytest.mark.parametrize("n", [2, 9, 100, 1025])
+def test_top_k_of_long_rows(n):
+    x = _with_signed_nans(_tied((3, n), np.float32))
+    for k in sorted({1, min(3, n), n}):
+        _same(lambda v: lax.top_k(v, k), x)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.bool_])
+def test_top_k_of_small_integers_and_bools(dtype):
+    x = random_array(RNG, (4, 11), dtype, special=True)
+    _same(lambda v: lax.top_k(v, 4), x)
+
+
+@pytest.mark.skipif(jax is None, reason="jax is not installed (the cross-check needs it)")
+def test_top_k_agrees_with_jax():
+    x = np.array([[0.0, -0.0, 1.0, np.nan, 2.0, -np.nan, -1.0, np.inf, -np.inf, 0.0, -0.0]],
+                 np.float32)
+    x = np.concatenate([x, _tied((3, 11), np.float32)])
+    cpu, _ = cpu_and_reference(lambda v: lax.top_k(v, 7), x)
+    got, want = cpu.run(x), jax.lax.top_k(x, 7)
+    np.testing.assert_array_equal(got[1], np.asarray(want[1]))
+    np.testing.assert_array_equal(got[0], np.asarray(want[0]))
+    number = ~np.isnan(got[0])
+    np.testing.assert_array_equal(np.signbit(got[0][number]),
+                                  np.signbit(np.asarray(want[0])[number]))
+
+
+def test_top_k_inside_scan_and_fori_loop():
+    xs = _tied((4, 3, 9), np.float32)
+
+    def scanned(xs):
+        def step(c, x):
+            values, where = lax.top_k(x * c, 4)
+            return c + 0.5, (values, where)
+        return lax.scan(step, jnp.float32(1), xs)
+
+    def looped(x):
+        return lax.fori_loop(0, 3, lambda i, v: lax.top_k(v[::-1] + 1.0, 9)[0], x)
+    for cpu in (_same(scanned, xs), _same(looped, xs[0])):
+        assert "compiled as a native loop" in cpu.plan.report()
+
+
 # --- empty arrays --------------------------------------------------------------------------
 
 def test_empty_arrays():
@@ -293,5 +360,6 @@ def test_empty_arrays():
     x = np.zeros((0, 4), np.float32)
     _same(lambda v: (lax.argmax(v + 1, 1, np.int32), lax.cumsum(v, 1), lax.sort(v, 1)), x)
     _same(lambda v: (lax.cummax(v * 2, 0, True), lax.sort((v, v + 1), 0)[1]), x.T.copy())
+    _same(lambda v: (lax.top_k(v + 1, 2), lax.top_k(v.T, 0)), x)
     with pytest.raises(ValueError, match="non-empty reduced dimension"):
         nbjax.jit(lambda v: lax.argmax(v, 0, np.int32))(x)

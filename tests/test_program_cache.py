@@ -32,10 +32,10 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def _loop(w, xs):
-    """A scan whose body holds a BLAS product, a host step (a top_k) and kernels."""
+    """A scan whose body holds a BLAS product, a host step (a cumlogsumexp) and kernels."""
     def step(h, x):
         h = jnp.tanh(h @ w + x)
-        return h, -lax.top_k(-h, 2)[0]  # the two smallest, in order
+        return h, lax.cumlogsumexp(h, 1)
     return lax.scan(step, jnp.zeros((xs.shape[1], w.shape[0]), w.dtype), xs)
 
 
@@ -43,7 +43,7 @@ def _loop_numpy(w, xs):
     h, ys = np.zeros((xs.shape[1], w.shape[0]), w.dtype), []
     for x in xs:
         h = np.tanh(h @ w + x)
-        ys.append(np.sort(h, axis=-1)[..., :2])
+        ys.append(np.logaddexp.accumulate(h, axis=-1))
     return h, np.stack(ys)
 
 

@@ -148,6 +148,9 @@ def sort_key_val(keys, values, dimension=-1, is_stable=True):
 
 top_k_p = Primitive("top_k", multiple_results=True)
 library_lowering(top_k_p, "sort")
+# For a target that writes the sort itself: the k first of IEEE's totalOrder, descending,
+# ties lowest index first.
+top_k_p.def_lowering("sort", "descending total order")
 
 
 @top_k_p.def_abstract_eval

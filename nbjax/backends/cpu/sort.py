@@ -11,12 +11,20 @@ copied out of the row first), so that comparisons read them in order rather than
 the permutation, all over memory. Then every operand is read through the permutation into
 its result, element by element as plain bytes (any dtype of 1, 2, 4 or 8 bytes moves).
 
-The order is the one the primitive's ``"sort"`` lowering names, ``"ascending"``: the first
-``num_keys`` operands compared lexicographically, each by value with -0.0 equal to 0.0 and
-NaNs after every number (equal to each other, so they keep their order), as JAX's
-``lax.sort`` and the reference implementation's ``np.lexsort``. A stable sort is also a
-correct answer for ``is_stable=False``.
+The order is the one the primitive's ``"sort"`` lowering names:
+
+- ``"ascending"`` (``sort``): the first ``num_keys`` operands compared lexicographically,
+  each by value with -0.0 equal to 0.0 and NaNs after every number (equal to each other, so
+  they keep their order), as JAX's ``lax.sort`` and the reference implementation's
+  ``np.lexsort``. A stable sort is also a correct answer for ``is_stable=False``.
+- ``"descending total order"`` (``top_k``): IEEE's totalOrder, largest first, ties in index
+  order. The key lane holds, instead of the value, the integer that orders as the value
+  does (its bits, the magnitude bits flipped when the sign bit is set), complemented so
+  that the stable ascending sort is descending; the first ``k`` positions of each row give
+  the results, the positions themselves the int32 indices.
 """
+
+import dataclasses
 
 import numpy as np
 from llvmlite import ir
@@ -27,13 +35,16 @@ from .rows import Rows, beats, plain_number
 RUN = 8  # the length of the runs sorted by insertion before the merge passes
 
 
+ORDERS = ("ascending", "descending total order")  # the "sort" lowerings emitted here
+
+
 def supports(eqn):
-    """Whether ``emit`` compiles ``eqn``: a sort in ascending order (its primitive's
-    ``"sort"`` lowering: top_k has none) by keys of bools, integers, float32 or float64,
-    of operands of 1, 2, 4 or 8 bytes an element."""
-    if eqn.primitive.lowerings.get("sort") != "ascending":
+    """Whether ``emit`` compiles ``eqn``: a sort in one of the ``ORDERS`` (its primitive's
+    ``"sort"`` lowering) by keys of bools, integers, float32 or float64, of operands of 1,
+    2, 4 or 8 bytes an element."""
+    if eqn.primitive.lowerings.get("sort") not in ORDERS:
         return False
-    keys = eqn.invars[:eqn.params["num_keys"]]
+    keys = eqn.invars[:eqn.params.get("num_keys", 1)]
     return all(plain_number(k.aval.dtype) for k in keys) and \
         all(np.dtype(a.aval.dtype).itemsize in (1, 2, 4, 8) for a in eqn.invars)
 
@@ -41,36 +52,111 @@ def supports(eqn):
 def emit(f, eqn, *buffers):
     """Emit ``eqn`` (``supports(eqn)``) into ``f`` (a ``control_flow.ControlFlowFunction``)
     on the buffers of its operands, then of its results."""
+    if eqn.primitive.lowerings["sort"] == "ascending":
+        _emit_sort(f, eqn, buffers)
+    else:
+        _emit_top_k(f, eqn, *buffers)
+
+
+def _emit_sort(f, eqn, buffers):
     avals = [a.aval for a in eqn.invars]
     if avals[0].size == 0:
         return
     rows = Rows(avals[0].shape, eqn.params["dimension"])
     ins, outs = buffers[:len(avals)], buffers[len(avals):]
-    dtypes = [np.dtype(np.int64)] + [np.dtype(a.dtype) for a in
-                                     avals[:eqn.params["num_keys"]]]
+    keys = [_Key(f.typed(src, a.dtype), np.dtype(a.dtype))
+            for src, a in zip(ins, avals[:eqn.params["num_keys"]])]
+
+    def row(o, i, order):
+        for src, dst, aval in zip(ins, outs, avals):
+            _permute(f, rows, rows, order, src, dst, aval, o, i)
+    _sort_rows(f, rows, keys, row)
+
+
+def _emit_top_k(f, eqn, operand, values, indices):
+    aval, k = eqn.invars[0].aval, eqn.params["k"]
+    if aval.size == 0 or k == 0:
+        return
+    rows = Rows(aval.shape, eqn.params["axis"])
+    out_rows = Rows(eqn.outvars[0].aval.shape, eqn.params["axis"])
+    keys = [_Key(f.typed(operand, aval.dtype), np.dtype(aval.dtype),
+                 _total_order_dtype(aval.dtype),
+                 lambda x: _descending_total_order(f.b, x, aval.dtype))]
+    b, e, positions = f.b, f.e, f.typed(indices, np.int32)
+
+    def row(o, i, order):
+        _permute(f, rows, out_rows, order, operand, values, aval, o, i)
+
+        def index(j):
+            e.store(positions, out_rows.at(b, o, j, i),
+                    b.trunc(e.load(order, j, np.int64), ir.IntType(32)), np.int32)
+        for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, k), index, "top_k.index")
+    _sort_rows(f, rows, keys, row)
+
+
+def _total_order_dtype(dtype):
+    """The dtype of the integers ``_descending_total_order`` makes of ``dtype``'s values."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.dtype(f"i{dtype.itemsize}")
+    return np.dtype(np.uint8) if dtype.kind == "b" else dtype
+
+
+def _descending_total_order(b, x, dtype):
+    """An integer ordered as ``x`` is in IEEE's totalOrder, reversed: a float's bits read
+    as a signed integer order the non-negative floats, and flipping the magnitude bits of
+    a negative one reverses their order (``~`` then reverses the whole order, without
+    overflow, for integers of any type; a bool is its byte)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        x = b.zext(x, ir.IntType(8))
+    elif dtype.kind == "f":
+        t = ir.IntType(8 * dtype.itemsize)
+        x = b.bitcast(x, t)
+        magnitude = ir.Constant(t, (1 << (t.width - 1)) - 1)
+        x = b.select(b.icmp_signed("<", x, ir.Constant(t, 0)), b.xor(x, magnitude), x)
+    return b.xor(x, ir.Constant(x.type, -1))
+
+
+@dataclasses.dataclass
+class _Key:
+    """A sort key: the values at ``pointer`` (of ``dtype``), compared as they are or, with
+    ``transform``, as the values of ``lane_dtype`` it makes of them."""
+    pointer: object
+    dtype: np.dtype
+    lane_dtype: np.dtype = None
+    transform: object = None
+
+    def lane(self, value):
+        return value if self.transform is None else self.transform(value)
+
+
+def _sort_rows(f, rows, keys, row):
+    """Sort each row of ``rows`` by ``keys`` (``_Key``s, compared in order), then
+    ``row(o, i, order)`` with the row's permutation (``order``: a pointer to its int64
+    positions, sorted)."""
+    dtypes = [np.dtype(np.int64)] + [k.lane_dtype or k.dtype for k in keys]
     scratch = [[f.scratch(rows.n * d.itemsize) for d in dtypes] for _ in range(2)]
     lanes = [[(f.typed(s, d), d) for s, d in zip(side, dtypes)] for side in scratch]
 
-    def row(o, i):
-        _fill(f, rows, o, i, ins, lanes[0])
-        order = _merge_sort(f, rows.n, lanes)
-        for src, dst, aval in zip(ins, outs, avals):
-            _permute(f, rows, order, src, dst, aval, o, i)
-    rows.each(f, row, "sort")
+    def each(o, i):
+        _fill(f, rows, o, i, keys, lanes[0])
+        row(o, i, _merge_sort(f, rows.n, lanes))
+    rows.each(f, each, "sort")
     for s in (s for side in scratch for s in side):
         f.release(s)
 
 
-def _fill(f, rows, o, i, ins, lanes):
+def _fill(f, rows, o, i, keys, lanes):
     """The lanes of row ``(o, i)`` in its original order: positions 0, 1..., and the keys."""
     b, e = f.b, f.e
-    (positions, _), keys = lanes[0], lanes[1:]
+    (positions, _), key_lanes = lanes[0], lanes[1:]
 
     def element(k):
         e.store(positions, k, k, np.int64)
         at = rows.at(b, o, k, i)
-        for src, (lane, dtype) in zip(ins, keys):
-            e.store(lane, k, e.load(f.typed(src, dtype), at, dtype), dtype)
+        for key, (lane, dtype) in zip(keys, key_lanes):
+            e.store(lane, k, key.lane(e.load(key.pointer, at, key.dtype)), dtype)
     for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, rows.n), element, "fill")
 
 
@@ -171,13 +257,14 @@ def _merge_pass(f, n, width, src, dst):
     for_loop(b, _constant(0), _constant(n), pair, "pairs", step=2 * width)
 
 
-def _permute(f, rows, order, src, dst, aval, o, i):
-    """Element ``k`` of row ``(o, i)`` of ``dst`` is element ``order[k]`` of ``src``."""
+def _permute(f, rows, out_rows, order, src, dst, aval, o, i):
+    """Element ``k`` of row ``(o, i)`` of ``dst`` (of ``out_rows``: the first of each row
+    of ``rows``, or all of them) is element ``order[k]`` of ``src``'s."""
     b, e = f.b, f.e
     moved = np.dtype(f"u{np.dtype(aval.dtype).itemsize}")
     frm, to = f.typed(src, moved), f.typed(dst, moved)
 
     def element(k):
         p = e.load(order, k, np.int64)
-        e.store(to, rows.at(b, o, k, i), e.load(frm, rows.at(b, o, p, i), moved), moved)
-    for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, rows.n), element, "permute")
+        e.store(to, out_rows.at(b, o, k, i), e.load(frm, rows.at(b, o, p, i), moved), moved)
+    for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, out_rows.n), element, "permute")
