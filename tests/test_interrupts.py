@@ -66,6 +66,21 @@ CASES = {
         delay = delay_of(lambda: g(np.ones((512, 512), np.float32), 1_000_000))
         assert delay < 0.5, delay
     """,
+    # A sort is one library loop, however long its rows: it looks for Ctrl-C before each
+    # row and within its merge passes.
+    "long_sorts": """
+        f = nbjax.jit(lambda x: jnp.sort(x * 2.0))
+        rng = np.random.default_rng(0)
+        one_row = rng.standard_normal(2 ** 23).astype(np.float32)   # 23 passes of 8M
+        f(one_row[:10])
+        assert delay_of(lambda: nbjax.block_until_ready(f(one_row)), 0.3) < 0.5
+        g = nbjax.jit(lambda x: jnp.sort(x * 2.0, axis=1))
+        rows = rng.standard_normal((2 ** 12, 2 ** 11)).astype(np.float32)
+        g(rows[:2])
+        assert delay_of(lambda: nbjax.block_until_ready(g(rows)), 0.3) < 0.5
+        small = rng.standard_normal((3, 50)).astype(np.float32)
+        np.testing.assert_array_equal(np.asarray(g(small)), np.sort(small * 2.0, axis=1))
+    """,
     "python_keeps_its_handler": """
         f = nbjax.jit(lambda x: lax.fori_loop(0, 3, lambda i, v: v + 1.0, x))
         f(np.zeros(3, np.float32))       # armed nbjax's handler in front of Python's

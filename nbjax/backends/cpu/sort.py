@@ -33,6 +33,9 @@ from ..llvm import I64, for_loop
 from .rows import Rows, beats, plain_number
 
 RUN = 8  # the length of the runs sorted by insertion before the merge passes
+# Ctrl-C is looked for before each row, each merge pass, and each merge of runs this long
+# or longer: a long row's pass takes a second, and the user waits less than that.
+POLL_RUN = 4096
 
 
 ORDERS = ("ascending", "descending total order")  # the "sort" lowerings emitted here
@@ -140,6 +143,7 @@ def _sort_rows(f, rows, keys, row):
     lanes = [[(f.typed(s, d), d) for s, d in zip(side, dtypes)] for side in scratch]
 
     def each(o, i):
+        f.poll_interrupt()
         _fill(f, rows, o, i, keys, lanes[0])
         row(o, i, _merge_sort(f, rows.n, lanes))
     rows.each(f, each, "sort")
@@ -237,6 +241,8 @@ def _merge_pass(f, n, width, src, dst):
     dtypes = [dtype for _, dtype in src[1:]]
 
     def pair(lo):
+        if 2 * width >= POLL_RUN:
+            f.poll_interrupt()
         mid = e.binary("min", b.add(lo, _constant(width)), _constant(n), np.int64)
         hi = e.binary("min", b.add(lo, _constant(2 * width)), _constant(n), np.int64)
         b.store(lo, left)
@@ -254,6 +260,8 @@ def _merge_pass(f, n, width, src, dst):
             b.store(b.add(li, b.zext(b.not_(from_right), I64)), left)
             b.store(b.add(ri, b.zext(from_right, I64)), right)
         for_loop(b, lo, hi, take, "merge")
+    if 2 * width < POLL_RUN:
+        f.poll_interrupt()
     for_loop(b, _constant(0), _constant(n), pair, "pairs", step=2 * width)
 
 
