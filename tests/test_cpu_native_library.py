@@ -11,6 +11,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
 from helpers import assert_close, cpu_and_reference, random_array
+from nbjax.backends.cpu import sort
 
 try:
     import jax
@@ -33,6 +34,16 @@ def _tied(shape, dtype):
         return random_array(RNG, shape, dtype, low=-3, high=3, special=True)
     x = np.round(random_array(RNG, shape, dtype, scale=2.0, special=True))
     x[RNG.random(shape) < 0.1] = np.nan
+    return x
+
+
+def _with_signed_nans(x):
+    """``x`` (a float array) with NaNs of both signs and zeros of both signs."""
+    x = x.copy()
+    if x.dtype.kind == "f" and x.size:
+        flat = x.reshape(-1)
+        flat[RNG.random(flat.size) < 0.08] = -np.nan
+        flat[RNG.random(flat.size) < 0.08] = -0.0
     return x
 
 
@@ -235,10 +246,31 @@ def test_sort_by_two_keys_with_payloads_of_other_types():
         _same(lambda a, b, *p: lax.sort((a, b, *p), 1, num_keys=2), first, second, *payloads)
 
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.bool_])
-def test_sort_of_unsigned_and_bool_keys(dtype):
-    x = random_array(RNG, (5, 13), dtype, special=True)
+@pytest.mark.parametrize("n", [13, 300])
+@pytest.mark.parametrize("dtype", [np.uint8, np.bool_, np.int8, np.int16, np.uint16,
+                                   np.uint32])
+def test_sort_of_narrow_and_unsigned_keys(dtype, n):
+    """Rows merged (13) and radix-sorted (300), payload showing the order among ties."""
+    x = random_array(RNG, (5, n), dtype, special=True)
     _same(lambda v, w: lax.sort((v, w), 1, num_keys=1), x, _iota(x.shape, 1))
+    _same(lambda v: lax.top_k(v, 7), x)
+
+
+@pytest.mark.parametrize("n", [sort.RADIX_MIN - 1, sort.RADIX_MIN, 4099])
+def test_rows_either_side_of_the_radix_threshold(n):
+    x = _with_signed_nans(_tied((3, n), np.float32))
+    x[0, :5] = [np.inf, -np.inf, -0.0, 0.0, np.float32(1e-45)]   # and a denormal
+    _same(lambda v, w: lax.sort((v, w), 1, num_keys=1), x, _iota(x.shape, 1))
+    _same(lambda v: lax.top_k(v, n), x)
+
+
+def test_sorts_of_every_kind_poll_for_ctrl_c():
+    """Merge and radix sorts alike look at the interrupt flag (test_interrupts stops a long
+    one): the program's function says it polls, though it holds no loop of its own."""
+    for n in (40, 7):
+        x = random_array(RNG, (3, n), np.float32)
+        cpu = _same(lambda v: lax.sort(v * 2.0, 1), x)
+        assert cpu.layout.flows["program"].polls
 
 
 @pytest.mark.skipif(jax is None, reason="jax is not installed (the cross-check needs it)")
@@ -286,16 +318,6 @@ def test_all_three_inside_while_loop_and_cond():
 
 
 # --- top_k ---------------------------------------------------------------------------------
-
-def _with_signed_nans(x):
-    """``x`` (a float array) with NaNs of both signs and zeros of both signs."""
-    x = x.copy()
-    if x.dtype.kind == "f" and x.size:
-        flat = x.reshape(-1)
-        flat[RNG.random(flat.size) < 0.08] = -np.nan
-        flat[RNG.random(flat.size) < 0.08] = -0.0
-    return x
-
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape,axis", SHAPES)

@@ -67,19 +67,17 @@ CASES = {
         assert delay < 0.5, delay
     """,
     # A sort is one library loop, however long its rows: it looks for Ctrl-C before each
-    # row and within its merge passes.
-    "long_sorts": """
-        f = nbjax.jit(lambda x: jnp.sort(x * 2.0))
+    # row and within its passes (here a merge sort's, of two keys; test_cpu_native_library
+    # checks that the radix sort's function polls too).
+    "long_sort": """
         rng = np.random.default_rng(0)
-        one_row = rng.standard_normal(2 ** 23).astype(np.float32)   # 23 passes of 8M
-        f(one_row[:10])
-        assert delay_of(lambda: nbjax.block_until_ready(f(one_row)), 0.3) < 0.5
-        g = nbjax.jit(lambda x: jnp.sort(x * 2.0, axis=1))
-        rows = rng.standard_normal((2 ** 12, 2 ** 11)).astype(np.float32)
-        g(rows[:2])
-        assert delay_of(lambda: nbjax.block_until_ready(g(rows)), 0.3) < 0.5
-        small = rng.standard_normal((3, 50)).astype(np.float32)
-        np.testing.assert_array_equal(np.asarray(g(small)), np.sort(small * 2.0, axis=1))
+        x = rng.standard_normal(2 ** 23).astype(np.float32)
+        y = rng.integers(0, 9, 2 ** 23).astype(np.int32)
+        f = nbjax.jit(lambda x, y: lax.sort((x * 2.0, y), num_keys=2)).lower(x, y).compile()
+        assert delay_of(lambda: nbjax.block_until_ready(f(x, y)), 0.3) < 0.5
+        small = (x[:50], y[:50])
+        g = nbjax.jit(lambda x, y: lax.sort((x * 2.0, y), num_keys=2))
+        np.testing.assert_array_equal(np.asarray(g(*small)[0]), np.sort(small[0] * 2.0))
     """,
     "python_keeps_its_handler": """
         f = nbjax.jit(lambda x: lax.fori_loop(0, 3, lambda i, v: v + 1.0, x))

