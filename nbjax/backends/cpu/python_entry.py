@@ -15,25 +15,43 @@ does), lets go of the GIL, calls the function, takes the GIL back and returns No
 kernel) or the function's status as an int (control flow). ``builtin`` makes a function
 object of an entry: a call costs about 30 ns.
 
-The entry trusts its caller: only the executables call it, with C-contiguous arrays of the
-dtypes and sizes the function was compiled for, in its order.
+A kernel's entry checks its arguments first, as ``PyArray_Check`` and NumPy's macros would
+(the fields of ``PyArrayObject``: ``CHECKED_FIELDS``): their number, and that each is an
+``ndarray`` (not a subclass), C-contiguous and aligned, of the shape and dtype the kernel
+was compiled for (the dtype object itself, NumPy's one object per dtype in the machine's
+byte order, named to the code as a symbol of this process: ``register``). If one is
+not, it returns False without running anything, and its caller converts the arguments and
+calls again (or through ctypes): so a jitted call may hand it its arguments' buffers as
+they come (``Executable.direct``). A control-flow entry trusts its caller: only the
+executables call it, with C-contiguous arrays of the dtypes and sizes the function was
+compiled for, in its order.
 """
 
 import ctypes
+import functools
 
 import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from ..llvm import I8, I64, declare, entry_alloca
+from ...core import dtypes
+from ..llvm import I8, I32, I64, declare, entry_alloca
 
 I8P = I8.as_pointer()
 SUFFIX = "_py"
 METH_FASTCALL = 0x80
 
 # PyArrayObject (NumPy's C struct of an array) is the object header followed by
-# ``char *data``: reading that field is what ``PyArray_DATA`` does in C.
+# ``char *data``: reading that field is what ``PyArray_DATA`` does in C. The fields a
+# kernel's entry checks follow (the struct is the same in NumPy 1 and 2): ``int nd``,
+# ``npy_intp *dimensions``, then past ``strides`` and ``base``, ``PyArray_Descr *descr``
+# and ``int flags``; the object header starts with the reference count, then the type.
 DATA_OFFSET = object.__basicsize__
+TYPE_OFFSET = DATA_OFFSET - 8
+CHECKED_FIELDS = {"nd": DATA_OFFSET + 8, "dimensions": DATA_OFFSET + 16,
+                  "descr": DATA_OFFSET + 40, "flags": DATA_OFFSET + 48}
+# NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED (the byte order is the dtype object's)
+REQUIRED_FLAGS = 0x1 | 0x100
 
 # The Python C API the entries call, registered under names of ours (``register``).
 _API = {"nbjax_Py_IncRef": ("Py_IncRef", ir.VoidType(), [I8P]),
@@ -41,6 +59,9 @@ _API = {"nbjax_Py_IncRef": ("Py_IncRef", ir.VoidType(), [I8P]),
         "nbjax_PyEval_RestoreThread": ("PyEval_RestoreThread", ir.VoidType(), [I8P]),
         "nbjax_PyLong_FromLong": ("PyLong_FromLong", I8P, [I64])}
 _NONE = "nbjax_Py_None"
+_FALSE = "nbjax_Py_False"
+_NDARRAY = "nbjax_ndarray_type"
+_DTYPE = "nbjax_dtype_"  # + the dtype's name: the address of NumPy's dtype object
 
 
 def data_field(array):
@@ -49,9 +70,31 @@ def data_field(array):
     return ctypes.c_void_p.from_address(id(array) + DATA_OFFSET).value
 
 
+def _field(array, name, kind=ctypes.c_void_p):
+    return kind.from_address(id(array) + CHECKED_FIELDS[name]).value
+
+
+def _flags(array):
+    f = array.flags
+    return f.c_contiguous * 0x1 | f.aligned * 0x100
+
+
 def _layout_as_expected():
-    probe = np.arange(3.0)[1:]
-    return data_field(probe) == probe.__array_interface__["data"][0]
+    """Whether the fields an entry reads hold what NumPy says, on arrays that differ in
+    each (shape, dtype, contiguity, alignment, byte order)."""
+    base = np.arange(24.0, dtype=np.float64)
+    probes = [base[1:], base.reshape(2, 3, 4).transpose(1, 0, 2), np.zeros((), np.float32),
+              np.zeros(5, ">i4"), np.frombuffer(b"\0" * 13, np.int32, 3, offset=1)]
+    for probe in probes:
+        dims = ctypes.cast(_field(probe, "dimensions"), ctypes.POINTER(ctypes.c_ssize_t))
+        if data_field(probe) != probe.__array_interface__["data"][0] or \
+                ctypes.c_void_p.from_address(id(probe) + TYPE_OFFSET).value != id(np.ndarray) \
+                or _field(probe, "nd", ctypes.c_int) != probe.ndim or \
+                tuple(dims[i] for i in range(probe.ndim)) != probe.shape or \
+                _field(probe, "descr") != id(probe.dtype) or \
+                _field(probe, "flags", ctypes.c_int) & REQUIRED_FLAGS != _flags(probe):
+            return False
+    return True
 
 
 # Entries and ``data_field`` are used only where NumPy's arrays are laid out as they
@@ -65,16 +108,21 @@ def register():
     for ours, (name, _, _) in _API.items():
         llvm.add_symbol(ours, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
     llvm.add_symbol(_NONE, id(None))
+    llvm.add_symbol(_FALSE, id(False))
+    llvm.add_symbol(_NDARRAY, id(np.ndarray))
+    for dtype in dtypes.SUPPORTED:  # (NumPy keeps these objects as long as the process)
+        llvm.add_symbol(_DTYPE + dtype.name, id(dtype))
 
 
-def add_kernel_entry(module, fn, extent):
+def add_kernel_entry(module, fn, extent, arrays):
     """``<fn>_py(out0, ..., in0, ...)``: the kernel ``fn`` (buffers, then the start and stop
-    of its outer axis) over the whole axis, ``[0, extent)``; returns None."""
+    of its outer axis) over the whole axis, ``[0, extent)``; returns None, or False if an
+    argument is not an array as ``arrays`` (``(shape, dtype)`` of each) says."""
     def call(b, pointers):
         b.call(fn, [b.bitcast(p, a.type) for p, a in zip(pointers, fn.args)]
                + [ir.Constant(I64, 0), ir.Constant(I64, extent)])
         return None
-    _define(module, fn.name, len(fn.args) - 2, call)
+    _define(module, fn.name, len(fn.args) - 2, call, arrays)
 
 
 def add_flow_entry(module, fn, n_io):
@@ -88,16 +136,19 @@ def add_flow_entry(module, fn, n_io):
     _define(module, fn.name, n_io + 1, call)
 
 
-def _define(module, name, n_args, call):
+def _define(module, name, n_args, call, arrays=None):
     """The entry of ``name``: ``call(builder, data pointers)`` between releasing and taking
-    back the GIL; it returns None, or the int of the i32 ``call`` returns."""
+    back the GIL; it returns None, or the int of the i32 ``call`` returns. With ``arrays``
+    (``(shape, dtype)`` per argument) it first checks its arguments (``_check``)."""
     api = {ours: declare(module, ours, ret, args) for ours, (_, ret, args) in _API.items()}
-    none = module.globals.get(_NONE) or ir.GlobalVariable(module, I8, _NONE)
+    none = _global(module, _NONE)
     entry = ir.Function(module, ir.FunctionType(I8P, [I8P, I8P.as_pointer(), I64]),
                         name=name + SUFFIX)
     b = ir.IRBuilder(entry.append_basic_block("entry"))
     null = b.alloca(I8P)
     b.store(ir.Constant(I8P, None), null)
+    if arrays is not None:
+        _check(b, module, entry, arrays, api)
     pointers = []
     for k in range(n_args):
         obj = b.load(b.gep(entry.args[1], [ir.Constant(I64, k)]))
@@ -111,6 +162,56 @@ def _define(module, name, n_args, call):
         b.ret(none)
     else:
         b.ret(b.call(api["nbjax_PyLong_FromLong"], [b.sext(status, I64)]))
+
+
+def checkable(arrays):
+    """Whether an entry can check arrays of these ``(shape, dtype)``s: their dtypes are
+    among those ``register`` names."""
+    return all(np.dtype(dtype) in _CHECKABLE for _, dtype in arrays)
+
+
+_CHECKABLE = frozenset(dtypes.SUPPORTED)
+
+
+def _global(module, name):
+    """The address of the process's symbol ``name``, as an ``i8*``."""
+    return module.globals.get(name) or ir.GlobalVariable(module, I8, name)
+
+
+def _check(b, module, entry, arrays, api):
+    """Branch to a block returning False unless the entry has ``len(arrays)`` arguments, each
+    an ndarray of the ``(shape, dtype)`` there, C-contiguous and aligned (the fields
+    ``CHECKED_FIELDS``); ``b`` continues where they all are."""
+    reject = entry.append_basic_block("reject")
+    false = _global(module, _FALSE)
+    with b.goto_block(reject):
+        b.call(api["nbjax_Py_IncRef"], [false])
+        b.ret(false)
+
+    def require(condition):
+        ok = entry.append_basic_block("ok")
+        b.cbranch(condition, ok, reject)
+        b.position_at_end(ok)
+
+    def field(obj, offset, kind):
+        return b.load(b.bitcast(b.gep(obj, [ir.Constant(I64, offset)]), kind.as_pointer()))
+
+    require(b.icmp_unsigned("==", entry.args[2], ir.Constant(I64, len(arrays))))
+    for k, (shape, dtype) in enumerate(arrays):
+        obj = b.load(b.gep(entry.args[1], [ir.Constant(I64, k)]))
+        require(b.icmp_unsigned("==", field(obj, TYPE_OFFSET, I8P), _global(module, _NDARRAY)))
+        flags = field(obj, CHECKED_FIELDS["flags"], I32)
+        required = ir.Constant(I32, REQUIRED_FLAGS)
+        require(b.icmp_unsigned("==", b.and_(flags, required), required))
+        require(b.icmp_unsigned("==", field(obj, CHECKED_FIELDS["descr"], I8P),
+                                _global(module, _DTYPE + np.dtype(dtype).name)))
+        require(b.icmp_signed("==", field(obj, CHECKED_FIELDS["nd"], I32),
+                              ir.Constant(I32, len(shape))))
+        if shape:
+            dims = field(obj, CHECKED_FIELDS["dimensions"], I64.as_pointer())
+            same = [b.icmp_signed("==", b.load(b.gep(dims, [ir.Constant(I64, i)])),
+                                  ir.Constant(I64, n)) for i, n in enumerate(shape)]
+            require(functools.reduce(b.and_, same))
 
 
 class _MethodDef(ctypes.Structure):
