@@ -169,8 +169,8 @@ class JitWrapped:
         if fast_key is not None and entry.cacheable:
             if len(self._fast) >= FAST_CALLS:
                 del self._fast[next(iter(self._fast))]  # the oldest signature
-            self._fast[fast_key] = self._last_key, _fast_call(
-                entry, self.name, fast_key[1], donating, all(type(a) is Array for a in args))
+            self._fast[fast_key] = self._last_key, _fast_call(entry, self.name, fast_key[1],
+                                                              donating)
         return entry.out_tree.unflatten(outs)
 
     def _bind(self, entry, leaves, donating=None):
@@ -573,10 +573,10 @@ class _FastDonatingCall(_FastCall):
                 args[k].delete()
 
 
-def _fast_call(entry, name, backend, donating, all_arrays):
-    """The fast-path call of a signature (``donating``: what its calls donate, or None;
-    ``all_arrays``: whether its arguments are Arrays): a ``_FastCall``, or the target's
-    ``direct`` call where it has one (falling back on the ``_FastCall``)."""
+def _fast_call(entry, name, backend, donating):
+    """The fast-path call of a signature (``donating``: what its calls donate, or None): a
+    ``_FastCall``, or the target's ``direct`` call where it has one (which falls back on
+    the ``_FastCall``)."""
     target = get_target(backend)
     if donating is not None:
         executable = compiler.compile(entry.jaxpr, target, name, donating.donated)
@@ -584,7 +584,7 @@ def _fast_call(entry, name, backend, donating, all_arrays):
     executable = compiler.compile(entry.jaxpr, target, name)
     fast = _FastCall(entry, executable)
     direct = executable.direct(fast.consts, fast.out_avals[0], fast) \
-        if fast.out_tree is None and all_arrays else None
+        if fast.out_tree is None else None
     return fast if direct is None else direct
 
 

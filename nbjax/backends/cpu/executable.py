@@ -19,7 +19,6 @@ reference implementation on our buffers.
 import ctypes
 import dataclasses
 import math
-import operator
 import sys
 import time
 
@@ -279,19 +278,19 @@ class _Recycler:
 
 
 def _direct_call(executable, entry, consts, aval, fallback):
-    """``Executable.direct``: ``call(args)`` runs the kernel's ``entry`` on the NumPy
-    arrays of the Arrays ``args`` (after the ``consts``), into a recycled output buffer, and
-    makes the result Array (``host_result``). The entry checks every array, so an Array it
-    cannot take as it is (on a device, deleted, non-contiguous, of another dtype) makes it
-    refuse, and the call is ``fallback(args)``, which converts them; so is a call while
-    ``executable`` times its steps.
+    """``Executable.direct``: ``call(args)`` runs the kernel's ``entry`` on ``args``, Arrays
+    (whose NumPy arrays it reads) and NumPy arrays, after the ``consts``, into a recycled output
+    buffer, and makes the result Array (``host_result``). The entry checks every array, so
+    an Array it cannot take as it is (on a device, deleted, non-contiguous, of another
+    dtype) makes it refuse, and the call is ``fallback(args)``, which converts them; so is
+    a call while ``executable`` times its steps.
 
     Results are read-only, so an output buffer is frozen once, when made, and reused by a
     later call as soon as nothing but ``spares`` refers to it: there are two, so that
     ``x = f(x)`` alternates between them. A buffer is checked after it is bound to a local
     (as ``_Recycler`` does): a thread that finds it free holds the only other reference."""
     spares = [_frozen_empty(aval), _frozen_empty(aval)]
-    host, new, refs = operator.attrgetter("_host"), host_result, sys.getrefcount
+    new, refs = host_result, sys.getrefcount
 
     def call(args):
         if executable.step_times is None:
@@ -301,7 +300,7 @@ def _direct_call(executable, entry, consts, aval, fallback):
                 buf = spares[0]
                 if refs(buf) != _SPARE_REFS:
                     buf = spares[0] = _frozen_empty(aval)
-            if entry(buf, *consts, *map(host, args)) is None:
+            if entry(buf, *consts, *args) is None:
                 return new(buf, aval)
         return fallback(args)
     return call

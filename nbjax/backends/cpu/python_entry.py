@@ -19,12 +19,20 @@ A kernel's entry checks its arguments first, as ``PyArray_Check`` and NumPy's ma
 (the fields of ``PyArrayObject``: ``CHECKED_FIELDS``): their number, and that each is an
 ``ndarray`` (not a subclass), C-contiguous and aligned, of the shape and dtype the kernel
 was compiled for (the dtype object itself, NumPy's one object per dtype in the machine's
-byte order, named to the code as a symbol of this process: ``register``). If one is
-not, it returns False without running anything, and its caller converts the arguments and
-calls again (or through ctypes): so a jitted call may hand it its arguments' buffers as
-they come (``Executable.direct``). A control-flow entry trusts its caller: only the
-executables call it, with C-contiguous arrays of the dtypes and sizes the function was
-compiled for, in its order.
+byte order, named to the code as a symbol of this process: ``register``). An ``Array``
+(exactly nbjax's, with its host values) stands for its NumPy array: the entry reads its
+``_host`` slot (at ``HOST_OFFSET``, found by ``_slot_offset``), and holds a reference to
+each array while it runs without the GIL (so another thread deleting the Array cannot free
+the memory under it). If an argument is not as compiled, the entry returns False without
+running anything, and its caller converts the arguments and calls again (or through
+ctypes): so a jitted call hands it its arguments as they come (``Executable.direct``).
+A control-flow entry trusts its caller: only the executables call it, with C-contiguous
+arrays of the dtypes and sizes the function was compiled for, in its order.
+
+The offsets are checked when this module loads (``_layout_as_expected``), and those the
+machine code depends on beyond NumPy's and CPython's fixed layouts (``HOST_OFFSET``) are
+part of the symbol names it links to: code from the disk cache made for another layout
+finds no such symbol, and is compiled again.
 """
 
 import ctypes
@@ -34,7 +42,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from ...core import dtypes
+from ...core import Array, dtypes
 from ..llvm import I8, I32, I64, declare, entry_alloca
 
 I8P = I8.as_pointer()
@@ -53,8 +61,23 @@ CHECKED_FIELDS = {"nd": DATA_OFFSET + 8, "dimensions": DATA_OFFSET + 16,
 # NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED (the byte order is the dtype object's)
 REQUIRED_FLAGS = 0x1 | 0x100
 
+
+
+def _slot_offset(cls, name):
+    """Where the objects of ``cls`` hold slot ``name`` (None if it is not found): the word
+    that holds a marker set there."""
+    probe, marker = object.__new__(cls), object()
+    setattr(probe, name, marker)
+    found = [offset for offset in range(DATA_OFFSET, cls.__basicsize__, 8)
+             if ctypes.c_void_p.from_address(id(probe) + offset).value == id(marker)]
+    return found[0] if len(found) == 1 else None
+
+
+HOST_OFFSET = _slot_offset(Array, "_host")
+
 # The Python C API the entries call, registered under names of ours (``register``).
 _API = {"nbjax_Py_IncRef": ("Py_IncRef", ir.VoidType(), [I8P]),
+        "nbjax_Py_DecRef": ("Py_DecRef", ir.VoidType(), [I8P]),
         "nbjax_PyEval_SaveThread": ("PyEval_SaveThread", I8P, []),
         "nbjax_PyEval_RestoreThread": ("PyEval_RestoreThread", ir.VoidType(), [I8P]),
         "nbjax_PyLong_FromLong": ("PyLong_FromLong", I8P, [I64])}
@@ -62,6 +85,7 @@ _NONE = "nbjax_Py_None"
 _FALSE = "nbjax_Py_False"
 _NDARRAY = "nbjax_ndarray_type"
 _DTYPE = "nbjax_dtype_"  # + the dtype's name: the address of NumPy's dtype object
+_ARRAY = f"nbjax_Array_type_host_at_{HOST_OFFSET}"
 
 
 def data_field(array):
@@ -85,6 +109,8 @@ def _layout_as_expected():
     base = np.arange(24.0, dtype=np.float64)
     probes = [base[1:], base.reshape(2, 3, 4).transpose(1, 0, 2), np.zeros((), np.float32),
               np.zeros(5, ">i4"), np.frombuffer(b"\0" * 13, np.int32, 3, offset=1)]
+    if HOST_OFFSET is None:
+        return False
     for probe in probes:
         dims = ctypes.cast(_field(probe, "dimensions"), ctypes.POINTER(ctypes.c_ssize_t))
         if data_field(probe) != probe.__array_interface__["data"][0] or \
@@ -110,6 +136,7 @@ def register():
     llvm.add_symbol(_NONE, id(None))
     llvm.add_symbol(_FALSE, id(False))
     llvm.add_symbol(_NDARRAY, id(np.ndarray))
+    llvm.add_symbol(_ARRAY, id(Array))
     for dtype in dtypes.SUPPORTED:  # (NumPy keeps these objects as long as the process)
         llvm.add_symbol(_DTYPE + dtype.name, id(dtype))
 
@@ -139,7 +166,7 @@ def add_flow_entry(module, fn, n_io):
 def _define(module, name, n_args, call, arrays=None):
     """The entry of ``name``: ``call(builder, data pointers)`` between releasing and taking
     back the GIL; it returns None, or the int of the i32 ``call`` returns. With ``arrays``
-    (``(shape, dtype)`` per argument) it first checks its arguments (``_check``)."""
+    (``(shape, dtype)`` per argument) it first checks its arguments (``_checked``)."""
     api = {ours: declare(module, ours, ret, args) for ours, (_, ret, args) in _API.items()}
     none = _global(module, _NONE)
     entry = ir.Function(module, ir.FunctionType(I8P, [I8P, I8P.as_pointer(), I64]),
@@ -147,16 +174,22 @@ def _define(module, name, n_args, call, arrays=None):
     b = ir.IRBuilder(entry.append_basic_block("entry"))
     null = b.alloca(I8P)
     b.store(ir.Constant(I8P, None), null)
-    if arrays is not None:
-        _check(b, module, entry, arrays, api)
+    if arrays is None:
+        objects = [b.load(b.gep(entry.args[1], [ir.Constant(I64, k)])) for k in range(n_args)]
+    else:
+        objects = _checked(b, module, entry, arrays, api)
     pointers = []
-    for k in range(n_args):
-        obj = b.load(b.gep(entry.args[1], [ir.Constant(I64, k)]))
+    for obj in objects:
         data = b.bitcast(b.gep(obj, [ir.Constant(I64, DATA_OFFSET)]), I8P.as_pointer())
         pointers.append(b.load(b.select(b.icmp_unsigned("==", obj, none), null, data)))
+    held = objects if arrays is not None else []  # (arrays read from Arrays' slots)
+    for obj in held:
+        b.call(api["nbjax_Py_IncRef"], [obj])
     state = b.call(api["nbjax_PyEval_SaveThread"], [])
     status = call(b, pointers)
     b.call(api["nbjax_PyEval_RestoreThread"], [state])
+    for obj in held:
+        b.call(api["nbjax_Py_DecRef"], [obj])
     if status is None:
         b.call(api["nbjax_Py_IncRef"], [none])
         b.ret(none)
@@ -178,10 +211,11 @@ def _global(module, name):
     return module.globals.get(name) or ir.GlobalVariable(module, I8, name)
 
 
-def _check(b, module, entry, arrays, api):
-    """Branch to a block returning False unless the entry has ``len(arrays)`` arguments, each
-    an ndarray of the ``(shape, dtype)`` there, C-contiguous and aligned (the fields
-    ``CHECKED_FIELDS``); ``b`` continues where they all are."""
+def _checked(b, module, entry, arrays, api):
+    """The NumPy arrays of an entry's arguments, an Array's its ``_host``: ``b`` continues
+    where there are ``len(arrays)`` arguments, each an ndarray of the ``(shape, dtype)``
+    there, C-contiguous and aligned (the fields ``CHECKED_FIELDS``), and branches to a
+    block returning False elsewhere."""
     reject = entry.append_basic_block("reject")
     false = _global(module, _FALSE)
     with b.goto_block(reject):
@@ -197,8 +231,10 @@ def _check(b, module, entry, arrays, api):
         return b.load(b.bitcast(b.gep(obj, [ir.Constant(I64, offset)]), kind.as_pointer()))
 
     require(b.icmp_unsigned("==", entry.args[2], ir.Constant(I64, len(arrays))))
+    objects = []
     for k, (shape, dtype) in enumerate(arrays):
-        obj = b.load(b.gep(entry.args[1], [ir.Constant(I64, k)]))
+        obj = _host_if_array(b, module, b.load(b.gep(entry.args[1], [ir.Constant(I64, k)])))
+        require(b.icmp_unsigned("!=", obj, ir.Constant(I8P, None)))
         require(b.icmp_unsigned("==", field(obj, TYPE_OFFSET, I8P), _global(module, _NDARRAY)))
         flags = field(obj, CHECKED_FIELDS["flags"], I32)
         required = ir.Constant(I32, REQUIRED_FLAGS)
@@ -212,6 +248,23 @@ def _check(b, module, entry, arrays, api):
             same = [b.icmp_signed("==", b.load(b.gep(dims, [ir.Constant(I64, i)])),
                                   ir.Constant(I64, n)) for i, n in enumerate(shape)]
             require(functools.reduce(b.and_, same))
+        objects.append(obj)
+    return objects
+
+
+def _host_if_array(b, module, obj):
+    """``obj._host`` (possibly null: a slot never set) if ``obj`` is an ``Array``, else
+    ``obj``."""
+    is_array = b.icmp_unsigned("==", b.load(b.bitcast(
+        b.gep(obj, [ir.Constant(I64, TYPE_OFFSET)]), I8P.as_pointer())), _global(module, _ARRAY))
+    before = b.block
+    with b.if_then(is_array):
+        slot = b.bitcast(b.gep(obj, [ir.Constant(I64, HOST_OFFSET)]), I8P.as_pointer())
+        host, read = b.load(slot), b.block
+    merged = b.phi(I8P)
+    merged.add_incoming(obj, before)
+    merged.add_incoming(host, read)
+    return merged
 
 
 class _MethodDef(ctypes.Structure):
