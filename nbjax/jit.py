@@ -84,15 +84,21 @@ class JitWrapped:
     arguments and no static arguments, and every argument is an Array or a NumPy array. Then the
     pytree of arguments is a flat tuple whose structure the number of arguments fixes, so the
     signature is just the arguments' avals (for NumPy arrays their shape and dtype), plus the
-    two settings a call depends on (``enable_x64`` and the backend). ``_fast`` (this wrapper's,
-    at most ``FAST_CALLS`` signatures) maps that key to a ``_FastCall`` holding the executable,
-    the closed-over constants as NumPy values and the output avals and tree: a call is one dict
-    lookup, one ``run`` and wrapping the outputs. A key is added after a general-path call of a
-    cacheable trace, so the first call of a signature always takes the general path (and is the
-    one that traces and compiles). Anything else (a tracer, a Python scalar, a list, a keyword)
-    takes the general path: transformations of jitted functions, static arguments and retrace
-    explanations behave exactly as without the fast path. ``slow_path_calls`` counts the
-    general-path calls.
+    two settings a call depends on (``enable_x64`` and the backend); there is no key, and the
+    general path runs, while ``disable_jit``, ``debug_nans``, ``debug_infs`` or
+    ``no_execution`` is on (``_fast_key``). ``_fast`` (this wrapper's, at most ``FAST_CALLS``
+    signatures) maps that key to the signature's general-path key (``_last_key`` becomes it:
+    a later retrace is explained against it) and its call: a ``_FastCall`` holding the
+    executable, the closed-over constants as NumPy values and the output avals and tree (a
+    call is one dict lookup, one ``run`` and wrapping the outputs), or where the target has
+    one (``Executable.direct``: on the CPU, a program that is one small kernel with one
+    output) a function handing the arguments as they are to the native code, which checks
+    them and refuses those it cannot take, which the ``_FastCall`` then converts. A key is
+    added after a general-path call of a cacheable trace, so the first call of a signature
+    always takes the general path (and is the one that traces and compiles). Anything else (a
+    tracer, a Python scalar, a list, a keyword) takes the general path: transformations of
+    jitted functions, static arguments and retrace explanations behave exactly as without
+    the fast path. ``slow_path_calls`` counts the general-path calls.
 
     Donation (``donate_argnums``/``donate_argnames``, as JAX's) applies to eager calls
     (``_donation``; on the fast path ``_FastDonatingCall``): every array leaf of a donated
