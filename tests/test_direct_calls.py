@@ -203,6 +203,16 @@ def test_the_entry_runs_on_arrays_as_compiled_and_on_arrays_holding_them():
         assert_close(out, np.sin(x) + x, rtol=1e-6, scale=1.0)
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int32, np.float16])
+def test_the_entry_takes_arrays_of_every_dtype_as_compiled(dtype):
+    x = (np.arange(6) % 3).astype(dtype).reshape(2, 3)
+    cpu, _ = cpu_and_reference(lambda v: jnp.stack([v, v]), x)
+    entry, shape, out_dtype = cpu._kernel.entry_output
+    out = np.zeros(shape, out_dtype)
+    assert entry(out, x) is None  # (its dtype's symbol names the very dtype object)
+    np.testing.assert_array_equal(out, np.stack([x, x]))
+
+
 @pytest.mark.parametrize("case", ["count", "too many", "a list", "None", "a subclass",
                                   "shape", "rank", "dtype", "byte order", "non-contiguous",
                                   "unaligned", "a deleted Array", "an Array never set",
