@@ -62,7 +62,6 @@ CHECKED_FIELDS = {"nd": DATA_OFFSET + 8, "dimensions": DATA_OFFSET + 16,
 REQUIRED_FLAGS = 0x1 | 0x100
 
 
-
 def _slot_offset(cls, name):
     """Where the objects of ``cls`` hold slot ``name`` (None if it is not found): the word
     that holds a marker set there."""
@@ -106,11 +105,11 @@ def _flags(array):
 def _layout_as_expected():
     """Whether the fields an entry reads hold what NumPy says, on arrays that differ in
     each (shape, dtype, contiguity, alignment, byte order)."""
+    if HOST_OFFSET is None:
+        return False
     base = np.arange(24.0, dtype=np.float64)
     probes = [base[1:], base.reshape(2, 3, 4).transpose(1, 0, 2), np.zeros((), np.float32),
               np.zeros(5, ">i4"), np.frombuffer(b"\0" * 13, np.int32, 3, offset=1)]
-    if HOST_OFFSET is None:
-        return False
     for probe in probes:
         dims = ctypes.cast(_field(probe, "dimensions"), ctypes.POINTER(ctypes.c_ssize_t))
         if data_field(probe) != probe.__array_interface__["data"][0] or \
