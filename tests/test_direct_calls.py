@@ -60,6 +60,22 @@ def test_arrays_and_numpy_arrays_go_straight_to_the_entry(converted):
     assert converted == [] and f.slow_path_calls == 2  # (NumPy arrays: another key)
 
 
+@pytest.mark.parametrize("fun, value", [
+    (lambda x: x * 2, np.float32(3.0)),                        # a scalar
+    (lambda x: x * 2, np.array(True)),                         # bool -> weakly typed int
+    (lambda x: jnp.transpose(x, (2, 0, 1)) - 1, np.arange(6, dtype=np.int32).reshape(2, 1, 3)),
+    (lambda x: jnp.where(x > 0, x, 0.5), np.linspace(-1, 1, 7, dtype=np.float32)),
+], ids=["scalar", "bool", "transpose", "where"])
+def test_direct_calls_give_what_the_general_path_gives(fun, value, converted):
+    f = nbjax.jit(fun)
+    x = jnp.asarray(value)
+    f(x)
+    fast, slow = f(x), f._call((x,), {})
+    assert converted == []
+    assert fast.aval == slow.aval and fast.weak_type == slow.weak_type
+    np.testing.assert_array_equal(fast, slow)
+
+
 @pytest.mark.parametrize("kind", ["non-contiguous", "other dtype", "float64 numpy",
                                   "non-contiguous numpy", "deleted"])
 def test_what_the_entry_refuses_is_converted(kind, converted):
