@@ -64,7 +64,7 @@ def test_arrays_and_numpy_arrays_go_straight_to_the_entry(converted):
     (lambda x: x * 2, np.float32(3.0)),                        # a scalar
     (lambda x: x * 2, np.array(True)),                         # bool -> weakly typed int
     (lambda x: jnp.transpose(x, (2, 0, 1)) - 1, np.arange(6, dtype=np.int32).reshape(2, 1, 3)),
-    (lambda x: jnp.where(x > 0, x, 0.5), np.linspace(-1, 1, 7, dtype=np.float32)),
+    (lambda x: jnp.where(x > 0, x, -2 * x), np.linspace(-1, 1, 7, dtype=np.float32)),
 ], ids=["scalar", "bool", "transpose", "where"])
 def test_direct_calls_give_what_the_general_path_gives(fun, value, converted):
     f = nbjax.jit(fun)
