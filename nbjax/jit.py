@@ -84,15 +84,21 @@ class JitWrapped:
     arguments and no static arguments, and every argument is an Array or a NumPy array. Then the
     pytree of arguments is a flat tuple whose structure the number of arguments fixes, so the
     signature is just the arguments' avals (for NumPy arrays their shape and dtype), plus the
-    two settings a call depends on (``enable_x64`` and the backend). ``_fast`` (this wrapper's,
-    at most ``FAST_CALLS`` signatures) maps that key to a ``_FastCall`` holding the executable,
-    the closed-over constants as NumPy values and the output avals and tree: a call is one dict
-    lookup, one ``run`` and wrapping the outputs. A key is added after a general-path call of a
-    cacheable trace, so the first call of a signature always takes the general path (and is the
-    one that traces and compiles). Anything else (a tracer, a Python scalar, a list, a keyword)
-    takes the general path: transformations of jitted functions, static arguments and retrace
-    explanations behave exactly as without the fast path. ``slow_path_calls`` counts the
-    general-path calls.
+    two settings a call depends on (``enable_x64`` and the backend); there is no key, and the
+    general path runs, while ``disable_jit``, ``debug_nans``, ``debug_infs`` or
+    ``no_execution`` is on (``_fast_key``). ``_fast`` (this wrapper's, at most ``FAST_CALLS``
+    signatures) maps that key to the signature's general-path key (``_last_key`` becomes it:
+    a later retrace is explained against it) and its call: a ``_FastCall`` holding the
+    executable, the closed-over constants as NumPy values and the output avals and tree (a
+    call is one dict lookup, one ``run`` and wrapping the outputs), or where the target has
+    one (``Executable.direct``: on the CPU, a program that is one small kernel with one
+    output) a function handing the arguments as they are to the native code, which checks
+    them and refuses those it cannot take, which the ``_FastCall`` then converts. A key is
+    added after a general-path call of a cacheable trace, so the first call of a signature
+    always takes the general path (and is the one that traces and compiles). Anything else (a
+    tracer, a Python scalar, a list, a keyword) takes the general path: transformations of
+    jitted functions, static arguments and retrace explanations behave exactly as without
+    the fast path. ``slow_path_calls`` counts the general-path calls.
 
     Donation (``donate_argnums``/``donate_argnames``, as JAX's) applies to eager calls
     (``_donation``; on the fast path ``_FastDonatingCall``): every array leaf of a donated
@@ -139,19 +145,24 @@ class JitWrapped:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
+        if kwargs or self._has_static or self.observers:
+            return self._dispatch(args, kwargs)
+        key = _fast_key(args, self.backend)
+        found = self._fast.get(key)
+        if found is None:
+            return self._dispatch(args, kwargs, key)
+        self._last_key, call = found  # (a later cache miss is explained against it)
+        return call(args)
+
+    def _dispatch(self, args, kwargs, fast_key=None):
+        """A call the fast path did not make; ``fast_key``: its key if it is eligible."""
         if _config_values["disable_jit"]:
             return self.fun(*args, **kwargs)
-        key = None
-        if type(current_trace()) is EvalTrace:
-            if self.observers:
-                return self._observed_call(args, kwargs)
-            if not (kwargs or self._has_static):
-                key = _fast_key(args, self.backend)
-                fast = self._fast.get(key)
-                if fast is not None:
-                    self._last_key = fast.slow_key  # a later cache miss is explained against it
-                    return fast(args)
-        return self._call(args, kwargs, key)
+        if type(current_trace()) is not EvalTrace:
+            return self._call(args, kwargs)
+        if self.observers:
+            return self._observed_call(args, kwargs)
+        return self._call(args, kwargs, fast_key)
 
     def _call(self, args, kwargs, fast_key=None):
         """The general path; ``fast_key`` (None if the call is not eligible) gets a fast-path
@@ -164,8 +175,8 @@ class JitWrapped:
         if fast_key is not None and entry.cacheable:
             if len(self._fast) >= FAST_CALLS:
                 del self._fast[next(iter(self._fast))]  # the oldest signature
-            self._fast[fast_key] = _fast_call(entry, self._last_key, self.name, fast_key[1],
-                                              donating)
+            self._fast[fast_key] = self._last_key, _fast_call(entry, self.name, fast_key[1],
+                                                              donating)
         return entry.out_tree.unflatten(outs)
 
     def _bind(self, entry, leaves, donating=None):
@@ -492,11 +503,13 @@ _config_values = config._values  # read directly on the fast path: two dict read
 
 
 def _fast_key(args, backend):
-    """The fast path's key of an all-array call (see ``JitWrapped``), None for other calls
-    and while results are checked for NaNs or infs (``debug_nans``) or nothing may run
-    (``no_execution``): the general path checks those."""
-    if (_config_values["debug_nans"] or _config_values["debug_infs"]
-            or _config_values["no_execution"]):
+    """The fast path's key of an all-array call (see ``JitWrapped``), None for other calls:
+    under a transformation, with ``disable_jit``, while results are checked for NaNs or
+    infs (``debug_nans``) or while nothing may run (``no_execution``): the general path
+    sees to those."""
+    if (_config_values["disable_jit"] or _config_values["debug_nans"]
+            or _config_values["debug_infs"] or _config_values["no_execution"]
+            or type(current_trace()) is not EvalTrace):
         return None
     key = [_config_values["enable_x64"], backend or _config_values["jit_backend"]]
     if user_contexts:
@@ -504,7 +517,7 @@ def _fast_key(args, backend):
     for a in args:
         kind = type(a)
         if kind is Array:
-            key.append(a.aval)
+            key.append(a._aval)
         elif kind is np.ndarray:
             key.append((a.shape, a.dtype))
         else:
@@ -522,14 +535,13 @@ class _FastCall:
     jaxpr's output avals, which cannot change for one signature).
     """
 
-    __slots__ = ("run", "consts", "out_avals", "out_tree", "slow_key")
+    __slots__ = ("run", "consts", "out_avals", "out_tree")
 
-    def __init__(self, entry, slow_key, executable):
+    def __init__(self, entry, executable):
         self.run = executable.run
         self.consts = [to_numpy(c) for c in entry.consts]
         self.out_avals = entry.jaxpr.out_avals
         self.out_tree = None if entry.out_tree.is_leaf() else entry.out_tree
-        self.slow_key = slow_key
 
     def __call__(self, args):
         return self._wrap(self.run(*self.consts, *map(to_operand, args)))
@@ -548,8 +560,8 @@ class _FastDonatingCall(_FastCall):
 
     __slots__ = ("given", "run_reusing", "private", "name", "closed_over")
 
-    def __init__(self, entry, slow_key, executable, donating, private, name):
-        super().__init__(entry, slow_key, executable)
+    def __init__(self, entry, executable, donating, private, name):
+        super().__init__(entry, executable)
         self.run_reusing, self.given = executable.run_reusing, donating.given
         self.private, self.name, self.closed_over = private, name, entry.consts
 
@@ -567,13 +579,19 @@ class _FastDonatingCall(_FastCall):
                 args[k].delete()
 
 
-def _fast_call(entry, slow_key, name, backend, donating):
-    """The fast-path entry of a signature (``donating``: what its calls donate, or None)."""
+def _fast_call(entry, name, backend, donating):
+    """The fast-path call of a signature (``donating``: what its calls donate, or None): a
+    ``_FastCall``, or the target's ``direct`` call where it has one (which falls back on
+    the ``_FastCall``)."""
     target = get_target(backend)
-    if donating is None:
-        return _FastCall(entry, slow_key, compiler.compile(entry.jaxpr, target, name))
-    executable = compiler.compile(entry.jaxpr, target, name, donating.donated)
-    return _FastDonatingCall(entry, slow_key, executable, donating, target.private, name)
+    if donating is not None:
+        executable = compiler.compile(entry.jaxpr, target, name, donating.donated)
+        return _FastDonatingCall(entry, executable, donating, target.private, name)
+    executable = compiler.compile(entry.jaxpr, target, name)
+    fast = _FastCall(entry, executable)
+    direct = executable.direct(fast.consts, fast.out_avals[0], fast) \
+        if fast.out_tree is None else None
+    return fast if direct is None else direct
 
 
 # --- the ahead-of-time API ----------------------------------------------------------------

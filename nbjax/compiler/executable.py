@@ -60,6 +60,15 @@ class Executable:
     def run(self, *args):
         raise NotImplementedError
 
+    def direct(self, consts, out_aval, fallback):
+        """A faster way to make the eager jitted calls of one signature (``nbjax.jit``'s
+        fast path), or None when the target has none for this program (the default):
+        ``call(args)`` returns the one result as an Array of ``out_aval`` given ``args``,
+        a tuple of Arrays and NumPy arrays (the program's inputs after ``consts``, its
+        closed-over values as NumPy arrays); where it cannot take them as they are, it
+        returns ``fallback(args)``."""
+        return None
+
     def run_reusing(self, args, reuse):
         """``run(*args)``, allowed to overwrite (and return as results) the buffers of the
         arguments at the positions in ``reuse``: donated ones that nothing else refers to.

@@ -221,11 +221,9 @@ class Array:
         value = np.asarray(value, dtype=aval.dtype)
         if value.shape != aval.shape:
             raise AssertionError(f"impl returned shape {value.shape}, abstract_eval {aval.shape}")
-        arr = object.__new__(cls)
         if value.flags.writeable:
             value.flags.writeable = False
-        arr._host, arr._buffer, arr._aval, arr._device = value, None, aval, _CPU0
-        return arr
+        return host_result(value, aval)
 
     @classmethod
     def on_device(cls, buffer, aval):
@@ -308,10 +306,11 @@ class Array:
     def block_until_ready(self):
         """Wait until the value is computed: on the host it is when the call returns; on a
         device, the work queued before it must finish."""
-        if self.is_deleted():
+        buffer = self._buffer  # (no method calls: timing loops call this after every call)
+        if buffer is not None:
+            buffer.block_until_ready()
+        elif self._host is None:
             self._value  # noqa: B018  (raises: deleted)
-        if self._buffer is not None:
-            self._buffer.block_until_ready()
         return self
 
     def is_ready(self):
@@ -388,6 +387,19 @@ class Array:
 
     def __deepcopy__(self, memo):
         return self
+
+
+def host_result(value, aval, _new=object.__new__):
+    """The Array of ``value``, a read-only NumPy array of ``aval``'s shape and dtype that the
+    caller gives away (a compiled call's new result): ``Array.wrap`` without its conversions
+    and checks, for the jitted calls that know their results to be such (``nbjax.jit``'s
+    fast path)."""
+    arr = _new(Array)
+    arr._host = value
+    arr._buffer = None
+    arr._aval = aval
+    arr._device = _CPU0
+    return arr
 
 
 def to_numpy(x):

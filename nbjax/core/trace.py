@@ -51,9 +51,10 @@ def set_outermost_trace(trace_class):
 
 
 def current_trace():
-    if _context.trace is None:
-        _context.trace = _outermost[0]()
-    return _context.trace
+    trace = _context.trace  # (one read of the thread's state: a jitted call makes one)
+    if trace is None:
+        trace = _context.trace = _outermost[0]()
+    return trace
 
 
 @contextlib.contextmanager

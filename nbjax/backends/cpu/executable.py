@@ -26,7 +26,7 @@ import numpy as np
 
 from ... import compiler
 from ...compiler import KernelInfo, report
-from ...core import Literal, to_numpy
+from ...core import Literal, host_result, to_numpy
 from . import buffer_plan, codegen, control_flow, interrupts, python_entry, runtime
 from .host_steps import HostCall, host_step
 
@@ -68,6 +68,16 @@ class Executable(compiler.Executable):
         if self._kernel is not None and self.step_times is None:
             return self._kernel(*map(_as_buffer, args, self._in_dtypes))
         return self._run(args)
+
+    def direct(self, consts, out_aval, fallback):
+        """A jitted call of Arrays straight into the kernel's entry (see the base class):
+        for a program that is one small kernel (``_whole_program_kernel``) with one output
+        of ``out_aval``'s shape and dtype, which its ``python_entry`` computes."""
+        entry, shape, dtype = getattr(self._kernel, "entry_output", (None, None, None))
+        if entry is None or (shape, dtype) != (out_aval.shape, out_aval.dtype) or \
+                math.prod(shape) * dtype.itemsize > SMALL_OUTPUT:
+            return None
+        return _direct_call(self, entry, consts, out_aval, fallback)
 
     def run_reusing(self, args, reuse):
         """``run``, writing outputs into the buffers of the donated arguments at ``reuse``
@@ -168,9 +178,11 @@ def kernel_call(fn, loop, combine=None, entry=None):
 
         if entry is not None:
             def call(*inputs, given=None):  # the common case at dispatch-bound sizes
-                buf = allocate()[0]
-                entry(buf, *inputs)
+                buf, pointer = allocate()
+                if entry(buf, *inputs) is not None:  # (it refused an input: as before)
+                    fn(pointer, *map(address, inputs), 0, extent)
                 return [buf]
+            call.entry_output = entry, outputs[0][1], outputs[0][0]
             return call
 
         def call(*inputs, given=None):
@@ -263,6 +275,50 @@ class _Recycler:
             buf.setflags(write=True)
         self.spare.append((buf, ptr))
         return buf, ptr
+
+
+def _direct_call(executable, entry, consts, aval, fallback):
+    """``Executable.direct``: ``call(args)`` runs the kernel's ``entry`` on ``args``, Arrays
+    (whose NumPy arrays it reads) and NumPy arrays, after the ``consts``, into a recycled output
+    buffer, and makes the result Array (``host_result``). The entry checks every array, so
+    an Array it cannot take as it is (on a device, deleted, non-contiguous, of another
+    dtype) makes it refuse, and the call is ``fallback(args)``, which converts them; so is
+    a call while ``executable`` times its steps.
+
+    Results are read-only, so an output buffer is frozen once, when made, and reused by a
+    later call as soon as nothing but ``spares`` refers to it: there are two, so that
+    ``x = f(x)`` alternates between them. A buffer is checked after it is bound to a local
+    (as ``_Recycler`` does): a thread that finds it free holds the only other reference."""
+    spares = [_frozen_empty(aval), _frozen_empty(aval)]
+    new, refs = host_result, sys.getrefcount
+
+    def call(args):
+        if executable.step_times is None:
+            buf = spares[0]
+            if refs(buf) != _SPARE_REFS:
+                spares.reverse()
+                buf = spares[0]
+                if refs(buf) != _SPARE_REFS:
+                    buf = spares[0] = _frozen_empty(aval)
+            if entry(buf, *consts, *args) is None:
+                return new(buf, aval)
+        return fallback(args)
+    return call
+
+
+def _frozen_empty(aval):
+    buf = np.empty(aval.shape, aval.dtype)
+    buf.flags.writeable = False
+    return buf
+
+
+def _refcount_of_a_spare():
+    spares = [np.empty(1)]
+    buf = spares[0]
+    return sys.getrefcount(buf)
+
+
+_SPARE_REFS = _refcount_of_a_spare()  # a buffer only ``spares`` and a local refer to
 
 
 def _refcount_of_a_local():
@@ -473,16 +529,25 @@ def _add_entries(module, plan, flows):
         called = [flows["program"]] if "program" in flows else []
     else:
         group = plan.groups[0]
-        if group.kind == "kernel" and not runtime.splits(group.kernel):
+        arrays = _entry_arrays(group.kernel) if group.kind == "kernel" else None
+        if arrays is not None and not runtime.splits(group.kernel) \
+                and python_entry.checkable(arrays):
             kernel = group.kernel
             python_entry.add_kernel_entry(module, module.get_global(kernel.name),
-                                          kernel.shape[0] if kernel.shape else 1)
+                                          kernel.shape[0] if kernel.shape else 1, arrays)
             return (kernel.name,)
         called = [flows[group.index]] if group.kind == "loop" else []
     for flow in called:
         n_io = flow.timed + len(flow.operands) + len(flow.results) + len(flow.constants)
         python_entry.add_flow_entry(module, module.get_global(flow.name), n_io)
     return tuple(flow.name for flow in called)
+
+
+def _entry_arrays(loop):
+    """``(shape, dtype)`` of each buffer a kernel takes: its outputs as ``kernel_call``
+    allocates them, then its inputs."""
+    return [(tuple(o.shape), np.dtype(o.acc_dtype or o.var.aval.dtype)) for o in loop.outputs] \
+        + [(tuple(v.aval.shape), np.dtype(v.aval.dtype)) for v in loop.inputs]
 
 
 def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times):

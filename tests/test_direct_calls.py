@@ -1,0 +1,262 @@
+"""Jitted calls straight into a kernel's entry (``Executable.direct``): a signature seen
+before whose program is one small kernel runs with no conversion in Python; the entry checks
+every argument, and whatever it refuses takes the fast path's ``_FastCall``, which converts
+(a device's array, a deleted one, a non-contiguous or otherwise-typed buffer, a NumPy array
+of another dtype), as does every call while step timing or a debug flag is on."""
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax.backends.cpu import python_entry
+from nbjax.core import Array, ShapedArray, host_result
+from helpers import assert_close, cpu_and_reference, random_array
+
+rng = np.random.default_rng(11)
+pytestmark = pytest.mark.cpu_compiler
+
+
+@pytest.fixture
+def converted(monkeypatch):
+    """The calls that took the ``_FastCall`` (the entry refused, or was not used): a list
+    of their argument tuples."""
+    calls = []
+    fast_call = sys.modules["nbjax.jit"]._FastCall  # (nbjax.jit is the function)
+    original = fast_call.__call__
+
+    def spy(self, args):
+        calls.append(args)
+        return original(self, args)
+    monkeypatch.setattr(fast_call, "__call__", spy)
+    return calls
+
+
+def _add_one():
+    f = nbjax.jit(lambda x: x * 2.0 + 1.0)
+    x = random_array(rng, (4,))
+    f(jnp.asarray(x))  # the general path: traces, compiles, adds the fast entry
+    return f, x
+
+
+def _frozen(values):
+    values = np.asarray(values)
+    values.flags.writeable = False
+    return values
+
+
+def test_arrays_and_numpy_arrays_go_straight_to_the_entry(converted):
+    f, x = _add_one()
+    for arg in (jnp.asarray(x), x.copy()):
+        out = f(arg)
+        f(arg)
+        assert isinstance(out, Array) and out.aval == ShapedArray((4,), np.float32)
+        assert_close(out, x * 2 + 1, rtol=1e-6)
+        with pytest.raises(ValueError):
+            np.asarray(out)[0] = 0  # results are read-only
+    assert converted == [] and f.slow_path_calls == 2  # (NumPy arrays: another key)
+
+
+@pytest.mark.parametrize("fun, value", [
+    (lambda x: x * 2, np.float32(3.0)),                        # a scalar
+    (lambda x: x * 2, np.array(True)),                         # bool -> weakly typed int
+    (lambda x: jnp.transpose(x, (2, 0, 1)) - 1, np.arange(6, dtype=np.int32).reshape(2, 1, 3)),
+    (lambda x: jnp.where(x > 0, x, -2 * x), np.linspace(-1, 1, 7, dtype=np.float32)),
+], ids=["scalar", "bool", "transpose", "where"])
+def test_direct_calls_give_what_the_general_path_gives(fun, value, converted):
+    f = nbjax.jit(fun)
+    x = jnp.asarray(value)
+    f(x)
+    fast, slow = f(x), f._call((x,), {})
+    assert converted == []
+    assert fast.aval == slow.aval and fast.weak_type == slow.weak_type
+    np.testing.assert_array_equal(fast, slow)
+
+
+@pytest.mark.parametrize("kind", ["non-contiguous", "other dtype", "float64 numpy",
+                                  "non-contiguous numpy", "deleted"])
+def test_what_the_entry_refuses_is_converted(kind, converted):
+    f, x = _add_one()
+    wide = np.repeat(x, 2)[::2]
+    arg = {"non-contiguous": Array(_frozen(wide)),  # (a read-only view stays a view)
+           # an Array whose NumPy array is not of its dtype (the conversion casts it)
+           "other dtype": host_result(_frozen(x.astype(np.float64)), f.lower(x).in_avals[0]),
+           "float64 numpy": x.astype(np.float64),
+           "non-contiguous numpy": wide,
+           "deleted": jnp.asarray(x)}[kind]
+    if kind == "float64 numpy":
+        f(arg)  # its own key (the dtype it has), canonicalised to float32 by the conversion
+    elif kind == "non-contiguous numpy":
+        f(x.copy())
+    converted.clear()
+    if kind == "deleted":
+        arg.delete()
+        with pytest.raises(RuntimeError, match="deleted"):
+            f(arg)
+    else:
+        assert_close(f(arg), x * 2 + 1, rtol=1e-6)
+    assert len(converted) == 1
+
+
+class _Buffer:
+    """A device's buffer, as ``Array.on_device`` takes it, holding ``values``."""
+
+    def __init__(self, values):
+        self.values, self.device, self.copies = values, nbjax.devices()[0], 0
+
+    def to_host(self):
+        self.copies += 1
+        return self.values.copy()
+
+    def block_until_ready(self):
+        pass
+
+    def is_ready(self):
+        return True
+
+
+def test_an_array_on_a_device_is_converted_until_its_values_are_on_the_host(converted):
+    f, x = _add_one()
+    buffer = _Buffer(x)
+    arg = Array.on_device(buffer, ShapedArray((4,), np.float32))
+    assert_close(f(arg), x * 2 + 1, rtol=1e-6)  # converted: reads the buffer, once
+    assert len(converted) == 1 and buffer.copies == 1
+    assert_close(f(arg), x * 2 + 1, rtol=1e-6)  # its host copy goes to the entry
+    assert len(converted) == 1 and buffer.copies == 1
+
+
+def test_debug_nans_between_calls_is_checked(converted):
+    f = nbjax.jit(lambda x: jnp.log(x))
+    x = jnp.asarray(np.array([1.0, -1.0], np.float32))
+    f(x)
+    f(x)
+    nbjax.config.update("debug_nans", True)
+    try:
+        with pytest.raises(FloatingPointError):
+            f(x)
+    finally:
+        nbjax.config.update("debug_nans", False)
+    assert np.isnan(np.asarray(f(x))[1]) and converted == []
+
+
+def test_calls_while_steps_are_timed_are_timed(converted):
+    f, x = _add_one()
+    compiled = f.lower(x).compile()
+    compiled.enable_timing()
+    try:
+        for _ in range(3):
+            assert_close(f(jnp.asarray(x)), x * 2 + 1, rtol=1e-6)
+        assert [len(times) for times in compiled.step_times.values()] == [3]
+    finally:
+        compiled.enable_timing(False)
+    assert len(converted) == 3
+    f(jnp.asarray(x))
+    assert len(converted) == 3
+
+
+def test_closed_over_values_go_first():
+    w = jnp.asarray(random_array(rng, (3,)))
+    f = nbjax.jit(lambda x: x * w - 1.0)
+    x = random_array(rng, (3,))
+    for _ in range(3):
+        assert_close(f(jnp.asarray(x)), x * np.asarray(w) - 1, rtol=1e-6, scale=1.0)
+
+
+def test_results_kept_or_fed_back_are_never_overwritten():
+    f = nbjax.jit(lambda x: x + 1.0)
+    x = jnp.asarray(np.zeros(5, np.float32))
+    kept = []
+    for _ in range(6):
+        x = f(x)  # the input holds the last result: the other buffer is used
+        kept.append(x)
+        view = np.asarray(f(x))[1:]  # only a view of this one survives
+        assert_close(view, np.full(4, float(len(kept)) + 1, np.float32))
+    for k, value in enumerate(kept):
+        assert_close(value, np.full(5, k + 1.0, np.float32))
+    assert len({id(np.asarray(v)) for v in kept}) == len(kept)
+
+
+def test_threads_calling_at_once_get_their_own_results():
+    f = nbjax.jit(lambda x: x * 3.0)
+    inputs = [jnp.asarray(np.full(8, float(k), np.float32)) for k in range(4)]
+    f(inputs[0])
+    failures = []
+
+    def work(k):
+        for _ in range(2000):
+            out = f(inputs[k])
+            if not np.array_equal(np.asarray(out), np.full(8, 3.0 * k, np.float32)):
+                failures.append(k)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+# --- the entry's checks ------------------------------------------------------------------
+
+class _Sub(np.ndarray):
+    pass
+
+
+def _entry():
+    """A kernel's entry taking (out f32[2,3], in f32[2,3]) and computing ``sin(x) + x``."""
+    x = random_array(rng, (2, 3))
+    cpu, _ = cpu_and_reference(lambda v: jnp.sin(v) + v, x)
+    return cpu._kernel.entry_output[0], x
+
+
+def test_the_entry_runs_on_arrays_as_compiled_and_on_arrays_holding_them():
+    entry, x = _entry()
+    for arg in (x, Array(x)):
+        out = np.zeros((2, 3), np.float32)
+        assert entry(out, arg) is None
+        assert_close(out, np.sin(x) + x, rtol=1e-6, scale=1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int32, np.float16])
+def test_the_entry_takes_arrays_of_every_dtype_as_compiled(dtype):
+    x = (np.arange(6) % 3).astype(dtype).reshape(2, 3)
+    cpu, _ = cpu_and_reference(lambda v: jnp.stack([v, v]), x)
+    entry, shape, out_dtype = cpu._kernel.entry_output
+    out = np.zeros(shape, out_dtype)
+    assert entry(out, x) is None  # (its dtype's symbol names the very dtype object)
+    np.testing.assert_array_equal(out, np.stack([x, x]))
+
+
+@pytest.mark.parametrize("case", ["count", "too many", "a list", "None", "a subclass",
+                                  "shape", "rank", "dtype", "byte order", "non-contiguous",
+                                  "unaligned", "a deleted Array", "an Array never set",
+                                  "output shape"])
+def test_the_entry_refuses_what_it_was_not_compiled_for(case):
+    entry, x = _entry()
+    out = np.zeros((2, 3), np.float32)
+    unaligned = np.frombuffer(bytearray(4 * 6 + 1), np.float32, 6, offset=1).reshape(2, 3)
+    deleted = Array(x)
+    deleted.delete()
+    args = {"count": (out,), "too many": (out, x, x), "a list": (out, x.tolist()),
+            "None": (out, None), "a subclass": (out, x.view(_Sub)),
+            "shape": (out, x.reshape(3, 2)), "rank": (out, x.reshape(6)),
+            "dtype": (out, x.astype(np.float64)), "byte order": (out, x.astype(">f4")),
+            "non-contiguous": (out, np.asfortranarray(x)), "unaligned": (out, unaligned),
+            "a deleted Array": (out, deleted), "an Array never set": (out, Array.__new__(Array)),
+            "output shape": (np.zeros((3, 2), np.float32), x)}[case]
+    assert entry(*args) is False
+    assert not args[0].any(), "the kernel ran"
+
+
+def test_a_refused_call_through_the_executable_goes_through_ctypes():
+    entry, x = _entry()
+    cpu, _ = cpu_and_reference(lambda v: jnp.sin(v) + v, x)
+    unaligned = np.frombuffer(bytearray(4 * 6 + 1), np.float32, 6, offset=1).reshape(2, 3)
+    unaligned[...] = x
+    assert_close(cpu.run(unaligned)[0], np.sin(x) + x, rtol=1e-6, scale=1.0)
+
+
+def test_the_layout_the_entries_read_was_found():
+    assert python_entry.USABLE and python_entry.HOST_OFFSET is not None
