@@ -1,0 +1,219 @@
+"""Decompositions and triangular solves called from native code: LAPACK's ``potrf``
+(``cholesky``) and ``getrf`` (``lu``), BLAS's ``trsm`` (``triangular_solve``), by address
+(``routines`` finds them in the OpenBLAS NumPy ships, or else SciPy's), on float32 and
+float64; complex values and the other decompositions call back into Python.
+
+A primitive asks for one of these by its ``"linear algebra"`` lowering, which names the
+operation its reference implementation computes ("cholesky", "triangular solve", "lu"),
+LAPACK's conventions included; ``EMITTERS`` says how each is emitted. Each works on the
+last two axes, and a loop makes one call per matrix of the stack.
+
+LAPACK is column-major, where a row-major matrix reads as its transpose:
+
+- ``trsm`` solves in place, on a copy of the right-hand side in the result: ``op(A) X = B``
+  is ``X^T op(A)^T = B^T``, so the side flips, and so does the triangle (the lower one of
+  ``A`` is the upper one of ``A^T``), while ``A^T`` transposed (``"T"``) is ``op(A)^T``
+  exactly when ``transpose_a`` asks for it.
+- ``potrf`` and ``getrf`` factor a column-major copy of the matrix (written transposed into
+  the scratch block), which the result is read back from: factoring the transpose would be
+  another factorisation (``getrf`` would pivot columns), or, for ``potrf``, the same one
+  rounded differently from NumPy's, which factors the lower triangle of such a copy.
+
+What comes back follows the reference implementation: ``cholesky`` is zero above the
+diagonal and all NaN where ``potrf`` reports a matrix that is not positive definite
+(``info > 0``: its partial factor is never read); ``lu`` returns its pivots 0-based, as
+``int32``, with the permutation they make (the swaps applied in order to ``0..m-1``); a
+singular matrix (``info > 0``) is a valid factorisation with a zero on U's diagonal, as in
+the reference. An empty matrix or stack calls nothing (LAPACK is not called on them); an
+``lu`` of ``m x 0`` still writes its identity permutation.
+"""
+
+import math
+
+import numpy as np
+from llvmlite import ir
+
+from ..llvm import I32, I64, constant, for_loop
+from . import routines
+from .rows import loop
+
+
+def supports(eqn):
+    """Whether ``emit`` compiles ``eqn``: an operation of ``EMITTERS`` (its primitive's
+    ``"linear algebra"`` lowering) on float32 or float64 matrices."""
+    return eqn.primitive.lowerings.get("linear algebra") in EMITTERS and \
+        np.dtype(eqn.invars[0].aval.dtype) in routines.REAL
+
+
+def emit(f, eqn, *buffers):
+    """Emit ``eqn`` (``supports(eqn)``) into ``f`` (a ``control_flow.ControlFlowFunction``)
+    on the buffers of its operands, then of its results."""
+    EMITTERS[eqn.primitive.lowerings["linear algebra"]](f, eqn, *buffers)
+
+
+class _Stack:
+    """A stack of ``rows x cols`` matrices of ``dtype`` in the buffer ``pointer``, for the
+    builder of ``f``."""
+
+    def __init__(self, f, pointer, shape, dtype):
+        self.f, self.dtype = f, np.dtype(dtype)
+        self.rows, self.cols = shape[-2:]
+        self.base = f.typed(pointer, dtype)
+
+    def start(self, i):
+        """The element offset of matrix ``i`` (an i64)."""
+        return self.f.b.mul(i, ir.Constant(I64, self.rows * self.cols))
+
+    def matrix(self, i):
+        """A pointer to matrix ``i``, for a LAPACK routine."""
+        return self.f.b.gep(self.base, [self.start(i)])
+
+    def at(self, i, r, c, column_major=False):
+        """The offset of element ``(r, c)`` of matrix ``i``."""
+        b = self.f.b
+        if column_major:
+            within = b.add(b.mul(c, ir.Constant(I64, self.rows)), r)
+        else:
+            within = b.add(b.mul(r, ir.Constant(I64, self.cols)), c)
+        return b.add(self.start(i), within)
+
+    def load(self, i, r, c, column_major=False):
+        return self.f.e.load(self.base, self.at(i, r, c, column_major), self.dtype)
+
+    def store(self, i, r, c, value, column_major=False):
+        self.f.e.store(self.base, self.at(i, r, c, column_major), value, self.dtype)
+
+
+def _each_matrix(f, shape, body):
+    """``body(i)`` for each matrix ``i`` of a stack of ``shape`` (batch axes, then two)."""
+    loop(f, math.prod(shape[:-2]), body, "matrix")
+
+
+def _each_element(f, rows, cols, body):
+    """``body(r, c)`` for each element of a ``rows x cols`` matrix, row by row."""
+    loop(f, rows, lambda r: loop(f, cols, lambda c: body(r, c), "col"), "row")
+
+
+def _column_major_copy(f, source, i, work):
+    """Write matrix ``i`` of the _Stack ``source`` into the one-matrix _Stack ``work``,
+    column-major."""
+    zero = ir.Constant(I64, 0)
+    _each_element(f, source.rows, source.cols, lambda r, c: work.store(
+        zero, r, c, source.load(i, r, c), column_major=True))
+
+
+def _info(f):
+    """A slot for a routine's ``info`` result (made in the function's first block)."""
+    return f.setup.alloca(routines.library())
+
+
+def _cholesky(f, eqn, x, out):
+    aval = eqn.invars[0].aval
+    if aval.size == 0:
+        return
+    n, dtype, b, setup = aval.shape[-1], np.dtype(aval.dtype), f.b, f.setup
+    source, result = _Stack(f, x, aval.shape, dtype), _Stack(f, out, aval.shape, dtype)
+    scratch = f.scratch(n * n * dtype.itemsize)
+    work, info, zero = _Stack(f, scratch, (n, n), dtype), _info(f), ir.Constant(I64, 0)
+    args = [routines.character(b, setup, "L"), routines.integer(b, setup, n),
+            work.matrix(zero), routines.integer(b, setup, n), info]
+
+    def one(i):
+        _column_major_copy(f, source, i, work)
+        routines.call(b, "potrf", dtype, args)
+        int_type = routines.library()
+        failed = b.icmp_signed("!=", b.load(info, typ=int_type), ir.Constant(int_type, 0))
+
+        def element(r, c):  # L below and on the diagonal, 0 above; NaN if it failed
+            lower = b.select(b.icmp_signed("<=", c, r), work.load(zero, r, c, True),
+                             constant(0, dtype))
+            result.store(i, r, c, b.select(failed, constant(np.nan, dtype), lower))
+        _each_element(f, n, n, element)
+    _each_matrix(f, aval.shape, one)
+    f.release(scratch)
+
+
+def _triangular_solve(f, eqn, a, rhs, out):
+    a_aval, b_aval = (v.aval for v in eqn.invars)
+    if b_aval.size == 0:
+        return
+    p, dtype, b, setup = eqn.params, np.dtype(b_aval.dtype), f.b, f.setup
+    m, n, k = b_aval.shape[-2], b_aval.shape[-1], a_aval.shape[-1]
+    f.copy(out, rhs, b_aval.nbytes)  # (trsm solves in place)
+    matrix, solution = _Stack(f, a, a_aval.shape, dtype), _Stack(f, out, b_aval.shape, dtype)
+    letters = ("R" if p["left_side"] else "L", "U" if p["lower"] else "L",
+               "T" if p["transpose_a"] else "N", "U" if p["unit_diagonal"] else "N")
+    # Column-major, the right-hand side is B^T, n x m.
+    head = [*(routines.character(b, setup, x) for x in letters), routines.integer(b, setup, n),
+            routines.integer(b, setup, m),
+            routines.by_reference(b, setup, constant(1, dtype))]
+    lda, ldb = routines.integer(b, setup, k), routines.integer(b, setup, n)
+    _each_matrix(f, b_aval.shape, lambda i: routines.call(
+        b, "trsm", dtype, head + [matrix.matrix(i), lda, solution.matrix(i), ldb]))
+
+
+def _lu(f, eqn, x, lu_out, pivots_out, perm_out):
+    aval = eqn.invars[0].aval
+    *batch, m, n = aval.shape
+    if math.prod(batch) == 0:
+        return
+    k, dtype, b = min(m, n), np.dtype(aval.dtype), f.b
+    source, result = _Stack(f, x, aval.shape, dtype), _Stack(f, lu_out, aval.shape, dtype)
+    pivots = _Stack(f, pivots_out, (1, k), np.int32)  # (one row per matrix)
+    perm = _Stack(f, perm_out, (1, m), np.int32)
+    factor = _Getrf(f, m, n, dtype) if k else None
+
+    def one(i):
+        zero = ir.Constant(I64, 0)
+        loop(f, m, lambda r: perm.store(i, zero, r, b.trunc(r, I32)), "identity")
+        if factor is None:
+            return
+        work, ipiv = factor(source, i)
+        _each_element(f, m, n, lambda r, c: result.store(i, r, c,
+                                                         work.load(zero, r, c, True)))
+
+        def swap(j):  # pivots[j] 0-based; the permutation's rows j and pivots[j] swapped
+            int_type = routines.library()
+            row = b.sub(b.load(b.gep(ipiv, [j], source_etype=int_type), typ=int_type),
+                        ir.Constant(int_type, 1))
+            row = b.sext(row, I64) if int_type.width < 64 else row
+            pivots.store(i, zero, j, b.trunc(row, I32))
+            here, there = perm.load(i, zero, j), perm.load(i, zero, row)
+            perm.store(i, zero, j, there)
+            perm.store(i, zero, row, here)
+        for_loop(b, zero, ir.Constant(I64, k), swap, "pivots")
+    _each_matrix(f, aval.shape, one)
+    if factor is not None:
+        factor.release()
+
+
+class _Getrf:
+    """``getrf`` on a column-major copy of one ``m x n`` matrix at a time: calling it with
+    a _Stack and a matrix index returns (the factored copy, a _Stack, and the pointer to
+    its 1-based pivots, in the library's integer type); ``release`` gives the scratch
+    back."""
+
+    def __init__(self, f, m, n, dtype):
+        b, setup, int_type = f.b, f.setup, routines.library()
+        self.f, self.dtype = f, dtype
+        self.regions = [f.scratch(m * n * dtype.itemsize),
+                        f.scratch(min(m, n) * int_type.width // 8)]
+        self.work = _Stack(f, self.regions[0], (m, n), dtype)
+        self.ipiv = b.bitcast(self.regions[1], int_type.as_pointer())
+        self.args = [routines.integer(b, setup, m), routines.integer(b, setup, n),
+                     self.work.matrix(ir.Constant(I64, 0)), routines.integer(b, setup, m),
+                     self.ipiv, _info(f)]
+
+    def __call__(self, source, i):
+        _column_major_copy(self.f, source, i, self.work)
+        routines.call(self.f.b, "getrf", self.dtype, self.args)
+        return self.work, self.ipiv
+
+    def release(self):
+        for region in self.regions:
+            self.f.release(region)
+
+
+# How each operation a primitive's ``"linear algebra"`` lowering names is emitted: a
+# function of (ControlFlowFunction, equation, operand buffers..., result buffers...).
+EMITTERS = {"cholesky": _cholesky, "triangular solve": _triangular_solve, "lu": _lu}
