@@ -94,12 +94,42 @@ def _each_element(f, rows, cols, body):
     loop(f, rows, lambda r: loop(f, cols, lambda c: body(r, c), "col"), "row")
 
 
-def _column_major_copy(f, source, i, work):
-    """Write matrix ``i`` of the _Stack ``source`` into the one-matrix _Stack ``work``,
-    column-major."""
-    zero = ir.Constant(I64, 0)
-    _each_element(f, source.rows, source.cols, lambda r, c: work.store(
-        zero, r, c, source.load(i, r, c), column_major=True))
+class _ColumnMajor:
+    """A column-major working copy of one ``rows x cols`` matrix of ``dtype`` in the scratch
+    block, which LAPACK routines factor in place (``pointer``): ``fill`` writes a matrix of
+    a _Stack into its first columns, ``load`` reads an element back; ``release`` gives the
+    scratch back."""
+
+    def __init__(self, f, rows, cols, dtype):
+        self.f, self.dtype = f, np.dtype(dtype)
+        self.region = f.scratch(rows * cols * self.dtype.itemsize)
+        self.stack = _Stack(f, self.region, (rows, cols), dtype)
+        self.pointer = self.stack.matrix(ir.Constant(I64, 0))
+
+    def fill(self, source, i):
+        """Copy matrix ``i`` of the _Stack ``source`` in (converted to this copy's dtype)."""
+        zero = ir.Constant(I64, 0)
+        _each_element(self.f, source.rows, source.cols, lambda r, c: self.stack.store(
+            zero, r, c, _converted(self.f, source.load(i, r, c), source.dtype, self.dtype),
+            column_major=True))
+
+    def load(self, r, c, dtype):
+        """Element ``(r, c)`` as a ``dtype``."""
+        value = self.stack.load(ir.Constant(I64, 0), r, c, column_major=True)
+        return _converted(self.f, value, self.dtype, dtype)
+
+    def release(self):
+        self.f.release(self.region)
+
+
+def _converted(f, value, src, dst):
+    return value if np.dtype(src) == np.dtype(dst) else f.e.convert(value, src, dst)
+
+
+def _failed(f, info):
+    """Whether the routine that wrote the ``info`` slot reported a failure."""
+    int_type = routines.library()
+    return f.b.icmp_signed("!=", f.b.load(info, typ=int_type), ir.Constant(int_type, 0))
 
 
 def _info(f):
@@ -113,24 +143,22 @@ def _cholesky(f, eqn, x, out):
         return
     n, dtype, b, setup = aval.shape[-1], np.dtype(aval.dtype), f.b, f.setup
     source, result = _Stack(f, x, aval.shape, dtype), _Stack(f, out, aval.shape, dtype)
-    scratch = f.scratch(n * n * dtype.itemsize)
-    work, info, zero = _Stack(f, scratch, (n, n), dtype), _info(f), ir.Constant(I64, 0)
-    args = [routines.character(b, setup, "L"), routines.integer(b, setup, n),
-            work.matrix(zero), routines.integer(b, setup, n), info]
+    work, info = _ColumnMajor(f, n, n, dtype), _info(f)
+    args = [routines.character(b, setup, "L"), routines.integer(b, setup, n), work.pointer,
+            routines.integer(b, setup, n), info]
 
     def one(i):
-        _column_major_copy(f, source, i, work)
+        work.fill(source, i)
         routines.call(b, "potrf", dtype, args)
-        int_type = routines.library()
-        failed = b.icmp_signed("!=", b.load(info, typ=int_type), ir.Constant(int_type, 0))
+        failed = _failed(f, info)
 
         def element(r, c):  # L below and on the diagonal, 0 above; NaN if it failed
-            lower = b.select(b.icmp_signed("<=", c, r), work.load(zero, r, c, True),
+            lower = b.select(b.icmp_signed("<=", c, r), work.load(r, c, dtype),
                              constant(0, dtype))
             result.store(i, r, c, b.select(failed, constant(np.nan, dtype), lower))
         _each_element(f, n, n, element)
     _each_matrix(f, aval.shape, one)
-    f.release(scratch)
+    work.release()
 
 
 def _triangular_solve(f, eqn, a, rhs, out):
@@ -157,61 +185,38 @@ def _lu(f, eqn, x, lu_out, pivots_out, perm_out):
     *batch, m, n = aval.shape
     if math.prod(batch) == 0:
         return
-    k, dtype, b = min(m, n), np.dtype(aval.dtype), f.b
+    k, dtype, b, setup = min(m, n), np.dtype(aval.dtype), f.b, f.setup
+    int_type, zero = routines.library(), ir.Constant(I64, 0)
     source, result = _Stack(f, x, aval.shape, dtype), _Stack(f, lu_out, aval.shape, dtype)
     pivots = _Stack(f, pivots_out, (1, k), np.int32)  # (one row per matrix)
     perm = _Stack(f, perm_out, (1, m), np.int32)
-    factor = _Getrf(f, m, n, dtype) if k else None
+    if k:
+        work, ipiv = _ColumnMajor(f, m, n, dtype), f.scratch(k * int_type.width // 8)
+        args = [routines.integer(b, setup, m), routines.integer(b, setup, n), work.pointer,
+                routines.integer(b, setup, m), ipiv, _info(f)]
+        ipiv_typed = b.bitcast(ipiv, int_type.as_pointer())
+
+    def swap(i, j):  # pivots[j] 0-based; the permutation's rows j and pivots[j] swapped
+        row = b.sub(b.load(b.gep(ipiv_typed, [j], source_etype=int_type), typ=int_type),
+                    ir.Constant(int_type, 1))
+        row = b.sext(row, I64) if int_type.width < 64 else row
+        pivots.store(i, zero, j, b.trunc(row, I32))
+        here, there = perm.load(i, zero, j), perm.load(i, zero, row)
+        perm.store(i, zero, j, there)
+        perm.store(i, zero, row, here)
 
     def one(i):
-        zero = ir.Constant(I64, 0)
         loop(f, m, lambda r: perm.store(i, zero, r, b.trunc(r, I32)), "identity")
-        if factor is None:
+        if not k:
             return
-        work, ipiv = factor(source, i)
-        _each_element(f, m, n, lambda r, c: result.store(i, r, c,
-                                                         work.load(zero, r, c, True)))
-
-        def swap(j):  # pivots[j] 0-based; the permutation's rows j and pivots[j] swapped
-            int_type = routines.library()
-            row = b.sub(b.load(b.gep(ipiv, [j], source_etype=int_type), typ=int_type),
-                        ir.Constant(int_type, 1))
-            row = b.sext(row, I64) if int_type.width < 64 else row
-            pivots.store(i, zero, j, b.trunc(row, I32))
-            here, there = perm.load(i, zero, j), perm.load(i, zero, row)
-            perm.store(i, zero, j, there)
-            perm.store(i, zero, row, here)
-        for_loop(b, zero, ir.Constant(I64, k), swap, "pivots")
+        work.fill(source, i)
+        routines.call(b, "getrf", dtype, args)  # (info > 0: singular, factored all the same)
+        _each_element(f, m, n, lambda r, c: result.store(i, r, c, work.load(r, c, dtype)))
+        for_loop(b, zero, ir.Constant(I64, k), lambda j: swap(i, j), "pivots")
     _each_matrix(f, aval.shape, one)
-    if factor is not None:
-        factor.release()
-
-
-class _Getrf:
-    """``getrf`` on a column-major copy of one ``m x n`` matrix at a time: calling it with
-    a _Stack and a matrix index returns (the factored copy, a _Stack, and the pointer to
-    its 1-based pivots, in the library's integer type); ``release`` gives the scratch
-    back."""
-
-    def __init__(self, f, m, n, dtype):
-        b, setup, int_type = f.b, f.setup, routines.library()
-        self.f, self.dtype = f, dtype
-        self.regions = [f.scratch(m * n * dtype.itemsize),
-                        f.scratch(min(m, n) * int_type.width // 8)]
-        self.work = _Stack(f, self.regions[0], (m, n), dtype)
-        self.ipiv = b.bitcast(self.regions[1], int_type.as_pointer())
-        self.args = [routines.integer(b, setup, m), routines.integer(b, setup, n),
-                     self.work.matrix(ir.Constant(I64, 0)), routines.integer(b, setup, m),
-                     self.ipiv, _info(f)]
-
-    def __call__(self, source, i):
-        _column_major_copy(self.f, source, i, self.work)
-        routines.call(self.f.b, "getrf", self.dtype, self.args)
-        return self.work, self.ipiv
-
-    def release(self):
-        for region in self.regions:
-            self.f.release(region)
+    if k:
+        work.release()
+        f.release(ipiv)
 
 
 # How each operation a primitive's ``"linear algebra"`` lowering names is emitted: a
