@@ -244,3 +244,20 @@ def test_complex_values_call_back_into_python_and_say_so():
     cpu = _same(scanned, xs, native=False)
     assert cpu.runs_as == "1 step, calling back into Python for cholesky"
     assert "1 host step (cholesky)" in cpu.plan.report()
+
+
+def test_the_lapack_of_scipy_where_numpy_ships_none(monkeypatch):
+    """Without NumPy's OpenBLAS, compiled code calls SciPy's LAPACK and BLAS (32-bit
+    integers, pivots included), with the same values."""
+    from nbjax.backends.cpu import routines
+    monkeypatch.setattr(routines, "_numpy_openblas", lambda: None)
+    routines.library.cache_clear()
+    try:
+        assert routines.library().width == 32
+        x = _spd((2, 4, 4), np.float64)
+        x[1] = -x[1]
+        with nbjax.enable_x64(True):
+            _same(lambda a: (linalg.cholesky(a), *linalg.lu(a * 3),
+                             linalg.triangular_solve(a, a[..., :2], left_side=True)), x)
+    finally:
+        routines.library.cache_clear()
