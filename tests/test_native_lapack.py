@@ -234,6 +234,42 @@ def test_lu_inside_fori_loop_and_jnp_solve():
     assert "compiled as a native loop" in cpu.plan.report()
 
 
+# --- qr ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("full_matrices", [True, False])
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (6, 3), (3, 6), (2, 5, 3), (70, 40),
+                                   (40, 70), (3, 0), (0, 3), (0, 0), (0, 3, 3)])
+def test_qr_alone_and_between_kernels(dtype, full_matrices, shape):
+    """Householder signs are the reference's (R's diagonal signs are not normalised
+    away): q and r are compared as they are."""
+    x = RNG.standard_normal(shape).astype(dtype)
+    with _x64(dtype):
+        cpu = _same(lambda a: linalg.qr(a, full_matrices=full_matrices), x)
+        assert "qr is a LAPACK call" in cpu.plan.report()
+        _same(lambda a: [o + 1 for o in linalg.qr(a * 2, full_matrices=full_matrices)], x)
+
+
+def test_qr_of_a_rank_deficient_matrix():
+    x = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 0.0, 1.0], [1.0, 2.0, 0.0]])
+    with nbjax.enable_x64(True):
+        q, r = (np.asarray(v) for v in _same(linalg.qr, x).run(x))
+    assert_close(q @ r, x, rtol=1e-14)
+
+
+def test_qr_inside_scan():
+    """Gram-Schmidt's job in a loop: orthonormalise a moving basis every step."""
+    xs = RNG.standard_normal((6, 5, 3)).astype(np.float32)
+
+    def scanned(xs):
+        def step(c, x):
+            q, r = linalg.qr(x + c, full_matrices=False)
+            return c + 0.5 * q, r
+        return lax.scan(step, jnp.zeros((5, 3), np.float32), xs)
+    cpu = _same(scanned, xs)
+    assert "compiled as a native loop" in cpu.plan.report()
+
+
 # --- what stays a call back into Python ----------------------------------------------------
 
 def test_complex_values_call_back_into_python_and_say_so():

@@ -28,6 +28,7 @@ the reference. An empty matrix or stack calls nothing (LAPACK is not called on t
 ``lu`` of ``m x 0`` still writes its identity permutation.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -219,6 +220,49 @@ def _lu(f, eqn, x, lu_out, pivots_out, perm_out):
         f.release(ipiv)
 
 
+# Room for LAPACK's blocked algorithms: a workspace of this many elements per column (its
+# ``ilaenv`` asks for blocks of 32 columns; OpenBLAS's for as many or fewer).
+BLOCK = 64
+
+
+def _qr(f, eqn, x, q_out, r_out):
+    aval = eqn.invars[0].aval
+    *batch, m, n = aval.shape
+    if math.prod(batch) == 0 or m == 0:
+        return
+    k, dtype, b, setup = min(m, n), np.dtype(aval.dtype), f.b, f.setup
+    q_cols = m if eqn.params["full_matrices"] else k
+    source, q, upper = (_Stack(f, x, aval.shape, dtype), _Stack(f, q_out, (m, q_cols), dtype),
+                        _Stack(f, r_out, (q_cols, n), dtype))
+    if k == 0:  # no reflector: q is the identity (m x m, or m x 0), r empty
+        _each_matrix(f, aval.shape, lambda i: _each_element(f, m, q_cols, lambda r, c: q.store(
+            i, r, c, b.select(b.icmp_signed("==", r, c), constant(1, dtype),
+                              constant(0, dtype)))))
+        return
+    # geqrf factors the first n columns of m x max(n, q_cols); orgqr makes its first q_cols
+    # columns q (those past the k reflectors start as the identity's), once r is read.
+    work = _ColumnMajor(f, m, max(n, q_cols), dtype)
+    lwork = max(n, q_cols) * BLOCK
+    tau, space = f.scratch(k * dtype.itemsize), f.scratch(lwork * dtype.itemsize)
+    integer = functools.partial(routines.integer, b, setup)
+    tail = [tau, space, integer(lwork), _info(f)]
+    geqrf = [integer(m), integer(n), work.pointer, integer(m)] + tail
+    orgqr = [integer(m), integer(q_cols), integer(k), work.pointer, integer(m)] + tail
+
+    def one(i):
+        work.fill(source, i)
+        routines.call(b, "geqrf", dtype, geqrf)
+        _each_element(f, q_cols, n, lambda r, c: upper.store(i, r, c, b.select(
+            b.icmp_signed(">=", c, r), work.load(r, c, dtype), constant(0, dtype))))
+        routines.call(b, "orgqr", dtype, orgqr)
+        _each_element(f, m, q_cols, lambda r, c: q.store(i, r, c, work.load(r, c, dtype)))
+    _each_matrix(f, aval.shape, one)
+    work.release()
+    f.release(tau)
+    f.release(space)
+
+
 # How each operation a primitive's ``"linear algebra"`` lowering names is emitted: a
 # function of (ControlFlowFunction, equation, operand buffers..., result buffers...).
-EMITTERS = {"cholesky": _cholesky, "triangular solve": _triangular_solve, "lu": _lu}
+EMITTERS = {"cholesky": _cholesky, "triangular solve": _triangular_solve, "lu": _lu,
+            "qr": _qr}

@@ -34,7 +34,7 @@ PREFIX = "nbjax_"  # of the names the routines are registered under
 # The routines, each in a float32 ("s") and a float64 ("d") variant, by the SciPy module
 # exporting them.
 BLAS = ("gemm", "trsm")
-LAPACK = ("potrf", "getrf")
+LAPACK = ("potrf", "getrf", "geqrf", "orgqr", "syevd")
 LETTERS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
 REAL = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
 I8P = I8.as_pointer()

@@ -380,6 +380,7 @@ def solve(a, b):
 # --- QR -----------------------------------------------------------------------------------------
 
 qr_p = linalg_primitive("qr", multiple_results=True)
+linear_algebra_lowering(qr_p, "qr")
 
 
 @qr_p.def_abstract_eval
