@@ -270,6 +270,57 @@ def test_qr_inside_scan():
     assert "compiled as a native loop" in cpu.plan.report()
 
 
+# --- eigh ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (2, 5, 5), (60, 60), (0, 0), (0, 3, 3)])
+def test_eigh_alone_and_between_kernels(dtype, lower, shape):
+    """Eigenvectors with the reference's signs (syevd in float64, as NumPy computes), from
+    the triangle asked for (the other one holds garbage)."""
+    x = RNG.standard_normal(shape).astype(dtype)
+    with _x64(dtype):
+        cpu = _same(lambda a: linalg.eigh(a, lower=lower, symmetrize_input=False), x)
+        assert "eigh is a LAPACK call" in cpu.plan.report()
+        _same(lambda a: [o * 2 for o in linalg.eigh(a + 1)], x)
+
+
+def test_eigh_of_repeated_eigenvalues():
+    x = np.diag([2.0, 2.0, 1.0, 2.0]) + 0.0
+    q = np.linalg.qr(RNG.standard_normal((4, 4)))[0]
+    with nbjax.enable_x64(True):
+        _same(linalg.eigh, np.stack([x, q @ x @ q.T, np.eye(4)]))
+
+
+def test_eigh_that_does_not_converge_is_nan():
+    """syevd's failure (``info > 0``, a matrix of NaNs) gives NaNs, as in JAX, where the
+    reference raises NumPy's LinAlgError; the other members of the stack are unaffected."""
+    x = RNG.standard_normal((2, 3, 3))
+    x[1] = np.nan
+    with nbjax.enable_x64(True):
+        cpu, _ = cpu_and_reference(linalg.eigh, x)
+        v, w = (np.asarray(o) for o in cpu.run(x))
+        want_v, want_w = (np.asarray(o) for o in linalg.eigh(x[:1]))
+    assert np.isnan(v[1]).all() and np.isnan(w[1]).all()
+    assert_close(v[:1], want_v, rtol=1e-12)
+    assert_close(w[:1], want_w, rtol=1e-12)
+
+
+def test_eigh_inside_fori_loop_and_its_gradient():
+    a = _spd((5, 5), np.float32)
+
+    def looped(a):
+        def body(i, m):
+            v, w = linalg.eigh(m)
+            return (v * w[None, :]) @ v.T * 0.5 + a * 0.5
+        return lax.fori_loop(0, 4, body, a)
+
+    def top_eigenvalue(a):
+        return linalg.eigh(a)[1][-1]
+    for cpu in (_same(looped, a), _same(nbjax.grad(top_eigenvalue), a)):
+        assert "calling back" not in cpu.runs_as
+
+
 # --- what stays a call back into Python ----------------------------------------------------
 
 def test_complex_values_call_back_into_python_and_say_so():

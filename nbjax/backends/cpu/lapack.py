@@ -262,7 +262,43 @@ def _qr(f, eqn, x, q_out, r_out):
     f.release(space)
 
 
+def _eigh(f, eqn, x, v_out, w_out):
+    """``syevd`` in float64 whatever the dtype: the reference (NumPy) computes float32
+    matrices so, and eigenvectors, defined up to their sign, then come out with its signs."""
+    aval = eqn.invars[0].aval
+    if aval.size == 0:
+        return
+    n, dtype, b, setup = aval.shape[-1], np.dtype(aval.dtype), f.b, f.setup
+    exact, int_type = np.dtype(np.float64), routines.library()
+    source, v = _Stack(f, x, aval.shape, dtype), _Stack(f, v_out, aval.shape, dtype)
+    w = _Stack(f, w_out, (1, n), dtype)  # (one row per matrix)
+    work = _ColumnMajor(f, n, n, exact)
+    lwork, liwork = max(1 + 6 * n + 2 * n * n, (2 + BLOCK) * n), 3 + 5 * n
+    regions = [f.scratch(n * exact.itemsize), f.scratch(lwork * exact.itemsize),
+               f.scratch(liwork * int_type.width // 8)]
+    values, (space, ints) = _Stack(f, regions[0], (1, n), exact), regions[1:]
+    integer, info = functools.partial(routines.integer, b, setup), _info(f)
+    args = [routines.character(b, setup, "V"),
+            routines.character(b, setup, "L" if eqn.params["lower"] else "U"), integer(n),
+            work.pointer, integer(n), values.matrix(ir.Constant(I64, 0)), space, integer(lwork),
+            ints, integer(liwork), info]
+    zero, nan = ir.Constant(I64, 0), constant(np.nan, dtype)
+
+    def one(i):
+        work.fill(source, i)
+        routines.call(b, "syevd", exact, args)
+        failed = _failed(f, info)  # (did not converge: NaN, where NumPy raises)
+        _each_element(f, n, n, lambda r, c: v.store(
+            i, r, c, b.select(failed, nan, work.load(r, c, dtype))))
+        loop(f, n, lambda c: w.store(i, zero, c, b.select(
+            failed, nan, _converted(f, values.load(zero, zero, c), exact, dtype))), "values")
+    _each_matrix(f, aval.shape, one)
+    work.release()
+    for region in regions:
+        f.release(region)
+
+
 # How each operation a primitive's ``"linear algebra"`` lowering names is emitted: a
 # function of (ControlFlowFunction, equation, operand buffers..., result buffers...).
 EMITTERS = {"cholesky": _cholesky, "triangular solve": _triangular_solve, "lu": _lu,
-            "qr": _qr}
+            "qr": _qr, "eigh": _eigh}

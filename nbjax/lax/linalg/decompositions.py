@@ -552,6 +552,7 @@ def svd(x, *, full_matrices=True, compute_uv=True):
 # --- eigh -----------------------------------------------------------------------------------
 
 eigh_p = linalg_primitive("eigh", multiple_results=True)
+linear_algebra_lowering(eigh_p, "eigh")
 
 
 @eigh_p.def_abstract_eval
