@@ -1,12 +1,15 @@
 """Decompositions and triangular solves called from native code: LAPACK's ``potrf``
-(``cholesky``) and ``getrf`` (``lu``), BLAS's ``trsm`` (``triangular_solve``), by address
-(``routines`` finds them in the OpenBLAS NumPy ships, or else SciPy's), on float32 and
-float64; complex values and the other decompositions call back into Python.
+(``cholesky``), ``getrf`` (``lu``), ``geqrf`` and ``orgqr`` (``qr``), ``syevd``
+(``eigh``) and BLAS's ``trsm`` (``triangular_solve``), by address (``routines`` finds them
+in the OpenBLAS NumPy ships, or else SciPy's), on float32 and float64; complex values, svd
+and eig call back into Python.
 
 A primitive asks for one of these by its ``"linear algebra"`` lowering, which names the
-operation its reference implementation computes ("cholesky", "triangular solve", "lu"),
-LAPACK's conventions included; ``EMITTERS`` says how each is emitted. Each works on the
-last two axes, and a loop makes one call per matrix of the stack.
+operation its reference implementation computes ("cholesky", "triangular solve", "lu",
+"qr", "eigh"), LAPACK's conventions included; ``EMITTERS`` says how each is emitted. Each
+works on the last two axes, and a loop makes one call per matrix of the stack. The
+routines' scratch (pivots, ``tau``, workspaces: sized at compile time, with room for
+LAPACK's blocked algorithms, ``BLOCK``) comes from the function's scratch block.
 
 LAPACK is column-major, where a row-major matrix reads as its transpose:
 
@@ -14,18 +17,23 @@ LAPACK is column-major, where a row-major matrix reads as its transpose:
   is ``X^T op(A)^T = B^T``, so the side flips, and so does the triangle (the lower one of
   ``A`` is the upper one of ``A^T``), while ``A^T`` transposed (``"T"``) is ``op(A)^T``
   exactly when ``transpose_a`` asks for it.
-- ``potrf`` and ``getrf`` factor a column-major copy of the matrix (written transposed into
-  the scratch block), which the result is read back from: factoring the transpose would be
-  another factorisation (``getrf`` would pivot columns), or, for ``potrf``, the same one
-  rounded differently from NumPy's, which factors the lower triangle of such a copy.
+- the factorisations work on a column-major copy of the matrix (written transposed into
+  the scratch block: ``_ColumnMajor``), which the results are read back from: factoring
+  the transpose would be another factorisation (``getrf`` would pivot columns), or the
+  same one rounded differently from NumPy's, which factors such a copy. So float64
+  Cholesky, QR and eigh factors equal the reference's bit for bit; ``eigh`` computes in
+  float64 for float32 too, as NumPy does, so that its eigenvectors, defined up to their
+  signs, have the reference's signs.
 
 What comes back follows the reference implementation: ``cholesky`` is zero above the
 diagonal and all NaN where ``potrf`` reports a matrix that is not positive definite
 (``info > 0``: its partial factor is never read); ``lu`` returns its pivots 0-based, as
 ``int32``, with the permutation they make (the swaps applied in order to ``0..m-1``); a
 singular matrix (``info > 0``) is a valid factorisation with a zero on U's diagonal, as in
-the reference. An empty matrix or stack calls nothing (LAPACK is not called on them); an
-``lu`` of ``m x 0`` still writes its identity permutation.
+the reference. An ``eigh`` that does not converge is NaN, as in JAX, where the reference
+raises NumPy's ``LinAlgError``. An empty matrix or stack calls nothing (LAPACK is not
+called on them); an ``lu`` of ``m x 0`` still writes its identity permutation and a
+complete ``qr`` of ``m x 0`` its identity ``q``.
 """
 
 import functools
