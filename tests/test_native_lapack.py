@@ -3,6 +3,11 @@
 and inside loops, batched, float32 and float64, empty and 1x1 matrices, matrices that are
 not positive definite or are singular; and no call back into Python for them."""
 
+import json
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -348,3 +353,41 @@ def test_the_lapack_of_scipy_where_numpy_ships_none(monkeypatch):
                              linalg.triangular_solve(a, a[..., :2], left_side=True)), x)
     finally:
         routines.library.cache_clear()
+
+
+_CHILD = """
+import json
+import numpy as np
+import nbjax, nbjax.numpy as jnp
+from nbjax import lax
+from nbjax.lax import linalg
+from nbjax.backends.cpu import cache
+
+def program(a):
+    return lax.fori_loop(0, 3, lambda i, v: linalg.cholesky(v @ v.T * 0.1 + a)
+                         + linalg.lu(v)[0] * 0.01, a)
+
+a = (np.eye(4) * 4 + np.linspace(0, 1, 16).reshape(4, 4)).astype(np.float32)
+exe = nbjax.jit(program).lower(a).compile("cpu").executable
+print(json.dumps({"stats": dict(cache.stats), "runs as": exe.runs_as,
+                  "out": exe.run(a)[0].tolist()}))
+"""
+
+
+def test_a_new_process_loads_the_program_and_finds_lapack(tmp_path):
+    """A program calling LAPACK, loaded from the disk cache by another process, resolves
+    the routines' symbols again (no address is baked into its object code)."""
+    script = tmp_path / "child.py"
+    script.write_text(_CHILD)
+    env = dict(os.environ, NBJAX_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("NBJAX_DISABLE_DISK_CACHE", None)
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert runs[0]["stats"].get("program store") == 1
+    assert runs[1]["stats"].get("program hit") == 1
+    assert runs[0]["runs as"] == runs[1]["runs as"] == "1 step"
+    assert runs[1]["out"] == runs[0]["out"] and np.isfinite(runs[0]["out"]).all()
