@@ -68,7 +68,7 @@ def test_no_import_cycles_but_the_known_ones():
 IMPORTS_INSIDE_FUNCTIONS = {
     "__init__.py": "the notebook layer (IPython, widgets) loads only with %load_ext nbjax",
     "distributed/__init__.py": "mpi4py initialises MPI when imported: only when a run asks",
-    "backends/cpu/blas.py": "scipy.linalg (150-300 ms to import), where NumPy's BLAS is not found",
+    "backends/cpu/routines.py": "scipy.linalg (150-300 ms to import), where NumPy's BLAS is not found",
     "backends/gpu/cuda.py": "CuPy: imported when a program is compiled for the gpu, never before",
     "lax/linalg/forms.py": "scipy.linalg adds a third to nbjax's import time; two routines need it",
 }

@@ -161,21 +161,21 @@ def test_the_blas_of_numpy_or_else_scipy(numpy_has_blas, monkeypatch):
     """Compiled code calls the OpenBLAS NumPy's wheel ships (64-bit integers) when it is
     there, else SciPy's (32-bit integers), each under its own symbol: both give the
     reference values."""
-    from nbjax.backends.cpu import blas
+    from nbjax.backends.cpu import routines
     if not numpy_has_blas:
-        monkeypatch.setattr(blas, "_numpy_openblas", lambda: None)
-    elif blas._numpy_openblas() is None:
+        monkeypatch.setattr(routines, "_numpy_openblas", lambda: None)
+    elif routines._numpy_openblas() is None:
         pytest.skip("this NumPy does not ship OpenBLAS")
-    blas.library.cache_clear()
+    routines.library.cache_clear()
     try:
-        assert blas.library().width == (64 if numpy_has_blas else 32)
+        assert routines.library().width == (64 if numpy_has_blas else 32)
         w = (RNG.standard_normal((6, 6)) * 0.3).astype(np.float32)
         cpu = _run_both(lambda x: lax.scan(lambda c, _: (jnp.tanh(c @ w), None), x, None,
                                            length=4)[0], RNG.standard_normal((3, 6)).astype(
                                                np.float32))
         _assert_native_with_calls(cpu, 1)
     finally:
-        blas.library.cache_clear()
+        routines.library.cache_clear()
 
 
 # --- products on the xs alone, computed before the loop (passes.hoist_from_loops) ----------

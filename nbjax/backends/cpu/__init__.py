@@ -4,9 +4,9 @@ The compiler's pipeline (``nbjax.compiler.compile``) optimises and plans; ``CpuT
 generates one LLVM module for all kernels of the plan (``codegen``: the CPU's loops around
 the shared emitter of ``nbjax.backends.llvm``), compiles it (``runtime``) and returns an
 ``Executable`` (``executable``). A program compiled by an earlier process is loaded from
-the disk cache instead (``program_cache``). Library steps are BLAS calls or loops in native
-code (scatters, arg-reductions, cumulative ops, sorts); the others call the primitive's
-NumPy implementation on our buffers.
+the disk cache instead (``program_cache``). Library steps are BLAS and LAPACK calls or loops
+in native code (scatters, arg-reductions, cumulative ops, sorts); the others call the
+primitive's NumPy implementation on our buffers.
 """
 
 from ...compiler import Target
@@ -25,6 +25,7 @@ NATIVE_CALLS = {
     "arg-reduction": "is a loop in native code",
     "cumulative op": "is a running loop in native code",
     "sort": "is a merge sort in native code",
+    "linear algebra": "is a LAPACK call",
 }
 # ... and when it calls back into Python for it (by default, the NumPy implementation).
 HOST_CALLS = {

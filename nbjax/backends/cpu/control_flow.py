@@ -15,7 +15,8 @@ So a loop of a thousand iterations is one call from Python.
 
 Inside, a sub-program (a loop body, a loop condition, a branch) is a sequence of calls of its
 kernels, functions of the same module (LLVM may inline them), of BLAS for its matrix
-products (``blas``), and of host steps for any other equation (``host_steps``: a call back
+products (``blas``), of LAPACK for its decompositions (``lapack``), of the library loops of
+``LIBRARY_LOOPS`` (scatters, sorts...), and of host steps for any other equation (``host_steps``: a call back
 into Python), on buffer addresses:
 
 - scan and while keep each carry in two buffers and swap them every iteration: the body reads
@@ -40,7 +41,8 @@ from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
 from ...lax import cond_p, scan_p, while_p
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
-from . import arg_reduction, blas, buffer_plan, cumulative, runtime, scatter, sort, support
+from . import (arg_reduction, blas, buffer_plan, cumulative, lapack, runtime, scatter, sort,
+               support)
 from .host_steps import HostCall, SplitCall
 
 I8P = I8.as_pointer()
@@ -48,9 +50,10 @@ CLOCK_MONOTONIC = 1   # Linux's
 # The control-flow primitives this backend compiles, and the method of
 # ``ControlFlowFunction`` that emits each.
 CONTROL_FLOW = {scan_p: "scan", while_p: "while_", cond_p: "cond"}
-# The modules emitting library steps as loops in native code: each ``supports(eqn)`` and
-# can ``emit(f, eqn, *operands, *results)`` into a ControlFlowFunction ``f``.
-LIBRARY_LOOPS = (scatter, arg_reduction, cumulative, sort)
+# The modules emitting library steps as loops in native code (LAPACK's: around its
+# calls): each ``supports(eqn)`` and can ``emit(f, eqn, *operands, *results)`` into a
+# ControlFlowFunction ``f``.
+LIBRARY_LOOPS = (scatter, arg_reduction, cumulative, sort, lapack)
 
 
 def native_library_call(eqn):

@@ -37,7 +37,7 @@ from ...core.abstract import ShapedArray
 from ...core.jaxpr import Var, subjaxprs
 from ...core.source_info import Provenance, SourceInfo
 from ...compiler import fusion, passes
-from . import blas, buffer_plan, cache, codegen, executable, runtime
+from . import buffer_plan, cache, codegen, executable, routines, runtime
 from .target import runs_here
 
 log = logging.getLogger(__name__)
@@ -196,8 +196,8 @@ def load(entry_key, traced, name):
     jit_module = None
     if found is not None:
         (optimised, plan, rewrites, layout, optimised_ir), code = found
-        if any(name.startswith(blas.PREFIX) for name in layout.externals):
-            blas.library()  # registers the BLAS routines
+        if any(name.startswith(routines.PREFIX) for name in layout.externals):
+            routines.library()  # registers the BLAS and LAPACK routines
         if code:
             jit_module = runtime.JitModule.of_object_code(code, optimised_ir, layout.externals)
     if found is None or (code and jit_module is None):

@@ -30,9 +30,10 @@ from ..shapes import broadcast_in_dim, moveaxis, reduce_sum, reshape, squeeze
 from ..standard import INT, check_dtype, same_dtypes, scalar_like
 from ..structural import broadcasted_iota, concatenate, full, pad
 from .util import (check_matrix, cols_of, complex_dtype, conj_if_complex, diagonal_of, dtype_of,
-                   each_col, each_row, identity_matrix, linalg_primitive, mH, mT, mm, ndim_of,
-                   outer_diff, per_matrix, permutation_matrix, real_dtype, rows_of, shape_of,
-                   symmetrize, tril, triu, zeros_of)
+                   each_col, each_row, identity_matrix, linalg_primitive,
+                   linear_algebra_lowering, mH, mT, mm, ndim_of, outer_diff, per_matrix,
+                   permutation_matrix, real_dtype, rows_of, shape_of, symmetrize, tril, triu,
+                   zeros_of)
 
 __all__ = ["cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "lu", "lu_p",
            "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "qr", "qr_p", "svd",
@@ -42,6 +43,7 @@ __all__ = ["cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "lu", "lu
 # --- triangular_solve ---------------------------------------------------------------------------
 
 triangular_solve_p = Primitive("triangular_solve")
+linear_algebra_lowering(triangular_solve_p, "triangular solve")
 
 
 @triangular_solve_p.def_abstract_eval
@@ -176,6 +178,7 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
 # --- cholesky -----------------------------------------------------------------------------------
 
 cholesky_p = linalg_primitive("cholesky")
+linear_algebra_lowering(cholesky_p, "cholesky")
 
 
 @cholesky_p.def_abstract_eval
@@ -226,6 +229,7 @@ def cholesky(x, *, symmetrize_input=True):
 # --- LU with partial pivoting -------------------------------------------------------------------
 
 lu_p = linalg_primitive("lu", multiple_results=True)
+linear_algebra_lowering(lu_p, "lu")
 
 
 @lu_p.def_abstract_eval
@@ -376,6 +380,7 @@ def solve(a, b):
 # --- QR -----------------------------------------------------------------------------------------
 
 qr_p = linalg_primitive("qr", multiple_results=True)
+linear_algebra_lowering(qr_p, "qr")
 
 
 @qr_p.def_abstract_eval
@@ -547,6 +552,7 @@ def svd(x, *, full_matrices=True, compute_uv=True):
 # --- eigh -----------------------------------------------------------------------------------
 
 eigh_p = linalg_primitive("eigh", multiple_results=True)
+linear_algebra_lowering(eigh_p, "eigh")
 
 
 @eigh_p.def_abstract_eval

@@ -12,7 +12,7 @@ from ..dot import Precision, dot_general
 from ..elementwise import (add, bitwise_and, conj, convert_element_type, div, eq, ge, mul, select,
                            sub)
 from ..shapes import broadcast_in_dim, moveaxis, reduce_sum, transpose
-from ..standard import INEXACT, check_dtype, scalar_like
+from ..standard import INEXACT, check_dtype, library_lowering, scalar_like
 from ..structural import broadcasted_iota, full, slice as _slice
 
 
@@ -195,6 +195,15 @@ def linalg_primitive(name, core_rank=2, multiple_results=False):
     prim.core_rank = core_rank
     prim.def_batch(_batch_leading(prim))
     return prim
+
+
+def linear_algebra_lowering(prim, operation):
+    """Mark ``prim`` as a call into a linear-algebra library on materialised buffers (LAPACK
+    and BLAS on the CPU) computing ``operation`` ("cholesky", "triangular solve", "lu"), as
+    its reference implementation does, LAPACK's conventions included: a target that makes
+    such a call from native code says which operations it can make."""
+    library_lowering(prim, "linear algebra")
+    prim.def_lowering("linear algebra", operation)
 
 
 def per_matrix(fn, operands, batch, *out_shapes):

@@ -1,0 +1,117 @@
+"""The BLAS and LAPACK routines compiled code calls, found by address in the library NumPy
+or SciPy ships (the emitters are ``blas``, for matrix products, and ``lapack``, for
+decompositions and triangular solves).
+
+NumPy's wheels carry OpenBLAS built with 64-bit integers (``scipy_openblas64_``), which
+exports the Fortran routines of BLAS and LAPACK alike (``scipy_sgemm_64_``,
+``scipy_dpotrf_64_``): compiled code calls that one when it is there, the library NumPy's
+own products and ``numpy.linalg`` use (one thread pool, not two competing for the cores),
+found in a few milliseconds. Otherwise (NumPy built against another BLAS) it calls SciPy's,
+which SciPy exports as PyCapsules (``scipy.linalg.cython_blas.__pyx_capi__`` and
+``cython_lapack``'s, the route numba takes; importing scipy.linalg takes 150-300 ms) with
+32-bit integers. The routines' addresses are registered as symbols (``nbjax_sgemm_i64``...:
+the name says the integer width, so code compiled for one library never calls the other),
+which compiled code declares and calls; an object file from the disk cache resolves them
+again when it is loaded, so no address is baked into it.
+
+Every argument of a Fortran routine is passed by reference (``by_reference`` makes the
+pointer of a constant); ``call`` passes them all as ``i8*``, so the routines need no
+signatures here: the emitters pass each one's arguments in its documented order.
+"""
+
+import ctypes
+import functools
+import glob
+import os
+
+import numpy as np
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+from ..llvm import I8, I32, I64, declare
+
+PREFIX = "nbjax_"  # of the names the routines are registered under
+# The routines, each in a float32 ("s") and a float64 ("d") variant, by the SciPy module
+# exporting them.
+BLAS = ("gemm", "trsm")
+LAPACK = ("potrf", "getrf", "geqrf", "orgqr", "syevd")
+LETTERS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
+REAL = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
+I8P = I8.as_pointer()
+
+
+def _names(routines):
+    return [letter + r for r in routines for letter in LETTERS.values()]
+
+
+def _capsule_address(capsule):
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    name = ctypes.pythonapi.PyCapsule_GetName
+    name.restype, name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    return get(capsule, name(capsule))
+
+
+def _numpy_openblas():
+    """{routine: address} of the OpenBLAS NumPy's wheel ships (64-bit integers), or None."""
+    where = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    for path in sorted(glob.glob(os.path.join(where, "libscipy_openblas64_*.so*"))):
+        try:
+            lib = ctypes.CDLL(path)
+            return {r: ctypes.cast(getattr(lib, f"scipy_{r}_64_"), ctypes.c_void_p).value
+                    for r in _names(BLAS + LAPACK)}
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def _scipy_routines():
+    """{routine: address} of SciPy's BLAS and LAPACK (32-bit integers)."""
+    import scipy.linalg.cython_blas  # (here: it costs 150-300 ms, paid only when needed)
+    import scipy.linalg.cython_lapack
+    found = {}
+    for module, routines in ((scipy.linalg.cython_blas, BLAS),
+                             (scipy.linalg.cython_lapack, LAPACK)):
+        found.update({r: _capsule_address(module.__pyx_capi__[r]) for r in _names(routines)})
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def library():
+    """The integer type of the library compiled code calls (I64 or I32), its routines
+    registered as ``nbjax_<routine>_i<bits>`` for every engine (once per process)."""
+    found, int_type = _numpy_openblas(), I64
+    if found is None:
+        found, int_type = _scipy_routines(), I32
+    for routine, address in found.items():
+        llvm.add_symbol(f"{PREFIX}{routine}_i{int_type.width}", address)
+    return int_type
+
+
+def call(b, routine, dtype, pointers):
+    """Call ``routine`` ("gemm", "potrf"...) in its variant for ``dtype`` with the builder
+    ``b``, its arguments the ``pointers`` (any pointer type), in the routine's order."""
+    int_type = library()
+    name = f"{PREFIX}{LETTERS[np.dtype(dtype)]}{routine}_i{int_type.width}"
+    fn = declare(b.module, name, ir.VoidType(), [I8P] * len(pointers))
+    b.call(fn, [b.bitcast(p, I8P) for p in pointers])
+
+
+def by_reference(b, setup, value):
+    """A pointer to ``value`` (Fortran passes every argument by reference): a slot made by
+    the ``setup`` builder (the function's first block, so a call inside a loop does not
+    grow the stack), written by ``b`` where the call is."""
+    slot = setup.alloca(value.type)
+    b.store(value, slot)
+    return slot
+
+
+def character(b, setup, letter):
+    """A pointer to the one-character argument ``letter`` ("N", "T", "L", "U"...)."""
+    return by_reference(b, setup, ir.Constant(I8, ord(letter)))
+
+
+def integer(b, setup, value):
+    """A pointer to the integer ``value`` in the library's integer type."""
+    return by_reference(b, setup, ir.Constant(library(), value))
+
