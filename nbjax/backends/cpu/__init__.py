@@ -24,7 +24,7 @@ NATIVE_CALLS = {
     "scatter": "is a scatter loop in native code",
     "arg-reduction": "is a loop in native code",
     "cumulative op": "is a running loop in native code",
-    "sort": "is a merge sort in native code",
+    "sort": "is a sort in native code (radix or merge)",
     "linear algebra": "is a LAPACK call",
 }
 # ... and when it calls back into Python for it (by default, the NumPy implementation).
