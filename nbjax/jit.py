@@ -22,6 +22,7 @@ import logging
 import operator
 import threading
 import time
+import warnings
 import weakref
 
 import numpy as np
@@ -35,6 +36,7 @@ from .core import (Array, EvalTrace, Primitive, ShapedArray, Tracer, current_tra
                    pytree, to_numpy, to_operand)
 from .core.source_info import warn_at_user_line
 from .core.abstract import ShapeDtypeStruct
+from .core.array import SingleDeviceSharding
 from .interpreters import staging
 
 logger = logging.getLogger("nbjax")
@@ -140,6 +142,7 @@ class JitWrapped:
         self._last_key = None
         self.trace_count = 0
         self.slow_path_calls = 0
+        self.inline = self.keep_unused = False  # (``jit``'s options)
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -159,7 +162,7 @@ class JitWrapped:
         if _config_values["disable_jit"]:
             return self.fun(*args, **kwargs)
         if type(current_trace()) is not EvalTrace:
-            return self._call(args, kwargs)
+            return self.fun(*args, **kwargs) if self.inline else self._call(args, kwargs)
         if self.observers:
             return self._observed_call(args, kwargs)
         return self._call(args, kwargs, fast_key)
@@ -823,18 +826,72 @@ def _as_abstract(x):
     return abstractify(x) if isinstance(x, (ShapedArray, ShapeDtypeStruct)) else as_array(x)
 
 
-def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None,
-        donate_argnames=None, backend=None):
+def jit(fun=None, *, in_shardings=None, out_shardings=None, static_argnums=None,
+        static_argnames=None, donate_argnums=None, donate_argnames=None, keep_unused=False,
+        device=None, backend=None, inline=False, compiler_options=None):
     """Compile ``fun`` (``@jit``, ``jit(f, static_argnums=...)`` or, as a decorator with
     options, ``@jit(static_argnames=...)``), as ``jax.jit``; ``backend`` names the target
     (``"cpu"``, ``"gpu"``, ``"reference"``; default: ``config.jit_backend`` when called).
     Arguments in ``donate_argnums``/``donate_argnames`` are given to the call: see
-    ``JitWrapped``."""
+    ``JitWrapped``. With ``inline``, a call under a transformation or inside another
+    traced function is ``fun``'s own equations, not one ``jit`` equation.
+
+    JAX's other options are taken as far as one device per array allows: ``device`` (as
+    JAX, deprecated: it picks the backend of its platform), shardings that are
+    ``SingleDeviceSharding``s (``_placement_backend``), ``keep_unused`` (nbjax never drops
+    an unused argument); ``compiler_options`` are XLA's, which nbjax has none of."""
+    options = dict(in_shardings=in_shardings, out_shardings=out_shardings,
+                   static_argnums=static_argnums, static_argnames=static_argnames,
+                   donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                   keep_unused=keep_unused, device=device, backend=backend, inline=inline,
+                   compiler_options=compiler_options)
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
-                                 donate_argnames=donate_argnames, backend=backend)
+        return functools.partial(jit, **options)
     if not callable(fun):
         raise TypeError(f"jit expects a callable, got {type(fun).__name__}")
-    return JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend,
-                      donate_argnames)
+    if compiler_options:
+        raise ValueError(f"No such compile option: {next(iter(compiler_options))!r} (nbjax's "
+                         "compiler takes none of XLA's options)")
+    backend = _placement_backend(device, backend, in_shardings, out_shardings)
+    wrapped = JitWrapped(fun, static_argnums, static_argnames, donate_argnums, backend,
+                         donate_argnames)
+    wrapped.inline, wrapped.keep_unused = bool(inline), bool(keep_unused)
+    return wrapped
+
+
+def _placement_backend(device, backend, in_shardings, out_shardings):
+    """The backend to compile for, given JAX's placement options: ``device`` picks its
+    platform's (deprecated, as in JAX; a GPU's results are on the first GPU, where the gpu
+    backend runs), shardings must each lay an array whole on that platform's default
+    device (nbjax has no other sharding; ``None`` leaves say nothing)."""
+    if device is not None:
+        if backend is not None:
+            raise ValueError("can't specify both a device and a backend for jit, got "
+                             f"device={device!r} and backend={backend!r}")
+        if in_shardings is not None or out_shardings is not None:
+            raise ValueError("jit does not support the device argument together with "
+                             "in_shardings or out_shardings")
+        warnings.warn("backend and device argument on jit is deprecated. You can use "
+                      "`nbjax.device_put(..., nbjax.local_devices(backend=\"cpu\")[0])` on "
+                      "the inputs to the jitted function to get the same behavior.",
+                      DeprecationWarning, stacklevel=3)
+        backend = _platform_backend(device)
+    for name, tree in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
+        for sharding in pytree.tree_leaves(tree):
+            if not isinstance(sharding, SingleDeviceSharding):
+                raise TypeError(f"{name} leaves must be shardings of one device or None, got "
+                                f"{sharding!r}: nbjax has no other sharding")
+            backend = backend or _platform_backend(next(iter(sharding.device_set)))
+    return backend
+
+
+def _platform_backend(device):
+    """The backend running on ``device``: the cpu's for any CPU device (they share the
+    host's memory), the gpu's for the first GPU only."""
+    if device.platform == "cpu":
+        return "cpu"
+    if device.platform == "gpu" and device.id == 0:
+        return "gpu"
+    raise NotImplementedError(f"jit runs programs on the CPU or the first GPU, not on "
+                              f"{device!r}: device_put the inputs there and call a function "
+                              "jitted for it")

@@ -1,10 +1,13 @@
 """JAX's sharding API, which nbjax does not have: an nbjax array lives whole on one device,
 and ``pmap`` is how work is spread over devices. Each name raises NotImplementedError with
-that reason, so code written for JAX fails at the line that needs sharding, saying why."""
+that reason, so code written for JAX fails at the line that needs sharding, saying why;
+``SingleDeviceSharding`` (an array whole on one device) is the one layout there is."""
 
+from .core.array import SingleDeviceSharding
 from .core.errors import unavailable
 
-__all__ = ["NamedSharding", "P", "make_mesh", "set_mesh", "reshard", "shard_map", "smap"]
+__all__ = ["NamedSharding", "P", "SingleDeviceSharding", "make_mesh", "set_mesh", "reshard",
+           "shard_map", "smap"]
 
 _NO_SHARDING = ("nbjax has no sharding: an array lives whole on one device (use pmap to "
                 "spread work over devices)")

@@ -135,3 +135,62 @@ def test_grad_of_jit_splits_forward_and_backward_calls():
         "    ] b 1.0:f32[]\n"
         "  in (d,) }")
     nbjax.core.check_jaxpr(closed.jaxpr)
+
+
+# --- JAX's other options of jit ------------------------------------------------------------
+
+def _primitives(closed):
+    return [e.primitive.name for e in closed.jaxpr.eqns]
+
+
+def test_inline_puts_the_callees_equations_in_the_callers_trace():
+    inlined = nbjax.jit(jnp.sin, inline=True)
+    called = nbjax.jit(jnp.cos)
+    closed = nbjax.make_jaxpr(lambda x: inlined(x) + called(x))(1.0)
+    assert _primitives(closed) == ["sin", "jit", "add"]
+    x = np.float32(0.7)
+    assert_close(nbjax.jit(lambda x: inlined(x) * 2)(x), 2 * np.sin(x), rtol=1e-6)
+    assert_close(nbjax.grad(inlined)(x), np.cos(x), rtol=1e-6)
+    xs = np.linspace(0, 1, 5, dtype=np.float32)
+    assert_close(nbjax.vmap(inlined)(xs), np.sin(xs), rtol=1e-6)
+
+    @nbjax.jit(inline=True, static_argnums=1)
+    def power(x, n):
+        return x ** n
+    assert _primitives(nbjax.make_jaxpr(lambda x: power(x, 3))(x)) == ["integer_pow"]
+    assert_close(power(x, 3), x ** 3, rtol=1e-6)   # eagerly: compiled as usual
+
+
+def test_device_picks_its_platform_and_is_deprecated_as_in_jax():
+    cpu = nbjax.devices()[0]
+    with pytest.warns(DeprecationWarning, match="device argument on jit is deprecated"):
+        f = nbjax.jit(lambda x: jnp.sin(x) * 2, device=cpu)
+    assert f.backend == "cpu"
+    out = f(np.float32(1.0))
+    assert_close(out, 2 * np.sin(1.0), rtol=1e-6)
+    assert out.devices() == {cpu}
+    with pytest.raises(ValueError, match="can't specify both a device and a backend"):
+        nbjax.jit(jnp.sin, device=cpu, backend="cpu")
+    with pytest.raises(ValueError, match="in_shardings or out_shardings"):
+        nbjax.jit(jnp.sin, device=cpu, out_shardings=nbjax.sharding.SingleDeviceSharding(cpu))
+    from nbjax.core import GpuDevice
+    with pytest.warns(DeprecationWarning), pytest.raises(NotImplementedError,
+                                                         match="first GPU"):
+        nbjax.jit(jnp.sin, device=GpuDevice(1, "a second GPU", runtime=None))
+
+
+def test_shardings_of_one_device_are_taken_others_refused():
+    whole = nbjax.sharding.SingleDeviceSharding(nbjax.devices()[0])
+    f = nbjax.jit(lambda a, b: (a + b, a * b), in_shardings=(whole, None),
+                  out_shardings=[whole, whole])
+    assert f.backend == "cpu"
+    assert_close(f(np.float32(2.0), np.float32(3.0))[1], 6.0, rtol=0)
+    with pytest.raises(TypeError, match="in_shardings leaves must be shardings"):
+        nbjax.jit(jnp.sin, in_shardings=("replicated",))
+
+
+def test_keep_unused_and_compiler_options():
+    f = nbjax.jit(lambda x, unused: x * 2, keep_unused=True, compiler_options={})
+    assert f.keep_unused and f(np.float32(3.0), np.float32(1.0)) == 6.0
+    with pytest.raises(ValueError, match="No such compile option: 'xla_cpu_fast_math'"):
+        nbjax.jit(jnp.sin, compiler_options={"xla_cpu_fast_math": True})
