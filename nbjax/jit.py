@@ -217,29 +217,17 @@ class JitWrapped:
         donated_leaves = self._donated_leaves(call) if self._donates else ()
         if not donated_leaves:
             return None
-        n, jaxpr = len(entry.consts), entry.jaxpr
-        donated = {n + k for k in donated_leaves}
-        pairs = donation.match(jaxpr.in_avals, donated, jaxpr.out_avals)
-        self._warn_unusable(jaxpr, donated - pairs.keys())
-        # (an array the function also closes over stays: its trace keeps using it)
-        given = [k for k in sorted(donated_leaves) if n + k in pairs
-                 and isinstance(leaves[k], Array) and not any(c is leaves[k] for c in entry.consts)]
-        _check_given_once(leaves, given, self.name)
-        target = get_target(self.backend)
-        debugging = _config_values["debug_nans"] or _config_values["debug_infs"]
-        reuse = () if debugging else tuple(n + k for k in given if target.private(leaves[k]))
-        return Donation(frozenset(pairs), reuse, [leaves[k] for k in given], given)
+        pairs = _donation_pairs(entry, donated_leaves)
+        self._warn_unusable(entry.jaxpr, _unusable(entry, donated_leaves, pairs))
+        return _donation(entry, leaves, donated_leaves, pairs, self.backend, self.name)
 
     def _warn_unusable(self, jaxpr, unusable):
         """JAX's warning for donated inputs no output can take, once per signature."""
         key = (self._last_key, frozenset(unusable))
-        if not unusable or key in self._unusable_warned:
+        if key in self._unusable_warned:
             return
         self._unusable_warned.add(key)
-        avals = ", ".join(jaxpr.in_avals[i].str_short() for i in sorted(unusable))
-        warn_at_user_line(f"Some donated buffers were not usable: {avals}.\nSee an "
-                          "explanation at https://docs.jax.dev/en/latest/faq.html"
-                          "#buffer-donation.")
+        _warn_unusable(jaxpr, unusable)
 
     def observe(self, observer, on_phase=None):
         """Call ``observer(call)`` after every eager call (none under a transformation: there
@@ -291,7 +279,8 @@ class JitWrapped:
         """Trace for arguments like these (arrays, scalars or ``ShapeDtypeStruct``s): the
         ahead-of-time API, as ``jax.jit(f).lower``. Returns a ``Lowered``."""
         entry, _, call = self._lookup(args, kwargs, _as_abstract)
-        return Lowered(entry, call.in_tree, self.name, self.backend)
+        donated = self._donated_leaves(call) if self._donates else frozenset()
+        return Lowered(entry, call.in_tree, self.name, self.backend, donated)
 
     def _lookup(self, args, kwargs, as_leaf, before_tracing=None):
         """(trace cache entry, the argument leaves made values by ``as_leaf``, the FlatCall);
@@ -344,6 +333,45 @@ class Donation:
     reuse: tuple
     arrays: list
     given: list
+
+
+def _donation_pairs(entry, donated_leaves):
+    """{jaxpr input: output} for the donated argument leaves an output can take
+    (``compiler.donation.match``; the closed-over values come first)."""
+    n, jaxpr = len(entry.consts), entry.jaxpr
+    return donation.match(jaxpr.in_avals, {n + k for k in donated_leaves}, jaxpr.out_avals)
+
+
+def _unusable(entry, donated_leaves, pairs):
+    n = len(entry.consts)
+    return {n + k for k in donated_leaves} - pairs.keys()
+
+
+def _warn_unusable(jaxpr, unusable):
+    """JAX's warning for donated inputs (jaxpr input positions) no output can take."""
+    if not unusable:
+        return
+    avals = ", ".join(jaxpr.in_avals[i].str_short() for i in sorted(unusable))
+    warn_at_user_line(f"Some donated buffers were not usable: {avals}.\nSee an "
+                      "explanation at https://docs.jax.dev/en/latest/faq.html"
+                      "#buffer-donation.")
+
+
+def _donation(entry, leaves, donated_leaves, pairs, backend, name):
+    """The ``Donation`` of a call of ``entry``'s program on the argument ``leaves``, of
+    which those at ``donated_leaves`` are donated (``pairs``: ``_donation_pairs``). The
+    donated leaves an output can take are given; ValueError, as JAX's, when one of them is
+    also passed again in the same call; the target may reuse the buffers of those nothing
+    else refers to (``Target.private``)."""
+    n = len(entry.consts)
+    # (an array the function also closes over stays: its trace keeps using it)
+    given = [k for k in sorted(donated_leaves) if n + k in pairs
+             and isinstance(leaves[k], Array) and not any(c is leaves[k] for c in entry.consts)]
+    _check_given_once(leaves, given, name)
+    target = get_target(backend)
+    debugging = _config_values["debug_nans"] or _config_values["debug_infs"]
+    reuse = () if debugging else tuple(n + k for k in given if target.private(leaves[k]))
+    return Donation(frozenset(pairs), reuse, [leaves[k] for k in given], given)
 
 
 def _check_given_once(leaves, given, name):
@@ -605,13 +633,15 @@ class Lowered:
     ``jaxpr`` is what ``jit`` compiles (values the function closes over are its leading
     inputs); ``optimized`` and ``rewrites`` are what the compiler's passes make of it
     (inlining, hoisting out of loops, folding, simplification, CSE, DCE), which
-    ``as_text()`` prints.
+    ``as_text()`` prints. ``donated_leaves``: the positions of the argument leaves that
+    calls of the compiled program give away (``donate_argnums``/``donate_argnames``).
     """
 
-    def __init__(self, entry, in_tree, name, backend=None):
+    def __init__(self, entry, in_tree, name, backend=None, donated_leaves=frozenset()):
         self._entry = entry
         self.name = name
         self.backend = backend
+        self.donated_leaves = frozenset(donated_leaves)
         self.jaxpr = entry.jaxpr
         self.in_tree = in_tree
         self.out_tree = entry.out_tree
@@ -636,8 +666,11 @@ class Lowered:
         ``config.jit_backend``). The executable is the one jitted calls use (the compiler
         caches it), so compiling twice is free."""
         target = get_target(backend or self.backend)
-        executable = compiler.compile(self.jaxpr, target, self.name)
-        return Compiled(self, executable, target.name)
+        pairs = _donation_pairs(self._entry, self.donated_leaves)
+        if self.donated_leaves:
+            _warn_unusable(self.jaxpr, _unusable(self._entry, self.donated_leaves, pairs))
+        executable = compiler.compile(self.jaxpr, target, self.name, frozenset(pairs))
+        return Compiled(self, executable, target.name, pairs)
 
     def __repr__(self):
         return f"Lowered({self.name})"
@@ -647,13 +680,15 @@ class Compiled:
     """``jit(f).lower(*args).compile()``: an executable for one signature (as ``jax.stages``).
 
     Call it with the non-static arguments of the signature it was lowered for (anything else
-    raises TypeError, as JAX's Compiled does). ``as_text()``, ``cost_analysis()`` and
+    raises TypeError, as JAX's Compiled does); a call gives away the donated arguments as
+    the jitted function's eager calls do (``_donation``). ``as_text()``, ``cost_analysis()`` and
     ``fusion_report()`` describe what the compiler made (``nbjax.compiler.report``);
     ``compile_times`` gives the seconds of each phase, tracing included.
     """
 
-    def __init__(self, lowered, executable, backend):
+    def __init__(self, lowered, executable, backend, donation_pairs=None):
         self.lowered = lowered
+        self._pairs = donation_pairs or {}
         self.executable = executable
         self.backend = backend
         self.name = lowered.name
@@ -706,8 +741,20 @@ class Compiled:
             raise TypeError(f"a Compiled function runs on concrete arrays; call the jitted "
                             f"function instead of {self.name}'s Compiled object inside a "
                             "transformation")
-        values = [to_numpy(c) for c in self.lowered._entry.consts]
-        outs = self.executable.run(*values, *map(to_operand, leaves))
+        entry = self.lowered._entry
+        donating = _donation(entry, leaves, self.lowered.donated_leaves, self._pairs,
+                             self.backend, self.name) if self._pairs else None
+        # (after asking whether a donated buffer is referred to elsewhere: these refer to it)
+        operands = [*map(to_numpy, entry.consts), *map(to_operand, leaves)]
+        if donating is None:
+            outs = self.executable.run(*operands)
+        else:
+            try:
+                outs = self.executable.run_reusing(operands, donating.reuse) \
+                    if donating.reuse else self.executable.run(*operands)
+            finally:  # (as an eager call: deleted once the call is done, or has failed)
+                for array in donating.arrays:
+                    array.delete()
         return self.out_tree.unflatten(map(Array.wrap, outs, self.out_avals))
 
     def __repr__(self):

@@ -395,3 +395,37 @@ def test_an_array_the_function_closes_over_is_not_deleted():
         out = f(c)
         assert not c.is_deleted()
         assert_close(out, np.asarray(c) * 2)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_ahead_of_time_calls_donate_as_eager_ones(backend):
+    """``jit(f, donate_argnums=...).lower(...).compile()``: each call deletes the donated
+    arrays (as JAX's Compiled does), computes what the undonated program does, and writes
+    into the donated buffer where the eager call would; misuse raises as it does."""
+    f = nbjax.jit(lambda p, g: p - 0.1 * g, donate_argnums=0, backend=backend)
+    g = jnp.asarray(rand(4096))
+    p = jnp.asarray(rand(4096)) * 1.0
+    compiled = f.lower(p, g).compile()
+    for _ in range(3):
+        expected, where = np.asarray(p) - np.float32(0.1) * np.asarray(g), pointer(p)
+        out = compiled(p, g)
+        assert p.is_deleted() and not g.is_deleted()
+        assert_close(out, expected)
+        assert (pointer(out) == where) == (backend == "cpu")
+        with pytest.raises(RuntimeError, match="deleted"):
+            compiled(p, g)
+        p = out
+    with pytest.raises(ValueError, match="previously donated"):
+        compiled(p, p)
+    assert not p.is_deleted()
+
+
+def test_ahead_of_time_compilation_warns_of_an_unusable_donation():
+    f = nbjax.jit(lambda a, b: a.sum(), donate_argnums=1)
+    with pytest.warns(UserWarning, match=r"donated buffers were not usable: f32\[4\]"):
+        compiled = f.lower(jnp.ones(3), jnp.ones(4)).compile()
+    b = jnp.ones(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compiled(jnp.ones(3), b) == 3.0
+    assert not b.is_deleted()  # (nothing could take it: it stays)
