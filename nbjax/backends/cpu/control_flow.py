@@ -62,6 +62,38 @@ def native_library_call(eqn):
     return blas.supports(eqn) or _library_loop(eqn) is not None
 
 
+def _step_clock(module):
+    """``i64 step_clock(i64* times, i64 index, i64 since)``, made once per module (see
+    ``ControlFlowFunction.clock``): one call after each step of a timed program, whose
+    own code stays short (it is compiled unoptimised). The clock is the monotonic one of
+    ``clock_gettime`` (the vDSO, ~20 ns), in nanoseconds."""
+    name = "step_clock"
+    if name in module.globals:
+        return module.globals[name]
+    times_type = I64.as_pointer()
+    fn = ir.Function(module, ir.FunctionType(I64, [times_type, I64, I64]), name=name)
+    fn.linkage = "internal"
+    times, index, since = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    on, off = fn.append_basic_block("timed"), fn.append_basic_block("untimed")
+    b.cbranch(b.icmp_unsigned("==", times, ir.Constant(times_type, None)), off, on)
+    b.position_at_end(off)
+    b.ret(ir.Constant(I64, 0))
+    b.position_at_end(on)
+    timespec = ir.LiteralStructType([I64, I64])
+    clock = declare(module, "clock_gettime", I32, [I32, timespec.as_pointer()])
+    reading = b.alloca(timespec)
+    b.call(clock, [ir.Constant(I32, CLOCK_MONOTONIC), reading])
+    seconds, nanos = (b.load(b.gep(reading, [ir.Constant(I32, 0), ir.Constant(I32, k)]),
+                             typ=I64) for k in (0, 1))
+    now = b.add(b.mul(seconds, ir.Constant(I64, 1_000_000_000)), nanos)
+    with b.if_then(b.icmp_signed(">=", index, ir.Constant(I64, 0))):
+        entry = b.gep(times, [index])
+        b.store(b.add(b.load(entry, typ=I64), b.sub(now, since)), entry)
+    b.ret(now)
+    return fn
+
+
 def _library_loop(eqn):
     """The module of ``LIBRARY_LOOPS`` that emits ``eqn``, or None."""
     return next((m for m in LIBRARY_LOOPS if m.supports(eqn)), None)
@@ -246,11 +278,11 @@ class ControlFlowFunction:
                   if isinstance(a, Var) and uses[a] == 1 and a not in env}
         results = {a for a in j.outvars if isinstance(a, Var)}
         dying = buffer_plan.lifetimes(sub.plan.groups, results)
+        clock = self.clock(-1, ir.Constant(I64, 0)) if timed else None
         for n, g in enumerate(sub.plan.groups):
-            started = self.clock_start() if timed else None
             self.step(g, env, direct, compiled)
             if timed:
-                self.clock_stop(started, n)
+                clock = self.clock(n, clock)
             for v in dying.get(n, ()):
                 self.release(env[v])
         for a, d in zip(j.outvars, dests):
@@ -284,31 +316,12 @@ class ControlFlowFunction:
         env.update(zip(eqn.outvars, outs))
 
     # --- timing (``Executable.enable_timing``)
-    def now(self):
-        """The monotonic clock in nanoseconds (``clock_gettime``: the vDSO, ~20 ns)."""
-        b, timespec = self.b, ir.LiteralStructType([I64, I64])
-        clock = declare(self.mb.module, "clock_gettime", I32, [I32, timespec.as_pointer()])
-        where = self.setup.alloca(timespec)
-        b.call(clock, [ir.Constant(I32, CLOCK_MONOTONIC), where])
-        seconds = b.load(b.gep(where, [ir.Constant(I32, 0), ir.Constant(I32, 0)]), typ=I64)
-        nanos = b.load(b.gep(where, [ir.Constant(I32, 0), ir.Constant(I32, 1)]), typ=I64)
-        return b.add(b.mul(seconds, ir.Constant(I64, 1_000_000_000)), nanos)
-
-    def clock_start(self):
-        """Where the time a step starts is kept, read if the caller asked for times."""
-        started = self.setup.alloca(I64)
-        with self.b.if_then(self.b.icmp_unsigned("!=", self.times,
-                                                 ir.Constant(I64.as_pointer(), None))):
-            self.b.store(self.now(), started)
-        return started
-
-    def clock_stop(self, started, index):
-        """Add the time since ``started`` to entry ``index`` of the times."""
-        b = self.b
-        with b.if_then(b.icmp_unsigned("!=", self.times, ir.Constant(I64.as_pointer(), None))):
-            entry = b.gep(self.times, [ir.Constant(I64, index)])
-            took = b.sub(self.now(), b.load(started, typ=I64))
-            b.store(b.add(b.load(entry, typ=I64), took), entry)
+    def clock(self, index, since):
+        """Add the time since ``since`` (a reading of the clock) to entry ``index`` of the
+        times (``-1``: to none), and return the clock's reading now: ``step_clock``, which
+        does nothing and returns 0 when the caller asked for no times."""
+        return self.b.call(_step_clock(self.mb.module),
+                           [self.times, ir.Constant(I64, index), since])
 
     def library_loop(self, eqn, ins, outs):
         """Emit the loops of the library equation ``eqn`` (``_library_loop``): here, or,
