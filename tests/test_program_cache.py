@@ -201,6 +201,26 @@ def test_variables_are_told_apart_in_the_key():
     assert same != other and same == again
 
 
+def test_literals_params_and_types_are_in_the_key_source_lines_are_not():
+    """Keys pickle equations and literals as their parts: a literal's value and type, an
+    equation's params and its operands' types each make another key; the same program
+    traced from other lines has the same one."""
+    x = np.ones(3, np.float32)
+
+    def key(f, *args):
+        return program_cache.key(nbjax.make_jaxpr(f)(*(args or (x,))))
+    base = key(lambda a: jnp.sum(a * 2.0, axis=0))
+    assert base is not None
+    assert key(lambda a: jnp.sum(a * 3.0, axis=0)) != base
+    assert key(lambda a: jnp.sum(a * 2.0, axis=0), x.astype(np.int32)) != base
+    assert key(lambda a: jnp.sum(a * 2.0, axis=0), np.ones(4, np.float32)) != base
+    assert key(lambda a: jnp.max(a * 2.0, axis=0)) != base
+    m = np.ones((2, 3), np.float32)
+    assert key(lambda a: jnp.sum(a, axis=0), m) != key(lambda a: jnp.sum(a, axis=1), m)
+    assert key(lambda a: jnp.sum(a * 2.0,
+                                 axis=0)) == base  # another line
+
+
 def test_another_environment_has_other_keys(monkeypatch):
     w, xs = _inputs()
     _compiled(_loop, w, xs)

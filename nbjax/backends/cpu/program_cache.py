@@ -33,8 +33,10 @@ import pickle
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ...core.abstract import ShapedArray
-from ...core.jaxpr import Var, subjaxprs
+from ...core.jaxpr import Jaxpr, JaxprEqn, Literal, Var, subjaxprs
 from ...core.source_info import Provenance, SourceInfo
 from ...compiler import fusion, passes
 from . import buffer_plan, cache, codegen, executable, routines, runtime
@@ -81,38 +83,73 @@ def _nothing(obj):
 
 class _KeyPickler(pickle.Pickler):
     """The bytes a key hashes: the jaxpr pickled without its debug info (source lines and
-    provenances), and without a memo (``fast``), so that they do
-    not depend on which equal values (avals, shapes) happen to be one object, which differs
-    between a first trace and later ones (a jitted function called inside another: its
-    cached jaxpr shares its avals); its variables, which only the memo told apart, are
-    numbered in the order they first appear instead."""
+    provenances), and without a memo (``fast``), so that they do not depend on which equal
+    values (avals, shapes) happen to be one object, which differs between a first trace and
+    later ones (a jitted function called inside another: its cached jaxpr shares its avals);
+    its variables, which only the memo told apart, are numbered in the order they first
+    appear instead.
+
+    Without a memo, the pickler writes the name of an object's class (or reducing
+    function) each time and looks it up as an import to check it: most of a key's time went
+    there. So jaxprs, equations and literals are pickled as tuples of their parts (one
+    name each), and the variables in them as plain numbers, with their types as plain
+    tuples where they first appear."""
 
     def __init__(self, file):
         self.numbers = {}
         # (a table rather than ``persistent_id``, which would be called for every object;
         # read by the pickler when it is made, so set first)
         self.dispatch_table = {**copyreg.dispatch_table, SourceInfo: _nothing,
-                               Provenance: _nothing, Var: self._variable, ShapedArray: _aval}
+                               Provenance: _nothing, Var: self._variable, ShapedArray: _aval,
+                               Jaxpr: self._jaxpr, JaxprEqn: self._equation,
+                               Literal: _literal}
         super().__init__(file, protocol=5)
         self.fast = True
 
     def _variable(self, var):
+        """A variable found elsewhere than in a jaxpr's or an equation's own lists."""
+        return _Variable, (self._number(var),)
+
+    def _number(self, var):
         """A variable's number, with its type where it first appears."""
         number = self.numbers.get(id(var))
         if number is not None:
-            return _Variable, (number,)
+            return number
         number = self.numbers[id(var)] = len(self.numbers)
-        return _Variable, (number, var.aval)
+        return number, _aval_parts(var.aval)
+
+    def _atoms(self, atoms):
+        return [self._number(a) if type(a) is Var else a for a in atoms]
+
+    def _jaxpr(self, jaxpr):
+        return _Jaxpr, (self._atoms(jaxpr.constvars), self._atoms(jaxpr.invars),
+                        self._atoms(jaxpr.outvars), jaxpr.eqns)
+
+    def _equation(self, eqn):
+        """An equation without its source line and provenance; its primitive by name, as
+        the primitive pickles itself (which checks that the name is its own)."""
+        _, name = eqn.primitive.__reduce__()
+        return _Equation, (name, self._atoms(eqn.invars), self._atoms(eqn.outvars),
+                           eqn.params)
 
 
 def _aval(aval):
+    return _Aval, _aval_parts(aval)
+
+
+def _aval_parts(aval):
     name = _DTYPE_NAMES.get(aval.dtype)
     if name is None:
         name = _DTYPE_NAMES[aval.dtype] = aval.dtype.name
-    return _Aval, (aval.shape, name, aval.weak_type)
+    return aval.shape, name, aval.weak_type
 
 
 _DTYPE_NAMES = {}  # (a dtype's name is computed in Python, in a few microseconds)
+
+
+def _literal(literal):
+    """A literal as its type and the bytes of its value."""
+    return _Literal, (_aval_parts(literal.aval), np.asarray(literal.val).tobytes())
 
 
 class _Variable:
@@ -121,6 +158,18 @@ class _Variable:
 
 class _Aval:
     """What a key pickles an array type as (never unpickled)."""
+
+
+class _Jaxpr:
+    """What a key pickles a jaxpr as (never unpickled)."""
+
+
+class _Equation:
+    """What a key pickles an equation as (never unpickled)."""
+
+
+class _Literal:
+    """What a key pickles a literal as (never unpickled)."""
 
 
 class _DebugInfoByPosition(pickle.Pickler):
