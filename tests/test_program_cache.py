@@ -90,6 +90,38 @@ def test_loaded_program_times_its_steps_and_reports():
     assert "scan" in compiled.as_text()
 
 
+def _plans(plan):
+    """A plan and the plans of its compiled control flow, recursively."""
+    yield plan
+    for g in plan.groups:
+        for sub in g.subprograms:
+            yield from _plans(sub.plan)
+
+
+def test_what_only_reports_read_is_loaded_when_first_read_and_equals_a_fresh_compile():
+    """A loaded program runs without unpickling its report-only part (the plans' decisions,
+    the kernels' bodies, the passes' log); the first read of ``plan``, ``rewrites`` or
+    ``kernels`` loads it, and the reports then say what a fresh compile's say."""
+    from nbjax.compiler import report
+    w, xs = _inputs()
+    fresh = _compiled(_loop, w, xs)
+    assert fresh.rewrites and any(g.subprograms for g in fresh.plan.groups)
+    for read in ("plan", "rewrites", "kernels"):
+        loaded = _compiled(_loop, w, xs)
+        assert set(loaded.compile_times) == {"program_cache"}
+        for got, want in zip(loaded.run(w, xs), _loop_numpy(w, xs)):
+            assert_close(got, want, rtol=1e-5)
+        assert loaded._report is not None  # not loaded by running it
+        getattr(loaded, read)
+        assert loaded._report is None
+    assert report.compiled_text(loaded) == report.compiled_text(fresh)
+    assert [str(r) for r in loaded.rewrites] == [str(r) for r in fresh.rewrites]
+    assert [[str(d) for d in p.decisions] for p in _plans(loaded.plan)] == \
+        [[str(d) for d in p.decisions] for p in _plans(fresh.plan)]
+    assert [k.loop.pretty() for k in loaded.kernels] == [k.loop.pretty() for k in fresh.kernels]
+    assert [k.texts for k in loaded.kernels] == [k.texts for k in fresh.kernels]
+
+
 _TWICE = """
 import nbjax.numpy as jnp
 import nbjax

@@ -3,8 +3,10 @@ loaded, not compiled again: no passes, no fusion planning, no code generation, n
 
 An entry holds what ``executable.assemble`` needs besides machine code (the optimised
 jaxpr, its fusion plan, the passes' log and the code generator's ``Layout``, which keeps
-the kernels' IR texts for the reports) and the module's optimised IR, pickled together,
-then the module's object code. Its key is the SHA-256 of the traced jaxpr, pickled
+the kernels' IR texts for the reports) and the module's optimised IR, pickled in two parts
+(what only reports read, such as the plan's decisions, the kernels' bodies and the passes'
+log, second: a loaded program unpickles it when a report first asks for it), then the
+module's object code. Its key is the SHA-256 of the traced jaxpr, pickled
 (primitives by name, variables numbered in the order they appear, types and constants by
 value, whichever objects hold them) without its equations' source lines and provenance, of
 the positions of the inputs its calls donate (``compiler.donation``), of nbjax's source
@@ -39,6 +41,8 @@ from ...core.abstract import ShapedArray
 from ...core.jaxpr import Jaxpr, JaxprEqn, Literal, Var, subjaxprs
 from ...core.source_info import Provenance, SourceInfo
 from ...compiler import fusion, passes
+from ...compiler.fusion import FusionPlan
+from ...compiler.kernel import KernelOutput, LoopKernel
 from . import buffer_plan, cache, codegen, executable, routines, runtime
 from .target import runs_here
 
@@ -172,11 +176,22 @@ class _Literal:
     """What a key pickles a literal as (never unpickled)."""
 
 
-class _DebugInfoByPosition(pickle.Pickler):
-    """Pickles the source lines and provenances of ``traced``'s equations as their
-    positions in it (``_debug_info``)."""
+# What only reports and views read, by class: an entry pickles it apart, after the rest,
+# and a loaded program unpickles it when a report first asks (``compiler.Executable``).
+_REPORT_ONLY = {LoopKernel: ("body",), KernelOutput: ("value",), FusionPlan: ("decisions",)}
+
+
+class _EntryPickler(pickle.Pickler):
+    """Pickles an entry's description of its program in two parts, one after the other
+    with one memo, so that the second refers to the first's objects: what running the
+    program needs, without the fields of ``_REPORT_ONLY`` (``dump_program``), then those
+    fields (``dump_report``). The source lines and provenances of ``traced``'s equations
+    are pickled as their positions in it (``_debug_info``)."""
 
     def __init__(self, file, traced):
+        self.held_back = []  # (object, {field: value}): what the first part left out
+        self.dispatch_table = {**copyreg.dispatch_table,
+                               **{cls: self._without_report for cls in _REPORT_ONLY}}
         super().__init__(file, protocol=5)
         self.positions = {id(o): k for k, o in enumerate(_debug_info(traced))}
 
@@ -184,13 +199,35 @@ class _DebugInfoByPosition(pickle.Pickler):
         return self.positions.get(id(obj)) if isinstance(obj, (SourceInfo, Provenance)) \
             else None
 
+    def _without_report(self, obj):
+        held = {name: getattr(obj, name) for name in _REPORT_ONLY[type(obj)]}
+        self.held_back.append((obj, held))
+        state = {k: v for k, v in vars(obj).items() if k not in held}
+        return copyreg.__newobj__, (type(obj),), state
 
-class _DebugInfoOf(pickle.Unpickler):
-    """Unpickles what ``_DebugInfoByPosition`` pickled, with ``traced``'s debug info."""
+    def dump_report(self, rewrites):
+        """The second part: the fields held back, and the passes' log."""
+        held = list(self.held_back)
+        self.dump((held, rewrites))
+        if len(self.held_back) != len(held):  # they hold more of what the first part holds
+            raise pickle.PicklingError("report data refers to parts of the program that "
+                                       "the program does not")
+
+
+class _EntryUnpickler(pickle.Unpickler):
+    """Unpickles what ``_EntryPickler`` pickled, with ``traced``'s debug info: ``load()``
+    the first part, then (later, on demand) ``load_report()``."""
 
     def __init__(self, data, traced):
         super().__init__(io.BytesIO(data))
         self.persistent_load = _debug_info(traced).__getitem__
+
+    def load_report(self):
+        """Put the fields held back into their objects; return the passes' log."""
+        held, rewrites = self.load()
+        for obj, fields in held:
+            vars(obj).update(fields)
+        return rewrites
 
 
 def _debug_info(closed_jaxpr):
@@ -241,10 +278,10 @@ def load(entry_key, traced, name):
     if path is None:
         return None
     start = time.perf_counter()
-    found = cache.read(path, entry_key, meta=lambda data: _DebugInfoOf(data, traced).load())
+    found = cache.read(path, entry_key, meta=lambda data: _program_part(data, traced))
     jit_module = None
     if found is not None:
-        (optimised, plan, rewrites, layout, optimised_ir), code = found
+        ((optimised, plan, layout, optimised_ir), unpickler), code = found
         if any(name.startswith(routines.PREFIX) for name in layout.externals):
             routines.library()  # registers the BLAS and LAPACK routines
         if code:
@@ -253,8 +290,15 @@ def load(entry_key, traced, name):
         cache.stats["program miss"] += 1
         return None
     cache.stats["program hit"] += 1
-    return executable.assemble(name, optimised, plan, rewrites, layout, jit_module,
-                               {"program_cache": time.perf_counter() - start})
+    return executable.assemble(name, optimised, plan, (), layout, jit_module,
+                               {"program_cache": time.perf_counter() - start},
+                               report=unpickler.load_report)
+
+
+def _program_part(data, traced):
+    """(The first part of an entry's description, the unpickler that reads the second)."""
+    unpickler = _EntryUnpickler(data, traced)
+    return unpickler.load(), unpickler
 
 
 # --- store ---------------------------------------------------------------------------------
@@ -269,9 +313,10 @@ def store(entry_key, traced, compiled):
         return
     meta = io.BytesIO()
     try:
-        _DebugInfoByPosition(meta, traced).dump(
-            (compiled.jaxpr, compiled.plan, compiled.rewrites, compiled.layout,
-             module.optimised_ir if module is not None else None))
+        pickler = _EntryPickler(meta, traced)
+        pickler.dump((compiled.jaxpr, compiled.plan, compiled.layout,
+                      module.optimised_ir if module is not None else None))
+        pickler.dump_report(compiled.rewrites)
     except Exception as e:  # noqa: BLE001  (a rewrite or plan holding what does not pickle)
         log.debug("nbjax program cache: cannot keep %s: %s", compiled.name, e)
         return
