@@ -122,6 +122,34 @@ def test_what_only_reports_read_is_loaded_when_first_read_and_equals_a_fresh_com
     assert [k.texts for k in loaded.kernels] == [k.texts for k in fresh.kernels]
 
 
+@pytest.mark.parametrize("collecting", [True, False])
+def test_loading_leaves_the_garbage_collector_as_it_was(collecting):
+    """Loading pauses the cyclic collector, and leaves it on or off as it found it, on a hit
+    and on a miss alike."""
+    import gc
+    w, xs = _inputs()
+    _compiled(_loop, w, xs)
+    traced = nbjax.make_jaxpr(_loop)(w, xs)
+    seen = []
+    real_read = cache.read
+
+    def read(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real_read(*args, **kwargs)
+    was = gc.isenabled()
+    try:
+        (gc.enable if collecting else gc.disable)()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cache, "read", read)
+            assert program_cache.load(program_cache.key(traced), traced, "loop") is not None
+            assert gc.isenabled() == collecting
+            assert program_cache.load("0" * 64, traced, "loop") is None  # a miss
+            assert gc.isenabled() == collecting
+        assert seen == [False, False]
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
 _TWICE = """
 import nbjax.numpy as jnp
 import nbjax
