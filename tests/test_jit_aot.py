@@ -30,6 +30,20 @@ def backend():
 
 # --- lower ---------------------------------------------------------------------------------
 
+def test_lower_takes_numpy_arguments_as_their_types_and_compiles_the_same_program():
+    """NumPy arguments of ``lower`` stand for their (canonical) types, as Arrays of them do
+    (int64 becomes int32 unless x64 is on), and the compiled program computes the same."""
+    def f(x, n):
+        return x * 2.0 + n.astype(np.float32)
+    x, n = random_array(rng, (4, 3)), np.arange(3, dtype=np.int64)
+    from_numpy = nbjax.jit(f).lower(x, n)
+    from_arrays = nbjax.jit(f).lower(jnp.asarray(x), jnp.asarray(n))
+    assert from_numpy.in_avals == from_arrays.in_avals
+    assert [a.dtype for a in from_numpy.in_avals] == [np.float32, np.int32]
+    assert str(from_numpy.jaxpr) == str(from_arrays.jaxpr)
+    assert_close(from_numpy.compile()(x, n), x * 2.0 + n.astype(np.float32))
+
+
 def test_lower_shows_the_optimised_jaxpr_and_its_rewrites():
     inner = nbjax.jit(lambda x: x * 1.0)
 

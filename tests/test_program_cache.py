@@ -90,6 +90,66 @@ def test_loaded_program_times_its_steps_and_reports():
     assert "scan" in compiled.as_text()
 
 
+def _plans(plan):
+    """A plan and the plans of its compiled control flow, recursively."""
+    yield plan
+    for g in plan.groups:
+        for sub in g.subprograms:
+            yield from _plans(sub.plan)
+
+
+def test_what_only_reports_read_is_loaded_when_first_read_and_equals_a_fresh_compile():
+    """A loaded program runs without unpickling its report-only part (the plans' decisions,
+    the kernels' bodies, the passes' log); the first read of ``plan``, ``rewrites`` or
+    ``kernels`` loads it, and the reports then say what a fresh compile's say."""
+    from nbjax.compiler import report
+    w, xs = _inputs()
+    fresh = _compiled(_loop, w, xs)
+    assert fresh.rewrites and any(g.subprograms for g in fresh.plan.groups)
+    for read in ("plan", "rewrites", "kernels"):
+        loaded = _compiled(_loop, w, xs)
+        assert set(loaded.compile_times) == {"program_cache"}
+        for got, want in zip(loaded.run(w, xs), _loop_numpy(w, xs)):
+            assert_close(got, want, rtol=1e-5)
+        assert loaded._report is not None  # not loaded by running it
+        getattr(loaded, read)
+        assert loaded._report is None
+    assert report.compiled_text(loaded) == report.compiled_text(fresh)
+    assert [str(r) for r in loaded.rewrites] == [str(r) for r in fresh.rewrites]
+    assert [[str(d) for d in p.decisions] for p in _plans(loaded.plan)] == \
+        [[str(d) for d in p.decisions] for p in _plans(fresh.plan)]
+    assert [k.loop.pretty() for k in loaded.kernels] == [k.loop.pretty() for k in fresh.kernels]
+    assert [k.texts for k in loaded.kernels] == [k.texts for k in fresh.kernels]
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_loading_leaves_the_garbage_collector_as_it_was(collecting):
+    """Loading pauses the cyclic collector, and leaves it on or off as it found it, on a hit
+    and on a miss alike."""
+    import gc
+    w, xs = _inputs()
+    _compiled(_loop, w, xs)
+    traced = nbjax.make_jaxpr(_loop)(w, xs)
+    seen = []
+    real_read = cache.read
+
+    def read(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real_read(*args, **kwargs)
+    was = gc.isenabled()
+    try:
+        (gc.enable if collecting else gc.disable)()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cache, "read", read)
+            assert program_cache.load(program_cache.key(traced), traced, "loop") is not None
+            assert gc.isenabled() == collecting
+            assert program_cache.load("0" * 64, traced, "loop") is None  # a miss
+            assert gc.isenabled() == collecting
+        assert seen == [False, False]
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
 _TWICE = """
 import nbjax.numpy as jnp
 import nbjax
@@ -199,6 +259,26 @@ def test_variables_are_told_apart_in_the_key():
     other = program_cache.key(nbjax.make_jaxpr(lambda a, b: (a + b) * b)(x, x))
     again = program_cache.key(nbjax.make_jaxpr(lambda c, d: (c + c) * d)(x, x))
     assert same != other and same == again
+
+
+def test_literals_params_and_types_are_in_the_key_source_lines_are_not():
+    """Keys pickle equations and literals as their parts: a literal's value and type, an
+    equation's params and its operands' types each make another key; the same program
+    traced from other lines has the same one."""
+    x = np.ones(3, np.float32)
+
+    def key(f, *args):
+        return program_cache.key(nbjax.make_jaxpr(f)(*(args or (x,))))
+    base = key(lambda a: jnp.sum(a * 2.0, axis=0))
+    assert base is not None
+    assert key(lambda a: jnp.sum(a * 3.0, axis=0)) != base
+    assert key(lambda a: jnp.sum(a * 2.0, axis=0), x.astype(np.int32)) != base
+    assert key(lambda a: jnp.sum(a * 2.0, axis=0), np.ones(4, np.float32)) != base
+    assert key(lambda a: jnp.max(a * 2.0, axis=0)) != base
+    m = np.ones((2, 3), np.float32)
+    assert key(lambda a: jnp.sum(a, axis=0), m) != key(lambda a: jnp.sum(a, axis=1), m)
+    assert key(lambda a: jnp.sum(a * 2.0,
+                                 axis=0)) == base  # another line
 
 
 def test_another_environment_has_other_keys(monkeypatch):

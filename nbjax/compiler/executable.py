@@ -14,11 +14,15 @@ nothing else of it:
 - ``plan``: the ``FusionPlan`` (None for a target that runs the jaxpr as it is) and
   ``rewrites``, the passes' log;
 - ``kernels``: a ``KernelInfo`` per generated kernel, with the texts of each stage;
+  (a program loaded from a disk cache loads what of these only reports read, such as the
+  plan's decisions and the kernels' bodies, when one of the three is first read: see
+  ``report`` below);
 - ``compile_times``: seconds per compilation phase;
 - ``step_times``: when timing is on (``enable_timing``), the run times of each plan step;
 - ``runs_as``: how a call runs, in words (one native call, or steps), or None.
 """
 
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,22 +44,55 @@ class KernelInfo:
     texts: dict = field(default_factory=dict)
 
 
+def _reported(name):
+    """The attribute ``name`` (``plan``, ``rewrites``, ``kernels``), read and written once
+    what only reports read is loaded (``Executable.__init__``'s ``report``)."""
+    private = "_" + name
+
+    def read(self):
+        self._load_report()
+        return getattr(self, private)
+
+    def write(self, value):
+        self._load_report()
+        setattr(self, private, value)
+    return property(read, write)
+
+
 class Executable:
     """The interface above; a target's executable subclasses it and defines ``run``."""
 
     timing_supported = False  # whether enable_timing records per-step times
 
     def __init__(self, name, target, jaxpr, plan=None, rewrites=(), kernels=(),
-                 compile_times=None):
+                 compile_times=None, report=None):
+        """``report``: for a program loaded from a disk cache, a function that loads what
+        only reports read, into ``plan`` and ``kernels`` (the plan's decisions, the
+        kernels' bodies...), and returns the passes' log (then ``rewrites`` is empty). It
+        runs when ``plan``, ``rewrites`` or ``kernels`` is first read: running the program
+        does not need it, and loading it was a third to a half of loading a program."""
         self.name = name
         self.target = target
         self.jaxpr = jaxpr
-        self.plan = plan
-        self.rewrites = list(rewrites)
-        self.kernels = list(kernels)
+        self._plan = plan
+        self._rewrites = list(rewrites)
+        self._kernels = list(kernels)
+        self._report = report
         self.compile_times = dict(compile_times or {})
         self.step_times = None  # {step index: [seconds, ...]} while timing is on
         self.runs_as = None
+
+    def _load_report(self):
+        """Load what only reports read, if it is not yet (see ``__init__``)."""
+        if self._report is not None:
+            with _report_lock:
+                if self._report is not None:
+                    self._rewrites = list(self._report())
+                    self._report = None
+
+    plan = _reported("plan")
+    rewrites = _reported("rewrites")
+    kernels = _reported("kernels")
 
     def run(self, *args):
         raise NotImplementedError
@@ -81,6 +118,9 @@ class Executable:
         if not self.timing_supported:
             raise ValueError(f"the {self.target} backend has no per-step timing")
         self.step_times = {} if on else None
+
+
+_report_lock = threading.Lock()  # (two threads reading a report must not load it twice)
 
 
 class Timer:

@@ -57,6 +57,8 @@ def broadcast_shapes(name, *shapes):
     shapes = [s for s in shapes if s]
     if not shapes:
         return ()
+    if all(s == shapes[0] for s in shapes):  # (most operands: no axis to stretch)
+        return tuple(shapes[0])
     if len({len(s) for s in shapes}) != 1:
         raise IncompatibleShapesError(
             f"{name}: arrays must have the same number of dimensions, got "

@@ -45,7 +45,7 @@ def result_type(*args):
 def promote_dtypes(*args):
     """Convert operands to their common dtype (weak only if every operand is weak)."""
     dtype, weak = result_type(*args)
-    return [lax.convert_element_type(to_array(a), dtype, weak_type=weak) for a in args]
+    return [_converted(a, dtype, weak) for a in args]
 
 
 def promote_dtypes_inexact(*args):
@@ -53,7 +53,18 @@ def promote_dtypes_inexact(*args):
     dtype, weak = result_type(*args)
     if not dtypes.is_inexact(dtype):
         dtype = dtypes.default_float()
-    return [lax.convert_element_type(to_array(a), dtype, weak_type=weak) for a in args]
+    return [_converted(a, dtype, weak) for a in args]
+
+
+def _converted(x, dtype, weak):
+    """``x`` as an array of the canonical ``dtype``: itself when it is one already (most
+    operands of a promotion; ``convert_element_type`` would canonicalize ``dtype`` again
+    to find that out)."""
+    x = to_array(x)
+    aval = get_aval(x)
+    if aval.dtype == dtype and aval.weak_type == weak:
+        return x
+    return lax.convert_element_type(x, dtype, weak_type=weak)
 
 
 def broadcast_shapes(*shapes, name="broadcast_shapes"):

@@ -160,14 +160,14 @@ def decode(data, key):
     head = len(MAGIC) + _DIGEST
     if data[:len(MAGIC)] != MAGIC:
         raise ValueError("not an nbjax cache entry (or another layout)")
-    payload = data[head:]
+    payload = memoryview(data)[head:]  # (not a copy: an entry may hold megabytes)
     if hashlib.sha256(payload).digest() != data[len(MAGIC):head]:
         raise ValueError("checksum mismatch (truncated or corrupted)")
     if payload[:_KEY] != key.encode():
         raise ValueError("the entry was built for another key")
     (n,) = _META_LENGTH.unpack_from(payload, _KEY)
     start = _KEY + _META_LENGTH.size
-    return payload[start:start + n], payload[start + n:]
+    return bytes(payload[start:start + n]), bytes(payload[start + n:])
 
 
 def read(path, key, meta=bytes.decode):

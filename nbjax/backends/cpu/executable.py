@@ -35,8 +35,8 @@ class Executable(compiler.Executable):
     timing_supported = True
 
     def __init__(self, name, jaxpr, consts, plan, rewrites, layout, steps, kernels,
-                 compile_times, jit_module, program=None):
-        super().__init__(name, "cpu", jaxpr, plan, rewrites, kernels, compile_times)
+                 compile_times, jit_module, program=None, report=None):
+        super().__init__(name, "cpu", jaxpr, plan, rewrites, kernels, compile_times, report)
         self.layout = layout
         self._steps = steps
         self._program = program  # the whole program as one native call, or None
@@ -550,9 +550,10 @@ def _entry_arrays(loop):
         + [(tuple(v.aval.shape), np.dtype(v.aval.dtype)) for v in loop.inputs]
 
 
-def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times):
+def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times,
+             report=None):
     """The Executable running ``plan`` with the functions of ``jit_module`` (the machine
-    code of ``layout``'s module)."""
+    code of ``layout``'s module); ``report``: see ``compiler.Executable``."""
     slots = {v: i for i, v in enumerate(_all_vars(optimised.jaxpr))}
     host_steps = [host_step(call, jit_module) for call in layout.host_calls]
     functions, kernels = {}, []
@@ -588,4 +589,4 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times)
                           entries.get("program"), in_place) \
         if "program" in layout.flows else None
     return Executable(name, optimised, optimised.consts, plan, rewrites, layout, steps,
-                      kernels, compile_times, jit_module, program)
+                      kernels, compile_times, jit_module, program, report)

@@ -3,8 +3,10 @@ loaded, not compiled again: no passes, no fusion planning, no code generation, n
 
 An entry holds what ``executable.assemble`` needs besides machine code (the optimised
 jaxpr, its fusion plan, the passes' log and the code generator's ``Layout``, which keeps
-the kernels' IR texts for the reports) and the module's optimised IR, pickled together,
-then the module's object code. Its key is the SHA-256 of the traced jaxpr, pickled
+the kernels' IR texts for the reports) and the module's optimised IR, pickled in two parts
+(what only reports read, such as the plan's decisions, the kernels' bodies and the passes'
+log, second: a loaded program unpickles it when a report first asks for it), then the
+module's object code. Its key is the SHA-256 of the traced jaxpr, pickled
 (primitives by name, variables numbered in the order they appear, types and constants by
 value, whichever objects hold them) without its equations' source lines and provenance, of
 the positions of the inputs its calls donate (``compiler.donation``), of nbjax's source
@@ -23,8 +25,10 @@ exist in this process (LLVM would abort on a missing one); an entry that fails a
 a miss.
 """
 
+import contextlib
 import copyreg
 import functools
+import gc
 import hashlib
 import io
 import json
@@ -33,10 +37,14 @@ import pickle
 import time
 from pathlib import Path
 
+import numpy as np
+
 from ...core.abstract import ShapedArray
-from ...core.jaxpr import Var, subjaxprs
+from ...core.jaxpr import Jaxpr, JaxprEqn, Literal, Var, subjaxprs
 from ...core.source_info import Provenance, SourceInfo
 from ...compiler import fusion, passes
+from ...compiler.fusion import FusionPlan
+from ...compiler.kernel import KernelOutput, LoopKernel
 from . import buffer_plan, cache, codegen, executable, routines, runtime
 from .target import runs_here
 
@@ -81,38 +89,73 @@ def _nothing(obj):
 
 class _KeyPickler(pickle.Pickler):
     """The bytes a key hashes: the jaxpr pickled without its debug info (source lines and
-    provenances), and without a memo (``fast``), so that they do
-    not depend on which equal values (avals, shapes) happen to be one object, which differs
-    between a first trace and later ones (a jitted function called inside another: its
-    cached jaxpr shares its avals); its variables, which only the memo told apart, are
-    numbered in the order they first appear instead."""
+    provenances), and without a memo (``fast``), so that they do not depend on which equal
+    values (avals, shapes) happen to be one object, which differs between a first trace and
+    later ones (a jitted function called inside another: its cached jaxpr shares its avals);
+    its variables, which only the memo told apart, are numbered in the order they first
+    appear instead.
+
+    Without a memo, the pickler writes the name of an object's class (or reducing
+    function) each time and looks it up as an import to check it: most of a key's time went
+    there. So jaxprs, equations and literals are pickled as tuples of their parts (one
+    name each), and the variables in them as plain numbers, with their types as plain
+    tuples where they first appear."""
 
     def __init__(self, file):
         self.numbers = {}
         # (a table rather than ``persistent_id``, which would be called for every object;
         # read by the pickler when it is made, so set first)
         self.dispatch_table = {**copyreg.dispatch_table, SourceInfo: _nothing,
-                               Provenance: _nothing, Var: self._variable, ShapedArray: _aval}
+                               Provenance: _nothing, Var: self._variable, ShapedArray: _aval,
+                               Jaxpr: self._jaxpr, JaxprEqn: self._equation,
+                               Literal: _literal}
         super().__init__(file, protocol=5)
         self.fast = True
 
     def _variable(self, var):
+        """A variable found elsewhere than in a jaxpr's or an equation's own lists."""
+        return _Variable, (self._number(var),)
+
+    def _number(self, var):
         """A variable's number, with its type where it first appears."""
         number = self.numbers.get(id(var))
         if number is not None:
-            return _Variable, (number,)
+            return number
         number = self.numbers[id(var)] = len(self.numbers)
-        return _Variable, (number, var.aval)
+        return number, _aval_parts(var.aval)
+
+    def _atoms(self, atoms):
+        return [self._number(a) if type(a) is Var else a for a in atoms]
+
+    def _jaxpr(self, jaxpr):
+        return _Jaxpr, (self._atoms(jaxpr.constvars), self._atoms(jaxpr.invars),
+                        self._atoms(jaxpr.outvars), jaxpr.eqns)
+
+    def _equation(self, eqn):
+        """An equation without its source line and provenance; its primitive by name, as
+        the primitive pickles itself (which checks that the name is its own)."""
+        _, name = eqn.primitive.__reduce__()
+        return _Equation, (name, self._atoms(eqn.invars), self._atoms(eqn.outvars),
+                           eqn.params)
 
 
 def _aval(aval):
+    return _Aval, _aval_parts(aval)
+
+
+def _aval_parts(aval):
     name = _DTYPE_NAMES.get(aval.dtype)
     if name is None:
         name = _DTYPE_NAMES[aval.dtype] = aval.dtype.name
-    return _Aval, (aval.shape, name, aval.weak_type)
+    return aval.shape, name, aval.weak_type
 
 
 _DTYPE_NAMES = {}  # (a dtype's name is computed in Python, in a few microseconds)
+
+
+def _literal(literal):
+    """A literal as its type and the bytes of its value."""
+    return _Literal, (_aval_parts(literal.aval), np.asarray(literal.val).tobytes())
 
 
 class _Variable:
@@ -123,11 +166,34 @@ class _Aval:
     """What a key pickles an array type as (never unpickled)."""
 
 
-class _DebugInfoByPosition(pickle.Pickler):
-    """Pickles the source lines and provenances of ``traced``'s equations as their
-    positions in it (``_debug_info``)."""
+class _Jaxpr:
+    """What a key pickles a jaxpr as (never unpickled)."""
+
+
+class _Equation:
+    """What a key pickles an equation as (never unpickled)."""
+
+
+class _Literal:
+    """What a key pickles a literal as (never unpickled)."""
+
+
+# What only reports and views read, by class: an entry pickles it apart, after the rest,
+# and a loaded program unpickles it when a report first asks (``compiler.Executable``).
+_REPORT_ONLY = {LoopKernel: ("body",), KernelOutput: ("value",), FusionPlan: ("decisions",)}
+
+
+class _EntryPickler(pickle.Pickler):
+    """Pickles an entry's description of its program in two parts, one after the other
+    with one memo, so that the second refers to the first's objects: what running the
+    program needs, without the fields of ``_REPORT_ONLY`` (``dump_program``), then those
+    fields (``dump_report``). The source lines and provenances of ``traced``'s equations
+    are pickled as their positions in it (``_debug_info``)."""
 
     def __init__(self, file, traced):
+        self.held_back = []  # (object, {field: value}): what the first part left out
+        self.dispatch_table = {**copyreg.dispatch_table,
+                               **{cls: self._without_report for cls in _REPORT_ONLY}}
         super().__init__(file, protocol=5)
         self.positions = {id(o): k for k, o in enumerate(_debug_info(traced))}
 
@@ -135,13 +201,35 @@ class _DebugInfoByPosition(pickle.Pickler):
         return self.positions.get(id(obj)) if isinstance(obj, (SourceInfo, Provenance)) \
             else None
 
+    def _without_report(self, obj):
+        held = {name: getattr(obj, name) for name in _REPORT_ONLY[type(obj)]}
+        self.held_back.append((obj, held))
+        state = {k: v for k, v in vars(obj).items() if k not in held}
+        return copyreg.__newobj__, (type(obj),), state
 
-class _DebugInfoOf(pickle.Unpickler):
-    """Unpickles what ``_DebugInfoByPosition`` pickled, with ``traced``'s debug info."""
+    def dump_report(self, rewrites):
+        """The second part: the fields held back, and the passes' log."""
+        held = list(self.held_back)
+        self.dump((held, rewrites))
+        if len(self.held_back) != len(held):  # they hold more of what the first part holds
+            raise pickle.PicklingError("report data refers to parts of the program that "
+                                       "the program does not")
+
+
+class _EntryUnpickler(pickle.Unpickler):
+    """Unpickles what ``_EntryPickler`` pickled, with ``traced``'s debug info: ``load()``
+    the first part, then (later, on demand) ``load_report()``."""
 
     def __init__(self, data, traced):
         super().__init__(io.BytesIO(data))
         self.persistent_load = _debug_info(traced).__getitem__
+
+    def load_report(self):
+        """Put the fields held back into their objects; return the passes' log."""
+        held, rewrites = self.load()
+        for obj, fields in held:
+            vars(obj).update(fields)
+        return rewrites
 
 
 def _debug_info(closed_jaxpr):
@@ -191,11 +279,31 @@ def load(entry_key, traced, name):
     path = _path(entry_key)
     if path is None:
         return None
+    with _collector_paused():
+        return _load(path, entry_key, traced, name)
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector paused (then as it was): loading a program makes
+    thousands of objects, which all live on, and the collections they set off found nothing
+    to free, yet took a millisecond of blur_473x716's first call (0.35 ms with the pause,
+    the deferred collection included)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load(path, entry_key, traced, name):
     start = time.perf_counter()
-    found = cache.read(path, entry_key, meta=lambda data: _DebugInfoOf(data, traced).load())
+    found = cache.read(path, entry_key, meta=lambda data: _program_part(data, traced))
     jit_module = None
     if found is not None:
-        (optimised, plan, rewrites, layout, optimised_ir), code = found
+        ((optimised, plan, layout, optimised_ir), unpickler), code = found
         if any(name.startswith(routines.PREFIX) for name in layout.externals):
             routines.library()  # registers the BLAS and LAPACK routines
         if code:
@@ -204,8 +312,15 @@ def load(entry_key, traced, name):
         cache.stats["program miss"] += 1
         return None
     cache.stats["program hit"] += 1
-    return executable.assemble(name, optimised, plan, rewrites, layout, jit_module,
-                               {"program_cache": time.perf_counter() - start})
+    return executable.assemble(name, optimised, plan, (), layout, jit_module,
+                               {"program_cache": time.perf_counter() - start},
+                               report=unpickler.load_report)
+
+
+def _program_part(data, traced):
+    """(The first part of an entry's description, the unpickler that reads the second)."""
+    unpickler = _EntryUnpickler(data, traced)
+    return unpickler.load(), unpickler
 
 
 # --- store ---------------------------------------------------------------------------------
@@ -220,9 +335,10 @@ def store(entry_key, traced, compiled):
         return
     meta = io.BytesIO()
     try:
-        _DebugInfoByPosition(meta, traced).dump(
-            (compiled.jaxpr, compiled.plan, compiled.rewrites, compiled.layout,
-             module.optimised_ir if module is not None else None))
+        pickler = _EntryPickler(meta, traced)
+        pickler.dump((compiled.jaxpr, compiled.plan, compiled.layout,
+                      module.optimised_ir if module is not None else None))
+        pickler.dump_report(compiled.rewrites)
     except Exception as e:  # noqa: BLE001  (a rewrite or plan holding what does not pickle)
         log.debug("nbjax program cache: cannot keep %s: %s", compiled.name, e)
         return

@@ -1,5 +1,7 @@
 """The CPU that kernels are compiled for."""
 
+import functools
+
 import llvmlite.binding as llvm
 
 from ...config import config
@@ -12,8 +14,15 @@ def cpu_target():
     CPU's own. Code for a CPU the host is not may not run here, but can be inspected."""
     name = config.cpu_target
     if name in ("", "host"):
-        return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        return _host_name(), _host_features().flatten()
     return name, ""
+
+
+# The host's CPU name and features, asked of LLVM once per process: they do not change, and
+# asking took a fraction of a millisecond, several times in every compile and every load
+# of a program from the disk cache.
+_host_name = functools.cache(llvm.get_host_cpu_name)
+_host_features = functools.cache(llvm.get_host_cpu_features)
 
 
 # What a CPU of each x86-64 micro-architecture level must have (the psABI's list, less the
@@ -31,9 +40,9 @@ def runs_here():
     or an x86-64 level whose features the host has. Another CPU's code may use instructions
     this one lacks, and an illegal instruction would kill the process (a notebook's kernel)."""
     name = config.cpu_target
-    if name in ("", "host", llvm.get_host_cpu_name()):
+    if name in ("", "host", _host_name()):
         return True
     if name not in _LEVELS:
         return False
-    host = llvm.get_host_cpu_features()
+    host = _host_features()
     return all(host.get(feature, False) for feature in _LEVELS[name])
