@@ -158,8 +158,9 @@ class _Key:
 def _sort_rows(f, rows, keys, row):
     """Sort each row of ``rows`` by ``keys`` (``_Key``s, compared in order), then
     ``row(o, i, order)`` with the row's permutation (``order``: a pointer to its int64
-    positions, sorted): by radix (``_radix_sort``) when it applies, else by merging."""
-    if len(keys) == 1 and keys[0].lane_type.itemsize <= 4 and rows.n >= RADIX_MIN:
+    positions, sorted): by radix (``_radix_sort_rows``: rows of one key of up to 4 bytes,
+    whose positions fit the words' low 32 bits) when it applies, else by merging."""
+    if len(keys) == 1 and keys[0].lane_type.itemsize <= 4 and RADIX_MIN <= rows.n < 2 ** 32:
         _radix_sort_rows(f, rows, keys[0], row)
         return
     dtypes = [np.dtype(np.int64)] + [k.lane_type for k in keys]
