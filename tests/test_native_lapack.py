@@ -4,6 +4,7 @@ and inside loops, batched, float32 and float64, empty and 1x1 matrices, matrices
 not positive definite or are singular; and no call back into Python for them."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -326,6 +327,55 @@ def test_eigh_inside_fori_loop_and_its_gradient():
         assert "calling back" not in cpu.runs_as
 
 
+# --- svd -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("full_matrices", [True, False])
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (6, 3), (3, 6), (2, 5, 3), (50, 40),
+                                   (0, 3), (3, 0), (2, 0, 0), (0, 2, 2)])
+def test_svd_alone_and_between_kernels(dtype, full_matrices, shape):
+    """gesdd in float64 with the workspace NumPy asks for: singular vectors with the
+    reference's signs; empty matrices complete u and vh with identities."""
+    x = RNG.standard_normal(shape).astype(dtype)
+    with _x64(dtype):
+        cpu = _same(lambda a: linalg.svd(a, full_matrices=full_matrices), x)
+        if min(shape[-2:]) and math.prod(shape):
+            assert "svd is a LAPACK call" in cpu.plan.report()
+        _same(lambda a: [o * 2 for o in linalg.svd(a + 1, full_matrices=full_matrices)], x)
+        _same(lambda a: linalg.svd(a * 3, compute_uv=False), x)
+
+
+def test_svd_of_rank_deficient_and_failing_matrices():
+    """Repeated and zero singular values; a matrix of NaNs, on which gesdd fails, is NaN
+    (as in JAX, where the reference raises), the rest of the stack unaffected."""
+    rank_one = np.outer(np.arange(1.0, 5.0), np.arange(1.0, 4.0))
+    with nbjax.enable_x64(True):
+        _same(linalg.svd, np.stack([rank_one, np.zeros((4, 3)), np.eye(4, 3)]))
+        x = RNG.standard_normal((2, 4, 3))
+        x[1] = np.nan
+        cpu, _ = cpu_and_reference(lambda a: linalg.svd(a, full_matrices=False), x)
+        u, s, vh = (np.asarray(o) for o in cpu.run(x))
+        want = [np.asarray(o) for o in linalg.svd(x[:1], full_matrices=False)]
+    assert np.isnan(s[1]).all() and np.isnan(u[1]).all() and np.isnan(vh[1]).all()
+    for got, expected in zip((u, s, vh), want):
+        assert_close(got[:1], expected, rtol=1e-12)
+
+
+def test_svd_inside_scan_and_its_gradient():
+    xs = RNG.standard_normal((3, 5, 4)).astype(np.float32)
+
+    def scanned(xs):
+        def step(c, x):
+            u, s, vh = linalg.svd(x + c, full_matrices=False)
+            return c + s[0] * 0.01, (u * s[None, :]) @ vh
+        return lax.scan(step, jnp.float32(0), xs)
+
+    def nuclear_norm(a):
+        return linalg.svd(a, compute_uv=False).sum()
+    for cpu in (_same(scanned, xs), _same(nbjax.grad(nuclear_norm), xs[0])):
+        assert "calling back" not in cpu.runs_as
+
+
 # --- what stays a call back into Python ----------------------------------------------------
 
 def test_complex_values_call_back_into_python_and_say_so():
@@ -351,6 +401,7 @@ def test_the_lapack_of_scipy_where_numpy_ships_none(monkeypatch):
         with nbjax.enable_x64(True):
             _same(lambda a: (linalg.cholesky(a), *linalg.lu(a * 3),
                              linalg.triangular_solve(a, a[..., :2], left_side=True)), x)
+            _same(lambda a: linalg.svd(a * 2), x)
     finally:
         routines.library.cache_clear()
 

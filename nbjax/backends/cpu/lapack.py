@@ -1,8 +1,8 @@
 """Decompositions and triangular solves called from native code: LAPACK's ``potrf``
 (``cholesky``), ``getrf`` (``lu``), ``geqrf`` and ``orgqr`` (``qr``), ``syevd``
-(``eigh``) and BLAS's ``trsm`` (``triangular_solve``), by address (``routines`` finds them
-in the OpenBLAS NumPy ships, or else SciPy's), on float32 and float64; complex values, svd
-and eig call back into Python.
+(``eigh``), ``gesdd`` (``svd``) and BLAS's ``trsm`` (``triangular_solve``), by address
+(``routines`` finds them in the OpenBLAS NumPy ships, or else SciPy's), on float32 and
+float64; complex values and eig call back into Python.
 
 A primitive asks for one of these by its ``"linear algebra"`` lowering, which names the
 operation its reference implementation computes ("cholesky", "triangular solve", "lu",
@@ -306,7 +306,81 @@ def _eigh(f, eqn, x, v_out, w_out):
         f.release(region)
 
 
+def _svd(f, eqn, x, s_out, u_out=None, vh_out=None):
+    """``gesdd`` on a column-major copy of each matrix, as NumPy calls it (the reference):
+    in float64 whatever the dtype, ``jobz`` "A", "S" or "N", the workspace its query asks
+    for (``routines.workspace``), so that the factors (and the signs of the singular
+    vectors) come out as the reference's; ``u`` and ``vh`` read back from column-major.
+    A matrix ``gesdd`` fails on is NaN, as in JAX (the reference raises NumPy's
+    ``LinAlgError``)."""
+    aval = eqn.invars[0].aval
+    *batch, m, n = aval.shape
+    k = min(m, n)
+    if math.prod(batch) == 0:
+        return
+    if k == 0:  # LAPACK is not called on empty matrices: identities complete u and vh
+        _svd_of_empty(f, eqn, aval, u_out, vh_out)
+        return
+    dtype, exact, b, setup = np.dtype(aval.dtype), np.dtype(np.float64), f.b, f.setup
+    full, vectors = eqn.params["full_matrices"], eqn.params["compute_uv"]
+    jobz = "N" if not vectors else "A" if full else "S"
+    u_cols, vt_rows = (m, n) if full else (k, k)
+    source, work = _Stack(f, x, aval.shape, dtype), _ColumnMajor(f, m, n, exact)
+    values = _Stack(f, s_out, (1, k), dtype)  # (one row per matrix)
+    u_copy = _ColumnMajor(f, m, u_cols, exact) if vectors else None
+    vt_copy = _ColumnMajor(f, vt_rows, n, exact) if vectors else None
+    lwork = routines.workspace("gesdd", exact, [jobz, m, n, None, m, None, None, m, None,
+                                                vt_rows, "work", "query", None, 0])
+    int_type = routines.library()
+    regions = [f.scratch(k * exact.itemsize), f.scratch(lwork * exact.itemsize),
+               f.scratch(8 * k * int_type.width // 8)]
+    sigma, (space, ints) = _Stack(f, regions[0], (1, k), exact), regions[1:]
+    integer, info = functools.partial(routines.integer, b, setup), _info(f)
+    unused = work.pointer  # (u and vt are not read with jobz "N": any valid pointer)
+    args = [routines.character(b, setup, jobz), integer(m), integer(n), work.pointer,
+            integer(m), sigma.matrix(ir.Constant(I64, 0)),
+            u_copy.pointer if vectors else unused, integer(m),
+            vt_copy.pointer if vectors else unused, integer(vt_rows), space, integer(lwork),
+            ints, info]
+    zero, nan = ir.Constant(I64, 0), constant(np.nan, dtype)
+
+    def one(i):
+        work.fill(source, i)
+        routines.call(b, "gesdd", exact, args)
+        failed = _failed(f, info)
+        loop(f, k, lambda c: values.store(i, zero, c, b.select(
+            failed, nan, _converted(f, sigma.load(zero, zero, c), exact, dtype))), "values")
+        if vectors:
+            for copy, out, rows, cols in ((u_copy, u_out, m, u_cols),
+                                          (vt_copy, vh_out, vt_rows, n)):
+                stack = _Stack(f, out, (rows, cols), dtype)
+                _each_element(f, rows, cols, lambda r, c, copy=copy, stack=stack: stack.store(
+                    i, r, c, b.select(failed, nan, copy.load(r, c, dtype))))
+    _each_matrix(f, aval.shape, one)
+    for copy in (work, u_copy, vt_copy):
+        if copy is not None:
+            copy.release()
+    for region in regions:
+        f.release(region)
+
+
+def _svd_of_empty(f, eqn, aval, u_out, vh_out):
+    """The reference's results for ``m x 0`` or ``0 x n`` matrices: no singular value, and
+    (with ``compute_uv``) identities for the square factors of full matrices."""
+    if not eqn.params["compute_uv"]:
+        return
+    *_, m, n = aval.shape
+    full, dtype, b = eqn.params["full_matrices"], np.dtype(aval.dtype), f.b
+    for out, rows, cols in ((u_out, m, m if full else 0), (vh_out, n if full else 0, n)):
+        if rows and cols:
+            stack = _Stack(f, out, (rows, cols), dtype)
+            _each_matrix(f, aval.shape, lambda i, stack=stack, rows=rows, cols=cols:
+                         _each_element(f, rows, cols, lambda r, c: stack.store(
+                             i, r, c, b.select(b.icmp_signed("==", r, c), constant(1, dtype),
+                                               constant(0, dtype)))))
+
+
 # How each operation a primitive's ``"linear algebra"`` lowering names is emitted: a
 # function of (ControlFlowFunction, equation, operand buffers..., result buffers...).
 EMITTERS = {"cholesky": _cholesky, "triangular solve": _triangular_solve, "lu": _lu,
-            "qr": _qr, "eigh": _eigh}
+            "qr": _qr, "eigh": _eigh, "svd": _svd}

@@ -34,7 +34,7 @@ PREFIX = "nbjax_"  # of the names the routines are registered under
 # The routines, each in a float32 ("s") and a float64 ("d") variant, by the SciPy module
 # exporting them.
 BLAS = ("gemm", "trsm")
-LAPACK = ("potrf", "getrf", "geqrf", "orgqr", "syevd")
+LAPACK = ("potrf", "getrf", "geqrf", "orgqr", "syevd", "gesdd")
 LETTERS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
 REAL = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
 I8P = I8.as_pointer()
@@ -76,6 +76,9 @@ def _scipy_routines():
     return found
 
 
+_addresses = {}  # {routine: address} of the library ``library`` found
+
+
 @functools.lru_cache(maxsize=None)
 def library():
     """The integer type of the library compiled code calls (I64 or I32), its routines
@@ -85,7 +88,38 @@ def library():
         found, int_type = _scipy_routines(), I32
     for routine, address in found.items():
         llvm.add_symbol(f"{PREFIX}{routine}_i{int_type.width}", address)
+    _addresses.clear()
+    _addresses.update(found)
     return int_type
+
+
+def workspace(routine, dtype, arguments):
+    """The workspace size (in elements) ``routine`` asks for in its variant for ``dtype``,
+    called here with ``lwork = -1`` (LAPACK's query) on ``arguments``: Python values in the
+    routine's order, ints and one-letter strings passed by reference, None where it takes
+    an array (a one-element dummy), the ``lwork`` query's ``"query"`` and the array it
+    answers in, ``"work"``. Asked when compiling: the size decides which blocked code the
+    routine runs, so the reference (NumPy, which asks too) and compiled code round alike."""
+    integer = ctypes.c_int64 if library().width == 64 else ctypes.c_int32
+    answer = np.zeros(1, np.dtype(dtype))
+    keep = []
+
+    def pointer(value):
+        if value == "work":
+            return answer.ctypes.data
+        if value is None:
+            keep.append(np.zeros(1, np.float64))
+        elif isinstance(value, str) and value != "query":
+            keep.append(ctypes.c_char(value.encode()))
+        else:
+            keep.append(integer(-1 if value == "query" else value))
+        item = keep[-1]
+        return item.ctypes.data if isinstance(item, np.ndarray) else ctypes.addressof(item)
+    pointers = [pointer(a) for a in arguments]
+    function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(pointers))(
+        _addresses[LETTERS[np.dtype(dtype)] + routine])
+    function(*pointers)
+    return max(int(answer[0]), 1)
 
 
 def call(b, routine, dtype, pointers):

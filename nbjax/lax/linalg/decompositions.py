@@ -464,6 +464,7 @@ def qr(x, *, full_matrices=True):
 # --- SVD ----------------------------------------------------------------------------------------
 
 svd_p = linalg_primitive("svd", multiple_results=True)
+linear_algebra_lowering(svd_p, "svd")
 
 
 @svd_p.def_abstract_eval
