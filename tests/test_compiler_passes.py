@@ -61,21 +61,6 @@ def test_double_negation_conversion_and_broadcasts():
     assert prims == []
 
 
-def test_a_scalar_spread_into_an_array_stays_a_broadcast():
-    """``where(x > 0, x, 0.5)``: folding the broadcast of 0.5 would make an array the
-    program passes to its kernel; as a broadcast it is a constant in the kernel (so is
-    arithmetic on it, which LLVM folds there). Broadcasts of known arrays still fold."""
-    import nbjax.numpy as jnp
-    opt, _, prims = _optimized(lambda x: jnp.where(x > 0, x, 0.5), X)
-    assert prims == ["gt", "broadcast_in_dim", "select_n"] and not opt.consts
-    opt, _, prims = _optimized(
-        lambda x: x + lax.broadcast_in_dim(np.float32(2.0), (4,), ()) * 3.0, X)
-    assert prims == ["broadcast_in_dim", "mul", "add"] and not opt.consts
-    table = np.arange(4.0, dtype=np.float32)
-    opt, _, prims = _optimized(lambda x: lax.broadcast_in_dim(table, (2, 4), (1,)) * x, X)
-    assert [c.shape for c in opt.consts] == [(2, 4)]
-
-
 def test_cse_dce_constant_folding_and_inlining():
     inner = nbjax.jit(lambda x: lax.sin(x) * 2.0)
 

@@ -192,8 +192,7 @@ def fold_constants(jaxpr, consts, log):
         foldable = (all(isinstance(a, Literal) or a in known for a in ins)
                     and not _has_subjaxpr(eqn) and not has_effect(eqn)
                     and eqn.primitive not in axis_primitives  # psum(1.0) differs per axis
-                    and all(v.aval.size <= FOLD_SIZE_LIMIT for v in eqn.outvars)
-                    and not _spreads_scalars(eqn, ins))
+                    and all(v.aval.size <= FOLD_SIZE_LIMIT for v in eqn.outvars))
         if not foldable:
             rw.emit(eqn)
             continue
@@ -214,15 +213,6 @@ def fold_constants(jaxpr, consts, log):
         log.append(Rewrite("constant_fold", eqn))
     out = rw.finish([v for v, _ in rw.new_consts])
     return out, list(consts) + [c for _, c in rw.new_consts]
-
-
-def _spreads_scalars(eqn, ins):
-    """Whether ``eqn`` lays scalar literals out as an array (a broadcast of ``0.5``, an
-    ``iota``): index arithmetic, free in a kernel, where the folded array would be one more
-    input that the kernel reads (``where(x > 0, x, 0.5)``)."""
-    lowering, _ = kernel_lowering(eqn)
-    return lowering is not None and lowering.kind == "index" and \
-        all(isinstance(a, Literal) for a in ins) and eqn.outvars[0].aval.shape != ()
 
 
 def _has_subjaxpr(eqn):
