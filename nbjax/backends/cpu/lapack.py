@@ -98,6 +98,16 @@ def _each_matrix(f, shape, body):
     loop(f, math.prod(shape[:-2]), body, "matrix")
 
 
+def _identities(f, stack, shape):
+    """Fill each matrix of ``stack`` (one per matrix of a stack of ``shape``) with the
+    identity's first rows and columns."""
+    one, zero, b = constant(1, stack.dtype), constant(0, stack.dtype), f.b
+    def identity(i):
+        _each_element(f, stack.rows, stack.cols, lambda r, c: stack.store(
+            i, r, c, b.select(b.icmp_signed("==", r, c), one, zero)))
+    _each_matrix(f, shape, identity)
+
+
 def _each_element(f, rows, cols, body):
     """``body(r, c)`` for each element of a ``rows x cols`` matrix, row by row."""
     loop(f, rows, lambda r: loop(f, cols, lambda c: body(r, c), "col"), "row")
@@ -243,9 +253,7 @@ def _qr(f, eqn, x, q_out, r_out):
     source, q, upper = (_Stack(f, x, aval.shape, dtype), _Stack(f, q_out, (m, q_cols), dtype),
                         _Stack(f, r_out, (q_cols, n), dtype))
     if k == 0:  # no reflector: q is the identity (m x m, or m x 0), r empty
-        _each_matrix(f, aval.shape, lambda i: _each_element(f, m, q_cols, lambda r, c: q.store(
-            i, r, c, b.select(b.icmp_signed("==", r, c), constant(1, dtype),
-                              constant(0, dtype)))))
+        _identities(f, q, aval.shape)
         return
     # geqrf factors the first n columns of m x max(n, q_cols); orgqr makes its first q_cols
     # columns q (those past the k reflectors start as the identity's), once r is read.
@@ -370,14 +378,10 @@ def _svd_of_empty(f, eqn, aval, u_out, vh_out):
     if not eqn.params["compute_uv"]:
         return
     *_, m, n = aval.shape
-    full, dtype, b = eqn.params["full_matrices"], np.dtype(aval.dtype), f.b
+    full, dtype = eqn.params["full_matrices"], np.dtype(aval.dtype)
     for out, rows, cols in ((u_out, m, m if full else 0), (vh_out, n if full else 0, n)):
         if rows and cols:
-            stack = _Stack(f, out, (rows, cols), dtype)
-            _each_matrix(f, aval.shape, lambda i, stack=stack, rows=rows, cols=cols:
-                         _each_element(f, rows, cols, lambda r, c: stack.store(
-                             i, r, c, b.select(b.icmp_signed("==", r, c), constant(1, dtype),
-                                               constant(0, dtype)))))
+            _identities(f, _Stack(f, out, (rows, cols), dtype), aval.shape)
 
 
 # How each operation a primitive's ``"linear algebra"`` lowering names is emitted: a
