@@ -274,6 +274,12 @@ class LoopKernel:
     # {input number: output number}: inputs read from the buffer of an output that holds
     # them when the kernel starts (a donated input updated in place; see ``in_place_ok``).
     in_place: dict = field(default_factory=dict)
+    # How many math functions (exp, tanh...) ``body`` calls: a measure of its cost that a
+    # program loaded from the disk cache keeps (it leaves the body out until a view asks).
+    math_calls: int = field(init=False)
+
+    def __post_init__(self):
+        self.math_calls = sum(op.name == "math" for op in self.body)
 
     def pretty(self):
         ins = ", ".join(f"in{i}:{v.aval.str_short()}" for i, v in enumerate(self.inputs))

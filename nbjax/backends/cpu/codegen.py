@@ -30,7 +30,7 @@ from llvmlite import ir
 from ...core import dtypes
 from ..llvm import (I64, LIBM, KernelScaffold, ScalarEmitter, constant, define_kernel,
                     entry_alloca, for_loop, mathlib, mem_type, reg_type)
-from . import runtime, streaming
+from . import runtime, streaming, workers
 
 
 class ModuleBuilder:
@@ -86,6 +86,24 @@ class ModuleBuilder:
             builder.ret_void()
             self.same_code[kernel.name] = same.name
         return text
+
+    def chunk_function(self, kernel):
+        """``<kernel>_chunk(args, start, stop)``, the worker pool's call of ``kernel`` over
+        ``[start, stop)`` of its outer axis, its buffers' addresses in the array ``args``
+        (see ``workers``); emitted on first use."""
+        name = kernel.name + "_chunk"
+        chunk = self.module.globals.get(name)
+        if chunk is not None:
+            return chunk
+        fn = self.module.get_global(kernel.name)
+        chunk = ir.Function(self.module, workers.CHUNK, name=name)
+        args, start, stop = chunk.args
+        b = ir.IRBuilder(chunk.append_basic_block("entry"))
+        pointers = [b.bitcast(b.load(b.gep(args, [ir.Constant(I64, k)])), t)
+                    for k, t in enumerate(fn.function_type.args[:-2])]
+        b.call(fn, pointers + [start, stop])
+        b.ret_void()
+        return chunk
 
     def add_combiner(self, kernel):
         """Emit ``<kernel>_combine(out0, part0, out1, part1, ...)``, which folds the partial

@@ -152,12 +152,13 @@ def _as_buffer(a, dtype):
 
 # --- steps ---------------------------------------------------------------------------------
 
-def kernel_call(fn, loop, combine=None, entry=None):
+def kernel_call(fn, loop, combine=None, entry=None, chunk=None):
     """``call(*inputs)``: run a compiled kernel on its inputs' buffers, returning its
     outputs: allocate them (reductions start at their identity), call it with the buffers'
-    addresses, on every core when it is large (``combine`` folds the partial results of a
-    reduction over the split axis). ``entry``, the kernel's ``python_entry`` if it has
-    one, runs it on one thread without ctypes. A kernel updating inputs in place
+    addresses, on every core when it is large: on the worker pool through its ``chunk``
+    function (an address), else on Python's threads (``combine`` folds the partial
+    results of a reduction over the split axis). ``entry``, the kernel's ``python_entry``
+    if it has one, runs it on one thread without ctypes. A kernel updating inputs in place
     (``loop.in_place``) is ``call(*inputs, given={output: buffer})``: each such output is
     written into the buffer given (a donated input's own), else into a copy of its input."""
     outputs = [(o.var.aval.dtype, tuple(o.shape), np.dtype(o.acc_dtype or o.var.aval.dtype),
@@ -205,7 +206,9 @@ def kernel_call(fn, loop, combine=None, entry=None):
             pointers.append(ptr)
         if size:
             pointers += map(address, inputs)
-            if split:
+            if split and chunk:
+                runtime.run_on_pool(chunk, pointers, extent)
+            elif split:
                 runtime.run_split(fn, pointers, extent, partials, combine)
             else:
                 fn(*pointers, 0, extent)
@@ -220,10 +223,10 @@ def _copy(buf):
     return out
 
 
-def kernel_step(fn, loop, slots, combine=None, entry=None):
+def kernel_step(fn, loop, slots, combine=None, entry=None, chunk=None):
     """Run a compiled kernel (``kernel_call``) on the slots' buffers."""
     in_slots, out_slots = [slots[v] for v in loop.inputs], [slots[o.var] for o in loop.outputs]
-    call = kernel_call(fn, loop, combine, entry)
+    call = kernel_call(fn, loop, combine, entry, chunk)
 
     def step(env):
         for slot, buf in zip(out_slots, call(*[env[s] for s in in_slots])):
@@ -510,6 +513,9 @@ def generate(name, optimised, plan, timer):
         texts = [mb.add_kernel(loop) for loop, _ in loops]
         kernels = [(loop, own, mb.add_combiner(loop) if runtime.splits(loop) else None)
                    for loop, own in loops]
+        for loop, _ in loops:
+            if runtime.splits(loop) and runtime.on_pool(loop):
+                mb.chunk_function(loop)
         functions = {g.index: control_flow.ControlFlowFunction.of_step(
             mb, g, f"control_{g.index}") for g in controls}
         if whole:
@@ -572,9 +578,11 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times,
     steps = []
     for g in plan.groups:
         if g.kind == "kernel":
+            pooled = runtime.splits(g.kernel) and runtime.on_pool(g.kernel)
             steps.append(kernel_step(functions[g.kernel.name], g.kernel, slots,
                                      functions.get(combiners[g.kernel.name]),
-                                     entries.get(g.kernel.name)))
+                                     entries.get(g.kernel.name),
+                                     jit_module.chunk(g.kernel.name) if pooled else None))
         elif g.kind == "loop":
             flow = layout.flows[g.index]
             steps.append(control_step(calls[g.index], flow, host_steps, slots,

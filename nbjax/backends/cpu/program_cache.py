@@ -78,6 +78,7 @@ def _settings():
     out of loops, whether dead scratch is poisoned. (Which BLAS the code calls is in the
     names of the symbols it calls, checked on loading.)"""
     return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
+            "pool split work": runtime.POOL_SPLIT_WORK, "math work": runtime.MATH_WORK,
             "inline math calls": codegen.INLINE_MATH_CALLS,
             "kernel depth": fusion.MAX_KERNEL_DEPTH, "hoist limit": passes.HOIST_LIMIT,
             "poison": buffer_plan.POISON}

@@ -27,7 +27,7 @@ import numpy as np
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from . import cache, optimiser, pipeline, python_entry, support
+from . import cache, optimiser, pipeline, python_entry, support, workers
 from .target import cpu_target, runs_here
 
 _init_lock = threading.Lock()
@@ -102,6 +102,7 @@ class JitModule:
                     made = [optimised], [code]
             lookup.supply(*made)
         tm = _target_machine()
+        start_pool()  # (native code may hand kernels to it)
         with timer("llvm_parse"):
             self.modules = [pipeline.parse(text, tm) for text in lookup.optimised_texts]
         with timer("machine_code"):
@@ -121,6 +122,7 @@ class JitModule:
         tm = _target_machine()
         if not all(llvm.address_of_symbol(name) for name in externals):
             return None
+        start_pool()
         self = cls.__new__(cls)
         self.target, self.runs_here, self.from_disk_cache = cpu_target(), runs_here(), True
         self.modules, self.optimised_ir, self.object_code = [], optimised_ir, None
@@ -143,6 +145,10 @@ class JitModule:
                                  *[ctypes.c_void_p] * n_pointers,
                                  *[ctypes.c_int64] * (2 if bounds else 0))
         return proto(address)
+
+    def chunk(self, name):
+        """The address of kernel ``name``'s ``chunk_function`` (0 where it cannot run)."""
+        return self.engine.get_function_address(name + "_chunk") if self.runs_here else 0
 
     def entry(self, name):
         """The builtin function calling ``name`` through its ``python_entry``."""
@@ -316,7 +322,9 @@ pool = BufferPool()
 
 # --- threads -------------------------------------------------------------------------------
 
-SPLIT_THRESHOLD = 1 << 20   # iteration-space elements from which a loop runs on every core
+SPLIT_THRESHOLD = 1 << 20  # elements from which a loop accumulating over its outer axis splits
+POOL_SPLIT_WORK = 1 << 16  # work (``kernel_work``) from which any other loop splits
+MATH_WORK = 4              # the work of a math function's call on one element (a copy: 1)
 _executor = None
 _executor_lock = threading.Lock()
 
@@ -343,27 +351,70 @@ def _workers():
     return _executor
 
 
+def kernel_work(loop):
+    """A rough cost of ``loop`` in units of one element copied: each element costs one,
+    and ``MATH_WORK`` more per math function (exp, tanh...) its body calls."""
+    return math.prod(loop.shape) * (1 + MATH_WORK * loop.math_calls)
+
+
+def on_pool(loop):
+    """Whether a split ``loop`` runs on the native worker pool (``workers``): a microsecond
+    to hand chunks over; else (its reductions over the outer axis need per-chunk partials,
+    or the system has no pool) on Python's worker threads, tens of microseconds."""
+    return workers.supported() and not partial_outputs(loop)
+
+
 def splits(loop):
     """Whether the runtime splits ``loop`` (a LoopKernel) between the cores, along its outer
     axis: when it is large enough to repay the hand-over to the worker threads. Chunks write
     disjoint parts of the element-wise outputs and of the reductions that keep that axis; a
     reduction over it accumulates each chunk apart (``partial_outputs``)."""
-    return len(loop.shape) >= 1 and loop.shape[0] >= 2 \
-        and math.prod(loop.shape) >= SPLIT_THRESHOLD
+    if len(loop.shape) < 1 or loop.shape[0] < 2 or THREADS < 2:
+        return False
+    if on_pool(loop):
+        return kernel_work(loop) >= POOL_SPLIT_WORK
+    return math.prod(loop.shape) >= SPLIT_THRESHOLD
 
 
 def split_choice(loop):
     """Whether ``loop`` runs on every core, and why, in words for the fusion report."""
     size = math.prod(loop.shape)
-    if splits(loop) and THREADS > 1:
-        return (f"split between the {THREADS} cores along its outer axis ({size:,} elements, "
-                f"at least {SPLIT_THRESHOLD:,})")
     if THREADS == 1:
         return "on one thread (this process may use one core)"
-    if size >= SPLIT_THRESHOLD:
+    if len(loop.shape) < 1 or loop.shape[0] < 2:
         return "on one thread (its outer axis has one element)"
+    if on_pool(loop):
+        work = kernel_work(loop)
+        if splits(loop):
+            return (f"split between the {THREADS} cores along its outer axis, on the worker "
+                    f"pool (work {work:,}: {size:,} elements, math functions counting "
+                    f"{MATH_WORK} more each; at least {POOL_SPLIT_WORK:,})")
+        return (f"on one thread (work {work:,}: {size:,} elements, math functions counting "
+                f"{MATH_WORK} more each; under the {POOL_SPLIT_WORK:,} that repay handing "
+                "chunks to the other cores)")
+    if splits(loop):
+        return (f"split between the {THREADS} cores along its outer axis ({size:,} elements, "
+                f"at least {SPLIT_THRESHOLD:,}: its partial results are combined)")
     return (f"on one thread ({size:,} elements, under the {SPLIT_THRESHOLD:,} that repay "
-            "handing chunks to the other cores)")
+            "handing chunks with partial results to the other cores)")
+
+
+def start_pool():
+    """Start the native worker pool (once per process)."""
+    workers.start(support.address, THREADS)
+
+
+@functools.lru_cache(maxsize=None)
+def _parallel_for():
+    return ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(
+        support.address(workers.PARALLEL_FOR))
+
+
+def run_on_pool(chunk, pointers, extent):
+    """Run a kernel over ``[0, extent)`` of its outer axis on the worker pool: ``chunk`` is
+    the address of its ``chunk_function``, ``pointers`` its buffers' addresses."""
+    start_pool()
+    _parallel_for()(chunk, (ctypes.c_void_p * len(pointers))(*pointers), extent)
 
 
 def partial_outputs(loop):
