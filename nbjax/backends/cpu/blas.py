@@ -18,7 +18,7 @@ import numpy as np
 from llvmlite import ir
 
 from ..llvm import I64, for_loop
-from . import routines
+from . import routines, tiled_products
 from .routines import REAL, by_reference
 
 
@@ -74,6 +74,9 @@ def gemm(b, setup, eqn, lhs, rhs, out):
         return
     b_first = not b_last
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
+    if tiled_products.fits(m, n, b_first, dtype):
+        tiled_products.emit(b, setup, lhs, rhs, out, (batch, m, k, n, a_last, dtype))
+        return
     real, size = REAL[dtype], dtype.itemsize
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand
     # is, column-major, its transpose with its row length as leading dimension; it is

@@ -411,9 +411,7 @@ class ControlFlowFunction:
                 self.callback(split_call(kernel, extent, self.mb.combiners.get(kernel.name)),
                               pointers)
             elif runtime.splits(kernel):  # on every core, through the worker pool
-                pool = declare(self.mb.module, workers.PARALLEL_FOR, ir.VoidType(),
-                               [workers.CHUNK.as_pointer(), I8P.as_pointer(), I64])
-                self.b.call(pool, [self.mb.chunk_function(kernel), self.pointer_array(pointers),
+                self.b.call(workers.declare_parallel_for(self.mb.module), [self.mb.chunk_function(kernel), self.pointer_array(pointers),
                                    ir.Constant(I64, extent)])
             else:
                 args = [self.b.bitcast(p, t) for p, t in zip(pointers, fn.function_type.args)]

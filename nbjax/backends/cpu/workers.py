@@ -24,7 +24,7 @@ import time
 
 from llvmlite import ir
 
-from ..llvm.types import I8, I32, I64
+from ..llvm.types import I8, I32, I64, declare
 
 I8P = I8.as_pointer()
 CHUNK = ir.FunctionType(ir.VoidType(), [I8P.as_pointer(), I64, I64])
@@ -36,6 +36,12 @@ _SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98}.get(platform.machine()
 _FUTEX_WAIT, _FUTEX_WAKE = 128, 129   # the _PRIVATE operations
 SPIN_CYCLES = 20_000      # time-stamp counter cycles a worker spins before it sleeps
 CHUNKS_PER_THREAD = 4     # a job's chunks: a thread that comes late finds some left
+
+
+def declare_parallel_for(module):
+    """``nbjax_parallel_for``, declared in ``module`` (native code calls it)."""
+    return declare(module, PARALLEL_FOR, ir.VoidType(), [CHUNK.as_pointer(),
+                                                         I8P.as_pointer(), I64])
 
 
 def supported():
