@@ -35,7 +35,7 @@ def _uses_tiles(cpu):
     return "tiled_product" in cpu.jit_module.optimised_ir
 
 
-@pytest.mark.parametrize("m", [1, 5, 6, 7, 13, 64])
+@pytest.mark.parametrize("m", [2, 5, 6, 7, 13, 64])
 @pytest.mark.parametrize("k, n", [(1, 16), (3, 48), (37, 80), (64, 64), (256, 128)])
 def test_products_of_few_rows_in_loops_match(m, k, n):
     h = RNG.standard_normal((m, k)).astype(np.float32)
@@ -74,11 +74,12 @@ def test_special_values_propagate():
 
 
 def test_other_products_call_blas():
-    """More rows than ``ROWS_MAX``, a transposed right operand, or columns that are not
-    whole vectors: BLAS's ``gemm``."""
+    """One row or more than ``ROWS_MAX``, a transposed right operand, or columns that are
+    not whole vectors: BLAS's ``gemm``."""
     many = RNG.standard_normal((tiled_products.ROWS_MAX + 1, 16)).astype(np.float32)
     w = RNG.standard_normal((16, 32)).astype(np.float32)
     assert not _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, many, w))
+    assert not _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, many[:1], w))
     few = RNG.standard_normal((4, 16)).astype(np.float32)
     contract_last = (((1,), (1,)), ((), ()))          # x @ v.T, v of 32 rows of 16
     assert not _uses_tiles(_check(lambda x, v: lax.dot_general(x, v, contract_last) + 1.0,

@@ -3,10 +3,10 @@
 A recurrent network's step multiplies a state of a few dozen rows by a weight matrix:
 32x256 by 256x1024 in the LSTM benchmark. OpenBLAS packs both operands into its panel
 layout on every call and, at so few rows, reaches about half the rate it reaches on large
-products (88 us on two cores here; one core of the kernel below: 69 us). So where a
-product has at most ``ROWS_MAX`` rows, the right operand is a row-major ``k x n`` matrix
-(its rows are contiguous: ``x @ w``, not ``x @ w.T``) and ``n`` a whole number of vectors,
-native code computes it itself:
+products (88 us on two cores here; one core of the kernel below: 69 us). So where a product
+has 2 to ``ROWS_MAX`` rows (one row is BLAS's ``gemv``, bound by memory), the right operand
+is a row-major ``k x n`` matrix (``x @ w``, not ``x @ w.T``) and ``n`` a whole number of
+vectors, native code computes it itself:
 
 - ``C`` is cut into tiles of ``rows`` x ``vectors`` vectors (6 x 4 of 16 float32 lanes
   with AVX-512's 32 registers; 4 x 3 with 16 registers), each computed in registers: for
@@ -50,7 +50,7 @@ def fits(m, n, b_first, dtype):
     """Whether a product of ``m`` rows and ``n`` columns is computed here: ``b_first``,
     the right operand's contracted group comes first (it is a row-major ``k x n``
     matrix)."""
-    return b_first and 0 < m <= ROWS_MAX and n > 0 and n % lanes(dtype) == 0 \
+    return b_first and 2 <= m <= ROWS_MAX and n > 0 and n % lanes(dtype) == 0 \
         and np.dtype(dtype) in (np.float32, np.float64)
 
 
