@@ -45,26 +45,7 @@ class ModuleBuilder:
         self.nontemporal = self.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
 
     def loop_hints(self, width=None, unroll=True, vectorise=True):
-        """The ``llvm.loop`` metadata asking the vectoriser for ``width`` lanes (or, without
-        ``vectorise``, to leave the loop scalar) and/or the unroller to leave the loop
-        alone: a node that names itself first, as LLVM's loop
-        IDs do (made distinct by a unique string, since llvmlite would otherwise share equal
-        nodes between loops)."""
-        m = self.module
-        hints = []
-        if width:
-            hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.width"),
-                                         ir.Constant(ir.IntType(32), width)]))
-        if not vectorise:
-            hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.enable"),
-                                         ir.Constant(ir.IntType(1), 0)]))
-        if not unroll:  # (not "unroll.disable", which would stop the vectoriser interleaving)
-            hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.count"),
-                                         ir.Constant(ir.IntType(32), 1)]))
-        label = ir.MetaDataString(m, f"{_LOOP_LABEL}{len(m.metadata)}")
-        loop_id = m.add_metadata([*hints, label])
-        loop_id.operands = (loop_id,) + loop_id.operands
-        return loop_id
+        return loop_hints(self.module, width, unroll, vectorise)
 
     def add_kernel(self, kernel):
         """Emit ``kernel`` as a function; returns its LLVM IR text. A kernel is never
@@ -136,6 +117,27 @@ class ModuleBuilder:
 
 _LOOP_LABEL = "loop."  # of the string that makes each loop's metadata node distinct
 _NODE = re.compile(r"!(\d+)")
+
+
+def loop_hints(m, width=None, unroll=True, vectorise=True):
+    """The ``llvm.loop`` metadata (in module ``m``) asking the vectoriser for ``width``
+    lanes (or, without ``vectorise``, to leave the loop scalar) and/or the unroller to leave
+    the loop alone: a node that names itself first, as LLVM's loop IDs do (made distinct by
+    a unique string, since llvmlite would otherwise share equal nodes between loops)."""
+    hints = []
+    if width:
+        hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.width"),
+                                     ir.Constant(ir.IntType(32), width)]))
+    if not vectorise:
+        hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.enable"),
+                                     ir.Constant(ir.IntType(1), 0)]))
+    if not unroll:  # (not "unroll.disable", which would stop the vectoriser interleaving)
+        hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.count"),
+                                     ir.Constant(ir.IntType(32), 1)]))
+    label = ir.MetaDataString(m, f"{_LOOP_LABEL}{len(m.metadata)}")
+    loop_id = m.add_metadata([*hints, label])
+    loop_id.operands = (loop_id,) + loop_id.operands
+    return loop_id
 
 
 def _code_key(fn, text):

@@ -28,7 +28,7 @@ from llvmlite import ir
 
 from ..llvm import I64, for_loop, mem_type
 from ..llvm.types import I8, I32
-from . import runtime, workers
+from . import codegen, runtime, workers
 
 ROWS_MAX = 64            # products with more rows call BLAS
 SPLIT_WORK = 1 << 20     # multiply-adds from which a product's tiles go to the worker pool
@@ -112,7 +112,8 @@ def _product_function(module, m, k, n, a_last, dtype):
                           b.gep(c, [b.add(n0, ir.Constant(I64, m0 * n))])])
     last = b.select(b.icmp_signed("<", stop, ir.Constant(I64, full)), stop,
                     ir.Constant(I64, full))
-    for_loop(b, start, last, lambda t: column_tile(t, vectors), "tile")
+    back = for_loop(b, start, last, lambda t: column_tile(t, vectors), "tile")
+    back.set_metadata("llvm.loop", codegen.loop_hints(module, unroll=False, vectorise=False))
     if rest:
         with b.if_then(b.icmp_signed(">", stop, ir.Constant(I64, full))):
             column_tile(ir.Constant(I64, full), rest // lanes(dtype))
@@ -132,6 +133,7 @@ def _tile_function(module, rows, vectors, k, n, a_row, a_col, dtype):
     scalar, width = mem_type(dtype), lanes(dtype)
     vec = ir.VectorType(scalar, width)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [scalar.as_pointer()] * 3), name)
+    fn.attributes.add("noinline")  # (one copy, optimised once: LLVM took 50 ms a product)
     for arg in fn.args:
         arg.add_attribute("noalias")
     a, bm, c = fn.args
@@ -177,7 +179,8 @@ def _accumulate(b, fn, a, bm, rows, vectors, k, n, a_row, a_col, vec):
         for v in range(vectors):
             sums[r][v].add_incoming(zero, entry)
             sums[r][v].add_incoming(updated[r][v], b.block)
-    b.cbranch(b.icmp_signed("<", following, ir.Constant(I64, k)), loop, done)
+    back = b.cbranch(b.icmp_signed("<", following, ir.Constant(I64, k)), loop, done)
+    back.set_metadata("llvm.loop", codegen.loop_hints(b.module, unroll=False, vectorise=False))
     b.position_at_end(done)
     return updated
 
