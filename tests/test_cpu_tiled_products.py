@@ -44,6 +44,16 @@ def test_products_of_few_rows_in_loops_match(m, k, n):
     assert _uses_tiles(cpu)
 
 
+def test_the_fusion_report_says_which_products_are_tiled():
+    h, w = np.ones((32, 64), np.float32), np.ones((64, 128), np.float32)
+    cpu = _check(lambda h, w: (h @ w) * 2.0, h, w)
+    reasons = [d.reason for d in cpu.plan.decisions]
+    assert any("dot_general is a register-tiled loop in native code (32 rows" in r
+               for r in reasons)
+    cpu = _check(lambda h, w: (h @ w) * 2.0, np.ones((65, 64), np.float32), w)
+    assert any("dot_general is a BLAS call" in d.reason for d in cpu.plan.decisions)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_square_recurrence_in_both_dtypes(x64, dtype):
     h = RNG.standard_normal((9, 96)).astype(dtype)

@@ -29,6 +29,14 @@ def supports(eqn):
         and _products(eqn) is not None
 
 
+def how(eqn):
+    """How native code computes ``eqn`` (``supports(eqn)``), for the fusion report."""
+    _, (m, _, _), (n, _, b_last) = _products(eqn)
+    if tiled_products.fits(m, n, not b_last, eqn.outvars[0].aval.dtype):
+        return f"is a register-tiled loop in native code ({m} rows: fewer than BLAS repays)"
+    return "is a BLAS call"
+
+
 def _products(eqn):
     """(batch, (m, k, lhs contracted last), (n, k, rhs contracted last)) for a
     ``dot_general`` that is a batch of ``m x k`` by ``k x n`` products, else None (the
