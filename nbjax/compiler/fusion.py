@@ -98,8 +98,16 @@ class FusionPlan:
         return [g for g in self.groups if g.kind == "kernel"]
 
     def report(self):
+        """The steps, the decisions, then each compiled control-flow step's sub-programs
+        (a loop body's kernels, library calls and decisions), indented."""
         lines = [g.describe() for g in self.groups]
         lines += ["", "decisions:"] + [f"  {d}" for d in self.decisions]
+        for g in self.groups:
+            for sub in g.subprograms if g.kind == "loop" else ():
+                lines += ["", f"{sub.role} of step {g.index} "
+                              f"({g.eqns[0].primitive.name}):"]
+                lines += ["  " + line if line else line
+                          for line in sub.plan.report().splitlines()]
         return "\n".join(lines)
 
     __str__ = report
