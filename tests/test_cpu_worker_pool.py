@@ -47,7 +47,7 @@ def test_kernels_in_native_loops_split_on_the_pool_and_match(monkeypatch, rows):
     u = RNG.standard_normal((rows, 33)).astype(np.float32)
     pooled, got, alone, want = _pooled_and_alone(monkeypatch, _loop, u)
     if rows > 1:
-        assert workers.PARALLEL_FOR in pooled.jit_module.function_ir("control_0")
+        assert workers.PARALLEL_FOR in pooled.jit_module.optimised_ir
     np.testing.assert_array_equal(got, alone)
     assert_close(got, want, rtol=1e-5, scale=1.0)
 
@@ -76,7 +76,7 @@ def test_the_fusion_report_gives_the_choice_and_its_measure(small_splits):
 def test_small_kernels_stay_on_one_thread():
     u = RNG.standard_normal((8, 16)).astype(np.float32)
     cpu, _ = cpu_and_reference(_loop, u)
-    assert workers.PARALLEL_FOR not in cpu.jit_module.function_ir("control_0")
+    assert workers.PARALLEL_FOR not in cpu.jit_module.optimised_ir
     assert any("on one thread (work 1,152: 128 elements" in r and "under the 65,536 that "
                "repay" in r for r in _body_reasons(cpu))
 
