@@ -2,7 +2,10 @@
 before whose program is one small kernel runs with no conversion in Python; the entry checks
 every argument, and whatever it refuses takes the fast path's ``_FastCall``, which converts
 (a device's array, a deleted one, a non-contiguous or otherwise-typed buffer, a NumPy array
-of another dtype), as does every call while step timing or a debug flag is on."""
+of another dtype), as does every call while step timing or a debug flag is on. The last such
+call is tried first with no key (jit's last-call shortcut, a strict entry): whatever would
+change the signature's meaning (settings, user contexts, a transformation, another thread,
+weak types, another signature) must make it look the signature up as before."""
 
 import sys
 import threading
@@ -57,7 +60,8 @@ def test_arrays_and_numpy_arrays_go_straight_to_the_entry(converted):
         assert_close(out, x * 2 + 1, rtol=1e-6)
         with pytest.raises(ValueError):
             np.asarray(out)[0] = 0  # results are read-only
-    assert converted == [] and f.slow_path_calls == 2  # (NumPy arrays: another key)
+    # (A NumPy array is of the Array's signature: the last call's entry takes it.)
+    assert converted == [] and f.slow_path_calls == 1
 
 
 @pytest.mark.parametrize("fun, value", [
@@ -198,6 +202,156 @@ def test_threads_calling_at_once_get_their_own_results():
     assert failures == []
 
 
+# --- the last-call shortcut --------------------------------------------------------------
+
+def _primed(fun, x, **options):
+    """``jit(fun)`` called twice on ``x``: traced, then its fast entry found by key, which
+    makes it the last call (the one the shortcut tries first)."""
+    f = nbjax.jit(fun, **options)
+    f(x)
+    f(x)
+    return f
+
+
+@pytest.fixture
+def keyed(monkeypatch):
+    """The calls that looked their signature up (``_fast_key``): a list of their args."""
+    calls = []
+    jit_module = sys.modules["nbjax.jit"]
+    original = jit_module._fast_key
+
+    def spy(args, backend):
+        calls.append(args)
+        return original(args, backend)
+    monkeypatch.setattr(jit_module, "_fast_key", spy)
+    return calls
+
+
+def test_the_last_call_of_a_signature_needs_no_key(keyed, converted):
+    x = random_array(rng, (4,))
+    f = _primed(lambda v: v * 2.0 + 1.0, jnp.asarray(x))
+    keyed.clear()
+    for arg in (jnp.asarray(x), x.copy(), jnp.asarray(x)):
+        assert_close(f(arg), x * 2 + 1, rtol=1e-6)
+    assert keyed == [] and converted == [] and f.slow_path_calls == 1
+
+
+def test_settings_changed_after_the_last_call_apply(keyed):
+    ran = []
+
+    def fun(v):
+        ran.append(v)
+        return v + jnp.arange(3)
+    x = jnp.asarray(np.arange(3, dtype=np.int32))
+    f = _primed(fun, x)
+    keyed.clear()
+    with nbjax.disable_jit():
+        assert_close(f(x), [0, 2, 4])
+    assert len(ran) == 2 and not isinstance(ran[1], nbjax.core.Tracer)  # run as Python
+    with nbjax.enable_x64():
+        assert f(x).dtype == np.int64  # (an x64 arange: traced again)
+    assert f(x).dtype == np.int32
+    with nbjax.no_execution(), pytest.raises(RuntimeError):
+        f(x)
+    f(x)
+    assert f.trace_count == 2 and len(keyed) == 5
+
+
+def test_a_user_context_changed_after_the_last_call_applies():
+    scale = nbjax.make_user_context(1.0)
+    x = jnp.asarray(np.ones(3, np.float32))
+    f = _primed(lambda v: v * scale.value, x)
+    with scale(3.0):
+        assert_close(f(x), np.full(3, 3.0))
+        assert_close(f(x), np.full(3, 3.0))
+    assert_close(f(x), np.ones(3))
+    scale.set_global(5.0)
+    assert_close(f(x), np.full(3, 5.0))
+
+
+def test_calls_under_a_transformation_are_traced_after_the_last_call():
+    x = random_array(rng, (5,))
+    f = _primed(lambda v: jnp.sin(v) * v, jnp.asarray(x))
+    closed = nbjax.make_jaxpr(lambda: f(jnp.asarray(x)))()  # (a concrete array, staged)
+    assert [e.primitive.name for e in closed.eqns] == ["jit"]
+    assert_close(nbjax.grad(lambda v: f(v).sum())(x), np.cos(x) * x + np.sin(x), rtol=1e-5)
+    assert_close(nbjax.vmap(f)(jnp.asarray(x)), np.sin(x) * x, rtol=1e-6)
+
+
+def test_a_thread_under_a_transformation_does_not_take_another_threads_last_call():
+    f = nbjax.jit(lambda v: v * 2.0)
+    x = jnp.asarray(random_array(rng, (4,)))
+    inside, primed, found = threading.Event(), threading.Event(), []
+
+    def staged():
+        inside.set()
+        assert primed.wait(30)
+        return f(x)
+    thread = threading.Thread(target=lambda: found.append(nbjax.make_jaxpr(staged)()))
+    thread.start()
+    assert inside.wait(30)
+    f(x)
+    f(x)  # this thread's last call, made while the other thread traces
+    primed.set()
+    thread.join()
+    assert [e.primitive.name for e in found[0].eqns] == ["jit"]
+
+
+@pytest.mark.parametrize("first", ["strong", "weak"])
+def test_weakly_typed_arrays_keep_their_result_types(first):
+    strong, weak = jnp.asarray(np.float32(2.0)), jnp.asarray(2.0)
+    assert weak.weak_type and not strong.weak_type
+    f = _primed(lambda v: v * 3, strong if first == "strong" else weak)
+    for arg in (strong, weak, weak, strong, strong, weak):
+        out = f(arg)
+        assert out.aval == f._call((arg,), {}).aval and out.weak_type == arg.weak_type
+        assert_close(out, 6.0)
+
+
+def test_another_signature_after_the_last_call():
+    f = _primed(lambda v: v * 2, jnp.asarray(np.arange(4, dtype=np.float32)))
+    values = [np.arange(3, dtype=np.float32), np.arange(4, dtype=np.int32),
+              np.arange(4, dtype=np.float32).reshape(2, 2), np.float32(1.5),
+              np.arange(4, dtype=np.float32)]
+    for value in values + values[::-1]:
+        out = f(jnp.asarray(value))
+        assert out.shape == np.shape(value) and out.dtype == value.dtype
+        assert_close(out, value * 2)
+    assert f(1.5).weak_type and f(1.5) == 3.0  # a Python scalar: the general path
+
+
+def test_a_deleted_array_raises_after_the_last_call():
+    x = random_array(rng, (4,))
+    f = _primed(lambda v: v + 1.0, jnp.asarray(x))
+    y = jnp.asarray(x)
+    y.delete()
+    with pytest.raises(RuntimeError, match="deleted"):
+        f(y)
+    assert_close(f(jnp.asarray(x)), x + 1, rtol=1e-6)
+
+
+def test_keywords_donation_observers_and_cleared_caches_after_the_last_call():
+    x = random_array(rng, (4,))
+    f = _primed(lambda v: v - 1.0, jnp.asarray(x))
+    calls = f.slow_path_calls
+    assert_close(f(v=jnp.asarray(x)), x - 1, rtol=1e-6)  # a keyword: the general path
+    assert f.slow_path_calls == calls + 1
+    seen = []
+    f.observe(seen.append)
+    f(jnp.asarray(x))
+    f(jnp.asarray(x))
+    assert len(seen) == 2
+    nbjax.clear_caches()
+    traced = f.trace_count
+    f(jnp.asarray(x))
+    assert f.trace_count == traced + 1
+    g = nbjax.jit(lambda v: v + 1.0, donate_argnums=0)
+    for _ in range(4):
+        arg = jnp.asarray(x)
+        assert_close(g(arg), x + 1, rtol=1e-6)
+        assert arg.is_deleted()
+
+
 # --- the entry's checks ------------------------------------------------------------------
 
 class _Sub(np.ndarray):
@@ -248,6 +402,21 @@ def test_the_entry_refuses_what_it_was_not_compiled_for(case):
             "output shape": (np.zeros((3, 2), np.float32), x)}[case]
     assert entry(*args) is False
     assert not args[0].any(), "the kernel ran"
+
+
+def test_a_strict_entry_refuses_weakly_typed_arrays():
+    x = random_array(rng, (2, 3))
+    cpu, _ = cpu_and_reference(lambda v: jnp.sin(v) + v, x)
+    lenient = cpu._kernel.entry_output[0]
+    strict = cpu.jit_module.entry(cpu.plan.groups[0].kernel.name, strict=True)
+    weak = host_result(_frozen(x), ShapedArray((2, 3), np.float32, weak_type=True))
+    not_an_aval = host_result(_frozen(x), "f32[2,3]")
+    for entry, arg, runs in [(strict, x, True), (strict, Array(x), True),
+                             (strict, weak, False), (strict, not_an_aval, False),
+                             (lenient, weak, True), (lenient, not_an_aval, True)]:
+        out = np.zeros((2, 3), np.float32)
+        assert entry(out, arg) is (None if runs else False)
+        assert_close(out, np.sin(x) + x if runs else np.zeros((2, 3)), rtol=1e-6, scale=1.0)
 
 
 def test_a_refused_call_through_the_executable_goes_through_ctypes():

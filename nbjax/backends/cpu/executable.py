@@ -69,14 +69,17 @@ class Executable(compiler.Executable):
             return self._kernel(*map(_as_buffer, args, self._in_dtypes))
         return self._run(args)
 
-    def direct(self, consts, out_aval, fallback):
+    def direct(self, consts, out_aval, fallback, strict=False):
         """A jitted call of Arrays straight into the kernel's entry (see the base class):
         for a program that is one small kernel (``_whole_program_kernel``) with one output
-        of ``out_aval``'s shape and dtype, which its ``python_entry`` computes."""
+        of ``out_aval``'s shape and dtype, which its ``python_entry`` computes (``strict``:
+        the entry's strict builtin)."""
         entry, shape, dtype = getattr(self._kernel, "entry_output", (None, None, None))
         if entry is None or (shape, dtype) != (out_aval.shape, out_aval.dtype) or \
                 math.prod(shape) * dtype.itemsize > SMALL_OUTPUT:
             return None
+        if strict:
+            entry = self.jit_module.entry(self.plan.groups[0].kernel.name, strict=True)
         return _direct_call(self, entry, consts, out_aval, fallback)
 
     def run_reusing(self, args, reuse):

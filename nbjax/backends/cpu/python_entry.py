@@ -26,12 +26,17 @@ each array while it runs without the GIL (so another thread deleting the Array c
 the memory under it). If an argument is not as compiled, the entry returns False without
 running anything, and its caller converts the arguments and calls again (or through
 ctypes): so a jitted call hands it its arguments as they come (``Executable.direct``).
+A *strict* entry (the builtin made with ``self`` True: ``builtin(..., strict=True)``) also
+refuses an Array whose aval is weakly typed (its ``_aval``, at ``AVAL_OFFSET``, must be
+exactly a ``ShapedArray`` whose ``weak_type``, at ``WEAK_OFFSET``, is False): then what it
+takes (an exact ndarray or a strong Array of the shape and dtype compiled for) is all a
+jitted call's signature is, so jit's last-call shortcut can let it check the arguments.
 A control-flow entry trusts its caller: only the executables call it, with C-contiguous
 arrays of the dtypes and sizes the function was compiled for, in its order.
 
 The offsets are checked when this module loads (``_layout_as_expected``), and those the
-machine code depends on beyond NumPy's and CPython's fixed layouts (``HOST_OFFSET``) are
-part of the symbol names it links to: code from the disk cache made for another layout
+machine code depends on beyond NumPy's and CPython's fixed layouts (``HOST_OFFSET``,
+``AVAL_OFFSET``, ``WEAK_OFFSET``) are part of the symbol names it links to: code from the disk cache made for another layout
 finds no such symbol, and is compiled again.
 """
 
@@ -42,7 +47,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from ...core import Array, dtypes
+from ...core import Array, ShapedArray, dtypes
 from ..llvm import I8, I32, I64, declare, entry_alloca
 
 I8P = I8.as_pointer()
@@ -73,6 +78,8 @@ def _slot_offset(cls, name):
 
 
 HOST_OFFSET = _slot_offset(Array, "_host")
+AVAL_OFFSET = _slot_offset(Array, "_aval")
+WEAK_OFFSET = _slot_offset(ShapedArray, "weak_type")
 
 # The Python C API the entries call, registered under names of ours (``register``).
 _API = {"nbjax_Py_IncRef": ("Py_IncRef", ir.VoidType(), [I8P]),
@@ -82,9 +89,11 @@ _API = {"nbjax_Py_IncRef": ("Py_IncRef", ir.VoidType(), [I8P]),
         "nbjax_PyLong_FromLong": ("PyLong_FromLong", I8P, [I64])}
 _NONE = "nbjax_Py_None"
 _FALSE = "nbjax_Py_False"
+_TRUE = "nbjax_Py_True"
 _NDARRAY = "nbjax_ndarray_type"
 _DTYPE = "nbjax_dtype_"  # + the dtype's name: the address of NumPy's dtype object
-_ARRAY = f"nbjax_Array_type_host_at_{HOST_OFFSET}"
+_ARRAY = f"nbjax_Array_type_host_at_{HOST_OFFSET}_aval_at_{AVAL_OFFSET}"
+_SHAPED = f"nbjax_ShapedArray_type_weak_at_{WEAK_OFFSET}"
 
 
 def data_field(array):
@@ -105,7 +114,7 @@ def _flags(array):
 def _layout_as_expected():
     """Whether the fields an entry reads hold what NumPy says, on arrays that differ in
     each (shape, dtype, contiguity, alignment, byte order)."""
-    if HOST_OFFSET is None:
+    if None in (HOST_OFFSET, AVAL_OFFSET, WEAK_OFFSET):
         return False
     base = np.arange(24.0, dtype=np.float64)
     probes = [base[1:], base.reshape(2, 3, 4).transpose(1, 0, 2), np.zeros((), np.float32),
@@ -134,8 +143,10 @@ def register():
         llvm.add_symbol(ours, ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value)
     llvm.add_symbol(_NONE, id(None))
     llvm.add_symbol(_FALSE, id(False))
+    llvm.add_symbol(_TRUE, id(True))
     llvm.add_symbol(_NDARRAY, id(np.ndarray))
     llvm.add_symbol(_ARRAY, id(Array))
+    llvm.add_symbol(_SHAPED, id(ShapedArray))
     for dtype in dtypes.SUPPORTED:  # (NumPy keeps these objects as long as the process)
         llvm.add_symbol(_DTYPE + dtype.name, id(dtype))
 
@@ -213,8 +224,9 @@ def _global(module, name):
 def _checked(b, module, entry, arrays, api):
     """The NumPy arrays of an entry's arguments, an Array's its ``_host``: ``b`` continues
     where there are ``len(arrays)`` arguments, each an ndarray of the ``(shape, dtype)``
-    there, C-contiguous and aligned (the fields ``CHECKED_FIELDS``), and branches to a
-    block returning False elsewhere."""
+    there, C-contiguous and aligned (the fields ``CHECKED_FIELDS``), or (where the entry
+    is strict) an Array of such an ndarray and a strong aval, and branches to a block
+    returning False elsewhere."""
     reject = entry.append_basic_block("reject")
     false = _global(module, _FALSE)
     with b.goto_block(reject):
@@ -230,9 +242,11 @@ def _checked(b, module, entry, arrays, api):
         return b.load(b.bitcast(b.gep(obj, [ir.Constant(I64, offset)]), kind.as_pointer()))
 
     require(b.icmp_unsigned("==", entry.args[2], ir.Constant(I64, len(arrays))))
+    strict = b.icmp_unsigned("==", entry.args[0], _global(module, _TRUE))
     objects = []
     for k, (shape, dtype) in enumerate(arrays):
-        obj = _host_if_array(b, module, b.load(b.gep(entry.args[1], [ir.Constant(I64, k)])))
+        obj = _host_if_array(b, module, b.load(b.gep(entry.args[1], [ir.Constant(I64, k)])),
+                             strict, require)
         require(b.icmp_unsigned("!=", obj, ir.Constant(I8P, None)))
         require(b.icmp_unsigned("==", field(obj, TYPE_OFFSET, I8P), _global(module, _NDARRAY)))
         flags = field(obj, CHECKED_FIELDS["flags"], I32)
@@ -251,15 +265,21 @@ def _checked(b, module, entry, arrays, api):
     return objects
 
 
-def _host_if_array(b, module, obj):
+def _host_if_array(b, module, obj, strict, require):
     """``obj._host`` (possibly null: a slot never set) if ``obj`` is an ``Array``, else
-    ``obj``."""
-    is_array = b.icmp_unsigned("==", b.load(b.bitcast(
-        b.gep(obj, [ir.Constant(I64, TYPE_OFFSET)]), I8P.as_pointer())), _global(module, _ARRAY))
+    ``obj``; where ``strict`` (an i1) holds, an Array's aval must be a strong
+    ``ShapedArray`` (``require(condition)`` refuses the call otherwise)."""
+    def word(pointer, offset):
+        return b.load(b.bitcast(b.gep(pointer, [ir.Constant(I64, offset)]), I8P.as_pointer()))
+    is_array = b.icmp_unsigned("==", word(obj, TYPE_OFFSET), _global(module, _ARRAY))
     before = b.block
     with b.if_then(is_array):
-        slot = b.bitcast(b.gep(obj, [ir.Constant(I64, HOST_OFFSET)]), I8P.as_pointer())
-        host, read = b.load(slot), b.block
+        host = word(obj, HOST_OFFSET)
+        with b.if_then(strict):
+            aval = word(obj, AVAL_OFFSET)
+            require(b.icmp_unsigned("==", word(aval, TYPE_OFFSET), _global(module, _SHAPED)))
+            require(b.icmp_unsigned("==", word(aval, WEAK_OFFSET), _global(module, _FALSE)))
+        read = b.block
     merged = b.phi(I8P)
     merged.add_incoming(obj, before)
     merged.add_incoming(host, read)
@@ -276,8 +296,13 @@ _new_function.restype = ctypes.py_object
 _new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
 
 
-def builtin(address, name):
-    """(The builtin function object of the entry at ``address``, its method definition):
-    the definition must live as long as the function, which points to it."""
-    definition = _MethodDef(name.encode(), address, METH_FASTCALL, None)
-    return _new_function(ctypes.addressof(definition), None, None), definition
+def definition(address, name):
+    """The method definition of the entry at ``address``, which ``builtin`` makes function
+    objects of: it must live as long as they do (they point to it)."""
+    return _MethodDef(name.encode(), address, METH_FASTCALL, None)
+
+
+def builtin(definition, strict=False):
+    """A builtin function object calling the entry of ``definition``; its ``self`` (what the
+    entry receives first) is True for a strict entry (see above), else None."""
+    return _new_function(ctypes.addressof(definition), True if strict else None, None)
