@@ -236,21 +236,28 @@ def test_the_last_call_of_a_signature_needs_no_key(keyed, converted):
     assert keyed == [] and converted == [] and f.slow_path_calls == 1
 
 
+def _shortcut_primed(fun, x, **options):
+    """``_primed``, checked to have a last call the shortcut takes."""
+    f = _primed(fun, x, **options)
+    assert f._last_call[2] is not None, "not a direct call: the shortcut is not tested"
+    return f
+
+
 def test_settings_changed_after_the_last_call_apply(keyed):
     ran = []
 
     def fun(v):
         ran.append(v)
-        return v + jnp.arange(3)
+        return v * 2.5
     x = jnp.asarray(np.arange(3, dtype=np.int32))
-    f = _primed(fun, x)
+    f = _shortcut_primed(fun, x)
     keyed.clear()
     with nbjax.disable_jit():
-        assert_close(f(x), [0, 2, 4])
+        assert_close(f(x), [0, 2.5, 5])
     assert len(ran) == 2 and not isinstance(ran[1], nbjax.core.Tracer)  # run as Python
     with nbjax.enable_x64():
-        assert f(x).dtype == np.int64  # (an x64 arange: traced again)
-    assert f(x).dtype == np.int32
+        assert f(x).dtype == np.float64  # (int32 times a weak float: x64's float)
+    assert f(x).dtype == np.float32
     with nbjax.no_execution(), pytest.raises(RuntimeError):
         f(x)
     f(x)
@@ -258,20 +265,20 @@ def test_settings_changed_after_the_last_call_apply(keyed):
 
 
 def test_a_user_context_changed_after_the_last_call_applies():
-    scale = nbjax.make_user_context(1.0)
+    scale = nbjax.make_user_context(2.0)
     x = jnp.asarray(np.ones(3, np.float32))
-    f = _primed(lambda v: v * scale.value, x)
+    f = _shortcut_primed(lambda v: v * scale.value, x)
     with scale(3.0):
         assert_close(f(x), np.full(3, 3.0))
         assert_close(f(x), np.full(3, 3.0))
-    assert_close(f(x), np.ones(3))
+    assert_close(f(x), np.full(3, 2.0))
     scale.set_global(5.0)
     assert_close(f(x), np.full(3, 5.0))
 
 
 def test_calls_under_a_transformation_are_traced_after_the_last_call():
     x = random_array(rng, (5,))
-    f = _primed(lambda v: jnp.sin(v) * v, jnp.asarray(x))
+    f = _shortcut_primed(lambda v: jnp.sin(v) * v, jnp.asarray(x))
     closed = nbjax.make_jaxpr(lambda: f(jnp.asarray(x)))()  # (a concrete array, staged)
     assert [e.primitive.name for e in closed.eqns] == ["jit"]
     assert_close(nbjax.grad(lambda v: f(v).sum())(x), np.cos(x) * x + np.sin(x), rtol=1e-5)
@@ -292,6 +299,7 @@ def test_a_thread_under_a_transformation_does_not_take_another_threads_last_call
     assert inside.wait(30)
     f(x)
     f(x)  # this thread's last call, made while the other thread traces
+    assert f._last_call[2] is not None
     primed.set()
     thread.join()
     assert [e.primitive.name for e in found[0].eqns] == ["jit"]
@@ -302,6 +310,7 @@ def test_weakly_typed_arrays_keep_their_result_types(first):
     strong, weak = jnp.asarray(np.float32(2.0)), jnp.asarray(2.0)
     assert weak.weak_type and not strong.weak_type
     f = _primed(lambda v: v * 3, strong if first == "strong" else weak)
+    assert (f._last_call[2] is None) == (first == "weak")  # (no shortcut for weak types)
     for arg in (strong, weak, weak, strong, strong, weak):
         out = f(arg)
         assert out.aval == f._call((arg,), {}).aval and out.weak_type == arg.weak_type
@@ -309,7 +318,7 @@ def test_weakly_typed_arrays_keep_their_result_types(first):
 
 
 def test_another_signature_after_the_last_call():
-    f = _primed(lambda v: v * 2, jnp.asarray(np.arange(4, dtype=np.float32)))
+    f = _shortcut_primed(lambda v: v * 2, jnp.asarray(np.arange(4, dtype=np.float32)))
     values = [np.arange(3, dtype=np.float32), np.arange(4, dtype=np.int32),
               np.arange(4, dtype=np.float32).reshape(2, 2), np.float32(1.5),
               np.arange(4, dtype=np.float32)]
@@ -322,7 +331,7 @@ def test_another_signature_after_the_last_call():
 
 def test_a_deleted_array_raises_after_the_last_call():
     x = random_array(rng, (4,))
-    f = _primed(lambda v: v + 1.0, jnp.asarray(x))
+    f = _shortcut_primed(lambda v: v + 1.0, jnp.asarray(x))
     y = jnp.asarray(x)
     y.delete()
     with pytest.raises(RuntimeError, match="deleted"):
@@ -330,21 +339,34 @@ def test_a_deleted_array_raises_after_the_last_call():
     assert_close(f(jnp.asarray(x)), x + 1, rtol=1e-6)
 
 
-def test_keywords_donation_observers_and_cleared_caches_after_the_last_call():
+def test_keywords_after_the_last_call_are_passed():
     x = random_array(rng, (4,))
-    f = _primed(lambda v: v - 1.0, jnp.asarray(x))
-    calls = f.slow_path_calls
-    assert_close(f(v=jnp.asarray(x)), x - 1, rtol=1e-6)  # a keyword: the general path
-    assert f.slow_path_calls == calls + 1
+    f = _shortcut_primed(lambda v, w=1.0: v - w, jnp.asarray(x))
+    assert_close(f(jnp.asarray(x), w=jnp.asarray(np.float32(3.0))), x - 3, rtol=1e-6)
+    assert_close(f(jnp.asarray(x)), x - 1, rtol=1e-6)
+
+
+def test_an_observer_added_after_the_last_call_sees_every_call():
+    x = jnp.asarray(random_array(rng, (4,)))
+    f = _shortcut_primed(lambda v: v - 1.0, x)
     seen = []
     f.observe(seen.append)
-    f(jnp.asarray(x))
-    f(jnp.asarray(x))
+    f(x)
+    f(x)
     assert len(seen) == 2
-    nbjax.clear_caches()
-    traced = f.trace_count
-    f(jnp.asarray(x))
-    assert f.trace_count == traced + 1
+
+
+@pytest.mark.parametrize("clear", ["clear_caches", "clear_cache"])
+def test_cleared_caches_forget_the_last_call(clear):
+    x = jnp.asarray(random_array(rng, (4,)))
+    f = _shortcut_primed(lambda v: v - 1.0, x)
+    nbjax.clear_caches() if clear == "clear_caches" else f.clear_cache()
+    f(x)
+    assert f.trace_count == 2
+
+
+def test_donating_calls_after_the_last_call_donate():
+    x = random_array(rng, (4,))
     g = nbjax.jit(lambda v: v + 1.0, donate_argnums=0)
     for _ in range(4):
         arg = jnp.asarray(x)
