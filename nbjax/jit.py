@@ -152,7 +152,7 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         trace, generation, last = self._last_call
         if trace is _trace_context.trace and generation == config.generation and not kwargs:
-            out = last(args)
+            out = last(*args)
             if out is not None:
                 return out
         if kwargs or self._has_static or self.observers:
@@ -162,9 +162,9 @@ class JitWrapped:
         found = self._fast.get(key)
         if found is None:
             return self._dispatch(args, kwargs, key)
-        self._last_key, call, strict = found  # (a later cache miss is explained against it)
-        self._last_call = _NO_LAST_CALL if strict is None else (
-            _trace_context.trace, generation, strict)
+        self._last_key, call, checked = found  # (a later cache miss is explained against it)
+        self._last_call = _NO_LAST_CALL if checked is None else (
+            _trace_context.trace, generation, checked)
         return call(args)
 
     def _dispatch(self, args, kwargs, fast_key=None):
@@ -623,10 +623,10 @@ class _FastDonatingCall(_FastCall):
 
 def _fast_call(entry, name, backend, donating):
     """The fast-path calls of a signature (``donating``: what its calls donate, or None):
-    ``(call, strict)``: a ``_FastCall``, or the target's ``direct`` call where it has one
+    ``(call, checked)``: a ``_FastCall``, or the target's ``direct`` call where it has one
     (which falls back on the ``_FastCall``), and for the last-call shortcut the target's
-    strict direct call (None on refusal), or None when there is none or an input is weakly
-    typed (a strict call refuses those)."""
+    ``checked_call``, or None when there is none or an input is weakly typed (which a
+    checked call refuses)."""
     target = get_target(backend)
     if donating is not None:
         executable = compiler.compile(entry.jaxpr, target, name, donating.donated)
@@ -639,13 +639,7 @@ def _fast_call(entry, name, backend, donating):
     if direct is None:
         return fast, None
     weak = any(a.weak_type for a in entry.jaxpr.in_avals[len(entry.consts):])
-    return direct, None if weak else executable.direct(fast.consts, fast.out_avals[0],
-                                                       _refused, strict=True)
-
-
-def _refused(args):
-    """The last-call shortcut's fallback: None, so that the call looks its signature up."""
-    return None
+    return direct, None if weak else executable.checked_call(fast.consts, fast.out_avals[0])
 
 
 _NO_LAST_CALL = (object(), None, None)  # (a trace no thread has: the shortcut never applies)

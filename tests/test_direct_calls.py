@@ -7,6 +7,7 @@ call is tried first with no key (jit's last-call shortcut, a strict entry): what
 change the signature's meaning (settings, user contexts, a transformation, another thread,
 weak types, another signature) must make it look the signature up as before."""
 
+import gc
 import sys
 import threading
 
@@ -309,11 +310,13 @@ def test_a_thread_under_a_transformation_does_not_take_another_threads_last_call
 def test_weakly_typed_arrays_keep_their_result_types(first):
     strong, weak = jnp.asarray(np.float32(2.0)), jnp.asarray(2.0)
     assert weak.weak_type and not strong.weak_type
-    f = _primed(lambda v: v * 3, strong if first == "strong" else weak)
+    def fun(v):
+        return v * 3
+    f = _primed(fun, strong if first == "strong" else weak)
     assert (f._last_call[2] is None) == (first == "weak")  # (no shortcut for weak types)
     for arg in (strong, weak, weak, strong, strong, weak):
         out = f(arg)
-        assert out.aval == f._call((arg,), {}).aval and out.weak_type == arg.weak_type
+        assert out.aval == fun(arg).aval and out.weak_type == arg.weak_type
         assert_close(out, 6.0)
 
 
@@ -426,19 +429,88 @@ def test_the_entry_refuses_what_it_was_not_compiled_for(case):
     assert not args[0].any(), "the kernel ran"
 
 
-def test_a_strict_entry_refuses_weakly_typed_arrays():
+def _checked_call(fun, *values):
+    """The cpu executable of ``fun`` on ``values`` and its ``checked_call`` taking the last
+    value as its argument (the others closed over)."""
+    cpu, _ = cpu_and_reference(fun, *values)
+    out_aval = cpu.jaxpr.out_avals[0]
+    return cpu, cpu.checked_call(list(values[:-1]), out_aval), out_aval
+
+
+def test_a_checked_call_runs_on_what_is_of_its_signature():
     x = random_array(rng, (2, 3))
-    cpu, _ = cpu_and_reference(lambda v: jnp.sin(v) + v, x)
-    lenient = cpu._kernel.entry_output[0]
-    strict = cpu.jit_module.entry(cpu.plan.groups[0].kernel.name, strict=True)
-    weak = host_result(_frozen(x), ShapedArray((2, 3), np.float32, weak_type=True))
-    not_an_aval = host_result(_frozen(x), "f32[2,3]")
-    for entry, arg, runs in [(strict, x, True), (strict, Array(x), True),
-                             (strict, weak, False), (strict, not_an_aval, False),
-                             (lenient, weak, True), (lenient, not_an_aval, True)]:
-        out = np.zeros((2, 3), np.float32)
-        assert entry(out, arg) is (None if runs else False)
-        assert_close(out, np.sin(x) + x if runs else np.zeros((2, 3)), rtol=1e-6, scale=1.0)
+    cpu, call, aval = _checked_call(lambda v: jnp.sin(v) + v, x)
+    before = [sys.getrefcount(v) for v in (x, aval, nbjax.core.HOST_DEVICE)]
+    results = [call(arg) for arg in (x, Array(x), x.copy()) for _ in range(30)]
+    for out in results:
+        assert type(out) is Array and out.aval is aval and out.device == nbjax.devices()[0]
+        assert gc.is_tracked(out) and out._buffer is None and not out.is_deleted()
+        assert_close(out, np.sin(x) + x, rtol=1e-6, scale=1.0)
+        with pytest.raises(ValueError):
+            np.asarray(out)[0] = 0
+    assert len({id(np.asarray(out)) for out in results}) == len(results)  # (all kept)
+    del results, out
+    for _ in range(30):
+        call(x)  # (dropped at once: the spares serve every call)
+    assert [sys.getrefcount(v) for v in (x, aval, nbjax.core.HOST_DEVICE)] == before
+
+
+def test_a_checked_call_puts_closed_over_values_first():
+    w, x = random_array(rng, (3,)), random_array(rng, (3,))
+    _, call, _ = _checked_call(lambda c, v: c * v - c, w, x)
+    assert_close(call(x), w * x - w, rtol=1e-6, scale=1.0)
+    assert call(w, x) is None and call() is None
+
+
+@pytest.mark.parametrize("case", ["weak", "not an aval", "shape", "dtype", "count", "none",
+                                  "deleted", "a subclass", "timed"])
+def test_a_checked_call_refuses_what_is_not_of_its_signature(case):
+    x = random_array(rng, (2, 3))
+    cpu, call, _ = _checked_call(lambda v: jnp.sin(v) + v, x)
+    deleted = Array(x)
+    deleted.delete()
+    args = {"weak": (host_result(_frozen(x), ShapedArray((2, 3), np.float32, True)),),
+            "not an aval": (host_result(_frozen(x), "f32[2,3]"),), "shape": (x.T.copy(),),
+            "dtype": (x.astype(np.float64),), "count": (x, x), "none": (),
+            "deleted": (deleted,), "a subclass": (x.view(_Sub),), "timed": (x,)}[case]
+    state = call.__self__  # (the builtin's self)
+    for spare in state[:2]:  # (NaN: what the kernel would overwrite)
+        spare.flags.writeable = True
+        spare.fill(np.nan)
+        spare.flags.writeable = False
+    del spare
+    cpu.enable_timing(case == "timed")
+    try:
+        assert call(*args) is None
+    finally:
+        cpu.enable_timing(False)
+    assert np.isnan(state[0]).all() and np.isnan(state[1]).all(), "the kernel ran"
+    assert_close(call(x), np.sin(x) + x, rtol=1e-6, scale=1.0)
+
+
+def test_a_checked_call_makes_a_buffer_when_both_spares_are_held():
+    x = random_array(rng, (4,))
+    _, call, _ = _checked_call(lambda v: v * 3.0, x)
+    state = call.__self__
+    held = [call(x), call(x)]
+    made = []
+
+    def make_buffer():
+        made.append(_frozen(np.empty(4, np.float32)))
+        return made[-1]
+    state[python_entry.MAKE_BUFFER] = make_buffer
+    out = call(x)
+    assert len(made) == 1 and np.asarray(out) is made[0] and state[0] is made[0]
+    assert_close(out, x * 3, rtol=1e-6)
+    assert all(not np.shares_memory(np.asarray(out), np.asarray(h)) for h in held)
+
+    def failing():
+        raise MemoryError("no buffer")
+    state[python_entry.MAKE_BUFFER] = failing
+    with pytest.raises(MemoryError, match="no buffer"):
+        call(x)  # (all three held)
+    del held
+    assert_close(call(x), x * 3, rtol=1e-6)  # a spare is free again
 
 
 def test_a_refused_call_through_the_executable_goes_through_ctypes():
@@ -450,4 +522,4 @@ def test_a_refused_call_through_the_executable_goes_through_ctypes():
 
 
 def test_the_layout_the_entries_read_was_found():
-    assert python_entry.USABLE and python_entry.HOST_OFFSET is not None
+    assert python_entry.USABLE and None not in python_entry.ARRAY_SLOTS.values()

@@ -97,16 +97,22 @@ class Executable:
     def run(self, *args):
         raise NotImplementedError
 
-    def direct(self, consts, out_aval, fallback, strict=False):
+    def direct(self, consts, out_aval, fallback):
         """A faster way to make the eager jitted calls of one signature (``nbjax.jit``'s
         fast path), or None when the target has none for this program (the default):
         ``call(args)`` returns the one result as an Array of ``out_aval`` given ``args``,
         a tuple of Arrays and NumPy arrays (the program's inputs after ``consts``, its
         closed-over values as NumPy arrays); where it cannot take them as they are, it
-        returns ``fallback(args)``. A ``strict`` call takes only arguments that are of the
-        signature (NumPy arrays, or Arrays with strong types, of the program's input shapes
-        and dtypes), so that it may be called without looking the signature up (jit's
-        last-call shortcut)."""
+        returns ``fallback(args)``."""
+        return None
+
+    def checked_call(self, consts, out_aval):
+        """A call that may be made without looking the signature up (``nbjax.jit``'s
+        last-call shortcut), or None when the target has none (the default):
+        ``call(*args)`` returns the result as ``direct``'s call does when every argument is
+        of the signature (a NumPy array, or an Array of a strong type, of the shape and
+        dtype of its input), and None, having run nothing, when one is not or the
+        executable times its steps."""
         return None
 
     def run_reusing(self, args, reuse):
