@@ -103,6 +103,17 @@ class JitWrapped:
     jitted functions, static arguments and retrace explanations behave exactly as without
     the fast path. ``slow_path_calls`` counts the general-path calls.
 
+    Before all that, ``__call__`` tries the last call (``_last_call``): the last fast-path
+    call whose signature has a target's ``checked_call`` (a direct call with no weakly typed
+    argument), with the thread's current trace and ``config.generation`` when it was made.
+    While both are the same (the same thread, no transformation, no option or user
+    context changed since) and there are no keyword arguments, the call hands its arguments
+    to that checked call with no key: it checks that each is of the signature (the key's
+    avals are then the same, for a NumPy array's aval is never weak) and makes the call, or
+    refuses (None), and the call then goes on as above. A general-path call (which sets
+    ``_last_key`` to another signature), ``observe``, ``clear_cache`` and ``clear_caches``
+    forget the last call; donating signatures never have one.
+
     Donation (``donate_argnums``/``donate_argnames``, as JAX's) applies to eager calls
     (``_donation``; on the fast path ``_FastDonatingCall``): every array leaf of a donated
     argument that an output can take (``compiler.donation.match``) is deleted by the call,

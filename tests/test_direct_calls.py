@@ -24,19 +24,24 @@ rng = np.random.default_rng(11)
 pytestmark = pytest.mark.cpu_compiler
 
 
+def _spy(monkeypatch, owner, name, position):
+    """The list to which calls of ``owner.name`` append their argument at ``position``."""
+    calls = []
+    original = getattr(owner, name)
+
+    def spy(*args):
+        calls.append(args[position])
+        return original(*args)
+    monkeypatch.setattr(owner, name, spy)
+    return calls
+
+
 @pytest.fixture
 def converted(monkeypatch):
     """The calls that took the ``_FastCall`` (the entry refused, or was not used): a list
     of their argument tuples."""
-    calls = []
-    fast_call = sys.modules["nbjax.jit"]._FastCall  # (nbjax.jit is the function)
-    original = fast_call.__call__
-
-    def spy(self, args):
-        calls.append(args)
-        return original(self, args)
-    monkeypatch.setattr(fast_call, "__call__", spy)
-    return calls
+    # (sys.modules: nbjax.jit is the function)
+    return _spy(monkeypatch, sys.modules["nbjax.jit"]._FastCall, "__call__", 1)
 
 
 def _add_one():
@@ -217,15 +222,7 @@ def _primed(fun, x, **options):
 @pytest.fixture
 def keyed(monkeypatch):
     """The calls that looked their signature up (``_fast_key``): a list of their args."""
-    calls = []
-    jit_module = sys.modules["nbjax.jit"]
-    original = jit_module._fast_key
-
-    def spy(args, backend):
-        calls.append(args)
-        return original(args, backend)
-    monkeypatch.setattr(jit_module, "_fast_key", spy)
-    return calls
+    return _spy(monkeypatch, sys.modules["nbjax.jit"], "_fast_key", 0)
 
 
 def test_the_last_call_of_a_signature_needs_no_key(keyed, converted):
