@@ -46,8 +46,8 @@ arrays of the dtypes and sizes the function was compiled for, in its order.
 
 The offsets are checked when this module loads (``_layout_as_expected``), and those the
 machine code depends on beyond NumPy's and CPython's fixed layouts (``ARRAY_SLOTS``,
-``WEAK_OFFSET``) are part of the symbol names it links to: code from the disk cache made for another layout
-finds no such symbol, and is compiled again.
+``WEAK_OFFSET``) are part of the symbol names it links to: code from the disk cache made
+for another layout finds no such symbol, and is compiled again.
 """
 
 import ctypes
