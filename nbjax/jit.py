@@ -162,20 +162,21 @@ class JitWrapped:
 
     def __call__(self, *args, **kwargs):
         trace, generation, last = self._last_call
-        if trace is _trace_context.trace and generation == config.generation and not kwargs:
+        # (read before the key: a change made after it dates the call as older)
+        current, now = _trace_context.trace, config.generation
+        if trace is current and generation == now and not kwargs:
             out = last(*args)
             if out is not None:
                 return out
         if kwargs or self._has_static or self.observers:
             return self._dispatch(args, kwargs)
-        generation = config.generation  # (before the key: a change after it dates the call)
         key = _fast_key(args, self.backend)
         found = self._fast.get(key)
         if found is None:
             return self._dispatch(args, kwargs, key)
         self._last_key, call, checked = found  # (a later cache miss is explained against it)
-        self._last_call = _NO_LAST_CALL if checked is None else (
-            _trace_context.trace, generation, checked)
+        # (a thread's first call finds no trace yet, and records None: the next one, keyed)
+        self._last_call = _NO_LAST_CALL if checked is None else (current, now, checked)
         return call(args)
 
     def _dispatch(self, args, kwargs, fast_key=None):
