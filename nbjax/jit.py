@@ -175,7 +175,8 @@ class JitWrapped:
         if found is None:
             return self._dispatch(args, kwargs, key)
         self._last_key, call, checked = found  # (a later cache miss is explained against it)
-        # (a thread's first call finds no trace yet, and records None: the next one, keyed)
+        # (``current`` is None in a thread that had no trace before this call: then none
+        # ran a transformation either, so None stands for evaluation as well as its trace)
         self._last_call = _NO_LAST_CALL if checked is None else (current, now, checked)
         return call(args)
 
