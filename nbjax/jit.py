@@ -162,9 +162,8 @@ class JitWrapped:
 
     def __call__(self, *args, **kwargs):
         trace, generation, last = self._last_call
-        # (read before the key: a change made after it dates the call as older)
-        current, now = _trace_context.trace, config.generation
-        if trace is current and generation == now and not kwargs:
+        now = config.generation  # (read before the key: a later change dates the call)
+        if trace is _trace_context.trace and generation == now and not kwargs:
             out = last(*args)
             if out is not None:
                 return out
@@ -175,9 +174,10 @@ class JitWrapped:
         if found is None:
             return self._dispatch(args, kwargs, key)
         self._last_key, call, checked = found  # (a later cache miss is explained against it)
-        # (``current`` is None in a thread that had no trace before this call: then none
-        # ran a transformation either, so None stands for evaluation as well as its trace)
-        self._last_call = _NO_LAST_CALL if checked is None else (current, now, checked)
+        # (the trace read again: a thread's is None until its first call makes it, and
+        # None would let other threads' calls, under their own user contexts, match)
+        self._last_call = _NO_LAST_CALL if checked is None else (
+            _trace_context.trace, now, checked)
         return call(args)
 
     def _dispatch(self, args, kwargs, fast_key=None):

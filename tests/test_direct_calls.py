@@ -303,6 +303,32 @@ def test_a_thread_under_a_transformation_does_not_take_another_threads_last_call
     assert [e.primitive.name for e in found[0].eqns] == ["jit"]
 
 
+def test_threads_keep_their_own_user_context_values():
+    scale = nbjax.make_user_context(2.0)
+    x = jnp.asarray(np.ones(3, np.float32))
+    f = nbjax.jit(lambda v: v * scale.value)
+    f(x)  # traced: a later call of this signature is keyed
+    inside, recorded, results = threading.Event(), threading.Event(), {}
+
+    def other():  # a thread with its own value, and no trace yet when it calls
+        with scale(7.0):
+            inside.set()
+            assert recorded.wait(30)
+            results["other"] = np.asarray(f(x))
+
+    def first():  # a new thread whose first call is keyed: the last call
+        results["first"] = np.asarray(f(x))
+    threads = [threading.Thread(target=other), threading.Thread(target=first)]
+    threads[0].start()
+    assert inside.wait(30)
+    threads[1].start()
+    threads[1].join()
+    recorded.set()
+    threads[0].join()
+    assert_close(results["first"], np.full(3, 2.0))
+    assert_close(results["other"], np.full(3, 7.0))
+
+
 @pytest.mark.parametrize("first", ["strong", "weak"])
 def test_weakly_typed_arrays_keep_their_result_types(first):
     strong, weak = jnp.asarray(np.float32(2.0)), jnp.asarray(2.0)
