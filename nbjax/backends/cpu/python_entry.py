@@ -227,14 +227,15 @@ def _define(module, name, n_args, call, arrays=None):
 
 def _begin(module, name):
     """(The C API declared in ``module``, None's address, a new entry function ``name`` with
-    a builder at its start). Entries are optimised for size: they are glue (checks, a call)
-    that speed-oriented passes gain nothing on, and those passes took most of LLVM's time
-    compiling a one-kernel program (30 ms of 35 for a checked call's and a kernel's
-    entries; 11 ms optimised for size, and no slower to run)."""
+    a builder at its start). Entries are not optimised (``optnone``, which needs
+    ``noinline``): they are glue (checks, a call of the kernel, which is optimised as
+    ever), and optimising them was most of LLVM's time on a one-kernel program (its
+    entries and the kernel: 30 ms optimised, 11 ms optimised for size or not at all on an
+    idle machine, 24 ms and 11 ms on a busy one), for 10 ns a call at most."""
     api = {ours: declare(module, ours, ret, args) for ours, (_, ret, args) in _API.items()}
     entry = ir.Function(module, ir.FunctionType(I8P, [I8P, I8P.as_pointer(), I64]), name=name)
-    entry.attributes.add("minsize")
-    entry.attributes.add("optsize")
+    entry.attributes.add("optnone")
+    entry.attributes.add("noinline")
     return api, _global(module, _NONE), entry, ir.IRBuilder(entry.append_basic_block("entry"))
 
 
