@@ -18,6 +18,7 @@ reference implementation on our buffers.
 
 import ctypes
 import dataclasses
+import functools
 import math
 import sys
 import time
@@ -26,7 +27,7 @@ import numpy as np
 
 from ... import compiler
 from ...compiler import KernelInfo, report
-from ...core import Literal, host_result, to_numpy
+from ...core import HOST_DEVICE, Literal, host_result, to_numpy
 from . import buffer_plan, codegen, control_flow, interrupts, python_entry, runtime
 from .host_steps import HostCall, host_step
 
@@ -73,11 +74,27 @@ class Executable(compiler.Executable):
         """A jitted call of Arrays straight into the kernel's entry (see the base class):
         for a program that is one small kernel (``_whole_program_kernel``) with one output
         of ``out_aval``'s shape and dtype, which its ``python_entry`` computes."""
+        entry = self._direct_entry(out_aval)
+        return None if entry is None else _direct_call(self, entry, consts, out_aval, fallback)
+
+    def checked_call(self, consts, out_aval):
+        """The whole call in the kernel's checked-call entry (see the base class and
+        ``python_entry``), for the programs ``direct`` takes."""
+        if self._direct_entry(out_aval) is None:
+            return None
+        state = [_frozen_empty(out_aval), _frozen_empty(out_aval), out_aval, HOST_DEVICE,
+                 functools.partial(_frozen_empty, out_aval), self, "step_times", *consts]
+        return self.jit_module.entry(self.plan.groups[0].kernel.name,
+                                     python_entry.CALL_SUFFIX, state)
+
+    def _direct_entry(self, out_aval):
+        """The kernel's entry, if the program is one small kernel with one output of
+        ``out_aval``'s shape and dtype, else None."""
         entry, shape, dtype = getattr(self._kernel, "entry_output", (None, None, None))
         if entry is None or (shape, dtype) != (out_aval.shape, out_aval.dtype) or \
                 math.prod(shape) * dtype.itemsize > SMALL_OUTPUT:
             return None
-        return _direct_call(self, entry, consts, out_aval, fallback)
+        return entry
 
     def run_reusing(self, args, reuse):
         """``run``, writing outputs into the buffers of the donated arguments at ``reuse``
@@ -540,7 +557,8 @@ def _add_entries(module, plan, flows):
                 and python_entry.checkable(arrays):
             kernel = group.kernel
             python_entry.add_kernel_entry(module, module.get_global(kernel.name),
-                                          kernel.shape[0] if kernel.shape else 1, arrays)
+                                          kernel.shape[0] if kernel.shape else 1, arrays,
+                                          len(kernel.outputs))
             return (kernel.name,)
         called = [flows[group.index]] if group.kind == "loop" else []
     for flow in called:

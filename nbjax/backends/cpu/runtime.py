@@ -107,7 +107,7 @@ class JitModule:
             self.modules = [pipeline.parse(text, tm) for text in lookup.optimised_texts]
         with timer("machine_code"):
             self.engine = _engine(lookup.objects, tm)
-        self.entry_definitions = []
+        self.entry_definitions = {}  # an entry's name -> its method definition
         self.optimised_ir = "\n".join(lookup.optimised_texts)
         # (kept until the program's disk cache entry takes it: ``take_object_code``)
         self.object_code = lookup.done()
@@ -127,7 +127,7 @@ class JitModule:
         self.target, self.runs_here, self.from_disk_cache = cpu_target(), runs_here(), True
         self.modules, self.optimised_ir, self.object_code = [], optimised_ir, None
         self.engine = _engine(cache.unpack_objects(object_code), tm)
-        self.entry_definitions = []
+        self.entry_definitions = {}  # an entry's name -> its method definition
         return self
 
     def take_object_code(self):
@@ -150,14 +150,16 @@ class JitModule:
         """The address of kernel ``name``'s ``chunk_function`` (0 where it cannot run)."""
         return self.engine.get_function_address(name + "_chunk") if self.runs_here else 0
 
-    def entry(self, name):
-        """The builtin function calling ``name`` through its ``python_entry``."""
+    def entry(self, name, suffix=python_entry.SUFFIX, state=None):
+        """The builtin function calling ``name`` through its ``python_entry`` (``suffix``:
+        the kind of entry; ``state``: a checked call's)."""
         if not self.runs_here:
             return functools.partial(_refuse_to_run, self.target[0])
-        function, definition = python_entry.builtin(
-            self.engine.get_function_address(name + python_entry.SUFFIX), name)
-        self.entry_definitions.append(definition)  # as long as the machine code
-        return function
+        definition = self.entry_definitions.get(name + suffix)
+        if definition is None:  # (kept as long as the machine code)
+            definition = self.entry_definitions[name + suffix] = python_entry.definition(
+                self.engine.get_function_address(name + suffix), name)
+        return python_entry.builtin(definition, state)
 
     def function_ir(self, name):
         """The optimised IR of function ``name``, from the part that defines it."""
