@@ -330,13 +330,19 @@ class _Part:
 def build_kernel(name, shape, parts):
     """A LoopKernel computing each part's root result over the iteration space ``shape``.
 
-    ``parts`` is a list of (root eqn, {var: eqn} of the equations fused into it). A later part
-    may use an earlier part's element-wise result only at the same index (it is computed in
-    the same iteration); anything else raises CannotFuse.
+    ``parts`` is a list of (root eqn, {var: eqn} of the equations fused into it); a part may
+    use the equations of the others too. A later part may use an earlier part's
+    element-wise result only at the same index (it is computed in the same iteration);
+    anything else raises CannotFuse.
     """
     ctx = KernelBuilder()
     inputs, outputs, in_kernel, reduced_here = [], [], {}, set()
     identity = [ctx.index(k) for k in range(len(shape))]
+    # Every part may compute any part's fused equations: the planner puts a value that
+    # parts share in one of them. Each value is computed once per index, whichever part
+    # asks first.
+    members = {var: eqn for _, part in parts for var, eqn in part.items()}
+    memo = {}
 
     def load(var, idx):
         if var not in inputs:
@@ -344,9 +350,7 @@ def build_kernel(name, shape, parts):
         offset = ctx.offset(idx, var.aval.shape)
         return ctx.load(inputs.index(var), offset, var.aval.dtype)
 
-    for root, members in parts:
-        memo = {}
-
+    for root, _ in parts:
         def value(atom, idx):
             if isinstance(atom, Literal):
                 return ctx.const(np.asarray(atom.val), atom.aval.dtype)
