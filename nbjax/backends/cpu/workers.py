@@ -3,15 +3,16 @@
 A kernel that native code (a compiled loop, a whole program) splits between the cores
 calls ``nbjax_parallel_for(chunk, args, extent)``, where ``chunk(args, start, stop)`` runs
 the kernel over ``[start, stop)`` of its outer axis (``args``: its buffers' addresses). The
-caller posts the job, runs the first chunk itself and waits, spinning, for the workers to
-finish theirs. Handing a chunk over costs about a microsecond while the workers are awake,
-so kernels of some tens of microseconds gain from splitting (through Python, a kernel had to
-take a millisecond: see ``runtime.splits``).
+caller posts the job (``CHUNKS_PER_THREAD`` chunks per thread), wakes the workers that
+sleep, and claims chunks itself like any worker; when none is left it waits for those the
+workers are running. A chunk is claimed by a compare-and-swap, so a worker that is late (it
+was asleep, or another process had its core: OpenBLAS's threads spin for a while after each
+product) leaves its share to the others instead of holding the caller up. Handing chunks
+over costs about a microsecond while the workers are awake.
 
 The workers are Python threads, each inside one native call of ``nbjax_pool_worker`` that
-never returns (ctypes released the GIL). Between jobs a worker spins on the job counter, then
-yields its core (OpenBLAS's threads, which run the matrix products between two kernels, need
-it), then sleeps in a futex until the next job wakes it. A second thread calling
+never returns (ctypes released the GIL). After a job a worker spins on the job counter for
+``SPIN_CYCLES``, then sleeps in a futex until the next job wakes it. A second thread calling
 ``nbjax_parallel_for`` while the pool is busy, or any call before the pool is started or
 after a ``fork`` (which keeps only the calling thread), runs the kernel on its own thread.
 """
