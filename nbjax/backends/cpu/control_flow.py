@@ -411,8 +411,9 @@ class ControlFlowFunction:
                 self.callback(split_call(kernel, extent, self.mb.combiners.get(kernel.name)),
                               pointers)
             elif runtime.splits(kernel):  # on every core, through the worker pool
-                self.b.call(workers.declare_parallel_for(self.mb.module), [self.mb.chunk_function(kernel), self.pointer_array(pointers),
-                                   ir.Constant(I64, extent)])
+                chunk = self.mb.chunk_function(kernel)
+                self.b.call(workers.declare_parallel_for(self.mb.module),
+                            [chunk, self.pointer_array(pointers), ir.Constant(I64, extent)])
             else:
                 args = [self.b.bitcast(p, t) for p, t in zip(pointers, fn.function_type.args)]
                 self.b.call(fn, args + [ir.Constant(I64, 0), ir.Constant(I64, extent)])
