@@ -105,10 +105,32 @@ def binop(name, impl, kinds, result_dtype=None):
         shape = broadcast_shapes(name, *(a.shape for a in avals))
         dtype = avals[0].dtype if result_dtype is None else result_dtype(avals[0].dtype)
         return ShapedArray(shape, dtype, all(a.weak_type for a in avals))
-    prim.def_abstract_eval(abstract_eval)
+    prim.def_abstract_eval(remembered(abstract_eval))
     prim.def_impl(quiet(impl))
     prim.def_batch(batch_util.elementwise_batcher(prim))
     return prim
+
+
+REMEMBERED_TYPES = 1024  # operand types an element-wise rule keeps the result of
+
+
+def remembered(abstract_eval):
+    """``abstract_eval(*avals)`` (a rule without params), remembering its result per operand
+    types (up to ``REMEMBERED_TYPES`` of them): tracing asks it for nearly every
+    equation, mostly about the same few types, and the checks and broadcasting cost several
+    times the lookup. The answer is the same ShapedArray object each time, so the next
+    lookup, on the operands it typed, matches by identity. Only results are kept: operands
+    that fail a check fail it again."""
+    known = {}
+
+    def rule(*avals):
+        out = known.get(avals)
+        if out is None:
+            if len(known) >= REMEMBERED_TYPES:
+                known.clear()
+            out = known[avals] = abstract_eval(*avals)
+        return out
+    return rule
 
 
 def _param_unop(name, impl, kind, result_dtype=None):
