@@ -33,7 +33,8 @@ from . import batch_util, narrow_bits
 from .shapes import broadcast_in_dim, filled, moveaxis, unbroadcast
 from .standard import (ANY, COMPLEX, FLOAT, FLOAT_OR_INT, INT, INT_OR_BOOL, NUMBER,
                        ORDERED, SIGNED, broadcast_shapes, check_dtype, identity_simplification,
-                       kernel_elementwise, owned_results, same_dtypes, same_type, scalar_like)
+                       kernel_elementwise, owned_results, remembered, same_dtypes, same_type,
+                       scalar_like)
 
 __all__ = [
     # arithmetic
@@ -109,28 +110,6 @@ def binop(name, impl, kinds, result_dtype=None):
     prim.def_impl(quiet(impl))
     prim.def_batch(batch_util.elementwise_batcher(prim))
     return prim
-
-
-REMEMBERED_TYPES = 1024  # operand types an element-wise rule keeps the result of
-
-
-def remembered(abstract_eval):
-    """``abstract_eval(*avals)`` (a rule without params), remembering its result per operand
-    types (up to ``REMEMBERED_TYPES`` of them): tracing asks it for nearly every
-    equation, mostly about the same few types, and the checks and broadcasting cost several
-    times the lookup. The answer is the same ShapedArray object each time, so the next
-    lookup, on the operands it typed, matches by identity. Only results are kept: operands
-    that fail a check fail it again."""
-    known = {}
-
-    def rule(*avals):
-        out = known.get(avals)
-        if out is None:
-            if len(known) >= REMEMBERED_TYPES:
-                known.clear()
-            out = known[avals] = abstract_eval(*avals)
-        return out
-    return rule
 
 
 def _param_unop(name, impl, kind, result_dtype=None):
