@@ -210,7 +210,7 @@ def get_aval(x):
         dtype, weak = dtypes.python_scalar_dtype(x)
         return ShapedArray((), dtype, weak)
     if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype), False)
+        return ShapedArray(x.shape, dtypes.canonicalize(x.dtype), False)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid nbjax type")
 
 
