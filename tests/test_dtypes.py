@@ -87,6 +87,33 @@ def test_x64_flag_changes_defaults(x64):
     assert (jnp.zeros(3, "int32") + 1.5).dtype == np.float64
 
 
+def test_promotion_follows_x64_switched_mid_session():
+    """``promote`` remembers its answers per ``enable_x64``: switching the flag back and
+    forth gives each setting's answer, never the other's remembered one."""
+    pairs = ((dtypes.int32, False), (dtypes.int32, True))
+    weak_float = ((dtypes.float32, True),)
+    assert dtypes.promote(*pairs) == (np.int32, False)
+    assert dtypes.promote(*weak_float) == (np.float32, True)
+    with nbjax.enable_x64(True):
+        assert dtypes.promote(*pairs) == (np.int32, False)
+        assert dtypes.promote(*weak_float) == (np.float64, True)
+        assert dtypes.promote((dtypes.int64, False)) == (np.int64, False)
+    assert dtypes.promote(*weak_float) == (np.float32, True)
+    assert dtypes.promote((dtypes.int64, False)) == (np.int32, False)
+
+
+def test_arrays_made_under_x64_are_canonicalized_after_it():
+    """Operands of one type are passed through unchanged (a fast path) only when that type
+    promotes to itself: a float64 array made under x64 becomes float32 after it."""
+    with nbjax.enable_x64(True):
+        a = jnp.ones(2, "float64")
+        assert (a + a).dtype == np.float64
+    assert (a + a).dtype == np.float32
+    assert jnp.sin(a).dtype == np.float32
+    jaxpr = nbjax.make_jaxpr(lambda x: x * x)(a)
+    assert "convert_element_type" in str(jaxpr)
+
+
 def test_promote_types_and_errors():
     assert jnp.promote_types("int8", "uint8") == np.int16
     assert jnp.promote_types(np.float16, np.int32) == np.float16

@@ -336,3 +336,39 @@ def test_full_weak_types_and_conversion():
     assert [e.primitive.name for e in closed.eqns] == ["broadcast_in_dim"]
     with pytest.raises(TypeError, match="scalar fill_value"):
         lax.full((2,), np.ones(2, np.float32))
+
+
+# --- remembered abstract evaluation (lax.standard.remembered) -----------------------------
+
+def test_remembered_rules_answer_per_types_and_params(monkeypatch):
+    """A remembered rule gives one answer per (operand types, params), the same object for
+    equal ones, and stays right when its table is full and starts again."""
+    from nbjax.core import ShapedArray
+    from nbjax.lax import standard
+    monkeypatch.setattr(standard, "REMEMBERED_TYPES", 4)
+    rule = standard.remembered(
+        lambda x, *, start_indices, limit_indices, strides:
+        lax.slice_p.abstract_eval(x, start_indices=start_indices, limit_indices=limit_indices,
+                                  strides=strides))
+    x = ShapedArray((5, 6), np.float32)
+    first = rule(x, start_indices=(1, 0), limit_indices=(4, 6), strides=None)
+    assert first == ShapedArray((3, 6), np.float32)
+    assert rule(ShapedArray((5, 6), np.float32), start_indices=(1, 0), limit_indices=(4, 6),
+                strides=None) is first
+    for n in range(1, 10):  # more than the table holds
+        wide = ShapedArray((5, n), np.float32)
+        out = rule(wide, start_indices=(0, 0), limit_indices=(5, n), strides=(2, 1))
+        assert out == ShapedArray((3, n), np.float32)
+    assert rule(ShapedArray((5, 6), np.int32), start_indices=(1, 0), limit_indices=(4, 6),
+                strides=None) == ShapedArray((3, 6), np.int32)
+
+
+def test_remembered_rules_raise_again_for_bad_operands():
+    """Only results are remembered: a check that failed fails on every call."""
+    x = nbjax.numpy.zeros((5, 6), np.float32)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="limit_indices must be less than"):
+            lax.slice(x, (0, 0), (6, 6))
+        with pytest.raises(TypeError, match="same dtypes"):
+            lax.add(x, nbjax.numpy.zeros((5, 6), np.int32))
+    assert lax.slice(x, (0, 0), (5, 6)).shape == (5, 6)

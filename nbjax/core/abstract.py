@@ -30,6 +30,7 @@ class ShapedArray:
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        self._hash = None
 
     @property
     def ndim(self):
@@ -62,11 +63,9 @@ class ShapedArray:
 
     def __hash__(self):
         """Computed once (avals key jit's caches, and a call looks its signature up)."""
-        try:
-            return self._hash
-        except AttributeError:
+        if self._hash is None:
             self._hash = hash((self.shape, self.dtype, self.weak_type))
-            return self._hash
+        return self._hash
 
     def __reduce__(self):  # (not the hash: strings' hashes differ between processes)
         return type(self), (self.shape, self.dtype, self.weak_type)

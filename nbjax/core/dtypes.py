@@ -250,6 +250,12 @@ def promote(*dtype_weak_pairs):
     The result is weak only if the join is a weak node (all inputs weak, or weak ones joined
     with bool); it is canonicalized (32-bit unless x64 is on).
     """
+    return _promote(dtype_weak_pairs, config.enable_x64)
+
+
+@functools.lru_cache(maxsize=None)  # (few distinct pairs; nearly every jnp operation asks)
+def _promote(dtype_weak_pairs, x64):
+    """``promote``, remembered per the pairs and ``enable_x64``, which canonicalizes."""
     node = _join(tuple(_lattice_node(d, w) for d, w in dtype_weak_pairs))
     return canonicalize(_node_dtype(node)), isinstance(node, _Weak)
 

@@ -1,6 +1,5 @@
 """Where in the user's code an equation came from, so errors and the notebook can point at it."""
 
-import contextlib
 import itertools
 import linecache
 import os
@@ -67,7 +66,14 @@ def user_frame(skip=1):
     """The innermost stack frame outside nbjax, as a SourceInfo (None if there is none);
     while a function is being traced, with its call path (``SourceInfo.callers``)."""
     frame = sys._getframe(skip)
-    while frame is not None and is_internal(frame.f_code.co_filename):
+    # (``is_internal`` inlined: every equation traced walks the ~10-30 nbjax frames between
+    # its ``bind`` and the user's line, and a call per frame was most of that walk's cost)
+    while frame is not None:
+        internal = _INTERNAL.get(frame.f_code.co_filename)
+        if internal is None:
+            internal = is_internal(frame.f_code.co_filename)
+        if not internal:
+            break
         frame = frame.f_back
     if frame is None:
         return None
@@ -227,12 +233,19 @@ def current_provenance():
     return _provenance.current
 
 
-@contextlib.contextmanager
-def provenance(tag):
-    """Tag every equation staged inside the block with ``tag`` (innermost tag wins)."""
-    previous = _provenance.current
-    _provenance.current = tag
-    try:
-        yield
-    finally:
-        _provenance.current = previous
+class provenance:
+    """``with provenance(tag):`` tags every equation staged inside the block with ``tag``
+    (innermost tag wins). (A class, as ``trace.set_current_trace`` is: autodiff enters one
+    per equation.)"""
+
+    __slots__ = ("tag", "previous")
+
+    def __init__(self, tag):
+        self.tag = tag
+
+    def __enter__(self):
+        self.previous = _provenance.current
+        _provenance.current = self.tag
+
+    def __exit__(self, *exc_info):
+        _provenance.current = self.previous

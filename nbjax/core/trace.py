@@ -60,14 +60,23 @@ def current_trace():
     return trace
 
 
-@contextlib.contextmanager
-def set_current_trace(trace):
-    previous = current_trace()
-    context.trace = trace
-    try:
-        yield trace
-    finally:
-        context.trace = previous
+class set_current_trace:
+    """``with set_current_trace(trace):`` makes ``trace`` current for the block. (A class
+    rather than a ``contextlib`` generator: transformations enter one for nearly every
+    equation they process, and a generator costs several times as much to enter.)"""
+
+    __slots__ = ("trace", "previous")
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.previous = current_trace()
+        context.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc_info):
+        context.trace = self.previous
 
 
 @contextlib.contextmanager
@@ -201,7 +210,7 @@ def get_aval(x):
         dtype, weak = dtypes.python_scalar_dtype(x)
         return ShapedArray((), dtype, weak)
     if isinstance(x, (np.ndarray, np.generic)):
-        return ShapedArray(np.shape(x), dtypes.canonicalize(x.dtype), False)
+        return ShapedArray(x.shape, dtypes.canonicalize(x.dtype), False)
     raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid nbjax type")
 
 

@@ -56,7 +56,7 @@ class JaxprTrace(Trace):
 
     def process_primitive(self, primitive, args, params):
         invars = [self.to_atom(a) for a in args]
-        out_avals = primitive.abstract_eval(*(v.aval for v in invars), **params)
+        out_avals = primitive.abstract_eval(*[v.aval for v in invars], **params)
         many = primitive.multiple_results
         outvars = [Var(a) for a in (out_avals if many else [out_avals])]
         self.eqns.append(JaxprEqn(invars, outvars, primitive, params, user_frame(2),

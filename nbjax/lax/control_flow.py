@@ -154,6 +154,20 @@ def fixed_point(flags, out_flags_of):
         flags = grown
 
 
+def once_per_flags(transform):
+    """``transform(flags)`` (a body transformed for some flags), remembered per flags. A
+    ``fixed_point``'s last step transforms the body with the flags it settles on, and its
+    caller then needs that very result: without this the body would be traced once more."""
+    done = {}
+
+    def transform_once(flags):
+        key = tuple(flags)
+        if key not in done:
+            done[key] = transform(list(flags))
+        return done[key]
+    return transform_once
+
+
 def flagged(flags, values):
     return [v for f, v in zip(flags, values) if f]
 

@@ -33,7 +33,8 @@ from . import batch_util, narrow_bits
 from .shapes import broadcast_in_dim, filled, moveaxis, unbroadcast
 from .standard import (ANY, COMPLEX, FLOAT, FLOAT_OR_INT, INT, INT_OR_BOOL, NUMBER,
                        ORDERED, SIGNED, broadcast_shapes, check_dtype, identity_simplification,
-                       kernel_elementwise, owned_results, same_dtypes, same_type, scalar_like)
+                       kernel_elementwise, owned_results, remembered, same_dtypes, same_type,
+                       scalar_like)
 
 __all__ = [
     # arithmetic
@@ -105,7 +106,7 @@ def binop(name, impl, kinds, result_dtype=None):
         shape = broadcast_shapes(name, *(a.shape for a in avals))
         dtype = avals[0].dtype if result_dtype is None else result_dtype(avals[0].dtype)
         return ShapedArray(shape, dtype, all(a.weak_type for a in avals))
-    prim.def_abstract_eval(abstract_eval)
+    prim.def_abstract_eval(remembered(abstract_eval))
     prim.def_impl(quiet(impl))
     prim.def_batch(batch_util.elementwise_batcher(prim))
     return prim

@@ -21,9 +21,9 @@ from . import elementwise, reductions
 from .batch_util import batch_jaxpr
 from .control_flow import (batched_at_front, check_avals, check_types_match, fill_linear,
                            fixed_point, flagged, hoist_consts, index_groups, loop_invariant,
-                           merge_tangents, nonzero_flags, rearrange, run_on_numpy, split_sizes,
-                           trace_converted, trace_flat, type_str, typematch,
-                           with_unused_inputs)
+                           merge_tangents, nonzero_flags, once_per_flags, rearrange,
+                           run_on_numpy, split_sizes, trace_converted, trace_flat, type_str,
+                           typematch, with_unused_inputs)
 from .shapes import broadcast_in_dim, moveaxis
 from .standard import control_lowering, owned_results, scalar_like
 
@@ -197,13 +197,17 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     cond_consts, body_consts, init = split_sizes(primals, [cond_nconsts, body_nconsts])
     _, body_tangents, init_tangents = split_sizes(tangents, [cond_nconsts, body_nconsts])
     body_nz, n_carry = nonzero_flags(body_tangents), len(init)
-    carry_nz = fixed_point(nonzero_flags(init_tangents), lambda nz: ad.jvp_jaxpr(
-        body_jaxpr, body_nz + nz, nz)[1])
+
+    @once_per_flags
+    def jvp_body(carry_nz):
+        return ad.jvp_jaxpr(body_jaxpr, body_nz + carry_nz, carry_nz)
+
+    carry_nz = fixed_point(nonzero_flags(init_tangents), lambda nz: jvp_body(nz)[1])
     primals_out = while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
                                cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
     if not any(carry_nz):
         return primals_out, merge_tangents(carry_nz, [], body_jaxpr.out_avals)
-    jvp, jvp_consts = hoist_consts(ad.jvp_jaxpr(body_jaxpr, body_nz + carry_nz, carry_nz)[0])
+    jvp, jvp_consts = hoist_consts(jvp_body(carry_nz)[0])
     # jvp's inputs: jvp_consts, body consts, carries, body const tangents, carry tangents;
     # while_p wants all consts (and their tangents) before the carries.
     consts, bconsts, carry, bconst_t, carry_t = index_groups(
@@ -359,6 +363,7 @@ def _scan_batch(axis_data, vals, dims, jaxpr, length, reverse, num_consts, num_c
                                               [num_consts, num_carry])
     n_ys = len(jaxpr.out_avals) - num_carry
 
+    @once_per_flags
     def batch_body(carry_bat):
         return batch_jaxpr(jaxpr, axis_data, const_bat + carry_bat + xs_bat,
                            carry_bat + [False] * n_ys)
@@ -392,6 +397,7 @@ def _scan_jvp(primals, tangents, jaxpr, length, reverse, num_consts, num_carry, 
     const_nz, xs_nz = nonzero_flags(const_t), nonzero_flags(xs_t)
     n_ys = len(jaxpr.out_avals) - num_carry
 
+    @once_per_flags
     def jvp_body(carry_nz):
         return ad.jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * n_ys)
 
@@ -432,6 +438,7 @@ def _scan_partial_eval(trace, args, unknowns, *, jaxpr, length, reverse, num_con
     const_uk, carry_uk, xs_uk = split_sizes(unknowns, [num_consts, num_carry])
     n_ys = len(jaxpr.out_avals) - num_carry
 
+    @once_per_flags
     def split_body(carry_uk):
         return partial_eval.partial_eval_jaxpr(jaxpr, const_uk + carry_uk + xs_uk,
                                                carry_uk + [False] * n_ys)
@@ -493,6 +500,7 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
                                           [num_consts, num_carry])
     n_ys = len(jaxpr.out_avals) - num_carry
 
+    @once_per_flags
     def split_body(carry_uk):
         return partial_eval.partial_eval_jaxpr(jaxpr, const_lin + carry_uk + xs_lin,
                                                carry_uk + [False] * n_ys)

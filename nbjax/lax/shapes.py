@@ -25,7 +25,7 @@ from ..core import Array, Primitive, ShapedArray, Tracer, canonical_shape, get_a
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
 from .standard import (NUMBER, accumulation_dtype, canonical_axes, kernel_index,
-                       kernel_reduction, reduction)
+                       kernel_reduction, reduction, remembered)
 
 __all__ = ["broadcast_in_dim", "broadcast_in_dim_p", "broadcast", "broadcast_to_rank",
            "reshape", "reshape_p", "transpose", "transpose_p", "squeeze", "squeeze_p",
@@ -85,6 +85,7 @@ broadcast_in_dim_p.pp_hidden = ("shape", "sharding")
 
 
 @broadcast_in_dim_p.def_abstract_eval
+@remembered
 def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions, sharding=None):
     dims = broadcast_dimensions
     if len(dims) != x.ndim:
@@ -209,6 +210,7 @@ reshape_p = Primitive("reshape")
 
 
 @reshape_p.def_abstract_eval
+@remembered
 def _reshape_abstract_eval(x, *, new_sizes, dimensions, sharding=None):
     check_int_tuple("reshape", "new_sizes", new_sizes)
     if dimensions is not None and sorted(dimensions) != list(range(x.ndim)):
@@ -325,6 +327,7 @@ transpose_p = Primitive("transpose")
 
 
 @transpose_p.def_abstract_eval
+@remembered
 def _transpose_abstract_eval(x, *, permutation):
     if sorted(permutation) != list(range(x.ndim)):
         raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, "

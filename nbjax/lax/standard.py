@@ -103,6 +103,35 @@ def accumulation_dtype(dtype):
 
 
 
+REMEMBERED_TYPES = 1024  # (operand types, params) a remembered rule keeps the result of
+
+
+def remembered(abstract_eval):
+    """``abstract_eval`` remembering its result per operand types and params (up to
+    ``REMEMBERED_TYPES`` of them), for the rules of the primitives traced most (element-wise
+    arithmetic, slices, broadcasts, reshapes, transposes, reductions), whose checks and shape
+    arithmetic cost several times the lookup, and which tracing asks mostly about the same
+    few types. The answer is the same ShapedArray object each time, so the next lookup, on
+    the operands it typed, matches by identity. Only results are kept (operands that fail a
+    check fail it again), and params that do not hash (an array) are not remembered. The
+    rule must depend on nothing else (no config option): its params are ints and tuples of
+    ints, which its lax function has made so."""
+    known = {}
+
+    def rule(*avals, **params):
+        key = (avals, *params.items())
+        try:
+            out = known.get(key)
+        except TypeError:  # an unhashable param
+            return abstract_eval(*avals, **params)
+        if out is None:
+            if len(known) >= REMEMBERED_TYPES:
+                known.clear()
+            out = known[key] = abstract_eval(*avals, **params)
+        return out
+    return rule
+
+
 def _check_axes(aval, axes):
     if any(not 0 <= a < aval.ndim for a in axes):
         raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
@@ -127,7 +156,7 @@ def reduction(name, kind, impl, keeps_weak_type=True):
     def impl_rule(x, *, axes, out_sharding=None):
         with np.errstate(over="ignore", invalid="ignore"):
             return np.asarray(impl(x, axes)).astype(x.dtype, copy=False)
-    prim.def_abstract_eval(abstract_eval)
+    prim.def_abstract_eval(remembered(abstract_eval))
     prim.def_impl(impl_rule)
     prim.def_batch(reduction_batch_rule(prim))
     return prim

@@ -27,7 +27,7 @@ from . import elementwise
 from .batch_util import bdim_at, broadcast_batch
 from .shapes import (aval_of, broadcast, broadcast_in_dim, canonicalize_axis, check_int_tuple,
                      is_array, reduce_sum, shift_axes, squeeze, tuple_insert)
-from .standard import check_dtype, kernel_index, same_dtypes
+from .standard import check_dtype, kernel_index, remembered, same_dtypes
 
 __all__ = ["rev", "rev_p", "concatenate", "concatenate_p", "pad", "pad_p",
            "slice", "slice_p", "slice_in_dim", "index_in_dim",
@@ -303,6 +303,7 @@ def _strided_size(size, stride):
 
 
 @slice_p.def_abstract_eval
+@remembered
 def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
     check_int_tuple("slice", "start_indices", start_indices)
     check_int_tuple("slice", "limit_indices", limit_indices)

@@ -87,6 +87,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     other operand, so ``dot_general`` needs batch pairs only where both sizes match.
     """
     a, b = _promoted("matmul", a, b)
+    if _plain_product(_shape(a), _shape(b)):
+        return _dot_general(a, b, ((len(_shape(a)) - 1,), (0,)), precision=precision,
+                            preferred_element_type=preferred_element_type)
     for i, x in enumerate((a, b)):
         if not _shape(x):
             raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it has "
@@ -133,6 +136,15 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
                                    labels[k][1] if labels[k][0] == "batch" else 0))
     out = transpose(out, wanted)
     return reshape(out, tuple(out_batch) + a_rows + b_cols)
+
+
+def _plain_product(a_shape, b_shape):
+    """Whether ``matmul`` of operands of these shapes is one ``dot_general`` of ``a``'s last
+    axis with ``b``'s first, as it is for a matrix (or a stack of them, of no size-1 batch
+    axis: ``matmul`` drops those) times a matrix of matching size: the common case, which
+    then skips the batch bookkeeping (the same jaxpr, at a fraction of the tracing time)."""
+    return len(b_shape) == 2 and len(a_shape) >= 2 and a_shape[-1] == b_shape[0] and \
+        1 not in a_shape[:-2]
 
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):

@@ -112,13 +112,36 @@ def _rank_promotion(name, shapes):
 
 def promote_args(name, *args):
     """Check, promote dtypes and ranks: the preamble of every binary ``jnp`` function."""
+    if _unchanged(args, inexact=False):
+        return list(args)
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes(*args))
 
 
 def promote_args_inexact(name, *args):
+    if _unchanged(args, inexact=True):
+        return list(args)
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes_inexact(*args))
+
+
+def _unchanged(args, inexact):
+    """Whether promotion would return ``args`` as they are: arrays or tracers of one type
+    (shape, dtype, weak type) that promotes to itself (``inexact``: and is a float or
+    complex type). Most operands are, and nearly every traced operation promotes its
+    operands, so this common case is told apart first, at a fraction of the full cost."""
+    aval = None
+    for a in args:
+        if not isinstance(a, (Array, Tracer)):
+            return False
+        if aval is None:
+            aval = a.aval
+        elif a.aval is not aval and a.aval != aval:
+            return False
+    if aval is None or (inexact and not dtypes.is_inexact(aval.dtype)):
+        return False
+    pair = (aval.dtype, aval.weak_type)
+    return dtypes.promote(pair) == pair
 
 
 def canonicalize_axis(axis, ndim):

@@ -14,7 +14,7 @@ def cpu_target():
     CPU's own. Code for a CPU the host is not may not run here, but can be inspected."""
     name = config.cpu_target
     if name in ("", "host"):
-        return _host_name(), _host_features().flatten()
+        return _host_name(), _host_feature_string()
     return name, ""
 
 
@@ -23,6 +23,13 @@ def cpu_target():
 # of a program from the disk cache.
 _host_name = functools.cache(llvm.get_host_cpu_name)
 _host_features = functools.cache(llvm.get_host_cpu_features)
+
+
+@functools.cache
+def _host_feature_string():
+    """The host's features as LLVM takes them (``+avx2,-avx512f,...``): flattening the map
+    (in Python, ~100 features) was most of ``cpu_target``'s time."""
+    return _host_features().flatten()
 
 
 # What a CPU of each x86-64 micro-architecture level must have (the psABI's list, less the
