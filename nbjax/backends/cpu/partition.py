@@ -39,17 +39,36 @@ def split(ir_text, parts):
     """The IR texts of at most ``parts`` modules that together define what ``ir_text``
     defines, balanced by the estimated cost of their functions (``_cost``); ``[ir_text]``
     when there is nothing to cut (one function that is not internal, or ``parts`` < 2)."""
+    return [text for text, _ in split_by_tier(ir_text, parts)]
+
+
+def split_by_tier(ir_text, parts, light=None):
+    """``split``, the functions of a light tier kept apart (``light``: {name: tier}, see
+    ``pipeline``): (IR text, its tier or None) of each part, each tier's functions
+    together in one part (they take little time) and the others balanced over the rest."""
+    light = light or {}
     shared, functions = _read(ir_text)
     own = [f for f in functions if not f.internal]
-    if parts < 2 or len(own) < 2:
-        return [ir_text]
+    full = [f for f in own if f.name not in light]
+    if len(full) == len(own) and (parts < 2 or len(own) < 2):
+        return [(ir_text, None)]
     copies = [f.text for f in functions if f.internal]
+    tiers = sorted(set(light.values()))
+    groups = [(group, None) for group in _balanced(_units(full), parts - len(tiers))] \
+        + [([f for f in own if light.get(f.name) == tier], tier) for tier in tiers]
     texts = []
-    for group in _balanced(_units(own), parts):
-        names = {f.name for f in group}
-        declared = [f.declaration for f in own if f.name not in names]
-        texts.append("\n".join(shared + declared + copies + [f.text for f in group]) + "\n")
+    for group, tier in groups:
+        if group:
+            names = {f.name for f in group}
+            declared = [f.declaration for f in own if f.name not in names]
+            texts.append(("\n".join(shared + declared + copies + [f.text for f in group])
+                          + "\n", tier))
     return texts
+
+
+def definitions(ir_text):
+    """{name: its definition's text} of the functions ``ir_text`` defines."""
+    return {f.name: f.text for f in _read(ir_text)[1]}
 
 
 def _read(ir_text):
@@ -90,7 +109,7 @@ def _units(functions):
 def _balanced(units, parts):
     """The functions of ``units`` in at most ``parts`` non-empty groups of about equal
     estimated cost: the costliest unit first, each to the group with the least so far."""
-    groups = [[] for _ in range(min(parts, len(units)))]
+    groups = [[] for _ in range(max(1, min(parts, len(units))))]
     sizes = [0] * len(groups)
     for unit in sorted(units, key=lambda u: sum(map(_cost, u)), reverse=True):
         k = sizes.index(min(sizes))
