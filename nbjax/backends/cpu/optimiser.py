@@ -78,6 +78,12 @@ class OptimiserProcess:
             return None
         return reply[1].decode(), reply[2]
 
+    def start(self):
+        """Start the worker if it is not running. The pool starts them all on its first
+        module, so that one with fewer parts than workers (a benchmark's warm-up) does not
+        leave the start of the others to the next module's time."""
+        self._running()
+
     def fileno(self):
         return self._worker.stdout.fileno()
 
@@ -126,6 +132,8 @@ class OptimiserPool:
         parts = partition.split_by_tier(ir_text, PARTS_PER_WORKER * len(self.processes),
                                         light)
         with self._lock:
+            for process in self.processes:
+                process.start()
             try:
                 replies = self._compile_parts(parts, cpu, features)
             except BaseException:

@@ -73,6 +73,7 @@ def optimise(module, tm):
 # (4.1 ms; at level 0 an MLP step ran 2% slower).
 CALLS = 0
 SMALL_LOOPS = 1
+RELATIVE_COST = {CALLS: 0.2, SMALL_LOOPS: 0.45}   # of a tier's time to O3's (``partition``)
 
 
 def optimise_lightly(module, tm):
