@@ -518,7 +518,7 @@ def generate(name, optimised, plan, timer):
         flows = {key: f.flow for key, f in functions.items()}
         entries = _add_entries(mb.module, plan, flows) if python_entry.USABLE else ()
         mb.light.update((name + python_entry.SUFFIX, pipeline.CALLS) for name in entries)
-        ir_text = str(mb.module)
+        ir_text = mb.text()
     return Layout(kernels, texts, flows, mb.host_calls, runtime.externals(mb.module),
                   entries, same_code=mb.same_code), ir_text, mb.light
 

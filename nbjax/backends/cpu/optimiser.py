@@ -3,11 +3,12 @@ llvmlite leaks per module (``pipeline.py``) is left in processes we restart, and
 parts of a large module (``partition``) are compiled on several cores at once.
 
 ``OptimiserPool.compile_module(ir_text, cpu, features, light)`` cuts the module into parts
-(the functions of each light tier, ``light``: {name: tier}, in a part of their own:
-``pipeline``), has the workers compile them (each worker takes the next part as soon as it is free) and returns the parts'
-(optimised IR texts, object codes), or None when the workers cannot be used (none could
-start, one died, or LLVM reported an error): the caller then compiles in this process, as
-before. A worker is started on first use and replaced every ``MODULES_PER_WORKER`` modules.
+(the functions of each light tier, ``light``: {name: tier}, in parts of their own:
+``pipeline``), has the workers compile them (each worker takes the next part as soon as it
+is free) and returns the parts' (optimised IR texts, object codes), or None when the workers
+cannot be used (none could start, one died, or LLVM reported an error): the caller then
+compiles in this process, as before. The workers are started on first use and each is
+replaced every ``MODULES_PER_WORKER`` modules.
 """
 
 import atexit

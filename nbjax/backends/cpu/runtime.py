@@ -92,7 +92,7 @@ class JitModule:
         self.target = cpu_target()
         self.runs_here = runs_here()
         with timer("disk_cache"):
-            lookup = cache.Lookup(ir_text, light)   # a hit: optimised IR and machine code, no passes
+            lookup = cache.Lookup(ir_text, light)  # a hit: optimised IR, machine code, no passes
         self.from_disk_cache = lookup.hit
         if not lookup.hit:
             with timer("llvm_optimise"):     # and code generation, in the optimiser processes
