@@ -267,6 +267,7 @@ def small(kernel):
     """Whether ``kernel`` is compiled without vectorising or unrolling its loops."""
     return math.prod(kernel.shape) < SMALL_KERNEL
 
+
 INLINE_MATH_CALLS = 4   # more in one kernel: one shared copy of each function, called
 
 

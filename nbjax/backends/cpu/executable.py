@@ -497,9 +497,9 @@ def _optimised_text(jit_module, name, layout):
 
 def generate(name, optimised, plan, timer):
     """(Layout, LLVM IR text of the module or None when the plan has no kernel or loop, the
-    names of the functions LLVM's light tier compiles): every kernel of the plan and of its
-    control flow, a function per control-flow step and, for a program of several steps,
-    one function running it all (see the module docstring)."""
+    functions LLVM's light tiers compile as {name: tier}): every kernel of the plan and of
+    its control flow, a function per control-flow step and, for a program of several
+    steps, one function running it all (see the module docstring)."""
     loops = list(_kernels_of(plan))
     controls = [g for g in plan.groups if g.kind == "loop"]
     whole = len(plan.groups) > 1 or _native_library_step(plan)
@@ -517,7 +517,7 @@ def generate(name, optimised, plan, timer):
                 mb, optimised, plan, "program", dict(functions))
         flows = {key: f.flow for key, f in functions.items()}
         entries = _add_entries(mb.module, plan, flows) if python_entry.USABLE else ()
-        mb.light.update((name + python_entry.SUFFIX, pipeline.CALLS) for name in entries)
+        mb.light.update((entry + python_entry.SUFFIX, pipeline.CALLS) for entry in entries)
         ir_text = mb.text()
     return Layout(kernels, texts, flows, mb.host_calls, runtime.externals(mb.module),
                   entries, same_code=mb.same_code), ir_text, mb.light
