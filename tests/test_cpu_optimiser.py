@@ -217,6 +217,38 @@ def test_each_light_tier_gets_a_part_of_its_own():
     assert partition.split_by_tier(_PROGRAM, 1) == [(_PROGRAM, None)]
 
 
+def test_code_that_runs_once_per_call_or_step_goes_to_the_light_tiers(monkeypatch):
+    """Python's entry, the program, a scan's control flow and small kernels are light;
+    a kernel whose loop is vectorised is compiled by O3."""
+    seen = []
+    real = runtime.JitModule.__init__
+
+    def init(self, ir_text, timer, light=None):
+        seen.append((partition.definitions(ir_text), light))
+        real(self, ir_text, timer, light)
+    monkeypatch.setattr(runtime.JitModule, "__init__", init)
+
+    def f(big, h, w):
+        h, _ = nbjax.lax.scan(lambda h, _: (jnp.tanh(h @ w), None), h, None, length=3)
+        return jnp.exp(big) * 2.0, h
+    big = RNG.standard_normal((64, 128)).astype(np.float32)
+    h, w = (RNG.standard_normal((4, 4)).astype(np.float32) for _ in range(2))
+    exe = compile(nbjax.make_jaxpr(f)(big, h, w), "cpu", "tiers")
+    out, h_out = exe.run(big, h, w)
+    np.testing.assert_allclose(out, np.exp(big) * 2.0, rtol=1e-5, atol=1e-5)
+    expected = h
+    for _ in range(3):
+        expected = np.tanh(expected @ w)
+    np.testing.assert_allclose(h_out, expected, rtol=1e-5, atol=1e-5)
+    (defined, light), = seen
+    vectorised = [n for n in defined if n.startswith("kernel") and n not in light]
+    assert len(vectorised) == 1   # exp(big) * 2
+    assert light["program"] == light["program_py"] == pipeline.CALLS
+    assert any(n.startswith("control") and tier == pipeline.CALLS for n, tier in light.items())
+    assert any(n.startswith("kernel") and tier == pipeline.SMALL_LOOPS  # the scan's tanh
+               for n, tier in light.items())
+
+
 @pytest.mark.parametrize("tier", [pipeline.CALLS, pipeline.SMALL_LOOPS])
 def test_a_light_tier_makes_code_that_runs_as_o3s_does(tier):
     """The light tiers' passes and code generators keep the meaning of a loop with locals
