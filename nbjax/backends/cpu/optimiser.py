@@ -51,7 +51,7 @@ class OptimiserProcess:
 
     def send(self, ir_text, cpu, features, light=None):
         """Hand ``ir_text`` to the worker; False when there is no worker to take it."""
-        worker = self._running()
+        worker = self._running(cpu, features)
         if worker is None:
             return False
         header = json.dumps({"cpu": cpu, "features": features, "light": light}).encode()
@@ -79,11 +79,12 @@ class OptimiserProcess:
             return None
         return reply[1].decode(), reply[2]
 
-    def start(self):
-        """Start the worker if it is not running. The pool starts them all on its first
-        module, so that one with fewer parts than workers (a benchmark's warm-up) does not
-        leave the start of the others to the next module's time."""
-        self._running()
+    def start(self, cpu, features):
+        """Start the worker (for ``cpu``/``features``) if it is not running. The pool starts
+        them all on its first module, so that one with fewer parts than workers (a
+        benchmark's warm-up) does not leave the start of the others to the next module's
+        time."""
+        self._running(cpu, features)
 
     def fileno(self):
         return self._worker.stdout.fileno()
@@ -92,15 +93,16 @@ class OptimiserProcess:
         log.warning("nbjax: the optimiser process failed (%s); compiling in-process", why)
         self.stop()
 
-    def _running(self):
+    def _running(self, cpu, features):
         if self._broken:
             return None
         if self._worker is not None and self._served >= MODULES_PER_WORKER:
             self.stop()
         if self._worker is None:
             try:
-                self._worker = subprocess.Popen([sys.executable, pipeline.__file__],
-                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                self._worker = subprocess.Popen(
+                    [sys.executable, pipeline.__file__, json.dumps([cpu, features])],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             except OSError as e:
                 log.warning("nbjax: cannot start the optimiser process (%s); compiling "
                             "in-process", e)
@@ -134,7 +136,7 @@ class OptimiserPool:
                                         light)
         with self._lock:
             for process in self.processes:
-                process.start()
+                process.start(cpu, features)
             try:
                 replies = self._compile_parts(parts, cpu, features)
             except BaseException:
