@@ -1,6 +1,7 @@
 """Global settings, read and written as JAX's are: ``nbjax.config.update("enable_x64", True)``."""
 
 import contextlib
+import itertools
 import os
 import threading
 
@@ -59,6 +60,10 @@ class Config:
         # Each option is an attribute too: tracing reads some for every equation, and an
         # attribute found only by ``__getattr__`` costs a failed lookup first (0.5 us).
         self.__dict__.update(self._values)
+        # A number that changes (to one never used before) whenever an option or the value
+        # of a user context may have changed: what was decided under the settings of one
+        # generation holds while it stays (jit's last-call shortcut checks this alone).
+        self.generation = next(_generations)
 
     def update(self, name, value):
         """Set an option; ``jax_``-prefixed names are accepted as in JAX."""
@@ -66,6 +71,13 @@ class Config:
         if key not in self._values:
             raise AttributeError(f"unknown nbjax option {name!r}; known: {sorted(self._values)}")
         self._values[key] = self.__dict__[key] = value
+        self.changed()
+
+    def changed(self):
+        """Start a new ``generation`` (after the change: a decision taken in between is
+        then dated by the old one). ``next`` on the counter is atomic, so two threads
+        changing settings at once still each make a new number."""
+        self.generation = next(_generations)
 
     def read(self, name):
         return self._values[name[4:] if name.startswith("jax_") else name]
@@ -77,6 +89,7 @@ class Config:
             raise AttributeError(name) from None
 
 
+_generations = itertools.count()
 config = Config()
 
 
@@ -231,16 +244,19 @@ class UserContext:
 
     def set_global(self, value):
         self._global = value
+        config.changed()
 
     @contextlib.contextmanager
     def __call__(self, value):
         hash(value)  # a cache key: JAX requires the value to be hashable too
         stack = self._local.__dict__.setdefault("stack", [])
         stack.append(value)
+        config.changed()
         try:
             yield
         finally:
             stack.pop()
+            config.changed()
 
 
 user_contexts = []  # every UserContext made, in order
@@ -250,6 +266,7 @@ def make_user_context(default_value=None):
     """A new ``UserContext`` whose value starts as ``default_value``."""
     context = UserContext(default_value)
     user_contexts.append(context)
+    config.changed()  # (jit's cache keys now hold its value too)
     return context
 
 

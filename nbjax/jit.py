@@ -36,6 +36,7 @@ from .core import (Array, EvalTrace, Primitive, ShapedArray, Tracer, current_tra
                    pytree, to_numpy, to_operand)
 from .core.source_info import warn_at_user_line
 from .core.abstract import ShapeDtypeStruct
+from .core.trace import context as _trace_context
 from .core.array import SingleDeviceSharding
 from .interpreters import staging
 
@@ -102,6 +103,17 @@ class JitWrapped:
     jitted functions, static arguments and retrace explanations behave exactly as without
     the fast path. ``slow_path_calls`` counts the general-path calls.
 
+    Before all that, ``__call__`` tries the last call (``_last_call``): the last fast-path
+    call whose signature has a target's ``checked_call`` (a direct call with no weakly typed
+    argument), with the thread's current trace and ``config.generation`` when it was made.
+    While both are the same (the same thread, no transformation, no option or user
+    context changed since) and there are no keyword arguments, the call hands its arguments
+    to that checked call with no key: it checks that each is of the signature (the key's
+    avals are then the same, for a NumPy array's aval is never weak) and makes the call, or
+    refuses (None), and the call then goes on as above. A general-path call (which sets
+    ``_last_key`` to another signature), ``observe``, ``clear_cache`` and ``clear_caches``
+    forget the last call; donating signatures never have one.
+
     Donation (``donate_argnums``/``donate_argnames``, as JAX's) applies to eager calls
     (``_donation``; on the fast path ``_FastDonatingCall``): every array leaf of a donated
     argument that an output can take (``compiler.donation.match``) is deleted by the call,
@@ -140,6 +152,7 @@ class JitWrapped:
         _wrappers.add(self)
         self._has_static = bool(self.static_argnums or self.static_argnames)
         self._last_key = None
+        self._last_call = _NO_LAST_CALL
         self.trace_count = 0
         self.slow_path_calls = 0
         self.inline = self.keep_unused = False  # (``jit``'s options)
@@ -148,13 +161,23 @@ class JitWrapped:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
+        trace, generation, last = self._last_call
+        now = config.generation  # (read before the key: a later change dates the call)
+        if trace is _trace_context.trace and generation == now and not kwargs:
+            out = last(*args)
+            if out is not None:
+                return out
         if kwargs or self._has_static or self.observers:
             return self._dispatch(args, kwargs)
         key = _fast_key(args, self.backend)
         found = self._fast.get(key)
         if found is None:
             return self._dispatch(args, kwargs, key)
-        self._last_key, call = found  # (a later cache miss is explained against it)
+        self._last_key, call, checked = found  # (a later cache miss is explained against it)
+        # (the trace read again: a thread's is None until its first call makes it, and
+        # None would let other threads' calls, under their own user contexts, match)
+        self._last_call = _NO_LAST_CALL if checked is None else (
+            _trace_context.trace, now, checked)
         return call(args)
 
     def _dispatch(self, args, kwargs, fast_key=None):
@@ -178,8 +201,8 @@ class JitWrapped:
         if fast_key is not None and entry.cacheable:
             if len(self._fast) >= FAST_CALLS:
                 del self._fast[next(iter(self._fast))]  # the oldest signature
-            self._fast[fast_key] = self._last_key, _fast_call(entry, self.name, fast_key[1],
-                                                              donating)
+            self._fast[fast_key] = self._last_key, *_fast_call(entry, self.name, fast_key[1],
+                                                               donating)
         return entry.out_tree.unflatten(outs)
 
     def _bind(self, entry, leaves, donating=None):
@@ -236,6 +259,7 @@ class JitWrapped:
         and ``"compiling"`` (its first run for the target), so that a view can say what is
         taking the time. Returns a function that stops the observation."""
         self.observers.append((observer, on_phase))
+        self._last_call = _NO_LAST_CALL  # (observed calls take their own path)
 
         def stop():
             if (observer, on_phase) in self.observers:
@@ -307,7 +331,7 @@ class JitWrapped:
             entry = Traced(call, avals, staging.describe(self.fun, "jit"))
             if entry.cacheable:
                 traces.put(self._owner, key, entry)
-        self._last_key = key
+        self._last_key, self._last_call = key, _NO_LAST_CALL
         return entry, leaves, call
 
     def _explain_miss(self, key, args):
@@ -320,7 +344,7 @@ class JitWrapped:
         """Forget this function's traces (for these static options) and their code."""
         traces.clear(self._owner)
         self._fast.clear()
-        self._last_key = None
+        self._last_key, self._last_call = None, _NO_LAST_CALL
 
 
 @dataclass
@@ -527,7 +551,7 @@ def clear_caches():
     traces.clear_all()
     for wrapper in list(_wrappers):
         wrapper._fast.clear()
-        wrapper._last_key = None
+        wrapper._last_key, wrapper._last_call = None, _NO_LAST_CALL
 
 
 _config_values = config._values  # read directly on the fast path: two dict reads per call
@@ -611,18 +635,27 @@ class _FastDonatingCall(_FastCall):
 
 
 def _fast_call(entry, name, backend, donating):
-    """The fast-path call of a signature (``donating``: what its calls donate, or None): a
-    ``_FastCall``, or the target's ``direct`` call where it has one (which falls back on
-    the ``_FastCall``)."""
+    """The fast-path calls of a signature (``donating``: what its calls donate, or None):
+    ``(call, checked)``: a ``_FastCall``, or the target's ``direct`` call where it has one
+    (which falls back on the ``_FastCall``), and for the last-call shortcut the target's
+    ``checked_call``, or None when there is none or an input is weakly typed (which a
+    checked call refuses)."""
     target = get_target(backend)
     if donating is not None:
         executable = compiler.compile(entry.jaxpr, target, name, donating.donated)
-        return _FastDonatingCall(entry, executable, donating, target.private, name)
+        return _FastDonatingCall(entry, executable, donating, target.private, name), None
     executable = compiler.compile(entry.jaxpr, target, name)
     fast = _FastCall(entry, executable)
-    direct = executable.direct(fast.consts, fast.out_avals[0], fast) \
-        if fast.out_tree is None else None
-    return fast if direct is None else direct
+    if fast.out_tree is not None:
+        return fast, None
+    direct = executable.direct(fast.consts, fast.out_avals[0], fast)
+    if direct is None:
+        return fast, None
+    weak = any(a.weak_type for a in entry.jaxpr.in_avals[len(entry.consts):])
+    return direct, None if weak else executable.checked_call(fast.consts, fast.out_avals[0])
+
+
+_NO_LAST_CALL = (object(), None, None)  # (a trace no thread has: the shortcut never applies)
 
 
 # --- the ahead-of-time API ----------------------------------------------------------------

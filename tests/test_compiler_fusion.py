@@ -282,3 +282,31 @@ def test_a_compiler_failure_runs_the_program_on_the_reference_backend(monkeypatc
         out = f(X)
     assert caught[0].filename == __file__
     assert_close(out, np.sin(X) * 2)
+
+
+def test_a_program_output_read_by_one_kernel_is_one_more_output_of_it():
+    """An LSTM cell's pattern: the new cell state is returned and the new hidden state is
+    computed from it; with the products' sum (read by both) everything is one loop."""
+    def cell(z, c):
+        i, f, g, o = jnp.split(z, 4, axis=-1)
+        c = jax_sigmoid(f) * c + jax_sigmoid(i) * jnp.tanh(g)
+        return jax_sigmoid(o) * jnp.tanh(c), c
+
+    def jax_sigmoid(x):
+        return 1 / (1 + jnp.exp(-x))
+
+    z = RNG.standard_normal((5, 16)).astype(np.float32)
+    c = RNG.standard_normal((5, 4)).astype(np.float32)
+    plan = _plan(lambda z, b, c: cell(z + b, c), z, RNG.standard_normal(16).astype(np.float32),
+                 c)
+    assert _kinds(plan) == ["kernel"] and len(plan.groups[0].kernel.outputs) == 2
+    assert any("result is a program output that kernel 0 reads: one more output of kernel 0"
+               in d.reason for d in plan.decisions)
+
+
+def test_a_program_output_read_at_other_indices_keeps_its_own_kernel():
+    """Read reversed by the kernel that would compute it, it cannot be one more output of
+    that kernel (an element is read before the iteration that computes it)."""
+    plan = _plan(lambda x: (jnp.sin(x), jnp.sin(x)[::-1] * 2.0 + x), X)
+    assert _kinds(plan) == ["kernel", "kernel"]
+    assert any("program output: materialised by kernel" in d.reason for d in plan.decisions)

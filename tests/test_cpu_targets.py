@@ -45,11 +45,15 @@ PROGRAMS = {
     "gather": (lambda x, i: x[i] * 2.0, [_floats(50, 40), np.array([3, -1, 49, 0], np.int32)]),
     "fori_loop": (lambda x: lax.fori_loop(0, 5, lambda _, v: jnp.tanh(v) + 0.5, x),
                   [_floats(4, 100)]),
+    "few_row_product": (lambda h, w: lax.fori_loop(0, 3, lambda _, h: jnp.tanh(h @ w), h),
+                        [rng.standard_normal((13, 64)).astype(np.float32),
+                         (rng.standard_normal((64, 64)) / 8).astype(np.float32)]),
 }
 # As wide as a plain float32 loop; or vectorised at all (a float32 sum accumulates in
 # float64, so LLVM sizes its vectors by the float64 accumulator).
-FULL_WIDTH = {"power_sum", "selu", "transcendentals", "pow"}
+FULL_WIDTH = {"power_sum", "selu", "transcendentals", "pow", "few_row_product"}
 VECTORISED = {"row_sums", "integers"}
+TILED = {"few_row_product"}  # register tiles as wide as the level's vectors
 
 
 @pytest.fixture(params=LEVELS)
@@ -78,6 +82,8 @@ def test_kernels_are_vectorised_and_agree_with_the_reference(level, name):
         assert max(widths, default=1) == runtime.float32_lanes(), widths
     if name in VECTORISED:
         assert re.search(r"<\d+ x (float|double|i32)>", code)
+    if name in TILED:
+        assert "tiled_product" in code
     if not target.runs_here():
         with pytest.raises(RuntimeError, match="compiled for the CPU"):
             cpu.run(*args)

@@ -2,8 +2,12 @@
 before whose program is one small kernel runs with no conversion in Python; the entry checks
 every argument, and whatever it refuses takes the fast path's ``_FastCall``, which converts
 (a device's array, a deleted one, a non-contiguous or otherwise-typed buffer, a NumPy array
-of another dtype), as does every call while step timing or a debug flag is on."""
+of another dtype), as does every call while step timing or a debug flag is on. The last such
+call is tried first with no key (jit's last-call shortcut, a strict entry): whatever would
+change the signature's meaning (settings, user contexts, a transformation, another thread,
+weak types, another signature) must make it look the signature up as before."""
 
+import gc
 import sys
 import threading
 
@@ -20,19 +24,24 @@ rng = np.random.default_rng(11)
 pytestmark = pytest.mark.cpu_compiler
 
 
+def _spy(monkeypatch, owner, name, position):
+    """The list to which calls of ``owner.name`` append their argument at ``position``."""
+    calls = []
+    original = getattr(owner, name)
+
+    def spy(*args):
+        calls.append(args[position])
+        return original(*args)
+    monkeypatch.setattr(owner, name, spy)
+    return calls
+
+
 @pytest.fixture
 def converted(monkeypatch):
     """The calls that took the ``_FastCall`` (the entry refused, or was not used): a list
     of their argument tuples."""
-    calls = []
-    fast_call = sys.modules["nbjax.jit"]._FastCall  # (nbjax.jit is the function)
-    original = fast_call.__call__
-
-    def spy(self, args):
-        calls.append(args)
-        return original(self, args)
-    monkeypatch.setattr(fast_call, "__call__", spy)
-    return calls
+    # (sys.modules: nbjax.jit is the function)
+    return _spy(monkeypatch, sys.modules["nbjax.jit"]._FastCall, "__call__", 1)
 
 
 def _add_one():
@@ -57,7 +66,8 @@ def test_arrays_and_numpy_arrays_go_straight_to_the_entry(converted):
         assert_close(out, x * 2 + 1, rtol=1e-6)
         with pytest.raises(ValueError):
             np.asarray(out)[0] = 0  # results are read-only
-    assert converted == [] and f.slow_path_calls == 2  # (NumPy arrays: another key)
+    # (A NumPy array is of the Array's signature: the last call's entry takes it.)
+    assert converted == [] and f.slow_path_calls == 1
 
 
 @pytest.mark.parametrize("fun, value", [
@@ -198,6 +208,198 @@ def test_threads_calling_at_once_get_their_own_results():
     assert failures == []
 
 
+# --- the last-call shortcut --------------------------------------------------------------
+
+def _primed(fun, x, **options):
+    """``jit(fun)`` called twice on ``x``: traced, then its fast entry found by key, which
+    makes it the last call (the one the shortcut tries first)."""
+    f = nbjax.jit(fun, **options)
+    f(x)
+    f(x)
+    return f
+
+
+@pytest.fixture
+def keyed(monkeypatch):
+    """The calls that looked their signature up (``_fast_key``): a list of their args."""
+    return _spy(monkeypatch, sys.modules["nbjax.jit"], "_fast_key", 0)
+
+
+def test_the_last_call_of_a_signature_needs_no_key(keyed, converted):
+    x = random_array(rng, (4,))
+    f = _primed(lambda v: v * 2.0 + 1.0, jnp.asarray(x))
+    keyed.clear()
+    for arg in (jnp.asarray(x), x.copy(), jnp.asarray(x)):
+        assert_close(f(arg), x * 2 + 1, rtol=1e-6)
+    assert keyed == [] and converted == [] and f.slow_path_calls == 1
+
+
+def _shortcut_primed(fun, x, **options):
+    """``_primed``, checked to have a last call the shortcut takes."""
+    f = _primed(fun, x, **options)
+    assert f._last_call[2] is not None, "not a direct call: the shortcut is not tested"
+    return f
+
+
+def test_settings_changed_after_the_last_call_apply(keyed):
+    ran = []
+
+    def fun(v):
+        ran.append(v)
+        return v * 2.5
+    x = jnp.asarray(np.arange(3, dtype=np.int32))
+    f = _shortcut_primed(fun, x)
+    keyed.clear()
+    with nbjax.disable_jit():
+        assert_close(f(x), [0, 2.5, 5])
+    assert len(ran) == 2 and not isinstance(ran[1], nbjax.core.Tracer)  # run as Python
+    with nbjax.enable_x64():
+        assert f(x).dtype == np.float64  # (int32 times a weak float: x64's float)
+    assert f(x).dtype == np.float32
+    with nbjax.no_execution(), pytest.raises(RuntimeError):
+        f(x)
+    f(x)
+    assert f.trace_count == 2 and len(keyed) == 5
+
+
+def test_a_user_context_changed_after_the_last_call_applies():
+    scale = nbjax.make_user_context(2.0)
+    x = jnp.asarray(np.ones(3, np.float32))
+    f = _shortcut_primed(lambda v: v * scale.value, x)
+    with scale(3.0):
+        assert_close(f(x), np.full(3, 3.0))
+        assert_close(f(x), np.full(3, 3.0))
+    assert_close(f(x), np.full(3, 2.0))
+    scale.set_global(5.0)
+    assert_close(f(x), np.full(3, 5.0))
+
+
+def test_calls_under_a_transformation_are_traced_after_the_last_call():
+    x = random_array(rng, (5,))
+    f = _shortcut_primed(lambda v: jnp.sin(v) * v, jnp.asarray(x))
+    closed = nbjax.make_jaxpr(lambda: f(jnp.asarray(x)))()  # (a concrete array, staged)
+    assert [e.primitive.name for e in closed.eqns] == ["jit"]
+    assert_close(nbjax.grad(lambda v: f(v).sum())(x), np.cos(x) * x + np.sin(x), rtol=1e-5)
+    assert_close(nbjax.vmap(f)(jnp.asarray(x)), np.sin(x) * x, rtol=1e-6)
+
+
+def test_a_thread_under_a_transformation_does_not_take_another_threads_last_call():
+    f = nbjax.jit(lambda v: v * 2.0)
+    x = jnp.asarray(random_array(rng, (4,)))
+    inside, primed, found = threading.Event(), threading.Event(), []
+
+    def staged():
+        inside.set()
+        assert primed.wait(30)
+        return f(x)
+    thread = threading.Thread(target=lambda: found.append(nbjax.make_jaxpr(staged)()))
+    thread.start()
+    assert inside.wait(30)
+    f(x)
+    f(x)  # this thread's last call, made while the other thread traces
+    assert f._last_call[2] is not None
+    primed.set()
+    thread.join()
+    assert [e.primitive.name for e in found[0].eqns] == ["jit"]
+
+
+def test_threads_keep_their_own_user_context_values():
+    scale = nbjax.make_user_context(2.0)
+    x = jnp.asarray(np.ones(3, np.float32))
+    f = nbjax.jit(lambda v: v * scale.value)
+    f(x)  # traced: a later call of this signature is keyed
+    inside, recorded, results = threading.Event(), threading.Event(), {}
+
+    def other():  # a thread with its own value, and no trace yet when it calls
+        with scale(7.0):
+            inside.set()
+            assert recorded.wait(30)
+            results["other"] = np.asarray(f(x))
+
+    def first():  # a new thread whose first call is keyed: the last call
+        results["first"] = np.asarray(f(x))
+    threads = [threading.Thread(target=other), threading.Thread(target=first)]
+    threads[0].start()
+    assert inside.wait(30)
+    threads[1].start()
+    threads[1].join()
+    recorded.set()
+    threads[0].join()
+    assert_close(results["first"], np.full(3, 2.0))
+    assert_close(results["other"], np.full(3, 7.0))
+
+
+@pytest.mark.parametrize("first", ["strong", "weak"])
+def test_weakly_typed_arrays_keep_their_result_types(first):
+    strong, weak = jnp.asarray(np.float32(2.0)), jnp.asarray(2.0)
+    assert weak.weak_type and not strong.weak_type
+    def fun(v):
+        return v * 3
+    f = _primed(fun, strong if first == "strong" else weak)
+    assert (f._last_call[2] is None) == (first == "weak")  # (no shortcut for weak types)
+    for arg in (strong, weak, weak, strong, strong, weak):
+        out = f(arg)
+        assert out.aval == fun(arg).aval and out.weak_type == arg.weak_type
+        assert_close(out, 6.0)
+
+
+def test_another_signature_after_the_last_call():
+    f = _shortcut_primed(lambda v: v * 2, jnp.asarray(np.arange(4, dtype=np.float32)))
+    values = [np.arange(3, dtype=np.float32), np.arange(4, dtype=np.int32),
+              np.arange(4, dtype=np.float32).reshape(2, 2), np.float32(1.5),
+              np.arange(4, dtype=np.float32)]
+    for value in values + values[::-1]:
+        out = f(jnp.asarray(value))
+        assert out.shape == np.shape(value) and out.dtype == value.dtype
+        assert_close(out, value * 2)
+    assert f(1.5).weak_type and f(1.5) == 3.0  # a Python scalar: the general path
+
+
+def test_a_deleted_array_raises_after_the_last_call():
+    x = random_array(rng, (4,))
+    f = _shortcut_primed(lambda v: v + 1.0, jnp.asarray(x))
+    y = jnp.asarray(x)
+    y.delete()
+    with pytest.raises(RuntimeError, match="deleted"):
+        f(y)
+    assert_close(f(jnp.asarray(x)), x + 1, rtol=1e-6)
+
+
+def test_keywords_after_the_last_call_are_passed():
+    x = random_array(rng, (4,))
+    f = _shortcut_primed(lambda v, w=1.0: v - w, jnp.asarray(x))
+    assert_close(f(jnp.asarray(x), w=jnp.asarray(np.float32(3.0))), x - 3, rtol=1e-6)
+    assert_close(f(jnp.asarray(x)), x - 1, rtol=1e-6)
+
+
+def test_an_observer_added_after_the_last_call_sees_every_call():
+    x = jnp.asarray(random_array(rng, (4,)))
+    f = _shortcut_primed(lambda v: v - 1.0, x)
+    seen = []
+    f.observe(seen.append)
+    f(x)
+    f(x)
+    assert len(seen) == 2
+
+
+@pytest.mark.parametrize("clear", ["clear_caches", "clear_cache"])
+def test_cleared_caches_forget_the_last_call(clear):
+    x = jnp.asarray(random_array(rng, (4,)))
+    f = _shortcut_primed(lambda v: v - 1.0, x)
+    nbjax.clear_caches() if clear == "clear_caches" else f.clear_cache()
+    f(x)
+    assert f.trace_count == 2
+
+
+def test_donating_calls_after_the_last_call_donate():
+    x = random_array(rng, (4,))
+    g = nbjax.jit(lambda v: v + 1.0, donate_argnums=0)
+    for _ in range(4):
+        arg = jnp.asarray(x)
+        assert_close(g(arg), x + 1, rtol=1e-6)
+        assert arg.is_deleted()
+
+
 # --- the entry's checks ------------------------------------------------------------------
 
 class _Sub(np.ndarray):
@@ -250,6 +452,90 @@ def test_the_entry_refuses_what_it_was_not_compiled_for(case):
     assert not args[0].any(), "the kernel ran"
 
 
+def _checked_call(fun, *values):
+    """The cpu executable of ``fun`` on ``values`` and its ``checked_call`` taking the last
+    value as its argument (the others closed over)."""
+    cpu, _ = cpu_and_reference(fun, *values)
+    out_aval = cpu.jaxpr.out_avals[0]
+    return cpu, cpu.checked_call(list(values[:-1]), out_aval), out_aval
+
+
+def test_a_checked_call_runs_on_what_is_of_its_signature():
+    x = random_array(rng, (2, 3))
+    cpu, call, aval = _checked_call(lambda v: jnp.sin(v) + v, x)
+    before = [sys.getrefcount(v) for v in (x, aval, nbjax.core.HOST_DEVICE)]
+    results = [call(arg) for arg in (x, Array(x), x.copy()) for _ in range(30)]
+    for out in results:
+        assert type(out) is Array and out.aval is aval and out.device == nbjax.devices()[0]
+        assert gc.is_tracked(out) and out._buffer is None and not out.is_deleted()
+        assert_close(out, np.sin(x) + x, rtol=1e-6, scale=1.0)
+        with pytest.raises(ValueError):
+            np.asarray(out)[0] = 0
+    assert len({id(np.asarray(out)) for out in results}) == len(results)  # (all kept)
+    del results, out
+    for _ in range(30):
+        call(x)  # (dropped at once: the spares serve every call)
+    assert [sys.getrefcount(v) for v in (x, aval, nbjax.core.HOST_DEVICE)] == before
+
+
+def test_a_checked_call_puts_closed_over_values_first():
+    w, x = random_array(rng, (3,)), random_array(rng, (3,))
+    _, call, _ = _checked_call(lambda c, v: c * v - c, w, x)
+    assert_close(call(x), w * x - w, rtol=1e-6, scale=1.0)
+    assert call(w, x) is None and call() is None
+
+
+@pytest.mark.parametrize("case", ["weak", "not an aval", "shape", "dtype", "count", "none",
+                                  "deleted", "a subclass", "timed"])
+def test_a_checked_call_refuses_what_is_not_of_its_signature(case):
+    x = random_array(rng, (2, 3))
+    cpu, call, _ = _checked_call(lambda v: jnp.sin(v) + v, x)
+    deleted = Array(x)
+    deleted.delete()
+    args = {"weak": (host_result(_frozen(x), ShapedArray((2, 3), np.float32, True)),),
+            "not an aval": (host_result(_frozen(x), "f32[2,3]"),), "shape": (x.T.copy(),),
+            "dtype": (x.astype(np.float64),), "count": (x, x), "none": (),
+            "deleted": (deleted,), "a subclass": (x.view(_Sub),), "timed": (x,)}[case]
+    state = call.__self__  # (the builtin's self)
+    for spare in state[:2]:  # (NaN: what the kernel would overwrite)
+        spare.flags.writeable = True
+        spare.fill(np.nan)
+        spare.flags.writeable = False
+    del spare
+    cpu.enable_timing(case == "timed")
+    try:
+        assert call(*args) is None
+    finally:
+        cpu.enable_timing(False)
+    assert np.isnan(state[0]).all() and np.isnan(state[1]).all(), "the kernel ran"
+    assert_close(call(x), np.sin(x) + x, rtol=1e-6, scale=1.0)
+
+
+def test_a_checked_call_makes_a_buffer_when_both_spares_are_held():
+    x = random_array(rng, (4,))
+    _, call, _ = _checked_call(lambda v: v * 3.0, x)
+    state = call.__self__
+    held = [call(x), call(x)]
+    made = []
+
+    def make_buffer():
+        made.append(_frozen(np.empty(4, np.float32)))
+        return made[-1]
+    state[python_entry.MAKE_BUFFER] = make_buffer
+    out = call(x)
+    assert len(made) == 1 and np.asarray(out) is made[0] and state[0] is made[0]
+    assert_close(out, x * 3, rtol=1e-6)
+    assert all(not np.shares_memory(np.asarray(out), np.asarray(h)) for h in held)
+
+    def failing():
+        raise MemoryError("no buffer")
+    state[python_entry.MAKE_BUFFER] = failing
+    with pytest.raises(MemoryError, match="no buffer"):
+        call(x)  # (all three held)
+    del held
+    assert_close(call(x), x * 3, rtol=1e-6)  # a spare is free again
+
+
 def test_a_refused_call_through_the_executable_goes_through_ctypes():
     entry, x = _entry()
     cpu, _ = cpu_and_reference(lambda v: jnp.sin(v) + v, x)
@@ -259,4 +545,4 @@ def test_a_refused_call_through_the_executable_goes_through_ctypes():
 
 
 def test_the_layout_the_entries_read_was_found():
-    assert python_entry.USABLE and python_entry.HOST_OFFSET is not None
+    assert python_entry.USABLE and None not in python_entry.ARRAY_SLOTS.values()

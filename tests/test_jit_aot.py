@@ -294,22 +294,25 @@ def test_dispatch_counts():
         out = f(x, y)
     assert f.trace_count == 1 and f.slow_path_calls == 1 and len(f._fast) == 1
     assert_close(out, np.asarray(x) * np.asarray(y), rtol=1e-6)
-    # NumPy arrays: another fast key, same trace
+    # NumPy arrays of the same shapes and dtypes: the last call's entry takes them
     f(random_array(rng, (4,)), random_array(rng, (4,)))
-    f(random_array(rng, (4,)), random_array(rng, (4,)))
-    assert f.trace_count == 1 and f.slow_path_calls == 2 and len(f._fast) == 2
+    assert f.trace_count == 1 and f.slow_path_calls == 1 and len(f._fast) == 1
+    # of another shape: another fast key, a new trace
+    f(random_array(rng, (3,)), random_array(rng, (3,)))
+    f(random_array(rng, (3,)), random_array(rng, (3,)))
+    assert f.trace_count == 2 and f.slow_path_calls == 2 and len(f._fast) == 2
     f(x, 2.0)  # a Python scalar: always the general path (here a new trace)
     f(x, 2.0)
-    assert f.trace_count == 2 and f.slow_path_calls == 4
+    assert f.trace_count == 3 and f.slow_path_calls == 4
     f(x, y=y)  # keywords: the general path (a new argument structure: a new trace)
-    assert f.slow_path_calls == 5 and f.trace_count == 3
+    assert f.slow_path_calls == 5 and f.trace_count == 4
     g = nbjax.jit(lambda x, n: x * n, static_argnums=1)
     g(x, 2)
     g(x, 2)
     assert g.slow_path_calls == 2 and g.trace_count == 1 and not g._fast
     f.clear_cache()
     f(x, y)
-    assert f.trace_count == 4 and f.slow_path_calls == 6
+    assert f.trace_count == 5 and f.slow_path_calls == 6
 
 
 def test_fast_path_not_taken_under_transformations():

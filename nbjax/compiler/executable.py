@@ -106,6 +106,15 @@ class Executable:
         returns ``fallback(args)``."""
         return None
 
+    def checked_call(self, consts, out_aval):
+        """A call that may be made without looking the signature up (``nbjax.jit``'s
+        last-call shortcut), or None when the target has none (the default):
+        ``call(*args)`` returns the result as ``direct``'s call does when every argument is
+        of the signature (a NumPy array, or an Array of a strong type, of the shape and
+        dtype of its input), and None, having run nothing, when one is not or the
+        executable times its steps."""
+        return None
+
     def run_reusing(self, args, reuse):
         """``run(*args)``, allowed to overwrite (and return as results) the buffers of the
         arguments at the positions in ``reuse``: donated ones that nothing else refers to.

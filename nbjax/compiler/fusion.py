@@ -11,8 +11,10 @@ The rules, applied walking the program backwards (from results to inputs):
   not a program output, joins that kernel: element-wise ops are computed inline, and slices,
   pads, broadcasts, transposes... become index arithmetic on the consumer's loads (so a sum
   of 81 shifted slices of an image is one kernel reading the image 81 times).
+- A program output that exactly one kernel of its iteration space reads, only at each
+  iteration's own index, is one more output of that kernel (``_output_host``).
 - Otherwise its result is materialised: it starts a kernel of its own. That happens for
-  program outputs, for values several kernels (or a library step) read, and for reductions,
+  other program outputs, for values several kernels (or a library step) read, and for reductions,
   which always root their own loop (over their operand's shape) and fuse their element-wise
   producers. It also happens to a value its kernel would read at more than
   ``MAX_REREADS`` different places (the 81 shifted slices of a padded image): computed
@@ -98,8 +100,16 @@ class FusionPlan:
         return [g for g in self.groups if g.kind == "kernel"]
 
     def report(self):
+        """The steps, the decisions, then each compiled control-flow step's sub-programs
+        (a loop body's kernels, library calls and decisions), indented."""
         lines = [g.describe() for g in self.groups]
         lines += ["", "decisions:"] + [f"  {d}" for d in self.decisions]
+        for g in self.groups:
+            for sub in g.subprograms if g.kind == "loop" else ():
+                lines += ["", f"{sub.role} of step {g.index} "
+                              f"({g.eqns[0].primitive.name}):"]
+                lines += ["  " + line if line else line
+                          for line in sub.plan.report().splitlines()]
         return "\n".join(lines)
 
     __str__ = report
@@ -214,6 +224,9 @@ def plan(jaxpr, target, prefix="kernel"):
                 else eqn.outvars[0].aval.shape
             group = FusionGroup("kernel", [], tuple(shape), parts=[(eqn, {})])
             notes[i] = (True, reason)
+        elif eqn.outvars[0] in program_outputs:  # one more output (``_output_host``)
+            group.parts.insert(0, (eqn, {}))
+            notes[i] = (False, reason)
         else:
             notes[i] = (False, reason)
         group.eqns.insert(0, eqn)
@@ -284,10 +297,14 @@ def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, re
     out = eqn.outvars[0]
     if lowering.kind == "reduction":
         return None, f"{name}: a reduction roots kernel {{g}} and fuses its element-wise producers"
-    if out in program_outputs:
-        return None, f"{name}: result is a program output: materialised by kernel {{g}}"
     users = [group_of[c] for c in consumers.get(out, [])]
     distinct = list({id(g): g for g in users}.values())
+    if out in program_outputs:
+        host = _output_host(eqn, distinct)
+        if host is not None:
+            return host, (f"{name}: result is a program output that kernel {{g}} reads: "
+                          "one more output of kernel {g}")
+        return None, f"{name}: result is a program output: materialised by kernel {{g}}"
     steps = [g for g in distinct if g.kind != "kernel"]
     if steps:
         return None, (f"{name}: result feeds {steps[0].eqns[0].primitive.name}, a "
@@ -315,6 +332,23 @@ def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, re
     if root.primitive.lowerings["kernel"].kind == "reduction":
         return target, "element-wise: fused into the reduction of kernel {g}"
     return target, "element-wise: joined kernel {g}"
+
+
+def _output_host(eqn, users):
+    """The kernel that may compute ``eqn``'s result, a program output, as one more output:
+    the one kernel reading it, if it has the result's iteration space and reads it only at
+    each iteration's own index (as an element-wise op does), else None. The result is then
+    written once, from the loop that uses it, instead of by a kernel of its own that the
+    user reads back (an LSTM step's new cell state, which its new hidden state needs)."""
+    if len(users) != 1 or users[0].kind != "kernel" or \
+            eqn.primitive.lowerings["kernel"].kind == "reduction" or \
+            tuple(users[0].shape) != tuple(eqn.outvars[0].aval.shape):
+        return None
+    try:
+        build_kernel("probe", users[0].shape, [(eqn, {})] + users[0].parts)
+    except CannotFuse:
+        return None
+    return users[0]
 
 
 def _add_member(group, eqn):

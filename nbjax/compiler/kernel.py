@@ -274,6 +274,12 @@ class LoopKernel:
     # {input number: output number}: inputs read from the buffer of an output that holds
     # them when the kernel starts (a donated input updated in place; see ``in_place_ok``).
     in_place: dict = field(default_factory=dict)
+    # How many math functions (exp, tanh...) ``body`` calls: a measure of its cost that a
+    # program loaded from the disk cache keeps (it leaves the body out until a view asks).
+    math_calls: int = field(init=False)
+
+    def __post_init__(self):
+        self.math_calls = sum(op.name == "math" for op in self.body)
 
     def pretty(self):
         ins = ", ".join(f"in{i}:{v.aval.str_short()}" for i, v in enumerate(self.inputs))
@@ -324,13 +330,19 @@ class _Part:
 def build_kernel(name, shape, parts):
     """A LoopKernel computing each part's root result over the iteration space ``shape``.
 
-    ``parts`` is a list of (root eqn, {var: eqn} of the equations fused into it). A later part
-    may use an earlier part's element-wise result only at the same index (it is computed in
-    the same iteration); anything else raises CannotFuse.
+    ``parts`` is a list of (root eqn, {var: eqn} of the equations fused into it); a part may
+    use the equations of the others too. A later part may use an earlier part's
+    element-wise result only at the same index (it is computed in the same iteration);
+    anything else raises CannotFuse.
     """
     ctx = KernelBuilder()
     inputs, outputs, in_kernel, reduced_here = [], [], {}, set()
     identity = [ctx.index(k) for k in range(len(shape))]
+    # Every part may compute any part's fused equations: the planner puts a value that
+    # parts share in one of them. Each value is computed once per index, whichever part
+    # asks first.
+    members = {var: eqn for _, part in parts for var, eqn in part.items()}
+    memo = {}
 
     def load(var, idx):
         if var not in inputs:
@@ -338,9 +350,7 @@ def build_kernel(name, shape, parts):
         offset = ctx.offset(idx, var.aval.shape)
         return ctx.load(inputs.index(var), offset, var.aval.dtype)
 
-    for root, members in parts:
-        memo = {}
-
+    for root, _ in parts:
         def value(atom, idx):
             if isinstance(atom, Literal):
                 return ctx.const(np.asarray(atom.val), atom.aval.dtype)

@@ -60,8 +60,12 @@ class Target:
         return None
 
     def record_choices(self, plan):
-        """Add ``kernel_choice`` of each top-level kernel to the reason of the decision
-        that started it: the fusion report says it."""
+        """Add ``kernel_choice`` of each kernel to the reason of the decision that started
+        it, in ``plan`` and the plans of its control flow's sub-programs: the fusion report
+        says it."""
+        for g in plan.groups:
+            for sub in g.subprograms if g.kind == "loop" else ():
+                self.record_choices(sub.plan)
         kernels = {g.index: g.kernel for g in plan.groups if g.kind == "kernel"}
         for n, d in enumerate(plan.decisions):
             if d.started_new_group and d.group in kernels:

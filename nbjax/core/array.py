@@ -80,6 +80,7 @@ def register_platform(name, list_devices):
 
 
 _CPU0 = Device(0)
+HOST_DEVICE = _CPU0  # the device of the Arrays of compiled calls' results (``host_result``)
 _cpu_devices = {(0, 0): _CPU0}  # (id, process) -> Device: the same object every time
 
 
@@ -398,7 +399,7 @@ def host_result(value, aval, _new=object.__new__):
     arr._host = value
     arr._buffer = None
     arr._aval = aval
-    arr._device = _CPU0
+    arr._device = HOST_DEVICE
     return arr
 
 

@@ -41,7 +41,10 @@ class _Context(threading.local):
         self.trace = None  # the outermost trace, made on first use in each thread
 
 
-_context = _Context()
+# The thread's current trace is ``context.trace`` (None until first used in the thread: see
+# ``current_trace``). Code that must spend as little as possible on asking reads it directly
+# (jit's last-call shortcut compares it with the trace it saw before).
+context = _Context()
 _outermost = []  # the class of the outermost trace (``eager.EvalTrace``, registered there)
 
 
@@ -51,20 +54,20 @@ def set_outermost_trace(trace_class):
 
 
 def current_trace():
-    trace = _context.trace  # (one read of the thread's state: a jitted call makes one)
+    trace = context.trace  # (one read of the thread's state: a jitted call makes one)
     if trace is None:
-        trace = _context.trace = _outermost[0]()
+        trace = context.trace = _outermost[0]()
     return trace
 
 
 @contextlib.contextmanager
 def set_current_trace(trace):
     previous = current_trace()
-    _context.trace = trace
+    context.trace = trace
     try:
         yield trace
     finally:
-        _context.trace = previous
+        context.trace = previous
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ primitive's NumPy implementation on our buffers.
 
 from ...compiler import Target
 from .. import reference
-from . import program_cache, runtime
+from . import blas, program_cache, runtime
 from .control_flow import CONTROL_FLOW, native_library_call
 from .executable import Executable, compile_plan
 
@@ -20,7 +20,7 @@ __all__ = ["CpuTarget", "Executable", "TARGET"]
 # How this target makes each kind of library call (``lax.standard.library_lowering``) when
 # native code makes it (``native_library_call``)...
 NATIVE_CALLS = {
-    "matrix product": "is a BLAS call",
+    "matrix product": "is a BLAS call",   # (or a loop of our own: ``blas.how``)
     "scatter": "is a scatter loop in native code",
     "arg-reduction": "is a loop in native code",
     "cumulative op": "is a running loop in native code",
@@ -47,7 +47,8 @@ class CpuTarget(Target):
         if category is None:
             return None
         if self.native_library_call(eqn):
-            return f"{eqn.primitive.name} {NATIVE_CALLS[category]}"
+            how = blas.how(eqn) if blas.supports(eqn) else NATIVE_CALLS[category]
+            return f"{eqn.primitive.name} {how}"
         how = HOST_CALLS.get(category, "is a library call (NumPy)")
         return f"{eqn.primitive.name} {how}; native code calls back into Python for it"
 

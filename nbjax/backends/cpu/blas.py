@@ -18,7 +18,7 @@ import numpy as np
 from llvmlite import ir
 
 from ..llvm import I64, for_loop
-from . import routines
+from . import routines, tiled_products
 from .routines import REAL, by_reference
 
 
@@ -27,6 +27,14 @@ def supports(eqn):
     library lowering) that ``gemm`` emits (see the module docstring)."""
     return eqn.primitive.lowerings.get("library") == "matrix product" \
         and _products(eqn) is not None
+
+
+def how(eqn):
+    """How native code computes ``eqn`` (``supports(eqn)``), for the fusion report."""
+    _, (m, _, _), (n, _, b_last) = _products(eqn)
+    if tiled_products.fits(m, n, not b_last, eqn.outvars[0].aval.dtype):
+        return f"is a register-tiled loop in native code ({m} rows: fewer than BLAS repays)"
+    return "is a BLAS call"
 
 
 def _products(eqn):
@@ -74,6 +82,9 @@ def gemm(b, setup, eqn, lhs, rhs, out):
         return
     b_first = not b_last
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
+    if tiled_products.fits(m, n, b_first, dtype):
+        tiled_products.emit(b, setup, lhs, rhs, out, (batch, m, k, n, a_last, dtype))
+        return
     real, size = REAL[dtype], dtype.itemsize
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand
     # is, column-major, its transpose with its row length as leading dimension; it is

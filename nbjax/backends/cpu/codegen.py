@@ -30,7 +30,7 @@ from llvmlite import ir
 from ...core import dtypes
 from ..llvm import (I64, LIBM, KernelScaffold, ScalarEmitter, constant, define_kernel,
                     entry_alloca, for_loop, mathlib, mem_type, reg_type)
-from . import pipeline, runtime, streaming
+from . import pipeline, runtime, streaming, workers
 
 
 class ModuleBuilder:
@@ -50,26 +50,7 @@ class ModuleBuilder:
         self.nontemporal = self.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
 
     def loop_hints(self, width=None, unroll=True, vectorise=True):
-        """The ``llvm.loop`` metadata asking the vectoriser for ``width`` lanes (or, without
-        ``vectorise``, to leave the loop scalar) and/or the unroller to leave the loop
-        alone: a node that names itself first, as LLVM's loop
-        IDs do (made distinct by a unique string, since llvmlite would otherwise share equal
-        nodes between loops)."""
-        m = self.module
-        hints = []
-        if width:
-            hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.width"),
-                                         ir.Constant(ir.IntType(32), width)]))
-        if not vectorise:
-            hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.enable"),
-                                         ir.Constant(ir.IntType(1), 0)]))
-        if not unroll:  # (not "unroll.disable", which would stop the vectoriser interleaving)
-            hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.count"),
-                                         ir.Constant(ir.IntType(32), 1)]))
-        label = ir.MetaDataString(m, f"{_LOOP_LABEL}{len(m.metadata)}")
-        loop_id = m.add_metadata([*hints, label])
-        loop_id.operands = (loop_id,) + loop_id.operands
-        return loop_id
+        return loop_hints(self.module, width, unroll, vectorise)
 
     def add_kernel(self, kernel):
         """Emit ``kernel`` as a function; returns its LLVM IR text. A kernel is never
@@ -110,6 +91,25 @@ class ModuleBuilder:
         lines += m._get_metadata_lines()
         return "\n".join(lines)
 
+    def chunk_function(self, kernel):
+        """``<kernel>_chunk(args, start, stop)``, the worker pool's call of ``kernel`` over
+        ``[start, stop)`` of its outer axis, its buffers' addresses in the array ``args``
+        (see ``workers``); emitted on first use."""
+        name = kernel.name + "_chunk"
+        chunk = self.module.globals.get(name)
+        if chunk is not None:
+            return chunk
+        fn = self.module.get_global(kernel.name)
+        chunk = ir.Function(self.module, workers.CHUNK, name=name)
+        args, start, stop = chunk.args
+        b = ir.IRBuilder(chunk.append_basic_block("entry"))
+        pointers = [b.bitcast(b.load(b.gep(args, [ir.Constant(I64, k)])), t)
+                    for k, t in enumerate(fn.function_type.args[:-2])]
+        b.call(fn, pointers + [start, stop])
+        b.ret_void()
+        self.light[name] = pipeline.CALLS
+        return chunk
+
     def add_combiner(self, kernel):
         """Emit ``<kernel>_combine(out0, part0, out1, part1, ...)``, which folds the partial
         results of a chunk of a split loop into the outputs that accumulate over the split
@@ -143,6 +143,27 @@ class ModuleBuilder:
 
 _LOOP_LABEL = "loop."  # of the string that makes each loop's metadata node distinct
 _NODE = re.compile(r"!(\d+)")
+
+
+def loop_hints(m, width=None, unroll=True, vectorise=True):
+    """The ``llvm.loop`` metadata (in module ``m``) asking the vectoriser for ``width``
+    lanes (or, without ``vectorise``, to leave the loop scalar) and/or the unroller to leave
+    the loop alone: a node that names itself first, as LLVM's loop IDs do (made distinct by
+    a unique string, since llvmlite would otherwise share equal nodes between loops)."""
+    hints = []
+    if width:
+        hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.width"),
+                                     ir.Constant(ir.IntType(32), width)]))
+    if not vectorise:
+        hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.enable"),
+                                     ir.Constant(ir.IntType(1), 0)]))
+    if not unroll:  # (not "unroll.disable", which would stop the vectoriser interleaving)
+        hints.append(m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.count"),
+                                     ir.Constant(ir.IntType(32), 1)]))
+    label = ir.MetaDataString(m, f"{_LOOP_LABEL}{len(m.metadata)}")
+    loop_id = m.add_metadata([*hints, label])
+    loop_id.operands = (loop_id,) + loop_id.operands
+    return loop_id
 
 
 def _code_key(fn, text):

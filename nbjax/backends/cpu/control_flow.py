@@ -42,7 +42,7 @@ from ...core import Literal, Var, to_numpy
 from ...lax import cond_p, scan_p, while_p
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
 from . import (arg_reduction, blas, buffer_plan, cumulative, lapack, pipeline, runtime, scatter,
-               sort, support)
+               sort, support, workers)
 from .host_steps import HostCall, SplitCall
 
 I8P = I8.as_pointer()
@@ -357,14 +357,19 @@ class ControlFlowFunction:
         signature = ir.FunctionType(I32, [I8P.as_pointer()])
         target = b.inttoptr(b.load(self.typed(holder, np.uint64), typ=I64),
                             signature.as_pointer())
+        status = b.call(target, [self.pointer_array(pointers)])
+        go_on = b.append_basic_block("host_step_done")
+        b.cbranch(b.icmp_unsigned("!=", status, ir.Constant(I32, 0)), self.failed, go_on)
+        b.position_at_end(go_on)
+
+    def pointer_array(self, pointers):
+        """An ``i8**`` array (on the function's stack) holding ``pointers``."""
+        b = self.b
         array = self.setup.alloca(ir.ArrayType(I8P, len(pointers)))
         for k, pointer in enumerate(pointers):
             b.store(b.bitcast(pointer, I8P),
                     b.gep(array, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
-        status = b.call(target, [b.bitcast(array, I8P.as_pointer())])
-        go_on = b.append_basic_block("host_step_done")
-        b.cbranch(b.icmp_unsigned("!=", status, ir.Constant(I32, 0)), self.failed, go_on)
-        b.position_at_end(go_on)
+        return b.bitcast(array, I8P.as_pointer())
 
     def call(self, step, ins, outs):
         """Call ``step``'s function (another ControlFlowFunction of the module) on the
@@ -372,12 +377,9 @@ class ControlFlowFunction:
         leave as it did if it was interrupted or a host step of it failed."""
         b, flow = self.b, step.flow
         entries = ins + outs + [self.constant(c) for c in flow.constants]
-        io = self.setup.alloca(ir.ArrayType(I8P, len(entries)))
-        for k, pointer in enumerate(entries):
-            b.store(pointer, b.gep(io, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
+        io = self.pointer_array(entries)
         block = self.scratch(flow.scratch_bytes)
-        status = b.call(self.mb.module.globals[flow.name], [b.bitcast(io, I8P.as_pointer()),
-                                                            block])
+        status = b.call(self.mb.module.globals[flow.name], [io, block])
         self.release(block)
         self.flow.polls = self.flow.polls or flow.polls
         self.flow.host_calls += flow.host_calls
@@ -411,9 +413,12 @@ class ControlFlowFunction:
         if math.prod(kernel.shape):
             pointers = outs + [env[v] for v in kernel.inputs]
             extent = kernel.shape[0] if kernel.shape else 1
-            if runtime.splits(kernel) and runtime.THREADS > 1:  # on every core, from Python
+            if runtime.splits(kernel) and runtime.partial_outputs(kernel):  # through Python
                 self.callback(split_call(kernel, extent, self.mb.combiners.get(kernel.name)),
                               pointers)
+            elif runtime.splits(kernel):  # on every core, through the worker pool
+                self.b.call(workers.declare_parallel_for(self.mb.module), [self.mb.chunk_function(kernel), self.pointer_array(pointers),
+                                   ir.Constant(I64, extent)])
             else:
                 args = [self.b.bitcast(p, t) for p, t in zip(pointers, fn.function_type.args)]
                 self.b.call(fn, args + [ir.Constant(I64, 0), ir.Constant(I64, extent)])

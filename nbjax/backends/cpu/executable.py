@@ -18,6 +18,7 @@ reference implementation on our buffers.
 
 import ctypes
 import dataclasses
+import functools
 import math
 import sys
 import time
@@ -26,7 +27,7 @@ import numpy as np
 
 from ... import compiler
 from ...compiler import KernelInfo, report
-from ...core import Literal, host_result, to_numpy
+from ...core import HOST_DEVICE, Literal, host_result, to_numpy
 from . import buffer_plan, codegen, control_flow, interrupts, pipeline, python_entry, runtime
 from .host_steps import HostCall, host_step
 
@@ -73,11 +74,27 @@ class Executable(compiler.Executable):
         """A jitted call of Arrays straight into the kernel's entry (see the base class):
         for a program that is one small kernel (``_whole_program_kernel``) with one output
         of ``out_aval``'s shape and dtype, which its ``python_entry`` computes."""
+        entry = self._direct_entry(out_aval)
+        return None if entry is None else _direct_call(self, entry, consts, out_aval, fallback)
+
+    def checked_call(self, consts, out_aval):
+        """The whole call in the kernel's checked-call entry (see the base class and
+        ``python_entry``), for the programs ``direct`` takes."""
+        if self._direct_entry(out_aval) is None:
+            return None
+        state = [_frozen_empty(out_aval), _frozen_empty(out_aval), out_aval, HOST_DEVICE,
+                 functools.partial(_frozen_empty, out_aval), self, "step_times", *consts]
+        return self.jit_module.entry(self.plan.groups[0].kernel.name,
+                                     python_entry.CALL_SUFFIX, state)
+
+    def _direct_entry(self, out_aval):
+        """The kernel's entry, if the program is one small kernel with one output of
+        ``out_aval``'s shape and dtype, else None."""
         entry, shape, dtype = getattr(self._kernel, "entry_output", (None, None, None))
         if entry is None or (shape, dtype) != (out_aval.shape, out_aval.dtype) or \
                 math.prod(shape) * dtype.itemsize > SMALL_OUTPUT:
             return None
-        return _direct_call(self, entry, consts, out_aval, fallback)
+        return entry
 
     def run_reusing(self, args, reuse):
         """``run``, writing outputs into the buffers of the donated arguments at ``reuse``
@@ -152,12 +169,13 @@ def _as_buffer(a, dtype):
 
 # --- steps ---------------------------------------------------------------------------------
 
-def kernel_call(fn, loop, combine=None, entry=None):
+def kernel_call(fn, loop, combine=None, entry=None, chunk=None):
     """``call(*inputs)``: run a compiled kernel on its inputs' buffers, returning its
     outputs: allocate them (reductions start at their identity), call it with the buffers'
-    addresses, on every core when it is large (``combine`` folds the partial results of a
-    reduction over the split axis). ``entry``, the kernel's ``python_entry`` if it has
-    one, runs it on one thread without ctypes. A kernel updating inputs in place
+    addresses, on every core when it is large: on the worker pool through its ``chunk``
+    function (an address), else on Python's threads (``combine`` folds the partial
+    results of a reduction over the split axis). ``entry``, the kernel's ``python_entry``
+    if it has one, runs it on one thread without ctypes. A kernel updating inputs in place
     (``loop.in_place``) is ``call(*inputs, given={output: buffer})``: each such output is
     written into the buffer given (a donated input's own), else into a copy of its input."""
     outputs = [(o.var.aval.dtype, tuple(o.shape), np.dtype(o.acc_dtype or o.var.aval.dtype),
@@ -205,7 +223,9 @@ def kernel_call(fn, loop, combine=None, entry=None):
             pointers.append(ptr)
         if size:
             pointers += map(address, inputs)
-            if split:
+            if split and chunk:
+                runtime.run_on_pool(chunk, pointers, extent)
+            elif split:
                 runtime.run_split(fn, pointers, extent, partials, combine)
             else:
                 fn(*pointers, 0, extent)
@@ -220,10 +240,10 @@ def _copy(buf):
     return out
 
 
-def kernel_step(fn, loop, slots, combine=None, entry=None):
+def kernel_step(fn, loop, slots, combine=None, entry=None, chunk=None):
     """Run a compiled kernel (``kernel_call``) on the slots' buffers."""
     in_slots, out_slots = [slots[v] for v in loop.inputs], [slots[o.var] for o in loop.outputs]
-    call = kernel_call(fn, loop, combine, entry)
+    call = kernel_call(fn, loop, combine, entry, chunk)
 
     def step(env):
         for slot, buf in zip(out_slots, call(*[env[s] for s in in_slots])):
@@ -510,6 +530,9 @@ def generate(name, optimised, plan, timer):
         texts = [mb.add_kernel(loop) for loop, _ in loops]
         kernels = [(loop, own, mb.add_combiner(loop) if runtime.splits(loop) else None)
                    for loop, own in loops]
+        for loop, _ in loops:
+            if runtime.splits(loop) and runtime.on_pool(loop):
+                mb.chunk_function(loop)
         functions = {g.index: control_flow.ControlFlowFunction.of_step(
             mb, g, f"control_{g.index}") for g in controls}
         if whole:
@@ -517,7 +540,9 @@ def generate(name, optimised, plan, timer):
                 mb, optimised, plan, "program", dict(functions))
         flows = {key: f.flow for key, f in functions.items()}
         entries = _add_entries(mb.module, plan, flows) if python_entry.USABLE else ()
-        mb.light.update((entry + python_entry.SUFFIX, pipeline.CALLS) for entry in entries)
+        mb.light.update((entry + suffix, pipeline.CALLS) for entry in entries
+                        for suffix in (python_entry.SUFFIX, python_entry.CALL_SUFFIX)
+                        if entry + suffix in mb.module.globals)
         ir_text = mb.text()
     return Layout(kernels, texts, flows, mb.host_calls, runtime.externals(mb.module),
                   entries, same_code=mb.same_code), ir_text, mb.light
@@ -535,7 +560,8 @@ def _add_entries(module, plan, flows):
                 and python_entry.checkable(arrays):
             kernel = group.kernel
             python_entry.add_kernel_entry(module, module.get_global(kernel.name),
-                                          kernel.shape[0] if kernel.shape else 1, arrays)
+                                          kernel.shape[0] if kernel.shape else 1, arrays,
+                                          len(kernel.outputs))
             return (kernel.name,)
         called = [flows[group.index]] if group.kind == "loop" else []
     for flow in called:
@@ -573,9 +599,11 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times,
     steps = []
     for g in plan.groups:
         if g.kind == "kernel":
+            pooled = runtime.splits(g.kernel) and runtime.on_pool(g.kernel)
             steps.append(kernel_step(functions[g.kernel.name], g.kernel, slots,
                                      functions.get(combiners[g.kernel.name]),
-                                     entries.get(g.kernel.name)))
+                                     entries.get(g.kernel.name),
+                                     jit_module.chunk(g.kernel.name) if pooled else None))
         elif g.kind == "loop":
             flow = layout.flows[g.index]
             steps.append(control_step(calls[g.index], flow, host_steps, slots,

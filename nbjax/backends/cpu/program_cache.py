@@ -45,7 +45,7 @@ from ...core.source_info import Provenance, SourceInfo
 from ...compiler import fusion, passes
 from ...compiler.fusion import FusionPlan
 from ...compiler.kernel import KernelOutput, LoopKernel
-from . import buffer_plan, cache, codegen, executable, routines, runtime
+from . import buffer_plan, cache, codegen, executable, routines, runtime, tiled_products
 from .target import runs_here
 
 log = logging.getLogger(__name__)
@@ -75,9 +75,11 @@ def _settings():
     """The compiler's settings that shape a program besides its jaxpr (and that a user or a
     test may change): when kernels split between the cores and how many, how many math
     calls a kernel inlines, how deep a chain of fused equations grows, how much is hoisted
-    out of loops, whether dead scratch is poisoned. (Which BLAS the code calls is in the
+    out of loops, whether dead scratch is poisoned, which products are tiled. (Which BLAS the code calls is in the
     names of the symbols it calls, checked on loading.)"""
     return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
+            "pool split work": runtime.POOL_SPLIT_WORK, "math work": runtime.MATH_WORK,
+            "tiled products": (tiled_products.ROWS_MAX, tiled_products.SPLIT_WORK),
             "inline math calls": codegen.INLINE_MATH_CALLS,
             "kernel depth": fusion.MAX_KERNEL_DEPTH, "hoist limit": passes.HOIST_LIMIT,
             "poison": buffer_plan.POISON}

@@ -26,7 +26,7 @@ import numpy as np
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from . import cache, optimiser, partition, pipeline, python_entry, support
+from . import cache, optimiser, partition, pipeline, python_entry, support, workers
 from .target import cpu_target, runs_here
 
 _init_lock = threading.Lock()
@@ -101,9 +101,10 @@ class JitModule:
                     optimised, code = pipeline.compile_module(ir_text, *self.target)
                     made = [optimised], [code]
             lookup.supply(*made)
+        start_pool()  # (native code may hand kernels to it)
         with timer("machine_code"):
             self.engine = _engine(lookup.objects, _target_machine())
-        self.entry_definitions = []
+        self.entry_definitions = {}  # an entry's name -> its method definition
         self.optimised_ir = "\n".join(lookup.optimised_texts)
         self._definitions = None
         # (kept until the program's disk cache entry takes it: ``take_object_code``)
@@ -118,11 +119,12 @@ class JitModule:
         tm = _target_machine()
         if not all(llvm.address_of_symbol(name) for name in externals):
             return None
+        start_pool()
         self = cls.__new__(cls)
         self.target, self.runs_here, self.from_disk_cache = cpu_target(), runs_here(), True
         self.optimised_ir, self.object_code, self._definitions = optimised_ir, None, None
         self.engine = _engine(cache.unpack_objects(object_code), tm)
-        self.entry_definitions = []
+        self.entry_definitions = {}  # an entry's name -> its method definition
         return self
 
     def take_object_code(self):
@@ -141,14 +143,20 @@ class JitModule:
                                  *[ctypes.c_int64] * (2 if bounds else 0))
         return proto(address)
 
-    def entry(self, name):
-        """The builtin function calling ``name`` through its ``python_entry``."""
+    def chunk(self, name):
+        """The address of kernel ``name``'s ``chunk_function`` (0 where it cannot run)."""
+        return self.engine.get_function_address(name + "_chunk") if self.runs_here else 0
+
+    def entry(self, name, suffix=python_entry.SUFFIX, state=None):
+        """The builtin function calling ``name`` through its ``python_entry`` (``suffix``:
+        the kind of entry; ``state``: a checked call's)."""
         if not self.runs_here:
             return functools.partial(_refuse_to_run, self.target[0])
-        function, definition = python_entry.builtin(
-            self.engine.get_function_address(name + python_entry.SUFFIX), name)
-        self.entry_definitions.append(definition)  # as long as the machine code
-        return function
+        definition = self.entry_definitions.get(name + suffix)
+        if definition is None:  # (kept as long as the machine code)
+            definition = self.entry_definitions[name + suffix] = python_entry.definition(
+                self.engine.get_function_address(name + suffix), name)
+        return python_entry.builtin(definition, state)
 
     def function_ir(self, name):
         """The optimised IR of function ``name``, from the part that defines it (read from
@@ -313,7 +321,9 @@ pool = BufferPool()
 
 # --- threads -------------------------------------------------------------------------------
 
-SPLIT_THRESHOLD = 1 << 20   # iteration-space elements from which a loop runs on every core
+SPLIT_THRESHOLD = 1 << 20  # elements from which a loop accumulating over its outer axis splits
+POOL_SPLIT_WORK = 1 << 16  # work (``kernel_work``) from which any other loop splits
+MATH_WORK = 4              # the work of a math function's call on one element (a copy: 1)
 _executor = None
 _executor_lock = threading.Lock()
 
@@ -340,27 +350,70 @@ def _workers():
     return _executor
 
 
+def kernel_work(loop):
+    """A rough cost of ``loop`` in units of one element copied: each element costs one,
+    and ``MATH_WORK`` more per math function (exp, tanh...) its body calls."""
+    return math.prod(loop.shape) * (1 + MATH_WORK * loop.math_calls)
+
+
+def on_pool(loop):
+    """Whether a split ``loop`` runs on the native worker pool (``workers``): a microsecond
+    to hand chunks over; else (its reductions over the outer axis need per-chunk partials,
+    or the system has no pool) on Python's worker threads, tens of microseconds."""
+    return workers.supported() and not partial_outputs(loop)
+
+
 def splits(loop):
     """Whether the runtime splits ``loop`` (a LoopKernel) between the cores, along its outer
     axis: when it is large enough to repay the hand-over to the worker threads. Chunks write
     disjoint parts of the element-wise outputs and of the reductions that keep that axis; a
     reduction over it accumulates each chunk apart (``partial_outputs``)."""
-    return len(loop.shape) >= 1 and loop.shape[0] >= 2 \
-        and math.prod(loop.shape) >= SPLIT_THRESHOLD
+    if len(loop.shape) < 1 or loop.shape[0] < 2 or THREADS < 2:
+        return False
+    if on_pool(loop):
+        return kernel_work(loop) >= POOL_SPLIT_WORK
+    return math.prod(loop.shape) >= SPLIT_THRESHOLD
 
 
 def split_choice(loop):
     """Whether ``loop`` runs on every core, and why, in words for the fusion report."""
     size = math.prod(loop.shape)
-    if splits(loop) and THREADS > 1:
-        return (f"split between the {THREADS} cores along its outer axis ({size:,} elements, "
-                f"at least {SPLIT_THRESHOLD:,})")
     if THREADS == 1:
         return "on one thread (this process may use one core)"
-    if size >= SPLIT_THRESHOLD:
+    if len(loop.shape) < 1 or loop.shape[0] < 2:
         return "on one thread (its outer axis has one element)"
+    if on_pool(loop):
+        work = kernel_work(loop)
+        if splits(loop):
+            return (f"split between the {THREADS} cores along its outer axis, on the worker "
+                    f"pool (work {work:,}: {size:,} elements, math functions counting "
+                    f"{MATH_WORK} more each; at least {POOL_SPLIT_WORK:,})")
+        return (f"on one thread (work {work:,}: {size:,} elements, math functions counting "
+                f"{MATH_WORK} more each; under the {POOL_SPLIT_WORK:,} that repay handing "
+                "chunks to the other cores)")
+    if splits(loop):
+        return (f"split between the {THREADS} cores along its outer axis ({size:,} elements, "
+                f"at least {SPLIT_THRESHOLD:,}: its partial results are combined)")
     return (f"on one thread ({size:,} elements, under the {SPLIT_THRESHOLD:,} that repay "
-            "handing chunks to the other cores)")
+            "handing chunks with partial results to the other cores)")
+
+
+def start_pool():
+    """Start the native worker pool (once per process)."""
+    workers.start(support.address, THREADS)
+
+
+@functools.lru_cache(maxsize=None)
+def _parallel_for():
+    return ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(
+        support.address(workers.PARALLEL_FOR))
+
+
+def run_on_pool(chunk, pointers, extent):
+    """Run a kernel over ``[0, extent)`` of its outer axis on the worker pool: ``chunk`` is
+    the address of its ``chunk_function``, ``pointers`` its buffers' addresses."""
+    start_pool()
+    _parallel_for()(chunk, (ctypes.c_void_p * len(pointers))(*pointers), extent)
 
 
 def partial_outputs(loop):

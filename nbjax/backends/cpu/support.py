@@ -12,6 +12,7 @@ code, so they need no F16C themselves) with the signatures LLVM calls them by, c
 once for the baseline x86-64 CPU, and registered with LLVM's symbol table.
 """
 
+import ctypes
 import platform
 import threading
 
@@ -19,6 +20,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..llvm.types import I16, I32, I64
+from . import workers
 
 HALF, FLOAT, DOUBLE = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 
@@ -113,6 +115,8 @@ def module():
         b = ir.IRBuilder(fn.append_basic_block())
         b.ret(body(b, fn.args[0]))
     _interrupt_handler(m)
+    if workers.supported():
+        workers.define(m)
     return m
 
 
@@ -132,6 +136,10 @@ def register():
         target = llvm.Target.from_default_triple()
         tm = target.create_target_machine(cpu="x86-64" if _X86 else "generic", features="",
                                           opt=2, jit=True)
+        if workers.supported():  # the C library's functions the worker pool calls
+            libc = ctypes.CDLL(None)
+            for name in ("syscall", "sched_yield"):
+                llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
         mod = llvm.parse_assembly(str(module()))
         mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
         engine = llvm.create_mcjit_compiler(mod, tm)
@@ -140,6 +148,9 @@ def register():
             for name in FUNCTIONS:
                 llvm.add_symbol(name, engine.get_function_address(name))
         llvm.add_symbol(INTERRUPT_FLAG, engine.get_global_value_address(INTERRUPT_FLAG))
+        if workers.supported():
+            llvm.add_symbol(workers.PARALLEL_FOR,
+                            engine.get_function_address(workers.PARALLEL_FOR))
         _engine = engine
 
 

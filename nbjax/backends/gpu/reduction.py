@@ -114,7 +114,8 @@ class Policy:
                    for k, o in enumerate(kernel.outputs) if o.combine is not None}
         outputs = [dataclasses.replace(o, var=scratch[k]) if k in scratch else o
                    for k, o in enumerate(kernel.outputs)]
-        first = PartialsKernel(**{**vars(kernel), "name": kernel.name + "_partials",
+        fields = {f.name: getattr(kernel, f.name) for f in dataclasses.fields(kernel) if f.init}
+        first = PartialsKernel(**{**fields, "name": kernel.name + "_partials",
                                   "outputs": outputs}, partials=partials)
         by_shape = {}
         for k, var in scratch.items():

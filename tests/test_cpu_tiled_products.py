@@ -1,0 +1,113 @@
+"""Matrix products of few rows compiled into native code (``backends/cpu/tiled_products``),
+against the reference backend: shapes around the register tile's, transposed left
+operands, batches, float32 and float64, in loops and alone, on one core and on the pool."""
+
+import numpy as np
+import pytest
+
+import nbjax.numpy as jnp
+from nbjax import lax
+from nbjax.backends.cpu import runtime, tiled_products, workers
+from helpers import assert_close, cpu_and_reference
+
+RNG = np.random.default_rng(11)
+
+
+def _in_loop(h, w):
+    """Three steps of ``h <- tanh(h @ w)``-like updates (``h`` keeps its shape when ``w``
+    is square; else one product)."""
+    if w.shape[0] != w.shape[1]:
+        return lax.fori_loop(0, 2, lambda i, acc: acc + h @ w, jnp.zeros((h.shape[0],
+                                                                          w.shape[1]),
+                                                                         h.dtype))
+    return lax.fori_loop(0, 3, lambda i, h: jnp.tanh(h @ w), h)
+
+
+def _check(fn, *args, dtype=np.float32):
+    cpu, ref = cpu_and_reference(fn, *args)
+    got, want = cpu.run(*args)[0], ref.run(*args)[0]
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    assert_close(got, want, rtol=rtol, scale=float(np.abs(want).max(initial=0.0)) + 1.0)
+    return cpu
+
+
+def _uses_tiles(cpu):
+    return "tiled_product" in cpu.jit_module.optimised_ir
+
+
+@pytest.mark.parametrize("m", [2, 5, 6, 7, 13, 64])
+@pytest.mark.parametrize("k, n", [(1, 16), (3, 48), (37, 80), (64, 64), (256, 128)])
+def test_products_of_few_rows_in_loops_match(m, k, n):
+    h = RNG.standard_normal((m, k)).astype(np.float32)
+    w = (RNG.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+    cpu = _check(_in_loop, h, w)
+    assert _uses_tiles(cpu)
+
+
+def test_the_fusion_report_says_which_products_are_tiled():
+    h, w = np.ones((32, 64), np.float32), np.ones((64, 128), np.float32)
+    cpu = _check(lambda h, w: (h @ w) * 2.0, h, w)
+    reasons = [d.reason for d in cpu.plan.decisions]
+    assert any("dot_general is a register-tiled loop in native code (32 rows" in r
+               for r in reasons)
+    cpu = _check(lambda h, w: (h @ w) * 2.0, np.ones((65, 64), np.float32), w)
+    assert any("dot_general is a BLAS call" in d.reason for d in cpu.plan.decisions)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_square_recurrence_in_both_dtypes(x64, dtype):
+    h = RNG.standard_normal((9, 96)).astype(dtype)
+    w = (RNG.standard_normal((96, 96)) / 10).astype(dtype)
+    assert _uses_tiles(_check(_in_loop, h, w, dtype=dtype))
+
+
+def test_transposed_left_operands_and_batches():
+    x = RNG.standard_normal((40, 6)).astype(np.float32)      # x.T @ w: 6 x 40 by 40 x 32
+    w = RNG.standard_normal((40, 32)).astype(np.float32)
+    assert _uses_tiles(_check(lambda x, w: x.T @ w * 2.0, x, w))
+    a = RNG.standard_normal((3, 5, 24)).astype(np.float32)
+    b = RNG.standard_normal((3, 24, 48)).astype(np.float32)
+    assert _uses_tiles(_check(lambda a, b: jnp.einsum("bmk,bkn->bmn", a, b) + 1.0, a, b))
+
+
+def test_an_empty_contraction_gives_zeros():
+    h, w = np.ones((4, 0), np.float32), np.ones((0, 32), np.float32)
+    cpu = _check(lambda h, w: (h @ w) + 1.0, h, w)
+    np.testing.assert_array_equal(cpu.run(h, w)[0], np.ones((4, 32), np.float32))
+
+
+def test_special_values_propagate():
+    h = RNG.standard_normal((3, 8)).astype(np.float32)
+    h[0, 2], h[1, 5], h[2, 0] = np.nan, np.inf, -0.0
+    w = RNG.standard_normal((8, 16)).astype(np.float32)
+    _check(lambda h, w: (h @ w) * 1.0, h, w)
+
+
+def test_other_products_call_blas():
+    """One row or more than ``ROWS_MAX``, a transposed right operand, or columns that are
+    not whole vectors: BLAS's ``gemm``."""
+    many = RNG.standard_normal((tiled_products.ROWS_MAX + 1, 16)).astype(np.float32)
+    w = RNG.standard_normal((16, 32)).astype(np.float32)
+    assert not _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, many, w))
+    assert not _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, many[:1], w))
+    few = RNG.standard_normal((4, 16)).astype(np.float32)
+    contract_last = (((1,), (1,)), ((), ()))          # x @ v.T, v of 32 rows of 16
+    assert not _uses_tiles(_check(lambda x, v: lax.dot_general(x, v, contract_last) + 1.0,
+                                  few, w.T.copy()))
+    odd = RNG.standard_normal((16, tiled_products.lanes(np.float32) + 1)).astype(np.float32)
+    assert not _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, few, odd))
+
+
+@pytest.mark.skipif(not workers.supported() or runtime.THREADS < 2,
+                    reason="the worker pool needs Linux and two cores")
+def test_large_products_share_their_tiles_on_the_pool(monkeypatch):
+    """Each element is summed in the same order whichever thread computes its tile: the
+    values on the pool are those on one thread, bit for bit."""
+    h = RNG.standard_normal((13, 64)).astype(np.float32)
+    w = (RNG.standard_normal((64, 400)) / 8).astype(np.float32)[:, :400 // 16 * 16]
+    monkeypatch.setattr(tiled_products, "SPLIT_WORK", 1)
+    pooled = _check(_in_loop, h, w)
+    assert workers.PARALLEL_FOR in pooled.jit_module.optimised_ir
+    monkeypatch.setattr(tiled_products, "SPLIT_WORK", 1 << 62)
+    alone, _ = cpu_and_reference(_in_loop, h, w)
+    np.testing.assert_array_equal(pooled.run(h, w)[0], alone.run(h, w)[0])
