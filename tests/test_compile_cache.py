@@ -284,12 +284,12 @@ def test_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
 
 
 def test_write_error_costs_only_the_entry(cache_dir, monkeypatch):
-    def no_space(fd):
+    def no_space(*args):
         raise OSError(28, "No space left on device")
 
     x = RNG.standard_normal((2, 5)).astype(np.float32)
     with monkeypatch.context() as patch:
-        patch.setattr(os, "fsync", no_space)
+        patch.setattr(os, "replace", no_space)
         _compile_and_check(x)
     assert _entries(cache_dir) == []
     _compile_and_check(x)

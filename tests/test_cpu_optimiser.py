@@ -2,6 +2,7 @@
 a module at once, give what the in-process pipeline gives, and any failure of a worker falls
 back to compiling here."""
 
+import ctypes
 import io
 import logging
 import re
@@ -200,11 +201,99 @@ def test_the_parts_run_as_the_whole_module_did(two_processes):
 
 
 def test_a_part_llvm_rejects_makes_the_module_compile_here(two_processes, monkeypatch):
-    real = partition.split
-    monkeypatch.setattr(partition, "split",
-                        lambda text, parts: real(text, parts)[:-1] + ["not IR"])
+    real = partition.split_by_tier
+    monkeypatch.setattr(partition, "split_by_tier", lambda text, parts, light=None:
+                        real(text, parts, light)[:-1] + [("not IR", None)])
     assert two_processes.compile_module(_PROGRAM, *cpu_target()) is None
     _check(RNG.standard_normal((5, 7)).astype(np.float32))   # compiled here, still right
+
+
+def test_each_light_tier_gets_a_part_of_its_own():
+    light = {"program": pipeline.CALLS, "kernel_1": pipeline.SMALL_LOOPS}
+    parts = partition.split_by_tier(_PROGRAM, 1, light)
+    assert sorted((sorted(_defined(text)), tier) for text, tier in parts) == [
+        (["kernel_0"], None), (["kernel_1"], pipeline.SMALL_LOOPS),
+        (["program"], pipeline.CALLS)]
+    assert partition.split_by_tier(_PROGRAM, 1) == [(_PROGRAM, None)]
+
+
+def test_code_that_runs_once_per_call_or_step_goes_to_the_light_tiers(monkeypatch):
+    """Python's entry, the program, a scan's control flow and small kernels are light;
+    a kernel whose loop is vectorised is compiled by O3."""
+    seen = []
+    real = runtime.JitModule.__init__
+
+    def init(self, ir_text, timer, light=None):
+        seen.append((partition.definitions(ir_text), light))
+        real(self, ir_text, timer, light)
+    monkeypatch.setattr(runtime.JitModule, "__init__", init)
+
+    def f(big, h, w):
+        h, _ = nbjax.lax.scan(lambda h, _: (jnp.tanh(h @ w), None), h, None, length=3)
+        return jnp.exp(big) * 2.0, h
+    big = RNG.standard_normal((64, 128)).astype(np.float32)
+    h, w = (RNG.standard_normal((4, 4)).astype(np.float32) for _ in range(2))
+    exe = compile(nbjax.make_jaxpr(f)(big, h, w), "cpu", "tiers")
+    out, h_out = exe.run(big, h, w)
+    np.testing.assert_allclose(out, np.exp(big) * 2.0, rtol=1e-5, atol=1e-5)
+    expected = h
+    for _ in range(3):
+        expected = np.tanh(expected @ w)
+    np.testing.assert_allclose(h_out, expected, rtol=1e-5, atol=1e-5)
+    (defined, light), = seen
+    vectorised = [n for n in defined if n.startswith("kernel") and n not in light]
+    assert len(vectorised) == 1   # exp(big) * 2
+    assert light["program"] == light["program_py"] == pipeline.CALLS
+    assert any(n.startswith("control") and tier == pipeline.CALLS for n, tier in light.items())
+    assert any(n.startswith("kernel") and tier == pipeline.SMALL_LOOPS  # the scan's tanh
+               for n, tier in light.items())
+
+
+@pytest.mark.parametrize("tier", [pipeline.CALLS, pipeline.SMALL_LOOPS])
+def test_a_light_tier_makes_code_that_runs_as_o3s_does(tier):
+    """The light tiers' passes and code generators keep the meaning of a loop with locals
+    (promoted to registers), a phi and a call."""
+    text = """
+define internal float @"twice"(float %".1") noinline
+{
+entry:
+  %".2" = fmul float %".1", 2.0
+  ret float %".2"
+}
+
+define void @"axpy"(float* noalias %".1", float* noalias %".2", i64 %".3")
+{
+entry:
+  %"acc" = alloca float
+  store float 0.0, float* %"acc"
+  br label %"loop"
+loop:
+  %"i" = phi i64 [0, %"entry"], [%"next", %"loop"]
+  %".4" = getelementptr float, float* %".2", i64 %"i"
+  %".5" = load float, float* %".4"
+  %".6" = call float @"twice"(float %".5")
+  %".7" = load float, float* %"acc"
+  %".8" = fadd float %".7", %".6"
+  store float %".8", float* %"acc"
+  %".9" = getelementptr float, float* %".1", i64 %"i"
+  store float %".8", float* %".9"
+  %"next" = add i64 %"i", 1
+  %"more" = icmp slt i64 %"next", %".3"
+  br i1 %"more", label %"loop", label %"done"
+done:
+  ret void
+}
+"""
+    optimised, code = pipeline.compile_module(text, *cpu_target(), light=tier)
+    assert "alloca" not in optimised          # the local lives in a register
+    engine = runtime._engine([code], runtime._target_machine())
+    axpy = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(
+        engine.get_function_address("axpy"))
+    x = RNG.standard_normal(300).astype(np.float32)
+    out = np.zeros_like(x)
+    axpy(out.ctypes.data, x.ctypes.data, x.size)
+    np.testing.assert_allclose(out, np.cumsum(2 * x, dtype=np.float32), rtol=1e-5,
+                               atol=1e-5 * np.abs(x).sum())
 
 
 def test_object_files_pack_and_unpack():

@@ -11,7 +11,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.backends import compile
-from nbjax.backends.cpu import runtime, streaming
+from nbjax.backends.cpu import codegen, runtime, streaming
 from helpers import cpu_and_reference
 
 RNG = np.random.default_rng(5)
@@ -219,6 +219,27 @@ def test_kernels_differing_in_a_constant_or_a_shape_keep_their_own_code():
     assert len(cpu.layout.same_code) == 1  # the two means only
     cpu = _check(_two_norms, x, y[:16], w, rtol=1e-5)
     assert cpu.layout.same_code == {}
+
+
+def test_the_module_text_reuses_the_kernels_text_unchanged(monkeypatch):
+    """``ModuleBuilder.text`` (which does not print kernels twice) is what llvmlite prints,
+    for a module with kernels of the same code, mathlib functions and control flow."""
+    texts = []
+    real = codegen.ModuleBuilder.text
+
+    def text(mb):
+        texts.append((real(mb), str(mb.module)))
+        return texts[-1][0]
+    monkeypatch.setattr(codegen.ModuleBuilder, "text", text)
+
+    def f(x, y, w):
+        a, b = _two_norms(x, y, w)
+        h, _ = nbjax.lax.scan(lambda h, _: (jnp.tanh(h @ w.T) + jnp.exp(-h * h), None), x,
+                              None, length=3)
+        return a, b, h
+    x, y = (RNG.standard_normal((32, 64)).astype(np.float32) for _ in range(2))
+    _check(f, x, y, RNG.standard_normal((64, 64)).astype(np.float32) * 0.1, rtol=1e-5)
+    assert texts and all(ours == llvmlites for ours, llvmlites in texts)
 
 
 def test_the_code_of_a_kernel_includes_its_loops_hints():

@@ -15,11 +15,13 @@ once) and nbjax compiles without a disk cache.
 Keys: the SHA-256 of the module's IR text and of everything else that shapes the machine
 code: nbjax's version and the source of the modules that turn IR into code (this one and
 ``runtime``), the llvmlite and LLVM versions, the target triple, the CPU name and its
-features. Entries are written to a temporary file in the same directory, flushed to disk and
-renamed over the final name, so a reader never sees half an entry; each carries the SHA-256
-of its contents, so a truncated or corrupted file is detected, ignored (logged at debug
-level) and rebuilt, and the key it was built for, so an entry found under another entry's
-name (files swapped or copied) is rebuilt rather than run.
+features. Entries are written to a temporary file in the same directory and renamed over the
+final name, so a reader never sees half an entry; each carries the SHA-256 of its contents,
+so a truncated or corrupted file (a crash before the system wrote it all to disk) is
+detected, ignored (logged at debug level) and rebuilt, and the key it was built for, so an
+entry found under another entry's name (files swapped or copied) is rebuilt rather than
+run. The files are not ``fsync``-ed: the checksum already covers a crash, and a sync took
+2-25 ms of a first call.
 """
 
 import functools
@@ -135,12 +137,15 @@ def _compiler_version():
     return f"{__version__}+{source.hexdigest()[:16]}"
 
 
-def entry_key(ir_text, env=None):
+def entry_key(ir_text, env=None, light=None):
     """The hex SHA-256 naming the entry of the module ``ir_text`` compiled in ``env``
-    (default: this process's ``environment()``)."""
+    (default: this process's ``environment()``), the functions of ``light`` ({name: tier})
+    by their light tier."""
     h = hashlib.sha256(json.dumps(env or environment(), sort_keys=True).encode())
     h.update(b"\0")
     h.update(ir_text.encode())
+    if light:
+        h.update(b"\0" + json.dumps(light, sort_keys=True).encode())
     return h.hexdigest()
 
 
@@ -190,15 +195,12 @@ def read(path, key, meta=bytes.decode):
 
 
 def write(path, data):
-    """Write ``data`` to ``path`` atomically: a temporary file in the same directory, flushed
-    to disk, then renamed over ``path``; True once done. Failing to write only costs the
-    cache entry."""
+    """Write ``data`` to ``path`` atomically: a temporary file in the same directory, then
+    renamed over ``path``; True once done. Failing to write only costs the cache entry."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=SUFFIX)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, path)
         return True
     except OSError as e:
@@ -214,20 +216,21 @@ def write(path, data):
 class Lookup:
     """One module's trip through the disk cache.
 
-    ``Lookup(ir_text)`` reads the module's entry; ``hit`` says whether there was one, and then
+    ``Lookup(ir_text, light)`` reads the entry of the module (the functions of ``light``,
+    {name: tier}, compiled by their light tier); ``hit`` says whether there was one, and then
     ``optimised_texts`` and ``objects`` are the optimised IR and object code of its parts
     (``partition``: a module is compiled in parts, on several cores). A module compiled
     afresh is ``supply``-ed; ``done()`` then stores it.
     """
 
-    def __init__(self, ir_text):
+    def __init__(self, ir_text, light=None):
         self.directory = directory()
         self.path = None
         self.optimised_texts = self.objects = None
         self.hit = False
         if self.directory is None:
             return
-        self.key = entry_key(ir_text)
+        self.key = entry_key(ir_text, light=light)
         self.path = self.directory / (self.key + SUFFIX)
         found = read(self.path, self.key, meta=json.loads)
         if found is not None:

@@ -30,7 +30,7 @@ from llvmlite import ir
 from ...core import dtypes
 from ..llvm import (I64, LIBM, KernelScaffold, ScalarEmitter, constant, define_kernel,
                     entry_alloca, for_loop, mathlib, mem_type, reg_type)
-from . import runtime, streaming, workers
+from . import pipeline, runtime, streaming, workers
 
 
 class ModuleBuilder:
@@ -41,7 +41,12 @@ class ModuleBuilder:
         self.host_calls = []  # the module's host steps (``control_flow.host_step``)
         self.combiners = {}   # kernel name -> its combiner's (``add_combiner``)
         self.same_code = {}   # kernel name -> the earlier kernel whose code it runs
+        # The functions LLVM's light tiers compile ({name: tier}, see ``pipeline``): code
+        # that loops over no more than a few elements (small kernels) or only calls other
+        # code (a kernel of the same code as another, Python's entries, control flow).
+        self.light = {}
         self._code = {}       # a kernel's code, name and loop labels left out -> function
+        self._printed = {}    # kernel name -> its IR text, printed once (``text``)
         self.nontemporal = self.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
 
     def loop_hints(self, width=None, unroll=True, vectorise=True):
@@ -66,7 +71,25 @@ class ModuleBuilder:
             builder.call(same, fn.args, tail=True)
             builder.ret_void()
             self.same_code[kernel.name] = same.name
+        else:
+            self._printed[fn.name] = text
+        if same is not fn:
+            self.light[fn.name] = pipeline.CALLS
+        elif small(kernel):
+            self.light[fn.name] = pipeline.SMALL_LOOPS
         return text
+
+    def text(self):
+        """The module's IR text, as ``str(self.module)`` prints it, but with the text of each
+        kernel ``add_kernel`` printed rather than printed again (printing took a fifth of a
+        transformer gradient's code generation)."""
+        m = self.module
+        lines = [f'; ModuleID = "{m.name}"', f'target triple = "{m.triple}"',
+                 f'target datalayout = "{m.data_layout}"', ""]
+        lines += [t.get_declaration() for t in m.get_identified_types().values()]
+        lines += [self._printed.get(v.name) or str(v) for v in m.globals.values()]
+        lines += m._get_metadata_lines()
+        return "\n".join(lines)
 
     def chunk_function(self, kernel):
         """``<kernel>_chunk(args, start, stop)``, the worker pool's call of ``kernel`` over
@@ -84,6 +107,7 @@ class ModuleBuilder:
                     for k, t in enumerate(fn.function_type.args[:-2])]
         b.call(fn, pointers + [start, stop])
         b.ret_void()
+        self.light[name] = pipeline.CALLS
         return chunk
 
     def add_combiner(self, kernel):
@@ -112,6 +136,8 @@ class ModuleBuilder:
                      combine, f"out{k}")
         builder.ret_void()
         self.combiners[kernel.name] = name
+        if small(kernel):
+            self.light[name] = pipeline.SMALL_LOOPS
         return name
 
 
@@ -181,16 +207,17 @@ class CpuLoops(KernelScaffold):
         if self.streaming:
             streaming.fence(self)
 
-    def for_(self, lo, hi, emit, name, step=1, width=None, unroll=True):
+    def for_(self, lo, hi, emit, name, step=1, width=None, unroll=True, short=False):
         """``llvm.for_loop``, vectorised ``width`` lanes wide when given, left alone by
-        LLVM's unroller unless ``unroll``, neither vectorised nor unrolled in a small
-        kernel (``SMALL_KERNEL``); no loop at all for one iteration."""
+        LLVM's unroller unless ``unroll``, neither vectorised nor unrolled when ``short``
+        (a loop of a few iterations) or in a small kernel (``SMALL_KERNEL``); no loop at all
+        for one iteration."""
         if isinstance(lo, ir.Constant) and isinstance(hi, ir.Constant) \
                 and hi.constant - lo.constant == 1:
             emit(lo)
             return
         back = for_loop(self.b, lo, hi, emit, name, step)
-        if math.prod(self.kernel.shape) < SMALL_KERNEL:
+        if short or small(self.kernel):
             back.set_metadata("llvm.loop", self.mb.loop_hints(unroll=False, vectorise=False))
         elif width or not unroll:
             back.set_metadata("llvm.loop", self.mb.loop_hints(width, unroll))
@@ -255,6 +282,12 @@ def _local_dtype(out):
 # few microseconds more when they run, at most, against 5-30 ms less of LLVM's time each
 # (an MLP step's loss and softmax kernels over [128, 10]: its first call 223 -> 150 ms).
 SMALL_KERNEL = 2048
+
+
+def small(kernel):
+    """Whether ``kernel`` is compiled without vectorising or unrolling its loops."""
+    return math.prod(kernel.shape) < SMALL_KERNEL
+
 
 INLINE_MATH_CALLS = 4   # more in one kernel: one shared copy of each function, called
 

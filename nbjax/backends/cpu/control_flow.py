@@ -41,8 +41,8 @@ from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
 from ...lax import cond_p, scan_p, while_p
 from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
-from . import (arg_reduction, blas, buffer_plan, cumulative, lapack, runtime, scatter, sort,
-               support, workers)
+from . import (arg_reduction, blas, buffer_plan, cumulative, lapack, pipeline, runtime, scatter,
+               sort, support, workers)
 from .host_steps import HostCall, SplitCall
 
 I8P = I8.as_pointer()
@@ -136,6 +136,7 @@ class ControlFlowFunction:
         """``whole_program``: the function of ``of_program``, which is timed (``Flow``)
         and left unoptimised."""
         self.mb, self.loop_depth = mb, 0
+        self.loops_over_elements = False   # it has loops of its own beyond its control flow
         self.flow = Flow(name, list(operands), list(results), timed=whole_program)
         self.plan, self.regions = buffer_plan.ScratchPlan(), {}  # {pointer: (offset, bytes)}
         fn = ir.Function(mb.module, ir.FunctionType(I32, [I8P.as_pointer(), I8P]), name=name)
@@ -165,6 +166,8 @@ class ControlFlowFunction:
         self.flow.scratch_bytes = self.plan.size
         self.b.ret(ir.Constant(I32, 0))
         self.setup.branch(start)
+        if whole_program or not self.loops_over_elements:
+            mb.light[name] = pipeline.CALLS   # calls, in loops at most
 
     @classmethod
     def of_step(cls, mb, group, name):
@@ -252,11 +255,13 @@ class ControlFlowFunction:
             self.memset(pointer, 0, n * np.dtype(dtype).itemsize)
             return
         typed, e = self.typed(pointer, dtype), self.e
+        self.loops_over_elements = True
         for_loop(self.b, ir.Constant(I64, 0), ir.Constant(I64, n),
                  lambda i: e.store(typed, i, constant(value, dtype), dtype), "fill")
 
     def convert(self, dst, src, src_dtype, dst_dtype, n):
         e = self.e
+        self.loops_over_elements = True
         to, frm = self.typed(dst, dst_dtype), self.typed(src, src_dtype)
         for_loop(self.b, ir.Constant(I64, 0), ir.Constant(I64, n),
                  lambda i: e.store(to, i, e.convert(e.load(frm, i, src_dtype), src_dtype,
@@ -331,6 +336,7 @@ class ControlFlowFunction:
         def body(f, ins, outs):
             _library_loop(eqn).emit(f, eqn, *ins, *outs)
         if not self.flow.timed:
+            self.loops_over_elements = True
             body(self, ins, outs)
             return
         name = self.mb.module.get_unique_name(f"library_{eqn.primitive.name}")

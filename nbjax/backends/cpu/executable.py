@@ -28,7 +28,7 @@ import numpy as np
 from ... import compiler
 from ...compiler import KernelInfo, report
 from ...core import HOST_DEVICE, Literal, host_result, to_numpy
-from . import buffer_plan, codegen, control_flow, interrupts, python_entry, runtime
+from . import buffer_plan, codegen, control_flow, interrupts, pipeline, python_entry, runtime
 from .host_steps import HostCall, host_step
 
 
@@ -496,11 +496,11 @@ def compile_plan(name, optimised, plan, rewrites, timer, donated=frozenset()):
     calls give away the buffers of the inputs at ``donated``."""
     donations = buffer_plan.donations(optimised.jaxpr, plan.groups, donated)  # (marks
     # the kernels updating a donated input in place)
-    layout, ir_text = generate(name, optimised, plan, timer)
+    layout, ir_text, light = generate(name, optimised, plan, timer)
     layout.donations = donations
     jit_module = None
     if ir_text is not None:
-        jit_module = runtime.JitModule(ir_text, timer)
+        jit_module = runtime.JitModule(ir_text, timer, light)
         with timer("machine_code"):
             layout.optimised_texts = {loop.name: _optimised_text(jit_module, loop.name, layout)
                                       for loop, _, _ in layout.kernels}
@@ -516,15 +516,15 @@ def _optimised_text(jit_module, name, layout):
 
 
 def generate(name, optimised, plan, timer):
-    """(Layout, LLVM IR text of the module, or None when the plan has no kernel or loop):
-    every kernel of the plan and of its control flow, a function per control-flow step
-    and, for a program of several steps, one function running it all (see the module
-    docstring)."""
+    """(Layout, LLVM IR text of the module or None when the plan has no kernel or loop, the
+    functions LLVM's light tiers compile as {name: tier}): every kernel of the plan and of
+    its control flow, a function per control-flow step and, for a program of several
+    steps, one function running it all (see the module docstring)."""
     loops = list(_kernels_of(plan))
     controls = [g for g in plan.groups if g.kind == "loop"]
     whole = len(plan.groups) > 1 or _native_library_step(plan)
     if not (loops or controls or whole):
-        return Layout([], [], {}, [], []), None
+        return Layout([], [], {}, [], []), None, {}
     with timer("codegen"):
         mb = codegen.ModuleBuilder(name)
         texts = [mb.add_kernel(loop) for loop, _ in loops]
@@ -540,9 +540,12 @@ def generate(name, optimised, plan, timer):
                 mb, optimised, plan, "program", dict(functions))
         flows = {key: f.flow for key, f in functions.items()}
         entries = _add_entries(mb.module, plan, flows) if python_entry.USABLE else ()
-        ir_text = str(mb.module)
+        mb.light.update((entry + suffix, pipeline.CALLS) for entry in entries
+                        for suffix in (python_entry.SUFFIX, python_entry.CALL_SUFFIX)
+                        if entry + suffix in mb.module.globals)
+        ir_text = mb.text()
     return Layout(kernels, texts, flows, mb.host_calls, runtime.externals(mb.module),
-                  entries, same_code=mb.same_code), ir_text
+                  entries, same_code=mb.same_code), ir_text, mb.light
 
 
 def _add_entries(module, plan, flows):

@@ -2,11 +2,13 @@
 llvmlite leaks per module (``pipeline.py``) is left in processes we restart, and so that the
 parts of a large module (``partition``) are compiled on several cores at once.
 
-``OptimiserPool.compile_module(ir_text, cpu, features)`` cuts the module into parts, has
-the workers compile them (each worker takes the next part as soon as it is free) and returns the parts'
-(optimised IR texts, object codes), or None when the workers cannot be used (none could
-start, one died, or LLVM reported an error): the caller then compiles in this process, as
-before. A worker is started on first use and replaced every ``MODULES_PER_WORKER`` modules.
+``OptimiserPool.compile_module(ir_text, cpu, features, light)`` cuts the module into parts
+(the functions of each light tier, ``light``: {name: tier}, in parts of their own:
+``pipeline``), has the workers compile them (each worker takes the next part as soon as it
+is free) and returns the parts' (optimised IR texts, object codes), or None when the workers
+cannot be used (none could start, one died, or LLVM reported an error): the caller then
+compiles in this process, as before. The workers are started on first use and each is
+replaced every ``MODULES_PER_WORKER`` modules.
 """
 
 import atexit
@@ -36,9 +38,10 @@ class OptimiserProcess:
         self._served = 0
         self._broken = False   # the worker cannot start here: stop trying
 
-    def compile_module(self, ir_text, cpu, features):
-        """(optimised IR, object code) of ``ir_text``, or None."""
-        if not self.send(ir_text, cpu, features):
+    def compile_module(self, ir_text, cpu, features, light=None):
+        """(optimised IR, object code) of ``ir_text`` (by the light tier ``light`` if
+        given), or None."""
+        if not self.send(ir_text, cpu, features, light):
             return None
         try:
             return self.receive()
@@ -46,12 +49,12 @@ class OptimiserProcess:
             self.stop()   # interrupted mid-request: its replies would be out of step
             raise
 
-    def send(self, ir_text, cpu, features):
+    def send(self, ir_text, cpu, features, light=None):
         """Hand ``ir_text`` to the worker; False when there is no worker to take it."""
-        worker = self._running()
+        worker = self._running(cpu, features)
         if worker is None:
             return False
-        header = json.dumps({"cpu": cpu, "features": features}).encode()
+        header = json.dumps({"cpu": cpu, "features": features, "light": light}).encode()
         try:
             pipeline.write_message(worker.stdin, header, ir_text.encode())
         except OSError as e:
@@ -76,6 +79,13 @@ class OptimiserProcess:
             return None
         return reply[1].decode(), reply[2]
 
+    def start(self, cpu, features):
+        """Start the worker (for ``cpu``/``features``) if it is not running. The pool starts
+        them all on its first module, so that one with fewer parts than workers (a
+        benchmark's warm-up) does not leave the start of the others to the next module's
+        time."""
+        self._running(cpu, features)
+
     def fileno(self):
         return self._worker.stdout.fileno()
 
@@ -83,15 +93,16 @@ class OptimiserProcess:
         log.warning("nbjax: the optimiser process failed (%s); compiling in-process", why)
         self.stop()
 
-    def _running(self):
+    def _running(self, cpu, features):
         if self._broken:
             return None
         if self._worker is not None and self._served >= MODULES_PER_WORKER:
             self.stop()
         if self._worker is None:
             try:
-                self._worker = subprocess.Popen([sys.executable, pipeline.__file__],
-                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                self._worker = subprocess.Popen(
+                    [sys.executable, pipeline.__file__, json.dumps([cpu, features])],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             except OSError as e:
                 log.warning("nbjax: cannot start the optimiser process (%s); compiling "
                             "in-process", e)
@@ -118,10 +129,14 @@ class OptimiserPool:
         self.processes = [OptimiserProcess() for _ in range(max(1, workers))]
         atexit.register(self.close)
 
-    def compile_module(self, ir_text, cpu, features):
-        """(optimised IR texts, object codes) of the parts of ``ir_text``, or None."""
-        parts = partition.split(ir_text, PARTS_PER_WORKER * len(self.processes))
+    def compile_module(self, ir_text, cpu, features, light=None):
+        """(optimised IR texts, object codes) of the parts of ``ir_text``, or None; the
+        functions of ``light`` ({name: tier}) by their light tier."""
+        parts = partition.split_by_tier(ir_text, PARTS_PER_WORKER * len(self.processes),
+                                        light)
         with self._lock:
+            for process in self.processes:
+                process.start(cpu, features)
             try:
                 replies = self._compile_parts(parts, cpu, features)
             except BaseException:
@@ -140,8 +155,8 @@ class OptimiserPool:
         with selectors.DefaultSelector() as busy:
             def hand_out(process):
                 while pending and not failed:
-                    index, text = pending[0]
-                    if not process.send(text, cpu, features):
+                    index, (text, tier) = pending[0]
+                    if not process.send(text, cpu, features, tier):
                         return
                     pending.pop(0)
                     busy.register(process, selectors.EVENT_READ, index)

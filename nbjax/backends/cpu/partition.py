@@ -19,6 +19,8 @@ functions to whole kernels, where a call costs nothing next to the loop it runs.
 import dataclasses
 import re
 
+from . import pipeline
+
 _NAME = re.compile(r'@("?)([^"(\s]+)\1\(')
 _VARIANT = re.compile(r"_ZGV\w*?\(([\w.]+)\)")   # vector-function-abi-variant's names
 
@@ -39,17 +41,41 @@ def split(ir_text, parts):
     """The IR texts of at most ``parts`` modules that together define what ``ir_text``
     defines, balanced by the estimated cost of their functions (``_cost``); ``[ir_text]``
     when there is nothing to cut (one function that is not internal, or ``parts`` < 2)."""
+    return [text for text, _ in split_by_tier(ir_text, parts)]
+
+
+def split_by_tier(ir_text, parts, light=None):
+    """``split``, the functions of each light tier (``light``: {name: tier}, see
+    ``pipeline``) in parts of their own: (IR text, its tier or None) of each part, the
+    costliest first. Each tier gets about its share of the estimated cost in parts (one
+    at least), whose functions it balances."""
+    light = light or {}
     shared, functions = _read(ir_text)
     own = [f for f in functions if not f.internal]
-    if parts < 2 or len(own) < 2:
-        return [ir_text]
+    if not light.keys() & {f.name for f in own} and (parts < 2 or len(own) < 2):
+        return [(ir_text, None)]
     copies = [f.text for f in functions if f.internal]
+    tiers = {}
+    for f in own:
+        tiers.setdefault(light.get(f.name), []).append(f)
+    total = sum(_cost(f, tier) for tier, fs in tiers.items() for f in fs)
+    groups = []
+    for tier, fs in tiers.items():
+        share = round(parts * sum(_cost(f, tier) for f in fs) / total)
+        groups += [(sum(_cost(f, tier) for f in group), group, tier)
+                   for group in _balanced(_units(fs), max(1, share), tier)]
     texts = []
-    for group in _balanced(_units(own), parts):
+    for _, group, tier in sorted(groups, key=lambda g: g[0], reverse=True):
         names = {f.name for f in group}
         declared = [f.declaration for f in own if f.name not in names]
-        texts.append("\n".join(shared + declared + copies + [f.text for f in group]) + "\n")
+        texts.append(("\n".join(shared + declared + copies + [f.text for f in group]) + "\n",
+                      tier))
     return texts
+
+
+def definitions(ir_text):
+    """{name: its definition's text} of the functions ``ir_text`` defines."""
+    return {f.name: f.text for f in _read(ir_text)[1]}
 
 
 def _read(ir_text):
@@ -87,19 +113,22 @@ def _units(functions):
     return list({id(u): u for u in unit.values()}.values())
 
 
-def _balanced(units, parts):
+def _balanced(units, parts, tier=None):
     """The functions of ``units`` in at most ``parts`` non-empty groups of about equal
     estimated cost: the costliest unit first, each to the group with the least so far."""
+    def cost(unit):
+        return sum(_cost(f, tier) for f in unit)
     groups = [[] for _ in range(min(parts, len(units)))]
     sizes = [0] * len(groups)
-    for unit in sorted(units, key=lambda u: sum(map(_cost, u)), reverse=True):
+    for unit in sorted(units, key=cost, reverse=True):
         k = sizes.index(min(sizes))
         groups[k] += unit
-        sizes[k] += sum(map(_cost, unit))
+        sizes[k] += cost(unit)
     return groups
 
 
-def _cost(function):
-    """The estimated time LLVM takes on ``function``: measured on the benchmarks' kernels,
-    about as much per function (the vectoriser's analyses) as per 8 KB of its text."""
-    return 8000 + len(function.text)
+def _cost(function, tier=None):
+    """The estimated time LLVM takes on ``function`` compiled by ``tier`` (None: O3):
+    measured on the benchmarks' kernels, about as much per function (the vectoriser's
+    analyses) as per 8 KB of its text, a fraction of that in a light tier."""
+    return (8000 + len(function.text)) * pipeline.RELATIVE_COST.get(tier, 1)

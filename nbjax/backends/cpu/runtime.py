@@ -12,7 +12,6 @@
   that axis accumulates each chunk into a private buffer, combined at the end.
 """
 
-import contextlib
 import ctypes
 import functools
 import math
@@ -27,7 +26,7 @@ import numpy as np
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from . import cache, optimiser, pipeline, python_entry, support, workers
+from . import cache, optimiser, partition, pipeline, python_entry, support, workers
 from .target import cpu_target, runs_here
 
 _init_lock = threading.Lock()
@@ -86,29 +85,28 @@ def float32_lanes():
 
 
 class JitModule:
-    """LLVM IR text -> optimised parts -> machine code, with the time of each phase."""
+    """LLVM IR text -> optimised parts -> machine code, with the time of each phase; the
+    functions of ``light`` ({name: tier}) are compiled by their light tier (``pipeline``)."""
 
-    def __init__(self, ir_text, timer):
+    def __init__(self, ir_text, timer, light=None):
         self.target = cpu_target()
         self.runs_here = runs_here()
         with timer("disk_cache"):
-            lookup = cache.Lookup(ir_text)   # a hit: optimised IR and machine code, no passes
+            lookup = cache.Lookup(ir_text, light)  # a hit: optimised IR, machine code, no passes
         self.from_disk_cache = lookup.hit
         if not lookup.hit:
             with timer("llvm_optimise"):     # and code generation, in the optimiser processes
-                made = _optimisers.compile_module(ir_text, *self.target)
+                made = _optimisers.compile_module(ir_text, *self.target, light)
                 if made is None:             # they could not do it: in this process
                     optimised, code = pipeline.compile_module(ir_text, *self.target)
                     made = [optimised], [code]
             lookup.supply(*made)
-        tm = _target_machine()
         start_pool()  # (native code may hand kernels to it)
-        with timer("llvm_parse"):
-            self.modules = [pipeline.parse(text, tm) for text in lookup.optimised_texts]
         with timer("machine_code"):
-            self.engine = _engine(lookup.objects, tm)
+            self.engine = _engine(lookup.objects, _target_machine())
         self.entry_definitions = {}  # an entry's name -> its method definition
         self.optimised_ir = "\n".join(lookup.optimised_texts)
+        self._definitions = None
         # (kept until the program's disk cache entry takes it: ``take_object_code``)
         self.object_code = lookup.done()
 
@@ -116,16 +114,15 @@ class JitModule:
     def of_object_code(cls, object_code, optimised_ir, externals):
         """The module whose machine code is ``object_code`` (``cache.pack_objects``) and
         optimised IR ``optimised_ir`` (from the disk cache of whole programs), loaded as it
-        is, with no IR parsed (``function_ir`` has nothing to show); None if this process
-        lacks one of the symbols it calls (``externals``), which LLVM would abort the
-        process over."""
+        is; None if this process lacks one of the symbols it calls (``externals``), which
+        LLVM would abort the process over."""
         tm = _target_machine()
         if not all(llvm.address_of_symbol(name) for name in externals):
             return None
         start_pool()
         self = cls.__new__(cls)
         self.target, self.runs_here, self.from_disk_cache = cpu_target(), runs_here(), True
-        self.modules, self.optimised_ir, self.object_code = [], optimised_ir, None
+        self.optimised_ir, self.object_code, self._definitions = optimised_ir, None, None
         self.engine = _engine(cache.unpack_objects(object_code), tm)
         self.entry_definitions = {}  # an entry's name -> its method definition
         return self
@@ -162,13 +159,13 @@ class JitModule:
         return python_entry.builtin(definition, state)
 
     def function_ir(self, name):
-        """The optimised IR of function ``name``, from the part that defines it."""
-        for module in self.modules:
-            with contextlib.suppress(NameError):
-                fn = module.get_function(name)
-                if not fn.is_declaration:
-                    return str(fn)
-        raise NameError(f"no function {name!r} in the module")
+        """The optimised IR of function ``name``, from the part that defines it (read from
+        the text: parsing it into LLVM again took 10 ms of a transformer's first call)."""
+        if self._definitions is None:
+            self._definitions = partition.definitions(self.optimised_ir or "")
+        if name not in self._definitions:
+            raise NameError(f"no function {name!r} in the module")
+        return self._definitions[name]
 
 
 def _engine(objects, tm):
