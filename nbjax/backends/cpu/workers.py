@@ -5,7 +5,8 @@ calls ``nbjax_parallel_for(chunk, args, extent)``, where ``chunk(args, start, st
 the kernel over ``[start, stop)`` of its outer axis (``args``: its buffers' addresses). The
 caller posts the job (``CHUNKS_PER_THREAD`` chunks per thread), wakes the workers that
 sleep, and claims chunks itself like any worker; when none is left it waits for those the
-workers are running. A chunk is claimed by a compare-and-swap, so a worker that is late (it
+workers are running, spinning, then (after ``SPIN_CYCLES``) yielding its core: on a
+machine busier than its cores, the worker it waits for may be waiting for one. A chunk is claimed by a compare-and-swap, so a worker that is late (it
 was asleep, or another process had its core: OpenBLAS's threads spin for a while after each
 product) leaves its share to the others instead of holding the caller up. Handing chunks
 over costs about a microsecond while the workers are awake.
@@ -72,6 +73,7 @@ class _Pool:
         self.chunk, self.args = var("chunk", CHUNK.as_pointer()), var("args", I8P.as_pointer())
         self.extent, self.chunks = var("extent", I64), var("chunks", I64)
         self.syscall = ir.Function(m, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
+        self.sched_yield = ir.Function(m, ir.FunctionType(I32, []), "sched_yield")
         self.pause = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause") \
             if platform.machine().lower() in ("x86_64", "amd64") else None
         self.clock = ir.Function(m, ir.FunctionType(I64, []), "llvm.readcyclecounter")
@@ -159,13 +161,22 @@ def _parallel_for(m, pool):
                                    _c(I32, 0))):
         pool.futex(b, _FUTEX_WAKE, _c(I32, 0x7FFFFFFF))
     b.call(pool.take, [job, chunk, args, extent, chunks])
+    began = b.call(pool.clock, [])
     wait, finished = fn.append_basic_block("wait"), fn.append_basic_block("finished")
+    waiting = fn.append_basic_block("waiting")
     b.branch(wait)
     b.position_at_end(wait)                      # for chunks the workers claimed
-    pool.relax(b)
     all_done = b.icmp_unsigned("==", b.zext(b.load_atomic(pool.finished, "acquire", 4), I64),
                                chunks)
-    b.cbranch(all_done, finished, wait)
+    b.cbranch(all_done, finished, waiting)
+    b.position_at_end(waiting)  # (a worker another thread displaced needs this core back)
+    long = b.icmp_unsigned(">", b.sub(b.call(pool.clock, []), began), _c(I64, SPIN_CYCLES))
+    with b.if_else(long) as (then, otherwise):
+        with then:
+            b.call(pool.sched_yield, [])
+        with otherwise:
+            pool.relax(b)
+    b.branch(wait)
     b.position_at_end(finished)
     b.store_atomic(_c(I32, 0), pool.busy, "release", 4)
     b.ret_void()
