@@ -48,9 +48,11 @@ def test_the_fusion_report_says_which_products_are_tiled():
     h, w = np.ones((32, 64), np.float32), np.ones((64, 128), np.float32)
     cpu = _check(lambda h, w: (h @ w) * 2.0, h, w)
     reasons = [d.reason for d in cpu.plan.decisions]
-    assert any("dot_general is a register-tiled loop in native code (32 rows" in r
-               for r in reasons)
-    cpu = _check(lambda h, w: (h @ w) * 2.0, np.ones((65, 64), np.float32), w)
+    assert any("dot_general is a register-tiled loop in native code (32 rows, 64 "
+               "contracted" in r for r in reasons)
+    deep = tiled_products.DEPTH_MAX + 1
+    cpu = _check(lambda h, w: (h @ w) * 2.0, np.ones((65, deep), np.float32),
+                 np.ones((deep, 128), np.float32))
     assert any("dot_general is a BLAS call" in d.reason for d in cpu.plan.decisions)
 
 
@@ -70,6 +72,19 @@ def test_transposed_left_operands_and_batches():
     assert _uses_tiles(_check(lambda a, b: jnp.einsum("bmk,bkn->bmn", a, b) + 1.0, a, b))
 
 
+def test_many_rows_by_a_short_contraction_are_tiled():
+    """An RNN's inputs by its input weights, hoisted out of the loop: any number of rows
+    when the contraction is at most ``DEPTH_MAX`` long (rows not a multiple of the tile's
+    too)."""
+    x = RNG.standard_normal((301, tiled_products.DEPTH_MAX)).astype(np.float32)
+    w = RNG.standard_normal((tiled_products.DEPTH_MAX, 48)).astype(np.float32)
+    assert _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, x, w))
+    xt = x[:, :40].T.copy()  # a transposed left operand keeps BLAS at this many rows
+    contract_first = (((0,), (0,)), ((), ()))
+    assert not _uses_tiles(_check(lambda x, w: lax.dot_general(x, w, contract_first) + 1.0,
+                                  xt, w[:40]))
+
+
 def test_an_empty_contraction_gives_zeros():
     h, w = np.ones((4, 0), np.float32), np.ones((0, 32), np.float32)
     cpu = _check(lambda h, w: (h @ w) + 1.0, h, w)
@@ -84,12 +99,14 @@ def test_special_values_propagate():
 
 
 def test_other_products_call_blas():
-    """One row or more than ``ROWS_MAX``, a transposed right operand, or columns that are
-    not whole vectors: BLAS's ``gemm``."""
-    many = RNG.standard_normal((tiled_products.ROWS_MAX + 1, 16)).astype(np.float32)
-    w = RNG.standard_normal((16, 32)).astype(np.float32)
+    """One row, more than ``ROWS_MAX`` with a long contraction, a transposed right
+    operand, or columns that are not whole vectors: BLAS's ``gemm``."""
+    deep = tiled_products.DEPTH_MAX + 1
+    many = RNG.standard_normal((tiled_products.ROWS_MAX + 1, deep)).astype(np.float32)
+    w = RNG.standard_normal((deep, 32)).astype(np.float32)
     assert not _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, many, w))
     assert not _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, many[:1], w))
+    w = w[:16]
     few = RNG.standard_normal((4, 16)).astype(np.float32)
     contract_last = (((1,), (1,)), ((), ()))          # x @ v.T, v of 32 rows of 16
     assert not _uses_tiles(_check(lambda x, v: lax.dot_general(x, v, contract_last) + 1.0,

@@ -31,9 +31,10 @@ def supports(eqn):
 
 def how(eqn):
     """How native code computes ``eqn`` (``supports(eqn)``), for the fusion report."""
-    _, (m, _, _), (n, _, b_last) = _products(eqn)
-    if tiled_products.fits(m, n, not b_last, eqn.outvars[0].aval.dtype):
-        return f"is a register-tiled loop in native code ({m} rows: fewer than BLAS repays)"
+    _, (m, k, a_last), (n, _, b_last) = _products(eqn)
+    if tiled_products.fits(m, k, n, a_last, not b_last, eqn.outvars[0].aval.dtype):
+        return (f"is a register-tiled loop in native code ({m} rows, {k} contracted: "
+                "where BLAS does no better)")
     return "is a BLAS call"
 
 
@@ -82,7 +83,7 @@ def gemm(b, setup, eqn, lhs, rhs, out):
         return
     b_first = not b_last
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
-    if tiled_products.fits(m, n, b_first, dtype):
+    if tiled_products.fits(m, k, n, a_last, b_first, dtype):
         tiled_products.emit(b, setup, lhs, rhs, out, (batch, m, k, n, a_last, dtype))
         return
     real, size = REAL[dtype], dtype.itemsize

@@ -79,7 +79,8 @@ def _settings():
     the code calls is in the names of the symbols it calls, checked on loading.)"""
     return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
             "pool split work": runtime.POOL_SPLIT_WORK, "math work": runtime.MATH_WORK,
-            "tiled products": (tiled_products.ROWS_MAX, tiled_products.SPLIT_WORK),
+            "tiled products": (tiled_products.ROWS_MAX, tiled_products.DEPTH_MAX,
+                               tiled_products.SPLIT_WORK),
             "inline math calls": codegen.INLINE_MATH_CALLS,
             "kernel depth": fusion.MAX_KERNEL_DEPTH, "hoist limit": passes.HOIST_LIMIT,
             "poison": buffer_plan.POISON}

@@ -30,7 +30,8 @@ from ..llvm import I64, for_loop, mem_type
 from ..llvm.types import I8, I32
 from . import codegen, runtime, workers
 
-ROWS_MAX = 64            # products with more rows call BLAS
+ROWS_MAX = 64            # products with more rows call BLAS (unless ``DEPTH_MAX`` allows)
+DEPTH_MAX = 128          # contractions this short are tiled for any number of rows
 SPLIT_WORK = 1 << 20     # multiply-adds from which a product's tiles go to the worker pool
 I8P = I8.as_pointer()
 
@@ -46,11 +47,16 @@ def tile_shape():
     return (6, 4) if runtime.float32_lanes() >= 16 else (4, 3)
 
 
-def fits(m, n, b_first, dtype):
-    """Whether a product of ``m`` rows and ``n`` columns is computed here: ``b_first``,
-    the right operand's contracted group comes first (it is a row-major ``k x n``
-    matrix)."""
-    return b_first and 2 <= m <= ROWS_MAX and n > 0 and n % lanes(dtype) == 0 \
+def fits(m, k, n, a_last, b_first, dtype):
+    """Whether a product of ``m`` rows, ``k`` contracted and ``n`` columns is computed
+    here: ``b_first``, the right operand's contracted group comes first (it is a row-major
+    ``k x n`` matrix); ``a_last``, the left one's comes last. Any number of rows when the
+    contraction is short (``DEPTH_MAX``) and the left operand row-major: a tile's column
+    of ``B`` then stays in the cache while all rows stream past (an RNN's inputs by its
+    input weights, hoisted out of the loop), and the program keeps OpenBLAS's threads,
+    which spin for a tenth of a second after each call, off the cores of its loops."""
+    rows = 2 <= m <= ROWS_MAX or (m >= 2 and a_last and k <= DEPTH_MAX)
+    return b_first and rows and n > 0 and n % lanes(dtype) == 0 \
         and np.dtype(dtype) in (np.float32, np.float64)
 
 
@@ -105,11 +111,19 @@ def _product_function(module, m, k, n, a_last, dtype):
 
     def column_tile(t, tile_vectors):
         n0 = b.mul(t, ir.Constant(I64, width))
-        for m0 in range(0, m, rows):
-            tile = _tile_function(module, min(rows, m - m0), tile_vectors, k, n, a_row,
-                                  a_col, dtype)
-            b.call(tile, [b.gep(a, [ir.Constant(I64, m0 * a_row)]), b.gep(bm, [n0]),
-                          b.gep(c, [b.add(n0, ir.Constant(I64, m0 * n))])])
+
+        def row_block(m0, height):
+            tile = _tile_function(module, height, tile_vectors, k, n, a_row, a_col, dtype)
+            b.call(tile, [b.gep(a, [b.mul(m0, ir.Constant(I64, a_row))]), b.gep(bm, [n0]),
+                          b.gep(c, [b.add(n0, b.mul(m0, ir.Constant(I64, n)))])])
+        whole = m - m % rows
+        if whole:
+            back = for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, whole),
+                            lambda m0: row_block(m0, rows), "rows", step=rows)
+            back.set_metadata("llvm.loop", codegen.loop_hints(module, unroll=False,
+                                                              vectorise=False))
+        if m % rows:
+            row_block(ir.Constant(I64, whole), m % rows)
     last = b.select(b.icmp_signed("<", stop, ir.Constant(I64, full)), stop,
                     ir.Constant(I64, full))
     back = for_loop(b, start, last, lambda t: column_tile(t, vectors), "tile")

@@ -6,7 +6,12 @@ the kernel over ``[start, stop)`` of its outer axis (``args``: its buffers' addr
 caller posts the job (``CHUNKS_PER_THREAD`` chunks per thread), wakes the workers that
 sleep, and claims chunks itself like any worker; when none is left it waits for those the
 workers are running, spinning, then (after ``SPIN_CYCLES``) yielding its core: on a
-machine busier than its cores, the worker it waits for may be waiting for one. A chunk is claimed by a compare-and-swap, so a worker that is late (it
+machine busier than its cores, the worker it waits for may be waiting for one. Such a
+worker can hold a caller up for a scheduler's time slice (milliseconds), so when the
+caller waits ``STALL_CYCLES`` (about 0.3 ms) longer than its own share took (a worker woken
+from its futex comes tens of microseconds late: that is no stall), callers run alone for
+``ALONE_CYCLES`` (about a tenth of a second, as long as OpenBLAS's or another library's
+threads spin after their work), then try the workers again. A chunk is claimed by a compare-and-swap, so a worker that is late (it
 was asleep, or another process had its core: OpenBLAS's threads spin for a while after each
 product) leaves its share to the others instead of holding the caller up. Handing chunks
 over costs about a microsecond while the workers are awake.
@@ -37,6 +42,8 @@ READY = "nbjax_pool_ready"       # the number of workers that have begun to wait
 _SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98}.get(platform.machine().lower())
 _FUTEX_WAIT, _FUTEX_WAKE = 128, 129   # the _PRIVATE operations
 SPIN_CYCLES = 20_000      # time-stamp counter cycles a worker spins before it sleeps
+STALL_CYCLES = 1 << 20    # a wait this much longer than the caller's own share: a stall
+ALONE_CYCLES = 1 << 28    # how long callers then work alone
 CHUNKS_PER_THREAD = 4     # a job's chunks: a thread that comes late finds some left
 
 
@@ -69,7 +76,7 @@ class _Pool:
         self.generation, self.finished, self.sleepers, self.busy = (
             var(n, I32) for n in ("generation", "finished", "sleepers", "busy"))
         self.workers, self.ready = var("workers", I32), var("ready", I32)
-        self.claims = var("claims", I64)
+        self.claims, self.alone_until = var("claims", I64), var("alone_until", I64)
         self.chunk, self.args = var("chunk", CHUNK.as_pointer()), var("args", I8P.as_pointer())
         self.extent, self.chunks = var("extent", I64), var("chunks", I64)
         self.syscall = ir.Function(m, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
@@ -137,8 +144,10 @@ def _parallel_for(m, pool):
     workers = b.load_atomic(pool.workers, "monotonic", 4)
     idle = b.icmp_unsigned("==", workers, _c(I32, 0))
     small = b.icmp_unsigned("<", extent, _c(I64, 2))
+    posted = b.call(pool.clock, [])
+    backing_off = b.icmp_unsigned("<", posted, b.load_atomic(pool.alone_until, "monotonic", 8))
     go = b.append_basic_block("take")
-    b.cbranch(b.or_(idle, small), alone, go)
+    b.cbranch(b.or_(b.or_(idle, small), backing_off), alone, go)
     b.position_at_end(go)
     taken = b.cmpxchg(pool.busy, _c(I32, 0), _c(I32, 1), "acquire", "monotonic")
     b.cbranch(b.extract_value(taken, 1), shared, alone)
@@ -162,6 +171,7 @@ def _parallel_for(m, pool):
         pool.futex(b, _FUTEX_WAKE, _c(I32, 0x7FFFFFFF))
     b.call(pool.take, [job, chunk, args, extent, chunks])
     began = b.call(pool.clock, [])
+    own = b.sub(began, posted)
     wait, finished = fn.append_basic_block("wait"), fn.append_basic_block("finished")
     waiting = fn.append_basic_block("waiting")
     b.branch(wait)
@@ -170,8 +180,11 @@ def _parallel_for(m, pool):
                                chunks)
     b.cbranch(all_done, finished, waiting)
     b.position_at_end(waiting)  # (a worker another thread displaced needs this core back)
-    long = b.icmp_unsigned(">", b.sub(b.call(pool.clock, []), began), _c(I64, SPIN_CYCLES))
-    with b.if_else(long) as (then, otherwise):
+    now = b.call(pool.clock, [])
+    waited = b.sub(now, began)
+    with b.if_then(b.icmp_unsigned(">", waited, b.add(own, _c(I64, STALL_CYCLES)))):
+        b.store_atomic(b.add(now, _c(I64, ALONE_CYCLES)), pool.alone_until, "monotonic", 8)
+    with b.if_else(b.icmp_unsigned(">", waited, _c(I64, SPIN_CYCLES))) as (then, otherwise):
         with then:
             b.call(pool.sched_yield, [])
         with otherwise:
