@@ -4,17 +4,16 @@ A kernel that native code (a compiled loop, a whole program) splits between the 
 calls ``nbjax_parallel_for(chunk, args, extent)``, where ``chunk(args, start, stop)`` runs
 the kernel over ``[start, stop)`` of its outer axis (``args``: its buffers' addresses). The
 caller posts the job (``CHUNKS_PER_THREAD`` chunks per thread), wakes the workers that
-sleep, and claims chunks itself like any worker; when none is left it waits for those the
-workers are running, spinning, then (after ``SPIN_CYCLES``) yielding its core: on a
-machine busier than its cores, the worker it waits for may be waiting for one. Such a
-worker can hold a caller up for a scheduler's time slice (milliseconds), so when the
-caller waits ``STALL_CYCLES`` (about 0.3 ms) longer than its own share took (a worker woken
-from its futex comes tens of microseconds late: that is no stall), callers run alone for
-``ALONE_CYCLES`` (about a tenth of a second, as long as OpenBLAS's or another library's
-threads spin after their work), then try the workers again. A chunk is claimed by a compare-and-swap, so a worker that is late (it
-was asleep, or another process had its core: OpenBLAS's threads spin for a while after each
-product) leaves its share to the others instead of holding the caller up. Handing chunks
-over costs about a microsecond while the workers are awake.
+sleep, and claims chunks itself like any worker, each by a compare-and-swap, so a worker
+that comes late (it was asleep) leaves its share to the others. When none is left the caller
+waits for the chunks the workers are running, spinning, then (after ``SPIN_CYCLES``)
+yielding its core: on a machine busier than its cores, the worker it waits for may be
+waiting for one. Such a worker can hold the caller up for a scheduler's time slice
+(milliseconds): OpenBLAS's threads spin for a tenth of a second after each product and take
+the core it needs. So when the caller waits ``STALL_CYCLES`` (about 0.3 ms) longer than its
+own share took (a worker woken from its futex comes tens of microseconds late: that is no
+stall), callers run alone for ``ALONE_CYCLES`` (about a third of a second), then try the
+workers again. Handing chunks over costs about a microsecond while the workers are awake.
 
 The workers are Python threads, each inside one native call of ``nbjax_pool_worker`` that
 never returns (ctypes released the GIL). After a job a worker spins on the job counter for
@@ -43,7 +42,7 @@ _SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98}.get(platform.machine()
 _FUTEX_WAIT, _FUTEX_WAKE = 128, 129   # the _PRIVATE operations
 SPIN_CYCLES = 20_000      # time-stamp counter cycles a worker spins before it sleeps
 STALL_CYCLES = 1 << 20    # a wait this much longer than the caller's own share: a stall
-ALONE_CYCLES = 1 << 28    # how long callers then work alone
+ALONE_CYCLES = 1 << 30    # how long callers then work alone
 CHUNKS_PER_THREAD = 4     # a job's chunks: a thread that comes late finds some left
 
 
