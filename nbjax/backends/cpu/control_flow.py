@@ -413,13 +413,13 @@ class ControlFlowFunction:
         if math.prod(kernel.shape):
             pointers = outs + [env[v] for v in kernel.inputs]
             extent = kernel.shape[0] if kernel.shape else 1
-            if runtime.splits(kernel) and runtime.partial_outputs(kernel):  # through Python
-                self.callback(split_call(kernel, extent, self.mb.combiners.get(kernel.name)),
-                              pointers)
-            elif runtime.splits(kernel):  # on every core, through the worker pool
+            if runtime.pooled(kernel):  # on every core, through the worker pool
                 chunk = self.mb.chunk_function(kernel)
                 self.b.call(workers.declare_parallel_for(self.mb.module),
                             [chunk, self.pointer_array(pointers), ir.Constant(I64, extent)])
+            elif runtime.splits(kernel):  # on every core, through Python's threads
+                self.callback(split_call(kernel, extent, self.mb.combiners.get(kernel.name)),
+                              pointers)
             else:
                 args = [self.b.bitcast(p, t) for p, t in zip(pointers, fn.function_type.args)]
                 self.b.call(fn, args + [ir.Constant(I64, 0), ir.Constant(I64, extent)])

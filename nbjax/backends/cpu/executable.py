@@ -531,7 +531,7 @@ def generate(name, optimised, plan, timer):
         kernels = [(loop, own, mb.add_combiner(loop) if runtime.splits(loop) else None)
                    for loop, own in loops]
         for loop, _ in loops:
-            if runtime.splits(loop) and runtime.on_pool(loop):
+            if runtime.pooled(loop):
                 mb.chunk_function(loop)
         functions = {g.index: control_flow.ControlFlowFunction.of_step(
             mb, g, f"control_{g.index}") for g in controls}
@@ -599,11 +599,10 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times,
     steps = []
     for g in plan.groups:
         if g.kind == "kernel":
-            pooled = runtime.splits(g.kernel) and runtime.on_pool(g.kernel)
+            chunk = jit_module.chunk(g.kernel.name) if runtime.pooled(g.kernel) else None
             steps.append(kernel_step(functions[g.kernel.name], g.kernel, slots,
                                      functions.get(combiners[g.kernel.name]),
-                                     entries.get(g.kernel.name),
-                                     jit_module.chunk(g.kernel.name) if pooled else None))
+                                     entries.get(g.kernel.name), chunk))
         elif g.kind == "loop":
             flow = layout.flows[g.index]
             steps.append(control_step(calls[g.index], flow, host_steps, slots,

@@ -375,6 +375,12 @@ def splits(loop):
     return math.prod(loop.shape) >= SPLIT_THRESHOLD
 
 
+def pooled(loop):
+    """Whether ``loop`` runs split on the native worker pool (through its
+    ``chunk_function``); a split loop that does not runs on Python's threads."""
+    return splits(loop) and on_pool(loop)
+
+
 def split_choice(loop):
     """Whether ``loop`` runs on every core, and why, in words for the fusion report."""
     size = math.prod(loop.shape)
@@ -383,13 +389,12 @@ def split_choice(loop):
     if len(loop.shape) < 1 or loop.shape[0] < 2:
         return "on one thread (its outer axis has one element)"
     if on_pool(loop):
-        work = kernel_work(loop)
+        measure = (f"work {kernel_work(loop):,}: {size:,} elements, math functions counting "
+                   f"{MATH_WORK} more each")
         if splits(loop):
             return (f"split between the {THREADS} cores along its outer axis, on the worker "
-                    f"pool (work {work:,}: {size:,} elements, math functions counting "
-                    f"{MATH_WORK} more each; at least {POOL_SPLIT_WORK:,})")
-        return (f"on one thread (work {work:,}: {size:,} elements, math functions counting "
-                f"{MATH_WORK} more each; under the {POOL_SPLIT_WORK:,} that repay handing "
+                    f"pool ({measure}; at least {POOL_SPLIT_WORK:,})")
+        return (f"on one thread ({measure}; under the {POOL_SPLIT_WORK:,} that repay handing "
                 "chunks to the other cores)")
     if splits(loop):
         return (f"split between the {THREADS} cores along its outer axis ({size:,} elements, "
