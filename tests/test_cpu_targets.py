@@ -15,7 +15,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
-from nbjax.backends.cpu import runtime, target
+from nbjax.backends.cpu import library, runtime, target
 from helpers import cpu_and_reference
 
 LEVELS = ["x86-64-v2", "x86-64-v3", "x86-64-v4"]
@@ -51,9 +51,9 @@ PROGRAMS = {
 }
 # As wide as a plain float32 loop; or vectorised at all (a float32 sum accumulates in
 # float64, so LLVM sizes its vectors by the float64 accumulator).
-FULL_WIDTH = {"power_sum", "selu", "transcendentals", "pow", "few_row_product"}
+FULL_WIDTH = {"power_sum", "selu", "transcendentals", "pow"}
 VECTORISED = {"row_sums", "integers"}
-TILED = {"few_row_product"}  # register tiles as wide as the level's vectors
+TILED = {"few_row_product"}  # register tiles (library functions) as wide as the level's vectors
 
 
 @pytest.fixture(params=LEVELS)
@@ -84,6 +84,10 @@ def test_kernels_are_vectorised_and_agree_with_the_reference(level, name):
         assert re.search(r"<\d+ x (float|double|i32)>", code)
     if name in TILED:
         assert "tiled_product" in code
+        tiles = set(re.findall(r'@"?(nbjax_tile_[\w.-]+)"?\(', code))
+        widths = {int(n) for tile in tiles
+                  for n in re.findall(r"<(\d+) x float>", library.function_ir(tile))}
+        assert tiles and max(widths) == runtime.float32_lanes(), (tiles, widths)
     if not target.runs_here():
         with pytest.raises(RuntimeError, match="compiled for the CPU"):
             cpu.run(*args)

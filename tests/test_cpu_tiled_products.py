@@ -2,12 +2,14 @@
 against the reference backend: shapes around the register tile's, transposed left
 operands, batches, float32 and float64, in loops and alone, on one core and on the pool."""
 
+import re
+
 import numpy as np
 import pytest
 
 import nbjax.numpy as jnp
 from nbjax import lax
-from nbjax.backends.cpu import runtime, tiled_products, workers
+from nbjax.backends.cpu import library, runtime, tiled_products, workers
 from helpers import assert_close, cpu_and_reference
 
 RNG = np.random.default_rng(11)
@@ -128,3 +130,18 @@ def test_large_products_share_their_tiles_on_the_pool(monkeypatch):
     monkeypatch.setattr(tiled_products, "SPLIT_WORK", 1 << 62)
     alone, _ = cpu_and_reference(_in_loop, h, w)
     np.testing.assert_array_equal(pooled.run(h, w)[0], alone.run(h, w)[0])
+
+
+def test_tiles_are_library_functions_made_once_per_process():
+    """Two programs whose products share tile shapes: the second makes no library function,
+    and neither defines a tile itself (each declares the library's)."""
+    h = RNG.standard_normal((13, 64)).astype(np.float32)
+    first = _check(_in_loop, h, (RNG.standard_normal((64, 64)) / 8).astype(np.float32))
+    made = set(library._modules)
+    second = _check(lambda h, w: jnp.tanh(h @ w), h[:, :48],
+                    RNG.standard_normal((48, 64)).astype(np.float32))
+    assert set(library._modules) == made
+    for cpu in (first, second):
+        code = cpu.jit_module.optimised_ir
+        assert "declare void @nbjax_tiled_product_float32" in code
+        assert not re.search(r"define .*@\"?nbjax_tile", code)

@@ -45,7 +45,8 @@ from ...core.source_info import Provenance, SourceInfo
 from ...compiler import fusion, passes
 from ...compiler.fusion import FusionPlan
 from ...compiler.kernel import KernelOutput, LoopKernel
-from . import buffer_plan, cache, codegen, executable, routines, runtime, tiled_products
+from . import (buffer_plan, cache, codegen, executable, library, routines, runtime,
+               tiled_products)
 from .target import runs_here
 
 log = logging.getLogger(__name__)
@@ -307,8 +308,9 @@ def _load(path, entry_key, traced, name):
     jit_module = None
     if found is not None:
         ((optimised, plan, layout, optimised_ir), unpickler), code = found
-        if any(name.startswith(routines.PREFIX) for name in layout.externals):
+        if routines.called(layout.externals):
             routines.library()  # registers the BLAS and LAPACK routines
+        library.provide(layout.externals)
         if code:
             jit_module = runtime.JitModule.of_object_code(code, optimised_ir, layout.externals)
     if found is None or (code and jit_module is None):

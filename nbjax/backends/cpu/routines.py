@@ -44,6 +44,13 @@ def _names(routines):
     return [letter + r for r in routines for letter in LETTERS.values()]
 
 
+def called(symbols):
+    """Whether any of the symbol names ``symbols`` is one of the routines' (``library``)."""
+    routines = set(_names(BLAS + LAPACK))
+    return any(s.startswith(PREFIX) and s[len(PREFIX):].rpartition("_i")[0] in routines
+               for s in symbols)
+
+
 def _capsule_address(capsule):
     get = ctypes.pythonapi.PyCapsule_GetPointer
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]

@@ -13,9 +13,14 @@ vectors, native code computes it itself:
   each ``k``, the tile's vectors of row ``k`` of ``B`` are loaded once, each of its rows'
   element of ``A`` broadcast, and one fused multiply-add made per accumulator. The
   accumulators stay in registers for the whole ``k`` loop and are stored once.
-- A product is a function over its columns' tiles, ``(args, start, stop)``: the worker
-  pool's chunk signature (``workers``). From ``SPLIT_WORK`` multiply-adds its tiles are
-  shared out between the cores; below, the calling thread runs them all.
+- The tiles and the loop over them are library functions (``library``), compiled once
+  per process for each dtype and tile shape and shared by every program: a program's
+  product fills an array of arguments (``ARGS``: buffers, shapes, tile functions) and
+  calls the loop, ``(args, start, stop)`` over the columns' tiles, the worker pool's chunk
+  signature (``workers``). From ``SPLIT_WORK`` multiply-adds the tiles are shared out
+  between the cores; below, the calling thread runs them all. LLVM compiles them by its
+  light tier: their loops are written as vector code already, and O3 made the same
+  instructions in twice the time.
 
 Each element is a sum over ``k`` in order, with one rounding per step: the values differ
 from BLAS's, whose blocking sums in another order, by rounding only.
@@ -28,7 +33,7 @@ from llvmlite import ir
 
 from ..llvm import I64, for_loop, mem_type
 from ..llvm.types import I8, I32
-from . import codegen, runtime, workers
+from . import codegen, library, runtime, workers
 
 ROWS_MAX = 64            # products with more rows call BLAS (unless ``DEPTH_MAX`` allows)
 DEPTH_MAX = 128          # contractions this short are tiled for any number of rows
@@ -60,31 +65,60 @@ def fits(m, k, n, a_last, b_first, dtype):
         and np.dtype(dtype) in (np.float32, np.float64)
 
 
+# The product's array of arguments, ``args`` of the loop over the tiles: pointers, the
+# tile functions of each part of ``C`` (null where the part is empty), then integers.
+ARGS = ("a", "b", "c", "full", "rows_rest", "columns_rest", "corner",
+        "m", "k", "n", "a_row", "a_col")
+_SLOT = {name: i for i, name in enumerate(ARGS)}
+
+
 def emit(b, setup, lhs, rhs, out, product):
     """Emit the products of ``product`` = (batch, m, k, n, a_last, dtype) from the
     buffers ``lhs``, ``rhs`` into ``out`` (``i8*``); ``setup`` builds in the entry block.
     ``a_last``: the left operand is a row-major ``m x k`` matrix (else ``k x m``)."""
     batch, m, k, n, a_last, dtype = product
     size = np.dtype(dtype).itemsize
-    fn = _product_function(b.module, m, k, n, a_last, dtype)
-    tiles = _tile_count(n, dtype)
-    args = setup.alloca(ir.ArrayType(I8P, 3))
+    loop = library.declare(b.module, library.name(f"nbjax_tiled_product_{np.dtype(dtype).name}"),
+                           workers.CHUNK)
+    values = {**_tiles(b.module, m, n, dtype), "m": m, "k": k, "n": n,
+              **dict(zip(("a_row", "a_col"), (k, 1) if a_last else (1, m)))}
+    args = setup.alloca(ir.ArrayType(I8P, len(ARGS)))
     pooled = m * n * k >= SPLIT_WORK and runtime.THREADS > 1 and workers.supported()
 
+    def store(slot, value):
+        b.store(value, b.gep(args, [ir.Constant(I32, 0), ir.Constant(I32, _SLOT[slot])]))
+
     def one(i):
-        for slot, (buf, elements) in enumerate(((lhs, m * k), (rhs, k * n), (out, m * n))):
-            at = b.gep(buf, [b.mul(i, ir.Constant(I64, elements * size))])
-            b.store(at, b.gep(args, [ir.Constant(I32, 0), ir.Constant(I32, slot)]))
+        for slot, (buf, elements) in zip("abc", ((lhs, m * k), (rhs, k * n), (out, m * n))):
+            store(slot, b.gep(buf, [b.mul(i, ir.Constant(I64, elements * size))]))
+        for slot, value in values.items():
+            store(slot, b.inttoptr(ir.Constant(I64, value), I8P) if isinstance(value, int)
+                  else b.bitcast(value, I8P) if value is not None else ir.Constant(I8P, None))
         array = b.bitcast(args, I8P.as_pointer())
         if pooled:
             pool = workers.declare_parallel_for(b.module)
-            b.call(pool, [fn, array, ir.Constant(I64, tiles)])
+            b.call(pool, [loop, array, ir.Constant(I64, _tile_count(n, dtype))])
         else:
-            b.call(fn, [array, ir.Constant(I64, 0), ir.Constant(I64, tiles)])
+            b.call(loop, [array, ir.Constant(I64, 0), ir.Constant(I64, _tile_count(n, dtype))])
     if batch == 1:
         one(ir.Constant(I64, 0))
     else:
         for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, batch), one, "batch")
+
+
+def _tiles(module, m, n, dtype):
+    """{part of ``C``: its tile function declared in ``module``, None if it is empty}: the
+    whole tiles, those of the rows left below them, of the columns left to their right,
+    and the corner where both are left."""
+    rows, vectors = tile_shape()
+    whole, rows_left = m - m % rows, m % rows
+    full, rest = divmod(n, vectors * lanes(dtype))
+    rest //= lanes(dtype)
+    shapes = {"full": (whole and full and rows, vectors),
+              "rows_rest": (full and rows_left, vectors),
+              "columns_rest": (whole and rows, rest), "corner": (rows_left, rest)}
+    return {part: library.declare(module, _tile_name(dtype, h, v), _tile_type(dtype))
+            if h and v else None for part, (h, v) in shapes.items()}
 
 
 def _tile_count(n, dtype):
@@ -92,113 +126,127 @@ def _tile_count(n, dtype):
     return math.ceil(n / (vectors * lanes(dtype)))
 
 
-def _product_function(module, m, k, n, a_last, dtype):
-    """``void name(i8** args, i64 start, i64 stop)``: the column tiles ``[start, stop)``
-    of ``args[2] = args[0] @ args[1]`` (once per module and shape)."""
-    name = f"tiled_product_{np.dtype(dtype).name}_{m}x{k}x{n}_{'n' if a_last else 't'}"
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
-    fn = ir.Function(module, workers.CHUNK, name=name)
+def _tile_name(dtype, rows, vectors):
+    return library.name(f"nbjax_tile_{np.dtype(dtype).name}_{rows}x{vectors}")
+
+
+def _tile_type(dtype):
+    """``void (A*, B*, C*, k, n, a_row, a_col)``: see ``_define_tile``."""
+    real = mem_type(dtype).as_pointer()
+    return ir.FunctionType(ir.VoidType(), [real] * 3 + [I64] * 4)
+
+
+def _parse(function_name, prefix):
+    """The dtype and the rest of a library function's name, its CPU left out."""
+    dtype, _, rest = function_name.split(".")[0].removeprefix(prefix).partition("_")
+    return np.dtype(dtype), rest
+
+
+@library.maker("nbjax_tiled_product_")
+def _define_product(module, function_name):
+    """``void nbjax_tiled_product_<dtype>(i8** args, i64 start, i64 stop)``: the column
+    tiles ``[start, stop)`` of ``C = A @ B``, the worker pool's chunk signature; ``args``
+    (``ARGS``) holds the buffers, the tile functions and the shapes."""
+    dtype, _ = _parse(function_name, "nbjax_tiled_product_")
+    fn = ir.Function(module, workers.CHUNK, name=function_name)
     args, start, stop = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    real = mem_type(dtype).as_pointer()
-    a, bm, c = (b.bitcast(b.load(b.gep(args, [ir.Constant(I64, s)])), real) for s in range(3))
+    arg = {name: b.load(b.gep(args, [ir.Constant(I64, i)])) for i, name in enumerate(ARGS)}
+    real, tile = mem_type(dtype).as_pointer(), _tile_type(dtype).as_pointer()
+    a, bm, c = (b.bitcast(arg[name], real) for name in "abc")
+    m, k, n, a_row, a_col = (b.ptrtoint(arg[name], I64) for name in ARGS[7:])
     rows, vectors = tile_shape()
-    width = vectors * lanes(dtype)
-    full, rest = divmod(n, width)
-    a_row, a_col = (k, 1) if a_last else (1, m)
+    width = ir.Constant(I64, vectors * lanes(dtype))
+    whole = b.sub(m, b.srem(m, ir.Constant(I64, rows)))
 
-    def column_tile(t, tile_vectors):
-        n0 = b.mul(t, ir.Constant(I64, width))
+    def column_tile(t, main, below):
+        n0 = b.mul(t, width)
 
-        def row_block(m0, height):
-            tile = _tile_function(module, height, tile_vectors, k, n, a_row, a_col, dtype)
-            b.call(tile, [b.gep(a, [b.mul(m0, ir.Constant(I64, a_row))]), b.gep(bm, [n0]),
-                          b.gep(c, [b.add(n0, b.mul(m0, ir.Constant(I64, n)))])])
-        whole = m - m % rows
-        if whole:
-            back = for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, whole),
-                            lambda m0: row_block(m0, rows), "rows", step=rows)
-            back.set_metadata("llvm.loop", codegen.loop_hints(module, unroll=False,
-                                                              vectorise=False))
-        if m % rows:
-            row_block(ir.Constant(I64, whole), m % rows)
-    last = b.select(b.icmp_signed("<", stop, ir.Constant(I64, full)), stop,
-                    ir.Constant(I64, full))
-    back = for_loop(b, start, last, lambda t: column_tile(t, vectors), "tile")
+        def row_block(m0, part):
+            b.call(b.bitcast(arg[part], tile),
+                   [b.gep(a, [b.mul(m0, a_row)]), b.gep(bm, [n0]),
+                    b.gep(c, [b.add(n0, b.mul(m0, n))]), k, n, a_row, a_col])
+        back = for_loop(b, ir.Constant(I64, 0), whole, lambda m0: row_block(m0, main), "rows",
+                        step=rows)
+        back.set_metadata("llvm.loop", codegen.loop_hints(module, unroll=False,
+                                                          vectorise=False))
+        with b.if_then(b.icmp_signed("<", whole, m)):
+            row_block(whole, below)
+    full = b.sdiv(n, width)
+    last = b.select(b.icmp_signed("<", stop, full), stop, full)
+    back = for_loop(b, start, last, lambda t: column_tile(t, "full", "rows_rest"), "tile")
     back.set_metadata("llvm.loop", codegen.loop_hints(module, unroll=False, vectorise=False))
-    if rest:
-        with b.if_then(b.icmp_signed(">", stop, ir.Constant(I64, full))):
-            column_tile(ir.Constant(I64, full), rest // lanes(dtype))
+    with b.if_then(b.icmp_signed(">", stop, full)):
+        column_tile(full, "columns_rest", "corner")
     b.ret_void()
-    return fn
 
 
-def _tile_function(module, rows, vectors, k, n, a_row, a_col, dtype):
-    """``void name(A*, B*, C*)``: a tile of ``rows`` x ``vectors`` vectors of ``C``, its
-    accumulators in registers through the ``k`` loop (see the module docstring).
-    ``A``'s element (r, j) is at ``r * a_row + j * a_col``; ``B``'s and ``C``'s rows are
-    ``n`` apart."""
-    name = f"tile_{np.dtype(dtype).name}_{rows}x{vectors}_{k}_{n}_{a_row}_{a_col}"
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
-    scalar, width = mem_type(dtype), lanes(dtype)
-    vec = ir.VectorType(scalar, width)
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [scalar.as_pointer()] * 3), name)
-    fn.attributes.add("noinline")  # (one copy, optimised once: LLVM took 50 ms a product)
-    for arg in fn.args:
+@library.maker("nbjax_tile_")
+def _define_tile(module, function_name):
+    """``void nbjax_tile_<dtype>_<rows>x<vectors>(A*, B*, C*, k, n, a_row, a_col)``: a tile
+    of ``rows`` x ``vectors`` vectors of ``C``, its accumulators in registers through the
+    ``k`` loop (see the module docstring). ``A``'s element (r, j) is at
+    ``r * a_row + j * a_col``; ``B``'s and ``C``'s rows are ``n`` apart."""
+    dtype, shape = _parse(function_name, "nbjax_tile_")
+    rows, vectors = map(int, shape.split("x"))
+    width = lanes(dtype)
+    vec = ir.VectorType(mem_type(dtype), width)
+    fn = ir.Function(module, _tile_type(dtype), function_name)
+    for arg in fn.args[:3]:
         arg.add_attribute("noalias")
-    a, bm, c = fn.args
+    a, bm, c, k, n, a_row, a_col = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    zero = ir.Constant(vec, [0.0] * width)
-    sums = [[zero] * vectors for _ in range(rows)]
-    if k:
-        sums = _accumulate(b, fn, a, bm, rows, vectors, k, n, a_row, a_col, vec)
+    sums = _accumulate(b, fn, (a, bm, k, n, a_row, a_col), rows, vectors, vec)
     for r in range(rows):
+        row = b.gep(c, [b.mul(ir.Constant(I64, r), n)])
         for j in range(vectors):
-            at = b.gep(c, [ir.Constant(I64, r * n + j * width)])
-            b.store(sums[r][j], b.bitcast(at, vec.as_pointer()), align=np.dtype(dtype).itemsize)
+            at = b.gep(row, [ir.Constant(I64, j * width)])
+            b.store(sums[r][j], b.bitcast(at, vec.as_pointer()), align=dtype.itemsize)
     b.ret_void()
-    return fn
 
 
-def _accumulate(b, fn, a, bm, rows, vectors, k, n, a_row, a_col, vec):
-    """The ``k`` loop of a tile: its accumulators' values after it."""
-    width = vec.count
-    fma, align = _fma(b.module, vec), 4 if vec.element == ir.FloatType() else 8
+def _accumulate(b, fn, operands, rows, vectors, vec):
+    """The ``k`` loop of a tile: its accumulators' values after it (zero when ``k`` is)."""
+    a, bm, k, n, a_row, a_col = operands
+    width, align = vec.count, 4 if vec.element == ir.FloatType() else 8
+    fma = _fma(b.module, vec)
     entry, loop, done = b.block, fn.append_basic_block("k"), fn.append_basic_block("k.done")
-    b.branch(loop)
+    zero = ir.Constant(vec, [0.0] * width)
+    b.cbranch(b.icmp_signed(">", k, ir.Constant(I64, 0)), loop, done)
     b.position_at_end(loop)
     j = b.phi(I64, "j")
     j.add_incoming(ir.Constant(I64, 0), entry)
     sums = [[b.phi(vec) for _ in range(vectors)] for _ in range(rows)]
-    row = b.gep(bm, [b.mul(j, ir.Constant(I64, n))])
+    row = b.gep(bm, [b.mul(j, n)])
     bs = [b.load(b.bitcast(b.gep(row, [ir.Constant(I64, v * width)]), vec.as_pointer()),
                  align=align) for v in range(vectors)]
     lane0 = ir.Constant(I32, 0)
     mask = ir.Constant(ir.VectorType(I32, width), [0] * width)
+    column = b.mul(j, a_col)
     updated = []
     for r in range(rows):
-        x = b.load(b.gep(a, [b.add(ir.Constant(I64, r * a_row),
-                                   b.mul(j, ir.Constant(I64, a_col)))]))
+        x = b.load(b.gep(a, [b.add(b.mul(ir.Constant(I64, r), a_row), column)]))
         splat = b.shuffle_vector(b.insert_element(ir.Constant(vec, ir.Undefined), x, lane0),
                                  ir.Constant(vec, ir.Undefined), mask)
         updated.append([b.call(fma, [splat, bs[v], sums[r][v]]) for v in range(vectors)])
     following = b.add(j, ir.Constant(I64, 1))
     j.add_incoming(following, b.block)
-    zero = ir.Constant(vec, [0.0] * width)
     for r in range(rows):
         for v in range(vectors):
             sums[r][v].add_incoming(zero, entry)
             sums[r][v].add_incoming(updated[r][v], b.block)
-    back = b.cbranch(b.icmp_signed("<", following, ir.Constant(I64, k)), loop, done)
+    back = b.cbranch(b.icmp_signed("<", following, k), loop, done)
     back.set_metadata("llvm.loop", codegen.loop_hints(b.module, unroll=False, vectorise=False))
     b.position_at_end(done)
-    return updated
-
-
+    results = []
+    for r in range(rows):
+        results.append([])
+        for v in range(vectors):
+            phi = b.phi(vec)
+            phi.add_incoming(zero, entry)
+            phi.add_incoming(updated[r][v], loop)
+            results[r].append(phi)
+    return results
 def _fma(module, vec):
     kind = "f32" if vec.element == ir.FloatType() else "f64"
     name = f"llvm.fma.v{vec.count}{kind}"
