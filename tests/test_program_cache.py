@@ -124,29 +124,32 @@ def test_what_only_reports_read_is_loaded_when_first_read_and_equals_a_fresh_com
 
 
 @pytest.mark.parametrize("collecting", [True, False])
-def test_loading_leaves_the_garbage_collector_as_it_was(collecting):
-    """Loading pauses the cyclic collector, and leaves it on or off as it found it, on a hit
-    and on a miss alike."""
+def test_compiling_leaves_the_garbage_collector_as_it_was(collecting):
+    """Compiling pauses the cyclic collector, and leaves it on or off as it found it, for
+    a program loaded from the disk cache and for one compiled afresh alike."""
     import gc
     w, xs = _inputs()
     _compiled(_loop, w, xs)
-    traced = nbjax.make_jaxpr(_loop)(w, xs)
     seen = []
     real_read = cache.read
 
     def read(*args, **kwargs):
         seen.append(gc.isenabled())
         return real_read(*args, **kwargs)
+
+    def other(w, xs):
+        return _loop(w, xs * 2.0)
     was = gc.isenabled()
     try:
         (gc.enable if collecting else gc.disable)()
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(cache, "read", read)
-            assert program_cache.load(program_cache.key(traced), traced, "loop") is not None
-            assert gc.isenabled() == collecting
-            assert program_cache.load("0" * 64, traced, "loop") is None  # a miss
-            assert gc.isenabled() == collecting
-        assert seen == [False, False]
+            for f in (_loop, other):  # a hit, then a miss
+                hits = cache.stats["program hit"]
+                _compiled(f, w, xs)
+                assert gc.isenabled() == collecting
+                assert (cache.stats["program hit"] > hits) == (f is _loop)
+        assert seen and not any(seen)
     finally:
         (gc.enable if was else gc.disable)()
 

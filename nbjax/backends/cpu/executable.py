@@ -580,18 +580,36 @@ def _entry_arrays(loop):
 def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times,
              report=None):
     """The Executable running ``plan`` with the functions of ``jit_module`` (the machine
-    code of ``layout``'s module); ``report``: see ``compiler.Executable``."""
-    slots = {v: i for i, v in enumerate(_all_vars(optimised.jaxpr))}
+    code of ``layout``'s module); ``report``: see ``compiler.Executable``. A program that
+    is one native call needs no steps: none are made (a CNN step's 42 kernels took a
+    millisecond of its load from the disk cache)."""
+    kernels = [KernelInfo(loop.name, loop.eqns, loop, {
+        "LLVM IR": text, "optimised LLVM IR": layout.optimised_texts[loop.name]})
+        for (loop, _, _), text in zip(layout.kernels, layout.texts)]
     host_steps = [host_step(call, jit_module) for call in layout.host_calls]
-    functions, kernels = {}, []
-    for (loop, _, combiner), text in zip(layout.kernels, layout.texts):
+    if "program" in layout.flows:
+        flow = layout.flows["program"]
+        in_place = {k: i for i, (k, updated) in layout.donations.items() if updated}
+        program = native_call(jit_module.function(flow.name, 2, bounds=False, status=True),
+                              flow, host_steps, jit_module.entry(flow.name)
+                              if flow.name in layout.entries else None, in_place)
+        steps = []
+    else:
+        program, steps = None, _steps(optimised, plan, layout, jit_module, host_steps)
+    return Executable(name, optimised, optimised.consts, plan, rewrites, layout, steps,
+                      kernels, compile_times, jit_module, program, report)
+
+
+def _steps(optimised, plan, layout, jit_module, host_steps):
+    """The steps running ``plan`` one after the other, on slots (see ``Executable``)."""
+    slots = {v: i for i, v in enumerate(_all_vars(optimised.jaxpr))}
+    functions = {}
+    for loop, _, combiner in layout.kernels:
         functions[loop.name] = jit_module.function(
             loop.name, len(loop.inputs) + len(loop.outputs))
         if combiner:
             functions[combiner] = jit_module.function(
                 combiner, 2 * len(runtime.partial_outputs(loop)), bounds=False)
-        kernels.append(KernelInfo(loop.name, loop.eqns, loop, {
-            "LLVM IR": text, "optimised LLVM IR": layout.optimised_texts[loop.name]}))
     calls = {key: jit_module.function(flow.name, 2, bounds=False, status=True)
              for key, flow in layout.flows.items()}
     entries = {name: jit_module.entry(name) for name in layout.entries}
@@ -612,9 +630,4 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times,
                 g.eqns[0], slots, g.kind == "fallback" and g.warns,
                 f"nbjax cpu backend: no kernel for {g.eqns[0].primitive.name}; it runs on "
                 "the reference backend"))
-    in_place = {k: i for i, (k, updated) in layout.donations.items() if updated}
-    program = native_call(calls["program"], layout.flows["program"], host_steps,
-                          entries.get("program"), in_place) \
-        if "program" in layout.flows else None
-    return Executable(name, optimised, optimised.consts, plan, rewrites, layout, steps,
-                      kernels, compile_times, jit_module, program, report)
+    return steps

@@ -25,10 +25,8 @@ exist in this process (LLVM would abort on a missing one); an entry that fails a
 a miss.
 """
 
-import contextlib
 import copyreg
 import functools
-import gc
 import hashlib
 import io
 import json
@@ -283,23 +281,7 @@ def load(entry_key, traced, name):
     path = _path(entry_key)
     if path is None:
         return None
-    with _collector_paused():
-        return _load(path, entry_key, traced, name)
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Python's cyclic garbage collector paused (then as it was): loading a program makes
-    thousands of objects, which all live on, and the collections they set off found nothing
-    to free, yet took a millisecond of blur_473x716's first call (0.35 ms with the pause,
-    the deferred collection included)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+    return _load(path, entry_key, traced, name)
 
 
 def _load(path, entry_key, traced, name):
