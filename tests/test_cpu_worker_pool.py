@@ -120,3 +120,39 @@ def test_a_forked_process_runs_pooled_kernels(small_splits):
     child.start()
     child.join(60)
     assert child.exitcode == 0 and queue.get(timeout=5)
+
+
+def test_a_stalled_worker_sends_callers_alone_for_longer_each_time():
+    """A worker that holds its chunk far longer than the caller's share took is a stall:
+    callers then run alone for ``ALONE_MIN`` cycles, twice as long after a further stall,
+    and a job shared without one starts over from ``ALONE_MIN``."""
+    import ctypes
+    import time
+    from nbjax.backends.cpu import support
+    runtime.start_pool()
+    main = threading.get_native_id()
+    seen = {"worker": threading.Event()}
+
+    @ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+    def chunk(args, start, stop):
+        if threading.get_native_id() == main:
+            seen["worker"].wait(5)   # (so that the worker takes a chunk of its own)
+        else:
+            seen["worker"].set()
+            time.sleep(seen["sleep"])
+    parallel_for = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(
+        support.address(workers.PARALLEL_FOR))
+    until, backoff = (ctypes.c_uint64.from_address(support.address(f"nbjax_pool_{n}"))
+                      for n in ("alone_until", "backoff"))
+
+    def job(sleep):
+        seen["worker"].clear()
+        seen["sleep"] = sleep
+        until.value = 0
+        parallel_for(ctypes.cast(chunk, ctypes.c_void_p), None, 64)
+    job(0.05)
+    assert until.value > 0 and backoff.value == 2 * workers.ALONE_MIN
+    job(0.05)
+    assert backoff.value == 4 * workers.ALONE_MIN
+    job(0.0)
+    assert backoff.value == workers.ALONE_MIN

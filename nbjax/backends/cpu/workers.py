@@ -12,8 +12,12 @@ waiting for one. Such a worker can hold the caller up for a scheduler's time sli
 (milliseconds): OpenBLAS's threads spin for a tenth of a second after each product and take
 the core it needs. So when the caller waits ``STALL_CYCLES`` (about 0.3 ms) longer than its
 own share took (a worker woken from its futex comes tens of microseconds late: that is no
-stall), callers run alone for ``ALONE_CYCLES`` (about a third of a second), then try the
-workers again. Handing chunks over costs about a microsecond while the workers are awake.
+stall), callers run alone for a while, then try the workers again: ``ALONE_MIN`` cycles
+(a few milliseconds) after a first stall (this VM's cores stall now and then with nothing
+else running), twice as long after each further one, up to ``ALONE_MAX`` (a third of a
+second: a competitor like OpenBLAS's threads stays that long); a job shared without a
+stall starts over from ``ALONE_MIN``.
+Handing chunks over costs about a microsecond while the workers are awake.
 
 The workers are Python threads, each inside one native call of ``nbjax_pool_worker`` that
 never returns (ctypes released the GIL). After a job a worker spins on the job counter for
@@ -42,7 +46,8 @@ _SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98}.get(platform.machine()
 _FUTEX_WAIT, _FUTEX_WAKE = 128, 129   # the _PRIVATE operations
 SPIN_CYCLES = 20_000      # time-stamp counter cycles a worker spins before it sleeps
 STALL_CYCLES = 1 << 20    # a wait this much longer than the caller's own share: a stall
-ALONE_CYCLES = 1 << 30    # how long callers then work alone
+ALONE_MIN = 1 << 23       # how long callers then work alone, doubled at each stall that
+ALONE_MAX = 1 << 30       # follows, up to this; a job shared without a stall resets it
 CHUNKS_PER_THREAD = 4     # a job's chunks: a thread that comes late finds some left
 
 
@@ -76,6 +81,7 @@ class _Pool:
             var(n, I32) for n in ("generation", "finished", "sleepers", "busy"))
         self.workers, self.ready = var("workers", I32), var("ready", I32)
         self.claims, self.alone_until = var("claims", I64), var("alone_until", I64)
+        self.backoff = var("backoff", I64)  # how long the next stall sends callers alone
         self.chunk, self.args = var("chunk", CHUNK.as_pointer()), var("args", I8P.as_pointer())
         self.extent, self.chunks = var("extent", I64), var("chunks", I64)
         self.syscall = ir.Function(m, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
@@ -181,8 +187,16 @@ def _parallel_for(m, pool):
     b.position_at_end(waiting)  # (a worker another thread displaced needs this core back)
     now = b.call(pool.clock, [])
     waited = b.sub(now, began)
-    with b.if_then(b.icmp_unsigned(">", waited, b.add(own, _c(I64, STALL_CYCLES)))):
-        b.store_atomic(b.add(now, _c(I64, ALONE_CYCLES)), pool.alone_until, "monotonic", 8)
+    stalled = b.icmp_unsigned(">", waited, b.add(own, _c(I64, STALL_CYCLES)))
+    noted = b.icmp_unsigned(">", b.load_atomic(pool.alone_until, "monotonic", 8), began)
+    with b.if_then(b.and_(stalled, b.not_(noted))):    # (once per job)
+        backoff = b.load_atomic(pool.backoff, "monotonic", 8)
+        backoff = b.select(b.icmp_unsigned("<", backoff, _c(I64, ALONE_MIN)),
+                           _c(I64, ALONE_MIN), backoff)
+        b.store_atomic(b.add(now, backoff), pool.alone_until, "monotonic", 8)
+        doubled = b.shl(backoff, _c(I64, 1))
+        b.store_atomic(b.select(b.icmp_unsigned(">", doubled, _c(I64, ALONE_MAX)),
+                                _c(I64, ALONE_MAX), doubled), pool.backoff, "monotonic", 8)
     with b.if_else(b.icmp_unsigned(">", waited, _c(I64, SPIN_CYCLES))) as (then, otherwise):
         with then:
             b.call(pool.sched_yield, [])
@@ -190,6 +204,9 @@ def _parallel_for(m, pool):
             pool.relax(b)
     b.branch(wait)
     b.position_at_end(finished)
+    with b.if_then(b.icmp_unsigned("<=", b.load_atomic(pool.alone_until, "monotonic", 8),
+                                   began)):        # shared without a stall
+        b.store_atomic(_c(I64, ALONE_MIN), pool.backoff, "monotonic", 8)
     b.store_atomic(_c(I32, 0), pool.busy, "release", 4)
     b.ret_void()
 
