@@ -28,7 +28,8 @@ import numpy as np
 from ... import compiler
 from ...compiler import KernelInfo, report
 from ...core import HOST_DEVICE, Literal, host_result, to_numpy
-from . import buffer_plan, codegen, control_flow, interrupts, pipeline, python_entry, runtime
+from . import (buffer_plan, codegen, control_flow, interrupts, library, pipeline,
+               python_entry, runtime)
 from .host_steps import HostCall, host_step
 
 
@@ -500,6 +501,7 @@ def compile_plan(name, optimised, plan, rewrites, timer, donated=frozenset()):
     layout.donations = donations
     jit_module = None
     if ir_text is not None:
+        library.provide(layout.externals)  # (the functions the module calls, made first)
         jit_module = runtime.JitModule(ir_text, timer, light)
         with timer("machine_code"):
             layout.optimised_texts = {loop.name: _optimised_text(jit_module, loop.name, layout)

@@ -5,10 +5,11 @@ it (the register tiles of a matrix product and the loop over them: ``tiled_produ
 compiled once instead, kept for the life of the process, and called by name: its address
 is registered as a symbol (``llvm.add_symbol``), as the BLAS routines' are (``routines``),
 so that a program's object code, compiled now or read from the disk cache, links to it
-when it is loaded. A library function's own module goes through the disk cache too: a new
-process loads its machine code rather than compiling it again. LLVM took 6-8 ms for each
-product's tile functions and the loop over them in every program (a recurrent network's
-program has two products: two fifths of its compile time).
+when it is loaded (``provide``, given the names the program's module calls, makes those
+this process lacks first, together). Their modules go through the disk cache too: a new
+process loads their machine code rather than compiling it again. LLVM took 6-8 ms for
+each product's tile functions and the loop over them in every program (a recurrent
+network's program has two products: two fifths of its compile time).
 
 A library function's name says what it computes (``nbjax_tile_float32_6x4``) and is all
 that is needed to make it (``maker``); when kernels are compiled for a CPU other than the
@@ -45,25 +46,24 @@ def name(base):
 
 
 def declare(module, function_name, function_type):
-    """The library function ``function_name`` declared in ``module``, made first if this
-    process has not made it yet."""
-    provide([function_name])
+    """The library function ``function_name`` declared in ``module`` (``provide`` makes it
+    before the module's code is loaded)."""
     fn = module.globals.get(function_name)
     return fn if fn is not None else ir.Function(module, function_type, function_name)
 
 
 def provide(names):
-    """Make (compile, or load from the disk cache) the library functions among ``names``
-    that this process lacks; other names are left alone."""
-    for function_name in names:
-        if function_name in _modules:
-            continue
-        make = next((m for p, m in _makers.items() if function_name.startswith(p)), None)
-        if make is None:
-            continue
-        with _lock:
-            if function_name not in _modules:
-                _modules[function_name] = _compile(function_name, make)
+    """Make the library functions among ``names`` that this process lacks (other names are
+    left alone): all in one module, compiled (or loaded from the disk cache) at once, its
+    parts on the optimiser processes together."""
+    missing = [n for n in dict.fromkeys(names) if n not in _modules and _maker(n)]
+    if not missing:
+        return
+    with _lock:
+        missing = [n for n in missing if n not in _modules]
+        if missing:
+            jit_module = _compile(missing)
+            _modules.update(dict.fromkeys(missing, jit_module))
 
 
 def function_ir(function_name):
@@ -72,10 +72,16 @@ def function_ir(function_name):
     return _modules[function_name].function_ir(function_name)
 
 
-def _compile(function_name, make):
-    module = ir.Module(function_name)
-    make(module, function_name)
+def _maker(function_name):
+    return next((m for p, m in _makers.items() if function_name.startswith(p)), None)
+
+
+def _compile(names):
+    module = ir.Module("library")
+    for function_name in names:
+        _maker(function_name)(module, function_name)
     jit_module = runtime.JitModule(str(module), Timer(),
-                                   {function_name: pipeline.SMALL_LOOPS})
-    llvm.add_symbol(function_name, jit_module.engine.get_function_address(function_name))
+                                   dict.fromkeys(names, pipeline.SMALL_LOOPS))
+    for function_name in names:
+        llvm.add_symbol(function_name, jit_module.engine.get_function_address(function_name))
     return jit_module
