@@ -123,6 +123,26 @@ def test_transpose_of_a_dot_becomes_the_swapped_dot():
     assert prims == ["dot_general", "transpose"]
 
 
+def test_a_dot_of_transposed_matrices_reads_them_as_they_are():
+    """``x @ w.T`` and ``x.T @ w`` of matrices are dots contracting the untransposed
+    operand's other axis: no transpose is left to copy (integer-valued floats keep the
+    sums exact); a transpose of more than two axes stays."""
+    rng = np.random.RandomState(1)
+    x = rng.randint(-4, 5, (6, 5)).astype(np.float32)
+    w = rng.randint(-4, 5, (3, 5)).astype(np.float32)
+    for f, args in ((lambda x, w: x @ w.T, (x, w)), (lambda x, w: x.T @ w.T, (x.T.copy(), w)),
+                    (lambda a, b: a.T @ b, (x, x))):
+        _, rules, prims = _optimized(f, *args)
+        assert prims == ["dot_general"]
+        assert ("simplify", "a dot of a transposed matrix as the dot contracting its other "
+                "axis") in rules
+    a = rng.randint(-4, 5, (2, 5, 6)).astype(np.float32)
+    batched = lambda a, b: lax.dot_general(lax.transpose(a, (0, 2, 1)), b,
+                                           (((2,), (1,)), ((0,), (0,))))
+    _, _, prims = _optimized(batched, a, a)
+    assert prims == ["transpose", "dot_general"]
+
+
 def _idempotent_primitive(name, with_rule):
     """A clip to [0, 1] defined here, outside nbjax.lax; ``with_rule``: it tells the compiler
     that clipping a clipped value changes nothing."""

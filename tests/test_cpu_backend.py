@@ -54,9 +54,9 @@ def test_one_module_for_all_kernels_and_compile_times(monkeypatch):
     monkeypatch.setenv("NBJAX_DISABLE_DISK_CACHE", "1")  # every LLVM phase must run
     cpu, _ = _check(lambda x: (jnp.sin(x).sum(0), (x @ x.T).max(1)),
                     RNG.random((5, 7), np.float32), rtol=1e-5)
-    # sin+sum, the transpose feeding the dot, and the max
-    assert len(cpu.kernels) == len(cpu.plan.kernels) == 3
-    assert cpu.jit_module.optimised_ir.count("define void @") == 3
+    # sin+sum and the max (the product reads x as the transpose it multiplies by)
+    assert len(cpu.kernels) == len(cpu.plan.kernels) == 2
+    assert cpu.jit_module.optimised_ir.count("define void @") == 2
     assert set(cpu.compile_times) >= {"passes", "fusion", "codegen", "llvm_optimise",
                                       "machine_code"}
     assert all(t >= 0 for t in cpu.compile_times.values())

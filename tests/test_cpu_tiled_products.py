@@ -87,6 +87,37 @@ def test_many_rows_by_a_short_contraction_are_tiled():
                                   xt, w[:40]))
 
 
+def _by_transpose(h, w):
+    """Two steps adding ``h @ w.T`` (the right operand ``n x k``: dot-product tiles)."""
+    return lax.fori_loop(0, 2, lambda i, acc: acc + h @ w.T,
+                         jnp.zeros((h.shape[0], w.shape[0]), h.dtype))
+
+
+@pytest.mark.parametrize("m", [2, 3, 4, 5, 13, 64])
+@pytest.mark.parametrize("k, n", [(256, 1), (272, 3), (256, 4), (512, 9), (1024, 64)])
+def test_products_by_a_transposed_right_operand_are_dot_tiles(m, k, n):
+    h = RNG.standard_normal((m, k)).astype(np.float32)
+    w = (RNG.standard_normal((n, k)) / np.sqrt(k)).astype(np.float32)
+    assert _uses_tiles(_check(_by_transpose, h, w))
+    assert _uses_tiles(_check(lambda h, w: jnp.tanh(h @ w.T), h, w))
+
+
+def test_dot_tiles_in_float64_and_with_special_values(x64):
+    h = RNG.standard_normal((6, 8 * tiled_products.DOT_DEPTH_MIN)).astype(np.float64)
+    w = RNG.standard_normal((5, h.shape[1])).astype(np.float64)
+    assert _uses_tiles(_check(_by_transpose, h, w, dtype=np.float64))
+    h = RNG.standard_normal((6, 16 * tiled_products.DOT_DEPTH_MIN)).astype(np.float32)
+    w = RNG.standard_normal((5, h.shape[1])).astype(np.float32)
+    h[0, 2], h[1, 5], h[2, :] = np.nan, np.inf, -0.0
+    cpu, ref = cpu_and_reference(lambda h, w: (h @ w.T) * 1.0, h, w)
+    got, want = cpu.run(h, w)[0], ref.run(h, w)[0]
+    assert _uses_tiles(cpu)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(got[1:3], want[1:3])  # +-inf, and zeros
+    np.testing.assert_array_equal(np.signbit(got[2]), np.signbit(want[2]))
+    assert_close(got[3:], want[3:], rtol=1e-5, scale=float(np.abs(want[3:]).max()) + 1.0)
+
+
 def test_an_empty_contraction_gives_zeros():
     h, w = np.ones((4, 0), np.float32), np.ones((0, 32), np.float32)
     cpu = _check(lambda h, w: (h @ w) + 1.0, h, w)

@@ -396,8 +396,32 @@ def _simplify_transpose_of_dot(eqn, ins, producer_of, use_count):
     return [swapped], "transpose of a dot as the dot with its operands swapped"
 
 
+def _simplify_dot_of_transposed_matrices(eqn, ins, producer_of, use_count):
+    """``dot(a, transpose(w))`` of matrices (``x @ w.T``, a linear layer as PyTorch writes
+    it, and what autodiff makes of ``x @ w``), or ``dot(transpose(a), w)``: the dot of the
+    untransposed matrix, contracted along its other axis. Matrix products read either
+    layout (BLAS's "T", the tiled products' dot products), so the transpose need not be
+    copied first; it stays only for whatever else reads it."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    if lb or rb:
+        return None
+    operands, contracting = list(ins), [tuple(lc), tuple(rc)]
+    for i, atom in enumerate(ins):
+        t = producer_of(atom)
+        if t is not None and t.primitive is transpose_p and \
+                tuple(t.params["permutation"]) == (1, 0):
+            operands[i], contracting[i] = t.invars[0], tuple(1 - d for d in contracting[i])
+    if operands == list(ins):
+        return None
+    params = dict(eqn.params, dimension_numbers=DotDimensionNumbers(
+        (tuple(contracting), ((), ()))))
+    return [eqn.replace(invars=operands, params=params)], \
+        "a dot of a transposed matrix as the dot contracting its other axis"
+
+
 # transpose's one simplification is about dots, so it is written here, with dot_general.
 transpose_p.def_rule("simplify", _simplify_transpose_of_dot)
+dot_general_p.def_rule("simplify", _simplify_dot_of_transposed_matrices)
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,

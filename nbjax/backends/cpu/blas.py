@@ -84,7 +84,7 @@ def gemm(b, setup, eqn, lhs, rhs, out):
     b_first = not b_last
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
     if tiled_products.fits(m, k, n, a_last, b_first, dtype):
-        tiled_products.emit(b, setup, lhs, rhs, out, (batch, m, k, n, a_last, dtype))
+        tiled_products.emit(b, setup, lhs, rhs, out, (batch, m, k, n, a_last, b_first, dtype))
         return
     real, size = REAL[dtype], dtype.itemsize
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand

@@ -79,7 +79,7 @@ def _settings():
     return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
             "pool split work": runtime.POOL_SPLIT_WORK, "math work": runtime.MATH_WORK,
             "tiled products": (tiled_products.ROWS_MAX, tiled_products.DEPTH_MAX,
-                               tiled_products.SPLIT_WORK),
+                               tiled_products.DOT_DEPTH_MIN, tiled_products.SPLIT_WORK),
             "inline math calls": codegen.INLINE_MATH_CALLS,
             "kernel depth": fusion.MAX_KERNEL_DEPTH, "hoist limit": passes.HOIST_LIMIT,
             "poison": buffer_plan.POISON}

@@ -38,6 +38,8 @@ from . import codegen, library, runtime, workers
 ROWS_MAX = 64            # products with more rows call BLAS (unless ``DEPTH_MAX`` allows)
 DEPTH_MAX = 128          # contractions this short are tiled for any number of rows
 SPLIT_WORK = 1 << 20     # multiply-adds from which a product's tiles go to the worker pool
+DOT_DEPTH_MIN = 16       # vectors along ``k`` from which ``x @ w.T`` is tiled: each of a
+                         # tile's dot products ends with a sum across its lanes
 I8P = I8.as_pointer()
 
 
@@ -55,33 +57,61 @@ def tile_shape():
 def fits(m, k, n, a_last, b_first, dtype):
     """Whether a product of ``m`` rows, ``k`` contracted and ``n`` columns is computed
     here: ``b_first``, the right operand's contracted group comes first (it is a row-major
-    ``k x n`` matrix); ``a_last``, the left one's comes last. Any number of rows when the
-    contraction is short (``DEPTH_MAX``) and the left operand row-major: a tile's column
-    of ``B`` then stays in the cache while all rows stream past (an RNN's inputs by its
-    input weights, hoisted out of the loop), and the program keeps OpenBLAS's threads,
-    which spin for a tenth of a second after each call, off the cores of its loops."""
-    rows = 2 <= m <= ROWS_MAX or (m >= 2 and a_last and k <= DEPTH_MAX)
-    return b_first and rows and n > 0 and n % lanes(dtype) == 0 \
-        and np.dtype(dtype) in (np.float32, np.float64)
+    ``k x n`` matrix, ``x @ w``; else it is ``n x k``, ``x @ w.T``); ``a_last``, the left
+    one's comes last. ``x @ w`` is tiled by rows of ``B`` (``n`` whole vectors), for any
+    number of rows when the contraction is short (``DEPTH_MAX``) and the left operand
+    row-major: a tile's column of ``B`` then stays in the cache while all rows stream past
+    (an RNN's inputs by its input weights, hoisted out of the loop), and the program keeps
+    OpenBLAS's threads, which spin for a tenth of a second after each call, off the cores
+    of its loops. ``x @ w.T`` is tiled by dot products along ``k`` (whole vectors, at
+    least ``DOT_DEPTH_MIN``), both operands' rows being contiguous there."""
+    if np.dtype(dtype) not in (np.float32, np.float64) or n <= 0:
+        return False
+    if b_first:
+        rows = 2 <= m <= ROWS_MAX or (m >= 2 and a_last and k <= DEPTH_MAX)
+        return rows and n % lanes(dtype) == 0
+    return a_last and 2 <= m <= ROWS_MAX and k >= DOT_DEPTH_MIN * lanes(dtype) \
+        and k % lanes(dtype) == 0
+
+
+def _tiling(b_first, dtype):
+    """(the names' prefix of the tile functions, a tile's rows, its columns in units, the
+    columns of a unit): tiles of whole vectors of ``B``'s rows for ``x @ w``, of dot
+    products for ``x @ w.T`` (accumulators, loaded rows and a broadcast fit in the vector
+    registers: 32 with AVX-512, 16 before)."""
+    rows, across = tile_shape() if b_first else dot_tile_shape()
+    return ("nbjax_tile_" if b_first else "nbjax_dot_tile_"), rows, across, \
+        (lanes(dtype) if b_first else 1)
+
+
+def dot_tile_shape():
+    """(rows, columns) of a tile of dot products: one accumulator vector each, a row of
+    ``A`` and one of ``B`` loaded per accumulator row and column."""
+    return (4, 4) if runtime.float32_lanes() >= 16 else (3, 3)
 
 
 # The product's array of arguments, ``args`` of the loop over the tiles: pointers, the
-# tile functions of each part of ``C`` (null where the part is empty), then integers.
+# tile functions of each part of ``C`` (null where the part is empty), then integers:
+# the shapes, ``A``'s strides, how far apart ``B``'s columns are (1 for ``x @ w``, ``k``
+# for ``x @ w.T``), a tile's rows and its width in columns.
 ARGS = ("a", "b", "c", "full", "rows_rest", "columns_rest", "corner",
-        "m", "k", "n", "a_row", "a_col")
+        "m", "k", "n", "a_row", "a_col", "b_column", "rows", "width")
 _SLOT = {name: i for i, name in enumerate(ARGS)}
 
 
 def emit(b, setup, lhs, rhs, out, product):
-    """Emit the products of ``product`` = (batch, m, k, n, a_last, dtype) from the
+    """Emit the products of ``product`` = (batch, m, k, n, a_last, b_first, dtype) from the
     buffers ``lhs``, ``rhs`` into ``out`` (``i8*``); ``setup`` builds in the entry block.
     ``a_last``: the left operand is a row-major ``m x k`` matrix (else ``k x m``)."""
-    batch, m, k, n, a_last, dtype = product
+    batch, m, k, n, a_last, b_first, dtype = product
     size = np.dtype(dtype).itemsize
     loop = library.declare(b.module, library.name(f"nbjax_tiled_product_{np.dtype(dtype).name}"),
                            workers.CHUNK)
-    values = {**_tiles(b.module, m, n, dtype), "m": m, "k": k, "n": n,
-              **dict(zip(("a_row", "a_col"), (k, 1) if a_last else (1, m)))}
+    _, rows, across, unit = _tiling(b_first, dtype)
+    tiles = math.ceil(n / (across * unit))
+    values = {**_tiles(b.module, m, n, b_first, dtype), "m": m, "k": k, "n": n,
+              **dict(zip(("a_row", "a_col"), (k, 1) if a_last else (1, m))),
+              "b_column": 1 if b_first else k, "rows": rows, "width": across * unit}
     args = setup.alloca(ir.ArrayType(I8P, len(ARGS)))
     pooled = m * n * k >= SPLIT_WORK and runtime.THREADS > 1 and workers.supported()
 
@@ -97,37 +127,29 @@ def emit(b, setup, lhs, rhs, out, product):
         array = b.bitcast(args, I8P.as_pointer())
         if pooled:
             pool = workers.declare_parallel_for(b.module)
-            b.call(pool, [loop, array, ir.Constant(I64, _tile_count(n, dtype))])
+            b.call(pool, [loop, array, ir.Constant(I64, tiles)])
         else:
-            b.call(loop, [array, ir.Constant(I64, 0), ir.Constant(I64, _tile_count(n, dtype))])
+            b.call(loop, [array, ir.Constant(I64, 0), ir.Constant(I64, tiles)])
     if batch == 1:
         one(ir.Constant(I64, 0))
     else:
         for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, batch), one, "batch")
 
 
-def _tiles(module, m, n, dtype):
+def _tiles(module, m, n, b_first, dtype):
     """{part of ``C``: its tile function declared in ``module``, None if it is empty}: the
     whole tiles, those of the rows left below them, of the columns left to their right,
     and the corner where both are left."""
-    rows, vectors = tile_shape()
+    prefix, rows, across, unit = _tiling(b_first, dtype)
     whole, rows_left = m - m % rows, m % rows
-    full, rest = divmod(n, vectors * lanes(dtype))
-    rest //= lanes(dtype)
-    shapes = {"full": (whole and full and rows, vectors),
-              "rows_rest": (full and rows_left, vectors),
+    full, rest = divmod(n, across * unit)
+    rest //= unit
+    shapes = {"full": (whole and full and rows, across),
+              "rows_rest": (full and rows_left, across),
               "columns_rest": (whole and rows, rest), "corner": (rows_left, rest)}
-    return {part: library.declare(module, _tile_name(dtype, h, v), _tile_type(dtype))
-            if h and v else None for part, (h, v) in shapes.items()}
-
-
-def _tile_count(n, dtype):
-    _, vectors = tile_shape()
-    return math.ceil(n / (vectors * lanes(dtype)))
-
-
-def _tile_name(dtype, rows, vectors):
-    return library.name(f"nbjax_tile_{np.dtype(dtype).name}_{rows}x{vectors}")
+    return {part: library.declare(module, library.name(
+        f"{prefix}{np.dtype(dtype).name}_{h}x{v}"), _tile_type(dtype))
+        if h and v else None for part, (h, v) in shapes.items()}
 
 
 def _tile_type(dtype):
@@ -145,8 +167,8 @@ def _parse(function_name, prefix):
 @library.maker("nbjax_tiled_product_")
 def _define_product(module, function_name):
     """``void nbjax_tiled_product_<dtype>(i8** args, i64 start, i64 stop)``: the column
-    tiles ``[start, stop)`` of ``C = A @ B``, the worker pool's chunk signature; ``args``
-    (``ARGS``) holds the buffers, the tile functions and the shapes."""
+    tiles ``[start, stop)`` of ``C = A @ B`` (or ``A @ B.T``), the worker pool's chunk
+    signature; ``args`` (``ARGS``) holds the buffers, the tile functions and the shapes."""
     dtype, _ = _parse(function_name, "nbjax_tiled_product_")
     fn = ir.Function(module, workers.CHUNK, name=function_name)
     args, start, stop = fn.args
@@ -154,31 +176,32 @@ def _define_product(module, function_name):
     arg = {name: b.load(b.gep(args, [ir.Constant(I64, i)])) for i, name in enumerate(ARGS)}
     real, tile = mem_type(dtype).as_pointer(), _tile_type(dtype).as_pointer()
     a, bm, c = (b.bitcast(arg[name], real) for name in "abc")
-    m, k, n, a_row, a_col = (b.ptrtoint(arg[name], I64) for name in ARGS[7:])
-    rows, vectors = tile_shape()
-    width = ir.Constant(I64, vectors * lanes(dtype))
-    whole = b.sub(m, b.srem(m, ir.Constant(I64, rows)))
+    m, k, n, a_row, a_col, b_column, rows, width = (b.ptrtoint(arg[name], I64)
+                                                    for name in ARGS[7:])
+    whole = b.sub(m, b.srem(m, rows))
 
     def column_tile(t, main, below):
         n0 = b.mul(t, width)
 
         def row_block(m0, part):
             b.call(b.bitcast(arg[part], tile),
-                   [b.gep(a, [b.mul(m0, a_row)]), b.gep(bm, [n0]),
+                   [b.gep(a, [b.mul(m0, a_row)]), b.gep(bm, [b.mul(n0, b_column)]),
                     b.gep(c, [b.add(n0, b.mul(m0, n))]), k, n, a_row, a_col])
-        back = for_loop(b, ir.Constant(I64, 0), whole, lambda m0: row_block(m0, main), "rows",
-                        step=rows)
-        back.set_metadata("llvm.loop", codegen.loop_hints(module, unroll=False,
-                                                          vectorise=False))
+        _loop(b, ir.Constant(I64, 0), whole, lambda m0: row_block(m0, main), "rows", rows)
         with b.if_then(b.icmp_signed("<", whole, m)):
             row_block(whole, below)
     full = b.sdiv(n, width)
     last = b.select(b.icmp_signed("<", stop, full), stop, full)
-    back = for_loop(b, start, last, lambda t: column_tile(t, "full", "rows_rest"), "tile")
-    back.set_metadata("llvm.loop", codegen.loop_hints(module, unroll=False, vectorise=False))
+    _loop(b, start, last, lambda t: column_tile(t, "full", "rows_rest"), "tile", 1)
     with b.if_then(b.icmp_signed(">", stop, full)):
         column_tile(full, "columns_rest", "corner")
     b.ret_void()
+
+
+def _loop(b, lo, hi, emit, name, step):
+    """``for_loop``, neither unrolled nor vectorised (its body calls a tile)."""
+    back = for_loop(b, lo, hi, emit, name, step)
+    back.set_metadata("llvm.loop", codegen.loop_hints(b.module, unroll=False, vectorise=False))
 
 
 @library.maker("nbjax_tile_")
@@ -189,66 +212,115 @@ def _define_tile(module, function_name):
     ``r * a_row + j * a_col``; ``B``'s and ``C``'s rows are ``n`` apart."""
     dtype, shape = _parse(function_name, "nbjax_tile_")
     rows, vectors = map(int, shape.split("x"))
-    width = lanes(dtype)
-    vec = ir.VectorType(mem_type(dtype), width)
-    fn = ir.Function(module, _tile_type(dtype), function_name)
-    for arg in fn.args[:3]:
-        arg.add_attribute("noalias")
-    a, bm, c, k, n, a_row, a_col = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    sums = _accumulate(b, fn, (a, bm, k, n, a_row, a_col), rows, vectors, vec)
+    vec, b, (a, bm, c, k, n, a_row, a_col) = _tile_function(module, function_name, dtype)
+    width, align = vec.count, dtype.itemsize
+    splat_mask = ir.Constant(ir.VectorType(I32, width), [0] * width)
+
+    def step(j, sums):
+        row = b.gep(bm, [b.mul(j, n)])
+        bs = [b.load(b.bitcast(b.gep(row, [ir.Constant(I64, v * width)]), vec.as_pointer()),
+                     align=align) for v in range(vectors)]
+        column, updated = b.mul(j, a_col), []
+        for r in range(rows):
+            x = b.load(b.gep(a, [b.add(b.mul(ir.Constant(I64, r), a_row), column)]))
+            splat = b.shuffle_vector(b.insert_element(ir.Constant(vec, ir.Undefined), x,
+                                                      ir.Constant(I32, 0)),
+                                     ir.Constant(vec, ir.Undefined), splat_mask)
+            updated += [b.call(_fma(module, vec), [splat, bs[v], sums[r * vectors + v]])
+                        for v in range(vectors)]
+        return updated
+    sums = _k_loop(b, k, ir.Constant(I64, 1), rows * vectors, vec, step)
     for r in range(rows):
         row = b.gep(c, [b.mul(ir.Constant(I64, r), n)])
-        for j in range(vectors):
-            at = b.gep(row, [ir.Constant(I64, j * width)])
-            b.store(sums[r][j], b.bitcast(at, vec.as_pointer()), align=dtype.itemsize)
+        for v in range(vectors):
+            at = b.gep(row, [ir.Constant(I64, v * width)])
+            b.store(sums[r * vectors + v], b.bitcast(at, vec.as_pointer()), align=align)
     b.ret_void()
 
 
-def _accumulate(b, fn, operands, rows, vectors, vec):
-    """The ``k`` loop of a tile: its accumulators' values after it (zero when ``k`` is)."""
-    a, bm, k, n, a_row, a_col = operands
-    width, align = vec.count, 4 if vec.element == ir.FloatType() else 8
-    fma = _fma(b.module, vec)
+@library.maker("nbjax_dot_tile_")
+def _define_dot_tile(module, function_name):
+    """``void nbjax_dot_tile_<dtype>_<rows>x<columns>(A*, B*, C*, k, n, a_row, a_col)``:
+    the ``rows`` x ``columns`` elements of ``C = A @ B.T`` at ``C``, each the dot product of
+    a row of ``A`` (``a_row`` apart) with a row of ``B`` (``k`` apart), summed in vectors
+    along ``k`` (a whole number of them), then across their lanes; ``C``'s rows are ``n``
+    apart."""
+    dtype, shape = _parse(function_name, "nbjax_dot_tile_")
+    rows, columns = map(int, shape.split("x"))
+    vec, b, (a, bm, c, k, n, a_row, _) = _tile_function(module, function_name, dtype)
+    align = dtype.itemsize
+
+    def load(base, stride, index, j):
+        at = b.gep(base, [b.add(b.mul(ir.Constant(I64, index), stride), j)])
+        return b.load(b.bitcast(at, vec.as_pointer()), align=align)
+
+    def step(j, sums):
+        xs = [load(a, a_row, r, j) for r in range(rows)]
+        ys = [load(bm, k, col, j) for col in range(columns)]
+        return [b.call(_fma(module, vec), [xs[r], ys[col], sums[r * columns + col]])
+                for r in range(rows) for col in range(columns)]
+    sums = _k_loop(b, k, ir.Constant(I64, vec.count), rows * columns, vec, step)
+    add = _lane_sum(module, vec)
+    for r in range(rows):
+        for col in range(columns):
+            total = b.call(add, [ir.Constant(vec.element, -0.0), sums[r * columns + col]],
+                           fastmath=("reassoc",))
+            b.store(total, b.gep(c, [b.add(b.mul(ir.Constant(I64, r), n),
+                                           ir.Constant(I64, col))]))
+    b.ret_void()
+
+
+def _tile_function(module, function_name, dtype):
+    """(the vector type, a builder at its entry, its arguments) of a new tile function."""
+    vec = ir.VectorType(mem_type(dtype), lanes(dtype))
+    fn = ir.Function(module, _tile_type(dtype), function_name)
+    for arg in fn.args[:3]:
+        arg.add_attribute("noalias")
+    return vec, ir.IRBuilder(fn.append_basic_block("entry")), fn.args
+
+
+def _k_loop(b, k, step, count, vec, update):
+    """The ``k`` loop of a tile, ``j = 0, step, ...`` while ``j < k``, with ``count`` vector
+    accumulators starting at zero; ``update(j, sums)`` gives their values after a step.
+    Returns their values after the loop (zero when ``k`` is)."""
+    fn = b.function
     entry, loop, done = b.block, fn.append_basic_block("k"), fn.append_basic_block("k.done")
-    zero = ir.Constant(vec, [0.0] * width)
+    zero = ir.Constant(vec, [0.0] * vec.count)
     b.cbranch(b.icmp_signed(">", k, ir.Constant(I64, 0)), loop, done)
     b.position_at_end(loop)
     j = b.phi(I64, "j")
     j.add_incoming(ir.Constant(I64, 0), entry)
-    sums = [[b.phi(vec) for _ in range(vectors)] for _ in range(rows)]
-    row = b.gep(bm, [b.mul(j, n)])
-    bs = [b.load(b.bitcast(b.gep(row, [ir.Constant(I64, v * width)]), vec.as_pointer()),
-                 align=align) for v in range(vectors)]
-    lane0 = ir.Constant(I32, 0)
-    mask = ir.Constant(ir.VectorType(I32, width), [0] * width)
-    column = b.mul(j, a_col)
-    updated = []
-    for r in range(rows):
-        x = b.load(b.gep(a, [b.add(b.mul(ir.Constant(I64, r), a_row), column)]))
-        splat = b.shuffle_vector(b.insert_element(ir.Constant(vec, ir.Undefined), x, lane0),
-                                 ir.Constant(vec, ir.Undefined), mask)
-        updated.append([b.call(fma, [splat, bs[v], sums[r][v]]) for v in range(vectors)])
-    following = b.add(j, ir.Constant(I64, 1))
+    sums = [b.phi(vec) for _ in range(count)]
+    updated = update(j, sums)
+    following = b.add(j, step)
     j.add_incoming(following, b.block)
-    for r in range(rows):
-        for v in range(vectors):
-            sums[r][v].add_incoming(zero, entry)
-            sums[r][v].add_incoming(updated[r][v], b.block)
+    for phi, value in zip(sums, updated):
+        phi.add_incoming(zero, entry)
+        phi.add_incoming(value, b.block)
     back = b.cbranch(b.icmp_signed("<", following, k), loop, done)
     back.set_metadata("llvm.loop", codegen.loop_hints(b.module, unroll=False, vectorise=False))
     b.position_at_end(done)
     results = []
-    for r in range(rows):
-        results.append([])
-        for v in range(vectors):
-            phi = b.phi(vec)
-            phi.add_incoming(zero, entry)
-            phi.add_incoming(updated[r][v], loop)
-            results[r].append(phi)
+    for value in updated:
+        phi = b.phi(vec)
+        phi.add_incoming(zero, entry)
+        phi.add_incoming(value, loop)
+        results.append(phi)
     return results
+
+
 def _fma(module, vec):
     kind = "f32" if vec.element == ir.FloatType() else "f64"
     name = f"llvm.fma.v{vec.count}{kind}"
     fn = module.globals.get(name)
     return fn if fn is not None else ir.Function(module, ir.FunctionType(vec, [vec] * 3), name)
+
+
+def _lane_sum(module, vec):
+    """``llvm.vector.reduce.fadd``: a start value plus a vector's lanes (in a tree, with
+    the ``reassoc`` flag the calls carry)."""
+    kind = "f32" if vec.element == ir.FloatType() else "f64"
+    name = f"llvm.vector.reduce.fadd.v{vec.count}{kind}"
+    fn = module.globals.get(name)
+    return fn if fn is not None else ir.Function(
+        module, ir.FunctionType(vec.element, [vec.element, vec]), name)

@@ -64,8 +64,9 @@ def define_kernel(module, kernel, scaffold):
 
 
 def for_loop(builder, lo, hi, emit, name, step=1):
-    """``for (i = lo; i < hi; i += step) emit(i)`` at ``builder`` (i64 bounds); returns the
-    loop's back edge, the branch that ``llvm.loop`` metadata (vectoriser hints) goes on."""
+    """``for (i = lo; i < hi; i += step) emit(i)`` at ``builder`` (i64 bounds; ``step`` an
+    int or an i64 value); returns the loop's back edge, the branch that ``llvm.loop``
+    metadata (vectoriser hints) goes on."""
     b = builder
     pre = b.block
     header = b.append_basic_block(name)
@@ -78,7 +79,8 @@ def for_loop(builder, lo, hi, emit, name, step=1):
     b.cbranch(b.icmp_signed("<", i, hi), body, done)
     b.position_at_end(body)
     emit(i)
-    nxt = b.add(i, ir.Constant(I64, step), name=name + ".next")
+    nxt = b.add(i, step if isinstance(step, ir.Value) else ir.Constant(I64, step),
+                name=name + ".next")
     i.add_incoming(nxt, b.block)
     back = b.branch(header)
     b.position_at_end(done)
