@@ -75,13 +75,13 @@ def _combine(e, monoid, acc, x, dtype):
 def _logaddexp(e, x, y, dtype):
     """``log(exp(x) + exp(y))`` (float ``dtype``) as NumPy's ``npy_logaddexp``, branch-free:
     ``x + ln 2`` where ``x == y`` (so two infinities of one sign give that infinity, not
-    the NaN of ``inf - inf``), the NaN ``x - y`` where that is NaN, else the larger one
-    plus ``log1p(exp(-|x - y|))``, which neither overflows nor loses the larger's digits."""
+    the NaN of ``inf - inf``), else the larger one plus ``log1p(exp(-|x - y|))``, which
+    neither overflows nor loses the larger's digits (and is NaN where ``x - y`` is, as
+    NumPy's result)."""
     b = e.b
     d = b.fsub(x, y)
     larger = b.select(b.fcmp_ordered(">", d, constant(0, dtype)), x, y)
     tail = e.call_math("log1p", [e.call_math("exp", [b.fneg(e.unary("abs", d, dtype))],
                                              dtype)], dtype)
-    apart = b.select(b.fcmp_unordered("uno", d, d), d, b.fadd(larger, tail))
     return b.select(b.fcmp_ordered("==", x, y), b.fadd(x, constant(math.log(2), dtype)),
-                    apart)
+                    b.fadd(larger, tail))
