@@ -16,7 +16,6 @@ for bit.
 
 import math
 
-
 from llvmlite import ir
 
 from ..llvm import I64, constant, for_loop
