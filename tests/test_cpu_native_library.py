@@ -211,19 +211,19 @@ def _logaddexp_extremes(shape, dtype):
 
 
 def _running_magnitude(x, axis, reverse):
-    """The sum of the finite |x| from the start of the walk to each element: how large the
-    running values combined there are, whose rounding errors each step carries on."""
+    """The largest finite |x| from the start of the walk to each element."""
     finite = np.where(np.isfinite(x), np.abs(x), 0).astype(np.float64)
     if reverse:
-        return np.flip(np.cumsum(np.flip(finite, axis), axis), axis)
-    return np.cumsum(finite, axis)
+        return np.flip(np.maximum.accumulate(np.flip(finite, axis), axis), axis)
+    return np.maximum.accumulate(finite, axis)
 
 
 def _same_cumlogsumexp(fn, x, operand, axis, reverse):
     """``fn`` (a cumlogsumexp of ``operand`` along ``axis``, computed from ``x`` with
     element-wise work around it) compiled natively gives the reference's values within float
-    rounding: relative to each result, and to the magnitudes combined up to it (a step's
-    rounding error is relative to the larger of the two it combines, and carries on)."""
+    rounding: relative to each result, and to the largest magnitude combined up to it (a
+    step's rounding error is relative to the larger of the two it combines, which may
+    cancel: logaddexp(-0.7, -0.7) is -0.007)."""
     cpu, ref = cpu_and_reference(fn, x)
     assert cpu.runs_as == "one native call", cpu.runs_as
     assert "cumlogsumexp is a running loop in native code" in cpu.plan.report()
@@ -231,7 +231,7 @@ def _same_cumlogsumexp(fn, x, operand, axis, reverse):
     got, want = cpu.run(x)[0], ref.run(x)[0]
     assert got.dtype == want.dtype == x.dtype
     assert_close(got, want, rtol=1e-6 if x.dtype == np.float32 else 1e-13,
-                 scale=_running_magnitude(operand, axis, reverse) + operand.shape[axis])
+                 scale=_running_magnitude(operand, axis, reverse) + 1)
     return cpu
 
 
@@ -249,6 +249,15 @@ def test_cumlogsumexp_alone_and_between_kernels(dtype, shape, axis, reverse):
         _same_cumlogsumexp(lambda v: lax.cumlogsumexp(v, axis, reverse), x, x, axis, reverse)
         _same_cumlogsumexp(lambda v: lax.cumlogsumexp(v * 2 - 1, axis, reverse) + 1,
                            x, x * 2 - 1, axis, reverse)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_long_float32_running_log_sum_exps_stay_within_rounding(reverse):
+    """3000 steps along either axis: each step's rounding carries on, within the bound."""
+    x = random_array(RNG, (3000, 3), np.float32, scale=3.0)
+    for axis in (0, 1):
+        _same_cumlogsumexp(lambda v: lax.cumlogsumexp(v * 1, axis, reverse), x, x, axis,
+                           reverse)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
