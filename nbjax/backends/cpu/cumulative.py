@@ -25,9 +25,9 @@ from .rows import Rows, loop, plain_number
 def supports(eqn):
     """Whether ``emit`` compiles ``eqn``: a running reduction by a monoid (a primitive whose
     ``"cumulative op"`` lowering names it: "add", "mul", "max", "min", and cumlogsumexp's
-    "logaddexp") of integers, float32 or float64. Those of float16 and bfloat16 (which the
-    reference accumulates in float32) and of complex numbers (cumlogsumexp's sum of
-    exponentials in complex128) stay host steps."""
+    "logaddexp") of integers, float32 or float64. Those of float16, bfloat16 and complex
+    numbers stay host steps (the reference accumulates the half floats' sums, products and
+    log-sum-exps in float32, and sums complex cumlogsumexp's exponentials in complex128)."""
     return "cumulative op" in eqn.primitive.lowerings and \
         plain_number(eqn.invars[0].aval.dtype)
 
