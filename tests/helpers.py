@@ -171,6 +171,19 @@ def cpu_and_reference(fn, *args, name="t"):
     return compile(closed, "cpu", name), compile(closed, "reference", name)
 
 
+def host_cumlogsumexp(x, axis):
+    """``lax.cumlogsumexp(x, axis)`` computed by NumPy in an explicit host callback
+    (``pure_callback``): a step that compiled code calls back into Python for, whatever the
+    compiler learns to compile, for the tests of host steps. (A function of this module's,
+    not a lambda: the disk cache can key programs that hold it.)"""
+    return nbjax.pure_callback(_logaddexp_accumulate, nbjax.ShapeDtypeStruct(x.shape, x.dtype),
+                               x, axis=axis)
+
+
+def _logaddexp_accumulate(x, axis):
+    return np.logaddexp.accumulate(np.asarray(x), axis=axis)
+
+
 def is_full_width_float32(ir_text):
     """Whether optimised LLVM IR holds float32 vectors as wide as a plain float32 loop gets
     on the CPU compiled for (8 lanes on AVX2, 8 or 16 on AVX-512, 4 with SSE only). Give

@@ -14,7 +14,7 @@ from nbjax import lax
 from nbjax.backends import compile
 from nbjax.backends.cpu import runtime
 from nbjax.backends.cpu.host_steps import SplitCall
-from helpers import assert_close, cpu_and_reference
+from helpers import assert_close, cpu_and_reference, host_cumlogsumexp
 
 from helpers import is_full_width_float32
 
@@ -79,16 +79,16 @@ def test_per_step_timing_is_opt_in():
 
 
 def test_a_program_is_one_native_call_its_large_kernels_split_from_it(monkeypatch):
-    """Kernels, a product, a cumlogsumexp (a host step) and a loop: one native call, timed or not,
+    """Kernels, a product, a host callback (a host step) and a loop: one native call, timed or not,
     with the reference backend's values; a kernel large enough to split is handed to the
     worker threads from inside the call."""
     def f(x, w):
-        y = lax.cumlogsumexp(jnp.tanh(x @ w), 1)
+        y = host_cumlogsumexp(jnp.tanh(x @ w), 1)
         return lax.fori_loop(0, 3, lambda i, c: c * 0.5 + y, y).sum(0), x.T
 
     x, w = RNG.standard_normal((6, 5)).astype(np.float32), RNG.random((5, 4), np.float32)
     cpu, ref = cpu_and_reference(f, x, w)
-    assert cpu.runs_as == "one native call, calling back into Python for cumlogsumexp"
+    assert cpu.runs_as == "one native call, calling back into Python for pure_callback"
     assert cpu._program is not None
     # the loop's code is compiled once: the program calls the loop step's function
     assert "@control_" in cpu.jit_module.function_ir("program")
@@ -216,17 +216,17 @@ def test_kernels_run_concurrently_from_threads():
 
 
 def test_one_native_program_runs_from_threads_at_once():
-    """Four threads run one native program (kernels, a product, a cumlogsumexp called back into
-    Python, a loop) on inputs of their own, many times: each gets its own values (the
+    """Four threads run one native program (kernels, a product, a host callback into Python, a
+    loop) on inputs of their own, many times: each gets its own values (the
     program's scratch, results and host steps' arrays are not shared between calls)."""
     def f(x, w):
-        y = lax.cumlogsumexp(jnp.tanh(x @ w), 1)
+        y = host_cumlogsumexp(jnp.tanh(x @ w), 1)
         return lax.fori_loop(0, 3, lambda i, c: c * 0.5 + y, y).sum(0)
 
     w = RNG.random((6, 6), np.float32)
     inputs = [RNG.standard_normal((5, 6)).astype(np.float32) for _ in range(4)]
     cpu, ref = cpu_and_reference(f, inputs[0], w)
-    assert cpu.runs_as == "one native call, calling back into Python for cumlogsumexp"
+    assert cpu.runs_as == "one native call, calling back into Python for pure_callback"
     expected = [ref.run(x, w)[0] for x in inputs]
     failures = []
 

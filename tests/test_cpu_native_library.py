@@ -198,12 +198,119 @@ def test_running_ops_inside_scan_and_fori_loop():
         assert "compiled as a native loop" in cpu.plan.report()
 
 
-def test_cumlogsumexp_still_calls_back():
-    """cumlogsumexp is no monoid of the loop's: it stays a host step, named as such."""
-    x = random_array(RNG, (5, 4), np.float32)
-    cpu, ref = cpu_and_reference(lambda v: lax.cumlogsumexp(v * 2, 0) + 1, x)
-    assert cpu.runs_as == "one native call, calling back into Python for cumlogsumexp"
-    assert_close(cpu.run(x)[0], ref.run(x)[0], rtol=1e-6)
+# cumlogsumexp: NumPy's logaddexp on the inline exp and log1p, so within float rounding of the
+# reference (libm's exp and log1p), not bit for bit.
+
+def _logaddexp_extremes(shape, dtype):
+    """Normal values with, at random places (about one in sixteen each), -inf, inf, NaN and
+    the large magnitudes 1e30 and -1e30."""
+    x = random_array(RNG, shape, dtype, scale=3.0)
+    for value in (-np.inf, np.inf, np.nan, 1e30, -1e30):
+        x[RNG.random(shape) < 1 / 16] = value
+    return x
+
+
+def _running_magnitude(x, axis, reverse):
+    """The largest finite |x| from the start of the walk to each element."""
+    finite = np.where(np.isfinite(x), np.abs(x), 0).astype(np.float64)
+    if reverse:
+        return np.flip(np.maximum.accumulate(np.flip(finite, axis), axis), axis)
+    return np.maximum.accumulate(finite, axis)
+
+
+def _same_cumlogsumexp(fn, x, operand, axis, reverse):
+    """``fn`` (a cumlogsumexp of ``operand`` along ``axis``, computed from ``x`` with
+    element-wise work around it) compiled natively gives the reference's values within float
+    rounding: relative to each result, and to the largest magnitude combined up to it (a
+    step's rounding error is relative to the larger of the two it combines, which may
+    cancel: logaddexp(-0.7, -0.7) is -0.007)."""
+    cpu, ref = cpu_and_reference(fn, x)
+    assert cpu.runs_as == "one native call", cpu.runs_as
+    assert "cumlogsumexp is a running loop in native code" in cpu.plan.report()
+    assert "calls back" not in cpu.plan.report()
+    got, want = cpu.run(x)[0], ref.run(x)[0]
+    assert got.dtype == want.dtype == x.dtype
+    assert_close(got, want, rtol=1e-6 if x.dtype == np.float32 else 1e-13,
+                 scale=_running_magnitude(operand, axis, reverse) + 1)
+    return cpu
+
+
+CUMLOGSUMEXP_SHAPES = SHAPES + [((0,), 0), ((3, 0), 1), ((0, 4), 1), ((2, 0, 3), 2)]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,axis", CUMLOGSUMEXP_SHAPES)
+def test_cumlogsumexp_alone_and_between_kernels(dtype, shape, axis, reverse):
+    """Along the first, a middle and the last axis, rows of 0, 1 and several elements, with
+    infinities, NaN and magnitudes of 1e30 in them."""
+    x = _logaddexp_extremes(shape, dtype)
+    with _x64(dtype):
+        _same_cumlogsumexp(lambda v: lax.cumlogsumexp(v, axis, reverse), x, x, axis, reverse)
+        _same_cumlogsumexp(lambda v: lax.cumlogsumexp(v * 2 - 1, axis, reverse) + 1,
+                           x, x * 2 - 1, axis, reverse)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_long_float32_running_log_sum_exps_stay_within_rounding(reverse):
+    """3000 steps along either axis: each step's rounding carries on, within the bound."""
+    x = random_array(RNG, (3000, 3), np.float32, scale=3.0)
+    for axis in (0, 1):
+        _same_cumlogsumexp(lambda v: lax.cumlogsumexp(v * 1, axis, reverse), x, x, axis,
+                           reverse)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cumlogsumexp_of_special_values_as_numpy(dtype):
+    """Each branch of NumPy's ``npy_logaddexp``: equal arguments (-inf and -inf stay -inf,
+    inf and inf stay inf, 1 and 1 give 1 + ln 2), opposite infinities, NaN, and differences
+    beyond exp's range either way (1e30 against -1e30), along rows and columns."""
+    inf, nan = np.inf, np.nan
+    x = np.array([[-inf, -inf, -inf, 2.0], [inf, inf, 1.0, -inf], [-inf, inf, -inf, 0.5],
+                  [1.0, 1.0, 1.0, 1.0], [nan, 1.0, -inf, inf], [1e30, -1e30, 1e30, 0.0],
+                  [-1e30, -1e30, 0.0, -1e30], [0.0, -0.0, 30.0, -30.0]], dtype)
+    with _x64(dtype):
+        for axis in (0, 1):
+            for reverse in (False, True):
+                _same_cumlogsumexp(lambda v: lax.cumlogsumexp(v, axis, reverse), x, x, axis,
+                                   reverse)
+    np.testing.assert_array_equal(x[:3, :2], [[-inf, -inf], [inf, inf], [-inf, inf]])
+
+
+def test_cumlogsumexp_inside_scan_and_fori_loop():
+    """Running log-sum-exps in loop bodies are native loops too: no host step in the body."""
+    xs = random_array(RNG, (4, 6, 3), np.float32, scale=3.0)
+
+    def scanned(xs):
+        def step(c, x):
+            y = lax.cumlogsumexp(x + c, 0, True)
+            return c + 0.1 * y.max(), (y, lax.cumlogsumexp(x, 1))
+        return lax.scan(step, jnp.float32(0), xs)
+
+    def looped(x):
+        return lax.fori_loop(0, 3, lambda i, v: lax.cumlogsumexp(v, 1) * 0.5 - 1.0, x)
+    for cpu in (_same(scanned, xs, exact=False), _same(looped, xs[0], exact=False)):
+        report = cpu.plan.report()
+        assert "compiled as a native loop" in report
+        assert "cumlogsumexp is a running loop in native code" in report
+        assert "calls back" not in report
+
+
+@pytest.mark.parametrize("dtype,fn,runs_as", [
+    (np.float16, lambda v: lax.cumlogsumexp(v * 2, 0) + 1,  # between native kernels
+     "one native call, calling back into Python for cumlogsumexp"),
+    (np.complex64, lambda v: lax.cumlogsumexp(v, 1, True), "1 step")])  # (the host step alone)
+def test_cumlogsumexp_of_half_floats_and_complex_numbers_still_calls_back(dtype, fn, runs_as):
+    """float16 (which the reference sums in float32) and complex numbers (summed as complex
+    exponentials in complex128) stay host steps, named as such, with the reference's values."""
+    x = random_array(RNG, (5, 4), dtype)
+    cpu, ref = cpu_and_reference(fn, x)
+    assert cpu.runs_as == runs_as
+    assert "cumlogsumexp is a library call (NumPy); native code calls back into Python " \
+        "for it" in cpu.plan.report()
+    got, want = cpu.run(x)[0], ref.run(x)[0]
+    assert got.dtype == want.dtype == dtype
+    assert_close(got, want, rtol=1e-3 if dtype == np.float16 else 1e-6)
 
 
 # --- sort ----------------------------------------------------------------------------------

@@ -348,8 +348,9 @@ def _cumulative(name, kind, accumulate, monoid=None):
     """A primitive of running reductions along ``axis``, from the end when ``reverse``.
 
     ``accumulate(x, axis)`` computes the forward running reduction on a NumPy array, one
-    element after the other. ``monoid`` ("add", "max"...: ``monoid_of``), when the reduction
-    is one, is its ``"cumulative op"`` lowering, for a target that writes the loop itself.
+    element after the other. ``monoid`` ("add", "max"...: ``monoid_of``; or cumlogsumexp's
+    "logaddexp", NumPy's ``logaddexp`` on real numbers), when the reduction is one, is its
+    ``"cumulative op"`` lowering, for a target that writes the loop itself.
     """
     prim = Primitive(name)
     library_lowering(prim, "cumulative op")
@@ -410,7 +411,7 @@ def _running_extremum(ufunc, negative):
 
 cummax_p = _cumulative("cummax", NUMBER, _running_extremum(np.maximum, False), "max")
 cummin_p = _cumulative("cummin", NUMBER, _running_extremum(np.minimum, True), "min")
-cumlogsumexp_p = _cumulative("cumlogsumexp", INEXACT, _running_logsumexp)
+cumlogsumexp_p = _cumulative("cumlogsumexp", INEXACT, _running_logsumexp, "logaddexp")
 
 
 # --- derivatives of the cumulative reductions ----------------------------------------------

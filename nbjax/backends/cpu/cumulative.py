@@ -1,5 +1,5 @@
-"""Running reductions (``cumsum``, ``cumprod``, ``cummax``, ``cummin``) in native code, where
-a compiled program or loop calls them, without calling back into Python.
+"""Running reductions (``cumsum``, ``cumprod``, ``cummax``, ``cummin``, ``cumlogsumexp``) in
+native code, where a compiled program or loop calls them, without calling back into Python.
 
 Along the axis, element ``k`` of the result combines the result's element ``k - 1`` with
 the operand's element ``k`` (from the end with ``reverse``: element ``k + 1``), by the
@@ -9,18 +9,25 @@ calls: float sums and products round exactly as the reference's. The axis is the
 loop and the rows' other elements the inner one, so each step reads and writes contiguous
 runs (vectorised) whatever the axis. max and min are the scalar emitter's: a NaN
 propagates, and 0.0 is greater than -0.0 (as XLA's, where NumPy keeps the first of the two).
+cumlogsumexp's "logaddexp" is NumPy's ``npy_logaddexp`` (``_logaddexp``) on the inline math
+library's exp and log1p, so within a few ulp of the reference's (libm's) values, not bit
+for bit.
 """
+
+import math
 
 from llvmlite import ir
 
-from ..llvm import I64, for_loop
+from ..llvm import I64, constant, for_loop
 from .rows import Rows, loop, plain_number
 
 
 def supports(eqn):
     """Whether ``emit`` compiles ``eqn``: a running reduction by a monoid (a primitive whose
-    ``"cumulative op"`` lowering names it: "add", "mul", "max", "min"; cumlogsumexp has
-    none) of integers, float32 or float64."""
+    ``"cumulative op"`` lowering names it: "add", "mul", "max", "min", and cumlogsumexp's
+    "logaddexp") of integers, float32 or float64. Those of float16, bfloat16 and complex
+    numbers stay host steps (the reference accumulates the half floats' sums, products and
+    log-sum-exps in float32, and sums complex cumlogsumexp's exponentials in complex128)."""
     return "cumulative op" in eqn.primitive.lowerings and \
         plain_number(eqn.invars[0].aval.dtype)
 
@@ -51,7 +58,29 @@ def emit(f, eqn, operand, out):
             def element(i):
                 at = rows.at(b, o, here, i)
                 acc = e.load(y, rows.at(b, o, before, i), dtype)
-                e.store(y, at, e.binary(monoid, acc, e.load(x, at, dtype), dtype), dtype)
+                e.store(y, at, _combine(e, monoid, acc, e.load(x, at, dtype), dtype), dtype)
             loop(f, rows.inner, element, "cum.inner")
         for_loop(b, ir.Constant(I64, 1), ir.Constant(I64, rows.n), step, "cum")
     loop(f, rows.outer, outer, "cum.outer")
+
+
+def _combine(e, monoid, acc, x, dtype):
+    """``acc monoid x`` with the ScalarEmitter ``e``."""
+    if monoid == "logaddexp":
+        return _logaddexp(e, acc, x, dtype)
+    return e.binary(monoid, acc, x, dtype)
+
+
+def _logaddexp(e, x, y, dtype):
+    """``log(exp(x) + exp(y))`` (float ``dtype``) as NumPy's ``npy_logaddexp``, branch-free:
+    ``x + ln 2`` where ``x == y`` (so two infinities of one sign give that infinity, not
+    the NaN of ``inf - inf``), else the larger one plus ``log1p(exp(-|x - y|))``, which
+    neither overflows nor loses the larger's digits (and is NaN where ``x - y`` is, as
+    NumPy's result)."""
+    b = e.b
+    d = b.fsub(x, y)
+    larger = b.select(b.fcmp_ordered(">", d, constant(0, dtype)), x, y)
+    tail = e.call_math("log1p", [e.call_math("exp", [b.fneg(e.unary("abs", d, dtype))],
+                                             dtype)], dtype)
+    return b.select(b.fcmp_ordered("==", x, y), b.fadd(x, constant(math.log(2), dtype)),
+                    b.fadd(larger, tail))

@@ -86,12 +86,17 @@ class ScalarEmitter:
         if name == "bitcast":
             return b.bitcast(args[0], reg_type(dtype))
         if name == "math":
-            return emit_math(b, self.math, op.attr, args, dtype)
+            return self.call_math(op.attr, args, dtype)
         if name in _COMPARISONS:
             return self.compare(name, args[0], args[1], op.args[0].dtype)
         if len(args) == 1:
             return self.unary(name, args[0], dtype)
         return self.binary(name, args[0], args[1], dtype)
+
+    def call_math(self, name, args, dtype):
+        """The function ``name`` (``exp``, ``log1p``...) of ``args`` (float ``dtype``), as the
+        target computes it (``self.math``)."""
+        return emit_math(self.b, self.math, name, args, dtype)
 
     def unary(self, name, x, dtype):
         b, t = self.b, reg_type(dtype)
