@@ -15,7 +15,7 @@ import pdb
 
 from .core import Array, default_device, pytree
 from .core.array import SingleDeviceSharding
-from .lax.callback import FlatCallback, debug_callback
+from .lax.callback import debug_callback, flatten_callback
 
 __all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback",
            "inspect_array_sharding", "log", "print", "visualize_array_sharding",
@@ -54,8 +54,8 @@ def callback(callback, *args, ordered=False, partitioned=False, **kwargs):
     computation runs: once eagerly or per run of a jitted function, once per batch member
     under ``vmap``, with the primal values under ``grad``. ``ordered`` and ``partitioned``
     are accepted for JAX's signature; nbjax runs programs in order on one device."""
-    flat = FlatCallback(callback, args, kwargs)
-    debug_callback(flat, *flat.operands())
+    flat, operands = flatten_callback(callback, args, kwargs)
+    debug_callback(flat, *operands)
 
 
 def print(fmt=None, *args, ordered=False, partitioned=False, **kwargs):

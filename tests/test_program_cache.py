@@ -390,3 +390,28 @@ def test_a_new_process_loads_the_program_and_points_at_its_own_lines(tmp_path, c
     assert second["stats"].get("program hit") == 1 and second["phases"] == ["program_cache"]
     assert second["out"] == first["out"]
     assert first["lines"] and second["lines"] == [n + 3 for n in first["lines"]]
+
+
+def test_a_program_calling_back_into_python_is_kept_and_loaded():
+    """A ``pure_callback``'s parameters hold its static arguments, never its operands (the
+    tracers of the trace that made the jaxpr): the program is keyed, stored and loaded."""
+    from nbjax.core import Tracer
+    from helpers import host_cumlogsumexp
+
+    def f(x):
+        return lax.fori_loop(0, 2, lambda i, y: host_cumlogsumexp(y, 1) * 0.5, x)
+    x = RNG.standard_normal((3, 5)).astype(np.float32)
+    traced = nbjax.make_jaxpr(f)(x)
+    callbacks = [e.params["callback"] for e in traced.jaxpr.eqns[0].params["jaxpr"].eqns
+                 if e.primitive.name == "pure_callback"] \
+        if "jaxpr" in traced.jaxpr.eqns[0].params else []
+    assert not any(isinstance(leaf, Tracer) for c in callbacks for leaf in c.leaves)
+    first = _compiled(f, x)
+    hits = cache.stats["program hit"]
+    second = _compiled(f, x)
+    assert cache.stats["program hit"] == hits + 1
+    want = x
+    for _ in range(2):
+        want = np.logaddexp.accumulate(want, axis=1) * 0.5
+    for exe in (first, second):
+        assert_close(exe.run(x)[0], want, rtol=1e-5)

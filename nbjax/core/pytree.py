@@ -285,6 +285,11 @@ class PyTreeDef:
         for c, d in zip(children, self.children_defs):
             d._flatten_up_to(c, out)
 
+    def __reduce__(self):
+        """Pickled by its node's class, whose unflatten function (often a lambda, which
+        does not pickle) the registry gives back when it is unpickled."""
+        return _treedef_of, (self.node_class, self.node_data, self.children_defs)
+
     def __eq__(self, other):
         return (isinstance(other, PyTreeDef) and self.node_class is other.node_class
                 and self.node_data == other.node_data
@@ -324,6 +329,16 @@ def _hashable(x):
 
 
 LEAF = PyTreeDef(None, None, ())
+
+
+def _treedef_of(node_class, node_data, children_defs):
+    """The PyTreeDef of a node of ``node_class`` (None: a leaf), as registered now."""
+    if node_class is None:
+        return LEAF
+    node = _node_type_of_class(node_class)
+    if node is None:
+        raise ValueError(f"unpickling a PyTreeDef: {node_class!r} is not a pytree node type")
+    return PyTreeDef(node_class, node_data, children_defs, node.from_iterable)
 _NO_IDENTITY = object()
 
 

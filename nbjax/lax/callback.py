@@ -74,15 +74,11 @@ def _debug_callback_batch(axis_data, vals, dims, *, callback):
 class FlatCallback:
     """A callback taking the flat array operands of a callback primitive: it puts them back
     among the other (static) leaves of the argument pytree. Its repr (the callback's name)
-    is what a jaxpr prints."""
+    is what a jaxpr prints. Made by ``flatten_callback``."""
 
-    def __init__(self, callback, args, kwargs):
+    def __init__(self, callback, leaves, treedef, dynamic):
         self.callback = callback
-        self.leaves, self.treedef = pytree.tree_flatten((args, kwargs))
-        self.dynamic = [i for i, x in enumerate(self.leaves) if valid_value(x)]
-
-    def operands(self):
-        return [self.leaves[i] for i in self.dynamic]
+        self.leaves, self.treedef, self.dynamic = leaves, treedef, dynamic
 
     def __call__(self, *values):
         full = list(self.leaves)
@@ -93,6 +89,19 @@ class FlatCallback:
 
     def __repr__(self):
         return getattr(self.callback, "__qualname__", repr(self.callback))
+
+
+def flatten_callback(callback, args, kwargs):
+    """(the ``FlatCallback`` of ``callback``, the array operands among the leaves of
+    ``args`` and ``kwargs``). The callback keeps the static leaves only: the operands may
+    be tracers, and a jaxpr's parameters must not keep its trace alive (nor make it
+    impossible to key in the disk cache)."""
+    leaves, treedef = pytree.tree_flatten((args, kwargs))
+    dynamic = [i for i, x in enumerate(leaves) if valid_value(x)]
+    operands = [leaves[i] for i in dynamic]
+    for i in dynamic:
+        leaves[i] = None
+    return FlatCallback(callback, leaves, treedef, dynamic), operands
 
 
 # --- pure_callback -------------------------------------------------------------------------
@@ -119,8 +128,8 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
         raise ValueError(f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}")
     specs, out_tree = pytree.tree_flatten(result_shape_dtypes)
     avals = tuple(ShapedArray(s.shape, s.dtype) for s in specs)
-    flat = FlatCallback(_ResultsOf(callback, out_tree), args, kwargs)
-    outs = pure_callback_p.bind(*flat.operands(), callback=flat, result_avals=avals,
+    flat, operands = flatten_callback(_ResultsOf(callback, out_tree), args, kwargs)
+    outs = pure_callback_p.bind(*operands, callback=flat, result_avals=avals,
                                 vmap_method=vmap_method)
     return pytree.tree_unflatten(out_tree, outs)
 
