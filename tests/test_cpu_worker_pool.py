@@ -137,6 +137,8 @@ def test_a_stalled_worker_sends_callers_alone_for_longer_each_time():
     def chunk(args, start, stop):
         if threading.get_native_id() == main:
             seen["worker"].wait(5)   # (so that the worker takes a chunk of its own)
+            if not seen["sleep"]:    # (a share longer than the GIL could delay the worker)
+                time.sleep(0.02)
         else:
             seen["worker"].set()
             time.sleep(seen["sleep"])
@@ -150,6 +152,7 @@ def test_a_stalled_worker_sends_callers_alone_for_longer_each_time():
         seen["sleep"] = sleep
         until.value = 0
         parallel_for(ctypes.cast(chunk, ctypes.c_void_p), None, 64)
+    backoff.value = workers.ALONE_MIN   # (as a job shared without a stall leaves it)
     job(0.05)
     assert until.value > 0 and backoff.value == 2 * workers.ALONE_MIN
     job(0.05)
