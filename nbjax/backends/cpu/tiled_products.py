@@ -1,18 +1,23 @@
-"""Matrix products of few rows, compiled into the program instead of calling BLAS.
+"""Matrix products of few rows, computed by register tiles of our own instead of BLAS.
 
 A recurrent network's step multiplies a state of a few dozen rows by a weight matrix:
 32x256 by 256x1024 in the LSTM benchmark. OpenBLAS packs both operands into its panel
 layout on every call and, at so few rows, reaches about half the rate it reaches on large
-products (88 us on two cores here; one core of the kernel below: 69 us). So where a product
-has 2 to ``ROWS_MAX`` rows (one row is BLAS's ``gemv``, bound by memory), the right operand
-is a row-major ``k x n`` matrix (``x @ w``, not ``x @ w.T``) and ``n`` a whole number of
-vectors, native code computes it itself:
+products (88 us on two cores here; one core of the tiles below: 69 us). So where a product
+has 2 to ``ROWS_MAX`` rows (one row is BLAS's ``gemv``, bound by memory), native code
+computes it itself (``fits`` says which products):
 
-- ``C`` is cut into tiles of ``rows`` x ``vectors`` vectors (6 x 4 of 16 float32 lanes
-  with AVX-512's 32 registers; 4 x 3 with 16 registers), each computed in registers: for
-  each ``k``, the tile's vectors of row ``k`` of ``B`` are loaded once, each of its rows'
-  element of ``A`` broadcast, and one fused multiply-add made per accumulator. The
-  accumulators stay in registers for the whole ``k`` loop and are stored once.
+- ``x @ w``, the right operand a row-major ``k x n`` matrix and ``n`` a whole number of
+  vectors: ``C`` is cut into tiles of ``rows`` x ``vectors`` vectors (6 x 4 of 16 float32
+  lanes with AVX-512's 32 registers; 4 x 3 with 16 registers), each computed in registers:
+  for each ``k``, the tile's vectors of row ``k`` of ``B`` are loaded once, each of its
+  rows' element of ``A`` broadcast, and one fused multiply-add made per accumulator. The
+  accumulators stay in registers for the whole ``k`` loop and are stored once. Each
+  element is a sum over ``k`` in order, with one rounding per step.
+- ``x @ w.T``, the right operand ``n x k``, ``k`` a whole number of vectors: tiles of dot
+  products (4 x 4 with 32 registers, 3 x 3 with 16), one accumulator vector per element
+  along ``k`` (a vector of ``A``'s row and one of ``B``'s loaded per step), summed across
+  its lanes at the end.
 - The tiles and the loop over them are library functions (``library``), compiled once
   per process for each dtype and tile shape and shared by every program: a program's
   product fills an array of arguments (``ARGS``: buffers, shapes, tile functions) and
@@ -22,8 +27,8 @@ vectors, native code computes it itself:
   light tier: their loops are written as vector code already, and O3 made the same
   instructions in twice the time.
 
-Each element is a sum over ``k`` in order, with one rounding per step: the values differ
-from BLAS's, whose blocking sums in another order, by rounding only.
+The values differ from BLAS's, whose blocking sums in another order, by rounding only, and
+are the same on any number of threads.
 """
 
 import math
@@ -105,8 +110,8 @@ def emit(b, setup, lhs, rhs, out, product):
     ``a_last``: the left operand is a row-major ``m x k`` matrix (else ``k x m``)."""
     batch, m, k, n, a_last, b_first, dtype = product
     size = np.dtype(dtype).itemsize
-    loop = library.declare(b.module, library.name(f"nbjax_tiled_product_{np.dtype(dtype).name}"),
-                           workers.CHUNK)
+    loop = library.declare(
+        b.module, library.name(f"nbjax_tiled_product_{np.dtype(dtype).name}"), workers.CHUNK)
     _, rows, across, unit = _tiling(b_first, dtype)
     tiles = math.ceil(n / (across * unit))
     values = {**_tiles(b.module, m, n, b_first, dtype), "m": m, "k": k, "n": n,
