@@ -7,8 +7,9 @@ import numpy as np
 
 from .. import lax
 from ..config import config
-from ..core import Array, ConcretizationTypeError, Tracer, dtypes, get_aval, valid_value
-from ..core.array import to_numpy
+from ..core import (Array, ConcretizationTypeError, ShapedArray, Tracer, dtypes, get_aval,
+                    valid_value)
+from ..core.array import scalar_in_range, to_numpy
 from ..core.errors import unavailable
 from ..core.trace import is_python_scalar
 from ..lax.standard import IncompatibleShapesError, as_array
@@ -59,7 +60,10 @@ def promote_dtypes_inexact(*args):
 def _converted(x, dtype, weak):
     """``x`` as an array of the canonical ``dtype``: itself when it is one already (most
     operands of a promotion; ``convert_element_type`` would canonicalize ``dtype`` again
-    to find that out)."""
+    to find that out). A Python scalar of ``dtype``'s kind (``x + 1.0``, ``x > 0``) is made
+    at ``dtype`` and ``weak`` at once, rather than made weak and then converted."""
+    if is_python_scalar(x) and dtypes.python_scalar_dtype(x)[0] == dtype:
+        return Array.wrap(np.array(scalar_in_range(x, dtype), dtype), ShapedArray((), dtype, weak))
     x = to_array(x)
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak:
@@ -83,6 +87,8 @@ def broadcast_shapes(*shapes, name="broadcast_shapes"):
 def promote_shapes(name, *args):
     """Give operands equal rank (leading size-1 axes); lax broadcasts size-1 axes itself."""
     shapes = [get_aval(a).shape for a in args]
+    if len({s for s in shapes if s}) <= 1:  # one shape and scalars (most): nothing to do
+        return list(args)
     broadcast_shapes(*shapes, name=name)  # raises on mismatch, naming the function
     ranks = {len(s) for s in shapes if s}
     if len(ranks) <= 1:
