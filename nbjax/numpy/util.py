@@ -118,36 +118,49 @@ def _rank_promotion(name, shapes):
 
 def promote_args(name, *args):
     """Check, promote dtypes and ranks: the preamble of every binary ``jnp`` function."""
-    if _unchanged(args, inexact=False):
-        return list(args)
+    promoted = _promoted_simply(args, inexact=False)
+    if promoted is not None:
+        return promoted
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes(*args))
 
 
 def promote_args_inexact(name, *args):
-    if _unchanged(args, inexact=True):
-        return list(args)
+    promoted = _promoted_simply(args, inexact=True)
+    if promoted is not None:
+        return promoted
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes_inexact(*args))
 
 
-def _unchanged(args, inexact):
-    """Whether promotion would return ``args`` as they are: arrays or tracers of one type
-    (shape, dtype, weak type) that promotes to itself (``inexact``: and is a float or
-    complex type). Most operands are, and nearly every traced operation promotes its
-    operands, so this common case is told apart first, at a fraction of the full cost."""
-    aval = None
+def _promoted_simply(args, inexact):
+    """What promotion returns for the common operands, at a fraction of its full cost, or
+    None: arrays or tracers of one type (shape, dtype, weak type), with Python numbers
+    (``x * 2.0``) or NumPy scalars of that dtype, where that type is the promoted one
+    (``inexact``: and is a float or complex type). The arrays are then returned as they are
+    and the scalars converted (rank 0: no broadcast); no strict-promotion error can arise
+    (Python bools, strong, are left to the full promotion). Nearly every traced operation
+    promotes its operands, so this case is told apart first."""
+    aval, scalar_pairs = None, []
     for a in args:
-        if not isinstance(a, (Array, Tracer)):
-            return False
-        if aval is None:
-            aval = a.aval
-        elif a.aval is not aval and a.aval != aval:
-            return False
+        if isinstance(a, (Array, Tracer)):
+            if aval is None:
+                aval = a.aval
+            elif a.aval is not aval and a.aval != aval:
+                return None
+        elif is_python_scalar(a) and type(a) is not bool:
+            scalar_pairs.append(dtypes.python_scalar_dtype(a))
+        elif isinstance(a, np.generic):
+            scalar_pairs.append((dtypes.canonicalize(a.dtype), False))
+        else:
+            return None
     if aval is None or (inexact and not dtypes.is_inexact(aval.dtype)):
-        return False
+        return None
     pair = (aval.dtype, aval.weak_type)
-    return dtypes.promote(pair) == pair
+    if dtypes.promote(pair, *scalar_pairs) != pair or \
+            any(not weak and dtype != pair[0] for dtype, weak in scalar_pairs):
+        return None
+    return [a if isinstance(a, (Array, Tracer)) else _converted(a, *pair) for a in args]
 
 
 def canonicalize_axis(axis, ndim):
