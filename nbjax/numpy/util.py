@@ -60,15 +60,28 @@ def promote_dtypes_inexact(*args):
 def _converted(x, dtype, weak):
     """``x`` as an array of the canonical ``dtype``: itself when it is one already (most
     operands of a promotion; ``convert_element_type`` would canonicalize ``dtype`` again
-    to find that out). A Python scalar of ``dtype``'s kind (``x + 1.0``, ``x > 0``) is made
-    at ``dtype`` and ``weak`` at once, rather than made weak and then converted."""
-    if is_python_scalar(x) and dtypes.python_scalar_dtype(x)[0] == dtype:
-        return Array.wrap(np.array(scalar_in_range(x, dtype), dtype), ShapedArray((), dtype, weak))
+    to find that out). A Python scalar of ``dtype``'s kind (``x + 1.0``, ``x > 0``), or an
+    int that ``dtype`` holds exactly (``1 / x``), is made at ``dtype`` and ``weak`` at once
+    (the same value), rather than made weak and then converted."""
+    if is_python_scalar(x):
+        own = dtypes.python_scalar_dtype(x)[0]
+        if own == dtype or type(x) is int and _holds_exactly(dtype, scalar_in_range(x, own)):
+            value = np.array(scalar_in_range(x, dtype), dtype)
+            return Array.wrap(value, ShapedArray((), dtype, weak))
     x = to_array(x)
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak:
         return x
     return lax.convert_element_type(x, dtype, weak_type=weak)
+
+
+def _holds_exactly(dtype, n):
+    """Whether ``dtype`` represents the int ``n`` exactly (a float: every int up to
+    ``|n|``), so that converting ``n`` from the default int to it changes nothing."""
+    if dtypes.is_int(dtype):
+        info = dtypes.iinfo(dtype)
+        return info.min <= n <= info.max
+    return dtypes.is_float(dtype) and abs(n) <= 2 ** (dtypes.finfo(dtype).nmant + 1)
 
 
 def broadcast_shapes(*shapes, name="broadcast_shapes"):
