@@ -375,24 +375,27 @@ def test_remembered_rules_raise_again_for_bad_operands():
 
 
 def test_remembered_dot_general_types_per_dimension_numbers():
-    """dot_general's rule is remembered with its (list) dimension numbers made tuples: each
-    contraction gets its own type, equal ones the same object, and bad ones their error."""
+    """dot_general's rule is remembered per operand types and dimension numbers (the
+    hashable DotDimensionNumbers lax makes): each contraction gets its own type, equal ones
+    the same object, bad ones their error every time; unhashable (list) ones are typed
+    without being remembered."""
     from nbjax.core import ShapedArray
+    from nbjax.lax.dot import DotDimensionNumbers
     a, b = ShapedArray((2, 3, 4), np.float32), ShapedArray((4, 5), np.float32)
     f32 = np.dtype("float32")
 
     def typed(dims, lhs=a, rhs=b):
         return lax.dot_general_p.abstract_eval(lhs, rhs, dimension_numbers=dims, precision=None,
                                                preferred_element_type=f32)
-    first = typed((([2], [0]), ([], [])))
+    first = typed(DotDimensionNumbers((((2,), (0,)), ((), ()))))
     assert first == ShapedArray((2, 3, 5), np.float32)
-    assert typed((([2], [0]), ([], []))) is first
+    assert typed(DotDimensionNumbers((((2,), (0,)), ((), ())))) is first
+    assert typed((((2,), (0,)), ((), ()))) is first  # (equal to the plain tuple)
     c = ShapedArray((4, 3), np.float32)
-    assert typed((([1], [1]), ([], [])), rhs=c) == ShapedArray((2, 4, 4), np.float32)
-    assert typed((([2], [0]), ([], [])), rhs=ShapedArray((4, 2), np.float32)) == \
+    assert typed((((1,), (1,)), ((), ())), rhs=c) == ShapedArray((2, 4, 4), np.float32)
+    assert typed((((2,), (0,)), ((), ())), rhs=ShapedArray((4, 2), np.float32)) == \
         ShapedArray((2, 3, 2), np.float32)
     for _ in range(2):
         with pytest.raises(TypeError, match="contracting dimensions to have the same shape"):
-            typed((([1], [0]), ([], [])))
-    with pytest.raises(ValueError):
-        typed(([2], [0]))  # not (contracting, batch): the rule's own unpacking error
+            typed((((1,), (0,)), ((), ())))
+    assert typed((([2], [0]), ([], []))) == first

@@ -227,14 +227,6 @@ dot_general_p.pp_params = lambda params: {
     if k != "out_sharding" and not (k in ("precision", "preferred_element_type") and v is None)}
 
 
-def _hashable_dot_params(params):
-    """dot_general's params for ``remembered``: its dimension numbers are lists (as JAX
-    prints them), made tuples."""
-    (lc, rc), (lb, rb) = params["dimension_numbers"]
-    dims = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
-    return [(k, dims if k == "dimension_numbers" else v) for k, v in params.items()]
-
-
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
                                preferred_element_type, out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
@@ -257,7 +249,9 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
     return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
 
 
-dot_general_p.def_abstract_eval(remembered(_dot_general_abstract_eval, _hashable_dot_params))
+# (Remembered: every contraction of a gradient is typed three times, forward and two
+# transposes; its dimension numbers are DotDimensionNumbers, hashable tuples.)
+dot_general_p.def_abstract_eval(remembered(_dot_general_abstract_eval))
 
 
 def _dot_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type):

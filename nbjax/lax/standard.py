@@ -106,7 +106,7 @@ def accumulation_dtype(dtype):
 REMEMBERED_TYPES = 1024  # (operand types, params) a remembered rule keeps the result of
 
 
-def remembered(abstract_eval, params_key=dict.items):
+def remembered(abstract_eval):
     """``abstract_eval`` remembering its result per operand types and params (up to
     ``REMEMBERED_TYPES`` of them), for the rules of the primitives traced most (element-wise
     arithmetic, slices, broadcasts, reshapes, transposes, reductions), whose checks and shape
@@ -115,15 +115,14 @@ def remembered(abstract_eval, params_key=dict.items):
     the operands it typed, matches by identity. Only results are kept (operands that fail a
     check fail it again), and params that do not hash (an array) are not remembered. The
     rule must depend on nothing else (no config option): its params are ints and tuples of
-    ints, which its lax function has made so, or ``params_key(params)`` makes them a
-    hashable sequence of (name, value) pairs that tells them apart as well."""
+    ints, which its lax function has made so."""
     known = {}
 
     def rule(*avals, **params):
+        key = (avals, *params.items())
         try:
-            key = (avals, *params_key(params))
             out = known.get(key)
-        except (TypeError, ValueError):  # an unhashable param (or one params_key cannot read)
+        except TypeError:  # an unhashable param
             return abstract_eval(*avals, **params)
         if out is None:
             if len(known) >= REMEMBERED_TYPES:
