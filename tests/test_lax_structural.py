@@ -399,3 +399,36 @@ def test_remembered_dot_general_types_per_dimension_numbers():
         with pytest.raises(TypeError, match="contracting dimensions to have the same shape"):
             typed((((1,), (0,)), ((), ())))
     assert typed((([2], [0]), ([], []))) == first
+
+
+def test_remembered_select_pad_and_convolution_types():
+    """select_n, pad and conv_general_dilated remember their types: equal operand types and
+    params give the same object, other params their own type, bad operands their error on
+    every call."""
+    from nbjax.core import ShapedArray
+    f32, i32 = ShapedArray((4, 5), np.float32), ShapedArray((4, 5), np.int32)
+    which, scalar = ShapedArray((4, 5), np.bool_), ShapedArray((), np.float32)
+    picked = lax.select_n_p.abstract_eval(which, f32, f32)
+    assert picked == f32 and lax.select_n_p.abstract_eval(which, f32, f32) is picked
+    padded = lax.pad_p.abstract_eval(f32, scalar, padding_config=((1, 0, 0), (0, 2, 1)))
+    assert padded == ShapedArray((5, 11), np.float32)
+    assert lax.pad_p.abstract_eval(f32, scalar, padding_config=((1, 0, 0), (0, 2, 1))) is padded
+    assert lax.pad_p.abstract_eval(f32, scalar, padding_config=((0, 0, 0), (0, 0, 0))) == f32
+    for _ in range(2):
+        with pytest.raises(TypeError, match="same dtypes"):
+            lax.select_n_p.abstract_eval(which, f32, i32)
+        with pytest.raises(TypeError, match="same dtype"):
+            lax.pad_p.abstract_eval(i32, scalar, padding_config=((0, 0, 0), (0, 0, 0)))
+    x, w = np.zeros((1, 6, 6, 2), np.float32), np.zeros((3, 3, 2, 4), np.float32)
+    dn = ("NHWC", "HWIO", "NHWC")
+    conv = nbjax.make_jaxpr(lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=dn))(x, w).eqns[0]
+    typed = conv.primitive.abstract_eval(*(v.aval for v in conv.invars), **conv.params)
+    assert typed == ShapedArray((1, 6, 6, 4), np.float32)
+    assert conv.primitive.abstract_eval(*(v.aval for v in conv.invars), **conv.params) is typed
+    valid = lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=dn)
+    assert valid.shape == (1, 4, 4, 4)
+    for _ in range(2):
+        with pytest.raises(TypeError):
+            lax.conv_general_dilated(x, w.astype(np.int32), (1, 1), "SAME",
+                                     dimension_numbers=dn)
