@@ -124,3 +124,58 @@ def test_promote_types_and_errors():
 def test_python_int_overflow_raises():
     with pytest.raises(OverflowError, match="int32"):
         jnp.add(jnp.zeros(2, "int32"), 2**40)
+
+
+def _fully_promoted(*args):
+    """jnp's promotion spelled out from its parts, without its shortcuts: the result type,
+    then every operand made an array and converted to it."""
+    from nbjax import lax
+    from nbjax.numpy import util
+    dtype, weak = util.result_type(*args)
+    return util.promote_shapes("add", *(lax.convert_element_type(util.to_array(a), dtype,
+                                                                 weak_type=weak)
+                                        for a in args))
+
+
+@pytest.mark.parametrize("array,scalar", [
+    ("float32", 2.0), ("float32", 2), ("float32", np.float32(2.5)), ("float32", np.float64(2.5)),
+    ("float16", 2.0), ("float16", 1e6), ("int32", 3), ("int32", True), ("uint8", 7),
+    ("int8", 2.5), ("float32", 1j), ("weak", 2.0), ("weak", np.float32(2.0)),
+    ("float64", np.float32(2.0)), ("float32", 2 ** 24), ("float32", -2 ** 24 - 1),
+    ("float16", 2049), ("bfloat16", 255), ("bfloat16", 257), ("float8_e4m3fn", 17),
+    ("uint8", 255), ("uint8", 300), ("int8", -129), ("uint32", 2 ** 31 + 1), ("int4", 7)])
+@pytest.mark.parametrize("bits64", [False, True])
+def test_promotion_of_arrays_with_scalars_matches_the_full_rules(array, scalar, bits64):
+    """Arrays of one type with Python numbers or NumPy scalars take a shortcut through
+    promotion; each operand comes out as the full promotion makes it (dtype, weak type,
+    value, or error), also when the scalar's type wins or must be converted."""
+    from nbjax.numpy import util
+    with nbjax.enable_x64(bits64):
+        x = jnp.asarray(1.5) if array == "weak" else jnp.ones(3, array)
+        _check_promoted_alike(util, x, scalar)
+
+
+def _check_promoted_alike(util, x, scalar):
+    for args in ((x, scalar), (scalar, x), (x, x, scalar)):
+        try:
+            want = _fully_promoted(*args)
+        except OverflowError as e:  # (a Python int the default int cannot hold)
+            with pytest.raises(OverflowError, match=str(e)):
+                util.promote_args("add", *args)
+            continue
+        got = util.promote_args("add", *args)
+        for g, w in zip(got, want):
+            assert (g.dtype, g.weak_type, g.shape) == (w.dtype, w.weak_type, w.shape)
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@pytest.mark.parametrize("bits64", [False, True])
+def test_strict_promotion_is_not_skipped_by_the_scalar_shortcut(bits64):
+    """A Python bool is a strong type and a NumPy scalar of another dtype a strong operand:
+    under strict promotion both still raise, as the full rules say."""
+    with nbjax.enable_x64(bits64), nbjax.numpy_dtype_promotion("strict"):
+        with pytest.raises(dtypes.TypePromotionError):
+            jnp.zeros(2, "int32") + True
+        with pytest.raises(dtypes.TypePromotionError):
+            jnp.zeros(2, "float32") + np.float16(1)
+        assert (jnp.zeros(2, "float32") + 1.0).dtype == np.float32

@@ -372,3 +372,63 @@ def test_remembered_rules_raise_again_for_bad_operands():
         with pytest.raises(TypeError, match="same dtypes"):
             lax.add(x, nbjax.numpy.zeros((5, 6), np.int32))
     assert lax.slice(x, (0, 0), (5, 6)).shape == (5, 6)
+
+
+def test_remembered_dot_general_types_per_dimension_numbers():
+    """dot_general's rule is remembered per operand types and dimension numbers (the
+    hashable DotDimensionNumbers lax makes): each contraction gets its own type, equal ones
+    the same object, bad ones their error every time; unhashable (list) ones are typed
+    without being remembered."""
+    from nbjax.core import ShapedArray
+    from nbjax.lax.dot import DotDimensionNumbers
+    a, b = ShapedArray((2, 3, 4), np.float32), ShapedArray((4, 5), np.float32)
+    f32 = np.dtype("float32")
+
+    def typed(dims, lhs=a, rhs=b):
+        return lax.dot_general_p.abstract_eval(lhs, rhs, dimension_numbers=dims, precision=None,
+                                               preferred_element_type=f32)
+    first = typed(DotDimensionNumbers((((2,), (0,)), ((), ()))))
+    assert first == ShapedArray((2, 3, 5), np.float32)
+    assert typed(DotDimensionNumbers((((2,), (0,)), ((), ())))) is first
+    assert typed((((2,), (0,)), ((), ()))) is first  # (equal to the plain tuple)
+    c = ShapedArray((4, 3), np.float32)
+    assert typed((((1,), (1,)), ((), ())), rhs=c) == ShapedArray((2, 4, 4), np.float32)
+    assert typed((((2,), (0,)), ((), ())), rhs=ShapedArray((4, 2), np.float32)) == \
+        ShapedArray((2, 3, 2), np.float32)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="contracting dimensions to have the same shape"):
+            typed((((1,), (0,)), ((), ())))
+    assert typed((([2], [0]), ([], []))) == first
+
+
+def test_remembered_select_pad_and_convolution_types():
+    """select_n, pad and conv_general_dilated remember their types: equal operand types and
+    params give the same object, other params their own type, bad operands their error on
+    every call."""
+    from nbjax.core import ShapedArray
+    f32, i32 = ShapedArray((4, 5), np.float32), ShapedArray((4, 5), np.int32)
+    which, scalar = ShapedArray((4, 5), np.bool_), ShapedArray((), np.float32)
+    picked = lax.select_n_p.abstract_eval(which, f32, f32)
+    assert picked == f32 and lax.select_n_p.abstract_eval(which, f32, f32) is picked
+    padded = lax.pad_p.abstract_eval(f32, scalar, padding_config=((1, 0, 0), (0, 2, 1)))
+    assert padded == ShapedArray((5, 11), np.float32)
+    assert lax.pad_p.abstract_eval(f32, scalar, padding_config=((1, 0, 0), (0, 2, 1))) is padded
+    assert lax.pad_p.abstract_eval(f32, scalar, padding_config=((0, 0, 0), (0, 0, 0))) == f32
+    for _ in range(2):
+        with pytest.raises(TypeError, match="same dtypes"):
+            lax.select_n_p.abstract_eval(which, f32, i32)
+        with pytest.raises(TypeError, match="same dtype"):
+            lax.pad_p.abstract_eval(i32, scalar, padding_config=((0, 0, 0), (0, 0, 0)))
+    x, w = np.zeros((1, 6, 6, 2), np.float32), np.zeros((3, 3, 2, 4), np.float32)
+    dn = ("NHWC", "HWIO", "NHWC")
+    conv = nbjax.make_jaxpr(lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=dn))(x, w).eqns[0]
+    typed = conv.primitive.abstract_eval(*(v.aval for v in conv.invars), **conv.params)
+    assert typed == ShapedArray((1, 6, 6, 4), np.float32)
+    assert conv.primitive.abstract_eval(*(v.aval for v in conv.invars), **conv.params) is typed
+    valid = lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=dn)
+    assert valid.shape == (1, 4, 4, 4)
+    for _ in range(2):
+        with pytest.raises(TypeError):
+            lax.conv_general_dilated(x, w.astype(np.int32), (1, 1), "SAME",
+                                     dimension_numbers=dn)

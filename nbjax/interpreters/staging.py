@@ -57,12 +57,15 @@ class JaxprTrace(Trace):
     def process_primitive(self, primitive, args, params):
         invars = [self.to_atom(a) for a in args]
         out_avals = primitive.abstract_eval(*[v.aval for v in invars], **params)
-        many = primitive.multiple_results
-        outvars = [Var(a) for a in (out_avals if many else [out_avals])]
+        if primitive.multiple_results:
+            outvars = [Var(a) for a in out_avals]
+            outs = [JaxprTracer(self, v) for v in outvars]
+        else:
+            outvars = [Var(out_avals)]
+            outs = JaxprTracer(self, outvars[0])
         self.eqns.append(JaxprEqn(invars, outvars, primitive, params, user_frame(2),
                                   current_provenance()))
-        tracers = [JaxprTracer(self, v) for v in outvars]
-        return tracers if many else tracers[0]
+        return outs
 
     def to_jaxpr(self, outs):
         outvars = [self.to_atom(x) for x in outs]

@@ -52,7 +52,7 @@ def backward_pass(jaxpr, consts, cotangents_out, linear=None):
 
     linear_eqns = []
     for eqn in jaxpr.eqns:
-        if any(not isinstance(a, Literal) and a in linear_vars for a in eqn.invars):
+        if not linear_vars.isdisjoint(eqn.invars):  # (a Literal is never among them)
             linear_eqns.append(eqn)
             linear_vars.update(eqn.outvars)
         else:

@@ -18,7 +18,7 @@ from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
 from .elementwise import convert_element_type, mul
 from .shapes import broadcast_in_dim, reshape, transpose, transpose_p
-from .standard import library_lowering
+from .standard import library_lowering, remembered
 
 __all__ = ["Precision", "dot_general", "dot_general_p", "dot", "scaled_dot"]
 
@@ -227,7 +227,6 @@ dot_general_p.pp_params = lambda params: {
     if k != "out_sharding" and not (k in ("precision", "preferred_element_type") and v is None)}
 
 
-@dot_general_p.def_abstract_eval
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
                                preferred_element_type, out_sharding=None):
     (lc, rc), (lb, rb) = dimension_numbers
@@ -248,6 +247,11 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision,
              + tuple(rhs.shape[d] for d in _free_axes(rhs.ndim, rc, rb)))
     dtype = _dot_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
     return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)
+
+
+# (Remembered: every contraction of a gradient is typed three times, forward and two
+# transposes; its dimension numbers are DotDimensionNumbers, hashable tuples.)
+dot_general_p.def_abstract_eval(remembered(_dot_general_abstract_eval))
 
 
 def _dot_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type):

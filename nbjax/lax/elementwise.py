@@ -722,6 +722,7 @@ select_n_p = Primitive("select_n")
 
 
 @select_n_p.def_abstract_eval
+@remembered
 def _select_n_abstract_eval(which, *cases):
     if not cases:
         raise TypeError("select must have at least one case")

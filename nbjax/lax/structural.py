@@ -169,6 +169,7 @@ def _padded_size(size, low, high, interior):
 
 
 @pad_p.def_abstract_eval
+@remembered
 def _pad_abstract_eval(x, padding_value, *, padding_config):
     if padding_value.ndim != 0:
         raise ValueError(f"padding_value must be a scalar; got shape {padding_value.shape}")

@@ -458,10 +458,23 @@ def _mode_name(mode):
     return None if mode is None else getattr(mode, "name", str(mode)).lower()
 
 
+def _only_slices(idx, ndim):
+    """The entries of an index made of at most ``ndim`` slices (``x[a:b, c:d]``, the most
+    common index), or None: ``_normalize_index`` would only append the full slices, and
+    any mode reads it with ``_basic_getitem`` (its checks cost more than the read)."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    if len(idx) > ndim or not all(isinstance(i, slice) for i in idx):
+        return None
+    return list(idx) + [slice(None)] * (ndim - len(idx))
+
+
 def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
              unique_indices=False):
     """``x[idx]`` with NumPy's indexing rules and JAX's out-of-bounds behaviour."""
     x = to_array(x)
+    slices = _only_slices(idx, get_aval(x).ndim)
+    if slices is not None:
+        return _basic_getitem(x, slices)
     new_axes, entries = _normalize_index(get_aval(x).shape, idx)
     if new_axes:
         x = lax.expand_dims(x, new_axes)

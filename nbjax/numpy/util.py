@@ -7,8 +7,9 @@ import numpy as np
 
 from .. import lax
 from ..config import config
-from ..core import Array, ConcretizationTypeError, Tracer, dtypes, get_aval, valid_value
-from ..core.array import to_numpy
+from ..core import (Array, ConcretizationTypeError, ShapedArray, Tracer, dtypes, get_aval,
+                    valid_value)
+from ..core.array import scalar_in_range, to_numpy
 from ..core.errors import unavailable
 from ..core.trace import is_python_scalar
 from ..lax.standard import IncompatibleShapesError, as_array
@@ -59,12 +60,28 @@ def promote_dtypes_inexact(*args):
 def _converted(x, dtype, weak):
     """``x`` as an array of the canonical ``dtype``: itself when it is one already (most
     operands of a promotion; ``convert_element_type`` would canonicalize ``dtype`` again
-    to find that out)."""
+    to find that out). A Python scalar of ``dtype``'s kind (``x + 1.0``, ``x > 0``), or an
+    int that ``dtype`` holds exactly (``1 / x``), is made at ``dtype`` and ``weak`` at once
+    (the same value), rather than made weak and then converted."""
+    if is_python_scalar(x):
+        own = dtypes.python_scalar_dtype(x)[0]
+        if own == dtype or type(x) is int and _holds_exactly(dtype, scalar_in_range(x, own)):
+            value = np.array(scalar_in_range(x, dtype), dtype)
+            return Array.wrap(value, ShapedArray((), dtype, weak))
     x = to_array(x)
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak:
         return x
     return lax.convert_element_type(x, dtype, weak_type=weak)
+
+
+def _holds_exactly(dtype, n):
+    """Whether ``dtype`` represents the int ``n`` exactly (a float: every int up to
+    ``|n|``), so that converting ``n`` from the default int to it changes nothing."""
+    if dtypes.is_int(dtype):
+        info = dtypes.iinfo(dtype)
+        return info.min <= n <= info.max
+    return dtypes.is_float(dtype) and abs(n) <= 2 ** (dtypes.finfo(dtype).nmant + 1)
 
 
 def broadcast_shapes(*shapes, name="broadcast_shapes"):
@@ -83,6 +100,8 @@ def broadcast_shapes(*shapes, name="broadcast_shapes"):
 def promote_shapes(name, *args):
     """Give operands equal rank (leading size-1 axes); lax broadcasts size-1 axes itself."""
     shapes = [get_aval(a).shape for a in args]
+    if len({s for s in shapes if s}) <= 1:  # one shape and scalars (most): nothing to do
+        return list(args)
     broadcast_shapes(*shapes, name=name)  # raises on mismatch, naming the function
     ranks = {len(s) for s in shapes if s}
     if len(ranks) <= 1:
@@ -112,36 +131,49 @@ def _rank_promotion(name, shapes):
 
 def promote_args(name, *args):
     """Check, promote dtypes and ranks: the preamble of every binary ``jnp`` function."""
-    if _unchanged(args, inexact=False):
-        return list(args)
+    promoted = _promoted_simply(args, inexact=False)
+    if promoted is not None:
+        return promoted
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes(*args))
 
 
 def promote_args_inexact(name, *args):
-    if _unchanged(args, inexact=True):
-        return list(args)
+    promoted = _promoted_simply(args, inexact=True)
+    if promoted is not None:
+        return promoted
     check_arraylike(name, *args)
     return promote_shapes(name, *promote_dtypes_inexact(*args))
 
 
-def _unchanged(args, inexact):
-    """Whether promotion would return ``args`` as they are: arrays or tracers of one type
-    (shape, dtype, weak type) that promotes to itself (``inexact``: and is a float or
-    complex type). Most operands are, and nearly every traced operation promotes its
-    operands, so this common case is told apart first, at a fraction of the full cost."""
-    aval = None
+def _promoted_simply(args, inexact):
+    """What promotion returns for the common operands, at a fraction of its full cost, or
+    None: arrays or tracers of one type (shape, dtype, weak type), with Python numbers
+    (``x * 2.0``) or NumPy scalars of that dtype, where that type is the promoted one
+    (``inexact``: and is a float or complex type). The arrays are then returned as they are
+    and the scalars converted (rank 0: no broadcast); no strict-promotion error can arise
+    (Python bools, strong, are left to the full promotion). Nearly every traced operation
+    promotes its operands, so this case is told apart first."""
+    aval, scalar_pairs = None, []
     for a in args:
-        if not isinstance(a, (Array, Tracer)):
-            return False
-        if aval is None:
-            aval = a.aval
-        elif a.aval is not aval and a.aval != aval:
-            return False
+        if isinstance(a, (Array, Tracer)):
+            if aval is None:
+                aval = a.aval
+            elif a.aval is not aval and a.aval != aval:
+                return None
+        elif is_python_scalar(a) and type(a) is not bool:
+            scalar_pairs.append(dtypes.python_scalar_dtype(a))
+        elif isinstance(a, np.generic):
+            scalar_pairs.append((dtypes.canonicalize(a.dtype), False))
+        else:
+            return None
     if aval is None or (inexact and not dtypes.is_inexact(aval.dtype)):
-        return False
+        return None
     pair = (aval.dtype, aval.weak_type)
-    return dtypes.promote(pair) == pair
+    if dtypes.promote(pair, *scalar_pairs) != pair or \
+            any(not weak and dtype != pair[0] for dtype, weak in scalar_pairs):
+        return None
+    return [a if isinstance(a, (Array, Tracer)) else _converted(a, *pair) for a in args]
 
 
 def canonicalize_axis(axis, ndim):
