@@ -24,6 +24,7 @@ from llvmlite import ir
 from ...compiler.executable import Timer
 from ...config import config
 from . import pipeline, runtime
+from .target import for_the_host
 
 _lock = threading.Lock()
 _modules = {}   # a library function's name -> the JitModule defining it (kept: it is its code)
@@ -41,8 +42,7 @@ def maker(prefix):
 
 def name(base):
     """The library function ``base`` for the CPU kernels are compiled for."""
-    cpu = config.cpu_target
-    return base if cpu in ("", "host") else f"{base}.{cpu}"
+    return base if for_the_host() else f"{base}.{config.cpu_target}"
 
 
 def declare(module, function_name, function_type):

@@ -12,10 +12,14 @@ def cpu_target():
     ``cpu_target`` option (``NBJAX_CPU_TARGET``) names another CPU LLVM knows, such as
     ``x86-64-v2``, ``x86-64-v3``, ``x86-64-v4`` or ``znver3``; its features are then the
     CPU's own. Code for a CPU the host is not may not run here, but can be inspected."""
-    name = config.cpu_target
-    if name in ("", "host"):
+    if for_the_host():
         return _host_name(), _host_feature_string()
-    return name, ""
+    return config.cpu_target, ""
+
+
+def for_the_host():
+    """Whether kernels are compiled for the host (the ``cpu_target`` option unset)."""
+    return config.cpu_target in ("", "host")
 
 
 # The host's CPU name and features, asked of LLVM once per process: they do not change, and
