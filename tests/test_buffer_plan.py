@@ -53,7 +53,7 @@ def _compare(fn, *args):
     """``fn`` compiled natively (poisoned) against the reference backend; returns the cpu
     executable."""
     cpu, ref = cpu_and_reference(fn, *args, name="buffers")
-    assert all(g.kind in ("kernel", "loop", "library") for g in cpu.plan.groups)
+    assert all(g.kind in ("kernel", "loop", "library", "view") for g in cpu.plan.groups)
     for out, expected in zip(cpu.run(*args), ref.run(*args)):
         assert_close(out, expected, rtol=2e-5)
     return cpu
@@ -77,6 +77,26 @@ def test_a_value_live_across_many_steps_keeps_its_region(poison):
     cpu = _compare(f, x, w)
     # every intermediate in a region of its own would take 13 blocks of 16 KB
     assert cpu.layout.flows["program"].scratch_bytes <= 4 * x.nbytes
+
+
+def test_a_view_keeps_its_operands_region_until_its_own_last_read(poison):
+    """``a`` is last read by the view of it; the view is read after steps that take and
+    give back regions of their own: given back at the view, ``a``'s region would be
+    poisoned (or reused) before the last product reads it."""
+    def f(x, w, w2):
+        a = jnp.tanh(x @ w)
+        v = a.reshape(32, 128)
+        h = x
+        for _ in range(4):
+            h = jnp.sin(h @ w) + 1.0
+        return (v @ w2).sum() + h.sum()
+
+    x, w = _matrices(2, 64, 64)
+    (w2,) = _matrices(1, 128, 8, seed=4)
+    cpu = _compare(f, x, w, w2)
+    (view,) = [g for g in cpu.plan.groups if g.kind == "view"]
+    assert view.inputs[0] in {v for g in cpu.plan.groups if g.kind == "kernel"
+                              for v in g.outputs}
 
 
 def test_loop_bodies_reuse_regions_between_iterations(poison):

@@ -114,6 +114,51 @@ def test_dot_general_is_a_library_step_with_its_reason():
     assert dot.eqn.primitive.name == "dot_general" and "BLAS" in dot.reason
 
 
+def test_a_reshape_feeding_a_library_step_is_a_view_not_a_copy():
+    w = RNG.standard_normal((10, 2, 3)).astype(np.float32)
+    plan = _plan(lambda x, w: jnp.tanh(x @ w.reshape(10, 6)), X, w)
+    assert _kinds(plan) == ["view", "library", "kernel"]
+    view = plan.decisions[0]
+    assert view.started_new_group and "a view of its operand's buffer" in view.reason
+    # a computed operand is materialised for the view, as for a library step: one kernel
+    plan = _plan(lambda x, w: x @ jnp.exp(w).reshape(10, 6), X, w)
+    assert _kinds(plan) == ["kernel", "view", "library"]
+    exp = plan.decisions[0]
+    assert "feeds reshape, a view step" in exp.reason
+
+
+@pytest.mark.parametrize("f, kinds", [
+    (lambda x: (x.reshape(5, 12) @ np.ones((12, 2), np.float32), x.reshape(5, 12)),
+     ["kernel", "library"]),              # an output: a kernel's copy, which the product reads
+    (lambda x: x[:, None, :] @ np.ones((10, 3), np.float32), ["view", "library"]),
+    (lambda x: jnp.broadcast_to(x[:1], (3, 10)) @ np.ones((10, 3), np.float32),
+     ["kernel", "library"]),              # copies: not a view
+    (lambda x: x[:1].squeeze(0) @ np.ones((10, 3), np.float32),
+     ["kernel", "view", "library"]),      # the slice is materialised, its squeeze a view
+    (lambda x: lax.reshape(x, (10, 6), dimensions=(1, 0)) @ X, ["kernel", "library"]),
+])
+def test_which_reshapes_and_broadcasts_are_views(f, kinds):
+    """Only the same elements in the same order make a view; a program's outputs are
+    never views (the caller owns its results' buffers)."""
+    plan = _plan(f, X)
+    assert _kinds(plan) == kinds
+    outputs = set(plan.jaxpr.outvars)
+    assert all(not outputs & set(g.outputs) for g in plan.groups if g.kind == "view")
+
+
+def test_a_view_used_by_several_kernels_and_in_a_loop_body():
+    def f(x, xs):
+        flat = x.reshape(60)
+        def step(c, row):
+            v = (c * row).reshape(6, 10)          # a view in the body, read by 2 steps
+            return c + (v @ X.T).sum(), v.sum(0) + v.max(0)
+        return flat.sum() + flat.max(), lax.scan(step, 1.0, xs.reshape(4, 60))
+    plan = _plan(f, X, RNG.standard_normal((4, 6, 10)).astype(np.float32))
+    loop = next(g for g in plan.groups if g.kind == "loop")
+    (body,) = loop.subprograms
+    assert "view" in _kinds(body.plan)
+
+
 def test_a_value_feeding_a_library_step_and_a_kernel_is_materialised():
     def f(x):
         y = jnp.exp(x)

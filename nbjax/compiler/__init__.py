@@ -22,7 +22,7 @@ import threading
 from ..config import config
 from ..core.source_info import warn_at_user_line
 from . import donation, report  # noqa: F401
-from .executable import Executable, KernelInfo, Timer, reference_step  # noqa: F401
+from .executable import Executable, KernelInfo, Timer, reference_step, view_step  # noqa: F401
 from .fusion import plan
 from .passes import Rewrite, optimize  # noqa: F401
 from .target import Target  # noqa: F401

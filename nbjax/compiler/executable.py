@@ -147,6 +147,16 @@ class Timer:
             self.times[phase] = self.times.get(phase, 0.0) + time.perf_counter() - t0
 
 
+def view_step(eqn, slots):
+    """A step making the result of a view equation (a ``"view"`` step of the fusion plan)
+    its operand's buffer with the result's shape: a NumPy or CuPy view, no copy."""
+    src, dst, shape = slots[eqn.invars[0]], slots[eqn.outvars[0]], eqn.outvars[0].aval.shape
+
+    def step(env):
+        env[dst] = env[src].reshape(shape)
+    return step
+
+
 def reference_step(eqn, slots, warn, warning, load=None, store=None):
     """A step running ``eqn`` by its primitive's reference implementation, for targets whose
     executables keep each value in a slot of a run's environment (a list): operands read

@@ -23,6 +23,11 @@ The rules, applied walking the program backwards (from results to inputs):
   reads plain shifted rows that vectorise. Pure re-stridings of a buffer (index lowerings
   that ``restride``: slices, transposes, broadcasts...) are exempt: re-reading them costs
   nothing more than the loads.
+- An equation that would start a kernel only to copy its operand's elements in the same
+  order (a reshape, a squeeze, a broadcast adding size-1 axes: ``KernelLowering.views``)
+  is a ``"view"`` step instead: its result is its operand's buffer, read with its own
+  shape. The operand is then materialised, as for a library step (a program input costs
+  nothing). A program's outputs are never views.
 - Equations without a kernel lowering are library steps on materialised buffers when their
   primitive has a ``"library"`` lowering (dot_general, sort, scatter...) and the target
   runs such calls (``Target.library_reason``), else reference steps. Equations on JAX's
@@ -50,7 +55,8 @@ from .passes import optimize
 @dataclass
 class FusionGroup:
     """One step of the program: a ``"kernel"`` (fused loop), a ``"loop"`` (control flow
-    compiled around the kernels of its ``subprograms``), ``"library"`` or ``"fallback"``
+    compiled around the kernels of its ``subprograms``), a ``"view"`` (its result is its
+    operand's buffer: no work), ``"library"`` or ``"fallback"``
     (the reference implementation runs it, with a warning unless ``warns`` is false: a step
     on a narrow type is a reference step by design)."""
     kind: str
@@ -73,6 +79,7 @@ class FusionGroup:
         what = {"kernel": f"kernel {self.index} over {list(self.shape)}",
                 "library": f"library step {self.index}",
                 "loop": f"native control flow {self.index}",
+                "view": f"view {self.index}",
                 "fallback": f"reference step {self.index}"}[self.kind]
         return f"{what}: {', '.join(e.primitive.name for e in self.eqns)}"
 
@@ -141,7 +148,7 @@ def _plan_control_flow(eqn, target, prefix):
     for role, closed in control.sub_jaxprs(eqn.params):
         optimised, _ = optimize(closed)
         sub = plan(optimised.jaxpr, target, f"{prefix}_{role.replace(' ', '')}")
-        blocking = [g for g in sub.groups if g.kind not in ("kernel", "loop") and not (
+        blocking = [g for g in sub.groups if g.kind not in ("kernel", "loop", "view") and not (
             target.host_steps_in_loops or target.native_library_call(g.eqns[0]))]
         if blocking:
             step = blocking[0]
@@ -217,6 +224,11 @@ def plan(jaxpr, target, prefix="kernel"):
             continue
         group, reason = _join_or_start(eqn, lowering, consumers, group_of, program_outputs,
                                        eqns, reads, depth)
+        if group is None and _is_view(eqn, lowering, program_outputs):
+            group_of[i] = FusionGroup("view", [eqn], reason="a view of its operand's buffer")
+            notes[i] = (True, f"{eqn.primitive.name}: the same elements in the same order: "
+                              "a view of its operand's buffer, no copy")
+            continue
         depth[i] = 1 if group is None else _depth(eqn.outvars[0], group, consumers, group_of,
                                                    depth)
         if group is None:
@@ -247,6 +259,14 @@ def plan(jaxpr, target, prefix="kernel"):
             reason += "; it shares the loop of kernel {g} (same iteration space)"
         decisions.append(FusionDecision(eqn, final.index, started, reason.format(g=final.index)))
     return FusionPlan(jaxpr, groups, decisions)
+
+
+def _is_view(eqn, lowering, program_outputs):
+    """Whether ``eqn``, which would start a kernel of its own, can be a view of its
+    operand's buffer instead (``KernelLowering.views``). A program's outputs are never
+    views: the caller gets buffers of its own."""
+    return lowering.views is not None and isinstance(eqn.invars[0], Var) and \
+        eqn.outvars[0] not in program_outputs and lowering.views(eqn)
 
 
 # A value read at more places than this by the kernel it would join is materialised.

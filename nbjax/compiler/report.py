@@ -51,7 +51,7 @@ _NOT_COUNTED = {"const", "index", "load", "bitcast"}
 class StepCost:
     """The estimated cost of one step of a compiled program."""
     step: int
-    kind: str               # "kernel", "library", "fallback" (reference) or "equation"
+    kind: str               # "kernel", "library", "fallback" (reference), "view" or "equation"
     name: str               # the kernel's name, or the primitive's
     flops: int = 0
     transcendentals: int = 0
@@ -196,6 +196,8 @@ def step_costs(executable):
     if plan is None:  # the reference backend
         return equation_costs(executable.jaxpr.jaxpr)
     costs = [kernel_cost(n, g.kernel) if g.kind == "kernel"
+             else StepCost(n, "view", g.eqns[0].primitive.name, note="no copy: a view")
+             if g.kind == "view"
              else equation_cost(n, g.eqns[0], g.kind) for n, g in enumerate(plan.groups)]
     for n, seconds in (executable.step_times or {}).items():
         costs[n].seconds = list(seconds)

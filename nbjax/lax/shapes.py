@@ -170,7 +170,8 @@ def _kernel_broadcast_in_dim(ctx, index, read, shapes, *, broadcast_dimensions, 
                     for n, d in zip(shapes[0], broadcast_dimensions)])
 
 
-kernel_index(broadcast_in_dim_p, _kernel_broadcast_in_dim, restrides=True)
+kernel_index(broadcast_in_dim_p, _kernel_broadcast_in_dim, restrides=True,
+             views=lambda eqn: eqn.invars[0].aval.size == eqn.outvars[0].aval.size)
 
 
 def broadcast(operand, sizes):
@@ -318,7 +319,7 @@ def _kernel_reshape(ctx, index, read, shapes, *, new_sizes, dimensions, **params
     return read(0, [transposed[dimensions.index(k)] for k in range(len(in_shape))])
 
 
-kernel_index(reshape_p, _kernel_reshape)
+kernel_index(reshape_p, _kernel_reshape, views=lambda eqn: eqn.params["dimensions"] is None)
 
 
 # --- transpose -----------------------------------------------------------------------------
@@ -418,7 +419,7 @@ def _kernel_squeeze(ctx, index, read, shapes, *, dimensions):
                     for k in range(len(shapes[0]))])
 
 
-kernel_index(squeeze_p, _kernel_squeeze, restrides=True)
+kernel_index(squeeze_p, _kernel_squeeze, restrides=True, views=lambda eqn: True)
 
 
 def moveaxis(x, src, dst):

@@ -236,22 +236,25 @@ class KernelLowering:
     a transpose, a broadcast...): the planner lets a kernel re-read it at any number of
     places, since each read is one load. One that ``gathers`` reads its first operand at
     positions loaded from another (``gather``): the same element may be read for many
-    elements of its result.
+    elements of its result. ``views(eqn)``, where given, says whether ``eqn``'s result is
+    its operand's elements in the same row-major order (a reshape, a squeeze, a broadcast
+    adding size-1 axes): a compiled program can then read the operand's buffer as the
+    result's instead of copying it (a ``"view"`` step of the fusion plan).
     """
 
     def __init__(self, kind, rule, identity=None, acc_dtype=None, restrides=False,
-                 gathers=False):
+                 gathers=False, views=None):
         self.kind, self.rule, self.identity, self.acc_dtype = kind, rule, identity, acc_dtype
-        self.restrides, self.gathers = restrides, gathers
+        self.restrides, self.gathers, self.views = restrides, gathers, views
 
 
 def kernel_elementwise(prim, rule):
     prim.def_lowering("kernel", KernelLowering("elementwise", rule))
 
 
-def kernel_index(prim, rule, restrides=False, gathers=False):
+def kernel_index(prim, rule, restrides=False, gathers=False, views=None):
     prim.def_lowering("kernel", KernelLowering("index", rule, restrides=restrides,
-                                               gathers=gathers))
+                                               gathers=gathers, views=views))
 
 
 def library_lowering(prim, category):

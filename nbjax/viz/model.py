@@ -129,7 +129,8 @@ def _preview(value):
 class _Fusion:
     """A fusion plan read tolerantly: equation identity -> group id and decision reason."""
 
-    KIND_NAMES = {"kernel": "kernel", "library": "library step", "fallback": "reference step"}
+    KIND_NAMES = {"kernel": "kernel", "library": "library step", "fallback": "reference step",
+                  "view": "view"}
 
     def __init__(self, plan):
         self.groups, self.group_of, self.reason_of = [], {}, {}

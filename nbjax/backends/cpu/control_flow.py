@@ -299,11 +299,14 @@ class ControlFlowFunction:
 
     def step(self, g, env, direct, compiled):
         """Emit the plan group ``g``: a kernel call, a library call (BLAS, or a host step),
-        or control flow."""
+        control flow, or nothing (a view: its result is its operand's buffer)."""
         if g.kind == "kernel":
             self.kernel(g.kernel, env, direct)
             return
         eqn = g.eqns[0]
+        if g.kind == "view":
+            env[eqn.outvars[0]] = env[eqn.invars[0]]
+            return
         outs = [direct[v] if v in direct else self.scratch(v.aval.nbytes)
                 for v in eqn.outvars]
         ins = [self.atom(a, env) for a in eqn.invars]

@@ -195,6 +195,8 @@ def compile_plan(name, optimised, plan, rewrites, timer, device, target):
         if g.kind == "kernel":
             steps += [kernel_step(launches[k.name], k, slots, device.xp, target.block,
                                   target.max_blocks) for k in phases[g.index]]
+        elif g.kind == "view":
+            steps.append(compiler.view_step(g.eqns[0], slots))
         elif g.kind == "library" and (spec := einsum_spec(g.eqns[0])) is not None:
             steps.append(einsum_step(g.eqns[0], spec, slots, device.xp))
         else:
