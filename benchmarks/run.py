@@ -25,7 +25,8 @@ from nbjax.tree_util import tree_leaves
 
 from . import distributed, workloads
 from .contenders import NumPyContender, jax_contender, nbjax_backend, nbjax_contender
-from .timing import call_time, copy_bandwidth, core_count, format_seconds, interleaved_times
+from .timing import (SETTLE_SECONDS, call_time, copy_bandwidth, core_count, format_seconds,
+                     interleaved_times, settle)
 
 BLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 FIRST_CALL_REPS = 3
@@ -243,17 +244,19 @@ def start(contender, workload, inputs, args, expected):
 def first_call(contender, workload, values, args):
     """First calls of freshly jitted functions, each compiling from empty caches and, for a
     library with a disk cache, followed by one whose code is on disk: up to
-    ``FIRST_CALL_REPS`` of each, fewer once the time budget is spent. Returns the last
-    function (compiled), and the median times in a dict."""
+    ``FIRST_CALL_REPS`` of each, fewer once the time budget is spent, each call after a
+    ``settle``. Returns the last function (compiled), and the median times in a dict."""
     cold, warm = [], []
     start = time.perf_counter()
     while len(cold) < min(args.reps, FIRST_CALL_REPS) and (
             not cold or time.perf_counter() - start < args.budget):
         with contender.empty_caches():
             fn = contender.function(workload)
+            settle()
             cold.append(call_time(fn, values))
             if contender.disk_cache:
                 fn = contender.function(workload)
+                settle()
                 warm.append(call_time(fn, values))
     times = {"first_call_s": statistics.median(cold)}
     if warm:
@@ -319,7 +322,8 @@ def _about(report):
         f"{bw['gbps']:.1f} GB/s on {bw['threads']} threads, {bw['gbps_one_thread']:.1f} GB/s "
         "on 1",
         f"medians of up to {report['settings']['reps']} repetitions after a warm-up, the "
-        "libraries taking turns; "
+        f"libraries taking turns, each turn after {SETTLE_SECONDS} s of quiet (another "
+        "library's spinning threads are not counted) and one untimed call; "
         "first call = trace + compile + run of a freshly jitted function (one-time start-up "
         "excluded; disk cache empty, or warm in the last column); ratios are time "
         "ratios (below 1: nbjax is faster); * = seed workload",

@@ -6,6 +6,14 @@ are the median of several repetitions after a warm-up call, the libraries taking
 median resists the noise of a shared machine better than a mean, and taking turns keeps the
 ratios fair when the load changes. A call shorter than ``BATCH_SECONDS`` is repeated in a batch
 and the batch's time divided, so the clock's resolution does not dominate tiny calls.
+
+A library's turn must not pay for the one before it. NumPy's OpenBLAS leaves its threads
+spinning for about a tenth of a second after a product, on the cores the next library's
+threads need: measured on a 2-core VM, nbjax's first calls right after NumPy's turn took
+20-35% longer than after a pause (the LSTM's 54 ms against 40), and its steady run of
+``rnn_scan`` twice as long. So every turn (a timed batch, a first call) starts after
+``SETTLE_SECONDS`` of quiet (``settle``), and a timed batch after one untimed call of its
+own, whose threads are then awake as in a steady loop.
 """
 
 import os
@@ -20,6 +28,7 @@ from nbjax.tree_util import tree_leaves
 BATCH_SECONDS = 2e-3
 MAX_BATCH = 10_000
 MIN_REPS = 3
+SETTLE_SECONDS = 0.15   # OpenBLAS's threads spin 2^28 cycles after a product (0.1 s at 2.7 GHz)
 
 
 def block(result):
@@ -29,6 +38,12 @@ def block(result):
         if wait is not None:
             wait()
     return result
+
+
+def settle():
+    """Wait until other libraries' helper threads have stopped spinning (see the module
+    docstring)."""
+    time.sleep(SETTLE_SECONDS)
 
 
 def call_time(fn, args):
@@ -60,15 +75,18 @@ def interleaved_times(calls, reps, budget_s):
 
     The repetitions are interleaved: each round times every call once, so a change in the
     machine's load (other processes come and go) affects all of them alike and their ratios
-    stay meaningful. Runs ``reps`` rounds, or fewer (at least ``MIN_REPS``) once ``budget_s``
-    seconds are spent, so slow workloads do not stretch a run to hours. Returns, per call, the
-    median, every repetition's time and the batch size used.
+    stay meaningful. Each turn settles, then makes one untimed call, then times its batch
+    (see the module docstring). Runs ``reps`` rounds, or fewer (at least ``MIN_REPS``) once
+    ``budget_s`` seconds are spent, so slow workloads do not stretch a run to hours. Returns,
+    per call, the median, every repetition's time and the batch size used.
     """
     batches = [batch_size(fn, args) for fn, args in calls]
     times = [[] for _ in calls]
     start = time.perf_counter()
     for done in range(1, reps + 1):
         for (fn, args), batch, series in zip(calls, batches, times):
+            settle()
+            block(fn(*args))
             series.append(batch_time(fn, args, batch))
         if done >= min(MIN_REPS, reps) and time.perf_counter() - start > budget_s:
             break

@@ -135,10 +135,11 @@ def test_interleaved_times_batch_short_calls_and_take_turns():
     assert timed_slow["batch"] == 1 and timed_fast["batch"] > 1
     assert len(timed_slow["times_s"]) == len(timed_fast["times_s"]) == 3
     assert timed_slow["median_s"] >= BATCH_SECONDS > timed_fast["median_s"]
-    # a warm-up call each, then rounds in which each takes its turn
+    # a warm-up call each, then rounds in which each takes its turn: an untimed call, then
+    # its batch
     assert order[:2] == ["slow", "fast"]
     rounds = order[2:]
-    assert rounds == (["slow"] + ["fast"] * timed_fast["batch"]) * 3
+    assert rounds == (["slow"] * 2 + ["fast"] * (1 + timed_fast["batch"])) * 3
 
 
 def test_the_time_budget_cuts_repetitions_but_not_below_three():
