@@ -11,6 +11,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.backends import compile, get_target
+from nbjax.backends.cpu import runtime
 from nbjax.compiler import fusion, optimize
 from helpers import assert_close, host_cumlogsumexp
 
@@ -81,22 +82,55 @@ def test_blur_of_a_padded_image_is_one_kernel():
     assert _kinds(plan) == ["kernel"]
 
 
-def test_softmax_plans_three_loops():
+def test_softmax_is_one_kernel_in_three_stages_on_each_row():
     def softmax(x):
         e = jnp.exp(x - x.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
     plan = _plan(softmax, X)
-    assert _kinds(plan) == ["kernel"] * 3
-    first, second, third = plan.groups
+    assert _kinds(plan) == ["kernel"]
+    first, second, third = plan.groups[0].kernel.stages
     assert [e.primitive.name for e in first.eqns] == ["reduce_max"]
     # exp(x - max) is read by the sum and by the division: materialised once, and the sum
     # shares its loop.
     assert {"exp", "reduce_sum"} <= {e.primitive.name for e in second.eqns}
-    assert len(second.kernel.outputs) == 2
+    assert len(second.outputs) == 2
     exp_decision = next(d for d in plan.decisions if d.eqn.primitive.name == "exp")
     assert exp_decision.started_new_group and "used by 2 kernels" in exp_decision.reason
+    assert "a later stage of kernel 0" in exp_decision.reason
     assert [e.primitive.name for e in third.eqns if e.primitive.name != "broadcast_in_dim"] \
         == ["div"]
+    assert "3 stages on each row" in plan.report()
+    # the gpu target plans no stages: three kernels
+    closed = nbjax.make_jaxpr(softmax)(X)
+    gpu = fusion.plan(optimize(closed)[0].jaxpr, get_target("gpu"))
+    assert [g.kind for g in gpu.groups] == ["kernel"] * 3
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: x / x.sum(axis=0, keepdims=True),               # a reduction over the rows
+    lambda x: x / x.sum(axis=1, keepdims=True)[::-1],         # another row's result
+    lambda x: jnp.exp(x)[:, ::-1] / jnp.exp(x).max(1, keepdims=True),  # at another index
+    lambda x: (x.sum(axis=1, keepdims=True) + 1.0) / x.ravel().sum(),  # 1-d: no rows
+])
+def test_kernels_reading_outside_their_row_are_not_stages(f):
+    plan = _plan(f, X)
+    assert not any(g.kind == "kernel" and g.kernel.stages for g in plan.groups)
+
+
+def test_a_layer_norm_over_a_batch_is_one_staged_kernel_split_by_rows():
+    x = RNG.standard_normal((64, 16, 40)).astype(np.float32)
+
+    def layer_norm(x):
+        centred = x - x.mean(-1, keepdims=True)
+        return centred / jnp.sqrt((centred * centred).mean(-1, keepdims=True) + 1e-5)
+    plan = _plan(layer_norm, x)
+    (group,) = plan.groups
+    assert len(group.kernel.stages) == 3 and group.kernel.shape == (64, 16, 40)
+    assert all(o.kept_axes == (0, 1) for s in group.kernel.stages for o in s.outputs
+               if o.combine)
+    # three passes over each element: three times the work of one when it is split
+    assert "split between" in runtime.split_choice(group.kernel) or runtime.THREADS == 1
+    assert runtime.kernel_work(group.kernel) >= 3 * x.size
 
 
 def test_reduction_fuses_its_element_wise_producers():

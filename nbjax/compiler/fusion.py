@@ -43,13 +43,19 @@ The rules, applied walking the program backwards (from results to inputs):
 Then sibling kernels with the same iteration space share one loop when nothing in between
 needs the earlier one's results, and the later one reads the earlier one's results (if at
 all) only at the same index: a softmax's ``exp(x - max)`` and its sum are one loop.
+
+Last, on a target with ``row_stages``, a kernel reading the kernel just before it only
+within each row (a reduction over the last axis at its row, an element-wise result at its
+own index) becomes that kernel's next stage: one kernel running its stages one after
+another on each row (``kernel.staged_kernel``), so a softmax or a layer norm is one kernel.
 """
 
 import math
 from dataclasses import dataclass, field
 
 from ..core import Var
-from .kernel import CannotFuse, build_kernel, kernel_lowering, narrow_type_reason
+from .kernel import (CannotFuse, build_kernel, kernel_lowering, narrow_type_reason,
+                     reads_at_index, staged_kernel)
 from .passes import optimize
 
 @dataclass
@@ -71,12 +77,15 @@ class FusionGroup:
     merged_into: object = None  # the kernel whose loop this one's equations joined
     subprograms: list = field(default_factory=list)  # SubProgram, for loops
     warns: bool = True  # for fallbacks: whether running it says so
+    stages: list = field(default_factory=list)  # the parts of each row stage, if staged
+    as_stage: bool = False  # merged into ``merged_into`` as its last row stage
 
     def __repr__(self):
         return f"FusionGroup({self.describe()})"
 
     def describe(self):
-        what = {"kernel": f"kernel {self.index} over {list(self.shape)}",
+        stages = f" in {len(self.stages)} stages on each row" if self.stages else ""
+        what = {"kernel": f"kernel {self.index} over {list(self.shape)}{stages}",
                 "library": f"library step {self.index}",
                 "loop": f"native control flow {self.index}",
                 "view": f"view {self.index}",
@@ -249,6 +258,8 @@ def plan(jaxpr, target, prefix="kernel"):
     groups = sorted({id(g): g for g in group_of}.values(),
                     key=lambda g: position[id(g.eqns[-1])])
     groups = _merge_siblings(groups)
+    if target.row_stages:
+        groups = _merge_row_stages(groups)
     for n, g in enumerate(groups):
         g.index = n
         _finish(g, n, prefix)
@@ -256,7 +267,9 @@ def plan(jaxpr, target, prefix="kernel"):
     for eqn, g, (started, reason) in zip(eqns, group_of, notes):
         final = _final(g)
         if started and final is not g:
-            reason += "; it shares the loop of kernel {g} (same iteration space)"
+            reason += ("; it is a later stage of kernel {g}, on each row after the earlier "
+                       "ones (it reads what they wrote in the row)") if g.as_stage else \
+                "; it shares the loop of kernel {g} (same iteration space)"
         decisions.append(FusionDecision(eqn, final.index, started, reason.format(g=final.index)))
     return FusionPlan(jaxpr, groups, decisions)
 
@@ -422,6 +435,58 @@ def _sibling_for(g, earlier):
     return None
 
 
+def _merge_row_stages(groups):
+    """Make a kernel that reads an earlier one's results only within each row (the
+    reductions over the last axis, the elements at its own index) a later stage of that
+    kernel, when they are next to each other in the program (see ``staged_kernel``)."""
+    merged = []
+    for g in groups:
+        earlier = merged[-1] if merged else None
+        if earlier is None or not _reads_within_rows(earlier, g):
+            merged.append(g)
+            continue
+        earlier.stages = (earlier.stages or [earlier.parts]) + [g.parts]
+        earlier.parts = earlier.parts + g.parts
+        earlier.eqns += g.eqns
+        g.merged_into, g.as_stage = earlier, True
+    return merged
+
+
+def _reads_within_rows(a, b):
+    """Whether kernel ``b`` can be a later stage of kernel ``a``: one shape of two axes or
+    more; every reduction of either over the last axis alone (so a chunk of rows is the
+    whole work of a thread); and ``b`` reads ``a``'s results, each only in its own row: a
+    reduction at its row, an element-wise result at its own index, in their own dtype."""
+    if a.kind != "kernel" or b.kind != "kernel" or a.shape != b.shape or len(a.shape) < 2:
+        return False
+    shape = tuple(a.shape)
+    try:
+        stages = [build_kernel("probe", shape, parts) for parts in a.stages or [a.parts]]
+        later = build_kernel("probe", shape, b.parts)
+    except CannotFuse:
+        return False
+    rows = tuple(range(len(shape) - 1))
+    if any(o.combine and o.kept_axes != rows for k in stages + [later] for o in k.outputs):
+        return False
+    written = {o.var: o for k in stages for o in k.outputs}
+    read = [(later.inputs[op.attr], op.args[0]) for op in later.body if op.name == "load"
+            and later.inputs[op.attr] in written]
+    return bool(read) and all(_in_own_row(written[v], offset, shape) for v, offset in read)
+
+
+def _in_own_row(out, offset, shape):
+    """Whether a load at ``offset`` (an index op) reads ``out`` (a KernelOutput) only in
+    the row of the iteration, in the dtype it is stored in."""
+    if out.acc_dtype not in (None, out.var.aval.dtype):
+        return False
+    out_shape = tuple(out.var.aval.shape)
+    axes = len(shape) if out_shape == shape else len(shape) - 1 \
+        if out_shape == shape[:-1] else None
+    if axes is None:
+        return False
+    return reads_at_index(offset, axes, out_shape)
+
+
 def _related(a, b):
     """Worth sharing a loop: ``b`` reads one of ``a``'s inputs or results."""
     reads_a = {x for e in a.eqns for x in e.invars if isinstance(x, Var)} | \
@@ -440,7 +505,11 @@ def _finish(g, n, prefix):
         g.inputs = [a for a in g.eqns[0].invars if isinstance(a, Var)]
         g.outputs = list(g.eqns[0].outvars)
         return
-    g.kernel = build_kernel(f"{prefix}_{n}", g.shape, g.parts)
+    if g.stages:
+        g.kernel = staged_kernel(f"{prefix}_{n}", [
+            build_kernel(f"{prefix}_{n}_{k}", g.shape, parts) for k, parts in enumerate(g.stages)])
+    else:
+        g.kernel = build_kernel(f"{prefix}_{n}", g.shape, g.parts)
     g.inputs = list(g.kernel.inputs)
     g.outputs = [o.var for o in g.kernel.outputs]
     g.eqns = g.kernel.eqns

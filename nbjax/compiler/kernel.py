@@ -274,14 +274,23 @@ class LoopKernel:
     # {input number: output number}: inputs read from the buffer of an output that holds
     # them when the kernel starts (a donated input updated in place; see ``in_place_ok``).
     in_place: dict = field(default_factory=dict)
+    # A staged kernel (``staged_kernel``): the LoopKernels run one after another on each
+    # row (each index of the axes but the last); its own body is empty, its inputs and
+    # outputs are theirs.
+    stages: list = field(default_factory=list)
     # How many math functions (exp, tanh...) ``body`` calls: a measure of its cost that a
     # program loaded from the disk cache keeps (it leaves the body out until a view asks).
     math_calls: int = field(init=False)
 
     def __post_init__(self):
-        self.math_calls = sum(op.name == "math" for op in self.body)
+        self.math_calls = sum(op.name == "math" for op in self.body) + \
+            sum(stage.math_calls for stage in self.stages)
 
     def pretty(self):
+        if self.stages:
+            lines = [f"kernel {self.name} over {list(self.shape)}: {len(self.stages)} stages "
+                     "on each row"]
+            return "\n".join(lines + [stage.pretty() for stage in self.stages])
         ins = ", ".join(f"in{i}:{v.aval.str_short()}" for i, v in enumerate(self.inputs))
         lines = [f"kernel {self.name} over {list(self.shape)} ({ins})"]
         lines += ["  " + format_op(op) for op in self.body]
@@ -291,6 +300,19 @@ class LoopKernel:
         return "\n".join(lines)
 
 
+def staged_kernel(name, stages):
+    """One kernel running the LoopKernels ``stages`` (of one shape) one after another on
+    each row: stage k reads what earlier ones wrote in the row (a softmax's maximum, then
+    its exponentials and their sum) while the row is in the cache. Its outputs are the
+    stages'; its inputs are theirs but for the values earlier stages write."""
+    outputs = [o for stage in stages for o in stage.outputs]
+    written = {o.var for o in outputs}
+    inputs = list(dict.fromkeys(v for stage in stages for v in stage.inputs
+                                if v not in written))
+    return LoopKernel(name, stages[0].shape, inputs, outputs, [],
+                      [e for stage in stages for e in stage.eqns], stages=list(stages))
+
+
 def in_place_ok(kernel, j, k):
     """Whether ``kernel`` may compute output ``k`` in the buffer of its input ``j``: the
     output is element-wise over the whole iteration space, of the input's shape and dtype,
@@ -298,15 +320,21 @@ def in_place_ok(kernel, j, k):
     (in the same iteration) before it is overwritten and never after."""
     x, out = kernel.inputs[j], kernel.outputs[k]
     shape = tuple(kernel.shape)
-    if out.combine is not None or out.acc_dtype not in (None, out.var.aval.dtype) \
+    if kernel.stages or out.combine is not None or out.acc_dtype not in (None, out.var.aval.dtype) \
             or tuple(out.shape) != shape or tuple(x.aval.shape) != shape \
             or x.aval.dtype != out.var.aval.dtype:
         return False
-    here = row_major_offset([("index", a) for a in range(len(shape))], shape,
+    return all(reads_at_index(op.args[0], len(shape), shape) for op in kernel.body
+               if op.name == "load" and op.attr == j)
+
+
+def reads_at_index(offset, axes, shape):
+    """Whether the index op ``offset`` is the row-major offset, in an array of ``shape``,
+    of the iteration's first ``axes`` indices (all of them: the iteration's own element)."""
+    here = row_major_offset([("index", a) for a in range(axes)], shape,
                             lambda i, s: ("mul", i, ("const", s)), lambda a, b: ("add", a, b),
                             lambda: ("const", 0))
-    return all(_structure(op.args[0]) == here for op in kernel.body
-               if op.name == "load" and op.attr == j)
+    return _structure(offset) == here
 
 
 def _structure(op):

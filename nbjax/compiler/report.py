@@ -87,6 +87,9 @@ def total_cost(costs):
 
 def kernel_flops(loop):
     """(flops, transcendentals) of one run of a LoopKernel over its whole iteration space."""
+    if loop.stages:
+        counts = [kernel_flops(stage) for stage in loop.stages]
+        return sum(f for f, _ in counts), sum(t for _, t in counts)
     deps, index_only = {}, {}  # op id -> loop axes it depends on; computed from indices only
     for op in loop.body:
         if op.name == "index":

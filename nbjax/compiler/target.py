@@ -32,6 +32,10 @@ class Target:
     # its ``cached`` and ``lower`` then take ``donated`` (input positions) too, and its
     # executables ``run_reusing``.
     reuses_donations = False
+    # Whether one kernel may run several stages one after another on each row (a
+    # softmax's maximum, its exponentials and their sum, the quotients), each stage
+    # reading what earlier ones wrote in the row while it is in the cache.
+    row_stages = False
 
     def check_available(self):
         """Raise an error saying what is missing when this target cannot run on this

@@ -41,6 +41,7 @@ class CpuTarget(Target):
     host_steps_in_loops = True
     fallback = reference.TARGET
     reuses_donations = True
+    row_stages = True
 
     def library_reason(self, eqn):
         category = eqn.primitive.lowerings.get("library")

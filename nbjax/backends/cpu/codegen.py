@@ -28,8 +28,8 @@ import numpy as np
 from llvmlite import ir
 
 from ...core import dtypes
-from ..llvm import (I64, LIBM, KernelScaffold, ScalarEmitter, constant, define_kernel,
-                    entry_alloca, for_loop, mathlib, mem_type, reg_type)
+from ..llvm import (I64, LIBM, KernelEmitter, KernelScaffold, ScalarEmitter, constant,
+                    define_kernel, entry_alloca, for_loop, mathlib, mem_type, reg_type)
 from . import pipeline, runtime, streaming, workers
 
 
@@ -193,12 +193,14 @@ class CpuLoops(KernelScaffold):
 
     def __init__(self, mb, kernel):
         self.mb, self.kernel = mb, kernel
-        self.streaming = streaming.streams(kernel)
+        self.streaming = not kernel.stages and streaming.streams(kernel)
         self.math = _math_for(kernel)
         self.row_width = _row_width(kernel, self.math)
 
     def emit(self, emitter, args):
         self.e, self.b = emitter, emitter.b
+        self.rows = self._stage_rows(emitter) if self.kernel.stages \
+            else [(emitter, self.row_width)]
         start, stop = args
         if not self.kernel.shape:
             emitter.emit_body([])
@@ -222,12 +224,28 @@ class CpuLoops(KernelScaffold):
         elif width or not unroll:
             back.set_metadata("llvm.loop", self.mb.loop_hints(width, unroll))
 
+    def _stage_rows(self, emitter):
+        """(emitter, vector width) of each stage of a staged kernel, on its buffers: a
+        stage's outputs are the kernel's; its inputs, the kernel's or an earlier stage's
+        outputs."""
+        kernel = self.kernel
+        pointers = dict(zip(kernel.inputs, emitter.ins))
+        pointers.update(zip((o.var for o in kernel.outputs), emitter.outs))
+        rows = []
+        for stage in kernel.stages:
+            math = _math_for(stage)
+            rows.append((KernelEmitter(self.b, stage, [pointers[o.var] for o in stage.outputs],
+                                       [pointers[v] for v in stage.inputs], math),
+                         _row_width(stage, math)))
+        return rows
+
     def _loop(self, axis, index, lo, hi):
         last = axis + 1 == len(self.kernel.shape)
         if last and self.streaming:
             streaming.streaming_row(self, index, lo, hi)
         elif last:
-            self._reducing_row(index, lo, hi)
+            for emitter, width in self.rows:  # (a staged kernel's stages, in order)
+                self._reducing_row(emitter, width, index, lo, hi)
         else:
             # An outer loop is not unrolled: its body holds a whole vectorised inner loop,
             # and a copy of it per iteration made LLVM's SLP vectoriser take a second on a
@@ -236,12 +254,14 @@ class CpuLoops(KernelScaffold):
             self.for_(lo, hi, lambda i: self._loop(axis + 1, index + [i], ir.Constant(I64, 0),
                                                    n), f"i{axis}", unroll=False)
 
-    def _reducing_row(self, index, lo, hi):
-        """The innermost loop. Outputs that reduce over its axis accumulate in a local
-        variable (a register, several vector lanes once LLVM vectorises), combined into the
-        output after the loop; float sums accumulate in float64 there, so the sum of a
-        long row does not lose the small terms."""
-        b, e, kernel, axis = self.b, self.e, self.kernel, len(self.kernel.shape) - 1
+    def _reducing_row(self, e, width, index, lo, hi):
+        """The innermost loop of ``e``'s kernel, ``width`` lanes wide if given. Outputs
+        that reduce over its axis accumulate in a local variable (a register, several
+        vector lanes once LLVM vectorises), combined into the output after the loop; float
+        sums accumulate in float64 there, so the sum of a long row does not lose the small
+        terms."""
+        b, kernel = self.b, e.kernel
+        axis = len(kernel.shape) - 1
         local = {}
         for k, out in enumerate(kernel.outputs):
             if out.combine and axis not in out.kept_axes:
@@ -259,7 +279,7 @@ class CpuLoops(KernelScaffold):
                 acc = b.load(var, typ=reg_type(dtype))
                 value = e.convert(value, kernel.outputs[k].acc_dtype, dtype)
                 b.store(e.accumulate(kernel.outputs[k].combine, acc, value, dtype), var)
-        self.for_(lo, hi, body, f"i{axis}", width=self.row_width)
+        self.for_(lo, hi, body, f"i{axis}", width=width)
         for k, (var, dtype) in local.items():
             out = kernel.outputs[k]
             offset = e.offset([index[a] for a in out.kept_axes], out.shape)

@@ -354,9 +354,10 @@ def _workers():
 
 
 def kernel_work(loop):
-    """A rough cost of ``loop`` in units of one element copied: each element costs one,
-    and ``MATH_WORK`` more per math function (exp, tanh...) its body calls."""
-    return math.prod(loop.shape) * (1 + MATH_WORK * loop.math_calls)
+    """A rough cost of ``loop`` in units of one element copied: each element costs one
+    per stage (``LoopKernel.stages``), and ``MATH_WORK`` more per math function (exp,
+    tanh...) its body calls."""
+    return math.prod(loop.shape) * (max(1, len(loop.stages)) + MATH_WORK * loop.math_calls)
 
 
 def on_pool(loop):
@@ -392,8 +393,9 @@ def split_choice(loop):
     if len(loop.shape) < 1 or loop.shape[0] < 2:
         return "on one thread (its outer axis has one element)"
     if on_pool(loop):
-        measure = (f"work {kernel_work(loop):,}: {size:,} elements, math functions counting "
-                   f"{MATH_WORK} more each")
+        stages = f" in {len(loop.stages)} stages" if loop.stages else ""
+        measure = (f"work {kernel_work(loop):,}: {size:,} elements{stages}, math functions "
+                   f"counting {MATH_WORK} more each")
         if splits(loop):
             return (f"split between the {THREADS} cores along its outer axis, on the worker "
                     f"pool ({measure}; at least {POOL_SPLIT_WORK:,})")
