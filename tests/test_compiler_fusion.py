@@ -106,6 +106,21 @@ def test_softmax_is_one_kernel_in_three_stages_on_each_row():
     assert [g.kind for g in gpu.groups] == ["kernel"] * 3
 
 
+def test_a_value_per_row_is_a_stage_of_one_element_rows():
+    """A layer norm's inverse deviation, read by two later kernels: its kernel over rows
+    of one element is a stage between the reductions and the normalisation."""
+    x = RNG.standard_normal((32, 48)).astype(np.float32)
+
+    def f(x):
+        centred = x - x.mean(-1, keepdims=True)
+        inv = 1.0 / jnp.sqrt((centred * centred).mean(-1, keepdims=True) + 1e-5)
+        return centred * inv, inv * 2.0
+    plan = _plan(f, x)
+    staged = [g.kernel for g in plan.groups if g.kind == "kernel" and g.kernel.stages]
+    assert staged and staged[0].shape == (32, 48)
+    assert (32, 1) in [s.shape for s in staged[0].stages]
+
+
 @pytest.mark.parametrize("f", [
     lambda x: x / x.sum(axis=0, keepdims=True),               # a reduction over the rows
     lambda x: x / x.sum(axis=1, keepdims=True)[::-1],         # another row's result

@@ -77,7 +77,7 @@ class FusionGroup:
     merged_into: object = None  # the kernel whose loop this one's equations joined
     subprograms: list = field(default_factory=list)  # SubProgram, for loops
     warns: bool = True  # for fallbacks: whether running it says so
-    stages: list = field(default_factory=list)  # the parts of each row stage, if staged
+    stages: list = field(default_factory=list)  # (shape, parts) of each row stage, if staged
     as_stage: bool = False  # merged into ``merged_into`` as its last row stage
 
     def __repr__(self):
@@ -445,7 +445,8 @@ def _merge_row_stages(groups):
         if earlier is None or not _reads_within_rows(earlier, g):
             merged.append(g)
             continue
-        earlier.stages = (earlier.stages or [earlier.parts]) + [g.parts]
+        earlier.stages = _stages(earlier) + [(tuple(g.shape), g.parts)]
+        earlier.shape = max(earlier.shape, g.shape, key=lambda shape: shape[-1])
         earlier.parts = earlier.parts + g.parts
         earlier.eqns += g.eqns
         g.merged_into, g.as_stage = earlier, True
@@ -453,18 +454,20 @@ def _merge_row_stages(groups):
 
 
 def _reads_within_rows(a, b):
-    """Whether kernel ``b`` can be a later stage of kernel ``a``: one shape of two axes or
-    more; every reduction of either over the last axis alone (so a chunk of rows is the
+    """Whether kernel ``b`` can be a later stage of kernel ``a``: the same rows (two axes or
+    more, all but the last alike; a stage over rows of one element computes one value per
+    row); every reduction of either over the last axis alone (so a chunk of rows is the
     whole work of a thread); and ``b`` reads ``a``'s results, each only in its own row: a
     reduction at its row, an element-wise result at its own index, in their own dtype."""
-    if a.kind != "kernel" or b.kind != "kernel" or a.shape != b.shape or len(a.shape) < 2:
+    if a.kind != "kernel" or b.kind != "kernel" or len(a.shape) < 2 or \
+            tuple(a.shape[:-1]) != tuple(b.shape[:-1]):
         return False
-    shape = tuple(a.shape)
     try:
-        stages = [build_kernel("probe", shape, parts) for parts in a.stages or [a.parts]]
-        later = build_kernel("probe", shape, b.parts)
+        stages = [build_kernel("probe", shape, parts) for shape, parts in _stages(a)]
+        later = build_kernel("probe", tuple(b.shape), b.parts)
     except CannotFuse:
         return False
+    shape = tuple(b.shape)
     rows = tuple(range(len(shape) - 1))
     if any(o.combine and o.kept_axes != rows for k in stages + [later] for o in k.outputs):
         return False
@@ -475,16 +478,21 @@ def _reads_within_rows(a, b):
 
 
 def _in_own_row(out, offset, shape):
-    """Whether a load at ``offset`` (an index op) reads ``out`` (a KernelOutput) only in
-    the row of the iteration, in the dtype it is stored in."""
+    """Whether a load at ``offset`` (an index op) of a kernel over ``shape`` reads ``out``
+    (a KernelOutput) only in the row of the iteration, in the dtype it is stored in: at its
+    own index, or at its row (a value per row: a reduction, or a row of one element)."""
     if out.acc_dtype not in (None, out.var.aval.dtype):
         return False
     out_shape = tuple(out.var.aval.shape)
-    axes = len(shape) if out_shape == shape else len(shape) - 1 \
-        if out_shape == shape[:-1] else None
-    if axes is None:
-        return False
-    return reads_at_index(offset, axes, out_shape)
+    if out_shape == shape:
+        return reads_at_index(offset, len(shape), out_shape)
+    per_row = out_shape == shape[:-1] or out_shape == shape[:-1] + (1,)
+    return per_row and reads_at_index(offset, len(shape) - 1, out_shape)
+
+
+def _stages(g):
+    """(shape, parts) of each stage of the kernel group ``g``: itself, if not staged."""
+    return g.stages or [(tuple(g.shape), g.parts)]
 
 
 def _related(a, b):
@@ -507,7 +515,8 @@ def _finish(g, n, prefix):
         return
     if g.stages:
         g.kernel = staged_kernel(f"{prefix}_{n}", [
-            build_kernel(f"{prefix}_{n}_{k}", g.shape, parts) for k, parts in enumerate(g.stages)])
+            build_kernel(f"{prefix}_{n}_{k}", shape, parts)
+            for k, (shape, parts) in enumerate(g.stages)])
     else:
         g.kernel = build_kernel(f"{prefix}_{n}", g.shape, g.parts)
     g.inputs = list(g.kernel.inputs)

@@ -301,15 +301,18 @@ class LoopKernel:
 
 
 def staged_kernel(name, stages):
-    """One kernel running the LoopKernels ``stages`` (of one shape) one after another on
-    each row: stage k reads what earlier ones wrote in the row (a softmax's maximum, then
-    its exponentials and their sum) while the row is in the cache. Its outputs are the
-    stages'; its inputs are theirs but for the values earlier stages write."""
+    """One kernel running the LoopKernels ``stages`` one after another on each row: stage
+    k reads what earlier ones wrote in the row (a softmax's maximum, then its exponentials
+    and their sum) while the row is in the cache. The stages' shapes differ at most in
+    their last axis, of one element in a stage computing one value per row (a layer norm's
+    inverse deviation); the kernel's shape is the longest. Its outputs are the stages';
+    its inputs are theirs but for the values earlier stages write."""
     outputs = [o for stage in stages for o in stage.outputs]
     written = {o.var for o in outputs}
     inputs = list(dict.fromkeys(v for stage in stages for v in stage.inputs
                                 if v not in written))
-    return LoopKernel(name, stages[0].shape, inputs, outputs, [],
+    shape = max((stage.shape for stage in stages), key=lambda shape: shape[-1])
+    return LoopKernel(name, shape, inputs, outputs, [],
                       [e for stage in stages for e in stage.eqns], stages=list(stages))
 
 

@@ -245,7 +245,8 @@ class CpuLoops(KernelScaffold):
             streaming.streaming_row(self, index, lo, hi)
         elif last:
             for emitter, width in self.rows:  # (a staged kernel's stages, in order)
-                self._reducing_row(emitter, width, index, lo, hi)
+                self._reducing_row(emitter, width, index, lo, ir.Constant(
+                    I64, emitter.kernel.shape[-1]) if self.kernel.stages else hi)
         else:
             # An outer loop is not unrolled: its body holds a whole vectorised inner loop,
             # and a copy of it per iteration made LLVM's SLP vectoriser take a second on a
