@@ -99,6 +99,35 @@ def test_a_view_keeps_its_operands_region_until_its_own_last_read(poison):
                               for v in g.outputs}
 
 
+@pytest.mark.parametrize("f", [
+    lambda x, w: (x @ w).reshape(-1),                                  # into the result
+    lambda x, w: ((x @ w).reshape(-1), (x @ w)[None], jnp.sin(x @ w).sum()),  # one of two
+    lambda x, w: (jnp.tanh(x) @ w).reshape(2, 32, 64)[None],            # a view of a view
+    lambda x, w: lax.scan(lambda c, r: (c + (r @ w).reshape(-1).sum(),
+                                        (jnp.cos(r) @ w).reshape(-1)), 0.0, x.reshape(4, 16, 64)),
+])
+def test_results_that_are_views_are_written_once_where_the_caller_gets_them(poison, f):
+    """A result that is a view of a value the program computes: the value is computed
+    into the result's buffer, or kept alive to be copied there at the end."""
+    x, w = _matrices(2, 64, 64)
+    cpu = _compare(f, x, w)
+    assert "view" in [g.kind for g in cpu.plan.groups] + [
+        g.kind for s in cpu.plan.groups for sub in s.subprograms for g in sub.plan.groups]
+
+
+def test_a_donated_input_is_no_view_results_buffer_while_the_step_writing_it_reads_it():
+    """The product writes the view's bytes (its owner) while it reads ``x``: ``x``'s buffer
+    cannot be the result's, though the view step itself comes after the product."""
+    x0, w = _matrices(2, 64, 64)
+
+    def f(x, w):
+        return (x[None] @ w).reshape(64, 64)
+    cpu, _ = cpu_and_reference(f, x0, w)
+    assert buffer_plan.donations(cpu.jaxpr.jaxpr, cpu.plan.groups, {0}) == {}
+    out = nbjax.jit(f, donate_argnums=0)(jnp.asarray(x0), jnp.asarray(w))
+    assert_close(out, x0 @ w, rtol=2e-5)
+
+
 def test_loop_bodies_reuse_regions_between_iterations(poison):
     def f(h, xs, w):
         def step(h, x):

@@ -187,12 +187,25 @@ def test_a_reshape_feeding_a_library_step_is_a_view_not_a_copy():
     (lambda x: lax.reshape(x, (10, 6), dimensions=(1, 0)) @ X, ["kernel", "library"]),
 ])
 def test_which_reshapes_and_broadcasts_are_views(f, kinds):
-    """Only the same elements in the same order make a view; a program's outputs are
-    never views (the caller owns its results' buffers)."""
+    """Only the same elements in the same order make a view; a program's output is never
+    a view of an input (the caller owns its results' buffers)."""
     plan = _plan(f, X)
     assert _kinds(plan) == kinds
     outputs = set(plan.jaxpr.outvars)
     assert all(not outputs & set(g.outputs) for g in plan.groups if g.kind == "view")
+
+
+@pytest.mark.parametrize("f, kinds", [
+    (lambda x, w: (x @ w).reshape(-1), ["library", "view"]),
+    (lambda x, w: (lax.iota(np.float32, 1 << 17) * 2, x @ w),        # no operand: no view
+     ["kernel", "library"]),
+    (lambda x, w: ((x @ w).reshape(-1), (x @ w)[None]), ["library", "view", "view"]),
+    (lambda x, w: (x @ w, (x @ w).reshape(-1)), ["library", "kernel"]),  # an output's copy
+    (lambda x, w: jnp.exp(x @ w).reshape(2, -1), ["library", "kernel", "view"]),
+])
+def test_an_output_can_be_a_view_of_a_value_the_program_computes(f, kinds):
+    plan = _plan(f, X, X.T)
+    assert _kinds(plan) == kinds
 
 
 def test_a_view_used_by_several_kernels_and_in_a_loop_body():

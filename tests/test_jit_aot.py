@@ -127,6 +127,10 @@ def test_reference_backend_compiles_without_kernels():
     assert_close(compiled(x, y), x * y + x, rtol=1e-6)
     with pytest.raises(ValueError, match="timing"):
         compiled.enable_timing()
+    # an equation without operands (iota) has a cost too
+    arange = nbjax.jit(lambda x: x + nbjax.lax.iota(np.float32, 5)).lower(x).compile(
+        "reference")
+    assert [c["name"] for c in arange.cost_analysis(per_step=True)] == ["iota", "add"]
 
 
 # --- Compiled.__call__ ---------------------------------------------------------------------

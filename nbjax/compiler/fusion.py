@@ -27,7 +27,8 @@ The rules, applied walking the program backwards (from results to inputs):
   order (a reshape, a squeeze, a broadcast adding size-1 axes: ``KernelLowering.views``)
   is a ``"view"`` step instead: its result is its operand's buffer, read with its own
   shape. The operand is then materialised, as for a library step (a program input costs
-  nothing). A program's outputs are never views.
+  nothing). A program's output is a view only of a value the program computes and does
+  not output: native code computes that value into the output's buffer.
 - Equations without a kernel lowering are library steps on materialised buffers when their
   primitive has a ``"library"`` lowering (dot_general, sort, scatter...) and the target
   runs such calls (``Target.library_reason``), else reference steps. Equations on JAX's
@@ -219,6 +220,7 @@ def plan(jaxpr, target, prefix="kernel"):
             if isinstance(a, Var):
                 consumers.setdefault(a, []).append(i)
     program_outputs = {a for a in jaxpr.outvars if isinstance(a, Var)}
+    computed = {v for eqn in eqns for v in eqn.outvars}
     group_of = [None] * len(eqns)
     reads = {}  # var -> at how many places the kernel it joined reads it (see _reads)
     notes = [None] * len(eqns)  # (started_new_group, reason template with {g})
@@ -233,7 +235,7 @@ def plan(jaxpr, target, prefix="kernel"):
             continue
         group, reason = _join_or_start(eqn, lowering, consumers, group_of, program_outputs,
                                        eqns, reads, depth)
-        if group is None and _is_view(eqn, lowering, program_outputs):
+        if group is None and _is_view(eqn, lowering, program_outputs, computed):
             group_of[i] = FusionGroup("view", [eqn], reason="a view of its operand's buffer")
             notes[i] = (True, f"{eqn.primitive.name}: the same elements in the same order: "
                               "a view of its operand's buffer, no copy")
@@ -274,12 +276,16 @@ def plan(jaxpr, target, prefix="kernel"):
     return FusionPlan(jaxpr, groups, decisions)
 
 
-def _is_view(eqn, lowering, program_outputs):
+def _is_view(eqn, lowering, program_outputs, computed):
     """Whether ``eqn``, which would start a kernel of its own, can be a view of its
-    operand's buffer instead (``KernelLowering.views``). A program's outputs are never
-    views: the caller gets buffers of its own."""
-    return lowering.views is not None and isinstance(eqn.invars[0], Var) and \
-        eqn.outvars[0] not in program_outputs and lowering.views(eqn)
+    operand's buffer instead (``KernelLowering.views``). A program's output may be one of
+    a value the program computes (in ``computed``) that is no output itself: that value is
+    then computed into the caller's buffer for the output. An output is never a view of an
+    input's buffer or of another output's: the caller gets buffers of its own."""
+    if lowering.views is None or not isinstance(eqn.invars[0], Var) or not lowering.views(eqn):
+        return False
+    x = eqn.invars[0]
+    return eqn.outvars[0] not in program_outputs or (x in computed and x not in program_outputs)
 
 
 # A value read at more places than this by the kernel it would join is materialised.

@@ -179,8 +179,8 @@ def _equation_as_kernel(eqn):
     lowering, _ = kernel_lowering(eqn)
     if lowering is None:
         return None
-    operand = eqn.invars[0]
-    shape = operand.aval.shape if lowering.kind == "reduction" else eqn.outvars[0].aval.shape
+    shape = eqn.invars[0].aval.shape if lowering.kind == "reduction" \
+        else eqn.outvars[0].aval.shape
     try:
         return build_kernel(eqn.primitive.name, tuple(shape),
                             [(eqn, {eqn.outvars[0]: eqn})])

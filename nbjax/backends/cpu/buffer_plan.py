@@ -8,7 +8,9 @@ what is live at one point of the program, not every intermediate of it (a transf
 block's gradient: 97 MB of intermediates, 15 MB of block).
 
 A view's value (a reshape's: ``compiler.fusion``) takes no region: it is its operand's,
-which lives until the last step reading either.
+which lives until the last step reading either. A result that is a view has its owner
+computed into the result's destination (``control_flow``), so the bytes of that result
+are written when its owner's step runs, not at the view.
 
 The order of emission is the order of execution, with two cases that keep it safe:
 
@@ -136,6 +138,8 @@ def donations(jaxpr, groups, donated):
             last_read[owner.get(v, v)] = n
         for v in g.outputs:
             written.setdefault(v, n)
+    for view, root in owner.items():  # (a view result's bytes: its owner's, written then)
+        written[view] = written.get(root, written[view])
     uses = Counter(a for a in jaxpr.outvars if isinstance(a, Var))
     free, safe = list(range(len(jaxpr.outvars))), {}
     for i in sorted(donated):
@@ -172,7 +176,8 @@ def _update_in_place(group, x, out, uses, owner):
     if group.kind != "kernel" or uses[out] != 1:
         return False
     loop = group.kernel
-    if x not in loop.inputs or any(owner.get(v) is x for v in loop.inputs):
+    if x not in loop.inputs or out not in [o.var for o in loop.outputs] or \
+            any(owner.get(v) is x for v in loop.inputs):
         return False
     j = loop.inputs.index(x)
     k = next(k for k, o in enumerate(loop.outputs) if o.var is out)

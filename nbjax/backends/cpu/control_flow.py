@@ -94,6 +94,21 @@ def _step_clock(module):
     return fn
 
 
+def _deliver(groups, direct, results):
+    """How a sub-program of ``groups`` delivers its ``results``: updates ``direct`` ({value:
+    the destination its step writes it into}) and returns the values whose regions hold
+    results copied out at the end (they live until then). A result that is a view stays
+    direct when a step computes its buffer's owner and nothing else delivers it: the owner
+    is computed into the view's destination. Other views are copied at the end."""
+    owner = buffer_plan.owners(groups)
+    computed = {v for g in groups if g.kind != "view" for v in g.outputs}
+    for view in [v for v in direct if v in owner]:
+        root, dest = owner[view], direct.pop(view)
+        if root in computed and root not in results and root not in direct:
+            direct[root] = direct[view] = dest
+    return {owner.get(a, a) for a in results} & computed - direct.keys()
+
+
 def _library_loop(eqn):
     """The module of ``LIBRARY_LOOPS`` that emits ``eqn``, or None."""
     return next((m for m in LIBRARY_LOOPS if m.supports(eqn)), None)
@@ -282,7 +297,8 @@ class ControlFlowFunction:
         direct = {a: d for a, d in zip(j.outvars, dests)
                   if isinstance(a, Var) and uses[a] == 1 and a not in env}
         results = {a for a in j.outvars if isinstance(a, Var)}
-        dying = buffer_plan.lifetimes(sub.plan.groups, results)
+        copied = _deliver(sub.plan.groups, direct, results)
+        dying = buffer_plan.lifetimes(sub.plan.groups, copied | direct.keys())
         clock = self.clock(-1, ir.Constant(I64, 0)) if timed else None
         for n, g in enumerate(sub.plan.groups):
             self.step(g, env, direct, compiled)
@@ -293,8 +309,7 @@ class ControlFlowFunction:
         for a, d in zip(j.outvars, dests):
             if not (isinstance(a, Var) and direct.get(a) is d):
                 self.copy(d, self.atom(a, env), a.aval.nbytes)
-        written = {v for g in sub.plan.groups for v in g.outputs}
-        for a in results & written - direct.keys():  # copied out above: dead now
+        for a in copied:  # copied out above: dead now
             self.release(env[a])
 
     def step(self, g, env, direct, compiled):
