@@ -61,6 +61,15 @@ def test_double_negation_conversion_and_broadcasts():
     assert prims == []
 
 
+def test_reshapes_of_reshapes():
+    _, rules, prims = _optimized(lambda x: x.reshape(2, 2).reshape(1, 4, 1), X)
+    assert prims == ["reshape"] and ("simplify", "reshape of a reshape") in rules
+    _, rules, prims = _optimized(lambda x: x.reshape(2, 2).reshape(4) * 2.0, X)
+    assert prims == ["mul"] and ("simplify", "reshape of a reshape back to its shape") in rules
+    _, _, prims = _optimized(lambda x: lax.reshape(x.reshape(2, 2), (4,), dimensions=(1, 0)), X)
+    assert prims == ["reshape", "reshape"]  # a transpose in between
+
+
 def test_cse_dce_constant_folding_and_inlining():
     inner = nbjax.jit(lambda x: lax.sin(x) * 2.0)
 

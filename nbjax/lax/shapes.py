@@ -322,6 +322,22 @@ def _kernel_reshape(ctx, index, read, shapes, *, new_sizes, dimensions, **params
 kernel_index(reshape_p, _kernel_reshape, views=lambda eqn: eqn.params["dimensions"] is None)
 
 
+def _simplify_reshape_of_reshape(eqn, ins, producer_of, use_count):
+    """One reshape from the inner operand (both in row-major order), or none when it gives
+    the operand's shape back."""
+    producer = producer_of(ins[0])
+    if eqn.params["dimensions"] is not None or producer is None or \
+            producer.primitive is not reshape_p or producer.params["dimensions"] is not None:
+        return None
+    x = producer.invars[0]
+    if x.aval.shape == eqn.outvars[0].aval.shape:
+        return x, "reshape of a reshape back to its shape"
+    return [eqn.replace(invars=[x])], "reshape of a reshape"
+
+
+reshape_p.def_rule("simplify", _simplify_reshape_of_reshape)
+
+
 # --- transpose -----------------------------------------------------------------------------
 
 transpose_p = Primitive("transpose")
