@@ -25,8 +25,8 @@ from nbjax.tree_util import tree_leaves
 
 from . import distributed, workloads
 from .contenders import NumPyContender, jax_contender, nbjax_backend, nbjax_contender
-from .timing import (SETTLE_SECONDS, call_time, copy_bandwidth, core_count, format_seconds,
-                     interleaved_times, settle)
+from .timing import (SETTLE_SECONDS, WARM_SECONDS, call_time, copy_bandwidth, core_count,
+                     format_seconds, interleaved_times, settle)
 
 BLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 FIRST_CALL_REPS = 3
@@ -323,7 +323,7 @@ def _about(report):
         "on 1",
         f"medians of up to {report['settings']['reps']} repetitions after a warm-up, the "
         f"libraries taking turns, each turn after {SETTLE_SECONDS} s of quiet (another "
-        "library's spinning threads are not counted) and one untimed call; "
+        f"library's spinning threads are not counted) and {WARM_SECONDS} s of untimed calls; "
         "first call = trace + compile + run of a freshly jitted function (one-time start-up "
         "excluded; disk cache empty, or warm in the last column); ratios are time "
         "ratios (below 1: nbjax is faster); * = seed workload",

@@ -12,8 +12,10 @@ spinning for about a tenth of a second after a product, on the cores the next li
 threads need: measured on a 2-core VM, nbjax's first calls right after NumPy's turn took
 20-35% longer than after a pause (the LSTM's 54 ms against 40), and its steady run of
 ``rnn_scan`` twice as long. So every turn (a timed batch, a first call) starts after
-``SETTLE_SECONDS`` of quiet (``settle``), and a timed batch after one untimed call of its
-own, whose threads are then awake as in a steady loop.
+``SETTLE_SECONDS`` of quiet (``settle``). A pause has its own cost: on a VM, a core that
+idled comes back slowly (the second call of ``rnn_scan`` after a pause still ran at one
+core's speed, 10 ms against 5.6), so a timed batch follows ``WARM_SECONDS`` of untimed
+calls of its own, as in a steady loop.
 """
 
 import os
@@ -29,6 +31,7 @@ BATCH_SECONDS = 2e-3
 MAX_BATCH = 10_000
 MIN_REPS = 3
 SETTLE_SECONDS = 0.15   # OpenBLAS's threads spin 2^28 cycles after a product (0.1 s at 2.7 GHz)
+WARM_SECONDS = 0.03     # untimed calls before a timed batch (one at least)
 
 
 def block(result):
@@ -44,6 +47,14 @@ def settle():
     """Wait until other libraries' helper threads have stopped spinning (see the module
     docstring)."""
     time.sleep(SETTLE_SECONDS)
+
+
+def warm_up(fn, args):
+    """Untimed calls ``fn(*args)`` for ``WARM_SECONDS`` (one at least)."""
+    start = time.perf_counter()
+    block(fn(*args))
+    while time.perf_counter() - start < WARM_SECONDS:
+        block(fn(*args))
 
 
 def call_time(fn, args):
@@ -75,8 +86,8 @@ def interleaved_times(calls, reps, budget_s):
 
     The repetitions are interleaved: each round times every call once, so a change in the
     machine's load (other processes come and go) affects all of them alike and their ratios
-    stay meaningful. Each turn settles, then makes one untimed call, then times its batch
-    (see the module docstring). Runs ``reps`` rounds, or fewer (at least ``MIN_REPS``) once
+    stay meaningful. Each turn settles, then makes ``WARM_SECONDS`` of untimed calls, then
+    times its batch (see the module docstring). Runs ``reps`` rounds, or fewer (at least ``MIN_REPS``) once
     ``budget_s`` seconds are spent, so slow workloads do not stretch a run to hours. Returns,
     per call, the median, every repetition's time and the batch size used.
     """
@@ -86,7 +97,7 @@ def interleaved_times(calls, reps, budget_s):
     for done in range(1, reps + 1):
         for (fn, args), batch, series in zip(calls, batches, times):
             settle()
-            block(fn(*args))
+            warm_up(fn, args)
             series.append(batch_time(fn, args, batch))
         if done >= min(MIN_REPS, reps) and time.perf_counter() - start > budget_s:
             break
