@@ -244,7 +244,7 @@ def start(contender, workload, inputs, args, expected):
 def first_call(contender, workload, values, args):
     """First calls of freshly jitted functions, each compiling from empty caches and, for a
     library with a disk cache, followed by one whose code is on disk: up to
-    ``FIRST_CALL_REPS`` of each, fewer once the time budget is spent, each call after a
+    ``FIRST_CALL_REPS`` of each, fewer once the time budget is spent, each pair after a
     ``settle``. Returns the last function (compiled), and the median times in a dict."""
     cold, warm = [], []
     start = time.perf_counter()
@@ -254,9 +254,8 @@ def first_call(contender, workload, values, args):
             fn = contender.function(workload)
             settle()
             cold.append(call_time(fn, values))
-            if contender.disk_cache:
+            if contender.disk_cache:  # (right after: the library's threads are awake)
                 fn = contender.function(workload)
-                settle()
                 warm.append(call_time(fn, values))
     times = {"first_call_s": statistics.median(cold)}
     if warm:

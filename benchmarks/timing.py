@@ -11,7 +11,7 @@ A library's turn must not pay for the one before it. NumPy's OpenBLAS leaves its
 spinning for about a tenth of a second after a product, on the cores the next library's
 threads need: measured on a 2-core VM, nbjax's first calls right after NumPy's turn took
 20-35% longer than after a pause (the LSTM's 54 ms against 40), and its steady run of
-``rnn_scan`` twice as long. So every turn (a timed batch, a first call) starts after
+``rnn_scan`` twice as long. So every turn (a timed batch, a cold first call) starts after
 ``SETTLE_SECONDS`` of quiet (``settle``). A pause has its own cost: on a VM, a core that
 idled comes back slowly (the second call of ``rnn_scan`` after a pause still ran at one
 core's speed, 10 ms against 5.6), so a timed batch follows ``WARM_SECONDS`` of untimed
