@@ -87,9 +87,10 @@ def interleaved_times(calls, reps, budget_s):
     The repetitions are interleaved: each round times every call once, so a change in the
     machine's load (other processes come and go) affects all of them alike and their ratios
     stay meaningful. Each turn settles, then makes ``WARM_SECONDS`` of untimed calls, then
-    times its batch (see the module docstring). Runs ``reps`` rounds, or fewer (at least ``MIN_REPS``) once
-    ``budget_s`` seconds are spent, so slow workloads do not stretch a run to hours. Returns,
-    per call, the median, every repetition's time and the batch size used.
+    times its batch (see the module docstring). Runs ``reps`` rounds, or fewer (at least
+    ``MIN_REPS``) once ``budget_s`` seconds are spent, so slow workloads do not stretch a
+    run to hours. Returns, per call, the median, every repetition's time and the batch
+    size used.
     """
     batches = [batch_size(fn, args) for fn, args in calls]
     times = [[] for _ in calls]
