@@ -452,7 +452,6 @@ def _merge_row_stages(groups):
             merged.append(g)
             continue
         earlier.stages = _stages(earlier) + [(tuple(g.shape), g.parts)]
-        earlier.shape = max(earlier.shape, g.shape, key=lambda shape: shape[-1])
         earlier.parts = earlier.parts + g.parts
         earlier.eqns += g.eqns
         g.merged_into, g.as_stage = earlier, True
@@ -523,6 +522,7 @@ def _finish(g, n, prefix):
         g.kernel = staged_kernel(f"{prefix}_{n}", [
             build_kernel(f"{prefix}_{n}_{k}", shape, parts)
             for k, (shape, parts) in enumerate(g.stages)])
+        g.shape = g.kernel.shape  # (the longest stage's)
     else:
         g.kernel = build_kernel(f"{prefix}_{n}", g.shape, g.parts)
     g.inputs = list(g.kernel.inputs)
