@@ -50,6 +50,14 @@ def test_float_plus_zero_is_kept_but_int_plus_zero_folds():
     assert prims == []
 
 
+def test_complex_times_one_is_kept_but_complex_minus_zero_folds():
+    z = np.array([np.inf + 1j, -0.0 - 2j, 1 + np.nan * 1j], np.complex64)
+    _, _, prims = _optimized(lambda x: lax.mul(x, np.complex64(1)), z)
+    assert prims == ["mul"]  # (inf+1j) * (1+0j) is inf+nanj: not an identity for complex
+    _, _, prims = _optimized(lambda x: lax.sub(x, np.complex64(0)), z)
+    assert prims == []
+
+
 def test_double_negation_conversion_and_broadcasts():
     _, rules, prims = _optimized(lambda x: lax.neg(lax.neg(x)), X)
     assert prims == [] and ("simplify", "double negation") in rules

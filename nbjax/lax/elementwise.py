@@ -285,7 +285,7 @@ sign = unary_function(sign_p, "Element-wise sign: -1, 0 or 1 (``x / |x|`` for co
 abs = unary_function(abs_p, "Element-wise ``|x|``; complex inputs give their real dtype.")
 
 # What the compiler may simplify: x * 1 and x - 0 are exact; x + 0 only for integers.
-identity_simplification(mul_p, "*", 1, commutes=True)
+identity_simplification(mul_p, "*", 1, commutes=True, exact_for_complex=False)
 identity_simplification(sub_p, "-", 0, commutes=False)
 identity_simplification(add_p, "+", 0, commutes=True, exact_for_floats=False)
 

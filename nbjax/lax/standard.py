@@ -308,13 +308,17 @@ def same_type(atom, var):
     return atom.aval.shape == var.aval.shape and atom.aval.dtype == var.aval.dtype
 
 
-def identity_simplification(prim, symbol, identity, commutes, exact_for_floats=True):
+def identity_simplification(prim, symbol, identity, commutes, exact_for_floats=True,
+                            exact_for_complex=True):
     """Let the compiler drop ``x <symbol> identity`` (and ``identity <symbol> x`` when the
-    operation ``commutes``). ``exact_for_floats=False`` keeps it on floats, where the identity
-    does not hold for every value (``-0.0 + 0.0`` is ``+0.0``)."""
+    operation ``commutes``). ``exact_for_floats=False`` keeps it on floats and complex
+    numbers, ``exact_for_complex=False`` on complex numbers: there the identity does not hold
+    for every value (``-0.0 + 0.0`` is ``+0.0``; ``(inf+1j) * (1+0j)`` is ``inf+nanj``)."""
     def rule(eqn, ins, producer_of, use_count):
         out = eqn.outvars[0]
-        if not exact_for_floats and dtypes.is_inexact(out.aval.dtype):
+        dtype = out.aval.dtype
+        if not exact_for_floats and dtypes.is_inexact(dtype) \
+                or not exact_for_complex and dtypes.is_complex(dtype):
             return None
         x, y = ins
         if literal_value(y) == identity and same_type(x, out):
