@@ -140,24 +140,34 @@ def test_transpose_of_a_dot_becomes_the_swapped_dot():
     assert prims == ["dot_general", "transpose"]
 
 
-def test_a_dot_of_transposed_matrices_reads_them_as_they_are():
-    """``x @ w.T`` and ``x.T @ w`` of matrices are dots contracting the untransposed
-    operand's other axis: no transpose is left to copy (integer-valued floats keep the
-    sums exact); a transpose of more than two axes stays."""
+def test_a_dot_of_transposed_operands_reads_them_as_they_are():
+    """``x @ w.T`` and ``x.T @ w`` of matrices, and an attention's heads split off by
+    transposes, are dots of the untransposed operands, read in place: no transpose is
+    left to copy (integer-valued floats keep the sums exact). A transpose that would put a
+    batch axis innermost, or change the order of the free axes, stays."""
     rng = np.random.RandomState(1)
     x = rng.randint(-4, 5, (6, 5)).astype(np.float32)
     w = rng.randint(-4, 5, (3, 5)).astype(np.float32)
+    heads = rng.randint(-4, 5, (2, 7, 3, 4)).astype(np.float32)   # (batch, seq, heads, d)
+    split = lambda h: lax.transpose(h, (0, 2, 1, 3))
     for f, args in ((lambda x, w: x @ w.T, (x, w)), (lambda x, w: x.T @ w.T, (x.T.copy(), w)),
-                    (lambda a, b: a.T @ b, (x, x))):
+                    (lambda a, b: a.T @ b, (x, x)),
+                    (lambda q, k: split(q) @ lax.transpose(split(k), (0, 1, 3, 2)), (heads, heads)),
+                    (lambda p, v: p @ split(v), (rng.randint(-4, 5, (2, 3, 5, 7)).astype(
+                        np.float32), heads))):
         _, rules, prims = _optimized(f, *args)
         assert prims == ["dot_general"]
-        assert ("simplify", "a dot of a transposed matrix as the dot contracting its other "
-                "axis") in rules
-    a = rng.randint(-4, 5, (2, 5, 6)).astype(np.float32)
-    batched = lambda a, b: lax.dot_general(lax.transpose(a, (0, 2, 1)), b,
-                                           (((2,), (1,)), ((0,), (0,))))
-    _, _, prims = _optimized(batched, a, a)
-    assert prims == ["transpose", "dot_general"]
+        assert ("simplify", "a dot of a transposed operand as the dot of the untransposed "
+                "one, read in place") in rules
+    a = rng.randint(-4, 5, (5, 6, 2)).astype(np.float32)
+    b = rng.randint(-4, 5, (2, 6, 3)).astype(np.float32)
+    batch_innermost = lambda a, b: lax.dot_general(lax.transpose(a, (2, 0, 1)), b,
+                                                   (((2,), (1,)), ((0,), (0,))))
+    free_swapped = lambda a, c: lax.dot_general(lax.transpose(a, (1, 0, 2)), c,
+                                                (((2,), (1,)), ((), ())))
+    for f, args in ((batch_innermost, (a, b)), (free_swapped, (a, b[:, :, 0].T.copy()))):
+        _, _, prims = _optimized(f, *args)
+        assert prims == ["transpose", "dot_general"]
 
 
 def _idempotent_primitive(name, with_rule):

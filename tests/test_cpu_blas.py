@@ -112,10 +112,18 @@ def test_products_blas_does_not_take_are_host_steps():
     ((4, 2, 3), (2, 3, 5), (((1, 2), (0, 1)), ((), ()))),         # two contracted axes
     ((3, 4, 0), (3, 0, 2), (((2,), (1,)), ((0,), (0,)))),         # an empty sum
     ((0, 4, 5), (0, 5, 2), (((2,), (1,)), ((0,), (0,)))),         # no batch element
+    ((4, 3, 5), (3, 5, 2), (((2,), (1,)), ((1,), (0,)))),         # a batch axis inside
+    # attention's heads read from (batch, seq, heads, d) in place: by BLAS (d = 8), by
+    # the tiled products (x @ w.T: d = 256; x @ w: d = 32), both operands strided
+    ((2, 5, 3, 8), (2, 6, 3, 8), (((3,), (3,)), ((0, 2), (0, 2)))),
+    ((2, 5, 3, 256), (2, 6, 3, 256), (((3,), (3,)), ((0, 2), (0, 2)))),
+    ((2, 3, 5, 6), (2, 6, 3, 32), (((3,), (1,)), ((0, 1), (0, 2)))),
+    ((2, 5, 3, 6), (2, 6, 3, 32), (((3,), (1,)), ((0, 2), (0, 2)))),
 ])
 def test_batched_and_higher_rank_products_are_native(lhs_shape, rhs_shape, dims):
-    """Batches of products (batch axes leading) and operands whose free and contracted
-    axes form two groups are BLAS calls in the loop, a call per batch element."""
+    """Batches of products and operands whose free and contracted axes form two runs of
+    adjacent axes (the inner one last) are BLAS calls or tiled products in the loop, a
+    call per batch element, each operand read in place at its strides."""
     a = RNG.standard_normal(lhs_shape).astype(np.float32)
     b = RNG.standard_normal(rhs_shape).astype(np.float32)
 
@@ -128,10 +136,10 @@ def test_batched_and_higher_rank_products_are_native(lhs_shape, rhs_shape, dims)
 
 
 def test_products_blas_cannot_take_as_they_are_are_host_steps():
-    """Batch axes that do not lead, or contracted axes out of order, are host steps."""
+    """A batch axis innermost, or contracted axes out of order, are host steps."""
     a = RNG.standard_normal((4, 3, 5)).astype(np.float32)
-    b = RNG.standard_normal((3, 5, 2)).astype(np.float32)
-    for dims in [(((2,), (1,)), ((1,), (0,))), (((2, 1), (1, 0)), ((), ()))]:
+    b = RNG.standard_normal((3, 5, 4)).astype(np.float32)
+    for dims in [(((1,), (0,)), ((0,), (2,))), (((2, 1), (1, 0)), ((), ()))]:
         cpu = _run_both(lambda a, b, dims=dims: lax.scan(
             lambda c, _: (c, lax.dot_general(a * c, b, dims)), 1.0, None, length=2), a, b)
         [group] = [g for g in cpu.plan.groups if g.kind == "loop"]

@@ -10,6 +10,7 @@ into that order and calls ``np.matmul``: integers multiply exactly and wrap as X
 import enum
 import math
 import operator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -400,32 +401,88 @@ def _simplify_transpose_of_dot(eqn, ins, producer_of, use_count):
     return [swapped], "transpose of a dot as the dot with its operands swapped"
 
 
-def _simplify_dot_of_transposed_matrices(eqn, ins, producer_of, use_count):
-    """``dot(a, transpose(w))`` of matrices (``x @ w.T``, a linear layer as PyTorch writes
-    it, and what autodiff makes of ``x @ w``), or ``dot(transpose(a), w)``: the dot of the
-    untransposed matrix, contracted along its other axis. Matrix products read either
-    layout (BLAS's "T", the tiled products' dot products), so the transpose need not be
-    copied first; it stays only for whatever else reads it."""
-    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    if lb or rb:
+class MatrixStack(NamedTuple):
+    """A row-major operand of a ``dot_general`` read in place as a stack of matrices: one
+    per index of its batch axes, ``batch_strides`` elements apart along each; each matrix
+    ``rows`` (its free axes' size) by ``depth`` (its contracted axes'), or the transpose
+    when not ``contracted_last``; the elements of its outer group ``leading`` apart (BLAS's
+    leading dimension), those of its inner group adjacent."""
+    batch_strides: tuple
+    rows: int
+    depth: int
+    contracted_last: bool
+    leading: int
+
+
+def matrix_stack(shape, contracting, batch):
+    """How a row-major operand of ``shape`` reads as a ``MatrixStack`` for a ``dot_general``
+    contracting its axes ``contracting`` (in increasing order, as the other operand's pair
+    with them) and batching over ``batch``, or None when it cannot: its free axes and its
+    contracted axes must each be a run of adjacent axes (flattening to one stride), and the
+    inner run must end at the last axis. Batch axes may be anywhere else: the heads of an
+    attention's ``(batch, sequence, heads, width)`` projection need no transpose."""
+    contracting, ndim = list(contracting), len(shape)
+    free = _free_axes(ndim, contracting, batch)
+    if contracting != sorted(contracting) or any(
+            group != list(range(group[0], group[0] + len(group)))
+            for group in (free, contracting) if group):
         return None
-    operands, contracting = list(ins), [tuple(lc), tuple(rc)]
+    inner, outer = (contracting, free) if not free or contracting and \
+        contracting[-1] > free[-1] else (free, contracting)
+    if inner and inner[-1] != ndim - 1:
+        return None
+    strides = [math.prod(shape[d + 1:]) for d in range(ndim)]
+    size = math.prod(shape[d] for d in inner)
+    return MatrixStack(tuple(strides[d] for d in batch), math.prod(shape[d] for d in free),
+                       math.prod(shape[d] for d in contracting), inner is contracting,
+                       strides[outer[-1]] if outer else max(size, 1))
+
+
+def _untransposed(atom, producer_of):
+    """(the array a chain of transposes ending in ``atom`` starts from, the permutation
+    they make together): ``atom``'s axis ``i`` is that array's axis ``permutation[i]``."""
+    permutation = None
+    while (t := producer_of(atom)) is not None and t.primitive is transpose_p:
+        step = tuple(t.params["permutation"])
+        permutation = step if permutation is None else tuple(step[p] for p in permutation)
+        atom = t.invars[0]
+    return atom, permutation
+
+
+def _simplify_dot_of_transposed(eqn, ins, producer_of, use_count):
+    """``dot_general`` of a transposed operand (``x @ w.T``, a linear layer as PyTorch
+    writes it and what autodiff makes of ``x @ w``; an attention's heads split off by a
+    transpose) as the ``dot_general`` of the untransposed array, its dimension numbers
+    carried through the permutation, where that array reads as a ``matrix_stack``: matrix
+    products read it in place (BLAS's "T" and leading dimension, the tiled products'
+    strides), so the transpose need not be copied first. It stays only for whatever else
+    reads it. The result's free axes must keep their order."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    operands, numbers = list(ins), [[list(lc), list(lb)], [list(rc), list(rb)]]
     for i, atom in enumerate(ins):
-        t = producer_of(atom)
-        if t is not None and t.primitive is transpose_p and \
-                tuple(t.params["permutation"]) == (1, 0):
-            operands[i], contracting[i] = t.invars[0], tuple(1 - d for d in contracting[i])
+        source, perm = _untransposed(atom, producer_of)
+        if perm is None:
+            continue
+        free = [perm[d] for d in _free_axes(len(perm), *numbers[i])]
+        if free == sorted(free):
+            operands[i] = source
+            numbers[i] = [[perm[d] for d in axes] for axes in numbers[i]]
     if operands == list(ins):
         return None
+    pairs = sorted(zip(numbers[0][0], numbers[1][0]))   # contracted in increasing order
+    numbers[0][0], numbers[1][0] = [a for a, _ in pairs], [b for _, b in pairs]
+    if any(matrix_stack(a.aval.shape, *n) is None for a, n in zip(operands, numbers)):
+        return None
     params = dict(eqn.params, dimension_numbers=DotDimensionNumbers(
-        (tuple(contracting), ((), ()))))
+        ((tuple(numbers[0][0]), tuple(numbers[1][0])),
+         (tuple(numbers[0][1]), tuple(numbers[1][1])))))
     return [eqn.replace(invars=operands, params=params)], \
-        "a dot of a transposed matrix as the dot contracting its other axis"
+        "a dot of a transposed operand as the dot of the untransposed one, read in place"
 
 
 # transpose's one simplification is about dots, so it is written here, with dot_general.
 transpose_p.def_rule("simplify", _simplify_transpose_of_dot)
-dot_general_p.def_rule("simplify", _simplify_dot_of_transposed_matrices)
+dot_general_p.def_rule("simplify", _simplify_dot_of_transposed)
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,

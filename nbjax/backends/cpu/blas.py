@@ -1,15 +1,18 @@
 """Matrix products called from native code: BLAS's ``gemm``, by address (``routines``
 finds it in the OpenBLAS NumPy ships, or else SciPy's BLAS).
 
-``gemm`` emits the calls for a ``dot_general`` that is a batch of matrix products: float32
-or float64, the result in that dtype, the batch axes leading on both operands, and each
-operand's other axes two contiguous groups, its free axes and its contracting axes (in
-either order): the operand is then a row-major matrix of (free size x contracted size), or
-its transpose, at a fixed stride per batch element. That covers ``x @ w`` of any rank
-against a matrix, ``einsum("bqd,bkd->bqk")`` and the transposes that autodiff makes of
-them. BLAS is column-major, and a row-major matrix is its transpose there, so ``C = A B``
-is computed as ``C^T = B^T A^T``, each operand transposed (``"T"``) or not according to
-which of its groups comes last; a loop over the batch makes one call per element.
+``gemm`` emits the calls for a ``dot_general`` that is a stack of matrix products read in
+place: float32 or float64, the result in that dtype, and each operand a
+``lax.dot.matrix_stack``. Its free axes and its contracted axes are two runs of adjacent
+axes (in either order), so that it is a row-major matrix of (free size x contracted size),
+or its transpose, whose outer group's elements lie a fixed stride apart (BLAS's leading
+dimension); its batch axes lie anywhere else, each at its own stride. That covers ``x @ w``
+of any rank against a matrix, ``einsum("bqd,bkd->bqk")``, the transposes that autodiff
+makes of them, and an attention's heads read from the ``(batch, sequence, heads, width)``
+projections without a transpose. BLAS is column-major, and a row-major matrix is its
+transpose there, so ``C = A B`` is computed as ``C^T = B^T A^T``, each operand transposed
+(``"T"``) or not according to which of its groups comes last; a loop over the batch makes
+one call per element.
 """
 
 import functools
@@ -17,7 +20,8 @@ import functools
 import numpy as np
 from llvmlite import ir
 
-from ..llvm import I64, for_loop
+from ...lax.dot import matrix_stack
+from ..llvm import I64, for_loop, mem_type
 from . import routines, tiled_products
 from .routines import REAL, by_reference
 
@@ -31,80 +35,97 @@ def supports(eqn):
 
 def how(eqn):
     """How native code computes ``eqn`` (``supports(eqn)``), for the fusion report."""
-    _, (m, k, a_last), (n, _, b_last) = _products(eqn)
-    if tiled_products.fits(m, k, n, a_last, not b_last, eqn.outvars[0].aval.dtype):
-        return (f"is a register-tiled loop in native code ({m} rows, {k} contracted: "
-                "where BLAS does no better)")
-    return "is a BLAS call"
+    batch_shape, a, b = _products(eqn)
+    strided = "" if _packed(batch_shape, a) and _packed(batch_shape, b) else \
+        "; it reads its operands in place through their strides"
+    if tiled_products.fits(a.rows, a.depth, b.rows, a.contracted_last, not b.contracted_last,
+                           eqn.outvars[0].aval.dtype):
+        return (f"is a register-tiled loop in native code ({a.rows} rows, {a.depth} "
+                f"contracted: where BLAS does no better{strided})")
+    return f"is a BLAS call{strided}"
 
 
 def _products(eqn):
-    """(batch, (m, k, lhs contracted last), (n, k, rhs contracted last)) for a
-    ``dot_general`` that is a batch of ``m x k`` by ``k x n`` products, else None (the
-    contracted axes are in increasing order on both sides, so they pair up in order)."""
+    """(batch shape, lhs's ``MatrixStack``, rhs's) for a ``dot_general`` that is a stack of
+    ``m x k`` by ``k x n`` products read in place, of float32 or float64, else None."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = (a.aval for a in eqn.invars)
     if not (lhs.dtype == rhs.dtype == eqn.outvars[0].aval.dtype and lhs.dtype in REAL):
         return None
-    nb = len(lb)
-    if tuple(lb) != tuple(range(nb)) or tuple(rb) != tuple(range(nb)):
-        return None
-    a, b = _matrix(lhs.shape, nb, lc), _matrix(rhs.shape, nb, rc)
+    a, b = matrix_stack(lhs.shape, lc, lb), matrix_stack(rhs.shape, rc, rb)
     if a is None or b is None:
         return None
-    return int(np.prod(lhs.shape[:nb], dtype=np.int64)), a, b
+    return tuple(lhs.shape[d] for d in lb), a, b
 
 
-def _matrix(shape, nb, contracting):
-    """(free size, contracted size, whether the contracted group is last) of an operand
-    whose axes after the ``nb`` batch axes are a free group and a contracted group (the
-    contracted ones in increasing order), else None."""
-    rest = list(range(nb, len(shape)))
-    c = sorted(contracting)
-    if list(contracting) != c or (c and c != list(range(c[0], c[-1] + 1))):
-        return None
-    free = [d for d in rest if d not in c]
-    if free and free != list(range(free[0], free[-1] + 1)):
-        return None
-    last = not c or not free or c[0] > free[0]
-    return _size(shape, free), _size(shape, c), last
+def _packed(batch_shape, stack):
+    """Whether ``stack``'s matrices lie one after the other, each with its rows adjacent."""
+    size, inner = stack.rows * stack.depth, stack.depth if stack.contracted_last else stack.rows
+    packed = (size * int(np.prod(batch_shape[j + 1:], dtype=np.int64))
+              for j in range(len(batch_shape)))
+    return stack.leading == max(inner, 1) and all(
+        stride == p for stride, p, n in zip(stack.batch_strides, packed, batch_shape) if n > 1)
 
 
-def _size(shape, axes):
-    return int(np.prod([shape[d] for d in axes], dtype=np.int64))
+def batch_offset(b, i, batch_shape, stack):
+    """The element offset of matrix ``i`` (an ``i64``, the flat index over ``batch_shape``)
+    of ``stack``: its index along each batch axis times that axis's stride."""
+    if len(batch_shape) == 1:
+        return b.mul(i, ir.Constant(I64, stack.batch_strides[0]))
+    offset = ir.Constant(I64, 0)
+    for size, stride in reversed(list(zip(batch_shape, stack.batch_strides))):
+        index, i = b.urem(i, ir.Constant(I64, size)), b.udiv(i, ir.Constant(I64, size))
+        offset = b.add(offset, b.mul(index, ir.Constant(I64, stride)))
+    return offset
+
+
+def matrix_at(b, buf, offset, dtype):
+    """The ``dtype*`` ``offset`` elements into ``buf`` (``i8*``)."""
+    return b.bitcast(b.gep(buf, [b.mul(offset, ir.Constant(I64, np.dtype(dtype).itemsize))]),
+                     mem_type(dtype).as_pointer())
+
+
+def for_each_matrix(b, batch_shape, one):
+    """``one(i)`` for each flat batch index ``i`` (an ``i64``), in a loop unless just one."""
+    count = int(np.prod(batch_shape, dtype=np.int64))
+    if count == 1:
+        one(ir.Constant(I64, 0))
+    else:
+        for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, count), one, "batch")
 
 
 def gemm(b, setup, eqn, lhs, rhs, out):
     """Emit, with the builder ``b``, the BLAS calls computing ``eqn`` (``supports(eqn)``)
     from the buffers ``lhs`` and ``rhs`` (``i8*``) into ``out``; ``setup`` builds in the
     function's entry block."""
-    batch, (m, k, a_last), (n, _, b_last) = _products(eqn)
-    if batch == 0 or m == 0 or n == 0:
+    batch_shape, a, bs = _products(eqn)
+    m, k, n = a.rows, a.depth, bs.rows
+    if 0 in batch_shape or m == 0 or n == 0:
         return
-    b_first = not b_last
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
-    if tiled_products.fits(m, k, n, a_last, b_first, dtype):
-        tiled_products.emit(b, setup, lhs, rhs, out, (batch, m, k, n, a_last, b_first, dtype))
-        return
-    real, size = REAL[dtype], dtype.itemsize
+    if tiled_products.fits(m, k, n, a.contracted_last, not bs.contracted_last, dtype):
+        product = tiled_products.emitter(b, setup, a, bs, dtype)
+    else:
+        product = _gemm_call(b, setup, (m, k, n), a, bs, dtype)
+    for_each_matrix(b, batch_shape, lambda i: product(
+        matrix_at(b, lhs, batch_offset(b, i, batch_shape, a), dtype),
+        matrix_at(b, rhs, batch_offset(b, i, batch_shape, bs), dtype),
+        matrix_at(b, out, b.mul(i, ir.Constant(I64, m * n)), dtype)))
+
+
+def _gemm_call(b, setup, shape, a, bs, dtype):
+    """A function ``product(lhs, rhs, out)`` emitting the BLAS call for one pair of
+    matrices of the stacks ``a`` and ``bs`` (``dtype*``: their first elements)."""
+    (m, k, n), real = shape, REAL[dtype]
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand
-    # is, column-major, its transpose with its row length as leading dimension; it is
-    # transposed again ("T") when its contracted group is the other one.
+    # is, column-major, its transpose with its outer group's stride as leading dimension;
+    # it is transposed again ("T") when its contracted group is the other one.
     ref, integer = functools.partial(by_reference, b, setup), \
         functools.partial(routines.integer, b, setup)
-    fixed = [routines.character(b, setup, "N" if b_first else "T"),
-             routines.character(b, setup, "N" if a_last else "T"),
+    fixed = [routines.character(b, setup, "T" if bs.contracted_last else "N"),
+             routines.character(b, setup, "N" if a.contracted_last else "T"),
              *(integer(v) for v in (n, m, k)), ref(ir.Constant(real, 1.0))]
-    ld_b, ld_a = integer(max(n if b_first else k, 1)), integer(max(k if a_last else m, 1))
+    ld_b, ld_a = integer(max(bs.leading, 1)), integer(max(a.leading, 1))
     zero, ld_c = ref(ir.Constant(real, 0.0)), integer(n)
-
-    def one(i):
-        def at(buf, elements):  # batch element i of a buffer of such matrices
-            offset = b.mul(i, ir.Constant(I64, elements * size))
-            return b.bitcast(b.gep(buf, [offset]), real.as_pointer())
-        routines.call(b, "gemm", dtype, fixed + [at(rhs, k * n), ld_b, at(lhs, m * k), ld_a,
-                                                 zero, at(out, m * n), ld_c])
-    if batch == 1:
-        one(ir.Constant(I64, 0))
-    else:
-        for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, batch), one, "batch")
+    return lambda lhs, rhs, out: routines.call(
+        b, "gemm", dtype, fixed + [rhs, ld_b, lhs, ld_a, zero, out, ld_c])

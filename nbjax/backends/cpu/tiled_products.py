@@ -97,35 +97,37 @@ def dot_tile_shape():
 
 # The product's array of arguments, ``args`` of the loop over the tiles: pointers, the
 # tile functions of each part of ``C`` (null where the part is empty), then integers:
-# the shapes, ``A``'s strides, how far apart ``B``'s columns are (1 for ``x @ w``, ``k``
-# for ``x @ w.T``), a tile's rows and its width in columns.
+# the shapes, ``A``'s strides, how far apart ``B``'s rows are and its columns (1 for
+# ``x @ w``, its rows' stride for ``x @ w.T``), a tile's rows and its width in columns.
 ARGS = ("a", "b", "c", "full", "rows_rest", "columns_rest", "corner",
-        "m", "k", "n", "a_row", "a_col", "b_column", "rows", "width")
+        "m", "k", "n", "a_row", "a_col", "b_row", "b_column", "rows", "width")
 _SLOT = {name: i for i, name in enumerate(ARGS)}
 
 
-def emit(b, setup, lhs, rhs, out, product):
-    """Emit the products of ``product`` = (batch, m, k, n, a_last, b_first, dtype) from the
-    buffers ``lhs``, ``rhs`` into ``out`` (``i8*``); ``setup`` builds in the entry block.
-    ``a_last``: the left operand is a row-major ``m x k`` matrix (else ``k x m``)."""
-    batch, m, k, n, a_last, b_first, dtype = product
-    size = np.dtype(dtype).itemsize
+def emitter(b, setup, a, bs, dtype):
+    """A function ``product(lhs, rhs, out)`` emitting with ``b`` the product of one pair of
+    matrices of the stacks ``a`` and ``bs`` (``lax.dot.MatrixStack``s that ``fit``), given
+    their first elements and the result's (``i8*``; the result's rows are adjacent);
+    ``setup`` builds in the entry block."""
+    m, k, n, b_first = a.rows, a.depth, bs.rows, not bs.contracted_last
     loop = library.declare(
         b.module, library.name(f"nbjax_tiled_product_{np.dtype(dtype).name}"), workers.CHUNK)
     _, rows, across, unit = _tiling(b_first, dtype)
     tiles = math.ceil(n / (across * unit))
     values = {**_tiles(b.module, m, n, b_first, dtype), "m": m, "k": k, "n": n,
-              **dict(zip(("a_row", "a_col"), (k, 1) if a_last else (1, m))),
-              "b_column": 1 if b_first else k, "rows": rows, "width": across * unit}
+              **dict(zip(("a_row", "a_col"), (a.leading, 1) if a.contracted_last
+                         else (1, a.leading))),
+              "b_row": bs.leading, "b_column": 1 if b_first else bs.leading,
+              "rows": rows, "width": across * unit}
     args = setup.alloca(ir.ArrayType(I8P, len(ARGS)))
     pooled = m * n * k >= SPLIT_WORK and runtime.THREADS > 1 and workers.supported()
 
     def store(slot, value):
         b.store(value, b.gep(args, [ir.Constant(I32, 0), ir.Constant(I32, _SLOT[slot])]))
 
-    def one(i):
-        for slot, (buf, elements) in zip("abc", ((lhs, m * k), (rhs, k * n), (out, m * n))):
-            store(slot, b.gep(buf, [b.mul(i, ir.Constant(I64, elements * size))]))
+    def product(lhs, rhs, out):
+        for slot, buf in zip("abc", (lhs, rhs, out)):
+            store(slot, b.bitcast(buf, I8P))
         for slot, value in values.items():
             store(slot, b.inttoptr(ir.Constant(I64, value), I8P) if isinstance(value, int)
                   else b.bitcast(value, I8P) if value is not None else ir.Constant(I8P, None))
@@ -135,10 +137,7 @@ def emit(b, setup, lhs, rhs, out, product):
             b.call(pool, [loop, array, ir.Constant(I64, tiles)])
         else:
             b.call(loop, [array, ir.Constant(I64, 0), ir.Constant(I64, tiles)])
-    if batch == 1:
-        one(ir.Constant(I64, 0))
-    else:
-        for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, batch), one, "batch")
+    return product
 
 
 def _tiles(module, m, n, b_first, dtype):
@@ -158,9 +157,9 @@ def _tiles(module, m, n, b_first, dtype):
 
 
 def _tile_type(dtype):
-    """``void (A*, B*, C*, k, n, a_row, a_col)``: see ``_define_tile``."""
+    """``void (A*, B*, C*, k, n, a_row, a_col, b_row)``: see ``_define_tile``."""
     real = mem_type(dtype).as_pointer()
-    return ir.FunctionType(ir.VoidType(), [real] * 3 + [I64] * 4)
+    return ir.FunctionType(ir.VoidType(), [real] * 3 + [I64] * 5)
 
 
 def _parse(function_name, prefix):
@@ -181,8 +180,8 @@ def _define_product(module, function_name):
     arg = {name: b.load(b.gep(args, [ir.Constant(I64, i)])) for i, name in enumerate(ARGS)}
     real, tile = mem_type(dtype).as_pointer(), _tile_type(dtype).as_pointer()
     a, bm, c = (b.bitcast(arg[name], real) for name in "abc")
-    m, k, n, a_row, a_col, b_column, rows, width = (b.ptrtoint(arg[name], I64)
-                                                    for name in ARGS[7:])
+    m, k, n, a_row, a_col, b_row, b_column, rows, width = (b.ptrtoint(arg[name], I64)
+                                                           for name in ARGS[7:])
     whole = b.sub(m, b.srem(m, rows))
 
     def column_tile(t, main, below):
@@ -191,7 +190,7 @@ def _define_product(module, function_name):
         def row_block(m0, part):
             b.call(b.bitcast(arg[part], tile),
                    [b.gep(a, [b.mul(m0, a_row)]), b.gep(bm, [b.mul(n0, b_column)]),
-                    b.gep(c, [b.add(n0, b.mul(m0, n))]), k, n, a_row, a_col])
+                    b.gep(c, [b.add(n0, b.mul(m0, n))]), k, n, a_row, a_col, b_row])
         _loop(b, ir.Constant(I64, 0), whole, lambda m0: row_block(m0, main), "rows", rows)
         with b.if_then(b.icmp_signed("<", whole, m)):
             row_block(whole, below)
@@ -211,18 +210,19 @@ def _loop(b, lo, hi, emit, name, step):
 
 @library.maker("nbjax_tile_")
 def _define_tile(module, function_name):
-    """``void nbjax_tile_<dtype>_<rows>x<vectors>(A*, B*, C*, k, n, a_row, a_col)``: a tile
-    of ``rows`` x ``vectors`` vectors of ``C``, its accumulators in registers through the
-    ``k`` loop (see the module docstring). ``A``'s element (r, j) is at
-    ``r * a_row + j * a_col``; ``B``'s and ``C``'s rows are ``n`` apart."""
+    """``void nbjax_tile_<dtype>_<rows>x<vectors>(A*, B*, C*, k, n, a_row, a_col, b_row)``:
+    a tile of ``rows`` x ``vectors`` vectors of ``C``, its accumulators in registers
+    through the ``k`` loop (see the module docstring). ``A``'s element (r, j) is at
+    ``r * a_row + j * a_col``; ``B``'s rows are ``b_row`` apart, ``C``'s ``n``."""
     dtype, shape = _parse(function_name, "nbjax_tile_")
     rows, vectors = map(int, shape.split("x"))
-    vec, b, (a, bm, c, k, n, a_row, a_col) = _tile_function(module, function_name, dtype)
+    vec, b, (a, bm, c, k, n, a_row, a_col, b_row) = _tile_function(module, function_name,
+                                                                   dtype)
     width, align = vec.count, dtype.itemsize
     splat_mask = ir.Constant(ir.VectorType(I32, width), [0] * width)
 
     def step(j, sums):
-        row = b.gep(bm, [b.mul(j, n)])
+        row = b.gep(bm, [b.mul(j, b_row)])
         bs = [b.load(b.bitcast(b.gep(row, [ir.Constant(I64, v * width)]), vec.as_pointer()),
                      align=align) for v in range(vectors)]
         column, updated = b.mul(j, a_col), []
@@ -245,14 +245,14 @@ def _define_tile(module, function_name):
 
 @library.maker("nbjax_dot_tile_")
 def _define_dot_tile(module, function_name):
-    """``void nbjax_dot_tile_<dtype>_<rows>x<columns>(A*, B*, C*, k, n, a_row, a_col)``:
-    the ``rows`` x ``columns`` elements of ``C = A @ B.T`` at ``C``, each the dot product of
-    a row of ``A`` (``a_row`` apart) with a row of ``B`` (``k`` apart), summed in vectors
-    along ``k`` (a whole number of them), then across their lanes; ``C``'s rows are ``n``
-    apart."""
+    """``void nbjax_dot_tile_<dtype>_<rows>x<columns>(A*, B*, C*, k, n, a_row, a_col,
+    b_row)``: the ``rows`` x ``columns`` elements of ``C = A @ B.T`` at ``C``, each the dot
+    product of a row of ``A`` (``a_row`` apart) with a row of ``B`` (``b_row`` apart),
+    summed in vectors along ``k`` (a whole number of them), then across their lanes;
+    ``C``'s rows are ``n`` apart."""
     dtype, shape = _parse(function_name, "nbjax_dot_tile_")
     rows, columns = map(int, shape.split("x"))
-    vec, b, (a, bm, c, k, n, a_row, _) = _tile_function(module, function_name, dtype)
+    vec, b, (a, bm, c, k, n, a_row, _, b_row) = _tile_function(module, function_name, dtype)
     align = dtype.itemsize
 
     def load(base, stride, index, j):
@@ -261,7 +261,7 @@ def _define_dot_tile(module, function_name):
 
     def step(j, sums):
         xs = [load(a, a_row, r, j) for r in range(rows)]
-        ys = [load(bm, k, col, j) for col in range(columns)]
+        ys = [load(bm, b_row, col, j) for col in range(columns)]
         return [b.call(_fma(module, vec), [xs[r], ys[col], sums[r * columns + col]])
                 for r in range(rows) for col in range(columns)]
     sums = _k_loop(b, k, ir.Constant(I64, vec.count), rows * columns, vec, step)
