@@ -146,6 +146,52 @@ def test_products_blas_cannot_take_as_they_are_are_host_steps():
         assert "1 host step (dot_general)" in group.reason, group.reason
 
 
+def _random_transposed_product(rng):
+    """A random ``dot_general`` of transposed operands: (the function of the arrays the
+    transposes start from, those arrays). Mostly each array is a stack of matrices (its
+    free axes and its contracted axes two runs, the inner one last, batch axes anywhere
+    else) and each operand a transpose of it that keeps the free axes in order, which the
+    compiler reads in place; sometimes either order is random. Some sizes fit the tiled
+    products."""
+    batch = [int(rng.choice([1, 2, 3])) for _ in range(rng.integers(0, 3))]
+    contract = [int(rng.choice([1, 3, 16, 256])) for _ in range(rng.integers(0, 3))]
+
+    def side(own):
+        free = [int(rng.choice([1, 2, 5, 32])) for _ in range(rng.integers(0, 3))]
+        runs = [[(own, i, n) for i, n in enumerate(free)],
+                [("c", i, n) for i, n in enumerate(contract)]]
+        outer, inner = runs if rng.random() < 0.5 else runs[::-1]
+        source = [("b", i, n) for i, n in enumerate(batch)] + [outer]
+        source = [source[i] for i in rng.permutation(len(source))]
+        source = [a for item in source for a in (item if isinstance(item, list) else [item])]
+        source += inner
+        operand = [source[i] for i in rng.permutation(len(source))]
+        if rng.random() < 0.75:   # the free axes in their order again
+            at = iter(sorted((a for a in operand if a[0] == own), key=lambda a: a[1]))
+            operand = [next(at) if a[0] == own else a for a in operand]
+        else:
+            source = [source[i] for i in rng.permutation(len(source))]
+        array = rng.standard_normal([n for *_, n in source]).astype(np.float32)
+        return operand, tuple(source.index(a) for a in operand), array
+
+    (left, left_perm, a), (right, right_perm, b) = side("l"), side("r")
+
+    def where(axes, role):
+        return tuple(sorted((i for i, (r, _, _) in enumerate(axes) if r == role),
+                            key=lambda i: axes[i][1]))
+    dims = ((where(left, "c"), where(right, "c")), (where(left, "b"), where(right, "b")))
+    return (lambda a, b: lax.dot_general(lax.transpose(a, left_perm),
+                                         lax.transpose(b, right_perm), dims)), a, b
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_products_of_transposed_operands_match_the_reference(seed):
+    """Whatever the planner reads in place (strided stacks of matrices, BLAS or tiled) or
+    copies first, the product is the reference's."""
+    f, a, b = _random_transposed_product(np.random.default_rng(seed))
+    _run_both(f, a, b)
+
+
 def test_attention_in_a_scan_and_its_gradient_stay_native():
     q = RNG.standard_normal((2, 4, 8)).astype(np.float32)
     w = (RNG.standard_normal((8, 8)) * 0.3).astype(np.float32)

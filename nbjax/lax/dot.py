@@ -419,22 +419,26 @@ def matrix_stack(shape, contracting, batch):
     contracting its axes ``contracting`` (in increasing order, as the other operand's pair
     with them) and batching over ``batch``, or None when it cannot: its free axes and its
     contracted axes must each be a run of adjacent axes (flattening to one stride), and the
-    inner run must end at the last axis. Batch axes may be anywhere else: the heads of an
-    attention's ``(batch, sequence, heads, width)`` projection need no transpose."""
+    inner run must end at the last axis; axes of size 1 are left out, being anywhere at no
+    cost. Batch axes may be anywhere else: the heads of an attention's
+    ``(batch, sequence, heads, width)`` projection need no transpose."""
     contracting, ndim = list(contracting), len(shape)
-    free = _free_axes(ndim, contracting, batch)
-    if contracting != sorted(contracting) or any(
-            group != list(range(group[0], group[0] + len(group)))
-            for group in (free, contracting) if group):
+    if contracting != sorted(contracting):
         return None
-    inner, outer = (contracting, free) if not free or contracting and \
-        contracting[-1] > free[-1] else (free, contracting)
-    if inner and inner[-1] != ndim - 1:
+    long = [d for d in range(ndim) if shape[d] != 1]
+    free, contracted = ([d for d in group if shape[d] != 1]
+                        for group in (_free_axes(ndim, contracting, batch), contracting))
+    if any(long.index(g[-1]) - long.index(g[0]) != len(g) - 1
+           for g in (free, contracted) if g):
+        return None
+    contracted_last = not free or bool(contracted) and contracted[-1] > free[-1]
+    inner, outer = (contracted, free) if contracted_last else (free, contracted)
+    if inner and inner[-1] != long[-1]:
         return None
     strides = [math.prod(shape[d + 1:]) for d in range(ndim)]
     size = math.prod(shape[d] for d in inner)
     return MatrixStack(tuple(strides[d] for d in batch), math.prod(shape[d] for d in free),
-                       math.prod(shape[d] for d in contracting), inner is contracting,
+                       math.prod(shape[d] for d in contracted), contracted_last,
                        strides[outer[-1]] if outer else max(size, 1))
 
 
