@@ -7,8 +7,8 @@ products (88 us on two cores here; one core of the tiles below: 69 us). So where
 has 2 to ``ROWS_MAX`` rows (one row is BLAS's ``gemv``, bound by memory), native code
 computes it itself (``fits`` says which products):
 
-- ``x @ w``, the right operand a row-major ``k x n`` matrix and ``n`` a whole number of
-  vectors: ``C`` is cut into tiles of ``rows`` x ``vectors`` vectors (6 x 4 of 16 float32
+- ``x @ w``, the right operand a row-major ``k x n`` matrix (its rows at any stride: an
+  attention's heads are read in place) and ``n`` a whole number of vectors: ``C`` is cut into tiles of ``rows`` x ``vectors`` vectors (6 x 4 of 16 float32
   lanes with AVX-512's 32 registers; 4 x 3 with 16 registers), each computed in registers:
   for each ``k``, the tile's vectors of row ``k`` of ``B`` are loaded once, each of its
   rows' element of ``A`` broadcast, and one fused multiply-add made per accumulator. The
