@@ -67,7 +67,7 @@ def _packed(batch_shape, stack):
         stride == p for stride, p, n in zip(stack.batch_strides, packed, batch_shape) if n > 1)
 
 
-def batch_offset(b, i, batch_shape, stack):
+def _batch_offset(b, i, batch_shape, stack):
     """The element offset of matrix ``i`` (an ``i64``, the flat index over ``batch_shape``)
     of ``stack``: its index along each batch axis times that axis's stride."""
     if len(batch_shape) == 1:
@@ -79,13 +79,13 @@ def batch_offset(b, i, batch_shape, stack):
     return offset
 
 
-def matrix_at(b, buf, offset, dtype):
+def _matrix_at(b, buf, offset, dtype):
     """The ``dtype*`` ``offset`` elements into ``buf`` (``i8*``)."""
     return b.bitcast(b.gep(buf, [b.mul(offset, ir.Constant(I64, np.dtype(dtype).itemsize))]),
                      mem_type(dtype).as_pointer())
 
 
-def for_each_matrix(b, batch_shape, one):
+def _for_each_matrix(b, batch_shape, one):
     """``one(i)`` for each flat batch index ``i`` (an ``i64``), in a loop unless just one."""
     count = int(np.prod(batch_shape, dtype=np.int64))
     if count == 1:
@@ -107,10 +107,10 @@ def gemm(b, setup, eqn, lhs, rhs, out):
         product = tiled_products.emitter(b, setup, a, bs, dtype)
     else:
         product = _gemm_call(b, setup, (m, k, n), a, bs, dtype)
-    for_each_matrix(b, batch_shape, lambda i: product(
-        matrix_at(b, lhs, batch_offset(b, i, batch_shape, a), dtype),
-        matrix_at(b, rhs, batch_offset(b, i, batch_shape, bs), dtype),
-        matrix_at(b, out, b.mul(i, ir.Constant(I64, m * n)), dtype)))
+    _for_each_matrix(b, batch_shape, lambda i: product(
+        _matrix_at(b, lhs, _batch_offset(b, i, batch_shape, a), dtype),
+        _matrix_at(b, rhs, _batch_offset(b, i, batch_shape, bs), dtype),
+        _matrix_at(b, out, b.mul(i, ir.Constant(I64, m * n)), dtype)))
 
 
 def _gemm_call(b, setup, shape, a, bs, dtype):

@@ -8,8 +8,9 @@ has 2 to ``ROWS_MAX`` rows (one row is BLAS's ``gemv``, bound by memory), native
 computes it itself (``fits`` says which products):
 
 - ``x @ w``, the right operand a row-major ``k x n`` matrix (its rows at any stride: an
-  attention's heads are read in place) and ``n`` a whole number of vectors: ``C`` is cut into tiles of ``rows`` x ``vectors`` vectors (6 x 4 of 16 float32
-  lanes with AVX-512's 32 registers; 4 x 3 with 16 registers), each computed in registers:
+  attention's heads are read in place) and ``n`` a whole number of vectors: ``C`` is cut
+  into tiles of ``rows`` x ``vectors`` vectors (6 x 4 of 16 float32 lanes with AVX-512's
+  32 registers; 4 x 3 with 16 registers), each computed in registers:
   for each ``k``, the tile's vectors of row ``k`` of ``B`` are loaded once, each of its
   rows' element of ``A`` broadcast, and one fused multiply-add made per accumulator. The
   accumulators stay in registers for the whole ``k`` loop and are stored once. Each
