@@ -284,8 +284,9 @@ class _Program:
 
     def contract(self):
         """dot/einsum of every rank: vector.vector (0-d), matrix.vector, matrix.matrix,
-        batched, outer, and full contractions."""
-        x = _no_overflow(self.x, self.x.size, factors=2)
+        batched, outer, and full contractions; at times the sum of two of them (a product
+        adding into the other's buffer)."""
+        x = _no_overflow(self.x, 2 * self.x.size, factors=2)
         abs_x = jnp.abs(x) if self.kind() in ("float", "complex") else None
         ops = {0: [lambda v: jnp.dot(v, v), lambda v: jnp.einsum(",->", v, v)],
                1: [lambda v: jnp.dot(v, v), lambda v: jnp.vdot(v, jnp.flip(v)),
@@ -301,9 +302,16 @@ class _Program:
                    lambda v: jnp.einsum("bij,j->bi", v, v[0, 0] if v.shape[0] * v.shape[1]
                                         else jnp.ones(v.shape[2], v.dtype))]}
         fn = self.choice(ops.get(x.ndim, [lambda v: jnp.tensordot(v, v, v.ndim)]))
-        self.x = fn(x)
+        if self.flip():
+            self.x = fn(x)
+            if abs_x is not None:
+                self.inexact_result(fn(abs_x))
+            return
+        y = x[::-1] if x.ndim else -x
+        self.x = fn(x) + fn(y)
         if abs_x is not None:
-            self.inexact_result(fn(abs_x))
+            self.inexact_result(fn(abs_x) + fn(jnp.abs(y)))
+            self.inexact_result(self.x)  # (read by two kernels, the sum is materialised)
 
     def argminmax(self):
         x = self.x

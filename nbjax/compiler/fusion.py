@@ -75,11 +75,19 @@ class FusionGroup:
     reason: str = ""
     kernel: object = None  # the LoopKernel, for kernels
     index: int = -1
-    merged_into: object = None  # the kernel whose loop this one's equations joined
+    merged_into: object = None  # the kernel whose loop this one's equations joined (or
+    # the product adding its result into this one's other operand: ``accumulator``)
     subprograms: list = field(default_factory=list)  # SubProgram, for loops
     warns: bool = True  # for fallbacks: whether running it says so
     stages: list = field(default_factory=list)  # (shape, parts) of each row stage, if staged
     as_stage: bool = False  # merged into ``merged_into`` as its last row stage
+    # For a library product that adds its result into a value (``_accumulating_products``):
+    # that value, and whether the call may overwrite its buffer (else it adds into a copy).
+    accumulator: object = None
+    in_place: bool = False
+    # Set by a target: the sum's destination holds the accumulator's value when the call
+    # starts (a donated input's buffer, updated in place).
+    output_holds_accumulator: bool = False
 
     def __repr__(self):
         return f"FusionGroup({self.describe()})"
@@ -259,15 +267,21 @@ def plan(jaxpr, target, prefix="kernel"):
     position = {id(e): i for i, e in enumerate(eqns)}
     groups = sorted({id(g): g for g in group_of}.values(),
                     key=lambda g: position[id(g.eqns[-1])])
+    groups = _accumulating_products(groups, eqns, consumers, program_outputs, target, position)
     groups = _merge_siblings(groups)
     if target.row_stages:
         groups = _merge_row_stages(groups)
     for n, g in enumerate(groups):
         g.index = n
         _finish(g, n, prefix)
+    for g in groups:
+        if g.accumulator is not None:
+            g.in_place = _accumulates_in_place(g, groups, program_outputs)
     decisions = []
     for eqn, g, (started, reason) in zip(eqns, group_of, notes):
         final = _final(g)
+        if final.accumulator is not None and eqn is final.eqns[-1]:
+            started, reason = False, _accumulation_reason(final)
         if started and final is not g:
             reason += ("; it is a later stage of kernel {g}, on each row after the earlier "
                        "ones (it reads what they wrote in the row)") if g.as_stage else \
@@ -395,6 +409,87 @@ def _add_member(group, eqn):
     members[eqn.outvars[0]] = eqn
 
 
+def _accumulating_products(groups, eqns, consumers, program_outputs, target, position):
+    """Let a matrix product's library call add its result into the value it is added to:
+    ``c + dot(a, b)``, where the add is a kernel of its own (its result materialised) and
+    the product's only reader, becomes one call (BLAS's ``beta = 1``) writing the sum:
+    the add's pass over three buffers is saved (a loop's gradient accumulators, updated
+    every iteration). The call runs where the add ran, once ``c`` is ready."""
+    made = {v: g for g in groups for e in g.eqns for v in e.outvars}
+    fused = []
+    for g in groups:
+        product = _summed_product(g, made, consumers, program_outputs, target, position)
+        if product is None:
+            fused.append(g)
+            continue
+        add = g.eqns[0]
+        fused.remove(product)
+        g.merged_into = product
+        product.accumulator = next(a for a in add.invars if a is not product.eqns[0].outvars[0])
+        product.eqns.append(add)
+        fused.append(product)
+        for v in add.outvars:
+            made[v] = product
+    return fused
+
+
+def _summed_product(g, made, consumers, program_outputs, target, position):
+    """The library group of the product that the kernel ``g`` adds to another value, when
+    ``g`` is that add alone, of operands of its own shape and dtype, and the product's
+    call may compute the sum (``Target.accumulates``); else None."""
+    if g.kind != "kernel" or len(g.eqns) != 1 or not g.eqns[0].primitive.lowerings["kernel"].sums:
+        return None
+    add = g.eqns[0]
+    out = add.outvars[0]
+    if not all(isinstance(a, Var) and a.aval.shape == out.aval.shape and
+               a.aval.dtype == out.aval.dtype for a in add.invars):
+        return None
+    for p, c in (add.invars, add.invars[::-1]):
+        product = made.get(p)
+        if product is not None and product.kind == "library" and len(product.eqns) == 1 \
+                and c is not p and p not in program_outputs \
+                and consumers[p] == [position[id(add)]] and target.accumulates(product.eqns[0]):
+            return product
+    return None
+
+
+def _accumulates_in_place(g, groups, program_outputs):
+    """Whether the accumulating product ``g`` may add into its accumulator's own buffer:
+    the program computes that buffer's value (it is no input) and outputs neither it nor
+    a view of it, and nothing reads it (or a view of it) from ``g`` on, but ``g``'s add."""
+    owner = buffer_owners(groups[:g.index])
+    root = owner.get(g.accumulator, g.accumulator)
+    if not any(root in h.outputs for h in groups[:g.index]):
+        return False
+    shared = {v for v, r in owner.items() if r is root} | {root}
+    readers = [a for a in g.eqns[0].invars] + \
+        [a for h in groups[g.index + 1:] for a in h.inputs] + list(program_outputs)
+    return not shared.intersection(readers)
+
+
+def _accumulation_reason(g):
+    where = "that operand's buffer (nothing reads it after)" if g.in_place else \
+        "the sum's buffer, holding that operand first (a copy, unless it is there already: " \
+        "a loop's carry)"
+    return (f"{g.eqns[-1].primitive.name}: the product of step {g.index} adds its result to "
+            f"the other operand as it computes it (BLAS's beta = 1), into {where}: no pass "
+            "of its own")
+
+
+def buffer_owners(groups):
+    """{value: the value whose buffer holds it}, for the values of ``groups`` (a plan's
+    steps) that have no buffer of their own: the result of a view step (its operand's,
+    or that operand's own owner), and that of a product accumulating in place."""
+    owner = {}
+    for g in groups:
+        if g.kind == "view":
+            (x,), (v,) = g.inputs, g.outputs
+            owner[v] = owner.get(x, x)
+        elif g.in_place:
+            owner[g.outputs[0]] = owner.get(g.accumulator, g.accumulator)
+    return owner
+
+
 def _merge_siblings(groups):
     """Let a kernel share the loop of an earlier kernel with the same iteration space
     when no step in between reads the earlier one's results (it now runs later)."""
@@ -516,7 +611,9 @@ def _final(g):
 def _finish(g, n, prefix):
     if g.kind != "kernel":
         g.inputs = [a for a in g.eqns[0].invars if isinstance(a, Var)]
-        g.outputs = list(g.eqns[0].outvars)
+        g.outputs = list(g.eqns[-1].outvars)
+        if g.accumulator is not None:
+            g.inputs.append(g.accumulator)
         return
     if g.stages:
         g.kernel = staged_kernel(f"{prefix}_{n}", [

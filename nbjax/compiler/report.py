@@ -193,6 +193,17 @@ def equation_costs(jaxpr):
     return [equation_cost(i, eqn) for i, eqn in enumerate(jaxpr.eqns)]
 
 
+def _library_cost(step, g):
+    """The cost of a library or reference step: its equation's, and for a product adding
+    its result into a value (``FusionGroup.accumulator``), the additions and that value's
+    buffer too."""
+    cost = equation_cost(step, g.eqns[0], g.kind)
+    if g.accumulator is not None:
+        cost.flops += math.prod(g.outputs[0].aval.shape)
+        cost.bytes_read, cost.bytes_written = _buffer_bytes(g.inputs, g.outputs)
+    return cost
+
+
 def step_costs(executable):
     """One StepCost per step of a compiled program (see the module docstring)."""
     plan = executable.plan
@@ -201,7 +212,7 @@ def step_costs(executable):
     costs = [kernel_cost(n, g.kernel) if g.kind == "kernel"
              else StepCost(n, "view", g.eqns[0].primitive.name, note="no copy: a view")
              if g.kind == "view"
-             else equation_cost(n, g.eqns[0], g.kind) for n, g in enumerate(plan.groups)]
+             else _library_cost(n, g) for n, g in enumerate(plan.groups)]
     for n, seconds in (executable.step_times or {}).items():
         costs[n].seconds = list(seconds)
     return costs

@@ -58,6 +58,12 @@ class Target:
         compiles into one native loop."""
         return False
 
+    def accumulates(self, eqn):
+        """Whether the library call ``eqn`` (a matrix product) can add its result into a
+        buffer holding a value of its type, so that ``c + dot(a, b)`` is one call (BLAS's
+        ``beta = 1``) instead of a call and a kernel's pass over three buffers."""
+        return False
+
     def kernel_choice(self, kernel):
         """How this target runs ``kernel`` (a LoopKernel of the plan), in words for the
         fusion report (on how many cores, in how many phases...), or None."""

@@ -477,8 +477,10 @@ def _kernel_integer_pow(ctx, x, *, y):
     return ctx.div(1, result) if y < 0 else result
 
 
-for _prim, _name in ((add_p, "add"), (ad.add_any_p, "add"), (sub_p, "sub"), (mul_p, "mul"),
-                     (max_p, "max"), (min_p, "min"), (neg_p, "neg"), (abs_p, "abs")):
+for _prim in (add_p, ad.add_any_p):
+    kernel_elementwise(_prim, _kernel_method("add"), sums=True)
+for _prim, _name in ((sub_p, "sub"), (mul_p, "mul"), (max_p, "max"), (min_p, "min"),
+                     (neg_p, "neg"), (abs_p, "abs")):
     kernel_elementwise(_prim, _kernel_method(_name))
 kernel_elementwise(div_p, lambda ctx, x, y: _kernel_division(ctx, x, y, True))
 kernel_elementwise(rem_p, lambda ctx, x, y: _kernel_division(ctx, x, y, False))

@@ -239,17 +239,20 @@ class KernelLowering:
     elements of its result. ``views(eqn)``, where given, says whether ``eqn``'s result is
     its operand's elements in the same row-major order (a reshape, a squeeze, a broadcast
     adding size-1 axes): a compiled program can then read the operand's buffer as the
-    result's instead of copying it (a ``"view"`` step of the fusion plan).
+    result's instead of copying it (a ``"view"`` step of the fusion plan). An
+    ``"elementwise"`` lowering that ``sums`` adds its two operands: where one is a matrix
+    product's result, the product's library call may add it into the other's buffer
+    (``Target.accumulates``) instead of a kernel adding them.
     """
 
     def __init__(self, kind, rule, identity=None, acc_dtype=None, restrides=False,
-                 gathers=False, views=None):
+                 gathers=False, views=None, sums=False):
         self.kind, self.rule, self.identity, self.acc_dtype = kind, rule, identity, acc_dtype
-        self.restrides, self.gathers, self.views = restrides, gathers, views
+        self.restrides, self.gathers, self.views, self.sums = restrides, gathers, views, sums
 
 
-def kernel_elementwise(prim, rule):
-    prim.def_lowering("kernel", KernelLowering("elementwise", rule))
+def kernel_elementwise(prim, rule, sums=False):
+    prim.def_lowering("kernel", KernelLowering("elementwise", rule, sums=sums))
 
 
 def kernel_index(prim, rule, restrides=False, gathers=False, views=None):

@@ -56,6 +56,9 @@ class CpuTarget(Target):
     def native_library_call(self, eqn):
         return native_library_call(eqn)
 
+    def accumulates(self, eqn):
+        return blas.accumulates(eqn)
+
     def kernel_choice(self, kernel):
         return runtime.split_choice(kernel)
 

@@ -33,6 +33,16 @@ def supports(eqn):
         and _products(eqn) is not None
 
 
+def accumulates(eqn):
+    """Whether ``gemm`` can add the result of ``eqn`` into its output buffer (``accumulate``):
+    when it emits ``eqn`` and the product contracts over elements (an empty contraction's
+    zeros would leave a ``-0.0`` that adding ``+0.0`` makes ``+0.0``)."""
+    if not supports(eqn):
+        return False
+    _, a, _ = _products(eqn)
+    return a.depth > 0
+
+
 def how(eqn):
     """How native code computes ``eqn`` (``supports(eqn)``), for the fusion report."""
     batch_shape, a, b = _products(eqn)
@@ -94,9 +104,10 @@ def _for_each_matrix(b, batch_shape, one):
         for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, count), one, "batch")
 
 
-def gemm(b, setup, eqn, lhs, rhs, out):
+def gemm(b, setup, eqn, lhs, rhs, out, accumulate=False):
     """Emit, with the builder ``b``, the BLAS calls computing ``eqn`` (``supports(eqn)``)
-    from the buffers ``lhs`` and ``rhs`` (``i8*``) into ``out``; ``setup`` builds in the
+    from the buffers ``lhs`` and ``rhs`` (``i8*``) into ``out``, or adding it to what
+    ``out`` holds with ``accumulate`` (``accumulates(eqn)``); ``setup`` builds in the
     function's entry block."""
     batch_shape, a, bs = _products(eqn)
     m, k, n = a.rows, a.depth, bs.rows
@@ -104,18 +115,19 @@ def gemm(b, setup, eqn, lhs, rhs, out):
         return
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
     if tiled_products.fits(m, k, n, a.contracted_last, not bs.contracted_last, dtype):
-        product = tiled_products.emitter(b, setup, a, bs, dtype)
+        product = tiled_products.emitter(b, setup, a, bs, dtype, accumulate)
     else:
-        product = _gemm_call(b, setup, (m, k, n), a, bs, dtype)
+        product = _gemm_call(b, setup, (m, k, n), a, bs, dtype, accumulate)
     _for_each_matrix(b, batch_shape, lambda i: product(
         _matrix_at(b, lhs, _batch_offset(b, i, batch_shape, a), dtype),
         _matrix_at(b, rhs, _batch_offset(b, i, batch_shape, bs), dtype),
         _matrix_at(b, out, b.mul(i, ir.Constant(I64, m * n)), dtype)))
 
 
-def _gemm_call(b, setup, shape, a, bs, dtype):
+def _gemm_call(b, setup, shape, a, bs, dtype, accumulate):
     """A function ``product(lhs, rhs, out)`` emitting the BLAS call for one pair of
-    matrices of the stacks ``a`` and ``bs`` (``dtype*``: their first elements)."""
+    matrices of the stacks ``a`` and ``bs`` (``dtype*``: their first elements), adding
+    to ``out``'s elements with ``accumulate`` (``beta = 1``)."""
     (m, k, n), real = shape, REAL[dtype]
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand
     # is, column-major, its transpose with its outer group's stride as leading dimension;
@@ -126,6 +138,6 @@ def _gemm_call(b, setup, shape, a, bs, dtype):
              routines.character(b, setup, "N" if a.contracted_last else "T"),
              *(integer(v) for v in (n, m, k)), ref(ir.Constant(real, 1.0))]
     ld_b, ld_a = integer(max(bs.leading, 1)), integer(max(a.leading, 1))
-    zero, ld_c = ref(ir.Constant(real, 0.0)), integer(n)
+    beta, ld_c = ref(ir.Constant(real, 1.0 if accumulate else 0.0)), integer(n)
     return lambda lhs, rhs, out: routines.call(
-        b, "gemm", dtype, fixed + [rhs, ld_b, lhs, ld_a, zero, out, ld_c])
+        b, "gemm", dtype, fixed + [rhs, ld_b, lhs, ld_a, beta, out, ld_c])

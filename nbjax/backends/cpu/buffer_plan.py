@@ -10,7 +10,10 @@ block's gradient: 97 MB of intermediates, 15 MB of block).
 A view's value (a reshape's: ``compiler.fusion``) takes no region: it is its operand's,
 which lives until the last step reading either. A result that is a view has its owner
 computed into the result's destination (``control_flow``), so the bytes of that result
-are written when its owner's step runs, not at the view.
+are written when its owner's step runs, not at the view. The sum of a matrix product
+accumulating in place (``c + dot(a, b)``: ``FusionGroup.in_place``) takes no region
+either: it is ``c``'s, which nothing reads after the product (so only the sum's value is
+ever seen there).
 
 The order of emission is the order of execution, with two cases that keep it safe:
 
@@ -37,7 +40,11 @@ into the donated buffer instead of a new one (the caller's Array is deleted; see
   (``kernel.in_place_ok``). That kernel is generated to read the input through the output's
   pointer (``LoopKernel.in_place``), so the compiler's ``noalias`` assumption holds, and its
   output buffer must hold the input when it starts: the donated buffer itself, or a copy
-  when the donated buffer cannot be reused.
+  when the donated buffer cannot be reused;
+- the step writing the output is a product adding into the input (``c + dot(a, b)``,
+  ``FusionGroup.accumulator``) that does not read it otherwise: it adds into the output's
+  buffer, which holds the input when it starts, as above
+  (``FusionGroup.output_holds_accumulator``).
 
 An input read again after the output is written (a later step, or itself as another of the
 program's outputs, copied out at the end) keeps its buffer.
@@ -46,6 +53,7 @@ program's outputs, copied out at the end) keeps its buffer.
 from collections import Counter
 
 from ...compiler import donation
+from ...compiler.fusion import buffer_owners as owners
 from ...compiler.kernel import in_place_ok
 from ...core import Var
 from . import runtime
@@ -92,17 +100,6 @@ class ScratchPlan:
             self._free[k - 1] = (previous, self._free.pop(k)[1] + offset - previous)
 
 
-def owners(groups):
-    """{value of a view step of ``groups``: the value whose buffer it is}: the view's
-    operand, or that operand's own owner (a view of a view)."""
-    owner = {}
-    for g in groups:
-        if g.kind == "view":
-            (x,), (v,) = g.inputs, g.outputs
-            owner[v] = owner.get(x, x)
-    return owner
-
-
 def lifetimes(groups, kept):
     """{step index: the values whose region the step frees}: for each value written by a
     step of ``groups`` (a plan's: ``FusionGroup.outputs``), the last step that reads it,
@@ -124,6 +121,28 @@ def lifetimes(groups, kept):
         if v not in kept:
             dying.setdefault(n, []).append(v)
     return dying
+
+
+def accumulated_inputs(jaxpr, groups):
+    """{input position: output position} of the inputs of ``jaxpr`` (a loop body's, planned
+    into ``groups``) that a product accumulates into (``FusionGroup.accumulator``) to make
+    the output at that position, which the program delivers once, with nothing reading
+    the input (or a view of it) from that product on but its add, nor outputting it. A
+    loop keeps such a carry in one buffer that the product updates in place
+    (``control_flow``), rather than in two (a weight's gradient summed over a scan)."""
+    owner = owners(groups)
+    outputs = list(jaxpr.outvars)
+    updated = {}
+    for g in groups:
+        x, out = g.accumulator, g.outputs[0] if g.outputs else None
+        if x not in jaxpr.invars or outputs.count(out) != 1:
+            continue
+        shared = {v for v, root in owner.items() if root is x} | {x}
+        readers = list(g.eqns[0].invars) + outputs + \
+            [a for h in groups[g.index + 1:] for a in h.inputs]
+        if not shared.intersection(readers):
+            updated[jaxpr.invars.index(x)] = outputs.index(out)
+    return updated
 
 
 def donations(jaxpr, groups, donated):
@@ -172,8 +191,16 @@ def _reuse(x, out, groups, last_read, written, uses, owner):
 def _update_in_place(group, x, out, uses, owner):
     """Mark ``group``'s kernel to compute ``out`` in ``x``'s buffer if it can: it delivers
     ``out`` straight into the program's result (its one use there), ``in_place_ok``, and
-    it reads ``x``'s buffer through no view (``owner``: see ``owners``)."""
-    if group.kind != "kernel" or uses[out] != 1:
+    it reads ``x``'s buffer through no view (``owner``: see ``owners``). A product adding
+    into ``x`` (``FusionGroup.accumulator``) can too, when it does not read ``x`` itself."""
+    if uses[out] != 1:
+        return False
+    if group.accumulator is x and group.outputs == [out]:
+        if any(a is x or owner.get(a) is x for a in group.eqns[0].invars):
+            return False
+        group.output_holds_accumulator = True
+        return True
+    if group.kind != "kernel":
         return False
     loop = group.kernel
     if x not in loop.inputs or out not in [o.var for o in loop.outputs] or \

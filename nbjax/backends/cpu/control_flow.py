@@ -322,6 +322,9 @@ class ControlFlowFunction:
         if g.kind == "view":
             env[eqn.outvars[0]] = env[eqn.invars[0]]
             return
+        if g.accumulator is not None:
+            self.accumulating_product(g, env, direct)
+            return
         outs = [direct[v] if v in direct else self.scratch(v.aval.nbytes)
                 for v in eqn.outvars]
         ins = [self.atom(a, env) for a in eqn.invars]
@@ -337,6 +340,21 @@ class ControlFlowFunction:
         else:
             self.host_step(eqn, ins, outs, warn=g.kind == "fallback" and g.warns)
         env.update(zip(eqn.outvars, outs))
+
+    def accumulating_product(self, g, env, direct):
+        """Emit the product of ``g`` adding its result into ``g.accumulator``: into that
+        value's buffer (``in_place``, or when it is the destination already: a carry kept
+        in one buffer), into the sum's destination when that holds it already (a donated
+        input's: ``output_holds_accumulator``), else into a copy of it there."""
+        product, add = g.eqns
+        out, c = add.outvars[0], env[g.accumulator]
+        where = c if g.in_place else direct[out] if out in direct else \
+            self.scratch(out.aval.nbytes)
+        if where is not c and not g.output_holds_accumulator:
+            self.copy(where, c, out.aval.nbytes)
+        blas.gemm(self.b, self.setup, product, *(self.atom(a, env) for a in product.invars),
+                  where, accumulate=True)
+        env[out] = where
 
     # --- timing (``Executable.enable_timing``)
     def clock(self, index, since):
@@ -452,17 +470,34 @@ class ControlFlowFunction:
         getattr(self, CONTROL_FLOW[eqn.primitive])(eqn, group.subprograms, ins, outs)
         self.loop_depth -= 1
 
-    def carries(self, avals, init, first):
-        """The second buffer of each carry; the first (the result's) starts at ``init``."""
+    def carries(self, avals, init, first, body, n_consts):
+        """The second buffer of each carry; the first (the result's) starts at ``init``.
+        A carry that the loop's ``body`` (a SubProgram whose inputs start with
+        ``n_consts`` constants, then the carries) updates in place has none: its second
+        buffer is its first (``buffer_plan.accumulated_inputs``)."""
         for dst, src, aval in zip(first, init, avals):
             self.copy(dst, src, aval.nbytes)
-        return [self.scratch(a.nbytes) for a in avals]
+        updated = buffer_plan.accumulated_inputs(body.closed.jaxpr, body.plan.groups)
+        return [f if updated.get(n_consts + k) == k else self.scratch(a.nbytes)
+                for k, (f, a) in enumerate(zip(first, avals))]
 
     def swapped(self, i, first, second):
-        """(current, next) carry buffers of iteration ``i``: even iterations read ``first``."""
+        """(current, next) carry buffers of iteration ``i``: even iterations read ``first``
+        (a carry kept in one buffer is both)."""
         odd = self.b.trunc(i, I1)
-        return ([self.b.select(odd, s, f) for f, s in zip(first, second)],
-                [self.b.select(odd, f, s) for f, s in zip(first, second)])
+        return ([f if f is s else self.b.select(odd, s, f) for f, s in zip(first, second)],
+                [f if f is s else self.b.select(odd, f, s) for f, s in zip(first, second)])
+
+    def last_carries(self, first, second, avals):
+        """Copy the carries from their second buffers into their first (the results')."""
+        for dst, src, aval in zip(first, second, avals):
+            if src is not dst:
+                self.copy(dst, src, aval.nbytes)
+
+    def release_carries(self, first, second):
+        for f, s in zip(first, second):
+            if s is not f:
+                self.release(s)
 
     def scan(self, eqn, subs, ins, outs):
         p, b = eqn.params, self.b
@@ -470,7 +505,8 @@ class ControlFlowFunction:
         consts, init, xs, length = ops["consts"], ops["carry"], ops["xs"], p["length"]
         nk = len(init)
         first = outs[:nk]
-        second = self.carries([v.aval for v in eqn.outvars[:nk]], init, first)
+        second = self.carries([v.aval for v in eqn.outvars[:nk]], init, first, subs[0],
+                              len(consts))
 
         def row(pointer, aval, t):
             size = math.prod(aval.shape[1:]) * np.dtype(aval.dtype).itemsize
@@ -486,16 +522,14 @@ class ControlFlowFunction:
 
         for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, length), iteration, "scan")
         if length % 2:  # the last iteration wrote the second buffers
-            for dst, src, v in zip(first, second, eqn.outvars[:nk]):
-                self.copy(dst, src, v.aval.nbytes)
-        for pointer in second:
-            self.release(pointer)
+            self.last_carries(first, second, [v.aval for v in eqn.outvars[:nk]])
+        self.release_carries(first, second)
 
     def while_(self, eqn, subs, ins, outs):
         b, ops = self.b, _operands(eqn, ins)
         cond_consts, body_consts, init = ops["cond consts"], ops["body consts"], ops["carry"]
         avals = [v.aval for v in eqn.outvars]
-        second = self.carries(avals, init, outs)
+        second = self.carries(avals, init, outs, subs[1], len(body_consts))
         flag = self.scratch(1)
         pre = b.block
         header, body, done = (b.append_basic_block(n) for n in ("while", "while.body",
@@ -514,10 +548,9 @@ class ControlFlowFunction:
         b.branch(header)
         b.position_at_end(done)
         with b.if_then(b.trunc(i, I1)):  # an odd number of iterations: the result is in second
-            for dst, src, aval in zip(outs, second, avals):
-                self.copy(dst, src, aval.nbytes)
-        for pointer in second + [flag]:
-            self.release(pointer)
+            self.last_carries(outs, second, avals)
+        self.release_carries(outs, second)
+        self.release(flag)
 
     def cond(self, eqn, subs, ins, outs):
         b, last = self.b, ir.Constant(I32, len(subs) - 1)

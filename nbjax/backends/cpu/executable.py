@@ -628,8 +628,19 @@ def _steps(optimised, plan, layout, jit_module, host_steps):
             steps.append(control_step(calls[g.index], flow, host_steps, slots,
                                       entries.get(flow.name)))
         else:
-            steps.append(compiler.reference_step(
-                g.eqns[0], slots, g.kind == "fallback" and g.warns,
-                f"nbjax cpu backend: no kernel for {g.eqns[0].primitive.name}; it runs on "
-                "the reference backend"))
+            steps.append(_in_sequence([compiler.reference_step(
+                eqn, slots, g.kind == "fallback" and g.warns,
+                f"nbjax cpu backend: no kernel for {eqn.primitive.name}; it runs on "
+                "the reference backend") for eqn in g.eqns]))
     return steps
+
+
+def _in_sequence(steps):
+    """One step running ``steps`` in order (a product and the add it accumulates into)."""
+    if len(steps) == 1:
+        return steps[0]
+
+    def step(env):
+        for one in steps:
+            one(env)
+    return step

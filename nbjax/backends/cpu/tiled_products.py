@@ -99,17 +99,18 @@ def dot_tile_shape():
 # The product's array of arguments, ``args`` of the loop over the tiles: pointers, the
 # tile functions of each part of ``C`` (null where the part is empty), then integers:
 # the shapes, ``A``'s strides, how far apart ``B``'s rows are and its columns (1 for
-# ``x @ w``, its rows' stride for ``x @ w.T``), a tile's rows and its width in columns.
+# ``x @ w``, its rows' stride for ``x @ w.T``), a tile's rows and its width in columns,
+# and whether the product is added to what ``C`` holds (1) or replaces it (0).
 ARGS = ("a", "b", "c", "full", "rows_rest", "columns_rest", "corner",
-        "m", "k", "n", "a_row", "a_col", "b_row", "b_column", "rows", "width")
+        "m", "k", "n", "a_row", "a_col", "b_row", "b_column", "rows", "width", "accumulate")
 _SLOT = {name: i for i, name in enumerate(ARGS)}
 
 
-def emitter(b, setup, a, bs, dtype):
+def emitter(b, setup, a, bs, dtype, accumulate=False):
     """A function ``product(lhs, rhs, out)`` emitting with ``b`` the product of one pair of
     matrices of the stacks ``a`` and ``bs`` (``lax.dot.MatrixStack``s that ``fit``), given
-    their first elements and the result's (``i8*``; the result's rows are adjacent);
-    ``setup`` builds in the entry block."""
+    their first elements and the result's (``i8*``; the result's rows are adjacent), added
+    to the result's elements with ``accumulate``; ``setup`` builds in the entry block."""
     m, k, n, b_first = a.rows, a.depth, bs.rows, not bs.contracted_last
     loop = library.declare(
         b.module, library.name(f"nbjax_tiled_product_{np.dtype(dtype).name}"), workers.CHUNK)
@@ -119,7 +120,7 @@ def emitter(b, setup, a, bs, dtype):
               **dict(zip(("a_row", "a_col"), (a.leading, 1) if a.contracted_last
                          else (1, a.leading))),
               "b_row": bs.leading, "b_column": 1 if b_first else bs.leading,
-              "rows": rows, "width": across * unit}
+              "rows": rows, "width": across * unit, "accumulate": int(accumulate)}
     args = setup.alloca(ir.ArrayType(I8P, len(ARGS)))
     pooled = m * n * k >= SPLIT_WORK and runtime.THREADS > 1 and workers.supported()
 
@@ -158,9 +159,10 @@ def _tiles(module, m, n, b_first, dtype):
 
 
 def _tile_type(dtype):
-    """``void (A*, B*, C*, k, n, a_row, a_col, b_row)``: see ``_define_tile``."""
+    """``void (A*, B*, C*, k, n, a_row, a_col, b_row, accumulate)``: see
+    ``_define_tile``."""
     real = mem_type(dtype).as_pointer()
-    return ir.FunctionType(ir.VoidType(), [real] * 3 + [I64] * 5)
+    return ir.FunctionType(ir.VoidType(), [real] * 3 + [I64] * 6)
 
 
 def _parse(function_name, prefix):
@@ -181,8 +183,8 @@ def _define_product(module, function_name):
     arg = {name: b.load(b.gep(args, [ir.Constant(I64, i)])) for i, name in enumerate(ARGS)}
     real, tile = mem_type(dtype).as_pointer(), _tile_type(dtype).as_pointer()
     a, bm, c = (b.bitcast(arg[name], real) for name in "abc")
-    m, k, n, a_row, a_col, b_row, b_column, rows, width = (b.ptrtoint(arg[name], I64)
-                                                           for name in ARGS[7:])
+    m, k, n, a_row, a_col, b_row, b_column, rows, width, accumulate = (
+        b.ptrtoint(arg[name], I64) for name in ARGS[7:])
     whole = b.sub(m, b.srem(m, rows))
 
     def column_tile(t, main, below):
@@ -191,7 +193,8 @@ def _define_product(module, function_name):
         def row_block(m0, part):
             b.call(b.bitcast(arg[part], tile),
                    [b.gep(a, [b.mul(m0, a_row)]), b.gep(bm, [b.mul(n0, b_column)]),
-                    b.gep(c, [b.add(n0, b.mul(m0, n))]), k, n, a_row, a_col, b_row])
+                    b.gep(c, [b.add(n0, b.mul(m0, n))]), k, n, a_row, a_col, b_row,
+                    accumulate])
         _loop(b, ir.Constant(I64, 0), whole, lambda m0: row_block(m0, main), "rows", rows)
         with b.if_then(b.icmp_signed("<", whole, m)):
             row_block(whole, below)
@@ -211,14 +214,15 @@ def _loop(b, lo, hi, emit, name, step):
 
 @library.maker("nbjax_tile_")
 def _define_tile(module, function_name):
-    """``void nbjax_tile_<dtype>_<rows>x<vectors>(A*, B*, C*, k, n, a_row, a_col, b_row)``:
-    a tile of ``rows`` x ``vectors`` vectors of ``C``, its accumulators in registers
-    through the ``k`` loop (see the module docstring). ``A``'s element (r, j) is at
+    """``void nbjax_tile_<dtype>_<rows>x<vectors>(A*, B*, C*, k, n, a_row, a_col, b_row,
+    accumulate)``: a tile of ``rows`` x ``vectors`` vectors of ``C``, its accumulators in
+    registers through the ``k`` loop (see the module docstring), stored into ``C`` or,
+    when ``accumulate`` is not 0, added to it. ``A``'s element (r, j) is at
     ``r * a_row + j * a_col``; ``B``'s rows are ``b_row`` apart, ``C``'s ``n``."""
     dtype, shape = _parse(function_name, "nbjax_tile_")
     rows, vectors = map(int, shape.split("x"))
-    vec, b, (a, bm, c, k, n, a_row, a_col, b_row) = _tile_function(module, function_name,
-                                                                   dtype)
+    vec, b, (a, bm, c, k, n, a_row, a_col, b_row, accumulate) = _tile_function(
+        module, function_name, dtype)
     width, align = vec.count, dtype.itemsize
     splat_mask = ir.Constant(ir.VectorType(I32, width), [0] * width)
 
@@ -236,24 +240,27 @@ def _define_tile(module, function_name):
                         for v in range(vectors)]
         return updated
     sums = _k_loop(b, k, ir.Constant(I64, 1), rows * vectors, vec, step)
+    stores = []
     for r in range(rows):
         row = b.gep(c, [b.mul(ir.Constant(I64, r), n)])
-        for v in range(vectors):
-            at = b.gep(row, [ir.Constant(I64, v * width)])
-            b.store(sums[r * vectors + v], b.bitcast(at, vec.as_pointer()), align=align)
+        stores += [(sums[r * vectors + v], b.bitcast(b.gep(row, [ir.Constant(I64, v * width)]),
+                                                      vec.as_pointer()))
+                   for v in range(vectors)]
+    _store(b, stores, accumulate, align)
     b.ret_void()
 
 
 @library.maker("nbjax_dot_tile_")
 def _define_dot_tile(module, function_name):
     """``void nbjax_dot_tile_<dtype>_<rows>x<columns>(A*, B*, C*, k, n, a_row, a_col,
-    b_row)``: the ``rows`` x ``columns`` elements of ``C = A @ B.T`` at ``C``, each the dot
-    product of a row of ``A`` (``a_row`` apart) with a row of ``B`` (``b_row`` apart),
-    summed in vectors along ``k`` (a whole number of them), then across their lanes;
-    ``C``'s rows are ``n`` apart."""
+    b_row, accumulate)``: the ``rows`` x ``columns`` elements of ``C = A @ B.T`` at ``C``
+    (or added to them), each the dot product of a row of ``A`` (``a_row`` apart) with a
+    row of ``B`` (``b_row`` apart), summed in vectors along ``k`` (a whole number of them),
+    then across their lanes; ``C``'s rows are ``n`` apart."""
     dtype, shape = _parse(function_name, "nbjax_dot_tile_")
     rows, columns = map(int, shape.split("x"))
-    vec, b, (a, bm, c, k, n, a_row, _, b_row) = _tile_function(module, function_name, dtype)
+    vec, b, (a, bm, c, k, n, a_row, _, b_row, accumulate) = _tile_function(
+        module, function_name, dtype)
     align = dtype.itemsize
 
     def load(base, stride, index, j):
@@ -267,13 +274,26 @@ def _define_dot_tile(module, function_name):
                 for r in range(rows) for col in range(columns)]
     sums = _k_loop(b, k, ir.Constant(I64, vec.count), rows * columns, vec, step)
     add = _lane_sum(module, vec)
-    for r in range(rows):
-        for col in range(columns):
-            total = b.call(add, [ir.Constant(vec.element, -0.0), sums[r * columns + col]],
-                           fastmath=("reassoc",))
-            b.store(total, b.gep(c, [b.add(b.mul(ir.Constant(I64, r), n),
-                                           ir.Constant(I64, col))]))
+    stores = [(b.call(add, [ir.Constant(vec.element, -0.0), sums[r * columns + col]],
+                      fastmath=("reassoc",)),
+               b.gep(c, [b.add(b.mul(ir.Constant(I64, r), n), ir.Constant(I64, col))]))
+              for r in range(rows) for col in range(columns)]
+    _store(b, stores, accumulate, align)
     b.ret_void()
+
+
+def _store(b, stores, accumulate, align):
+    """Store each ``(value, address)`` of ``stores``, or, when ``accumulate`` (an ``i64``)
+    is not 0, add it to the value there: the tile's part of a product added into its
+    output (``blas.gemm``'s ``accumulate``), once its sums over ``k`` are complete."""
+    adding = b.icmp_unsigned("!=", accumulate, ir.Constant(I64, 0))
+    with b.if_else(adding) as (then, otherwise):
+        with then:
+            for value, at in stores:
+                b.store(b.fadd(b.load(at, align=align), value), at, align=align)
+        with otherwise:
+            for value, at in stores:
+                b.store(value, at, align=align)
 
 
 def _tile_function(module, function_name, dtype):
