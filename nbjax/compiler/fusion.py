@@ -76,15 +76,17 @@ class FusionGroup:
     kernel: object = None  # the LoopKernel, for kernels
     index: int = -1
     merged_into: object = None  # the kernel whose loop this one's equations joined (or
-    # the product adding its result into this one's other operand: ``accumulator``)
+    # the product doing its work: ``_product_epilogues``)
     subprograms: list = field(default_factory=list)  # SubProgram, for loops
     warns: bool = True  # for fallbacks: whether running it says so
     stages: list = field(default_factory=list)  # (shape, parts) of each row stage, if staged
     as_stage: bool = False  # merged into ``merged_into`` as its last row stage
-    # For a library product that adds its result into a value (``_accumulating_products``):
-    # that value, and whether the call may overwrite its buffer (else it adds into a copy).
+    # For a library product doing the work of its result's reader (``_product_epilogues``):
+    # the value it adds its result into, and whether it may overwrite that value's buffer
+    # (else it adds into a copy); or whether it writes its result as the reader lays it out.
     accumulator: object = None
     in_place: bool = False
+    writes_as_reader: bool = False
     # Set by a target: the sum's destination holds the accumulator's value when the call
     # starts (a donated input's buffer, updated in place).
     output_holds_accumulator: bool = False
@@ -267,7 +269,7 @@ def plan(jaxpr, target, prefix="kernel"):
     position = {id(e): i for i, e in enumerate(eqns)}
     groups = sorted({id(g): g for g in group_of}.values(),
                     key=lambda g: position[id(g.eqns[-1])])
-    groups = _accumulating_products(groups, eqns, consumers, program_outputs, target, position)
+    groups = _product_epilogues(groups, eqns, consumers, program_outputs, target, position)
     groups = _merge_siblings(groups)
     if target.row_stages:
         groups = _merge_row_stages(groups)
@@ -280,8 +282,8 @@ def plan(jaxpr, target, prefix="kernel"):
     decisions = []
     for eqn, g, (started, reason) in zip(eqns, group_of, notes):
         final = _final(g)
-        if final.accumulator is not None and eqn is final.eqns[-1]:
-            started, reason = False, _accumulation_reason(final)
+        if final.kind == "library" and len(final.eqns) > 1 and eqn is final.eqns[-1]:
+            started, reason = False, _epilogue_reason(final)
         if started and final is not g:
             reason += ("; it is a later stage of kernel {g}, on each row after the earlier "
                        "ones (it reads what they wrote in the row)") if g.as_stage else \
@@ -409,48 +411,57 @@ def _add_member(group, eqn):
     members[eqn.outvars[0]] = eqn
 
 
-def _accumulating_products(groups, eqns, consumers, program_outputs, target, position):
-    """Let a matrix product's library call add its result into the value it is added to:
-    ``c + dot(a, b)``, where the add is a kernel of its own (its result materialised) and
-    the product's only reader, becomes one call (BLAS's ``beta = 1``) writing the sum:
-    the add's pass over three buffers is saved (a loop's gradient accumulators, updated
-    every iteration). The call runs where the add ran, once ``c`` is ready."""
+def _product_epilogues(groups, eqns, consumers, program_outputs, target, position):
+    """Let a matrix product's library call do the work of the kernel that is its result's
+    only reader, when that kernel is one equation the call can take on (the add's or the
+    transpose's pass over memory is saved):
+
+    - ``c + dot(a, b)``, the add of operands of one shape: the call adds its result into
+      ``c`` (``Target.accumulates``: BLAS's ``beta = 1``), a loop's gradient accumulator
+      updated every iteration; ``accumulator`` is ``c``;
+    - a transpose the call can write its result in (``Target.writes_as``: rows and
+      matrices at strides), an attention's heads merged back; ``writes_as_reader`` is set.
+
+    The call runs where that kernel ran, once ``c`` is ready."""
     made = {v: g for g in groups for e in g.eqns for v in e.outvars}
     fused = []
     for g in groups:
-        product = _summed_product(g, made, consumers, program_outputs, target, position)
+        product, accumulator = _epilogue_of(g, made, consumers, program_outputs, target,
+                                            position)
         if product is None:
             fused.append(g)
             continue
-        add = g.eqns[0]
+        eqn = g.eqns[0]
         fused.remove(product)
         g.merged_into = product
-        product.accumulator = next(a for a in add.invars if a is not product.eqns[0].outvars[0])
-        product.eqns.append(add)
+        product.accumulator, product.writes_as_reader = accumulator, accumulator is None
+        product.eqns.append(eqn)
         fused.append(product)
-        for v in add.outvars:
-            made[v] = product
+        made[eqn.outvars[0]] = product
     return fused
 
 
-def _summed_product(g, made, consumers, program_outputs, target, position):
-    """The library group of the product that the kernel ``g`` adds to another value, when
-    ``g`` is that add alone, of operands of its own shape and dtype, and the product's
-    call may compute the sum (``Target.accumulates``); else None."""
-    if g.kind != "kernel" or len(g.eqns) != 1 or not g.eqns[0].primitive.lowerings["kernel"].sums:
-        return None
-    add = g.eqns[0]
-    out = add.outvars[0]
-    if not all(isinstance(a, Var) and a.aval.shape == out.aval.shape and
-               a.aval.dtype == out.aval.dtype for a in add.invars):
-        return None
-    for p, c in (add.invars, add.invars[::-1]):
+def _epilogue_of(g, made, consumers, program_outputs, target, position):
+    """(the library group of the product whose result the kernel ``g`` alone reads, the
+    value it adds that result to or None), when the product's call can do ``g``'s work
+    (see ``_product_epilogues``); else (None, None)."""
+    if g.kind != "kernel" or len(g.eqns) != 1:
+        return None, None
+    eqn = g.eqns[0]
+    for k, p in enumerate(eqn.invars):
         product = made.get(p)
-        if product is not None and product.kind == "library" and len(product.eqns) == 1 \
-                and c is not p and p not in program_outputs \
-                and consumers[p] == [position[id(add)]] and target.accumulates(product.eqns[0]):
-            return product
-    return None
+        if product is None or product.kind != "library" or len(product.eqns) != 1 or \
+                p in program_outputs or consumers[p] != [position[id(eqn)]]:
+            continue
+        if eqn.primitive.lowerings["kernel"].sums:
+            c = eqn.invars[1 - k]
+            same = all(isinstance(a, Var) and a.aval.shape == eqn.outvars[0].aval.shape and
+                       a.aval.dtype == eqn.outvars[0].aval.dtype for a in eqn.invars)
+            if same and c is not p and target.accumulates(product.eqns[0]):
+                return product, c
+        elif target.writes_as(product.eqns[0], eqn):
+            return product, None
+    return None, None
 
 
 def _accumulates_in_place(g, groups, program_outputs):
@@ -467,13 +478,17 @@ def _accumulates_in_place(g, groups, program_outputs):
     return not shared.intersection(readers)
 
 
-def _accumulation_reason(g):
+def _epilogue_reason(g):
+    """Why the last equation of the library group ``g`` is computed by its product."""
+    name = g.eqns[-1].primitive.name
+    if g.writes_as_reader:
+        return (f"{name}: the product of step {g.index} writes its result in this layout "
+                "(its rows and matrices at strides): no copy")
     where = "that operand's buffer (nothing reads it after)" if g.in_place else \
         "the sum's buffer, holding that operand first (a copy, unless it is there already: " \
         "a loop's carry)"
-    return (f"{g.eqns[-1].primitive.name}: the product of step {g.index} adds its result to "
-            f"the other operand as it computes it (BLAS's beta = 1), into {where}: no pass "
-            "of its own")
+    return (f"{name}: the product of step {g.index} adds its result to the other operand "
+            f"as it computes it (BLAS's beta = 1), into {where}: no pass of its own")
 
 
 def buffer_owners(groups):

@@ -64,6 +64,12 @@ class Target:
         ``beta = 1``) instead of a call and a kernel's pass over three buffers."""
         return False
 
+    def writes_as(self, eqn, reader):
+        """Whether the library call ``eqn`` (a matrix product) can write its result laid
+        out as ``reader``, an index equation reading it (a transpose), lays it out, so
+        that no kernel copies it."""
+        return False
+
     def kernel_choice(self, kernel):
         """How this target runs ``kernel`` (a LoopKernel of the plan), in words for the
         fusion report (on how many cores, in how many phases...), or None."""

@@ -59,6 +59,9 @@ class CpuTarget(Target):
     def accumulates(self, eqn):
         return blas.accumulates(eqn)
 
+    def writes_as(self, eqn, reader):
+        return blas.writes_transposed(eqn, reader)
+
     def kernel_choice(self, kernel):
         return runtime.split_choice(kernel)
 

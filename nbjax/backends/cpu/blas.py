@@ -20,7 +20,8 @@ import functools
 import numpy as np
 from llvmlite import ir
 
-from ...lax.dot import matrix_stack
+from ...lax.shapes import transpose_p
+from ...lax.dot import MatrixStack, matrix_stack, result_stack
 from ..llvm import I64, for_loop, mem_type
 from . import routines, tiled_products
 from .routines import REAL, by_reference
@@ -41,6 +42,13 @@ def accumulates(eqn):
         return False
     _, a, _ = _products(eqn)
     return a.depth > 0
+
+
+def writes_transposed(eqn, transpose):
+    """Whether ``gemm`` can write the result of ``eqn`` as the ``transpose`` equation
+    reading it lays it out (``lax.dot.result_stack``), instead of a kernel copying it."""
+    return supports(eqn) and transpose.primitive is transpose_p and \
+        _result_stack(eqn, transpose.params["permutation"]) is not None
 
 
 def how(eqn):
@@ -104,30 +112,48 @@ def _for_each_matrix(b, batch_shape, one):
         for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, count), one, "batch")
 
 
-def gemm(b, setup, eqn, lhs, rhs, out, accumulate=False):
+def gemm(b, setup, eqn, lhs, rhs, out, accumulate=False, permutation=None):
     """Emit, with the builder ``b``, the BLAS calls computing ``eqn`` (``supports(eqn)``)
     from the buffers ``lhs`` and ``rhs`` (``i8*``) into ``out``, or adding it to what
-    ``out`` holds with ``accumulate`` (``accumulates(eqn)``); ``setup`` builds in the
-    function's entry block."""
+    ``out`` holds with ``accumulate`` (``accumulates(eqn)``), or writing it transposed by
+    ``permutation`` (``writes_transposed``); ``setup`` builds in the function's entry
+    block."""
     batch_shape, a, bs = _products(eqn)
     m, k, n = a.rows, a.depth, bs.rows
     if 0 in batch_shape or m == 0 or n == 0:
         return
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
+    c = _result_stack(eqn, permutation)
     if tiled_products.fits(m, k, n, a.contracted_last, not bs.contracted_last, dtype):
-        product = tiled_products.emitter(b, setup, a, bs, dtype, accumulate)
+        product = tiled_products.emitter(b, setup, a, bs, dtype, accumulate, c.leading)
     else:
-        product = _gemm_call(b, setup, (m, k, n), a, bs, dtype, accumulate)
+        product = _gemm_call(b, setup, (m, k, n), a, bs, c.leading, dtype, accumulate)
     _for_each_matrix(b, batch_shape, lambda i: product(
         _matrix_at(b, lhs, _batch_offset(b, i, batch_shape, a), dtype),
         _matrix_at(b, rhs, _batch_offset(b, i, batch_shape, bs), dtype),
-        _matrix_at(b, out, b.mul(i, ir.Constant(I64, m * n)), dtype)))
+        _matrix_at(b, out, _batch_offset(b, i, batch_shape, c), dtype)))
 
 
-def _gemm_call(b, setup, shape, a, bs, dtype, accumulate):
+def _result_stack(eqn, permutation):
+    """The ``MatrixStack`` of the result of ``eqn`` (``supports(eqn)``) transposed by
+    ``permutation`` (``lax.dot.result_stack``; None where it cannot be), or, without one,
+    as it is: its products' results one after the other."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs_ndim, shape = len(eqn.invars[0].aval.shape), eqn.outvars[0].aval.shape
+    if permutation is not None:
+        return result_stack(eqn.params["dimension_numbers"], lhs_ndim, shape, permutation)
+    batch_shape, a, bs = _products(eqn)
+    size = a.rows * bs.rows
+    return MatrixStack(tuple(size * int(np.prod(batch_shape[j + 1:], dtype=np.int64))
+                             for j in range(len(batch_shape))),
+                       a.rows, bs.rows, True, max(bs.rows, 1))
+
+
+def _gemm_call(b, setup, shape, a, bs, c_row, dtype, accumulate):
     """A function ``product(lhs, rhs, out)`` emitting the BLAS call for one pair of
-    matrices of the stacks ``a`` and ``bs`` (``dtype*``: their first elements), adding
-    to ``out``'s elements with ``accumulate`` (``beta = 1``)."""
+    matrices of the stacks ``a`` and ``bs`` (``dtype*``: their first elements), into a
+    matrix whose rows are ``c_row`` apart, adding to its elements with ``accumulate``
+    (``beta = 1``)."""
     (m, k, n), real = shape, REAL[dtype]
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand
     # is, column-major, its transpose with its outer group's stride as leading dimension;
@@ -138,6 +164,6 @@ def _gemm_call(b, setup, shape, a, bs, dtype, accumulate):
              routines.character(b, setup, "N" if a.contracted_last else "T"),
              *(integer(v) for v in (n, m, k)), ref(ir.Constant(real, 1.0))]
     ld_b, ld_a = integer(max(bs.leading, 1)), integer(max(a.leading, 1))
-    beta, ld_c = ref(ir.Constant(real, 1.0 if accumulate else 0.0)), integer(n)
+    beta, ld_c = ref(ir.Constant(real, 1.0 if accumulate else 0.0)), integer(c_row)
     return lambda lhs, rhs, out: routines.call(
         b, "gemm", dtype, fixed + [rhs, ld_b, lhs, ld_a, beta, out, ld_c])

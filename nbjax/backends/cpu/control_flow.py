@@ -322,8 +322,8 @@ class ControlFlowFunction:
         if g.kind == "view":
             env[eqn.outvars[0]] = env[eqn.invars[0]]
             return
-        if g.accumulator is not None:
-            self.accumulating_product(g, env, direct)
+        if len(g.eqns) > 1:
+            self.product_with_epilogue(g, env, direct)
             return
         outs = [direct[v] if v in direct else self.scratch(v.aval.nbytes)
                 for v in eqn.outvars]
@@ -341,19 +341,23 @@ class ControlFlowFunction:
             self.host_step(eqn, ins, outs, warn=g.kind == "fallback" and g.warns)
         env.update(zip(eqn.outvars, outs))
 
-    def accumulating_product(self, g, env, direct):
-        """Emit the product of ``g`` adding its result into ``g.accumulator``: into that
-        value's buffer (``in_place``, or when it is the destination already: a carry kept
-        in one buffer), into the sum's destination when that holds it already (a donated
-        input's: ``output_holds_accumulator``), else into a copy of it there."""
-        product, add = g.eqns
-        out, c = add.outvars[0], env[g.accumulator]
+    def product_with_epilogue(self, g, env, direct):
+        """Emit the product of ``g`` doing the work of its result's reader
+        (``fusion._product_epilogues``): writing its result transposed, or adding it into
+        ``g.accumulator``. It adds into that value's buffer (``in_place``, or when it is the
+        destination already: a carry kept in one buffer), into the sum's destination when
+        that holds it already (a donated input's: ``output_holds_accumulator``), else into
+        a copy of it there."""
+        product, reader = g.eqns
+        out = reader.outvars[0]
+        c = env[g.accumulator] if g.accumulator is not None else None
         where = c if g.in_place else direct[out] if out in direct else \
             self.scratch(out.aval.nbytes)
-        if where is not c and not g.output_holds_accumulator:
+        if c is not None and where is not c and not g.output_holds_accumulator:
             self.copy(where, c, out.aval.nbytes)
         blas.gemm(self.b, self.setup, product, *(self.atom(a, env) for a in product.invars),
-                  where, accumulate=True)
+                  where, accumulate=c is not None,
+                  permutation=reader.params["permutation"] if g.writes_as_reader else None)
         env[out] = where
 
     # --- timing (``Executable.enable_timing``)

@@ -99,18 +99,20 @@ def dot_tile_shape():
 # The product's array of arguments, ``args`` of the loop over the tiles: pointers, the
 # tile functions of each part of ``C`` (null where the part is empty), then integers:
 # the shapes, ``A``'s strides, how far apart ``B``'s rows are and its columns (1 for
-# ``x @ w``, its rows' stride for ``x @ w.T``), a tile's rows and its width in columns,
-# and whether the product is added to what ``C`` holds (1) or replaces it (0).
-ARGS = ("a", "b", "c", "full", "rows_rest", "columns_rest", "corner",
-        "m", "k", "n", "a_row", "a_col", "b_row", "b_column", "rows", "width", "accumulate")
+# ``x @ w``, its rows' stride for ``x @ w.T``), how far apart ``C``'s rows are, a tile's
+# rows and its width in columns, and whether the product is added to what ``C`` holds
+# (1) or replaces it (0).
+ARGS = ("a", "b", "c", "full", "rows_rest", "columns_rest", "corner", "m", "k", "n",
+        "a_row", "a_col", "b_row", "b_column", "c_row", "rows", "width", "accumulate")
 _SLOT = {name: i for i, name in enumerate(ARGS)}
 
 
-def emitter(b, setup, a, bs, dtype, accumulate=False):
+def emitter(b, setup, a, bs, dtype, accumulate=False, c_row=None):
     """A function ``product(lhs, rhs, out)`` emitting with ``b`` the product of one pair of
     matrices of the stacks ``a`` and ``bs`` (``lax.dot.MatrixStack``s that ``fit``), given
-    their first elements and the result's (``i8*``; the result's rows are adjacent), added
-    to the result's elements with ``accumulate``; ``setup`` builds in the entry block."""
+    their first elements and the result's (``i8*``; the result's rows ``c_row`` apart,
+    adjacent by default), added to the result's elements with ``accumulate``; ``setup``
+    builds in the entry block."""
     m, k, n, b_first = a.rows, a.depth, bs.rows, not bs.contracted_last
     loop = library.declare(
         b.module, library.name(f"nbjax_tiled_product_{np.dtype(dtype).name}"), workers.CHUNK)
@@ -120,6 +122,7 @@ def emitter(b, setup, a, bs, dtype, accumulate=False):
               **dict(zip(("a_row", "a_col"), (a.leading, 1) if a.contracted_last
                          else (1, a.leading))),
               "b_row": bs.leading, "b_column": 1 if b_first else bs.leading,
+              "c_row": n if c_row is None else c_row,
               "rows": rows, "width": across * unit, "accumulate": int(accumulate)}
     args = setup.alloca(ir.ArrayType(I8P, len(ARGS)))
     pooled = m * n * k >= SPLIT_WORK and runtime.THREADS > 1 and workers.supported()
@@ -159,7 +162,7 @@ def _tiles(module, m, n, b_first, dtype):
 
 
 def _tile_type(dtype):
-    """``void (A*, B*, C*, k, n, a_row, a_col, b_row, accumulate)``: see
+    """``void (A*, B*, C*, k, c_row, a_row, a_col, b_row, accumulate)``: see
     ``_define_tile``."""
     real = mem_type(dtype).as_pointer()
     return ir.FunctionType(ir.VoidType(), [real] * 3 + [I64] * 6)
@@ -183,7 +186,7 @@ def _define_product(module, function_name):
     arg = {name: b.load(b.gep(args, [ir.Constant(I64, i)])) for i, name in enumerate(ARGS)}
     real, tile = mem_type(dtype).as_pointer(), _tile_type(dtype).as_pointer()
     a, bm, c = (b.bitcast(arg[name], real) for name in "abc")
-    m, k, n, a_row, a_col, b_row, b_column, rows, width, accumulate = (
+    m, k, n, a_row, a_col, b_row, b_column, c_row, rows, width, accumulate = (
         b.ptrtoint(arg[name], I64) for name in ARGS[7:])
     whole = b.sub(m, b.srem(m, rows))
 
@@ -193,7 +196,7 @@ def _define_product(module, function_name):
         def row_block(m0, part):
             b.call(b.bitcast(arg[part], tile),
                    [b.gep(a, [b.mul(m0, a_row)]), b.gep(bm, [b.mul(n0, b_column)]),
-                    b.gep(c, [b.add(n0, b.mul(m0, n))]), k, n, a_row, a_col, b_row,
+                    b.gep(c, [b.add(n0, b.mul(m0, c_row))]), k, c_row, a_row, a_col, b_row,
                     accumulate])
         _loop(b, ir.Constant(I64, 0), whole, lambda m0: row_block(m0, main), "rows", rows)
         with b.if_then(b.icmp_signed("<", whole, m)):
@@ -214,14 +217,14 @@ def _loop(b, lo, hi, emit, name, step):
 
 @library.maker("nbjax_tile_")
 def _define_tile(module, function_name):
-    """``void nbjax_tile_<dtype>_<rows>x<vectors>(A*, B*, C*, k, n, a_row, a_col, b_row,
-    accumulate)``: a tile of ``rows`` x ``vectors`` vectors of ``C``, its accumulators in
+    """``void nbjax_tile_<dtype>_<rows>x<vectors>(A*, B*, C*, k, c_row, a_row, a_col,
+    b_row, accumulate)``: a tile of ``rows`` x ``vectors`` vectors of ``C``, its accumulators in
     registers through the ``k`` loop (see the module docstring), stored into ``C`` or,
     when ``accumulate`` is not 0, added to it. ``A``'s element (r, j) is at
-    ``r * a_row + j * a_col``; ``B``'s rows are ``b_row`` apart, ``C``'s ``n``."""
+    ``r * a_row + j * a_col``; ``B``'s rows are ``b_row`` apart, ``C``'s ``c_row``."""
     dtype, shape = _parse(function_name, "nbjax_tile_")
     rows, vectors = map(int, shape.split("x"))
-    vec, b, (a, bm, c, k, n, a_row, a_col, b_row, accumulate) = _tile_function(
+    vec, b, (a, bm, c, k, c_row, a_row, a_col, b_row, accumulate) = _tile_function(
         module, function_name, dtype)
     width, align = vec.count, dtype.itemsize
     splat_mask = ir.Constant(ir.VectorType(I32, width), [0] * width)
@@ -242,7 +245,7 @@ def _define_tile(module, function_name):
     sums = _k_loop(b, k, ir.Constant(I64, 1), rows * vectors, vec, step)
     stores = []
     for r in range(rows):
-        row = b.gep(c, [b.mul(ir.Constant(I64, r), n)])
+        row = b.gep(c, [b.mul(ir.Constant(I64, r), c_row)])
         stores += [(sums[r * vectors + v], b.bitcast(b.gep(row, [ir.Constant(I64, v * width)]),
                                                       vec.as_pointer()))
                    for v in range(vectors)]
@@ -252,14 +255,14 @@ def _define_tile(module, function_name):
 
 @library.maker("nbjax_dot_tile_")
 def _define_dot_tile(module, function_name):
-    """``void nbjax_dot_tile_<dtype>_<rows>x<columns>(A*, B*, C*, k, n, a_row, a_col,
+    """``void nbjax_dot_tile_<dtype>_<rows>x<columns>(A*, B*, C*, k, c_row, a_row, a_col,
     b_row, accumulate)``: the ``rows`` x ``columns`` elements of ``C = A @ B.T`` at ``C``
     (or added to them), each the dot product of a row of ``A`` (``a_row`` apart) with a
     row of ``B`` (``b_row`` apart), summed in vectors along ``k`` (a whole number of them),
-    then across their lanes; ``C``'s rows are ``n`` apart."""
+    then across their lanes; ``C``'s rows are ``c_row`` apart."""
     dtype, shape = _parse(function_name, "nbjax_dot_tile_")
     rows, columns = map(int, shape.split("x"))
-    vec, b, (a, bm, c, k, n, a_row, _, b_row, accumulate) = _tile_function(
+    vec, b, (a, bm, c, k, c_row, a_row, _, b_row, accumulate) = _tile_function(
         module, function_name, dtype)
     align = dtype.itemsize
 
@@ -276,7 +279,7 @@ def _define_dot_tile(module, function_name):
     add = _lane_sum(module, vec)
     stores = [(b.call(add, [ir.Constant(vec.element, -0.0), sums[r * columns + col]],
                       fastmath=("reassoc",)),
-               b.gep(c, [b.add(b.mul(ir.Constant(I64, r), n), ir.Constant(I64, col))]))
+               b.gep(c, [b.add(b.mul(ir.Constant(I64, r), c_row), ir.Constant(I64, col))]))
               for r in range(rows) for col in range(columns)]
     _store(b, stores, accumulate, align)
     b.ret_void()

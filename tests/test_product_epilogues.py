@@ -1,10 +1,14 @@
-"""Products that add their result into a value (``c + a @ b`` as one BLAS call with
-``beta = 1``, or register tiles adding into ``C``): the planner's choice
-(``fusion._accumulating_products``), the buffer they add into (the value's own when it is
-dead after, a loop's carry kept in one buffer, a donated input's), and their values
-against the reference backend. Native programs run with ``buffer_plan.POISON``: a
-region given back is filled with NaN, so a step reading a value whose buffer the product
-overwrote, or freed, would see it."""
+"""Matrix products that do the work of their result's one reader
+(``fusion._product_epilogues``).
+
+Products that add their result into a value (``c + a @ b`` as one BLAS call with
+``beta = 1``, or register tiles adding into ``C``): the planner's choice, the buffer they
+add into (the value's own when it is dead after, a loop's carry kept in one buffer, a
+donated input's), and their values against the reference backend. Products that write
+their result transposed (rows and matrices at strides: an attention's heads merged back),
+against the reference on random permutations. Native programs run with
+``buffer_plan.POISON``: a region given back is filled with NaN, so a step reading a value
+whose buffer the product overwrote, or freed, would see it."""
 
 import numpy as np
 import pytest
@@ -214,3 +218,49 @@ def test_a_donated_accumulator_takes_the_sum_in_its_buffer():
     x, w = x0[:, :32], b[:, :32].T @ b[:, :32]
     g = nbjax.jit(lambda x, w: x + x @ w, donate_argnums=0, backend="cpu")
     assert_close(g(jnp.asarray(x), jnp.asarray(w)), x + x @ w, rtol=1e-5)
+
+
+# --- products written transposed -----------------------------------------------------------
+
+def _random_permuted_product(rng):
+    """A random ``dot_general`` (batch axes, free axes on both sides; some sizes tiled,
+    some BLAS) whose result, transposed by a random permutation, is a program's output:
+    mostly a permutation that keeps each side's free axes in order and the right side's
+    last (the product writes it)."""
+    batch = [int(rng.choice([1, 2, 3])) for _ in range(rng.integers(0, 3))]
+    depth = int(rng.choice([3, 16, 200]))
+    left = [int(rng.choice([1, 2, 5, 40])) for _ in range(rng.integers(1, 3))]
+    right = [int(rng.choice([1, 3, 16, 32])) for _ in range(rng.integers(1, 3))]
+    a = (rng.standard_normal(batch + left + [depth]) / np.sqrt(depth)).astype(np.float32)
+    b = rng.standard_normal(batch + [depth] + right).astype(np.float32)
+    nb, nl = len(batch), len(left)
+    dims = (((nb + nl,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
+    axes = list(range(nb + nl + len(right)))
+    if rng.random() < 0.75:
+        outer = [("b", d) for d in axes[:nb]] + [("rows", axes[nb:nb + nl])]
+        outer = [outer[i] for i in rng.permutation(len(outer))]
+        permutation = [d for kind, d in outer for d in ([d] if kind == "b" else d)]
+        permutation += axes[nb + nl:]
+    else:
+        permutation = list(rng.permutation(axes))
+    return (lambda a, b: lax.transpose(lax.dot_general(a, b, dims), permutation)), a, b
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_products_written_transposed_match_the_reference(seed):
+    f, a, b = _random_permuted_product(np.random.default_rng(seed))
+    _compare(f, a, b, rtol=1e-5)
+
+
+def test_an_attentions_heads_are_merged_by_the_product():
+    p, v = _arrays(16, (2, 4, 16, 16), (2, 4, 16, 8))
+    w, = _arrays(17, (32, 24))
+
+    def f(p, v, w):
+        merged = jnp.transpose(p @ v, (0, 2, 1, 3)).reshape(2, 16, 32)
+        return merged @ w
+    cpu = _compare(f, p, v, w)
+    (g,) = [g for g in cpu.plan.groups if g.writes_as_reader]
+    assert [e.primitive.name for e in g.eqns] == ["dot_general", "transpose"]
+    assert not [k for k in cpu.plan.kernels]   # no kernel copies the heads
+    assert "writes its result in this layout" in cpu.plan.report()
