@@ -140,6 +140,37 @@ def test_transpose_of_a_dot_becomes_the_swapped_dot():
     assert prims == ["dot_general", "transpose"]
 
 
+def test_a_batched_transpose_of_a_dot_keeps_each_matrixs_columns_last():
+    """A transpose putting the right operand's free axes before the left one's (the
+    gradient of an attention's values, merged back into its heads) becomes a transpose of
+    the swapped dot that leaves each product's columns last: the product can write it."""
+    rng = np.random.RandomState(2)
+    p = rng.randint(-4, 5, (2, 3, 4, 5)).astype(np.float32)   # (batch, heads, q, k)
+    g = rng.randint(-4, 5, (2, 3, 4, 6)).astype(np.float32)   # (batch, heads, q, d)
+
+    def f(p, g):  # (batch, heads, k, d) -> (batch, d... ) laid out (batch, k, heads, d)
+        d = lax.dot_general(g, p, (((2,), (2,)), ((0, 1), (0, 1))))  # (b, h, d, k)
+        return lax.transpose(d, (0, 3, 1, 2))
+    opt, rules, prims = _optimized(f, p, g)
+    assert prims == ["dot_general", "transpose"]
+    assert ("simplify", "transpose of a dot as a transpose of the dot with its operands "
+                        "swapped") in rules
+    dot, transpose = opt.eqns
+    assert dot.invars[0] is opt.jaxpr.invars[0] and transpose.params["permutation"] == \
+        (0, 2, 1, 3)
+
+
+def test_chains_of_transposes_are_one_transpose_or_none():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    _, rules, prims = _optimized(
+        lambda x: lax.transpose(lax.transpose(x, (1, 0, 2)), (0, 2, 1)) * 2.0, x)
+    assert prims == ["transpose", "mul"]
+    assert ("simplify", "a transpose of a transpose as one transpose") in rules
+    _, rules, prims = _optimized(
+        lambda x: lax.transpose(lax.transpose(x, (2, 0, 1)), (1, 2, 0)) * 2.0, x)
+    assert prims == ["mul"] and ("simplify", "transposes that undo each other") in rules
+
+
 def test_a_dot_of_transposed_operands_reads_them_as_they_are():
     """``x @ w.T`` and ``x.T @ w`` of matrices, and an attention's heads split off by
     transposes, are dots of the untransposed operands, read in place: no transpose is

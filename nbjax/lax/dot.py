@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core import Primitive, ShapedArray, dtypes, get_aval
+from ..core import Primitive, ShapedArray, Var, dtypes, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
 from .elementwise import convert_element_type, mul
@@ -381,24 +381,43 @@ dot_general_p.def_rule("flops", _dot_general_flops)
 
 
 def _simplify_transpose_of_dot(eqn, ins, producer_of, use_count):
-    """``transpose(dot(a, b))`` that swaps the two operands' free axes is ``dot(b, a)``: the
-    library computes it directly in the layout wanted (no batch axes). Only when nothing
-    else reads the dot, which would otherwise run twice."""
+    """``transpose(dot(a, b))`` that puts the right operand's free axes before the left
+    one's is ``transpose(dot(b, a))`` by what is left of the permutation: nothing when it
+    only swapped the two (the library computes the product in the layout wanted), else a
+    transpose keeping each matrix's columns last, which the product can write itself
+    (``fusion._product_epilogues``: the gradient of an attention's values, merged back
+    into its heads). Only when nothing else reads the dot, which would otherwise run
+    twice."""
     dot = producer_of(ins[0])
     if dot is None or dot.primitive is not dot_general_p or use_count(ins[0]) != 1:
         return None
     (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
-    if lb or rb:
-        return None
     lhs, rhs = dot.invars
-    n_lhs_free = lhs.aval.ndim - len(lc)
-    n_out = len(eqn.params["permutation"])
-    if tuple(eqn.params["permutation"]) != \
-            tuple(range(n_lhs_free, n_out)) + tuple(range(n_lhs_free)):
+    permutation = tuple(eqn.params["permutation"])
+    n_batch, n_out = len(lb), len(permutation)
+    n_left = lhs.aval.ndim - len(lc) - n_batch
+    left, right = range(n_batch, n_batch + n_left), range(n_batch + n_left, n_out)
+    at = {axis: i for i, axis in enumerate(permutation)}
+    if not (left and right) or max(at[a] for a in right) > min(at[a] for a in left):
         return None
-    params = dict(dot.params, dimension_numbers=DotDimensionNumbers(((rc, lc), ((), ()))))
-    swapped = dot.replace(invars=[rhs, lhs], outvars=list(eqn.outvars), params=params)
-    return [swapped], "transpose of a dot as the dot with its operands swapped"
+    n_right = n_out - n_batch - n_left
+    # the swapped dot's axes: the batch axes, the right operand's free axes, the left's
+    swapped_axis = {**{a: a for a in range(n_batch)},
+                    **{a: a + n_right for a in left}, **{a: a - n_left for a in right}}
+    rest = tuple(swapped_axis[a] for a in permutation)
+    precision = dot.params.get("precision")
+    params = dict(dot.params, dimension_numbers=DotDimensionNumbers(((rc, lc), (rb, lb))),
+                  precision=tuple(precision[::-1]) if isinstance(precision, tuple)
+                  else precision)
+    if rest == tuple(range(n_out)):
+        swapped = dot.replace(invars=[rhs, lhs], outvars=list(eqn.outvars), params=params)
+        return [swapped], "transpose of a dot as the dot with its operands swapped"
+    shape = dot.outvars[0].aval.shape
+    product = Var(dot.outvars[0].aval.update(
+        shape=shape[:n_batch] + shape[n_batch + n_left:] + shape[n_batch:n_batch + n_left]))
+    swapped = dot.replace(invars=[rhs, lhs], outvars=[product], params=params)
+    return [swapped, eqn.replace(invars=[product], params=dict(eqn.params, permutation=rest))], \
+        "transpose of a dot as a transpose of the dot with its operands swapped"
 
 
 class MatrixStack(NamedTuple):
@@ -505,8 +524,25 @@ def _simplify_dot_of_transposed(eqn, ins, producer_of, use_count):
         "a dot of a transposed operand as the dot of the untransposed one, read in place"
 
 
-# transpose's one simplification is about dots, so it is written here, with dot_general.
-transpose_p.def_rule("simplify", _simplify_transpose_of_dot)
+def _simplify_transpose(eqn, ins, producer_of, use_count):
+    """A transpose of a chain of transposes (autodiff's, undoing and redoing an
+    attention's head split) as one transpose of the array the chain starts from, or that
+    array itself when they undo each other: one kernel's copy at most, and a product's
+    result transposed once can be written in that layout (``fusion._product_epilogues``).
+    Else ``_simplify_transpose_of_dot``."""
+    source, inner = _untransposed(ins[0], producer_of)
+    if inner is None:
+        return _simplify_transpose_of_dot(eqn, ins, producer_of, use_count)
+    permutation = tuple(inner[p] for p in eqn.params["permutation"])
+    if permutation == tuple(range(len(permutation))):
+        return source, "transposes that undo each other"
+    return [eqn.replace(invars=[source], params=dict(eqn.params, permutation=permutation))], \
+        "a transpose of a transpose as one transpose"
+
+
+# transpose's simplifications matter most to dots, so they are written here, with
+# dot_general.
+transpose_p.def_rule("simplify", _simplify_transpose)
 dot_general_p.def_rule("simplify", _simplify_dot_of_transposed)
 
 
