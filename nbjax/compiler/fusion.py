@@ -41,6 +41,11 @@ The rules, applied walking the program backwards (from results to inputs):
   in turn), it is a ``"loop"`` step that the target compiles into one native loop or branch
   around those kernels; otherwise it is a reference step.
 
+A kernel that is one equation reading a matrix product's result, its only reader, is
+done by the product's library call where the target can (``_product_epilogues``): an add
+into another value of its shape (BLAS's ``beta = 1``), a transpose the product writes its
+result in.
+
 Then sibling kernels with the same iteration space share one loop when nothing in between
 needs the earlier one's results, and the later one reads the earlier one's results (if at
 all) only at the same index: a softmax's ``exp(x - max)`` and its sum are one loop.

@@ -461,9 +461,9 @@ def matrix_stack(shape, contracting, batch):
                        strides[outer[-1]] if outer else max(size, 1))
 
 
-def result_stack(dimension_numbers, lhs_ndim, shape, permutation=None):
+def result_stack(dimension_numbers, lhs_ndim, shape, permutation):
     """How the result of a ``dot_general`` (of ``shape``: its batch axes, the left
-    operand's free axes, the right one's), transposed by ``permutation`` (None: as it is),
+    operand's free axes, the right one's), transposed by ``permutation``,
     lies in memory as a ``MatrixStack`` of its products' results: each a matrix of (left
     free size) rows by (right free size) columns, rows ``leading`` apart and columns
     adjacent, one per index of the batch axes at their strides; None when the transpose
@@ -472,7 +472,7 @@ def result_stack(dimension_numbers, lhs_ndim, shape, permutation=None):
     heads merged back into ``(batch, sequence, heads, width)``) instead of a kernel
     copying them."""
     (lc, _), (lb, _) = dimension_numbers
-    permutation = tuple(range(len(shape))) if permutation is None else tuple(permutation)
+    permutation = tuple(permutation)
     at = [permutation.index(j) for j in range(len(shape))]  # where each axis went
     n_batch, n_rows = len(lb), lhs_ndim - len(lc) - len(lb)
     batch, rows, columns = at[:n_batch], at[n_batch:n_batch + n_rows], at[n_batch + n_rows:]

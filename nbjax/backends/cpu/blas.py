@@ -138,10 +138,9 @@ def _result_stack(eqn, permutation):
     """The ``MatrixStack`` of the result of ``eqn`` (``supports(eqn)``) transposed by
     ``permutation`` (``lax.dot.result_stack``; None where it cannot be), or, without one,
     as it is: its products' results one after the other."""
-    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
-    lhs_ndim, shape = len(eqn.invars[0].aval.shape), eqn.outvars[0].aval.shape
     if permutation is not None:
-        return result_stack(eqn.params["dimension_numbers"], lhs_ndim, shape, permutation)
+        return result_stack(eqn.params["dimension_numbers"], len(eqn.invars[0].aval.shape),
+                            eqn.outvars[0].aval.shape, permutation)
     batch_shape, a, bs = _products(eqn)
     size = a.rows * bs.rows
     return MatrixStack(tuple(size * int(np.prod(batch_shape[j + 1:], dtype=np.int64))
