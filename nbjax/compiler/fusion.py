@@ -471,16 +471,22 @@ def _epilogue_of(g, made, consumers, program_outputs, target, position):
 
 def _accumulates_in_place(g, groups, program_outputs):
     """Whether the accumulating product ``g`` may add into its accumulator's own buffer:
-    the program computes that buffer's value (it is no input) and outputs neither it nor
-    a view of it, and nothing reads it (or a view of it) from ``g`` on, but ``g``'s add."""
+    the program computes that buffer's value (it is no input) and nothing reads it from
+    ``g`` on (``read_after``)."""
+    root = buffer_owners(groups[:g.index]).get(g.accumulator, g.accumulator)
+    return any(root in h.outputs for h in groups[:g.index]) and \
+        not read_after(g, groups, g.accumulator, program_outputs)
+
+
+def read_after(g, groups, value, outputs):
+    """Whether ``value``'s buffer (``value``, or a view of it, or what it is a view of) is
+    read from the step ``g`` of ``groups`` on, other than as the value ``g``'s product
+    adds into: by the product itself, by a later step, or as one of ``outputs``."""
     owner = buffer_owners(groups[:g.index])
-    root = owner.get(g.accumulator, g.accumulator)
-    if not any(root in h.outputs for h in groups[:g.index]):
-        return False
+    root = owner.get(value, value)
     shared = {v for v, r in owner.items() if r is root} | {root}
-    readers = [a for a in g.eqns[0].invars] + \
-        [a for h in groups[g.index + 1:] for a in h.inputs] + list(program_outputs)
-    return not shared.intersection(readers)
+    readers = list(g.eqns[0].invars) + [a for h in groups[g.index + 1:] for a in h.inputs]
+    return bool(shared.intersection(readers + list(outputs)))
 
 
 def _epilogue_reason(g):

@@ -53,7 +53,7 @@ program's outputs, copied out at the end) keeps its buffer.
 from collections import Counter
 
 from ...compiler import donation
-from ...compiler.fusion import buffer_owners as owners
+from ...compiler.fusion import buffer_owners as owners, read_after
 from ...compiler.kernel import in_place_ok
 from ...core import Var
 from . import runtime
@@ -130,17 +130,12 @@ def accumulated_inputs(jaxpr, groups):
     the input (or a view of it) from that product on but its add, nor outputting it. A
     loop keeps such a carry in one buffer that the product updates in place
     (``control_flow``), rather than in two (a weight's gradient summed over a scan)."""
-    owner = owners(groups)
     outputs = list(jaxpr.outvars)
     updated = {}
     for g in groups:
         x, out = g.accumulator, g.outputs[0] if g.outputs else None
-        if x not in jaxpr.invars or outputs.count(out) != 1:
-            continue
-        shared = {v for v, root in owner.items() if root is x} | {x}
-        readers = list(g.eqns[0].invars) + outputs + \
-            [a for h in groups[g.index + 1:] for a in h.inputs]
-        if not shared.intersection(readers):
+        if x in jaxpr.invars and outputs.count(out) == 1 and \
+                not read_after(g, groups, x, outputs):
             updated[jaxpr.invars.index(x)] = outputs.index(out)
     return updated
 

@@ -107,12 +107,12 @@ ARGS = ("a", "b", "c", "full", "rows_rest", "columns_rest", "corner", "m", "k", 
 _SLOT = {name: i for i, name in enumerate(ARGS)}
 
 
-def emitter(b, setup, a, bs, dtype, accumulate=False, c_row=None):
+def emitter(b, setup, a, bs, dtype, accumulate, c_row):
     """A function ``product(lhs, rhs, out)`` emitting with ``b`` the product of one pair of
     matrices of the stacks ``a`` and ``bs`` (``lax.dot.MatrixStack``s that ``fit``), given
-    their first elements and the result's (``i8*``; the result's rows ``c_row`` apart,
-    adjacent by default), added to the result's elements with ``accumulate``; ``setup``
-    builds in the entry block."""
+    their first elements and the result's (``i8*``; the result's rows ``c_row`` apart),
+    added to the result's elements with ``accumulate``; ``setup`` builds in the entry
+    block."""
     m, k, n, b_first = a.rows, a.depth, bs.rows, not bs.contracted_last
     loop = library.declare(
         b.module, library.name(f"nbjax_tiled_product_{np.dtype(dtype).name}"), workers.CHUNK)
@@ -122,7 +122,7 @@ def emitter(b, setup, a, bs, dtype, accumulate=False, c_row=None):
               **dict(zip(("a_row", "a_col"), (a.leading, 1) if a.contracted_last
                          else (1, a.leading))),
               "b_row": bs.leading, "b_column": 1 if b_first else bs.leading,
-              "c_row": n if c_row is None else c_row,
+              "c_row": c_row,
               "rows": rows, "width": across * unit, "accumulate": int(accumulate)}
     args = setup.alloca(ir.ArrayType(I8P, len(ARGS)))
     pooled = m * n * k >= SPLIT_WORK and runtime.THREADS > 1 and workers.supported()
