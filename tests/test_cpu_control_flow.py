@@ -2,6 +2,7 @@
 them) and cond/switch whose sub-jaxprs are kernels run as native loops and branches; each
 program is compared with the reference backend."""
 
+import threading
 import warnings
 
 import numpy as np
@@ -235,3 +236,40 @@ def test_an_exception_in_a_host_step_leaves_the_loop_and_is_raised(error):
     assert len(calls) == 3  # the loop stopped at the failing step
     failing[0] = False  # the executable still works afterwards
     np.testing.assert_array_equal(nbjax.jit(f)(np.zeros(2, np.float32)), [10, 10])
+
+
+
+def test_host_steps_failing_on_several_threads_at_once_raise_each_threads_own_error():
+    """One program run by several threads at once (as pmap's devices run it), its host step
+    failing in each at the same moment: every thread gets the exception its own call raised."""
+    threads = 4
+    together = threading.Barrier(threads)
+
+    def callback(v):
+        if v[0] < 0:
+            return v
+        together.wait(timeout=30)
+        raise ValueError(f"thread {int(v[0])} failed")
+
+    def f(x):
+        def step(c, _):
+            return nbjax.pure_callback(callback, nbjax.ShapeDtypeStruct((2,), np.float32),
+                                       c), None
+        return lax.scan(step, x, None, length=3)[0]
+    program = nbjax.jit(f)
+    program(np.full(2, -1, np.float32))  # compiled once, before the threads
+    for attempt in range(10):
+        raised = {}
+
+        def work(k):
+            try:
+                program(np.full(2, k, np.float32))
+            except Exception as e:  # noqa: BLE001  (what each thread saw is the result)
+                raised[k] = e
+        running = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+        for t in running:
+            t.start()
+        for t in running:
+            t.join()
+        assert {k: repr(e) for k, e in raised.items()} == {
+            k: repr(ValueError(f"thread {k} failed")) for k in range(threads)}, attempt

@@ -15,11 +15,14 @@ kernel; a few tens of microseconds per call, next to a millisecond of work at le
 
 A host step returns 0, or 1 after an exception (a ``KeyboardInterrupt`` too), which it keeps
 for the caller of the native function to raise once that function has returned: an
-exception cannot cross native frames.
+exception cannot cross native frames. Native code calls back on the thread that called it,
+and one program may run on several threads at once (pmap's devices, user threads), so the
+exception is kept per thread.
 """
 
 import ctypes
 import dataclasses
+import threading
 
 import numpy as np
 
@@ -62,10 +65,11 @@ def host_step(call, jit_module):
 
 class _Callback:
     """What native code calls with an array of buffer addresses: ``address`` is the C
-    function; an exception is kept (``take_error``) and reported as status 1."""
+    function; an exception is kept, for the calling thread (``take_error``), and reported
+    as status 1."""
 
     def __init__(self):
-        self.error = None
+        self._kept = threading.local()
         self.function = SIGNATURE(self)  # kept alive as long as the step is
         self.address = ctypes.cast(self.function, ctypes.c_void_p).value
 
@@ -74,11 +78,13 @@ class _Callback:
             self.call(addresses)
             return 0
         except BaseException as e:  # noqa: BLE001  (raised again once the native call returns)
-            self.error = e
+            self._kept.error = e
             return 1
 
     def take_error(self):
-        error, self.error = self.error, None
+        """The exception this thread's last call raised, if any; forgotten once taken."""
+        error = getattr(self._kept, "error", None)
+        self._kept.error = None
         return error
 
 
