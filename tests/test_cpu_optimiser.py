@@ -164,7 +164,8 @@ def _defined(text):
     return {f.name for f in partition._read(text)[1] if not f.internal}
 
 
-def test_a_module_is_cut_between_its_functions_into_parts_that_each_verify():
+def test_a_module_is_cut_between_its_functions_into_parts_that_each_verify(monkeypatch):
+    monkeypatch.setattr(partition, "MIN_PART_COST", 1)  # (its functions are tiny)
     parts = partition.split(_PROGRAM, 2)
     assert len(parts) == 2
     tm = pipeline.target_machine(*cpu_target())
@@ -178,6 +179,14 @@ def test_a_module_is_cut_between_its_functions_into_parts_that_each_verify():
     assert len(partition.split(_PROGRAM, 8)) == 3     # never more parts than functions
     with pytest.raises(ValueError, match="unterminated"):
         partition.split(_PROGRAM.rsplit("}", 1)[0], 2)
+
+
+def test_no_part_is_cut_smaller_than_a_part_costs_of_its_own(monkeypatch):
+    """Each part costs LLVM about a millisecond whatever it holds: three tiny functions
+    (about 8,200 units each) make as many parts as ``MIN_PART_COST`` allows."""
+    for min_cost, parts in [(25000, 1), (12000, 2), (8000, 3)]:
+        monkeypatch.setattr(partition, "MIN_PART_COST", min_cost)
+        assert len(partition.split(_PROGRAM, 8)) == parts, min_cost
 
 
 def test_the_parts_run_as_the_whole_module_did(two_processes):
