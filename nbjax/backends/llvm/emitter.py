@@ -154,6 +154,10 @@ class ScalarEmitter:
         if _is_float(dst):
             return b.sitofp(x, t) if _is_signed(src) else b.uitofp(x, t)
         if _is_float(src):
+            # From float16 through float32 (exact): LLVM's own saturating conversion of a
+            # float16 to int16 made NaN -32768 on a CPU with AVX512-FP16 (not 0, as XLA's).
+            if src == dtypes.float16:
+                x, src = b.fpext(x, reg_type(dtypes.float32)), np.dtype(dtypes.float32)
             kind = "fptosi" if _is_signed(dst) else "fptoui"
             fn = self.intrinsic(f"llvm.{kind}.sat.{suffix(t)}.{suffix(reg_type(src))}",
                                 t, [reg_type(src)])
