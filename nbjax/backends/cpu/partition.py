@@ -24,10 +24,11 @@ from . import pipeline
 # A part costs about 1.3 ms whatever it holds (parsing, the code generator's set-up, a
 # message each way), and a part more than the workers can take at once waits for a second
 # round: a tier is cut into no more parts than it has this much estimated work for
-# (``_cost``'s units, about a microsecond each by O3 on the machines measured). Cutting the
-# dispatch workload's entry (6,000 units) in two, beside its kernel, took its LLVM time on
-# two workers from 4.3 to 5.7 ms.
-MIN_PART_COST = 10000
+# (``_cost``'s units, about a microsecond each by O3 on the machines measured: three times
+# a part's own cost). Cutting the dispatch workload's entries (6,000 units) in two, beside
+# its kernel, took its LLVM time on two workers from 4.3 to 5.7 ms. (Any kernel compiled
+# by O3 costs more than this: two of them still go to two workers.)
+MIN_PART_COST = 4000
 
 _NAME = re.compile(r'@("?)([^"(\s]+)\1\(')
 _VARIANT = re.compile(r"_ZGV\w*?\(([\w.]+)\)")   # vector-function-abi-variant's names
