@@ -15,6 +15,10 @@ def pytest_sessionfinish(session, exitstatus):
     if _OWN_CACHE is not None:
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
+# A product that fits the register tiles uses them on every machine in the tests (by
+# default the faster of them and BLAS, measured: tests/test_cpu_tiled_products.py).
+os.environ.setdefault("NBJAX_PRODUCT_TILES", "always")
+
 import nbjax  # noqa: E402
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import nbjax.numpy as jnp
 from nbjax import lax
-from nbjax.backends.cpu import library, runtime, tiled_products, workers
+from nbjax.backends.cpu import library, runtime, tile_choice, tiled_products, workers
 from helpers import assert_close, cpu_and_reference
 
 RNG = np.random.default_rng(11)
@@ -176,3 +176,39 @@ def test_tiles_are_library_functions_made_once_per_process():
         code = cpu.jit_module.optimised_ir
         assert "declare void @nbjax_tiled_product_float32" in code
         assert not re.search(r"define .*@\"?nbjax_tile", code)
+
+
+# --- tiles or BLAS, measured on the machine -----------------------------------------------
+
+def test_the_faster_of_tiles_and_blas_is_chosen(monkeypatch, tmp_path):
+    """With ``CHOICE`` "measured", a product that fits is tiled where the tiles ran faster
+    than BLAS (its measured times given here), and the fusion report says so with the
+    times; either way the values are the reference's. (A program in the disk cache keeps
+    the choice it was compiled with: each choice compiles into a cache of its own here.)"""
+    monkeypatch.setattr(tile_choice, "CHOICE", "measured")
+    h = RNG.standard_normal((13, 64)).astype(np.float32)
+    w = (RNG.standard_normal((64, 64)) / 8).astype(np.float32)
+    key = (13, 64, 64, True, "float32")
+    for times, tiled in [((2e-6, 5e-6), True), ((5e-6, 2e-6), False)]:
+        monkeypatch.setitem(tile_choice._MEASURED, key, times)
+        monkeypatch.setenv("NBJAX_CACHE_DIR", str(tmp_path / f"tiled-{tiled}"))
+        for program in (_in_loop, lambda h, w: (h @ w) * 2.0):
+            assert _uses_tiles(_check(program, h, w)) == tiled
+        said = ("dot_general is a register-tiled loop in native code (13 rows, 64 "
+                "contracted: 2 us against BLAS's 5 us on this machine)" if tiled else
+                "dot_general is a BLAS call (faster than register tiles: 5 us against "
+                "BLAS's 2 us on this machine)")
+        reasons = [d.reason for d in _check(lambda h, w: (h @ w) * 2.0, h, w).plan.decisions]
+        assert any(said in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("b_first", [True, False])
+def test_tiles_and_blas_are_timed_on_the_product(b_first):
+    """``measured`` times both on this machine (once per process and shape): two
+    positive times, the same on asking again; a product too large to time is not."""
+    shape = (8, 16 * tiled_products.lanes(np.float32), 48 if b_first else 40)
+    times = tile_choice.measured(*shape, b_first, np.float32)
+    assert times is not None and all(0 < t < 0.1 for t in times), times
+    assert tile_choice.measured(*shape, b_first, np.float32) is times
+    huge = (64, tile_choice.MEASURED_WORK, 64)
+    assert tile_choice.measured(*huge, b_first, np.float32) is None

@@ -23,7 +23,7 @@ from llvmlite import ir
 from ...lax.shapes import transpose_p
 from ...lax.dot import MatrixStack, matrix_stack, result_stack
 from ..llvm import I64, for_loop, mem_type
-from . import routines, tiled_products
+from . import routines, tile_choice, tiled_products
 from .routines import REAL, by_reference
 
 
@@ -56,11 +56,18 @@ def how(eqn):
     batch_shape, a, b = _products(eqn)
     strided = "" if _packed(batch_shape, a) and _packed(batch_shape, b) else \
         "; it reads its operands in place through their strides"
-    if tiled_products.fits(a.rows, a.depth, b.rows, a.contracted_last, not b.contracted_last,
-                           eqn.outvars[0].aval.dtype):
+    shape = (a.rows, a.depth, b.rows, a.contracted_last, not b.contracted_last,
+             eqn.outvars[0].aval.dtype)
+    if not tiled_products.fits(*shape):
+        return f"is a BLAS call{strided}"
+    times = None if tile_choice.CHOICE == "always" else \
+        tile_choice.measured(*shape[:3], *shape[4:])
+    timed = "" if times is None else \
+        f": {times[0] * 1e6:.0f} us against BLAS's {times[1] * 1e6:.0f} us on this machine"
+    if tile_choice.uses_tiles(*shape):
         return (f"is a register-tiled loop in native code ({a.rows} rows, {a.depth} "
-                f"contracted: where BLAS does no better{strided})")
-    return f"is a BLAS call{strided}"
+                f"contracted{timed}{strided})")
+    return f"is a BLAS call (faster than register tiles{timed}{strided})"
 
 
 def _products(eqn):
@@ -124,7 +131,7 @@ def gemm(b, setup, eqn, lhs, rhs, out, accumulate=False, permutation=None):
         return
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
     c = _result_stack(eqn, permutation)
-    if tiled_products.fits(m, k, n, a.contracted_last, not bs.contracted_last, dtype):
+    if tile_choice.uses_tiles(m, k, n, a.contracted_last, not bs.contracted_last, dtype):
         product = tiled_products.emitter(b, setup, a, bs, dtype, accumulate, c.leading)
     else:
         product = _gemm_call(b, setup, (m, k, n), a, bs, c.leading, dtype, accumulate)

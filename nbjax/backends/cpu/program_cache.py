@@ -44,7 +44,7 @@ from ...compiler import fusion, passes
 from ...compiler.fusion import FusionPlan
 from ...compiler.kernel import KernelOutput, LoopKernel
 from . import (buffer_plan, cache, codegen, executable, library, routines, runtime,
-               tiled_products)
+               tile_choice, tiled_products)
 from .target import runs_here
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,8 @@ def _settings():
     return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
             "pool split work": runtime.POOL_SPLIT_WORK, "math work": runtime.MATH_WORK,
             "tiled products": (tiled_products.ROWS_MAX, tiled_products.DEPTH_MAX,
-                               tiled_products.DOT_DEPTH_MIN, tiled_products.SPLIT_WORK),
+                               tiled_products.DOT_DEPTH_MIN, tiled_products.SPLIT_WORK,
+                               tile_choice.CHOICE),
             "inline math calls": codegen.INLINE_MATH_CALLS,
             "kernel depth": fusion.MAX_KERNEL_DEPTH, "hoist limit": passes.HOIST_LIMIT,
             "poison": buffer_plan.POISON}

@@ -3,9 +3,10 @@
 A recurrent network's step multiplies a state of a few dozen rows by a weight matrix:
 32x256 by 256x1024 in the LSTM benchmark. OpenBLAS packs both operands into its panel
 layout on every call and, at so few rows, reaches about half the rate it reaches on large
-products (88 us on two cores here; one core of the tiles below: 69 us). So where a product
-has 2 to ``ROWS_MAX`` rows (one row is BLAS's ``gemv``, bound by memory), native code
-computes it itself (``fits`` says which products):
+products (88 us on two cores of an AMD EPYC; one core of the tiles below: 69 us). So where
+a product has 2 to ``ROWS_MAX`` rows (one row is BLAS's ``gemv``, bound by memory), native
+code computes it itself (``fits`` says which products), where that is faster on the
+machine (``tile_choice``: on an Intel Xeon it was not):
 
 - ``x @ w``, the right operand a row-major ``k x n`` matrix (its rows at any stride: an
   attention's heads are read in place) and ``n`` a whole number of vectors: ``C`` is cut
@@ -116,16 +117,14 @@ def emitter(b, setup, a, bs, dtype, accumulate, c_row):
     m, k, n, b_first = a.rows, a.depth, bs.rows, not bs.contracted_last
     loop = library.declare(
         b.module, library.name(f"nbjax_tiled_product_{np.dtype(dtype).name}"), workers.CHUNK)
-    _, rows, across, unit = _tiling(b_first, dtype)
-    tiles = math.ceil(n / (across * unit))
-    values = {**_tiles(b.module, m, n, b_first, dtype), "m": m, "k": k, "n": n,
-              **dict(zip(("a_row", "a_col"), (a.leading, 1) if a.contracted_last
-                         else (1, a.leading))),
-              "b_row": bs.leading, "b_column": 1 if b_first else bs.leading,
-              "c_row": c_row,
-              "rows": rows, "width": across * unit, "accumulate": int(accumulate)}
+    tiles = tile_count(n, b_first, dtype)
+    values = arguments(m, k, n, (a.leading, 1) if a.contracted_last else (1, a.leading),
+                       bs.leading, 1 if b_first else bs.leading, c_row, b_first, dtype,
+                       accumulate)
+    values.update({part: name and library.declare(b.module, name, _tile_type(dtype))
+                   for part, name in tile_names(m, n, b_first, dtype).items()})
     args = setup.alloca(ir.ArrayType(I8P, len(ARGS)))
-    pooled = m * n * k >= SPLIT_WORK and runtime.THREADS > 1 and workers.supported()
+    pooled = pooled_on_cores(m, k, n)
 
     def store(slot, value):
         b.store(value, b.gep(args, [ir.Constant(I32, 0), ir.Constant(I32, _SLOT[slot])]))
@@ -145,10 +144,35 @@ def emitter(b, setup, a, bs, dtype, accumulate, c_row):
     return product
 
 
-def _tiles(module, m, n, b_first, dtype):
-    """{part of ``C``: its tile function declared in ``module``, None if it is empty}: the
-    whole tiles, those of the rows left below them, of the columns left to their right,
-    and the corner where both are left."""
+def arguments(m, k, n, a_strides, b_row, b_column, c_row, b_first, dtype, accumulate):
+    """The integers of a product's ``ARGS`` (``a_strides``: how far apart ``A``'s rows and
+    its columns are), by name."""
+    _, rows, across, unit = _tiling(b_first, dtype)
+    return {"m": m, "k": k, "n": n, "a_row": a_strides[0], "a_col": a_strides[1],
+            "b_row": b_row, "b_column": b_column, "c_row": c_row, "rows": rows,
+            "width": across * unit, "accumulate": int(accumulate)}
+
+
+def tile_width(b_first, dtype):
+    """How many columns of ``C`` a tile computes."""
+    _, _, across, unit = _tiling(b_first, dtype)
+    return across * unit
+
+
+def tile_count(n, b_first, dtype):
+    """How many tiles wide ``C`` is (the loop's extent)."""
+    return math.ceil(n / tile_width(b_first, dtype))
+
+
+def pooled_on_cores(m, k, n):
+    """Whether a product's tiles are shared out between the cores."""
+    return m * n * k >= SPLIT_WORK and runtime.THREADS > 1 and workers.supported()
+
+
+def tile_names(m, n, b_first, dtype):
+    """{part of ``C``: the name of its tile function, None if it is empty}: the whole
+    tiles, those of the rows left below them, of the columns left to their right, and the
+    corner where both are left."""
     prefix, rows, across, unit = _tiling(b_first, dtype)
     whole, rows_left = m - m % rows, m % rows
     full, rest = divmod(n, across * unit)
@@ -156,9 +180,8 @@ def _tiles(module, m, n, b_first, dtype):
     shapes = {"full": (whole and full and rows, across),
               "rows_rest": (full and rows_left, across),
               "columns_rest": (whole and rows, rest), "corner": (rows_left, rest)}
-    return {part: library.declare(module, library.name(
-        f"{prefix}{np.dtype(dtype).name}_{h}x{v}"), _tile_type(dtype))
-        if h and v else None for part, (h, v) in shapes.items()}
+    return {part: library.name(f"{prefix}{np.dtype(dtype).name}_{h}x{v}") if h and v
+            else None for part, (h, v) in shapes.items()}
 
 
 def _tile_type(dtype):
