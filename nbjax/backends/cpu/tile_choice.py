@@ -45,8 +45,9 @@ _MEASURED = {}  # (m, k, n, b_first, dtype name) -> (tiles' seconds, BLAS's), or
 def measured(m, k, n, b_first, dtype):
     """(seconds of the tiles, of BLAS) for this product (its left operand row-major) on
     this machine, the best of five runs, measured once per process; None where it is not
-    measured (code for another CPU than this one, or a product too large to time: one
-    tile's columns over ``MEASURED_WORK``). A wider product is timed on its first columns,
+    measured (code for another CPU than this one, or a product too large to time: eight
+    rows by one tile's columns over ``MEASURED_WORK``). A larger product is timed on its
+    first rows (the tiles of a short contraction take any number), then its first columns,
     the rows of ``B`` and ``C`` as far apart as in the product."""
     key = (m, k, n, b_first, np.dtype(dtype).name)
     if key not in _MEASURED:
@@ -56,13 +57,14 @@ def measured(m, k, n, b_first, dtype):
 
 def _measure(m, k, n, b_first, dtype):
     width = tile_width(b_first, dtype)
+    m = min(m, max(8, MEASURED_WORK // max(k * n, 1)))
     columns = min(n, max(width, MEASURED_WORK // max(m * k, 1) // width * width))
     if not for_the_host() or m * k * columns > MEASURED_WORK:
         return None
     a, bm, c = (_filled((rows, cols), dtype) for rows, cols in
                 [(m, k), (k, n) if b_first else (n, k), (m, n)])
     right = bm[:, :columns] if b_first else bm[:columns].T
-    tiles = _tiles_runner(a, bm, c, columns, b_first, pooled_on_cores(m, k, n))
+    tiles = _tiles_runner(a, bm, c, columns, b_first, pooled_on_cores(m, k, columns))
     return (_best_time(tiles),  # (first: BLAS's threads spin for a while after a call)
             _best_time(lambda: np.matmul(a, right, out=c[:, :columns])))
 
