@@ -81,6 +81,30 @@ def test_small_kernels_stay_on_one_thread():
                "repay" in r for r in _body_reasons(cpu))
 
 
+@pytest.mark.skipif(runtime.THREADS < 2, reason="one core: nothing splits")
+def test_kernels_in_a_loop_calling_blas_split_only_from_more_work():
+    """OpenBLAS's threads spin on the other cores after each call: a loop body calling BLAS
+    keeps a kernel on one thread below ``BESIDE_BLAS_SPLIT_WORK``; the same kernel where no
+    BLAS call is beside it splits. Values as the reference's either way."""
+    def with_blas(h, w, xs):  # 80 rows contracting 256: BLAS, not the tiles
+        return lax.scan(lambda h, x: (jnp.tanh(h @ w + x), None), h, xs)[0]
+
+    def without(h, w, xs):
+        return lax.scan(lambda h, x: (jnp.tanh(h * 0.5 + x), None), h, xs)[0]
+    h = RNG.standard_normal((80, 256)).astype(np.float32)
+    w = (RNG.standard_normal((256, 256)) / 16).astype(np.float32)
+    xs = RNG.standard_normal((3, 80, 256)).astype(np.float32)
+    work = 80 * 256 * (1 + runtime.MATH_WORK)   # between the two thresholds
+    assert runtime.POOL_SPLIT_WORK <= work < runtime.BESIDE_BLAS_SPLIT_WORK
+    for program, split in [(with_blas, False), (without, True)]:
+        cpu, ref = cpu_and_reference(program, h, w, xs)
+        assert_close(cpu.run(h, w, xs)[0], ref.run(h, w, xs)[0], rtol=1e-5, scale=1.0)
+        reasons = [r for r in _body_reasons(cpu) if "tanh" in r]
+        said = (f"on one thread (work {work:,}" if not split else "split between the")
+        assert any(said in r for r in reasons), reasons
+        assert ("in a loop calling BLAS" in reasons[0]) == (not split), reasons
+
+
 def test_threads_calling_at_once_get_their_own_results(small_splits):
     """A second caller while the pool is busy runs its kernel on its own thread."""
     u = RNG.standard_normal((40, 64)).astype(np.float32)

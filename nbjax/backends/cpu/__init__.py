@@ -65,6 +65,10 @@ class CpuTarget(Target):
     def kernel_choice(self, kernel):
         return runtime.split_choice(kernel)
 
+    def record_choices(self, plan):
+        _mark_kernels_beside_blas(plan)
+        super().record_choices(plan)
+
     def private(self, array):
         return runtime.private(array)
 
@@ -81,3 +85,16 @@ class CpuTarget(Target):
 
 
 TARGET = CpuTarget()
+
+
+def _mark_kernels_beside_blas(plan, beside=False):
+    """Mark the kernels of every loop body (nested ones within) that calls BLAS
+    (``LoopKernel.beside_library_threads``): they split between the cores only from more
+    work (``runtime.BESIDE_BLAS_SPLIT_WORK``)."""
+    for g in plan.groups:
+        if g.kind == "kernel" and beside:
+            g.kernel.beside_library_threads = True
+        for sub in g.subprograms if g.kind == "loop" else ():
+            calls = any(h.kind == "library" and any(map(blas.calls_blas, h.eqns))
+                        for h in sub.plan.groups)
+            _mark_kernels_beside_blas(sub.plan, beside or calls)

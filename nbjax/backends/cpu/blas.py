@@ -70,6 +70,15 @@ def how(eqn):
     return f"is a BLAS call (faster than register tiles{timed}{strided})"
 
 
+def calls_blas(eqn):
+    """Whether native code computes ``eqn`` by BLAS calls (not by the register tiles)."""
+    if not supports(eqn):
+        return False
+    _, a, b = _products(eqn)
+    return not tile_choice.uses_tiles(a.rows, a.depth, b.rows, a.contracted_last,
+                                      not b.contracted_last, eqn.outvars[0].aval.dtype)
+
+
 def _products(eqn):
     """(batch shape, lhs's ``MatrixStack``, rhs's) for a ``dot_general`` that is a stack of
     ``m x k`` by ``k x n`` products read in place, of float32 or float64, else None."""

@@ -77,7 +77,8 @@ def _settings():
     out of loops, whether dead scratch is poisoned, which products are tiled. (Which BLAS
     the code calls is in the names of the symbols it calls, checked on loading.)"""
     return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
-            "pool split work": runtime.POOL_SPLIT_WORK, "math work": runtime.MATH_WORK,
+            "pool split work": (runtime.POOL_SPLIT_WORK, runtime.BESIDE_BLAS_SPLIT_WORK),
+            "math work": runtime.MATH_WORK,
             "tiled products": (tiled_products.ROWS_MAX, tiled_products.DEPTH_MAX,
                                tiled_products.DOT_DEPTH_MIN, tiled_products.SPLIT_WORK,
                                tile_choice.CHOICE),

@@ -326,6 +326,11 @@ pool = BufferPool()
 
 SPLIT_THRESHOLD = 1 << 20  # elements from which a loop accumulating over its outer axis splits
 POOL_SPLIT_WORK = 1 << 16  # work (``kernel_work``) from which any other loop splits
+# ... and a kernel in a loop whose body calls BLAS (``beside_library_threads``): OpenBLAS's
+# threads spin on the other cores for a while after each call, and a kernel split onto them
+# waits for its slower half (an RNN step's tanh over 32x512: 16.2 -> 14.8 ms for the scan
+# of 100 steps on one thread; an LSTM forward's gates 17.4 -> 16.3 ms).
+BESIDE_BLAS_SPLIT_WORK = 1 << 20
 MATH_WORK = 4              # the work of a math function's call on one element (a copy: 1)
 _executor = None
 _executor_lock = threading.Lock()
@@ -375,8 +380,12 @@ def splits(loop):
     if len(loop.shape) < 1 or loop.shape[0] < 2 or THREADS < 2:
         return False
     if on_pool(loop):
-        return kernel_work(loop) >= POOL_SPLIT_WORK
+        return kernel_work(loop) >= _pool_split_work(loop)
     return math.prod(loop.shape) >= SPLIT_THRESHOLD
+
+
+def _pool_split_work(loop):
+    return BESIDE_BLAS_SPLIT_WORK if loop.beside_library_threads else POOL_SPLIT_WORK
 
 
 def pooled(loop):
@@ -396,11 +405,14 @@ def split_choice(loop):
         stages = f" in {len(loop.stages)} stages" if loop.stages else ""
         measure = (f"work {kernel_work(loop):,}: {size:,} elements{stages}, math functions "
                    f"counting {MATH_WORK} more each")
+        least, where = f"{_pool_split_work(loop):,}", (
+            " in a loop calling BLAS, whose threads keep them busy"
+            if loop.beside_library_threads else "")
         if splits(loop):
             return (f"split between the {THREADS} cores along its outer axis, on the worker "
-                    f"pool ({measure}; at least {POOL_SPLIT_WORK:,})")
-        return (f"on one thread ({measure}; under the {POOL_SPLIT_WORK:,} that repay handing "
-                "chunks to the other cores)")
+                    f"pool ({measure}; at least {least}{where})")
+        return (f"on one thread ({measure}; under the {least} that repay handing chunks "
+                f"to the other cores{where})")
     if splits(loop):
         return (f"split between the {THREADS} cores along its outer axis ({size:,} elements, "
                 f"at least {SPLIT_THRESHOLD:,}: its partial results are combined)")
