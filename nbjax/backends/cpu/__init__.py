@@ -66,6 +66,7 @@ class CpuTarget(Target):
         return runtime.split_choice(kernel)
 
     def record_choices(self, plan):
+        # (the first of the target's hooks after planning: the marks change the choices)
         _mark_kernels_beside_blas(plan)
         super().record_choices(plan)
 

@@ -56,8 +56,7 @@ def how(eqn):
     batch_shape, a, b = _products(eqn)
     strided = "" if _packed(batch_shape, a) and _packed(batch_shape, b) else \
         "; it reads its operands in place through their strides"
-    shape = (a.rows, a.depth, b.rows, a.contracted_last, not b.contracted_last,
-             eqn.outvars[0].aval.dtype)
+    shape = _tile_arguments(eqn)
     if not tiled_products.fits(*shape):
         return f"is a BLAS call{strided}"
     times = None if tile_choice.CHOICE == "always" else \
@@ -72,11 +71,14 @@ def how(eqn):
 
 def calls_blas(eqn):
     """Whether native code computes ``eqn`` by BLAS calls (not by the register tiles)."""
-    if not supports(eqn):
-        return False
+    return supports(eqn) and not tile_choice.uses_tiles(*_tile_arguments(eqn))
+
+
+def _tile_arguments(eqn):
+    """The arguments of ``tiled_products.fits`` for ``eqn`` (``supports(eqn)``)."""
     _, a, b = _products(eqn)
-    return not tile_choice.uses_tiles(a.rows, a.depth, b.rows, a.contracted_last,
-                                      not b.contracted_last, eqn.outvars[0].aval.dtype)
+    return (a.rows, a.depth, b.rows, a.contracted_last, not b.contracted_last,
+            eqn.outvars[0].aval.dtype)
 
 
 def _products(eqn):
@@ -140,10 +142,10 @@ def gemm(b, setup, eqn, lhs, rhs, out, accumulate=False, permutation=None):
         return
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
     c = _result_stack(eqn, permutation)
-    if tile_choice.uses_tiles(m, k, n, a.contracted_last, not bs.contracted_last, dtype):
-        product = tiled_products.emitter(b, setup, a, bs, dtype, accumulate, c.leading)
-    else:
+    if calls_blas(eqn):
         product = _gemm_call(b, setup, (m, k, n), a, bs, c.leading, dtype, accumulate)
+    else:
+        product = tiled_products.emitter(b, setup, a, bs, dtype, accumulate, c.leading)
     _for_each_matrix(b, batch_shape, lambda i: product(
         _matrix_at(b, lhs, _batch_offset(b, i, batch_shape, a), dtype),
         _matrix_at(b, rhs, _batch_offset(b, i, batch_shape, bs), dtype),
