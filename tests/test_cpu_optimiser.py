@@ -252,7 +252,7 @@ def test_code_that_runs_once_per_call_or_step_goes_to_the_light_tiers(monkeypatc
     (defined, light), = seen
     vectorised = [n for n in defined if n.startswith("kernel") and n not in light]
     assert len(vectorised) == 1   # exp(big) * 2
-    assert light["program"] == light["program_py"] == pipeline.CALLS
+    assert light["program"] == pipeline.CALLS
     assert any(n.startswith("control") and tier == pipeline.CALLS for n, tier in light.items())
     assert any(n.startswith("kernel") and tier == pipeline.SMALL_LOOPS  # the scan's tanh
                for n, tier in light.items())

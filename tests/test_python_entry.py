@@ -53,20 +53,20 @@ def test_without_entries_the_executables_call_through_ctypes(fn, shapes, monkeyp
     monkeypatch.setenv("NBJAX_DISABLE_DISK_CACHE", "1")  # a program compiled afresh
     args = _args(shapes)
     cpu, ref = cpu_and_reference(fn, *args, name="no_entries")
-    assert cpu.layout.entries == ()
+    assert cpu.layout.entries == {}
     for got, want in zip(cpu.run(*args), ref.run(*args)):
         assert_close(np.asarray(got), np.asarray(want), rtol=2e-6, scale=4.0)
 
 
 def test_only_the_functions_python_calls_get_entries():
     x = _args([(4, 33)])[0]
-    assert cpu_and_reference(_kernel, x)[0].layout.entries == ("kernel_0",)
+    assert list(cpu_and_reference(_kernel, x)[0].layout.entries) == ["kernel_0"]
     loop = cpu_and_reference(_loop, x)[0]
-    assert loop.layout.entries == tuple(f.name for f in loop.layout.flows.values())
+    assert list(loop.layout.entries) == [f.name for f in loop.layout.flows.values()]
     program = cpu_and_reference(_program, *_args([(16, 16), (3, 16)]))[0]
-    assert program.layout.entries == ("program",)
+    assert list(program.layout.entries) == ["program"]
     big = np.ones(1 << 21, np.float32)  # split between the cores: not called by an entry
-    assert cpu_and_reference(_kernel, big)[0].layout.entries == ()
+    assert cpu_and_reference(_kernel, big)[0].layout.entries == {}
 
 
 def _spin(w, x):
@@ -100,3 +100,46 @@ def test_the_native_call_lets_other_python_threads_run():
     middle = [t for t in seen if started + quarter < t < ended - quarter]
     assert ended - started > 0.02, "the loop ran too briefly to tell"
     assert len(middle) > 100, f"{len(middle)} turns of the other thread in the call's middle"
+
+
+def _sum_of(*xs):
+    out = xs[0] * 0.5
+    for k, x in enumerate(xs[1:]):
+        out = out + x * float(k + 2)
+    return out
+
+
+@pytest.mark.parametrize("n_inputs", [1, python_entry.MAX_KERNEL_BUFFERS - 1,
+                                      python_entry.MAX_KERNEL_BUFFERS])
+def test_a_kernel_of_up_to_the_most_buffers_has_an_entry_and_more_call_through_ctypes(
+        n_inputs):
+    """The kernel entry calls a kernel through a switch on its number of buffers: the last
+    case computes as the first, and a kernel of one buffer more has no entry."""
+    xs = _args([(3, 5)] * n_inputs)
+    cpu, ref = cpu_and_reference(_sum_of, *xs)
+    kernel, = [loop for loop, _, _ in cpu.layout.kernels]
+    n_buffers = len(kernel.inputs) + len(kernel.outputs)
+    assert n_buffers == n_inputs + 1
+    has_entry = n_buffers <= python_entry.MAX_KERNEL_BUFFERS
+    assert bool(cpu.layout.entries) == has_entry
+    if has_entry:  # the entry itself computes the sum, not the ctypes call after a refusal
+        out = np.full((3, 5), np.nan, np.float32)
+        assert cpu._kernel.entry_output[0](out, *xs) is None
+        assert_close(out, np.asarray(ref.run(*xs)[0]), rtol=2e-6, scale=4.0 * n_inputs)
+    for got, want in zip(cpu.run(*xs), ref.run(*xs)):
+        assert_close(np.asarray(got), np.asarray(want), rtol=2e-6, scale=4.0 * n_inputs)
+
+
+def test_an_entry_of_a_program_loaded_from_the_disk_cache_takes_arrays(tmp_path, monkeypatch):
+    """A loaded program's descriptor names NumPy's own dtype objects (a pickled dtype is
+    another object, which would make the entry refuse every array)."""
+    monkeypatch.setenv("NBJAX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NBJAX_DISABLE_DISK_CACHE", raising=False)
+    x = _args([(5, 7)])[0]
+    compiled = cpu_and_reference(_kernel, x)[0]
+    loaded = cpu_and_reference(_kernel, x)[0]
+    assert "codegen" in compiled.compile_times and "codegen" not in loaded.compile_times
+    for cpu in (compiled, loaded):
+        out = np.full((5, 7), np.nan, np.float32)
+        assert cpu._kernel.entry_output[0](out, x) is None, "the entry refused"
+        assert_close(out, np.sin(x) * 2.0 + x, rtol=2e-6, scale=4.0)

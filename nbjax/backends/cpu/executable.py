@@ -28,8 +28,7 @@ import numpy as np
 from ... import compiler
 from ...compiler import KernelInfo, report
 from ...core import HOST_DEVICE, Literal, host_result, to_numpy
-from . import (buffer_plan, codegen, control_flow, interrupts, library, pipeline,
-               python_entry, runtime)
+from . import buffer_plan, codegen, control_flow, interrupts, library, python_entry, runtime
 from .host_steps import HostCall, host_step
 
 
@@ -79,14 +78,15 @@ class Executable(compiler.Executable):
         return None if entry is None else _direct_call(self, entry, consts, out_aval, fallback)
 
     def checked_call(self, consts, out_aval):
-        """The whole call in the kernel's checked-call entry (see the base class and
+        """The whole call in the kernel's checked call (see the base class and
         ``python_entry``), for the programs ``direct`` takes."""
         if self._direct_entry(out_aval) is None:
             return None
-        state = [_frozen_empty(out_aval), _frozen_empty(out_aval), out_aval, HOST_DEVICE,
-                 functools.partial(_frozen_empty, out_aval), self, "step_times", *consts]
-        return self.jit_module.entry(self.plan.groups[0].kernel.name,
-                                     python_entry.CALL_SUFFIX, state)
+        name = self.plan.groups[0].kernel.name
+        address = self.jit_module.address(name)
+        return None if not address else self.layout.entries[name].checked_call(
+            address, out_aval, HOST_DEVICE, functools.partial(_frozen_empty, out_aval), self,
+            consts)
 
     def _direct_entry(self, out_aval):
         """The kernel's entry, if the program is one small kernel with one output of
@@ -476,16 +476,16 @@ class Layout:
     (``optimised_texts``), the control-flow functions (``flows``: {plan group index or
     "program": ``control_flow.Flow``}) and the host steps they call (``host_calls``).
     ``externals`` names the symbols the module takes from the process (BLAS, libm...),
-    ``entries`` the functions Python calls through a ``python_entry``, ``donations`` the
-    outputs that may take donated inputs' buffers, ``same_code`` the kernels that call an
-    earlier kernel of the same code (``ModuleBuilder.add_kernel``).
+    ``entries`` gives the functions Python calls through a ``python_entry`` ({name: how}),
+    ``donations`` the outputs that may take donated inputs' buffers, ``same_code`` the
+    kernels that call an earlier kernel of the same code (``ModuleBuilder.add_kernel``).
     Together with the plan it pickles: the disk cache keeps it with the machine code."""
     kernels: list
     texts: list
     flows: dict
     host_calls: list
     externals: list
-    entries: tuple = ()
+    entries: dict = dataclasses.field(default_factory=dict)
     optimised_texts: dict = dataclasses.field(default_factory=dict)
     # {donated input position: (output position, in place)}: ``buffer_plan.donations``
     donations: dict = dataclasses.field(default_factory=dict)
@@ -541,35 +541,28 @@ def generate(name, optimised, plan, timer):
             functions["program"] = control_flow.ControlFlowFunction.of_program(
                 mb, optimised, plan, "program", dict(functions))
         flows = {key: f.flow for key, f in functions.items()}
-        entries = _add_entries(mb.module, plan, flows) if python_entry.USABLE else ()
-        mb.light.update((entry + suffix, pipeline.CALLS) for entry in entries
-                        for suffix in (python_entry.SUFFIX, python_entry.CALL_SUFFIX)
-                        if entry + suffix in mb.module.globals)
+        entries = _entries(plan, flows) if python_entry.USABLE else {}
         ir_text = mb.text()
     return Layout(kernels, texts, flows, mb.host_calls, runtime.externals(mb.module),
                   entries, same_code=mb.same_code), ir_text, mb.light
 
 
-def _add_entries(module, plan, flows):
-    """Give the functions Python calls a ``python_entry``: the whole program's, else the
-    one step's (a kernel on one thread, or control flow); returns their names."""
+def _entries(plan, flows):
+    """{name: its ``python_entry``} for the functions Python calls: the whole program's,
+    else the one step's (a kernel on one thread, or control flow)."""
     if "program" in flows or len(plan.groups) != 1:
         called = [flows["program"]] if "program" in flows else []
     else:
         group = plan.groups[0]
-        arrays = _entry_arrays(group.kernel) if group.kind == "kernel" else None
-        if arrays is not None and not runtime.splits(group.kernel) \
-                and python_entry.checkable(arrays):
+        if group.kind == "kernel":
             kernel = group.kernel
-            python_entry.add_kernel_entry(module, module.get_global(kernel.name),
-                                          kernel.shape[0] if kernel.shape else 1, arrays,
-                                          len(kernel.outputs))
-            return (kernel.name,)
+            entry = None if runtime.splits(kernel) else python_entry.KernelEntry.of(
+                kernel.shape[0] if kernel.shape else 1, _entry_arrays(kernel))
+            return {kernel.name: entry} if entry is not None else {}
         called = [flows[group.index]] if group.kind == "loop" else []
-    for flow in called:
-        n_io = flow.timed + len(flow.operands) + len(flow.results) + len(flow.constants)
-        python_entry.add_flow_entry(module, module.get_global(flow.name), n_io)
-    return tuple(flow.name for flow in called)
+    return {flow.name: python_entry.FlowEntry(
+        flow.timed + len(flow.operands) + len(flow.results) + len(flow.constants))
+        for flow in called}
 
 
 def _entry_arrays(loop):
@@ -592,9 +585,10 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times,
     if "program" in layout.flows:
         flow = layout.flows["program"]
         in_place = {k: i for i, (k, updated) in layout.donations.items() if updated}
+        how = layout.entries.get(flow.name)
         program = native_call(jit_module.function(flow.name, 2, bounds=False, status=True),
-                              flow, host_steps, jit_module.entry(flow.name)
-                              if flow.name in layout.entries else None, in_place)
+                              flow, host_steps, jit_module.entry(flow.name, how)
+                              if how is not None else None, in_place)
         steps = []
     else:
         program, steps = None, _steps(optimised, plan, layout, jit_module, host_steps)
@@ -614,7 +608,7 @@ def _steps(optimised, plan, layout, jit_module, host_steps):
                 combiner, 2 * len(runtime.partial_outputs(loop)), bounds=False)
     calls = {key: jit_module.function(flow.name, 2, bounds=False, status=True)
              for key, flow in layout.flows.items()}
-    entries = {name: jit_module.entry(name) for name in layout.entries}
+    entries = {name: jit_module.entry(name, how) for name, how in layout.entries.items()}
     combiners = {loop.name: combiner for loop, _, combiner in layout.kernels}
     steps = []
     for g in plan.groups:

@@ -26,7 +26,7 @@ import numpy as np
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from . import cache, optimiser, partition, pipeline, python_entry, support, workers
+from . import cache, optimiser, partition, pipeline, support, workers
 from .target import cpu_target, runs_here
 
 _init_lock = threading.Lock()
@@ -40,7 +40,6 @@ def _initialise():
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
             support.register()
-            python_entry.register()
             _initialised = True
 
 
@@ -104,7 +103,6 @@ class JitModule:
         start_pool()  # (native code may hand kernels to it)
         with timer("machine_code"):
             self.engine = _engine(lookup.objects)
-        self.entry_definitions = {}  # an entry's name -> its method definition
         self.optimised_ir = "\n".join(lookup.optimised_texts)
         self._definitions = None
         # (kept until the program's disk cache entry takes it: ``take_object_code``)
@@ -116,7 +114,7 @@ class JitModule:
         optimised IR ``optimised_ir`` (from the disk cache of whole programs), loaded as it
         is; None if this process lacks one of the symbols it calls (``externals``), which
         LLVM would abort the process over."""
-        _initialise()  # (registers the symbols of the support module and Python's API)
+        _initialise()  # (registers the symbols of the support module)
         if not all(llvm.address_of_symbol(name) for name in externals):
             return None
         start_pool()
@@ -124,7 +122,6 @@ class JitModule:
         self.target, self.runs_here, self.from_disk_cache = cpu_target(), runs_here(), True
         self.optimised_ir, self.object_code, self._definitions = optimised_ir, None, None
         self.engine = _engine(cache.unpack_objects(object_code))
-        self.entry_definitions = {}  # an entry's name -> its method definition
         return self
 
     def take_object_code(self):
@@ -145,18 +142,18 @@ class JitModule:
 
     def chunk(self, name):
         """The address of kernel ``name``'s ``chunk_function`` (0 where it cannot run)."""
-        return self.engine.get_function_address(name + "_chunk") if self.runs_here else 0
+        return self.address(name + "_chunk")
 
-    def entry(self, name, suffix=python_entry.SUFFIX, state=None):
-        """The builtin function calling ``name`` through its ``python_entry`` (``suffix``:
-        the kind of entry; ``state``: a checked call's)."""
+    def entry(self, name, how):
+        """The builtin function calling function ``name`` through the entry ``how`` (a
+        ``python_entry.KernelEntry`` or ``FlowEntry``)."""
         if not self.runs_here:
             return functools.partial(_refuse_to_run, self.target[0])
-        definition = self.entry_definitions.get(name + suffix)
-        if definition is None:  # (kept as long as the machine code)
-            definition = self.entry_definitions[name + suffix] = python_entry.definition(
-                self.engine.get_function_address(name + suffix), name)
-        return python_entry.builtin(definition, state)
+        return how.builtin(self.engine.get_function_address(name))
+
+    def address(self, name):
+        """The address of function ``name`` (0 where its code cannot run)."""
+        return self.engine.get_function_address(name) if self.runs_here else 0
 
     def function_ir(self, name):
         """The optimised IR of function ``name``, from the part that defines it (read from

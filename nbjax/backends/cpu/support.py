@@ -10,6 +10,9 @@ runtimes define them, and not where MCJIT looks (the process's global symbols), 
 would jump to address 0 and kill the process. They are defined here in LLVM IR (integer
 code, so they need no F16C themselves) with the signatures LLVM calls them by, compiled
 once for the baseline x86-64 CPU, and registered with LLVM's symbol table.
+
+Entries: the three functions Python calls compiled code through (``python_entry``), for
+every program of the process.
 """
 
 import ctypes
@@ -20,7 +23,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..llvm.types import I16, I32, I64
-from . import workers
+from . import python_entry, workers
 
 HALF, FLOAT, DOUBLE = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 
@@ -108,7 +111,8 @@ def _interrupt_handler(m):
 
 
 def module():
-    """The LLVM module defining ``FUNCTIONS`` and the interrupt handler and flag."""
+    """The LLVM module defining ``FUNCTIONS``, the interrupt handler and flag, the worker
+    pool and the entries Python calls compiled code through (``python_entry``)."""
     m = ir.Module(name="nbjax_support")
     for name, (ret, arg, body) in FUNCTIONS.items():
         fn = ir.Function(m, ir.FunctionType(ret, [arg]), name=name)
@@ -117,6 +121,8 @@ def module():
     _interrupt_handler(m)
     if workers.supported():
         workers.define(m)
+    if python_entry.USABLE:
+        python_entry.define(m)
     return m
 
 
@@ -151,6 +157,8 @@ def register():
         if workers.supported():
             llvm.add_symbol(workers.PARALLEL_FOR,
                             engine.get_function_address(workers.PARALLEL_FOR))
+        if python_entry.USABLE:
+            python_entry.bind(engine.get_function_address)
         _engine = engine
 
 
