@@ -263,3 +263,62 @@ def test_the_code_of_a_kernel_includes_its_loops_hints():
     keys = [codegen._code_key(fn, str(fn)) for fn in fns]
     assert str(fns[0]).replace('"k0"', '"k1"') != str(fns[1])  # distinct loop nodes
     assert keys[0] == keys[1] != keys[2]
+
+
+# --- what LLVM is given to optimise --------------------------------------------------------
+
+def _innermost_loop_hints(loop):
+    """The ``llvm.loop`` hints (their strings) on the back edge of ``loop``'s innermost
+    loop, in the code generated for it."""
+    import re
+
+    mb = codegen.ModuleBuilder("m")
+    mb.add_kernel(loop)
+    text = mb.text()
+    axis = len(loop.shape) - 1
+    node = re.findall(rf'br label %"i{axis}"(?:, !llvm.loop !(\d+))?', text)[-1]  # (the
+    if not node:  # back edge: the branch into the loop comes first)
+        return []
+    operands = re.search(rf"^!{node} = !{{(.*)}}$", text, re.M).group(1)
+    return [re.search(rf"^!{n} = !{{(.*)}}$", text, re.M).group(1)
+            for n in re.findall(r"!(\d+)", operands) if n != node]
+
+
+@pytest.mark.parametrize("kind", ["element-wise", "reducing", "arithmetic"])
+def test_only_memory_bound_element_wise_rows_are_kept_from_the_unroller(kind):
+    """The unroller's copies of a vectorised row made LLVM's time on a residual add 1.7x,
+    for nothing measurable at run time; rows that reduce or compute more keep them."""
+    x = RNG.standard_normal((64, 256)).astype(np.float32)
+    f = {"element-wise": lambda x: x * 2.0 + 1.0,
+         "reducing": lambda x: jnp.sum(x * 2.0, axis=1),
+         "arithmetic": lambda x: jnp.exp(x) * jnp.tanh(x) + jnp.sin(x) * x}[kind]
+    cpu = _check(f, x, rtol=1e-5, atol=1e-5)
+    (kernel,) = cpu.kernels
+    hints = _innermost_loop_hints(kernel.loop)
+    assert any('"llvm.loop.unroll.count", i32 1' in h for h in hints) == (
+        kind == "element-wise"), hints
+
+
+@pytest.mark.parametrize("summed", [False, True])
+def test_shared_math_functions_have_the_widths_the_loop_can_take(summed):
+    """A kernel sharing its math functions (``codegen.INLINE_MATH_CALLS``) defines the
+    vector variants its loop can be vectorised at: the float32 width, and half of it
+    where the loop accumulates float32 sums in float64 (a variant nothing calls still costs
+    LLVM milliseconds)."""
+    import re
+
+    from nbjax.backends.cpu.runtime import float32_lanes
+
+    def chain(x):
+        for _ in range(codegen.INLINE_MATH_CALLS + 1):
+            x = jnp.tanh(x) * 0.5 + 0.25
+        return jnp.sum(x, axis=1) if summed else x
+    x = RNG.standard_normal((64, 256)).astype(np.float32)
+    cpu = _check(chain, x, rtol=1e-5, atol=1e-5)
+    (kernel,) = cpu.kernels
+    mb = codegen.ModuleBuilder("m")
+    mb.add_kernel(kernel.loop)
+    widths = {int(w) for w in re.findall(r'define <(\d+) x float> @"nbjax_tanh_float32_v',
+                                           mb.text())}
+    lanes = float32_lanes()
+    assert widths == ({lanes // 2, lanes} if summed else {lanes})

@@ -40,10 +40,10 @@ def streams(kernel):
     size = sizes.pop()
     total = sum(math.prod(o.shape) for o in outs) * size
     return total >= STREAM_MIN_BYTES and kernel.shape[-1] * size >= 4 * STREAM_BLOCK \
-        and _memory_bound(kernel)
+        and memory_bound(kernel)
 
 
-def _memory_bound(kernel):
+def memory_bound(kernel):
     """A body of a few arithmetic ops per element of the buffers it streams through: its
     speed is the memory's, which streaming stores raise. (Measured: SELU's body, with an
     inline ``exp``, and the 81-tap blur's are bound by arithmetic; they ran no faster, or

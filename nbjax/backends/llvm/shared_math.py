@@ -44,14 +44,18 @@ def call(builder, name, args, dtype, lanes):
 
 
 def _scalar_function(module, name, ty, dtype, lanes):
+    """The scalar function, with vector variants of (at least) the widths ``lanes``: a
+    kernel asks for those its loop may be vectorised with, another for others."""
     fname = f"nbjax_{name}_{dtype}"
+    for width in lanes:
+        if f"{fname}_v{width}" not in module.globals:
+            _vector_function(module, fname, name, ty, dtype, width)
     fn = module.globals.get(fname)
     if fn is not None:
         return fn
-    vectors = [_vector_function(module, fname, name, ty, dtype, w) for w in lanes]
     fn = _declare(module, fname, ty, mathlib.ARITY[name])
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    narrow, zero = vectors[0], ir.Constant(I32, 0)
+    narrow, zero = module.globals[f"{fname}_v{lanes[0]}"], ir.Constant(I32, 0)
     undefined = ir.Constant(narrow.function_type.return_type, ir.Undefined)
     lane0 = ir.Constant(ir.VectorType(I32, lanes[0]), [0] * lanes[0])
     splats = [b.shuffle_vector(b.insert_element(undefined, a, zero), undefined, lane0)
