@@ -181,6 +181,22 @@ def test_a_module_is_cut_between_its_functions_into_parts_that_each_verify(monke
         partition.split(_PROGRAM.rsplit("}", 1)[0], 2)
 
 
+def test_a_part_gets_copies_of_the_internal_functions_it_calls_only(monkeypatch):
+    """Only ``kernel_0`` calls ``helper``, which calls ``inner``: the part defining it gets
+    both, the others neither (a light tier would compile an unused copy)."""
+    inner = ('define internal float @"inner"(float %".1") noinline\n{\nentry:\n'
+             '  ret float %".1"\n}\n')
+    program = _PROGRAM.replace('%".2" = fmul float %".1", 2.0',
+                               '%".2" = call float @"inner"(float %".1")') + inner
+    monkeypatch.setattr(partition, "MIN_PART_COST", 1)
+    parts = partition.split(program, 3)
+    tm = pipeline.target_machine(*cpu_target())
+    for part in parts:
+        pipeline.parse(part, tm)
+        copied = {f.name for f in partition._read(part)[1] if f.internal}
+        assert copied == ({"helper", "inner"} if "kernel_0" in _defined(part) else set())
+
+
 def test_no_part_is_cut_smaller_than_a_part_costs_of_its_own(monkeypatch):
     """Each part costs LLVM about a millisecond whatever it holds: three tiny functions
     (about 8,200 units each) make as many parts as ``MIN_PART_COST`` allows."""
