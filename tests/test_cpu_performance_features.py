@@ -322,3 +322,23 @@ def test_shared_math_functions_have_the_widths_the_loop_can_take(summed):
                                            mb.text())}
     lanes = float32_lanes()
     assert widths == ({lanes // 2, lanes} if summed else {lanes})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16, np.bool_])
+def test_a_kernel_that_only_writes_zeros_sets_its_rows_with_memset(dtype):
+    """``zeros_like`` inside a program (a scan's initial carry) is a kernel of no inputs:
+    it sets exactly the rows it is given to zero (every byte), compiled by the light tier
+    (O3 took 3 ms on the loop it made a ``memset`` of anyway)."""
+    from nbjax.backends.cpu import pipeline
+
+    x = (RNG.standard_normal((40, 70, 3)) > 0).astype(dtype)
+    with nbjax.enable_x64(dtype == np.float64):
+        cpu = _check(lambda x: (jnp.zeros_like(x), x + x), x)
+    (fill,) = [k for k in cpu.kernels if codegen.zero_fill(k.loop)]
+    mb = codegen.ModuleBuilder("m")
+    assert "llvm.memset" in mb.add_kernel(fill.loop)
+    assert mb.light[fill.loop.name] == pipeline.CALLS
+    out = np.full(x.nbytes, 0xA5, np.uint8)
+    cpu.jit_module.function(fill.name, 1)(out.ctypes.data, 5, 31)  # rows [5, 31) of 40
+    rows = out.reshape(40, -1)
+    assert not rows[5:31].any() and (rows[:5] == 0xA5).all() and (rows[31:] == 0xA5).all()
