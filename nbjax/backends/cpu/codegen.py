@@ -28,13 +28,10 @@ import numpy as np
 from llvmlite import ir
 
 from ...core import dtypes
-from ..llvm import (I1, I8, I64, LIBM, KernelEmitter, KernelScaffold, ScalarEmitter,
-                    constant, declare, define_kernel, entry_alloca, for_loop, mathlib,
-                    mem_type, reg_type)
+from ..llvm import (I8, I64, LIBM, KernelEmitter, KernelScaffold, ScalarEmitter, constant,
+                    define_kernel, entry_alloca, for_loop, mathlib, mem_type, memset,
+                    reg_type)
 from . import pipeline, runtime, streaming, workers
-
-
-I8P = I8.as_pointer()
 
 
 class ModuleBuilder:
@@ -220,14 +217,11 @@ class CpuLoops(KernelScaffold):
         """Set rows ``[start, stop)`` of every output to zero with one ``memset`` each
         (``zero_fill``)."""
         b, row = self.b, math.prod(self.kernel.shape[1:])
-        memset = declare(self.mb.module, "llvm.memset.p0.i64", ir.VoidType(),
-                         [I8P, I8, I64, I1])
         for out, pointer in zip(self.kernel.outputs, emitter.outs):
             row_bytes = ir.Constant(I64, row * np.dtype(out.acc_dtype or out.var.aval.dtype)
                                     .itemsize)
-            first = b.gep(b.bitcast(pointer, I8P), [b.mul(start, row_bytes)])
-            b.call(memset, [first, ir.Constant(I8, 0), b.mul(b.sub(stop, start), row_bytes),
-                            ir.Constant(I1, 0)])
+            first = b.gep(b.bitcast(pointer, I8.as_pointer()), [b.mul(start, row_bytes)])
+            memset(b, first, 0, b.mul(b.sub(stop, start), row_bytes))
 
     def for_(self, lo, hi, emit, name, step=1, width=None, unroll=True, short=False):
         """``llvm.for_loop``, vectorised ``width`` lanes wide when given, left alone by

@@ -40,7 +40,8 @@ from llvmlite import ir
 from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
 from ...lax import cond_p, scan_p, while_p
-from ..llvm import I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type
+from ..llvm import (I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type,
+                    memset)
 from . import (arg_reduction, blas, buffer_plan, cumulative, lapack, pipeline, runtime, scatter,
                sort, support, workers)
 from .host_steps import HostCall, SplitCall
@@ -258,10 +259,7 @@ class ControlFlowFunction:
             self.b.call(memcpy, [dst, src, ir.Constant(I64, nbytes), ir.Constant(I1, 0)])
 
     def memset(self, pointer, byte, nbytes):
-        memset = declare(self.mb.module, "llvm.memset.p0.i64", ir.VoidType(),
-                         [I8P, I8, I64, I1])
-        self.b.call(memset, [pointer, ir.Constant(I8, byte), ir.Constant(I64, nbytes),
-                             ir.Constant(I1, 0)])
+        memset(self.b, pointer, byte, nbytes)
 
     def fill(self, pointer, value, dtype, n):
         """``n`` elements of ``value``: a ``memset`` when its bytes are all zero (a sum's

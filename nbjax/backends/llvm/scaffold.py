@@ -25,7 +25,7 @@ from llvmlite import ir
 
 from .emitter import KernelEmitter
 from .mathnames import LIBM
-from .types import I64, mem_type
+from .types import I1, I8, I64, declare, mem_type
 
 
 class KernelScaffold:
@@ -99,3 +99,12 @@ def entry_alloca(builder, element, count, align):
     pointer = b.bitcast(buf, element.as_pointer())
     b.position_at_end(here)
     return pointer
+
+
+def memset(builder, pointer, byte, nbytes):
+    """Set ``nbytes`` (an int or an i64) bytes from ``pointer`` (an ``i8*``) to ``byte``:
+    ``llvm.memset``, which the code generator turns into stores or a call of ``memset``."""
+    fn = declare(builder.module, "llvm.memset.p0.i64", ir.VoidType(),
+                 [I8.as_pointer(), I8, I64, I1])
+    size = nbytes if isinstance(nbytes, ir.Value) else ir.Constant(I64, nbytes)
+    builder.call(fn, [pointer, ir.Constant(I8, byte), size, ir.Constant(I1, 0)])
