@@ -126,6 +126,45 @@ def test_what_only_reports_read_is_loaded_when_first_read_and_equals_a_fresh_com
     assert [k.texts for k in loaded.kernels] == [k.texts for k in fresh.kernels]
 
 
+def _mlp(w, b, x):
+    """Products, kernels and a reduction: a program of several steps, so one native call."""
+    h = jnp.tanh(x @ w + b)
+    return jnp.sum(h * h, axis=0), h @ w.T
+
+
+def _mlp_numpy(w, b, x):
+    h = np.tanh(x @ w + b)
+    return np.sum(h * h, axis=0), h @ w.T
+
+
+@pytest.mark.parametrize("read", ["jaxpr", "plan", "layout", "rewrites", "kernels"])
+def test_a_loaded_native_program_unpickles_only_its_call_until_a_report_reads(read):
+    """A program that is one native call is loaded as its ``ProgramCall``: running it needs
+    neither its jaxpr, nor its plan, nor its layout, which stay unpickled until any one of
+    them (or the passes' log, or the kernels) is read; then all of them are there, and the
+    reports say what a fresh compile's say."""
+    from nbjax.compiler import report
+    w, b, x = (RNG.standard_normal(s).astype(np.float32) for s in ((8, 8), (8,), (5, 8)))
+    fresh = _compiled(_mlp, w, b, x)
+    assert fresh.runs_as.startswith("one native call") and fresh.program_call is not None
+    loaded = _compiled(_mlp, w, b, x)
+    assert set(loaded.compile_times) == {"program_cache"}
+    assert loaded.runs_as == fresh.runs_as
+    for got, want in zip(loaded.run(w, b, x), _mlp_numpy(w, b, x)):
+        assert_close(got, want, rtol=1e-5)
+    assert (loaded._jaxpr, loaded._plan, loaded._layout, loaded._kernels) == (None, None, None, [])
+    getattr(loaded, read)
+    assert loaded._report is None and loaded._jaxpr is not None and loaded._layout is not None
+    assert str(loaded.jaxpr) == str(fresh.jaxpr)
+    assert loaded.layout.flows["program"].scratch_bytes == fresh.layout.flows["program"].scratch_bytes
+    assert report.compiled_text(loaded) == report.compiled_text(fresh)
+    assert [k.texts for k in loaded.kernels] == [k.texts for k in fresh.kernels]
+    assert [str(d) for d in loaded.plan.decisions] == [str(d) for d in fresh.plan.decisions]
+    loaded.enable_timing()
+    loaded.run(w, b, x)
+    assert sorted(loaded.step_times) == list(range(len(fresh.plan.groups)))
+
+
 @pytest.mark.parametrize("collecting", [True, False])
 def test_compiling_leaves_the_garbage_collector_as_it_was(collecting):
     """Compiling pauses the cyclic collector, and leaves it on or off as it found it, for

@@ -22,7 +22,8 @@ import threading
 from ..config import config
 from ..core.source_info import warn_at_user_line
 from . import donation, report  # noqa: F401
-from .executable import Executable, KernelInfo, Timer, reference_step, view_step  # noqa: F401
+from .executable import (Executable, KernelInfo, Timer, reference_step, reported,  # noqa: F401
+                         view_step)
 from .fusion import plan
 from .passes import Rewrite, optimize  # noqa: F401
 from .target import Target  # noqa: F401

@@ -15,8 +15,8 @@ nothing else of it:
   ``rewrites``, the passes' log;
 - ``kernels``: a ``KernelInfo`` per generated kernel, with the texts of each stage;
   (a program loaded from a disk cache loads what of these only reports read, such as the
-  plan's decisions and the kernels' bodies, when one of the three is first read: see
-  ``report`` below);
+  plan's decisions and the kernels' bodies, or all four, when one of them is first read:
+  see ``report`` below);
 - ``compile_times``: seconds per compilation phase;
 - ``step_times``: when timing is on (``enable_timing``), the run times of each plan step;
 - ``runs_as``: how a call runs, in words (one native call, or steps), or None.
@@ -44,9 +44,10 @@ class KernelInfo:
     texts: dict = field(default_factory=dict)
 
 
-def _reported(name):
-    """The attribute ``name`` (``plan``, ``rewrites``, ``kernels``), read and written once
-    what only reports read is loaded (``Executable.__init__``'s ``report``)."""
+def reported(name):
+    """The attribute ``name`` (``jaxpr``, ``plan``, ``rewrites``, ``kernels``, or one of a
+    target's own), read and written once what only reports read is loaded
+    (``Executable.__init__``'s ``report``); its value lives in ``_name``."""
     private = "_" + name
 
     def read(self):
@@ -67,13 +68,15 @@ class Executable:
     def __init__(self, name, target, jaxpr, plan=None, rewrites=(), kernels=(),
                  compile_times=None, report=None):
         """``report``: for a program loaded from a disk cache, a function that loads what
-        only reports read, into ``plan`` and ``kernels`` (the plan's decisions, the
-        kernels' bodies...), and returns the passes' log (then ``rewrites`` is empty). It
-        runs when ``plan``, ``rewrites`` or ``kernels`` is first read: running the program
-        does not need it, and loading it was a third to a half of loading a program."""
+        only reports read and returns it as ``{attribute: value}``: the passes' log
+        (``rewrites``, empty until then), and the attributes given as None (``jaxpr``,
+        ``plan``, ``kernels``...) where running the program needs none of them; what it
+        loads into objects already here (the plan's decisions, the kernels' bodies...) it
+        puts there. It runs when one of these attributes is first read: loading all of it
+        was most of loading a program that is one native call."""
         self.name = name
         self.target = target
-        self.jaxpr = jaxpr
+        self._jaxpr = jaxpr
         self._plan = plan
         self._rewrites = list(rewrites)
         self._kernels = list(kernels)
@@ -87,12 +90,14 @@ class Executable:
         if self._report is not None:
             with _report_lock:
                 if self._report is not None:
-                    self._rewrites = list(self._report())
+                    for name, value in self._report().items():
+                        setattr(self, "_" + name, value)
                     self._report = None
 
-    plan = _reported("plan")
-    rewrites = _reported("rewrites")
-    kernels = _reported("kernels")
+    jaxpr = reported("jaxpr")
+    plan = reported("plan")
+    rewrites = reported("rewrites")
+    kernels = reported("kernels")
 
     def run(self, *args):
         raise NotImplementedError

@@ -33,29 +33,35 @@ from .host_steps import HostCall, host_step
 
 
 class Executable(compiler.Executable):
+    """A compiled program: ``program``, a ``ProgramCall`` (the whole program as one native
+    call), or ``steps`` run one after the other on slots. A program that is one native call
+    needs neither its jaxpr, nor its plan, nor its ``layout`` to run: loaded from the disk
+    cache, it has them only once a report reads one (``report``, see the base class)."""
     timing_supported = True
+    layout = compiler.reported("layout")
 
-    def __init__(self, name, jaxpr, consts, plan, rewrites, layout, steps, kernels,
-                 compile_times, jit_module, program=None, report=None):
+    def __init__(self, name, jaxpr, plan, rewrites, layout, steps, kernels, compile_times,
+                 jit_module, program=None, report=None):
         super().__init__(name, "cpu", jaxpr, plan, rewrites, kernels, compile_times, report)
-        self.layout = layout
+        self._layout = layout
         self._steps = steps
-        self._program = program  # the whole program as one native call, or None
-        split = [g.kernel.name for g in plan.groups
-                 if g.kind == "kernel" and runtime.splits(g.kernel)]
-        callbacks = [call.eqn.primitive.name for call in layout.host_calls
-                     if isinstance(call, HostCall)]
-        self.runs_as = ("one native call" if program is not None else
-                        f"{len(steps)} step{'s' * (len(steps) != 1)}") + (
-                            f" ({', '.join(split)} split between the cores)" if split
-                            else "") + (f", calling back into Python for "
-                                        f"{', '.join(callbacks)}" if callbacks else "")
         self.jit_module = jit_module  # keeps the machine code alive
+        self.program_call = program
+        self._kernel = None
+        if program is not None:
+            self._program = program.call(jit_module)
+            self._in_dtypes, self._donations = program.in_dtypes, program.donations
+            self.runs_as = program.runs_as
+            return
+        self._program = None
+        self._donations = layout.donations
+        self.runs_as = _runs_as(f"{len(steps)} step{'s' * (len(steps) != 1)}", plan,
+                                layout.host_calls)
         j = jaxpr.jaxpr
         self._slots = {v: i for i, v in enumerate(_all_vars(j))}
         self._n_slots = len(self._slots)
         self._const_slots = [(self._slots[v], np.asarray(to_numpy(c), order="C"))
-                             for v, c in zip(j.constvars, consts)]
+                             for v, c in zip(j.constvars, jaxpr.consts)]
         self._env = [None] * self._n_slots  # where a run starts: the constants in place
         for slot, value in self._const_slots:
             self._env[slot] = value
@@ -100,7 +106,7 @@ class Executable(compiler.Executable):
     def run_reusing(self, args, reuse):
         """``run``, writing outputs into the buffers of the donated arguments at ``reuse``
         where the program allows it (``buffer_plan.donations``, kept in ``layout``)."""
-        given = {k: i for i, (k, _) in self.layout.donations.items() if i in reuse}
+        given = {k: i for i, (k, _) in self._donations.items() if i in reuse}
         return self._run(args, given) if given else self.run(*args)
 
     def _run(self, args, given=None):
@@ -578,22 +584,76 @@ def assemble(name, optimised, plan, rewrites, layout, jit_module, compile_times,
     code of ``layout``'s module); ``report``: see ``compiler.Executable``. A program that
     is one native call needs no steps: none are made (a CNN step's 42 kernels took a
     millisecond of its load from the disk cache)."""
-    kernels = [KernelInfo(loop.name, loop.eqns, loop, {
+    kernels = kernel_infos(layout)
+    if "program" in layout.flows:
+        return Executable(name, optimised, plan, rewrites, layout, [], kernels, compile_times,
+                          jit_module, ProgramCall.of(optimised, plan, layout), report)
+    host_steps = [host_step(call, jit_module) for call in layout.host_calls]
+    steps = _steps(optimised, plan, layout, jit_module, host_steps)
+    return Executable(name, optimised, plan, rewrites, layout, steps, kernels, compile_times,
+                      jit_module, None, report)
+
+
+def assemble_call(name, program, jit_module, compile_times, load):
+    """The Executable of a program that is one native call (``program``, a
+    ``ProgramCall``) with the functions of ``jit_module``, from the disk cache: ``load()``
+    returns the rest, (optimised jaxpr, plan, layout, rewrites), when a report first asks."""
+    def report():
+        optimised, plan, layout, rewrites = load()
+        return {"jaxpr": optimised, "plan": plan, "layout": layout,
+                "kernels": kernel_infos(layout), "rewrites": rewrites}
+    return Executable(name, None, None, (), None, [], (), compile_times, jit_module, program,
+                      report)
+
+
+def kernel_infos(layout):
+    """A ``KernelInfo`` per kernel of ``layout``, with its IR as generated and optimised."""
+    return [KernelInfo(loop.name, loop.eqns, loop, {
         "LLVM IR": text, "optimised LLVM IR": layout.optimised_texts[loop.name]})
         for (loop, _, _), text in zip(layout.kernels, layout.texts)]
-    host_steps = [host_step(call, jit_module) for call in layout.host_calls]
-    if "program" in layout.flows:
+
+
+@dataclasses.dataclass
+class ProgramCall:
+    """What calling a program that is one native call needs, and no more, so that the disk
+    cache loads it first and the rest (jaxpr, plan, ``Layout``: 0.8-1 ms of unpickling for
+    a CNN step or a blur) only when a report asks: ``flow``, the program's
+    ``control_flow.Flow``; ``entry``, its ``python_entry`` (or None); ``host_calls`` and
+    ``donations``, the ``Layout``'s; ``in_dtypes``, the inputs' dtypes; ``runs_as``, the
+    ``Executable``'s."""
+    flow: object
+    entry: object
+    host_calls: list
+    donations: dict
+    in_dtypes: list
+    runs_as: str
+
+    @classmethod
+    def of(cls, jaxpr, plan, layout):
+        """The call of the program of ``layout`` (of ``plan``, of the ClosedJaxpr ``jaxpr``)."""
         flow = layout.flows["program"]
-        in_place = {k: i for i, (k, updated) in layout.donations.items() if updated}
-        how = layout.entries.get(flow.name)
-        program = native_call(jit_module.function(flow.name, 2, bounds=False, status=True),
-                              flow, host_steps, jit_module.entry(flow.name, how)
-                              if how is not None else None, in_place)
-        steps = []
-    else:
-        program, steps = None, _steps(optimised, plan, layout, jit_module, host_steps)
-    return Executable(name, optimised, optimised.consts, plan, rewrites, layout, steps,
-                      kernels, compile_times, jit_module, program, report)
+        return cls(flow, layout.entries.get(flow.name), layout.host_calls, layout.donations,
+                   [v.aval.dtype for v in jaxpr.jaxpr.invars],
+                   _runs_as("one native call", plan, layout.host_calls))
+
+    def call(self, jit_module):
+        """The ``native_call`` of the program with the functions of ``jit_module``."""
+        host_steps = [host_step(call, jit_module) for call in self.host_calls]
+        in_place = {k: i for i, (k, updated) in self.donations.items() if updated}
+        name = self.flow.name
+        entry = jit_module.entry(name, self.entry) if self.entry is not None else None
+        return native_call(jit_module.function(name, 2, bounds=False, status=True), self.flow,
+                           host_steps, entry, in_place)
+
+
+def _runs_as(how, plan, host_calls):
+    """``Executable.runs_as``: ``how`` (one native call, or steps), the kernels split
+    between the cores and the callbacks into Python."""
+    split = [g.kernel.name for g in plan.groups
+             if g.kind == "kernel" and runtime.splits(g.kernel)]
+    callbacks = [call.eqn.primitive.name for call in host_calls if isinstance(call, HostCall)]
+    return how + (f" ({', '.join(split)} split between the cores)" if split else "") + (
+        f", calling back into Python for {', '.join(callbacks)}" if callbacks else "")
 
 
 def _steps(optimised, plan, layout, jit_module, host_steps):

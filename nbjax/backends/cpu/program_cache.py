@@ -3,10 +3,13 @@ loaded, not compiled again: no passes, no fusion planning, no code generation, n
 
 An entry holds what ``executable.assemble`` needs besides machine code (the optimised
 jaxpr, its fusion plan, the passes' log and the code generator's ``Layout``, which keeps
-the kernels' IR texts for the reports) and the module's optimised IR, pickled in two parts
-(what only reports read, such as the plan's decisions, the kernels' bodies and the passes'
-log, second: a loaded program unpickles it when a report first asks for it), then the
-module's object code. Its key is the SHA-256 of the traced jaxpr, pickled
+the kernels' IR texts for the reports) and the module's optimised IR, pickled in three
+parts, then the module's object code. The first holds what loading and calling need first:
+the symbols the code calls, the optimised IR and, for a program that is one native call,
+its ``executable.ProgramCall``; the second the jaxpr, plan and layout, without what only
+reports read (the plan's decisions, the kernels' bodies); the third that, and the passes'
+log. A loaded program unpickles the second part when a report first asks for any of it if
+it is one native call (else at once, to make its steps), and the third then. Its key is the SHA-256 of the traced jaxpr, pickled
 (primitives by name, variables numbered in the order they appear, types and constants by
 value, whichever objects hold them) without its equations' source lines and provenance, of
 the positions of the inputs its calls donate (``compiler.donation``), of nbjax's source
@@ -188,9 +191,9 @@ _REPORT_ONLY = {LoopKernel: ("body",), KernelOutput: ("value",), FusionPlan: ("d
 
 
 class _EntryPickler(pickle.Pickler):
-    """Pickles an entry's description of its program in two parts, one after the other
-    with one memo, so that the second refers to the first's objects: what running the
-    program needs, without the fields of ``_REPORT_ONLY`` (``dump_program``), then those
+    """Pickles an entry's description of its program in parts, one after the other with
+    one memo, so that each refers to the objects of those before (see the module's
+    docstring): ``dump`` them in order, without the fields of ``_REPORT_ONLY``, then those
     fields (``dump_report``). The source lines and provenances of ``traced``'s equations
     are pickled as their positions in it (``_debug_info``)."""
 
@@ -222,7 +225,7 @@ class _EntryPickler(pickle.Pickler):
 
 class _EntryUnpickler(pickle.Unpickler):
     """Unpickles what ``_EntryPickler`` pickled, with ``traced``'s debug info: ``load()``
-    the first part, then (later, on demand) ``load_report()``."""
+    each part in order, the last (later, on demand) by ``load_report()``."""
 
     def __init__(self, data, traced):
         super().__init__(io.BytesIO(data))
@@ -288,28 +291,35 @@ def load(entry_key, traced, name):
 
 def _load(path, entry_key, traced, name):
     start = time.perf_counter()
-    found = cache.read(path, entry_key, meta=lambda data: _program_part(data, traced))
+    found = cache.read(path, entry_key, meta=lambda data: _first_part(data, traced))
     jit_module = None
     if found is not None:
-        ((optimised, plan, layout, optimised_ir), unpickler), code = found
-        if routines.called(layout.externals):
+        (unpickler, externals, optimised_ir, call, described), code = found
+        if routines.called(externals):
             routines.library()  # registers the BLAS and LAPACK routines
-        library.provide(layout.externals)
+        library.provide(externals)
         if code:
-            jit_module = runtime.JitModule.of_object_code(code, optimised_ir, layout.externals)
+            jit_module = runtime.JitModule.of_object_code(code, optimised_ir, externals)
     if found is None or (code and jit_module is None):
         cache.stats["program miss"] += 1
         return None
     cache.stats["program hit"] += 1
-    return executable.assemble(name, optimised, plan, (), layout, jit_module,
-                               {"program_cache": time.perf_counter() - start},
-                               report=unpickler.load_report)
+    times = {"program_cache": time.perf_counter() - start}
+    if call is not None:
+        return executable.assemble_call(name, call, jit_module, times,
+                                        load=lambda: (*unpickler.load(), unpickler.load_report()))
+    optimised, plan, layout = described
+    return executable.assemble(name, optimised, plan, (), layout, jit_module, times,
+                               report=lambda: {"rewrites": unpickler.load_report()})
 
 
-def _program_part(data, traced):
-    """(The first part of an entry's description, the unpickler that reads the second)."""
+def _first_part(data, traced):
+    """(The unpickler, the symbols the code calls, the optimised IR, the ProgramCall or
+    None, and the second part, unpickled now where there is no ProgramCall, else None)."""
     unpickler = _EntryUnpickler(data, traced)
-    return unpickler.load(), unpickler
+    externals, optimised_ir, call = unpickler.load()
+    return unpickler, externals, optimised_ir, call, None if call is not None else \
+        unpickler.load()
 
 
 # --- store ---------------------------------------------------------------------------------
@@ -325,8 +335,10 @@ def store(entry_key, traced, compiled):
     meta = io.BytesIO()
     try:
         pickler = _EntryPickler(meta, traced)
-        pickler.dump((compiled.jaxpr, compiled.plan, compiled.layout,
-                      module.optimised_ir if module is not None else None))
+        pickler.dump((compiled.layout.externals,
+                      module.optimised_ir if module is not None else None,
+                      compiled.program_call))
+        pickler.dump((compiled.jaxpr, compiled.plan, compiled.layout))
         pickler.dump_report(compiled.rewrites)
     except Exception as e:  # noqa: BLE001  (a rewrite or plan holding what does not pickle)
         log.debug("nbjax program cache: cannot keep %s: %s", compiled.name, e)
