@@ -41,6 +41,7 @@ def _kernels(closed, prefix, target=PLANNER):
     """The LoopKernels ``target`` launches for ``closed`` (reductions in phases split),
     renamed ``<prefix>_<name>`` so that many programs' kernels share a module."""
     optimised = compiler.optimized(closed)[0]
+    optimised = compiler.decompose_library_steps(optimised, target.decomposed)[0]
     plan = compiler.plan(optimised.jaxpr, target)
     return [dataclasses.replace(k, name=f"{prefix}_{k.name}")
             for g in plan.groups if g.kind == "kernel" for k in target.phases(g.kernel)]
@@ -270,6 +271,50 @@ def test_reductions_in_phases_on_the_emulated_grid(dtype, shape):
     for out, ref in zip(outs, refs):
         assert out.dtype == ref.dtype
         assert_close(out, ref, rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+def _ties_and_nans(dtype, shape, rng):
+    """Values with many ties; floats also with -0.0 and 0.0 side by side and a few NaNs."""
+    x = rng.integers(-3, 4, shape).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        x[x == 0] = np.where(rng.random(int((x == 0).sum())) < 0.5, -0.0, 0.0)
+        x.flat[rng.choice(x.size, size=x.size // 50, replace=False)] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.bool_])
+@pytest.mark.parametrize("shape, axis", [((37, 5), 0), ((37, 5), 1), ((1, 9), 1),
+                                         ((9, 1), 1), ((4099,), 0), ((3, 1, 70), 2)])
+def test_arg_reductions_are_kernels_on_the_emulated_grid(dtype, shape, axis):
+    """argmax and argmin run as kernels on the GPU (``GpuTarget.decomposed``: the extremum,
+    then the first index holding it), in phases where long, not on the host: the first
+    extremum wins, -0.0 ties with 0.0, and the first NaN wins, as on the reference backend."""
+    x = _ties_and_nans(dtype, shape, np.random.default_rng(sum(shape) + axis))
+
+    def f(x):
+        return (jnp.argmax(x, axis), jnp.argmin(x, axis), lax.argmax(x, axis, np.int64),
+                jnp.argmin(x.reshape(-1)))
+
+    with nbjax.enable_x64(dtype == np.float64):
+        closed = nbjax.make_jaxpr(f)(x)
+        exe = compiler.compile(closed, EMULATED, "f")
+        outs = exe.run(x)
+        refs = compiler.compile(closed, get_target("reference"), "f").run(x)
+    assert not [g for g in exe.plan.groups if g.kind == "library"]
+    assert not [e for e in exe.jaxpr.jaxpr.eqns if e.primitive.name in ("argmax", "argmin")]
+    assert [r.rule for r in exe.rewrites].count("decompose") >= 2  # (CSE merges the rest)
+    for out, ref in zip(outs, refs):
+        np.testing.assert_array_equal(out, ref)
+        assert out.dtype == ref.dtype
+
+
+@needs_ptxas
+def test_arg_reduction_kernels_assemble():
+    x = np.ones((300, 7), np.float32)
+    kernels = _kernels(nbjax.make_jaxpr(lambda x: (jnp.argmax(x, 0), jnp.argmin(x)))(x), "a")
+    assert any(isinstance(k, PartialsKernel) for k in kernels)
+    for arch, report in _assemble(kernels, "arg").items():
+        assert all(r.spills == 0 for r in report.values()), (arch, report)
 
 
 def test_reduction_split_follows_the_outputs():

@@ -25,7 +25,7 @@ from . import donation, report  # noqa: F401
 from .executable import (Executable, KernelInfo, Timer, reference_step, reported,  # noqa: F401
                          view_step)
 from .fusion import plan
-from .passes import Rewrite, optimize  # noqa: F401
+from .passes import Rewrite, decompose_library_steps, optimize  # noqa: F401
 from .target import Target  # noqa: F401
 
 _lock = threading.Lock()  # pmap shards may ask for the same executable at once
@@ -115,6 +115,10 @@ def _lower(closed_jaxpr, target, name, donated):
         return target.lower(name, closed_jaxpr, None, [], timer)
     optimised, rewrites, times = _optimized(closed_jaxpr)
     timer.times.update(times)
+    if target.decomposed:
+        with timer("passes"):
+            optimised, decomposed = decompose_library_steps(optimised, target.decomposed)
+        rewrites = rewrites + decomposed
     with timer("fusion"):
         fusion_plan = plan(optimised.jaxpr, target)
         target.record_choices(fusion_plan)

@@ -142,6 +142,27 @@ def _emit_inlined(rw, closed, operands, where):
     return [read_local(a) for a in closed.jaxpr.outvars]
 
 
+def decompose_library_steps(closed, categories):
+    """``closed`` (a ClosedJaxpr) with each equation of a library step of ``categories``
+    that has a ``"kernels"`` lowering replaced by its equations (the pipeline's last pass
+    for a target computing such steps from kernels: ``Target.decomposed``); returns it and
+    the rewrites. Bodies of control flow are left as they are."""
+    log, rw = [], _Rewriter(closed.jaxpr)
+    for eqn in closed.jaxpr.eqns:
+        decompose = eqn.primitive.lowerings.get("kernels")
+        if decompose is None or eqn.primitive.lowerings.get("library") not in categories:
+            rw.emit(eqn)
+            continue
+        inner = trace_to_closed_jaxpr(lambda *args: [decompose(*args, **eqn.params)],
+                                      [a.aval for a in eqn.invars],
+                                      f"decomposition of {eqn.primitive.name}")
+        rw.bind_outputs(eqn.outvars, _emit_inlined(rw, inner, eqn.invars, _at(eqn)))
+        log.append(Rewrite("decompose", eqn, f"computed {eqn.primitive.name} by "
+                           f"{len(inner.jaxpr.eqns)} equations with kernels"))
+    return ClosedJaxpr(rw.finish([v for v, _ in rw.new_consts]),
+                       list(closed.consts) + [c for _, c in rw.new_consts]), log
+
+
 # --- hoisting out of loops -----------------------------------------------------------------
 
 # Library calls worth making once for every iteration of a loop rather than once per

@@ -32,6 +32,10 @@ class Target:
     # its ``cached`` and ``lower`` then take ``donated`` (input positions) too, and its
     # executables ``run_reusing``.
     reuses_donations = False
+    # The library categories ("arg-reduction"...) whose steps this target computes from
+    # primitives with kernels, through each primitive's ``"kernels"`` lowering (its
+    # decomposition), rather than as a library call that would run away from its kernels.
+    decomposed = frozenset()
     # Whether one kernel may run several stages one after another on each row (a
     # softmax's maximum, its exponentials and their sum, the quotients), each stage
     # reading what earlier ones wrote in the row while it is in the cache.

@@ -293,11 +293,15 @@ def _arg_reduction(name, np_arg, comparison):
     NumPy's ``argmax``/``argmin`` already agree with JAX: the first extremum wins, NaN counts as
     the extremum, and -0.0 equals 0.0. Its ``"arg-reduction"`` lowering is ``comparison``
     ("gt", "lt"): an element beats the best so far when it compares so with it, or is a NaN
-    (for a target that writes the loop itself).
+    (for a target that writes the loop itself); its ``"kernels"`` lowering computes it from
+    primitives with kernels (``_arg_by_reductions``), for a target that would otherwise run
+    the library step away from its kernels (``Target.decomposed``).
     """
     prim = Primitive(name)
     library_lowering(prim, "arg-reduction")
     prim.def_lowering("arg-reduction", comparison)
+    prim.def_lowering("kernels", lambda x, *, axes, index_dtype: _arg_by_reductions(
+        reduce_max if comparison == "gt" else reduce_min, x, axes[0], index_dtype))
 
     def abstract_eval(x, *, axes, index_dtype):
         check_dtype(name, x, ORDERED)
@@ -319,6 +323,21 @@ def _arg_reduction(name, np_arg, comparison):
     prim.def_batch(reduction_batch_rule(prim))
     ad.defjvp_zero(prim)  # integer indices: a float0 tangent
     return prim
+
+
+def _arg_by_reductions(extremum, x, axis, index_dtype):
+    """The arg-reduction of ``x`` along ``axis`` as two reductions: the extremum
+    (``extremum``, ``reduce_max`` or ``reduce_min``, which a NaN wins), then the least index
+    of an element equal to it (-0.0 ties with 0.0) or a NaN, so the first extremum, or the
+    first NaN, wins as in the primitive."""
+    if dtypes.is_bool(x.dtype):
+        x = elementwise.convert_element_type(x, np.uint8)
+    kept = kept_axes(x.ndim, (axis,))
+    best = broadcast_in_dim(extremum(x, (axis,)), x.shape, kept)
+    found = elementwise.bitwise_or(elementwise.eq(x, best), elementwise.ne(x, x))
+    none = structural.full(x.shape, x.shape[axis], index_dtype)
+    index = structural.broadcasted_iota(index_dtype, x.shape, axis)
+    return reduce_min(elementwise.select_n(found, none, index), (axis,))
 
 
 argmax_p = _arg_reduction("argmax", np.argmax, "gt")

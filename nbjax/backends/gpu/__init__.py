@@ -27,6 +27,10 @@ class GpuTarget(Target):
     or ``emulate.HostDevice`` for tests); ``runtimes`` one returning every GPU's
     (``cuda.cuda_devices``; None: ``device``'s alone)."""
 
+    # argmax and argmin as a reduction kernel and a kernel finding the first index of the
+    # extremum, rather than on the host.
+    decomposed = frozenset({"arg-reduction"})
+
     def __init__(self, name="gpu", device=cuda_device, block=BLOCK, max_blocks=MAX_BLOCKS,
                  reductions=reduction.Policy(), runtimes=None):
         self.name, self.device = name, device
