@@ -159,3 +159,29 @@ def test_device_put_on_the_gpus(monkeypatch, value):
     np.testing.assert_array_equal(np.asarray(z), np.add(value, value))  # (exact: doubled)
     for other in gpus[1:]:  # (a second GPU, where the machine has one)
         np.testing.assert_array_equal(np.asarray(nbjax.device_put(y, other)), value)
+
+
+def test_control_flow_and_arg_reductions_on_the_gpu():
+    """scan, while, cond (``control``) and argmax/argmin (two reduction kernels) on the
+    device, against the reference backend: what the emulated grid checks
+    (``test_gpu_control_flow.py``, ``test_arg_reductions_are_kernels_on_the_emulated_grid``)
+    with CuPy's own slicing, allocation and copies."""
+    from test_gpu_codegen import _ties_and_nans
+    from test_gpu_control_flow import _rnn
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((64, 64)).astype(np.float32) * 0.2
+    xs = rng.standard_normal((20, 8, 64)).astype(np.float32)
+    x = _ties_and_nans(np.float32, (300, 70), rng)
+
+    def f(w, xs, x):
+        n = nbjax.lax.while_loop(lambda c: c[1] < 5, lambda c: (c[0] * 1.5, c[1] + 1),
+                                 (w[0], 0))
+        pick = nbjax.lax.switch(2, [jnp.sum, jnp.max, lambda v: v.mean()], w)
+        return (*_rnn(w, xs, True), *n, pick, jnp.argmax(x, 0), jnp.argmin(x, 1),
+                jnp.argmax(x))
+
+    closed = nbjax.make_jaxpr(f)(w, xs, x)
+    outs = compiler.compile(closed, get_target("gpu"), "f").run(w, xs, x)
+    refs = compiler.compile(closed, get_target("reference"), "f").run(w, xs, x)
+    for out, ref in zip(outs, refs):
+        assert_close(np.asarray(out), ref, rtol=1e-4)

@@ -28,7 +28,8 @@ from .fusion import plan
 from .passes import Rewrite, decompose_library_steps, optimize  # noqa: F401
 from .target import Target  # noqa: F401
 
-_lock = threading.Lock()  # pmap shards may ask for the same executable at once
+_lock = threading.RLock()  # pmap shards may ask for the same executable at once (re-entered
+#                           by a target compiling sub-programs: the GPU's control flow)
 
 
 def optimized(closed_jaxpr):

@@ -13,7 +13,7 @@ Importing this module imports neither CuPy nor anything of CUDA: ``GpuTarget.low
 """
 
 from ...compiler import Target
-from . import executable, reduction
+from . import control, executable, reduction
 from .cuda import GpuUnavailable, cuda_device, cuda_devices
 
 __all__ = ["GpuTarget", "GpuUnavailable", "TARGET"]
@@ -47,6 +47,8 @@ class GpuTarget(Target):
         self.device()  # (``GpuUnavailable`` says what is missing)
 
     def library_reason(self, eqn):
+        if control.supports(eqn):
+            return control.reason(eqn)
         category = eqn.primitive.lowerings.get("library")
         if category is None:
             return None

@@ -24,7 +24,9 @@ Steps:
   scratch buffers between them taking slots of their own;
 - ``dot_general`` on float or complex operands of the result's dtype: ``xp.einsum`` (cuBLAS
   under CuPy);
-- anything else (other library steps, control flow, primitives without a kernel): the
+- ``scan``, ``while`` and ``cond``: a loop (a choice) on the host around their bodies
+  compiled for the device, the values staying there (``control``);
+- anything else (other library steps, primitives without a kernel): the
   primitive's reference implementation on the host, its operands copied from the device
   and its results back (named in the fusion report: ``GpuTarget.library_reason``).
 """
@@ -37,6 +39,7 @@ import numpy as np
 from ... import compiler
 from ...compiler import KernelInfo
 from ...core import Array, Literal, to_numpy
+from . import control
 from .scaffold import PartialsKernel, parallel_size
 
 EINSUM_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64,
@@ -59,13 +62,24 @@ class Executable(compiler.Executable):
                      else (self._slots[a], None, a.aval) for a in j.outvars]
 
     def run(self, *args):
-        env, device = self._env.copy(), self.device
-        for (slot, dtype), a in zip(self._in, args):
-            env[slot] = self._operand(a, dtype)
+        env = self._env_after([self._operand(a, dtype) for (_, dtype), a in zip(self._in, args)])
+        return [Array.on_device(Buffer(env[slot], self.device), aval) if slot is not None
+                else value.copy() for slot, value, aval in self._out]
+
+    def run_buffers(self, buffers):
+        """The results, in the device's memory, of a run on ``buffers`` (the inputs, in it,
+        of their dtypes): how control flow runs its bodies (``control``)."""
+        env = self._env_after(buffers)
+        return [env[slot] if slot is not None else self.device.put(value)
+                for slot, value, _ in self._out]
+
+    def _env_after(self, buffers):
+        env = self._env.copy()
+        for (slot, _), buffer in zip(self._in, buffers):
+            env[slot] = buffer
         for step in self._steps:
             step(env)
-        return [Array.on_device(Buffer(env[slot], device), aval) if slot is not None
-                else value.copy() for slot, value, aval in self._out]
+        return env
 
     def _operand(self, a, dtype):
         """``a``'s buffer on the device: its own when it is an Array there, else a copy."""
@@ -199,6 +213,9 @@ def compile_plan(name, optimised, plan, rewrites, timer, device, target):
             steps.append(compiler.view_step(g.eqns[0], slots))
         elif g.kind == "library" and (spec := einsum_spec(g.eqns[0])) is not None:
             steps.append(einsum_step(g.eqns[0], spec, slots, device.xp))
+        elif g.kind == "library" and control.supports(g.eqns[0]):
+            steps.append(control.step(g.eqns[0], slots, device, lambda closed, what: (
+                compiler.compile(closed, target, f"{name} {what}"))))
         else:
             steps.append(compiler.reference_step(  # on the host: operands copied over
                 g.eqns[0], slots, g.kind == "fallback" and g.warns,

@@ -1,0 +1,143 @@
+"""Control flow on the GPU without a GPU: ``scan``, ``while`` and ``cond`` run as loops (a
+choice) on the host around bodies compiled for the emulated GPU (``backends.gpu.control``),
+computing what the reference backend computes, their values staying on the device: only a
+``while``'s predicate and a ``cond``'s index are copied to the host."""
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+from nbjax import compiler, lax
+from nbjax.backends import get_target
+from nbjax.backends.gpu import GpuTarget, reduction
+from nbjax.backends.gpu.emulate import HostDevice
+from helpers import assert_close
+
+
+class CountingDevice(HostDevice):
+    """The emulated GPU, counting the copies to the host (``get``)."""
+    copies = 0
+
+    def get(self, array):
+        CountingDevice.copies += 1
+        return super().get(array)
+
+
+TARGET = GpuTarget("gpu-emulated-control", CountingDevice, block=4, max_blocks=3,
+                   reductions=reduction.Policy(threads=16, per_partial=2, min_partials=4))
+RNG = np.random.default_rng(5)
+
+
+def _on_both(f, *args):
+    """(the emulated GPU's executable, its results, the reference backend's)."""
+    closed = nbjax.make_jaxpr(f)(*args)
+    exe = compiler.compile(closed, TARGET, f.__name__)
+    CountingDevice.copies = 0
+    outs = exe.run(*args)
+    copies = CountingDevice.copies
+    refs = compiler.compile(closed, get_target("reference"), f.__name__).run(*args)
+    for out, ref in zip(outs, refs):
+        assert_close(np.asarray(out), ref, rtol=1e-5)
+        assert np.asarray(out).dtype == ref.dtype
+    return exe, outs, copies
+
+
+def _rnn(w, xs, reverse=False):
+    """A scan whose body holds a product, kernels, a reduction and an argmax."""
+    def step(h, x):
+        h = jnp.tanh(h @ w + x)
+        return h, (h.sum(1), jnp.argmax(h, 1))
+    h, (sums, best) = lax.scan(step, jnp.zeros((xs.shape[1], w.shape[0]), w.dtype), xs,
+                               reverse=reverse)
+    return h, sums, best
+
+
+@pytest.mark.parametrize("length", [0, 1, 7])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_runs_its_body_on_the_device(length, reverse):
+    w = RNG.standard_normal((6, 6)).astype(np.float32) * 0.5
+    xs = RNG.standard_normal((length, 3, 6)).astype(np.float32)
+
+    def rnn(w, xs):
+        return _rnn(w, xs, reverse)
+    exe, outs, copies = _on_both(rnn, w, xs)
+    assert [g.kind for g in exe.plan.groups if g.eqns[0].primitive.name == "scan"] == ["library"]
+    assert "loop on the host over its body compiled for the GPU" in exe.plan.report()
+    assert copies == 0  # carries and ys never left the device
+    assert all(o.device.platform == "gpu" for o in outs)
+
+
+def test_reverse_scan_with_consts_and_no_carry():
+    xs = RNG.standard_normal((5, 4)).astype(np.float32)
+
+    def f(xs, c):
+        return lax.scan(lambda carry, x: (carry, jnp.cumsum(x) * c + carry), 1.5, xs,
+                        reverse=True)
+    _on_both(f, xs, np.float32(2))
+
+
+def test_nested_scans_three_deep():
+    xs = RNG.standard_normal((3, 4, 2, 5)).astype(np.float32)
+
+    def f(xs):
+        def inner(c, x):
+            return lax.scan(lambda c2, y: (c2 + y.sum(), c2 * y), c, x)
+        def middle(c, x):
+            return lax.scan(inner, c, x)
+        return lax.scan(middle, np.float32(0), xs)
+    _, _, copies = _on_both(f, xs)
+    assert copies == 0
+
+
+def test_while_copies_only_its_predicate():
+    x = RNG.standard_normal(8).astype(np.float32)
+
+    def f(x):
+        return lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 1.1 + 1),
+                              (0, x))
+    _, outs, copies = _on_both(f, x)
+    assert int(np.asarray(outs[0])) == 10
+    assert copies == 11  # the predicate, each time it is asked
+
+
+def test_fori_loop_and_an_empty_while():
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+
+    def f(x, n):
+        y = lax.fori_loop(0, n, lambda i, c: c + i * x.sum(0), jnp.zeros(3, np.float32))
+        z = lax.while_loop(lambda c: c.sum() > 1e9, lambda c: c * 2, x)
+        return y, z
+    _on_both(f, x, np.int32(5))
+
+
+@pytest.mark.parametrize("index", [-3, 0, 1, 2, 9])
+def test_switch_runs_the_branch_its_index_picks(index):
+    x = RNG.standard_normal((5, 4)).astype(np.float32)
+
+    def f(i, x):
+        return lax.switch(i, [lambda x: x.sum(0), lambda x: jnp.max(x, 0),
+                              lambda x: jnp.argmax(x, 0).astype(np.float32)], x)
+    _, _, copies = _on_both(f, np.int32(index), x)
+    assert copies == 1
+
+
+def test_cond_inside_a_scan():
+    xs = RNG.standard_normal((6, 3)).astype(np.float32)
+
+    def f(xs):
+        def step(c, x):
+            c = lax.cond(x.sum() > 0, lambda c: c + x, lambda c: c - x, c)
+            return c, c.max()
+        return lax.scan(step, jnp.zeros(3, np.float32), xs)
+    _on_both(f, xs)
+
+
+def test_grad_through_a_scan_on_the_device():
+    w = RNG.standard_normal((4, 4)).astype(np.float32) * 0.5
+    xs = RNG.standard_normal((5, 2, 4)).astype(np.float32)
+
+    def loss(w, xs):
+        h, _ = lax.scan(lambda h, x: (jnp.tanh(h @ w + x), None), jnp.zeros((2, 4)), xs)
+        return (h * h).sum()
+    _on_both(nbjax.grad(loss), w, xs)
