@@ -156,7 +156,8 @@ def test_a_loaded_native_program_unpickles_only_its_call_until_a_report_reads(re
     getattr(loaded, read)
     assert loaded._report is None and loaded._jaxpr is not None and loaded._layout is not None
     assert str(loaded.jaxpr) == str(fresh.jaxpr)
-    assert loaded.layout.flows["program"].scratch_bytes == fresh.layout.flows["program"].scratch_bytes
+    assert loaded.layout.flows["program"].scratch_bytes == \
+        fresh.layout.flows["program"].scratch_bytes
     assert report.compiled_text(loaded) == report.compiled_text(fresh)
     assert [k.texts for k in loaded.kernels] == [k.texts for k in fresh.kernels]
     assert [str(d) for d in loaded.plan.decisions] == [str(d) for d in fresh.plan.decisions]

@@ -8,13 +8,14 @@ parts, then the module's object code. The first holds what loading and calling n
 the symbols the code calls, the optimised IR and, for a program that is one native call,
 its ``executable.ProgramCall``; the second the jaxpr, plan and layout, without what only
 reports read (the plan's decisions, the kernels' bodies); the third that, and the passes'
-log. A loaded program unpickles the second part when a report first asks for any of it if
-it is one native call (else at once, to make its steps), and the third then. Its key is the SHA-256 of the traced jaxpr, pickled
-(primitives by name, variables numbered in the order they appear, types and constants by
-value, whichever objects hold them) without its equations' source lines and provenance, of
-the positions of the inputs its calls donate (``compiler.donation``), of nbjax's source
-code (an edit anywhere makes new keys), of ``cache.environment()`` (versions, CPU) and of
-the compiler's settings (``_settings``). So a notebook run again in a new kernel finds its
+log. A loaded program that is one native call unpickles the second part when a report
+first asks for any of it (one of steps at once, to make its steps), and the third then.
+Its key is the SHA-256 of the traced jaxpr, pickled (primitives by name, variables
+numbered in the order they appear, types and constants by value, whichever objects hold
+them) without its equations' source lines and provenance, of the positions of the inputs
+its calls donate (``compiler.donation``), of nbjax's source code (an edit anywhere makes
+new keys), of ``cache.environment()`` (versions, CPU) and of the compiler's settings
+(``_settings``). So a notebook run again in a new kernel finds its
 programs, though its cells are files of other names; the loaded program then points at the
 source lines of the new trace, equation by equation, not the old ones. A program whose
 jaxpr does not pickle (a callback's lambda in its params) is compiled every time, as
