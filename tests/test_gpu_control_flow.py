@@ -1,5 +1,6 @@
-"""Control flow on the GPU without a GPU: ``scan``, ``while`` and ``cond`` run as loops (a
-choice) on the host around bodies compiled for the emulated GPU (``backends.gpu.control``),
+"""Control flow and library steps on the GPU without a GPU: ``scan``, ``while`` and ``cond``
+run as loops (a choice) on the host around bodies compiled for the emulated GPU
+(``backends.gpu.control``), and running sums and products by the device's array module,
 computing what the reference backend computes, their values staying on the device: only a
 ``while``'s predicate and a ``cond``'s index are copied to the host."""
 
@@ -141,3 +142,29 @@ def test_grad_through_a_scan_on_the_device():
         h, _ = lax.scan(lambda h, x: (jnp.tanh(h @ w + x), None), jnp.zeros((2, 4)), xs)
         return (h * h).sum()
     _on_both(nbjax.grad(loss), w, xs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.uint8])
+@pytest.mark.parametrize("shape, axis", [((37, 5), 0), ((37, 5), 1), ((0, 3), 0), ((1, 7), 1)])
+def test_running_sums_and_products_stay_on_the_device(dtype, shape, axis):
+    """cumsum and cumprod (forward and reverse, float16 accumulating in float32, integers
+    wrapping) by the device's array module (CuPy's own functions on a GPU), not on the host;
+    between kernels, which take their results as they are."""
+    x = (RNG.standard_normal(shape) * 2).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        x.flat[::7] = np.nan
+
+    def f(x):
+        y = x * 1 + 1
+        return (lax.cumsum(y, axis), lax.cumsum(y, axis, reverse=True), lax.cumprod(y, axis),
+                lax.cumprod(y, axis, reverse=True) + 1)
+    with nbjax.enable_x64(dtype == np.float64):
+        exe, _, copies = _on_both(f, x)
+    assert copies == 0
+    assert "cumsum runs on the GPU through CuPy's own function" in exe.plan.report()
+
+
+def test_bfloat16_running_sums_run_on_the_host():
+    x = np.ones((4, 3), jnp.bfloat16)
+    exe, _, copies = _on_both(lambda x: lax.cumsum(x, 0), x)
+    assert copies == 1  # (CuPy has no bfloat16: the reference implementation, on the host)

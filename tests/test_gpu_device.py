@@ -162,8 +162,8 @@ def test_device_put_on_the_gpus(monkeypatch, value):
 
 
 def test_control_flow_and_arg_reductions_on_the_gpu():
-    """scan, while, cond (``control``) and argmax/argmin (two reduction kernels) on the
-    device, against the reference backend: what the emulated grid checks
+    """scan, while, cond (``control``), argmax/argmin (two reduction kernels) and running
+    sums and products (CuPy's own) on the device, against the reference backend: what the emulated grid checks
     (``test_gpu_control_flow.py``, ``test_arg_reductions_are_kernels_on_the_emulated_grid``)
     with CuPy's own slicing, allocation and copies."""
     from test_gpu_codegen import _ties_and_nans
@@ -178,7 +178,8 @@ def test_control_flow_and_arg_reductions_on_the_gpu():
                                  (w[0], 0))
         pick = nbjax.lax.switch(2, [jnp.sum, jnp.max, lambda v: v.mean()], w)
         return (*_rnn(w, xs, True), *n, pick, jnp.argmax(x, 0), jnp.argmin(x, 1),
-                jnp.argmax(x))
+                jnp.argmax(x), nbjax.lax.cumsum(w, 0, reverse=True),
+                nbjax.lax.cumprod(w * 0.1 + 1, 1))
 
     closed = nbjax.make_jaxpr(f)(w, xs, x)
     outs = compiler.compile(closed, get_target("gpu"), "f").run(w, xs, x)

@@ -367,9 +367,13 @@ def _cumulative(name, kind, accumulate, monoid=None):
     """A primitive of running reductions along ``axis``, from the end when ``reverse``.
 
     ``accumulate(x, axis)`` computes the forward running reduction on a NumPy array, one
-    element after the other. ``monoid`` ("add", "max"...: ``monoid_of``; or cumlogsumexp's
-    "logaddexp", NumPy's ``logaddexp`` on real numbers), when the reduction is one, is its
-    ``"cumulative op"`` lowering, for a target that writes the loop itself.
+    element after the other; or ``accumulate`` names the array module's function doing so
+    (``"cumsum"``, accumulating in ``accumulation_dtype``), which any array module with
+    NumPy's API has: its ``"array module"`` lowering, ``rule(xp, x, axis=, reverse=)``, is
+    then the reduction with the module ``xp``, for a target keeping arrays on a device (CuPy
+    on a GPU). ``monoid`` ("add", "max"...: ``monoid_of``; or cumlogsumexp's "logaddexp",
+    NumPy's ``logaddexp`` on real numbers), when the reduction is one, is its ``"cumulative
+    op"`` lowering, for a target that writes the loop itself.
     """
     prim = Primitive(name)
     library_lowering(prim, "cumulative op")
@@ -383,15 +387,24 @@ def _cumulative(name, kind, accumulate, monoid=None):
                              f"{x.shape}")
         return x
 
-    def impl(x, *, axis, reverse):
+    def running(xp, x, *, axis, reverse):
         if reverse:
-            x = np.flip(x, axis)
+            x = xp.flip(x, axis)
+        if isinstance(accumulate, str):
+            out = getattr(xp, accumulate)(x, axis=axis, dtype=accumulation_dtype(x.dtype))
+        else:
+            out = accumulate(x, axis)
+        out = xp.asarray(out).astype(x.dtype, copy=False)
+        return xp.flip(out, axis) if reverse else out
+
+    def impl(x, *, axis, reverse):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            out = np.asarray(accumulate(x, axis)).astype(x.dtype, copy=False)
-        return np.flip(out, axis) if reverse else out
+            return running(np, x, axis=axis, reverse=reverse)
     prim.def_abstract_eval(abstract_eval)
     prim.def_impl(impl)
     prim.def_batch(_cumulative_batch_rule(prim))
+    if isinstance(accumulate, str):
+        prim.def_lowering("array module", running)
     return prim
 
 
@@ -403,14 +416,6 @@ def _cumulative_batch_rule(prim):
     return rule
 
 
-def _running_sum(x, axis):
-    return np.cumsum(x, axis=axis, dtype=accumulation_dtype(x.dtype))
-
-
-def _running_prod(x, axis):
-    return np.cumprod(x, axis=axis, dtype=accumulation_dtype(x.dtype))
-
-
 def _running_logsumexp(x, axis):
     """log(cumsum(exp(x))): ``logaddexp`` keeps real inputs from overflowing; complex inputs
     are summed directly in complex128 (enough range for complex64 inputs)."""
@@ -419,8 +424,8 @@ def _running_logsumexp(x, axis):
     return np.logaddexp.accumulate(x.astype(accumulation_dtype(x.dtype)), axis=axis)
 
 
-cumsum_p = _cumulative("cumsum", NUMBER, _running_sum, "add")
-cumprod_p = _cumulative("cumprod", NUMBER, _running_prod, "mul")
+cumsum_p = _cumulative("cumsum", NUMBER, "cumsum", "add")
+cumprod_p = _cumulative("cumprod", NUMBER, "cumprod", "mul")
 def _running_extremum(ufunc, negative):
     def accumulate(x, axis):
         return _signed_zero_as_xla(ufunc.accumulate(x, axis=axis), x, negative,

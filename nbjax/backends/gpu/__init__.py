@@ -54,6 +54,8 @@ class GpuTarget(Target):
             return None
         if executable.einsum_spec(eqn) is not None:
             return f"{eqn.primitive.name} is a cuBLAS call (einsum)"
+        if executable.array_module_rule(eqn) is not None:
+            return f"{eqn.primitive.name} runs on the GPU through CuPy's own function"
         return (f"{eqn.primitive.name} runs on the host (its reference implementation): "
                 "operands copied from the GPU, results back")
 

@@ -24,6 +24,8 @@ Steps:
   scratch buffers between them taking slots of their own;
 - ``dot_general`` on float or complex operands of the result's dtype: ``xp.einsum`` (cuBLAS
   under CuPy);
+- a primitive with an ``"array module"`` lowering (``cumsum``, ``cumprod``): that, with the
+  device's array module (CuPy's own function);
 - ``scan``, ``while`` and ``cond``: a loop (a choice) on the host around their bodies
   compiled for the device, the values staying there (``control``);
 - anything else (other library steps, primitives without a kernel): the
@@ -38,7 +40,7 @@ import numpy as np
 
 from ... import compiler
 from ...compiler import KernelInfo
-from ...core import Array, Literal, to_numpy
+from ...core import Array, Literal, Var, to_numpy
 from . import control
 from .scaffold import PartialsKernel, parallel_size
 
@@ -181,6 +183,28 @@ def einsum_spec(eqn):
     return f"{''.join(lhs)},{''.join(rhs)}->{''.join(out)}"
 
 
+def array_module_rule(eqn):
+    """The primitive's ``"array module"`` lowering (``rule(xp, *operands, **params)``: its
+    computation with any array module of NumPy's API, ``cumsum`` say), where the step can
+    use it on the device: one result, operands of NumPy's own dtypes (CuPy has no
+    ``bfloat16``); else None."""
+    rule = eqn.primitive.lowerings.get("array module")
+    if rule is None or len(eqn.outvars) != 1 or not all(
+            isinstance(a, Var) and np.dtype(a.aval.dtype).isbuiltin == 1 for a in eqn.invars):
+        return None
+    return rule
+
+
+def array_module_step(eqn, rule, slots, xp):
+    """``eqn`` computed on the device by its ``"array module"`` lowering with ``xp`` (CuPy's
+    ``cumsum``...), its result C-contiguous, as kernels take it."""
+    ins, out, params = [slots[a] for a in eqn.invars], slots[eqn.outvars[0]], eqn.params
+
+    def step(env):
+        env[out] = xp.ascontiguousarray(rule(xp, *[env[s] for s in ins], **params))
+    return step
+
+
 def einsum_step(eqn, spec, slots, xp):
     a, b = (slots[v] for v in eqn.invars)
     out = slots[eqn.outvars[0]]
@@ -213,6 +237,8 @@ def compile_plan(name, optimised, plan, rewrites, timer, device, target):
             steps.append(compiler.view_step(g.eqns[0], slots))
         elif g.kind == "library" and (spec := einsum_spec(g.eqns[0])) is not None:
             steps.append(einsum_step(g.eqns[0], spec, slots, device.xp))
+        elif g.kind == "library" and (rule := array_module_rule(g.eqns[0])) is not None:
+            steps.append(array_module_step(g.eqns[0], rule, slots, device.xp))
         elif g.kind == "library" and control.supports(g.eqns[0]):
             steps.append(control.step(g.eqns[0], slots, device, lambda closed, what: (
                 compiler.compile(closed, target, f"{name} {what}"))))
