@@ -162,8 +162,8 @@ def test_device_put_on_the_gpus(monkeypatch, value):
 
 
 def test_control_flow_and_arg_reductions_on_the_gpu():
-    """scan, while, cond (``control``), argmax/argmin (two reduction kernels) and running
-    sums and products (CuPy's own) on the device, against the reference backend: what the emulated grid checks
+    """scan, while, cond (``control``), argmax/argmin (two reduction kernels), running
+    sums and products and FFTs (CuPy's own) on the device, against the reference backend: what the emulated grid checks
     (``test_gpu_control_flow.py``, ``test_arg_reductions_are_kernels_on_the_emulated_grid``)
     with CuPy's own slicing, allocation and copies."""
     from test_gpu_codegen import _ties_and_nans
@@ -179,7 +179,7 @@ def test_control_flow_and_arg_reductions_on_the_gpu():
         pick = nbjax.lax.switch(2, [jnp.sum, jnp.max, lambda v: v.mean()], w)
         return (*_rnn(w, xs, True), *n, pick, jnp.argmax(x, 0), jnp.argmin(x, 1),
                 jnp.argmax(x), nbjax.lax.cumsum(w, 0, reverse=True),
-                nbjax.lax.cumprod(w * 0.1 + 1, 1))
+                nbjax.lax.cumprod(w * 0.1 + 1, 1), jnp.fft.rfft(w * 2), jnp.fft.fft2(xs))
 
     closed = nbjax.make_jaxpr(f)(w, xs, x)
     outs = compiler.compile(closed, get_target("gpu"), "f").run(w, xs, x)

@@ -113,19 +113,25 @@ def _fft_abstract_eval(x, *, fft_type, fft_lengths):
 
 
 # NumPy's transform for each type; all take the lengths ``s`` and the ``axes``.
-_NUMPY_FFT = {FftType.FFT: np.fft.fftn, FftType.IFFT: np.fft.ifftn,
-              FftType.RFFT: np.fft.rfftn, FftType.IRFFT: np.fft.irfftn}
+_FFT_FUNCTIONS = {FftType.FFT: "fftn", FftType.IFFT: "ifftn", FftType.RFFT: "rfftn",
+                  FftType.IRFFT: "irfftn"}
 
 
-@fft_p.def_impl
-def _fft_impl(x, *, fft_type, fft_lengths):
+def _fft_with(xp, x, *, fft_type, fft_lengths):
+    """The transform by the array module ``xp``'s ``fft`` (NumPy's here; its ``"array
+    module"`` lowering, for a target keeping arrays on a device: CuPy's, cuFFT)."""
     out = _fft_abstract_eval(ShapedArray(x.shape, x.dtype), fft_type=fft_type,
                              fft_lengths=fft_lengths)
     if x.size == 0 or math.prod(out.shape) == 0:
-        return np.zeros(out.shape, out.dtype)  # NumPy refuses transforms of length 0
+        return xp.zeros(out.shape, out.dtype)  # NumPy refuses transforms of length 0
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
     # NumPy >= 2 transforms float32/complex64 in single precision, as XLA does.
-    return _NUMPY_FFT[fft_type](x, s=fft_lengths, axes=axes).astype(out.dtype, copy=False)
+    transform = getattr(xp.fft, _FFT_FUNCTIONS[fft_type])
+    return transform(x, s=fft_lengths, axes=axes).astype(out.dtype, copy=False)
+
+
+fft_p.def_impl(lambda x, **params: _fft_with(np, x, **params))
+fft_p.def_lowering("array module", _fft_with)
 
 
 # --- transposition -------------------------------------------------------------------------

@@ -49,13 +49,13 @@ class GpuTarget(Target):
     def library_reason(self, eqn):
         if control.supports(eqn):
             return control.reason(eqn)
+        if executable.array_module_rule(eqn) is not None:
+            return f"{eqn.primitive.name} runs on the GPU through CuPy's own function"
         category = eqn.primitive.lowerings.get("library")
         if category is None:
             return None
         if executable.einsum_spec(eqn) is not None:
             return f"{eqn.primitive.name} is a cuBLAS call (einsum)"
-        if executable.array_module_rule(eqn) is not None:
-            return f"{eqn.primitive.name} runs on the GPU through CuPy's own function"
         return (f"{eqn.primitive.name} runs on the host (its reference implementation): "
                 "operands copied from the GPU, results back")
 
