@@ -112,7 +112,8 @@ def _fft_abstract_eval(x, *, fft_type, fft_lengths):
     return ShapedArray(x.shape, x.dtype)
 
 
-# NumPy's transform for each type; all take the lengths ``s`` and the ``axes``.
+# The array module's transform for each type (``xp.fft``'s, NumPy's or CuPy's); all take the
+# lengths ``s`` and the ``axes``.
 _FFT_FUNCTIONS = {FftType.FFT: "fftn", FftType.IFFT: "ifftn", FftType.RFFT: "rfftn",
                   FftType.IRFFT: "irfftn"}
 

@@ -24,8 +24,8 @@ Steps:
   scratch buffers between them taking slots of their own;
 - ``dot_general`` on float or complex operands of the result's dtype: ``xp.einsum`` (cuBLAS
   under CuPy);
-- a primitive with an ``"array module"`` lowering (``cumsum``, ``cumprod``): that, with the
-  device's array module (CuPy's own function);
+- a primitive with an ``"array module"`` lowering (``fft``, ``cumsum``, ``cumprod``): that,
+  with the device's array module (CuPy's own function);
 - ``scan``, ``while`` and ``cond``: a loop (a choice) on the host around their bodies
   compiled for the device, the values staying there (``control``);
 - anything else (other library steps, primitives without a kernel): the
