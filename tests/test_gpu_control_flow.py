@@ -1,8 +1,8 @@
 """Control flow and library steps on the GPU without a GPU: ``scan``, ``while`` and ``cond``
 run as loops (a choice) on the host around bodies compiled for the emulated GPU
-(``backends.gpu.control``), and running sums and products by the device's array module,
-computing what the reference backend computes, their values staying on the device: only a
-``while``'s predicate and a ``cond``'s index are copied to the host."""
+(``backends.gpu.control``), running sums and products and FFTs by the device's array
+module, computing what the reference backend computes, their values staying on the
+device: only a ``while``'s predicate and a ``cond``'s index are copied to the host."""
 
 import numpy as np
 import pytest
@@ -69,7 +69,7 @@ def test_scan_runs_its_body_on_the_device(length, reverse):
     assert all(o.device.platform == "gpu" for o in outs)
 
 
-def test_reverse_scan_with_consts_and_no_carry():
+def test_reverse_scan_passing_its_carry_through_with_a_const():
     xs = RNG.standard_normal((5, 4)).astype(np.float32)
 
     def f(xs, c):
