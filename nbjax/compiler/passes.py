@@ -72,17 +72,24 @@ def _callee(eqn):
     decompose = prim.lowerings.get("jaxpr")
     if decompose is None or "kernel" in prim.lowerings:
         return None
-
-    def flat(*args):
-        out = decompose(*args, **eqn.params)
-        return list(out) if prim.multiple_results else [out]
-    closed = trace_to_closed_jaxpr(flat, [a.aval for a in eqn.invars],
-                                   f"decomposition of {prim.name}")
+    closed = _decomposition(eqn, decompose)
     if "library" in prim.lowerings and not all(
             kernel_lowering(e)[0] is not None or "library" in e.primitive.lowerings
             for e in closed.jaxpr.eqns):
         return None
     return closed
+
+
+def _decomposition(eqn, decompose):
+    """The ClosedJaxpr of ``decompose`` (a lowering of ``eqn``'s primitive into other
+    primitives, taking its operands and params) on ``eqn``'s operand types."""
+    prim = eqn.primitive
+
+    def flat(*args):
+        out = decompose(*args, **eqn.params)
+        return list(out) if prim.multiple_results else [out]
+    return trace_to_closed_jaxpr(flat, [a.aval for a in eqn.invars],
+                                 f"decomposition of {prim.name}")
 
 
 def inline_calls(jaxpr, consts, log):
@@ -153,9 +160,7 @@ def decompose_library_steps(closed, categories):
         if decompose is None or eqn.primitive.lowerings.get("library") not in categories:
             rw.emit(eqn)
             continue
-        inner = trace_to_closed_jaxpr(lambda *args: [decompose(*args, **eqn.params)],
-                                      [a.aval for a in eqn.invars],
-                                      f"decomposition of {eqn.primitive.name}")
+        inner = _decomposition(eqn, decompose)
         rw.bind_outputs(eqn.outvars, _emit_inlined(rw, inner, eqn.invars, _at(eqn)))
         log.append(Rewrite("decompose", eqn, f"computed {eqn.primitive.name} by "
                            f"{len(inner.jaxpr.eqns)} equations with kernels"))

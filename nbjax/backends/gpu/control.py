@@ -14,8 +14,7 @@ two iterations.
 import numpy as np
 
 from ...core import Literal, to_numpy
-from ...lax.cond import cond_p
-from ...lax.loops import scan_p, while_p
+from ...lax import cond_p, scan_p, while_p
 
 
 def supports(eqn):
