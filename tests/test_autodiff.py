@@ -259,8 +259,29 @@ def test_grad_jaxpr_is_forward_then_backward_with_provenance():
     assert ("mul", "backward", "sin") in backward and ("mul", "backward", "mul") in backward
     sin_ids = {e.provenance.id for e in closed.eqns if e.provenance.primitive == "sin"}
     assert len(sin_ids) == 1  # forward sin/cos and backward mul are linked
-    assert all(e.source_info.function == "f" for e in closed.eqns
-               if e.provenance.phase == "forward")
+    assert all(e.source_info.function == "f" for e in closed.eqns)
+
+
+def test_transformed_equations_come_from_the_lines_they_transform():
+    """Differentiating re-binds each equation of a jaxpr (a scan's body, the linear jaxpr
+    being transposed): what that stages comes from the original equation's line, as in
+    JAX, not from the line that called ``grad``."""
+    def f(w, xs):
+        def step(h, x):
+            h = jnp.tanh(h * w + x)
+            return h, h * 2.0
+        h, ys = nbjax.lax.scan(step, jnp.zeros(3), xs)
+        return jnp.sum(ys) + jnp.sum(h)
+    closed = nbjax.make_jaxpr(nbjax.grad(f))(np.ones(3, np.float32),
+                                              np.ones((4, 3), np.float32))
+    scans = [e for e in closed.eqns if e.primitive.name == "scan"]
+    assert len(scans) == 2  # forward, then backward
+    body_lines = {"h = jnp.tanh(h * w + x)", "return h, h * 2.0"}
+    assert {e.source_info.source_line() for e in scans[0].params["jaxpr"].eqns} == body_lines
+    # the backward body also accumulates w's cotangent: the scan's transpose rule does
+    assert {e.source_info.source_line() for e in scans[1].params["jaxpr"].eqns} == \
+        body_lines | {"h, ys = nbjax.lax.scan(step, jnp.zeros(3), xs)"}
+    assert {e.source_info.function for e in closed.eqns} == {"f"}
 
 
 def test_while_loop_reverse_mode_error_suggests_scan():

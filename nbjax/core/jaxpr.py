@@ -14,6 +14,7 @@ from . import pretty as pp
 from .abstract import ShapedArray
 from .array import Array
 from .errors import JaxprTypeError
+from .source_info import restaging
 
 
 class Var:
@@ -343,9 +344,10 @@ def eval_jaxpr(jaxpr, consts, *args):
 
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
-    for eqn in jaxpr.eqns:
-        out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
-        env.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))
+    with restaging(jaxpr.eqns) as eqns:
+        for eqn in eqns:
+            out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+            env.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))
     return [read(a) for a in jaxpr.outvars]
 
 

@@ -64,16 +64,23 @@ def is_internal(filename):
 
 def user_frame(skip=1):
     """The innermost stack frame outside nbjax, as a SourceInfo (None if there is none);
-    while a function is being traced, with its call path (``SourceInfo.callers``)."""
+    while a function is being traced, with its call path (``SourceInfo.callers``).
+
+    nbjax's own code tracing a function while a transformation re-binds an equation (a
+    scan's JVP rule tracing the body's JVP, say) has no user frame inside that trace: what
+    it stages there comes from the equation being re-bound (``restaging``)."""
     frame = sys._getframe(skip)
     # (``is_internal`` inlined: every equation traced walks the ~10-30 nbjax frames between
     # its ``bind`` and the user's line, and a call per frame was most of that walk's cost)
     while frame is not None:
-        internal = _INTERNAL.get(frame.f_code.co_filename)
+        code = frame.f_code
+        internal = _INTERNAL.get(code.co_filename)
         if internal is None:
-            internal = is_internal(frame.f_code.co_filename)
+            internal = is_internal(code.co_filename)
         if not internal:
             break
+        if code is _ENTRY and _tracing.around[-1] is not None:
+            return _tracing.around[-1]
         frame = frame.f_back
     if frame is None:
         return None
@@ -99,6 +106,8 @@ def user_frame(skip=1):
 class _Tracing(threading.local):
     depth = 0      # traces in progress in this thread
     frames = None  # while tracing: id(frame) -> (frame, call number, callers, {line: info})
+    equation = None  # the SourceInfo of the equation being re-bound (``restaging``), if any
+    around = None    # per trace in progress, the ``equation`` when it began, innermost last
 
 
 _tracing = _Tracing()
@@ -107,16 +116,52 @@ _calls = itertools.count(1)
 
 def call_traced(fun, args):
     """``fun(*args)``, the function a trace records: the user frames it runs are those its
-    equations' call paths hold."""
+    equations' call paths hold. (An equation a transformation re-binds around it, if any,
+    is the source only of what nbjax's own code stages in it: ``user_frame``.)"""
     if not _tracing.depth:
-        _tracing.frames = {}
+        _tracing.frames, _tracing.around = {}, []
     _tracing.depth += 1
+    _tracing.around.append(_tracing.equation)
+    _tracing.equation = None
     try:
         return fun(*args)
     finally:
+        _tracing.equation = _tracing.around.pop()
         _tracing.depth -= 1
         if not _tracing.depth:
-            _tracing.frames = None
+            _tracing.frames = _tracing.around = None
+
+
+def equation_source(skip=1):
+    """The source of an equation staged now: that of the equation a transformation is
+    re-binding (``restaging``), else the user's line on the stack (``user_frame``)."""
+    return _tracing.equation or user_frame(skip + 1)
+
+
+class restaging:
+    """``with restaging(eqns) as each:`` for an interpreter of a jaxpr's equations
+    (``eval_jaxpr``, a transpose): ``for eqn in each:`` makes ``eqn`` the source of what is
+    staged while it is bound. A transformed equation comes from its original's line and call
+    path, as JAX's do; walking the stack instead would find the line that called the
+    transformation, and costs a walk over nbjax's frames per equation."""
+
+    __slots__ = ("eqns", "previous")
+
+    def __init__(self, eqns):
+        self.eqns = eqns
+
+    def __enter__(self):
+        self.previous = _tracing.equation
+        return self._each()
+
+    def _each(self):
+        state = _tracing
+        for eqn in self.eqns:
+            state.equation = eqn.source_info
+            yield eqn
+
+    def __exit__(self, *exc_info):
+        _tracing.equation = self.previous
 
 
 _ENTRY = call_traced.__code__

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import (Array, ClosedJaxpr, Primitive, ShapedArray, Trace, Tracer, dtypes,
                    eval_closed_jaxpr, get_aval, new_trace, set_current_trace)
-from ..core.source_info import Provenance, current_provenance, provenance, user_frame
+from ..core.source_info import Provenance, current_provenance, equation_source, provenance
 from .staging import trace_to_jaxpr
 
 
@@ -111,7 +111,7 @@ class JVPTrace(Trace):
 
     def process_primitive(self, primitive, args, params):
         primals, tangents = zip(*map(self.unpack, args)) if args else ((), ())
-        tag = current_provenance() or Provenance(primitive.name, user_frame(2))
+        tag = current_provenance() or Provenance(primitive.name, equation_source(2))
         with set_current_trace(self.parent), provenance(tag):
             if all(isinstance(t, Zero) for t in tangents):
                 return primitive.bind(*primals, **params)

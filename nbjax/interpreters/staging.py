@@ -7,9 +7,10 @@ transformation) become constvars; scalar constants are written into equations as
 import numpy as np
 
 from ..core import (ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Trace, Tracer, Var, get_aval,
-                    new_trace, user_frame)
+                    new_trace)
 from ..core.array import Array
-from ..core.source_info import call_traced, current_provenance, function_location
+from ..core.source_info import (call_traced, current_provenance, equation_source,
+                                 function_location)
 
 
 class JaxprTracer(Tracer):
@@ -63,7 +64,7 @@ class JaxprTrace(Trace):
         else:
             outvars = [Var(out_avals)]
             outs = JaxprTracer(self, outvars[0])
-        self.eqns.append(JaxprEqn(invars, outvars, primitive, params, user_frame(2),
+        self.eqns.append(JaxprEqn(invars, outvars, primitive, params, equation_source(2),
                                   current_provenance()))
         return outs
 

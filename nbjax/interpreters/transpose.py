@@ -7,7 +7,7 @@ the backward pass inherit the provenance of the forward equation they transpose.
 """
 
 from ..core import Literal, get_aval
-from ..core.source_info import provenance
+from ..core.source_info import provenance, restaging
 from .ad import Zero, add_tangents, instantiate, zeros_like_aval
 
 
@@ -51,32 +51,40 @@ def backward_pass(jaxpr, consts, cotangents_out, linear=None):
         return UndefinedPrimal(a.aval) if a in linear_vars else primal_env[a]
 
     linear_eqns = []
-    for eqn in jaxpr.eqns:
-        if not linear_vars.isdisjoint(eqn.invars):  # (a Literal is never among them)
-            linear_eqns.append(eqn)
-            linear_vars.update(eqn.outvars)
-        else:
-            out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
-            primal_env.update(zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]))
+    with restaging(jaxpr.eqns) as eqns:
+        for eqn in eqns:
+            if not linear_vars.isdisjoint(eqn.invars):  # (a Literal is never among them)
+                linear_eqns.append(eqn)
+                linear_vars.update(eqn.outvars)
+            else:
+                out = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+                primal_env.update(zip(eqn.outvars,
+                                      out if eqn.primitive.multiple_results else [out]))
 
     ct_env = {}
     for v, ct in zip(jaxpr.outvars, cotangents_out):
         if not isinstance(v, Literal) and v in linear_vars and not isinstance(ct, Zero):
             ct_env[v] = add_tangents(ct_env.get(v, Zero(v.aval)), ct)
-    for eqn in reversed(linear_eqns):
-        cts = [ct_env.pop(v, Zero(v.aval)) for v in eqn.outvars]
-        if all(isinstance(c, Zero) for c in cts):
-            continue
-        tag = eqn.provenance.backward() if eqn.provenance is not None else None
-        with provenance(tag):
-            ct = cts if eqn.primitive.multiple_results else cts[0]
-            cts_in = eqn.primitive.rule("transpose")(ct, *map(read, eqn.invars), **eqn.params)
-            for a, ct_in in zip(eqn.invars, cts_in):
-                if ct_in is None or isinstance(a, Literal) or a not in linear_vars:
-                    continue
-                ct_env[a] = add_tangents(ct_env.get(a, Zero(a.aval)), ct_in)
+    with restaging(linear_eqns[::-1]) as eqns:
+        for eqn in eqns:
+            _transpose_equation(eqn, ct_env, read, linear_vars)
     return [ct_env.get(v, Zero(v.aval)) if is_lin else None
             for v, is_lin in zip(jaxpr.invars, linear)]
+
+
+def _transpose_equation(eqn, ct_env, read, linear_vars):
+    """Add the cotangents of ``eqn``'s linear operands into ``ct_env`` (taking its outputs')."""
+    cts = [ct_env.pop(v, Zero(v.aval)) for v in eqn.outvars]
+    if all(isinstance(c, Zero) for c in cts):
+        return
+    tag = eqn.provenance.backward() if eqn.provenance is not None else None
+    with provenance(tag):
+        ct = cts if eqn.primitive.multiple_results else cts[0]
+        cts_in = eqn.primitive.rule("transpose")(ct, *map(read, eqn.invars), **eqn.params)
+        for a, ct_in in zip(eqn.invars, cts_in):
+            if ct_in is None or isinstance(a, Literal) or a not in linear_vars:
+                continue
+            ct_env[a] = add_tangents(ct_env.get(a, Zero(a.aval)), ct_in)
 
 
 def zeros_like(x):
