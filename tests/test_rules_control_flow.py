@@ -343,6 +343,43 @@ def test_grad_scan_stacks_no_loop_invariant_residual(how):
         assert_close(g, e, rtol=1e-5)
 
 
+def test_grad_of_a_recurrence_transforms_its_body_once_per_rule(monkeypatch):
+    """A carry that starts at zero (an LSTM's state) gets a nonzero tangent, an unknown
+    value and a linear one through the body: the fixed points of scan's JVP, partial
+    evaluation and transpose start from what the body's equations propagate, so each
+    transforms the body once. Carries only a counter or stop_gradient reach stay known
+    and zero, and the gradient still matches the unrolled loop's."""
+    from nbjax.interpreters import ad, partial_eval
+    calls = []
+    for module, name in [(ad, "jvp_jaxpr"), (partial_eval, "partial_eval_jaxpr")]:
+        def counted(*args, _original=getattr(module, name), _name=name, **kwargs):
+            calls.append(_name)
+            return _original(*args, **kwargs)
+        monkeypatch.setattr(module, name, counted)
+    w = random_array(rng, (4, 4)) * 0.5
+
+    def loss(w, xs, unroll=False):
+        def step(carry, x):
+            h, c, steps, seen = carry
+            c = jnp.tanh(h @ w) + c * x
+            return (c * 0.5, c, steps + 1, lax.stop_gradient(seen + h)), jnp.sum(h)
+        init = (jnp.zeros(4), jnp.zeros(4), 0, jnp.zeros(4))
+        if unroll:
+            carry = init
+            for x in xs:
+                carry, y = step(carry, x)
+            return jnp.sum(carry[0]) + jnp.sum(carry[3])
+        carry, ys = lax.scan(step, init, xs)
+        return jnp.sum(carry[0]) + jnp.sum(carry[3])
+
+    xs = random_array(rng, (5, 4))
+    closed = nbjax.make_jaxpr(nbjax.grad(loss))(w, xs)
+    assert calls == ["jvp_jaxpr", "partial_eval_jaxpr", "partial_eval_jaxpr"]
+    backward = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"][1]
+    assert backward.params["num_carry"] == 1 + 2  # w's cotangent; those of h and c
+    assert_close(nbjax.grad(loss)(w, xs), nbjax.grad(loss)(w, xs, True), rtol=1e-5)
+
+
 def test_per_example_gradients_through_scan():
     w = random_array(rng, (3,)) * 0.5
 

@@ -63,6 +63,10 @@ class Primitive:
         # Its reference implementation takes Arrays on a device as they are (``to_operand``):
         # a compiled call, whose executable may use their buffers where they are.
         self.device_operands = False
+        # Its JVP's output tangent is nonzero whenever an operand's tangent is (it is
+        # linear, or each operand's partial derivative is a nonzero expression): a loop's
+        # JVP starts its fixed point from the carries such equations make nonzero.
+        self.tangent_from_operands = False
 
     def pp_params(self, params):
         """The params a jaxpr prints for this primitive (JAX hides some, e.g. shapes)."""

@@ -137,6 +137,7 @@ def defjvp(prim, *partials):
                 total = add_tangents(total, partial(t, *primals, **params))
         return out, total
     prim.def_jvp(rule)
+    prim.tangent_from_operands = True
 
 
 def defjvp2(prim, *partials):
@@ -149,6 +150,7 @@ def defjvp2(prim, *partials):
                 total = add_tangents(total, partial(t, out, *primals, **params))
         return out, total
     prim.def_jvp(rule)
+    prim.tangent_from_operands = True
 
 
 def defjvp_zero(prim):
@@ -169,20 +171,13 @@ def deflinear(prim, transpose_rule):
         return out, tangent
     prim.def_jvp(rule)
     prim.def_transpose(transpose_rule)
-
-
-def linear_jvp(prim):
-    """JVP of a primitive linear in its first operand(s), given the rest as constants:
-    the tangent is the primitive applied to the tangents (zeros instantiated)."""
-    def rule(primals, tangents, **params):
-        out = prim.bind(*primals, **params)
-        return out, prim.bind(*map(instantiate, tangents), **params)
-    return rule
+    prim.tangent_from_operands = True
 
 
 add_any_p.def_jvp(lambda primals, tangents: (add_any_p.bind(*primals),
                                              add_tangents(*tangents)))
 add_any_p.def_transpose(lambda ct, x, y: [ct, ct])
+add_any_p.tangent_from_operands = True
 
 
 def _symbolic_if_float0(t):

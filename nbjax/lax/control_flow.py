@@ -18,7 +18,7 @@ NumPy values for the reference implementations.
 import numpy as np
 
 from ..config import config
-from ..core import (ClosedJaxpr, Jaxpr, Literal, Var, eval_closed_jaxpr, get_aval,
+from ..core import (ClosedJaxpr, Jaxpr, Literal, Var, dtypes, eval_closed_jaxpr, get_aval,
                     has_effect, pytree, to_numpy)
 from ..core.source_info import function_location
 from ..interpreters import ad, staging
@@ -152,6 +152,45 @@ def fixed_point(flags, out_flags_of):
         if grown == flags:
             return flags
         flags = grown
+
+
+def carries_reached(closed, flags, first_carry, num_carry, reached):
+    """Flags for a loop body's carries that ``fixed_point`` will certainly settle on: those
+    a flagged input reaches through equations, ``reached(eqn)`` giving the outputs an
+    equation flags when one of its operands is (found again with each carry so flagged,
+    until none is added). The body's carries are its inputs from ``first_carry`` on and its
+    first ``num_carry`` outputs.
+
+    Where ``reached`` follows how the transformation flags values (a partial evaluation
+    stages every result of an operation with an unknown operand), a fixed point started
+    from these flags is found by transforming the body once, not once more per carry it
+    flags on the way."""
+    jaxpr, flags = closed.jaxpr, list(flags)
+    carries = slice(first_carry, first_carry + num_carry)
+    while True:
+        marked = {v for v, f in zip(jaxpr.invars, flags) if f}
+        for e in jaxpr.eqns:
+            if not marked.isdisjoint(e.invars):
+                marked.update(reached(e))
+        grown = [f or (isinstance(v, Var) and v in marked)
+                 for f, v in zip(flags[carries], jaxpr.outvars[:num_carry])]
+        if grown == flags[carries]:
+            return grown
+        flags[carries] = grown
+
+
+def unknown_results(eqn):
+    """The results partial evaluation stages when an operand of ``eqn`` is unknown: all, but
+    a primitive with a rule of its own (a loop) may compute some (``carries_reached``)."""
+    return () if "partial_eval" in eqn.primitive.rules else eqn.outvars
+
+
+def nonzero_tangents(eqn):
+    """The results whose tangent is nonzero when an operand's tangent of ``eqn`` is, as far
+    as ``Primitive.tangent_from_operands`` says (``carries_reached``)."""
+    if not eqn.primitive.tangent_from_operands:
+        return ()
+    return [v for v in eqn.outvars if dtypes.is_inexact(v.aval.dtype)]
 
 
 def once_per_flags(transform):

@@ -39,6 +39,7 @@ def bilinear_jvp(prim):
         if not isinstance(t_rhs, ad.Zero):
             tangent = ad.add_tangents(tangent, prim.bind(lhs, t_rhs, **params))
         return out, tangent
+    prim.tangent_from_operands = True
     return rule
 
 

@@ -364,6 +364,7 @@ def _add_sub_jvp(prim, sign_of_second):
         if isinstance(ty, ad.Zero):
             return out, broadcast_operand(tx, shape)
         return out, prim.bind(tx, ty)
+    prim.tangent_from_operands = True
     return rule
 
 

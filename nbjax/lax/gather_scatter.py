@@ -49,6 +49,7 @@ def linear_jvp(prim, *linear):
         args = [ad.instantiate(t) if i in linear else p
                 for i, (p, t) in enumerate(zip(primals, tangents))]
         return out, prim.bind(*args, **params)
+    prim.tangent_from_operands = True
     return rule
 
 

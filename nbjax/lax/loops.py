@@ -19,11 +19,12 @@ from ..interpreters.batching import AxisData
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
 from .batch_util import batch_jaxpr
-from .control_flow import (batched_at_front, check_avals, check_types_match, fill_linear,
-                           fixed_point, flagged, hoist_consts, index_groups, loop_invariant,
-                           merge_tangents, nonzero_flags, once_per_flags, rearrange,
-                           run_on_numpy, split_sizes, trace_converted, trace_flat, type_str,
-                           typematch, with_unused_inputs)
+from .control_flow import (batched_at_front, carries_reached, check_avals, check_types_match,
+                           fill_linear, fixed_point, flagged, hoist_consts, index_groups,
+                           loop_invariant, merge_tangents, nonzero_flags, nonzero_tangents,
+                           once_per_flags, rearrange, run_on_numpy, split_sizes,
+                           trace_converted, trace_flat, type_str, typematch, unknown_results,
+                           with_unused_inputs)
 from .shapes import broadcast_in_dim, moveaxis
 from .standard import control_lowering, owned_results, scalar_like
 
@@ -202,7 +203,9 @@ def _while_jvp(primals, tangents, cond_jaxpr, body_jaxpr, cond_nconsts, body_nco
     def jvp_body(carry_nz):
         return ad.jvp_jaxpr(body_jaxpr, body_nz + carry_nz, carry_nz)
 
-    carry_nz = fixed_point(nonzero_flags(init_tangents), lambda nz: jvp_body(nz)[1])
+    carry_nz = fixed_point(carries_reached(body_jaxpr, body_nz + nonzero_flags(init_tangents),
+                                           body_nconsts, n_carry, nonzero_tangents),
+                           lambda nz: jvp_body(nz)[1])
     primals_out = while_p.bind(*primals, cond_jaxpr=cond_jaxpr, body_jaxpr=body_jaxpr,
                                cond_nconsts=cond_nconsts, body_nconsts=body_nconsts)
     if not any(carry_nz):
@@ -401,7 +404,9 @@ def _scan_jvp(primals, tangents, jaxpr, length, reverse, num_consts, num_carry, 
     def jvp_body(carry_nz):
         return ad.jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * n_ys)
 
-    carry_nz = fixed_point(nonzero_flags(init_t), lambda nz: jvp_body(nz)[1][:num_carry])
+    carry_nz = fixed_point(carries_reached(jaxpr, const_nz + nonzero_flags(init_t) + xs_nz,
+                                           num_consts, num_carry, nonzero_tangents),
+                           lambda nz: jvp_body(nz)[1][:num_carry])
     jvp, out_nz = jvp_body(carry_nz)
     ys_nz = out_nz[num_carry:]
     jvp, jvp_consts = hoist_consts(jvp)
@@ -443,7 +448,9 @@ def _scan_partial_eval(trace, args, unknowns, *, jaxpr, length, reverse, num_con
         return partial_eval.partial_eval_jaxpr(jaxpr, const_uk + carry_uk + xs_uk,
                                                carry_uk + [False] * n_ys)
 
-    carry_uk = fixed_point(carry_uk, lambda uk: split_body(uk)[2][:num_carry])
+    carry_uk = fixed_point(carries_reached(jaxpr, unknowns, num_consts, num_carry,
+                                           unknown_results),
+                           lambda uk: split_body(uk)[2][:num_carry])
     known, unknown, out_uk, num_res = split_body(carry_uk)
     consts, init, xs = split_sizes(args, [num_consts, num_carry])
     # Known scan: its body returns the known carries, the known ys, then the residuals,
@@ -505,7 +512,9 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, num_consts, num_carry, u
         return partial_eval.partial_eval_jaxpr(jaxpr, const_lin + carry_uk + xs_lin,
                                                carry_uk + [False] * n_ys)
 
-    carry_uk = fixed_point(carry_lin, lambda uk: split_body(uk)[2][:num_carry])
+    carry_uk = fixed_point(carries_reached(jaxpr, const_lin + carry_lin + xs_lin, num_consts,
+                                           num_carry, unknown_results),
+                           lambda uk: split_body(uk)[2][:num_carry])
     known, unknown, out_uk, num_res = split_body(carry_uk)
     body, body_consts = hoist_consts(known)
     unknowns = const_lin + carry_uk + xs_lin
