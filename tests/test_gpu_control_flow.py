@@ -187,3 +187,37 @@ def test_ffts_stay_on_the_device(x64):
         exe, _, copies = _on_both(f, x, z)
     assert copies == 0
     assert "fft runs on the GPU through CuPy's own function" in exe.plan.report()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int32, np.bool_])
+@pytest.mark.parametrize("shape, axis", [((9, 5), 0), ((9, 5), 1), ((0, 3), 1), ((1, 6), 1)])
+def test_sorts_stay_on_the_device(dtype, shape, axis):
+    """sort (by one key, by two with a payload) and top_k by the device's array module
+    (stable argsorts of integer keys: CuPy's radix sorts on a GPU): ties keep their order,
+    NaNs of either sign go last, -0.0 sorts equal to 0.0, and top_k takes IEEE's total
+    order; bitwise what the reference computes."""
+    x = (RNG.integers(-3, 3, shape) * 0.5).astype(dtype)  # (many ties)
+    if np.issubdtype(dtype, np.floating) and x.size:
+        x.flat[::4] = -0.0
+        x.flat[1::7], x.flat[2::9] = np.nan, -np.nan
+    payload = np.arange(x.size, dtype=np.int32).reshape(shape)
+
+    def f(x, payload):
+        y = x * 1  # (a kernel first: the sorts take its result on the device)
+        by_two = lax.sort((y, payload * 0 + 1, payload), dimension=axis, num_keys=2)
+        outs = (lax.sort(y, dimension=axis), *lax.sort_key_val(y, payload, axis), *by_two)
+        if shape[-1] >= 3 and axis == len(shape) - 1 and dtype != np.bool_:
+            outs += tuple(lax.top_k(y, 3))
+        return outs
+    with nbjax.enable_x64(dtype == np.float64):
+        closed = nbjax.make_jaxpr(f)(x, payload)
+        exe = compiler.compile(closed, TARGET, "sorts")
+        CountingDevice.copies = 0
+        outs = exe.run(x, payload)
+        assert CountingDevice.copies == 0
+        refs = compiler.compile(closed, get_target("reference"), "sorts").run(x, payload)
+    for out, ref in zip(outs, refs):
+        out = np.asarray(out)
+        assert out.dtype == ref.dtype and out.tobytes() == ref.tobytes()
+    assert "sort runs on the GPU through CuPy's own function" in exe.plan.report()
+

@@ -163,7 +163,8 @@ def test_device_put_on_the_gpus(monkeypatch, value):
 
 def test_control_flow_and_arg_reductions_on_the_gpu():
     """scan, while, cond (``control``), argmax/argmin (two reduction kernels), running
-    sums and products and FFTs (CuPy's own) on the device, against the reference backend: what the emulated grid checks
+    sums and products and FFTs (CuPy's own) on the device, against the reference backend:
+    what the emulated grid checks
     (``test_gpu_control_flow.py``, ``test_arg_reductions_are_kernels_on_the_emulated_grid``)
     with CuPy's own slicing, allocation and copies."""
     from test_gpu_codegen import _ties_and_nans
@@ -186,3 +187,29 @@ def test_control_flow_and_arg_reductions_on_the_gpu():
     refs = compiler.compile(closed, get_target("reference"), "f").run(w, xs, x)
     for out, ref in zip(outs, refs):
         assert_close(np.asarray(out), ref, rtol=1e-4)
+
+
+def test_sorts_on_the_gpu():
+    """sort (one key, two keys with a payload) and top_k by CuPy's stable argsorts, bitwise
+    as on the reference backend: NaNs of either sign last, -0.0 equal to 0.0 (ties keep
+    their order), top_k in IEEE's total order. What ``test_sorts_stay_on_the_device``
+    checks on the emulated device, with CuPy's radix sorts."""
+    from test_gpu_codegen import _ties_and_nans
+    rng = np.random.default_rng(6)
+    x = _ties_and_nans(np.float32, (300, 70), rng)
+    x.flat[::97] = -np.nan
+    payload = np.arange(x.size, dtype=np.int32).reshape(x.shape)
+
+    def f(x, payload):
+        return (nbjax.lax.sort(x, dimension=0), *nbjax.lax.sort_key_val(x, payload, 1),
+                *nbjax.lax.sort((x, payload % 3, payload), dimension=1, num_keys=2),
+                *nbjax.lax.top_k(x, 5), jnp.sort(x.astype(jnp.float16), axis=None))
+
+    closed = nbjax.make_jaxpr(f)(x, payload)
+    exe = compiler.compile(closed, get_target("gpu"), "f")
+    assert "sort runs on the GPU through CuPy's own function" in exe.plan.report()
+    refs = compiler.compile(closed, get_target("reference"), "f").run(x, payload)
+    for out, ref in zip(exe.run(x, payload), refs):
+        out = np.asarray(out)
+        assert out.dtype == ref.dtype and out.tobytes() == ref.tobytes()
+

@@ -8,6 +8,7 @@ The two use different orders, as in JAX:
   values come out lowest index first.
 """
 
+import functools
 import operator
 
 import numpy as np
@@ -55,25 +56,34 @@ def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
     return list(operands)
 
 
-def _lexsort_keys(key):
-    """``np.lexsort`` keys (most significant first) that order ``key`` as JAX sorts it.
-
-    NumPy already puts NaNs last and treats -0.0 as 0.0; complex numbers are split into
-    their real and imaginary parts so that each part's NaNs go last.
-    """
+def _sort_keys(xp, key):
+    """Integer keys, most significant first, whose order is the order in which JAX sorts
+    the values ``key``: a float's NaNs (any sign) become one positive NaN and -0.0 becomes
+    0.0, then its bits are read in IEEE's total order; a complex number is its real part,
+    then its imaginary part. (Integers sort alike everywhere, where floats' NaNs and zeros
+    do not: CuPy's radix sort orders their bits.)"""
     if dtypes.is_complex(key.dtype):
-        return [key.real, key.imag]
-    if dtypes.is_bool(key.dtype):
-        return [key.view(np.uint8)]
-    return [key]
+        return _sort_keys(xp, key.real) + _sort_keys(xp, key.imag)
+    if dtypes.is_float(key.dtype):
+        key = xp.where(xp.isnan(key), xp.asarray(np.nan, key.dtype), key + key.dtype.type(0))
+    return [_total_order_key(xp, key)]
 
 
-@sort_p.def_impl
-def _sort_impl(*operands, dimension, is_stable, num_keys):
-    keys = [k for op in operands[:num_keys] for k in _lexsort_keys(op)]
-    # lexsort is stable and takes its most significant key last.
-    order = np.lexsort(keys[::-1], axis=dimension)
-    return [np.take_along_axis(op, order, axis=dimension) for op in operands]
+def _sort_with(xp, *operands, dimension, is_stable, num_keys):
+    """``sort`` with any array module of NumPy's API (NumPy for the reference, CuPy on a
+    GPU): stable argsorts of the keys, least significant first, each refining the order of
+    the ones before (NumPy's ``lexsort``, which CuPy has only for 1-D keys)."""
+    keys = [k for op in operands[:num_keys] for k in _sort_keys(xp, op)]
+    order = xp.argsort(keys[-1], axis=dimension, kind="stable")
+    for key in reversed(keys[:-1]):
+        ordered = xp.take_along_axis(key, order, axis=dimension)
+        order = xp.take_along_axis(
+            order, xp.argsort(ordered, axis=dimension, kind="stable"), axis=dimension)
+    return [xp.take_along_axis(op, order, axis=dimension) for op in operands]
+
+
+sort_p.def_impl(functools.partial(_sort_with, np))
+sort_p.def_lowering("array module", _sort_with)
 
 
 def _take_along_axis(x, indices, axis):
@@ -173,7 +183,7 @@ def _top_k_abstract_eval(operand, *, k, axis):
             ShapedArray(shape, dtypes.int32, operand.weak_type)]
 
 
-def _total_order_key(x):
+def _total_order_key(xp, x):
     """Integers ordered as IEEE's totalOrder orders the floats ``x`` (ints: ``x`` itself).
 
     A float's bits read as a signed integer already order non-negative floats; for negative
@@ -185,16 +195,20 @@ def _total_order_key(x):
         return x
     bits = x.view(np.dtype(f"i{x.dtype.itemsize}"))
     magnitude_mask = dtypes.iinfo(bits.dtype).max
-    return np.where(bits < 0, bits ^ magnitude_mask, bits)
+    return xp.where(bits < 0, bits ^ magnitude_mask, bits)
 
 
-@top_k_p.def_impl
-def _top_k_impl(operand, *, k, axis):
+def _top_k_with(xp, operand, *, k, axis):
+    """``top_k`` with any array module of NumPy's API (``_sort_with``)."""
     # ``~key`` reverses the order of any integer type without overflow, so a stable
     # ascending sort of it is a descending sort that keeps ties in index order.
-    order = np.argsort(~_total_order_key(operand), axis=axis, kind="stable")
-    indices = np.take(order, np.arange(k), axis=axis)
-    return [np.take_along_axis(operand, indices, axis=axis), indices.astype(np.int32)]
+    order = xp.argsort(~_total_order_key(xp, operand), axis=axis, kind="stable")
+    indices = xp.take(order, xp.arange(k), axis=axis)
+    return [xp.take_along_axis(operand, indices, axis=axis), indices.astype(np.int32)]
+
+
+top_k_p.def_impl(functools.partial(_top_k_with, np))
+top_k_p.def_lowering("array module", _top_k_with)
 
 
 def _top_k_jvp(primals, tangents, *, k, axis):

@@ -24,8 +24,8 @@ Steps:
   scratch buffers between them taking slots of their own;
 - ``dot_general`` on float or complex operands of the result's dtype: ``xp.einsum`` (cuBLAS
   under CuPy);
-- a primitive with an ``"array module"`` lowering (``fft``, ``cumsum``, ``cumprod``): that,
-  with the device's array module (CuPy's own function);
+- a primitive with an ``"array module"`` lowering (``fft``, ``cumsum``, ``cumprod``,
+  ``sort``, ``top_k``): that, with the device's array module (CuPy's own functions);
 - ``scan``, ``while`` and ``cond``: a loop (a choice) on the host around their bodies
   compiled for the device, the values staying there (``control``);
 - anything else (other library steps, primitives without a kernel): the
@@ -186,10 +186,10 @@ def einsum_spec(eqn):
 def array_module_rule(eqn):
     """The primitive's ``"array module"`` lowering (``rule(xp, *operands, **params)``: its
     computation with any array module of NumPy's API, ``cumsum`` say), where the step can
-    use it on the device: one result, operands of NumPy's own dtypes (CuPy has no
-    ``bfloat16``); else None."""
+    use it on the device: operands of NumPy's own dtypes (CuPy has no ``bfloat16``); else
+    None."""
     rule = eqn.primitive.lowerings.get("array module")
-    if rule is None or len(eqn.outvars) != 1 or not all(
+    if rule is None or not all(
             isinstance(a, Var) and np.dtype(a.aval.dtype).isbuiltin == 1 for a in eqn.invars):
         return None
     return rule
@@ -197,11 +197,15 @@ def array_module_rule(eqn):
 
 def array_module_step(eqn, rule, slots, xp):
     """``eqn`` computed on the device by its ``"array module"`` lowering with ``xp`` (CuPy's
-    ``cumsum``...), its result C-contiguous, as kernels take it."""
-    ins, out, params = [slots[a] for a in eqn.invars], slots[eqn.outvars[0]], eqn.params
+    ``cumsum``, ``argsort``...), its results C-contiguous, as kernels take them."""
+    ins, params = [slots[a] for a in eqn.invars], eqn.params
+    outs = [slots[v] for v in eqn.outvars]
+    several = eqn.primitive.multiple_results
 
     def step(env):
-        env[out] = xp.ascontiguousarray(rule(xp, *[env[s] for s in ins], **params))
+        results = rule(xp, *[env[s] for s in ins], **params)
+        for out, result in zip(outs, results if several else [results]):
+            env[out] = xp.ascontiguousarray(result)
     return step
 
 
