@@ -41,7 +41,10 @@ class Literal:
     __slots__ = ("val", "aval")
 
     def __init__(self, val, aval):
-        self.val = Array.wrap(np.array(val, aval.dtype), aval)  # keeps its weak type
+        if type(val) is Array and val.aval == aval and val._buffer is None:
+            self.val = val  # (already the immutable host array it would be made into)
+        else:
+            self.val = Array.wrap(np.array(val, aval.dtype), aval)  # keeps its weak type
         self.aval = aval
 
     def pretty(self):

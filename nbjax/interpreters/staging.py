@@ -46,7 +46,7 @@ class JaxprTrace(Trace):
             return x._var
         aval = get_aval(x)
         if not isinstance(x, Tracer) and aval.shape == ():
-            return Literal(np.asarray(x), aval)
+            return Literal(x, aval)
         key = id(x)
         if key not in self._const_ids:
             var = Var(aval)

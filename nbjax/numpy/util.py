@@ -9,7 +9,7 @@ from .. import lax
 from ..config import config
 from ..core import (Array, ConcretizationTypeError, ShapedArray, Tracer, dtypes, get_aval,
                     valid_value)
-from ..core.array import scalar_in_range, to_numpy
+from ..core.array import host_result, scalar_in_range, to_numpy
 from ..core.errors import unavailable
 from ..core.trace import is_python_scalar
 from ..lax.standard import IncompatibleShapesError, as_array
@@ -67,7 +67,8 @@ def _converted(x, dtype, weak):
         own = dtypes.python_scalar_dtype(x)[0]
         if own == dtype or type(x) is int and _holds_exactly(dtype, scalar_in_range(x, own)):
             value = np.array(scalar_in_range(x, dtype), dtype)
-            return Array.wrap(value, ShapedArray((), dtype, weak))
+            value.flags.writeable = False
+            return host_result(value, ShapedArray((), dtype, weak))
     x = to_array(x)
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak:
