@@ -4,8 +4,10 @@ emitter) emitting PTX for NVIDIA GPUs through llvmlite's NVPTX back end, run thr
 What the GPU changes is its scaffold (``scaffold``: threads and a grid-stride loop instead
 of loops, buffers in global memory, libdevice for the math mathlib lacks), the PTX
 compilation (``ptx``, ``toolkit``), and the runtime (``executable`` over a device:
-``cuda`` on a GPU, ``emulate`` on the host for tests). Control flow is not compiled for the
-GPU yet: it runs on the host, as do library steps other than ``dot_general``.
+``cuda`` on a GPU, ``emulate`` on the host for tests). ``scan``, ``while`` and ``cond`` run
+as loops on the host around bodies compiled for the GPU (``control``); ``dot_general`` and
+the primitives with an array-module rule (FFTs, running sums, sorts) by CuPy's own
+functions; the other library steps on the host.
 
 Importing this module imports neither CuPy nor anything of CUDA: ``GpuTarget.lower`` (and
 ``gpu_devices``, behind ``nbjax.devices("gpu")``) asks for the device, and raises
