@@ -418,3 +418,22 @@ def test_python_ints_wrap_into_the_narrow_integers_as_in_jax():
     _same(jnp.uint2(5), np.array(5).astype(ml_dtypes.uint2))
     with pytest.raises(OverflowError):
         jnp.array(300, jnp.int8)
+
+
+@pytest.mark.parametrize("name", ["bfloat16"] + NARROW_FLOATS)
+def test_sort_and_top_k_order_by_value(name):
+    """sort and top_k order these types by value as they do float32 (exact for each of
+    them), whatever their bits: float4's sign is bit 3, the ``fnuz`` types' NaN has
+    -0.0's pattern, float8_e8m0fnu has no sign. NaNs last, -0.0 tied with 0.0."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(60) * 3).astype(np.float32)
+    x[::7], x[1::9], x[2::11] = np.nan, -0.0, 0.0
+    x = x.astype(dt(name))
+    wide = x.astype(np.float32)
+    key = np.where(np.isnan(wide), np.inf, wide + 0)  # (NaN last, after inf)
+    order = np.lexsort([np.isnan(wide), key][::-1])
+    got = np.asarray(jnp.sort(x))
+    assert got.dtype == x.dtype and got.tobytes() == x[order].tobytes()
+    values, indices = nbjax.lax.top_k(x, 5)
+    assert np.array_equal(np.asarray(indices), nbjax.lax.top_k(wide, 5)[1])
+    assert np.asarray(values).tobytes() == x[np.asarray(indices)].tobytes()

@@ -65,6 +65,7 @@ def _sort_keys(xp, key):
     if dtypes.is_complex(key.dtype):
         return _sort_keys(xp, key.real) + _sort_keys(xp, key.imag)
     if dtypes.is_float(key.dtype):
+        key = _widened(key)
         key = xp.where(xp.isnan(key), xp.asarray(np.nan, key.dtype), key + key.dtype.type(0))
     return [_total_order_key(xp, key)]
 
@@ -193,9 +194,17 @@ def _total_order_key(xp, x):
         return x.view(np.uint8)
     if not dtypes.is_float(x.dtype):
         return x
+    x = _widened(x)
     bits = x.view(np.dtype(f"i{x.dtype.itemsize}"))
     magnitude_mask = dtypes.iinfo(bits.dtype).max
     return xp.where(bits < 0, bits ^ magnitude_mask, bits)
+
+
+def _widened(x):
+    """Floats narrower than float32 as float32, which holds each of their values exactly:
+    their own bits are not all laid out as IEEE's (float4_e2m1fn's sign is bit 3 of its
+    byte, the ``fnuz`` types' NaN has -0.0's pattern, float8_e8m0fnu has no sign)."""
+    return x.astype(np.float32) if x.dtype.itemsize < 4 else x
 
 
 def _top_k_with(xp, operand, *, k, axis):
