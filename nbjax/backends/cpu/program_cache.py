@@ -136,15 +136,21 @@ class _KeyPickler(pickle.Pickler):
         return [self._number(a) if type(a) is Var else a for a in atoms]
 
     def _jaxpr(self, jaxpr):
+        """A jaxpr's variables as numbers, its equations as tuples of their parts (with
+        no class name each: ``_equation_parts``)."""
         return _Jaxpr, (self._atoms(jaxpr.constvars), self._atoms(jaxpr.invars),
-                        self._atoms(jaxpr.outvars), jaxpr.eqns)
+                        self._atoms(jaxpr.outvars),
+                        [self._equation_parts(e) for e in jaxpr.eqns])
 
     def _equation(self, eqn):
+        """An equation found elsewhere than in a jaxpr's list."""
+        return _Equation, self._equation_parts(eqn)
+
+    def _equation_parts(self, eqn):
         """An equation without its source line and provenance; its primitive by name, as
         the primitive pickles itself (which checks that the name is its own)."""
         _, name = eqn.primitive.__reduce__()
-        return _Equation, (name, self._atoms(eqn.invars), self._atoms(eqn.outvars),
-                           eqn.params)
+        return name, self._atoms(eqn.invars), self._atoms(eqn.outvars), eqn.params
 
 
 def _aval(aval):
