@@ -437,3 +437,39 @@ def test_sort_and_top_k_order_by_value(name):
     values, indices = nbjax.lax.top_k(x, 5)
     assert np.array_equal(np.asarray(indices), nbjax.lax.top_k(wide, 5)[1])
     assert np.asarray(values).tobytes() == x[np.asarray(indices)].tobytes()
+
+
+def _same_values(a, b):
+    """Equal bit for bit, except that any NaN equals any NaN (XLA's NaN payloads vary)."""
+    a, b = np.asarray(a), np.asarray(b)
+    nan = np.isnan(a.astype(np.float32))
+    return np.array_equal(nan, np.isnan(b.astype(np.float32))) and \
+        a[~nan].tobytes() == b[~nan].tobytes()
+
+
+@pytest.mark.parametrize("name", [n for n in NARROW_FLOATS if not n.startswith("float6")])
+def test_reduce_precision_rounds_as_xla_does(name):
+    """The 8- and 4-bit floats are reduced as XLA's CPU computes them, in float16 (float32
+    for float8_e8m0fnu, which float16 cannot hold), not on their own bits: a float8_e4m3
+    subnormal is flushed by 4 exponent bits, an fnuz type's overflow is its NaN."""
+    x = np.array([1.3, -2.7, 0.1, -0.0, 100.0, np.nan, 0.01, 2.0 ** -7], np.float32)
+    x = x.astype(dt(name))
+    wide = np.float32 if name == "float8_e8m0fnu" else np.float16
+    for bits in [(2, 1), (4, 2), (5, 10)]:
+        got = nbjax.lax.reduce_precision(x, *bits)
+        want = nbjax.lax.reduce_precision(x.astype(wide), *bits)
+        assert _same_values(got, np.asarray(want).astype(x.dtype)), bits
+    if name == "float8_e4m3":
+        assert float(nbjax.lax.reduce_precision(x, 4, 2)[6]) == 0.0  # (0.0078125 flushed)
+    if name == "float8_e4m3fnuz":
+        assert np.isnan(float(nbjax.lax.reduce_precision(x, 2, 1)[4]))  # (inf: its NaN)
+
+
+@pytest.mark.parametrize("name", [n for n in NARROW_FLOATS if not n.startswith("float6")])
+def test_reduce_precision_matches_jax(name):
+    jax = pytest.importorskip("jax")
+    x = np.array([1.3, -2.7, 0.1, -0.0, 100.0, np.nan, 0.01, 2.0 ** -7, 3e-3, -7e-4],
+                 np.float32).astype(dt(name))
+    for bits in [(2, 1), (3, 3), (4, 2), (5, 10), (8, 7)]:
+        assert _same_values(nbjax.lax.reduce_precision(x, *bits),
+                            jax.lax.reduce_precision(x, *bits)), bits
