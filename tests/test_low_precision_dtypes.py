@@ -473,3 +473,32 @@ def test_reduce_precision_matches_jax(name):
     for bits in [(2, 1), (3, 3), (4, 2), (5, 10), (8, 7)]:
         assert _same_values(nbjax.lax.reduce_precision(x, *bits),
                             jax.lax.reduce_precision(x, *bits)), bits
+
+
+def test_exp2_of_the_narrow_floats_rounds_as_xla_does():
+    """``exp(x * log 2)`` with the product in the type and the exponential rounded to the
+    wider type XLA computes the 8-bit floats in: float8_e5m2's 2 ** -0.5 is float16's
+    0.6875, then 0.75 (ties to even), not 0.625, the nearest to exp's own value."""
+    x = np.array([-0.5], ml_dtypes.float8_e5m2)
+    assert float(jnp.exp2(x)[0]) == 0.75
+    x = np.array([-0.5], ml_dtypes.float8_e4m3fn)
+    assert float(jnp.exp2(x)[0]) == 0.6875
+
+
+@pytest.mark.parametrize("name", ["bfloat16"] + [n for n in NARROW_FLOATS
+                                                  if not n.startswith("float6")])
+def test_exp2_matches_jax(name):
+    jax = pytest.importorskip("jax")
+    x = np.array([1.3, -2.7, 0.1, -0.0, 100.0, np.nan, 0.01, -0.5, 3.0, 0.75, -1.0, 0.3, 1.7,
+                  -5.0, 4.5, -0.1], np.float32).astype(dt(name))
+    assert _same_values(jnp.exp2(x), jax.numpy.exp2(x))
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz"])
+def test_nan_extrema_of_types_without_infinity(name):
+    """nanmax and nanmin put each NaN aside as the type's least (greatest) finite value
+    where it has no infinity (as JAX): -inf would become a NaN again."""
+    x = np.array([1.0, np.nan, 96.0, -2.0], np.float32).astype(dt(name))
+    assert float(jnp.nanmax(x)) == 96.0 and float(jnp.nanmin(x)) == -2.0
+    assert int(jnp.nanargmax(x)) == 2 and int(jnp.nanargmin(x)) == 3
+    assert np.isnan(float(jnp.nanmax(np.full(3, np.nan, np.float32).astype(dt(name)))))

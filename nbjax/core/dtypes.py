@@ -101,6 +101,20 @@ def is_ml_dtype(dtype):
     return dt in _ML_FLOATS or dt in _ML_INTS
 
 
+def computed_as(dtype):
+    """The wider float XLA's CPU computes a narrow float (``NARROW_FLOATS``: 8, 6 and 4
+    bits) in, converting the result back: float16 where it holds each of ``dtype``'s
+    values, subnormals included, else float32 (float8_e8m0fnu); None for other types. Code
+    working on such a type's own bits or roundings (``reduce_precision``, ``exp2``'s
+    formula) differs: a float8_e4m3 subnormal, the fnuz types' NaN pattern."""
+    if np.dtype(dtype) not in NARROW_FLOATS:
+        return None
+    info, half = ml_dtypes.finfo(dtype), ml_dtypes.finfo(np.float16)
+    fits = float(info.max) <= float(half.max) and \
+        float(info.smallest_subnormal) >= float(half.smallest_subnormal)
+    return np.dtype(np.float16) if fits else np.dtype(np.float32)
+
+
 _ABSTRACT_KINDS = (np.generic, np.number, np.inexact, np.floating, np.integer,
                    np.signedinteger, np.unsignedinteger)
 

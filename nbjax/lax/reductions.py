@@ -33,7 +33,9 @@ __all__ = ["reduce_prod", "reduce_prod_p",
 
 # --- identities ----------------------------------------------------------------------------
 
-def _lowest(dtype):
+def lowest(dtype):
+    """The identity of max: -inf, or the least finite value of a float type without
+    infinities (float8_e4m3fn: -448), or an integer type's minimum."""
     if dtypes.is_bool(dtype):
         return False
     if dtypes.is_int(dtype):
@@ -41,7 +43,8 @@ def _lowest(dtype):
     return -np.inf if _has_infinity(dtype) else dtypes.finfo(dtype).min
 
 
-def _highest(dtype):
+def highest(dtype):
+    """The identity of min (``lowest``'s mirror)."""
     if dtypes.is_bool(dtype):
         return True
     if dtypes.is_int(dtype):
@@ -84,12 +87,12 @@ def _signed_zero_as_xla(result, x, negative, seen):
 
 
 def _max(x, axes):
-    result = np.max(x, axis=axes, initial=_lowest(x.dtype))
+    result = np.max(x, axis=axes, initial=lowest(x.dtype))
     return _signed_zero_as_xla(result, x, False, lambda m: np.any(m, axis=axes))
 
 
 def _min(x, axes):
-    result = np.min(x, axis=axes, initial=_highest(x.dtype))
+    result = np.min(x, axis=axes, initial=highest(x.dtype))
     return _signed_zero_as_xla(result, x, True, lambda m: np.any(m, axis=axes))
 
 
@@ -112,8 +115,8 @@ reduce_xor_p = reduction("reduce_xor", INT_OR_BOOL, _bitwise(np.bitwise_xor, _no
 
 # How the compiler combines two values of each, and where it starts.
 kernel_reduction(reduce_prod_p, "mul", lambda dtype: 1, accumulation_dtype)
-kernel_reduction(reduce_max_p, "max", _lowest)
-kernel_reduction(reduce_min_p, "min", _highest)
+kernel_reduction(reduce_max_p, "max", lowest)
+kernel_reduction(reduce_min_p, "min", highest)
 kernel_reduction(reduce_and_p, "and_", _all_ones)
 kernel_reduction(reduce_or_p, "or_", _no_bits)
 kernel_reduction(reduce_xor_p, "xor", _no_bits)
@@ -210,8 +213,8 @@ def reduce_xor(operand, axes):
 _MONOIDS = {
     "add": (reduce_sum, lambda dtype: 0),
     "mul": (reduce_prod, lambda dtype: 1),
-    "max": (reduce_max, _lowest),
-    "min": (reduce_min, _highest),
+    "max": (reduce_max, lowest),
+    "min": (reduce_min, highest),
     "and": (reduce_and, _all_ones),
     "or": (reduce_or, _no_bits),
     "xor": (reduce_xor, _no_bits),

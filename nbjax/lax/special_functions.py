@@ -311,8 +311,8 @@ def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
     """Round ``x`` to a float format with these field widths, the way XLA does on the bits:
     round the mantissa to nearest even, then overflow to ±inf and flush values below the
     smallest normal number to ±0; NaN stays NaN. The 8- and 4-bit floats are rounded as
-    the wider float XLA computes them in (``_computed_as``), then converted back."""
-    wide = _computed_as(x.dtype)
+    the wider float XLA computes them in (``dtypes.computed_as``), then converted back."""
+    wide = dtypes.computed_as(x.dtype)
     if wide is not None:
         return _reduce_precision_impl(x.astype(wide), exponent_bits=exponent_bits,
                                       mantissa_bits=mantissa_bits).astype(x.dtype)
@@ -339,19 +339,6 @@ def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
         bits = np.where(overflow, signed_zero | exp_mask, np.where(underflow, signed_zero, bits))
     out = (bits & np.uint64((1 << nbits) - 1)).astype(utype).view(x.dtype)
     return np.where(np.isnan(x), x, out)
-
-
-def _computed_as(dtype):
-    """The type XLA's CPU computes a float narrower than 16 bits in: float16 where it holds
-    every value of ``dtype`` (the subnormals too), else float32 (float8_e8m0fnu); None for
-    the others. (Rounding their own bits differs: a float8_e4m3 subnormal is not flushed by
-    4 exponent bits, nor an fnuz type's NaN pattern read as -0.0.)"""
-    if np.dtype(dtype).itemsize >= 2:
-        return None
-    info, half = dtypes.finfo(dtype), dtypes.finfo(np.float16)
-    fits = float(info.max) <= float(half.max) and \
-        float(info.smallest_subnormal) >= float(half.smallest_subnormal)
-    return np.dtype(np.float16) if fits else np.dtype(np.float32)
 
 
 reduce_precision_p = Primitive("reduce_precision")

@@ -76,10 +76,14 @@ def _expm1_impl(x):
 
 
 def _exp2_impl(x):
-    """``2 ** x``; in ml_dtypes' narrow floats as XLA computes it there, ``exp(x * log 2)``
-    with ``log 2`` and the product rounded to the type (JAX's values in bfloat16)."""
+    """``2 ** x``; in ml_dtypes' narrow floats as XLA computes it there (JAX's values):
+    ``exp(x * log 2)``, ``log 2`` and the product rounded to the type, the exponential
+    rounded first to the wider type XLA computes the 8- and 4-bit floats in
+    (``dtypes.computed_as``: float16's 0.6875 then rounds to float8_e5m2's 0.75)."""
     if dtypes.is_ml_dtype(x.dtype):
-        return np.exp(x * x.dtype.type(np.log(2)))
+        product = x * x.dtype.type(np.log(2))
+        wide = dtypes.computed_as(x.dtype) or x.dtype
+        return np.exp(product.astype(np.float32)).astype(wide).astype(x.dtype)
     return np.exp2(x)
 
 

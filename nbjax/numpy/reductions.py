@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes, get_aval
+from ..lax.reductions import highest, lowest
 from ..lax.standard import scalar_like
 from . import ufuncs
 from .array_api import diff
@@ -420,9 +421,12 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 
 def _nan_extremum(name, reduce_fn, fill):
+    """``reduce_fn`` ignoring NaNs: each replaced by ``fill(dtype)``, the reduction's
+    identity (the least finite value of a float type without infinities, as JAX)."""
     def fn(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         a = _asarray(name, a)
-        result = reduce_fn(_replace_nan(a, fill), axis, out, keepdims, initial, where)
+        result = reduce_fn(_replace_nan(a, fill(_dtype(a))), axis, out, keepdims, initial,
+                           where)
         if not dtypes.is_inexact(_dtype(a)):
             return result
         all_nan = all(ufuncs.isnan(a), axis, keepdims=keepdims)
@@ -432,14 +436,14 @@ def _nan_extremum(name, reduce_fn, fill):
     return fn
 
 
-nanmax = _nan_extremum("nanmax", max, -np.inf)
-nanmin = _nan_extremum("nanmin", min, np.inf)
+nanmax = _nan_extremum("nanmax", max, lowest)
+nanmin = _nan_extremum("nanmin", min, highest)
 
 
 def _nan_argextremum(name, arg_fn, fill):
     def fn(a, axis=None, out=None, keepdims=None):
         a = _asarray(name, a)
-        result = arg_fn(_replace_nan(a, fill), axis, out, keepdims)
+        result = arg_fn(_replace_nan(a, fill(_dtype(a))), axis, out, keepdims)
         if not dtypes.is_inexact(_dtype(a)):
             return result
         all_nan = all(ufuncs.isnan(a), axis, keepdims=bool(keepdims))
@@ -449,8 +453,8 @@ def _nan_argextremum(name, arg_fn, fill):
     return fn
 
 
-nanargmax = _nan_argextremum("nanargmax", argmax, -np.inf)
-nanargmin = _nan_argextremum("nanargmin", argmin, np.inf)
+nanargmax = _nan_argextremum("nanargmax", argmax, lowest)
+nanargmin = _nan_argextremum("nanargmin", argmin, highest)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
