@@ -195,6 +195,23 @@ def test_integer_division_details():
         jnp.floor_divide(1j, 2j)
 
 
+def test_integer_division_by_zero_as_jax():
+    """JAX's answers, which are not NumPy's for the quotient: the remainder (and fmod) by
+    zero is 0 (a zero divisor counts as one); the floor quotient is lax's -1 (all bits
+    set), one less where the dividend is nonzero (its sign differs from the divisor's);
+    INT_MIN // -1 wraps to INT_MIN."""
+    x, zero = np.array([7, -7, 0, -128, 127], np.int8), np.zeros(5, np.int8)
+    for fn in (jnp.remainder, jnp.fmod, lambda a, b: jnp.asarray(a) % b):
+        np.testing.assert_array_equal(fn(x, zero), [0, 0, 0, 0, 0])
+        np.testing.assert_array_equal(fn(x.astype(np.uint8), zero.astype(np.uint8)), 0)
+    np.testing.assert_array_equal(jnp.floor_divide(x, zero), [-2, -2, -1, -2, -2])
+    np.testing.assert_array_equal(jnp.divmod(x, zero)[0], [-2, -2, -1, -2, -2])
+    np.testing.assert_array_equal(jnp.floor_divide(x.astype(np.uint8), zero.astype(np.uint8)),
+                                  255)
+    np.testing.assert_array_equal(jnp.floor_divide(np.int8(-128), np.int8(-1)), -128)
+    np.testing.assert_array_equal(jnp.remainder(np.int8(-128), np.int8(-1)), 0)
+
+
 @pytest.mark.parametrize("dtype", (I8, U8, I32))
 def test_power_integers(dtype):
     x = random_array(RNG, (20,), dtype, low=0, high=4)

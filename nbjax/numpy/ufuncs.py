@@ -129,15 +129,24 @@ def floor_divide(x, y, /):
     quotient = lax.div(x, y)
     if dtypes.is_unsigned_int(_dtype(x)):
         return quotient
-    zero = scalar_like(x, 0)
-    inexact = lax.bitwise_and(lax.ne(lax.lt(x, zero), lax.lt(y, zero)),
-                              lax.ne(lax.rem(x, y), zero))
+    # (signs compared as JAX does: by zero, lax's -1 steps down too where x > 0)
+    inexact = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)),
+                              lax.ne(lax.rem(x, y), scalar_like(x, 0)))
     return select_where(inexact, lax.sub(quotient, scalar_like(x, 1)), quotient)
+
+
+def _nonzero_divisor(y):
+    """An integer divisor with its zeros made ones: the remainder by zero is 0, as in JAX
+    and NumPy (lax's ``rem`` by zero is the dividend)."""
+    if not dtypes.is_int(_dtype(y)):
+        return y
+    return select_where(lax.eq(y, scalar_like(y, 0)), filled_like(y, 1), y)
 
 
 def remainder(x, y, /):
     """``x % y``: the remainder has the sign of the divisor (``fmod``: of the dividend)."""
     x, y = _numeric_int("remainder", x, y)
+    y = _nonzero_divisor(y)
     trunc_mod = lax.rem(x, y)
     if dtypes.is_unsigned_int(_dtype(x)):
         return trunc_mod
@@ -158,7 +167,7 @@ def divmod(x, y, /):
 def fmod(x, y, /):
     """C's remainder: truncated division, so the result has the sign of ``x``."""
     x, y = _numeric_int("fmod", x, y)
-    return lax.rem(x, y)
+    return lax.rem(x, _nonzero_divisor(y))
 
 
 def _concrete_int(x):
