@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import nbjax
+import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.core import check_jaxpr, eval_jaxpr
 from helpers import assert_close, random_array
@@ -552,6 +553,22 @@ def test_integer_pow_wraps_and_handles_zero_and_negative_exponents():
     f = np.array([np.nan, 0.0, 2.0, -2.0], np.float32)
     np.testing.assert_array_equal(lax.integer_pow(f, 0), [1, 1, 1, 1])  # even for NaN
     np.testing.assert_array_equal(lax.integer_pow(f[1:], -2), [np.inf, 0.25, 0.25])
+
+
+def test_integer_pow_of_infinite_complex_numbers_multiplies_as_jax():
+    """The product starts from x, not from 1 (``1 * (inf+1j)`` is ``inf+nanj``): as JAX,
+    ``(inf+1j) ** 2`` is ``x * x`` and ``(inf+1j) ** -1`` is ``1 / x``."""
+    z = np.array([complex(np.inf, 1), complex(-2.5, np.inf), complex(1, 2)], np.complex64)
+    for y in (1, 2, 3, -1):
+        expected = z
+        with np.errstate(invalid="ignore"):
+            for _ in range(abs(y) - 1):
+                expected = expected * z
+        if y < 0:
+            expected = np.complex64(1) / expected
+        np.testing.assert_array_equal(lax.integer_pow(z, y), expected)
+    np.testing.assert_array_equal(jnp.reciprocal(z[:1]), [0j])
+    np.testing.assert_array_equal(jnp.square(z[:1]), [complex(np.inf, np.inf)])
 
 
 def test_pow_with_integer_exponent():

@@ -302,11 +302,14 @@ neg_p.def_rule("simplify", _simplify_double_negation)
 
 def _integer_pow_impl(x, *, y):
     """``x ** y`` by repeated squaring, as JAX lowers it (so floats round as in JAX), and
-    ``1 / x ** -y`` for negative ``y``. ``x ** 0`` is 1 even for NaN."""
-    result, square, n = np.ones_like(x), x, -y if y < 0 else y
+    ``1 / x ** -y`` for negative ``y``. ``x ** 0`` is 1 even for NaN. The product starts
+    from ``x`` itself, not from 1: ``1 * (inf+1j)`` would be ``inf+nanj``."""
+    if y == 0:
+        return np.ones_like(x)
+    result, square, n = None, x, abs(y)
     while n:
         if n & 1:
-            result = result * square
+            result = square if result is None else result * square
         n >>= 1
         if n:
             square = square * square
