@@ -195,6 +195,26 @@ def test_integer_division_details():
         jnp.floor_divide(1j, 2j)
 
 
+def test_complex_log2_and_log10_scale_each_part():
+    """As JAX: each part of ``log(z)`` divided by ``log(2)`` (times ``1/log(10)``), so
+    ``log2(0)`` is ``-inf+0j`` and ``log2(inf+1j)`` is ``inf+0j`` (complex arithmetic with
+    ``log(2)+0j`` would make their imaginary parts ``inf * 0``, NaN)."""
+    z = np.array([0j, complex(np.inf, 1), complex(-2.5, np.inf), 1 + 2j], np.complex64)
+    with np.errstate(divide="ignore"):
+        log = np.log(z)
+    for fn, scale in ((jnp.log2, np.log(np.float32(2))), (jnp.log10, None)):
+        got = np.asarray(fn(z))
+        if scale is not None:
+            want_re, want_im = log.real / scale, log.imag / scale
+        else:
+            k = np.float32(1 / np.log(10))
+            want_re, want_im = log.real * k, log.imag * k
+        assert got.dtype == np.complex64
+        assert_close(got.real, want_re, rtol=1e-6)
+        assert_close(got.imag, want_im, rtol=1e-6)
+    assert np.asarray(jnp.log2(z[:2])).tolist() == [complex(-np.inf, 0), complex(np.inf, 0)]
+
+
 def test_integer_division_by_zero_as_jax():
     """JAX's answers, which are not NumPy's for the quotient: the remainder (and fmod) by
     zero is 0 (a zero divisor counts as one); the floor quotient is lax's -1 (all bits

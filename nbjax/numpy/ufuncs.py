@@ -321,21 +321,31 @@ log1p = _unary("log1p", lax.log1p, inexact=True)
 sqrt = _unary("sqrt", lax.sqrt, inexact=True)
 
 
-def _log_base(name, base):
-    def fn(x, /):
-        (x,) = promote_args_inexact(name, x)
-        return lax.div(lax.log(x), lax.log(filled_like(x, base, _dtype(x))))
-    return _named(name, fn, f"Base-{base} logarithm.")
+def _parts_by(z, scale, real_fn):
+    """``real_fn(part, scale)`` of each part of the complex ``z``, as JAX scales a complex
+    logarithm: complex arithmetic with ``scale + 0j`` would make ``inf * 0`` a NaN."""
+    return lax.complex(real_fn(lax.real(z), scale), real_fn(lax.imag(z), scale))
 
 
-log2 = _log_base("log2", 2)
+def log2(x, /):
+    """Base-2 logarithm: ``log(x) / log(2)``, each part of a complex one divided, as JAX."""
+    (x,) = promote_args_inexact("log2", x)
+    log = lax.log(x)
+    if dtypes.is_complex(_dtype(x)):
+        part = lax.real(log)
+        return _parts_by(log, lax.log(filled_like(part, 2, _dtype(part))), lax.div)
+    return lax.div(log, lax.log(filled_like(x, 2, _dtype(x))))
 
 
 def log10(x, /):
     """Base-10 logarithm: ``log(x)`` times ``1/log(10)`` in ``x``'s type, as JAX computes it
-    (rounded as JAX's in the narrow types)."""
+    (rounded as JAX's in the narrow types; each part of a complex one)."""
     (x,) = promote_args_inexact("log10", x)
-    return lax.mul(lax.log(x), filled_like(x, 1 / np.log(10), _dtype(x)))
+    log = lax.log(x)
+    if dtypes.is_complex(_dtype(x)):
+        part = lax.real(log)
+        return _parts_by(log, filled_like(part, 1 / np.log(10), _dtype(part)), lax.mul)
+    return lax.mul(log, filled_like(x, 1 / np.log(10), _dtype(x)))
 
 
 def cbrt(x, /):
