@@ -321,31 +321,30 @@ log1p = _unary("log1p", lax.log1p, inexact=True)
 sqrt = _unary("sqrt", lax.sqrt, inexact=True)
 
 
-def _parts_by(z, scale, real_fn):
-    """``real_fn(part, scale)`` of each part of the complex ``z``, as JAX scales a complex
-    logarithm: complex arithmetic with ``scale + 0j`` would make ``inf * 0`` a NaN."""
-    return lax.complex(real_fn(lax.real(z), scale), real_fn(lax.imag(z), scale))
+def _scaled_log(name, x, factor, op):
+    """``op(log(x), factor(like))``; for a complex ``x`` ``op`` of each part of the
+    logarithm, as JAX scales it (complex arithmetic with ``factor + 0j`` would make the
+    imaginary part of ``log2(0)`` or ``log2(inf+1j)`` ``inf * 0``, a NaN)."""
+    (x,) = promote_args_inexact(name, x)
+    log = lax.log(x)
+    if not dtypes.is_complex(_dtype(x)):
+        return op(log, factor(log))
+    re, im = lax.real(log), lax.imag(log)
+    scale = factor(re)
+    return lax.complex(op(re, scale), op(im, scale))
 
 
 def log2(x, /):
-    """Base-2 logarithm: ``log(x) / log(2)``, each part of a complex one divided, as JAX."""
-    (x,) = promote_args_inexact("log2", x)
-    log = lax.log(x)
-    if dtypes.is_complex(_dtype(x)):
-        part = lax.real(log)
-        return _parts_by(log, lax.log(filled_like(part, 2, _dtype(part))), lax.div)
-    return lax.div(log, lax.log(filled_like(x, 2, _dtype(x))))
+    """Base-2 logarithm: ``log(x) / log(2)``, as JAX computes it."""
+    return _scaled_log("log2", x, lambda like: lax.log(filled_like(like, 2, _dtype(like))),
+                       lax.div)
 
 
 def log10(x, /):
     """Base-10 logarithm: ``log(x)`` times ``1/log(10)`` in ``x``'s type, as JAX computes it
-    (rounded as JAX's in the narrow types; each part of a complex one)."""
-    (x,) = promote_args_inexact("log10", x)
-    log = lax.log(x)
-    if dtypes.is_complex(_dtype(x)):
-        part = lax.real(log)
-        return _parts_by(log, filled_like(part, 1 / np.log(10), _dtype(part)), lax.mul)
-    return lax.mul(log, filled_like(x, 1 / np.log(10), _dtype(x)))
+    (rounded as JAX's in the narrow types)."""
+    return _scaled_log("log10", x,
+                       lambda like: filled_like(like, 1 / np.log(10), _dtype(like)), lax.mul)
 
 
 def cbrt(x, /):
