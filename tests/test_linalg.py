@@ -66,9 +66,34 @@ def test_cholesky(shape, dtype):
 
 
 def test_cholesky_not_positive_definite_gives_nan():
+    """NaN on and below the diagonal of the members that fail, zero above it, as JAX."""
     a = np.stack([hpd((3, 3)), -np.eye(3, dtype=np.float32)])
     L = np.asarray(la.cholesky(a))
-    assert np.all(np.isfinite(L[0])) and np.all(np.isnan(L[1]))
+    lower = np.tril(np.ones((3, 3), bool))
+    assert np.all(np.isfinite(L[0]))
+    assert np.all(np.isnan(L[1][lower])) and np.all(L[1][~lower] == 0)
+
+
+def test_decompositions_of_non_finite_matrices_are_nan_not_errors():
+    """Where NumPy's LAPACK wrappers raise (an SVD that does not converge, eig of a matrix
+    holding NaN or inf), the member is NaN and the others are computed, as JAX returns
+    them; slogdet's sign is NaN too."""
+    bad = np.array([[1.0, np.nan], [0.0, 1.0]], np.float32)
+    a = np.stack([bad, np.diag(np.float32([2.0, 3.0]))])
+    s = np.asarray(jnp.linalg.svd(a, compute_uv=False))
+    assert np.isnan(s[0]).all() and np.array_equal(s[1], [3.0, 2.0])
+    u, s, vh = map(np.asarray, jnp.linalg.svd(a))
+    assert np.isnan(u[0]).all() and np.isnan(vh[0]).all() and np.isfinite(u[1]).all()
+    w, v = map(np.asarray, jnp.linalg.eig(a))
+    assert np.isnan(w[0]).all() and np.isnan(v[0]).all()
+    assert np.array_equal(np.sort(w[1].real), [2.0, 3.0])
+    for fn in (jnp.linalg.pinv, jnp.linalg.eigvals):
+        assert np.isnan(np.asarray(fn(bad))).all()
+    assert np.isnan(np.asarray(jnp.linalg.lstsq(bad, np.ones(2, np.float32))[0])).all()
+    sign, logdet = jnp.linalg.slogdet(bad)
+    assert np.isnan(float(sign)) and np.isnan(float(logdet))
+    sign, logdet = jnp.linalg.slogdet(np.float32([[-2.0, 1.0], [0.0, 3.0]]))
+    assert float(sign) == -1.0 and abs(float(logdet) - np.log(6.0)) < 1e-6
 
 
 @pytest.mark.parametrize("dtype", FLOAT_TYPES)

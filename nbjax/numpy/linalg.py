@@ -217,9 +217,8 @@ def _slogdet_lu(a):
     parity = _lu_sign_parity(pivots, n)
     if dtypes.is_complex(a.dtype):
         sign = reductions.prod(diag / ufuncs.abs(diag).astype(diag.dtype), axis=-1)
-    else:
-        sign = creation.ones((), a.dtype)
-        parity = parity + reductions.count_nonzero(diag < 0, axis=-1)
+    else:  # (a NaN on the diagonal makes the sign NaN, as JAX's)
+        sign = reductions.prod(ufuncs.sign(diag), axis=-1)
     sign = manipulation.where(is_zero, creation.zeros((), a.dtype),
                      sign * (1 - 2 * (parity % 2)).astype(a.dtype))
     log_abs = reductions.sum(ufuncs.log(ufuncs.abs(diag)), axis=-1)

@@ -26,8 +26,8 @@ LAPACK is column-major, where a row-major matrix reads as its transpose:
   signs, have the reference's signs.
 
 What comes back follows the reference implementation: ``cholesky`` is zero above the
-diagonal and all NaN where ``potrf`` reports a matrix that is not positive definite
-(``info > 0``: its partial factor is never read); ``lu`` returns its pivots 0-based, as
+diagonal and NaN on and below it where ``potrf`` reports a matrix that is not positive
+definite (``info > 0``: its partial factor is never read), as JAX's; ``lu`` returns its pivots 0-based, as
 ``int32``, with the permutation they make (the swaps applied in order to ``0..m-1``); a
 singular matrix (``info > 0``) is a valid factorisation with a zero on U's diagonal, as in
 the reference. An ``eigh`` that does not converge is NaN, as in JAX, where the reference
@@ -171,10 +171,10 @@ def _cholesky(f, eqn, x, out):
         routines.call(b, "potrf", dtype, args)
         failed = _failed(f, info)
 
-        def element(r, c):  # L below and on the diagonal, 0 above; NaN if it failed
-            lower = b.select(b.icmp_signed("<=", c, r), work.load(r, c, dtype),
-                             constant(0, dtype))
-            result.store(i, r, c, b.select(failed, constant(np.nan, dtype), lower))
+        def element(r, c):  # L below and on the diagonal (NaN there if it failed), 0 above
+            lower = b.select(failed, constant(np.nan, dtype), work.load(r, c, dtype))
+            result.store(i, r, c, b.select(b.icmp_signed("<=", c, r), lower,
+                                           constant(0, dtype)))
         _each_element(f, n, n, element)
     _each_matrix(f, aval.shape, one)
     work.release()

@@ -31,7 +31,8 @@ from ..standard import INT, check_dtype, same_dtypes, scalar_like
 from ..structural import broadcasted_iota, concatenate, full, pad
 from .util import (check_matrix, cols_of, complex_dtype, conj_if_complex, diagonal_of, dtype_of,
                    each_col, each_row, identity_matrix, linalg_primitive,
-                   linear_algebra_lowering, mH, mT, mm, ndim_of, outer_diff, per_matrix,
+                   linear_algebra_lowering, mH, mT, mm, nan_where_lapack_fails, ndim_of,
+                   outer_diff,
                    permutation_matrix, real_dtype, rows_of, shape_of, symmetrize, tril, triu,
                    zeros_of)
 
@@ -189,17 +190,12 @@ def _cholesky_abstract_eval(x):
 
 @cholesky_p.def_impl
 def _cholesky_impl(x):
-    """The lower factor, zero above the diagonal; NaN for matrices that are not positive
-    definite (JAX's convention: no exception from inside a compiled program)."""
-    try:
-        return np.linalg.cholesky(x)
-    except np.linalg.LinAlgError:
-        def one(m):
-            try:
-                return (np.linalg.cholesky(m),)
-            except np.linalg.LinAlgError:
-                return (np.full(m.shape, np.nan, m.dtype),)
-        return per_matrix(one, [x], x.shape[:-2], (x.shape[-2:], x.dtype))[0]
+    """The lower factor, zero above the diagonal; NaN on and below it for matrices that
+    are not positive definite (JAX's convention: no exception from inside a compiled
+    program)."""
+    return nan_where_lapack_fails(
+        lambda m: (np.linalg.cholesky(m),), x,
+        lambda m: (np.tril(np.full(m.shape, np.nan, m.dtype)),))[0]
 
 
 @cholesky_p.def_jvp
@@ -492,8 +488,9 @@ def _svd_impl(x, *, full_matrices, compute_uv):
                              (*batch, n if full_matrices else 0, n))
         return [s, u.copy(), vh.copy()]
     if not compute_uv:
-        return [np.linalg.svd(x, compute_uv=False)]
-    u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+        return nan_where_lapack_fails(lambda a: (np.linalg.svd(a, compute_uv=False),), x)
+    u, s, vh = nan_where_lapack_fails(
+        lambda a: np.linalg.svd(a, full_matrices=full_matrices), x)
     return [s, u, vh]
 
 
@@ -627,7 +624,7 @@ def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
     """Right eigenvectors from NumPy (LAPACK ``geev``); left ones are the rows of ``vr^{-1}``
     (``vl^H a = w vl^H``), conjugated and normalised as ``geev`` does."""
     dtype = complex_dtype(x.dtype)
-    w, vr = np.linalg.eig(x)
+    w, vr = nan_where_lapack_fails(lambda a: tuple(np.linalg.eig(a)), x)
     w, vr = w.astype(dtype), vr.astype(dtype)
     out = [w]
     if compute_left_eigenvectors:

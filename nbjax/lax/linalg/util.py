@@ -206,6 +206,28 @@ def linear_algebra_lowering(prim, operation):
     prim.def_lowering("linear algebra", operation)
 
 
+def nan_where_lapack_fails(fn, x, failed=None):
+    """``fn(x)`` (NumPy's LAPACK call, a tuple of arrays) on a stack of matrices; where it
+    raises (a matrix not positive definite, not converging, holding NaN or inf), each
+    matrix of the stack is computed alone, and those that fail give ``failed(matrix)``
+    (default: NaN in every output), as JAX returns them from inside a compiled program."""
+    try:
+        return tuple(fn(x))
+    except np.linalg.LinAlgError:
+        pass
+    # (the outputs' shapes and dtypes, from a matrix LAPACK cannot fail on)
+    specimen = [np.asarray(o) for o in fn(np.eye(*x.shape[-2:], dtype=x.dtype))]
+
+    def one(m):
+        try:
+            return tuple(fn(m))
+        except np.linalg.LinAlgError:
+            if failed is not None:
+                return failed(m)
+            return tuple(np.full(o.shape, np.nan, o.dtype) for o in specimen)
+    return tuple(per_matrix(one, [x], x.shape[:-2], *[(o.shape, o.dtype) for o in specimen]))
+
+
 def per_matrix(fn, operands, batch, *out_shapes):
     """Run ``fn`` (a NumPy function of one member of each operand, returning a tuple) on each
     member of stacks whose leading axes are ``batch``, filling outputs of the given
