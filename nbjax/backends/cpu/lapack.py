@@ -27,11 +27,11 @@ LAPACK is column-major, where a row-major matrix reads as its transpose:
 
 What comes back follows the reference implementation: ``cholesky`` is zero above the
 diagonal and NaN on and below it where ``potrf`` reports a matrix that is not positive
-definite (``info > 0``: its partial factor is never read), as JAX's; ``lu`` returns its pivots 0-based, as
-``int32``, with the permutation they make (the swaps applied in order to ``0..m-1``); a
-singular matrix (``info > 0``) is a valid factorisation with a zero on U's diagonal, as in
-the reference. An ``eigh`` that does not converge is NaN, as in JAX, where the reference
-raises NumPy's ``LinAlgError``. An empty matrix or stack calls nothing (LAPACK is not
+definite (``info > 0``: its partial factor is never read), as JAX's; ``lu`` returns its
+pivots 0-based, as ``int32``, with the permutation they make (the swaps applied in order
+to ``0..m-1``); a singular matrix (``info > 0``) is a valid factorisation with a zero on
+U's diagonal, as in the reference. An ``eigh`` that does not converge is NaN, as in JAX,
+where NumPy raises ``LinAlgError``. An empty matrix or stack calls nothing (LAPACK is not
 called on them); an ``lu`` of ``m x 0`` still writes its identity permutation and a
 complete ``qr`` of ``m x 0`` its identity ``q``.
 """

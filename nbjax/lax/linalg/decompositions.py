@@ -32,9 +32,8 @@ from ..structural import broadcasted_iota, concatenate, full, pad
 from .util import (check_matrix, cols_of, complex_dtype, conj_if_complex, diagonal_of, dtype_of,
                    each_col, each_row, identity_matrix, linalg_primitive,
                    linear_algebra_lowering, mH, mT, mm, nan_where_lapack_fails, ndim_of,
-                   outer_diff,
-                   permutation_matrix, real_dtype, rows_of, shape_of, symmetrize, tril, triu,
-                   zeros_of)
+                   outer_diff, permutation_matrix, real_dtype, rows_of, shape_of, symmetrize,
+                   tril, triu, zeros_of)
 
 __all__ = ["cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "lu", "lu_p",
            "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "qr", "qr_p", "svd",
