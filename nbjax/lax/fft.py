@@ -24,6 +24,7 @@ from ..core import Array, Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
 from .elementwise import conj, convert_element_type, mul
 from .shapes import moveaxis
+from .standard import array_module_lowering
 
 __all__ = ["FftType", "fft", "fft_p"]
 
@@ -131,8 +132,7 @@ def _fft_with(xp, x, *, fft_type, fft_lengths):
     return transform(x, s=fft_lengths, axes=axes).astype(out.dtype, copy=False)
 
 
-fft_p.def_impl(lambda x, **params: _fft_with(np, x, **params))
-fft_p.def_lowering("array module", _fft_with)
+array_module_lowering(fft_p, _fft_with)
 
 
 # --- transposition -------------------------------------------------------------------------

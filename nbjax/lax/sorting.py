@@ -8,7 +8,6 @@ The two use different orders, as in JAX:
   values come out lowest index first.
 """
 
-import functools
 import operator
 
 import numpy as np
@@ -18,7 +17,7 @@ from ..interpreters import ad
 from . import batch_util, structural
 from .gather_scatter import GatherDimensionNumbers, GatherScatterMode, gather
 from .shapes import reshape
-from .standard import library_lowering
+from .standard import array_module_lowering, library_lowering
 
 __all__ = ["sort", "sort_p", "sort_key_val", "top_k", "top_k_p"]
 
@@ -83,8 +82,7 @@ def _sort_with(xp, *operands, dimension, is_stable, num_keys):
     return [xp.take_along_axis(op, order, axis=dimension) for op in operands]
 
 
-sort_p.def_impl(functools.partial(_sort_with, np))
-sort_p.def_lowering("array module", _sort_with)
+array_module_lowering(sort_p, _sort_with)
 
 
 def _take_along_axis(x, indices, axis):
@@ -216,8 +214,7 @@ def _top_k_with(xp, operand, *, k, axis):
     return [xp.take_along_axis(operand, indices, axis=axis), indices.astype(np.int32)]
 
 
-top_k_p.def_impl(functools.partial(_top_k_with, np))
-top_k_p.def_lowering("array module", _top_k_with)
+array_module_lowering(top_k_p, _top_k_with)
 
 
 def _top_k_jvp(primals, tangents, *, k, axis):

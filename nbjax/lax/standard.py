@@ -11,6 +11,7 @@ The compiler asks primitives, never matches their names: the helpers at the end 
 a primitive lowers (kernel, library call, control flow) and how it simplifies (``x * 1``).
 """
 
+import functools
 import operator
 
 import numpy as np
@@ -265,6 +266,15 @@ def library_lowering(prim, category):
     Python) on materialised buffers: ``category`` says what kind of call ("matrix product",
     "sort", "scatter", "host callback"...); each target says how it makes such calls."""
     prim.def_lowering("library", category)
+
+
+def array_module_lowering(prim, rule):
+    """Define ``prim`` by ``rule(xp, *operands, **params)``, its computation with any array
+    module of NumPy's API: its reference implementation is the rule with NumPy, and its
+    ``"array module"`` lowering the rule itself, for a target keeping arrays on a device
+    (CuPy on a GPU)."""
+    prim.def_impl(functools.partial(rule, np))
+    prim.def_lowering("array module", rule)
 
 
 class ControlLowering:
