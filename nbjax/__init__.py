@@ -27,6 +27,7 @@ from . import debug, distributed, lax, numpy, random, scipy  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
 from . import ad_checkpoint, checkpoint_policies  # noqa: F401
 from .custom_derivatives import custom_gradient, custom_jvp, custom_vjp  # noqa: F401
+from . import custom_batching  # noqa: F401
 from .jit import clear_caches, jit  # noqa: F401
 from .lax.callback import pure_callback  # noqa: F401
 from .numpy.indexing import ds  # noqa: F401
