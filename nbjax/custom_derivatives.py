@@ -89,7 +89,19 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name
     return jvp(list(args), [ad.instantiate(t) for t in tangents[num_consts:]])
 
 
-class custom_jvp:
+class _Wrapping:
+    """A decorator object that answers for the function it wraps, as JAX's do: attributes
+    it lacks are the function's (``f.def_vmap`` of a ``custom_vmap`` function wrapped by
+    ``custom_vjp``)."""
+
+    def __getattr__(self, name):
+        fun = self.__dict__.get("fun")
+        if fun is None:
+            raise AttributeError(name)
+        return getattr(fun, name)
+
+
+class custom_jvp(_Wrapping):
     """A function with a user-defined JVP: ``f = custom_jvp(f)``, then ``@f.defjvp``."""
 
     def __init__(self, fun, nondiff_argnums=()):
@@ -198,7 +210,7 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
     return [None] * num_res + out
 
 
-class custom_vjp:
+class custom_vjp(_Wrapping):
     """A function with a user-defined VJP: ``f = custom_vjp(f)``; ``f.defvjp(fwd, bwd)``.
 
     ``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, g)`` returns a tuple

@@ -243,7 +243,9 @@ def test_reverse_mode_raises_as_jax_does(transform, shape):
 
 
 def test_custom_vjp_of_a_custom_vmap_function():
-    """JAX's way to have both rules (its documentation's example)."""
+    """JAX's way to have both rules (its documentation's example): the custom_vjp object
+    answers ``def_vmap`` for the custom_vmap function it wraps."""
+    @nbjax.custom_vjp
     @custom_vmap
     def f(x, y):
         return jnp.sin(x) * y
@@ -252,7 +254,6 @@ def test_custom_vjp_of_a_custom_vmap_function():
     def f_vmap_rule(axis_size, in_batched, xs, ys):
         return jnp.cos(xs) * ys, True
 
-    f = nbjax.custom_vjp(f)
     f.defvjp(lambda x, y: (f(x, y), (jnp.cos(x), jnp.sin(x), y)),
              lambda res, g: (res[0] * g * res[2], res[1] * g))
     x, y = random_array(rng, (3,)), random_array(rng, (3,))
