@@ -16,6 +16,7 @@ from ..numpy.creation import concrete_argument
 from ..numpy.util import (broadcast_together, canonicalize_axis, check_arraylike,
                           promote_args_inexact)
 from .scaled import get_scaled_dot_general_config, scaled_dot_general, scaled_matmul
+from . import initializers  # noqa: F401  (nbjax.nn.initializers.glorot_normal ...)
 
 __all__ = [
     "relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "silu", "swish",
