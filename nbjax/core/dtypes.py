@@ -35,6 +35,23 @@ _ML_INTS = frozenset(NARROW_SIGNED + NARROW_UNSIGNED)
 # The dtype of tangents and cotangents of integer and bool values: they carry no information.
 float0 = np.dtype([("float0", np.void, 0)])
 
+
+class extended(np.generic):
+    """The scalar type of JAX's *extended* dtypes, those NumPy has no dtype for: an extended
+    dtype (a key array's ``key<fry>``) names its scalar type as its ``type``, as a NumPy
+    dtype does, so ``issubdtype`` files it in NumPy's hierarchy, under ``extended``."""
+
+
+class prng_key(extended):
+    """The scalar type of PRNG key dtypes: ``issubdtype(key.dtype, prng_key)``."""
+
+
+def is_extended(dtype):
+    """Whether ``dtype`` is an extended dtype or the scalar type of one (``prng_key``)."""
+    scalar_type = dtype if isinstance(dtype, type) else getattr(dtype, "type", None)
+    return isinstance(scalar_type, type) and issubclass(scalar_type, extended)
+
+
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
              float16, float32, float64, complex64, complex128, bfloat16,
              *NARROW_FLOATS, *NARROW_SIGNED, *NARROW_UNSIGNED)
@@ -55,13 +72,18 @@ def short_name(dtype):
     return _SHORT_NAMES[np.dtype(dtype)]
 
 
+def is_supported(dtype):
+    """Whether nbjax holds arrays of ``dtype`` (a NumPy dtype): not strings, objects, dates."""
+    return dtype in _SUPPORTED_SET or dtype == float0
+
+
 def check_supported(dtype, what="nbjax"):
     """Return ``dtype`` as a NumPy dtype, or raise TypeError naming it."""
     try:
         dt = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"{what}: {dtype!r} is not a dtype") from None
-    if dt not in _SUPPORTED_SET and dt != float0:
+    if not is_supported(dt):
         raise TypeError(f"{what}: dtype {dt} is not supported; supported dtypes are "
                         f"{', '.join(d.name for d in SUPPORTED)}")
     return dt
@@ -128,7 +150,11 @@ def _numpy_kind(dt):
 
 def issubdtype(arg1, arg2):
     """``jnp.issubdtype``: NumPy's, with ml_dtypes' types filed as JAX files them (bfloat16
-    and the narrow floats under ``floating``, the narrow ints under ``(un)signedinteger``)."""
+    and the narrow floats under ``floating``, the narrow ints under ``(un)signedinteger``)
+    and extended dtypes under their scalar types (``key<fry>`` < ``prng_key`` < ``extended``
+    < ``generic``)."""
+    if is_extended(arg1) or is_extended(arg2):
+        return issubclass(_scalar_type(arg1), _scalar_type(arg2))
     if arg2 in _ABSTRACT_KINDS:
         try:
             dt = np.dtype(arg1)
@@ -137,6 +163,13 @@ def issubdtype(arg1, arg2):
         if dt is not None and is_ml_dtype(dt):
             return issubclass(_numpy_kind(dt), arg2)
     return np.issubdtype(arg1, arg2)
+
+
+def _scalar_type(dtype):
+    """The scalar type a dtype (NumPy's or an extended one) or a scalar type stands for."""
+    if isinstance(dtype, type) and issubclass(dtype, np.generic):
+        return dtype
+    return dtype.type if is_extended(dtype) else np.dtype(dtype).type
 
 
 def is_float(dtype):
@@ -242,6 +275,8 @@ def _join(nodes):
 
 def _lattice_node(dtype, weak_type):
     dt = np.dtype(dtype)
+    if dt not in _LATTICE:  # float0 (the tangents of integers), strings, objects
+        raise ValueError(f"dtype={dt!r} is not a valid dtype for JAX type promotion.")
     if not weak_type:
         return dt
     if is_bool(dt):

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..core import Array, Primitive, pytree, valid_value
 from ..core.abstract import ShapedArray
+from ..core.errors import JaxRuntimeError
 from . import batch_util
 from .shapes import expand_dims, moveaxis
 from .standard import library_lowering
@@ -159,11 +160,11 @@ def _pure_callback_impl(*args, callback, result_avals, vmap_method):
     for i, (out, aval) in enumerate(zip(outs, result_avals)):
         out = np.asarray(out.__array__() if isinstance(out, Array) else out)
         if out.shape != aval.shape:
-            raise RuntimeError(f"Incorrect output shape for return value #{i}: "
-                               f"Expected: {aval.shape}, Actual: {out.shape}")
+            raise JaxRuntimeError(f"Incorrect output shape for return value #{i}: "
+                                  f"Expected: {aval.shape}, Actual: {out.shape}")
         if out.dtype != aval.dtype:
-            raise RuntimeError(f"Incorrect output dtype for return value #{i}: "
-                               f"Expected: {aval.dtype}, Actual: {out.dtype}")
+            raise JaxRuntimeError(f"Incorrect output dtype for return value #{i}: "
+                                  f"Expected: {aval.dtype}, Actual: {out.dtype}")
         checked.append(out)
     return checked
 

@@ -3,8 +3,9 @@
 Each submodule lists its functions in ``__all__``; array operators and methods are attached
 to ``Array`` and tracers by ``array_methods.register`` at the end of this file. The
 submodules are layers, each importing (at its top) only from those before it: util <
-ufuncs < creation < scalar_types < indexing < manipulation < products < array_api <
-reductions < sorting < selection < fft, linalg < polynomial, vectorize < array_methods.
+ufuncs < creation < scalar_types < indexing < manipulation < products, index_tricks <
+array_api < reductions < sorting < selection < fft, linalg < polynomial, vectorize <
+array_methods.
 Helpers shared across modules have public names but stay out of ``__all__``.
 """
 
@@ -17,6 +18,7 @@ from . import fft, linalg  # noqa: F401
 from .util import not_implemented as _not_implemented
 from .array_api import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
+from .index_tricks import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
 from .polynomial import *  # noqa: F401,F403

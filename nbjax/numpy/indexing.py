@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import lax
 from ..core import Array, Tracer, dtypes, get_aval, pytree
+from ..core.errors import NonConcreteBooleanIndexError
 from ..lax.standard import scalar_like
 from . import creation, ufuncs
 from .util import (broadcast_to_shape, canonicalize_axis, check_arraylike, check_broadcast_to,
@@ -38,13 +39,6 @@ from .util import (broadcast_to_shape, canonicalize_axis, check_arraylike, check
 __all__ = ["NonConcreteBooleanIndexError", "Slice", "ds", "take", "take_along_axis", "indices",
            "ix_", "unravel_index", "ravel_multi_index", "diag_indices", "diag_indices_from",
            "tril_indices", "triu_indices", "tril_indices_from", "triu_indices_from"]
-
-
-class NonConcreteBooleanIndexError(IndexError, TypeError):
-    """A traced boolean mask: the result's shape would depend on the mask's values.
-
-    An IndexError as in JAX, and a TypeError like JAX's other concretization errors.
-    """
 
 
 # --- normalizing an index ------------------------------------------------------------------

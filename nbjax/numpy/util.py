@@ -30,11 +30,15 @@ to_array = as_array  # the name the numpy modules use
 
 
 def result_type(*args):
-    """``(dtype, weak_type)`` of promoting array-likes and dtypes together, as JAX does."""
+    """``(dtype, weak_type)`` of promoting array-likes and dtypes together, as JAX does.
+    The Python types ``int``, ``float`` and ``complex`` stand for their values, so they are
+    weak: ``result_type(float16, float)`` is float16."""
+    if not args:
+        raise ValueError("at least one array or dtype is required")
     pairs = []
     for a in args:
         if isinstance(a, (np.dtype, type, str)) and not isinstance(a, _SCALARS):
-            pairs.append((dtypes.canonicalize(a), False))
+            pairs.append((dtypes.canonicalize(a), a is int or a is float or a is complex))
         else:
             aval = get_aval(a)
             pairs.append((aval.dtype, aval.weak_type))

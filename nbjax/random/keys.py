@@ -23,9 +23,11 @@ IMPL_NAME = "threefry2x32"
 
 
 class KeyDType:
-    """The dtype of typed keys. JAX prints it ``key<fry>`` ("fry": threefry2x32)."""
+    """The dtype of typed keys. JAX prints it ``key<fry>`` ("fry": threefry2x32). An
+    extended dtype: its scalar type is ``prng_key`` (``nbjax.dtypes.prng_key``)."""
 
     name = "key<fry>"
+    type = dtypes.prng_key
 
     def __repr__(self):
         return self.name
