@@ -113,6 +113,19 @@ def default_complex():
     return complex128 if config.enable_x64 else complex64
 
 
+def to_inexact(dtype, weak_type=False):
+    """The type an inexact operation (``jnp.sin``, ``mean``, ``fft``) computes ``dtype`` in,
+    as JAX 0.10 does: a float or complex type itself; a Python int the default float; an
+    array's bool or integer type float32, or float64 for the 64-bit integers (which exist
+    only under x64: ``sin`` of an int32 array is float32 even then)."""
+    dt = np.dtype(dtype)
+    if is_inexact(dt):
+        return dt
+    if weak_type:
+        return np.dtype(default_float())
+    return np.dtype(float64 if dt.itemsize == 8 else float32)
+
+
 # Read from the dtype's kind (much cheaper than np.issubdtype, and these run on every
 # operation); NumPy files ml_dtypes' types under none of its kinds (theirs is "V"), so the
 # predicates name them: bfloat16 and the narrow floats are floats, the narrow ints ints.

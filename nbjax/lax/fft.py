@@ -70,11 +70,9 @@ def fft(x, fft_type, fft_lengths):
     if fft_type == FftType.RFFT:
         if dtypes.is_complex(dtype):
             raise ValueError("only real valued inputs supported for rfft")
-        x = convert_element_type(x, dtype if dtypes.is_inexact(dtype)
-                                 else dtypes.default_float())
+        x = convert_element_type(x, dtypes.to_inexact(dtype))
     else:
-        x = convert_element_type(x, _complex_dtype(dtype) if dtypes.is_inexact(dtype)
-                                 else dtypes.default_complex())
+        x = convert_element_type(x, _complex_dtype(dtypes.to_inexact(dtype)))
     if not fft_lengths:
         return x  # a transform over no axes is the identity
     return fft_p.bind(x, fft_type=fft_type, fft_lengths=fft_lengths)

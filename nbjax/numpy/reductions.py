@@ -183,14 +183,10 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 # --- means and moments ---------------------------------------------------------------------
 
-def _inexact_dtype(dtype):
-    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float()
-
-
 def _accumulation_dtype(dtype):
     """At least float32: float16 and bfloat16 sums of many terms overflow or lose digits.
     The 8-bit (and narrower) floats stay as they are, as in JAX: they promote with nothing."""
-    inexact = _inexact_dtype(dtype)
+    inexact = dtypes.to_inexact(dtype)
     if inexact in dtypes.NARROW_FLOATS:
         return inexact
     return dtypes.promote_types(inexact, dtypes.float32)
@@ -211,7 +207,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Arithmetic mean; integers average as the default float (NaN for empty slices)."""
     _out_unsupported(out)
     a = _asarray("mean", a)
-    compute = dtypes.canonicalize(dtype) if dtype is not None else _inexact_dtype(_dtype(a))
+    compute = dtypes.canonicalize(dtype) if dtype is not None else dtypes.to_inexact(_dtype(a))
     accumulate = _accumulation_dtype(compute)
     total = sum(a, axis, accumulate, keepdims=keepdims, where=where)
     count = _count(a, axis, keepdims, where, accumulate)
@@ -233,7 +229,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     _out_unsupported(out)
     a = _asarray("var", a)
     ddof = _resolve_ddof(ddof, correction)
-    out_dtype = _inexact_dtype(_dtype(a)) if dtype is None else dtypes.canonicalize(dtype)
+    out_dtype = dtypes.to_inexact(_dtype(a)) if dtype is None else dtypes.canonicalize(dtype)
     if dtypes.is_complex(out_dtype):
         out_dtype = dtypes.canonicalize(dtypes.finfo(out_dtype).dtype)
     a = lax.convert_element_type(a, _accumulation_dtype(_dtype(a)))
@@ -264,7 +260,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         total = _count(a, axis, keepdims, None, _dtype(avg))
     else:
         a, weights = promote_dtypes(a, _asarray("average", weights))
-        a, weights = (lax.convert_element_type(v, _inexact_dtype(_dtype(v)))
+        a, weights = (lax.convert_element_type(v, dtypes.to_inexact(_dtype(v)))
                       for v in (a, weights))
         weights = _align_weights(a, weights, axis)
         total = sum(weights, axis, keepdims=keepdims)
@@ -534,11 +530,11 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     ``ignore_nan``) give NaN."""
     if method not in _METHODS:
         raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
-    a, q = promote_dtypes(_asarray(name, a), _asarray(name, q))
+    a, q = _asarray(name, a), _asarray(name, q)
     if dtypes.is_complex(_dtype(a)):
         raise ValueError(f"{name} does not support complex input, as the operation is "
                          "poorly defined.")
-    dtype = _inexact_dtype(_dtype(a))
+    dtype = dtypes.to_inexact(_dtype(a))  # (q's type does not matter, as in JAX)
     a, q = (lax.convert_element_type(v, dtype) for v in (a, q))
     if get_aval(q).ndim > 1:
         raise ValueError(f"{name}: q must be a scalar or 1-D, got shape {get_aval(q).shape}")

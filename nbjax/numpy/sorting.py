@@ -121,7 +121,7 @@ def sort_complex(a):
     dtype = get_aval(a).dtype
     return lax.convert_element_type(
         a, dtype if dtypes.is_complex(dtype) else dtypes.promote(
-            (dtype, False), (dtypes.default_complex(), True))[0])
+            (dtypes.to_inexact(dtype), False), (dtypes.default_complex(), True))[0])
 
 
 # --- unique --------------------------------------------------------------------------------

@@ -671,8 +671,10 @@ def iscomplex(x, /):
 
 def angle(z, deg=False):
     """The argument of a complex number (0 or pi for reals), in radians or degrees."""
-    (z,) = promote_args_inexact("angle", z)
-    z = lax.convert_element_type(z, _dtype(z))
+    (z,) = promote_args("angle", z)
+    # (JAX's exception to ``to_inexact``: integers become the default float, even int8)
+    z = lax.convert_element_type(z, _dtype(z) if dtypes.is_inexact(_dtype(z))
+                                 else dtypes.default_float())
     result = lax.atan2(imag(z), real(z))
     return lax.mul(result, scalar_like(result, 180 / np.pi)) if deg else result
 

@@ -54,10 +54,10 @@ def promote_dtypes(*args):
 
 
 def promote_dtypes_inexact(*args):
-    """Like promote_dtypes, then integers and bools become the default float (``jnp.sin``)."""
+    """Like promote_dtypes, then integers and bools become floats (``jnp.sin``;
+    ``dtypes.to_inexact``)."""
     dtype, weak = result_type(*args)
-    if not dtypes.is_inexact(dtype):
-        dtype = dtypes.default_float()
+    dtype = dtypes.to_inexact(dtype, weak)
     return [_converted(a, dtype, weak) for a in args]
 
 
