@@ -1,0 +1,3 @@
+"""``nbjax.scipy.cluster``: vector quantization, as ``jax.scipy.cluster``."""
+
+from . import vq  # noqa: F401
