@@ -2,7 +2,9 @@
 
 import collections
 import dataclasses
+from typing import NamedTuple
 
+import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
@@ -121,3 +123,27 @@ def test_round_trip_property(tree):
     leaves, treedef = tree_util.tree_flatten(tree)
     assert tree_util.tree_unflatten(treedef, leaves) == tree
     assert tree_util.tree_map(lambda x: x, tree) == tree
+
+
+def test_namedtuple_with_its_own_len_and_iter_flattens_by_its_fields():
+    """A NamedTuple may give its users another ``len``/``iter`` (scipy's ``Rotation``: the
+    number of rotations); flattening and rebuilding it (around vmap's placeholders too)
+    never calls them."""
+    class Pair(NamedTuple):
+        a: object
+        b: object
+
+        def __len__(self):
+            raise ValueError("not for pytree code")
+
+        def __iter__(self):
+            raise ValueError("not for pytree code")
+
+    pair = Pair(np.float32(1.0), np.arange(3, dtype=np.float32))
+    leaves, tree = tree_util.tree_flatten(pair)
+    assert [np.shape(x) for x in leaves] == [(), (3,)]
+    out = nbjax.vmap(lambda p: Pair(p.a * 2, p.b + 1))(Pair(np.ones(2, np.float32),
+                                                          np.zeros((2, 3), np.float32)))
+    np.testing.assert_array_equal(tuple.__getitem__(out, 1), np.ones((2, 3)))
+    paths = [tree_util.keystr(k) for k, _ in tree_util.tree_flatten_with_path(pair)[0]]
+    assert paths == [".a", ".b"]

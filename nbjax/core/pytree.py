@@ -184,8 +184,11 @@ def _node_type(x):
 
 @functools.lru_cache(maxsize=None)
 def _namedtuple_node(t):
-    return _NodeType(lambda nt: (list(nt), None), lambda _, c: t(*c),
-                     lambda nt: ([(GetAttrKey(f), c) for f, c in zip(t._fields, nt)], None))
+    # (its fields by tuple's own iterator: a class may define ``__len__`` or ``__iter__``
+    # for its users, which pytree code rebuilding it around placeholders must not call)
+    return _NodeType(lambda nt: (list(tuple.__iter__(nt)), None), lambda _, c: t(*c),
+                     lambda nt: ([(GetAttrKey(f), c) for f, c in
+                                  zip(t._fields, tuple.__iter__(nt))], None))
 
 
 def _node_type_of_class(t):
