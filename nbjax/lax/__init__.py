@@ -8,8 +8,9 @@ shape primitives and ``reduce_sum``, which every rule uses); ``batch_util``;
 ``elementwise``, ``threefry`` and ``control_flow`` (what cond and the loops share);
 ``transcendental``, ``structural``, ``dot``, ``fft``, ``cond``, ``solvers``;
 ``gather_scatter``, ``reductions``, ``special``, ``rng``, ``callback``; ``convolution``
-(compiled, a gather and a product); ``slicing``, ``loops``, ``linalg`` (a package), ``sorting``, ``special_functions``,
-``windowed``; ``derived``, ``parallel``; ``collectives``.
+(compiled, a gather and a product); ``slicing``, ``loops``, ``sorting``,
+``special_functions``, ``windowed``; ``linalg`` (a package, whose polar decomposition
+iterates with ``while_loop``); ``derived``, ``parallel``; ``collectives``.
 """
 
 from .callback import debug_callback, debug_callback_p, pure_callback_p  # noqa: F401

@@ -10,12 +10,18 @@ batch of right-hand sides by folding the batch into extra columns (or rows).
 Reference implementations are NumPy's ``linalg`` where it has the decomposition (Cholesky, QR,
 SVD, eigh, eig) and written here otherwise (LU with partial pivoting, triangular
 substitution). Outputs follow LAPACK's conventions, as JAX's do: ``lu`` packs L and U in one
-matrix with row-swap ``pivots``, ``svd`` returns ``(s, u, vh)``, ``eigh`` ``(v, w)``.
+matrix with row-swap ``pivots``, ``svd`` returns ``(s, u, vh)``, ``eigh`` ``(v, w)``. The
+algorithm choices of ``svd``, ``eigh`` and ``eig`` are JAX's enums (``SvdAlgorithm``,
+``EighImplementation``, ``EigImplementation``): nbjax computes the same LAPACK routine on
+every backend, so it accepts the choices JAX accepts on CPU and refuses the others as JAX does.
 
 The JVP rules are the classical perturbation formulas (references next to each rule); they
 are built from ``triangular_solve`` and matrix products, so reverse mode needs only the
 transpose rule of ``triangular_solve`` (linear in its right-hand side) and of ``dot_general``.
 """
+
+import enum
+import warnings
 
 import numpy as np
 
@@ -32,10 +38,11 @@ from ..structural import broadcasted_iota, concatenate, full, pad
 from .util import (check_matrix, cols_of, complex_dtype, conj_if_complex, diagonal_of, dtype_of,
                    each_col, each_row, identity_matrix, linalg_primitive,
                    linear_algebra_lowering, mH, mT, mm, nan_where_lapack_fails, ndim_of,
-                   outer_diff, permutation_matrix, real_dtype, rows_of, shape_of, symmetrize,
-                   tril, triu, zeros_of)
+                   outer_diff, permutation_matrix, pivot_magnitude, real_dtype, rows_of,
+                   shape_of, symmetrize, tril, triu, zeros_of)
 
-__all__ = ["cholesky", "cholesky_p", "eig", "eig_p", "eigh", "eigh_p", "lu", "lu_p",
+__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p",
+           "eig", "eig_p", "eigh", "eigh_p", "lu", "lu_p",
            "lu_pivots_to_permutation", "lu_pivots_to_permutation_p", "qr", "qr_p", "svd",
            "svd_p", "triangular_solve", "triangular_solve_p"]
 
@@ -236,11 +243,6 @@ def _lu_abstract_eval(x):
             ShapedArray(batch + (m,), np.int32)]
 
 
-def _pivot_magnitude(col):
-    """What partial pivoting maximises: ``|x|``, or ``|re| + |im|`` for complex x (LAPACK)."""
-    return np.abs(col.real) + np.abs(col.imag) if np.iscomplexobj(col) else np.abs(col)
-
-
 @lu_p.def_impl
 def _lu_impl(x):
     """Doolittle elimination with partial pivoting, on the whole stack at once.
@@ -257,7 +259,7 @@ def _lu_impl(x):
     perm = np.tile(np.arange(m, dtype=np.int32), (a.shape[0], 1))
     with np.errstate(all="ignore"):
         for j in range(k):
-            p = j + np.argmax(_pivot_magnitude(a[:, j:, j]), axis=1)
+            p = j + np.argmax(pivot_magnitude(a[:, j:, j]), axis=1)
             pivots[:, j] = p
             a[stack, j], a[stack, p] = a[stack, p], a[stack, j].copy()
             perm[stack, j], perm[stack, p] = perm[stack, p], perm[stack, j].copy()
@@ -536,9 +538,25 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     return [s, u, vh], [ds, du, mH(dv)]
 
 
-def svd(x, *, full_matrices=True, compute_uv=True):
+class SvdAlgorithm(enum.Enum):
+    """The SVD algorithms JAX can choose between. Every backend of nbjax computes LAPACK's
+    ``gesdd`` (through NumPy); the algorithms JAX runs on CPU are accepted (the QR one, LAPACK's
+    ``gesvd``, agrees with it to rounding), the others refused as JAX refuses them there."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
+def svd(x, *, full_matrices=True, compute_uv=True, algorithm=None):
     """Singular values ``s`` (descending), or ``(u, s, vh)`` with ``x = u diag(s) vh`` if
-    ``compute_uv``; ``u``/``vh`` are square unless not ``full_matrices``."""
+    ``compute_uv``; ``u``/``vh`` are square unless not ``full_matrices``. ``algorithm``: a
+    ``SvdAlgorithm`` (see there)."""
+    if algorithm not in (None, SvdAlgorithm.DEFAULT, SvdAlgorithm.QR,
+                         SvdAlgorithm.DIVIDE_AND_CONQUER):
+        raise NotImplementedError(
+            "The SVD Jacobi and Polar algorithms are not implemented on CPU.")
     out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     if compute_uv:
         s, u, vh = out
@@ -583,10 +601,23 @@ def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues):
     return [v, w], [dv, dw]
 
 
-def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True):
+class EighImplementation(enum.Enum):
+    """The algorithms JAX can compute ``eigh`` with. nbjax computes LAPACK's ``syevd``/``heevd``
+    (through NumPy) on every backend: ``QR``, what JAX computes on CPU, is accepted, the others
+    refused as JAX refuses them there."""
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, implementation=None):
     """``(v, w)``: eigenvectors (columns of ``v``) and ascending real eigenvalues of Hermitian
     ``x``. With ``symmetrize_input`` the Hermitian part of ``x`` is used; otherwise only the
-    ``lower`` (or upper) triangle is read."""
+    ``lower`` (or upper) triangle is read. ``implementation``: see ``EighImplementation``."""
+    if implementation == EighImplementation.JACOBI:
+        raise NotImplementedError("Jacobi implementation is not supported on CPU")
+    if implementation == EighImplementation.QDWH:
+        raise NotImplementedError("QDWH implementation is only supported on TPU")
     if symmetrize_input:
         check_matrix("eigh", get_aval(x), square=True)
         x = symmetrize(x)
@@ -687,10 +718,26 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
     return primal_out, tangent_out
 
 
+class EigImplementation(enum.Enum):
+    """The libraries JAX can compute ``eig`` with. nbjax computes LAPACK's ``geev`` (through
+    NumPy) on every backend: ``LAPACK`` is accepted, the GPU libraries refused, as JAX refuses
+    them on CPU."""
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
 def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
-        enable_eigvec_derivs=False):
+        enable_eigvec_derivs=False, implementation=None, use_magma=None):
     """Eigenvalues ``w`` and (optionally) left and right eigenvectors of a general square
-    matrix, all complex: ``[w, vl, vr]`` with the eigenvectors not asked for left out."""
+    matrix, all complex: ``[w, vl, vr]`` with the eigenvectors not asked for left out.
+    ``implementation``: see ``EigImplementation``; ``use_magma`` is its deprecated form."""
+    if use_magma is not None:
+        warnings.warn("use_magma is deprecated, please use implementation=EigImplementation.MAGMA "
+                      "instead.", DeprecationWarning, stacklevel=2)
+        implementation = EigImplementation.MAGMA if use_magma else EigImplementation.LAPACK
+    if implementation not in (None, EigImplementation.LAPACK):
+        raise ValueError("Only the lapack implementation is supported on CPU.")
     return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                       compute_right_eigenvectors=bool(compute_right_eigenvectors),
                       enable_eigvec_derivs=bool(enable_eigvec_derivs))

@@ -206,6 +206,12 @@ def linear_algebra_lowering(prim, operation):
     prim.def_lowering("linear algebra", operation)
 
 
+def pivot_magnitude(x):
+    """What partial pivoting maximises (in NumPy): ``|x|``, or ``|re| + |im|`` for complex
+    ``x`` (LAPACK's ``cabs1``)."""
+    return np.abs(x.real) + np.abs(x.imag) if np.iscomplexobj(x) else np.abs(x)
+
+
 def nan_where_lapack_fails(fn, x, failed=None):
     """``fn(x)`` (NumPy's LAPACK call, a tuple of arrays) on a stack of matrices; where it
     raises (a matrix not positive definite, not converging, holding NaN or inf), each
