@@ -1,7 +1,8 @@
 """Measure how much of JAX's public surface nbjax provides.
 
-For every public callable of a JAX module (and every public attribute of ``jax.Array``) the
-tool looks up the nbjax counterpart and files the name under one of:
+For every public name of a JAX module (its functions, classes and objects such as
+``jnp.mgrid``) and every public attribute of ``jax.Array``, the tool looks up the nbjax
+counterpart and files the name under one of:
 
 - ``present``: nbjax defines it;
 - ``not_implemented``: nbjax defines a stand-in that raises ``NotImplementedError`` and says
@@ -37,11 +38,28 @@ MODULES = [
     ("jax.numpy.linalg", "nbjax.numpy.linalg"),
     ("jax.numpy.fft", "nbjax.numpy.fft"),
     ("jax.lax", "nbjax.lax"),
+    ("jax.lax.linalg", "nbjax.lax.linalg"),
     ("jax.nn", "nbjax.nn"),
     ("jax.random", "nbjax.random"),
     ("jax.scipy.special", "nbjax.scipy.special"),
     ("jax.scipy.linalg", "nbjax.scipy.linalg"),
     ("jax.scipy.stats", "nbjax.scipy.stats"),
+    ("jax.scipy.signal", "nbjax.scipy.signal"),
+    ("jax.scipy.fft", "nbjax.scipy.fft"),
+    ("jax.scipy.integrate", "nbjax.scipy.integrate"),
+    ("jax.scipy.ndimage", "nbjax.scipy.ndimage"),
+    ("jax.scipy.interpolate", "nbjax.scipy.interpolate"),
+    ("jax.scipy.optimize", "nbjax.scipy.optimize"),
+    ("jax.scipy.spatial.transform", "nbjax.scipy.spatial.transform"),
+    ("jax.scipy.cluster.vq", "nbjax.scipy.cluster.vq"),
+    ("jax.nn.initializers", "nbjax.nn.initializers"),
+    ("jax.image", "nbjax.image"),
+    ("jax.flatten_util", "nbjax.flatten_util"),
+    ("jax.dtypes", "nbjax.dtypes"),
+    ("jax.errors", "nbjax.errors"),
+    ("jax.custom_batching", "nbjax.custom_batching"),
+    ("jax.checkpoint_policies", "nbjax.checkpoint_policies"),
+    ("jax.ad_checkpoint", "nbjax.ad_checkpoint"),
     ("jax.Array", "nbjax.Array"),
 ]
 
@@ -53,8 +71,8 @@ def import_quietly(name):
 
 
 def public_names(obj):
-    """Public callables of a module (submodules excluded), or every public attribute of a
-    class (methods and properties alike)."""
+    """Public attributes of a module (functions, classes and objects such as ``jnp.mgrid``
+    or ``jax.float0``; submodules excluded), or of a class (methods and properties alike)."""
     names = []
     for name in sorted(dir(obj)):
         if name.startswith("_"):
@@ -68,7 +86,7 @@ def public_names(obj):
                 value = getattr(obj, name)
             except Exception:  # deprecated names that raise on access are not public
                 continue
-        if callable(value) and not isinstance(value, types.ModuleType):
+        if not isinstance(value, types.ModuleType):
             names.append(name)
     return names
 
@@ -84,9 +102,14 @@ def jax_modules():
 
 
 def resolve_jax(name):
+    """The JAX module, or a namespace that is an attribute (``jax.checkpoint_policies``)."""
     if name == "jax.Array":
         return import_quietly("jax").Array
-    return import_quietly(name)
+    try:
+        return import_quietly(name)
+    except ModuleNotFoundError:
+        parent, _, attribute = name.rpartition(".")
+        return getattr(import_quietly(parent), attribute)
 
 
 def nbjax_target(name):
