@@ -13,7 +13,7 @@
 
 const PANE_TITLES = {
   graph: "Graph", source: "Source", jaxpr: "Jaxpr", fusion: "Fusion", code: "Code", timing: "Timing",
-  linked: "Side by side", steps: "Step through",
+  linked: "Side by side", steps: "Step through", memory: "Memory",
 };
 const PLAY_INTERVAL_MS = 800;
 // A source line's amber tint: from HEAT_MIN (no time) to HEAT_MIN + HEAT_SPAN (the hottest),
@@ -633,6 +633,7 @@ class GradView extends View {
     this.pane("graph", this.graphLayout);
     if (g.source) this.drawSource(g.source);
     this.drawSteps();
+    this.drawMemory(g.memory);
     this.pane("jaxpr", markup(g.jaxpr, { testid: "nbjax-grad-jaxpr" }),
       g.hessian ? h("div", {}, h("h4", {}, "Hessian"), markup(g.hessian.jaxpr, { testid: "nbjax-hessian" })) : null);
     this.drawTabs();
@@ -640,6 +641,21 @@ class GradView extends View {
   }
 
   select(id) { this.set("selected", this.get("selected") === id ? "" : id); }
+
+  drawMemory(m) {
+    // What reverse mode keeps from the forward pass for the backward pass, value by value
+    // (grad_state.memory_state); forward mode keeps nothing, and says so.
+    if (!m) return;
+    if (m.note) return this.pane("memory", h("p", { class: "nbjax-note", testid: "nbjax-memory" }, m.note));
+    const values = table(["value", "size", "what it is", "computed at"], m.rows.map((r) => [
+      h("code", {}, r.type), bytes(r.bytes), r.origin,
+      r.source ? `${r.source}${r.source_text ? ":  " + r.source_text : ""}` : ""]),
+    { testid: "nbjax-memory-values" });
+    this.pane("memory", h("div", { testid: "nbjax-memory" },
+      h("p", {}, h("b", { testid: "nbjax-memory-total" }, bytes(m.total)),
+        ` kept for the backward pass in ${m.rows.length} values (the differentiated inputs: ${bytes(m.arguments)})`),
+      values, h("p", { class: "nbjax-note" }, m.hint)));
+  }
 
   drawLinked(g) {
     this.rows = new Map();

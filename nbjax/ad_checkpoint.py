@@ -3,6 +3,7 @@
 backward pass (the memory ``checkpoint`` trades for recomputation)."""
 
 import inspect
+from typing import NamedTuple
 
 from . import checkpoint_policies  # noqa: F401
 from .calls import as_array
@@ -11,15 +12,36 @@ from .checkpoint import (Offloadable, Recompute, Saveable, checkpoint,  # noqa: 
 from .core import ClosedJaxpr, Var, get_aval, pytree
 from .interpreters import staging
 from .interpreters.partial_eval import linearize_flat
+from .lax.loops import scan_p
 
 __all__ = ["checkpoint", "checkpoint_name", "checkpoint_policies", "Saveable", "Recompute",
-           "Offloadable", "saved_residuals", "print_saved_residuals"]
+           "Offloadable", "SavedValue", "saved_values", "saved_residuals",
+           "print_saved_residuals"]
 
 
-def saved_residuals(f, *args, **kwargs):
-    """``[(type, description)]``: each value that ``vjp(f, *args, **kwargs)`` keeps for
-    its backward pass, and where it comes from (an argument, a constant, or the equation
-    that computed it, with its line)."""
+class SavedValue(NamedTuple):
+    """A value reverse mode keeps for the backward pass: its type, what it is (``"the
+    argument x"``, ``"a constant"``, ``"output of cos"``, ``"named 'h'"``, ``"output of
+    jitted function 'f'"``), the line that computed it (None for arguments and constants);
+    for an argument, the position of its leaf among the arguments' leaves, and for a
+    constant, its value."""
+    aval: object
+    origin: str
+    source: object
+    argument: object = None
+    constant: object = None
+
+    @property
+    def description(self):
+        """JAX's words for it: ``from the argument x``, ``output of cos from file:3 (f)``."""
+        if self.source is None:
+            return f"from {self.origin}"
+        return f"{self.origin} from {self.source}"
+
+
+def saved_values(f, *args, **kwargs):
+    """The ``SavedValue`` of each value that ``vjp(f, *args, **kwargs)`` keeps for its
+    backward pass, in the order the backward pass takes them."""
     leaves, in_tree = pytree.tree_flatten((args, kwargs))
 
     def residuals(*leaves):
@@ -28,12 +50,20 @@ def saved_residuals(f, *args, **kwargs):
             return pytree.tree_leaves(f(*call_args, **call_kwargs))
         return linearize_flat(flat, leaves, "saved_residuals")[2]
 
-    jaxpr, _ = staging.trace_to_jaxpr(residuals, [get_aval(as_array(x)) for x in leaves],
-                                      staging.describe(f, "saved_residuals"))
-    names = dict(zip(jaxpr.invars, _argument_names(f, args, kwargs)))
+    jaxpr, consts = staging.trace_to_jaxpr(residuals, [get_aval(as_array(x)) for x in leaves],
+                                           staging.describe(f, "saved_residuals"))
+    names = {v: (i, name) for i, (v, name) in
+             enumerate(zip(jaxpr.invars, _argument_names(f, args, kwargs)))}
     producers = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
-    constvars = set(jaxpr.constvars)
-    return [(atom.aval, _origin(atom, names, producers, constvars)) for atom in jaxpr.outvars]
+    constants = dict(zip(jaxpr.constvars, consts))
+    return [SavedValue(atom.aval, *_origin(atom, names, producers, constants),
+                       constant=constants.get(atom, getattr(atom, "val", None)))
+            for atom in jaxpr.outvars]
+
+
+def saved_residuals(f, *args, **kwargs):
+    """``[(type, description)]`` of ``saved_values``, as JAX's ``saved_residuals``."""
+    return [(v.aval, v.description) for v in saved_values(f, *args, **kwargs)]
 
 
 def print_saved_residuals(f, *args, **kwargs):
@@ -57,18 +87,41 @@ def _argument_names(f, args, kwargs):
 
 
 def _origin(atom, names, producers, constvars):
+    """``(origin, source, argument)`` of a saved value (see ``SavedValue``)."""
     if not isinstance(atom, Var) or atom in constvars:
-        return "from a constant"
+        return "a constant", None, None
     if atom in names:
-        return f"from the argument {names[atom]}"
+        position, name = names[atom]
+        return f"the argument {name}", None, position
     eqn = producers[atom]
     if eqn.primitive is checkpoint_p:  # saved by a policy: say which value inside
         return _inner_origin(eqn, atom, names, producers, constvars)
+    if eqn.primitive is scan_p and eqn.outvars.index(atom) >= eqn.params["num_carry"]:
+        return _stacked_origin(eqn, atom, names, producers, constvars)
     if eqn.primitive is name_p:
-        return f"named {eqn.params['name']!r} from {eqn.source_info}"
+        return f"named {eqn.params['name']!r}", eqn.source_info, None
     if eqn.primitive.call_param is not None and "name" in eqn.params:
-        return f"output of jitted function {eqn.params['name']!r} from {eqn.source_info}"
-    return f"output of {eqn.primitive.name} from {eqn.source_info}"
+        return f"output of jitted function {eqn.params['name']!r}", eqn.source_info, None
+    return f"output of {eqn.primitive.name}", eqn.source_info, None
+
+
+def _stacked_origin(eqn, atom, names, producers, constvars):
+    """The origin of ``atom``, a stacked output of a scan (a residual its forward pass
+    keeps, one per step): the value of the body that each step adds."""
+    body = eqn.params["jaxpr"].jaxpr
+    inner_atom = body.outvars[eqn.outvars.index(atom)]
+    per_step = ", one per step of a scan"
+    if inner_atom in body.invars:
+        position = body.invars.index(inner_atom)
+        n_consts, n_carry = eqn.params["num_consts"], eqn.params["num_carry"]
+        if n_consts <= position < n_consts + n_carry:
+            return "the carry of a scan, one per step", eqn.source_info, None
+        origin = _origin(eqn.invars[position], names, producers, constvars)
+        return (origin if position >= n_consts + n_carry  # an element of xs: xs itself
+                else (origin[0] + per_step,) + origin[1:])
+    inner_producers = {v: e for e in body.eqns for v in e.outvars}
+    origin, source, _ = _origin(inner_atom, {}, inner_producers, set(body.constvars))
+    return origin + per_step, source, None
 
 
 def _inner_origin(eqn, atom, names, producers, constvars):

@@ -855,6 +855,13 @@ def test_a_gradient_s_source_line_highlights_its_forward_and_backward_nodes(brow
     sync_api.expect(marked).to_have_count(len(line["nodes"]))
     assert {marked.nth(i).get_attribute("data-testid") for i in range(marked.count())} == \
         {f"nbjax-node-{n}" for n in line["nodes"]}
+    # The Memory pane lists, row by row, what the backward pass keeps.
+    page.get_by_test_id("nbjax-tab-memory").click()
+    values = page.get_by_test_id("nbjax-memory-values").locator("tbody tr")
+    sync_api.expect(values).to_have_count(len(view.grad["memory"]["rows"]))
+    sync_api.expect(values.first).to_be_visible()
+    sync_api.expect(page.get_by_test_id("nbjax-memory-total")).to_have_text(
+        f"{view.grad['memory']['total']} B")
     page.close()
 
 

@@ -190,3 +190,27 @@ def test_checkpoint_static_argnames():
     h = nbjax.checkpoint(g, static_argnames="power")
     assert_close(nbjax.grad(lambda v: h(v, power=3).sum())(x),
                  3 * np.sin(x) ** 2 * np.cos(x), rtol=1e-5)
+
+
+def test_a_scan_s_saved_values_are_named_by_the_step_that_adds_them():
+    """Backpropagation through a scan keeps values stacked over its steps; each is named by
+    what one step computes, and checkpointing the step keeps only the carries."""
+    w = random_array(RNG, (4, 4))
+    xs = random_array(RNG, (6, 4))
+
+    def step(h, x):
+        h = jnp.tanh(h @ w + x)
+        return h, jnp.sum(h)
+
+    def loss(h0, xs, step=step):
+        return jnp.sum(nbjax.lax.scan(step, h0, xs)[1])
+    h0 = random_array(RNG, (4,))
+    stacked = [(str(v.aval.str_short()), v.origin) for v in ad_checkpoint.saved_values(loss, h0, xs)
+               if v.aval.shape[:1] == (6,)]
+    assert ("f32[6,4]", "output of tanh, one per step of a scan") in stacked
+    remat = [v.origin for v in ad_checkpoint.saved_values(
+        lambda h0, xs: loss(h0, xs, nbjax.checkpoint(step)), h0, xs) if v.aval.shape[:1] == (6,)]
+    assert "the carry of a scan, one per step" in remat
+    assert not any("tanh" in origin for origin in remat)
+    assert_close(nbjax.grad(lambda h: loss(h, xs, nbjax.checkpoint(step)))(h0),
+                 nbjax.grad(loss)(h0, xs), rtol=1e-5, scale=1)

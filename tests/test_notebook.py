@@ -1234,6 +1234,39 @@ def test_grad_view_of_a_function_of_dict_parameters_steps_to_the_gradient(ip):
     _assert_static(view.static_html())
 
 
+def test_grad_view_memory_lists_what_the_backward_pass_keeps(ip):
+    """The Memory pane: each value reverse mode keeps, with its size and origin (an
+    argument, held fixed or not, or the line whose operation made it); a checkpoint keeps
+    less; forward mode keeps nothing."""
+    run(ip, MLP_CELL.format(options=""))
+    _mlp_inputs(ip)
+    run(ip, "grad_mlp_loss(params, x, y)")
+    view = view_of(ip.user_ns["grad_mlp_loss"])
+    memory = view.grad["memory"]
+    origins = [r["origin"] for r in memory["rows"]]
+    assert "the argument x (not differentiated)" in origins
+    assert "the argument params['W2']" in origins   # out = h @ W2: its backward needs W2
+    tanh = next(r for r in memory["rows"] if r["origin"] == "output of tanh")
+    assert tanh["type"] == "f32[5,4]" and tanh["bytes"] == 5 * 4 * 4
+    assert tanh["source_text"] == 'h = jnp.tanh(x @ params["W1"] + params["b1"])'
+    assert memory["total"] == sum(r["bytes"] for r in memory["rows"])
+    assert memory["arguments"] == (3 * 4 + 4 + 4 * 1 + 1) * 4
+    html = view.static_html()
+    _assert_static(html)
+    assert "Memory (kept for the backward pass)" in html and "output of tanh" in html
+
+    run(ip, "%%grad\ndef remat_loss(params, x, y):\n"
+            "    return nbjax.checkpoint(mlp_loss)(params, x, y)\n")
+    run(ip, "grad_remat_loss(params, x, y)")
+    kept = view_of(ip.user_ns["grad_remat_loss"]).grad["memory"]
+    assert kept["total"] < memory["total"]
+    assert all(r["origin"].startswith("the argument") for r in kept["rows"])
+
+    run(ip, "%%grad --mode fwd\ndef fwd_memory(x):\n    return jnp.sum(jnp.exp(x))\n")
+    run(ip, "grad_fwd_memory(np.ones(3, np.float32))")
+    assert "keeps nothing" in view_of(ip.user_ns["grad_fwd_memory"]).grad["memory"]["note"]
+
+
 def test_forward_mode_grad_of_nested_containers(ip):
     run(ip, "%%grad --mode fwd\ndef layered(layers, x):\n"
             "    (w, b), scale = layers\n    return jnp.sum(jnp.tanh(x * w + b) * scale)\n")

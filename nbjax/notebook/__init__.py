@@ -83,7 +83,7 @@ Both views:
 - ``nbjax-tab-<pane>`` (tab buttons; the open one has ``aria-selected="true"``) and
   ``nbjax-pane-<pane>`` (pane containers; closed ones are ``hidden``). Panes of a compiler
   view: ``graph``, ``source``, ``jaxpr``, ``fusion``, ``code``, ``timing``; of a gradient view:
-  ``linked``, ``graph``, ``source``, ``steps``, ``jaxpr``.
+  ``linked``, ``graph``, ``source``, ``steps``, ``memory``, ``jaxpr``.
 - ``nbjax-graph``: the graph container (an inline Graphviz SVG); ``nbjax-graph-note``
   replaces the SVG when Graphviz is missing. In the SVG, ``nbjax-node-<id>`` on each node's
   ``<g>`` (ids as in ``nbjax.viz.graph_model``: ``in0``, ``c0``, ``e3``, ``out0``) and
@@ -147,6 +147,8 @@ Gradient view:
   table names each row by the jaxpr's variable (graph nodes read ``c = mul``), a backward
   step's text gives each operand's chain-rule product (``b̄ += c̄ · a = 1 × 0.7 = 0.7``),
   and NaN/inf are ``nbjax-nonfinite`` (red).
+- Memory: ``nbjax-memory`` (the pane's content, a note in forward mode),
+  ``nbjax-memory-total``, ``nbjax-memory-values`` (one row per value reverse mode keeps).
 - ``nbjax-grad-jaxpr``, ``nbjax-hessian``.
 
 The static fallback's root is ``<div class="nbjax-static" data-nbjax-view="jit|grad">``.

@@ -8,10 +8,14 @@ same user-level operation on the other side.
 The step-through beside it is ``grad_steps``'s walk.
 """
 
+import inspect
+
 import numpy as np
 
+from ..ad_checkpoint import saved_values
+from ..calls import as_array
 from ..api import grad, hessian, jvp, make_jaxpr
-from ..core import Var, pytree, to_numpy
+from ..core import Var, get_aval, pytree, to_numpy
 from ..viz.text import annotate
 from .grad_steps import seed_tangents, walk_forward, walk_reverse
 from .panes import graph_state, jaxpr_pane, leaf_names, location
@@ -148,6 +152,63 @@ def align(closed, link_rows):
     return linked
 
 
+# --- memory: what reverse mode keeps for the backward pass ----------------------------------
+
+FORWARD_MODE_MEMORY = ("Forward mode keeps nothing for later: each tangent is computed right "
+                       "beside its value, and both are dropped once used.")
+CHECKPOINT_HINT = ("To keep less (and recompute more in the backward pass), wrap part of the "
+                   "function in nbjax.checkpoint; a policy from nbjax.checkpoint_policies "
+                   "chooses what it still keeps.")
+
+
+def _nbytes(aval):
+    return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
+
+
+def memory_state(fun, args, kwargs, argnums, inputs, mode):
+    """The values reverse mode carries from the forward pass to the backward pass of
+    ``fun`` at this input, differentiated at ``argnums`` (``inputs``: the names of their
+    array leaves), each with its size and origin, and the totals; forward mode keeps none."""
+    if mode != "rev":
+        return {"note": FORWARD_MODE_MEMORY}
+    # The arguments held fixed reach the trace as constants: as arrays made here, so that
+    # a saved one is recognised (by identity) and named.
+    args = [a if i in argnums else pytree.tree_map(_held_array, a) for i, a in enumerate(args)]
+    fixed = {id(leaf): name for i, name in _fixed_arguments(fun, args, kwargs, argnums)
+             for name, leaf in zip(leaf_names(name, args[i]), pytree.tree_leaves(args[i]))}
+    g, diff = restrict(fun, args, kwargs, argnums)
+    rows = []
+    for value in saved_values(g, *diff):
+        if value.argument is not None:
+            origin = f"the argument {inputs[value.argument]}"
+        elif id(value.constant) in fixed:
+            origin = f"the argument {fixed[id(value.constant)]} (not differentiated)"
+        else:
+            origin = value.origin
+        source = value.source
+        rows.append({"type": value.aval.str_short(), "bytes": _nbytes(value.aval),
+                     "origin": origin,
+                     "source": location(source.file, source.line) if source else None,
+                     "source_text": source.source_line() if source else None})
+    arguments = sum(_nbytes(get_aval(x)) for x in pytree.tree_leaves(list(diff)))
+    return {"rows": rows, "total": sum(r["bytes"] for r in rows), "arguments": arguments,
+            "hint": CHECKPOINT_HINT}
+
+
+def _held_array(leaf):
+    return as_array(leaf) if isinstance(leaf, (np.ndarray, np.generic)) else leaf
+
+
+def _fixed_arguments(fun, args, kwargs, argnums):
+    """``(position, name)`` of the positional arguments not differentiated."""
+    try:
+        names = list(inspect.signature(fun).bind(*args, **kwargs).arguments)
+    except (TypeError, ValueError):  # no signature to read
+        names = []
+    return [(i, names[i] if i < len(names) else f"args[{i}]")
+            for i in range(len(args)) if i not in argnums]
+
+
 def grad_states(fun, args, kwargs, argnums, mode, names, prefixes, toggled=(), group=None,
                 hide_identities=False):
     """(linked state, steps state) for ``fun`` at this input; ``toggled``: the clusters
@@ -159,6 +220,7 @@ def grad_states(fun, args, kwargs, argnums, mode, names, prefixes, toggled=(), g
     derivative, flags = derivative_jaxpr(g, diff, mode)
     linked = linked_state(derivative, flags, mode, prefixes[0], toggled, inputs, group,
                           hide_identities)
+    linked["memory"] = memory_state(fun, args, kwargs, argnums, inputs, mode)
     primal = make_jaxpr(g)(*diff)
     links = align(primal, list(zip(linked["rows"], derivative.jaxpr.eqns)))
     walk = (walk_reverse if mode == "rev" else walk_forward)(primal, diff, links, inputs)

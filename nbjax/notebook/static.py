@@ -269,7 +269,20 @@ def grad_html(view, scale=1):
              section("Jaxpr", g["jaxpr"] + (g["hessian"]["jaxpr"] if g.get("hessian") else ""))]
     if s:
         parts.append(section("Step through (final state)", steps_html(s)))
+    if g.get("memory"):
+        parts.append(section("Memory (kept for the backward pass)", memory_html(g["memory"])))
     return wrap(view, "".join(parts), scale)
+
+
+def memory_html(m):
+    if "note" in m:
+        return note(m["note"])
+    values = table(["value", "size", "what it is", "computed at"], [
+        [f'<code style="{CODE}">{esc(r["type"])}</code>', nbytes(r["bytes"]), esc(r["origin"]),
+         esc(f'{r["source"]}:  {r["source_text"]}' if r["source"] else "")] for r in m["rows"]])
+    return (f'<p><b>{nbytes(m["total"])}</b> kept for the backward pass in {len(m["rows"])} '
+            f'values (the differentiated inputs: {nbytes(m["arguments"])})</p>'
+            + values + note(m["hint"]))
 
 
 def final_state(steps):

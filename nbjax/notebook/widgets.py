@@ -259,7 +259,7 @@ class CompilerView(NbjaxView):
         return static.jit_html(self, self.scale if scale is None else scale)
 
 
-GRAD_PANES = ("linked", "graph", "source", "steps", "jaxpr")
+GRAD_PANES = ("linked", "graph", "source", "steps", "memory", "jaxpr")
 
 
 class GradView(NbjaxView):
