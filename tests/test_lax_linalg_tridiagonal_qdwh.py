@@ -9,7 +9,7 @@ import scipy.linalg as sl
 import nbjax
 from nbjax.lax import linalg as la
 from nbjax.test_util import check_grads
-from helpers import assert_close, check_vmap
+from helpers import assert_close, check_vmap, random_array
 
 pytestmark = pytest.mark.usefixtures("x64")
 
@@ -19,21 +19,14 @@ DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 EPS = {np.float32: 1e-7, np.complex64: 1e-7, np.float64: 1e-16, np.complex128: 1e-16}
 
 
-def random(shape, dtype):
-    x = rng.standard_normal(shape)
-    if np.issubdtype(dtype, np.complexfloating):
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
 def system(batch, n, k, dtype, dominant):
     """Random diagonals (``d`` dominant, or as random as the others) and right-hand sides;
     ``dl[..., 0]`` and ``du[..., -1]``, which are never read, are NaN."""
-    dl, d, du = (random(batch + (n,), dtype) for _ in range(3))
+    dl, d, du = (random_array(rng, batch + (n,), dtype) for _ in range(3))
     if dominant:
         d = d + (3 * np.sign(d.real)).astype(dtype)
     dl[..., :1] = du[..., n - 1:] = np.nan
-    return dl, d, du, random(batch + (n, k), dtype)
+    return dl, d, du, random_array(rng, batch + (n, k), dtype)
 
 
 def dense(dl, d, du):
@@ -186,8 +179,8 @@ def test_tridiagonal_solve_jit_agrees_with_eager():
 # --- qdwh -----------------------------------------------------------------------------------------
 
 def ill_conditioned(m, n, dtype, condition):
-    u = np.linalg.qr(random((m, n), dtype))[0]
-    v = np.linalg.qr(random((n, n), dtype))[0]
+    u = np.linalg.qr(random_array(rng, (m, n), dtype))[0]
+    v = np.linalg.qr(random_array(rng, (n, n), dtype))[0]
     return ((u * np.logspace(0, -np.log10(condition), n)) @ v.conj().T).astype(dtype)
 
 
@@ -210,7 +203,7 @@ def assert_polar(x, u, h, num_iters, is_converged, rtol):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(4, 4), (7, 3)])
 def test_qdwh_is_the_polar_decomposition(dtype, shape):
-    x = random(shape, dtype)
+    x = random_array(rng, shape, dtype)
     u, h, num_iters, is_converged = la.qdwh(x)
     rtol = 1e-4 if dtype in (np.float32, np.complex64) else 1e-12
     want_u = assert_polar(x, u, h, num_iters, is_converged, rtol)
@@ -226,7 +219,7 @@ def test_qdwh_ill_conditioned(dtype):
 
 
 def test_qdwh_options_and_errors():
-    x = random((5, 3), np.float64)
+    x = random_array(rng, (5, 3), np.float64)
     _, _, num_iters, is_converged = la.qdwh(x, max_iterations=1)
     assert int(num_iters) == 1 and not bool(is_converged)
     u, h, num_iters, is_converged = la.qdwh(x, eps=1e-3)
@@ -235,9 +228,9 @@ def test_qdwh_options_and_errors():
     u, h, _, _ = la.qdwh(np.zeros((3, 3)))
     assert not np.asarray(u).any() and not np.asarray(h).any()
     with pytest.raises(ValueError, match="M >= N"):
-        la.qdwh(random((3, 5), np.float64))
+        la.qdwh(random_array(rng, (3, 5), np.float64))
     with pytest.raises(ValueError):
-        la.qdwh(random((2, 3, 3), np.float64))
+        la.qdwh(random_array(rng, (2, 3, 3), np.float64))
     with pytest.raises(ValueError, match="not inexact"):
         la.qdwh(np.eye(3, dtype=np.int32))
 
@@ -245,7 +238,7 @@ def test_qdwh_options_and_errors():
 def test_qdwh_dynamic_shape():
     """An ``m x n`` matrix padded to ``M x N``: its polar factors, padded with zeros, also with
     the shape traced under jit."""
-    x = random((4, 2), np.float64)
+    x = random_array(rng, (4, 2), np.float64)
     padded = np.zeros((6, 3))
     padded[:4, :2] = x
     padded[4:, :] = padded[:, 2:] = 7.0  # (not read)
@@ -259,7 +252,7 @@ def test_qdwh_dynamic_shape():
 
 
 def test_qdwh_jit_and_vmap():
-    x = random((2, 5, 3), np.float64)
+    x = random_array(rng, (2, 5, 3), np.float64)
     for got, want in zip(nbjax.jit(la.qdwh)(x[0]), la.qdwh(x[0])):
         assert_close(got, want, rtol=1e-13)
     check_vmap(lambda a: la.qdwh(a)[:2], (x,), (0,), rtol=1e-12)
@@ -272,7 +265,7 @@ def test_implementation_enums():
     assert [e.value for e in la.SvdAlgorithm] == ["default", "QR", "Jacobi", "polar",
                                                   "divide_and_conquer"]
     assert [e.value for e in la.EigImplementation] == ["cusolver", "magma", "lapack"]
-    x = random((4, 4), np.float64)
+    x = random_array(rng, (4, 4), np.float64)
     x = x + x.T
     w = np.linalg.eigvalsh(x)
     assert_close(la.eigh(x, implementation=la.EighImplementation.QR)[1], w, rtol=1e-13)
@@ -314,9 +307,9 @@ def test_tridiagonal_solve_matches_jax():
 def test_qdwh_matches_jax():
     jax = pytest.importorskip("jax")
     with jax.enable_x64(True):
-        for x, options in [(random((5, 3), np.float32), {}), (random((4, 4), np.complex128), {}),
-                           (random((5, 3), np.float64), {"max_iterations": 2}),
-                           (random((6, 4), np.float64), {"dynamic_shape": (5, 3)})]:
+        for x, options in [(random_array(rng, (5, 3), np.float32), {}), (random_array(rng, (4, 4), np.complex128), {}),
+                           (random_array(rng, (5, 3), np.float64), {"max_iterations": 2}),
+                           (random_array(rng, (6, 4), np.float64), {"dynamic_shape": (5, 3)})]:
             want = jax.lax.linalg.qdwh(x, **options)
             got = la.qdwh(x, **options)
             rtol = 1e-5 if x.dtype == np.float32 else 1e-12

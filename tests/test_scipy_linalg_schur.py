@@ -11,7 +11,7 @@ import nbjax.numpy as jnp
 import nbjax.scipy.linalg as L
 from nbjax.lax import linalg as la
 from nbjax.test_util import check_grads
-from helpers import assert_close, check_vmap
+from helpers import assert_close, check_vmap, random_array
 
 pytestmark = [pytest.mark.usefixtures("x64"),
               pytest.mark.filterwarnings("ignore:nbjax cpu backend:UserWarning")]
@@ -21,18 +21,11 @@ DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 RTOL = {np.float32: 1e-4, np.complex64: 1e-4, np.float64: 1e-11, np.complex128: 1e-11}
 
 
-def random_matrix(shape, dtype):
-    a = rng.standard_normal(shape)
-    if np.issubdtype(dtype, np.complexfloating):
-        a = a + 1j * rng.standard_normal(shape)
-    return a.astype(dtype)
-
-
 def positive_spectrum(n, dtype):
     """A matrix whose eigenvalues have positive real parts (a principal square root exists and
     SciPy's real-arithmetic result is the same root)."""
-    a = random_matrix((n, n), dtype)
-    return (a @ np.conj(a.T) + n * np.eye(n) + 0.3 * random_matrix((n, n), dtype)).astype(dtype)
+    a = random_array(rng, (n, n), dtype)
+    return (a @ np.conj(a.T) + n * np.eye(n) + 0.3 * random_array(rng, (n, n), dtype)).astype(dtype)
 
 
 def H(x):
@@ -48,7 +41,7 @@ def complex_of(dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("output", ["real", "complex"])
 def test_schur(dtype, output):
-    a = random_matrix((5, 5), dtype)
+    a = random_array(rng, (5, 5), dtype)
     T, Z = L.schur(a, output=output)
     want_t, want_z = sl.schur(a, output=output)
     out_dtype = dtype if output == "real" else complex_of(dtype)
@@ -63,7 +56,7 @@ def test_schur(dtype, output):
 
 
 def test_lax_schur_options_and_errors():
-    a = random_matrix((3, 4, 4), np.float64)
+    a = random_array(rng, (3, 4, 4), np.float64)
     T, Z = la.schur(a)
     for i in range(3):
         assert_close(T[i], sl.schur(a[i])[0], rtol=1e-11)
@@ -90,7 +83,7 @@ def test_lax_schur_options_and_errors():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_hessenberg(dtype):
-    a = random_matrix((6, 6), dtype)
+    a = random_array(rng, (6, 6), dtype)
     h, q = L.hessenberg(a, calc_q=True)
     want_h, want_q = sl.hessenberg(a, calc_q=True)
     assert h.dtype == q.dtype == dtype
@@ -102,7 +95,7 @@ def test_hessenberg(dtype):
 
 
 def test_lax_hessenberg_and_householder_product():
-    a = random_matrix((2, 5, 5), np.complex128)
+    a = random_array(rng, (2, 5, 5), np.complex128)
     packed, taus = la.hessenberg(a)
     assert packed.shape == (2, 5, 5) and taus.shape == (2, 4)
     gehrd, = sl.lapack.get_lapack_funcs(("gehrd",), (a[0],))
@@ -110,7 +103,7 @@ def test_lax_hessenberg_and_householder_product():
         want_packed, want_taus, _ = gehrd(a[i])
         assert_close(packed[i], want_packed, rtol=1e-11)
         assert_close(taus[i], want_taus, rtol=1e-11)
-    tall = random_matrix((5, 3), np.float64)
+    tall = random_array(rng, (5, 3), np.float64)
     q = la.householder_product(tall, np.array([0.5, 1.2]))
     assert_close(q, sl.lapack.dorgqr(tall, np.array([0.5, 1.2]))[0], rtol=1e-12)
     for n in (0, 1, 2):  # the edge sizes: no reflectors, and 0x0
@@ -138,7 +131,7 @@ def test_hessenberg_errors():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_rsf2csf(dtype):
-    a = random_matrix((6, 6), dtype)
+    a = random_array(rng, (6, 6), dtype)
     t, z = sl.schur(a)
     T, Z = L.rsf2csf(t, z)
     want_t, want_z = sl.rsf2csf(t, z)
@@ -151,7 +144,7 @@ def test_rsf2csf(dtype):
 
 
 def test_rsf2csf_dtypes_and_errors():
-    t, z = sl.schur(random_matrix((4, 4), np.float64))
+    t, z = sl.schur(random_array(rng, (4, 4), np.float64))
     assert L.rsf2csf(t.astype(np.int32), z)[0].dtype == np.complex128
     assert L.rsf2csf(t.astype(np.int32), z.astype(np.int32))[0].dtype == np.complex64
     T, Z = L.rsf2csf(t.astype(np.complex64), z.astype(np.complex64))  # already triangular-ish
@@ -167,7 +160,7 @@ def test_rsf2csf_dtypes_and_errors():
 def test_rsf2csf_grad():
     """Derivatives along perturbations that keep ``t`` a real Schur form (its nonzero pattern:
     any other entry below the diagonal would make a new 2x2 block, a jump)."""
-    t, z = sl.schur(random_matrix((5, 5), np.float64))
+    t, z = sl.schur(random_array(rng, (5, 5), np.float64))
     pattern = (t != 0).astype(np.float64)
     assert np.tril(pattern, -1).any()  # the test needs a 2x2 block
 
@@ -186,7 +179,7 @@ def test_sqrtm(dtype):
     root = L.sqrtm(a)
     assert root.dtype == complex_of(dtype)
     assert_close(root, sl.sqrtm(a), rtol=RTOL[dtype] * 10)
-    general = random_matrix((5, 5), dtype)  # any square root of a general matrix squares back
+    general = random_array(rng, (5, 5), dtype)  # any square root of a general matrix squares back
     root = np.asarray(L.sqrtm(general))
     assert_close(root @ root, general, rtol=RTOL[dtype] * 10)
 
@@ -206,7 +199,7 @@ def test_sqrtm_options_and_errors():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_funm(dtype):
-    a = random_matrix((5, 5), dtype)
+    a = random_array(rng, (5, 5), dtype)
     f = L.funm(a, jnp.exp)
     assert f.dtype == complex_of(dtype)
     assert_close(f, sl.expm(a), rtol=RTOL[dtype] * 10)
@@ -238,9 +231,9 @@ def test_funm_repeated_eigenvalue(capsys):
 # --- transformations -------------------------------------------------------------------------
 
 def test_vmap():
-    a = random_matrix((3, 4, 4), np.float64)
+    a = random_array(rng, (3, 4, 4), np.float64)
     check_vmap(L.schur, (a,), (0,), rtol=1e-10)
-    cube = random_matrix((4, 4, 4), np.float64)  # batch axes among the matrix axes
+    cube = random_array(rng, (4, 4, 4), np.float64)  # batch axes among the matrix axes
     check_vmap(lambda x: L.schur(x, output="complex"), (cube,), (2,), rtol=1e-10)
     check_vmap(lambda x: L.hessenberg(x, calc_q=True), (cube,), (1,), rtol=1e-10)
     check_vmap(L.sqrtm, (a,), (0,), rtol=1e-10)
@@ -257,7 +250,7 @@ def test_vmap():
 
 
 def test_jit():
-    a = random_matrix((4, 4), np.float64)
+    a = random_array(rng, (4, 4), np.float64)
     for f in (L.schur, lambda x: L.hessenberg(x, calc_q=True), L.sqrtm,
               lambda x: L.funm(x, jnp.exp), lambda x: L.rsf2csf(*L.schur(x))):
         for got, want in zip(nbjax.tree_util.tree_leaves(nbjax.jit(f)(a)),
@@ -270,7 +263,7 @@ def test_jit():
                                lambda x: L.funm(x, jnp.exp)])
 def test_no_derivatives(f):
     """JAX has no derivative rule for schur or hessenberg: differentiating raises."""
-    a = random_matrix((3, 3), np.float64)
+    a = random_array(rng, (3, 3), np.float64)
     with pytest.raises(NotImplementedError):
         nbjax.grad(lambda x: jnp.real(f(x)).sum())(a)
     with pytest.raises(NotImplementedError):
