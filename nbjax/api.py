@@ -296,8 +296,10 @@ def _check_scalar_output(out, holomorphic):
 
 
 def _ones_like(x):
+    """``grad``'s output cotangent: one, of the output's type, weak type included (as JAX's:
+    the gradient of a function of a Python float is then weakly typed, as its input)."""
     aval = get_aval(x)
-    return Array(np.ones(aval.shape, aval.dtype))
+    return Array(np.ones(aval.shape, aval.dtype), weak_type=aval.weak_type)
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
@@ -320,22 +322,30 @@ def _std_basis(leaves):
     out, start = [], 0
     for x, n in zip(leaves, sizes):
         aval = get_aval(x)
-        dtype = aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.float0
-        eye = np.eye(total, dtype=np.float64)[:, start:start + n].reshape((total,) + aval.shape)
-        out.append(Array(eye.astype(dtype)) if dtype != dtypes.float0 else
-                   Array.wrap(np.zeros((total,) + aval.shape, dtype),
-                              ShapedArray((total,) + aval.shape, dtype)))
+        shape = (total,) + aval.shape
+        if dtypes.is_inexact(aval.dtype):
+            eye = np.eye(total, dtype=np.float64)[:, start:start + n].reshape(shape)
+            out.append(Array(eye.astype(aval.dtype), weak_type=aval.weak_type))
+        else:
+            out.append(Array.wrap(np.zeros(shape, dtypes.float0),
+                                  ShapedArray(shape, dtypes.float0)))
         start += n
     return out, total
 
 
 def _jac_reshape(jac, in_leaf, out_leaf, in_first):
-    """Reshape a flat Jacobian block into ``out.shape + in.shape`` (jacfwd/jacrev layout)."""
+    """Reshape a flat Jacobian block into ``out.shape + in.shape`` (jacfwd/jacrev layout),
+    weakly typed as JAX makes it: as the output (jacfwd) or the input (jacrev) it
+    differentiates."""
     in_shape, out_shape = get_aval(in_leaf).shape, get_aval(out_leaf).shape
     if in_first:  # jacfwd: (in_size, *out_shape) -> (*out_shape, in_size)
         rank = get_aval(jac).ndim
         jac = lax.transpose(jac, tuple(range(1, rank)) + (0,))
-    return lax.reshape(jac, out_shape + in_shape)
+    jac = lax.reshape(jac, out_shape + in_shape)
+    weak = get_aval(out_leaf if in_first else in_leaf).weak_type
+    if get_aval(jac).weak_type == weak:
+        return jac
+    return lax.convert_element_type(jac, get_aval(jac).dtype, weak_type=weak)
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):

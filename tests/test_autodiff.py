@@ -326,3 +326,16 @@ def test_custom_vjp_nondiff_argnums_and_pytrees():
     grads = nbjax.grad(lambda p, x: scale(p, x), argnums=(0, 1))({"w": np.float32(3.0)},
                                                                  np.float32(2.0))
     assert float(grads[0]["w"]) == 2.0 and float(grads[1]) == 3.0
+
+
+@pytest.mark.parametrize("transform", ["grad", "jacfwd", "jacrev", "hessian"])
+def test_derivatives_of_a_python_float_are_weakly_typed_as_in_jax(transform):
+    """JAX's rule: grad seeds with a one of the output's type (weak type included), the
+    Jacobians take the weak type of what they differentiate, so a function of a Python
+    float has a weakly typed derivative, and of a float32 array a strong one."""
+    derivative = getattr(nbjax, transform)(lambda x: jnp.sin(x) * x + x ** 2)
+    weak, strong = derivative(1.5), derivative(np.float32(1.5))
+    assert (weak.dtype, weak.aval.weak_type) == (np.float32, True)
+    assert (strong.dtype, strong.aval.weak_type) == (np.float32, False)
+    assert_close(weak, strong, rtol=0)
+    assert (weak + np.float16(1)).dtype == np.float16  # weak: the float16 operand decides
