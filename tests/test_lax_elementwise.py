@@ -166,6 +166,12 @@ def complex_sign(x):
     return np.where(x == 0, 0, x / np.where(x == 0, 1, r))
 
 
+def xla_complex_square(z):
+    """XLA's complex square: ``(a - b)(a + b) + 2ab i``."""
+    a, b = z.real, z.imag
+    return (a - b) * (a + b) + 2j * (a * b)
+
+
 def complex_atan2(x, y):
     """The analytic continuation of atan2 that XLA uses for complex operands."""
     return -1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))
@@ -245,6 +251,9 @@ OPS = [
     _u("sign", lax.sign, wide(complex_sign), COMPLEXES + COMPLEXES64, tag="_complex"),
     _u("abs", lax.abs, wide(np.abs), SINTS + ["int64"] + INEXACT, result="real",
        int_ref=lambda a, bits: builtins.abs(a)),
+    _u("square", lax.square, wide(lambda x: x * x), INTEGER + REAL,
+       int_ref=lambda a, bits: a * a),
+    _u("square", lax.square, wide(xla_complex_square), COMPLEXES + COMPLEXES64, tag="_complex"),
     _u("integer_pow", lambda x: lax.integer_pow(x, 3), wide(lambda x: x ** 3), NUMBER,
        int_ref=lambda a, bits: a ** 3, tag="_3"),
     _u("integer_pow", lambda x: lax.integer_pow(x, -2), wide(lambda x: x ** -2.0), INEXACT,

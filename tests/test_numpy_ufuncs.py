@@ -703,3 +703,19 @@ def test_power_one_half_at_negative_infinity_and_negative_zero_follows_c_pow():
     for got in (jnp.asarray(x) ** 0.5, nbjax.jit(lambda x: x ** 0.5)(x)):
         np.testing.assert_array_equal(got, want)
         assert not np.signbit(np.asarray(got)[1])
+
+
+def test_square_is_one_square_equation_as_in_jax():
+    """``jnp.square`` stages JAX's ``square`` primitive (not ``integer_pow``), squares a
+    complex number as XLA does (the real part ``(a - b)(a + b)`` stays finite where
+    ``a² - b²`` overflows) and makes bools integers."""
+    text = str(nbjax.make_jaxpr(jnp.square)(np.float32(2)))
+    assert "square a" in text and "integer_pow" not in text
+    z = np.complex64(1e30 + 1e30j)
+    out = complex(jnp.square(z))
+    assert out.real == 0 and out.imag == np.inf
+    assert complex(jnp.square(np.complex64(3 + 4j))) == -7 + 24j
+    assert jnp.square(True).dtype == np.int32 and int(jnp.square(True)) == 1
+    x = np.linspace(-3, 3, 7, dtype=np.float32)
+    np.testing.assert_array_equal(nbjax.jit(jnp.square)(x), x * x)
+    np.testing.assert_allclose(nbjax.vmap(nbjax.grad(jnp.square))(x), 2 * x)

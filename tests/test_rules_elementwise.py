@@ -40,6 +40,7 @@ def away_from_zero(lo, hi, shape=(3,)):
 
 UNARY = {
     "neg": (lax.neg, lambda: uniform(-2, 2)),
+    "square": (lax.square, lambda: uniform(-2, 2)),
     "exp": (lax.exp, lambda: uniform(-2, 2)),
     "exp2": (lax.exp2, lambda: uniform(-2, 2)),
     "log": (lax.log, lambda: uniform(0.3, 3)),
@@ -221,7 +222,8 @@ def check_vjp_pairing(f, args, rtol=2e-3):
 HOLOMORPHIC = {
     "exp": lax.exp, "log": lax.log, "sin": lax.sin, "cos": lax.cos, "tanh": lax.tanh,
     "sqrt": lax.sqrt, "rsqrt": lax.rsqrt, "logistic": lax.logistic, "atan": lax.atan,
-    "square": lambda z: lax.integer_pow(z, 2), "recip": lambda z: lax.div(1 + 0j, z),
+    "square": lax.square, "square_as_pow": lambda z: lax.integer_pow(z, 2),
+    "recip": lambda z: lax.div(1 + 0j, z),
     "mul": lambda z: lax.mul(z, z + 1j), "pow": lambda z: lax.pow(z, z),
 }
 NON_HOLOMORPHIC = {

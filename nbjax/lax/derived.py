@@ -2,7 +2,7 @@
 
 Each is written only in terms of existing primitives, so its JVP, transpose and batching come
 from theirs: nothing here needs a rule of its own. Where JAX has a primitive of its own
-(``square``, ``split``, ``tile``) the composition computes the same values with the same
+(``split``, ``tile``) the composition computes the same values with the same
 dtypes; the jaxpr shows the parts instead of one equation.
 """
 
@@ -26,7 +26,7 @@ from .shapes import (broadcast_in_dim, canonicalize_axis, expand_dims, reduce_su
 from .sorting import top_k
 from .structural import broadcasted_iota, concatenate, full, slice_in_dim
 
-__all__ = ["square", "reciprocal", "split", "tile", "stack", "unstack", "batch_matmul",
+__all__ = ["reciprocal", "split", "tile", "stack", "unstack", "batch_matmul",
            "broadcast_shapes", "broadcast_like", "dtype", "empty", "index_take",
            "approx_max_k", "approx_min_k", "scatter_apply", "optimization_barrier",
            "create_token", "after_all", "stage", "dce_sink", "shape_as_value",
@@ -37,11 +37,6 @@ __all__ = ["square", "reciprocal", "split", "tile", "stack", "unstack", "batch_m
 
 
 # --- element-wise ---------------------------------------------------------------------------
-
-def square(x):
-    """Element-wise ``x * x`` (integers too); its derivative is ``2 x``."""
-    return integer_pow(x, 2)
-
 
 def reciprocal(x):
     """Element-wise ``1 / x``, as JAX writes it: ``integer_pow(x, -1)`` (so integers are a

@@ -40,7 +40,7 @@ __all__ = [
     # arithmetic
     "add", "add_p", "sub", "sub_p", "mul", "mul_p", "div", "div_p", "rem", "rem_p",
     "neg", "neg_p", "sign", "sign_p", "abs", "abs_p", "max", "max_p", "min", "min_p",
-    "integer_pow", "integer_pow_p",
+    "integer_pow", "integer_pow_p", "square", "square_p",
     # rounding and floating-point structure
     "floor", "floor_p", "ceil", "ceil_p", "round", "round_p", "RoundingMethod",
     "nextafter", "nextafter_p", "is_finite", "is_finite_p",
@@ -334,6 +334,22 @@ def integer_pow(x, y):
     return integer_pow_p.bind(x, y=int(y))
 
 
+def _square_impl(x):
+    """``x * x``; a complex ``a + bi`` squared as XLA squares it, ``(a - b)(a + b) + 2ab i``,
+    whose real part stays finite where ``a² - b²`` would be ``inf - inf``."""
+    if not np.iscomplexobj(x):
+        return x * x
+    a, b = x.real, x.imag
+    out = np.empty_like(x)
+    out.real, out.imag = (a - b) * (a + b), 2 * (a * b)
+    return out
+
+
+square_p = unop("square", _square_impl, NUMBER)
+square = unary_function(square_p, "Element-wise ``x * x`` (``jnp.square``'s one equation, as "
+                                  "JAX's); its derivative is ``2 x``.")
+
+
 def _simplify_integer_pow(eqn, ins, producer_of, use_count):
     """Small powers as multiplies, which fuse like any element-wise op."""
     (x,), (out,), y = ins, eqn.outvars, eqn.params["y"]
@@ -449,6 +465,7 @@ ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 ad.defjvp_zero(sign_p)
 ad.defjvp2(abs_p, _abs_jvp)
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
+ad.defjvp(square_p, lambda g, x: mul(g, mul(scalar_like(x, 2), x)))
 integer_pow_p.def_batch(batch_util.elementwise_batcher(integer_pow_p))
 
 
@@ -491,6 +508,7 @@ kernel_elementwise(rem_p, lambda ctx, x, y: _kernel_division(ctx, x, y, False))
 kernel_elementwise(sign_p, lambda ctx, x: ctx.select(ctx.gt(x, 0), 1,
                                                      ctx.select(ctx.lt(x, 0), -1, x)))
 kernel_elementwise(integer_pow_p, _kernel_integer_pow)
+kernel_elementwise(square_p, lambda ctx, x: ctx.mul(x, x))
 
 
 # --- rounding and floating-point structure -------------------------------------------------

@@ -201,9 +201,7 @@ def power(x, y, /):
     exponent = _concrete_int(y)
     if exponent is not None:
         (x,) = promote_args("power", x)
-        if dtypes.is_bool(_dtype(x)):
-            x = lax.convert_element_type(x, dtypes.default_int(), get_aval(x).weak_type)
-        return lax.integer_pow(x, exponent)
+        return lax.integer_pow(_bool_as_int(x), exponent)
     x, y = promote_args("power", x, y)
     if _is_int_or_bool(_dtype(x)):
         if dtypes.is_bool(_dtype(x)):
@@ -213,6 +211,14 @@ def power(x, y, /):
 
 
 pow = power
+
+
+def _bool_as_int(x):
+    """Bools as the default integer (weak as they were): what ``x ** n`` and ``square``
+    compute on, as in JAX."""
+    if dtypes.is_bool(_dtype(x)):
+        return lax.convert_element_type(x, dtypes.default_int(), get_aval(x).weak_type)
+    return x
 
 
 def float_power(x, y, /):
@@ -245,7 +251,10 @@ def sign(x, /):
 
 
 def square(x, /):
-    return power(x, 2)
+    """``x * x``: one ``square`` equation, as in JAX (bools become integers)."""
+    check_arraylike("square", x)
+    (x,) = promote_args("square", x)
+    return lax.square(_bool_as_int(x))
 
 
 def reciprocal(x, /):
