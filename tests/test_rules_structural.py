@@ -3,6 +3,8 @@ transpose, squeeze, rev, concatenate, pad; iota needs none): vmap against a Pyth
 derivatives against finite differences (forward and reverse, second order), and the jaxprs
 the rules stage (no needless transposes, well typed)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ import nbjax
 from nbjax import lax
 from nbjax.core import check_jaxpr, dtypes
 from nbjax.test_util import check_grads
-from helpers import assert_close, random_array
+from helpers import assert_close, cpu_and_reference, random_array
 
 rng = np.random.default_rng(0)
 B = 3  # the batch size of every vmap test
@@ -55,6 +57,9 @@ ONE_OPERAND = [
     ("rev_both", lambda x: lax.rev(x, (0, 1)), (3, 4)),
     ("pad", lambda x: lax.pad(x, np.float32(0.5), ((1, 2, 1), (-1, 0, 0))), (3, 4)),
     ("pad_crop", lambda x: lax.pad(x, np.float32(0), ((-1, -1, 2), (0, 1, 0))), (3, 2)),
+    ("tile", lambda x: lax.tile(x, (2, 1, 3)), (2, 1, 3)),
+    ("split", lambda x: lax.split(x, (1, 0, 2), axis=1)[2] * 2 + lax.split(x, (1, 2), 1)[0],
+     (2, 3)),
 ]
 
 
@@ -165,3 +170,28 @@ def test_grad_of_vmap_and_vmap_of_grad():
     assert_close(per_example, 2 * x, rtol=1e-6)
     assert_close(nbjax.grad(lambda x: nbjax.vmap(f)(x).sum())(x), 2 * x,
                  rtol=1e-6)
+
+
+SPLIT_AND_TILE = [  # (name, lax function, its NumPy equivalent, operand shape)
+    ("split", lambda x: lax.split(x, (1, 0, 3), axis=1),
+     lambda x: np.split(x, [1, 1], axis=1), (2, 4)),
+    ("tile", lambda x: lax.tile(x, (2, 3)), lambda x: np.tile(x, (2, 3)), (2, 3)),
+    ("tile", lambda x: lax.tile(x, (1, 2, 1)), lambda x: np.tile(x, (1, 2, 1)), (3, 1, 2)),
+]
+
+
+@pytest.mark.parametrize("name,f,numpy_f,shape", SPLIT_AND_TILE)
+def test_split_and_tile_are_one_equation_compiled_as_the_reference_computes(name, f, numpy_f,
+                                                                            shape):
+    """JAX's jaxprs show one ``split`` / ``tile`` equation; the cpu backend computes them
+    (as slices, and as a kernel reading ``i % n``) with the reference's values."""
+    x = random_array(rng, shape)
+    assert [e.primitive.name for e in nbjax.make_jaxpr(f)(x).eqns] == [name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no step left to the reference backend
+        compiled, reference = cpu_and_reference(f, x)
+    expected = numpy_f(x)
+    expected = expected if isinstance(expected, list) else [expected]
+    for got, ref, want in zip(compiled.run(x), reference.run(x), expected, strict=True):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(ref, want)

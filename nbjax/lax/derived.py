@@ -1,9 +1,7 @@
 """lax functions that are compositions of other lax functions.
 
 Each is written only in terms of existing primitives, so its JVP, transpose and batching come
-from theirs: nothing here needs a rule of its own. Where JAX has a primitive of its own
-(``split``, ``tile``) the composition computes the same values with the same
-dtypes; the jaxpr shows the parts instead of one equation.
+from theirs: nothing here needs a rule of its own.
 """
 
 import enum
@@ -21,12 +19,12 @@ from .elementwise import (add, bitwise_and, bitwise_not, convert_element_type, g
                           mul, neg, rem, select, sub)
 from .gather_scatter import GatherDimensionNumbers, gather, scatter_add
 from .reductions import cumsum, reduce_max
-from .shapes import (broadcast_in_dim, canonicalize_axis, expand_dims, reduce_sum, reshape, squeeze,
+from .shapes import (broadcast_in_dim, canonicalize_axis, expand_dims, reduce_sum, squeeze,
                      transpose)
 from .sorting import top_k
 from .structural import broadcasted_iota, concatenate, full, slice_in_dim
 
-__all__ = ["reciprocal", "split", "tile", "stack", "unstack", "batch_matmul",
+__all__ = ["reciprocal", "stack", "unstack", "batch_matmul",
            "broadcast_shapes", "broadcast_like", "dtype", "empty", "index_take",
            "approx_max_k", "approx_min_k", "scatter_apply", "optimization_barrier",
            "create_token", "after_all", "stage", "dce_sink", "shape_as_value",
@@ -45,35 +43,6 @@ def reciprocal(x):
 
 
 # --- splitting, stacking, tiling -------------------------------------------------------------
-
-def split(operand, sizes, axis=0):
-    """Consecutive pieces of ``operand`` along ``axis`` with the given ``sizes`` (which must
-    add up to the axis' length)."""
-    shape = get_aval(operand).shape
-    axis = canonicalize_axis(axis, len(shape))
-    sizes = tuple(operator.index(s) for s in sizes)
-    if any(s < 0 for s in sizes):
-        raise ValueError(f"Sizes must be nonnegative, got sizes {sizes}")
-    if sum(sizes) != shape[axis]:
-        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
-                         f"operand shape {list(shape)}")
-    starts = np.cumsum((0,) + sizes)
-    return [slice_in_dim(operand, int(lo), int(hi), 1, axis)
-            for lo, hi in zip(starts[:-1], starts[1:])]
-
-
-def tile(operand, reps):
-    """``operand`` repeated ``reps[i]`` times along each axis i (``len(reps)`` must be its
-    rank): a broadcast that puts a new axis before each one, then a reshape merging them."""
-    shape = get_aval(operand).shape
-    reps = tuple(operator.index(r) for r in reps)
-    if len(reps) != len(shape):
-        raise TypeError(f"reps length must be equal to the ndim of x, got len(reps)={len(reps)} "
-                        f"and x.ndim={len(shape)}.")
-    interleaved = tuple(d for pair in zip(reps, shape) for d in pair)
-    out = broadcast_in_dim(operand, interleaved, tuple(range(1, 2 * len(shape), 2)))
-    return reshape(out, tuple(r * d for r, d in zip(reps, shape)))
-
 
 def stack(operands, axis=0):
     """Arrays of one shape stacked along a new ``axis``."""

@@ -1,6 +1,6 @@
 """Structural primitives: they rearrange, select or replicate elements without arithmetic.
 
-rev, concatenate, pad, slice and iota, each with its lax wrapper (and ``slice_in_dim``,
+rev, concatenate, pad, slice, split, tile and iota, each with its lax wrapper (and ``slice_in_dim``,
 ``index_in_dim``), plus the filled arrays built on them (``full``, ``full_like``,
 ``zeros_like_array``). The shape primitives they are written in (broadcast_in_dim, reshape,
 transpose, squeeze) are in ``shapes``. Every rule of one primitive sits in its own section,
@@ -26,11 +26,12 @@ from ..interpreters.transpose import is_undefined
 from . import elementwise
 from .batch_util import bdim_at, broadcast_batch
 from .shapes import (aval_of, broadcast, broadcast_in_dim, canonicalize_axis, check_int_tuple,
-                     is_array, reduce_sum, shift_axes, squeeze, tuple_insert)
+                     is_array, reduce_sum, reshape, shift_axes, squeeze, tuple_insert)
 from .standard import check_dtype, kernel_index, remembered, same_dtypes
 
 __all__ = ["rev", "rev_p", "concatenate", "concatenate_p", "pad", "pad_p",
-           "slice", "slice_p", "slice_in_dim", "index_in_dim",
+           "slice", "slice_p", "slice_in_dim", "index_in_dim", "split", "split_p", "tile",
+           "tile_p",
            "iota", "iota_p", "broadcasted_iota", "full", "full_like", "zeros_like_array",
            "zeros_like_shaped_array"]
 
@@ -409,6 +410,87 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
                          f"{shape[axis]}")
     result = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
     return result if keepdims else squeeze(result, (axis,))
+
+
+# --- split ---------------------------------------------------------------------------------
+
+split_p = Primitive("split", multiple_results=True)
+
+
+@split_p.def_abstract_eval
+def _split_abstract_eval(x, *, sizes, axis):
+    if any(n < 0 for n in sizes):
+        raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+    if sum(sizes) != x.shape[axis]:
+        raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                         f"operand shape {list(x.shape)}")
+    return [ShapedArray(x.shape[:axis] + (n,) + x.shape[axis + 1:], x.dtype, x.weak_type) for n in sizes]
+
+
+@split_p.def_impl
+def _split_impl(x, *, sizes, axis):
+    return [piece.copy() for piece in np.split(x, np.cumsum(sizes[:-1]), axis)]
+
+
+def _split_as_slices(x, *, sizes, axis):
+    """The pieces as slices: how a compiler computes them (each fuses as a read)."""
+    starts = np.cumsum((0,) + sizes).tolist()
+    return [slice_in_dim(x, lo, hi, 1, axis) for lo, hi in zip(starts, starts[1:])]
+
+
+def _split_transpose_rule(cts, x, *, sizes, axis):
+    """The pieces' cotangents joined again (zeros for the pieces nothing used)."""
+    return [concatenate([ad.instantiate(ct) for ct in cts], axis)]
+
+
+split_p.def_batch(lambda axis_data, vals, dims, *, sizes, axis: (
+    split_p.bind(vals[0], sizes=sizes, axis=axis + (dims[0] <= axis)), [dims[0]] * len(sizes)))
+ad.deflinear(split_p, _split_transpose_rule)
+split_p.def_lowering("jaxpr", _split_as_slices)
+
+
+def split(operand, sizes, axis=0):
+    """Consecutive pieces of ``operand`` along ``axis`` with the given ``sizes`` (which must
+    add up to the axis' length)."""
+    axis = canonicalize_axis(axis, aval_of(operand).ndim)
+    return split_p.bind(operand, sizes=tuple(operator.index(n) for n in sizes), axis=axis)
+
+
+# --- tile ----------------------------------------------------------------------------------
+
+tile_p = Primitive("tile")
+
+
+@tile_p.def_abstract_eval
+def _tile_abstract_eval(x, *, reps):
+    if len(reps) != x.ndim:
+        raise TypeError(f"reps length must be equal to the ndim of x, got len(reps)={len(reps)} "
+                        f"and x.ndim={x.ndim}.")
+    return ShapedArray(tuple(r * n for r, n in zip(reps, x.shape)), x.dtype, x.weak_type)
+
+
+tile_p.def_impl(lambda x, *, reps: np.tile(x, reps))
+
+
+def _tile_transpose_rule(ct, x, *, reps):
+    """Every copy's cotangent summed: the result's axes split into (copy, element) pairs,
+    the copy axes reduced."""
+    shape = aval_of(x).shape
+    pairs = tuple(d for r, n in zip(reps, shape) for d in (r, n))
+    return [reduce_sum(reshape(ct, pairs), tuple(range(0, 2 * len(shape), 2)))]
+
+
+tile_p.def_batch(lambda axis_data, vals, dims, *, reps: (
+    tile_p.bind(vals[0], reps=tuple_insert(reps, dims[0], 1)), dims[0]))
+ad.deflinear(tile_p, _tile_transpose_rule)
+kernel_index(tile_p, lambda ctx, index, read, shapes, *, reps: read(0, [
+    ctx.rem(i, ctx.iconst(n)) if r != 1 else i for i, r, n in zip(index, reps, shapes[0])]))
+
+
+def tile(operand, reps):
+    """``operand`` repeated ``reps[i]`` times along each axis i (``len(reps)`` must be its
+    rank)."""
+    return tile_p.bind(operand, reps=tuple(operator.index(r) for r in reps))
 
 
 # --- iota ----------------------------------------------------------------------------------

@@ -303,6 +303,9 @@ def _slice_along(x, axis, start, stop):
 
 
 def _split(name, ary, indices_or_sections, axis, equal):
+    """One ``lax.split``: of ``sections`` parts (the first ``n % sections`` one element
+    longer, for array_split), or cut at given indices, which (as in JAX, unlike NumPy)
+    must not decrease or leave the axis."""
     ary = _arr(name, ary)
     axis = canonicalize_axis(axis, _ndim(ary))
     n = _shape(ary)[axis]
@@ -313,17 +316,14 @@ def _split(name, ary, indices_or_sections, axis, equal):
         if equal and n % sections:
             raise ValueError(f"array split does not result in an equal division: rest is "
                              f"{n % sections}")
-        # The first n % sections parts get one extra element (array_split).
         size, extra = divmod(n, sections)
-        bounds = np.cumsum([0] + [size + (i < extra) for i in range(sections)])
-        starts, stops = bounds[:-1], bounds[1:]
+        sizes = [size + (i < extra) for i in range(sections)]
     else:
         cuts = [operator.index(i) for i in concrete_value(name, indices_or_sections).tolist()] \
             if isinstance(indices_or_sections, (Array, Tracer)) else \
             [operator.index(i) for i in indices_or_sections]
-        starts, stops = [0] + cuts, cuts + [None]
-    return [_slice_along(ary, axis, int(a), None if b is None else int(b))
-            for a, b in zip(starts, stops)]
+        sizes = np.diff([0] + cuts + [n]).tolist()
+    return list(lax.split(ary, sizes, axis))
 
 
 def split(ary, indices_or_sections, axis=0):
@@ -359,16 +359,14 @@ def dsplit(ary, indices_or_sections):
 # --- replicating ---------------------------------------------------------------------------
 
 def tile(A, reps):
-    """``A`` repeated ``reps[i]`` times along each axis (by broadcasting and reshaping)."""
+    """``A`` repeated ``reps[i]`` times along each axis (new leading axes where ``reps``
+    is longer than ``A``'s rank)."""
     A = _arr("tile", A)
     reps = _axis_tuple(reps)
     ndim = max(len(reps), _ndim(A))
     reps = (1,) * (ndim - len(reps)) + tuple(map(operator.index, reps))
     shape = (1,) * (ndim - _ndim(A)) + _shape(A)
-    # (n0, n1) -> (1, n0, 1, n1) -> (r0, n0, r1, n1) -> (r0*n0, r1*n1)
-    interleaved = tuple(d for pair in zip(reps, shape) for d in pair)
-    expanded = lax.broadcast_in_dim(reshape(A, shape), interleaved, range(1, 2 * ndim, 2))
-    return reshape(expanded, tuple(r * n for r, n in zip(reps, shape)))
+    return lax.tile(reshape(A, shape), reps)
 
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):
