@@ -30,7 +30,8 @@ from .batch_util import batch_jaxpr, bdim_at_front
 from .control_flow import hoist_consts, split_sizes, trace_converted
 from .standard import as_array, owned_results
 
-__all__ = ["custom_linear_solve", "custom_linear_solve_p", "custom_root", "custom_root_p"]
+__all__ = ["custom_linear_solve", "custom_linear_solve_p", "linear_solve_p", "custom_root",
+           "custom_root_p"]
 
 
 def _avals(leaves):
@@ -86,6 +87,7 @@ def _transposed(t):
 
 
 custom_linear_solve_p = Primitive("custom_linear_solve", multiple_results=True)
+linear_solve_p = custom_linear_solve_p  # JAX's name for it in jax.lax
 
 
 def _operands(args, const_lengths):
