@@ -169,6 +169,20 @@ def test_bad_indices(idx, error, match):
         jnp.ones(3)[idx]
 
 
+@pytest.mark.parametrize("index", [lambda i: np.s_[i:], lambda i: np.s_[:i],
+                                   lambda i: np.s_[::i], lambda i: np.s_[:, 1:i]])
+def test_traced_slice_bound_is_an_index_error(index):
+    # (was the TypeError of calling __index__ on a tracer)
+    with pytest.raises(IndexError, match="static integers"):
+        nbjax.jit(lambda a, i: a[index(i)])(jnp.ones((3, 3)), 1)
+
+
+@pytest.mark.parametrize("mode", ["bogus", "wrap"])
+def test_get_refuses_an_unknown_mode_even_without_gather(mode):
+    with pytest.raises(ValueError, match="mode"):
+        jnp.arange(3).at[0].get(mode=mode)
+
+
 def test_boolean_mask_shape_mismatch():
     with pytest.raises(IndexError, match="boolean index did not match"):
         jnp.ones((2, 3))[np.array([True, False, True])]
@@ -256,6 +270,41 @@ def test_at_unsafe_cast_warns_and_casts():
         assert jnp.arange(3.0).at[1].set(2).dtype == np.float32  # weak int: safe
 
 
+def test_at_combines_in_the_promoted_dtype_then_casts_back():
+    # As JAX: x and the values promote, the scatter runs there, the result takes x's dtype.
+    idx = np.array([1, 1])
+    with pytest.warns(FutureWarning, match="cannot safely cast"):
+        assert_same(jnp.zeros(3, np.int32).at[idx].add(2.5), np.array([0, 5, 0], np.int32))
+    with pytest.warns(FutureWarning, match="cannot safely cast"):
+        assert_same(jnp.ones(3, np.int32).at[idx].multiply(2.5), np.array([1, 6, 1], np.int32))
+    with pytest.warns(FutureWarning, match="cannot safely cast"):
+        assert_same(jnp.full(3, 10, np.int32).at[idx].divide(2.5),
+                    np.array([10, 10 / 6, 10], np.float32))
+    # a boolean array takes integer additions (bool + bool has no scatter-add)
+    with pytest.warns(FutureWarning, match="cannot safely cast"):
+        assert_same(jnp.zeros(3, bool).at[idx].add(3), np.array([False, True, False]))
+    # a float16 array accumulates float32 values in float32, rounding once
+    want = np.array([0, np.float16(np.float32(1e-4) * 3)], np.float16)
+    with pytest.warns(FutureWarning, match="cannot safely cast"):
+        assert_same(jnp.zeros(2, np.float16).at[np.array([1, 1, 1])].add(np.float32(1e-4)),
+                    want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # x's dtype counts as strong: float16 casts safely
+        out = jnp.asarray(1.0).at[()].add(np.float16(1))
+    assert out.dtype == np.float32 and out.weak_type and out == 2  # x's weak type is kept
+
+
+@pytest.mark.parametrize("idx", [np.array([0, 2, 0]), 1, np.s_[1:], np.array([3, -1])])
+def test_at_apply_matches_numpy_ufunc_at(idx):
+    x = np.arange(1.0, 4.0, dtype=np.float32)
+    want = x.copy()
+    np.square.at(want, np.asarray(idx)[np.asarray(idx) < 3] if isinstance(idx, np.ndarray)
+                 else idx)
+    got = jnp.asarray(x).at[idx].apply(jnp.square)
+    assert_same(got, want)
+    assert_same(staged(lambda a: a.at[idx].apply(jnp.square), x), want)
+
+
 def test_at_shape_mismatch():
     with pytest.raises(ValueError):
         jnp.ones((2, 3)).at[0].set(jnp.ones((2, 3)))
@@ -275,6 +324,18 @@ def test_take_default_fill_and_modes():
     assert_same(jnp.take(np.arange(4), np.array([7]), fill_value=-3), np.array([-3]))
     with pytest.raises(NotImplementedError, match="'raise'"):
         jnp.take(x, idx, mode="raise")
+
+
+def test_take_index_dtypes_and_empty_axis():
+    x = np.arange(3, dtype=np.int32)
+    # NumPy and JAX read boolean indices as 0 and 1
+    assert_same(jnp.take(x, np.array([True, False])), np.take(x, np.array([True, False])))
+    with pytest.raises(ValueError, match="integer"):
+        jnp.take(x, np.array([1.0]))
+    for mode in (None, "clip", "wrap"):
+        with pytest.raises(IndexError, match="empty axis"):  # was a gather's TypeError
+            jnp.take(np.zeros((0, 3)), np.array([0]), axis=0, mode=mode)
+    assert jnp.take(np.zeros((0, 3)), np.array([0]), axis=1).shape == (0, 1)
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])

@@ -40,6 +40,10 @@ CASES = [
     ("reshape", lambda m, x: m.reshape(x, (2, -1)), (3, 4)),
     ("reshape_empty", lambda m, x: m.reshape(x, (4, 1, 0)), (0, 4)),
     ("ravel", lambda m, x: m.ravel(x), (3, 4)),
+    ("reshape_F", lambda m, x: m.reshape(x, (4, 3, 1), order="F"), (2, 6)),
+    ("ravel_F", lambda m, x: m.ravel(x, order="F"), (3, 4)),
+    ("flatten_F", lambda m, x: x.flatten(order="F"), (2, 3, 2)),
+    ("resize_empty", lambda m, x: m.resize(x, (2, 3)), (0,)),
     ("transpose", lambda m, x: m.transpose(x, (1, 2, 0)), (2, 3, 4)),
     ("transpose_default", lambda m, x: m.transpose(x), (2, 3, 4)),
     ("T", lambda m, x: x.T, (2, 3)),
@@ -238,15 +242,24 @@ def test_traced_roll_shift():
      r"cannot reshape array of shape \(3,\) \(size 3\) into shape \(4,\) \(size 4\)"),
     (lambda: jnp.reshape(jnp.arange(6), (4, -1)), TypeError, "evenly divide"),
     (lambda: jnp.reshape(jnp.arange(6), (-1, -1)), TypeError, "one unknown"),
-    (lambda: jnp.reshape(jnp.arange(6), (2, 3), order="F"), NotImplementedError, "order='F'"),
+    (lambda: jnp.reshape(jnp.arange(6), (2, 3), order="A"), NotImplementedError, "order='A'"),
+    (lambda: jnp.ravel(jnp.arange(6), order="K"), NotImplementedError, "order='K'"),
+    (lambda: jnp.reshape(jnp.arange(6), (2, 3), order="K"), ValueError, "order must be"),
     (lambda: jnp.squeeze(jnp.ones((2, 3)), 0), ValueError, "size not equal to one"),
     (lambda: jnp.expand_dims(jnp.ones(3), 3), ValueError, "out of bounds"),
     (lambda: jnp.moveaxis(jnp.ones((3, 4)), 0, 5), ValueError, "out of bounds"),
-    (lambda: jnp.transpose(jnp.ones((1, 3)), (0, 0)), ValueError, "don't match"),
+    # shape errors of lax's kind (TypeError) in JAX, where NumPy raises ValueError
+    (lambda: jnp.transpose(jnp.ones((1, 3)), (0, 0)), TypeError, "permutation"),
+    (lambda: jnp.flip(jnp.ones((1, 3)), (0, 0)), TypeError, "unique"),
+    (lambda: jnp.concatenate([jnp.ones((2, 3)), jnp.ones((2, 2))]), TypeError, "differ"),
+    (lambda: jnp.concatenate([jnp.ones((2, 3)), jnp.ones(3)]), TypeError, "numbers of dim"),
+    (lambda: jnp.append(jnp.ones((2, 3)), 1.0, axis=0), TypeError, "numbers of dim"),
+    (lambda: jnp.vstack([jnp.ones((2, 3)), jnp.ones((2, 2))]), TypeError, "differ"),
+    (lambda: jnp.block([[jnp.ones((2, 2)), jnp.ones((1, 1))]]), TypeError, "differ"),
+    (lambda: jnp.delete(jnp.ones(3), 1.0), ValueError, "integer"),
     (lambda: jnp.swapaxes(jnp.ones((1, 3)), 0, 2), ValueError, "out of bounds"),
     (lambda: jnp.stack([jnp.ones(2), jnp.ones(3)]), ValueError, "same shape"),
     (lambda: jnp.concatenate([jnp.ones(()), jnp.ones(())]), ValueError, "Zero-dimensional"),
-    (lambda: jnp.concatenate([jnp.ones((2, 3)), jnp.ones((2, 2))]), ValueError, "differ"),
     (lambda: jnp.split(jnp.ones(5), 2), ValueError, "equal division"),
     # JAX, unlike NumPy, takes no negative, decreasing or out-of-range cut
     (lambda: jnp.split(jnp.ones(5), [1, -1]), ValueError, "must be nonnegative"),
@@ -261,6 +274,14 @@ def test_traced_roll_shift():
 def test_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize("trim", ["", "x"])
+def test_trim_zeros_trims_nothing_without_f_or_b(trim):
+    # an all-zero array once lost its zeros whatever ``trim`` said (JAX keeps them)
+    np.testing.assert_array_equal(jnp.trim_zeros(jnp.zeros(2, np.int32), trim), [0, 0])
+    np.testing.assert_array_equal(jnp.trim_zeros(jnp.asarray([0, 1, 0]), trim), [0, 1, 0])
+    assert jnp.trim_zeros(jnp.zeros(2, np.int32), "f").shape == (0,)
 
 
 def test_static_structural_ops_stage_without_gather():

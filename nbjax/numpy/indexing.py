@@ -34,7 +34,7 @@ from ..core.errors import NonConcreteBooleanIndexError
 from ..lax.standard import scalar_like
 from . import creation, ufuncs
 from .util import (broadcast_to_shape, canonicalize_axis, check_arraylike, check_broadcast_to,
-                   concrete_value, to_array)
+                   concrete_value, promote_dtypes, to_array)
 
 __all__ = ["NonConcreteBooleanIndexError", "Slice", "ds", "take", "take_along_axis", "indices",
            "ix_", "unravel_index", "ravel_multi_index", "diag_indices", "diag_indices_from",
@@ -229,7 +229,13 @@ def _is_advanced(i):
 # --- reading without gather ----------------------------------------------------------------
 
 def _static_slice_bounds(s, size):
-    """``(start, count, step)`` of a slice on an axis of ``size``, clamped as NumPy does."""
+    """``(start, count, step)`` of a slice on an axis of ``size``, clamped as NumPy does.
+
+    A traced bound is an IndexError, as in JAX: the count would not be known at trace time
+    (``nbjax.ds`` / ``lax.dynamic_slice`` take a traced start with a static size)."""
+    if any(isinstance(b, Tracer) for b in (s.start, s.stop, s.step)):
+        raise IndexError(f"Slice entries must be static integers. Got {s}; use "
+                         "lax.dynamic_slice or nbjax.ds for a traced start.")
     start, stop, step = s.indices(size)
     return start, len(range(start, stop, step)), step
 
@@ -465,6 +471,8 @@ def _only_slices(idx, ndim):
 def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
              unique_indices=False):
     """``x[idx]`` with NumPy's indexing rules and JAX's out-of-bounds behaviour."""
+    # As in JAX, an unknown mode is a ValueError even for an index that needs no gather.
+    mode = None if mode is None else lax.GatherScatterMode.from_any(mode)
     x = to_array(x)
     slices = _only_slices(idx, get_aval(x).ndim)
     if slices is not None:
@@ -473,7 +481,8 @@ def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
     if new_axes:
         x = lax.expand_dims(x, new_axes)
     shape = get_aval(x).shape
-    slicing_mode = _mode_name(mode) in (None, "clip", "promise_in_bounds")
+    slicing_mode = mode in (None, lax.GatherScatterMode.CLIP,
+                            lax.GatherScatterMode.PROMISE_IN_BOUNDS)
     if slicing_mode and all(map(_fits_dynamic_slice, entries)):
         entries = [_read_from_end(i, n) for i, n in zip(entries, shape)]
     if not any(_is_advanced(i) or isinstance(i, Slice) for i in entries):
@@ -487,7 +496,7 @@ def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
         start_index_map=plan.indexed_axes)
     return lax.gather(x, plan.indices, dimension_numbers=dnums,
                       slice_sizes=plan.slice_sizes(len(shape)),
-                      mode="promise_in_bounds" if mode is None else mode,
+                      mode=lax.GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode,
                       fill_value=fill_value, indices_are_sorted=indices_are_sorted,
                       unique_indices=unique_indices)
 
@@ -495,9 +504,15 @@ def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
 # --- updating: x.at[idx] -------------------------------------------------------------------
 
 def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices):
-    """``x`` with ``y`` combined into ``x[idx]`` by ``scatter_fn`` (a lax.scatter*)."""
+    """``x`` with ``y`` combined into ``x[idx]`` by ``scatter_fn`` (a lax.scatter*).
+
+    Like JAX, the combination happens in the dtype ``x`` and ``y`` promote to and the result
+    is then cast back to ``x``'s: ``int_x.at[[1, 1]].add(2.5)`` adds 5.0, not 2 + 2, and a
+    boolean ``x`` can be added to with an integer.
+    """
     x = to_array(x)
-    new_axes, entries = _normalize_index(get_aval(x).shape, idx)
+    x_aval = get_aval(x)
+    new_axes, entries = _normalize_index(x_aval.shape, idx)
     if new_axes:
         x = lax.expand_dims(x, new_axes)
     shape = get_aval(x).shape
@@ -506,7 +521,7 @@ def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices):
         # Integers and slices address each element at most once (JAX says so too); only a
         # unique scatter_mul/min/max can be differentiated with respect to its updates.
         unique_indices = True
-    y = _cast_update(x, y)
+    x, y = _promote_update(x, y)
     check_broadcast_to(get_aval(y).shape, plan.out_shape)
     y = broadcast_to_shape(y, plan.out_shape)
     dnums = lax.ScatterDimensionNumbers(
@@ -515,22 +530,25 @@ def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices):
         scatter_dims_to_operand_dims=plan.indexed_axes)
     out = scatter_fn(x, plan.indices, y, dnums, indices_are_sorted=indices_are_sorted,
                      unique_indices=unique_indices, mode="drop" if mode is None else mode)
-    return lax.squeeze(out, new_axes) if new_axes else out
+    out = lax.squeeze(out, new_axes) if new_axes else out
+    return lax.convert_element_type(out, x_aval.dtype, weak_type=x_aval.weak_type)
 
 
-def _cast_update(x, y):
-    """``y`` in ``x``'s dtype; like JAX, warn when that is not a safe (promoting) cast."""
+def _promote_update(x, y):
+    """``x`` and the update ``y`` in their common dtype; like JAX, warn when ``y`` cannot be
+    cast safely (by promotion) to ``x``'s dtype, which the result is cast back to. That
+    check takes ``x``'s dtype as strong: a weak float32 ``x`` takes float16 values."""
     if isinstance(y, (list, tuple)):
         y = np.asarray(y)
     check_arraylike("scatter", y)
     y = to_array(y)
     x_aval, y_aval = get_aval(x), get_aval(y)
-    if dtypes.promote((x_aval.dtype, x_aval.weak_type), (y_aval.dtype, y_aval.weak_type))[0] \
+    if dtypes.promote((x_aval.dtype, False), (y_aval.dtype, y_aval.weak_type))[0] \
             != x_aval.dtype:
         warnings.warn(f"scatter inputs have incompatible types: cannot safely cast value from "
                       f"dtype={y_aval.dtype.name} to dtype={x_aval.dtype.name}. In future "
-                      "releases this may be an error.", FutureWarning, stacklevel=4)
-    return lax.convert_element_type(y, x_aval.dtype, weak_type=x_aval.weak_type)
+                      "releases this may be an error.", FutureWarning, stacklevel=5)
+    return promote_dtypes(x, y)
 
 
 class _IndexUpdateRef:
@@ -577,6 +595,15 @@ class _IndexUpdateRef:
     def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
         return self._update(lax.scatter_max, values, indices_are_sorted, unique_indices, mode)
 
+    def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
+        """``x[idx] = func(x[idx])`` for an element-wise ``func``, applied once per time
+        an element is addressed (twice for an index repeated twice)."""
+        def scatter_apply(x, indices, updates, dnums, **kwargs):
+            return lax.scatter_apply(x, indices, func, dnums,
+                                     update_shape=get_aval(updates).shape, **kwargs)
+        zero = scalar_like(self.array, 0)
+        return self._update(scatter_apply, zero, indices_are_sorted, unique_indices, mode)
+
     def _combine(self, ufunc_name, values, indices_are_sorted, unique_indices, mode):
         """``ufunc(x, m)`` where ``m`` is the product of the values scattered onto ones:
         how JAX defines ``divide`` and ``power`` (the result dtype is the ufunc's)."""
@@ -611,12 +638,29 @@ class IndexUpdateHelper:
 
 def index_array(name, x):
     """An index argument as an array: lists become NumPy constants; dtype must be integer."""
+    x = _index_operand(name, x)
+    if not dtypes.is_int(get_aval(x).dtype):
+        raise TypeError(f"{name} requires integer indices, got {get_aval(x).dtype.name}")
+    return x
+
+
+def _index_operand(name, x):
+    """An index argument as an array (lists become NumPy constants), dtype unchecked."""
     if isinstance(x, (list, tuple)):
         x = np.asarray(x, dtype=None if len(x) else np.int32)
     check_arraylike(name, x)
-    x = x if isinstance(x, (Array, Tracer)) else to_array(x)
-    if not dtypes.is_int(get_aval(x).dtype):
-        raise TypeError(f"{name} requires integer indices, got {get_aval(x).dtype.name}")
+    return x if isinstance(x, (Array, Tracer)) else to_array(x)
+
+
+def _take_indices(x):
+    """``take``'s indices. As in JAX and NumPy, booleans read as 0 and 1; any other
+    non-integer dtype is a ValueError there (take_along_axis's is a TypeError)."""
+    x = _index_operand("take", x)
+    dtype = get_aval(x).dtype
+    if dtypes.is_bool(dtype):
+        return lax.convert_element_type(x, dtypes.default_int())
+    if not dtypes.is_int(dtype):
+        raise ValueError(f"jnp.take: indices must have an integer type, got {dtype.name}")
     return x
 
 
@@ -647,10 +691,13 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
     check_arraylike("take", a)
     a = to_array(a)
-    indices = index_array("take", indices)
+    indices = _take_indices(indices)
     if axis is None:
         a, axis = _ravel(a), 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
+    if get_aval(a).shape[axis] == 0 and get_aval(indices).size:
+        # JAX refuses it whatever the mode (as NumPy does), even 'fill', which could fill.
+        raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
     indices, mode = _apply_index_mode("take", indices, get_aval(a).shape[axis], mode)
     return getitem(a, (slice(None),) * axis + (indices,), mode, fill_value,
                     indices_are_sorted, unique_indices)

@@ -45,10 +45,19 @@ def _ndim(x):
     return get_aval(x).ndim
 
 
-def _check_order(name, order):
-    if order not in ("C", None):
+def _column_major(name, order, valid):
+    """Whether ``order`` reads elements column-major ('F') rather than row-major ('C', None).
+
+    'A' and 'K' follow a memory layout that nbjax arrays do not have: not implemented, as
+    in JAX. An order outside ``valid`` (reshape refuses 'K', as NumPy) is a ValueError.
+    """
+    if order not in valid:
+        raise ValueError(f"jnp.{name}: order must be one of {', '.join(map(repr, valid))}; "
+                         f"got {order!r}")
+    if order in ("A", "K"):
         raise NotImplementedError(f"jnp.{name}: order={order!r} is not implemented; only "
-                                  "order='C' (row-major) is")
+                                  "'C' (row-major) and 'F' (column-major) are")
+    return order == "F"
 
 
 # --- reshaping and transposing -------------------------------------------------------------
@@ -76,19 +85,23 @@ def _resolve_shape(old_shape, new_shape):
 
 
 def reshape(a, shape=None, order="C", *, copy=None):
-    """``a`` with a new shape of the same size (one axis may be ``-1``); row-major order."""
-    _check_order("reshape", order)
+    """``a`` with a new shape of the same size (one axis may be ``-1``), its elements read
+    and placed in row-major order, or column-major for ``order='F'``: the row-major
+    reshape of the transposes."""
+    column_major = _column_major("reshape", order, ("C", "F", "A", None))
     a = _arr("reshape", a)
     if shape is None:
         raise TypeError("jnp.reshape requires a shape")
     new_shape = _resolve_shape(_shape(a), shape)
+    if column_major:
+        return transpose(reshape(transpose(a), new_shape[::-1]))
     return a if new_shape == _shape(a) else lax.reshape(a, new_shape)
 
 
 def ravel(a, order="C"):
-    """``a`` flattened to one axis, in row-major order."""
-    _check_order("ravel", order)
-    return reshape(a, (-1,))
+    """``a`` flattened to one axis, in row-major order (column-major for 'F')."""
+    _column_major("ravel", order, ("C", "F", "A", "K", None))
+    return reshape(a, (-1,), order=order)
 
 
 def transpose(a, axes=None):
@@ -99,8 +112,10 @@ def transpose(a, axes=None):
         perm = tuple(reversed(range(ndim)))
     else:
         perm = tuple(canonicalize_axis(ax, ndim) for ax in axes)
-        if sorted(perm) != list(range(ndim)):
-            raise ValueError(f"axes {tuple(axes)} don't match array of dimension {ndim}")
+        if sorted(perm) != list(range(ndim)):  # a TypeError in JAX (NumPy: ValueError)
+            raise TypeError(f"transpose permutation isn't a permutation of operand "
+                            f"dimensions, got permutation {tuple(axes)} for operand shape "
+                            f"{_shape(a)}.")
     return a if perm == tuple(range(ndim)) else lax.transpose(a, perm)
 
 
@@ -239,20 +254,30 @@ def concatenate(arrays, axis=0, dtype=None):
         raise ValueError("Need at least one array to concatenate.")
     if axis is None:
         arrays, axis = [ravel(a) for a in arrays], 0
-    if any(_ndim(a) == 0 for a in arrays):
+    _check_ranks([_shape(a) for a in arrays])
+    if _ndim(arrays[0]) == 0:
         raise ValueError("Zero-dimensional arrays cannot be concatenated.")
     axis = canonicalize_axis(axis, _ndim(arrays[0]))
     arrays = promote_dtypes(*arrays)
     if dtype is not None:
         arrays = [lax.convert_element_type(a, dtype) for a in arrays]
-    shapes = [_shape(a) for a in arrays]
-    for s in shapes:
-        if len(s) != len(shapes[0]) or s[:axis] + s[axis + 1:] != \
-                shapes[0][:axis] + shapes[0][axis + 1:]:
-            raise ValueError(f"Cannot concatenate arrays with shapes that differ in "
-                             f"dimensions other than the one being concatenated: "
-                             f"{', '.join(map(str, shapes))} along axis {axis}")
+    _check_concatenable([_shape(a) for a in arrays], axis)
     return arrays[0] if len(arrays) == 1 else lax.concatenate(arrays, axis)
+
+
+def _check_ranks(shapes):
+    """TypeError (JAX's kind; NumPy's is ValueError) unless ``shapes`` have one rank."""
+    if len({len(s) for s in shapes}) > 1:
+        raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: "
+                        f"got {', '.join(map(str, shapes))}.")
+
+
+def _check_concatenable(shapes, axis):
+    """TypeError (as ``_check_ranks``) unless ``shapes`` agree off ``axis``."""
+    if len({s[:axis] + s[axis + 1:] for s in shapes}) > 1:
+        raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions "
+                        f"other than the one being concatenated: "
+                        f"{', '.join(map(str, shapes))} along axis {axis}")
 
 
 def concat(arrays, /, *, axis=0):
@@ -429,9 +454,15 @@ def _repeat_positions(repeats, n, length):
 # --- reversing and rotating ----------------------------------------------------------------
 
 def flip(m, axis=None):
-    """``m`` reversed along ``axis`` (all axes when None)."""
+    """``m`` reversed along ``axis`` (all axes when None). A repeated axis is lax.rev's
+    TypeError, as in JAX (NumPy: ValueError)."""
     m = _arr("flip", m)
-    axes = canonicalize_axes(axis, _ndim(m))
+    ndim = _ndim(m)
+    if axis is None:
+        axes = tuple(range(ndim))
+    else:
+        axes = tuple(canonicalize_axis(a, ndim) for a in
+                     ((axis,) if isinstance(axis, (int, np.integer)) else axis))
     return lax.rev(m, axes) if axes else m
 
 
@@ -800,6 +831,8 @@ def _positions(name, obj, n):
     obj = concrete_value(name, obj) if isinstance(obj, (Array, Tracer)) else np.asarray(obj)
     if obj.dtype == bool:
         raise NotImplementedError(f"jnp.{name}: boolean masks as obj are not implemented")
+    if obj.dtype.kind not in "iu" and obj.size:  # ValueError in JAX, IndexError in NumPy
+        raise ValueError(f"jnp.{name}: obj must be integer typed; got dtype {obj.dtype}")
     return obj.astype(np.int64)
 
 
@@ -877,8 +910,8 @@ def resize(a, new_shape):
         raise ValueError("All elements of `new_shape` must be non-negative")
     flat = ravel(a)
     size = math.prod(shape)
-    if size and not get_aval(flat).size:
-        raise ValueError("resize: cannot fill a non-empty shape from an empty array")
+    if not get_aval(flat).size:  # nothing to repeat: zeros, as NumPy and JAX give
+        return creation.zeros(shape, get_aval(flat).dtype)
     repeats = -(-size // get_aval(flat).size) if size else 0
     return reshape(concatenate([flat] * repeats)[:size] if repeats else flat[:0], shape)
 
@@ -897,8 +930,9 @@ def trim_zeros(filt, trim="fb", axis=None):
             index.append(builtins.slice(None))
             continue
         (kept,) = np.nonzero(value.any(axis=tuple(i for i in range(value.ndim) if i != ax)))
-        if not kept.size:
-            index.append(builtins.slice(0, 0))
+        if not kept.size:  # all zeros: trimming either end removes them all
+            index.append(builtins.slice(0, 0) if "f" in trim or "b" in trim
+                         else builtins.slice(None))
             continue
         index.append(builtins.slice(kept[0] if "f" in trim else None,
                                     kept[-1] + 1 if "b" in trim else None))
