@@ -36,6 +36,8 @@ from .lax.callback import pure_callback  # noqa: F401
 from .numpy.indexing import ds  # noqa: F401
 from .refs import *  # noqa: F401,F403
 from .sharding import *  # noqa: F401,F403
+from . import sharding  # noqa: F401
+from .shard_map import shard_map  # noqa: F401
 from . import viz  # noqa: F401  (installs the rich display of jaxprs)
 from .version import __version__  # noqa: F401
 

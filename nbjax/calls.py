@@ -6,7 +6,8 @@ on the transformed jaxpr. ``CallRules`` writes those rules once (batching, JVP, 
 evaluation, transpose, plus the interpreted ``abstract_eval``/``impl``); a primitive states
 only what differs: how its params follow a new jaxpr (``rebuild``: jit keeps its params,
 pmap also adjusts ``in_axes``/``out_axes``), where its operands are mapped, and what must be
-bound while its callee is retraced (pmap's axis).
+bound while its callee is retraced (pmap's axis), and how partial evaluation's residuals
+pass from the known call to the unknown one (``split``).
 
 The front ends share the way a Python function becomes such a call: split off the static
 arguments and flatten the others (``FlatCall``), trace it, and make the values it closes
@@ -241,6 +242,14 @@ class CallRules:
         """A context to retrace the callee in (pmap binds its axis there)."""
         return contextlib.nullcontext()
 
+    def split(self, params, unknowns):
+        """The callee partially evaluated: ``(known, unknown, out_unknowns, res_axes)``, the
+        residuals passing from the known call to the unknown one mapped at ``res_axes``."""
+        with self.tracing(params):
+            known, unknown, out_unknowns, num_res = partial_eval_jaxpr(params[self.param],
+                                                                       unknowns)
+        return known, unknown, out_unknowns, (self.stack_axis,) * num_res
+
     # The rules.
 
     def abstract_eval(self, *avals, **params):
@@ -287,10 +296,8 @@ class CallRules:
         """Known operands run a forward call now; the rest is staged as a call on the
         residuals it returns."""
         in_axes, out_axes = self.axes(params)
-        with self.tracing(params):
-            known, unknown, out_unknowns, num_res = partial_eval_jaxpr(params[self.param],
-                                                                       unknowns)
-        res_axes = (self.stack_axis,) * num_res
+        known, unknown, out_unknowns, res_axes = self.split(params, unknowns)
+        num_res = len(res_axes)
         known_outs = trace.compute_known(self.primitive, _where_not(args, unknowns), self.rebuild(
             params, known, _where_not(in_axes, unknowns),
             _where_not(out_axes, out_unknowns) + res_axes))

@@ -213,13 +213,13 @@ softmax_custom_jvp = _accepted(
 jax2tf_associative_scan_reductions = _accepted(
     "jax2tf_associative_scan_reductions", "nbjax has no jax2tf")
 remove_size_one_mesh_axis_from_type = _accepted(
-    "remove_size_one_mesh_axis_from_type", "nbjax has no meshes or sharded types")
+    "remove_size_one_mesh_axis_from_type", "nbjax has no sharded types")
 array_garbage_collection_guard = _accepted(
     "array_garbage_collection_guard", "an nbjax array is a NumPy buffer, freed by reference "
     "counting; no array needs the garbage collector")
 thread_guard = _accepted(
     "thread_guard", "nbjax runs in one process, whose threads may share arrays freely")
-auto_pcast = _accepted("auto_pcast", "nbjax has no shard_map varying types to cast between")
+auto_pcast = _accepted("auto_pcast", "nbjax's shard_map has no varying types to cast between")
 
 
 # --- user contexts: values of the caller's own that jit's caches depend on ------------------

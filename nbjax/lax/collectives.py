@@ -1,5 +1,6 @@
 """Collectives derived from ``parallel``'s primitives: psum_scatter, all_to_all, pswapaxes,
-pshuffle, pbroadcast and axis_size; stand-ins for the sharding and shard_map APIs.
+pshuffle, pbroadcast and axis_size; stand-ins for what nbjax's shard_map lacks (varying
+types, point-to-point sends, sharding constraints).
 
 Each is a composition of psum, all_gather, ppermute, axis_index and slicing, so it works under
 ``vmap(..., axis_name=)`` and ``pmap`` alike, and its JVP, transpose and batching are theirs:
@@ -137,8 +138,8 @@ def pbroadcast(x, axis_name, source):
     return pytree.tree_map(broadcast, x)
 
 
-_NO_SHARD_MAP = ("nbjax has no shard_map and no per-axis varying/unreduced types, which {} "
-                 "works on; under vmap and pmap every value already varies over the axis")
+_NO_SHARD_MAP = ("nbjax has no per-axis varying/unreduced types, which {} works on (its "
+                 "shard_map finds where a value varies by batching it with vmap)")
 
 pcast = unavailable("pcast", "jax.lax.pcast changes a value's varying/unreduced type "
                         "inside shard_map: " + _NO_SHARD_MAP.format("it"))

@@ -2,11 +2,12 @@
 axis_index, ppermute.
 
 They are meaningful only inside a transformation that names the axis (``vmap(...,
-axis_name="i")`` or ``pmap(..., axis_name="i")``); called outside one they raise NameError,
-as in JAX. Under vmap a collective over the vmapped axis is an operation on the batch
-dimension (its batch rule). Under pmap every shard runs on its own thread: the collective's
-impl finds the shard's position and the pmap's ``Rendezvous`` in a thread-local *axis
-environment*, hands its operand over, waits for the other shards and combines their values.
+axis_name="i")``, ``pmap(..., axis_name="i")``, or a mesh axis of ``shard_map``, which runs
+as vmap); called outside one they raise NameError, as in JAX. Under vmap a collective over
+the vmapped axis is an operation on the batch dimension (its batch rule). Under pmap every
+shard runs on its own thread: the collective's impl finds the shard's position and the
+pmap's ``Rendezvous`` in a thread-local *axis environment*, hands its operand over, waits
+for the other shards and combines their values.
 In a run of several processes (``nbjax.distributed``) each process runs its own shards: the
 first local shard combines the local values, then the processes' through MPI, and hands the
 result to the others.
@@ -25,7 +26,7 @@ from .. import distributed
 from ..core import Primitive, ShapedArray, current_trace, dtypes, get_aval, pytree
 from ..interpreters import ad, batching
 from . import batch_util
-from .elementwise import convert_element_type, div, mul
+from .elementwise import add, convert_element_type, div, mul
 from .reductions import reduce_max, reduce_min
 from .shapes import reduce_sum, reshape
 from .slicing import dynamic_index_in_dim, dynamic_slice_in_dim
@@ -93,7 +94,8 @@ _axis_env = _AxisEnv()
 
 @contextlib.contextmanager
 def extend_axis_env(frame):
-    """Bind a pmap axis for the current thread (tracing its function, or running a shard)."""
+    """Bind a pmap axis for the current thread (tracing its function, or running a shard),
+    or a shard_map mesh axis while its function is traced."""
     previous = _axis_env.frames
     _axis_env.frames = previous + (frame,)
     try:
@@ -391,10 +393,14 @@ batching.axis_primitives.add(axis_index_p)
 
 
 def axis_index(axis_name):
-    """The position of this member along the named mapped axis (an int32 scalar)."""
+    """The position of this member along the named mapped axis (an int32 scalar); along
+    several names, its position in their product, the first name major (as JAX's)."""
     axes = axis_names(axis_name)
     _check_bound(axes)
-    return axis_index_p.bind(axes=axes)
+    index = axis_index_p.bind(axes=axes[:1])
+    for name in axes[1:]:
+        index = add(mul(index, np.int32(bound_axis_size(name))), axis_index_p.bind(axes=(name,)))
+    return index
 
 
 # --- ppermute ------------------------------------------------------------------------------
