@@ -6,7 +6,8 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.core import ConcretizationTypeError
-from helpers import assert_close, random_array, staged
+from nbjax.test_util import check_grads
+from helpers import assert_close, check_vmap, random_array, staged
 
 RNG = np.random.default_rng(1)
 DTYPES = [np.bool_, np.int8, np.int32, np.uint8, np.float32, np.complex64]
@@ -145,13 +146,130 @@ def test_pad_constant_values():
                 np.pad(x, 1, constant_values=5))
 
 
-def test_pad_errors():
-    with pytest.raises(ValueError, match="empty axis"):
-        jnp.pad(jnp.ones(0), 1, mode="edge")
-    with pytest.raises(NotImplementedError, match="linear_ramp"):
-        jnp.pad(jnp.ones(2), 1, mode="linear_ramp")
-    with pytest.raises(NotImplementedError, match="reflect_type"):
-        jnp.pad(jnp.ones(2), 1, mode="reflect", reflect_type="odd")
+def check_pad(x, pad_width, mode, **kwargs):
+    """``jnp.pad`` equals ``np.pad`` (same dtype; floats to rounding), eagerly, from its
+    jaxpr and jitted."""
+    want = np.pad(x, pad_width, mode, **kwargs)
+    def f(a):
+        return jnp.pad(a, pad_width, mode, **kwargs)
+    for got in (f(x), staged(f, x), nbjax.jit(f)(x)):
+        assert got.dtype == x.dtype, (got.dtype, x.dtype)
+        assert_close(got, want, rtol=1e-6)
+
+
+PAD_WIDTHS = [2, (1, 3), ((0, 4),), 7]  # 7: wider than the arrays (repeated reflections)
+
+
+@pytest.mark.parametrize("mode", ["linear_ramp", "maximum", "minimum", "mean", "median"])
+@pytest.mark.parametrize("pad_width", PAD_WIDTHS)
+@pytest.mark.parametrize("shape", [(3, 2), (1, 4), (2, 1, 3)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_pad_statistic_and_ramp_modes(mode, pad_width, shape, dtype):
+    check_pad(random_array(RNG, shape, dtype, scale=3), pad_width, mode)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+@pytest.mark.parametrize("pad_width", PAD_WIDTHS + [((9, 0), (1, 8))])
+@pytest.mark.parametrize("shape", [(3, 2), (1, 4), (4, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.uint8, np.complex64])
+def test_pad_odd_reflections(mode, pad_width, shape, dtype):
+    check_pad(random_array(RNG, shape, dtype, scale=3), pad_width, mode, reflect_type="odd")
+
+
+def test_pad_mode_options_in_every_form():
+    x = random_array(RNG, (3, 4), np.float32, scale=3)
+    for form in [5, (1, 3), ((2, 1),), ((1, 2), (3, 1))]:
+        check_pad(x, (2, 3), "mean", stat_length=form)
+        check_pad(x, (2, 3), "median", stat_length=form)
+        check_pad(x, (2, 3), "linear_ramp", end_values=form)
+        check_pad(x, (2, 3), "constant", constant_values=form)
+    check_pad(x, 2, "maximum", stat_length=((1, 9), (2, 2)))  # longer than the axis: all of it
+    check_pad(x, 2, "linear_ramp", end_values=jnp.asarray([[1.0, -1.0], [2.5, 0.0]]))
+
+
+def test_pad_integers_round_statistics_and_ramps_down():
+    x = np.array([1, 2, 4, 7], np.int32)
+    check_pad(x, 3, "mean")  # 3.5 -> 4 (to even)
+    check_pad(np.array([2, 3], np.int32), 1, "mean")  # 2.5 -> 2
+    check_pad(np.array([1, 2, 5, 8], np.int32), 2, "median")
+    check_pad(np.array([1, 10], np.int32), (3, 4), "linear_ramp", end_values=(0, -3))
+    check_pad(np.array([True, False, False]), 2, "mean")
+
+
+def test_pad_empty_is_zeros_and_keeps_weak_types():
+    x = random_array(RNG, (2, 3), np.float32)
+    assert_same(jnp.pad(x, ((1, 0), (0, 2)), "empty"), np.pad(x, ((1, 0), (0, 2))))
+    assert_same(jnp.pad(np.zeros((0, 2), np.int32), 1, "empty"), np.zeros((2, 4), np.int32))
+    weak = jnp.asarray(3.0)[None]
+    for mode, kwargs in [("mean", {}), ("linear_ramp", {}), ("empty", {}),
+                         ("reflect", {"reflect_type": "odd"}), ("maximum", {})]:
+        assert nbjax.core.get_aval(jnp.pad(weak, 1, mode, **kwargs)).weak_type, mode
+
+
+def test_pad_leaves_0d_arrays_and_unpadded_empty_axes_alone():
+    assert_same(jnp.pad(np.float32(3), 2, "mean"), np.float32(3))
+    x = np.zeros((0, 3), np.float32)
+    check_pad(x, ((0, 0), (1, 1)), "maximum")
+    check_pad(x, ((0, 0), (1, 2)), "mean")
+
+
+@pytest.mark.parametrize("mode, kwargs", [
+    ("mean", {}), ("linear_ramp", {"end_values": (1.0, -2.0)}),
+    ("reflect", {"reflect_type": "odd"}), ("symmetric", {"reflect_type": "odd"})])
+def test_pad_gradients_and_batching(mode, kwargs):
+    x = random_array(RNG, (3, 2), np.float32, scale=2)
+
+    def f(a):
+        return jnp.pad(a, ((2, 7), (1, 0)), mode, **kwargs)
+    check_grads(lambda a: jnp.sum(jnp.sin(f(a))), (x,), order=1)
+    check_vmap(f, (random_array(RNG, (4, 3, 2), np.float32),), (0,))
+    check_vmap(f, (random_array(RNG, (3, 2, 4), np.float32),), (2,), 1)
+
+
+def test_pad_gradient_of_traced_end_and_constant_values():
+    x = random_array(RNG, (3,), np.float32)
+    check_grads(lambda e: jnp.sum(jnp.pad(x, (3, 2), "linear_ramp", end_values=e) ** 2),
+                (np.array([1.5, -0.5], np.float32),), order=1)
+    check_grads(lambda c: jnp.sum(jnp.pad(x, (1, 2), constant_values=c) ** 2),
+                (np.float32(0.7),), order=1)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: jnp.pad(jnp.ones(0), 1, mode="edge"), ValueError, "empty axis"),
+    (lambda: jnp.pad(jnp.ones(0), 1, mode="mean"), ValueError, "empty axis"),
+    (lambda: jnp.pad(jnp.ones((0, 2)), 1, mode="linear_ramp"), ValueError, "empty axis"),
+    (lambda: jnp.pad(jnp.ones(3), 1, mode="mean", stat_length=0), ValueError, "stat_length"),
+    (lambda: jnp.pad(jnp.ones(3), 1, mode="mean", stat_length=-1), ValueError, "negative"),
+    (lambda: jnp.pad(jnp.ones(3), 1, mode="mean", stat_length=1.5), TypeError, "integer"),
+    (lambda: jnp.pad(jnp.ones(3), -1), ValueError, "negative"),
+    (lambda: jnp.pad(jnp.ones(2, bool), 1, mode="reflect", reflect_type="odd"), TypeError,
+     "bool"),
+    (lambda: jnp.pad(jnp.ones(2), 1, mode="reflect", reflect_type="bad"), ValueError,
+     "reflect_type"),
+    (lambda: jnp.pad(jnp.ones(2), 1, mode="edge", end_values=1), ValueError, "end_values"),
+    (lambda: jnp.pad(jnp.ones(2), 1, mode="mean", constant_values=1), ValueError,
+     "constant_values"),
+    (lambda: jnp.pad(jnp.ones(2), 1, mode="sideways"), NotImplementedError, "sideways"),
+    (lambda: jnp.pad(jnp.ones(2), ((1, 2, 3),)), ValueError, "pair"),
+])
+def test_pad_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_delete_with_a_boolean_mask():
+    x = random_array(RNG, (3, 4), np.int32)
+    mask = np.array([True, False, False, True])
+    check(lambda m, a: m.delete(a, mask, axis=1), x)
+    check(lambda m, a: m.delete(a, np.array([False, True, False]), axis=0), x)
+    flat_mask = np.arange(12) % 5 == 0
+    check(lambda m, a: m.delete(a, flat_mask), x)
+    assert_same(jnp.delete(x, jnp.asarray(mask), axis=-1), np.delete(x, mask, axis=-1))
+    assert_same(jnp.delete(x, np.ones(4, bool), axis=1), np.zeros((3, 0), np.int32))
+    with pytest.raises(ValueError, match="length"):
+        jnp.delete(x, np.array([True, False]), axis=1)
+    with pytest.raises(ValueError, match="length"):
+        jnp.delete(x, np.ones((1, 4), bool), axis=1)
 
 
 def test_broadcast_arrays_and_shapes():

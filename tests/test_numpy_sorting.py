@@ -136,6 +136,42 @@ def test_array_api_unique_functions():
     assert_same(tuple(jnp.unique_all(x)), (values, index, inverse.reshape(x.shape), counts))
 
 
+@pytest.mark.parametrize("x", [np.array([2.0, np.nan, 1.0, np.nan, 2.0], np.float32),
+                               np.array([[1.0, np.nan], [1.0, np.nan], [0.0, 5.0]], np.float32)])
+def test_unique_equal_nan_false_keeps_each_nan(x):
+    for axis in (None, 0):
+        got = jnp.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                         axis=axis, equal_nan=False)
+        want = np.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                         axis=axis, equal_nan=False)
+        assert_same(got, tuple(w.reshape(-1) if axis == 0 and i == 2 else w
+                               for i, w in enumerate(want)))
+
+
+def test_array_api_unique_functions_keep_each_nan():
+    x = np.array([1.0, np.nan, np.nan, 1.0], np.float32)
+    assert_same(jnp.unique_values(x), np.unique_values(x))
+    assert_same(tuple(jnp.unique_counts(x)), tuple(np.unique_counts(x)))
+    assert_same(tuple(jnp.unique_all(x)), tuple(np.unique_all(x)))
+
+
+def test_unique_counts_when_size_cuts_values_off():
+    x = np.array([3, 1, 3, 2, 1, 1, 2], np.int32)
+    values, counts = np.unique(x, return_counts=True)
+    for size in (1, 2):
+        got = jnp.unique(x, return_counts=True, size=size)
+        assert_same(got, (values[:size], counts[:size]))
+        assert_same(staged(lambda a: jnp.unique(a, return_counts=True, size=size), x),
+                    (values[:size], counts[:size]))
+
+
+def test_unique_of_nothing_with_a_size_needs_a_fill_value():
+    with pytest.raises(ValueError, match="fill_value"):
+        jnp.unique(np.zeros(0, np.float32), size=2)
+    assert_same(jnp.unique(np.zeros(0, np.float32), size=2, fill_value=7),
+                np.array([7, 7], np.float32))
+
+
 # --- searching and counting ----------------------------------------------------------------
 
 @pytest.mark.parametrize("side", ["left", "right"])
@@ -158,6 +194,24 @@ def test_searchsorted_nan_sorts_last():
     v = np.array([np.nan, 2.0, 0.0], np.float32)
     for side in ("left", "right"):
         assert_same(jnp.searchsorted(a, v, side=side), np.searchsorted(a, v, side=side))
+
+
+def test_searchsorted_complex_is_lexicographic():
+    a = np.sort(np.array([1 + 1j, 1 - 1j, 2 + 0j, -1 + 3j, 1 + 1j], np.complex64))
+    v = np.array([[1 + 0j, 1 + 1j], [3 - 1j, -1 + 3j]], np.complex64)
+    for side in ("left", "right"):
+        assert_same(jnp.searchsorted(a, v, side=side), np.searchsorted(a, v, side=side))
+
+
+def test_search_methods_give_one_answer_and_others_are_refused():
+    a, v = np.array([0.0, 1.0, 2.5], np.float32), np.array([-1.0, 1.0, 3.0], np.float32)
+    for method in ("scan", "scan_unrolled", "sort", "compare_all"):
+        assert_same(jnp.searchsorted(a, v, method=method), np.searchsorted(a, v))
+        assert_same(jnp.digitize(v, a, method=method), np.digitize(v, a))
+    with pytest.raises(ValueError, match="method"):
+        jnp.searchsorted(a, v, method="bisect")
+    with pytest.raises(ValueError, match="method"):
+        jnp.digitize(v, a, method="bisect")
 
 
 @pytest.mark.parametrize("right", [False, True])
@@ -183,6 +237,16 @@ def test_bincount():
         nbjax.make_jaxpr(jnp.bincount)(x)
     with pytest.raises(TypeError, match="integer"):
         jnp.bincount(np.ones(3, np.float32))
+
+
+def test_bincount_of_booleans_and_weights_of_another_shape():
+    x = np.array([True, False, True, True])
+    assert_same(jnp.bincount(x), np.bincount(x))
+    assert_same(jnp.bincount(x, minlength=4), np.bincount(x, minlength=4))
+    with pytest.raises(ValueError, match="shape"):
+        jnp.bincount(np.array([0, 1], np.int32), weights=2.0)
+    with pytest.raises(ValueError, match="shape"):
+        jnp.bincount(np.array([0, 1], np.int32), weights=np.ones(3, np.float32))
 
 
 # --- set operations ------------------------------------------------------------------------

@@ -4,8 +4,8 @@ Each submodule lists its functions in ``__all__``; array operators and methods a
 to ``Array`` and tracers by ``array_methods.register`` at the end of this file. The
 submodules are layers, each importing (at its top) only from those before it: util <
 ufuncs < creation < scalar_types < indexing < manipulation < products, index_tricks <
-array_api < reductions < sorting < selection < fft, linalg < polynomial, vectorize <
-array_methods.
+array_api < reductions < sorting, padding < selection < fft, linalg < polynomial,
+vectorize < array_methods.
 Helpers shared across modules have public names but stay out of ``__all__``.
 """
 
@@ -21,6 +21,7 @@ from .creation import *  # noqa: F401,F403
 from .index_tricks import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .manipulation import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
 from .polynomial import *  # noqa: F401,F403
 from .products import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403

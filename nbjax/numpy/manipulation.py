@@ -1,4 +1,4 @@
-"""Shape and layout: reshaping, transposing, joining, splitting, padding, selecting.
+"""Shape and layout: reshaping, transposing, joining, splitting, selecting.
 
 Everything here is built from lax's structural primitives (reshape, transpose, slice,
 concatenate, pad, broadcast_in_dim, select_n ...). Functions whose result's shape depends
@@ -25,7 +25,7 @@ __all__ = [
     "moveaxis", "swapaxes", "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays",
     "broadcast_shapes", "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "concat",
     "stack", "hstack", "vstack", "dstack", "column_stack", "split", "array_split", "hsplit",
-    "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud", "roll", "rot90", "pad",
+    "vsplit", "dsplit", "tile", "repeat", "flip", "fliplr", "flipud", "roll", "rot90",
     "where", "select", "diag", "diagonal", "diagflat", "tril", "triu", "append",
     "insert", "delete", "nonzero", "argwhere", "flatnonzero", "rollaxis", "resize", "trim_zeros",
     "block", "packbits", "unpackbits"]
@@ -58,6 +58,13 @@ def _column_major(name, order, valid):
         raise NotImplementedError(f"jnp.{name}: order={order!r} is not implemented; only "
                                   "'C' (row-major) and 'F' (column-major) are")
     return order == "F"
+
+
+def _zeros_after(x, axis, count):
+    """``x`` followed by ``count`` zeros along ``axis`` (``jnp.pad`` comes in a later layer)."""
+    config = [(0, 0, 0)] * _ndim(x)
+    config[axis] = (0, count, 0)
+    return lax.pad(x, np.zeros((), get_aval(x).dtype), config)
 
 
 # --- reshaping and transposing -------------------------------------------------------------
@@ -532,98 +539,6 @@ def rot90(m, k=1, axes=(0, 1)):
     return m
 
 
-# --- padding -------------------------------------------------------------------------------
-
-def _pairs(name, value, ndim):
-    """``pad_width``-style argument as one ``(before, after)`` pair per axis."""
-    pairs = np.broadcast_to(np.asarray(value, dtype=object), (ndim, 2)) if ndim else \
-        np.zeros((0, 2), dtype=object)
-    if np.asarray(value, dtype=object).ndim > 2:
-        raise ValueError(f"jnp.pad: {name} must be a scalar, a pair, or one pair per axis")
-    return [tuple(p) for p in pairs]
-
-
-# Each non-constant mode maps a position i in [-before, n + after) to a source position.
-def _edge(i, n):
-    return np.clip(i, 0, n - 1)
-
-
-def _wrap(i, n):
-    return i % n
-
-
-def _reflect(i, n):
-    if n == 1:
-        return np.zeros_like(i)
-    j = i % (2 * n - 2)
-    return np.where(j < n, j, 2 * n - 2 - j)
-
-
-def _symmetric(i, n):
-    j = i % (2 * n)
-    return np.where(j < n, j, 2 * n - 1 - j)
-
-
-_PAD_INDEX_MAPS = {"edge": _edge, "wrap": _wrap, "reflect": _reflect,
-                   "symmetric": _symmetric}
-
-
-def pad(array, pad_width, mode="constant", **kwargs):
-    """``array`` extended by ``pad_width`` (before, after) elements along each axis.
-
-    Modes: 'constant' (``constant_values``, per-axis pairs allowed), and 'edge', 'wrap',
-    'reflect', 'symmetric', each a fixed gather of source positions along each axis.
-    """
-    array = _arr("pad", array)
-    ndim = _ndim(array)
-    widths = [(operator.index(b), operator.index(a)) for b, a in _pairs("pad_width", pad_width,
-                                                                        ndim)]
-    if any(b < 0 or a < 0 for b, a in widths):
-        raise ValueError(f"index can't contain negative values; got pad_width={pad_width}")
-    if mode == "constant":
-        return _pad_constant(array, widths, kwargs.pop("constant_values", 0), kwargs)
-    if mode not in _PAD_INDEX_MAPS:
-        raise NotImplementedError(f"jnp.pad: mode={mode!r} is not implemented; implemented "
-                                  f"modes are 'constant', {', '.join(map(repr, _PAD_INDEX_MAPS))}")
-    if mode in ("reflect", "symmetric") and kwargs.pop("reflect_type", "even") != "even":
-        raise NotImplementedError("jnp.pad: only reflect_type='even' is implemented")
-    _no_more_kwargs(kwargs)
-    for axis, (before, after) in enumerate(widths):
-        n = _shape(array)[axis]
-        if before == after == 0:
-            continue
-        if n == 0:
-            raise ValueError(f"Cannot apply '{mode}' padding to empty axis")
-        source = _PAD_INDEX_MAPS[mode](np.arange(-before, n + after), n)
-        array = take(array, source, axis=axis, mode="promise_in_bounds")
-    return array
-
-
-def _no_more_kwargs(kwargs):
-    if kwargs:
-        raise TypeError(f"jnp.pad got unexpected keyword arguments {sorted(kwargs)}")
-
-
-def _pad_constant(array, widths, constant_values, kwargs):
-    _no_more_kwargs(kwargs)
-    ndim = _ndim(array)
-    dtype = get_aval(array).dtype
-    if isinstance(constant_values, (Array, Tracer)) and _ndim(constant_values) == 0:
-        values = [(constant_values, constant_values)] * ndim
-    else:
-        values = _pairs("constant_values", concrete_value("pad", constant_values)
-                        if isinstance(constant_values, (Array, Tracer)) else constant_values,
-                        ndim)
-    for axis, ((before, after), (v_before, v_after)) in enumerate(zip(widths, values)):
-        for amount, value, lo_hi in ((before, v_before, 0), (after, v_after, 1)):
-            if amount:
-                config = [(0, 0, 0)] * ndim
-                config[axis] = (amount, 0, 0) if lo_hi == 0 else (0, amount, 0)
-                fill = lax.convert_element_type(to_array(value), dtype)
-                array = lax.pad(array, fill, config)
-    return array
-
-
 # --- selecting -----------------------------------------------------------------------------
 
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
@@ -776,7 +691,7 @@ def diag(v, k=0):
         raise ValueError("diag input must be 1d or 2d")
     k = operator.index(k)
     n = _shape(v)[0] + builtins.abs(k)
-    values = pad(v, (0, builtins.abs(k)))
+    values = _zeros_after(v, 0, builtins.abs(k))
     # Row i holds v[i] when k >= 0 (entry (i, i + k)); column j holds v[j] when k < 0.
     values = lax.broadcast_in_dim(values, (n, n), (0,) if k >= 0 else (1,))
     return where(_diagonal_mask(n, n, k, "eq"), values, lax.full_like(values, 0))
@@ -824,30 +739,46 @@ def append(arr, values, axis=None):
     return concatenate([arr, values], axis)
 
 
+def _concrete_obj(name, obj):
+    """``obj`` (not a slice) as a concrete NumPy array."""
+    return concrete_value(name, obj) if isinstance(obj, (Array, Tracer)) else np.asarray(obj)
+
+
 def _positions(name, obj, n):
     """Concrete positions along an axis of length ``n`` from an int, slice or int array."""
     if isinstance(obj, slice):
         return np.arange(*obj.indices(n))
-    obj = concrete_value(name, obj) if isinstance(obj, (Array, Tracer)) else np.asarray(obj)
-    if obj.dtype == bool:
-        raise NotImplementedError(f"jnp.{name}: boolean masks as obj are not implemented")
+    obj = _concrete_obj(name, obj)
     if obj.dtype.kind not in "iu" and obj.size:  # ValueError in JAX, IndexError in NumPy
         raise ValueError(f"jnp.{name}: obj must be integer typed; got dtype {obj.dtype}")
     return obj.astype(np.int64)
 
 
+def _deleted(obj, n, axis):
+    """Which of the ``n`` positions along ``axis`` ``obj`` deletes: ``obj`` itself if it is
+    a boolean mask (of exactly that length, as in NumPy and JAX), else its positions."""
+    mask = None if isinstance(obj, slice) else _concrete_obj("delete", obj)
+    if mask is not None and mask.dtype == bool:
+        if mask.shape != (n,):
+            raise ValueError(f"jnp.delete: a boolean obj must be one-dimensional with the "
+                             f"length of axis {axis} ({n}); got shape {mask.shape}")
+        return mask
+    positions = _positions("delete", obj, n).ravel()
+    if np.any((positions < -n) | (positions >= n)):
+        raise IndexError(f"index out of bounds for axis {axis} with size {n}")
+    mask = np.zeros(n, bool)
+    mask[positions] = True
+    return mask
+
+
 def delete(arr, obj, axis=None, *, assume_unique_indices=False):
-    """``arr`` without the entries at positions ``obj`` along ``axis``."""
+    """``arr`` without the entries at positions ``obj`` (an int, a slice, int positions or a
+    boolean mask) along ``axis``."""
     arr = _arr("delete", arr)
     if axis is None:
         arr, axis = ravel(arr), 0
     axis = canonicalize_axis(axis, _ndim(arr))
-    n = _shape(arr)[axis]
-    positions = _positions("delete", obj, n).ravel()
-    if np.any((positions < -n) | (positions >= n)):
-        raise IndexError(f"index out of bounds for axis {axis} with size {n}")
-    keep = np.ones(n, bool)
-    keep[positions] = False
+    keep = ~_deleted(obj, _shape(arr)[axis], axis)
     return take(arr, np.flatnonzero(keep), axis=axis, mode="promise_in_bounds")
 
 
@@ -1004,6 +935,6 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     unpacked = reshape(unpacked, _shape(unpacked)[:-2] + (-1,))
     if count is not None:
         n = _shape(unpacked)[-1]
-        unpacked = pad(unpacked, [(0, 0)] * (_ndim(unpacked) - 1) + [(0, count - n)]) \
-            if count > n else unpacked[..., :count]
+        unpacked = _zeros_after(unpacked, -1, count - n) if count > n else \
+            unpacked[..., :count]
     return swapaxes(unpacked, axis, -1)

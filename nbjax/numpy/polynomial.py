@@ -11,7 +11,8 @@ from . import reductions
 from .creation import vander
 from .indexing import IndexUpdateHelper
 from .linalg import eigvals, inv, lstsq
-from .manipulation import atleast_1d, concatenate, diag, pad, roll, stack, trim_zeros
+from .manipulation import atleast_1d, concatenate, diag, roll, stack, trim_zeros
+from .padding import pad
 from .products import convolve, dot, outer
 from .util import check_arraylike, promote_dtypes, promote_dtypes_inexact, select_where
 

@@ -135,10 +135,10 @@ class _Unique(NamedTuple):
     valid: object
 
 
-def _rows_differ(x, y):
-    """Rows of ``x`` and ``y`` differ somewhere (NaNs equal to NaNs, as ``equal_nan``)."""
+def _rows_differ(x, y, equal_nan):
+    """Rows of ``x`` and ``y`` differ somewhere (NaNs equal to NaNs if ``equal_nan``)."""
     differ = lax.ne(x, y)
-    if dtypes.is_inexact(get_aval(x).dtype):
+    if equal_nan and dtypes.is_inexact(get_aval(x).dtype):
         differ = lax.bitwise_and(differ, lax.bitwise_not(lax.bitwise_and(lax.ne(x, x),
                                                                           lax.ne(y, y))))
     if len(_shape(x)) > 1:
@@ -146,11 +146,13 @@ def _rows_differ(x, y):
     return differ
 
 
-def _unique_rows(rows, size, name):
+def _unique_rows(rows, size, name, equal_nan=True):
     """Distinct rows of ``rows`` (shape ``(n, ...)``), in sorted order, in ``size`` slots.
 
     Sorting the rows (stably, with their positions) brings equal rows together, earliest
-    first; a row starts a new value where it differs from the one before it.
+    first; a row starts a new value where it differs from the one before it. A value's count
+    is the number of sorted rows in its run, so the last of ``size`` values kept is counted
+    right when ``size`` cuts later values off.
     """
     n = _shape(rows)[0]
     row_shape = _shape(rows)[1:]
@@ -164,20 +166,18 @@ def _unique_rows(rows, size, name):
                                      is_stable=True, num_keys=max(len(columns), 1))
     sorted_rows = take(rows, perm, axis=0, mode="promise_in_bounds")
     starts = concatenate([lax.full((min(n, 1),), True, dtypes.bool_),
-                          _rows_differ(sorted_rows[1:], sorted_rows[:-1])])
+                          _rows_differ(sorted_rows[1:], sorted_rows[:-1], equal_nan)])
     if size is None:
         size = int(np.count_nonzero(_concrete_for(name, starts)))
     slots, valid = first_true_positions(starts, size)
     slots = where(valid, slots, 0)
-    ends = concatenate([slots[1:], lax.full((min(size, 1),), n, _index_dtype())])
-    ends = where(concatenate([valid[1:], lax.full((min(size, 1),), False, dtypes.bool_)]),
-                 ends, n)
     slot_of_sorted = lax.sub(lax.cumsum(lax.convert_element_type(starts, _index_dtype()), 0),
                              lax.full((n,), 1, _index_dtype()))
     inverse = lax.full((n,), 0, _index_dtype()).at[perm].set(slot_of_sorted)
     values = take(sorted_rows, slots, axis=0, mode="promise_in_bounds") if n else \
         lax.full((size,) + row_shape, 0, get_aval(rows).dtype)
-    counts = where(valid, lax.sub(ends, slots), 0)
+    counts = lax.full((size,), 0, _index_dtype()).at[slot_of_sorted].add(
+        lax.full((n,), 1, _index_dtype()), mode="drop")
     return _Unique(values, take(perm, slots, mode="promise_in_bounds") if n else
                    lax.full((size,), 0, _index_dtype()), inverse, counts, valid)
 
@@ -210,11 +210,13 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     inverse (each element's position among the results) and the counts.
     """
     ar = _arr("unique", ar)
-    if not equal_nan:
-        raise NotImplementedError("jnp.unique: equal_nan=False is not implemented")
     shape = _shape(ar)
     rows = ravel(ar) if axis is None else moveaxis(ar, canonicalize_axis(axis, len(shape)), 0)
-    u = _unique_rows(rows, None if size is None else operator.index(size), "unique")
+    size = None if size is None else operator.index(size)
+    if size and not _shape(rows)[0] and fill_value is None:  # (no value to repeat)
+        raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
+                         "fill_value must be specified")
+    u = _unique_rows(rows, size, "unique", equal_nan)
     values = _fill(u.values, u.valid, fill_value)
     if axis is not None:
         values = moveaxis(values, 0, canonicalize_axis(axis, len(shape)))
@@ -246,29 +248,37 @@ class _UniqueInverseResult(NamedTuple):
 
 
 def unique_values(x, /, *, size=None, fill_value=None):
-    """Array API: the distinct elements of ``x``."""
-    return unique(x, size=size, fill_value=fill_value)
+    """Array API: the distinct elements of ``x``, each NaN distinct (``equal_nan=False``),
+    as the standard and JAX have it."""
+    return unique(x, equal_nan=False, size=size, fill_value=fill_value)
 
 
 def unique_counts(x, /, *, size=None, fill_value=None):
-    return _UniqueCountsResult(*unique(x, return_counts=True, size=size,
+    return _UniqueCountsResult(*unique(x, return_counts=True, equal_nan=False, size=size,
                                        fill_value=fill_value))
 
 
 def unique_inverse(x, /, *, size=None, fill_value=None):
-    return _UniqueInverseResult(*unique(x, return_inverse=True, size=size,
+    return _UniqueInverseResult(*unique(x, return_inverse=True, equal_nan=False, size=size,
                                         fill_value=fill_value))
 
 
 def unique_all(x, /, *, size=None, fill_value=None):
     return _UniqueAllResult(*unique(x, return_index=True, return_inverse=True,
-                                    return_counts=True, size=size, fill_value=fill_value))
+                                    return_counts=True, equal_nan=False, size=size,
+                                    fill_value=fill_value))
 
 
 # --- searching and counting ----------------------------------------------------------------
 
 def _sort_order_less(x, y, or_equal):
-    """``x < y`` (or ``<=``) in sorting order, where NaN is above everything but NaN."""
+    """``x < y`` (or ``<=``) in sorting order, where NaN is above everything but NaN;
+    complex numbers in lexicographic order (real part, then imaginary part)."""
+    if dtypes.is_complex(get_aval(x).dtype):
+        re_x, re_y, im_x, im_y = lax.real(x), lax.real(y), lax.imag(x), lax.imag(y)
+        return lax.bitwise_or(_sort_order_less(re_x, re_y, False),
+                              lax.bitwise_and(lax.eq(re_x, re_y),
+                                              _sort_order_less(im_x, im_y, or_equal)))
     if not dtypes.is_float(get_aval(x).dtype):
         return (lax.le if or_equal else lax.lt)(x, y)
     y_nan = lax.ne(y, y)
@@ -286,11 +296,10 @@ def searchsorted(a, v, side="left", sorter=None, *, method="compare_all"):
     if side not in ("left", "right"):
         raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
                          "['left', 'right'].")
+    _check_search_method(method)
     a, v = _arr("searchsorted", a), _arr("searchsorted", v)
     if len(_shape(a)) != 1:
         raise ValueError("a should be 1-dimensional")
-    if dtypes.is_complex(get_aval(a).dtype) or dtypes.is_complex(get_aval(v).dtype):
-        raise NotImplementedError("jnp.searchsorted: complex values are not implemented")
     if sorter is not None:
         a = take(a, sorter, mode="promise_in_bounds")
     a, v = promote_dtypes(a, v)
@@ -302,8 +311,20 @@ def searchsorted(a, v, side="left", sorter=None, *, method="compare_all"):
     return lax.reduce_sum(lax.convert_element_type(below, _index_dtype()), (len(v_shape),))
 
 
-def digitize(x, bins, right=False):
+_SEARCH_METHODS = ("compare_all", "scan", "scan_unrolled", "sort")
+
+
+def _check_search_method(method):
+    """``method`` is one of JAX's (each gives the same answer; nbjax compares all pairs)."""
+    if method not in _SEARCH_METHODS:
+        raise ValueError(f"invalid argument method={method!r}, expected one of "
+                         f"{list(_SEARCH_METHODS)}")
+
+
+def digitize(x, bins, right=False, *, method=None):
     """The index of the bin each element of ``x`` falls in (bins increasing or decreasing)."""
+    if method is not None:
+        _check_search_method(method)
     x, bins = _arr("digitize", x), _arr("digitize", bins)
     if len(_shape(bins)) != 1:
         raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
@@ -324,6 +345,8 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     or beyond it are dropped), otherwise ``x`` must be concrete.
     """
     x = _arr("bincount", x)
+    if dtypes.is_bool(get_aval(x).dtype):  # (as in NumPy and JAX)
+        x = lax.convert_element_type(x, _index_dtype())
     if not dtypes.is_int(get_aval(x).dtype):
         raise TypeError(f"x argument to bincount must have an integer type; got "
                         f"{get_aval(x).dtype}")
@@ -334,12 +357,11 @@ def bincount(x, weights=None, minlength=0, *, length=None):
         values = _concrete_for("bincount", x)
         length = max(minlength, int(values.max()) + 1 if values.size else 0)
     x = lax.max(x, lax.full_like(x, 0))
-    if weights is None:
-        weights = lax.full(_shape(x), 1, _index_dtype())
-    else:
-        weights = lax.broadcast_in_dim(_arr("bincount", weights), _shape(x),
-                                       tuple(range(len(_shape(x))))) \
-            if _shape(_arr("bincount", weights)) == () else _arr("bincount", weights)
+    weights = lax.full(_shape(x), 1, _index_dtype()) if weights is None else \
+        _arr("bincount", weights)
+    if _shape(weights) != _shape(x):
+        raise ValueError(f"jnp.bincount: weights must have the shape of x, {_shape(x)}; got "
+                         f"{_shape(weights)}")
     zeros = lax.full((operator.index(length),), 0, get_aval(weights).dtype)
     return zeros.at[x].add(weights, mode="drop")
 
