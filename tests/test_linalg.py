@@ -97,6 +97,27 @@ def test_decompositions_of_non_finite_matrices_are_nan_not_errors():
 
 
 @pytest.mark.parametrize("dtype", FLOAT_TYPES)
+def test_eigh_and_eig_of_a_stack_with_a_non_finite_member(dtype):
+    """A member LAPACK does not converge on (``syevd``/``heevd`` and ``geev`` on a matrix
+    holding NaN) is NaN, in both parts of a complex number, as JAX returns it; the other
+    members are computed, and keep the imaginary parts of their complex eigenvalues."""
+    bad = np.array([[np.nan, 1, 2], [1, 1, 0], [2, 0, 1]], dtype)
+    sym = np.array([[2, 1, 0], [1, 2, 0], [0, 0, 5]], dtype)  # eigenvalues 1, 3, 5
+    rotation = np.array([[0, -1, 0], [1, 0, 0], [0, 0, 2]], dtype)  # eigenvalues +-i, 2
+    for eigvalsh in (jnp.linalg.eigvalsh, nbjax.jit(jnp.linalg.eigvalsh)):
+        w = np.asarray(eigvalsh(np.stack([sym, bad])))
+        assert_close(w[0], [1, 3, 5], dtype)
+        assert np.isnan(w[1]).all()
+    w, v = map(np.asarray, jnp.linalg.eigh(np.stack([bad, sym])))
+    assert np.isnan(w[0]).all() and np.isnan(v[0]).all()
+    assert_close(np.abs(v[1]) ** 2, np.float32([[.5, .5, 0], [.5, .5, 0], [0, 0, 1]]), dtype)
+    w, v = map(np.asarray, jnp.linalg.eig(np.stack([rotation, bad])))
+    assert_close(w[0][np.argsort(w[0].imag)], [-1j, 2, 1j], dtype)
+    assert_close(rotation @ v[0], v[0] * w[0], dtype, scale=2)
+    assert np.isnan(w[1].real).all() and np.isnan(w[1].imag).all()
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES)
 @pytest.mark.parametrize("shape", [(4, 4), (2, 3, 5), (5, 3), (0, 0)])
 def test_lu(shape, dtype):
     a = random_array(RNG, shape, dtype)
@@ -569,6 +590,9 @@ def test_pinv_lstsq_rank_cond():
     assert_close(x, x_np, scale=3)
     assert_close(resid, resid_np, scale=3)
     assert int(rank) == rank_np
+    for a_ in (a, np.zeros((0, 3), np.float32)):  # (the rank of an empty matrix: also not weak)
+        rank = jnp.linalg.lstsq(a_, np.ones(len(a_), np.float32))[2]
+        assert rank.dtype == np.int32 and not rank.weak_type
     assert_close(jnp.linalg.lstsq(a, b[:, 0])[0], x_np[:, 0], scale=3)
     low_rank = random_array(RNG, (4, 2)) @ random_array(RNG, (2, 4))
     assert int(jnp.linalg.matrix_rank(low_rank)) == 2 == np.linalg.matrix_rank(low_rank)

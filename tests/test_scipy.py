@@ -92,6 +92,16 @@ def test_lu(shape):
     close(np.asarray(pl) @ np.asarray(u2), a, 1e-4)
 
 
+def test_lu_complex_has_a_real_permutation():
+    """``p`` is a real matrix for complex ``a``, as SciPy's (and JAX's)."""
+    a = random_array(RNG, (4, 4), np.complex64)
+    p, l, u = sl.lu(a)
+    assert p.dtype == np.float32 and l.dtype == u.dtype == np.complex64
+    p = np.asarray(p)
+    assert np.isin(p, [0, 1]).all() and np.array_equal(p @ p.T, np.eye(4))  # a permutation
+    close(np.asarray(p) @ np.asarray(l) @ np.asarray(u), a, 1e-4)
+
+
 @pytest.mark.parametrize("trans", [0, 1, 2])
 def test_lu_factor_and_lu_solve(trans):
     a, b = well_conditioned((3, 3), np.complex64), random_array(RNG, (3, 2), np.complex64)

@@ -81,6 +81,16 @@ def test_from_sizes(name, n, x64):
         assert_close(got, want, rtol=1e-12)  # (SciPy's integer Pascal matrices are float here)
 
 
+def test_size_zero():
+    """Empty matrices, as SciPy's (they failed to reshape); Helmert's needs a first row."""
+    for name in ("hilbert", "invhilbert", "pascal", "invpascal"):
+        assert_close(getattr(L, name)(0), getattr(sl, name)(0))
+    assert L.pascal(0, "upper").shape == L.invpascal(0, "lower").shape == (0, 0)
+    for full in (False, True):
+        with pytest.raises(ValueError, match="positive integer"):
+            L.helmert(0, full)
+
+
 def test_sizes_default_to_float32_and_errors():
     assert L.hilbert(3).dtype == np.float32 and L.dft(3).dtype == np.complex64
     assert L.pascal(3).dtype == L.invhilbert(3).dtype == np.float32

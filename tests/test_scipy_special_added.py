@@ -138,3 +138,58 @@ def test_derivatives():
         check_grads(lambda a: special.gammaincc(a, 1.7), (x,), 1)
         # i0e' = i1e - sign(x) i0e
         assert_close(nbjax.grad(special.i0e)(1.5), special.i1e(1.5) - special.i0e(1.5), 1e-12)
+
+
+# scipy.special.ndtri at the float64 values of P_TAILS (1e-300 is 0 in float32), recorded.
+P_TAILS = np.array([1e-30, 1e-8, 5e-5, 0.01, 0.3, 0.99, 1 - 2.0 ** -20])
+NDTRI_TAILS = [-11.464024688443613, -5.612001244174789, -3.890591886413094,
+               -2.3263478740408408, -0.5244005127080409, 2.3263478740408408, 4.763001034267814]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ndtri_keeps_relative_accuracy_in_the_tails(dtype, x64):
+    """``ndtri`` as ``sqrt(2) erfinv(2p - 1)`` rounded ``2p - 1`` to -1 below ``eps / 4``
+    (-inf at 1e-8 in float32) and lost digits above it (1e-5 relative at 5e-5)."""
+    p = P_TAILS.astype(dtype)
+    expected = np.array(NDTRI_TAILS)
+    if dtype == np.float32:  # (the float32 inputs are not exactly P_TAILS)
+        expected = expected + (p.astype(np.float64) - P_TAILS) / np.exp(
+            -0.5 * expected ** 2) * np.sqrt(2 * np.pi)
+    assert_close(special.ndtri(p), expected.astype(dtype), rtol=8 * np.finfo(dtype).eps,
+                 scale=0)
+    with nbjax.enable_x64(True):
+        assert abs(float(special.ndtri(1e-300)) + 37.0470962993612) < 1e-12 * 37
+    assert_close(special.ndtri(np.array([0, 1, -0.5, 1.5, nan], dtype)),
+                 np.array([-inf, inf, nan, nan, nan], dtype))
+
+
+# scipy.special.betaln at (A_LARGE, B_LARGE), recorded in float64 (but log(1 / (1000 * 1001))
+# exactly for B(2, 1000), where SciPy is 7e-14 off).
+A_LARGE, B_LARGE = np.array([0.5, 1.0, 2.0, 3.5, 0.5]), np.array([1e8, 1e8, 1e3, 25.0, 1e30])
+BETALN_LARGE = [-8.637975427801484, -18.420680743952367, -13.816510058297357,
+                -10.233473833089636, -33.966411451985984]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_betaln_with_a_large_argument(dtype, x64):
+    """``gammaln(b) - gammaln(a + b)`` cancelled to 0 when ``a + b`` rounds to ``b`` (betaln
+    was 0 at (0.5, 1e8) in float32, and at (0.5, 1e30) in float64)."""
+    expected = np.array(BETALN_LARGE, dtype)
+    tol = 16 * np.finfo(dtype).eps
+    assert_close(special.betaln(A_LARGE.astype(dtype), B_LARGE.astype(dtype)), expected,
+                 rtol=tol, scale=0)
+    assert_close(special.betaln(B_LARGE.astype(dtype), A_LARGE.astype(dtype)), expected,
+                 rtol=tol, scale=0)
+    assert_close(special.beta(np.array([1.0, 2.0], dtype), np.array([1e3, 1e3], dtype)),
+                 np.array([1e-3, 1 / (1e3 * 1001)], dtype), rtol=tol, scale=0)
+
+
+def test_signed_zero_and_nan_edge_cases():
+    """``Gamma(-0) = -inf`` (``gammasgn(-0) = -1``), as in SciPy and JAX; ``xlogy(0, nan)``
+    and ``xlog1py(0, nan)`` are NaN (SciPy, JAX): only a number's ``0 * log`` is 0."""
+    zeros = np.array([-0.0, 0.0], np.float32)
+    assert_close(special.gamma(zeros), np.array([-inf, inf], np.float32))
+    assert_close(special.gammasgn(zeros), np.array([-1.0, 1.0], np.float32))
+    y = np.array([nan, 0.0, -1.0], np.float32)
+    assert_close(special.xlogy(np.zeros(3, np.float32), y), np.array([nan, 0, 0], np.float32))
+    assert_close(special.xlog1py(np.zeros(3, np.float32), y), np.array([nan, 0, 0], np.float32))

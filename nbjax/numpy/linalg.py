@@ -365,7 +365,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     m, n = a.shape
     if a.size == 0:
         s = creation.zeros((0,), ufuncs.real(a).dtype)
-        rank = creation.asarray(0)
+        rank = creation.asarray(0, dtype=int)
         x = creation.zeros((n, b.shape[1]), a.dtype)
     else:
         eps = float(np.finfo(a.dtype).eps)

@@ -118,13 +118,14 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
 
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
     """``(p, l, u)`` with ``a = p @ l @ u`` (``p`` a permutation matrix, ``l`` unit lower
-    trapezoidal, ``u`` upper trapezoidal), or ``(p @ l, u)`` with ``permute_l``."""
+    trapezoidal, ``u`` upper trapezoidal), or ``(p @ l, u)`` with ``permute_l``. ``p`` is
+    real for complex ``a``, as SciPy's."""
     a, = promote_dtypes_inexact(jnp.asarray(a))
     lu_matrix, _, permutation = lax_linalg.lu(a)
     m, n = a.shape[-2:]
     k = min(m, n)
     # P a = L U with P[i, perm[i]] = 1, so a = P^T L U.
-    p = jnp.swapaxes(permutation_matrix(permutation, a.dtype), -1, -2)
+    p = jnp.swapaxes(permutation_matrix(permutation, jnp.finfo(a.dtype).dtype), -1, -2)
     l = jnp.tril(lu_matrix, -1)[..., :, :k] + jnp.eye(m, k, dtype=a.dtype)
     u = jnp.triu(lu_matrix)[..., :k, :]
     return (jnp.matmul(p, l), u) if permute_l else (p, l, u)

@@ -27,8 +27,10 @@ def _float_dtype():
 
 
 def _from_integers(rows):
-    """A float matrix (the default float dtype) from exact Python integers."""
-    return jnp.asarray(np.array(rows, dtype=np.float64).reshape(len(rows), -1), _float_dtype())
+    """A float matrix (the default float dtype) from a square list of lists of exact Python
+    integers (of any size, ``0 x 0`` included)."""
+    n = len(rows)
+    return jnp.asarray(np.array(rows, dtype=np.float64).reshape(n, n), _float_dtype())
 
 
 def _gather(values, index):
@@ -179,6 +181,8 @@ def helmert(n, full=False):
     """The Helmert matrix: orthogonal, first row ``1 / sqrt(n)``; row ``i`` has ``i``
     entries ``1 / sqrt(i (i+1))`` then ``-i / sqrt(i (i+1))``. Without ``full`` the first
     row is left out."""
+    if n < 1:
+        raise ValueError(f"n must be a positive integer; got {n}.")
     h = np.tril(np.ones((n, n)), -1) - np.diag(np.arange(n))
     d = np.arange(n) * np.arange(1, n + 1)
     h[0] = 1

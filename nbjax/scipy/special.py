@@ -61,14 +61,16 @@ def _xlog_jvp(log_fn, shift):
 def _xlog(log_fn, name, doc):
     def fn(x, y):
         x, y = promote_args_inexact(name, x, y)
-        return jnp.where(x != 0, x * log_fn(y), jnp.zeros_like(x))
+        return jnp.where((x != 0) | jnp.isnan(y), x * log_fn(y), jnp.zeros_like(x))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return custom_jvp(fn)
 
 
-xlogy = _xlog(jnp.log, "xlogy", "``x * log(y)``, and 0 where ``x == 0`` (even for y = 0).")
-xlog1py = _xlog(jnp.log1p, "xlog1py", "``x * log1p(y)``, and 0 where ``x == 0``.")
+xlogy = _xlog(jnp.log, "xlogy", "``x * log(y)``, and 0 where ``x == 0`` (even for y = 0; "
+              "NaN for a NaN y).")
+xlog1py = _xlog(jnp.log1p, "xlog1py", "``x * log1p(y)``, and 0 where ``x == 0`` (NaN for a NaN "
+                "y).")
 _XLOG = {jnp.log: xlogy, jnp.log1p: xlog1py}
 xlogy.defjvp(_xlog_jvp(jnp.log, 0))
 xlog1py.defjvp(_xlog_jvp(jnp.log1p, 1))
@@ -82,9 +84,36 @@ def ndtr(x):
 
 
 def ndtri(p):
-    """The inverse of ``ndtr``: ``sqrt(2) erfinv(2p - 1)``."""
+    """The inverse of ``ndtr``: ``sqrt(2) erfinv(2p - 1)`` on ``[1/4, 3/4]``, where ``2p - 1`` is
+    exact. In the tails ``2p - 1`` would round away ``p`` (to -1 below ``eps / 4``), so there
+    ``-ndtri(q)``, ``q = min(p, 1 - p)`` (exact), is the root of ``log_ndtr(x) = log q``,
+    found by Newton's method: ``log_ndtr`` keeps its relative accuracy in the tail."""
     p, = promote_args_inexact("ndtri", p)
-    return np.sqrt(2).astype(p.dtype) * lax.erf_inv(2 * p - 1)
+    dtype = p.dtype
+    central = np.sqrt(2).astype(dtype) * lax.erf_inv(2 * p - 1)
+    q = jnp.minimum(p, 1 - p)
+    tail = _ndtri_lower_tail(jnp.where((q > 0) & (q < 0.25), q, jnp.full_like(q, 0.125)))
+    tail = jnp.where(p < 0.5, tail, -tail)
+    in_tails = (q < 0.25) & (q > 0)
+    return jnp.where(in_tails, tail, central)
+
+
+def _ndtri_lower_tail(q):
+    """``ndtri(q)`` for ``0 < q < 1/4``: Newton's method on ``log_ndtr(x) - log q``, whose
+    slope is ``pdf(x) / ndtr(x)``. It starts from ``sqrt(2) erfinv(2q - 1)`` while that is
+    finite and accurate to a few digits (``q > 1e-6``), else from the asymptotic
+    ``x^2 = t - log t - log(2 pi)``, ``t = -2 log q``; four steps reach float64 precision."""
+    dtype = q.dtype
+    log_q = jnp.log(q)
+    t = -2 * log_q
+    asymptotic = -jnp.sqrt(t - jnp.log(t) - np.log(2 * np.pi).astype(dtype))
+    x = jnp.where(q > 1e-6, np.sqrt(2).astype(dtype) * lax.erf_inv(2 * q - 1), asymptotic)
+    half_log_2pi = (0.5 * np.log(2 * np.pi)).astype(dtype)
+    for _ in range(4):
+        log_cdf = log_ndtr(x)
+        slope = jnp.exp(-0.5 * x * x - half_log_2pi - log_cdf)
+        x = x - (log_cdf - log_q) / slope
+    return x
 
 
 # Where log_ndtr switches method, per precision: (lower, upper).

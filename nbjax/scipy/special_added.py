@@ -21,13 +21,15 @@ __all__ = ["gamma", "gammasgn", "loggamma", "factorial", "comb", "poch", "multig
 
 
 def gammasgn(x):
-    """The sign of the gamma function: 1 for x >= 0, alternating between the poles below 0
-    (``(-1)**ceil(-x)``); NaN at the poles and for -inf or NaN."""
+    """The sign of the gamma function: 1 for x > 0, alternating between the poles below 0
+    (``(-1)**ceil(-x)``); NaN at the poles and for -inf or NaN; the sign of a zero at zero
+    (``Gamma(-0) = -inf``, as in SciPy)."""
     x, = promote_args_inexact("gammasgn", x)
     floor_x = lax.floor(x)
     negative = jnp.where(jnp.fmod(floor_x, 2) == 0, 1.0, -1.0).astype(x.dtype)
     pole = (x < 0) & (x == floor_x)
-    out = jnp.where(x >= 0, jnp.ones_like(x), negative)
+    out = jnp.where(x > 0, jnp.ones_like(x), negative)
+    out = jnp.where(x == 0, jnp.where(jnp.signbit(x), -1.0, 1.0).astype(x.dtype), out)
     return jnp.where(pole | jnp.isnan(x), jnp.full_like(x, np.nan), out)
 
 
@@ -85,9 +87,37 @@ def multigammaln(a, d):
 
 
 def betaln(a, b):
-    """``log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b)``."""
+    """``log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b)``. Where the larger argument
+    is large (and both are positive), ``gammaln(b) - gammaln(a + b)`` cancels, to nothing at
+    all when ``a + b`` rounds to ``b``: there it comes from Stirling's series instead."""
     a, b = promote_args_inexact("betaln", a, b)
-    return lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b)
+    small, large = jnp.minimum(a, b), jnp.maximum(a, b)
+    stirling = (small > 0) & (large >= _STIRLING_FROM)
+    safe_large = jnp.where(stirling, large, jnp.full_like(large, _STIRLING_FROM))
+    safe_small = jnp.where(stirling, small, jnp.ones_like(small))
+    return jnp.where(stirling, lax.lgamma(small) + _lgamma_ratio(safe_small, safe_large),
+                     lax.lgamma(a) + lax.lgamma(b) - lax.lgamma(a + b))
+
+
+_STIRLING_FROM = 10.0  # (where the series below is accurate to float64's precision)
+_STIRLING_COEFFICIENTS = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360)
+
+
+def _stirling_correction(x):
+    """``gammaln(x) - ((x - 1/2) log x - x + log(2 pi) / 2)`` for ``x >= 10``: the asymptotic
+    series in ``1 / x^(2k - 1)`` with the Bernoulli-number coefficients."""
+    inv_x2, term, total = 1 / (x * x), 1 / x, jnp.zeros_like(x)
+    for c in _STIRLING_COEFFICIENTS:
+        total = total + np.array(c, x.dtype) * term
+        term = term * inv_x2
+    return total
+
+
+def _lgamma_ratio(a, b):
+    """``gammaln(b) - gammaln(a + b)`` for ``a > 0``, ``b >= 10``, through Stirling's formula:
+    ``-(b - 1/2) log1p(a / b) - a log(a + b) + a`` plus the corrections' difference."""
+    return (a - (b - 0.5) * jnp.log1p(a / b) - a * jnp.log(a + b)
+            + _stirling_correction(b) - _stirling_correction(a + b))
 
 
 def beta(a, b):

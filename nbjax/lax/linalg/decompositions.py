@@ -37,7 +37,7 @@ from ..standard import INT, check_dtype, same_dtypes, scalar_like
 from ..structural import broadcasted_iota, concatenate, full, pad
 from .util import (check_matrix, cols_of, complex_dtype, conj_if_complex, diagonal_of, dtype_of,
                    each_col, each_row, identity_matrix, linalg_primitive,
-                   linear_algebra_lowering, mH, mT, mm, nan_where_lapack_fails, ndim_of,
+                   linear_algebra_lowering, mH, mT, mm, nan_array, nan_where_lapack_fails, ndim_of,
                    outer_diff, permutation_matrix, pivot_magnitude, real_dtype, rows_of,
                    shape_of, symmetrize, tril, triu, zeros_of)
 
@@ -201,7 +201,7 @@ def _cholesky_impl(x):
     program)."""
     return nan_where_lapack_fails(
         lambda m: (np.linalg.cholesky(m),), x,
-        lambda m: (np.tril(np.full(m.shape, np.nan, m.dtype)),))[0]
+        lambda m: (np.tril(nan_array(m.shape, m.dtype)),))[0]
 
 
 @cholesky_p.def_jvp
@@ -578,8 +578,9 @@ def _eigh_abstract_eval(x, *, lower, sort_eigenvalues):
 
 @eigh_p.def_impl
 def _eigh_impl(x, *, lower, sort_eigenvalues):
-    """LAPACK's ``syevd``/``heevd`` (through NumPy): eigenvalues always ascending."""
-    w, v = np.linalg.eigh(x, UPLO="L" if lower else "U")
+    """LAPACK's ``syevd``/``heevd`` (through NumPy): eigenvalues always ascending; a matrix
+    on which it does not converge (one holding NaN) gives NaN, the rest of the stack does not."""
+    w, v = nan_where_lapack_fails(lambda a: np.linalg.eigh(a, UPLO="L" if lower else "U"), x)
     return [v, w]
 
 
@@ -654,8 +655,9 @@ def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
     """Right eigenvectors from NumPy (LAPACK ``geev``); left ones are the rows of ``vr^{-1}``
     (``vl^H a = w vl^H``), conjugated and normalised as ``geev`` does."""
     dtype = complex_dtype(x.dtype)
-    w, vr = nan_where_lapack_fails(lambda a: tuple(np.linalg.eig(a)), x)
-    w, vr = w.astype(dtype), vr.astype(dtype)
+    # (complex per matrix: NumPy gives a real result for a matrix with real eigenvalues, and
+    # storing it would drop the imaginary parts of the others when a stack is split up)
+    w, vr = nan_where_lapack_fails(lambda a: [o.astype(dtype) for o in np.linalg.eig(a)], x)
     out = [w]
     if compute_left_eigenvectors:
         out.append(_normalize_columns(np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2)))

@@ -12,7 +12,8 @@ import numpy as np
 from ...core import Primitive, ShapedArray
 from .. import batch_util
 from ..standard import FLOAT, INEXACT, check_dtype, same_dtypes
-from .util import check_batch_ranks, check_matrix, linalg_primitive, per_matrix, real_dtype
+from .util import (check_batch_ranks, check_matrix, linalg_primitive, nan_array, per_matrix,
+                   real_dtype)
 
 __all__ = ["cholesky_update", "cholesky_update_p", "hessenberg", "hessenberg_p",
            "householder_product", "householder_product_p", "ormqr", "ormqr_p", "schur",
@@ -49,7 +50,7 @@ def _schur_one(m):
     try:
         return scipy.linalg.schur(m, check_finite=False)
     except np.linalg.LinAlgError:
-        nan = np.full(m.shape, np.nan, m.dtype)
+        nan = nan_array(m.shape, m.dtype)
         return nan, nan
 
 

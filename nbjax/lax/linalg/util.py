@@ -212,6 +212,13 @@ def pivot_magnitude(x):
     return np.abs(x.real) + np.abs(x.imag) if np.iscomplexobj(x) else np.abs(x)
 
 
+def nan_array(shape, dtype):
+    """What a failed LAPACK call gives in JAX: NaN, and NaN in both parts of a complex
+    number."""
+    return np.full(shape, complex(np.nan, np.nan) if np.dtype(dtype).kind == "c" else np.nan,
+                   dtype)
+
+
 def nan_where_lapack_fails(fn, x, failed=None):
     """``fn(x)`` (NumPy's LAPACK call, a tuple of arrays) on a stack of matrices; where it
     raises (a matrix not positive definite, not converging, holding NaN or inf), each
@@ -230,7 +237,7 @@ def nan_where_lapack_fails(fn, x, failed=None):
         except np.linalg.LinAlgError:
             if failed is not None:
                 return failed(m)
-            return tuple(np.full(o.shape, np.nan, o.dtype) for o in specimen)
+            return tuple(nan_array(o.shape, o.dtype) for o in specimen)
     return tuple(per_matrix(one, [x], x.shape[:-2], *[(o.shape, o.dtype) for o in specimen]))
 
 
