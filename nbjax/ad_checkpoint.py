@@ -73,17 +73,24 @@ def print_saved_residuals(f, *args, **kwargs):
 
 
 def _argument_names(f, args, kwargs):
-    """The name of each leaf of ``(args, kwargs)`` as the user wrote it: ``x``, ``p['w']``."""
+    """The name of each leaf of ``(args, kwargs)``, in the order they flatten (positional
+    arguments, then keywords by name), as the user wrote it: ``x``, ``p['w']``, ``xs[1]``."""
+    named = [(_positional_name(f, i), a) for i, a in enumerate(args)] + sorted(kwargs.items())
+    return [name + pytree.keystr(path) for name, value in named
+            for path, _ in pytree.tree_flatten_with_path(value)[0]]
+
+
+def _positional_name(f, i):
+    """The name of ``f``'s ``i``-th positional parameter (``args[i]`` without a signature)."""
     try:
-        bound = inspect.signature(f).bind(*args, **kwargs)
-        named = [(name, value) for name, value in bound.arguments.items()]
-    except (TypeError, ValueError):  # no signature, or one that does not fit
-        named = [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())
-    names = []
-    for name, value in named:
-        for path, _ in pytree.tree_flatten_with_path(value)[0]:
-            names.append(name + pytree.keystr(path))
-    return names
+        parameters = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):  # a builtin or a callable without a signature
+        return f"args[{i}]"
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if i < len(positional):
+        return positional[i].name
+    rest = next((p for p in parameters if p.kind == p.VAR_POSITIONAL), None)
+    return f"{rest.name}[{i - len(positional)}]" if rest else f"args[{i}]"
 
 
 def _origin(atom, names, producers, constvars):

@@ -214,3 +214,14 @@ def test_a_scan_s_saved_values_are_named_by_the_step_that_adds_them():
     assert not any("tanh" in origin for origin in remat)
     assert_close(nbjax.grad(lambda h: loss(h, xs, nbjax.checkpoint(step)))(h0),
                  nbjax.grad(loss)(h0, xs), rtol=1e-5, scale=1)
+
+
+def test_saved_arguments_are_named_in_the_order_they_flatten():
+    """Keyword arguments flatten by name, not in the signature's order: each saved
+    argument still gets its own name (told apart here by their shapes)."""
+    def f(x, *, z, b):
+        return jnp.sum(x) * jnp.sum(z) + jnp.sum(b * b)
+    saved = {(v.aval.shape, v.origin) for v in ad_checkpoint.saved_values(
+        f, np.ones(2, np.float32), z=np.ones(3, np.float32), b=np.ones(4, np.float32))
+        if v.origin.startswith("the argument")}
+    assert saved == {((4,), "the argument b")}
