@@ -93,18 +93,18 @@ def _positional_name(f, i):
     return f"{rest.name}[{i - len(positional)}]" if rest else f"args[{i}]"
 
 
-def _origin(atom, names, producers, constvars):
+def _origin(atom, names, producers, constants):
     """``(origin, source, argument)`` of a saved value (see ``SavedValue``)."""
-    if not isinstance(atom, Var) or atom in constvars:
+    if not isinstance(atom, Var) or atom in constants:
         return "a constant", None, None
     if atom in names:
         position, name = names[atom]
         return f"the argument {name}", None, position
     eqn = producers[atom]
     if eqn.primitive is checkpoint_p:  # saved by a policy: say which value inside
-        return _inner_origin(eqn, atom, names, producers, constvars)
+        return _inner_origin(eqn, atom, names, producers, constants)
     if eqn.primitive is scan_p and eqn.outvars.index(atom) >= eqn.params["num_carry"]:
-        return _stacked_origin(eqn, atom, names, producers, constvars)
+        return _stacked_origin(eqn, atom, names, producers, constants)
     if eqn.primitive is name_p:
         return f"named {eqn.params['name']!r}", eqn.source_info, None
     if eqn.primitive.call_param is not None and "name" in eqn.params:
@@ -112,7 +112,7 @@ def _origin(atom, names, producers, constvars):
     return f"output of {eqn.primitive.name}", eqn.source_info, None
 
 
-def _stacked_origin(eqn, atom, names, producers, constvars):
+def _stacked_origin(eqn, atom, names, producers, constants):
     """The origin of ``atom``, a stacked output of a scan (a residual its forward pass
     keeps, one per step): the value of the body that each step adds."""
     body = eqn.params["jaxpr"].jaxpr
@@ -123,7 +123,7 @@ def _stacked_origin(eqn, atom, names, producers, constvars):
         n_consts, n_carry = eqn.params["num_consts"], eqn.params["num_carry"]
         if n_consts <= position < n_consts + n_carry:
             return "the carry of a scan, one per step", eqn.source_info, None
-        origin = _origin(eqn.invars[position], names, producers, constvars)
+        origin = _origin(eqn.invars[position], names, producers, constants)
         return (origin if position >= n_consts + n_carry  # an element of xs: xs itself
                 else (origin[0] + per_step,) + origin[1:])
     inner_producers = {v: e for e in body.eqns for v in e.outvars}
@@ -131,7 +131,7 @@ def _stacked_origin(eqn, atom, names, producers, constvars):
     return origin + per_step, source, None
 
 
-def _inner_origin(eqn, atom, names, producers, constvars):
+def _inner_origin(eqn, atom, names, producers, constants):
     """The origin of ``atom``, an output of a checkpoint call, found inside the callee."""
     callee = eqn.params["jaxpr"]
     inner = callee.jaxpr if isinstance(callee, ClosedJaxpr) else callee
@@ -139,6 +139,6 @@ def _inner_origin(eqn, atom, names, producers, constvars):
     inner_atom = inner.outvars[position]
     if inner_atom in inner.invars:  # an operand of the call, passed through
         return _origin(eqn.invars[inner.invars.index(inner_atom)], names, producers,
-                       constvars)
+                       constants)
     inner_producers = {v: e for e in inner.eqns for v in e.outvars}
     return _origin(inner_atom, {}, inner_producers, set(inner.constvars))

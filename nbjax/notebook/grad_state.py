@@ -161,10 +161,6 @@ CHECKPOINT_HINT = ("To keep less (and recompute more in the backward pass), wrap
                    "chooses what it still keeps.")
 
 
-def _nbytes(aval):
-    return int(np.prod(aval.shape, dtype=np.int64)) * np.dtype(aval.dtype).itemsize
-
-
 def memory_state(fun, args, kwargs, argnums, inputs, mode):
     """The values reverse mode carries from the forward pass to the backward pass of
     ``fun`` at this input, differentiated at ``argnums`` (``inputs``: the names of their
@@ -186,11 +182,11 @@ def memory_state(fun, args, kwargs, argnums, inputs, mode):
         else:
             origin = value.origin
         source = value.source
-        rows.append({"type": value.aval.str_short(), "bytes": _nbytes(value.aval),
+        rows.append({"type": value.aval.str_short(), "bytes": value.aval.nbytes,
                      "origin": origin,
                      "source": location(source.file, source.line) if source else None,
                      "source_text": source.source_line() if source else None})
-    arguments = sum(_nbytes(get_aval(x)) for x in pytree.tree_leaves(list(diff)))
+    arguments = sum(get_aval(x).nbytes for x in pytree.tree_leaves(list(diff)))
     return {"rows": rows, "total": sum(r["bytes"] for r in rows), "arguments": arguments,
             "hint": CHECKPOINT_HINT}
 
