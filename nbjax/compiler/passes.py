@@ -6,55 +6,17 @@ as a ``Rewrite`` (the rule that fired and the equation it fired on), so the note
 what the compiler did and why. ``optimize`` runs them in order.
 """
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, JaxprEqn, Literal, Var, has_effect,
+from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, Literal, Var, has_effect,
                     set_current_trace, subjaxprs)
-from ..core.source_info import inlined_at
 from ..interpreters.batching import axis_primitives
 from ..interpreters.staging import trace_to_closed_jaxpr
 from .kernel import kernel_lowering
+from .rewriting import Rewrite, Rewriter, at, called_from, emit_inlined
 
 # Constant folding makes new constants; bigger results stay computations.
 FOLD_SIZE_LIMIT = 1024
-
-
-@dataclass(frozen=True, eq=False)
-class Rewrite:
-    """One rewrite: ``rule`` fired on ``eqn`` (the equation as it was), with a ``detail``."""
-    rule: str
-    eqn: JaxprEqn
-    detail: str = ""
-
-    def __str__(self):
-        return f"{self.rule}: {self.detail} ({self.eqn.primitive.name})"
-
-
-class _Rewriter:
-    """Rebuilds a jaxpr equation by equation, with variables renamed through ``env``."""
-
-    def __init__(self, jaxpr):
-        self.env = {}
-        self.eqns = []
-        self.new_consts = []  # (var, value) made by constant folding
-        self.jaxpr = jaxpr
-
-    def read(self, atom):
-        return atom if isinstance(atom, Literal) else self.env.get(atom, atom)
-
-    def bind_outputs(self, outvars, atoms):
-        for v, a in zip(outvars, atoms):
-            self.env[v] = a
-
-    def emit(self, eqn):
-        self.eqns.append(eqn.replace(invars=[self.read(a) for a in eqn.invars]))
-
-    def finish(self, extra_constvars=()):
-        j = self.jaxpr
-        return Jaxpr(list(j.constvars) + list(extra_constvars), j.invars,
-                     [self.read(a) for a in j.outvars], self.eqns)
 
 
 # --- inlining ------------------------------------------------------------------------------
@@ -97,7 +59,7 @@ def inline_calls(jaxpr, consts, log):
     to transformations) by the equations of the jaxpr they call, so jit of jit is one program
     for the compiler, and expand primitives that decompose into others. Each inlined copy
     gets fresh variables."""
-    rw = _Rewriter(jaxpr)
+    rw = Rewriter(jaxpr)
     for eqn in jaxpr.eqns:
         callee = _callee(eqn)
         if callee is None:
@@ -106,9 +68,9 @@ def inline_calls(jaxpr, consts, log):
         # A decomposition's equations are the user's line that called the primitive; a
         # call's keep their lines, their call paths continuing the call's.
         call = eqn.primitive.call_param is not None
-        where = _called_from(eqn.source_info) if call else _at(eqn)
+        where = called_from(eqn.source_info) if call else at(eqn)
         inner = ClosedJaxpr(*inline_calls(callee.jaxpr, callee.consts, log))
-        rw.bind_outputs(eqn.outvars, _emit_inlined(rw, inner, eqn.invars, where))
+        rw.bind_outputs(eqn.outvars, emit_inlined(rw, inner, eqn.invars, where))
         log.append(Rewrite("inline", eqn, f"inlined {eqn.primitive.name} "
                            f"{eqn.params.get('name', '')}".strip() if call else
                            f"decomposed {eqn.primitive.name} into {len(inner.jaxpr.eqns)} "
@@ -117,51 +79,19 @@ def inline_calls(jaxpr, consts, log):
         list(consts) + [c for _, c in rw.new_consts]
 
 
-def _at(eqn):
-    """``where`` for inlined equations that are ``eqn``'s: its source and provenance."""
-    return lambda inner_eqn: {"source_info": eqn.source_info, "provenance": eqn.provenance}
-
-
-def _called_from(site):
-    """``where`` for the equations of a call inlined at a line: their own lines, reached
-    through the call."""
-    relocate = inlined_at(site)
-    return lambda inner_eqn: {"source_info": relocate(inner_eqn.source_info)}
-
-
-def _emit_inlined(rw, closed, operands, where):
-    """Emit the equations of ``closed`` on ``operands`` (atoms of the jaxpr being rewritten)
-    with fresh variables (its consts become new constvars, ``where(eqn)`` gives the source
-    information of an equation's copy); returns the atoms of its outputs."""
-    local = {}
-    for v, c in zip(closed.jaxpr.constvars, closed.consts):
-        local[v] = Var(v.aval)
-        rw.new_consts.append((local[v], c))
-    local.update(zip(closed.jaxpr.invars, [rw.read(a) for a in operands]))
-
-    def read_local(a):
-        return a if isinstance(a, Literal) else local[a]
-    for inner_eqn in closed.jaxpr.eqns:
-        fresh = [Var(v.aval) for v in inner_eqn.outvars]
-        rw.eqns.append(inner_eqn.replace(invars=[read_local(a) for a in inner_eqn.invars],
-                                         outvars=fresh, **where(inner_eqn)))
-        local.update(zip(inner_eqn.outvars, fresh))
-    return [read_local(a) for a in closed.jaxpr.outvars]
-
-
 def decompose_library_steps(closed, categories):
     """``closed`` (a ClosedJaxpr) with each equation of a library step of ``categories``
     that has a ``"kernels"`` lowering replaced by its equations (the pipeline's last pass
     for a target computing such steps from kernels: ``Target.decomposed``); returns it and
     the rewrites. Bodies of control flow are left as they are."""
-    log, rw = [], _Rewriter(closed.jaxpr)
+    log, rw = [], Rewriter(closed.jaxpr)
     for eqn in closed.jaxpr.eqns:
         decompose = eqn.primitive.lowerings.get("kernels")
         if decompose is None or eqn.primitive.lowerings.get("library") not in categories:
             rw.emit(eqn)
             continue
         inner = _decomposition(eqn, decompose)
-        rw.bind_outputs(eqn.outvars, _emit_inlined(rw, inner, eqn.invars, _at(eqn)))
+        rw.bind_outputs(eqn.outvars, emit_inlined(rw, inner, eqn.invars, at(eqn)))
         log.append(Rewrite("decompose", eqn, f"computed {eqn.primitive.name} by "
                            f"{len(inner.jaxpr.eqns)} equations with kernels"))
     return ClosedJaxpr(rw.finish([v for v, _ in rw.new_consts]),
@@ -185,7 +115,7 @@ def _worth_hoisting(eqn):
 def hoist_from_loops(jaxpr, consts, log):
     """Compute what a loop body does on its xs alone (a matrix product of each row, say)
     before the loop, for all iterations at once (``ControlLowering.hoist``)."""
-    rw = _Rewriter(jaxpr)
+    rw = Rewriter(jaxpr)
     for eqn in jaxpr.eqns:
         control = eqn.primitive.lowerings.get("control")
         hoisted = control.hoist(eqn.params, _worth_hoisting) \
@@ -196,7 +126,7 @@ def hoist_from_loops(jaxpr, consts, log):
         before, params = hoisted
         ops = control.split(eqn.params, eqn.invars)
         before = ClosedJaxpr(*inline_calls(before.jaxpr, before.consts, log))
-        stacked = _emit_inlined(rw, before, ops["consts"] + ops["xs"], _at(eqn))
+        stacked = emit_inlined(rw, before, ops["consts"] + ops["xs"], at(eqn))
         rw.eqns.append(eqn.replace(invars=[rw.read(a) for a in eqn.invars] + stacked,
                                    params=params))
         products = sum(map(_worth_hoisting, before.jaxpr.eqns))
@@ -212,7 +142,7 @@ def hoist_from_loops(jaxpr, consts, log):
 def fold_constants(jaxpr, consts, log):
     """Evaluate equations whose operands are all known and whose results are small."""
     known = {v: c for v, c in zip(jaxpr.constvars, consts)}
-    rw = _Rewriter(jaxpr)
+    rw = Rewriter(jaxpr)
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
         foldable = (all(isinstance(a, Literal) or a in known for a in ins)
@@ -260,7 +190,7 @@ def simplify(jaxpr, consts, log):
     """Apply each equation's primitive's ``simplify`` rule (see ``nbjax.core.primitive``):
     ``x * 1``, ``-(-x)``, same-type conversions, small integer powers as multiplies... The
     identities are knowledge of the primitives, written next to them in ``nbjax.lax``."""
-    rw = _Rewriter(jaxpr)
+    rw = Rewriter(jaxpr)
     producers = {}
     uses = _use_counts(jaxpr)
 
@@ -295,7 +225,7 @@ def _atom_key(atom):
 
 def cse(jaxpr, consts, log):
     """Reuse the result of an identical earlier equation (same primitive, params, operands)."""
-    rw = _Rewriter(jaxpr)
+    rw = Rewriter(jaxpr)
     seen = {}
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
