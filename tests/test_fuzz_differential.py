@@ -286,7 +286,11 @@ class _Program:
         """dot/einsum of every rank: vector.vector (0-d), matrix.vector, matrix.matrix,
         batched, outer, and full contractions; at times the sum of two of them (a product
         adding into the other's buffer)."""
-        x = _no_overflow(self.x, 2 * self.x.size, factors=2)
+        # (complex infinities are left out: BLAS scales a product by alpha = 1 + 0i, which
+        # makes 0 * inf NaNs of infinite parts that NumPy's own loop, taken for small
+        # matrices, leaves infinite)
+        x = _no_overflow(self.x, 2 * self.x.size, factors=2,
+                         infinities=self.kind() != "complex")
         abs_x = jnp.abs(x) if self.kind() in ("float", "complex") else None
         ops = {0: [lambda v: jnp.dot(v, v), lambda v: jnp.einsum(",->", v, v)],
                1: [lambda v: jnp.dot(v, v), lambda v: jnp.vdot(v, jnp.flip(v)),

@@ -154,11 +154,14 @@ class Timer:
 
 def view_step(eqn, slots):
     """A step making the result of a view equation (a ``"view"`` step of the fusion plan)
-    its operand's buffer with the result's shape: a NumPy or CuPy view, no copy."""
-    src, dst, shape = slots[eqn.invars[0]], slots[eqn.outvars[0]], eqn.outvars[0].aval.shape
+    its operand's buffer with the result's shape and dtype: a NumPy or CuPy view, no copy."""
+    src, dst = slots[eqn.invars[0]], slots[eqn.outvars[0]]
+    shape, dtype = eqn.outvars[0].aval.shape, eqn.outvars[0].aval.dtype
 
     def step(env):
-        env[dst] = env[src].reshape(shape)
+        x = env[src]
+        env[dst] = x.reshape(shape) if x.dtype == dtype else \
+            x.reshape(-1).view(dtype).reshape(shape)  # (a complex number's parts)
     return step
 
 

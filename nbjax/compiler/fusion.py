@@ -244,6 +244,9 @@ def plan(jaxpr, target, prefix="kernel"):
     for i in reversed(range(len(eqns))):
         eqn = eqns[i]
         lowering, why_not = kernel_lowering(eqn)
+        if lowering is None and _is_view(eqn, None, program_outputs, computed):
+            group_of[i], notes[i] = _view(eqn, eqn.primitive.lowerings["view"])
+            continue
         if lowering is None:
             group_of[i], notes[i] = _step_without_kernel(eqn, why_not, target,
                                                          f"{prefix}_cf{i}")
@@ -251,9 +254,7 @@ def plan(jaxpr, target, prefix="kernel"):
         group, reason = _join_or_start(eqn, lowering, consumers, group_of, program_outputs,
                                        eqns, reads, depth)
         if group is None and _is_view(eqn, lowering, program_outputs, computed):
-            group_of[i] = FusionGroup("view", [eqn], reason="a view of its operand's buffer")
-            notes[i] = (True, f"{eqn.primitive.name}: the same elements in the same order: "
-                              "a view of its operand's buffer, no copy")
+            group_of[i], notes[i] = _view(eqn, "the same elements in the same order")
             continue
         depth[i] = 1 if group is None else _depth(eqn.outvars[0], group, consumers, group_of,
                                                    depth)
@@ -297,13 +298,23 @@ def plan(jaxpr, target, prefix="kernel"):
     return FusionPlan(jaxpr, groups, decisions)
 
 
+def _view(eqn, what):
+    """The view step of ``eqn`` and its note; ``what`` its result is."""
+    return FusionGroup("view", [eqn], reason="a view of its operand's buffer"), \
+        (True, f"{eqn.primitive.name}: {what}: a view of its operand's buffer, no copy")
+
+
 def _is_view(eqn, lowering, program_outputs, computed):
     """Whether ``eqn``, which would start a kernel of its own, can be a view of its
-    operand's buffer instead (``KernelLowering.views``). A program's output may be one of
-    a value the program computes (in ``computed``) that is no output itself: that value is
-    then computed into the caller's buffer for the output. An output is never a view of an
-    input's buffer or of another output's: the caller gets buffers of its own."""
-    if lowering.views is None or not isinstance(eqn.invars[0], Var) or not lowering.views(eqn):
+    operand's buffer instead (``KernelLowering.views``; with no kernel lowering, a
+    primitive with a ``"view"`` lowering: its operand's bytes read as another type). A
+    program's output may be one of a value the program computes (in ``computed``) that is
+    no output itself: that value is then computed into the caller's buffer for the output.
+    An output is never a view of an input's buffer or of another output's: the caller
+    gets buffers of its own."""
+    views = "view" in eqn.primitive.lowerings if lowering is None else \
+        lowering.views is not None and lowering.views(eqn)
+    if not views or not isinstance(eqn.invars[0], Var):
         return False
     x = eqn.invars[0]
     return eqn.outvars[0] not in program_outputs or (x in computed and x not in program_outputs)

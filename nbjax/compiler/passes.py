@@ -1,5 +1,5 @@
 """Optimising passes on jaxprs: inlining, hoisting out of loops, constant folding, algebraic
-simplification, CSE, DCE.
+simplification, complex numbers as their parts (``complex_parts``), CSE, DCE.
 
 Each pass maps a Jaxpr to a new Jaxpr (nothing is mutated) and reports every rewrite it made
 as a ``Rewrite`` (the rule that fired and the equation it fired on), so the notebook can show
@@ -12,6 +12,7 @@ from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, Literal, Var, has_effect,
                     set_current_trace, subjaxprs)
 from ..interpreters.batching import axis_primitives
 from ..interpreters.staging import trace_to_closed_jaxpr
+from .complex_parts import split_complex
 from .kernel import kernel_lowering
 from .rewriting import Rewrite, Rewriter, at, called_from, emit_inlined
 
@@ -271,7 +272,18 @@ def dce(jaxpr, consts, log):
         [c for _, c in pairs]
 
 
-PASSES = (inline_calls, hoist_from_loops, fold_constants, simplify, cse, dce)
+def complex_parts(jaxpr, consts, log):
+    """Complex numbers computed on their parts (``complex_parts.split_complex``), then, if
+    any were, that arithmetic folded and simplified (on constants; the real part of a
+    product by 1)."""
+    before = len(log)
+    jaxpr, consts = split_complex(jaxpr, consts, log)
+    if len(log) == before:
+        return jaxpr, consts
+    return simplify(*fold_constants(jaxpr, consts, log), log)
+
+
+PASSES = (inline_calls, hoist_from_loops, fold_constants, simplify, complex_parts, cse, dce)
 
 
 def optimize(closed, passes=PASSES):

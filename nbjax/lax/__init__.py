@@ -10,7 +10,8 @@ shape primitives and ``reduce_sum``, which every rule uses); ``batch_util``;
 ``gather_scatter``, ``reductions``, ``special``, ``rng``, ``callback``; ``convolution``
 (compiled, a gather and a product); ``slicing``, ``loops``, ``sorting``,
 ``special_functions``, ``windowed``; ``linalg`` (a package, whose polar decomposition
-iterates with ``while_loop``); ``derived``, ``parallel``; ``collectives``.
+iterates with ``while_loop``); ``derived``, ``parallel``, ``complex_parts`` (complex
+arithmetic on real and imaginary parts, for the compiler); ``collectives``.
 """
 
 from .callback import debug_callback, debug_callback_p, pure_callback_p  # noqa: F401

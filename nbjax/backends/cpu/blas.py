@@ -2,7 +2,7 @@
 finds it in the OpenBLAS NumPy ships, or else SciPy's BLAS).
 
 ``gemm`` emits the calls for a ``dot_general`` that is a stack of matrix products read in
-place: float32 or float64, the result in that dtype, and each operand a
+place: float32, float64, complex64 or complex128, the result in that dtype, and each operand a
 ``lax.dot.matrix_stack``. Its free axes and its contracted axes are two runs of adjacent
 axes (in either order), so that it is a row-major matrix of (free size x contracted size),
 or its transpose, whose outer group's elements lie a fixed stride apart (BLAS's leading
@@ -24,7 +24,7 @@ from ...lax.shapes import transpose_p
 from ...lax.dot import MatrixStack, matrix_stack, result_stack
 from ..llvm import I64, for_loop, mem_type
 from . import routines, tile_choice, tiled_products
-from .routines import REAL, by_reference
+from .routines import SCALARS, by_reference
 
 
 def supports(eqn):
@@ -83,10 +83,10 @@ def _tile_arguments(eqn):
 
 def _products(eqn):
     """(batch shape, lhs's ``MatrixStack``, rhs's) for a ``dot_general`` that is a stack of
-    ``m x k`` by ``k x n`` products read in place, of float32 or float64, else None."""
+    ``m x k`` by ``k x n`` products read in place, of a dtype BLAS has, else None."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = (a.aval for a in eqn.invars)
-    if not (lhs.dtype == rhs.dtype == eqn.outvars[0].aval.dtype and lhs.dtype in REAL):
+    if not (lhs.dtype == rhs.dtype == eqn.outvars[0].aval.dtype and lhs.dtype in SCALARS):
         return None
     a, b = matrix_stack(lhs.shape, lc, lb), matrix_stack(rhs.shape, rc, rb)
     if a is None or b is None:
@@ -171,7 +171,7 @@ def _gemm_call(b, setup, shape, a, bs, c_row, dtype, accumulate):
     matrices of the stacks ``a`` and ``bs`` (``dtype*``: their first elements), into a
     matrix whose rows are ``c_row`` apart, adding to its elements with ``accumulate``
     (``beta = 1``)."""
-    (m, k, n), real = shape, REAL[dtype]
+    m, k, n = shape
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand
     # is, column-major, its transpose with its outer group's stride as leading dimension;
     # it is transposed again ("T") when its contracted group is the other one.
@@ -179,8 +179,8 @@ def _gemm_call(b, setup, shape, a, bs, c_row, dtype, accumulate):
         functools.partial(routines.integer, b, setup)
     fixed = [routines.character(b, setup, "T" if bs.contracted_last else "N"),
              routines.character(b, setup, "N" if a.contracted_last else "T"),
-             *(integer(v) for v in (n, m, k)), ref(ir.Constant(real, 1.0))]
+             *(integer(v) for v in (n, m, k)), ref(routines.scalar(dtype, 1.0))]
     ld_b, ld_a = integer(max(bs.leading, 1)), integer(max(a.leading, 1))
-    beta, ld_c = ref(ir.Constant(real, 1.0 if accumulate else 0.0)), integer(c_row)
+    beta, ld_c = ref(routines.scalar(dtype, 1.0 if accumulate else 0.0)), integer(c_row)
     return lambda lhs, rhs, out: routines.call(
         b, "gemm", dtype, fixed + [rhs, ld_b, lhs, ld_a, beta, out, ld_c])

@@ -32,21 +32,36 @@ from ..llvm import I8, I32, I64, declare
 
 PREFIX = "nbjax_"  # of the names the routines are registered under
 # The routines, each in a float32 ("s") and a float64 ("d") variant, by the SciPy module
-# exporting them.
+# exporting them; the matrix product also in its complex64 ("c") and complex128 ("z") ones.
 BLAS = ("gemm", "trsm")
 LAPACK = ("potrf", "getrf", "geqrf", "orgqr", "syevd", "gesdd")
-LETTERS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d"}
+COMPLEX_BLAS = ("gemm",)
+LETTERS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+           np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
 REAL = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
+# The scalars (alpha, beta) of the dtypes ``gemm`` computes in: a complex one is two floats.
+SCALARS = {**REAL, np.dtype(np.complex64): ir.ArrayType(ir.FloatType(), 2),
+           np.dtype(np.complex128): ir.ArrayType(ir.DoubleType(), 2)}
 I8P = I8.as_pointer()
 
 
-def _names(routines):
-    return [letter + r for r in routines for letter in LETTERS.values()]
+def _names(routines, letters="sd"):
+    return [letter + r for r in routines for letter in letters]
+
+
+def _all_names():
+    return _names(BLAS + LAPACK) + _names(COMPLEX_BLAS, "cz")
+
+
+def scalar(dtype, value):
+    """The constant ``value`` (a real number) as a routine's scalar argument of ``dtype``."""
+    t = SCALARS[np.dtype(dtype)]
+    return ir.Constant(t, [value, 0.0] if isinstance(t, ir.ArrayType) else value)
 
 
 def called(symbols):
     """Whether any of the symbol names ``symbols`` is one of the routines' (``library``)."""
-    routines = set(_names(BLAS + LAPACK))
+    routines = set(_all_names())
     return any(s.startswith(PREFIX) and s[len(PREFIX):].rpartition("_i")[0] in routines
                for s in symbols)
 
@@ -66,7 +81,7 @@ def _numpy_openblas():
         try:
             lib = ctypes.CDLL(path)
             return {r: ctypes.cast(getattr(lib, f"scipy_{r}_64_"), ctypes.c_void_p).value
-                    for r in _names(BLAS + LAPACK)}
+                    for r in _all_names()}
         except (OSError, AttributeError):
             continue
     return None
@@ -77,9 +92,9 @@ def _scipy_routines():
     import scipy.linalg.cython_blas  # (here: it costs 150-300 ms, paid only when needed)
     import scipy.linalg.cython_lapack
     found = {}
-    for module, routines in ((scipy.linalg.cython_blas, BLAS),
-                             (scipy.linalg.cython_lapack, LAPACK)):
-        found.update({r: _capsule_address(module.__pyx_capi__[r]) for r in _names(routines)})
+    for module, names in ((scipy.linalg.cython_blas, _names(BLAS) + _names(COMPLEX_BLAS, "cz")),
+                          (scipy.linalg.cython_lapack, _names(LAPACK))):
+        found.update({r: _capsule_address(module.__pyx_capi__[r]) for r in names})
     return found
 
 

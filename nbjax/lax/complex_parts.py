@@ -1,0 +1,434 @@
+"""Complex arithmetic as real arithmetic on the parts: how compiled code computes complex numbers.
+
+A kernel's scalar operations are real (``compiler.kernel``). So before planning, the compiler
+(``compiler.complex_parts``) rewrites each equation on complex numbers whose primitive has a
+``"complex parts"`` lowering here into equations on the real and imaginary parts, which fuse
+into kernels like any others: ``z * w`` becomes ``(a*c - b*d) + (a*d + b*c) i``. The parts of
+a complex array the program reads come from a view of its buffer as pairs of floats
+(``complex_as_floats``), and a complex result a later step needs whole is written as such
+pairs and viewed as complex again (``floats_as_complex``): no copy either way.
+
+A rule takes the operands of the equation, each complex one as its ``Parts``, the others
+as they are, with the equation's params, and returns ``Parts`` (a complex result) or an
+array (a real one). The formulas are NumPy's where NumPy's are more than the schoolbook
+ones (division by Smith's method, ``abs`` without overflow), so compiled results agree with
+the reference backend to rounding on finite numbers; at infinities and NaNs they follow C99
+where a ``select`` can (``exp`` of ``inf + 0i``, ``sqrt`` of ``x + inf i``), not everywhere.
+Primitives without a rule (``pow``, the inverse trigonometric functions, products of all
+elements) stay steps on the reference backend, as before.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..core import Primitive, ShapedArray, get_aval
+from ..core import dtypes
+from .elementwise import (abs_p, add, add_p, bitcast_convert_type, complex_p, conj_p,
+                          convert_element_type, convert_element_type_p, div, div_p, eq, eq_p,
+                          ge, gt, integer_pow_p, imag_p, lt, max, min, mul, mul_p, ne, ne_p,
+                          neg, neg_p, real_p, select, select_n_p, sign_p, square_p, sub,
+                          sub_p)
+from .elementwise import bitwise_and as and_, bitwise_or as or_
+from .gather_scatter import GatherScatterMode, default_fill_value, gather_p
+from .reductions import cumsum_p
+from .shapes import (broadcast_in_dim, broadcast_in_dim_p, reduce_sum_p, reshape_p,
+                     squeeze_p, transpose_p)
+from .slicing import dynamic_slice_p, dynamic_update_slice_p
+from .standard import array_module_lowering
+from .structural import concatenate, concatenate_p, index_in_dim, pad_p, rev_p, slice_p
+from .transcendental import (atan2, cos, cos_p, cosh, cosh_p, exp, exp_p, expm1, expm1_p,
+                             log, log1p, log1p_p, log_p, rsqrt_p, sin, sin_p, sinh, sinh_p,
+                             sqrt, sqrt_p, tan, tan_p, tanh_p)
+
+__all__ = ["Parts", "PairedParts", "complex_as_floats", "complex_as_floats_p", "floats_as_complex",
+           "floats_as_complex_p", "split", "join"]
+
+
+class Parts(NamedTuple):
+    """A complex array as its real and imaginary parts (float arrays of its shape)."""
+    re: object
+    im: object
+
+
+class PairedParts(Parts):
+    """Parts read from ``pairs``, an array of the complex value's pairs of floats as its
+    buffer holds them (a rule's result computed that way): building the value whole takes
+    a view of ``pairs``, no kernel."""
+
+    @classmethod
+    def of(cls, pairs):
+        last = len(get_aval(pairs).shape) - 1
+        parts = cls(index_in_dim(pairs, 0, last, keepdims=False),
+                    index_in_dim(pairs, 1, last, keepdims=False))
+        parts.pairs = pairs
+        return parts
+
+
+def real_dtype(dtype):
+    return np.finfo(dtype).dtype
+
+
+# --- the two views between a complex array and its parts -----------------------------------
+
+def _as_floats(xp, x):
+    flat = xp.ascontiguousarray(x.reshape(-1))  # (a 0-d array becomes 1-d here)
+    return flat.view(real_dtype(x.dtype)).reshape(x.shape + (2,))
+
+
+def _as_complex(xp, x):
+    flat = xp.ascontiguousarray(x.reshape(-1))
+    dtype = dtypes.complex128 if x.dtype == dtypes.float64 else dtypes.complex64
+    return flat.view(dtype).reshape(x.shape[:-1])
+
+
+complex_as_floats_p = Primitive("complex_as_floats")
+complex_as_floats_p.def_abstract_eval(lambda x: ShapedArray(
+    x.shape + (2,), real_dtype(x.dtype), x.weak_type))
+array_module_lowering(complex_as_floats_p, lambda xp, x: _as_floats(xp, x).copy())
+complex_as_floats_p.def_lowering("view", "its operand's buffer, read as pairs of floats")
+
+floats_as_complex_p = Primitive("floats_as_complex")
+floats_as_complex_p.def_abstract_eval(lambda x: ShapedArray(
+    x.shape[:-1], dtypes.complex128 if x.dtype == dtypes.float64 else dtypes.complex64,
+    x.weak_type))
+array_module_lowering(floats_as_complex_p, lambda xp, x: _as_complex(xp, x).copy())
+floats_as_complex_p.def_lowering("view", "its operand's pairs of floats, read as complex")
+
+
+def complex_as_floats(x):
+    """A complex array's elements as pairs of floats: one more axis, of 2 (compiler use)."""
+    return complex_as_floats_p.bind(x)
+
+
+def floats_as_complex(x):
+    """Pairs of floats (the last axis, of 2) as complex numbers (compiler use)."""
+    return floats_as_complex_p.bind(x)
+
+
+def split(z):
+    """The Parts of the complex array ``z``, read from a view of its buffer."""
+    pairs = complex_as_floats(z)
+    return Parts(index_in_dim(pairs, 0, -1, keepdims=False),
+                 index_in_dim(pairs, 1, -1, keepdims=False))
+
+
+def join(parts):
+    """The complex array of ``parts``: the pairs written by one kernel, viewed as complex."""
+    return floats_as_complex(_pairs(parts))
+
+
+def _pairs(parts):
+    """The parts side by side: one more axis, of 2 (real, imaginary)."""
+    shape = get_aval(parts.re).shape
+    column = [broadcast_in_dim(p, shape + (1,), tuple(range(len(shape)))) for p in parts]
+    return concatenate(column, len(shape))
+
+
+def complex_parts_lowering(prim, rule):
+    prim.def_lowering("complex parts", rule)
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+def _c(value, like):
+    """A rank-0 constant of ``like``'s dtype (it broadcasts in lax's element-wise ops)."""
+    return np.asarray(value, get_aval(like).dtype)
+
+
+def _select(pred, on_true, on_false):
+    """``select`` with lax's element-wise broadcasting (rank 0, size-1 axes) of its operands,
+    as the other element-wise primitives have."""
+    operands = (pred, on_true, on_false)
+    shape = tuple(np.broadcast_shapes(*[get_aval(x).shape for x in operands]))
+    return select(*[_broadcast_to(x, shape) for x in operands])
+
+
+def _broadcast_to(x, shape):
+    """``x`` (rank 0, or of ``shape`` but for size-1 axes) at ``shape``."""
+    if get_aval(x).shape == shape:
+        return x
+    return broadcast_in_dim(x, shape, tuple(range(len(get_aval(x).shape))))
+
+
+def _zeros(x):
+    return broadcast_in_dim(_c(0, x), get_aval(x).shape, ())
+
+
+def _is_inf(x):
+    return eq(abs_p.bind(x), _c(np.inf, x))
+
+
+def _sign_bit(x):
+    """Whether ``x``'s sign bit is set (-0.0 and negative NaNs included)."""
+    bits = np.dtype(f"int{8 * get_aval(x).dtype.itemsize}")
+    return lt(bitcast_convert_type(x, bits), np.asarray(0, bits))
+
+
+def _copysign(magnitude, sign):
+    return _select(_sign_bit(sign), neg(magnitude), magnitude)
+
+
+def hypot(x, y):
+    """``sqrt(x*x + y*y)`` without overflow or underflow in the squares; infinite when
+    either is (even with the other NaN), as C's ``hypot``."""
+    ax, ay = abs_p.bind(x), abs_p.bind(y)
+    big, small = max(ax, ay), min(ax, ay)
+    ratio = div(small, _select(eq(big, _c(0, big)), _c(1, big), big))
+    h = mul(big, sqrt(add(_c(1, ratio), mul(ratio, ratio))))
+    return _select(or_(_is_inf(x), _is_inf(y)), _c(np.inf, h), h)
+
+
+def _mul(z, w):
+    (a, b), (c, d) = z, w
+    return Parts(sub(mul(a, c), mul(b, d)), add(mul(a, d), mul(b, c)))
+
+
+def _div(z, w):
+    """Smith's method, as NumPy: scaled by the larger part of the divisor."""
+    (a, b), (c, d) = z, w
+    by_re = ge(abs_p.bind(c), abs_p.bind(d))
+    small = _select(by_re, d, c)
+    big = _select(by_re, c, d)
+    ratio = div(small, big)
+    scale = div(_c(1, big), add(big, mul(small, ratio)))
+    re_re, im_re = mul(add(a, mul(b, ratio)), scale), mul(sub(b, mul(a, ratio)), scale)
+    re_im, im_im = mul(add(mul(a, ratio), b), scale), mul(sub(mul(b, ratio), a), scale)
+    # Both parts of the divisor zero: NumPy divides each part by |c| and |d| (inf or NaN).
+    zero = and_(eq(c, _c(0, c)), eq(d, _c(0, d)))
+    return Parts(_select(zero, div(a, abs_p.bind(c)), _select(by_re, re_re, re_im)),
+                 _select(zero, div(b, abs_p.bind(d)), _select(by_re, im_re, im_im)))
+
+
+def _abs(z):
+    return hypot(*z)
+
+
+def _exp(z):
+    """exp(a) (cos b + i sin b), exp(a) as the square of exp(a/2), so that a product with
+    a small cos b or sin b stays finite where exp(a) alone overflows (as C's cexp)."""
+    a, b = z
+    half = exp(mul(a, _c(0.5, a)))
+    # exp(x + 0i) is exp(x) + 0i even where exp(x) is infinite (inf * sin(0) is NaN).
+    return Parts(mul(mul(half, cos(b)), half),
+                 _select(_is_zero(b), b, mul(mul(half, sin(b)), half)))
+
+
+def _is_zero(x):
+    return eq(x, _c(0, x))
+
+
+def _log(z):
+    """log|z| + i arg z; near |z| = 1, log|z| as log1p of (|z|^2 - 1), computed from the
+    larger part so that it keeps its relative accuracy."""
+    a, b = z
+    modulus = hypot(a, b)
+    big, small = max(abs_p.bind(a), abs_p.bind(b)), min(abs_p.bind(a), abs_p.bind(b))
+    near_one = and_(gt(modulus, _c(0.75, a)), lt(modulus, _c(1.5, a)))
+    near = mul(_c(0.5, a), log1p(add(mul(sub(big, _c(1, a)), add(big, _c(1, a))),
+                                     mul(small, small))))
+    return Parts(_select(near_one, near, log(modulus)), atan2(b, a))
+
+
+def _sqrt(z):
+    """C99's csqrt: t = sqrt((|a| + |z|)/2), then the parts from t by the sign of a."""
+    a, b = z
+    t = sqrt(mul(add(abs_p.bind(a), hypot(a, b)), _c(0.5, a)))
+    other = div(abs_p.bind(b), add(t, t))
+    zero = eq(t, _c(0, t))
+    re = _select(ge(a, _c(0, a)), t, other)
+    im = _select(ge(a, _c(0, a)), div(b, add(t, t)), _copysign(t, b))
+    re, im = _select(zero, _c(0, a), re), _select(zero, b, im)
+    infinite = _is_inf(b)  # sqrt(x + inf i) = inf + inf i, whatever x is (NaN included)
+    return Parts(_select(infinite, _c(np.inf, a), re), _select(infinite, b, im))
+
+
+# In the products of sin, cos, sinh and cosh, a factor that is zero (sin 0, sinh 0) makes a
+# zero of the product's sign even where the other factor has overflowed: sin(1e30 i) is
+# 0 + inf i (0 * cosh(1e30) would be NaN), as in C99.
+
+def _sin(z):
+    a, b = z
+    return Parts(_select(_is_zero(a), a, mul(sin(a), cosh(b))),
+                 _select(_is_zero(b), mul(b, sign_p.bind(cos(a))), mul(cos(a), sinh(b))))
+
+
+def _cos(z):
+    a, b = z
+    return Parts(mul(cos(a), cosh(b)),
+                 neg(_select(_is_zero(a), mul(a, sign_p.bind(b)), mul(sin(a), sinh(b)))))
+
+
+def _sinh(z):
+    a, b = z
+    return Parts(_select(_is_zero(a), mul(a, sign_p.bind(cos(b))), mul(sinh(a), cos(b))),
+                 _select(_is_zero(b), b, mul(cosh(a), sin(b))))
+
+
+def _cosh(z):
+    a, b = z
+    return Parts(mul(cosh(a), cos(b)),
+                 _select(_is_zero(b), mul(b, sign_p.bind(a)), mul(sinh(a), sin(b))))
+
+
+def _tanh(z):
+    """Kahan's formula (as C libraries' ctanh); past a real part where tanh is +-1 to
+    working precision, the limits (so that sinh(a)^2 never overflows)."""
+    a, b = z
+    t, s = tan(b), sinh(a)
+    beta = add(_c(1, t), mul(t, t))
+    rho = sqrt(add(_c(1, s), mul(s, s)))
+    den = add(_c(1, s), mul(beta, mul(s, s)))
+    far = gt(abs_p.bind(a), _c(12 if get_aval(a).dtype.itemsize == 4 else 22, a))
+    tail = mul(mul(_c(4, b), mul(sin(b), cos(b))), exp(mul(_c(-2, a), abs_p.bind(a))))
+    return Parts(_select(far, sign_p.bind(a), div(mul(beta, mul(rho, s)), den)),
+                 _select(far, tail, div(t, den)))
+
+
+def _tan(z):
+    """tan z = -i tanh(i z)."""
+    a, b = z
+    p, q = _tanh(Parts(neg(b), a))
+    return Parts(q, neg(p))
+
+
+def _expm1(z):
+    """exp(a) cos(b) - 1 as expm1(a) cos(b) - 2 sin(b/2)^2: accurate for small z."""
+    a, b = z
+    half = sin(mul(b, _c(0.5, b)))
+    re = sub(mul(expm1(a), cos(b)), mul(_c(2, b), mul(half, half)))
+    return Parts(re, _select(eq(b, _c(0, b)), b, mul(exp(a), sin(b))))
+
+
+def _log1p(z):
+    """log|1 + z| = log1p(2a + a^2 + b^2) / 2, accurate for small z; far from 0 (where the
+    squares could overflow), log of the modulus of 1 + z."""
+    a, b = z
+    one_plus = add(_c(1, a), a)
+    small = lt(max(abs_p.bind(a), abs_p.bind(b)), _c(0.5, a))
+    near = mul(_c(0.5, a), log1p(add(mul(a, add(_c(2, a), a)), mul(b, b))))
+    return Parts(_select(small, near, log(hypot(one_plus, b))), atan2(b, one_plus))
+
+
+def _sign(z):
+    """z / |z|, and 0 at 0."""
+    a, b = z
+    modulus = hypot(a, b)
+    zero = eq(modulus, _c(0, modulus))
+    safe = _select(zero, _c(1, modulus), modulus)
+    return Parts(_select(zero, a, div(a, safe)), _select(zero, b, div(b, safe)))
+
+
+def _square(z):
+    """(a - b)(a + b) + 2ab i, as XLA (and nbjax's ``square``)."""
+    a, b = z
+    ab = mul(a, b)
+    return Parts(mul(sub(a, b), add(a, b)), add(ab, ab))
+
+
+def _integer_pow(z, *, y):
+    """Repeated squaring with complex products, as XLA; a negative power divides 1 by it."""
+    result, base, n = None, z, abs(y)
+    while n:
+        if n & 1:
+            result = base if result is None else _mul(result, base)
+        n >>= 1
+        if n:
+            base = _mul(base, base)
+    if result is None:
+        result = Parts(broadcast_in_dim(_c(1, z.re), get_aval(z.re).shape, ()), _zeros(z.re))
+    if y < 0:
+        result = _div(Parts(broadcast_in_dim(_c(1, z.re), get_aval(z.re).shape, ()),
+                            _zeros(z.re)), result)
+    return result
+
+
+def _rsqrt(z):
+    one = Parts(broadcast_in_dim(_c(1, z.re), get_aval(z.re).shape, ()), _zeros(z.re))
+    return _div(one, _sqrt(z))
+
+
+# --- rules ---------------------------------------------------------------------------------
+
+for _prim, _fn in ((mul_p, _mul), (div_p, _div), (exp_p, _exp), (log_p, _log),
+                   (sqrt_p, _sqrt), (rsqrt_p, _rsqrt), (sin_p, _sin), (cos_p, _cos),
+                   (tan_p, _tan), (sinh_p, _sinh), (cosh_p, _cosh), (tanh_p, _tanh),
+                   (expm1_p, _expm1), (log1p_p, _log1p), (sign_p, _sign),
+                   (square_p, _square)):
+    complex_parts_lowering(_prim, lambda *zs, _fn=_fn, **params: _fn(*zs))
+complex_parts_lowering(integer_pow_p, _integer_pow)
+complex_parts_lowering(abs_p, _abs)
+complex_parts_lowering(real_p, lambda z: z.re)
+complex_parts_lowering(imag_p, lambda z: z.im)
+complex_parts_lowering(complex_p, lambda x, y: Parts(*_broadcast_both(x, y)))
+complex_parts_lowering(eq_p, lambda z, w: and_(eq(z.re, w.re), eq(z.im, w.im)))
+complex_parts_lowering(ne_p, lambda z, w: or_(ne(z.re, w.re), ne(z.im, w.im)))
+
+
+def _broadcast_both(x, y):
+    """``complex(x, y)``'s operands at its result's shape (a rank-0 operand or size-1 axes
+    broadcast)."""
+    shape = tuple(np.broadcast_shapes(get_aval(x).shape, get_aval(y).shape))
+    return [_broadcast_to(p, shape) for p in (x, y)]
+
+
+def _conj(x, *, input_dtype):
+    if isinstance(x, Parts):
+        return Parts(x.re, neg(x.im))
+    return Parts(x, _zeros(x))
+
+
+complex_parts_lowering(conj_p, _conj)
+
+
+def _convert(x, *, new_dtype, weak_type, **params):
+    """Between complex types part by part; a real number gains a zero imaginary part; a
+    complex number converted to a real type (bool too) keeps its real part, as JAX's."""
+    if not isinstance(x, Parts):
+        parts = real_dtype(new_dtype)
+        return Parts(convert_element_type(x, parts), _zeros(convert_element_type(x, parts)))
+    if dtypes.is_complex(new_dtype):
+        return Parts(*[convert_element_type(p, real_dtype(new_dtype)) for p in x])
+    return convert_element_type(x.re, new_dtype)
+
+
+complex_parts_lowering(convert_element_type_p, _convert)
+
+
+def _componentwise(prim):
+    """The rule of a primitive that is linear and acts on the parts alike (adds, moves,
+    sums or selects elements): the primitive on the real parts, and on the imaginary ones;
+    real operands (indices, predicates) are passed to both as they are."""
+    def rule(*operands, **params):
+        return Parts(*[prim.bind(*[o[k] if isinstance(o, Parts) else o for o in operands],
+                                 **params) for k in (0, 1)])
+    return rule
+
+
+for _prim in (add_p, sub_p, neg_p, cumsum_p, broadcast_in_dim_p, reshape_p,
+              squeeze_p, transpose_p, slice_p, rev_p, pad_p, concatenate_p, dynamic_slice_p,
+              dynamic_update_slice_p, select_n_p):
+    complex_parts_lowering(_prim, _componentwise(_prim))
+
+
+def _reduce_sum(z, *, axes, **params):
+    """One sum of the parts side by side (the pairs of floats, as ``join`` writes them),
+    split again: a single reduction kernel computes both from the operand's producers, where
+    a sum of each part would be two kernels, each needing those producers' values."""
+    return PairedParts.of(reduce_sum_p.bind(_pairs(z), axes=axes, **params))
+
+
+complex_parts_lowering(reduce_sum_p, _reduce_sum)
+
+
+def _gather(operand, indices, *, mode, fill_value, **params):
+    """A gather of each part; out of bounds (``FILL_OR_DROP``), each part of the fill."""
+    fills = (None, None)
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        fill = complex(default_fill_value(np.complex64) if fill_value is None else fill_value)
+        fills = (fill.real, fill.imag)
+    return Parts(*[gather_p.bind(part, indices, mode=mode, fill_value=fill, **params)
+                   for part, fill in zip(operand, fills)])
+
+
+complex_parts_lowering(gather_p, _gather)
