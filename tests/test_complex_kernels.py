@@ -57,7 +57,7 @@ UNARY = {
     "expm1": (lax.expm1, np.expm1),
     "log1p": (lax.log1p, lambda z: np.log(1 + z)),  # (NumPy's complex log1p is log(1 + z))
     "sign": (lax.sign, lambda z: np.where(z == 0, 0, z / np.abs(z))),
-    "square": (lax.square, np.square), "abs": (lax.abs, np.abs),
+    "square": (lax.square, np.square), "abs": (lax.abs, np.abs), "exp2": (lax.exp2, np.exp2),
     "real": (lax.real, np.real), "imag": (lax.imag, np.imag),
     "conj": (lax.conj, np.conj), "neg": (lax.neg, np.negative),
     "cube": (lambda z: lax.integer_pow(z, 3), lambda z: z ** 3),
@@ -81,7 +81,14 @@ BINARY = {
                lambda a, b: np.where(a.real > 0, a, b)),
     "complex": (lambda a, b: lax.complex(lax.real(a), lax.imag(b)),
                 lambda a, b: a.real + 1j * b.imag),
+    "pow": (lax.pow, np.power),
+    "max": (lax.max, lambda a, b: np.where(_lexicographic_greater(a, b), a, b)),
+    "min": (lax.min, lambda a, b: np.where(_lexicographic_greater(b, a), a, b)),
 }
+
+
+def _lexicographic_greater(a, b):
+    return np.where(a.real == b.real, a.imag > b.imag, a.real > b.real)
 
 
 def _tolerance(dtype):
@@ -156,6 +163,32 @@ def test_unary_functions_agree_with_the_reference_backend_on_special_values(name
         got, expect = got[finite_input], expect[finite_input]
         same = np.isclose(got, expect, rtol=1e-5, atol=0) | (np.isnan(got) & np.isnan(expect))
         assert same.all(), (name, z[finite_input][~same], got[~same], expect[~same])
+
+
+def test_powers_as_numpy_computes_them():
+    """Integral real exponents under 100 by repeated squaring (negative ones divide), 0 to
+    a positive real power 0, anything to the power 0 one, 0 to any other power NaN, the
+    rest exp(y log x); an integer exponent array is converted to the base's type."""
+    x, y = _complex((40,), np.complex64), _complex((40,), np.complex64)
+    y[:12] = np.arange(-6, 6)
+    y[12:14] = [99, -99]
+    x[14:18], y[14:18] = 0, [2.5, 0, -1, 1j]
+    y[18] = 0
+    x[19] = np.nan
+    y[19] = 0
+    ints = np.arange(-20, 20, dtype=np.int32)
+    for fn, args in ((lax.pow, (x, y)), (lambda a: lax.pow(a, ints), (x,))):
+        cpu, ref = cpu_and_reference(fn, *args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            (out,) = cpu.run(*args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (NumPy's invalid-value warning at 0 ** -1)
+            (want,) = ref.run(*args)
+        finite = np.isfinite(want)
+        assert_close(np.where(finite, out, 0), np.where(finite, want, 0), rtol=2e-5)
+        assert (np.isnan(out) == np.isnan(want)).all()
+    assert "fallback" not in _steps(cpu)
 
 
 def test_a_fourier_sum_is_one_kernel_between_two_views():

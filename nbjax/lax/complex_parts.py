@@ -14,8 +14,8 @@ array (a real one). The formulas are NumPy's where NumPy's are more than the sch
 ones (division by Smith's method, ``abs`` without overflow), so compiled results agree with
 the reference backend to rounding on finite numbers; at infinities and NaNs they follow C99
 where a ``select`` can (``exp`` of ``inf + 0i``, ``sqrt`` of ``x + inf i``), not everywhere.
-Primitives without a rule (``pow``, the inverse trigonometric functions, products of all
-elements) stay steps on the reference backend, as before.
+Primitives without a rule (the inverse trigonometric functions, products, maxima and
+minima of all elements) stay steps on the reference backend, as before.
 """
 
 from typing import NamedTuple
@@ -26,7 +26,8 @@ from ..core import Primitive, ShapedArray, get_aval
 from ..core import dtypes
 from .elementwise import (abs_p, add, add_p, bitcast_convert_type, complex_p, conj_p,
                           convert_element_type, convert_element_type_p, div, div_p, eq, eq_p,
-                          ge, gt, integer_pow_p, imag_p, lt, max, min, mul, mul_p, ne, ne_p,
+                          floor, ge, gt, integer_pow_p, imag_p, lt, max, max_p, min, min_p,
+                          mul, mul_p, ne, ne_p, rem,
                           neg, neg_p, real_p, select, select_n_p, sign_p, square_p, sub,
                           sub_p)
 from .elementwise import bitwise_and as and_, bitwise_or as or_
@@ -37,9 +38,9 @@ from .shapes import (broadcast_in_dim, broadcast_in_dim_p, reduce_sum_p, reshape
 from .slicing import dynamic_slice_p, dynamic_update_slice_p
 from .standard import array_module_lowering
 from .structural import concatenate, concatenate_p, index_in_dim, pad_p, rev_p, slice_p
-from .transcendental import (atan2, cos, cos_p, cosh, cosh_p, exp, exp_p, expm1, expm1_p,
-                             log, log1p, log1p_p, log_p, rsqrt_p, sin, sin_p, sinh, sinh_p,
-                             sqrt, sqrt_p, tan, tan_p, tanh_p)
+from .transcendental import (atan2, cos, cos_p, cosh, cosh_p, exp, exp2_p, exp_p, expm1,
+                             expm1_p, log, log1p, log1p_p, log_p, pow_p, rsqrt_p, sin, sin_p,
+                             sinh, sinh_p, sqrt, sqrt_p, tan, tan_p, tanh_p)
 
 __all__ = ["Parts", "PairedParts", "complex_as_floats", "complex_as_floats_p", "floats_as_complex",
            "floats_as_complex_p", "split", "join"]
@@ -336,16 +337,66 @@ def _integer_pow(z, *, y):
         if n:
             base = _mul(base, base)
     if result is None:
-        result = Parts(broadcast_in_dim(_c(1, z.re), get_aval(z.re).shape, ()), _zeros(z.re))
-    if y < 0:
-        result = _div(Parts(broadcast_in_dim(_c(1, z.re), get_aval(z.re).shape, ()),
-                            _zeros(z.re)), result)
-    return result
+        result = _ones(z.re)
+    return _div(_ones(z.re), result) if y < 0 else result
+
+
+def _ones(like):
+    """1 + 0i at ``like``'s shape."""
+    return Parts(broadcast_in_dim(_c(1, like), get_aval(like).shape, ()), _zeros(like))
+
+
+def _exp2(z):
+    """2^z = exp(z log 2)."""
+    ln2 = _c(np.log(2), z.re)
+    return _exp(Parts(mul(z.re, ln2), mul(z.im, ln2)))
+
+
+def _pow(x, y):
+    """x^y as NumPy: 1 for y = 0; at x = 0, 0 for a positive real y, else NaN; for an
+    integral real y under 100 in magnitude, repeated squaring (a negative one divides 1 by
+    it); else exp(y log x). An integer y is converted to x's type first, as XLA does."""
+    if not isinstance(y, Parts):
+        y = Parts(convert_element_type(y, get_aval(x.re).dtype), _zeros(x.re))
+    x, y = [Parts(*[_broadcast_to(p, _shape_of(x, y)) for p in z]) for z in (x, y)]
+    general = _exp(_mul(y, _log(x)))
+    magnitude = abs_p.bind(y.re)
+    integral = and_(and_(_is_zero(y.im), eq(floor(y.re), y.re)), lt(magnitude, _c(100, magnitude)))
+    count = _select(integral, magnitude, _c(0, magnitude))
+    power, square = _ones(x.re), x
+    for bit in range(7):  # (|y| < 100 < 2^7)
+        has_bit = eq(rem(floor(mul(count, _c(0.5 ** bit, count))), _c(2, count)), _c(1, count))
+        power = _choose(has_bit, _mul(power, square), power)
+        square = _mul(square, square)
+    power = _choose(lt(y.re, _c(0, y.re)), _div(_ones(x.re), power), power)
+    result = _choose(integral, power, general)
+    x_zero, y_zero = and_(_is_zero(x.re), _is_zero(x.im)), and_(_is_zero(y.re), _is_zero(y.im))
+    nan = broadcast_in_dim(_c(np.nan, x.re), get_aval(x.re).shape, ())
+    at_zero = _choose(and_(gt(y.re, _c(0, y.re)), _is_zero(y.im)),
+                      Parts(_zeros(x.re), _zeros(x.re)), Parts(nan, nan))
+    return _choose(y_zero, _ones(x.re), _choose(x_zero, at_zero, result))
+
+
+def _shape_of(*zs):
+    return tuple(np.broadcast_shapes(*[get_aval(p).shape for z in zs for p in z]))
+
+
+def _choose(pred, z, w):
+    """``select`` of two complex values."""
+    return Parts(_select(pred, z.re, w.re), _select(pred, z.im, w.im))
+
+
+def _lexicographic(compare):
+    """Complex max or min as XLA (and the reference): real parts compared, imaginary parts
+    on a tie; ``z`` where the comparison holds, else ``w``, so a NaN part never wins."""
+    def rule(z, w):
+        take_z = _select(eq(z.re, w.re), compare(z.im, w.im), compare(z.re, w.re))
+        return _choose(take_z, z, w)
+    return rule
 
 
 def _rsqrt(z):
-    one = Parts(broadcast_in_dim(_c(1, z.re), get_aval(z.re).shape, ()), _zeros(z.re))
-    return _div(one, _sqrt(z))
+    return _div(_ones(z.re), _sqrt(z))
 
 
 # --- rules ---------------------------------------------------------------------------------
@@ -354,7 +405,8 @@ for _prim, _fn in ((mul_p, _mul), (div_p, _div), (exp_p, _exp), (log_p, _log),
                    (sqrt_p, _sqrt), (rsqrt_p, _rsqrt), (sin_p, _sin), (cos_p, _cos),
                    (tan_p, _tan), (sinh_p, _sinh), (cosh_p, _cosh), (tanh_p, _tanh),
                    (expm1_p, _expm1), (log1p_p, _log1p), (sign_p, _sign),
-                   (square_p, _square)):
+                   (square_p, _square), (exp2_p, _exp2), (pow_p, _pow),
+                   (max_p, _lexicographic(gt)), (min_p, _lexicographic(lt))):
     complex_parts_lowering(_prim, lambda *zs, _fn=_fn, **params: _fn(*zs))
 complex_parts_lowering(integer_pow_p, _integer_pow)
 complex_parts_lowering(abs_p, _abs)
