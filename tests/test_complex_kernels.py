@@ -57,6 +57,9 @@ UNARY = {
     "expm1": (lax.expm1, np.expm1),
     "log1p": (lax.log1p, lambda z: np.log(1 + z)),  # (NumPy's complex log1p is log(1 + z))
     "sign": (lax.sign, lambda z: np.where(z == 0, 0, z / np.abs(z))),
+    "asin": (lax.asin, np.arcsin), "acos": (lax.acos, np.arccos), "atan": (lax.atan, np.arctan),
+    "asinh": (lax.asinh, np.arcsinh), "acosh": (lax.acosh, np.arccosh),
+    "atanh": (lax.atanh, np.arctanh),
     "square": (lax.square, np.square), "abs": (lax.abs, np.abs), "exp2": (lax.exp2, np.exp2),
     "real": (lax.real, np.real), "imag": (lax.imag, np.imag),
     "conj": (lax.conj, np.conj), "neg": (lax.neg, np.negative),

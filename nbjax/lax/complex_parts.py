@@ -14,8 +14,8 @@ array (a real one). The formulas are NumPy's where NumPy's are more than the sch
 ones (division by Smith's method, ``abs`` without overflow), so compiled results agree with
 the reference backend to rounding on finite numbers; at infinities and NaNs they follow C99
 where a ``select`` can (``exp`` of ``inf + 0i``, ``sqrt`` of ``x + inf i``), not everywhere.
-Primitives without a rule (the inverse trigonometric functions, products, maxima and
-minima of all elements) stay steps on the reference backend, as before.
+Primitives without a rule (products, maxima and minima of all elements) stay steps on the
+reference backend, as before.
 """
 
 from typing import NamedTuple
@@ -38,9 +38,10 @@ from .shapes import (broadcast_in_dim, broadcast_in_dim_p, reduce_sum_p, reshape
 from .slicing import dynamic_slice_p, dynamic_update_slice_p
 from .standard import array_module_lowering
 from .structural import concatenate, concatenate_p, index_in_dim, pad_p, rev_p, slice_p
-from .transcendental import (atan2, cos, cos_p, cosh, cosh_p, exp, exp2_p, exp_p, expm1,
-                             expm1_p, log, log1p, log1p_p, log_p, pow_p, rsqrt_p, sin, sin_p,
-                             sinh, sinh_p, sqrt, sqrt_p, tan, tan_p, tanh_p)
+from .transcendental import (acos_p, acosh_p, asin_p, asinh, asinh_p, atan2, atan_p, atanh_p,
+                             cos, cos_p, cosh, cosh_p, exp, exp2_p, exp_p, expm1, expm1_p, log,
+                             log1p, log1p_p, log_p, pow_p, rsqrt_p, sin, sin_p, sinh, sinh_p,
+                             sqrt, sqrt_p, tan, tan_p, tanh_p)
 
 __all__ = ["Parts", "PairedParts", "complex_as_floats", "complex_as_floats_p", "floats_as_complex",
            "floats_as_complex_p", "split", "join"]
@@ -395,6 +396,71 @@ def _lexicographic(compare):
     return rule
 
 
+# The inverse functions by Kahan's formulas ("Branch cuts for complex elementary functions",
+# 1987), from square roots of 1 - z and 1 + z: accurate near the branch points, with no
+# overflow in between, where log(z + sqrt(z^2 + 1)) loses digits or overflows.
+
+def _one_minus(z):
+    """1 - z as (1 - a) - bi (the imaginary part's sign kept, zero included)."""
+    return Parts(sub(_c(1, z.re), z.re), neg(z.im))
+
+
+def _one_plus(z):
+    return Parts(add(_c(1, z.re), z.re), z.im)
+
+
+def _conj_times(z, w):
+    """conj(z) * w."""
+    return _mul(Parts(z.re, neg(z.im)), w)
+
+
+def _asin(z):
+    s, t = _sqrt(_one_minus(z)), _sqrt(_one_plus(z))
+    return Parts(atan2(z.re, _mul(s, t).re), asinh(_conj_times(s, t).im))
+
+
+def _acos(z):
+    s, t = _sqrt(_one_minus(z)), _sqrt(_one_plus(z))
+    return Parts(mul(_c(2, z.re), atan2(s.re, t.re)), asinh(_conj_times(t, s).im))
+
+
+def _acosh(z):
+    s, t = _sqrt(Parts(sub(z.re, _c(1, z.re)), z.im)), _sqrt(_one_plus(z))
+    return Parts(asinh(_conj_times(s, t).re), mul(_c(2, z.re), atan2(s.im, t.re)))
+
+
+def _times_i(z):
+    return Parts(neg(z.im), z.re)
+
+
+def _times_minus_i(z):
+    return Parts(z.im, neg(z.re))
+
+
+def _asinh(z):
+    """asinh z = -i asin(iz)."""
+    return _times_minus_i(_asin(_times_i(z)))
+
+
+def _atanh(z):
+    """Re = log1p(4a / ((1-a)^2 + b^2)) / 4 for a >= 0 (odd in a), its lengths divided by
+    s = max(|a|, |b|, 1) so that no square overflows (no cancellation near 0, none between
+    two large logarithms);
+    Im = (atan2(b, 1+a) + atan2(b, 1-a)) / 2, two angles of one sign."""
+    a, b = z
+    size = abs_p.bind(a)  # (Re is odd in a: computed for |a|, where log1p's argument >= 0)
+    s = max(max(size, abs_p.bind(b)), _c(1, a))
+    b_s, below = div(b, s), div(sub(_c(1, a), size), s)
+    ratio = div(div(mul(_c(4, a), div(size, s)), s), add(mul(below, below), mul(b_s, b_s)))
+    return Parts(_copysign(mul(_c(0.25, a), log1p(ratio)), a),
+                 mul(_c(0.5, a), add(atan2(b, add(_c(1, a), a)), atan2(b, sub(_c(1, a), a)))))
+
+
+def _atan(z):
+    """atan z = -i atanh(iz)."""
+    return _times_minus_i(_atanh(_times_i(z)))
+
+
 def _rsqrt(z):
     return _div(_ones(z.re), _sqrt(z))
 
@@ -406,7 +472,9 @@ for _prim, _fn in ((mul_p, _mul), (div_p, _div), (exp_p, _exp), (log_p, _log),
                    (tan_p, _tan), (sinh_p, _sinh), (cosh_p, _cosh), (tanh_p, _tanh),
                    (expm1_p, _expm1), (log1p_p, _log1p), (sign_p, _sign),
                    (square_p, _square), (exp2_p, _exp2), (pow_p, _pow),
-                   (max_p, _lexicographic(gt)), (min_p, _lexicographic(lt))):
+                   (max_p, _lexicographic(gt)), (min_p, _lexicographic(lt)),
+                   (asin_p, _asin), (acos_p, _acos), (atan_p, _atan), (asinh_p, _asinh),
+                   (acosh_p, _acosh), (atanh_p, _atanh)):
     complex_parts_lowering(_prim, lambda *zs, _fn=_fn, **params: _fn(*zs))
 complex_parts_lowering(integer_pow_p, _integer_pow)
 complex_parts_lowering(abs_p, _abs)
