@@ -552,3 +552,41 @@ def test_emulated_results_are_arrays_on_the_gpu():
     np.testing.assert_array_equal(np.asarray(out), x + 1)
     np.testing.assert_array_equal(exe.run(out)[0], x + 2)  # (its own buffer, as it is)
     assert float(literal) == 2.0
+
+
+# --- complex numbers: computed on their parts, in the same kernels --------------------------
+
+def _complex_programs():
+    """(name, closed jaxpr, inputs) of every function of test_complex_kernels, complex64."""
+    import test_complex_kernels as cases
+    rng = np.random.default_rng(5)
+
+    def z(shape):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    programs = []
+    for name, (fn, _) in sorted(cases.UNARY.items()) + sorted(cases.BINARY.items()):
+        if name in ("widened", "pad"):
+            continue  # (complex128 needs x64; the pad spells a complex128 constant)
+        args = (z((6, 5)),) if name in cases.UNARY else (z((6, 5)), z((6, 5)))
+        programs.append((name, nbjax.make_jaxpr(fn)(*args), args))
+    return programs
+
+
+@needs_ptxas
+def test_complex_kernels_assemble():
+    kernels = [k for name, closed, _ in _complex_programs()
+               for k in _kernels(closed, name.replace(" ", "_"))]
+    assert len(kernels) >= 30
+    for reports in _assemble(kernels, "complex").values():
+        assert all(r.spills == 0 for r in reports.values())
+
+
+def test_complex_functions_on_the_emulated_grid():
+    reference = get_target("reference")
+    for name, closed, args in _complex_programs():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (ComplexWarning of a conversion to bool)
+            gpu = compiler.compile(closed, EMULATED, name)
+            (out,), (want,) = gpu.run(*args), compiler.compile(closed, reference, name).run(*args)
+        assert "fallback" not in [g.kind for g in gpu.plan.groups], name
+        assert_close(np.asarray(out), np.asarray(want), rtol=1e-5, err_msg=name)
