@@ -177,11 +177,14 @@ def cell_output_html(nb, text):
 
 
 def check_jit_chapter(nb):
-    """Chapter 5 also shows what grad and jit see of a pytree: its leaves, as inputs."""
+    """Chapter 5 also shows what grad and jit see of a pytree: its leaves, as inputs; and a
+    DFT on complex numbers compiled as one kernel between two views of pairs of floats."""
     check_book_chapter(nb)
     html = cell_output_html(nb, "%transform model(")
     assert 'data-nbjax-view="transform"' in html and "jit(grad(model)) on" in html
     assert html.count("a:f32[2,3] b:f32[3] c:f32[] d:f32[2]") >= 2
+    steps = views_under(nb, "def dft(")[0]["compiled"]["fusion"]["steps"]
+    assert [step["kind"] for step in steps] == ["view", "kernel", "view"]
 
 
 def check_vmap_chapter(nb):
