@@ -141,7 +141,7 @@ ad.defjvp(fma_p, lambda g, x, y, z: mul(g, y), lambda g, x, y, z: mul(x, g),
 #
 # The algorithm is written once, on the scalar-op vocabulary of the kernel builder (``ops``:
 # ``ops.add``, ``ops.select``, ``ops.convert``...): the eager impl runs it on NumPy arrays
-# (``_ArrayOps``), the kernel lowering on the compiler's ``ctx``, so both do the same float32
+# (``ArrayOps``), the kernel lowering on the compiler's ``ctx``, so both do the same float32
 # and float64 operations in the same order and agree bit for bit.
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -171,7 +171,7 @@ def _lifted(fn):
     return staticmethod(lambda x, y: fn(*_lift(x, y)))
 
 
-class _ArrayOps:
+class ArrayOps:
     """The kernel builder's scalar ops on NumPy arrays; a Python number takes the dtype of
     the array it meets, as the builder makes it a constant of the other operand's dtype."""
 
@@ -204,6 +204,7 @@ class _ArrayOps:
 
 
 _ARRAY_MATH = {"sqrt": np.sqrt, "log": np.log, "log1p": np.log1p, "exp": np.exp,
+               "tan": np.tan, "rint": np.rint, "floor": np.floor,
                "erf": np.vectorize(math.erf, otypes=[np.float64]),
                "erfc": np.vectorize(math.erfc, otypes=[np.float64]),
                "fma": _fma_impl}
@@ -279,7 +280,7 @@ def _per_width(name, float32_algorithm, float64_algorithm):
         if x.dtype == _F64:
             return float64_algorithm(ops, x)
         return ops.convert(float32_algorithm(ops, ops.convert(x, _F32)), x.dtype)
-    prim = unop(name, quiet(lambda x: compute(_ArrayOps, x)), FLOAT)
+    prim = unop(name, quiet(lambda x: compute(ArrayOps, x)), FLOAT)
     kernel_elementwise(prim, compute)
     return prim
 
@@ -289,38 +290,45 @@ def _per_width(name, float32_algorithm, float64_algorithm):
 _DIGAMMA_SERIES = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)
 
 
-def _cot_pi(x):
+def _cot_pi(ops, x):
     """cot(pi x), accurate for large x and near the zeros at half-integers: x is reduced to
     r in [-1/2, 1/2] (exactly), and where |r| > 1/4, cot(pi r) = ±tan(pi (1/2 - |r|))."""
-    r = x - np.round(x)
-    near_zero = np.abs(r) <= 0.25
-    return np.where(near_zero, 1 / np.tan(np.pi * r),
-                    np.sign(r) * np.tan(np.pi * (0.5 - np.abs(r))))
+    r = ops.sub(x, ops.math("rint", x))
+    size = ops.abs(r)
+    far = ops.math("tan", ops.mul(math.pi, ops.sub(0.5, size)))
+    return ops.select(ops.le(size, 0.25), ops.div(1.0, ops.math("tan", ops.mul(math.pi, r))),
+                      ops.select(ops.lt(r, 0.0), ops.neg(far), far))
 
 
-def digamma_formula(x):
-    """The digamma function, the derivative of lgamma; NaN at the poles (0, -1, -2 ...) and
-    at -inf, as XLA gives.
+def _digamma(ops, x):
+    """The digamma function, the derivative of lgamma, in float64 on ``ops`` (NumPy arrays
+    for the impl, the kernel builder for compiled code); NaN at the poles (0, -1, -2 ...)
+    and at -inf, as XLA gives.
 
     Negative x reflect to positive: ``digamma(x) = digamma(1 - x) - pi cot(pi x)``. Then the
     recurrence ``digamma(x) = digamma(x + 1) - 1/x`` moves x to at least 10, where the
     asymptotic series above is accurate to float64 rounding (its next term is below 5e-17).
     Near the positive root (x = 1.4616...) only the absolute error is that small.
     """
-    pole = (x <= 0) & (x == np.floor(x))
-    reflect = x < 0
-    offset = np.where(reflect, -np.pi * _cot_pi(x), 0.0)
-    x = np.where(reflect, 1 - x, x)
+    pole = ops.and_(ops.le(x, 0.0), ops.eq(x, ops.math("floor", x)))
+    reflect = ops.lt(x, 0.0)
+    offset = ops.select(reflect, ops.mul(-math.pi, _cot_pi(ops, x)), 0.0)
+    x = ops.select(reflect, ops.sub(1.0, x), x)
     for _ in range(10):
-        small = x < 10
-        offset = offset - np.where(small, 1 / x, 0.0)
-        x = np.where(small, x + 1, x)
-    inv_x2 = 1 / (x * x)
-    series = 0.0
-    for c in reversed(_DIGAMMA_SERIES):
-        series = (series + c) * inv_x2
-    out = offset + np.log(x) - 0.5 / x - series
-    return np.where(pole, np.nan, out)
+        small = ops.lt(x, 10.0)
+        offset = ops.sub(offset, ops.select(small, ops.div(1.0, x), 0.0))
+        x = ops.select(small, ops.add(x, 1.0), x)
+    inv_x2 = ops.div(1.0, ops.mul(x, x))
+    series = ops.mul(_DIGAMMA_SERIES[-1], inv_x2)
+    for c in reversed(_DIGAMMA_SERIES[:-1]):
+        series = ops.mul(ops.add(series, c), inv_x2)
+    out = ops.sub(ops.sub(ops.add(offset, ops.math("log", x)), ops.div(0.5, x)), series)
+    return ops.select(pole, math.nan, out)
+
+
+def digamma_formula(x):
+    """``_digamma`` on float64 NumPy arrays (polygamma's order 0)."""
+    return _digamma(ArrayOps, np.asarray(x, np.float64))
 
 
 # Bernoulli numbers B_2 .. B_14 over (2j)!: the Euler-Maclaurin tail of the zeta function.
@@ -356,7 +364,7 @@ def _cot_pi_derivative(m, x):
     poly = np.polynomial.Polynomial([0, 1])
     for _ in range(m):
         poly = -np.polynomial.Polynomial([1, 0, 1]) * poly.deriv()
-    return np.pi ** m * poly(_cot_pi(x))
+    return np.pi ** m * poly(_cot_pi(ArrayOps, x))
 
 
 def _polygamma_of_order(n, x):
@@ -441,3 +449,5 @@ ad.defjvp(polygamma_p, _polygamma_order_jvp,
 kernel_elementwise(erf_p, lambda ctx, x: ctx.math("erf", x))
 kernel_elementwise(erfc_p, lambda ctx, x: ctx.math("erfc", x))
 kernel_elementwise(lgamma_p, lambda ctx, x: ctx.math("lgamma", x))
+kernel_elementwise(digamma_p, lambda ctx, x: ctx.convert(
+    _digamma(ctx, ctx.convert(x, _F64)), x.dtype))  # (in float64, as the impl)

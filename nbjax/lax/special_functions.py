@@ -24,8 +24,8 @@ from ..interpreters import ad
 from .batch_util import elementwise_batcher
 from .elementwise import (abs, add, binary_function, binop, div, gt, mul, neg, quiet, select, sign,
                           sub, unary_function, unop)
-from .special import digamma_formula, hurwitz_zeta_formula, in_float64, lgamma
-from .standard import FLOAT, INT, check_dtype, scalar_like
+from .special import ArrayOps, digamma_formula, hurwitz_zeta_formula, in_float64, lgamma
+from .standard import FLOAT, INT, check_dtype, kernel_elementwise, scalar_like
 from .structural import full_like
 from .transcendental import exp, log, log1p
 
@@ -245,32 +245,40 @@ ad.defjvp(regularized_incomplete_beta_p, _betainc_parameter_jvp, _betainc_parame
 
 # --- scaled modified Bessel functions I0 and I1 --------------------------------------------------
 
-def _bessel_ie(nu, x):
-    """``exp(-|x|) I_nu(x)`` for nu = 0 or 1: the power series ``sum (x/2)^(2k+nu) /
+def _bessel_ie(ops, nu, x):
+    """``exp(-|x|) I_nu(x)`` for nu = 0 or 1, in float64 on ``ops`` (NumPy arrays for the
+    impl, the kernel builder for compiled code): the power series ``sum (x/2)^(2k+nu) /
     (k! (k+nu)!)`` for |x| <= 30, the asymptotic series ``e^|x| / sqrt(2 pi |x|) sum_k (-1)^k
     prod_j (4 nu^2 - (2j-1)^2) / (k! (8|x|)^k)`` beyond."""
-    ax = np.abs(x)
-    small = ax <= 30
-    t = np.where(small, ax, 0.0) / 2
-    term = t ** nu
-    total = term.copy()
+    ax = ops.abs(x)
+    small = ops.le(ax, 30.0)
+    t = ops.mul(ops.select(small, ax, 0.0), 0.5)
+    term = t if nu else ops.add(ops.mul(t, 0.0), 1.0)
+    total = term
     for k in range(1, 120):
-        term = term * t * t / (k * (k + nu))
-        total = total + term
-    series = total * np.exp(-np.where(small, ax, 0.0))
-    big = np.where(small, 31.0, ax)
+        term = ops.div(ops.mul(ops.mul(term, t), t), float(k * (k + nu)))
+        total = ops.add(total, term)
+    series = ops.mul(total, ops.math("exp", ops.neg(ops.select(small, ax, 0.0))))
+    big = ops.select(small, 31.0, ax)
     mu = 4.0 * nu * nu
-    term, asymptotic = np.ones_like(x), np.ones_like(x)
+    term = asymptotic = ops.add(ops.mul(t, 0.0), 1.0)
     for k in range(1, 40):
-        term = -term * (mu - (2 * k - 1) ** 2) / (k * 8 * big)
-        asymptotic = asymptotic + term
-    asymptotic = asymptotic / np.sqrt(2 * np.pi * big)
-    out = np.where(small, series, asymptotic)
-    return np.sign(x) * out if nu else out
+        term = ops.div(ops.mul(ops.neg(term), mu - (2 * k - 1) ** 2), ops.mul(8.0 * k, big))
+        asymptotic = ops.add(asymptotic, term)
+    asymptotic = ops.div(asymptotic, ops.math("sqrt", ops.mul(2 * math.pi, big)))
+    out = ops.select(small, series, asymptotic)
+    return ops.select(ops.lt(x, 0.0), ops.neg(out), out) if nu else out
 
 
-bessel_i0e_p = unop("bessel_i0e", in_float64(lambda x: _bessel_ie(0, x)), FLOAT)
-bessel_i1e_p = unop("bessel_i1e", in_float64(lambda x: _bessel_ie(1, x)), FLOAT)
+def _bessel_ie_primitive(nu):
+    prim = unop(f"bessel_i{nu}e", in_float64(lambda x: _bessel_ie(ArrayOps, nu, x)), FLOAT)
+    kernel_elementwise(prim, lambda ctx, x: ctx.convert(
+        _bessel_ie(ctx, nu, ctx.convert(x, np.float64)), x.dtype))  # (float64, as the impl)
+    return prim
+
+
+bessel_i0e_p = _bessel_ie_primitive(0)
+bessel_i1e_p = _bessel_ie_primitive(1)
 bessel_i0e = unary_function(bessel_i0e_p, "Element-wise ``exp(-|x|) I0(x)``.")
 bessel_i1e = unary_function(bessel_i1e_p, "Element-wise ``exp(-|x|) I1(x)``.")
 
