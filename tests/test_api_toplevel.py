@@ -59,6 +59,17 @@ def test_pure_callback_pytrees_errors_and_no_derivative():
         nbjax.pure_callback(lambda a: np.asarray(a)[:1], bad, jnp.ones(2))
     with pytest.raises(ValueError, match="custom_jvp"):
         nbjax.grad(lambda v: nbjax.pure_callback(np.sin, v, v))(1.0)
+    # An exception in the callback comes out as JAX's runtime error, eagerly and under jit,
+    # its message the callback's traceback, its cause the exception itself.
+    def failing(a):
+        raise KeyError("missing")
+    for call in (lambda v: nbjax.pure_callback(failing, bad, v),
+                 nbjax.jit(lambda v: nbjax.pure_callback(failing, bad, v))):
+        with pytest.raises(nbjax.errors.JaxRuntimeError,
+                           match="(?s)^INTERNAL: CpuCallback error calling callback: "
+                                 "Traceback.*in failing.*KeyError: 'missing'$") as raised:
+            call(jnp.ones(2))
+        assert isinstance(raised.value.__cause__, KeyError)
     with pytest.raises(NotImplementedError, match="vmap_method"):
         nbjax.vmap(lambda v: nbjax.pure_callback(np.sin, v, v))(jnp.ones(2))
     assert "pure_callback" in str(nbjax.make_jaxpr(lambda v: nbjax.pure_callback(np.sin, v, v))(

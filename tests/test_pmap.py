@@ -223,7 +223,7 @@ def test_a_single_shard_runs_in_the_callers_thread():
     x = random_array(0, (1, 3))
     assert_close(f(np.abs(x)), 2 * np.abs(x))
     assert threads == [threading.current_thread()]
-    with pytest.raises(ValueError, match="negative shard"):
+    with pytest.raises(nbjax.errors.JaxRuntimeError, match="ValueError: negative shard"):
         f(-np.abs(x) - 1)
 
 

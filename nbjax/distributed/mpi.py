@@ -74,6 +74,14 @@ class ProcessFailedError(DistributedError):
     """Another process failed or exited before reaching this collective."""
 
 
+def _summary(error):
+    """``error``'s message in a notice's few hundred bytes: a message of several lines (a
+    callback's traceback, which a ``JaxRuntimeError`` carries) as its first and last ones,
+    where the error that started it is named."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if len(lines) < 2 else f"{lines[0]} ... {lines[-1]}"
+
+
 class _DiagnosisAsked(Exception):
     """Another process found that the collectives differ and waits for this one's account."""
 
@@ -334,7 +342,7 @@ class Communicator:
 
     def notify_failure(self, error):
         if not isinstance(error, ProcessFailedError):  # (the failed one has told the others)
-            self.notify(f"failed: {type(error).__name__}: {error}")
+            self.notify(f"failed: {type(error).__name__}: {_summary(error)}")
 
     def _excepthook(self, kind, value, traceback):
         self.notify_failure(value)

@@ -13,9 +13,12 @@ it as a host step between kernels. Its rules, side by side:
 - staged into a jaxpr (``jit``, ``make_jaxpr``) it is recorded and runs when the program does.
 
 ``pure_callback`` computes results of declared shapes and dtypes in Python. It is pure: the
-compiler may drop it when nothing reads its results. It has no derivative (wrap it in
+compiler may drop it when nothing reads its results. An exception the function raises comes
+out as JAX's does, a ``JaxRuntimeError`` holding its traceback (the original as its cause). It has no derivative (wrap it in
 ``custom_jvp``); under ``vmap`` its ``vmap_method`` says how it sees the batch.
 """
+
+import traceback
 
 import numpy as np
 
@@ -155,7 +158,12 @@ def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
 
 @pure_callback_p.def_impl
 def _pure_callback_impl(*args, callback, result_avals, vmap_method):
-    outs = callback(*_arrays(args))
+    try:
+        outs = callback(*_arrays(args))
+    except Exception as e:
+        # As JAX, eagerly and under jit: the runtime's error, the callback's traceback in it.
+        raise JaxRuntimeError("INTERNAL: CpuCallback error calling callback: "
+                              + "".join(traceback.format_exception(e)).rstrip()) from e
     checked = []
     for i, (out, aval) in enumerate(zip(outs, result_avals)):
         out = np.asarray(out.__array__() if isinstance(out, Array) else out)
