@@ -277,6 +277,20 @@ def test_siblings_reading_the_same_input_share_a_loop():
     assert len(plan.groups[0].kernel.outputs) == 2
 
 
+def test_siblings_share_loops_up_to_a_bounded_size():
+    """Two hundred outputs of one input share loops, each merged kernel at most
+    SIBLING_MAX_EQNS equations (every try at a merge builds the merged kernel: unbounded,
+    many siblings cost time quadratic in their number), and compute what they should."""
+    f = lambda x: [jnp.sin(x * i) + i for i in range(200)]
+    plan = _plan(f, X)
+    sizes = [len(g.eqns) for g in plan.groups]
+    assert _kinds(plan) == ["kernel"] * len(sizes) and len(sizes) == 2
+    assert max(sizes) <= fusion.SIBLING_MAX_EQNS and sum(sizes) == 3 * 200 - 1
+    outs = compile(nbjax.make_jaxpr(f)(X), "cpu", "t").run(X)
+    for i in (0, 57, 199):
+        assert_close(outs[i], np.sin(X * np.float32(i)) + i, rtol=1e-6)
+
+
 def test_structural_ops_become_index_maps():
     def f(x, i):
         y = jnp.concatenate([x[:, ::-1], lax.pad(x, 1.0, [(0, 0, 0), (1, -2, 1)])], axis=1)

@@ -542,9 +542,13 @@ def _merge_siblings(groups):
     return merged
 
 
-# How far back a kernel looks for a sibling, and how many it tries (a try builds a kernel).
+# How far back a kernel looks for a sibling, and how many it tries (a try builds a kernel);
+# and the most equations a kernel grows to by taking siblings in: each try builds the whole
+# merged kernel, so without a bound, many siblings (a complex chain, whose real and
+# imaginary parts are computed side by side) cost time quadratic in their number.
 SIBLING_WINDOW = 8
 SIBLING_TRIES = 4
+SIBLING_MAX_EQNS = 2 * MAX_KERNEL_DEPTH
 
 
 def _sibling_for(g, earlier):
@@ -560,7 +564,8 @@ def _sibling_for(g, earlier):
             continue  # a step in between needs cand's results where cand runs now
         if any(v in g_reads for s in between for e in s.eqns for v in e.outvars):
             continue  # g needs a result of a step in between, which would run after it
-        if cand.kind != "kernel" or cand.shape != g.shape or not _related(cand, g):
+        if cand.kind != "kernel" or cand.shape != g.shape or not _related(cand, g) or \
+                len(cand.eqns) + len(g.eqns) > SIBLING_MAX_EQNS:
             continue
         try:
             build_kernel("probe", g.shape, cand.parts + g.parts)
