@@ -26,10 +26,9 @@ from ..core import Primitive, ShapedArray, get_aval
 from ..core import dtypes
 from .elementwise import (abs_p, add, add_p, bitcast_convert_type, complex_p, conj_p,
                           convert_element_type, convert_element_type_p, div, div_p, eq, eq_p,
-                          floor, ge, gt, integer_pow_p, imag_p, lt, max, max_p, min, min_p,
-                          mul, mul_p, ne, ne_p, rem,
-                          neg, neg_p, real_p, select, select_n_p, sign_p, square_p, sub,
-                          sub_p)
+                          floor, ge, gt, imag_p, integer_pow_p, lt, max, max_p, min, min_p,
+                          mul, mul_p, ne, ne_p, neg, neg_p, real_p, rem, select, select_n_p,
+                          sign_p, square_p, sub, sub_p)
 from .elementwise import bitwise_and as and_, bitwise_or as or_
 from .gather_scatter import GatherScatterMode, default_fill_value, gather_p
 from .reductions import cumsum_p
@@ -43,8 +42,8 @@ from .transcendental import (acos_p, acosh_p, asin_p, asinh, asinh_p, atan2, ata
                              log1p, log1p_p, log_p, pow_p, rsqrt_p, sin, sin_p, sinh, sinh_p,
                              sqrt, sqrt_p, tan, tan_p, tanh_p)
 
-__all__ = ["Parts", "PairedParts", "complex_as_floats", "complex_as_floats_p", "floats_as_complex",
-           "floats_as_complex_p", "split", "join"]
+__all__ = ["Parts", "PairedParts", "complex_as_floats", "complex_as_floats_p",
+           "floats_as_complex", "floats_as_complex_p", "split", "join"]
 
 
 class Parts(NamedTuple):
@@ -60,15 +59,23 @@ class PairedParts(Parts):
 
     @classmethod
     def of(cls, pairs):
-        last = len(get_aval(pairs).shape) - 1
-        parts = cls(index_in_dim(pairs, 0, last, keepdims=False),
-                    index_in_dim(pairs, 1, last, keepdims=False))
+        parts = cls(*_parts_of(pairs))
         parts.pairs = pairs
         return parts
 
 
+def _parts_of(pairs):
+    """The two parts of an array of pairs of floats (its last axis, of 2)."""
+    last = len(get_aval(pairs).shape) - 1
+    return Parts(*[index_in_dim(pairs, k, last, keepdims=False) for k in (0, 1)])
+
+
 def real_dtype(dtype):
     return np.finfo(dtype).dtype
+
+
+def _complex_dtype(real):
+    return dtypes.complex128 if np.dtype(real) == dtypes.float64 else dtypes.complex64
 
 
 # --- the two views between a complex array and its parts -----------------------------------
@@ -80,8 +87,7 @@ def _as_floats(xp, x):
 
 def _as_complex(xp, x):
     flat = xp.ascontiguousarray(x.reshape(-1))
-    dtype = dtypes.complex128 if x.dtype == dtypes.float64 else dtypes.complex64
-    return flat.view(dtype).reshape(x.shape[:-1])
+    return flat.view(_complex_dtype(x.dtype)).reshape(x.shape[:-1])
 
 
 complex_as_floats_p = Primitive("complex_as_floats")
@@ -92,8 +98,7 @@ complex_as_floats_p.def_lowering("view", "its operand's buffer, read as pairs of
 
 floats_as_complex_p = Primitive("floats_as_complex")
 floats_as_complex_p.def_abstract_eval(lambda x: ShapedArray(
-    x.shape[:-1], dtypes.complex128 if x.dtype == dtypes.float64 else dtypes.complex64,
-    x.weak_type))
+    x.shape[:-1], _complex_dtype(x.dtype), x.weak_type))
 array_module_lowering(floats_as_complex_p, lambda xp, x: _as_complex(xp, x).copy())
 floats_as_complex_p.def_lowering("view", "its operand's pairs of floats, read as complex")
 
@@ -110,9 +115,7 @@ def floats_as_complex(x):
 
 def split(z):
     """The Parts of the complex array ``z``, read from a view of its buffer."""
-    pairs = complex_as_floats(z)
-    return Parts(index_in_dim(pairs, 0, -1, keepdims=False),
-                 index_in_dim(pairs, 1, -1, keepdims=False))
+    return _parts_of(complex_as_floats(z))
 
 
 def join(parts):
@@ -157,6 +160,10 @@ def _zeros(x):
     return broadcast_in_dim(_c(0, x), get_aval(x).shape, ())
 
 
+def _is_zero(x):
+    return eq(x, _c(0, x))
+
+
 def _is_inf(x):
     return eq(abs_p.bind(x), _c(np.inf, x))
 
@@ -171,12 +178,12 @@ def _copysign(magnitude, sign):
     return _select(_sign_bit(sign), neg(magnitude), magnitude)
 
 
-def hypot(x, y):
+def _hypot(x, y):
     """``sqrt(x*x + y*y)`` without overflow or underflow in the squares; infinite when
     either is (even with the other NaN), as C's ``hypot``."""
     ax, ay = abs_p.bind(x), abs_p.bind(y)
     big, small = max(ax, ay), min(ax, ay)
-    ratio = div(small, _select(eq(big, _c(0, big)), _c(1, big), big))
+    ratio = div(small, _select(_is_zero(big), _c(1, big), big))
     h = mul(big, sqrt(add(_c(1, ratio), mul(ratio, ratio))))
     return _select(or_(_is_inf(x), _is_inf(y)), _c(np.inf, h), h)
 
@@ -197,13 +204,13 @@ def _div(z, w):
     re_re, im_re = mul(add(a, mul(b, ratio)), scale), mul(sub(b, mul(a, ratio)), scale)
     re_im, im_im = mul(add(mul(a, ratio), b), scale), mul(sub(mul(b, ratio), a), scale)
     # Both parts of the divisor zero: NumPy divides each part by |c| and |d| (inf or NaN).
-    zero = and_(eq(c, _c(0, c)), eq(d, _c(0, d)))
+    zero = and_(_is_zero(c), _is_zero(d))
     return Parts(_select(zero, div(a, abs_p.bind(c)), _select(by_re, re_re, re_im)),
                  _select(zero, div(b, abs_p.bind(d)), _select(by_re, im_re, im_im)))
 
 
 def _abs(z):
-    return hypot(*z)
+    return _hypot(*z)
 
 
 def _exp(z):
@@ -216,15 +223,11 @@ def _exp(z):
                  _select(_is_zero(b), b, mul(mul(half, sin(b)), half)))
 
 
-def _is_zero(x):
-    return eq(x, _c(0, x))
-
-
 def _log(z):
     """log|z| + i arg z; near |z| = 1, log|z| as log1p of (|z|^2 - 1), computed from the
     larger part so that it keeps its relative accuracy."""
     a, b = z
-    modulus = hypot(a, b)
+    modulus = _hypot(a, b)
     big, small = max(abs_p.bind(a), abs_p.bind(b)), min(abs_p.bind(a), abs_p.bind(b))
     near_one = and_(gt(modulus, _c(0.75, a)), lt(modulus, _c(1.5, a)))
     near = mul(_c(0.5, a), log1p(add(mul(sub(big, _c(1, a)), add(big, _c(1, a))),
@@ -235,9 +238,9 @@ def _log(z):
 def _sqrt(z):
     """C99's csqrt: t = sqrt((|a| + |z|)/2), then the parts from t by the sign of a."""
     a, b = z
-    t = sqrt(mul(add(abs_p.bind(a), hypot(a, b)), _c(0.5, a)))
+    t = sqrt(mul(add(abs_p.bind(a), _hypot(a, b)), _c(0.5, a)))
     other = div(abs_p.bind(b), add(t, t))
-    zero = eq(t, _c(0, t))
+    zero = _is_zero(t)
     re = _select(ge(a, _c(0, a)), t, other)
     im = _select(ge(a, _c(0, a)), div(b, add(t, t)), _copysign(t, b))
     re, im = _select(zero, _c(0, a), re), _select(zero, b, im)
@@ -299,7 +302,7 @@ def _expm1(z):
     a, b = z
     half = sin(mul(b, _c(0.5, b)))
     re = sub(mul(expm1(a), cos(b)), mul(_c(2, b), mul(half, half)))
-    return Parts(re, _select(eq(b, _c(0, b)), b, mul(exp(a), sin(b))))
+    return Parts(re, _select(_is_zero(b), b, mul(exp(a), sin(b))))
 
 
 def _log1p(z):
@@ -309,14 +312,14 @@ def _log1p(z):
     one_plus = add(_c(1, a), a)
     small = lt(max(abs_p.bind(a), abs_p.bind(b)), _c(0.5, a))
     near = mul(_c(0.5, a), log1p(add(mul(a, add(_c(2, a), a)), mul(b, b))))
-    return Parts(_select(small, near, log(hypot(one_plus, b))), atan2(b, one_plus))
+    return Parts(_select(small, near, log(_hypot(one_plus, b))), atan2(b, one_plus))
 
 
 def _sign(z):
     """z / |z|, and 0 at 0."""
     a, b = z
-    modulus = hypot(a, b)
-    zero = eq(modulus, _c(0, modulus))
+    modulus = _hypot(a, b)
+    zero = _is_zero(modulus)
     safe = _select(zero, _c(1, modulus), modulus)
     return Parts(_select(zero, a, div(a, safe)), _select(zero, b, div(b, safe)))
 
