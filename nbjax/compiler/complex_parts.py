@@ -76,25 +76,27 @@ class _KnownParts:
             return Parts(Literal(value.real.astype(aval.dtype), aval),
                          Literal(value.imag.astype(aval.dtype), aval))
         if atom not in self.found:
-            closed = trace_to_closed_jaxpr(lambda z: list(split(z)), [atom.aval],
-                                           "the parts of a complex value")
-            self.found[atom] = Parts(*emit_inlined(self.rw, closed, [atom], where))
+            self.found[atom] = Parts(*self._emit(lambda z: list(split(z)), [atom], where))
         return self.found[atom]
 
     def materialise(self, atom, where):
-        """Build the complex value ``atom`` whole if it exists only as parts."""
+        """Build the complex value ``atom`` whole if it exists only as parts: a view of the
+        pairs a rule computed, or a kernel writing the parts as pairs and a view of them."""
         if isinstance(atom, Literal) or atom not in self.only_parts:
             return
         self.only_parts.discard(atom)
         if atom in self.pairs:
-            closed = trace_to_closed_jaxpr(lambda pairs: [floats_as_complex(pairs)],
-                                           [self.pairs[atom].aval], "a complex value")
-            self.rw.env[atom], = emit_inlined(self.rw, closed, [self.pairs[atom]], where)
-            return
-        parts = self.found[atom]
-        closed = trace_to_closed_jaxpr(lambda re, im: [join(Parts(re, im))],
-                                       [p.aval for p in parts], "a complex value")
-        self.rw.env[atom], = emit_inlined(self.rw, closed, list(parts), where)
+            whole = self._emit(lambda pairs: [floats_as_complex(pairs)], [self.pairs[atom]],
+                               where)
+        else:
+            whole = self._emit(lambda re, im: [join(Parts(re, im))], list(self.found[atom]),
+                               where)
+        self.rw.env[atom], = whole
+
+    def _emit(self, fn, operands, where):
+        """Emit the equations of ``fn`` traced on ``operands``; its outputs' atoms."""
+        closed = trace_to_closed_jaxpr(fn, [a.aval for a in operands], "complex parts")
+        return emit_inlined(self.rw, closed, operands, where)
 
 
 def _flat(operands):
