@@ -104,3 +104,33 @@ def test_samplers_under_jit_and_vmap():
     grad = nbjax.grad(lambda s: random.rayleigh(random.PRNGKey(0), s, (3,)).sum())(2.0)
     np.testing.assert_allclose(grad, random.rayleigh(random.PRNGKey(0), 1.0, (3,)).sum(),
                                rtol=1e-6)
+
+
+# The families whose samplers refuse parameters of a type wider than the samples' (JAX's
+# _check_all_safe_to_cast), with how many parameters each takes.
+SAFE_CAST_FAMILIES = {"t": 1, "chisquare": 1, "pareto": 1, "rayleigh": 1, "wald": 1,
+                      "lognormal": 1, "beta": 2, "f": 2, "triangular": 3}
+
+
+@pytest.mark.parametrize("name", sorted(SAFE_CAST_FAMILIES))
+def test_parameters_wider_than_the_samples_raise_type_promotion_errors(name):
+    """float32 parameters for float16 samples raise JAX's TypePromotionError; Python numbers
+    (weakly typed), float16 parameters and float32 samples do not."""
+    key, arity = random.key(0), SAFE_CAST_FAMILIES[name]
+    sampler = getattr(random, name)
+
+    def params(value):
+        return [value * 0, value, value * 2][:arity] if name == "triangular" else \
+            [value] * arity
+    with pytest.raises(nbjax.dtypes.TypePromotionError,
+                       match=f"In arguments to {name}, cannot safely cast argument of type "
+                             "float32 to float16"):
+        sampler(key, *params(np.float32(3.0)), shape=(2,), dtype=np.float16)
+    for value, dtype in ((3.0, np.float16), (np.float16(3.0), np.float16),
+                         (np.float32(3.0), np.float32), (np.int32(3), np.float16)):
+        assert sampler(key, *params(value), shape=(2,), dtype=dtype).dtype == dtype
+    if jrandom is not None:
+        with pytest.raises(Exception) as raised:
+            getattr(jrandom, name)(jrandom.key(0), *params(np.float32(3.0)), shape=(2,),
+                                   dtype=np.float16)
+        assert type(raised.value).__name__ == "TypePromotionError"

@@ -35,6 +35,17 @@ def float_dtype(name, dtype):
     return dt
 
 
+def check_safe_casts(name, dtype, *params):
+    """TypePromotionError, as JAX's samplers of these families raise, where a parameter's
+    type is wider than the samples' ``dtype`` (float32 parameters for float16 samples; a
+    Python number is weakly typed, so always safe)."""
+    for param in params:
+        if jnp.result_type(param, dtype) != dtype:
+            raise dtypes.TypePromotionError(
+                f"In arguments to {name}, cannot safely cast argument of type "
+                f"{jnp.asarray(param).dtype} to {dtype}")
+
+
 def shape_of(x):
     return get_aval(x).shape if isinstance(x, (Array, Tracer)) else np.shape(x)
 
@@ -389,6 +400,7 @@ def beta(key, a, b, shape=None, dtype=None):
     """Beta(a, b) variates ``Ga / (Ga + Gb)``, from log-gammas scaled by their maximum."""
     key, _ = unwrap("beta", key)
     dtype = float_dtype("beta", dtype)
+    check_safe_casts("beta", dtype, a, b)
     shape = result_shape("beta", shape, shape_of(a), shape_of(b))
     key_a, key_b = threefry.split_list(key, 2)
     a = jnp.broadcast_to(lax.convert_element_type(a, dtype), shape)
@@ -420,6 +432,7 @@ def _parameter_sampler(name, draw):
     def sampler(key, param, shape=None, dtype=None):
         key, _ = unwrap(name, key)
         dtype = float_dtype(name, dtype)
+        check_safe_casts(name, dtype, param)
         shape = result_shape(name, shape, shape_of(param))
         return draw(key, lax.convert_element_type(param, dtype), shape, dtype)
     sampler.__name__ = sampler.__qualname__ = name

@@ -10,7 +10,8 @@ from .. import lax
 from .. import numpy as jnp
 from ..core import canonical_shape, dtypes
 from . import floats, threefry
-from .distributions import chisquare_values, float_dtype, random_signs, result_shape, shape_of
+from .distributions import (check_safe_casts, chisquare_values, float_dtype, random_signs,
+                            result_shape, shape_of)
 from .keys import KEY_DTYPE, check_impl, unwrap
 
 __all__ = ["lognormal", "maxwell", "double_sided_maxwell", "rayleigh", "wald", "geometric",
@@ -32,6 +33,7 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
     """Log-normal variates ``exp(sigma n)``, n standard normal."""
     key, _ = unwrap("lognormal", key)
     dtype = float_dtype("lognormal", dtype)
+    check_safe_casts("lognormal", dtype, sigma)
     shape = result_shape("lognormal", shape, shape_of(sigma))
     return lax.exp(floats.normal(key, shape, dtype) * lax.convert_element_type(sigma, dtype))
 
@@ -64,6 +66,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
     """Rayleigh variates ``scale sqrt(-2 log u)``."""
     key, _ = unwrap("rayleigh", key)
     dtype = float_dtype("rayleigh", dtype)
+    check_safe_casts("rayleigh", dtype, scale)
     shape = result_shape("rayleigh", shape, shape_of(scale))
     u = floats.uniform(key, shape, dtype)
     scale, = _params(dtype, shape, scale)
@@ -75,6 +78,7 @@ def wald(key, mean, shape=None, dtype=None):
     transformation of a normal, with a uniform choosing between the two roots."""
     key, _ = unwrap("wald", key)
     dtype = float_dtype("wald", dtype)
+    check_safe_casts("wald", dtype, mean)
     shape = result_shape("wald", shape, shape_of(mean))
     k1, k2 = threefry.split_list(key, 2)
     mean, = _params(dtype, shape, mean)
@@ -107,6 +111,7 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     """Triangular variates by inverting the CDF on either side of the mode."""
     key, _ = unwrap("triangular", key)
     dtype = float_dtype("triangular", dtype)
+    check_safe_casts("triangular", dtype, left, mode, right)
     shape = result_shape("triangular", shape, shape_of(left), shape_of(mode),
                           shape_of(right))
     left, right, mode = _params(dtype, shape, left, right, mode)
@@ -129,6 +134,7 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     """F variates ``(X1 / dfnum) / (X2 / dfden)`` of two chi-squares."""
     key, _ = unwrap("f", key)
     dtype = float_dtype("f", dtype)
+    check_safe_casts("f", dtype, dfnum, dfden)
     shape = result_shape("f", shape, shape_of(dfnum), shape_of(dfden))
     dfden = lax.convert_element_type(dfden, dtype)
     dfnum = lax.convert_element_type(dfnum, dtype)
