@@ -88,6 +88,22 @@ def test_exponential_integrals_at_the_edges():
     assert np.asarray(special.expn(np.arange(3), np.float32(1.0))).dtype == np.float32
 
 
+@pytest.mark.parametrize("x64", [False, True], ids=["float32", "float64"])
+def test_fresnel_stays_accurate_for_large_arguments(x64):
+    """The oscillation of S and C around 1/2 is exp(i pi x^2 / 2) / (pi x): its phase comes
+    from x^2 modulo 4, not from x^2 rounded (an ulp of x^2 is 2 at x = 4000 in float32); far
+    out, both are 1/2."""
+    dtype = np.float64 if x64 else np.float32
+    x = np.concatenate([np.geomspace(1.5, 1e4, 400), [36974.0, 1e5, 1e6, 1e20, 3e38]])
+    with nbjax.enable_x64(x64):
+        got = special.fresnel(x.astype(dtype))
+    want = sps.fresnel(x.astype(dtype).astype(np.float64))
+    for g, w in zip(got, want):
+        w = np.where(np.isnan(w), 0.5, w)  # (SciPy gives NaN past 1e300 or so)
+        np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=0,
+                                   atol=1e-10 if x64 else 3e-7)
+
+
 def test_other_edges_as_scipy():
     edge = np.array([0.0, np.inf, -np.inf, np.nan], np.float32)
     for name in ("dawsn", "sici", "fresnel"):

@@ -313,12 +313,24 @@ def _fresnel_series(x):
     return x * s, x * c
 
 
+def _square_mod_4(x):
+    """``x^2`` modulo 4 (``exp(i pi x^2 / 2)`` has period 4 in ``x^2``), to the accuracy of
+    a float in [0, 4) even where ``x^2`` has no bits left below 4 (x = 3000 in float32):
+    ``x`` is split (Veltkamp) into a head of half the significand's bits and a tail, the
+    partial products ``h^2`` and ``2ht`` are exact, and each is reduced modulo 4 exactly."""
+    bits = jnp.finfo(x.dtype).nmant + 1
+    c = x * float(2 ** ((bits + 1) // 2) + 1)
+    head = c - (c - x)
+    tail = x - head
+    return (jnp.fmod(head * head, 4.0) + jnp.fmod(2 * head * tail, 4.0)) + tail * tail
+
+
 def _fresnel_large(x):
     """``C + iS = (1+i)/2 (1 - exp(i pi x^2 / 2) w((1+i) s))`` with ``s = sqrt(pi) x / 2``,
     from ``C + iS = (1+i)/2 erf((1-i) s)`` and ``erfc(z) = exp(-z^2) w(iz)``."""
     s = (_SQRT_PI / 2) * x
     w = _w(s, s)
-    rotated = _cmul(_cexp_i((np.pi / 2) * x * x), w)
+    rotated = _cmul(_cexp_i((np.pi / 2) * _square_mod_4(x)), w)
     rest = (1 - rotated[0], -rotated[1])
     return (rest[0] + rest[1]) / 2, (rest[0] - rest[1]) / 2  # (1+i)/2 rest = (S, C) swapped
 
@@ -328,9 +340,11 @@ def _fresnel(x):
     ax = jnp.abs(x)
     small = ax < _FRESNEL_SWITCH
     s_s, c_s = _fresnel_series(jnp.where(small, ax, 0.0))
-    s_l, c_l = _fresnel_large(jnp.where(small | jnp.isinf(ax), 2 * _FRESNEL_SWITCH, ax))
+    # (beyond 4/eps, S and C are 1/2 to the type's precision: their oscillation is 1/(pi x))
+    limit = ax > 4 / float(jnp.finfo(ax.dtype).eps)
+    s_l, c_l = _fresnel_large(jnp.where(small | limit, 2 * _FRESNEL_SWITCH, ax))
     s, c = jnp.where(small, s_s, s_l), jnp.where(small, c_s, c_l)
-    s, c = jnp.where(jnp.isinf(ax), 0.5, s), jnp.where(jnp.isinf(ax), 0.5, c)
+    s, c = jnp.where(limit, 0.5, s), jnp.where(limit, 0.5, c)
     negative = x < 0
     return jnp.where(negative, -s, s), jnp.where(negative, -c, c)
 
@@ -339,7 +353,7 @@ def _fresnel(x):
 def _fresnel_jvp(primals, tangents):
     """``S' = sin(pi x^2 / 2)``, ``C' = cos(pi x^2 / 2)``."""
     (x,), (x_dot,) = primals, tangents
-    phase = (np.pi / 2) * x * x
+    phase = (np.pi / 2) * _square_mod_4(x)
     return _fresnel(x), (jnp.sin(phase) * x_dot, jnp.cos(phase) * x_dot)
 
 
