@@ -128,3 +128,51 @@ def test_tridiagonal_errors():
         la.tridiagonal(np.ones((3, 4)))
     with pytest.raises(NotImplementedError):
         nbjax.grad(lambda a: la.tridiagonal(a)[1].sum())(np.eye(3))
+
+
+# --- QR with column pivoting ------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6), (5, 5), (3, 4, 3)])
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_pivoted_qr_is_lapacks(dtype, shape, full_matrices):
+    """``a[..., p] = q r``, p LAPACK's geqp3 choice (SciPy's), the diagonal of r falling in
+    magnitude; under jit too (a step calling back: geqp3 is not among the native routines)."""
+    rng = np.random.default_rng(sum(shape))
+    a = (rng.standard_normal(shape) * np.arange(1, shape[-1] + 1)).astype(dtype)
+    with nbjax.enable_x64(dtype == np.float64):
+        q, r, p = la.qr(a, pivoting=True, full_matrices=full_matrices)
+        jq, jr, jp = nbjax.jit(lambda a: la.qr(a, pivoting=True,
+                                               full_matrices=full_matrices))(a)
+    q, r, p = map(np.asarray, (q, r, p))
+    assert p.dtype == np.int32 and q.dtype == r.dtype == dtype
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    assert_close(q @ r, np.take_along_axis(a, p[..., None, :], -1), tol, scale=np.abs(a).max())
+    np.testing.assert_array_equal(np.triu(r), r)
+    assert (np.diff(np.abs(np.diagonal(r, axis1=-2, axis2=-1)), axis=-1) <= 1e-6).all()
+    for index in np.ndindex(*shape[:-2]):
+        want = sl.qr(a[index], pivoting=True, mode="full" if full_matrices else "economic")
+        np.testing.assert_array_equal(p[index], want[2])
+        assert_close(r[index], want[1], tol, scale=np.abs(a).max())
+    np.testing.assert_array_equal(np.asarray(jp), p)
+    assert_close(np.asarray(jr), r, tol, scale=np.abs(a).max())
+
+
+def test_pivoted_qr_prints_derives_and_batches_as_jax():
+    a = (np.random.default_rng(3).standard_normal((5, 3)) * [1, 5, 2]).astype(np.float64)
+    text = str(nbjax.make_jaxpr(lambda a: la.qr(a, pivoting=True))(a.astype(np.float32)))
+    assert "qr[\n      full_matrices=True\n      pivoting=True\n      use_magma=None\n    ]" in text
+    assert "d:i32[3] = qr" in text
+    with nbjax.enable_x64():
+        from nbjax.test_util import check_grads
+        check_grads(lambda a: la.qr(a, pivoting=True)[1], (a,), 1, modes=["fwd", "rev"])
+        check_grads(lambda a: la.qr(a, pivoting=True, full_matrices=False)[0], (a,), 1,
+                    modes=["fwd", "rev"])
+    stack = np.stack([a, a[:, ::-1]]).astype(np.float32)
+    check_vmap(lambda m: la.qr(m, pivoting=True)[2], (stack,), (0,))
+    import nbjax.scipy.linalg as nsl
+    r, p = nsl.qr(a.astype(np.float32), pivoting=True, mode="r")
+    np.testing.assert_array_equal(p, sl.qr(a, pivoting=True, mode="r")[1])
+    empty = nsl.qr(np.zeros((0, 3), np.float32), pivoting=True)
+    assert [x.shape for x in empty] == [(0, 0), (0, 3), (3,)]
+    np.testing.assert_array_equal(empty[2], [0, 0, 0])  # (LAPACK is not called: JAX's zeros)

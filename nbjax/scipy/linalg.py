@@ -135,14 +135,12 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
 
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
     """``(q, r)``: complete factors (``mode='full'``), thin ones ('economic'), or ``(r,)``
-    ('r'). Column pivoting is not provided."""
-    if pivoting:
-        raise NotImplementedError("qr(pivoting=True) is not implemented in nbjax")
+    ('r'); with ``pivoting``, the column permutation ``p`` after them (``a[:, p] = q r``)."""
     if mode not in ("full", "r", "economic"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     a, = promote_dtypes_inexact(jnp.asarray(a))
-    q, r = lax_linalg.qr(a, full_matrices=mode != "economic")
-    return (r,) if mode == "r" else (q, r)
+    q, r, *p = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
+    return (r, *p) if mode == "r" else (q, r, *p)
 
 
 def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,

@@ -49,9 +49,11 @@ from .rows import loop
 
 def supports(eqn):
     """Whether ``emit`` compiles ``eqn``: an operation of ``EMITTERS`` (its primitive's
-    ``"linear algebra"`` lowering) on float32 or float64 matrices."""
+    ``"linear algebra"`` lowering) on float32 or float64 matrices (a QR without column
+    pivoting: geqp3 is not among the routines)."""
     return eqn.primitive.lowerings.get("linear algebra") in EMITTERS and \
-        np.dtype(eqn.invars[0].aval.dtype) in routines.REAL
+        np.dtype(eqn.invars[0].aval.dtype) in routines.REAL and \
+        not eqn.params.get("pivoting", False)
 
 
 def emit(f, eqn, *buffers):

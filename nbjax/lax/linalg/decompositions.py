@@ -38,7 +38,7 @@ from ..structural import broadcasted_iota, concatenate, full, pad
 from .util import (check_matrix, cols_of, complex_dtype, conj_if_complex, diagonal_of, dtype_of,
                    each_col, each_row, identity_matrix, linalg_primitive,
                    linear_algebra_lowering, mH, mT, mm, nan_array, nan_where_lapack_fails, ndim_of,
-                   outer_diff, permutation_matrix, pivot_magnitude, real_dtype, rows_of,
+                   outer_diff, per_matrix, permutation_matrix, pivot_magnitude, real_dtype, rows_of,
                    shape_of, symmetrize, tril, triu, zeros_of)
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p",
@@ -381,17 +381,27 @@ linear_algebra_lowering(qr_p, "qr")
 
 
 @qr_p.def_abstract_eval
-def _qr_abstract_eval(x, *, full_matrices):
+def _qr_abstract_eval(x, *, full_matrices, pivoting, use_magma):
     check_matrix("qr", x)
     *batch, m, n = x.shape
     k = m if full_matrices else min(m, n)
-    return [x.update(shape=(*batch, m, k)), x.update(shape=(*batch, k, n))]
+    factors = [x.update(shape=(*batch, m, k)), x.update(shape=(*batch, k, n))]
+    return factors + [ShapedArray((*batch, n), np.dtype(np.int32))] if pivoting else factors
 
 
 @qr_p.def_impl
-def _qr_impl(x, *, full_matrices):
-    q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
-    return [q, r]
+def _qr_impl(x, *, full_matrices, pivoting, use_magma):
+    if not pivoting or x.size == 0:  # (an empty matrix: LAPACK is not called, p is zeros)
+        factors = list(np.linalg.qr(x, mode="complete" if full_matrices else "reduced"))
+        return factors + [np.zeros(x.shape[:-2] + x.shape[-1:], np.int32)] * pivoting
+    import scipy.linalg  # (LAPACK's geqp3, which NumPy lacks; lazily, as in forms.py)
+    *batch, m, n = x.shape
+    k = m if full_matrices else min(m, n)
+    mode = "full" if full_matrices else "economic"
+    return per_matrix(lambda a: scipy.linalg.qr(a, mode=mode, pivoting=True,
+                                                check_finite=False),
+                      [x], tuple(batch), ((m, k), x.dtype), ((k, n), x.dtype),
+                      ((n,), np.int32))
 
 
 def _thin_qr_jvp(q, r, dx):
@@ -415,23 +425,30 @@ def _thin_qr_jvp(q, r, dx):
 
 
 @qr_p.def_jvp
-def _qr_jvp(primals, tangents, *, full_matrices):
+def _qr_jvp(primals, tangents, **params):
     """Square and tall thin factors use ``_thin_qr_jvp``. A wide ``x = [x1 x2]`` (m < n) has
     ``x1 = q r1``, whose JVP is the square case, and ``r2 = q^H x2``. The complete ``q`` of a
-    tall matrix also needs its last ``m - n`` columns: see arXiv:2409.13374 (eqs. 32, 33)."""
+    tall matrix also needs its last ``m - n`` columns: see arXiv:2409.13374 (eqs. 32, 33).
+    With pivoting, ``x[..., p] = q r`` for the permutation ``p``, held fixed (as JAX)."""
     (x,), (dx,) = primals, tangents
-    q, r = qr_p.bind(x, full_matrices=full_matrices)
+    outs = qr_p.bind(x, **params)
+    q, r = outs[:2]
+    if params["pivoting"]:
+        columns = mT(permutation_matrix(outs[2], dtype_of(x)))  # a[..., p] = a @ P^T
+        x, dx = mm(x, columns), mm(dx, columns)
     m, n = shape_of(x)[-2:]
     if m < n:
         dq, dr1 = _thin_qr_jvp(q, cols_of(r, 0, m), cols_of(dx, 0, m))
         dr2 = add(mm(mH(dq), cols_of(x, m, n)), mm(mH(q), cols_of(dx, m, n)))
-        return [q, r], [dq, concatenate([dr1, dr2], ndim_of(x) - 1)]
-    q_mn = cols_of(q, 0, n) if full_matrices else q
-    r_nn = rows_of(r, 0, n) if full_matrices else r
-    dq, dr = _thin_qr_jvp(q_mn, r_nn, dx)
-    if full_matrices and m > n:
-        dq, dr = _complete_qr_tangents(q, q_mn, dq, dr, m, n)
-    return [q, r], [dq, dr]
+        tangents = [dq, concatenate([dr1, dr2], ndim_of(x) - 1)]
+    else:
+        full_matrices = params["full_matrices"]
+        q_mn = cols_of(q, 0, n) if full_matrices else q
+        r_nn = rows_of(r, 0, n) if full_matrices else r
+        tangents = list(_thin_qr_jvp(q_mn, r_nn, dx))
+        if full_matrices and m > n:
+            tangents = list(_complete_qr_tangents(q, q_mn, *tangents, m, n))
+    return outs, tangents + [ad.Zero.like(p) for p in outs[2:]]
 
 
 def _complete_qr_tangents(q, q_mn, dq_mn, dr_nn, m, n):
@@ -452,10 +469,14 @@ def _complete_qr_tangents(q, q_mn, dq_mn, dr_nn, m, n):
     return dq, concatenate([dr_nn, zero_rows], ndim_of(q) - 2)
 
 
-def qr(x, *, full_matrices=True):
+def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
     """``(q, r)`` with ``x = q @ r``, ``q`` unitary (``[..., m, m]``, or ``[..., m, k]`` with
-    ``k = min(m, n)`` unless ``full_matrices``) and ``r`` upper triangular."""
-    return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
+    ``k = min(m, n)`` unless ``full_matrices``) and ``r`` upper triangular; with
+    ``pivoting``, ``(q, r, p)`` with ``x[..., p] = q @ r``, the columns chosen greatest norm
+    first (LAPACK's geqp3), ``p`` int32. ``use_magma`` (a GPU library's choice) is recorded
+    and ignored, as JAX does on the CPU."""
+    return tuple(qr_p.bind(x, full_matrices=bool(full_matrices), pivoting=bool(pivoting),
+                           use_magma=use_magma))
 
 
 # --- SVD ----------------------------------------------------------------------------------------
