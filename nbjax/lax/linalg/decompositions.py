@@ -39,7 +39,7 @@ from .util import (check_matrix, cols_of, complex_dtype, conj_if_complex, diagon
                    each_col, each_row, identity_matrix, linalg_primitive,
                    linear_algebra_lowering, mH, mT, mm, nan_array, nan_where_lapack_fails, ndim_of,
                    outer_diff, per_matrix, permutation_matrix, pivot_magnitude, real_dtype, rows_of,
-                   shape_of, symmetrize, tril, triu, zeros_of)
+                   scipy_linalg, shape_of, symmetrize, tril, triu, zeros_of)
 
 __all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p",
            "eig", "eig_p", "eigh", "eigh_p", "lu", "lu_p",
@@ -394,12 +394,12 @@ def _qr_impl(x, *, full_matrices, pivoting, use_magma):
     if not pivoting or x.size == 0:  # (an empty matrix: LAPACK is not called, p is zeros)
         factors = list(np.linalg.qr(x, mode="complete" if full_matrices else "reduced"))
         return factors + [np.zeros(x.shape[:-2] + x.shape[-1:], np.int32)] * pivoting
-    import scipy.linalg  # (LAPACK's geqp3, which NumPy lacks; lazily, as in forms.py)
     *batch, m, n = x.shape
     k = m if full_matrices else min(m, n)
     mode = "full" if full_matrices else "economic"
-    return per_matrix(lambda a: scipy.linalg.qr(a, mode=mode, pivoting=True,
-                                                check_finite=False),
+    # (SciPy's geqp3, which NumPy lacks)
+    return per_matrix(lambda a: scipy_linalg().qr(a, mode=mode, pivoting=True,
+                                                  check_finite=False),
                       [x], tuple(batch), ((m, k), x.dtype), ((k, n), x.dtype),
                       ((n,), np.int32))
 

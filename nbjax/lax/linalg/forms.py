@@ -13,7 +13,7 @@ from ...core import Primitive, ShapedArray
 from .. import batch_util
 from ..standard import FLOAT, INEXACT, check_dtype, same_dtypes
 from .util import (check_batch_ranks, check_matrix, linalg_primitive, nan_array, per_matrix,
-                   real_dtype)
+                   real_dtype, scipy_linalg)
 
 __all__ = ["cholesky_update", "cholesky_update_p", "hessenberg", "hessenberg_p",
            "householder_product", "householder_product_p", "ormqr", "ormqr_p", "schur",
@@ -23,15 +23,15 @@ __all__ = ["cholesky_update", "cholesky_update_p", "hessenberg", "hessenberg_p",
 
 # --- LAPACK routines NumPy lacks: Schur, Hessenberg and tridiagonal forms, Householder products --
 # Their references call SciPy's LAPACK wrappers (gees, gehrd, sytrd/hetrd, orgqr/ungqr), the
-# routines JAX calls on CPU. ``scipy.linalg`` is imported inside them: it adds about a third to
-# the time of ``import nbjax``, which most programs would pay without using these routines.
+# routines JAX calls on CPU. ``scipy.linalg`` is imported when they first run
+# (``util.scipy_linalg``): it adds about a third to the time of ``import nbjax``, which most
+# programs would pay without using these routines.
 # None of them has a derivative rule (as in JAX): differentiating them raises
 # NotImplementedError.
 
 def _lapack(name, x):
     """The LAPACK routine ``name`` for ``x``'s dtype (``s``/``d``/``c``/``z`` prefix)."""
-    import scipy.linalg  # lazily: see above
-    return scipy.linalg.get_lapack_funcs((name,), (x,))[0]
+    return scipy_linalg().get_lapack_funcs((name,), (x,))[0]
 
 
 schur_p = linalg_primitive("schur", multiple_results=True)
@@ -46,9 +46,8 @@ def _schur_abstract_eval(x, *, compute_schur_vectors, sort_eig_vals, select_call
 def _schur_one(m):
     """``(T, Z)`` of one matrix (LAPACK ``gees``): quasi-triangular ``T`` for real ``m``,
     triangular for complex; NaNs where LAPACK does not converge (a NaN input)."""
-    import scipy.linalg  # lazily: see above
     try:
-        return scipy.linalg.schur(m, check_finite=False)
+        return scipy_linalg().schur(m, check_finite=False)
     except np.linalg.LinAlgError:
         nan = nan_array(m.shape, m.dtype)
         return nan, nan

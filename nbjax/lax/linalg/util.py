@@ -190,6 +190,14 @@ def _batch_leading(prim):
     return rule
 
 
+def scipy_linalg():
+    """``scipy.linalg``, for the LAPACK routines NumPy lacks (Schur, Hessenberg and
+    tridiagonal forms, Householder products, QR with column pivoting), imported when one is
+    first called: it adds about a third to the time of ``import nbjax``."""
+    import scipy.linalg
+    return scipy.linalg
+
+
 def linalg_primitive(name, core_rank=2, multiple_results=False):
     prim = Primitive(name, multiple_results)
     prim.core_rank = core_rank
