@@ -10,5 +10,6 @@ def log_comb(n, k):
 
 
 def between(k, low, high, log_mass):
-    """``log_mass`` on ``low <= k <= high``, ``-inf`` (probability 0) elsewhere."""
-    return jnp.where((k >= low) & (k <= high), log_mass, -jnp.inf)
+    """``log_mass`` on ``low <= k <= high``, ``-inf`` (probability 0) elsewhere. Written as a
+    test for "outside", as JAX does, so that a NaN ``k`` gives NaN rather than ``-inf``."""
+    return jnp.where((k < low) | (k > high), -jnp.inf, log_mass)

@@ -61,6 +61,29 @@ def _make(module, kind, std, rule, shape, extra, standardize):
     return fn
 
 
+def located(module, kind, shape, fn, discrete=False):
+    """The public function ``kind`` of ``module`` from ``fn(x, *shape, loc, scale)`` (or
+    ``fn(k, *shape, loc)`` when ``discrete``), which sees the promoted arguments themselves.
+
+    For the rules that JAX writes in terms of ``x`` and ``loc`` rather than of the
+    standardised point: a support test ``x < loc`` and a test ``(x - loc) / scale < 0`` part
+    ways at a negative ``scale``, and a test written as "outside the support" lets NaN through
+    where "inside the support" would turn it into the outside value."""
+    extra = (("loc", 0),) if discrete else (("loc", 0), ("scale", 1))
+    first = "q" if kind in ("ppf", "isf") else ("k" if discrete else "x")
+    sig = _signature(first, shape, extra)
+    name = f"{module}.{kind}"
+
+    def public(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return fn(*promote_args_inexact(name, *bound.args))
+    public.__name__ = public.__qualname__ = kind
+    public.__signature__ = sig
+    public.__doc__ = fn.__doc__
+    return public
+
+
 def _exp_of(log_fn, kind):
     """``pdf``/``pmf`` as ``exp`` of ``logpdf``/``logpmf``."""
     def fn(*args, **kwargs):

@@ -2,14 +2,16 @@
 probability ``p``, as ``jax.scipy.stats.binom`` (non-integer ``k`` in ``[0, n]`` gives the
 continuous extension through the gamma function, as in JAX)."""
 
+from ... import numpy as jnp
 from .. import special
-from ._discrete import between, log_comb
+from ._discrete import log_comb
 from ._family import discrete
 
 
 def _logpmf(k, n, p):
     mass = log_comb(n, k) + special.xlogy(k, p) + special.xlog1py(n - k, -p)
-    return between(k, 0, n, mass)
+    # JAX tests "inside" here, so a NaN ``k`` gives ``-inf`` (unlike ``between``).
+    return jnp.where((k >= 0) & (k <= n), mass, -jnp.inf)
 
 
 _fns = discrete("binom", ("n", "p"), logpmf=_logpmf)

@@ -1,20 +1,47 @@
 """``nbjax.scipy.stats.chi2``: the chi-squared distribution with ``df`` degrees of freedom,
-the gamma distribution of shape ``df / 2`` and scale 2, as ``jax.scipy.stats.chi2``."""
+the gamma distribution of shape ``df / 2`` and scale ``2 scale``, as
+``jax.scipy.stats.chi2``.
+
+The rules at the edges are JAX's: ``logpdf`` gives ``-inf`` for ``x < loc`` only (NaN
+``x`` stays NaN), ``cdf`` and ``sf`` clamp ``(x - loc) / (2 scale)`` to ``[0, inf]``."""
 
 import math
 
-from . import gamma
-from ._family import continuous
+from ... import numpy as jnp
+from .. import special
+from ._family import located
+from .gamma import regularized
 
 
-def _from_gamma(kind):
-    """The standard chi2 function of ``kind``: gamma's at ``z / 2``, shape ``df / 2`` (the
-    log-density also loses ``log 2`` for the scale)."""
-    fn = gamma.STANDARD[kind]
-    shift = math.log(2) if kind == "logpdf" else 0
-    return lambda z, df: fn(z / 2, df / 2) - shift
+def _logpdf(x, df, loc, scale):
+    """JAX's density, except that the kernel is ``xlogy(df/2 - 1, y)``: at ``y = 0`` and
+    ``df = 2`` JAX's ``0 * log(0)`` gives NaN where the density is ``1/2`` (SciPy)."""
+    y = (x - loc) / scale
+    half_df = df / 2
+    kernel = special.xlogy(half_df - 1, y) - y / 2
+    normalizer = -(special.gammaln(half_df) + math.log(2) * df / 2)
+    return jnp.where(x < loc, -jnp.inf, normalizer - jnp.log(scale) + kernel)
 
 
-_fns = continuous("chi2", ("df",), **{kind: _from_gamma(kind) for kind in gamma.STANDARD})
+def _z(x, loc, scale):
+    return jnp.clip((x - loc) / (scale * 2), 0, jnp.inf)
+
+
+def _cdf(x, df, loc, scale):
+    return regularized(df / 2, _z(x, loc, scale), False)
+
+
+def _sf(x, df, loc, scale):
+    return regularized(df / 2, _z(x, loc, scale), True)
+
+
+_fns = {
+    "logpdf": located("chi2", "logpdf", ("df",), _logpdf),
+    "pdf": located("chi2", "pdf", ("df",), lambda *args: jnp.exp(_logpdf(*args))),
+    "cdf": located("chi2", "cdf", ("df",), _cdf),
+    "logcdf": located("chi2", "logcdf", ("df",), lambda *args: jnp.log(_cdf(*args))),
+    "sf": located("chi2", "sf", ("df",), _sf),
+    "logsf": located("chi2", "logsf", ("df",), lambda *args: jnp.log(_sf(*args))),
+}
 globals().update(_fns)
 __all__ = sorted(_fns)
