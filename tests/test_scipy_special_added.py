@@ -193,3 +193,15 @@ def test_signed_zero_and_nan_edge_cases():
     y = np.array([nan, 0.0, -1.0], np.float32)
     assert_close(special.xlogy(np.zeros(3, np.float32), y), np.array([nan, 0, 0], np.float32))
     assert_close(special.xlog1py(np.zeros(3, np.float32), y), np.array([nan, 0, 0], np.float32))
+
+
+def test_gammainc_gammaincc_at_infinite_a_as_jax():
+    """a == inf: P = 0, Q = 1 for 0 <= x < 1, NaN for finite x >= 1, P = 1, Q = 0 at x = inf
+    (JAX's values; they were all NaN)."""
+    import nbjax.scipy.special as nsp
+    a = np.float32(np.inf)
+    x = np.array([0.0, 0.5, 1.0, 2.0, np.inf, np.nan, -1.0], np.float32)
+    p = [0.0, 0.0, np.nan, np.nan, 1.0, np.nan, np.nan]
+    np.testing.assert_array_equal(np.asarray(nsp.gammainc(a, x)), np.array(p, np.float32))
+    np.testing.assert_array_equal(np.asarray(nsp.gammaincc(a, x)),
+                                  1 - np.array(p, np.float32))

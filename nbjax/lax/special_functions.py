@@ -129,7 +129,13 @@ def _igamma_parts(a, x):
     dp_da = np.where(x == 0, 0.0, np.where((a == 0) | np.isinf(x), np.nan, dp_da))
     sample_grad = np.where(x == 0, 0.0, np.where((a == 0) | np.isinf(x), np.nan, sample_grad))
     nan = np.full(a.shape, np.nan)
-    return tuple(np.where(bad, nan, v) for v in (p, q, dp_da, sample_grad))
+    p, q, dp_da, sample_grad = (np.where(bad, nan, v) for v in (p, q, dp_da, sample_grad))
+    # a == inf, as JAX: its series (x <= 1, or x <= a) sums to P = 0 for a finite x < 1
+    # (NaN beyond), and x == inf gives P = 1 first; Q = 1 - P. (SciPy: Q = 1 for every
+    # finite x.)
+    a_inf = (a == np.inf) & (x >= 0)
+    p_inf = np.where(np.isinf(x), 1.0, np.where(x < 1, 0.0, np.nan))
+    return np.where(a_inf, p_inf, p), np.where(a_inf, 1 - p_inf, q), dp_da, sample_grad
 
 
 def _part(i):
