@@ -70,7 +70,7 @@ IMPORTS_INSIDE_FUNCTIONS = {
     "distributed/__init__.py": "mpi4py initialises MPI when imported: only when a run asks",
     "backends/cpu/routines.py": "scipy.linalg (150-300 ms to import), where NumPy's BLAS is not found",
     "backends/gpu/cuda.py": "CuPy: imported when a program is compiled for the gpu, never before",
-    "lax/linalg/util.py": "scipy.linalg adds a third to nbjax's import time; a few routines need it",
+    "lax/linalg/util.py": "scipy.linalg: a third of nbjax's import time; a few routines need it",
 }
 
 

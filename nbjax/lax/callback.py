@@ -14,8 +14,9 @@ it as a host step between kernels. Its rules, side by side:
 
 ``pure_callback`` computes results of declared shapes and dtypes in Python. It is pure: the
 compiler may drop it when nothing reads its results. An exception the function raises comes
-out as JAX's does, a ``JaxRuntimeError`` holding its traceback (the original as its cause). It has no derivative (wrap it in
-``custom_jvp``); under ``vmap`` its ``vmap_method`` says how it sees the batch.
+out as JAX's does, a ``JaxRuntimeError`` holding its traceback (the original as its cause).
+It has no derivative (wrap it in ``custom_jvp``); under ``vmap`` its ``vmap_method`` says
+how it sees the batch.
 """
 
 import traceback
