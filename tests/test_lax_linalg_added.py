@@ -176,3 +176,78 @@ def test_pivoted_qr_prints_derives_and_batches_as_jax():
     empty = nsl.qr(np.zeros((0, 3), np.float32), pivoting=True)
     assert [x.shape for x in empty] == [(0, 0), (0, 3), (3,)]
     np.testing.assert_array_equal(empty[2], [0, 0, 0])  # (LAPACK is not called: JAX's zeros)
+
+
+# --- geqrf and jnp.linalg.qr(mode="raw") -------------------------------------------------------
+
+@pytest.mark.filterwarnings("ignore:nbjax cpu backend. no kernel for geqrf")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 4, 3), (0, 3), (3, 0)])
+def test_geqrf_and_raw_qr_are_lapacks(dtype, shape):
+    """``geqrf`` is LAPACK's packed factorization (SciPy's geqrf, which JAX also calls on
+    CPU), bit for bit; ``jnp.linalg.qr(mode="raw")`` is it with ``h`` transposed (not
+    conjugated), which is NumPy's raw mode too; eagerly, jitted and vmapped."""
+    import nbjax.numpy as jnp
+    a = np.random.default_rng(sum(shape)).standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * np.random.default_rng(1).standard_normal(shape)
+    a = a.astype(dtype)
+    k = min(shape[-2:])
+    packed, taus = la.geqrf(a)
+    assert packed.shape == shape and taus.shape == shape[:-2] + (k,)
+    assert packed.dtype == taus.dtype == dtype
+    for index in np.ndindex(*shape[:-2]):
+        if a[index].size:
+            want = sl.lapack.get_lapack_funcs(("geqrf",), (a[index],))[0](a[index])
+            np.testing.assert_array_equal(np.asarray(packed)[index], want[0])
+            np.testing.assert_array_equal(np.asarray(taus)[index], want[1])
+    h, tau = jnp.linalg.qr(a, mode="raw")
+    np.testing.assert_array_equal(h, np.swapaxes(np.asarray(packed), -1, -2))
+    np.testing.assert_array_equal(tau, taus)
+    if len(shape) == 2:  # (NumPy computes in double precision)
+        want_h, want_tau = np.linalg.qr(a, mode="raw")
+        tol = 1e-5 if dtype in (np.float32, np.complex64) else 1e-15
+        assert_close(h, want_h.astype(dtype), tol, scale=np.abs(a).max(initial=1))
+        assert_close(tau, want_tau.astype(dtype), tol, scale=1)
+    jh, jtau = nbjax.jit(lambda a: jnp.linalg.qr(a, mode="raw"))(a)
+    np.testing.assert_array_equal(jh, h)
+    np.testing.assert_array_equal(jtau, tau)
+    if len(shape) == 3:
+        vh, vtau = nbjax.vmap(lambda m: jnp.linalg.qr(m, mode="raw"))(a)
+        np.testing.assert_array_equal(vh, h)
+        np.testing.assert_array_equal(vtau, tau)
+
+
+def test_geqrf_rebuilds_q_prints_and_has_no_derivative_as_jax():
+    import nbjax.numpy as jnp
+    a = np.random.default_rng(5).standard_normal((5, 3))
+    packed, taus = la.geqrf(a)
+    q = la.householder_product(packed, taus)
+    assert_close(np.asarray(q) @ np.triu(np.asarray(packed))[:3], a, 1e-12)
+    h, tau = jnp.linalg.qr(np.arange(6).reshape(3, 2), mode="raw")  # integers: promoted
+    assert h.dtype == tau.dtype == np.float64 and h.shape == (2, 3)
+    text = str(nbjax.make_jaxpr(la.geqrf)(a.astype(np.float32)))
+    assert "b:f32[5,3] c:f32[3] = geqrf a" in text
+    with pytest.raises(NotImplementedError):
+        nbjax.grad(lambda a: la.geqrf(a)[1].sum())(a)
+    with pytest.raises(TypeError, match="rank at least 2"):
+        la.geqrf(np.ones(3))
+
+
+def test_raw_qr_matches_jax():
+    jax = pytest.importorskip("jax")
+    import nbjax.numpy as jnp
+    rng = np.random.default_rng(9)
+    cases = 0
+    with jax.enable_x64(True):
+        for shape in [(4, 4), (6, 3), (3, 6), (2, 5, 2), (0, 2)]:
+            for dtype in [np.float32, np.float64, np.complex64, np.complex128]:
+                a = rng.standard_normal(shape).astype(dtype)
+                if np.issubdtype(dtype, np.complexfloating):
+                    a = a + 1j * rng.standard_normal(shape).astype(dtype)
+                got, want = jnp.linalg.qr(a, mode="raw"), jax.numpy.linalg.qr(a, mode="raw")
+                for g, w in zip(got, want):
+                    assert g.dtype == w.dtype and g.shape == w.shape
+                    np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+                cases += 1
+    assert cases == 20

@@ -88,10 +88,13 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
 
 def qr(a, mode="reduced"):
     """``(Q, R)`` with ``a = Q R``; ``mode`` 'reduced' (thin factors), 'complete' (square Q)
-    or 'r' (only R). 'raw' (Householder reflectors) is not provided."""
+    or 'r' (only R). 'raw' gives LAPACK's packed factorization as JAX and NumPy do:
+    ``(h, tau)`` from ``geqrf`` with ``h`` transposed ([..., n, m], as Fortran stores it;
+    not conjugated): ``R`` in its lower triangle, the Householder vectors above it."""
     a = _matrices("jnp.linalg.qr", a)
     if mode == "raw":
-        raise NotImplementedError("jnp.linalg.qr(mode='raw') is not implemented in nbjax")
+        h, taus = lax_linalg.geqrf(a)
+        return QRResult(manipulation.swapaxes(h, -1, -2), taus)
     if mode not in ("reduced", "r", "full", "complete"):
         raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
     q, r = lax_linalg.qr(a, full_matrices=mode == "complete")

@@ -1,10 +1,11 @@
 """The LAPACK routines of ``jax.lax.linalg`` that NumPy lacks: Schur, Hessenberg and
-tridiagonal forms, products with Householder reflectors (householder_product, ormqr) and
-with triangular factors (symmetric_product, cholesky_update).
+tridiagonal forms, the packed QR factorization (geqrf), products with Householder
+reflectors (householder_product, ormqr) and with triangular factors (symmetric_product,
+cholesky_update).
 
-Their references call SciPy's LAPACK wrappers (gees, gehrd, sytrd/hetrd, orgqr/ungqr,
-ormqr/unmqr), the routines JAX calls on CPU. None of them has a derivative rule (as in JAX):
-differentiating them raises NotImplementedError.
+Their references call SciPy's LAPACK wrappers (gees, gehrd, sytrd/hetrd, geqrf,
+orgqr/ungqr, ormqr/unmqr), the routines JAX calls on CPU. None of them has a derivative
+rule (as in JAX): differentiating them raises NotImplementedError.
 """
 
 import numpy as np
@@ -15,9 +16,9 @@ from ..standard import FLOAT, INEXACT, check_dtype, same_dtypes
 from .util import (check_batch_ranks, check_matrix, linalg_primitive, nan_array, per_matrix,
                    real_dtype, scipy_linalg)
 
-__all__ = ["cholesky_update", "cholesky_update_p", "hessenberg", "hessenberg_p",
-           "householder_product", "householder_product_p", "ormqr", "ormqr_p", "schur",
-           "schur_p", "symmetric_product", "symmetric_product_p", "tridiagonal",
+__all__ = ["cholesky_update", "cholesky_update_p", "geqrf", "geqrf_p", "hessenberg",
+           "hessenberg_p", "householder_product", "householder_product_p", "ormqr", "ormqr_p",
+           "schur", "schur_p", "symmetric_product", "symmetric_product_p", "tridiagonal",
            "tridiagonal_p"]
 
 
@@ -129,6 +130,34 @@ def tridiagonal(a, *, lower=True):
     tridiagonal ``T = Q^H a Q`` in LAPACK's packed form ``(a, d, e, taus)``: ``d`` the diagonal
     of ``T``, ``e`` its off-diagonal, the Householder vectors of ``Q`` in the rest of ``a``."""
     return tuple(tridiagonal_p.bind(a, lower=bool(lower)))
+
+
+geqrf_p = linalg_primitive("geqrf", multiple_results=True)
+
+
+@geqrf_p.def_abstract_eval
+def _geqrf_abstract_eval(x):
+    check_matrix("geqrf", x, 0)
+    *batch, m, n = x.shape
+    return [x, x.update(shape=(*batch, min(m, n)))]
+
+
+@geqrf_p.def_impl
+def _geqrf_impl(x):
+    """LAPACK's ``geqrf`` (SciPy's wrapper: NumPy's ``qr(mode='raw')`` gives the same
+    numbers transposed, as Fortran stores them)."""
+    m, n = x.shape[-2:]
+    return per_matrix(lambda a: _lapack("geqrf", a)(a)[:2], [x], x.shape[:-2],
+                      ((m, n), x.dtype), ((min(m, n),), x.dtype))
+
+
+def geqrf(a):
+    """The QR factorization ``a = Q R`` in LAPACK's packed form ``(a, taus)``: ``R`` on and
+    above the diagonal of ``a``, ``Q`` the product of the Householder reflectors
+    ``I - tau_i v_i v_i^H`` whose vectors lie below it (``v_i``'s leading 1 implied):
+    ``householder_product(a, taus)``. No derivative rule, as in JAX."""
+    a, taus = geqrf_p.bind(a)
+    return a, taus
 
 
 householder_product_p = Primitive("householder_product")
