@@ -1,5 +1,8 @@
 """nbjax.numpy array creation against NumPy, with JAX's dtype and weak-type rules."""
 
+import functools
+import itertools
+
 import numpy as np
 import pytest
 
@@ -175,6 +178,98 @@ def test_linspace_is_traceable():
     a, b = np.array([0.0, 1.0], F32), np.array([1.0, 3.0], F32)
     out = staged(fn, a, b)
     assert_close(out, np.linspace(a, b, 5), rtol=1e-6)
+
+
+def test_linspace_values_are_jaxs_not_numpys():
+    """JAX computes ``start * (1 - t) + stop * t``, with XLA's ``t = i * fl(1/div)`` and,
+    for scalar bounds, the second term as ``fma(i, stop * fl(1/div), first)``; NumPy's
+    ``start + i * step`` is an ulp away here and there, and 1 away once floored."""
+    # 5 * fl32(1/6) = 0.83333335816... rounds up; NumPy's 5/6 rounds down.
+    assert np.asarray(jnp.linspace(0, 1, 7))[5].view(np.uint32) == 0x3F555556
+    assert np.float32(np.linspace(0, 1, 7)[5]).view(np.uint32) == 0x3F555555
+    # JAX's integers (checked against jax 0.10.2); NumPy's floor is [-5, -4, ..., 2].
+    same(jnp.linspace(-5, 2, 8, dtype=I32), [-5, -4, -4, -2, -1, 0, 1, 2], I32)
+    same(jnp.linspace(-5, 4, 10, dtype=I32), [-5, -4, -3, -2, -2, 0, 1, 2, 3, 4], I32)
+    # retstep: (stop - start) * fl32(1/3) = 3.33333343... -> 3.3333335, not 10/3's 3.3333333
+    out, step = jnp.linspace(0, 10, 4, retstep=True)
+    assert np.asarray(step).view(np.uint32) == np.float32(3.3333335).view(np.uint32)
+    assert np.asarray(out)[1] == np.float32(3.3333335)
+    # one sample: start, and a scalar NaN step with the endpoint, stop - start without
+    out, step = jnp.linspace(np.array([2.0, 4.0], F32), 3.0, 1, retstep=True)
+    same(out, [[2.0, 4.0]], F32)
+    assert step.shape == () and np.isnan(step)
+    out, step = jnp.linspace(np.array([2.0, 4.0], F32), 3.0, 1, endpoint=False, retstep=True)
+    same(step, [1.0, -1.0], F32)
+    out, step = jnp.linspace(np.zeros(2, F32), 1.0, 0, retstep=True)
+    assert out.shape == (0, 2) and step.shape == () and np.isnan(step)
+
+
+def test_linspace_values_are_jaxs_x64(x64):
+    # 5 * fl64(1/6) rounds down to 0x3FEAAAAAAAAAAAAA; NumPy's 5/6 is ...AB.
+    assert np.asarray(jnp.linspace(0.0, 1.0, 7))[5].view(np.uint64) == 0x3FEAAAAAAAAAAAAA
+    # dtype=float32 computes in float32 whatever the bounds' type, as JAX does
+    out = jnp.linspace(np.float64(0), np.float64(1), 7, dtype=F32)
+    assert np.asarray(out)[5].view(np.uint32) == 0x3F555556
+
+
+_LINSPACE_DTYPES = [None, F32, np.float64, I32, np.int64, I8, U8, F16, C64, np.bool_]
+
+
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype")
+@pytest.mark.parametrize("enable_x64", [False, True])
+def test_linspace_matches_jax_bit_for_bit(enable_x64):
+    """Scalar bounds over many (start, stop, num, endpoint, dtype), values, dtypes and
+    steps equal to jax 0.10.2's (complex64 past 33 samples vectorizes differently in XLA:
+    within an ulp there)."""
+    jax = pytest.importorskip("jax")
+    # (floats only: each Python type pair is another compilation for JAX)
+    starts, stops = [0.0, -1.0, 0.1, -3.7, 1e3, 7.0], [1.0, 10.0, 2.9, -5.3, 1e4, 0.3]
+    nums = [0, 1, 2, 3, 7, 10, 33, 34, 99]
+    cases = 0
+    with jax.enable_x64(enable_x64), nbjax.enable_x64(enable_x64):
+        for start, stop, num, endpoint, dtype in itertools.product(
+                starts, stops, nums, [True, False], _LINSPACE_DTYPES):
+            if dtype is U8 and min(start, stop) < 0:
+                continue
+            want, want_step = jax.numpy.linspace(start, stop, num, endpoint, retstep=True,
+                                                 dtype=dtype)
+            got, step = jnp.linspace(start, stop, num, endpoint, retstep=True, dtype=dtype)
+            assert got.dtype == want.dtype and step.dtype == want_step.dtype
+            assert step.shape == want_step.shape
+            np.testing.assert_array_equal(np.asarray(step), np.asarray(want_step))
+            if dtype is C64 and num - endpoint > 33:
+                assert_close(got, np.asarray(want), rtol=2e-7)
+            else:
+                np.testing.assert_array_equal(np.asarray(got), np.asarray(want),
+                                              err_msg=str((start, stop, num, endpoint, dtype)))
+            cases += 1
+    assert cases == 36 * 9 * 2 * 10 - 16 * 9 * 2   # uint8 skips the 16 negative pairs
+
+
+@pytest.mark.parametrize("shapes", [((3,), ()), ((), (3,)), ((), (1,)), ((1, 1), (1,)),
+                                    ((3,), (3,)), ((2, 3), (3,)), ((2, 1), (3,))])
+def test_linspace_array_bounds_match_jax(shapes):
+    """Array bounds along the first and the last axis, eagerly and jitted, floats and
+    integers: JAX's values (an ulp off at most for the layouts ``_interpolate`` names)."""
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(11)
+    for _ in range(4):
+        start, stop = (rng.standard_normal(shape).astype(F32) * 10.0 ** rng.integers(-1, 3)
+                       for shape in shapes)
+        for num, endpoint, dtype, axis in itertools.product([2, 5, 40], [True, False],
+                                                            [None, I32], [0, -1]):
+            want = np.asarray(jax.numpy.linspace(start, stop, num, endpoint, dtype=dtype,
+                                                 axis=axis))
+            f = functools.partial(jnp.linspace, num=num, endpoint=endpoint, dtype=dtype,
+                                  axis=axis)
+            for got in (f(start, stop), nbjax.jit(f)(start, stop)):
+                got = np.asarray(got)
+                assert got.dtype == want.dtype and got.shape == want.shape
+                exact = shapes != ((3,), ()) or axis != 0 or num == 2
+                if exact or dtype is I32:
+                    np.testing.assert_array_equal(got, want)
+                else:
+                    assert_close(got, want, rtol=2e-7)
 
 
 def test_logspace_geomspace():

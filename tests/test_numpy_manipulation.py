@@ -148,13 +148,19 @@ def test_pad_constant_values():
 
 def check_pad(x, pad_width, mode, **kwargs):
     """``jnp.pad`` equals ``np.pad`` (same dtype; floats to rounding), eagerly, from its
-    jaxpr and jitted."""
+    jaxpr and jitted. An integer ramp may be 1 below NumPy's: JAX interpolates as
+    ``start * (1 - t) + stop * t`` and floors, and that can fall an ulp short of an integer
+    NumPy's ``start + i * step`` reaches (``test_pad_linear_ramp_is_jax_bit_for_bit``)."""
     want = np.pad(x, pad_width, mode, **kwargs)
     def f(a):
         return jnp.pad(a, pad_width, mode, **kwargs)
+    floored = mode == "linear_ramp" and np.issubdtype(x.dtype, np.integer)
     for got in (f(x), staged(f, x), nbjax.jit(f)(x)):
         assert got.dtype == x.dtype, (got.dtype, x.dtype)
-        assert_close(got, want, rtol=1e-6)
+        if floored:
+            np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1)
+        else:
+            assert_close(got, want, rtol=1e-6)
 
 
 PAD_WIDTHS = [2, (1, 3), ((0, 4),), 7]  # 7: wider than the arrays (repeated reflections)
@@ -194,6 +200,28 @@ def test_pad_integers_round_statistics_and_ramps_down():
     check_pad(np.array([1, 2, 5, 8], np.int32), 2, "median")
     check_pad(np.array([1, 10], np.int32), (3, 4), "linear_ramp", end_values=(0, -3))
     check_pad(np.array([True, False, False]), 2, "mean")
+
+
+def test_pad_linear_ramp_is_jax_bit_for_bit():
+    """The ramps are JAX's linspace values from a static end value (``pad_ramp``), floored
+    for integers, eagerly and jitted: 1-D arrays (a scalar edge) and wider ones."""
+    jax = pytest.importorskip("jax")
+    rng = np.random.default_rng(7)
+    cases = 0
+    for shape in [(5,), (1,), (4, 3), (2, 3, 4)]:
+        for dtype in [np.float32, np.int32, np.int8]:
+            x = (rng.standard_normal(shape) * 50).astype(dtype)
+            for pad_width, end_values in [(3, 0), ((2, 7), (1.5, -3)), (10, 100), (40, -2.25),
+                                          (((1, 2),) + ((3, 35),) * (len(shape) - 1), 7)]:
+                want = np.asarray(jax.numpy.pad(x, pad_width, "linear_ramp",
+                                                end_values=end_values))
+                def f(a):
+                    return jnp.pad(a, pad_width, "linear_ramp", end_values=end_values)
+                for got in (f(x), nbjax.jit(f)(x)):
+                    assert got.dtype == want.dtype
+                    np.testing.assert_array_equal(np.asarray(got), want)
+                cases += 1
+    assert cases == 60
 
 
 def test_pad_empty_is_zeros_and_keeps_weak_types():

@@ -19,7 +19,7 @@ from ..core.trace import is_python_scalar
 from ..lax.standard import scalar_like
 from . import util
 from .ufuncs import i0, power
-from .util import broadcast_to_shape, check_arraylike, filled_like, select_where, to_array
+from .util import broadcast_to_shape, check_arraylike, select_where, to_array
 
 __all__ = [
     "array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like",
@@ -217,17 +217,20 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
 
 def _linspace_parts(name, start, stop, num, dtype, axis):
     """``start``/``stop`` broadcast together in the dtype to compute in, the output shape,
-    and the canonical sample ``axis``."""
+    and the canonical sample ``axis``. The dtype is JAX's: the inexact type of ``dtype``
+    when one is asked for (float32 for int32 and the narrow ints, float64 for int64, a
+    float type itself, bfloat16 and the other narrow floats included), whatever
+    ``start``/``stop`` are; else the inexact type of their promoted type."""
     num = operator.index(concrete_argument(name, "num", num))
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     check_arraylike(name, start, stop)
-    start, stop = util.promote_dtypes_inexact(start, stop)
-    compute = get_aval(start).dtype
-    if dtype is not None and dtypes.is_ml_dtype(dtype) and dtypes.is_float(dtype):
-        compute = np.dtype(dtype)  # JAX computes in the narrow float itself (see linspace)
-    elif dtype is not None and dtypes.is_inexact(dtypes.canonicalize(dtype)):
-        compute = dtypes.promote_types(compute, dtype)
+    if dtype is None:
+        start, stop = util.promote_dtypes_inexact(start, stop)
+        compute = get_aval(start).dtype
+    else:
+        start, stop = to_array(start), to_array(stop)
+        compute = dtypes.to_inexact(dtypes.canonicalize(dtype))
     shape = util.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape, name=name)
     start, stop = (broadcast_to_shape(lax.convert_element_type(v, compute), shape)
                    for v in (start, stop))
@@ -249,30 +252,109 @@ def _finish(out, dtype):
     return lax.convert_element_type(out, dtype)
 
 
+_UNROLLED = 33   # LLVM unrolls XLA's loop over at most this many samples (see _interpolate)
+
+
+def _over(x, div):
+    """``x / div`` as XLA computes a division by a constant: ``x`` times the reciprocal of
+    ``div`` (first rounded to ``x``'s type), rounded to the type; a complex ``x`` has each
+    part scaled, a narrow float's (bfloat16, float8) product is computed in float32."""
+    dtype = get_aval(x).dtype
+    if dtypes.is_ml_dtype(dtype):
+        wide = lax.convert_element_type(x, np.float32)
+        return lax.convert_element_type(_over(wide, float(np.array(div, dtype))), dtype)
+    real = dtypes.finfo(dtype).dtype
+    return lax.mul(x, scalar_like(x, np.array(1, real) / np.array(div, real)))
+
+
+def _interpolate(start, stop, t_shape, axis, sizes, start_known):
+    """The ``div`` samples ``start * (1 - t) + stop * t``, ``t = i / div``, as JAX 0.10's
+    jitted linspace computes them on the CPU, so that the values are JAX's bit for bit
+    rather than within an ulp (which, floored to an integer dtype, would be off by 1).
+    XLA rewrites the division by the constant ``div`` as a multiplication by the rounded
+    reciprocal ``c`` (``_over``); a scalar ``stop`` is reassociated, ``stop * (i * c)``
+    becoming ``i * (stop * c)``; and LLVM contracts one multiply feeding the add into an
+    fma: the second term's for scalar bounds (the first's at ``i = 1`` when the loop is
+    unrolled, the multiplication by 1 folded away), a scalar ``start``, samples along the
+    last axis or a complex type (each part), the first's when ``start`` has the bounds'
+    shape or ``stop`` is a scalar, none when both are broadcast. (Seen in XLA's CPU
+    output over many shapes; array bounds laid out otherwise, and complex types past 33
+    samples, vectorize differently and may still differ by an ulp.) Narrow floats
+    (bfloat16, float8) keep each operation rounded (XLA converts between them), so there
+    is nothing to contract. ``sizes``: those of ``start`` and ``stop`` as given, and of the
+    bounds. ``start_known``: ``start`` is a constant when XLA compiles it (``pad_ramp``),
+    so ``start * (1 - t)`` is folded and nothing is contracted at ``i = 1``."""
+    dtype = get_aval(start).dtype
+    div = t_shape[axis]
+    i = lax.broadcasted_iota(dtypes.finfo(dtype).dtype, t_shape, axis)
+    start_b, stop_b = _along(start, t_shape, axis), _along(stop, t_shape, axis)
+    t = _over(i, div)
+    rest = lax.sub(scalar_like(t, 1), t)
+    if dtypes.is_ml_dtype(dtype):
+        return lax.add(lax.mul(start_b, rest), lax.mul(stop_b, t))
+    if dtypes.is_complex(dtype):
+        return lax.complex(*(lax.fma(part(stop_b), t, lax.mul(part(start_b), rest))
+                             for part in (lax.real, lax.imag)))
+    start_size, stop_size, bounds_size = sizes
+    if stop_size == 1:
+        stop_c = _along(_over(stop, div), t_shape, axis)
+        if start_size != 1:
+            return lax.fma(start_b, rest, lax.mul(i, stop_c))
+        out = lax.fma(i, stop_c, lax.mul(start_b, rest))
+        if div <= _UNROLLED and not start_known:
+            index = lax.broadcasted_iota(dtypes.int32, t_shape, axis)
+            at_one = lax.fma(start_b, rest, stop_c)
+            out = select_where(lax.eq(index, scalar_like(index, 1)), at_one, out)
+        return out
+    if start_size == 1 or axis == len(t_shape) - 1:
+        return lax.fma(stop_b, t, lax.mul(start_b, rest))
+    if start_size == bounds_size:
+        return lax.fma(start_b, rest, lax.mul(stop_b, t))
+    return lax.add(lax.mul(start_b, rest), lax.mul(stop_b, t))
+
+
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
     """``num`` evenly spaced values from ``start`` to ``stop`` (included when ``endpoint``),
-    computed as NumPy does: ``start + i * step``, with the last value exactly ``stop``. In
-    ml_dtypes' narrow floats, as JAX does in them: ``start * (1 - i/div) + stop * (i/div)``
-    (each operation rounded to the narrow type, so the values are JAX's, bit for bit)."""
+    as JAX 0.10 computes them, not NumPy's ``start + i * step``: with ``div = num - 1``
+    (``num`` without the endpoint), ``start * (1 - t) + stop * t`` for ``t = i / div``,
+    ``i < div``, rounded as XLA's CPU rounds it (``_interpolate``); with ``endpoint`` the
+    last value is ``stop`` itself (appended). Integer dtypes take the floor, as JAX does.
+    A single sample is ``start``; ``retstep``'s step is ``(stop - start) / div`` (by the
+    reciprocal, ``_over``), and a scalar NaN when there is none (``num`` 0, or 1 with
+    ``endpoint``), as in JAX. ``dtype`` sets the type computed in (``_linspace_parts``)."""
+    return _linspace(start, stop, num, endpoint, retstep, dtype, axis, start_known=False)
+
+
+def pad_ramp(end_value, edge, width, dtype, axis):
+    """``linspace(end_value, edge, width, endpoint=False)``, as JAX's ``pad`` computes its
+    ``linear_ramp``: ``end_value`` is a static argument there, so XLA compiles it as a
+    constant (see ``_interpolate``)."""
+    return _linspace(end_value, edge, width, False, False, dtype, axis, start_known=True)
+
+
+def _linspace(start, stop, num, endpoint, retstep, dtype, axis, start_known):
+    sizes = [int(np.prod(np.shape(v))) for v in (start, stop)]
     start, stop, shape, axis = _linspace_parts("linspace", start, stop, num, dtype, axis)
+    compute = get_aval(start).dtype
     num = shape[axis]
     div = num - 1 if endpoint else num
-    step = lax.div(lax.sub(stop, start), scalar_like(start, max(div, 1)))
-    i = lax.broadcasted_iota(get_aval(start).dtype, shape, axis)
-    if dtypes.is_ml_dtype(get_aval(start).dtype):
-        t = lax.div(i, scalar_like(i, max(div, 1)))
-        out = lax.add(lax.mul(_along(start, shape, axis), lax.sub(scalar_like(t, 1), t)),
-                      lax.mul(_along(stop, shape, axis), t))
+    if num > 1:
+        step = _over(lax.sub(stop, start), div)
+        t_shape = shape[:axis] + (div,) + shape[axis + 1:]
+        out = _interpolate(start, stop, t_shape, axis, sizes + [get_aval(start).size],
+                           start_known)
+        if endpoint:
+            out = lax.concatenate([out, lax.expand_dims(stop, (axis,))], axis)
     else:
-        out = lax.add(_along(start, shape, axis), lax.mul(i, _along(step, shape, axis)))
-    if endpoint and num > 1:  # (an integer index: a narrow float's iota repeats values)
-        index = lax.broadcasted_iota(dtypes.int32, shape, axis)
-        last = lax.eq(index, scalar_like(index, div))
-        out = select_where(last, _along(stop, shape, axis), out)
+        out = _along(start, shape, axis) if num else lax.full(shape, 0, compute)
+        if num == 1 and not endpoint:
+            step = lax.sub(stop, start)
+        else:
+            step = lax.full((), np.nan, compute)
     out = _finish(out, dtype)
     if retstep:
-        return out, step if div > 0 else filled_like(step, np.nan)
+        return out, step
     return out
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from .. import lax
 from ..core import Array, Tracer, dtypes, get_aval
 from . import reductions, ufuncs
-from .creation import linspace
+from .creation import pad_ramp
 from .indexing import take
 from .manipulation import broadcast_to, concatenate, flip, where
 from .util import check_arraylike, concrete_value, to_array
@@ -201,8 +201,7 @@ def _pad_linear_ramp(array, axis, before, after, end_values):
 
     def ramp(end_value, edge, width):
         edge = lax.index_in_dim(array, edge, axis, keepdims=False)
-        return _like(array, linspace(end_value, edge, width, endpoint=False, dtype=aval.dtype,
-                                     axis=axis))
+        return _like(array, pad_ramp(end_value, edge, width, aval.dtype, axis))
     return concatenate([ramp(end_values[0], 0, before), array,
                         flip(ramp(end_values[1], n - 1, after), axis)], axis)
 
