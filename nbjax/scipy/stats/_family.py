@@ -84,6 +84,15 @@ def located(module, kind, shape, fn, discrete=False):
     return public
 
 
+def located_family(module, shape, logpdf, cdf, sf):
+    """The six functions of ``module`` from ``logpdf``, ``cdf`` and ``sf`` written for
+    ``located`` (``pdf`` their ``exp``, ``logcdf`` and ``logsf`` the ``log`` of theirs)."""
+    rules = {"logpdf": logpdf, "pdf": lambda *args: jnp.exp(logpdf(*args)), "cdf": cdf,
+             "logcdf": lambda *args: jnp.log(cdf(*args)), "sf": sf,
+             "logsf": lambda *args: jnp.log(sf(*args))}
+    return {kind: located(module, kind, shape, rule) for kind, rule in rules.items()}
+
+
 def _exp_of(log_fn, kind):
     """``pdf``/``pmf`` as ``exp`` of ``logpdf``/``logpmf``."""
     def fn(*args, **kwargs):

@@ -9,7 +9,7 @@ import math
 
 from ... import numpy as jnp
 from .. import special
-from ._family import located
+from ._family import located_family
 from .gamma import regularized
 
 
@@ -35,13 +35,6 @@ def _sf(x, df, loc, scale):
     return regularized(df / 2, _z(x, loc, scale), True)
 
 
-_fns = {
-    "logpdf": located("chi2", "logpdf", ("df",), _logpdf),
-    "pdf": located("chi2", "pdf", ("df",), lambda *args: jnp.exp(_logpdf(*args))),
-    "cdf": located("chi2", "cdf", ("df",), _cdf),
-    "logcdf": located("chi2", "logcdf", ("df",), lambda *args: jnp.log(_cdf(*args))),
-    "sf": located("chi2", "sf", ("df",), _sf),
-    "logsf": located("chi2", "logsf", ("df",), lambda *args: jnp.log(_sf(*args))),
-}
+_fns = located_family("chi2", ("df",), _logpdf, _cdf, _sf)
 globals().update(_fns)
 __all__ = sorted(_fns)

@@ -8,7 +8,7 @@ The rules at the edges are JAX's: ``logpdf`` tests ``x >= loc`` (NaN ``x`` and a
 
 from ... import numpy as jnp
 from .. import special
-from ._family import located
+from ._family import located_family
 
 
 def regularized(a, z, upper):
@@ -46,13 +46,6 @@ def _sf(x, a, loc, scale):
     return jnp.where(z < 0, jnp.ones_like(z), regularized(a, z, True))
 
 
-_fns = {
-    "logpdf": located("gamma", "logpdf", ("a",), _logpdf),
-    "pdf": located("gamma", "pdf", ("a",), lambda *args: jnp.exp(_logpdf(*args))),
-    "cdf": located("gamma", "cdf", ("a",), _cdf),
-    "logcdf": located("gamma", "logcdf", ("a",), lambda *args: jnp.log(_cdf(*args))),
-    "sf": located("gamma", "sf", ("a",), _sf),
-    "logsf": located("gamma", "logsf", ("a",), lambda *args: jnp.log(_sf(*args))),
-}
+_fns = located_family("gamma", ("a",), _logpdf, _cdf, _sf)
 globals().update(_fns)
 __all__ = sorted(_fns)
