@@ -311,7 +311,7 @@ done:
 """
     optimised, code = pipeline.compile_module(text, *cpu_target(), light=tier)
     assert "alloca" not in optimised          # the local lives in a register
-    engine = runtime._engine([code])
+    engine = runtime.load_objects([code])
     axpy = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(
         engine.get_function_address("axpy"))
     x = RNG.standard_normal(300).astype(np.float32)

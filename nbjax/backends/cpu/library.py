@@ -83,5 +83,5 @@ def _compile(names):
     jit_module = runtime.JitModule(str(module), Timer(),
                                    dict.fromkeys(names, pipeline.SMALL_LOOPS))
     for function_name in names:
-        llvm.add_symbol(function_name, jit_module.engine.get_function_address(function_name))
+        llvm.add_symbol(function_name, jit_module.code.get_function_address(function_name))
     return jit_module

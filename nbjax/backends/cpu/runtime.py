@@ -2,8 +2,9 @@
 
 - ``JitModule``: one LLVM module, optimised and turned into object code in parts by the
   optimiser processes (``optimiser``, ``partition``; in this process when that fails) or
-  found in the disk cache, and loaded by its own MCJIT engine and target machine (an engine
-  owns and frees its target machine, so they are never shared).
+  found in the disk cache, and linked into memory by ``object_loader`` (or, for what that
+  does not handle, by its own MCJIT engine and target machine: an engine owns and frees its
+  target machine, so they are never shared).
 - ``BufferPool``: 64-byte-aligned output buffers (vector stores need it, and NumPy only
   guarantees 16), reused once nothing refers to them any more, so steady-state calls do not
   pay page faults; large ones are anonymous mappings with transparent huge pages.
@@ -26,7 +27,7 @@ import numpy as np
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from . import cache, optimiser, partition, pipeline, support, workers
+from . import cache, object_loader, optimiser, partition, pipeline, support, workers
 from .target import cpu_target, runs_here
 
 _init_lock = threading.Lock()
@@ -102,7 +103,7 @@ class JitModule:
             lookup.supply(*made)
         start_pool()  # (native code may hand kernels to it)
         with timer("machine_code"):
-            self.engine = _engine(lookup.objects)
+            self.code = load_objects(lookup.objects)
         self.optimised_ir = "\n".join(lookup.optimised_texts)
         self._definitions = None
         # (kept until the program's disk cache entry takes it: ``take_object_code``)
@@ -121,7 +122,7 @@ class JitModule:
         self = cls.__new__(cls)
         self.target, self.runs_here, self.from_disk_cache = cpu_target(), runs_here(), True
         self.optimised_ir, self.object_code, self._definitions = optimised_ir, None, None
-        self.engine = _engine(cache.unpack_objects(object_code))
+        self.code = load_objects(cache.unpack_objects(object_code))
         return self
 
     def take_object_code(self):
@@ -134,7 +135,7 @@ class JitModule:
         (control flow: 1 when interrupted) or nothing."""
         if not self.runs_here:
             return functools.partial(_refuse_to_run, self.target[0])
-        address = self.engine.get_function_address(name)
+        address = self.code.get_function_address(name)
         proto = ctypes.CFUNCTYPE(ctypes.c_int32 if status else None,
                                  *[ctypes.c_void_p] * n_pointers,
                                  *[ctypes.c_int64] * (2 if bounds else 0))
@@ -149,11 +150,11 @@ class JitModule:
         ``python_entry.KernelEntry`` or ``FlowEntry``)."""
         if not self.runs_here:
             return functools.partial(_refuse_to_run, self.target[0])
-        return how.builtin(self.engine.get_function_address(name))
+        return how.builtin(self.code.get_function_address(name))
 
     def address(self, name):
         """The address of function ``name`` (0 where its code cannot run)."""
-        return self.engine.get_function_address(name) if self.runs_here else 0
+        return self.code.get_function_address(name) if self.runs_here else 0
 
     def function_ir(self, name):
         """The optimised IR of function ``name``, from the part that defines it (read from
@@ -165,14 +166,16 @@ class JitModule:
         return self._definitions[name]
 
 
-def _engine(objects):
-    """An MCJIT engine running the object files ``objects``, the calls between them
-    linked. The objects are compiled already: all its target machine (which it owns)
+def load_objects(objects):
+    """The object files ``objects`` in memory, the calls between them linked (something
+    with ``get_function_address(name)``): by ``object_loader``, else by an MCJIT engine.
+    The objects are compiled already: all an engine's target machine (which it owns)
     compiles is the empty module an engine starts from, so it is the triple's generic
-    CPU at level 0. (At O3, 0.2 ms of each program's load; then the host's CPU and its
-    feature string, 0.2 ms more, of the 0.6 ms that loading a blur from the disk cache
-    took.)"""
+    CPU at level 0."""
     _initialise()  # (the support module's symbols, which the objects call)
+    loaded = object_loader.load(objects, llvm.address_of_symbol)
+    if loaded is not None:
+        return loaded
     tm = pipeline.target_machine("", "", opt=0)
     engine = llvm.create_mcjit_compiler(pipeline.parse("", tm), tm)
     for code in objects:
