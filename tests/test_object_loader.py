@@ -153,8 +153,8 @@ def test_programs_load_through_it(monkeypatch, empty_disk_cache):
 
     w = np.random.default_rng(1).normal(size=(8, 5)).astype(np.float32)
     x = np.random.default_rng(2).normal(size=(6, 8)).astype(np.float32)
-    first = nbjax.jit(program)(w, x)
-    again = nbjax.jit(lambda w, x: program(w, x))(w, x)
+    first = nbjax.jit(program, backend="cpu")(w, x)
+    again = nbjax.jit(lambda w, x: program(w, x), backend="cpu")(w, x)
     assert kinds and set(kinds) == {"LoadedCode"}
     with nbjax.disable_jit():
         want = program(w, x)
