@@ -216,15 +216,31 @@ def test_damaged_entry_is_ignored_and_rebuilt(cache_dir, damage, caplog):
 KEY = "ab" * 32
 
 
-def test_entry_round_trip_and_every_truncation_is_detected():
+def test_entry_round_trip_and_every_truncation_is_detected(tmp_path):
     ir, code = b"define void @k() {\n  ret void\n}\n", b"\x7fELF" + bytes(range(50))
-    data = cache.encode(KEY, ir, code)
+    detail = b"; what only reports read\n" * 3
+    data = cache.encode(KEY, ir, code, detail)
     assert cache.decode(data, KEY) == (ir, code)
-    for cut in range(len(data)):
+    payload_end = len(data) - len(detail) - 4  # (the detail's checksum: 4 bytes)
+    assert cache.decode(data[:payload_end], KEY) == (ir, code)  # the detail is not needed
+    for cut in range(payload_end):
         with pytest.raises(ValueError):
             cache.decode(data[:cut], KEY)
     with pytest.raises(ValueError, match="another key"):
         cache.decode(data, "cd" * 32)
+    entry = tmp_path / "entry"
+    entry.write_bytes(data)
+    assert cache.read(entry, KEY, meta=bytes) == (ir, code)
+    assert cache.read_detail(entry, KEY) == detail
+    assert cache.read_detail(entry, "cd" * 32) is None
+    for cut in range(payload_end, len(data)):  # the detail cut short, or corrupted
+        entry.write_bytes(data[:cut])
+        assert cache.read_detail(entry, KEY) is None
+    entry.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    assert cache.read_detail(entry, KEY) is None
+    assert cache.read(entry, KEY, meta=bytes) == (ir, code)
+    entry.unlink()
+    assert cache.read_detail(entry, KEY) is None
 
 
 def test_swapped_entries_are_rebuilt_not_run(cache_dir):

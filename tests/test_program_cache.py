@@ -126,6 +126,31 @@ def test_what_only_reports_read_is_loaded_when_first_read_and_equals_a_fresh_com
     assert [k.texts for k in loaded.kernels] == [k.texts for k in fresh.kernels]
 
 
+def test_a_loaded_program_reads_its_optimised_ir_when_first_asked(monkeypatch):
+    """The module's optimised IR (megabytes for a large program, which only reports and
+    tests read) stays in the entry until ``optimised_ir`` is first read; it is then the
+    fresh compile's."""
+    w, xs = _inputs()
+    fresh = _compiled(_loop, w, xs)
+    reads = []
+    read_detail = cache.read_detail
+    monkeypatch.setattr(cache, "read_detail", lambda *a: reads.append(a) or read_detail(*a))
+    loaded = _compiled(_loop, w, xs)
+    assert set(loaded.compile_times) == {"program_cache"}
+    loaded.run(w, xs)
+    assert reads == []
+    assert loaded.jit_module.optimised_ir == fresh.jit_module.optimised_ir
+    assert "define" in loaded.jit_module.optimised_ir and len(reads) == 1
+    for path in _program_entries(program_cache._directory()):  # gone: the IR says so
+        path.unlink()
+    again = _compiled(_loop, w, xs)  # (compiled afresh, stored again, then loaded)
+    loaded = _compiled(_loop, w, xs)
+    for path in _program_entries(program_cache._directory()):
+        path.unlink()
+    assert "no longer in the disk cache" in loaded.jit_module.optimised_ir
+    assert again.jit_module.optimised_ir == fresh.jit_module.optimised_ir
+
+
 def _mlp(w, b, x):
     """Products, kernels and a reduction: a program of several steps, so one native call."""
     h = jnp.tanh(x @ w + b)

@@ -51,10 +51,11 @@ log = logging.getLogger(__name__)
 # notebook read them).
 stats = Counter()
 
-MAGIC = b"nbjax-o4"                 # the entry layout; change it when the layout changes
-_CHECKSUM = struct.Struct("<I")     # the CRC-32 of the payload
+MAGIC = b"nbjax-o5"                 # the entry layout; change it when the layout changes
+_HEAD = struct.Struct("<IQ")        # the CRC-32 of the payload, and its length
 _KEY = 64                          # the payload: the entry's key (hex), then
 _META_LENGTH = struct.Struct("<Q")  # the length of what describes the code, that, the code
+_CHECKSUM = struct.Struct("<I")     # after the payload: the CRC-32 of the detail, the detail
 SUFFIX = ".nbjax-obj"
 _warned = set()                     # refused directories already warned about
 
@@ -154,22 +155,26 @@ def entry_key(ir_text, env=None, light=None):
 
 # --- entries -------------------------------------------------------------------------------
 
-def encode(key, meta, object_code):
-    """An entry's bytes: magic, the SHA-256 of the payload, the payload (which starts with
-    the entry's key, so an entry found under another key's name is not run). ``meta`` (bytes)
-    describes the object code: a module's optimised IR, a program's layout."""
+def encode(key, meta, object_code, detail=b""):
+    """An entry's bytes: magic, the payload's checksum and length, the payload (which starts
+    with the entry's key, so an entry found under another key's name is not run), then the
+    detail's checksum and the detail. ``meta`` (bytes) describes the object code: a module's
+    optimised IR, a program's layout; ``detail`` (bytes) is what only reports read (a
+    program's optimised IR), which ``read`` leaves on disk (``read_detail``)."""
     payload = key.encode() + _META_LENGTH.pack(len(meta)) + meta + bytes(object_code)
-    return MAGIC + _CHECKSUM.pack(zlib.crc32(payload)) + payload
+    return (MAGIC + _HEAD.pack(zlib.crc32(payload), len(payload)) + payload
+            + _CHECKSUM.pack(zlib.crc32(detail)) + detail)
 
 
 def decode(data, key):
-    """(meta, object code) from the bytes of the entry of ``key``; ValueError if they are
-    damaged or belong to another key."""
-    head = len(MAGIC) + _CHECKSUM.size
+    """(meta, object code) from the bytes of the entry of ``key`` (the detail, after them,
+    may be left out); ValueError if they are damaged or belong to another key."""
+    head = len(MAGIC) + _HEAD.size
     if data[:len(MAGIC)] != MAGIC or len(data) < head:
         raise ValueError("not an nbjax cache entry (or another layout)")
-    payload = memoryview(data)[head:]  # (not a copy: an entry may hold megabytes)
-    if zlib.crc32(payload) != _CHECKSUM.unpack_from(data, len(MAGIC))[0]:
+    checksum, length = _HEAD.unpack_from(data, len(MAGIC))
+    payload = memoryview(data)[head:head + length]  # (not a copy: an entry may hold megabytes)
+    if len(payload) != length or zlib.crc32(payload) != checksum:
         raise ValueError("checksum mismatch (truncated or corrupted)")
     if payload[:_KEY] != key.encode():
         raise ValueError("the entry was built for another key")
@@ -180,9 +185,13 @@ def decode(data, key):
 
 def read(path, key, meta=bytes.decode):
     """(``meta(meta bytes)``, object code) of ``key``'s entry at ``path``, or None if it is
-    missing, damaged or another key's (or ``meta`` cannot make sense of it)."""
+    missing, damaged or another key's (or ``meta`` cannot make sense of it). The detail is
+    not read."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read(len(MAGIC) + _HEAD.size)
+            if data[:len(MAGIC)] == MAGIC and len(data) == len(MAGIC) + _HEAD.size:
+                data += f.read(_HEAD.unpack_from(data, len(MAGIC))[1])
     except FileNotFoundError:
         return None
     except OSError as e:
@@ -195,6 +204,20 @@ def read(path, key, meta=bytes.decode):
         stats["corrupt"] += 1
         log.debug("nbjax compile cache: ignoring %s: %s; it will be rebuilt", path, e)
         return None
+
+
+def read_detail(path, key):
+    """The detail of ``key``'s entry at ``path`` (bytes), or None if the entry is gone,
+    damaged or another key's."""
+    try:
+        data = path.read_bytes()
+        decode(data, key)
+        at = len(MAGIC) + _HEAD.size + _HEAD.unpack_from(data, len(MAGIC))[1]
+        (checksum,) = _CHECKSUM.unpack_from(data, at)
+    except (OSError, ValueError, struct.error):
+        return None
+    detail = data[at + _CHECKSUM.size:]
+    return detail if zlib.crc32(detail) == checksum else None
 
 
 def write(path, data):

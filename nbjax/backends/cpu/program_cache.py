@@ -3,10 +3,11 @@ loaded, not compiled again: no passes, no fusion planning, no code generation, n
 
 An entry holds what ``executable.assemble`` needs besides machine code (the optimised
 jaxpr, its fusion plan, the passes' log and the code generator's ``Layout``, which keeps
-the kernels' IR texts for the reports) and the module's optimised IR, pickled in three
-parts, then the module's object code. The first holds what loading and calling need first:
-the symbols the code calls, the optimised IR and, for a program that is one native call,
-its ``executable.ProgramCall``; the second the jaxpr, plan and layout, without what only
+the kernels' IR texts for the reports), pickled in three parts, then the module's object
+code, then (the entry's detail, read only when asked for) the module's optimised IR. The
+first part holds what loading and calling need first: the symbols the code calls and, for
+a program that is one native call, its ``executable.ProgramCall``; the second the jaxpr,
+plan and layout, without what only
 reports read (the plan's decisions, the kernels' bodies); the third that, and the passes'
 log. A loaded program that is one native call unpickles the second part when a report
 first asks for any of it (one of steps at once, to make its steps), and the third then.
@@ -301,12 +302,13 @@ def _load(path, entry_key, traced, name):
     found = cache.read(path, entry_key, meta=lambda data: _first_part(data, traced))
     jit_module = None
     if found is not None:
-        (unpickler, externals, optimised_ir, call, described), code = found
+        (unpickler, externals, call, described), code = found
         if routines.called(externals):
             routines.library()  # registers the BLAS and LAPACK routines
         library.provide(externals)
         if code:
-            jit_module = runtime.JitModule.of_object_code(code, optimised_ir, externals)
+            jit_module = runtime.JitModule.of_object_code(
+                code, externals, lambda: _optimised_ir(path, entry_key))
     if found is None or (code and jit_module is None):
         cache.stats["program miss"] += 1
         return None
@@ -321,12 +323,17 @@ def _load(path, entry_key, traced, name):
 
 
 def _first_part(data, traced):
-    """(The unpickler, the symbols the code calls, the optimised IR, the ProgramCall or
-    None, and the second part, unpickled now where there is no ProgramCall, else None)."""
+    """(The unpickler, the symbols the code calls, the ProgramCall or None, and the second
+    part, unpickled now where there is no ProgramCall, else None)."""
     unpickler = _EntryUnpickler(data, traced)
-    externals, optimised_ir, call = unpickler.load()
-    return unpickler, externals, optimised_ir, call, None if call is not None else \
-        unpickler.load()
+    externals, call = unpickler.load()
+    return unpickler, externals, call, None if call is not None else unpickler.load()
+
+
+def _optimised_ir(path, entry_key):
+    """The loaded program's optimised IR, read from its entry when first asked for."""
+    detail = cache.read_detail(path, entry_key)
+    return "; (no longer in the disk cache)" if detail is None else detail.decode()
 
 
 # --- store ---------------------------------------------------------------------------------
@@ -342,13 +349,12 @@ def store(entry_key, traced, compiled):
     meta = io.BytesIO()
     try:
         pickler = _EntryPickler(meta, traced)
-        pickler.dump((compiled.layout.externals,
-                      module.optimised_ir if module is not None else None,
-                      compiled.program_call))
+        pickler.dump((compiled.layout.externals, compiled.program_call))
         pickler.dump((compiled.jaxpr, compiled.plan, compiled.layout))
         pickler.dump_report(compiled.rewrites)
     except Exception as e:  # noqa: BLE001  (a rewrite or plan holding what does not pickle)
         log.debug("nbjax program cache: cannot keep %s: %s", compiled.name, e)
         return
-    if cache.write(path, cache.encode(entry_key, meta.getvalue(), code)):
+    ir = module.optimised_ir.encode() if module is not None else b""
+    if cache.write(path, cache.encode(entry_key, meta.getvalue(), code, ir)):
         cache.stats["program store"] += 1

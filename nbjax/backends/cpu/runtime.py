@@ -104,26 +104,34 @@ class JitModule:
         start_pool()  # (native code may hand kernels to it)
         with timer("machine_code"):
             self.code = load_objects(lookup.objects)
-        self.optimised_ir = "\n".join(lookup.optimised_texts)
+        self._optimised_ir, self._read_ir = "\n".join(lookup.optimised_texts), None
         self._definitions = None
         # (kept until the program's disk cache entry takes it: ``take_object_code``)
         self.object_code = lookup.done()
 
     @classmethod
-    def of_object_code(cls, object_code, optimised_ir, externals):
-        """The module whose machine code is ``object_code`` (``cache.pack_objects``) and
-        optimised IR ``optimised_ir`` (from the disk cache of whole programs), loaded as it
-        is; None if this process lacks one of the symbols it calls (``externals``), which
-        LLVM would abort the process over."""
+    def of_object_code(cls, object_code, externals, read_ir):
+        """The module whose machine code is ``object_code`` (``cache.pack_objects``, from the
+        disk cache of whole programs), loaded as it is, its optimised IR ``read_ir()`` when
+        first asked for; None if this process lacks one of the symbols it calls
+        (``externals``), which LLVM would abort the process over."""
         _initialise()  # (registers the symbols of the support module)
         if not all(llvm.address_of_symbol(name) for name in externals):
             return None
         start_pool()
         self = cls.__new__(cls)
         self.target, self.runs_here, self.from_disk_cache = cpu_target(), runs_here(), True
-        self.optimised_ir, self.object_code, self._definitions = optimised_ir, None, None
+        self._optimised_ir, self._read_ir = None, read_ir
+        self.object_code, self._definitions = None, None
         self.code = load_objects(cache.unpack_objects(object_code))
         return self
+
+    @property
+    def optimised_ir(self):
+        """The module's optimised IR text (reports, and tests, read it)."""
+        if self._optimised_ir is None:
+            self._optimised_ir = self._read_ir()
+        return self._optimised_ir
 
     def take_object_code(self):
         code, self.object_code = self.object_code, None
