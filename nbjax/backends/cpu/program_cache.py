@@ -123,18 +123,21 @@ class _KeyPickler(pickle.Pickler):
 
     def _variable(self, var):
         """A variable found elsewhere than in a jaxpr's or an equation's own lists."""
-        return _Variable, (self._number(var),)
-
-    def _number(self, var):
-        """A variable's number, with its type where it first appears."""
-        number = self.numbers.get(id(var))
-        if number is not None:
-            return number
-        number = self.numbers[id(var)] = len(self.numbers)
-        return number, _aval_parts(var.aval)
+        return _Variable, tuple(self._atoms([var]))
 
     def _atoms(self, atoms):
-        return [self._number(a) if type(a) is Var else a for a in atoms]
+        """The atoms, each variable as its number, with its type where it first appears.
+        (Every equation's operands and results pass here: one loop, no call per atom.)"""
+        numbers, parts = self.numbers, []
+        for atom in atoms:
+            if type(atom) is Var:
+                number = numbers.get(id(atom))
+                if number is None:
+                    number = numbers[id(atom)] = len(numbers)
+                    number = number, _aval_parts(atom.aval)
+                atom = number
+            parts.append(atom)
+        return parts
 
     def _jaxpr(self, jaxpr):
         """A jaxpr's variables as numbers, its equations as tuples of their parts (with
