@@ -266,3 +266,36 @@ def test_debug_effects_print_as_jax():
     if jax is not None:
         assert str(jax.debug.OrderedDebugEffect()) == "OrderedDebug"
         assert str(jax.debug.DebugEffect()) == "Debug"
+
+
+def test_a_failing_callback_raises_its_error_eagerly_and_jax_s_runtime_error_when_compiled(
+        caplog):
+    """As JAX: called eagerly (under grad too) the callback's own exception comes out; in a
+    compiled program (a kernel's host step, a loop's, the reference backend's) JAX's runtime
+    error, its message the callback's traceback, after the log message jax.jit gives."""
+    def failing(x):
+        raise KeyError("missing")
+
+    def f(x):
+        nbjax.debug.callback(failing, x)
+        return x * 2
+
+    def in_a_loop(x):
+        def step(c, _):
+            nbjax.debug.callback(failing, c)
+            return c + 1, None
+        return nbjax.lax.scan(step, x, None, length=3)[0]
+
+    x = jnp.ones(3)
+    for call in (f, nbjax.grad(lambda v: f(v).sum())):
+        with pytest.raises(KeyError, match="missing"):
+            call(x)
+    for program in (f, in_a_loop):
+        for backend in ("cpu", "reference"):
+            caplog.clear()
+            with pytest.raises(nbjax.errors.JaxRuntimeError,
+                               match="(?s)^INTERNAL: CpuCallback error calling callback: "
+                                     "Traceback.*in failing.*KeyError: 'missing'$") as raised:
+                nbjax.jit(program, backend=backend)(x).block_until_ready()
+            assert isinstance(raised.value.__cause__, KeyError)
+            assert [r.getMessage() for r in caplog.records] == ["jax.debug.callback failed"]

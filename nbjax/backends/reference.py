@@ -7,12 +7,13 @@ import numpy as np
 
 from ..compiler import Executable, Target
 from ..core import EvalTrace, eval_closed_jaxpr, set_current_trace
+from ..lax.callback import compiled_program
 
 
 class ReferenceExecutable(Executable):
     def run(self, *args):
         """Evaluate on NumPy values, eagerly (never under the caller's trace)."""
-        with set_current_trace(EvalTrace()):
+        with set_current_trace(EvalTrace()), compiled_program():
             outs = eval_closed_jaxpr(self.jaxpr, *args)
         return [np.asarray(o) for o in outs]
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..core import EvalTrace, Literal, set_current_trace, to_numpy
 from ..core.source_info import warn_at_user_line
+from ..lax.callback import compiled_program
 
 
 @dataclass
@@ -182,7 +183,7 @@ def reference_step(eqn, slots, warn, warning, load=None, store=None):
             warn_at_user_line(warning)
             warned.append(True)
         args = [v if s is None else env[s] if load is None else load(env[s]) for s, v in reads]
-        with set_current_trace(EvalTrace()):
+        with set_current_trace(EvalTrace()), compiled_program():
             out = prim.bind(*args, **params)
         for (slot, dtype), o in zip(writes, out if prim.multiple_results else [out]):
             # (not np.ascontiguousarray: it turns a 0-d result into a 1-d one)

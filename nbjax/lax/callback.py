@@ -5,7 +5,9 @@ as Arrays. It is *effectful*: the compiler keeps it although nothing reads its (
 results, never merges two of them and never runs one at compile time; the CPU backend runs
 it as a host step between kernels. Its rules, side by side:
 
-- eagerly (impl) it calls the function at once;
+- eagerly (impl) it calls the function at once; an exception the function raises comes out
+  as it is, but in a compiled program (``compiled_program``) as JAX's runtime error, after
+  the log message ``jax.jit`` gives;
 - under ``jvp``/``grad`` it is bound on the primals only, so the primal values are passed
   (once: partial evaluation computes it with the known values);
 - under ``vmap`` it is bound once per batch member, in order, with that member's values
@@ -19,6 +21,9 @@ It has no derivative (wrap it in ``custom_jvp``); under ``vmap`` its ``vmap_meth
 how it sees the batch.
 """
 
+import contextlib
+import logging
+import threading
 import traceback
 
 import numpy as np
@@ -32,6 +37,33 @@ from .standard import library_lowering
 from .structural import concatenate, index_in_dim
 
 __all__ = ["debug_callback", "debug_callback_p", "pure_callback", "pure_callback_p"]
+
+log = logging.getLogger(__name__)
+
+
+class _Running(threading.local):
+    compiled = False  # whether a compiled program is running in this thread
+
+
+_running = _Running()
+
+
+@contextlib.contextmanager
+def compiled_program():
+    """``with compiled_program():`` around what runs a compiled program's host steps, where a
+    failing ``debug_callback`` raises JAX's runtime error (eagerly: its own exception)."""
+    previous, _running.compiled = _running.compiled, True
+    try:
+        yield
+    finally:
+        _running.compiled = previous
+
+
+def _runtime_error(e):
+    """JAX's error for exception ``e`` raised by a callback in a program: its traceback in
+    the message (the original is the new error's cause)."""
+    return JaxRuntimeError("INTERNAL: CpuCallback error calling callback: "
+                           + "".join(traceback.format_exception(e)).rstrip())
 
 debug_callback_p = Primitive("debug_callback", multiple_results=True)
 library_lowering(debug_callback_p, "host callback")
@@ -50,7 +82,14 @@ def _debug_callback_abstract_eval(*avals, callback):
 
 @debug_callback_p.def_impl
 def _debug_callback_impl(*args, callback):
-    callback(*_arrays(args))
+    if not _running.compiled:
+        callback(*_arrays(args))
+        return []
+    try:
+        callback(*_arrays(args))
+    except Exception as e:
+        log.error("jax.debug.callback failed", exc_info=e)
+        raise _runtime_error(e) from e
     return []
 
 
@@ -161,10 +200,8 @@ def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
 def _pure_callback_impl(*args, callback, result_avals, vmap_method):
     try:
         outs = callback(*_arrays(args))
-    except Exception as e:
-        # As JAX, eagerly and under jit: the runtime's error, the callback's traceback in it.
-        raise JaxRuntimeError("INTERNAL: CpuCallback error calling callback: "
-                              + "".join(traceback.format_exception(e)).rstrip()) from e
+    except Exception as e:  # (as JAX, eagerly too)
+        raise _runtime_error(e) from e
     checked = []
     for i, (out, aval) in enumerate(zip(outs, result_avals)):
         out = np.asarray(out.__array__() if isinstance(out, Array) else out)

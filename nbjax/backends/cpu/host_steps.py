@@ -29,6 +29,7 @@ import numpy as np
 from ...config import config
 from ...core import EvalTrace, set_current_trace, to_numpy
 from ...core.source_info import warn_at_user_line
+from ...lax.callback import compiled_program
 from . import runtime
 
 SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
@@ -124,11 +125,12 @@ class HostStep(_Callback):
         if self.warn:
             self.warn = False
             warn_at_user_line(f"nbjax cpu backend: no kernel for {prim.name}; {self.where}")
-        if config.debug_nans or config.debug_infs:  # bound, so that the check runs
-            with set_current_trace(EvalTrace()):
-                out = prim.bind(*ins, **self.eqn.params)
-        else:  # the jaxpr has checked the types: straight to the implementation
-            out = prim.impl(*ins, **self.eqn.params)
+        with compiled_program():
+            if config.debug_nans or config.debug_infs:  # bound, so that the check runs
+                with set_current_trace(EvalTrace()):
+                    out = prim.bind(*ins, **self.eqn.params)
+            else:  # the jaxpr has checked the types: straight to the implementation
+                out = prim.impl(*ins, **self.eqn.params)
         for view, value in zip(outs, out if prim.multiple_results else [out]):
             view[...] = np.asarray(to_numpy(value), view.dtype)
 
