@@ -119,6 +119,12 @@ def test_what_it_does_not_handle_gives_way_to_mcjit():
     bump = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("bump"))
     assert [bump(), bump()] == [1, 2]
     assert object_loader.load([b"not an object file"], llvm.address_of_symbol) is None
+    caller, callee = objects(CALLER, CALLEE)
+    parsed = object_loader._Object(caller)
+    rela = next(s for s in parsed.sections if s[1] == 4 and s[7] in parsed.loaded)
+    outside = bytearray(caller)  # its first relocation moved past the end of its section
+    outside[rela[4]:rela[4] + 8] = (parsed.sections[rela[7]][5] - 2).to_bytes(8, "little")
+    assert object_loader.load([bytes(outside), callee], llvm.address_of_symbol) is None
     assert object_loader.load([b"\x7fELF" + bytes(100)], llvm.address_of_symbol) is None
 
 

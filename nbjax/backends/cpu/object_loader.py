@@ -168,7 +168,8 @@ def _symbols(objects, placed, start, resolve):
             elif section >= _RESERVED:
                 raise _Unsupported("common symbols")
             else:
-                address = bases[id(obj), section] + value if (id(obj), section) in bases else 0
+                base = bases.get((id(obj), section))
+                address = 0 if base is None else base + value
             if info >> 4 != _LOCAL and section != 0:
                 defined[obj.name(name)] = address
             addresses.append(address)
@@ -182,24 +183,27 @@ def _symbols(objects, placed, start, resolve):
 def _relocate(objects, placed, addresses, first, memory, start):
     """Write every relocation of the loaded sections into ``memory``."""
     offsets = {(id(obj), k): at for obj, k, at in placed}
-    parts = [(offsets[id(obj), target], first[n], records)
+    parts = [(offsets[id(obj), target], obj.sections[target][5], first[n], records)
              for n, obj in enumerate(objects) for target, records in obj.relocations()]
     if not parts:
         return
-    counts = [len(r) for _, _, r in parts]
-    offset, info, addend = np.concatenate([r for _, _, r in parts]).T
-    where = np.repeat([at for at, _, _ in parts], counts) + offset
-    index = info >> 32
-    named = index != 0
-    index += np.repeat([symbol for _, symbol, _ in parts], counts)
-    if np.any(addresses[index[named]] == 0):
-        raise _Unsupported("a relocation against a section not loaded")
-    value = np.where(named, addresses[index], 0) + addend
+    counts = [len(r) for *_, r in parts]
+    offset, info, addend = np.concatenate([r for *_, r in parts]).T
+    where = np.repeat([at for at, *_ in parts], counts) + offset
     kinds = info & 0xFFFFFFFF
     wide = (kinds == _ABSOLUTE_64) | (kinds == _PC_64)
     near = (kinds == _PC_32) | (kinds == _PLT_32)
     if not np.all(wide | near):
         raise _Unsupported(f"relocation types {sorted(set(kinds.tolist()))}")
+    sizes = np.repeat([size for _, size, *_ in parts], counts)
+    if np.any((offset < 0) | (offset + np.where(wide, 8, 4) > sizes)):
+        raise _Unsupported("a relocation outside its section")
+    index = info >> 32
+    named = index != 0
+    index += np.repeat([symbol for _, _, symbol, _ in parts], counts)
+    if np.any(addresses[index[named]] == 0):
+        raise _Unsupported("a relocation against a section not loaded")
+    value = np.where(named, addresses[index], 0) + addend
     value = np.where((kinds == _PC_64) | near, value - (start + where), value)
     if np.any(near & ((value < -2 ** 31) | (value >= 2 ** 31))):
         raise _Unsupported("a 32-bit relocation out of range")
