@@ -24,7 +24,7 @@ from .api import (closure_convert, ensure_compile_time_eval, eval_shape,  # noqa
                   value_and_grad, vjp, vmap)
 from .host import *  # noqa: F401,F403
 from . import debug, distributed, lax, numpy, random, scipy  # noqa: F401
-from . import dtypes, errors, flatten_util  # noqa: F401
+from . import dtypes, errors, flatten_util, ops  # noqa: F401
 from .dtypes import float0  # noqa: F401
 from . import image  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
