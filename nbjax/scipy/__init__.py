@@ -2,4 +2,4 @@
 
 from . import linalg, special, stats  # noqa: F401
 from . import fft, integrate, ndimage, signal  # noqa: F401
-from . import cluster, interpolate, optimize, spatial  # noqa: F401
+from . import cluster, interpolate, optimize, sparse, spatial  # noqa: F401
