@@ -124,7 +124,10 @@ def _igamma_parts(a, x):
     sample_grad = np.where(upper, (dfrac + frac * dlog_upper) * safe_x,
                            -(dtotal + total * dlog_lower) * safe_x / safe_a)
     # Where neither expansion applies: x == 0, a == 0, x == inf, or outside the domain.
-    p = np.where(x == 0, 0.0, np.where(a == 0, 1.0, np.where(np.isinf(x), 1.0, p)))
+    # P(0, x) is NaN in JAX for 0 < x < 1, where its series runs (SciPy: 1), and 1 from
+    # x = 1 on; Q(0, x) = 0 in both.
+    p = np.where(x == 0, 0.0, np.where(a == 0, np.where(x < 1, np.nan, 1.0),
+                                       np.where(np.isinf(x), 1.0, p)))
     q = np.where(x == 0, 1.0, np.where(a == 0, 0.0, np.where(np.isinf(x), 0.0, q)))
     dp_da = np.where(x == 0, 0.0, np.where((a == 0) | np.isinf(x), np.nan, dp_da))
     sample_grad = np.where(x == 0, 0.0, np.where((a == 0) | np.isinf(x), np.nan, sample_grad))
@@ -219,7 +222,8 @@ def _betainc(a, b, x):
     direct = front * _beta_fraction(sa, sb, np.where(flip, 0.5, sx)) / sa
     flipped = 1 - front * _beta_fraction(sb, sa, np.where(flip, 1 - sx, 0.5)) / sb
     out = np.where(flip, flipped, direct)
-    edge_value = np.where((a == 0) | (x == 1) | np.isinf(b), 1.0, 0.0)
+    # x == 0 gives 0 before a == 0 or b == inf give 1 (as JAX and SciPy); inf, inf is NaN.
+    edge_value = np.where((x != 0) & ((a == 0) | (x == 1) | np.isinf(b)), 1.0, 0.0)
     edge_value = np.where(np.isinf(a) & np.isinf(b), np.nan, edge_value)
     return np.where(bad, np.nan, np.where(edge, edge_value, out))
 

@@ -108,7 +108,7 @@ def _stirling_correction(x):
     series in ``1 / x^(2k - 1)`` with the Bernoulli-number coefficients."""
     inv_x2, term, total = 1 / (x * x), 1 / x, jnp.zeros_like(x)
     for c in _STIRLING_COEFFICIENTS:
-        total = total + np.array(c, x.dtype) * term
+        total = total + c * term  # (a Python float: keeps a weak type weak)
         term = term * inv_x2
     return total
 

@@ -39,11 +39,17 @@ def _quantile(std, q, loc, scale, shape):
     return jnp.where((q >= 0) & (q <= 1), out, jnp.nan)
 
 
+def _open_quantile(std, q, loc, scale, shape):
+    """NaN for ``q`` outside (0, 1), as JAX's ``gumbel_l``/``gumbel_r`` (SciPy: the
+    support's ends at 0 and 1)."""
+    return jnp.where((q > 0) & (q < 1), _quantile(std, q, loc, scale, shape), jnp.nan)
+
+
 _CONTINUOUS = {"logpdf": _density, "cdf": _probability, "logcdf": _probability,
                "sf": _probability, "logsf": _probability, "ppf": _quantile, "isf": _quantile}
 
 
-def _make(module, kind, std, rule, shape, extra, standardize):
+def _make(module, kind, std, rule, shape, extra, standardize, positive_scale=False):
     first = "q" if kind in ("ppf", "isf") else ("k" if extra[-1][0] == "loc" else "x")
     sig = _signature(first, shape, extra)
     name = f"{module}.{kind}"
@@ -53,8 +59,10 @@ def _make(module, kind, std, rule, shape, extra, standardize):
         bound.apply_defaults()
         x, *values = promote_args_inexact(name, *bound.args)
         *shape_values, loc, scale = values if len(extra) == 2 else (*values, None)
-        z = x if rule is _quantile else standardize(x, loc, scale)
-        return rule(std, z, loc, scale, shape_values)
+        z = x if rule in (_quantile, _open_quantile) else standardize(x, loc, scale)
+        out = rule(std, z, loc, scale, shape_values)
+        checked = positive_scale and rule is not _open_quantile
+        return jnp.where(scale > 0, out, jnp.nan) if checked else out
     fn.__name__ = fn.__qualname__ = kind
     fn.__signature__ = sig
     fn.__doc__ = std.__doc__
@@ -93,6 +101,14 @@ def located_family(module, shape, logpdf, cdf, sf):
     return {kind: located(module, kind, shape, rule) for kind, rule in rules.items()}
 
 
+def located_discrete(module, shape, logpmf, **more):
+    """``logpmf`` and ``pmf`` (its ``exp``) of ``module`` from ``logpmf(k, *shape, loc)``
+    written for ``located``, and the functions in ``more`` (``cdf=...``) likewise."""
+    rules = {"logpmf": logpmf, "pmf": lambda *args: jnp.exp(logpmf(*args)), **more}
+    return {kind: located(module, kind, shape, rule, discrete=True)
+            for kind, rule in rules.items()}
+
+
 def _exp_of(log_fn, kind):
     """``pdf``/``pmf`` as ``exp`` of ``logpdf``/``logpmf``."""
     def fn(*args, **kwargs):
@@ -103,14 +119,17 @@ def _exp_of(log_fn, kind):
     return fn
 
 
-def continuous(module, shape=(), **standard):
+def continuous(module, shape=(), positive_scale=False, **standard):
     """The functions of a location-scale family: ``logpdf(x, *shape, loc=0, scale=1)`` is
     ``standard['logpdf']((x - loc) / scale, *shape) - log(scale)``, the probabilities
     (``cdf``, ``sf`` and their logs) are the standard ones at ``(x - loc) / scale``, the
     quantiles (``ppf``, ``isf``) ``loc + scale * standard[...](q, *shape)``. ``pdf`` comes with
-    ``logpdf``."""
-    out = {kind: _make(module, kind, std, _CONTINUOUS[kind], shape, (("loc", 0), ("scale", 1)),
-                       lambda x, loc, scale: (x - loc) / scale)
+    ``logpdf``. With ``positive_scale`` (JAX's Gumbel distributions) every function but the
+    quantiles is NaN unless ``scale > 0``, and the quantiles are NaN unless ``0 < q < 1``."""
+    rules = dict(_CONTINUOUS, ppf=_open_quantile, isf=_open_quantile) if positive_scale \
+        else _CONTINUOUS
+    out = {kind: _make(module, kind, std, rules[kind], shape, (("loc", 0), ("scale", 1)),
+                       lambda x, loc, scale: (x - loc) / scale, positive_scale)
            for kind, std in standard.items()}
     if "logpdf" in out:
         out["pdf"] = _exp_of(out["logpdf"], "pdf")

@@ -1,27 +1,32 @@
-"""``nbjax.scipy.stats.beta``: the beta distribution on [0, 1], density
+"""``nbjax.scipy.stats.beta``: the beta distribution on [loc, loc + scale], density
 ``z^(a-1) (1-z)^(b-1) / B(a, b)``, as ``jax.scipy.stats.beta``. The CDF is the regularized
-incomplete beta function; the survival function is its mirror ``I_{1-z}(b, a)``."""
+incomplete beta function; the survival function is its mirror ``I_{1-z}(b, a)``.
+
+The rules at the edges are JAX's: ``logpdf`` is ``-inf`` outside ``[loc, loc + scale]``,
+then NaN wherever ``a <= 0``, ``b <= 0`` or ``scale <= 0``; ``cdf`` and ``sf`` clamp ``z`` to
+``[0, 1]`` (NaN passes through) and check no parameter beyond what ``betainc`` does."""
 
 from ... import numpy as jnp
 from .. import special
-from ._family import continuous
+from ._family import located_family
 
 
-def _logpdf(z, a, b):
-    density = special.xlogy(a - 1, z) + special.xlog1py(b - 1, -z) - special.betaln(a, b)
-    return jnp.where((z >= 0) & (z <= 1), density, -jnp.inf)
+def _logpdf(x, a, b, loc, scale):
+    z = (x - loc) / scale
+    density = (special.xlogy(a - 1, z) + special.xlog1py(b - 1, -z) - special.betaln(a, b)
+               - jnp.log(scale))
+    density = jnp.where((x < loc) | (x > loc + scale), -jnp.inf, density)
+    return jnp.where((a <= 0) | (b <= 0) | (scale <= 0), jnp.nan, density)
 
 
-def _cdf(z, a, b):
-    return special.betainc(a, b, jnp.clip(z, 0, 1))
+def _cdf(x, a, b, loc, scale):
+    return special.betainc(a, b, jnp.clip((x - loc) / scale, 0, 1))
 
 
-def _sf(z, a, b):
-    return special.betainc(b, a, jnp.clip(1 - z, 0, 1))
+def _sf(x, a, b, loc, scale):
+    return special.betainc(b, a, 1 - jnp.clip((x - loc) / scale, 0, 1))
 
 
-_fns = continuous("beta", ("a", "b"), logpdf=_logpdf, cdf=_cdf, sf=_sf,
-                  logcdf=lambda z, a, b: jnp.log(_cdf(z, a, b)),
-                  logsf=lambda z, a, b: jnp.log(_sf(z, a, b)))
+_fns = located_family("beta", ("a", "b"), _logpdf, _cdf, _sf)
 globals().update(_fns)
 __all__ = sorted(_fns)

@@ -9,7 +9,10 @@ from ._family import discrete
 
 
 def _logpmf(k, n, p):
-    mass = log_comb(n, k) + special.xlogy(k, p) + special.xlog1py(n - k, -p)
+    linear = special.xlogy(k, p) + special.xlog1py(n - k, -p)
+    # JAX's: mass 1 at k = n = 0 or where the log-linear term is 0, so at n = 0 whatever p,
+    # even NaN (SciPy: NaN).
+    mass = jnp.where((k == 0) & (n == 0) | (linear == 0), 0.0, log_comb(n, k) + linear)
     # JAX tests "inside" here, so a NaN ``k`` gives ``-inf`` (unlike ``between``).
     return jnp.where((k >= 0) & (k <= n), mass, -jnp.inf)
 
