@@ -284,6 +284,99 @@ def test_logspace_geomspace():
 
 
 
+
+@pytest.mark.parametrize("start, stop, num, endpoint, base", [
+    (0.0, 3.0, 50, True, 10.0), (-2.5, 1.7, 99, False, 2.0), (1.3, -0.4, 33, True, np.e),
+    (0.1, 2.9, 600, True, 0.5), (-1.0, 2.0, 7, False, 1.7)])
+def test_logspace_is_base_to_the_linspace(start, stop, num, endpoint, base):
+    """Within an ulp or two of float64 NumPy (the float32 exponents' rounding, times
+    ``log(base)``, is the larger part); the ends are ``base ** start`` and ``base ** stop``."""
+    out = jnp.logspace(start, stop, num, endpoint, base=base)
+    expected = np.logspace(start, stop, num, endpoint, base=base)
+    assert out.dtype == F32 and not out.weak_type and out.shape == (num,)
+    assert_close(out, expected, rtol=3e-7 + 2 ** -24 * abs(np.log(base)) * max(abs(start),
+                                                                               abs(stop)))
+    assert np.asarray(out)[0] == F32(base) ** F32(start)
+    if endpoint:
+        np.testing.assert_allclose(np.asarray(out)[-1], F32(base) ** F32(stop), rtol=1.2e-7)
+
+
+def test_logspace_dtypes_as_jax():
+    # integers truncate (no floor) and saturate, as JAX's conversion does
+    same(jnp.logspace(0, 3, 4, dtype=I32), [1, 10, 100, 1000], I32)
+    same(jnp.logspace(0, 3, 4, dtype=U8), [1, 10, 100, 255], U8)
+    same(jnp.logspace(0.0, 3.0, 4, base=-2.0), [1, -2, 4, -8], F32)   # a negative base
+    assert np.isnan(np.asarray(jnp.logspace(0.0, 1.0, 3, base=-2.0))[1])
+    assert jnp.logspace(0, 2, 3, dtype=F16).dtype == F16
+    same(jnp.logspace(0, 2, 3, dtype=C64), [1, 10, 100], C64)
+    # the power promotes with the base before the result is converted to the dtype
+    same(jnp.logspace(np.zeros(2, F32), 2.0, 3, base=np.array([[2.0], [3.0]]), axis=1),
+         [[1, 2, 4], [1, 3, 9]], F32)
+    assert jnp.logspace(0, 1, 0).shape == (0,) and jnp.logspace(0, 1, 1).tolist() == [1.0]
+
+
+def test_logspace_geomspace_x64(x64):
+    assert jnp.logspace(0, 2, 3).dtype == np.float64
+    assert jnp.logspace(np.float32(0), np.float32(2), 3).dtype == F32
+    # 10 ** (log10(8) / 3) is 1.9999999999999996: truncated, as JAX's [1, 1, 3, 7]
+    same(jnp.geomspace(1, 8, 4, dtype=np.int64), [1, 1, 3, 7], np.int64)
+    np.testing.assert_allclose(np.asarray(jnp.logspace(-3.0, 3.0, 61)),
+                               np.logspace(-3.0, 3.0, 61), rtol=4e-16 * 7)
+
+
+def test_geomspace_signs_and_zeros_as_jax():
+    """``sign(start) * logspace(log10(start / sign), log10(stop / sign))``: bounds of mixed
+    signs or a zero ``start`` give NaN (no error, as in JAX), a zero ``stop`` zeros after a
+    NaN (``log10(0) * 0``); integer dtypes truncate toward zero."""
+    same(jnp.geomspace(-2.0, -32.0, 5, dtype=I32), [-2, -4, -8, -15, -31], I32)
+    assert np.isnan(np.asarray(jnp.geomspace(0.0, 10.0, 4))).all()
+    assert np.isnan(np.asarray(jnp.geomspace(1.0, -4.0, 4))).all()
+    out = np.asarray(jnp.geomspace(5.0, 0.0, 4))
+    assert np.isnan(out[0]) and (out[1:] == 0).all()
+    out = jnp.geomspace(np.array([1.0, 1000.0], F32), np.array([27.0, 1.0], F32), 4, axis=-1)
+    assert out.shape == (2, 4)
+    assert_close(out, np.geomspace([1.0, 1000.0], [27.0, 1.0], 4, axis=-1), rtol=1e-6)
+    assert np.asarray(out)[1, -1] == 1.0 and np.asarray(out)[0, 0] == 1.0
+
+
+@pytest.mark.parametrize("fn", [jnp.logspace, jnp.geomspace])
+def test_logspace_geomspace_errors(fn):
+    with pytest.raises(ValueError, match="Number of samples"):
+        fn(1.0, 2.0, -1)
+    with pytest.raises(TypeError):
+        fn(1.0, 2.0, 2.5)
+    with pytest.raises(TypeError):
+        fn(np.ones(2), np.ones(3), 4)
+    with pytest.raises(ConcretizationTypeError):
+        nbjax.jit(lambda n: fn(1.0, 2.0, n))(3)
+
+
+def test_logspace_geomspace_jit_within_an_ulp_of_eager():
+    for fn, (start, stop) in [(jnp.logspace, (-2.5, 1.7)), (jnp.geomspace, (3.0, 700.0)),
+                              (jnp.geomspace, (-1e3, -1.0))]:
+        f = functools.partial(fn, num=40, endpoint=False)
+        assert_close(nbjax.jit(f)(start, stop), np.asarray(f(start, stop)), rtol=2.5e-7)
+
+
+@pytest.mark.filterwarnings("ignore:Explicitly requested dtype")
+def test_logspace_geomspace_match_jax():
+    """Dtypes exactly and values within a few ulp of jax 0.10.2 (XLA's fused loop contracts
+    the exponents' arithmetic by its own vectorization; its powf is glibc's)."""
+    jax = pytest.importorskip("jax")
+    for args, kw in [((0.0, 3.0, 50), {}), ((-2.5, 1.7, 99), dict(base=2.0)),
+                     ((0.0, 3.0, 4), dict(dtype=I32)), ((1.0, 1000.0, 7), dict(dtype=F16)),
+                     ((-2.0, -32.0, 5), dict(dtype=I32)), ((3.0, 7.0, 10), dict(endpoint=False))]:
+        for name in ("logspace", "geomspace"):
+            if name == "logspace" and min(args[:2]) < -3 or "base" in kw and name != "logspace":
+                continue
+            want = np.asarray(getattr(jax.numpy, name)(*args, **kw))
+            got = np.asarray(getattr(jnp, name)(*args, **kw))
+            assert got.dtype == want.dtype and got.shape == want.shape
+            if got.dtype.kind == "i":
+                np.testing.assert_array_equal(got, want)
+            else:
+                assert_close(got, want, rtol=1e-3 if got.dtype == F16 else 1e-6)
+
 @pytest.mark.parametrize("start, stop, num, endpoint", [(1 + 1j, 10 + 10j, 4, True),
                                                         (-1 + 0j, 1j, 3, True),
                                                         (1j, 1000j, 4, False),

@@ -17,7 +17,7 @@ from ..core import (Array, ConcretizationTypeError, Tracer, canonical_shape, dty
 from ..core.array import scalar_in_range
 from ..core.trace import is_python_scalar
 from ..lax.standard import scalar_like
-from . import util
+from . import ufuncs, util
 from .ufuncs import i0, power
 from .util import broadcast_to_shape, check_arraylike, select_where, to_array
 
@@ -358,32 +358,42 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis, start_known):
     return out
 
 
+def _space_parts(name, start, stop, num, dtype, axis):
+    """``start``/``stop`` in the dtype JAX computes ``name`` in (as given, not broadcast),
+    the result's dtype, and ``num`` and ``axis`` checked."""
+    num = operator.index(concrete_argument(name, "num", num))
+    axis = operator.index(concrete_argument(name, "axis", axis))
+    check_arraylike(name, start, stop)
+    start, stop = util.promote_dtypes_inexact(start, stop)
+    dtype = get_aval(start).dtype if dtype is None else dtypes.canonicalize(dtype)
+    compute = dtypes.to_inexact(dtype)
+    start, stop = (lax.convert_element_type(v, compute) for v in (start, stop))
+    return start, stop, dtype, num, axis
+
+
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-    """``base ** linspace(start, stop)``."""
+    """``base ** linspace(start, stop)``, as JAX 0.10 computes it: the exponents in the
+    inexact type of ``dtype`` (the bounds' when None), the power in their type promoted
+    with ``base``'s, converted (truncated for integers) to ``dtype``."""
+    start, stop, dtype, num, axis = _space_parts("logspace", start, stop, num, dtype, axis)
     exponents = linspace(start, stop, num, endpoint, axis=axis)
-    base = lax.convert_element_type(to_array(base), get_aval(exponents).dtype)
-    out = lax.pow(broadcast_to_shape(base, get_aval(exponents).shape), exponents)
-    return _finish(out, dtype)
+    return lax.convert_element_type(power(base, exponents), dtype)
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    """Values spaced evenly on a log scale from ``start`` to ``stop`` (real ones of the same
-    sign, nonzero; complex ones along the logarithmic spiral between them, as NumPy); the
-    end points are exact."""
-    start, stop, shape, axis = _linspace_parts("geomspace", start, stop, num, dtype, axis)
-    sign = lax.sign(start)
-    if dtypes.is_complex(get_aval(start).dtype):
-        # Turned so that start lies on the positive real axis: the spiral NumPy takes.
-        low, high = lax.log(lax.div(start, sign)), lax.log(lax.div(stop, sign))
-    else:
-        low, high = lax.log(lax.abs(start)), lax.log(lax.abs(stop))
-    logs = linspace(low, high, shape[axis], endpoint, axis=axis)
-    out = lax.mul(_along(sign, shape, axis), lax.exp(logs))
-    i = lax.broadcasted_iota(dtypes.int32, shape, axis)
-    out = select_where(lax.eq(i, np.int32(0)), _along(start, shape, axis), out)
-    if endpoint:
-        out = select_where(lax.eq(i, np.int32(shape[axis] - 1)), _along(stop, shape, axis), out)
-    return _finish(out, dtype)
+    """Values spaced evenly on a log scale from ``start`` to ``stop``, as JAX 0.10 computes
+    them: ``sign(start) * logspace(log10(start / sign), log10(stop / sign))`` (so bounds of
+    different signs, or a zero one, give NaNs, and complex bounds follow the logarithmic
+    spiral), the end points rounded as the power rounds them, not pinned."""
+    start, stop, dtype, num, axis = _space_parts("geomspace", start, stop, num, dtype, axis)
+    sign = ufuncs.sign(start)
+    res = ufuncs.multiply(sign, logspace(ufuncs.log10(ufuncs.divide(start, sign)),
+                                         ufuncs.log10(ufuncs.divide(stop, sign)), num,
+                                         endpoint, dtype=get_aval(start).dtype))
+    axis = util.canonicalize_axis(axis, get_aval(res).ndim)
+    perm = list(range(1, get_aval(res).ndim))
+    perm.insert(axis, 0)
+    return lax.convert_element_type(lax.transpose(res, perm), dtype)
 
 
 # --- matrices and grids --------------------------------------------------------------------
