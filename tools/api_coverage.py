@@ -60,6 +60,10 @@ MODULES = [
     ("jax.custom_batching", "nbjax.custom_batching"),
     ("jax.checkpoint_policies", "nbjax.checkpoint_policies"),
     ("jax.ad_checkpoint", "nbjax.ad_checkpoint"),
+    ("jax.ops", "nbjax.ops"),
+    ("jax.scipy.sparse.linalg", "nbjax.scipy.sparse.linalg"),
+    ("jax.example_libraries.optimizers", "nbjax.example_libraries.optimizers"),
+    ("jax.example_libraries.stax", "nbjax.example_libraries.stax"),
     ("jax.Array", "nbjax.Array"),
 ]
 
