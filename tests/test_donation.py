@@ -142,8 +142,8 @@ def test_a_call_that_fails_still_deletes_what_it_was_given():
 
     g = nbjax.jit(f, donate_argnums=0)
     x = jnp.ones(3)
-    with pytest.raises(ZeroDivisionError):
-        g(x)
+    with pytest.raises(nbjax.errors.JaxRuntimeError, match="ZeroDivisionError"):
+        g(x)  # (JAX's error for a callback failing in a compiled program)
     assert x.is_deleted()
 
 
