@@ -183,6 +183,12 @@ def sgd(step_size):
     return Optimizer(init, update, get_params)
 
 
+def _with_zeros(count):
+    """The ``init`` of a method that keeps ``count`` running statistics of the gradients
+    (a velocity, averages of squares, moments): the parameters, then ``count`` zeros."""
+    return lambda x0: (x0, *[jnp.zeros_like(x0)] * count)
+
+
 @optimizer
 def momentum(step_size: Schedule, mass: float):
     """SGD with (heavy-ball) momentum: the step follows a running sum of gradients,
@@ -194,14 +200,11 @@ def momentum(step_size: Schedule, mass: float):
     """
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0)
-
     def update(i, g, state):
         x, velocity = state
         velocity = mass * velocity + g
         return x - step_size(i) * velocity, velocity
-    return init, update, _first
+    return _with_zeros(1), update, _first
 
 
 @optimizer
@@ -215,14 +218,11 @@ def nesterov(step_size: Schedule, mass: float):
     """
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0)
-
     def update(i, g, state):
         x, velocity = state
         velocity = mass * velocity + g
         return x - step_size(i) * (mass * velocity + g), velocity
-    return init, update, _first
+    return _with_zeros(1), update, _first
 
 
 @optimizer
@@ -237,16 +237,13 @@ def adagrad(step_size, momentum=0.9):
     """
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
-
     def update(i, g, state):
         x, g_sq, m = state
         g_sq = g_sq + jnp.square(g)
         g_sq_inv_sqrt = jnp.where(g_sq > 0, 1. / jnp.sqrt(g_sq), 0.0)
         m = (1. - momentum) * (g * g_sq_inv_sqrt) + momentum * m
         return x - step_size(i) * m, g_sq, m
-    return init, update, _first
+    return _with_zeros(2), update, _first
 
 
 @optimizer
@@ -261,14 +258,11 @@ def rmsprop(step_size, gamma=0.9, eps=1e-8):
     """
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0)
-
     def update(i, g, state):
         x, avg_sq_grad = state
         avg_sq_grad = avg_sq_grad * gamma + jnp.square(g) * (1. - gamma)
         return x - step_size(i) * g / jnp.sqrt(avg_sq_grad + eps), avg_sq_grad
-    return init, update, _first
+    return _with_zeros(1), update, _first
 
 
 @optimizer
@@ -284,15 +278,12 @@ def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
     """
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
-
     def update(i, g, state):
         x, avg_sq_grad, mom = state
         avg_sq_grad = avg_sq_grad * gamma + jnp.square(g) * (1. - gamma)
         mom = momentum * mom + step_size(i) * g / jnp.sqrt(avg_sq_grad + eps)
         return x - mom, avg_sq_grad, mom
-    return init, update, _first
+    return _with_zeros(2), update, _first
 
 
 def _bias_correction(beta, m, i):
@@ -314,9 +305,6 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
     """
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
-
     def update(i, g, state):
         x, m, v = state
         m = (1 - b1) * g + b1 * m
@@ -324,7 +312,7 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
         mhat = m / _bias_correction(b1, m, i)
         vhat = v / _bias_correction(b2, m, i)
         return x - step_size(i) * mhat / (jnp.sqrt(vhat) + eps), m, v
-    return init, update, _first
+    return _with_zeros(2), update, _first
 
 
 @optimizer
@@ -340,16 +328,13 @@ def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
     """
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
-
     def update(i, g, state):
         x, m, u = state
         m = (1 - b1) * g + b1 * m
         u = jnp.maximum(b2 * u, jnp.abs(g))
         x = x - (step_size(i) / _bias_correction(b1, m, i)) * m / (u + eps)
         return x, m, u
-    return init, update, _first
+    return _with_zeros(2), update, _first
 
 
 def _without_axis(axes, axis):
