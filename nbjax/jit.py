@@ -328,7 +328,8 @@ class JitWrapped:
             if before_tracing is not None:
                 before_tracing()
             self.trace_count += 1
-            entry = Traced(call, avals, staging.describe(self.fun, "jit"))
+            with compiler.collector_paused():  # (tracing makes objects that live on, too)
+                entry = Traced(call, avals, staging.describe(self.fun, "jit"))
             if entry.cacheable:
                 traces.put(self._owner, key, entry)
         self._last_key, self._last_call = key, _NO_LAST_CALL

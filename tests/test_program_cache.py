@@ -222,6 +222,33 @@ def test_compiling_leaves_the_garbage_collector_as_it_was(collecting):
         (gc.enable if was else gc.disable)()
 
 
+@pytest.mark.parametrize("collecting", [True, False])
+def test_tracing_for_jit_leaves_the_garbage_collector_as_it_was(collecting):
+    """jit's trace runs with the cyclic collector paused (what it makes lives on in the
+    trace cache), and leaves it as it found it, also when the function raises."""
+    import gc
+    seen = []
+
+    def traced(x):
+        seen.append(gc.isenabled())
+        return jnp.sin(x) * 2.0
+
+    def failing(x):
+        seen.append(gc.isenabled())
+        raise ValueError("no")
+    was = gc.isenabled()
+    try:
+        (gc.enable if collecting else gc.disable)()
+        nbjax.jit(traced)(np.float32(1.0))
+        assert gc.isenabled() == collecting
+        with pytest.raises(ValueError):
+            nbjax.jit(failing)(np.float32(1.0))
+        assert gc.isenabled() == collecting
+        assert seen == [False, False]
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
 _TWICE = """
 import nbjax.numpy as jnp
 import nbjax

@@ -79,7 +79,8 @@ def collector_paused():
     on; the collections they set off found little to free, yet now and then one reached
     the oldest generation and went through every object of the process: 20-40 ms of an
     LSTM's or a CNN's first call, one time in two, and a millisecond of a small blur's
-    load. Paused, the young objects are looked at once, after the compile."""
+    load. Paused, the young objects are looked at once, after the compile. ``jit`` pauses
+    it while tracing too, for the same reason (its traces live on in its cache)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
