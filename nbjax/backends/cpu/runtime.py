@@ -115,15 +115,14 @@ class JitModule:
         disk cache of whole programs), loaded as it is, its optimised IR ``read_ir()`` when
         first asked for; None if this process lacks one of the symbols it calls
         (``externals``), which LLVM would abort the process over."""
-        _initialise()  # (registers the symbols of the support module)
-        if not all(llvm.address_of_symbol(name) for name in externals):
+        code = load_objects(cache.unpack_objects(object_code), externals)
+        if code is None:
             return None
         start_pool()
         self = cls.__new__(cls)
         self.target, self.runs_here, self.from_disk_cache = cpu_target(), runs_here(), True
         self._optimised_ir, self._read_ir = None, read_ir
-        self.object_code, self._definitions = None, None
-        self.code = load_objects(cache.unpack_objects(object_code))
+        self.object_code, self._definitions, self.code = None, None, code
         return self
 
     @property
@@ -174,16 +173,19 @@ class JitModule:
         return self._definitions[name]
 
 
-def load_objects(objects):
+def load_objects(objects, externals=()):
     """The object files ``objects`` in memory, the calls between them linked (something
-    with ``get_function_address(name)``): by ``object_loader``, else by an MCJIT engine.
-    The objects are compiled already: all an engine's target machine (which it owns)
-    compiles is the empty module an engine starts from, so it is the triple's generic
-    CPU at level 0."""
+    with ``get_function_address(name)``): by ``object_loader``, else by an MCJIT engine;
+    None if the loader declines and a symbol of ``externals`` (those the objects call) is
+    missing from this process, which MCJIT would abort the process over. The objects are
+    compiled already: all an engine's target machine (which it owns) compiles is the empty
+    module an engine starts from, so it is the triple's generic CPU at level 0."""
     _initialise()  # (the support module's symbols, which the objects call)
     loaded = object_loader.load(objects, llvm.address_of_symbol)
     if loaded is not None:
         return loaded
+    if not all(llvm.address_of_symbol(name) for name in externals):
+        return None
     tm = pipeline.target_machine("", "", opt=0)
     engine = llvm.create_mcjit_compiler(pipeline.parse("", tm), tm)
     for code in objects:

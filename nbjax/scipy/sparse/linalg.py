@@ -88,8 +88,9 @@ def _squared_bound(b, tol, atol):
 
 
 def _solve(method, A, b, x0, M, symmetric=False, **options):
-    return lax.custom_linear_solve(A, b, solve=_solve_flat(method, x0, M, **options),
-                                   transpose_solve=_solve_flat(method, x0, M, **options),
+    """``method`` solving ``A x = b``, and the transposed system for derivatives."""
+    solve = _solve_flat(method, x0, M, **options)
+    return lax.custom_linear_solve(A, b, solve=solve, transpose_solve=solve,
                                    symmetric=symmetric)
 
 
