@@ -18,8 +18,8 @@ from .core.errors import (ConcretizationTypeError, TracerArrayConversionError,  
                           TracerBoolConversionError, TracerIntegerConversionError,
                           UnexpectedTracerError)
 from . import tree_util, tree, test_util  # noqa: F401
-from .api import (closure_convert, ensure_compile_time_eval, eval_shape,  # noqa: F401
-                  fwd_and_bwd, grad, hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose,
+from .api import (ensure_compile_time_eval, eval_shape, fwd_and_bwd,  # noqa: F401
+                  grad, hessian, jacfwd, jacobian, jacrev, jvp, linear_transpose,
                   linearize, make_jaxpr, named_call, named_scope, pmap, typeof,
                   value_and_grad, vjp, vmap)
 from .host import *  # noqa: F401,F403
@@ -29,8 +29,10 @@ from .dtypes import float0  # noqa: F401
 from . import image  # noqa: F401
 from .checkpoint import checkpoint, remat  # noqa: F401
 from . import ad_checkpoint, checkpoint_policies  # noqa: F401
-from .custom_derivatives import custom_gradient, custom_jvp, custom_vjp  # noqa: F401
+from .custom_derivatives import (closure_convert, custom_gradient, custom_jvp,  # noqa: F401
+                                 custom_vjp)
 from . import custom_batching  # noqa: F401
+from . import stages, typing  # noqa: F401
 from .jit import clear_caches, jit  # noqa: F401
 from .lax.callback import pure_callback  # noqa: F401
 from .numpy.indexing import ds  # noqa: F401

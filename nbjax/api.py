@@ -451,33 +451,6 @@ def eval_shape(fun, *args, **kwargs):
                            shapes)
 
 
-def closure_convert(fun, *example_args):
-    """``(converted, hoisted)``: ``fun`` traced on arguments like ``example_args``, with the
-    floating-point values it closes over that belong to an enclosing transformation (the
-    tracers of a ``grad`` or ``vmap`` around this call) made explicit trailing arguments:
-    ``converted(*args, *hoisted)`` computes ``fun(*args)``. Other closed-over values stay
-    constants. As in JAX, for the rules of ``custom_vjp`` and other higher-order functions,
-    which must not close over values they would differentiate or batch.
-    """
-    closed, out_shape = make_jaxpr(fun, return_shape=True)(*example_args)
-    in_tree = pytree.tree_structure(example_args)
-    out_tree = pytree.tree_structure(out_shape)
-    hoist = [isinstance(c, Tracer) and dtypes.is_inexact(get_aval(c).dtype)
-             for c in closed.consts]
-    hoisted = [c for c, h in zip(closed.consts, hoist) if h]
-
-    def converted(*args):
-        n = len(args) - len(hoisted)
-        leaves, tree = pytree.tree_flatten(args[:n])
-        if tree != in_tree:
-            raise TypeError(f"closure_convert: the converted function takes arguments of "
-                            f"structure {in_tree} (then the hoisted values), got {tree}")
-        values = iter(args[n:])
-        consts = [next(values) if h else c for c, h in zip(closed.consts, hoist)]
-        return out_tree.unflatten(eval_jaxpr(closed.jaxpr, consts, *leaves))
-    return converted, hoisted
-
-
 def linear_transpose(fun, *primals):
     """The transpose of the linear function ``fun`` at arguments shaped like ``primals``:
     ``f_t(ct)`` returns a tuple of cotangents, one per argument (its VJP, which for a

@@ -9,11 +9,13 @@ Reverse mode through a custom_vjp goes through ``custom_lin``, a linear primitiv
 transpose calls ``bwd``.
 """
 
+import dataclasses
 import functools
 import inspect
 
-from .calls import CallRules, FlatCall, Traced, as_array
-from .core import EvalTrace, Primitive, current_trace, get_aval, pytree
+from .calls import CallRules, FlatCall, Traced, abstractify, as_array, unmapped_aval
+from .core import (EvalTrace, Primitive, Tracer, current_trace, dtypes, eval_jaxpr, get_aval,
+                   pytree)
 from .interpreters import ad, staging
 from .interpreters.transpose import is_undefined
 from .lax import batch_util
@@ -37,9 +39,101 @@ def _trace_call(fun, args, nondiff_argnums, what):
     return call, Traced(call, [get_aval(x) for x in call.leaves], staging.describe(fun, what))
 
 
+# --- symbolic zeros: what a rule defined with ``symbolic_zeros=True`` is given --------------
+
+class SymbolicZero:
+    """A zero tangent (or cotangent) handed to a custom rule defined with
+    ``symbolic_zeros=True``, in place of an array of zeros: only its type is known, so the
+    rule can skip the work a zero would cost. It answers for its type's attributes
+    (``shape``, ``dtype``, ``ndim``...). A rule may also return one for a zero output."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __getattr__(self, name):
+        if name == "aval":  # (not set yet: a copy being made)
+            raise AttributeError(name)
+        try:
+            return getattr(self.aval, name)
+        except AttributeError:
+            raise AttributeError(f"SymbolicZero has no attribute {name}") from None
+
+    def __repr__(self):
+        return "SymbolicZero"
+
+    @staticmethod
+    def from_primal_value(value):
+        """The symbolic zero tangent of ``value`` (float0 for an integer or bool)."""
+        return SymbolicZero(ad.tangent_aval(get_aval(value)))
+
+
+def zero_from_primal(value, symbolic_zeros=False):
+    """A zero tangent for each leaf of ``value``: ``SymbolicZero``s, or arrays of zeros."""
+    def zero(x):
+        aval = ad.tangent_aval(get_aval(x))
+        return SymbolicZero(aval) if symbolic_zeros else ad.zeros_like_aval(aval)
+    return pytree.tree_map(zero, value)
+
+
+@dataclasses.dataclass(slots=True)
+class CustomVJPPrimal:
+    """An argument of a ``custom_vjp``'s forward rule defined with ``symbolic_zeros=True``:
+    the primal ``value``, and whether it is ``perturbed`` (differentiated: its tangent is
+    not known to be zero), so the rule can skip residuals nobody will need."""
+    value: object
+    perturbed: bool
+
+
+def custom_vjp_primal_tree_values(tree):
+    """``tree`` with each ``CustomVJPPrimal`` leaf replaced by its value."""
+    def value(leaf):
+        if type(leaf) is not CustomVJPPrimal:
+            raise TypeError(f"unexpected leaf type {type(leaf)}")
+        return leaf.value
+    return pytree.tree_map(value, tree)
+
+
+def _to_rule(tangents, symbolic_zeros):
+    """Tangents as a user's rule takes them: a symbolic zero (``ad.Zero``) becomes a
+    ``SymbolicZero`` under ``symbolic_zeros``, else an array of zeros."""
+    return [(SymbolicZero(t.aval) if symbolic_zeros else ad.instantiate(t))
+            if isinstance(t, ad.Zero) else t for t in tangents]
+
+
+def _from_rule(t):
+    return ad.Zero(t.aval) if isinstance(t, SymbolicZero) else t
+
+
+def _vmapped_rule(rule, axis_size):
+    """``rule(values, tangents)`` (a JVP rule: primals and tangents; a bwd rule: residuals
+    and cotangents) mapped over axis 0 of every value and nonzero tangent. A zero tangent
+    is not mapped: the rule is given a symbolic zero of one batch element's type."""
+    def batched(values, tangents):
+        zero = [isinstance(t, ad.Zero) for t in tangents]
+
+        def per_element(values, nonzero_tangents):
+            given = iter(nonzero_tangents)
+            tangents_here = [ad.Zero(unmapped_aval(t.aval, 0)) if z else next(given)
+                             for t, z in zip(tangents, zero)]
+            return pytree.tree_map(ad.instantiate, rule(values, tangents_here))
+        return vmap(per_element, axis_size=axis_size)(
+            values, [t for t, z in zip(tangents, zero) if not z])
+    return batched
+
+
+def _vmapped_fwd(fwd, axis_size):
+    """A custom_vjp's ``fwd(primals, perturbed)`` mapped over axis 0 of the primals."""
+    def batched(primals, perturbed):
+        return vmap(lambda p: fwd(p, perturbed), axis_size=axis_size)(primals)
+    return batched
+
+
 class _CustomCallRules(CallRules):
     """A custom-rule call: the callee is ``call_jaxpr``; the user's rules (the params named
-    in ``rule_params``) are functions, vmapped along with the callee."""
+    in ``rule_params``, each with the function that maps it over a batch axis) are
+    functions, vmapped along with the callee."""
 
     def __init__(self, primitive, rule_params):
         super().__init__(primitive, "call_jaxpr")
@@ -53,7 +147,7 @@ class _CustomCallRules(CallRules):
         vals = [batch_util.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
         batched, _ = batch_util.batch_jaxpr(params[self.param], axis_data, [True] * len(vals),
                                             True)
-        rules = {k: vmap(params[k], axis_size=axis_data.size) for k in self.rule_params}
+        rules = {k: mapped(params[k], axis_data.size) for k, mapped in self.rule_params.items()}
         outs = self.primitive.bind(*vals, **self.rebuild(dict(params, **rules), batched, (), ()))
         return outs, [0] * len(outs)
 
@@ -78,15 +172,15 @@ def _check_no_closure_tangents(tangents, num_consts, kind):
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
 custom_jvp_call_p.call_param = "call_jaxpr"
 custom_jvp_call_p.pp_hidden = ("jvp",)
-_CustomCallRules(custom_jvp_call_p, ("jvp",))
+_CustomCallRules(custom_jvp_call_p, {"jvp": _vmapped_rule})
 
 
 @custom_jvp_call_p.def_jvp
 def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, name,
                          symbolic_zeros):
+    # (``jvp`` takes the tangents as they are, symbolic zeros (``ad.Zero``) included)
     _check_no_closure_tangents(tangents, num_consts, "custom_jvp")
-    args = primals[num_consts:]
-    return jvp(list(args), [ad.instantiate(t) for t in tangents[num_consts:]])
+    return jvp(list(primals[num_consts:]), list(tangents[num_consts:]))
 
 
 class _Wrapping:
@@ -112,7 +206,9 @@ class custom_jvp(_Wrapping):
         self.symbolic_zeros = False
 
     def defjvp(self, jvp, symbolic_zeros=False):
-        """``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
+        """``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``. With
+        ``symbolic_zeros``, a tangent known to be zero is passed as a ``SymbolicZero``
+        rather than an array of zeros, and the rule may return one."""
         self.jvp = jvp
         self.symbolic_zeros = symbolic_zeros
         return jvp
@@ -141,14 +237,16 @@ class custom_jvp(_Wrapping):
             return self.fun(*args, **kwargs)
         call, traced = _trace_call(self.fun, _resolve_args(self.fun, args, kwargs),
                                    self.nondiff_argnums, "custom_jvp")
-        flat_jvp = functools.partial(self._flat_jvp, call, traced.out_tree)
+        flat_jvp = functools.partial(self._flat_jvp, call, traced.out_tree,
+                                     self.symbolic_zeros)
         outs = custom_jvp_call_p.bind(*traced.consts, *call.leaves, call_jaxpr=traced.jaxpr,
                                       jvp=flat_jvp, num_consts=len(traced.consts), name=name,
                                       symbolic_zeros=self.symbolic_zeros)
         return traced.out_tree.unflatten(outs)
 
-    def _flat_jvp(self, call, out_tree, primals, tangents):
-        primal_args, tangent_args = call.dyn_args_of(primals), call.dyn_args_of(tangents)
+    def _flat_jvp(self, call, out_tree, symbolic_zeros, primals, tangents):
+        primal_args = call.dyn_args_of(primals)
+        tangent_args = call.dyn_args_of(_to_rule(tangents, symbolic_zeros))
         nondiff = [v for _, v in call.static]
         out, tangent_out = self.jvp(*nondiff, primal_args, tangent_args)
         flat_out, tree = pytree.tree_flatten(out)
@@ -164,7 +262,7 @@ class custom_jvp(_Wrapping):
                 raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
                                 f"equal shapes, got {p_aval.str_short()} and "
                                 f"{t_aval.str_short()}.")
-        return flat_out, flat_t
+        return flat_out, [_from_rule(t) for t in flat_t]
 
 
 # --- custom_vjp ----------------------------------------------------------------------------
@@ -172,14 +270,14 @@ class custom_jvp(_Wrapping):
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
 custom_vjp_call_p.call_param = "call_jaxpr"
 custom_vjp_call_p.pp_hidden = ("fwd", "bwd")
-_CustomCallRules(custom_vjp_call_p, ("fwd", "bwd"))
+_CustomCallRules(custom_vjp_call_p, {"fwd": _vmapped_fwd, "bwd": _vmapped_rule})
 
 
 @custom_vjp_call_p.def_jvp
 def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts, name):
     _check_no_closure_tangents(tangents, num_consts, "custom_vjp")
     args, arg_tangents = primals[num_consts:], tangents[num_consts:]
-    outs, residuals = fwd(list(args))
+    outs, residuals = fwd(list(args), [not isinstance(t, ad.Zero) for t in arg_tangents])
     lin_tangents = [ad.instantiate(t) for t in arg_tangents]
     tangent_outs = custom_lin_p.bind(
         *residuals, *lin_tangents, num_res=len(residuals), bwd=bwd,
@@ -199,10 +297,9 @@ def _custom_lin_impl(*args, **params):
 
 @custom_lin_p.def_transpose
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
+    # (``bwd`` takes the cotangents as they are, symbolic zeros (``ad.Zero``) included)
     residuals, linear = args[:num_res], args[num_res:]
-    cts = [ad.zeros_like_aval(a) if isinstance(c, ad.Zero) else c
-           for c, a in zip(cts, out_avals)]
-    cts_in = bwd(list(residuals), cts)
+    cts_in = bwd(list(residuals), list(cts))
     out = []
     for ct, x in zip(cts_in, linear):
         aval = x.aval if is_undefined(x) else get_aval(x)
@@ -222,9 +319,13 @@ class custom_vjp(_Wrapping):
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd = self.bwd = None
+        self.symbolic_zeros = False
 
     def defvjp(self, fwd, bwd, symbolic_zeros=False):
-        self.fwd, self.bwd = fwd, bwd
+        """With ``symbolic_zeros``, ``fwd`` is given each argument's leaves as
+        ``CustomVJPPrimal(value, perturbed)`` and ``bwd`` a zero cotangent as a
+        ``SymbolicZero``; ``bwd`` may return ``None`` or a ``SymbolicZero`` for a zero."""
+        self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
 
     def __call__(self, *args, **kwargs):
         name = getattr(self.fun, "__name__", "f")
@@ -235,9 +336,11 @@ class custom_vjp(_Wrapping):
         call, traced = _trace_call(self.fun, _resolve_args(self.fun, args, kwargs),
                                    self.nondiff_argnums, "custom_vjp")
         out_tree, dyn, nondiff = traced.out_tree, call.dyn_args, [v for _, v in call.static]
-        res_trees = []
+        symbolic_zeros, res_trees = self.symbolic_zeros, []
 
-        def flat_fwd(primals):
+        def flat_fwd(primals, perturbed):
+            if symbolic_zeros:
+                primals = [CustomVJPPrimal(p, q) for p, q in zip(primals, perturbed)]
             out = self.fwd(*call.merge(call.dyn_args_of(primals)))
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError(f"Custom VJP fwd rule {name} must produce a pair (list or "
@@ -255,7 +358,8 @@ class custom_vjp(_Wrapping):
 
         def flat_bwd(residuals, cts):
             res = res_trees[-1].unflatten(residuals)
-            cts_in = self.bwd(*nondiff, res, out_tree.unflatten(cts))
+            cts = out_tree.unflatten(_to_rule(cts, symbolic_zeros))
+            cts_in = self.bwd(*nondiff, res, cts)
             if not isinstance(cts_in, (tuple, list)) or len(cts_in) != len(dyn):
                 raise TypeError(
                     "Custom VJP bwd rule must produce an output with the same container "
@@ -275,13 +379,40 @@ class custom_vjp(_Wrapping):
                     raise TypeError(f"Custom VJP bwd rule {name} produced a cotangent of "
                                     f"structure {ct_tree} for an argument of structure "
                                     f"{arg_tree}.")
-                flat.extend(ct_leaves)
+                flat.extend(None if isinstance(c, SymbolicZero) else c for c in ct_leaves)
             return flat
 
         outs = custom_vjp_call_p.bind(*traced.consts, *call.leaves, call_jaxpr=traced.jaxpr,
                                       fwd=flat_fwd, bwd=flat_bwd, num_consts=len(traced.consts),
                                       name=name)
         return out_tree.unflatten(outs)
+
+
+def closure_convert(fun, *example_args):
+    """``(converted, hoisted)``: ``fun`` traced on arguments like ``example_args``, with the
+    floating-point values it closes over that belong to an enclosing transformation (the
+    tracers of a ``grad`` or ``vmap`` around this call) made explicit trailing arguments:
+    ``converted(*args, *hoisted)`` computes ``fun(*args)``. Other closed-over values stay
+    constants. As in JAX, for the rules of ``custom_vjp`` and other higher-order functions,
+    which must not close over values they would differentiate or batch.
+    """
+    call = FlatCall(fun, example_args, {}, container=tuple)
+    jaxpr, consts = staging.trace_to_jaxpr(call, [abstractify(x) for x in call.leaves],
+                                           staging.describe(fun, "closure_convert"))
+    in_tree, out_tree = pytree.tree_structure(example_args), call.out_tree
+    hoist = [isinstance(c, Tracer) and dtypes.is_inexact(get_aval(c).dtype) for c in consts]
+    hoisted = [c for c, h in zip(consts, hoist) if h]
+
+    def converted(*args):
+        n = len(args) - len(hoisted)
+        leaves, tree = pytree.tree_flatten(args[:n])
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: the converted function takes arguments of "
+                            f"structure {in_tree} (then the hoisted values), got {tree}")
+        values = iter(args[n:])
+        given = [next(values) if h else c for c, h in zip(consts, hoist)]
+        return out_tree.unflatten(eval_jaxpr(jaxpr, given, *leaves))
+    return converted, hoisted
 
 
 def custom_gradient(fun):

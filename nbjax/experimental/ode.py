@@ -37,9 +37,9 @@ from typing import NamedTuple
 
 from .. import lax
 from .. import numpy as jnp
-from ..api import closure_convert, vjp, vmap
+from ..api import vjp, vmap
 from ..core.trace import valid_value
-from ..custom_derivatives import custom_vjp
+from ..custom_derivatives import closure_convert, custom_vjp
 from ..flatten_util import ravel_pytree
 from ..tree_util import tree_leaves, tree_map
 
