@@ -29,7 +29,8 @@ import numpy as np
 
 from . import compiler
 from .backends import get_target, target_names
-from .calls import CallRules, FlatCall, Traced, abstractify, as_array
+from .calls import CallRules, FlatCall, abstractify, as_array
+from .calls import Traced as TracedCall
 from .compiler import donation, report
 from .config import config, user_context_values, user_contexts
 from .core import (Array, EvalTrace, Primitive, ShapedArray, Tracer, current_trace, get_aval,
@@ -299,12 +300,16 @@ class JitWrapped:
             observer(call)
         return entry.out_tree.unflatten(outs)
 
-    def lower(self, *args, **kwargs):
+    def trace(self, *args, **kwargs):
         """Trace for arguments like these (arrays, scalars or ``ShapeDtypeStruct``s): the
-        ahead-of-time API, as ``jax.jit(f).lower``. Returns a ``Lowered``."""
+        ahead-of-time API's first stage, as ``jax.jit(f).trace``. Returns a ``Traced``."""
         entry, _, call = self._lookup(args, kwargs, _as_abstract)
         donated = self._donated_leaves(call) if self._donates else frozenset()
-        return Lowered(entry, call.in_tree, self.name, self.backend, donated)
+        return Traced(entry, call.in_tree, self.name, self.backend, donated)
+
+    def lower(self, *args, **kwargs):
+        """``trace(*args, **kwargs).lower()``, as ``jax.jit(f).lower``: a ``Lowered``."""
+        return self.trace(*args, **kwargs).lower()
 
     def _lookup(self, args, kwargs, as_leaf, before_tracing=None):
         """(trace cache entry, the argument leaves made values by ``as_leaf``, the FlatCall);
@@ -329,7 +334,7 @@ class JitWrapped:
                 before_tracing()
             self.trace_count += 1
             with compiler.collector_paused():  # (tracing makes objects that live on, too)
-                entry = Traced(call, avals, staging.describe(self.fun, "jit"))
+                entry = TracedCall(call, avals, staging.describe(self.fun, "jit"))
             if entry.cacheable:
                 traces.put(self._owner, key, entry)
         self._last_key, self._last_call = key, _NO_LAST_CALL
@@ -661,19 +666,30 @@ _NO_LAST_CALL = (object(), None, None)  # (a trace no thread has: the shortcut n
 
 # --- the ahead-of-time API ----------------------------------------------------------------
 
-class Lowered:
-    """``jit(f).lower(*args)``: the traced program, before compilation (as ``jax.stages``).
+@dataclass(frozen=True)
+class ArgInfo:
+    """An argument of a traced program (``Traced.args_info``): its type, and whether calls
+    give its buffer away (``donate_argnums``)."""
+    aval: ShapedArray
+    donated: bool
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+
+
+class Traced:
+    """``jit(f).trace(*args)``: the traced program (as ``jax.stages.Traced``).
 
     ``jaxpr`` is what ``jit`` compiles (values the function closes over are its leading
-    inputs); ``optimized`` and ``rewrites`` are what the compiler's passes make of it
-    (inlining, hoisting out of loops, folding, simplification, CSE, DCE), which
-    ``as_text()`` prints. ``donated_leaves``: the positions of the argument leaves that
-    calls of the compiled program give away (``donate_argnums``/``donate_argnames``).
+    inputs); ``in_avals``/``out_avals`` the types of the arguments' and results' leaves,
+    ``in_tree``/``out_tree`` their pytrees. ``donated_leaves``: the positions of the
+    argument leaves that calls of the compiled program give away
+    (``donate_argnums``/``donate_argnames``). ``lower()`` goes on to a ``Lowered``.
     """
 
     def __init__(self, entry, in_tree, name, backend=None, donated_leaves=frozenset()):
         self._entry = entry
-        self.name = name
+        self.name = self.fun_name = name
         self.backend = backend
         self.donated_leaves = frozenset(donated_leaves)
         self.jaxpr = entry.jaxpr
@@ -682,6 +698,35 @@ class Lowered:
         n_consts = len(entry.consts)
         self.in_avals = self.jaxpr.in_avals[n_consts:]
         self.out_avals = self.jaxpr.out_avals
+
+    @property
+    def args_info(self):
+        """The pytree ``(args, kwargs)`` of the non-static arguments, as ``ArgInfo``s."""
+        return self.in_tree.unflatten([ArgInfo(a, i in self.donated_leaves)
+                                       for i, a in enumerate(self.in_avals)])
+
+    @property
+    def out_info(self):
+        """The results' pytree of ``ShapeDtypeStruct``s."""
+        return self.out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                                        for a in self.out_avals])
+
+    def lower(self):
+        return Lowered(self._entry, self.in_tree, self.name, self.backend, self.donated_leaves)
+
+    def __repr__(self):
+        return f"Traced({self.name})"
+
+
+class Lowered(Traced):
+    """``jit(f).lower(*args)``: the traced program, before compilation (as ``jax.stages``):
+    what ``Traced`` knows, and ``optimized`` and ``rewrites``, what the compiler's passes
+    make of the program (inlining, hoisting out of loops, folding, simplification, CSE,
+    DCE), which ``as_text()`` prints.
+    """
+
+    def lower(self):
+        return self
 
     # What the compiler's passes make of the program, computed when asked for: compiling
     # a program the disk cache holds runs no pass.

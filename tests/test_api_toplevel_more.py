@@ -86,3 +86,16 @@ def test_fwd_and_bwd_match_vjp_and_compile_the_backward_pass_once(jitted):
         assert fwd.trace_count == 1 and bwd.trace_count == 1
     with pytest.raises(TypeError, match="structure"):
         bwd(vjp, (np.ones(5, np.float32),))
+
+
+def test_typing_names_annotate_what_nbjax_numpy_accepts():
+    import typing
+    array_like = typing.get_args(nbjax.typing.ArrayLike)
+    for value in (jnp.ones(2), np.ones(2), np.float32(1), 1.5, True):
+        assert isinstance(value, array_like)
+    assert not isinstance([1.0], array_like)  # (as JAX: lists are not arrays)
+
+    def scale(x: nbjax.typing.ArrayLike, dtype: nbjax.typing.DTypeLike = None):
+        return jnp.asarray(x, dtype) * 2
+    assert typing.get_type_hints(scale)["x"] == nbjax.typing.ArrayLike
+    assert scale(1, "float16").dtype == np.float16

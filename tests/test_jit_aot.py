@@ -83,6 +83,25 @@ def test_lower_accepts_shape_dtype_structs_and_static_args():
 
 # --- compile: text, fusion report, compile times -------------------------------------------
 
+def test_trace_stage_knows_the_program_and_lowers_to_the_same_compiled_program():
+    f = nbjax.jit(lambda x, y, scale: ({"p": x * y * scale}, x.sum()), static_argnums=2,
+                  donate_argnums=0)
+    x = random_array(rng, (3, 4), np.float32)
+    traced = f.trace(x, 2.0, 3)
+    assert isinstance(traced, nbjax.stages.Traced) and isinstance(f, nbjax.stages.Wrapped)
+    assert traced.fun_name == "<lambda>" and str(traced.jaxpr) == str(f.lower(x, 2.0, 3).jaxpr)
+    args, kwargs = traced.args_info
+    assert kwargs == {} and [(a.shape, a.dtype, a.donated) for a in args] == \
+        [((3, 4), np.float32, True), ((), np.float32, False)]
+    out = traced.out_info
+    assert (out[0]["p"].shape, out[0]["p"].dtype, out[1].shape) == ((3, 4), np.float32, ())
+    compiled = traced.lower().compile()
+    assert isinstance(compiled, nbjax.stages.Compiled)
+    result = compiled(x.copy(), 2.0)
+    assert_close(result[0]["p"], x * 6.0)
+    assert_close(result[1], x.sum())
+
+
 def test_compiled_text_names_kernels_with_their_llvm_ir(empty_disk_cache):
     @nbjax.jit
     def f(x, a, b):
