@@ -32,7 +32,7 @@ from . import ad_checkpoint, checkpoint_policies  # noqa: F401
 from .custom_derivatives import (closure_convert, custom_gradient, custom_jvp,  # noqa: F401
                                  custom_vjp)
 from . import custom_batching  # noqa: F401
-from . import stages, typing  # noqa: F401
+from . import profiler, stages, typing  # noqa: F401
 from .jit import clear_caches, jit  # noqa: F401
 from .lax.callback import pure_callback  # noqa: F401
 from .numpy.indexing import ds  # noqa: F401

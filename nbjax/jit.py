@@ -168,7 +168,7 @@ class JitWrapped:
             out = last(*args)
             if out is not None:
                 return out
-        if kwargs or self._has_static or self.observers:
+        if kwargs or self._has_static or self.observers or _every_call_observers:
             return self._dispatch(args, kwargs)
         key = _fast_key(args, self.backend)
         found = self._fast.get(key)
@@ -187,7 +187,7 @@ class JitWrapped:
             return self.fun(*args, **kwargs)
         if type(current_trace()) is not EvalTrace:
             return self.fun(*args, **kwargs) if self.inline else self._call(args, kwargs)
-        if self.observers:
+        if self.observers or _every_call_observers:
             return self._observed_call(args, kwargs)
         return self._call(args, kwargs, fast_key)
 
@@ -274,6 +274,7 @@ class JitWrapped:
 
     def _observed_call(self, args, kwargs):
         self.slow_path_calls += 1
+        started, traces_before = time.perf_counter(), self.trace_count
         entry, leaves, _ = self._lookup(args, kwargs, as_array,
                                         before_tracing=lambda: self._tell_phase("tracing"))
         target = get_target(self.backend)
@@ -295,8 +296,9 @@ class JitWrapped:
             executable.step_times.clear()
         call = JitCall(self, self._last_key, entry.jaxpr, executable, entry.trace_seconds,
                        None if compiled_before else t1 - t0, seconds, step_seconds,
-                       args, kwargs, [*entry.consts, *leaves])
-        for observer, _ in list(self.observers):
+                       args, kwargs, [*entry.consts, *leaves],
+                       started, self.trace_count != traces_before, t1)
+        for observer in [o for o, _ in self.observers] + _every_call_observers:
             observer(call)
         return entry.out_tree.unflatten(outs)
 
@@ -423,7 +425,8 @@ class JitCall:
     compiling took (None: compiled before this call) and running took (until the results were
     ready), each plan step's seconds (``{step index: seconds}``, on targets that time their
     steps), the arguments, and the values the jaxpr runs on (``inputs``: the values the
-    function closes over, then the argument leaves)."""
+    function closes over, then the argument leaves); when the call started and its program
+    started running (``time.perf_counter()``), and whether this call traced the function."""
     function: object
     signature: tuple
     jaxpr: object
@@ -435,6 +438,9 @@ class JitCall:
     args: tuple
     kwargs: dict
     inputs: list
+    started: float
+    traced: bool
+    run_started: float
 
     def describe_signature(self):
         """The signature in words: the argument types, then the static arguments by their
@@ -838,6 +844,23 @@ class Compiled:
 
     def __repr__(self):
         return f"Compiled({self.name}, backend={self.backend})"
+
+
+_every_call_observers = []  # observers of every jitted function's eager calls
+
+
+def observe_every_call(observer):
+    """Call ``observer(call)`` after every eager call of every jitted function, as
+    ``JitWrapped.observe`` does for one (``nbjax.profiler`` records them): meanwhile every
+    eager call takes the observed path. Returns a function that stops the observation."""
+    _every_call_observers.append(observer)
+    config.changed()  # (the last-call shortcut decides again, and takes the observed path)
+
+    def stop():
+        if observer in _every_call_observers:
+            _every_call_observers.remove(observer)
+            config.changed()
+    return stop
 
 
 def explain_difference(old, new):

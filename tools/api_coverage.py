@@ -60,6 +60,7 @@ MODULES = [
     ("jax.custom_batching", "nbjax.custom_batching"),
     ("jax.custom_derivatives", "nbjax.custom_derivatives"),
     ("jax.stages", "nbjax.stages"),
+    ("jax.profiler", "nbjax.profiler"),
     ("jax.typing", "nbjax.typing"),
     ("jax.checkpoint_policies", "nbjax.checkpoint_policies"),
     ("jax.ad_checkpoint", "nbjax.ad_checkpoint"),
