@@ -186,6 +186,16 @@ def test_get_refuses_an_unknown_mode_even_without_gather(mode):
 def test_boolean_mask_shape_mismatch():
     with pytest.raises(IndexError, match="boolean index did not match"):
         jnp.ones((2, 3))[np.array([True, False, True])]
+    with pytest.raises(IndexError, match="boolean index did not match"):
+        jnp.ones(1)[np.zeros(3, bool)]
+
+
+@pytest.mark.parametrize("shape,mask_shape", [((2,), (0,)), ((1, 3), (0, 3)), ((1, 3), (1, 0)),
+                                              ((4, 2), (0, 2))])
+def test_an_empty_boolean_mask_selects_nothing_along_an_axis_of_any_size(shape, mask_shape):
+    x = np.arange(np.prod(shape)).reshape(shape)
+    mask = np.zeros(mask_shape, bool)
+    assert_same(jnp.asarray(x)[mask], x[mask])  # (NumPy, and JAX, allow it)
 
 
 # --- .at[] updates -------------------------------------------------------------------------
@@ -355,6 +365,27 @@ def test_take_along_axis(axis):
     if axis is not None:
         want = np.take_along_axis(x, idx, axis=axis)
         assert_same(jnp.take_along_axis(x, idx, axis=axis), want)
+
+
+def test_take_along_axis_defaults_to_the_last_axis():
+    x = RNG.normal(size=(3, 4)).astype(np.float32)
+    idx = np.argsort(x)
+    assert_same(jnp.take_along_axis(x, idx), np.take_along_axis(x, idx, axis=-1))
+
+
+@pytest.mark.parametrize("mode,want", [(None, [np.nan, 2, np.nan]), ("fill", [-7, 2, -7]),
+                                       ("clip", [0, 2, 0])])
+def test_take_along_axis_without_wrapping_negative_indices(mode, want):
+    """``wrap_negative_indices=False``: a negative index is out of bounds (JAX 0.10)."""
+    x = np.arange(5, dtype=np.float32)
+    idx = np.array([-1, 2, -2], np.int8)
+    fill = -7 if mode == "fill" else None
+    f = lambda x, i: jnp.take_along_axis(x, i, mode=mode, fill_value=fill,  # noqa: E731
+                                         wrap_negative_indices=False)
+    assert_same(f(x, idx), np.array(want, np.float32))
+    assert_same(nbjax.jit(f)(x, idx), np.array(want, np.float32))
+    big = np.arange(300, dtype=np.float32)  # (past the end does not fit in int8)
+    assert np.isnan(np.asarray(jnp.take_along_axis(big, idx, wrap_negative_indices=False))[0])
 
 
 # --- index builders ------------------------------------------------------------------------

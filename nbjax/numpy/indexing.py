@@ -34,7 +34,7 @@ from ..core.errors import NonConcreteBooleanIndexError
 from ..lax.standard import scalar_like
 from . import creation, ufuncs
 from .util import (broadcast_to_shape, canonicalize_axis, check_arraylike, check_broadcast_to,
-                   concrete_value, promote_dtypes, to_array)
+                   concrete_value, promote_dtypes, select_where, to_array)
 
 __all__ = ["NonConcreteBooleanIndexError", "Slice", "ds", "take", "take_along_axis", "indices",
            "ix_", "unravel_index", "ravel_multi_index", "diag_indices", "diag_indices_from",
@@ -211,7 +211,9 @@ def _boolean_mask_to_integers(mask, axis_sizes, new_axes, position):
     if mask.ndim == 0:
         new_axes.append(position)
         return [np.arange(int(mask))]
-    if mask.shape != tuple(axis_sizes):
+    # (an empty mask selects nothing along an axis of any size: NumPy and JAX allow it)
+    if len(mask.shape) != len(axis_sizes) or \
+            any(n not in (0, size) for n, size in zip(mask.shape, axis_sizes)):
         raise IndexError(f"boolean index did not match shape of indexed array in index "
                          f"{position}: got {mask.shape}, expected {tuple(axis_sizes)}")
     return list(np.nonzero(mask))
@@ -703,8 +705,11 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
                     indices_are_sorted, unique_indices)
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
-    """``arr`` read at ``indices`` along ``axis``, the other axes matched (broadcasting)."""
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
+                    wrap_negative_indices=True):
+    """``arr`` read at ``indices`` along ``axis``, the other axes matched (broadcasting).
+    A negative index counts from the end, unless ``wrap_negative_indices`` is False: then
+    it is out of bounds (``mode`` says what that gives)."""
     check_arraylike("take_along_axis", arr)
     arr = to_array(arr)
     indices = index_array("take_along_axis", indices)
@@ -715,10 +720,23 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
         raise ValueError(f"indices and arr must have the same number of dimensions; "
                          f"{get_aval(indices).ndim} vs. {ndim}")
     axis = canonicalize_axis(axis, ndim)
-    indices, mode = _apply_index_mode("take_along_axis", indices, get_aval(arr).shape[axis],
-                                      mode)
+    size = get_aval(arr).shape[axis]
+    if not wrap_negative_indices and mode != "wrap":
+        indices = _negatives_out_of_bounds(indices, size, mode)
+    indices, mode = _apply_index_mode("take_along_axis", indices, size, mode)
     return getitem(arr, along_axis_index(get_aval(arr).shape, indices, axis), mode,
                     fill_value)
+
+
+def _negatives_out_of_bounds(indices, size, mode):
+    """``indices`` with each negative one out of bounds rather than counted from the end:
+    0 under 'clip' (where JAX clips it), else ``size`` (in a type that holds it)."""
+    if mode == "clip":
+        return ufuncs.maximum(indices, 0)
+    dtype = get_aval(indices).dtype
+    if size > np.iinfo(dtype).max:
+        indices = lax.convert_element_type(indices, dtypes.default_int())
+    return select_where(ufuncs.less(indices, 0), size, indices)
 
 
 def _ravel(x):
