@@ -128,14 +128,17 @@ def _aux_join(tree, outs, touts, has_aux):
     return out, tout, aux.value
 
 
-def linearize(fun, *primals):
-    """``(fun(*primals), f_jvp)``: f_jvp evaluates the linear map (a staged jaxpr)."""
+def linearize(fun, *primals, has_aux=False):
+    """``(fun(*primals), f_jvp)``, and ``aux`` with ``has_aux``: f_jvp evaluates the linear
+    map (a staged jaxpr)."""
     flat_p, in_tree = pytree.tree_flatten(primals)
     flat_p = _to_arrays(flat_p)
     out_trees = []
     outs, jaxpr, residuals = partial_eval.linearize_flat(
-        _flat_fun(fun, in_tree, out_trees), flat_p, staging.describe(fun, "linearize"))
-    out_tree = out_trees[0]
+        _flat_fun(_aux_split(fun, has_aux), in_tree, out_trees), flat_p,
+        staging.describe(fun, "linearize"))
+    out_tree, aux = _without_aux(out_trees[0], outs, has_aux)
+    n = out_tree.num_leaves
 
     def f_jvp(*tangents):
         flat_t, tree_t = pytree.tree_flatten(tangents)
@@ -144,9 +147,19 @@ def linearize(fun, *primals):
                             f"expected {in_tree}")
         for p, t in zip(flat_p, _to_arrays(flat_t)):
             _check_tangent(get_aval(p), get_aval(t))
-        return out_tree.unflatten(eval_jaxpr(jaxpr, residuals, *flat_t))
+        return out_tree.unflatten(eval_jaxpr(jaxpr, residuals, *flat_t)[:n])
     f_jvp.jaxpr = ClosedJaxpr(jaxpr, residuals)
-    return out_tree.unflatten(outs), f_jvp
+    out = out_tree.unflatten(outs[:n])
+    return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+
+def _without_aux(out_tree, outs, has_aux):
+    """``(the tree of the differentiated outputs, aux)``: with ``has_aux``, ``outs`` (flat)
+    ends with the aux outputs' leaves, which the function's VJP or JVP leaves out."""
+    if not has_aux:
+        return out_tree, None
+    out_tree, aux_tree = out_tree.children()
+    return out_tree, aux_tree.unflatten(outs[out_tree.num_leaves:]).value
 
 
 def vjp(fun, *primals, has_aux=False):
@@ -162,10 +175,7 @@ def _linearized(fun, primals, has_aux, what):
     flat_fn = _flat_fun(_aux_split(fun, has_aux), in_tree, out_trees)
     outs, jaxpr, residuals = partial_eval.linearize_flat(flat_fn, _to_arrays(flat_p),
                                                          staging.describe(fun, what))
-    out_tree, aux = out_trees[0], None
-    if has_aux:  # the aux outputs get zero cotangents
-        out_tree, aux_tree = out_tree.children()
-        aux = aux_tree.unflatten(outs[out_tree.num_leaves:]).value
+    out_tree, aux = _without_aux(out_trees[0], outs, has_aux)  # (aux: zero cotangents)
     vjp_fun = VJP(residuals, (jaxpr, in_tree, out_tree, tuple(get_aval(o) for o in outs)))
     return out_tree.unflatten(outs[:out_tree.num_leaves]), vjp_fun, aux
 

@@ -69,12 +69,12 @@ class SymbolicZero:
         return SymbolicZero(ad.tangent_aval(get_aval(value)))
 
 
-def zero_from_primal(value, symbolic_zeros=False):
-    """A zero tangent for each leaf of ``value``: ``SymbolicZero``s, or arrays of zeros."""
+def zero_from_primal(val, symbolic_zeros=False):
+    """A zero tangent for each leaf of ``val``: ``SymbolicZero``s, or arrays of zeros."""
     def zero(x):
         aval = ad.tangent_aval(get_aval(x))
         return SymbolicZero(aval) if symbolic_zeros else ad.zeros_like_aval(aval)
-    return pytree.tree_map(zero, value)
+    return pytree.tree_map(zero, val)
 
 
 @dataclasses.dataclass(slots=True)

@@ -99,3 +99,27 @@ def test_typing_names_annotate_what_nbjax_numpy_accepts():
         return jnp.asarray(x, dtype) * 2
     assert typing.get_type_hints(scale)["x"] == nbjax.typing.ArrayLike
     assert scale(1, "float16").dtype == np.float16
+
+
+def test_linearize_with_aux_returns_it_and_leaves_it_out_of_the_linear_map():
+    out, f_jvp, aux = nbjax.linearize(lambda x: (jnp.sin(x) * 2, {"c": x * 3}), 0.5,
+                                      has_aux=True)
+    assert_close(out, 2 * np.sin(0.5))
+    assert_close(f_jvp(1.0), 2 * np.cos(0.5))
+    assert_close(aux["c"], 1.5)
+    with pytest.raises(TypeError, match="has_aux=True requires"):
+        nbjax.linearize(jnp.sin, 0.5, has_aux=True)
+
+
+def test_keywords_jax_takes():
+    """Keyword arguments JAX's functions take (tests/test_api_surface.py guards the
+    rest of the record): a few whose names nbjax had differently."""
+    key = nbjax.random.key(1)
+    assert nbjax.random.t(key, df=3.0, shape=(2,)).shape == (2,)
+    assert nbjax.random.chisquare(key, df=2.0).shape == ()
+    assert nbjax.random.pareto(key, b=2.0, shape=(3,)).shape == (3,)
+    assert_close(jnp.fmax(x1=np.array([1.0, np.nan]), x2=np.array([np.nan, 2.0])), [1.0, 2.0])
+    assert int(jnp.gcd(x1=12, x2=18)) == 6
+    assert jnp.empty_like(prototype=np.ones((2, 3), np.int8)).dtype == np.int8
+    with pytest.raises(NotImplementedError, match="'out' argument to jnp.modf"):
+        jnp.modf(1.5, out=np.zeros(()))

@@ -446,6 +446,24 @@ def test_map_matches_a_python_loop():
         lax.map(None, xs)
 
 
+@pytest.mark.parametrize("batch_size", [1, 3, 7, 10])
+def test_map_in_batches_matches_a_python_loop(batch_size):
+    xs = {"u": random_array(rng, (7, 3)), "v": random_array(rng, (7,))}
+    f = lambda x: {"s": (x["u"] * x["v"]).sum(), "m": x["u"] @ x["u"]}  # noqa: E731
+    want = [f({"u": u, "v": v}) for u, v in zip(xs["u"], xs["v"])]
+    for got in (lax.map(f, xs, batch_size=batch_size),
+                nbjax.jit(lambda xs: lax.map(f, xs, batch_size=batch_size))(xs)):
+        assert_close(got["s"], [w["s"] for w in want], rtol=1e-5)
+        assert_close(got["m"], [w["m"] for w in want], rtol=1e-5)
+    closed = traced(lambda xs: lax.map(f, xs, batch_size=batch_size), xs)
+    scans = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"]
+    assert [e.params["length"] for e in scans] == [7 // batch_size]
+    grads = nbjax.grad(lambda u: lax.map(lambda r: (r ** 2).sum(), u, batch_size=3).sum())
+    assert_close(grads(xs["u"]), 2 * xs["u"], rtol=1e-6)
+    with pytest.raises(ValueError, match="batch_size must be positive"):
+        lax.map(f, xs, batch_size=0)
+
+
 def test_stop_gradient_is_the_identity_on_pytrees():
     tree = {"a": random_array(rng, (2,)), "b": (np.int32(3), np.bool_(True))}
     out = lax.stop_gradient(tree)

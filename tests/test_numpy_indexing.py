@@ -415,6 +415,13 @@ def test_unravel_and_ravel_multi_index():
                 np.ravel_multi_index(bad, (2, 3), mode="clip"))
     with pytest.raises(ValueError, match="invalid entry"):
         jnp.ravel_multi_index(bad, (2, 3))
+    # the result's type is the coordinates' (as JAX), which must hold every flat index
+    small = (np.array([1], np.int8), np.array([2], np.int16))
+    assert_same(jnp.ravel_multi_index(small, (2, 3)), np.array([5], np.int16))
+    assert_same(jnp.ravel_multi_index(coords, shape, dtype=np.uint8),
+                np.ravel_multi_index(coords, shape).astype(np.uint8))
+    with pytest.raises(ValueError, match="not large enough"):
+        jnp.ravel_multi_index((np.array([1], np.int8),) * 2, (20, 30))
 
 
 @pytest.mark.parametrize("k", [-1, 0, 2])

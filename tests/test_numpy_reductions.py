@@ -163,6 +163,20 @@ def test_mean_var_std(dtype, axis):
     check(jnp.var(x, axis, correction=1), np.var(wide(x), axis, ddof=1), real)
 
 
+def test_var_and_std_take_a_mean_computed_before():
+    x = random_array(RNG, (3, 5), F32)
+    m = jnp.mean(x, axis=1, keepdims=True)
+    check(jnp.var(x, 1, mean=m), np.var(x.astype(np.float64), 1), F32)
+    shifted = np.asarray(m, np.float64) + 1  # (NumPy 2's mean= too)
+    check(jnp.std(x, 1, mean=shifted.astype(np.float32)),
+          np.std(x.astype(np.float64), 1, mean=shifted), F32)
+    x[0, 1] = np.nan
+    check(jnp.nanvar(x, 1, mean=jnp.nanmean(x, 1, keepdims=True)),
+          np.nanvar(x.astype(np.float64), 1), F32)
+    with pytest.raises(TypeError):
+        jnp.var(x, 1, mean=jnp.mean(x, 1))  # (without the kept axis, as JAX)
+
+
 def test_var_where():
     x = random_array(RNG, (3, 5), F32)
     m = RNG.random((3, 5)) < 0.7

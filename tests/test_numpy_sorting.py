@@ -49,6 +49,15 @@ def test_sort_and_argsort(x, axis):
                 np.argsort(x, axis=axis, stable=True))
 
 
+@pytest.mark.parametrize("dtype", [np.int16, np.uint8, np.float32])
+def test_argsort_gives_indices_of_the_dtype_asked_for(dtype):
+    x = np.array([3.0, 1.0, 2.0, 1.0], np.float32)
+    for descending in (False, True):
+        got = jnp.argsort(x, dtype=dtype, descending=descending)
+        want = np.argsort(-x if descending else x, stable=True).astype(dtype)
+        assert_same(got, want)
+
+
 def test_descending_is_stable():
     x = np.array([1, 3, 1, 3, 2], np.int32)
     assert_same(jnp.sort(x, descending=True), np.sort(x)[::-1])

@@ -294,6 +294,11 @@ def test_logsumexp_stability_sign_and_grads():
     close(special.softmax(x, axis=1), np.exp(x) / np.exp(x).sum(1, keepdims=True), 1e-5)
     close(special.log_softmax(x, axis=1),
           x - _logsumexp_ref(x, 1, keepdims=True), 1e-5)
+    # SciPy's (and JAX's scipy.special's) softmax takes every axis by default
+    close(special.softmax(x), np.exp(x) / np.exp(x).sum(), 1e-5)
+    close(special.log_softmax(x), x - _logsumexp_ref(x, None, keepdims=True), 1e-5)
+    with pytest.raises(TypeError):
+        special.softmax(x, 1)  # (axis is keyword-only)
 
 
 def test_log_ndtr():

@@ -83,10 +83,8 @@ def batch_jaxpr(closed, axis_data, in_batched, instantiate):
     out_batched = []
 
     def fun(*args):
-        with new_trace(lambda parent: BatchTrace(parent, axis_data, "batch_jaxpr")) as trace:
-            tracers = [trace.wrap(a, 0 if b else None) for a, b in zip(args, in_batched)]
-            outs = eval_closed_jaxpr(closed, *tracers)
-            unpacked = [trace.unpack(o) for o in outs]
+        unpacked = batched_call(lambda *a: eval_closed_jaxpr(closed, *a), args,
+                                [0 if b else None for b in in_batched], axis_data)
         results = []
         out_batched.clear()
         for (val, dim), inst in zip(unpacked, instantiate):
@@ -99,6 +97,15 @@ def batch_jaxpr(closed, axis_data, in_batched, instantiate):
                 for a, b in zip(closed.in_avals, in_batched)]
     jaxpr, consts = trace_to_jaxpr(fun, in_avals, "batch_jaxpr")
     return ClosedJaxpr(jaxpr, consts), list(out_batched)
+
+
+def batched_call(fun, args, dims, axis_data, what="batch_jaxpr"):
+    """``fun`` (flat list in and out) run by the batching interpreter on ``args``, batched
+    at ``dims`` (None: not batched): each output as ``(value, its batch axis or None)``.
+    ``vmap`` for the layers below it (``lax.map``'s batches, the rules of sub-jaxprs)."""
+    with new_trace(lambda parent: BatchTrace(parent, axis_data, what)) as trace:
+        outs = fun(*[trace.wrap(a, d) for a, d in zip(args, dims)])
+        return [trace.unpack(o) for o in outs]
 
 
 def _add_any_batch_rule(axis_data, vals, dims):

@@ -18,14 +18,15 @@ from ..interpreters import ad, partial_eval
 from ..interpreters.batching import AxisData
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
-from .batch_util import batch_jaxpr
+from .batch_util import batch_jaxpr, batched_call, bdim_at
 from .control_flow import (batched_at_front, carries_reached, check_avals, check_types_match,
                            fill_linear, fixed_point, flagged, hoist_consts, index_groups,
                            loop_invariant, merge_tangents, nonzero_flags, nonzero_tangents,
                            once_per_flags, rearrange, run_on_numpy, split_sizes,
                            trace_converted, trace_flat, type_str, typematch, unknown_results,
                            with_unused_inputs)
-from .shapes import broadcast_in_dim, moveaxis
+from .shapes import broadcast_in_dim, moveaxis, reshape
+from .structural import concatenate, slice_in_dim
 from .standard import control_lowering, owned_results, scalar_like
 
 __all__ = ["while_loop", "while_p", "fori_loop", "scan", "scan_p", "map"]
@@ -725,9 +726,40 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     return result
 
 
-def map(f, xs):  # shadows the builtin in this module: write comprehensions here
-    """``f`` applied to each slice of ``xs`` along its leading axis, stacked (a ``scan``)."""
+def map(f, xs, *, batch_size=None):  # shadows the builtin here: write comprehensions
+    """``f`` applied to each slice of ``xs`` along its leading axis, stacked (a ``scan``).
+    With ``batch_size``, the scan's steps each apply ``f`` to ``batch_size`` slices at once,
+    vmapped, and the slices left over are one more vmapped call after it."""
     if not callable(f):
         raise TypeError("lax.map: f argument should be a callable.")
-    _, ys = scan(lambda _, x: ((), f(x)), (), xs)
-    return ys
+    if batch_size is None:
+        _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+        return ys
+    leaves, tree = pytree.tree_flatten(xs)
+    n = get_aval(leaves[0]).shape[0] if leaves else 0
+    batch_size = operator.index(batch_size)
+    if batch_size < 1:
+        raise ValueError(f"lax.map: batch_size must be positive, got {batch_size}")
+    steps, left = divmod(n, batch_size)
+    per_step = [reshape(slice_in_dim(x, 0, steps * batch_size),
+                        (steps, batch_size) + get_aval(x).shape[1:]) for x in leaves]
+    _, ys = scan(lambda _, x: ((), _vmapped(f, tree, x, batch_size)), (), per_step)
+    ys = pytree.tree_map(lambda y: reshape(y, (steps * batch_size,) + get_aval(y).shape[2:]),
+                         ys)
+    if not left:
+        return ys
+    rest = _vmapped(f, tree, [slice_in_dim(x, steps * batch_size, n) for x in leaves],
+                    left)
+    return pytree.tree_map(lambda a, b: concatenate([a, b], 0), ys, rest)
+
+
+def _vmapped(f, tree, leaves, size):
+    """``f`` mapped over axis 0 of ``leaves`` (the flattened ``tree`` of its argument)."""
+    out_tree = []
+
+    def flat(*args):
+        outs, out = pytree.tree_flatten(f(tree.unflatten(list(args))))
+        out_tree.append(out)
+        return outs
+    outs = batched_call(flat, leaves, [0] * len(leaves), AxisData(None, size), "lax.map")
+    return out_tree[0].unflatten([bdim_at(v, d, 0, size) for v, d in outs])

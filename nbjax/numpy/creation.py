@@ -187,7 +187,9 @@ def ones_like(a, dtype=None, shape=None, *, device=None):
     return full_like(a, 1, dtype, shape)
 
 
-empty_like = zeros_like
+def empty_like(prototype, dtype=None, shape=None, *, device=None):
+    """``zeros_like``: nbjax arrays are never left uninitialised (as JAX's)."""
+    return zeros_like(prototype, dtype, shape, device=device)
 
 
 # --- ranges --------------------------------------------------------------------------------

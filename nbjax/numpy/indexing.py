@@ -813,14 +813,21 @@ def unravel_index(indices, shape):
     return tuple(reversed(out))
 
 
-def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
-    """Flat indices of coordinate arrays into an array of shape ``dims``."""
+def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
+    """Flat indices of coordinate arrays into an array of shape ``dims``, of ``dtype`` (by
+    default the coordinates' promoted type, which must hold every flat index)."""
     if order != "C":
         raise NotImplementedError("jnp.ravel_multi_index: only order='C' is implemented")
     dims = tuple(operator.index(d) for d in dims)
     if len(multi_index) != len(dims):
         raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
-    coords = [to_array(index_array("ravel_multi_index", i)) for i in multi_index]
+    coords = promote_dtypes(*[index_array("ravel_multi_index", i) for i in multi_index])
+    dtype = get_aval(coords[0]).dtype if dtype is None else dtypes.canonicalize(dtype)
+    if math.prod(dims) - 1 > np.iinfo(dtype).max:
+        raise ValueError(f"jnp.ravel_multi_index: dtype={dtype!r} not large enough to hold "
+                         f"flattened index for dims={dims}. Use the dtype argument to pass a "
+                         "suitable dtype (e.g. dtype=np.min_scalar_type(prod(dims))).")
+    coords = [lax.convert_element_type(c, dtype) for c in coords]
     if mode == "raise":
         for c, d in zip(coords, dims):
             c = concrete_value("ravel_multi_index", c)

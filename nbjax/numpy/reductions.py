@@ -214,6 +214,9 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return lax.convert_element_type(lax.div(total, count), compute)
 
 
+_mean = mean  # (for ``var`` and the others, whose parameter ``mean`` hides the function)
+
+
 def _resolve_ddof(ddof, correction):
     if correction is None:
         return ddof
@@ -223,9 +226,10 @@ def _resolve_ddof(ddof, correction):
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
+        mean=None, correction=None):
     """Variance ``mean(|a - mean(a)|**2)`` with ``N - ddof`` in the denominator; the variance
-    of complex numbers is real."""
+    of complex numbers is real. ``mean``: the mean if already computed (with the reduced
+    axes kept, as ``keepdims=True`` gives it)."""
     _out_unsupported(out)
     a = _asarray("var", a)
     ddof = _resolve_ddof(ddof, correction)
@@ -233,7 +237,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if dtypes.is_complex(out_dtype):
         out_dtype = dtypes.canonicalize(dtypes.finfo(out_dtype).dtype)
     a = lax.convert_element_type(a, _accumulation_dtype(_dtype(a)))
-    centered = lax.sub(a, mean(a, axis, keepdims=True, where=where))
+    if mean is None:
+        mean = _mean(a, axis, keepdims=True, where=where)
+    centered = lax.sub(a, lax.convert_element_type(_asarray("var", mean), _dtype(a)))
     if dtypes.is_complex(_dtype(centered)):
         squares = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
@@ -245,9 +251,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-        correction=None):
+        mean=None, correction=None):
     """Standard deviation: the square root of ``var``."""
-    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where,
+    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                         correction=correction))
 
 
@@ -461,21 +467,22 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return mean(a, axis, dtype, out, keepdims, where=_and_where(_not_nan(a), where))
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-           correction=None):
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None,
+           *, correction=None):
     """``var`` of the non-NaN elements. The NaNs are also replaced by zeros: ``where`` alone
     would leave them in ``(a - mean)**2``, whose derivative (NaN * 0) poisons the gradient."""
     a = _asarray("nanvar", a)
     if dtypes.is_inexact(_dtype(a)):
         where = _and_where(_not_nan(a), where)
         a = _replace_nan(a, 0)
-    return var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction)
+    return var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+               correction=correction)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
-           correction=None):
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None,
+           *, correction=None):
     """``std`` of the non-NaN elements."""
-    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where,
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean,
                            correction=correction))
 
 

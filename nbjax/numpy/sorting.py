@@ -61,8 +61,9 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     return lax.sort(a, dimension=axis, is_stable=stable)
 
 
-def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
-    """The indices that sort ``a`` along ``axis``; equal elements keep their order.
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
+    """The indices that sort ``a`` along ``axis``, of ``dtype`` (default: the default int);
+    equal elements keep their order.
 
     Descending: sort the reversed array ascending and reverse again, which keeps equal
     elements in their original order; positions are then counted from the other end.
@@ -70,7 +71,7 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
     if order is not None:
         raise ValueError("The 'order' argument to argsort is not supported.")
     a, axis = _flatten_if_none(_arr("argsort", a), axis)
-    iota = lax.broadcasted_iota(_index_dtype(), _shape(a), axis)
+    iota = lax.broadcasted_iota(_index_dtype() if dtype is None else dtype, _shape(a), axis)
     if not descending:
         return lax.sort((a, iota), dimension=axis, is_stable=stable, num_keys=1)[1]
     _, order = lax.sort((lax.rev(a, (axis,)), iota), dimension=axis, is_stable=stable,

@@ -445,8 +445,10 @@ def frexp(x, /):
     return select_where(special, x, m), select_where(special, filled_like(e, 0), e)
 
 
-def modf(x, /):
+def modf(x, /, out=None):
     """``(fractional part, integral part)``, both with the sign of ``x``."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
     (x,) = promote_args_inexact("modf", x)
     whole = _trunc(x)
     return lax.sub(x, whole), whole
@@ -514,13 +516,13 @@ maximum = _binary("maximum", lax.max)
 minimum = _binary("minimum", lax.min)
 
 
-def fmax(x1, x2, /):
+def fmax(x1, x2):
     """Maximum that ignores a NaN operand (``maximum`` propagates it)."""
     x1, x2 = promote_args("fmax", x1, x2)
     return select_where(lax.bitwise_or(lax.gt(x1, x2), isnan(x2)), x1, x2)
 
 
-def fmin(x1, x2, /):
+def fmin(x1, x2):
     """Minimum that ignores a NaN operand (``minimum`` propagates it)."""
     x1, x2 = promote_args("fmin", x1, x2)
     return select_where(lax.bitwise_or(lax.lt(x1, x2), isnan(x2)), x1, x2)
@@ -587,7 +589,7 @@ def _int_args(name, x1, x2):
     return broadcast_together(x1, x2)
 
 
-def gcd(x1, x2, /):
+def gcd(x1, x2):
     """Greatest common divisor by Euclid's algorithm, run until every element is done."""
     x1, x2 = (abs(a) for a in _int_args("gcd", x1, x2))
 
@@ -604,7 +606,7 @@ def gcd(x1, x2, /):
     return lax.while_loop(not_done, step, (x1, x2))[0]
 
 
-def lcm(x1, x2, /):
+def lcm(x1, x2):
     """Least common multiple (0 when either argument is 0)."""
     x1, x2 = _int_args("lcm", x1, x2)
     d = gcd(x1, x2)
@@ -637,7 +639,10 @@ isfinite = _classify("isfinite", lax.is_finite, True)
 
 
 def _isinf_signed(name, value):
-    def fn(x, /):
+    def fn(x, /, out=None):
+        if out is not None:
+            raise NotImplementedError("The 'out' argument to isneginf/isposinf is not "
+                                      "supported.")
         (x,) = promote_args(name, x)
         _not_for_complex(name, x)
         if not dtypes.is_float(_dtype(x)):
@@ -668,12 +673,12 @@ def conj(x, /):
 conjugate = conj
 
 
-def isreal(x, /):
+def isreal(x):
     im = imag(x)
     return lax.eq(im, scalar_like(im, 0))
 
 
-def iscomplex(x, /):
+def iscomplex(x):
     im = imag(x)
     return lax.ne(im, scalar_like(im, 0))
 

@@ -427,17 +427,14 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     return unnormalized / jnp.sum(unnormalized, -1, keepdims=True)
 
 
-def _parameter_sampler(name, draw):
-    """A sampler ``f(key, param, shape=None, dtype=None)`` of a one-parameter family."""
-    def sampler(key, param, shape=None, dtype=None):
-        key, _ = unwrap(name, key)
-        dtype = float_dtype(name, dtype)
-        check_safe_casts(name, dtype, param)
-        shape = result_shape(name, shape, shape_of(param))
-        return draw(key, lax.convert_element_type(param, dtype), shape, dtype)
-    sampler.__name__ = sampler.__qualname__ = name
-    sampler.__doc__ = draw.__doc__
-    return sampler
+def _one_parameter_family(name, draw, key, param, shape, dtype):
+    """Samples of a one-parameter family: ``draw(key, param, shape, dtype)``, once the key,
+    dtype and shapes are checked."""
+    key, _ = unwrap(name, key)
+    dtype = float_dtype(name, dtype)
+    check_safe_casts(name, dtype, param)
+    shape = result_shape(name, shape, shape_of(param))
+    return draw(key, lax.convert_element_type(param, dtype), shape, dtype)
 
 
 def _t(key, df, shape, dtype):
@@ -461,9 +458,19 @@ def _pareto(key, b, shape, dtype):
     return lax.exp(floats.exponential(key, shape, dtype) / b)
 
 
-t = _parameter_sampler("t", _t)
-chisquare = _parameter_sampler("chisquare", chisquare_values)
-pareto = _parameter_sampler("pareto", _pareto)
+def t(key, df, shape=None, dtype=None):
+    """Student's t variates with ``df`` degrees of freedom."""
+    return _one_parameter_family("t", _t, key, df, shape, dtype)
+
+
+def chisquare(key, df, shape=None, dtype=None):
+    """Chi-square variates with ``df`` degrees of freedom."""
+    return _one_parameter_family("chisquare", chisquare_values, key, df, shape, dtype)
+
+
+def pareto(key, b, shape=None, dtype=None):
+    """Pareto variates of shape ``b`` (support from 1)."""
+    return _one_parameter_family("pareto", _pareto, key, b, shape, dtype)
 
 
 def poisson(key, lam, shape=None, dtype=None):

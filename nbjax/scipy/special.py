@@ -2,7 +2,8 @@
 
 Most are one lax primitive (``erf``, ``gammaln`` = ``lax.lgamma`` ...). ``xlogy`` and
 ``xlog1py`` define ``0 * log(0) = 0`` and carry a custom JVP so that their derivative at
-``x = 0`` is finite too. ``logsumexp``, ``softmax`` and ``log_softmax`` are ``nbjax.nn``'s.
+``x = 0`` is finite too. ``logsumexp`` is ``nbjax.nn``'s; ``softmax`` and ``log_softmax``
+are too, but over every axis by default, as SciPy's (``nbjax.nn``'s take the last).
 """
 
 import numpy as np
@@ -10,7 +11,8 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..custom_derivatives import custom_jvp
-from ..nn import log_softmax, logsumexp, softmax
+from .. import nn
+from ..nn import logsumexp
 from ..numpy.util import promote_args_inexact
 from .special_added import *  # noqa: F401,F403
 from .special_added import __all__ as _added
@@ -22,6 +24,16 @@ from .special_series import __all__ as _series
 __all__ = ["digamma", "erf", "erfc", "erfinv", "expit", "gammaln", "log_ndtr",
            "log_softmax", "logit", "logsumexp", "ndtr", "ndtri", "softmax", "xlog1py",
            "xlogy"] + _added + _integrals + _series
+
+
+def softmax(x, /, *, axis=None):
+    """``exp(x) / sum(exp(x))`` over ``axis`` (None: every axis, SciPy's default)."""
+    return nn.softmax(x, axis=axis)
+
+
+def log_softmax(x, /, *, axis=None):
+    """``x - logsumexp(x)`` over ``axis`` (None: every axis, SciPy's default)."""
+    return nn.log_softmax(x, axis=axis)
 
 
 def _unary(name, prim_fn, doc):
