@@ -6,6 +6,7 @@ recorded stub must still say why it is missing. Re-run the tool after adding nam
 """
 
 import importlib
+import inspect
 import json
 import pathlib
 
@@ -46,6 +47,31 @@ def test_stub_still_gives_its_reason(module, name):
     assert isinstance(value.not_implemented_reason, str)
     with pytest.raises(NotImplementedError, match="nbjax"):
         value()
+
+
+def _keyword_cases():
+    return [(row["nbjax"], name, wanted, row["keyword_gaps"].get(name, []))
+            for row in MODULES.values() for name, wanted in row["keywords"].items()]
+
+
+def _takes(fn, keyword):
+    parameters = inspect.signature(fn).parameters.values()
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD or
+               (p.name == keyword and p.kind is not inspect.Parameter.POSITIONAL_ONLY)
+               for p in parameters)
+
+
+@pytest.mark.parametrize("module,name,wanted,gaps", _keyword_cases())
+def test_keywords_jax_takes_are_still_taken(module, name, wanted, gaps):
+    """Each keyword the JAX function takes (``jnp.std(x, mean=m)``) that nbjax's took when
+    the record was made still is (the record's ``keyword_gaps`` are those it did not)."""
+    fn = _defined(_target(module), name)
+    try:
+        inspect.signature(fn)
+    except (TypeError, ValueError):
+        pytest.skip("no readable signature")
+    lost = [k for k in wanted if k not in gaps and not _takes(fn, k)]
+    assert not lost, f"{module}.{name} no longer takes {lost} by keyword"
 
 
 def test_the_record_covers_the_modules_asked_for():

@@ -11,14 +11,20 @@ counterpart and files the name under one of:
 - ``missing``: nbjax has no such name. The generic stubs that ``nbjax.numpy.__getattr__``
   hands out for any NumPy name count as missing: nbjax does not define them.
 
-It writes ``docs/api_coverage.md`` (per module: counts, percentage, missing names) and
-``tests/data/api_coverage.json`` (what nbjax has, read by ``tests/test_api_surface.py``).
+For each present function it also compares the parameters JAX's takes by keyword
+(``jnp.std(x, mean=m)``, ``random.t(key, df=3)``) with those nbjax's takes: the ones nbjax's
+lacks are listed as *keyword gaps*.
+
+It writes ``docs/api_coverage.md`` (per module: counts, percentage, missing names, keyword
+gaps) and ``tests/data/api_coverage.json`` (what nbjax has, and the keywords each JAX
+function takes, read by ``tests/test_api_surface.py``).
 JAX is imported here only, as the reference; nbjax never imports it.
 
     python tools/api_coverage.py          # from the repository root
 """
 
 import importlib
+import inspect
 import json
 import pathlib
 import sys
@@ -149,19 +155,52 @@ def classify(target, name):
     return "present", None
 
 
+def keywords(fn):
+    """The public parameters ``fn`` takes by keyword, or None: not a function, or one whose
+    signature cannot be read."""
+    if isinstance(fn, type) or not callable(fn):
+        return None
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return [p.name for p in parameters if not p.name.startswith("_") and
+            p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+
+
+def keyword_gaps(fn, wanted):
+    """Those of the keywords ``wanted`` that ``fn`` does not take."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return []
+    taken = {p.name for p in parameters if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+    return [k for k in wanted if k not in taken]
+
+
 def survey():
     """``{jax module: {"nbjax": ..., "present": [...], "not_implemented": {...},
-    "missing": [...]}}``."""
+    "missing": [...], "keywords": {name: [...]}, "keyword_gaps": {name: [...]}}}``."""
     result = {}
     for jax_name, nb_name in jax_modules():
         target = nbjax_target(nb_name)
-        row = {"nbjax": nb_name, "present": [], "not_implemented": {}, "missing": []}
-        for name in public_names(resolve_jax(jax_name)):
+        jax_module = resolve_jax(jax_name)
+        row = {"nbjax": nb_name, "present": [], "not_implemented": {}, "missing": [],
+               "keywords": {}, "keyword_gaps": {}}
+        for name in public_names(jax_module):
             status, reason = classify(target, name)
             if status == "not_implemented":
                 row["not_implemented"][name] = reason
             else:
                 row[status].append(name)
+            wanted = keywords(getattr(jax_module, name)) if status == "present" else None
+            if wanted:
+                row["keywords"][name] = wanted
+                gaps = keyword_gaps(getattr(target, name), wanted)
+                if gaps:
+                    row["keyword_gaps"][name] = gaps
         result[jax_name] = row
     return result
 
@@ -189,7 +228,7 @@ def markdown(result, jax_version):
         lines.append(f"| `{jax_name}` | `{row['nbjax']}` | {total} | {n_present} | {n_stub} "
                      f"| {n_missing} | {percent(n_present, total):.1f}% |")
     for jax_name, row in result.items():
-        if not row["missing"] and not row["not_implemented"]:
+        if not row["missing"] and not row["not_implemented"] and not row["keyword_gaps"]:
             continue
         lines += ["", f"## `{jax_name}`", ""]
         if row["not_implemented"]:
@@ -199,6 +238,10 @@ def markdown(result, jax_version):
             lines.append("")
         if row["missing"]:
             lines.append("Missing: " + ", ".join(f"`{n}`" for n in row["missing"]))
+        if row["keyword_gaps"]:
+            lines += ["", "Keywords JAX takes that nbjax does not:", ""]
+            lines += [f"- `{n}`: " + ", ".join(f"`{k}`" for k in gaps)
+                      for n, gaps in sorted(row["keyword_gaps"].items())]
     return "\n".join(lines) + "\n"
 
 
@@ -207,7 +250,8 @@ def main():
     result = survey()
     (ROOT / "docs" / "api_coverage.md").write_text(markdown(result, jax.__version__))
     names = {jax_name: {"nbjax": row["nbjax"], "present": row["present"],
-                        "not_implemented": sorted(row["not_implemented"])}
+                        "not_implemented": sorted(row["not_implemented"]),
+                        "keywords": row["keywords"], "keyword_gaps": row["keyword_gaps"]}
              for jax_name, row in result.items()}
     data = {"jax_version": jax.__version__, "modules": names}
     path = ROOT / "tests" / "data" / "api_coverage.json"
