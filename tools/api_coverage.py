@@ -75,6 +75,8 @@ MODULES = [
     ("jax.example_libraries.optimizers", "nbjax.example_libraries.optimizers"),
     ("jax.example_libraries.stax", "nbjax.example_libraries.stax"),
     ("jax.experimental.ode", "nbjax.experimental.ode"),
+    ("jax.experimental.jet", "nbjax.experimental.jet"),
+    ("jax.experimental.checkify", "nbjax.experimental.checkify"),
     ("jax.Array", "nbjax.Array"),
 ]
 
