@@ -141,7 +141,7 @@ def test_calls_leave_the_observed_path_when_the_profile_ends(tmp_path):
 def test_annotations_without_a_profile_record_nothing_and_loops_are_one_step(tmp_path):
     with profiler.TraceAnnotation("nothing"):
         pass
-    g = nbjax.jit(lambda x: lax.fori_loop(0, 5, lambda i, c: jnp.sin(c), x))
+    g = nbjax.jit(lambda x: lax.fori_loop(0, 5, lambda i, c: jnp.sin(c), x), backend="cpu")
     with profiler.trace(tmp_path):
         out = g(jnp.ones(3))
     np.testing.assert_allclose(out, np.sin(np.sin(np.sin(np.sin(np.sin(np.ones(3)))))),
