@@ -600,6 +600,51 @@ def test_ufunc_errors_and_gradients():
     check_vmap(lambda x: u.reduce(x), (X,), (1,), rtol=1e-5)
 
 
+JNP_UFUNCS = {"add": 0, "multiply": 1, "maximum": None, "minimum": None, "subtract": None,
+              "negative": None, "logaddexp": -np.inf, "logaddexp2": -np.inf,
+              "logical_and": True, "logical_or": False, "logical_xor": False,
+              "bitwise_and": -1, "bitwise_or": 0, "bitwise_xor": 0}
+
+
+@pytest.mark.parametrize("name", list(JNP_UFUNCS))
+def test_jnps_own_ufuncs(name):
+    """``jnp.add`` and thirteen others are ufuncs, as in JAX: called as the function, with
+    NumPy's ufunc methods (the reduce, accumulate and at of add, multiply, maximum and
+    minimum by reductions, cumulative primitives and scatters)."""
+    u, np_u = getattr(jnp, name), getattr(np, name)
+    assert isinstance(u, jnp.ufunc) and u.identity == JNP_UFUNCS[name]
+    assert (u.nin, u.nout) == (np_u.nin, 1)
+    ints = "bitwise" in name or "logical" in name
+    x = RNG.integers(-9, 9, (3, 4)).astype(np.int32) if ints else X
+    if u.nin == 1:
+        assert_close(u(x), np_u(x))
+        return
+    assert_close(u(x, x[0]), np_u(x, x[0]), rtol=1e-6)
+    assert_close(u.outer(x[0], x[1]), np_u.outer(x[0], x[1]), rtol=1e-6)
+    for axis, keepdims in ((0, False), (1, True), (None, False))[:2 if name == "subtract" else 3]:
+        assert_close(u.reduce(x, axis=axis, keepdims=keepdims),
+                     np_u.reduce(x, axis=axis, keepdims=keepdims), rtol=1e-5)
+    assert_close(u.accumulate(x, axis=1), np_u.accumulate(x, axis=1), rtol=1e-5)
+    idx, b = np.array([0, 2, 0]), x[0, :3]
+    want = x[0].copy()
+    np_u.at(want, idx, b)
+    got = u.at(x[0], idx, b, inplace=False)
+    assert_close(got, want.astype(bool) if "logical" in name else want, rtol=1e-6)
+
+
+def test_the_fast_ufunc_methods_stage_one_primitive():
+    def names(f, *args):
+        return [e.primitive.name for e in nbjax.make_jaxpr(f)(*args).jaxpr.eqns]
+    assert names(lambda x: jnp.add.reduce(x), X) == ["reduce_sum"]
+    assert names(lambda x: jnp.maximum.accumulate(x, axis=1), X) == ["cummax"]
+    assert "scatter-add" in names(lambda x: jnp.add.at(x, np.array([0, 0]), 1.0,
+                                                      inplace=False), X[0])
+    assert_close(jnp.maximum.reduce(X, initial=10.0, axis=None), 10.0)
+    assert_close(jnp.multiply.accumulate(np.arange(1, 5), dtype=np.float32), [1, 2, 6, 24])
+    check_grads(lambda x: jnp.multiply.reduce(x, axis=1), (X,), order=1, rtol=2e-3)
+    assert_close(nbjax.jit(lambda x: jnp.add.reduce(x, axis=1))(X), X.sum(1), rtol=1e-6)
+
+
 @pytest.mark.parametrize("funcs", [[lambda x: -x, 7.0, 3.0], [lambda x: x ** 2, lambda x: x]],
                          ids=["default", "no-default"])
 def test_piecewise(funcs):

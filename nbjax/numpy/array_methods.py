@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import lax
 from ..core import Array, Tracer, dtypes
-from . import array_api, creation, indexing, manipulation, selection, ufuncs
+from . import array_api, creation, indexing, manipulation, selection, ufuncs, vectorize
 
 # operator -> jnp function name; reflected operators swap the operands.
 _BINARY = {
@@ -36,11 +36,17 @@ _METHODS = {
 _PROPERTIES = {"T": "_transpose_all", "mT": "matrix_transpose", "real": "real", "imag": "imag"}
 
 
+def _function(jnp, name):
+    """The ``jnp`` function an operator calls: for a ufunc (``jnp.add``), the function it
+    calls, without the checks of its ``__call__`` (an operator's operands are arrays)."""
+    fn = getattr(jnp, name)
+    return fn._call if isinstance(fn, vectorize.ufunc) else fn
+
+
 def _forward(jnp, name, reflected=False):
+    fn = _function(jnp, name)
+
     def method(self, other):
-        fn = getattr(jnp, name, None)
-        if fn is None:
-            raise NotImplementedError(f"nbjax.numpy.{name} is not implemented")
         if not _is_operand(other):
             return NotImplemented
         return fn(other, self) if reflected else fn(self, other)
@@ -53,8 +59,10 @@ def _is_operand(x):
 
 
 def _forward_unary(jnp, name):
+    fn = _function(jnp, name)
+
     def method(self):
-        return getattr(jnp, name)(self)
+        return fn(self)
     return method
 
 

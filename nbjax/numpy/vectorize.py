@@ -8,25 +8,30 @@ small piece of ``vmap`` these need, built on the batching interpreter directly (
 layer sits below ``nbjax.api``).
 """
 
+import inspect
 import re
 
 import numpy as np
 
 from .. import lax
 from ..core import get_aval, pytree
-from ..core.trace import new_trace
 from ..interpreters import batching
 from ..lax import batch_util
 from .creation import asarray
 from .indexing import IndexUpdateHelper, getitem, take
 from .manipulation import (broadcast_shapes, broadcast_to, concatenate, expand_dims, moveaxis,
                            ravel, reshape, squeeze, stack)
+from . import reductions, ufuncs
 from .reductions import argmax, cumsum
 from .util import (broadcast_to_shape, canonicalize_axes, canonicalize_axis, check_arraylike,
                    select_where, to_array)
 
 __all__ = ["vectorize", "ufunc", "frompyfunc", "piecewise", "apply_along_axis",
-           "apply_over_axes"]
+           "apply_over_axes",
+           # jnp's ufuncs (replacing the functions of the same names in the namespace)
+           "add", "multiply", "maximum", "minimum", "subtract", "negative", "logaddexp",
+           "logaddexp2", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+           "bitwise_or", "bitwise_xor"]
 
 
 def _vmap(fun, in_axes):
@@ -34,14 +39,16 @@ def _vmap(fun, in_axes):
     mapped), every output leaf's batch axis moved to 0."""
     def mapped(*args):
         size = next(get_aval(a).shape[ax] for a, ax in zip(args, in_axes) if ax is not None)
-        axis_data = batching.AxisData(None, size)
-        with new_trace(lambda parent: batching.BatchTrace(parent, axis_data, "vectorize")) \
-                as trace:
-            out = fun(*[trace.wrap(a, ax) for a, ax in zip(args, in_axes)])
-            leaves, tree = pytree.tree_flatten(out)
-            unpacked = [trace.unpack(x) for x in leaves]
-        return tree.unflatten([batch_util.bdim_at(v if d is not None else to_array(v), d, 0,
-                                                  size) for v, d in unpacked])
+        trees = []
+
+        def flat(*batched):
+            leaves, tree = pytree.tree_flatten(fun(*batched))
+            trees.append(tree)
+            return leaves
+        outs = batch_util.batched_call(flat, args, in_axes, batching.AxisData(None, size),
+                                       "vectorize")
+        return trees[0].unflatten([batch_util.bdim_at(v if d is not None else to_array(v), d,
+                                                      0, size) for v, d in outs])
     return mapped
 
 
@@ -179,9 +186,14 @@ class ufunc:
     """A function of ``nin`` arrays to ``nout`` with NumPy's ufunc methods (``reduce``,
     ``accumulate``, ``outer``, ``at``, ``reduceat``), built from the element-wise ``func``
     by ``vectorize``, as ``jnp.ufunc`` is. The methods apply ``func`` along an axis one
-    step at a time (unrolled when traced), so they differentiate through ``func``."""
+    step at a time (unrolled when traced), so they differentiate through ``func``.
 
-    def __init__(self, func, /, nin, nout, *, name=None, nargs=None, identity=None):
+    As in JAX, ``call``, ``reduce``, ``accumulate`` and ``at`` may give faster equivalents
+    of the call and of those methods: ``jnp.add`` is the ufunc of ``add`` whose ``reduce``
+    is ``sum``, ``accumulate`` ``cumsum`` and ``at`` a scatter-add (``_ufunc_of``)."""
+
+    def __init__(self, func, /, nin, nout, *, name=None, nargs=None, identity=None,
+                 call=None, reduce=None, accumulate=None, at=None):
         self._func = func
         self.__name__ = name or func.__name__
         self.__doc__ = func.__doc__
@@ -189,6 +201,8 @@ class ufunc:
         self.nargs = int(nargs or nin)
         self.identity = identity
         self._vectorized = vectorize(func)
+        self._call = call or self._vectorized
+        self._reduce, self._accumulate, self._at = reduce, accumulate, at
 
     def __repr__(self):
         return f"<jnp.ufunc '{self.__name__}'>"
@@ -207,7 +221,7 @@ class ufunc:
             raise NotImplementedError(f"out argument of {self}")
         if where is not None:
             raise NotImplementedError(f"where argument of {self}")
-        return self._vectorized(*args)
+        return self._call(*args)
 
     def _binary(self, method):
         if self.nin != 2:
@@ -228,6 +242,9 @@ class ufunc:
         self._binary("reduce")
         if out is not None:
             raise NotImplementedError(f"out argument of {self.__name__}.reduce()")
+        if self._reduce is not None:
+            return self._reduce(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial,
+                                where=where)
         a = to_array(a)
         initial = self.identity if initial is None else initial
         if where is not None:
@@ -272,10 +289,12 @@ class ufunc:
             raise NotImplementedError(f"out argument of {self.__name__}.accumulate()")
         check_arraylike(f"{self.__name__}.accumulate", a)
         a = to_array(a)
-        dtype = self._result_dtype(a, a) if dtype is None else np.dtype(dtype)
         if axis is None or isinstance(axis, tuple):
             raise ValueError("accumulate does not allow multiple axes")
         axis = canonicalize_axis(axis, get_aval(a).ndim)
+        if self._accumulate is not None:
+            return self._accumulate(a, axis=axis, dtype=dtype)
+        dtype = self._result_dtype(a, a) if dtype is None else np.dtype(dtype)
         if not get_aval(a).size:
             return lax.full(get_aval(a).shape, 0, dtype)
         a = moveaxis(a, axis, 0)
@@ -304,6 +323,8 @@ class ufunc:
                                       "inplace=False.")
         args = () if b is None else (b,)
         check_arraylike(f"{self.__name__}.at", a, *args)
+        if self._at is not None and args:
+            return self._at(IndexUpdateHelper(to_array(a))[indices], b)
         dtype = self._result_dtype(a, *args)
         a = lax.convert_element_type(to_array(a), dtype)
         args = [lax.convert_element_type(to_array(x), dtype) for x in args]
@@ -357,6 +378,49 @@ class ufunc:
 def frompyfunc(func, /, nin, nout, *, identity=None):
     """A ``ufunc`` from the element-wise Python function ``func``."""
     return ufunc(func, nin, nout, identity=identity)
+
+
+# --- jnp's own ufuncs ----------------------------------------------------------------------
+
+def _ufunc_of(func, identity=None, reduce=None, accumulate=None, update=None):
+    """``func`` (one of ``ufuncs``) as JAX's ``jnp`` has it: a ``ufunc`` called as ``func``
+    itself, reducing with the reduction ``reduce`` (``jnp.sum``...), accumulating with
+    ``accumulate`` (``jnp.cumsum``...) and scattering with ``x.at[i].<update>``."""
+    def by_reduction(a, *, axis, dtype, keepdims, initial, where):
+        if dtype is not None:
+            a = lax.convert_element_type(to_array(a), dtype)
+        return reduce(a, axis, keepdims=keepdims, initial=initial, where=where)
+
+    def by_scatter(at_indices, b):
+        return getattr(at_indices, update)(b)
+    nin = len(inspect.signature(func).parameters)
+    return ufunc(func, nin, 1, identity=identity, call=func,
+                 reduce=by_reduction if reduce else None, accumulate=accumulate,
+                 at=by_scatter if update else None)
+
+
+def _running(lax_fn):
+    """An ``accumulate`` by the cumulative primitive ``lax_fn`` (``lax.cummax``...)."""
+    def accumulate(a, *, axis, dtype):
+        a = to_array(a)
+        return lax_fn(a if dtype is None else lax.convert_element_type(a, dtype), axis)
+    return accumulate
+
+
+add = _ufunc_of(ufuncs.add, 0, reductions.sum, cumsum, "add")
+multiply = _ufunc_of(ufuncs.multiply, 1, reductions.prod, reductions.cumprod, "multiply")
+maximum = _ufunc_of(ufuncs.maximum, None, reductions.max, _running(lax.cummax), "max")
+minimum = _ufunc_of(ufuncs.minimum, None, reductions.min, _running(lax.cummin), "min")
+subtract = _ufunc_of(ufuncs.subtract)
+negative = _ufunc_of(ufuncs.negative)
+logaddexp = _ufunc_of(ufuncs.logaddexp, -np.inf)
+logaddexp2 = _ufunc_of(ufuncs.logaddexp2, -np.inf)
+logical_and = _ufunc_of(ufuncs.logical_and, True)
+logical_or = _ufunc_of(ufuncs.logical_or, False)
+logical_xor = _ufunc_of(ufuncs.logical_xor, False)
+bitwise_and = _ufunc_of(ufuncs.bitwise_and, -1)
+bitwise_or = _ufunc_of(ufuncs.bitwise_or, 0)
+bitwise_xor = _ufunc_of(ufuncs.bitwise_xor, 0)
 
 
 # --- piecewise and apply_* -----------------------------------------------------------------
