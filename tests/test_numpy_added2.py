@@ -618,8 +618,10 @@ def test_jnps_own_ufuncs(name):
     x = RNG.integers(-9, 9, (3, 4)).astype(np.int32) if ints else X
     if u.nin == 1:
         assert_close(u(x), np_u(x))
+        assert_close(nbjax.jit(u)(x), np_u(x))  # (jit copies a function's attributes)
         return
     assert_close(u(x, x[0]), np_u(x, x[0]), rtol=1e-6)
+    assert_close(nbjax.jit(u)(x, x[0]), np_u(x, x[0]), rtol=1e-6)
     assert_close(u.outer(x[0], x[1]), np_u.outer(x[0], x[1]), rtol=1e-6)
     for axis, keepdims in ((0, False), (1, True), (None, False))[:2 if name == "subtract" else 3]:
         assert_close(u.reduce(x, axis=axis, keepdims=keepdims),

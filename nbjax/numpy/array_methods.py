@@ -40,7 +40,7 @@ def _function(jnp, name):
     """The ``jnp`` function an operator calls: for a ufunc (``jnp.add``), the function it
     calls, without the checks of its ``__call__`` (an operator's operands are arrays)."""
     fn = getattr(jnp, name)
-    return fn._call if isinstance(fn, vectorize.ufunc) else fn
+    return fn._function if isinstance(fn, vectorize.ufunc) else fn
 
 
 def _forward(jnp, name, reflected=False):

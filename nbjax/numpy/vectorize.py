@@ -201,8 +201,8 @@ class ufunc:
         self.nargs = int(nargs or nin)
         self.identity = identity
         self._vectorized = vectorize(func)
-        self._call = call or self._vectorized
-        self._reduce, self._accumulate, self._at = reduce, accumulate, at
+        self._function = call or self._vectorized
+        self._fast_reduce, self._fast_accumulate, self._fast_at = reduce, accumulate, at
 
     def __repr__(self):
         return f"<jnp.ufunc '{self.__name__}'>"
@@ -221,7 +221,7 @@ class ufunc:
             raise NotImplementedError(f"out argument of {self}")
         if where is not None:
             raise NotImplementedError(f"where argument of {self}")
-        return self._call(*args)
+        return self._function(*args)
 
     def _binary(self, method):
         if self.nin != 2:
@@ -242,8 +242,8 @@ class ufunc:
         self._binary("reduce")
         if out is not None:
             raise NotImplementedError(f"out argument of {self.__name__}.reduce()")
-        if self._reduce is not None:
-            return self._reduce(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial,
+        if self._fast_reduce is not None:
+            return self._fast_reduce(a, axis=axis, dtype=dtype, keepdims=keepdims, initial=initial,
                                 where=where)
         a = to_array(a)
         initial = self.identity if initial is None else initial
@@ -292,8 +292,8 @@ class ufunc:
         if axis is None or isinstance(axis, tuple):
             raise ValueError("accumulate does not allow multiple axes")
         axis = canonicalize_axis(axis, get_aval(a).ndim)
-        if self._accumulate is not None:
-            return self._accumulate(a, axis=axis, dtype=dtype)
+        if self._fast_accumulate is not None:
+            return self._fast_accumulate(a, axis=axis, dtype=dtype)
         dtype = self._result_dtype(a, a) if dtype is None else np.dtype(dtype)
         if not get_aval(a).size:
             return lax.full(get_aval(a).shape, 0, dtype)
@@ -323,8 +323,8 @@ class ufunc:
                                       "inplace=False.")
         args = () if b is None else (b,)
         check_arraylike(f"{self.__name__}.at", a, *args)
-        if self._at is not None and args:
-            return self._at(IndexUpdateHelper(to_array(a))[indices], b)
+        if self._fast_at is not None and args:
+            return self._fast_at(IndexUpdateHelper(to_array(a))[indices], b)
         dtype = self._result_dtype(a, *args)
         a = lax.convert_element_type(to_array(a), dtype)
         args = [lax.convert_element_type(to_array(x), dtype) for x in args]
