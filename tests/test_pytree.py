@@ -90,6 +90,29 @@ def test_registered_dataclass_keeps_static_fields():
     assert tree_util.tree_unflatten(treedef, [5, 6]) == Params(5, 6, "dense")
 
 
+def test_register_dataclass_with_explicit_and_dropped_fields_and_jaxs_errors():
+    def fresh():
+        @dataclasses.dataclass
+        class Layer:
+            w: object
+            size: int = 3
+            cache: object = None
+        return Layer
+
+    Layer = tree_util.register_dataclass(fresh(), ["w"], ["size"], drop_fields=["cache"])
+    leaves, treedef = tree_util.tree_flatten(Layer(w=[1.0, 2.0], size=4, cache="kept?"))
+    assert leaves == [1.0, 2.0]
+    assert tree_util.tree_unflatten(treedef, [7, 8]) == Layer(w=[7, 8], size=4, cache=None)
+    with pytest.raises(TypeError, match="must both be specified"):
+        tree_util.register_dataclass(fresh(), data_fields=["w"])
+    with pytest.raises(ValueError, match="Missing fields: {'cache'}"):
+        tree_util.register_dataclass(fresh(), ["w"], ["size"])
+    with pytest.raises(ValueError, match="must not overlap"):
+        tree_util.register_dataclass(fresh(), ["w", "size"], ["size"], drop_fields=["cache"])
+    with pytest.raises(TypeError, match="required when nodetype is not a dataclass"):
+        tree_util.register_dataclass(Point)
+
+
 def test_unflatten_wrong_leaf_count():
     treedef = tree_util.tree_structure((1, 2))
     with pytest.raises(ValueError, match="Too few leaves"):

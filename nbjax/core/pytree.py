@@ -130,20 +130,17 @@ def static(**kwargs):
     return dataclasses.field(metadata=metadata, **kwargs)
 
 
-def register_dataclass(cls=None, data_fields=None, meta_fields=None):
-    """Register a dataclass: ``data_fields`` are children, ``meta_fields`` static aux data.
+def register_dataclass(nodetype=None, data_fields=None, meta_fields=None, drop_fields=()):
+    """Register a class whose constructor takes its fields by keyword: ``data_fields`` are
+    children, ``meta_fields`` static aux data (``nodetype`` None: a decorator).
 
-    Without explicit lists, fields marked ``field(metadata=dict(static=True))`` are meta and
-    the others data, as in JAX.
+    Without the lists (give both or neither) ``nodetype`` must be a dataclass: fields marked
+    ``field(metadata=dict(static=True))`` are meta and the others data, as in JAX. For a
+    dataclass the lists must name every field its ``__init__`` takes, except ``drop_fields``
+    (left to their defaults when a tree is rebuilt).
     """
     def register(cls):
-        fields = [f for f in dataclasses.fields(cls) if f.init]
-        data = data_fields
-        meta = meta_fields
-        if data is None:
-            meta = [f.name for f in fields if f.metadata.get("static", False)]
-            data = [f.name for f in fields if f.name not in meta]
-        data, meta = list(data), list(meta or [])
+        data, meta = _dataclass_fields(cls, data_fields, meta_fields, drop_fields)
 
         def flatten_with_keys(x):
             return ([(GetAttrKey(n), getattr(x, n)) for n in data],
@@ -153,7 +150,39 @@ def register_dataclass(cls=None, data_fields=None, meta_fields=None):
             return cls(**dict(zip(data, children)), **dict(zip(meta, aux)))
         register_pytree_with_keys(cls, flatten_with_keys, unflatten)
         return cls
-    return register if cls is None else register(cls)
+    return register if nodetype is None else register(nodetype)
+
+
+def _dataclass_fields(cls, data, meta, drop):
+    """``(data fields, meta fields)`` of ``register_dataclass``, checked as JAX checks them."""
+    if data is None or meta is None:
+        if (data is None) != (meta is None):
+            raise TypeError("register_dataclass: data_fields and meta_fields must both be "
+                            f"specified when either is specified. Got data_fields={data} "
+                            f"meta_fields={meta}.")
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError("register_dataclass: data_fields and meta_fields are required "
+                            f"when nodetype is not a dataclass. Got nodetype={cls}.")
+        fields = dataclasses.fields(cls)
+        meta = [f.name for f in fields if f.metadata.get("static", False)]
+        data = [f.name for f in fields if not f.metadata.get("static", False)]
+    data, meta = list(data), list(meta)
+    if dataclasses.is_dataclass(cls):
+        init = {f.name for f in dataclasses.fields(cls) if f.init} - set(drop)
+        missing, unexpected = init - {*data, *meta}, {*data, *meta} - init
+        if missing or unexpected:
+            message = ("data_fields and meta_fields must include all dataclass fields with "
+                       "``init=True`` and only them.")
+            if missing:
+                message += (f" Missing fields: {missing}. Add them to drop_fields to "
+                            "suppress this error.")
+            if unexpected:
+                message += f" Unexpected fields: {unexpected}."
+            raise ValueError(message)
+    if set(data) & set(meta):
+        raise ValueError("data_fields and meta_fields must not overlap. Overlapping fields: "
+                         f"{set(data) & set(meta)}.")
+    return data, meta
 
 
 def _dict_flatten(d):
