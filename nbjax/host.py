@@ -36,16 +36,28 @@ def block_until_ready(x):
     return x
 
 
-def device_put(x, device=None):
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """Place a value (an array or a pytree of them) on ``device``: an array on a GPU is
     copied there from the host once, and stays there until its values are read; one there
     already is not copied; one put on a CPU device is copied back. Without ``device``,
-    arrays stay where they are and other values become arrays on the host."""
-    if device is None:
-        return pytree.tree_map(asarray, x)
-    if not isinstance(device, Device) or device not in devices(device.platform):
+    arrays stay where they are and other values become arrays on the host.
+
+    ``may_alias=False`` asks for a copy even where none is needed (so that donating one of
+    the two arrays to a jitted call cannot change the other). ``src`` (where the value is)
+    and ``donate`` (whether its buffer may be reused) are accepted as JAX takes them; as
+    JAX on the CPU, nbjax neither needs the one nor deletes the donated array."""
+    if donate and may_alias:
+        raise ValueError("may_alias and donate cannot be True at the same time.")
+    if device is not None and (not isinstance(device, Device) or
+                               device not in devices(device.platform)):
         raise ValueError(f"unknown device {device!r}; available: {devices()}")
-    return pytree.tree_map(lambda leaf: _put(asarray(leaf), device), x)
+
+    def put(leaf):
+        value = asarray(leaf)
+        if may_alias is False and value is leaf:
+            value = Array.wrap(np.array(to_numpy(value)), value.aval)
+        return value if device is None else _put(value, device)
+    return pytree.tree_map(put, x)
 
 
 def _put(value, device):

@@ -123,3 +123,17 @@ def test_keywords_jax_takes():
     assert jnp.empty_like(prototype=np.ones((2, 3), np.int8)).dtype == np.int8
     with pytest.raises(NotImplementedError, match="'out' argument to jnp.modf"):
         jnp.modf(1.5, out=np.zeros(()))
+
+
+def test_device_put_takes_jaxs_keywords():
+    x = jnp.arange(3.0)
+    copy = nbjax.device_put(x, may_alias=False)
+    assert copy is not x and copy.aval == x.aval
+    assert nbjax.device_put(x, may_alias=True) is x
+    nbjax.jit(lambda a: a * 2, donate_argnums=0)(x)  # x's buffer given away...
+    assert_close(copy, [0.0, 1.0, 2.0])  # ...not the copy's
+    moved = nbjax.device_put({"a": np.ones(2)}, nbjax.devices()[0], src=nbjax.devices()[0],
+                             donate=True)
+    assert_close(moved["a"], [1.0, 1.0])
+    with pytest.raises(ValueError, match="may_alias and donate cannot be True"):
+        nbjax.device_put(x, donate=True, may_alias=True)
