@@ -34,7 +34,7 @@ from .backends import get_target
 from .calls import (CallRules, FlatCall, Traced, canonical_in_axes, flatten_axes, mapped_size,
                     static_positions, unmapped_aval)
 from .config import config
-from .core import Primitive, get_aval, pytree
+from .core import Array, Primitive, get_aval, pytree
 from .core.array import local_devices, processes
 from .interpreters import staging
 from .lax.parallel import AxisFrame, Rendezvous, extend_axis_env, pmap_frames
@@ -162,13 +162,15 @@ _PmapRules(pmap_p).register("batch", "jvp", "partial_eval", "transpose")
 # --- the front end -------------------------------------------------------------------------
 
 def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnums=(),
-         devices=None, backend=None, axis_size=None):
+         devices=None, backend=None, axis_size=None, donate_argnums=()):
     """Run ``fun`` on every device at once, each shard on one slice of the mapped axis, as
     ``jax.pmap``: one shard per device (``nbjax.devices()``; ``devices`` to choose them), each
     on its own thread. ``axis_name`` names the mapped axis for collectives
     (``lax.psum(x, axis_name)``); ``in_axes``/``out_axes`` work as vmap's; the arguments at
     ``static_broadcasted_argnums`` are passed to every shard as Python values. Each shard
-    runs the program compiled for ``backend`` (default: ``config.jit_backend``).
+    runs the program compiled for ``backend`` (default: ``config.jit_backend``). The arrays
+    of the arguments at ``donate_argnums`` are given away: deleted once an eager call is
+    done, as JAX deletes them (nbjax does not reuse their buffers).
     """
     if not callable(fun):
         raise TypeError(f"pmap expects a callable, got {type(fun).__name__}")
@@ -185,6 +187,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         devices = tuple(devices)
     static_nums = ((static_broadcasted_argnums,) if isinstance(static_broadcasted_argnums, int)
                    else tuple(static_broadcasted_argnums))
+    donated = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
     name = getattr(fun, "__name__", type(fun).__name__)
     cache = {}  # one traced shard jaxpr per argument signature, so each compiles once
 
@@ -215,8 +218,17 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             *traced.consts, *flat_args, jaxpr=traced.jaxpr, axis_name=axis_name,
             axis_size=size, in_axes=(None,) * len(traced.consts) + tuple(flat_axes),
             out_axes=tuple(flat_out_axes), name=name, devices=devices, backend=backend)
+        _give_away([a for i, a in enumerate(args) if i in donated])
         return traced.out_tree.unflatten(outs)
     return pmapped
+
+
+def _give_away(donated):
+    """Delete the Arrays among ``donated`` (tracers, under a transformation, and NumPy
+    values are left as they are)."""
+    for leaf in pytree.tree_leaves(donated):
+        if isinstance(leaf, Array) and not leaf.is_deleted():
+            leaf.delete()
 
 
 def _split_static(fun, name, args, kwargs, static_nums, in_axes):

@@ -59,6 +59,19 @@ def test_pmap_matches_a_loop():
     np.testing.assert_allclose(out, loop(f, x, y), rtol=1e-5, atol=1e-6)
 
 
+def test_donated_arguments_are_deleted_after_an_eager_call():
+    n = nbjax.device_count()
+    f = nbjax.pmap(lambda x, s: x * s, donate_argnums=(0,))
+    x, s = jnp.ones((n, 3)), jnp.arange(float(n))
+    assert_close(f(x, s), np.ones((n, 3)) * np.arange(n)[:, None])
+    assert x.is_deleted() and not s.is_deleted()  # (as JAX)
+    with pytest.raises(RuntimeError, match="deleted"):
+        x + 1
+    kept = np.ones((n, 3), np.float32)  # NumPy values and tracers are not deleted
+    assert_close(f(kept, s), kept * np.arange(n)[:, None])
+    assert_close(nbjax.vmap(f, (0, None))(jnp.ones((2, n, 3)), s).sum(), 2 * 3 * sum(range(n)))
+
+
 def test_pmap_pytrees_kwargs_and_integers():
     def f(tree, scale):
         return {"sum": tree["a"] + tree["b"][0], "count": tree["n"] * 2}, scale * 2
