@@ -203,6 +203,13 @@ def test_standardize():
                                    rtol=1e-4, atol=1e-4)
     assert_close(nn.standardize(x, mean=1.0, variance=4.0, epsilon=0.0),
                  (x64 - 1) / 2, rtol=1e-6)
+    # far from 0, E[x^2] - E[x]^2 cancels; the two-pass variance does not
+    far = x + F32(1e4)
+    want = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(nn.standardize(far, algorithm="stable"), want, atol=2e-3)
+    assert not np.allclose(nn.standardize(far), want, atol=2e-3)
+    with pytest.raises(ValueError, match="Unknown algorithm"):
+        nn.standardize(x, algorithm="exact")
 
 
 # --- traced evaluation ---------------------------------------------------------------------

@@ -349,15 +349,23 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     return lax.convert_element_type(lax.eq(x, classes), dtype or dtypes.default_float())
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
+                algorithm="fast"):
     """``(x - mean) / sqrt(variance + epsilon)`` along ``axis`` (statistics computed when
-    not given; the variance as ``E[x^2] - E[x]^2``, as JAX does)."""
+    not given). The variance: ``algorithm="fast"`` ``E[x^2] - E[x]^2`` (JAX's default, one
+    pass, which cancels catastrophically when the mean is large), ``"stable"``
+    ``E[(x - E[x])^2]``."""
     x = _float("standardize", x)
     if mean is None:
         mean = jnp.mean(x, axis, keepdims=True, where=where)
     if variance is None:
-        variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - \
-            jnp.square(mean)
+        if algorithm == "stable":
+            variance = jnp.mean(jnp.square(x - mean), axis, keepdims=True, where=where)
+        elif algorithm == "fast":
+            variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - \
+                jnp.square(mean)
+        else:
+            raise ValueError(f"Unknown algorithm {algorithm!r}. Expected 'fast' or 'stable'.")
     return (x - mean) * lax.rsqrt(variance + epsilon)
 
 
