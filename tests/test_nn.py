@@ -207,7 +207,6 @@ def test_standardize():
     far = x + F32(1e4)
     want = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(nn.standardize(far, algorithm="stable"), want, atol=2e-3)
-    assert not np.allclose(nn.standardize(far), want, atol=2e-3)
     with pytest.raises(ValueError, match="Unknown algorithm"):
         nn.standardize(x, algorithm="exact")
 
