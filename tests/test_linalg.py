@@ -647,3 +647,17 @@ def test_non_contiguous_inputs():
     assert_close(jnp.linalg.solve(t, base[:3, ::3]), np.linalg.solve(t, base[:3, ::3]))
     assert_close(la.triangular_solve(t, base[:3, 1::3], left_side=True, lower=True),
                  np.linalg.solve(np.tril(t), base[:3, 1::3]))
+
+
+def test_subset_by_index_names_every_value_or_is_refused_as_on_jaxs_cpu():
+    a = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]], np.float32)
+    v, w = nbjax.lax.linalg.eigh(a, subset_by_index=(0, 3))
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a), rtol=1e-5)
+    u, s, vh = jnp.linalg.svd(a, subset_by_index=(0, 3))
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-5)
+    with pytest.raises(NotImplementedError, match="subset_by_index not supported"):
+        nbjax.lax.linalg.eigh(a, subset_by_index=(1, 3))
+    with pytest.raises(ValueError, match="full_matrices and subset_by_index"):
+        jnp.linalg.svd(a, subset_by_index=(0, 2))
+    with pytest.raises(NotImplementedError, match="subset_by_index not implemented"):
+        nbjax.lax.linalg.svd(a, full_matrices=False, subset_by_index=(0, 2))

@@ -101,15 +101,17 @@ def qr(a, mode="reduced"):
     return r if mode == "r" else QRResult(q, r)
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
     """``(U, S, Vh)`` with ``a = U diag(S) Vh`` and ``S`` descending, or only ``S``.
 
     With ``hermitian`` the SVD comes from ``eigh``: the singular values are ``|w|``, sorted
-    descending, and the signs of ``w`` move into ``Vh``.
+    descending, and the signs of ``w`` move into ``Vh``. ``subset_by_index`` may only name
+    them all, as on JAX's CPU (``lax.linalg.svd``).
     """
     a = _matrices("jnp.linalg.svd", a)
-    if not hermitian:
-        out = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    if not hermitian or subset_by_index is not None:
+        out = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
+                             subset_by_index=subset_by_index)
         return SVDResult(*out) if compute_uv else out
     v, w = lax_linalg.eigh(a)
     order = sorting.argsort(-ufuncs.abs(w), axis=-1, stable=True)

@@ -570,14 +570,19 @@ class SvdAlgorithm(enum.Enum):
     DIVIDE_AND_CONQUER = "divide_and_conquer"
 
 
-def svd(x, *, full_matrices=True, compute_uv=True, algorithm=None):
+def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
     """Singular values ``s`` (descending), or ``(u, s, vh)`` with ``x = u diag(s) vh`` if
     ``compute_uv``; ``u``/``vh`` are square unless not ``full_matrices``. ``algorithm``: a
-    ``SvdAlgorithm`` (see there)."""
+    ``SvdAlgorithm`` (see there). ``subset_by_index`` may only name them all, as on JAX's
+    CPU."""
     if algorithm not in (None, SvdAlgorithm.DEFAULT, SvdAlgorithm.QR,
                          SvdAlgorithm.DIVIDE_AND_CONQUER):
         raise NotImplementedError(
             "The SVD Jacobi and Polar algorithms are not implemented on CPU.")
+    if not _all_of(subset_by_index, min(get_aval(x).shape[-2:])):
+        if full_matrices:
+            raise ValueError("full_matrices and subset_by_index cannot both be set")
+        raise NotImplementedError("subset_by_index not implemented for CPU and GPU")
     out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
     if compute_uv:
         s, u, vh = out
@@ -632,10 +637,19 @@ class EighImplementation(enum.Enum):
     QDWH = "qdwh"
 
 
-def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, implementation=None):
+def _all_of(subset_by_index, n):
+    """Whether ``subset_by_index`` asks for all ``n`` values (None does)."""
+    return subset_by_index is None or tuple(subset_by_index) == (0, n)
+
+
+def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, subset_by_index=None,
+         implementation=None):
     """``(v, w)``: eigenvectors (columns of ``v``) and ascending real eigenvalues of Hermitian
     ``x``. With ``symmetrize_input`` the Hermitian part of ``x`` is used; otherwise only the
-    ``lower`` (or upper) triangle is read. ``implementation``: see ``EighImplementation``."""
+    ``lower`` (or upper) triangle is read. ``implementation``: see ``EighImplementation``.
+    ``subset_by_index`` may only name them all, as on JAX's CPU."""
+    if not _all_of(subset_by_index, get_aval(x).shape[-1]):
+        raise NotImplementedError("subset_by_index not supported on CPU and GPU")
     if implementation == EighImplementation.JACOBI:
         raise NotImplementedError("Jacobi implementation is not supported on CPU")
     if implementation == EighImplementation.QDWH:
