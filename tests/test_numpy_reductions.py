@@ -442,3 +442,25 @@ def test_size_one_and_size_zero_axes(shape, axis):
     if x.size:
         check(jnp.argmin(x, axis=axis), np.argmin(x, axis=axis), I32)
         check(jnp.median(x, axis=axis), np.median(x.astype(np.float64), axis=axis), F32)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_inverted_cdf_quantiles_with_and_without_weights(axis):
+    x = random_array(RNG, (5, 7), F32)
+    q = np.array([0.0, 0.1, 0.5, 0.93, 1.0], np.float32)
+    for weights in (None, RNG.random((5, 7)).astype(F32),
+                    None if axis is None else RNG.random(x.shape[axis]).astype(F32)):
+        got = jnp.quantile(x, q, axis=axis, method="inverted_cdf", weights=weights)
+        want = np.quantile(x, q, axis=axis, method="inverted_cdf", weights=weights)
+        np.testing.assert_array_equal(got, want)
+    x[1, 2] = np.nan
+    got = jnp.nanpercentile(x, 40, axis=axis, method="inverted_cdf", weights=np.ones_like(x))
+    want = np.nanpercentile(x, 40, axis=axis, method="inverted_cdf", weights=np.ones_like(x))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_quantile_weights_need_inverted_cdf_and_may_not_be_negative():
+    x = np.arange(4, dtype=F32)
+    assert np.isnan(jnp.quantile(x, 0.5, method="inverted_cdf", weights=-np.ones(4)))
+    with pytest.raises(NotImplementedError, match="Only method 'inverted_cdf' supports"):
+        jnp.quantile(x, 0.5, weights=np.ones(4))

@@ -488,7 +488,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 
 # --- quantiles -----------------------------------------------------------------------------
 
-_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
 def _move_axes_last(a, axis):
@@ -531,12 +531,30 @@ def _interpolate(method, sorted_a, pos):
     return lax.add(lax.mul(low_v, lax.sub(scalar_like(frac, 1), frac)), lax.mul(high_v, frac))
 
 
-def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
+def _inverted_cdf(sorted_a, sorted_weights, q, pos_shape):
+    """The first sorted value whose cumulative weight reaches the fraction ``q`` of the
+    slice's total: the inverse of the (weighted) empirical distribution function."""
+    cumulative = cumsum(sorted_weights, -1)
+    total = lax.slice_in_dim(cumulative, get_aval(cumulative).shape[-1] - 1, None, axis=-1)
+    target = lax.mul(lax.broadcast_in_dim(q, pos_shape, range(get_aval(q).ndim)),
+                     broadcast_to_shape(total, pos_shape))
+    n = get_aval(sorted_a).shape[-1]
+    below = sum(lax.lt(broadcast_to_shape(cumulative, pos_shape[:-1] + (n,)),
+                       broadcast_to_shape(target, pos_shape[:-1] + (n,))),
+                -1, dtypes.default_int(), keepdims=True)
+    return _pick(sorted_a, lax.min(below, filled_like(below, n - 1)))
+
+
+def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
     """Sort the reduced axes (merged into one, last), find each quantile's position among
-    the slice's valid elements, and interpolate; slices with NaNs (all NaNs when
-    ``ignore_nan``) give NaN."""
+    the slice's valid elements, and interpolate (``inverted_cdf``: walk the cumulative
+    ``weights``); slices with NaNs (all NaNs when ``ignore_nan``) give NaN, and so do
+    negative weights."""
     if method not in _METHODS:
         raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
+    if weights is not None and method != "inverted_cdf":
+        raise NotImplementedError(f"{method} doesn't support weights. Only method "
+                                  "'inverted_cdf' supports weights.")
     a, q = _asarray(name, a), _asarray(name, q)
     if dtypes.is_complex(_dtype(a)):
         raise ValueError(f"{name} does not support complex input, as the operation is "
@@ -549,6 +567,19 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     *rest, n = get_aval(flat).shape
     rest = tuple(rest)
     nan = ufuncs.isnan(flat)
+    if method == "inverted_cdf":
+        weights = filled_like(a, 1) if weights is None else lax.convert_element_type(
+            _align_weights(a, _asarray(name, weights), axis), dtype)
+        flat_weights, _ = _move_axes_last(weights, axis)
+        flat_weights = select_where(nan, filled_like(flat_weights, 0), flat_weights)
+        sorted_a, sorted_weights = lax.sort((flat, flat_weights), dimension=len(rest),
+                                            num_keys=1)
+        q_shape = get_aval(q).shape
+        result = _inverted_cdf(sorted_a, sorted_weights, q, q_shape + rest + (1,))
+        negative = lax.reduce_or(lax.lt(flat_weights, filled_like(flat_weights, 0)),
+                                 (len(rest),))
+        return _finish_quantile(result, nan, negative, q_shape, rest, a, axes, keepdims,
+                                ignore_nan)
     sorted_a = lax.sort(flat, dimension=len(rest))  # NaNs sort last, after the valid values
     if ignore_nan:
         count = sum(ufuncs.logical_not(nan), -1, dtype, keepdims=True)
@@ -560,7 +591,14 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
     pos = lax.mul(lax.broadcast_in_dim(q, pos_shape, range(len(q_shape))),
                   lax.max(last, filled_like(last, 0)))
     result = _interpolate(method, sorted_a, pos)
-    invalid = (lax.reduce_and if ignore_nan else lax.reduce_or)(nan, (len(rest),))
+    return _finish_quantile(result, nan, None, q_shape, rest, a, axes, keepdims, ignore_nan)
+
+
+def _finish_quantile(result, nan, invalid, q_shape, rest, a, axes, keepdims, ignore_nan):
+    """NaN for the slices with NaNs (all NaNs when ``ignore_nan``) or ``invalid``, and the
+    reduced axes kept if asked."""
+    with_nan = (lax.reduce_and if ignore_nan else lax.reduce_or)(nan, (len(rest),))
+    invalid = with_nan if invalid is None else lax.bitwise_or(with_nan, invalid)
     invalid = broadcast_to_shape(invalid, q_shape + rest)
     result = select_where(invalid, filled_like(result, np.nan), result)
     if keepdims:
@@ -571,18 +609,21 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan):
 
 
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False, *, interpolation=None):
+             keepdims=False, *, weights=None, interpolation=None):
     """The ``q``-th quantiles (q in [0, 1]) along ``axis``; the result has ``q``'s shape in
-    front. Any NaN in a slice makes its quantile NaN."""
+    front. Any NaN in a slice makes its quantile NaN. ``weights`` (of ``a``'s shape, or 1-D
+    along ``axis``) weigh the elements, with ``method="inverted_cdf"`` only."""
     _out_unsupported(out)
-    return _quantile("quantile", a, q, axis, interpolation or method, keepdims, False)
+    return _quantile("quantile", a, q, axis, interpolation or method, keepdims, False,
+                     weights)
 
 
 def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False, *, interpolation=None):
+                keepdims=False, *, weights=None, interpolation=None):
     """``quantile`` of the non-NaN elements."""
     _out_unsupported(out)
-    return _quantile("nanquantile", a, q, axis, interpolation or method, keepdims, True)
+    return _quantile("nanquantile", a, q, axis, interpolation or method, keepdims, True,
+                     weights)
 
 
 def _percent(q):
@@ -590,16 +631,16 @@ def _percent(q):
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, interpolation=None):
+               keepdims=False, *, weights=None, interpolation=None):
     """``quantile`` with ``q`` in percent."""
     return quantile(a, _percent(q), axis, out, overwrite_input, method, keepdims,
-                    interpolation=interpolation)
+                    weights=weights, interpolation=interpolation)
 
 
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False, *, interpolation=None):
+                  keepdims=False, *, weights=None, interpolation=None):
     return nanquantile(a, _percent(q), axis, out, overwrite_input, method, keepdims,
-                       interpolation=interpolation)
+                       weights=weights, interpolation=interpolation)
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
