@@ -540,8 +540,9 @@ is_finite_p = unop("is_finite", np.isfinite, FLOAT, lambda d: dtypes.bool_)
 
 floor = unary_function(floor_p, "Element-wise round toward -inf.")
 ceil = unary_function(ceil_p, "Element-wise round toward +inf.")
-nextafter = binary_function(nextafter_p, "The next representable float after ``x`` in the "
-                                         "direction of ``y``.")
+def nextafter(x1, x2):
+    """The next representable float after ``x1`` in the direction of ``x2``."""
+    return nextafter_p.bind(x1, x2)
 is_finite = unary_function(is_finite_p, "Element-wise: neither infinite nor NaN.")
 
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ..interpreters import ad
-from .elementwise import (add, binary_function, binop, div, integer_pow, mul, neg, quiet,
+from .elementwise import (add, binop, div, integer_pow, mul, neg, quiet,
                           unary_function, unop)
 from .standard import FLOAT, kernel_elementwise, scalar_like
 from .transcendental import exp
@@ -414,8 +414,10 @@ xla_log1p = unary_function(xla_log1p_p, "Element-wise ``log1p`` as XLA computes 
                                         "CPU.")
 lgamma = unary_function(lgamma_p, "Element-wise ``log|Γ(x)|``.")
 digamma = unary_function(digamma_p, "Element-wise digamma function, ``d/dx lgamma(x)``.")
-polygamma = binary_function(polygamma_p, "Element-wise ``psi^(m)(x)``, the m-th derivative of "
-                                         "digamma, for whole numbers ``m`` (an array like x).")
+def polygamma(m, x):
+    """Element-wise ``psi^(m)(x)``, the m-th derivative of digamma, for whole numbers ``m``
+    (an array like x)."""
+    return polygamma_p.bind(m, x)
 
 
 # Derivatives (JAX's).

@@ -154,11 +154,23 @@ igammac_p = _float_binop("igammac", _part(1))
 igamma_grad_a_p = _float_binop("igamma_grad_a", _part(2))
 random_gamma_grad_p = _float_binop("random_gamma_grad", _part(3))
 
-igamma = binary_function(igamma_p, "Element-wise regularized lower incomplete gamma function "
-                                   "``P(a, x)``.")
-igammac = binary_function(igammac_p, "Element-wise regularized upper incomplete gamma "
-                                     "function ``Q(a, x) = 1 - P(a, x)``.")
-igamma_grad_a = binary_function(igamma_grad_a_p, "Element-wise ``dP(a, x)/da``.")
+# (functions of their own: JAX names their operands a and x)
+def igamma(a, x):
+    """Element-wise regularized lower incomplete gamma function ``P(a, x)``."""
+    return igamma_p.bind(a, x)
+
+
+def igammac(a, x):
+    """Element-wise regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``."""
+    return igammac_p.bind(a, x)
+
+
+def igamma_grad_a(a, x):
+    """Element-wise ``dP(a, x)/da``."""
+    return igamma_grad_a_p.bind(a, x)
+
+
+
 random_gamma_grad = binary_function(random_gamma_grad_p, "Element-wise derivative ``dx/da`` "
                                     "of a Gamma(a, 1) sample x (implicit reparameterization).")
 
@@ -320,7 +332,9 @@ def _zeta(s, q):
 
 
 zeta_p = binop("zeta", in_float64(_zeta), [FLOAT, FLOAT])
-zeta = binary_function(zeta_p, "Element-wise Hurwitz zeta function ``sum_k (q + k)^-x``.")
+def zeta(x, q):
+    """Element-wise Hurwitz zeta function ``sum_k (q + k)^-x``."""
+    return zeta_p.bind(x, q)
 
 
 # --- reduce_precision -----------------------------------------------------------------------------

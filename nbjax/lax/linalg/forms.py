@@ -95,12 +95,12 @@ def _hessenberg_impl(x):
                        ((n, n), x.dtype), ((max(n - 1, 0),), x.dtype))
 
 
-def hessenberg(x):
-    """The Hessenberg reduction ``x = Q H Q^H`` in LAPACK's packed form ``(a, taus)``: ``H`` is
-    ``a`` on and above the first subdiagonal; ``Q`` is ``householder_product`` of the vectors
-    below it (``a[..., 1:, :-1]``) and ``taus``, bordered by a leading 1."""
-    a, taus = hessenberg_p.bind(x)
-    return a, taus
+def hessenberg(a):
+    """The Hessenberg reduction ``a = Q H Q^H`` in LAPACK's packed form ``(a, taus)``: ``H``
+    is the result ``a`` on and above the first subdiagonal; ``Q`` is ``householder_product``
+    of the vectors below it (``a[..., 1:, :-1]``) and ``taus``, bordered by a leading 1."""
+    packed, taus = hessenberg_p.bind(a)
+    return packed, taus
 
 
 tridiagonal_p = linalg_primitive("tridiagonal", multiple_results=True)
