@@ -939,3 +939,14 @@ def test_numpy_warnings_are_silenced():
         lax.div(np.zeros(2, np.float32), np.zeros(2, np.float32))
         lax.convert_element_type(np.array([np.nan, 1e30], np.float32), np.int32)
         lax.div(np.ones(2, np.int32), np.zeros(2, np.int32))
+
+
+def test_transcendental_functions_take_an_accuracy():
+    """JAX 0.10's ``accuracy=`` (a mode or a tolerance): nbjax has one implementation of
+    each, which it uses whatever is asked."""
+    x = np.linspace(0.1, 2.0, 7).astype(np.float32)
+    for name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin", "cos",
+                 "tan", "sqrt", "rsqrt", "cbrt"):
+        fn = getattr(lax, name)
+        for accuracy in (lax.AccuracyMode.HIGHEST, lax.Tolerance(atol=1e-6, rtol=1e-6)):
+            np.testing.assert_array_equal(fn(x, accuracy=accuracy), fn(x))

@@ -143,6 +143,15 @@ def unary_function(prim, doc, name=None):
     return _named(fn, name or prim.name, doc)
 
 
+def accuracy_function(prim, doc):
+    """A unary lax function that also takes JAX's ``accuracy`` (an ``AccuracyMode`` or a
+    ``Tolerance``): nbjax has one implementation of each (within a few ulps: its math
+    library), which it uses whatever is asked, as JAX does where it has only one."""
+    def fn(x, accuracy=None):
+        return prim.bind(x)
+    return _named(fn, prim.name, doc)
+
+
 def binary_function(prim, doc, name=None):
     """The lax function that binds a binary primitive. Its operands must have equal dtypes; a
     Python scalar has its own default dtype (weakly), as in JAX: lax never promotes."""

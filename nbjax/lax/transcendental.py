@@ -16,9 +16,9 @@ import numpy as np
 from ..core import Primitive, ShapedArray, dtypes, get_aval
 from ..interpreters import ad
 from . import batch_util
-from .elementwise import (add, binary_function, binop, broadcast_operand, convert_element_type, div,
-                          eq, integer_pow, kernel_math, mul, neg, quiet, replace_zero, select, sub,
-                          unary_function, unop)
+from .elementwise import (accuracy_function, add, binary_function, binop, broadcast_operand,
+                          convert_element_type, div, eq, integer_pow, kernel_math, mul, neg,
+                          quiet, replace_zero, select, sub, unary_function, unop)
 from .shapes import filled
 from .standard import (FLOAT, INEXACT, NUMBER, broadcast_shapes, check_dtype, kernel_elementwise,
                        scalar_like)
@@ -118,16 +118,16 @@ sqrt_p = unop("sqrt", np.sqrt, INEXACT)
 rsqrt_p = unop("rsqrt", _rsqrt_impl, INEXACT)
 cbrt_p = unop("cbrt", np.cbrt, FLOAT)
 
-exp = unary_function(exp_p, "Element-wise ``e ** x``.")
-exp2 = unary_function(exp2_p, "Element-wise ``2 ** x``.")
-log = unary_function(log_p, "Element-wise natural logarithm.")
-log1p = unary_function(log1p_p, "Element-wise ``log(1 + x)``, accurate for small ``x``.")
-expm1 = unary_function(expm1_p, "Element-wise ``exp(x) - 1``, accurate for small ``x``.")
-tanh = unary_function(tanh_p, "Element-wise hyperbolic tangent.")
-logistic = unary_function(logistic_p, "Element-wise ``1 / (1 + exp(-x))``.")
-sin = unary_function(sin_p, "Element-wise sine.")
-cos = unary_function(cos_p, "Element-wise cosine.")
-tan = unary_function(tan_p, "Element-wise tangent.")
+exp = accuracy_function(exp_p, "Element-wise ``e ** x``.")
+exp2 = accuracy_function(exp2_p, "Element-wise ``2 ** x``.")
+log = accuracy_function(log_p, "Element-wise natural logarithm.")
+log1p = accuracy_function(log1p_p, "Element-wise ``log(1 + x)``, accurate for small ``x``.")
+expm1 = accuracy_function(expm1_p, "Element-wise ``exp(x) - 1``, accurate for small ``x``.")
+tanh = accuracy_function(tanh_p, "Element-wise hyperbolic tangent.")
+logistic = accuracy_function(logistic_p, "Element-wise ``1 / (1 + exp(-x))``.")
+sin = accuracy_function(sin_p, "Element-wise sine.")
+cos = accuracy_function(cos_p, "Element-wise cosine.")
+tan = accuracy_function(tan_p, "Element-wise tangent.")
 asin = unary_function(asin_p, "Element-wise arcsine.")
 acos = unary_function(acos_p, "Element-wise arccosine.")
 atan = unary_function(atan_p, "Element-wise arctangent.")
@@ -138,9 +138,9 @@ cosh = unary_function(cosh_p, "Element-wise hyperbolic cosine.")
 asinh = unary_function(asinh_p, "Element-wise inverse hyperbolic sine.")
 acosh = unary_function(acosh_p, "Element-wise inverse hyperbolic cosine.")
 atanh = unary_function(atanh_p, "Element-wise inverse hyperbolic tangent.")
-sqrt = unary_function(sqrt_p, "Element-wise square root.")
-rsqrt = unary_function(rsqrt_p, "Element-wise ``1 / sqrt(x)``.")
-cbrt = unary_function(cbrt_p, "Element-wise cube root.")
+sqrt = accuracy_function(sqrt_p, "Element-wise square root.")
+rsqrt = accuracy_function(rsqrt_p, "Element-wise ``1 / sqrt(x)``.")
+cbrt = accuracy_function(cbrt_p, "Element-wise cube root.")
 
 
 # Derivatives of the transcendental functions: ``partial(g, x)`` is ``f'(x) g``, and the
