@@ -16,22 +16,28 @@ from .core.abstract import ShapeDtypeStruct, ShapedArray
 from . import lax
 from .interpreters import ad, partial_eval, staging, transpose
 from .jit import jit
+from .lax.parallel import AxisFrame, extend_axis_env
 from .pmap import pmap  # noqa: F401  (the user-facing transformations, with the others)
 from .vmap import vmap
 
 
-def make_jaxpr(fun, static_argnums=(), return_shape=False):
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
     """``make_jaxpr(f)(*args)``: the jaxpr ``f`` computes on arguments like ``args``.
 
     Arguments may be arrays, scalars, ``ShapeDtypeStruct``-likes or ShapedArrays (only their
     shape and dtype matter); ``static_argnums`` are passed to ``f`` as Python values.
+    ``axis_env``, pairs ``(name, size)``, binds named axes as pmap would, so that a function
+    with collectives (``lax.psum(x, "i")``) can be traced on its own.
     """
     @functools.wraps(fun)
     def make(*args, **kwargs):
         call = FlatCall(fun, args, kwargs, static_positions(static_argnums, len(args)))
         in_avals = [abstractify(x) for x in call.leaves]
         desc = staging.describe(fun, "make_jaxpr")
-        jaxpr, consts = staging.trace_to_jaxpr(call, in_avals, desc)
+        with contextlib.ExitStack() as axes:
+            for name, size in axis_env or ():
+                axes.enter_context(extend_axis_env(AxisFrame(name, size)))
+            jaxpr, consts = staging.trace_to_jaxpr(call, in_avals, desc)
         closed = ClosedJaxpr(jaxpr, consts)
         if return_shape:
             shapes = call.out_tree.unflatten(jaxpr.out_avals)

@@ -137,3 +137,11 @@ def test_device_put_takes_jaxs_keywords():
     assert_close(moved["a"], [1.0, 1.0])
     with pytest.raises(ValueError, match="may_alias and donate cannot be True"):
         nbjax.device_put(x, donate=True, may_alias=True)
+
+
+def test_make_jaxpr_binds_the_named_axes_of_its_axis_env():
+    f = lambda x: nbjax.lax.psum(x, "i") * nbjax.lax.axis_index("j")  # noqa: E731
+    closed = nbjax.make_jaxpr(f, axis_env=[("i", 4), ("j", 2)])(1.0)
+    assert [e.primitive.name for e in closed.jaxpr.eqns][:2] == ["psum", "axis_index"]
+    with pytest.raises(NameError, match="unbound axis name: i"):
+        nbjax.make_jaxpr(f)(1.0)
