@@ -1,7 +1,7 @@
 """nbjax: JAX rebuilt from scratch in Python, made visible in Jupyter."""
 
-from .config import (config, disable_jit, enable_x64, explain_cache_misses,  # noqa: F401
-                     make_user_context)
+from .config import (config, default_device, disable_jit, enable_x64,  # noqa: F401
+                     explain_cache_misses, make_user_context)
 from .config import (allow_f16_reductions, array_garbage_collection_guard,  # noqa: F401
                      auto_pcast, check_tracer_leaks, checking_leaks, debug_infs,
                      debug_key_reuse, debug_nans, default_matmul_precision,
@@ -11,7 +11,7 @@ from .config import (allow_f16_reductions, array_garbage_collection_guard,  # no
                      remove_size_one_mesh_axis_from_type, softmax_custom_jvp, thread_guard,
                      threefry_partitionable, transfer_guard, transfer_guard_device_to_device,
                      transfer_guard_device_to_host, transfer_guard_host_to_device)
-from .core import Array, default_device, devices  # noqa: F401
+from .core import Array, devices  # noqa: F401
 from .core.abstract import ShapeDtypeStruct, ShapedArray  # noqa: F401
 from .core.array import Device, Shard  # noqa: F401
 from .core.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa: F401

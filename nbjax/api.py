@@ -168,8 +168,15 @@ def _without_aux(out_tree, outs, has_aux):
     return out_tree, aux_tree.unflatten(outs[out_tree.num_leaves:]).value
 
 
-def vjp(fun, *primals, has_aux=False):
+def _no_reduce_axes(reduce_axes, what):
+    """JAX 0.10 still takes ``reduce_axes``, only to refuse it when given."""
+    if reduce_axes:
+        raise NotImplementedError(f"reduce_axes argument to {what} is deprecated")
+
+
+def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     """``(fun(*primals), vjp_fun)``: vjp_fun maps an output cotangent to input cotangents."""
+    _no_reduce_axes(reduce_axes, "vjp")
     out, vjp_fun, aux = _linearized(fun, primals, has_aux, "vjp")
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
@@ -272,8 +279,10 @@ def _check_input_dtypes(name, leaves, holomorphic, allow_int):
                 "integer-valued inputs, use vjp or set allow_int to True.")
 
 
-def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
+                   reduce_axes=()):
     """``(fun(*args), gradient)`` of a scalar-output function, by reverse mode."""
+    _no_reduce_axes(reduce_axes, "grad")
     @functools.wraps(fun)
     def value_and_grad_f(*args, **kwargs):
         nums, many = _argnums_tuple(argnums, len(args), "grad")
@@ -318,9 +327,9 @@ def _ones_like(x):
     return Array(np.ones(aval.shape, aval.dtype), weak_type=aval.weak_type)
 
 
-def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
     """The gradient of a scalar-output function with respect to ``argnums``."""
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):
@@ -467,10 +476,11 @@ def eval_shape(fun, *args, **kwargs):
                            shapes)
 
 
-def linear_transpose(fun, *primals):
+def linear_transpose(fun, *primals, reduce_axes=()):
     """The transpose of the linear function ``fun`` at arguments shaped like ``primals``:
     ``f_t(ct)`` returns a tuple of cotangents, one per argument (its VJP, which for a
     linear function does not depend on the point)."""
+    _no_reduce_axes(reduce_axes, "transpose")
     zeros = pytree.tree_map(lambda p: np.zeros(np.shape(p), abstractify(p).dtype), primals)
     _, f_vjp = vjp(fun, *zeros)
     return f_vjp

@@ -140,9 +140,18 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, differentiated, policy
     return [ad.instantiate(c) if lin else None for c, lin in zip(cts_in, linear)]
 
 
-def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_argnames=()):
+_REMOVED = object()  # (the default of an option JAX removed: giving it at all is refused)
+
+
+def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_argnames=(),
+               concrete=_REMOVED):
     """Make ``fun`` recompute its intermediate values in the backward pass (as jax.checkpoint),
     except those ``policy`` saves (see ``checkpoint_policies``)."""
+    if concrete is not _REMOVED:
+        raise NotImplementedError(
+            "The `concrete` option to `jax.checkpoint` was deprecated in JAX v0.8.2, and removed "
+            "in JAX v0.10.0. In its place please use `static_argnums`; for details refer to "
+            "https://docs.jax.dev/en/latest/jep/11830-new-remat-checkpoint.html.")
     static_argnames = (static_argnames,) if isinstance(static_argnames, str) else \
         tuple(static_argnames)
 

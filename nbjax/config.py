@@ -33,6 +33,8 @@ class Config:
         # (no_execution): to check that a loop reuses its compiled code, or only stages.
         "no_tracing": False,
         "no_execution": False,
+        # The device arrays and jitted calls go to by default (None: the first CPU device).
+        "default_device": None,
         # Flags JAX has that nbjax accepts without effect; each context manager says why.
         "enable_checks": False,
         "check_tracer_leaks": False,
@@ -107,6 +109,20 @@ def _option(name, value):
 def enable_x64(new_val=True):
     """``with nbjax.enable_x64():`` 64-bit types by default inside the block."""
     return _option("enable_x64", bool(new_val))
+
+
+def default_device(new_val):
+    """``with nbjax.default_device(device):`` (JAX's ``jax.default_device``; a platform name
+    such as ``"cpu"`` too) sets the device arrays and jitted calls go to by default. Every
+    CPU device's arrays live in the host's memory, so a CPU device changes nothing; nbjax
+    puts arrays on a GPU only where asked (``device_put``, ``jit(backend="gpu")``), so it
+    refuses a GPU here rather than leave arrays on the host."""
+    platform = new_val if isinstance(new_val, str) else getattr(new_val, "platform", "cpu")
+    if new_val is not None and platform != "cpu":
+        raise NotImplementedError(
+            f"nbjax.default_device({new_val!r}): nbjax places arrays on a GPU only where "
+            "asked (nbjax.device_put, nbjax.jit(f, backend='gpu')), not by default")
+    return _option("default_device", new_val)
 
 
 def disable_jit(disable=True):

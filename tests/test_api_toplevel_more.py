@@ -145,3 +145,28 @@ def test_make_jaxpr_binds_the_named_axes_of_its_axis_env():
     assert [e.primitive.name for e in closed.jaxpr.eqns][:2] == ["psum", "axis_index"]
     with pytest.raises(NameError, match="unbound axis name: i"):
         nbjax.make_jaxpr(f)(1.0)
+
+
+def test_default_device_is_jaxs_context_manager():
+    cpu = nbjax.devices()[0]
+    with nbjax.default_device(cpu):
+        assert nbjax.config.jax_default_device == cpu
+        assert_close(nbjax.jit(lambda x: x * 2)(jnp.ones(2)), [2.0, 2.0])
+    with nbjax.default_device("cpu"):
+        assert nbjax.config.default_device == "cpu"
+    assert nbjax.config.default_device is None
+
+    class Gpu:
+        platform = "gpu"
+    with pytest.raises(NotImplementedError, match="on a GPU only where asked"):
+        nbjax.default_device(Gpu())
+
+
+def test_removed_options_are_refused_as_jax_refuses_them():
+    with pytest.raises(NotImplementedError, match="reduce_axes argument to grad"):
+        nbjax.grad(jnp.sin, reduce_axes=("i",))
+    with pytest.raises(NotImplementedError, match="reduce_axes argument to vjp"):
+        nbjax.vjp(jnp.sin, 1.0, reduce_axes=("i",))
+    with pytest.raises(NotImplementedError, match="`concrete` option to `jax.checkpoint`"):
+        nbjax.checkpoint(jnp.sin, concrete=False)
+    assert_close(nbjax.grad(jnp.sin, reduce_axes=())(0.0), 1.0)

@@ -49,8 +49,9 @@ _CONTINUOUS = {"logpdf": _density, "cdf": _probability, "logcdf": _probability,
                "sf": _probability, "logsf": _probability, "ppf": _quantile, "isf": _quantile}
 
 
-def _make(module, kind, std, rule, shape, extra, standardize, positive_scale=False):
-    first = "q" if kind in ("ppf", "isf") else ("k" if extra[-1][0] == "loc" else "x")
+def _make(module, kind, std, rule, shape, extra, standardize, positive_scale=False,
+          quantile_arg="q"):
+    first = quantile_arg if kind in ("ppf", "isf") else ("k" if extra[-1][0] == "loc" else "x")
     sig = _signature(first, shape, extra)
     name = f"{module}.{kind}"
 
@@ -119,17 +120,19 @@ def _exp_of(log_fn, kind):
     return fn
 
 
-def continuous(module, shape=(), positive_scale=False, **standard):
+def continuous(module, shape=(), positive_scale=False, quantile_arg="q", **standard):
     """The functions of a location-scale family: ``logpdf(x, *shape, loc=0, scale=1)`` is
     ``standard['logpdf']((x - loc) / scale, *shape) - log(scale)``, the probabilities
     (``cdf``, ``sf`` and their logs) are the standard ones at ``(x - loc) / scale``, the
     quantiles (``ppf``, ``isf``) ``loc + scale * standard[...](q, *shape)``. ``pdf`` comes with
     ``logpdf``. With ``positive_scale`` (JAX's Gumbel distributions) every function but the
-    quantiles is NaN unless ``scale > 0``, and the quantiles are NaN unless ``0 < q < 1``."""
+    quantiles is NaN unless ``scale > 0``, and the quantiles are NaN unless ``0 < q < 1``.
+    ``quantile_arg``: the name JAX gives the quantiles' argument (``q``; ``p`` for the Gumbel
+    distributions, ``x`` for the logistic)."""
     rules = dict(_CONTINUOUS, ppf=_open_quantile, isf=_open_quantile) if positive_scale \
         else _CONTINUOUS
     out = {kind: _make(module, kind, std, rules[kind], shape, (("loc", 0), ("scale", 1)),
-                       lambda x, loc, scale: (x - loc) / scale, positive_scale)
+                       lambda x, loc, scale: (x - loc) / scale, positive_scale, quantile_arg)
            for kind, std in standard.items()}
     if "logpdf" in out:
         out["pdf"] = _exp_of(out["logpdf"], "pdf")

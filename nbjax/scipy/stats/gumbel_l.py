@@ -7,7 +7,7 @@ from ... import numpy as jnp
 from ._family import continuous
 
 _fns = continuous(
-    "gumbel_l", positive_scale=True,
+    "gumbel_l", positive_scale=True, quantile_arg="p",
     logpdf=lambda z: z - jnp.exp(z),
     cdf=lambda z: -jnp.expm1(-jnp.exp(z)),
     logcdf=lambda z: jnp.log(-jnp.expm1(-jnp.exp(z))),

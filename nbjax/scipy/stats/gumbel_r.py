@@ -9,7 +9,7 @@ from ...nn import log1mexp
 from ._family import continuous
 
 _fns = continuous(
-    "gumbel_r", positive_scale=True,
+    "gumbel_r", positive_scale=True, quantile_arg="p",
     logpdf=lambda z: -z - jnp.exp(-z),
     cdf=lambda z: jnp.exp(-jnp.exp(-z)),
     logcdf=lambda z: -jnp.exp(-z),

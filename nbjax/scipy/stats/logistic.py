@@ -13,7 +13,7 @@ def _logpdf(z):
 
 
 _fns = continuous(
-    "logistic", logpdf=_logpdf, cdf=special.expit, sf=lambda z: special.expit(-z),
+    "logistic", quantile_arg="x", logpdf=_logpdf, cdf=special.expit, sf=lambda z: special.expit(-z),
     ppf=special.logit, isf=lambda q: -special.logit(q))
 globals().update(_fns)
 __all__ = sorted(_fns)
