@@ -80,6 +80,7 @@ from ..checkpoint import name_p
 from ..core import ClosedJaxpr, Literal, dtypes, get_aval
 from ..core.source_info import restaging
 from ..interpreters import ad, staging
+from ..lax.elementwise import power_by_squaring
 from ..lax.standard import as_array
 from ..tree_util import tree_flatten, tree_structure, treedef_is_leaf
 
@@ -573,13 +574,7 @@ def _integer_pow_series(x, y0, *, y):
     order = len(x) - 1
     if y == 0:
         return [y0] + [zero_term] * order
-    power, base, n = None, x, abs(y)
-    while n:
-        if n & 1:
-            power = base if power is None else _times(power, base)
-        n >>= 1
-        if n:
-            base = _times(base, base)
+    power = power_by_squaring(x, abs(y), _times)
     if y < 0:
         return _quotient([y0] + [zero_term] * order, power, y0)
     return [y0] + power[1:]

@@ -27,8 +27,8 @@ from ..core import dtypes
 from .elementwise import (abs_p, add, add_p, bitcast_convert_type, complex_p, conj_p,
                           convert_element_type, convert_element_type_p, div, div_p, eq, eq_p,
                           floor, ge, gt, imag_p, integer_pow_p, lt, max, max_p, min, min_p,
-                          mul, mul_p, ne, ne_p, neg, neg_p, real_p, rem, select, select_n_p,
-                          sign_p, square_p, sub, sub_p)
+                          mul, mul_p, ne, ne_p, neg, neg_p, power_by_squaring, real_p, rem,
+                          select, select_n_p, sign_p, square_p, sub, sub_p)
 from .elementwise import bitwise_and as and_, bitwise_or as or_
 from .gather_scatter import GatherScatterMode, default_fill_value, gather_p
 from .reductions import cumsum_p
@@ -333,13 +333,7 @@ def _square(z):
 
 def _integer_pow(z, *, y):
     """Repeated squaring with complex products, as XLA; a negative power divides 1 by it."""
-    result, base, n = None, z, abs(y)
-    while n:
-        if n & 1:
-            result = base if result is None else _mul(result, base)
-        n >>= 1
-        if n:
-            base = _mul(base, base)
+    result = power_by_squaring(z, abs(y), _mul)
     if result is None:
         result = _ones(z.re)
     return _div(_ones(z.re), result) if y < 0 else result

@@ -21,6 +21,7 @@ scalar operations (``ctx``; see ``standard.KernelLowering``).
 
 import enum
 import functools
+import operator
 import warnings
 
 import numpy as np
@@ -309,19 +310,28 @@ def _simplify_double_negation(eqn, ins, producer_of, use_count):
 neg_p.def_rule("simplify", _simplify_double_negation)
 
 
-def _integer_pow_impl(x, *, y):
-    """``x ** y`` by repeated squaring, as JAX lowers it (so floats round as in JAX), and
-    ``1 / x ** -y`` for negative ``y``. ``x ** 0`` is 1 even for NaN. The product starts
-    from ``x`` itself, not from 1: ``1 * (inf+1j)`` would be ``inf+nanj``."""
-    if y == 0:
-        return np.ones_like(x)
-    result, square, n = None, x, abs(y)
+def power_by_squaring(base, n, multiply):
+    """``base ** n`` for a whole ``n`` from ``multiply`` alone: square ``base`` repeatedly and
+    multiply in the powers the bits of ``n`` select, in the order JAX's lowering of
+    ``integer_pow`` does (so that every implementation of it rounds alike). The product
+    starts from ``base`` itself, not from 1 (``1 * (inf+1j)`` would be ``inf+nanj``); None
+    for ``n = 0``."""
+    result = None
     while n:
         if n & 1:
-            result = square if result is None else result * square
+            result = base if result is None else multiply(result, base)
         n >>= 1
         if n:
-            square = square * square
+            base = multiply(base, base)
+    return result
+
+
+def _integer_pow_impl(x, *, y):
+    """``x ** y`` by repeated squaring, as JAX lowers it (so floats round as in JAX), and
+    ``1 / x ** -y`` for negative ``y``. ``x ** 0`` is 1 even for NaN."""
+    if y == 0:
+        return np.ones_like(x)
+    result = power_by_squaring(x, abs(y), operator.mul)
     return 1 / result if y < 0 else result
 
 
@@ -496,13 +506,7 @@ def _kernel_division(ctx, x, y, quotient):
 
 def _kernel_integer_pow(ctx, x, *, y):
     """Repeated squaring, as ``_integer_pow_impl`` (so the rounding is the same)."""
-    result, square, n = None, x, -y if y < 0 else y
-    while n:
-        if n & 1:
-            result = square if result is None else ctx.mul(result, square)
-        n >>= 1
-        if n:
-            square = ctx.mul(square, square)
+    result = power_by_squaring(x, abs(y), ctx.mul)
     result = ctx.const(1, x.dtype) if result is None else result
     return ctx.div(1, result) if y < 0 else result
 
