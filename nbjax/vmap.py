@@ -14,12 +14,13 @@ from .lax import batch_util
 __all__ = ["vmap"]
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
     """Vectorise ``fun`` over a mapped axis of its arguments, as ``jax.vmap``.
 
     ``in_axes``/``out_axes`` are an int, None, or pytree prefixes of the positional arguments
     / outputs; keyword arguments are mapped over axis 0. ``axis_name`` names the mapped axis
-    for collectives (``lax.psum(x, axis_name)``).
+    for collectives (``lax.psum(x, axis_name)``). ``spmd_axis_name`` (the mesh axes JAX
+    shards the mapped axis over) changes nothing here: an nbjax array is whole on one device.
     """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)

@@ -170,3 +170,9 @@ def test_removed_options_are_refused_as_jax_refuses_them():
     with pytest.raises(NotImplementedError, match="`concrete` option to `jax.checkpoint`"):
         nbjax.checkpoint(jnp.sin, concrete=False)
     assert_close(nbjax.grad(jnp.sin, reduce_axes=())(0.0), 1.0)
+
+
+def test_mul_out_dtype_and_vmap_spmd_axis_name():
+    assert int(nbjax.lax.mul(np.int8(100), np.int8(100), out_dtype=np.int32)) == 10000
+    out = nbjax.vmap(jnp.sin, spmd_axis_name="data")(jnp.ones(3))
+    assert_close(out, np.sin(np.ones(3)), rtol=1e-6)

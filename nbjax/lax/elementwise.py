@@ -282,7 +282,12 @@ abs_p = unop("abs", np.abs, SIGNED, _real_dtype)
 add = binary_function(add_p, "Element-wise ``x + y``; operands must have equal dtypes "
                              "(``jnp.add`` promotes).")
 sub = binary_function(sub_p, "Element-wise ``x - y``.")
-mul = binary_function(mul_p, "Element-wise ``x * y``.")
+def mul(x, y, out_dtype=None):
+    """Element-wise ``x * y``; with ``out_dtype``, of the operands converted to it first (as
+    JAX says its backends typically do: ``int8 * int8`` exact in ``int32``)."""
+    if out_dtype is not None:
+        x, y = (convert_element_type(v, out_dtype) for v in (x, y))
+    return mul_p.bind(x, y)
 div = binary_function(div_p, "Element-wise ``x / y``; integers round toward zero, as in C.")
 rem = binary_function(rem_p, "Element-wise remainder of ``div``: it has the sign of ``x``, "
                              "as C's ``%`` and ``fmod``.")
