@@ -38,7 +38,9 @@ from .rows import Rows, beats, plain_number
 
 RUN = 8  # the length of the runs sorted by insertion before the merge passes
 # Ctrl-C is looked for before each row and each radix pass, and every this many elements
-# of a merge pass: a long row's pass takes a second, and the user waits less than that.
+# of a merge pass and of the passes that fill and permute a row: a long row's pass takes a
+# second, and the user waits less than that (a merge polled once per pair of runs left the
+# last passes of an 8M-element row, one pair each, without a look).
 POLL_RUN = 4096
 
 
@@ -277,6 +279,7 @@ def _fill(f, rows, o, i, keys, lanes):
     (positions, _), key_lanes = lanes[0], lanes[1:]
 
     def element(k):
+        _poll_now_and_then(f, k, 1)
         e.store(positions, k, k, np.int64)
         at = rows.at(b, o, k, i)
         for key, (lane, dtype) in zip(keys, key_lanes):
@@ -362,13 +365,13 @@ def _merge_pass(f, n, width, src, dst):
     dtypes = [dtype for _, dtype in src[1:]]
 
     def pair(lo):
-        _poll_now_and_then(f, lo, 2 * width)
         mid = e.binary("min", b.add(lo, _constant(width)), _constant(n), np.int64)
         hi = e.binary("min", b.add(lo, _constant(2 * width)), _constant(n), np.int64)
         b.store(lo, left)
         b.store(mid, right)
 
         def take(k):
+            _poll_now_and_then(f, k, 1)
             li, ri = b.load(left, typ=I64), b.load(right, typ=I64)
             a = _load(e, src, e.binary("min", li, b.sub(mid, _constant(1)), np.int64))
             c = _load(e, src, e.binary("min", ri, b.sub(hi, _constant(1)), np.int64))
@@ -391,6 +394,7 @@ def _permute(f, rows, out_rows, order, src, dst, aval, o, i):
     frm, to = f.typed(src, moved), f.typed(dst, moved)
 
     def element(k):
+        _poll_now_and_then(f, k, 1)
         p = e.load(order, k, np.int64)
         e.store(to, out_rows.at(b, o, k, i), e.load(frm, rows.at(b, o, p, i), moved), moved)
     for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, out_rows.n), element, "permute")
