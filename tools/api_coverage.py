@@ -166,7 +166,7 @@ def keywords(fn):
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return None
-    return [p.name for p in parameters if not p.name.startswith("_") and
+    return [p.name for p in parameters if not p.name.startswith("_") and p.name != "self" and
             p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
 
 

@@ -177,7 +177,7 @@ def dlpack_device_method(self):
     return self._value.__dlpack_device__()
 
 
-def to_device_method(self, device, /, *, stream=None):
+def to_device_method(self, device, *, stream=None):
     """``x.to_device(d)``: there is one device, so the array is already there."""
     _check_device("to_device", device)
     return self
