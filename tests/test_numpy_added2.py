@@ -769,3 +769,36 @@ def test_flat_reads_like_numpys_flat_iterator():
     assert x.flat[7] == X.flat[7]
     np.testing.assert_array_equal(list(x.flat), list(X.flat))
     assert nbjax.jit(lambda x: x.flat[3])(X) == X.flat[3]
+
+
+def test_complex_numbers_compare_by_real_then_imaginary_part():
+    """As JAX's ``less`` and friends (and ``fmax``/``fmin`` through them)."""
+    c = np.array([1 + 2j, 1 - 1j, 2 + 0j, np.nan + 0j, 1 + 1j], np.complex64)
+    f = np.array([1.0, 1.0, 3.0, 0.0, 1.0], np.float32)
+    # (NumPy orders complex numbers the same way)
+    for name in ("less", "less_equal", "greater", "greater_equal"):
+        assert_close(getattr(jnp, name)(c, f), getattr(np, name)(c, f.astype(np.complex64)))
+    assert_close(jnp.fmax(c, f), np.fmax(c, f.astype(np.complex64)))
+    assert_close(jnp.fmin(c, f), np.fmin(c, f.astype(np.complex64)))
+    assert_close(nbjax.jit(jnp.less)(c, f), np.less(c, f.astype(np.complex64)))
+
+
+def test_boolean_shifts_shift_the_default_int():
+    b = np.array([True, False])
+    for fn in (jnp.left_shift, jnp.right_shift):
+        out = fn(b, b)
+        assert out.dtype == np.int32
+        assert_close(out, getattr(np, fn.__name__)(b.astype(np.int32), b.astype(np.int32)))
+    assert jnp.left_shift(b, np.array([1, 2], np.int8)).dtype == np.int8
+
+
+def test_cumulative_prod_keeps_narrow_ints_and_matvec_needs_a_matrix():
+    x = np.arange(1, 5, dtype=np.uint8)
+    assert jnp.cumulative_prod(x).dtype == np.uint8 and jnp.cumulative_sum(x).dtype == np.uint32
+    assert_close(jnp.cumulative_prod(x), np.cumprod(x))
+    v = np.ones(3, np.float32)
+    with pytest.raises(ValueError, match="does not have enough dimensions"):
+        jnp.matvec(v, v)
+    with pytest.raises(ValueError, match="does not have enough dimensions"):
+        jnp.vecmat(v, v)
+    assert_close(jnp.matvec(np.ones((2, 3), np.float32), v), [3.0, 3.0])

@@ -420,13 +420,26 @@ def _broadcast_missing(x, present, output, sizes):
     return lax.broadcast_in_dim(x, shape, tuple(output.index(c) for c in present))
 
 
+def _check_core_dims(signature, *operands):
+    """JAX's error (its ``matvec`` and ``vecmat`` are ``vectorize``d with ``signature``) for
+    an operand with fewer axes than its core dimensions (``operands``: (x, dims) pairs)."""
+    for x, dims in operands:
+        shape = _shape(x)
+        if len(shape) < len(dims):
+            raise ValueError(f"input with shape {shape} does not have enough dimensions for "
+                             f"all core dimensions {dims} on vectorized function with "
+                             f"excluded=frozenset() and signature='{signature}'")
+
+
 def matvec(x1, x2, /):
     """Matrix times vector over the last axes, other axes broadcast: ``x1 @ x2[..., None]``."""
+    _check_core_dims("(n,m),(m)->(n)", (x1, ("n", "m")), (x2, ("m",)))
     return matmul(x1, x2[..., None])[..., 0]
 
 
 def vecmat(x1, x2, /):
     """Vector (conjugated) times matrix over the last axes: ``conj(x1)[..., None, :] @ x2``."""
+    _check_core_dims("(n),(n,m)->(m)", (x1, ("n",)), (x2, ("n", "m")))
     return matmul(conj(x1)[..., None, :], x2)[..., 0, :]
 
 

@@ -353,7 +353,8 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype)
 
 
-def _cumulative_array_api(name, lax_fn, identity, x, axis, dtype, include_initial):
+def _cumulative_array_api(name, lax_fn, identity, x, axis, dtype, include_initial,
+                          upcast_ints):
     x = _asarray(name, x)
     if axis is None:
         if get_aval(x).ndim > 1:
@@ -363,7 +364,7 @@ def _cumulative_array_api(name, lax_fn, identity, x, axis, dtype, include_initia
     if get_aval(x).ndim == 0:
         raise ValueError(f"{name}: the input must have at least one dimension.")
     axis = canonicalize_axis(axis, get_aval(x).ndim)
-    result = _cumulative(name, lax_fn, x, axis, dtype, upcast_ints=True)
+    result = _cumulative(name, lax_fn, x, axis, dtype, upcast_ints)
     if include_initial:
         shape = list(get_aval(result).shape)
         shape[axis] = 1
@@ -374,15 +375,17 @@ def _cumulative_array_api(name, lax_fn, identity, x, axis, dtype, include_initia
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-    """Array-API running sum; ``include_initial`` prepends the empty sum (zero)."""
+    """Array-API running sum; ``include_initial`` prepends the empty sum (zero). Narrow
+    ints sum in the default int (the standard's rule, which JAX follows here only)."""
     return _cumulative_array_api("cumulative_sum", lax.cumsum, 0, x, axis, dtype,
-                                 include_initial)
+                                 include_initial, True)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
-    """Array-API running product; ``include_initial`` prepends the empty product (one)."""
+    """Array-API running product; ``include_initial`` prepends the empty product (one).
+    Ints keep their type, as JAX's (bools become the default int)."""
     return _cumulative_array_api("cumulative_prod", lax.cumprod, 1, x, axis, dtype,
-                                 include_initial)
+                                 include_initial, False)
 
 
 # --- NaN-ignoring variants -----------------------------------------------------------------

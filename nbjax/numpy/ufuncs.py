@@ -506,12 +506,24 @@ def sinc(x, /):
 
 # --- comparisons, min/max ------------------------------------------------------------------
 
+def _lexicographic(compare):
+    """``compare`` (``lax.lt``...) extended to complex numbers as JAX orders them: by real
+    part, then by imaginary part."""
+    def fn(x, y):
+        if not dtypes.is_complex(_dtype(x)):
+            return compare(x, y)
+        x_re, y_re = lax.real(x), lax.real(y)
+        return select_where(lax.eq(x_re, y_re), compare(lax.imag(x), lax.imag(y)),
+                            compare(x_re, y_re))
+    return fn
+
+
 equal = _binary("equal", lax.eq)
 not_equal = _binary("not_equal", lax.ne)
-less = _binary("less", lax.lt)
-less_equal = _binary("less_equal", lax.le)
-greater = _binary("greater", lax.gt)
-greater_equal = _binary("greater_equal", lax.ge)
+less = _binary("less", _lexicographic(lax.lt))
+less_equal = _binary("less_equal", _lexicographic(lax.le))
+greater = _binary("greater", _lexicographic(lax.gt))
+greater_equal = _binary("greater_equal", _lexicographic(lax.ge))
 maximum = _binary("maximum", lax.max)
 minimum = _binary("minimum", lax.min)
 
@@ -519,13 +531,13 @@ minimum = _binary("minimum", lax.min)
 def fmax(x1, x2):
     """Maximum that ignores a NaN operand (``maximum`` propagates it)."""
     x1, x2 = promote_args("fmax", x1, x2)
-    return select_where(lax.bitwise_or(lax.gt(x1, x2), isnan(x2)), x1, x2)
+    return select_where(lax.bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
 
 
 def fmin(x1, x2):
     """Minimum that ignores a NaN operand (``minimum`` propagates it)."""
     x1, x2 = promote_args("fmin", x1, x2)
-    return select_where(lax.bitwise_or(lax.lt(x1, x2), isnan(x2)), x1, x2)
+    return select_where(lax.bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
 def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):
@@ -740,14 +752,23 @@ bitwise_xor = _binary("bitwise_xor", lax.bitwise_xor)
 invert = bitwise_not = bitwise_invert = _unary("invert", lax.bitwise_not)
 
 
+def _on_integers(shift):
+    """A shift of two promoted operands, booleans shifted as the default int (as JAX)."""
+    def fn(x, y):
+        if dtypes.is_bool(_dtype(x)):
+            x, y = (lax.convert_element_type(v, dtypes.default_int()) for v in (x, y))
+        return shift(x, y)
+    return fn
+
+
 def _right_shift(x, y):
     shift = (lax.shift_right_logical if dtypes.is_unsigned_int(_dtype(x))
              else lax.shift_right_arithmetic)
     return shift(x, y)
 
 
-left_shift = bitwise_left_shift = _binary("left_shift", lax.shift_left)
-right_shift = bitwise_right_shift = _binary("right_shift", _right_shift)
+left_shift = bitwise_left_shift = _binary("left_shift", _on_integers(lax.shift_left))
+right_shift = bitwise_right_shift = _binary("right_shift", _on_integers(_right_shift))
 
 
 # --- closeness and dtype conversion --------------------------------------------------------
