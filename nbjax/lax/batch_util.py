@@ -4,9 +4,9 @@ Rules call these on the values underneath a vmap (with the parent trace current)
 are ordinary lax calls. They move an axis only when it is not already where it must be.
 """
 
-from ..core import ClosedJaxpr, eval_closed_jaxpr, get_aval, new_trace
+from ..core import ClosedJaxpr, eval_closed_jaxpr, get_aval, new_trace, pytree
 from ..interpreters import ad
-from ..interpreters.batching import BatchTrace
+from ..interpreters.batching import AxisData, BatchTrace
 from ..interpreters.staging import trace_to_jaxpr
 from .shapes import broadcast_in_dim, moveaxis
 
@@ -102,10 +102,25 @@ def batch_jaxpr(closed, axis_data, in_batched, instantiate):
 def batched_call(fun, args, dims, axis_data, what="batch_jaxpr"):
     """``fun`` (flat list in and out) run by the batching interpreter on ``args``, batched
     at ``dims`` (None: not batched): each output as ``(value, its batch axis or None)``.
-    ``vmap`` for the layers below it (``lax.map``'s batches, the rules of sub-jaxprs)."""
+    The batching interpreter for the layers below ``vmap`` (``vmapped``, the rules of
+    sub-jaxprs)."""
     with new_trace(lambda parent: BatchTrace(parent, axis_data, what)) as trace:
         outs = fun(*[trace.wrap(a, d) for a, d in zip(args, dims)])
         return [trace.unpack(o) for o in outs]
+
+
+def vmapped(fun, args, dims, size, what):
+    """``vmap`` for the layers below ``nbjax.vmap`` (``lax.map``'s batches, ``vectorize``):
+    ``fun(*args)``, the arguments batched at ``dims`` (None: not batched) over an axis of
+    ``size``, every leaf of its (pytree) result batched at axis 0."""
+    trees = []
+
+    def flat(*batched):
+        leaves, tree = pytree.tree_flatten(fun(*batched))
+        trees.append(tree)
+        return leaves
+    outs = batched_call(flat, args, dims, AxisData(None, size), what)
+    return trees[0].unflatten([bdim_at(v, d, 0, size) for v, d in outs])
 
 
 def _add_any_batch_rule(axis_data, vals, dims):

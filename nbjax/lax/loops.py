@@ -18,7 +18,7 @@ from ..interpreters import ad, partial_eval
 from ..interpreters.batching import AxisData
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
-from .batch_util import batch_jaxpr, batched_call, bdim_at
+from .batch_util import batch_jaxpr, vmapped
 from .control_flow import (batched_at_front, carries_reached, check_avals, check_types_match,
                            fill_linear, fixed_point, flagged, hoist_consts, index_groups,
                            loop_invariant, merge_tangents, nonzero_flags, nonzero_tangents,
@@ -743,23 +743,16 @@ def map(f, xs, *, batch_size=None):  # shadows the builtin here: write comprehen
     steps, left = divmod(n, batch_size)
     per_step = [reshape(slice_in_dim(x, 0, steps * batch_size),
                         (steps, batch_size) + get_aval(x).shape[1:]) for x in leaves]
-    _, ys = scan(lambda _, x: ((), _vmapped(f, tree, x, batch_size)), (), per_step)
+    _, ys = scan(lambda _, x: ((), _batched(f, tree, x, batch_size)), (), per_step)
     ys = pytree.tree_map(lambda y: reshape(y, (steps * batch_size,) + get_aval(y).shape[2:]),
                          ys)
     if not left:
         return ys
-    rest = _vmapped(f, tree, [slice_in_dim(x, steps * batch_size, n) for x in leaves],
-                    left)
+    rest = _batched(f, tree, [slice_in_dim(x, steps * batch_size, n) for x in leaves], left)
     return pytree.tree_map(lambda a, b: concatenate([a, b], 0), ys, rest)
 
 
-def _vmapped(f, tree, leaves, size):
+def _batched(f, tree, leaves, size):
     """``f`` mapped over axis 0 of ``leaves`` (the flattened ``tree`` of its argument)."""
-    out_tree = []
-
-    def flat(*args):
-        outs, out = pytree.tree_flatten(f(tree.unflatten(list(args))))
-        out_tree.append(out)
-        return outs
-    outs = batched_call(flat, leaves, [0] * len(leaves), AxisData(None, size), "lax.map")
-    return out_tree[0].unflatten([bdim_at(v, d, 0, size) for v, d in outs])
+    return vmapped(lambda *args: f(tree.unflatten(list(args))), leaves, [0] * len(leaves),
+                   size, "lax.map")

@@ -14,8 +14,7 @@ import re
 import numpy as np
 
 from .. import lax
-from ..core import get_aval, pytree
-from ..interpreters import batching
+from ..core import get_aval
 from ..lax import batch_util
 from .creation import asarray
 from .indexing import IndexUpdateHelper, getitem, take
@@ -39,16 +38,7 @@ def _vmap(fun, in_axes):
     mapped), every output leaf's batch axis moved to 0."""
     def mapped(*args):
         size = next(get_aval(a).shape[ax] for a, ax in zip(args, in_axes) if ax is not None)
-        trees = []
-
-        def flat(*batched):
-            leaves, tree = pytree.tree_flatten(fun(*batched))
-            trees.append(tree)
-            return leaves
-        outs = batch_util.batched_call(flat, args, in_axes, batching.AxisData(None, size),
-                                       "vectorize")
-        return trees[0].unflatten([batch_util.bdim_at(v if d is not None else to_array(v), d,
-                                                      0, size) for v, d in outs])
+        return batch_util.vmapped(fun, args, in_axes, size, "vectorize")
     return mapped
 
 
