@@ -13,7 +13,7 @@ import inspect
 import logging
 import pdb
 
-from .core import Array, default_device, pytree
+from .core import Array, first_local_device, pytree
 from .core.array import SingleDeviceSharding
 from .lax.callback import debug_callback, flatten_callback
 
@@ -152,7 +152,7 @@ def inspect_array_sharding(value, *, callback):
 def _sharding(x):
     if isinstance(x, Array):
         return x.sharding
-    return SingleDeviceSharding(default_device())
+    return SingleDeviceSharding(first_local_device())
 
 
 def visualize_array_sharding(arr, **kwargs):

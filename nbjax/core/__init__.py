@@ -2,8 +2,8 @@
 
 from . import dtypes
 from .abstract import ShapedArray, canonical_shape
-from .array import (HOST_DEVICE, Array, Device, GpuDevice, default_device, devices,
-                    local_devices, host_result, register_platform, to_numpy, to_operand)
+from .array import (HOST_DEVICE, Array, Device, GpuDevice, devices, first_local_device,
+                    host_result, local_devices, register_platform, to_numpy, to_operand)
 from .eager import EvalTrace
 from .errors import (ConcretizationTypeError, JaxprTypeError, TracerArrayConversionError,
                      TracerBoolConversionError, TracerIntegerConversionError,

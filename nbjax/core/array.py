@@ -150,7 +150,9 @@ def local_devices(backend=None):
     return [_device(first + i, processes.index) for i in range(processes.local)]
 
 
-def default_device():
+def first_local_device():
+    """The CPU device an array made in this process reports (every CPU device's arrays live
+    in its memory): device 0, or this process's first under MPI."""
     return _CPU0 if processes.count == 1 else local_devices()[0]
 
 
