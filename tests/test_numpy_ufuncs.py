@@ -323,6 +323,49 @@ def test_unary_weak_types():
     assert jnp.negative(jnp.asarray(2.0)).weak_type
 
 
+# Where JAX's result is not typed as promoting its operands would type it (its code converts
+# to a plain dtype or compares with a strongly typed constant): what decides how the result
+# promotes next, shown by adding a float16 (a weak float32 gives way to it, a strong one not).
+I32_ARRAY, BOOLS = np.arange(3, dtype=I32), np.array([True, False, True])
+
+
+@pytest.mark.parametrize("expression, weak", [
+    (lambda: jnp.hypot(I32_ARRAY, 1.5), False), (lambda: jnp.hypot(1.5, 2.5), True),
+    (lambda: jnp.heaviside(I32_ARRAY, 0.5), False), (lambda: jnp.heaviside(0.5, I32_ARRAY), True),
+    (lambda: jnp.power(1.5, I32_ARRAY), False), (lambda: jnp.power(I32_ARRAY, 1.5), True),
+    (lambda: jnp.power(1.5, BOOLS), True), (lambda: jnp.power(3, BOOLS), False),
+    (lambda: jnp.gcd(BOOLS, 4), False), (lambda: jnp.lcm(3, 4), True),
+    (lambda: jnp.rint(jnp.asarray(3)), False), (lambda: jnp.rint(3.0), True),
+    (lambda: jnp.signbit(jnp.asarray(3)), False), (lambda: jnp.spacing(1.5), False),
+    (lambda: jnp.isinf(jnp.asarray(3.0)), False), (lambda: jnp.isnan(jnp.asarray(3)), True),
+    (lambda: jnp.isnan(jnp.asarray(3.0)), True), (lambda: jnp.isfinite(jnp.asarray(3)), False),
+    (lambda: jnp.isposinf(jnp.asarray(1.0)), False), (lambda: jnp.isclose(1, 2), False),
+])
+def test_weak_type_of_results_as_in_jax(expression, weak):
+    out = expression()
+    assert out.weak_type == weak
+    if jnp.issubdtype(out.dtype, jnp.floating):
+        following = out + np.ones(3, np.float16)
+        assert following.dtype == (np.float16 if weak else out.dtype)
+
+
+def test_spacing_signs_as_jax():
+    """Away from zero by the sign bit (-0.0's spacing is negative); float16's towards +inf,
+    as NumPy's and JAX's."""
+    x = np.array([-1.5, 1.5, 0.0, -0.0], np.float32)
+    tiny = np.float32(1.4e-45)
+    np.testing.assert_array_equal(np.asarray(jnp.spacing(x)),
+                                  np.array([-2 ** -23, 2 ** -23, tiny, -tiny], np.float32))
+    half = np.array([-1.5, 1.5, -0.0], np.float16)
+    np.testing.assert_array_equal(np.asarray(jnp.spacing(half)), np.spacing(half))
+    assert (np.asarray(jnp.spacing(half)) > 0).all()
+
+
+def test_round_refuses_booleans():
+    with pytest.raises(ValueError, match="booleans"):
+        jnp.round(np.array([True]))
+
+
 # --- special values ---------------------------------------------------------------------------
 
 SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, -2.0])

@@ -14,8 +14,8 @@ from .. import lax
 from ..core import Tracer, dtypes, get_aval
 from ..custom_derivatives import custom_jvp
 from ..lax.standard import scalar_like
-from .util import (broadcast_together, check_arraylike, filled_like, promote_args,
-                   promote_args_inexact, select_where, to_array)
+from .util import (all_weak, broadcast_together, check_arraylike, filled_like, promote_args,
+                   promote_args_inexact, select_where, to_array, with_weak_type)
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod",
@@ -202,12 +202,18 @@ def power(x, y, /):
     if exponent is not None:
         (x,) = promote_args("power", x)
         return lax.integer_pow(_bool_as_int(x), exponent)
+    # (JAX keeps an integer exponent an integer, and so a strongly typed one makes the
+    # result strongly typed; a bool exponent does so only for an integer result)
+    strong_exponent = not all_weak(y)
+    int_exponent = dtypes.is_int(_dtype(y))
     x, y = promote_args("power", x, y)
     if _is_int_or_bool(_dtype(x)):
         if dtypes.is_bool(_dtype(x)):
             x, y = (lax.convert_element_type(a, dtypes.default_int()) for a in (x, y))
-        return _pow_int_int(x, y)
-    return lax.pow(x, y)
+        result, strong = _pow_int_int(x, y), strong_exponent
+    else:
+        result, strong = lax.pow(x, y), strong_exponent and int_exponent
+    return with_weak_type(result, False) if strong else result
 
 
 pow = power
@@ -297,6 +303,9 @@ def round(a, decimals=0, out=None):
         raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
     (a,) = promote_args("round", a)
     decimals = operator.index(decimals)
+    if dtypes.is_bool(_dtype(a)):
+        raise ValueError("jnp.round does not round booleans (as JAX's: a bool is not "
+                         "inexact); convert them to a number first")
     if _is_int_or_bool(_dtype(a)):
         if decimals < 0:
             raise NotImplementedError("integer np.round not implemented for decimals < 0")
@@ -315,9 +324,13 @@ around = round
 
 
 def rint(x, /):
-    """Round to the nearest integer (half to even), as a float."""
+    """Round to the nearest integer (half to even), as a float (of integers: not weakly
+    typed, as in JAX)."""
+    check_arraylike("rint", x)
+    integral = _is_int_or_bool(_dtype(x))
     (x,) = promote_args_inexact("rint", x)
-    return _round_parts(x, lambda v: lax.round(v, lax.RoundingMethod.TO_NEAREST_EVEN))
+    rounded = _round_parts(x, lambda v: lax.round(v, lax.RoundingMethod.TO_NEAREST_EVEN))
+    return with_weak_type(rounded, False) if integral else rounded
 
 
 # --- exponentials, logarithms, powers ------------------------------------------------------
@@ -484,6 +497,7 @@ rad2deg = degrees = _scale("rad2deg", 180 / np.pi)
 
 def hypot(x1, x2, /):
     """``sqrt(x1**2 + x2**2)`` without overflow: scale by the larger magnitude."""
+    weak = all_weak(x1, x2)
     x1, x2 = promote_args_inexact("hypot", x1, x2)
     _not_for_complex("hypot", x1)
     x1, x2 = lax.abs(x1), lax.abs(x2)
@@ -493,7 +507,8 @@ def hypot(x1, x2, /):
     ratio = lax.div(small, safe_big)
     out = select_where(lax.eq(big, zero), big,
                  lax.mul(big, lax.sqrt(lax.add(lax.mul(ratio, ratio), one))))
-    return select_where(lax.bitwise_or(isinf(x1), isinf(x2)), filled_like(out, np.inf), out)
+    out = select_where(lax.bitwise_or(isinf(x1), isinf(x2)), filled_like(out, np.inf), out)
+    return with_weak_type(out, weak)
 
 
 def sinc(x, /):
@@ -557,9 +572,11 @@ def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):
 
 def heaviside(x1, x2, /):
     """0 for negative ``x1``, 1 for positive, ``x2`` where ``x1`` is zero."""
+    strong_x1 = not all_weak(x1)  # (JAX's result is weakly typed only if x1 is)
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
     zero, one = filled_like(x1, 0), filled_like(x1, 1)
-    return select_where(lax.lt(x1, zero), zero, select_where(lax.gt(x1, zero), one, x2))
+    out = select_where(lax.lt(x1, zero), zero, select_where(lax.gt(x1, zero), one, x2))
+    return with_weak_type(out, False) if strong_x1 else out
 
 
 def copysign(x1, x2, /):
@@ -584,7 +601,7 @@ def signbit(x, /):
     if dtypes.is_bool(dtype) or dtypes.is_unsigned_int(dtype):
         return filled_like(x, False, dtypes.bool_)
     if dtypes.is_signed_int(dtype):
-        return lax.lt(x, scalar_like(x, 0))
+        return with_weak_type(lax.lt(x, scalar_like(x, 0)), False)
     _not_for_complex("signbit", x)
     if dtype.itemsize not in _SAME_WIDTH_INT:  # the 8-, 6- and 4-bit floats, as in JAX
         raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")
@@ -595,10 +612,13 @@ def signbit(x, /):
 # --- integer functions ---------------------------------------------------------------------
 
 def _int_args(name, x1, x2):
+    """The operands promoted and broadcast together, weakly typed only when both are (as
+    JAX's results are)."""
+    weak = all_weak(x1, x2)
     x1, x2 = promote_args(name, x1, x2)
     if not dtypes.is_int(_dtype(x1)):
         raise ValueError(f"Arguments to jax.numpy.{name} must be integers.")
-    return broadcast_together(x1, x2)
+    return [with_weak_type(x, weak) for x in broadcast_together(x1, x2)]
 
 
 def gcd(x1, x2):
@@ -629,9 +649,10 @@ def lcm(x1, x2):
 
 # --- classification and complex parts ------------------------------------------------------
 
-def _classify(name, float_fn, default):
+def _classify(name, float_fn, default, weak_default=False):
     """A predicate on floats, applied to both parts of complex numbers (``combine``), and
-    constant ``default`` for integers and bools."""
+    constant ``default`` for integers and bools (weakly typed with ``weak_default`` when
+    ``x`` is, as JAX's ``isnan``)."""
     combine = lax.bitwise_and if default else lax.bitwise_or
 
     def fn(x, /):
@@ -640,13 +661,15 @@ def _classify(name, float_fn, default):
         if dtypes.is_complex(dtype):
             return combine(float_fn(lax.real(x)), float_fn(lax.imag(x)))
         if not dtypes.is_float(dtype):
-            return filled_like(x, default, dtypes.bool_)
+            constant = filled_like(x, default, dtypes.bool_)
+            return with_weak_type(constant, True) if weak_default and all_weak(x) else constant
         return float_fn(x)
     return _named(name, fn, f"Element-wise ``{name}`` (always {default} for integers).")
 
 
-isnan = _classify("isnan", lambda x: lax.ne(x, x), False)  # only NaN differs from itself
-isinf = _classify("isinf", lambda x: lax.eq(lax.abs(x), filled_like(x, np.inf)), False)
+isnan = _classify("isnan", lambda x: lax.ne(x, x), False, weak_default=True)
+isinf = _classify("isinf", lambda x: lax.eq(lax.abs(x), filled_like(x, np.inf, _dtype(x))),
+                  False)
 isfinite = _classify("isfinite", lax.is_finite, True)
 
 
@@ -659,7 +682,7 @@ def _isinf_signed(name, value):
         _not_for_complex(name, x)
         if not dtypes.is_float(_dtype(x)):
             return filled_like(x, False, dtypes.bool_)
-        return lax.eq(x, filled_like(x, value))
+        return lax.eq(x, filled_like(x, value, _dtype(x)))
     return _named(name, fn, f"Whether ``x`` is {value}.")
 
 
@@ -778,7 +801,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     ``equal_nan``. Integers are compared exactly."""
     a, b = promote_args("isclose", a, b)
     if not dtypes.is_inexact(_dtype(a)):
-        return lax.eq(a, b)
+        return with_weak_type(lax.eq(a, b), False)  # (never weakly typed, as in JAX)
     real_dtype = _dtype(lax.abs(a))
     tol = lax.add(filled_like(a, atol, real_dtype),
                   lax.mul(lax.convert_element_type(rtol, real_dtype), lax.abs(b)))
@@ -811,13 +834,14 @@ def bitwise_count(x, /):
 
 
 def spacing(x, /):
-    """The distance from ``x`` to the next float away from zero (negative for negative
-    ``x``), as NumPy: ``nextafter(x, ±inf) - x``."""
+    """The distance from ``x`` to the next float away from zero, negative where ``x`` has
+    its sign bit set (-0.0 too), as JAX's: ``nextafter(x, copysign(inf, x)) - x``; float16
+    measures towards +inf, as NumPy's and JAX's do."""
     (x,) = promote_args_inexact("spacing", x)
     _not_for_complex("spacing", x)
-    away = select_where(lax.lt(x, filled_like(x, 0)), filled_like(x, -np.inf),
-                        filled_like(x, np.inf))
-    return lax.sub(lax.nextafter(x, away), x)
+    inf = filled_like(x, np.inf, _dtype(x))
+    towards = inf if _dtype(x) == dtypes.float16 else copysign(inf, x)
+    return lax.sub(lax.nextafter(x, towards), x)
 
 
 # Cephes' Chebyshev coefficients of exp(-x) I0(x) on [0, 8] (A) and of

@@ -258,6 +258,23 @@ def filled_like(x, value, dtype=None):
     return lax.broadcast_in_dim(scalar, aval.shape, ())
 
 
+def all_weak(*args):
+    """Whether every one of ``args`` is weakly typed (a Python number, or an array made
+    from one)."""
+    return all(get_aval(a).weak_type for a in args)
+
+
+def with_weak_type(x, weak):
+    """``x``, weakly typed or not as ``weak`` says. For the functions whose result's weak
+    type JAX does not take from promoting their operands (its implementation converts
+    with a plain dtype, or compares with a strongly typed constant): results keep JAX's
+    type, which decides how they promote later (``jnp.hypot(i, 1.5) + float16`` is float32)."""
+    aval = get_aval(x)
+    if aval.weak_type == weak:
+        return x
+    return lax.convert_element_type(x, aval.dtype, weak_type=weak)
+
+
 def select_where(condition, x, y):
     """``select`` with NumPy broadcasting; scalar branches take the other branch's dtype."""
     if is_python_scalar(x):
