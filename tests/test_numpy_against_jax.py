@@ -1,0 +1,137 @@
+"""Every function of ``nbjax.numpy`` that takes one or two arrays, against ``jax.numpy``'s, on
+operands of every kind: float32, float16, int32, uint8, bool and complex64 arrays, Python
+floats and ints. The result must have JAX's dtype, shape and weak type (which decides how it
+promotes later: ``jnp.hypot(i, 1.5) + float16`` is float32), values within float32's
+tolerance, and there must be an error exactly where JAX raises one.
+
+This is the sweep that found complex ``less``, boolean shifts, ``cumulative_prod``'s dtype,
+``matvec``'s missing core dimension and a dozen weak types. Skipped without JAX, the
+reference (``pip install .[bench]``)."""
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import nbjax
+import nbjax.numpy as jnp
+
+jax = pytest.importorskip("jax")
+jax_numpy = pytest.importorskip("jax.numpy")
+
+_rng = np.random.default_rng(0)
+_f32 = (_rng.standard_normal(5) * 2).astype(np.float32)
+OPERANDS = {
+    "f32": _f32, "f16": _f32.astype(np.float16),
+    "i32": _rng.integers(-5, 6, 5).astype(np.int32),
+    "u8": _rng.integers(0, 9, 5).astype(np.uint8),
+    "bool": _rng.integers(0, 2, 5).astype(bool),
+    "c64": (_rng.standard_normal(5) + 1j * _rng.standard_normal(5)).astype(np.complex64),
+    "float": 1.5, "int": 3,
+}
+FIRST = ["f32", "i32", "bool", "float", "int", "u8", "c64"]
+SECOND = ["f32", "i32", "float", "int", "u8", "bool"]
+
+# Functions whose required arguments are not (only) arrays of these kinds, or whose results
+# are checked elsewhere against NumPy/JAX with the arguments they need.
+NOT_SWEPT = {
+    # shapes, axes, indices, sizes, dtypes or Python objects as arguments
+    "arange", "array", "asarray", "astype", "broadcast_shapes", "broadcast_to", "can_cast",
+    "diag_indices", "dtype", "empty", "expand_dims", "eye", "finfo", "full", "full_like",
+    "identity", "iinfo", "indices", "isdtype", "issubdtype", "linspace", "logspace",
+    "geomspace", "mask_indices", "moveaxis", "ones", "promote_types", "ravel_multi_index",
+    "repeat", "reshape", "resize", "result_type", "rollaxis", "roll", "split", "array_split",
+    "hsplit", "vsplit", "dsplit", "swapaxes", "take", "take_along_axis", "tile", "tri",
+    "tril_indices", "triu_indices", "unravel_index", "zeros", "pad", "put", "put_along_axis",
+    "insert", "delete", "choose", "compress", "extract", "place", "fill_diagonal", "select",
+    "tril_indices_from", "triu_indices_from", "diag_indices_from", "partition",
+    "argpartition", "apply_along_axis", "apply_over_axes", "fromfunction", "frompyfunc",
+    "piecewise", "vectorize", "einsum", "einsum_path", "from_dlpack", "frombuffer",
+    "fromfile", "fromiter", "fromstring", "load", "save", "savez", "printoptions",
+    "set_printoptions", "get_printoptions", "iterable", "ndim", "shape", "size", "ufunc",
+    "array_repr", "array_str", "block", "concatenate", "stack", "vstack", "hstack", "dstack",
+    "column_stack", "row_stack", "meshgrid", "ix_", "unstack", "lexsort", "sort_complex",
+    "histogram", "histogram2d", "histogramdd", "histogram_bin_edges", "bincount",
+    "digitize", "searchsorted", "interp", "polyfit", "polyval", "roots", "poly", "polyadd",
+    "polysub", "polymul", "polydiv", "polyder", "polyint", "trim_zeros", "unique",
+    "unique_all", "unique_counts", "unique_inverse", "unique_values", "nonzero", "argwhere",
+    "flatnonzero", "packbits", "unpackbits", "percentile", "quantile", "nanpercentile",
+    "nanquantile", "vander", "diagflat", "tensordot", "kron",
+    # products and array-shaped operands, compared in their own tests
+    "dot", "vdot", "vecdot", "matmul", "inner", "outer", "cross", "matvec", "vecmat",
+    "convolve", "correlate", "cov", "corrcoef", "trapezoid", "gradient", "diagonal",
+    "diag", "trace", "rot90", "matrix_transpose", "permute_dims", "transpose",
+    "setdiff1d", "union1d", "intersect1d", "setxor1d", "in1d", "isin",
+}
+
+
+def _required_positional(fn):
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return sum(p.default is inspect.Parameter.empty and
+               p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+
+
+def _swept():
+    names = []
+    for name in sorted(dir(jax_numpy)):
+        fn = getattr(jax_numpy, name)
+        if name.startswith("_") or name in NOT_SWEPT or isinstance(fn, type) or \
+                not callable(fn) or not hasattr(jnp, name):
+            continue
+        if _required_positional(fn) in (1, 2):
+            names.append(name)
+    return names
+
+
+def _call(fn, args):
+    """(result, None) or (None, the exception's type name)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fn(*args), None
+        except Exception as e:  # noqa: BLE001 - compared with JAX's
+            return None, type(e).__name__
+
+
+def _differences(name, combo):
+    args = [OPERANDS[k] for k in combo]
+    want, jax_error = _call(getattr(jax_numpy, name), args)
+    got, error = _call(getattr(jnp, name), args)
+    if (jax_error is None) != (error is None):
+        return [f"{name}{combo}: jax {jax_error or 'returns'}, nbjax {error or 'returns'}"]
+    if error is not None:
+        return []
+    wants, gots = jax.tree.leaves(want), nbjax.tree_util.tree_leaves(got)
+    if len(wants) != len(gots):
+        return [f"{name}{combo}: {len(gots)} results, jax {len(wants)}"]
+    return [f"{name}{combo}: {problem}" for w, g in zip(wants, gots)
+            for problem in [_compare(w, g)] if problem]
+
+
+def _compare(want, got):
+    want_weak = bool(getattr(want, "weak_type", False))
+    got_weak = bool(getattr(nbjax.core.get_aval(got), "weak_type", False))
+    want, got = np.asarray(want), np.asarray(got)
+    if (want.dtype, want.shape, want_weak) != (got.dtype, got.shape, got_weak):
+        return (f"{got.dtype}{got.shape}{' weak' * got_weak}, "
+                f"jax {want.dtype}{want.shape}{' weak' * want_weak}")
+    if want.dtype.kind in "fc":
+        scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=1.0))
+        close = np.allclose(got, want, rtol=2e-3, atol=1e-5 * scale, equal_nan=True)
+    else:
+        close = np.array_equal(got, want)
+    return None if close else f"{got.ravel()[:4]}, jax {want.ravel()[:4]}"
+
+
+@pytest.mark.parametrize("name", _swept())
+def test_matches_jax_on_every_kind_of_operand(name):
+    if _required_positional(getattr(jax_numpy, name)) == 1:
+        combos = [(k,) for k in OPERANDS]
+    else:
+        combos = [(a, b) for a in FIRST for b in SECOND]
+    differences = [d for combo in combos for d in _differences(name, combo)]
+    assert not differences, "\n".join(differences)
