@@ -466,6 +466,21 @@ def test_frexp_ldexp_modf(dtype):
     assert_close(frac, efrac, rtol=tol(dtype))
 
 
+@pytest.mark.parametrize("dtype", (F16, F32))
+def test_ldexp_at_extreme_exponents_as_numpy(dtype):
+    """A factor 2**e that alone overflows or underflows: 0 * 2**255 is 0, a subnormal
+    scaled up to a normal number is exact, and products beyond the range saturate."""
+    info = np.finfo(dtype)
+    x = np.array([0, 1, -1, info.smallest_subnormal, info.max, 3, 0.5, np.inf, np.nan, -0.0],
+                 dtype)
+    e = np.array([255, 300, -300, 2 * -info.minexp + info.nmant, -2 * info.maxexp, 5,
+                  -2 ** 31 + 1, -3, 2 ** 31 - 1, 7], I32)
+    with np.errstate(over="ignore"):
+        want = np.ldexp(x, e)
+    for ldexp in (jnp.ldexp, nbjax.jit(jnp.ldexp)):
+        np.testing.assert_array_equal(np.asarray(ldexp(x, e)), want)
+
+
 def test_ldexp_requires_real_base_and_integer_exponent():
     with pytest.raises(ValueError, match="ldexp not supported"):
         jnp.ldexp(1.0, 2.0)
@@ -504,6 +519,14 @@ def test_gcd_lcm(dtype):
     check(jnp.lcm(x, y), np.lcm(x.astype(w), y.astype(w)).astype(dtype), dtype)
 
 
+def test_lcm_wraps_around_as_numpy():
+    x = np.array([2 ** 31 - 1, -6, 2 ** 30, 0], I32)
+    y = np.array([128, 4, 6, 5], I32)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(jnp.lcm(x, y), np.lcm(x, y))
+    np.testing.assert_array_equal(nbjax.jit(jnp.lcm)(x, y), np.lcm(x, y))
+
+
 def test_gcd_rejects_floats():
     with pytest.raises(ValueError, match="integers"):
         jnp.gcd(1.0, 2)
@@ -515,6 +538,9 @@ def test_sinc_at_zero_and_heaviside_at_zero(dtype):
     out = jnp.heaviside(np.array([-1, 0, 2], dtype), np.array(0.25, dtype))
     np.testing.assert_array_equal(out, [0, 0.25, 1])
     assert out.dtype == dtype
+    specials = np.array([np.nan, -np.inf, np.inf, -0.0], dtype)
+    np.testing.assert_array_equal(jnp.heaviside(specials, dtype(0.5)),
+                                  np.heaviside(specials, dtype(0.5)))
 
 
 # --- comparisons, min/max, clip ---------------------------------------------------------------

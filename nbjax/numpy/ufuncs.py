@@ -431,10 +431,15 @@ def ldexp(x1, x2, /):
 
 
 def _times_pow2(x, e):
-    """``x * 2**e`` for an integer array ``e``, in two half steps: 2**e alone may overflow
-    (or underflow) where the product does not."""
-    half = lax.shift_right_arithmetic(e, filled_like(e, 1))
-    for part in (half, lax.sub(e, half)):
+    """``x * 2**e`` for an integer array ``e``, in three steps of about a third of ``e``:
+    2**e alone may overflow (or underflow) where the product does not. ``e`` is first
+    limited to the span beyond which every product overflows or underflows anyway, so that
+    no step's factor is infinite (0 * 2**255 is 0, not 0 * inf)."""
+    info = dtypes.finfo(_dtype(x))
+    span = info.maxexp - info.minexp + info.nmant + 2
+    e = lax.clamp(scalar_like(e, -span), e, scalar_like(e, span))
+    third = lax.div(e, filled_like(e, 3))
+    for part in (third, third, lax.sub(e, lax.add(third, third))):
         x = lax.mul(x, lax.exp2(lax.convert_element_type(part, _dtype(x))))
     return x
 
@@ -571,11 +576,13 @@ def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):
 
 
 def heaviside(x1, x2, /):
-    """0 for negative ``x1``, 1 for positive, ``x2`` where ``x1`` is zero."""
+    """0 for negative ``x1``, 1 for positive, ``x2`` where ``x1`` is zero, NaN where it is
+    NaN."""
     strong_x1 = not all_weak(x1)  # (JAX's result is weakly typed only if x1 is)
     x1, x2 = promote_args_inexact("heaviside", x1, x2)
     zero, one = filled_like(x1, 0), filled_like(x1, 1)
-    out = select_where(lax.lt(x1, zero), zero, select_where(lax.gt(x1, zero), one, x2))
+    signs = select_where(lax.lt(x1, zero), zero, select_where(lax.gt(x1, zero), one, x1))
+    out = select_where(lax.eq(x1, zero), x2, signs)
     return with_weak_type(out, False) if strong_x1 else out
 
 
@@ -639,12 +646,13 @@ def gcd(x1, x2):
 
 
 def lcm(x1, x2):
-    """Least common multiple (0 when either argument is 0)."""
+    """Least common multiple (0 when either argument is 0): ``|x1| * (|x2| / gcd)``, which
+    wraps around where it overflows as NumPy's and JAX's do."""
     x1, x2 = _int_args("lcm", x1, x2)
     d = gcd(x1, x2)
     d_zero = lax.eq(d, scalar_like(d, 0))
     safe_d = select_where(d_zero, filled_like(d, 1), d)
-    return select_where(d_zero, filled_like(d, 0), abs(lax.mul(x1, lax.div(x2, safe_d))))
+    return select_where(d_zero, filled_like(d, 0), lax.mul(abs(x1), lax.div(abs(x2), safe_d)))
 
 
 # --- classification and complex parts ------------------------------------------------------
