@@ -11,9 +11,8 @@ forward call returns them too, and the tangent call takes them instead of recomp
 import functools
 from typing import NamedTuple
 
-from . import tree_util
 from .calls import CallRules, FlatCall, Traced, as_array, static_positions
-from .core import ClosedJaxpr, Jaxpr, Primitive, Var, get_aval, has_effect
+from .core import ClosedJaxpr, Jaxpr, Primitive, Var, get_aval, has_effect, pytree
 from .interpreters import ad, staging
 from .interpreters.transpose import backward_pass, is_undefined
 from .lax.standard import owned_results
@@ -35,7 +34,7 @@ name_p.def_lowering("jaxpr", lambda x, *, name: x)  # compiled away
 
 def checkpoint_name(x, name):
     """``x`` (a pytree) tagged ``name``, for policies such as ``save_only_these_names``."""
-    return tree_util.tree_map(lambda leaf: name_p.bind(as_array(leaf), name=name), x)
+    return pytree.tree_map(lambda leaf: name_p.bind(as_array(leaf), name=name), x)
 
 
 class _Decision:

@@ -1,17 +1,94 @@
-"""``nbjax.tree_util``: flatten, rebuild and map over pytrees (as ``jax.tree_util``)."""
+"""``nbjax.tree_util``: flatten, rebuild and map over pytrees (as ``jax.tree_util``).
+
+These are ``core.pytree``'s functions as users see them: a typed PRNG key is a leaf, as in
+JAX (``core.pytree.register_leaf_to_users``), where nbjax's transformations open it.
+"""
 
 import functools
 
+from .core import pytree
 from .core.pytree import (DictKey, FlattenedIndexKey, GetAttrKey, KeyEntry,  # noqa: F401
-                          KeyPath, PyTreeDef, SequenceKey, all_leaves, flatten_one_level,
-                          flatten_one_level_with_keys, is_tree_node, keystr,
+                          KeyPath, PyTreeDef, SequenceKey, is_tree_node, keystr,
                           register_dataclass, register_pytree_node, register_pytree_node_class,
                           register_pytree_with_keys, register_pytree_with_keys_class,
-                          register_static, tree_all, tree_broadcast, tree_flatten,
-                          tree_flatten_with_path, tree_leaves, tree_leaves_with_path, tree_map,
-                          tree_map_with_path, tree_reduce, tree_reduce_associative,
-                          tree_structure, tree_transpose, tree_unflatten, treedef_children,
-                          treedef_is_leaf, treedef_tuple)
+                          register_static, tree_transpose, tree_unflatten, treedef_children,
+                          treedef_is_leaf, treedef_tuple, users_is_leaf,
+                          users_is_leaf_with_path)
+
+
+def tree_flatten(tree, is_leaf=None):
+    """``(leaves, treedef)``; ``is_leaf(x)`` may stop the descent at chosen subtrees."""
+    return pytree.tree_flatten(tree, users_is_leaf(is_leaf))
+
+
+def tree_leaves(tree, is_leaf=None):
+    return pytree.tree_leaves(tree, users_is_leaf(is_leaf))
+
+
+def tree_structure(tree, is_leaf=None):
+    return pytree.tree_structure(tree, users_is_leaf(is_leaf))
+
+
+def tree_map(f, tree, *rest, is_leaf=None):
+    """Apply ``f`` leaf-wise; ``rest`` trees must have ``tree``'s structure (or extend it)."""
+    return pytree.tree_map(f, tree, *rest, is_leaf=users_is_leaf(is_leaf))
+
+
+def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """``([(key_path, leaf)...], treedef)``: the leaves with the keys that reach them."""
+    return pytree.tree_flatten_with_path(
+        tree, users_is_leaf_with_path(is_leaf, is_leaf_takes_path), is_leaf_takes_path=True)
+
+
+def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+
+def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
+    """``f(key_path, leaf, *other_leaves)`` leaf-wise, as ``tree_map`` with the key paths."""
+    return pytree.tree_map_with_path(
+        f, tree, *rest, is_leaf=users_is_leaf_with_path(is_leaf, is_leaf_takes_path),
+        is_leaf_takes_path=True)
+
+
+def tree_reduce(function, tree, initializer=None, is_leaf=None):
+    return pytree.tree_reduce(function, tree, initializer, users_is_leaf(is_leaf))
+
+
+def tree_reduce_associative(operation, tree, *, identity=pytree._NO_IDENTITY, is_leaf=None):
+    return pytree.tree_reduce_associative(operation, tree, identity=identity,
+                                          is_leaf=users_is_leaf(is_leaf))
+
+
+def tree_all(tree, *, is_leaf=None):
+    return pytree.tree_all(tree, is_leaf=users_is_leaf(is_leaf))
+
+
+def all_leaves(iterable, is_leaf=None):
+    """Whether every element of ``iterable`` is a leaf (``None``, a node, is not)."""
+    return pytree.all_leaves(iterable, users_is_leaf(is_leaf))
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+    """``full_tree``'s structure with each leaf of ``prefix_tree`` repeated over the subtree
+    of ``full_tree`` it stands for."""
+    return pytree.tree_broadcast(prefix_tree, full_tree, users_is_leaf(is_leaf))
+
+
+def flatten_one_level(tree):
+    """``(children, aux)`` of the node ``tree``; ValueError if it is a leaf."""
+    return pytree.flatten_one_level(_node(tree))
+
+
+def flatten_one_level_with_keys(tree):
+    """``(((key, child), ...), aux)`` of the node ``tree``; ValueError if it is a leaf."""
+    return pytree.flatten_one_level_with_keys(_node(tree))
+
+
+def _node(tree):
+    if pytree.leaf_to_users(tree):
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    return tree
 
 
 class Partial(functools.partial):

@@ -280,3 +280,31 @@ def test_namedtuple_treedef_prints_as_jax():
     assert mine == "PyTreeDef(CustomNode(namedtuple[Point], [*, [*]]))"
     if jax is not None:
         assert mine == repr(jax.tree.structure(Point(1, [2])))
+
+
+def test_typed_prng_keys_are_leaves_to_users_as_in_jax():
+    """A user's tree functions meet a typed key whole (JAX's keys are leaves of an extended
+    dtype); jit, vmap and scan still trace its uint32 data."""
+    keys = nbjax.random.split(nbjax.random.key(0), 3)
+    state = {"keys": keys, "w": np.ones(2, np.float32)}
+    leaves, treedef = nbjax.tree_util.tree_flatten(state)
+    assert len(leaves) == 2 and leaves[0] is keys
+    assert nbjax.tree_util.tree_unflatten(treedef, leaves)["keys"] is keys
+    assert nbjax.tree.map(lambda x: x.shape, state) == {"keys": (3,), "w": (2,)}
+    assert [p for p, _ in nbjax.tree_util.tree_leaves_with_path(state)] == [
+        (nbjax.tree_util.DictKey("keys"),), (nbjax.tree_util.DictKey("w"),)]
+    assert nbjax.tree_util.all_leaves([keys, 1.0])
+    with pytest.raises(ValueError, match="can't tree-flatten"):
+        nbjax.tree_util.flatten_one_level(keys)
+
+    def step(state):
+        key, sub = nbjax.random.split(state["keys"][0])
+        return {"keys": nbjax.random.split(key, 3),
+                "w": state["w"] + nbjax.random.normal(sub, (2,))}
+    eager = step(state)
+    jitted = nbjax.jit(step)(state)
+    np.testing.assert_array_equal(np.asarray(jitted["w"]), np.asarray(eager["w"]))
+    assert isinstance(jitted["keys"], type(keys))
+    samples = nbjax.vmap(lambda k: nbjax.random.normal(k, ()))(keys)
+    looped = [nbjax.random.normal(keys[i], ()) for i in range(3)]
+    np.testing.assert_allclose(np.asarray(samples), np.asarray(looped), rtol=1e-6)

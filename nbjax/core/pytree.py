@@ -17,6 +17,7 @@ from collections import namedtuple
 _NodeType = namedtuple("_NodeType", ["to_iterable", "from_iterable", "to_keyed"],
                        defaults=[None])
 _registry = {}
+_leaves_to_users = set()  # node types the public API sees as leaves (``register_leaf_to_users``)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +115,40 @@ def register_pytree_with_keys_class(cls):
     register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
                               None if flatten is None else (lambda x: x.tree_flatten()))
     return cls
+
+
+def register_leaf_to_users(nodetype, flatten_func, unflatten_func):
+    """Register ``nodetype`` as a node of nbjax's own flattening (what transformations
+    trace: its children) that ``nbjax.tree_util`` and ``nbjax.tree`` treat as a leaf.
+
+    For typed PRNG keys: JAX's are arrays of an extended dtype, leaves of every pytree;
+    nbjax's wrap their uint32 data, which jit, vmap and grad trace as ordinary arrays, while
+    a user's ``tree_map`` or ``tree_leaves`` still meets the key whole."""
+    register_pytree_node(nodetype, flatten_func, unflatten_func)
+    _leaves_to_users.add(nodetype)
+    return nodetype
+
+
+def leaf_to_users(x):
+    """Whether ``x`` is a leaf to users though a node here (``register_leaf_to_users``)."""
+    return type(x) in _leaves_to_users
+
+
+def users_is_leaf(is_leaf):
+    """The ``is_leaf(x)`` that the public functions pass on: the user's (or None), or-ed
+    with ``leaf_to_users``."""
+    if is_leaf is None:
+        return leaf_to_users
+    return lambda x: leaf_to_users(x) or is_leaf(x)
+
+
+def users_is_leaf_with_path(is_leaf, is_leaf_takes_path):
+    """The same for the ``*_with_path`` functions, as ``is_leaf(path, x)``."""
+    if is_leaf is None:
+        return lambda _, x: leaf_to_users(x)
+    if is_leaf_takes_path:
+        return lambda path, x: leaf_to_users(x) or is_leaf(path, x)
+    return lambda _, x: leaf_to_users(x) or is_leaf(x)
 
 
 def register_static(cls):

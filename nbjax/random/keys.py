@@ -2,9 +2,10 @@
 
 A raw key is a plain array of two uint32 words; a batch of them has shape ``(..., 2)``. A
 typed key (``PRNGKeyArray``) hides that trailing axis: its shape is the shape of the batch
-of keys and its dtype prints ``key<fry>``. It is a pytree whose one child is the raw data,
-so jit, vmap and grad see ordinary uint32 arrays. Every operation accepts both kinds and
-returns keys of the kind it was given, as JAX does.
+of keys and its dtype prints ``key<fry>``. To nbjax's transformations it is a pytree whose
+one child is the raw data, so jit, vmap and grad see ordinary uint32 arrays; to users'
+pytree functions (``nbjax.tree_util``) it is a leaf, as in JAX. Every operation accepts
+both kinds and returns keys of the kind it was given, as JAX does.
 """
 
 import numpy as np
@@ -121,8 +122,8 @@ class PRNGKeyArray:
         return f"Array({self.shape}, dtype={KEY_DTYPE.name}) overlaying:\n{self._data}"
 
 
-pytree.register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), None),
-                            lambda _, children: PRNGKeyArray(children[0]))
+pytree.register_leaf_to_users(PRNGKeyArray, lambda k: ((k._data,), None),
+                              lambda _, children: PRNGKeyArray(children[0]))
 
 
 def _raw_data(name, key):
