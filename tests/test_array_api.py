@@ -266,6 +266,11 @@ def test_diff_and_unstack_edge_cases():
     with pytest.raises(ValueError, match="rank > 0"):
         jnp.unstack(np.float32(1))
     assert_close(staged(lambda a: jnp.diff(a, axis=0), X), np.diff(X, axis=0), rtol=1e-6)
+    for empty, kwargs in [(np.zeros((0, 4), np.float32), {"axis": 0}),
+                          (np.zeros((3, 0), np.int32), {}), (np.ones((3, 2)), {"n": 3})]:
+        want = np.diff(empty, **kwargs)  # (differences past the axis' length: empty)
+        got = jnp.diff(empty, **kwargs)
+        assert got.shape == want.shape and got.dtype == jnp.asarray(empty).dtype
 
 
 # --- inspection API ------------------------------------------------------------------------

@@ -506,6 +506,12 @@ def test_unwrap(kwargs):
     _compare("unwrap", (phase.astype(np.float32),), kwargs, rtol=1e-5)
 
 
+def test_unwrap_of_an_empty_axis():
+    for empty, axis in [(np.zeros((0, 4), np.float32), 0), (np.zeros((3, 0), np.int32), -1)]:
+        got = jnp.unwrap(empty, axis=axis)
+        assert got.shape == empty.shape and got.dtype == np.float32
+
+
 def test_unwrap_gradient_and_vmap():
     phase = np.array([0.0, 2.0, -1.5, 1.0, 3.5, 0.5])
     check_grads(jnp.unwrap, (phase,), order=1)

@@ -89,39 +89,55 @@ def _swept():
     return names
 
 
-def _call(fn, args):
+def _call(fn, args, kwargs=None):
     """(result, None) or (None, the exception's type name)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return fn(*args), None
+            return fn(*args, **(kwargs or {})), None
         except Exception as e:  # noqa: BLE001 - compared with JAX's
             return None, type(e).__name__
 
 
-def _differences(name, combo):
-    args = [OPERANDS[k] for k in combo]
-    want, jax_error = _call(getattr(jax_numpy, name), args)
-    got, error = _call(getattr(jnp, name), args)
+def _differences(name, args, kwargs=None, what=""):
+    """What differs between nbjax's and JAX's ``name(*args, **kwargs)``: results, or
+    whether it raises. Where JAX alone raises or its values differ, NumPy's result decides
+    (JAX's limitations and complex edge cases are not copied)."""
+    want, jax_error = _call(getattr(jax_numpy, name), args, kwargs)
+    got, error = _call(getattr(jnp, name), args, kwargs)
+    numpy_results = _numpy_results(name, args, kwargs)
+    if jax_error is not None and error is None and numpy_results is not None:
+        return [f"{name}{what}: {problem}" for problem in _compare_values(got, numpy_results)]
     if (jax_error is None) != (error is None):
-        return [f"{name}{combo}: jax {jax_error or 'returns'}, nbjax {error or 'returns'}"]
+        return [f"{name}{what}: jax {jax_error or 'returns'}, nbjax {error or 'returns'}"]
     if error is not None:
         return []
     wants, gots = jax.tree.leaves(want), nbjax.tree_util.tree_leaves(got)
     if len(wants) != len(gots):
-        return [f"{name}{combo}: {len(gots)} results, jax {len(wants)}"]
-    numpy_results = _numpy_results(name, args, len(wants))
-    return [f"{name}{combo}: {problem}" for w, g, n in zip(wants, gots, numpy_results)
+        return [f"{name}{what}: {len(gots)} results, jax {len(wants)}"]
+    if numpy_results is None or len(numpy_results) != len(wants):
+        numpy_results = [None] * len(wants)
+    return [f"{name}{what}: {problem}" for w, g, n in zip(wants, gots, numpy_results)
             for problem in [_compare(w, g, n)] if problem]
 
 
-def _numpy_results(name, args, count):
-    """NumPy's results for ``name`` (None each where NumPy has no such function or fails)."""
-    result, error = _call(getattr(np, name, None), args) if hasattr(np, name) else (None, 1)
+def _numpy_results(name, args, kwargs):
+    """NumPy's results for ``name``, as a list, or None where NumPy has no such function or
+    fails."""
+    result, error = _call(getattr(np, name), args, kwargs) if hasattr(np, name) else (None, 1)
     if error is not None:
-        return [None] * count
-    results = list(result) if isinstance(result, tuple) else [result]
-    return results if len(results) == count else [None] * count
+        return None
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+def _compare_values(got, numpy_results):
+    """Where only NumPy has a result: the same shapes and values (NumPy's dtypes are its
+    own: float64 for the median of integers)."""
+    gots = nbjax.tree_util.tree_leaves(got)
+    if len(gots) != len(numpy_results):
+        return [f"{len(gots)} results, NumPy {len(numpy_results)} (jax raises)"]
+    return [f"{np.asarray(g)}, NumPy {n} (jax raises)" for g, n in zip(gots, numpy_results)
+            if not _close(np.asarray(g), np.asarray(n))]
 
 
 def _compare(want, got, numpy_result):
@@ -157,5 +173,34 @@ def test_matches_jax_on_every_kind_of_operand(name):
         combos = [(k,) for k in OPERANDS]
     else:
         combos = [(a, b) for a in FIRST for b in SECOND]
-    differences = [d for combo in combos for d in _differences(name, combo)]
+    differences = [d for combo in combos for d in
+                   _differences(name, [OPERANDS[k] for k in combo], what=str(combo))]
+    assert not differences, "\n".join(differences)
+
+
+_matrix = _rng.standard_normal((3, 4)).astype(np.float32)
+_matrix[0, 1], _matrix[2, 2] = np.nan, -0.0
+MATRICES = {
+    "f32": _matrix, "i32": _rng.integers(-4, 5, (3, 4)).astype(np.int32),
+    "bool": _rng.integers(0, 2, (3, 4)).astype(bool),
+    "c64": (_rng.standard_normal((3, 4)) + 1j * _rng.standard_normal((3, 4))).astype(
+        np.complex64),
+    "no rows": np.zeros((0, 4), np.float32), "no columns": np.zeros((3, 0), np.int32),
+}
+AXES = [{}, {"axis": 0}, {"axis": -1, "keepdims": True}]
+
+
+def _along_axes():
+    return [name for name in _swept() if _required_positional(getattr(jax_numpy, name)) == 1
+            and "axis" in inspect.signature(getattr(jax_numpy, name)).parameters]
+
+
+@pytest.mark.parametrize("name", _along_axes())
+def test_matches_jax_along_each_axis(name):
+    """Reductions, cumulative and other functions along an axis, of 2-D operands (NaN and
+    -0.0 among them, and operands with no rows or no columns)."""
+    keepdims = "keepdims" in inspect.signature(getattr(jax_numpy, name)).parameters
+    differences = [d for k, x in MATRICES.items() for kwargs in AXES
+                   if keepdims or "keepdims" not in kwargs
+                   for d in _differences(name, [x], kwargs, f"({k}, {kwargs})")]
     assert not differences, "\n".join(differences)

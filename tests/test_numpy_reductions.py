@@ -4,7 +4,6 @@ every axis form, keepdims, where, dtype, initial, JAX's result dtypes, and the e
 import numpy as np
 import pytest
 
-import nbjax
 import nbjax.numpy as jnp
 from helpers import eager_and_traced, random_array
 
@@ -175,6 +174,14 @@ def test_var_and_std_take_a_mean_computed_before():
           np.nanvar(x.astype(np.float64), 1), F32)
     with pytest.raises(TypeError):
         jnp.var(x, 1, mean=jnp.mean(x, 1))  # (without the kept axis, as JAX)
+
+
+def test_var_of_complex_numbers_refuses_a_real_dtype_as_jax():
+    z = np.array([1 + 2j, 3 - 1j], np.complex64)
+    for fn in (jnp.var, jnp.std, jnp.nanvar, jnp.nanstd):
+        with pytest.raises(ValueError, match="real dtype"):
+            fn(z, dtype=np.float32)
+    check(jnp.var(z, dtype=np.complex64), np.var(z.astype(np.complex128)), F32)
 
 
 def test_var_where():

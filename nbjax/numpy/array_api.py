@@ -120,8 +120,8 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     step = lax.ne if arr.dtype == dtypes.bool_ else lax.sub
     for _ in range(n):
         size = arr.shape[axis]
-        arr = step(lax.slice_in_dim(arr, 1, size, axis=axis),
-                   lax.slice_in_dim(arr, 0, size - 1, axis=axis))
+        arr = step(lax.slice_in_dim(arr, min(1, size), size, axis=axis),
+                   lax.slice_in_dim(arr, 0, max(size - 1, 0), axis=axis))  # (empty stays so)
     return arr
 
 

@@ -233,6 +233,11 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     _out_unsupported(out)
     a = _asarray("var", a)
     ddof = _resolve_ddof(ddof, correction)
+    if dtype is not None and dtypes.is_complex(_dtype(a)) and \
+            not dtypes.is_complex(dtypes.canonicalize(dtype)):
+        raise ValueError("jax.numpy.var does not yet support real dtype parameters when "
+                         "computing the variance of an array of complex values (as JAX: "
+                         "NumPy's meaning is unclear here)")
     out_dtype = dtypes.to_inexact(_dtype(a)) if dtype is None else dtypes.canonicalize(dtype)
     if dtypes.is_complex(out_dtype):
         out_dtype = dtypes.canonicalize(dtypes.finfo(out_dtype).dtype)
@@ -598,9 +603,10 @@ def _quantile(name, a, q, axis, method, keepdims, ignore_nan, weights=None):
 
 
 def _finish_quantile(result, nan, invalid, q_shape, rest, a, axes, keepdims, ignore_nan):
-    """NaN for the slices with NaNs (all NaNs when ``ignore_nan``) or ``invalid``, and the
-    reduced axes kept if asked."""
-    with_nan = (lax.reduce_and if ignore_nan else lax.reduce_or)(nan, (len(rest),))
+    """NaN for the slices with NaNs (all NaNs when ``ignore_nan``), with no values (as
+    NumPy's median) or ``invalid``, and the reduced axes kept if asked."""
+    no_values = get_aval(nan).shape[-1] == 0  # (reduce_and of nothing: True)
+    with_nan = (lax.reduce_and if ignore_nan or no_values else lax.reduce_or)(nan, (len(rest),))
     invalid = with_nan if invalid is None else lax.bitwise_or(with_nan, invalid)
     invalid = broadcast_to_shape(invalid, q_shape + rest)
     result = select_where(invalid, filled_like(result, np.nan), result)
@@ -847,6 +853,8 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
     ddmod = select_where(ufuncs.logical_and(ddmod == -interval, dd > 0), interval, ddmod)
     correction = select_where(ufuncs.abs(dd) < discont, 0, ddmod - dd)
     n = get_aval(p).shape[axis]
+    if n == 0:
+        return p
     return concatenate((lax.slice_in_dim(p, 0, 1, axis=axis),
                         lax.slice_in_dim(p, 1, n, axis=axis) + cumsum(correction, axis=axis)),
                        axis=axis)
