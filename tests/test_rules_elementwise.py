@@ -194,6 +194,21 @@ def test_pow_at_zero_base_follows_jax():
     assert np.isnan(dy(np.float32(-2.0), np.float32(2.0)))
 
 
+def test_zeta_of_large_orders_ends_and_is_its_first_terms():
+    """zeta(s, q) for s far above the 10 + s terms summed before the asymptotic tail: the
+    terms fall below rounding after a few (1e30 terms were summed before: a hang)."""
+    s = np.float32([60, 200, 1e6, 1e30, np.inf, 1e30, np.inf])
+    q = np.float32([1, 1.5, 2, 2, 2, 0.5, 1])
+    direct = [sum((qi + k) ** -si for k in range(4)) if si < 1e3 else
+              (np.inf if qi < 1 else float(qi == 1)) for si, qi in zip(map(float, s),
+                                                                      map(float, q))]
+    with np.errstate(over="ignore"):
+        assert_close(lax.zeta(s, q), np.float32(direct), rtol=1e-6)
+    assert_close(lax.polygamma(np.float32(20), np.float32(0.7)),
+                 -np.prod(np.arange(1.0, 21)) * sum((0.7 + k) ** -21.0 for k in range(60)),
+                 rtol=1e-5)
+
+
 def test_polygamma_grad_with_broadcast_order():
     x = uniform(0.5, 3, (2, 3))
     check_grads(lambda x: lax.polygamma(np.float32([[1.0], [2.0]]), x), (x,), order=2)

@@ -341,20 +341,26 @@ def hurwitz_zeta_formula(s, q):
 
     Terms are summed one by one until ``q`` reaches ``10 + s``; the rest is the
     Euler-Maclaurin formula ``q**(1-s)/(s-1) + q**-s/2 + sum_j B_2j/(2j)! s(s+1)...(s+2j-2)
-    q**(1-s-2j)``, whose next term is then below float64 rounding.
+    q**(1-s-2j)``, whose next term is then below float64 rounding. For a large ``s`` the
+    terms fall below rounding first (``2**-s``...): the sum stops there, with no tail (a
+    step to ``10 + s`` would never end for ``s = 1e30``).
     """
-    total, threshold = 0.0, 10.0 + s
-    while np.any(q < threshold):
-        small = q < threshold
-        total = total + np.where(small, q ** -s, 0.0)
-        q = np.where(small, q + 1, q)
+    total, threshold = np.zeros(np.broadcast(s, q).shape), 10.0 + s
+    while True:
+        with np.errstate(over="ignore"):
+            term = q ** -s
+        adding = (q < threshold) & (term > total * 2.0 ** -54)  # (False for NaN)
+        if not adding.any():
+            break
+        total = total + np.where(adding, term, 0.0)
+        q = np.where(adding, q + 1, q)
     tail = q ** (1 - s) / (s - 1) + q ** -s / 2
     rising, power = s, q ** (-s - 1)  # for j = 1: s, and q**(1-s-2j)
     for j, coefficient in enumerate(_ZETA_TAIL, start=1):
         tail = tail + coefficient * rising * power
         rising = rising * (s + 2 * j - 1) * (s + 2 * j)
         power = power / (q * q)
-    return total + tail
+    return total + np.where(q < threshold, 0.0, tail)
 
 
 def _cot_pi_derivative(m, x):
