@@ -10,6 +10,7 @@ import functools
 
 import numpy as np
 import pytest
+import scipy.special
 
 import nbjax
 from nbjax import lax
@@ -207,6 +208,33 @@ def test_zeta_of_large_orders_ends_and_is_its_first_terms():
     assert_close(lax.polygamma(np.float32(20), np.float32(0.7)),
                  -np.prod(np.arange(1.0, 21)) * sum((0.7 + k) ** -21.0 for k in range(60)),
                  rtol=1e-5)
+
+
+def test_zeta_at_its_poles_and_outside_its_domain_as_xla():
+    """+inf at s = 1 and where q = 0, -1, ... meets an even s (0^-s is +inf from both sides),
+    NaN there for other s, for other s < 1, and for a negative q with a fractional s."""
+    s = np.float32([0, -0.0, 0.5, -2, 0, 2, 1, 1, 2.5, 3, 1, 4, -3])
+    q = np.float32([0, 0, 0, -1, 1, 0, 0, -3, 0, -2, 2, -1, -1.5])
+    inf, nan = np.inf, np.nan
+    want = np.float32([inf, inf, nan, inf, nan, inf, inf, inf, nan, nan, inf, inf, nan])
+    np.testing.assert_array_equal(np.asarray(lax.zeta(s, q)), want)
+
+
+def test_polygamma_of_huge_or_infinite_orders():
+    """n! beyond float64 (n > 170) is +inf, an infinite order is not whole (NaN): no
+    OverflowError from Python's integers, and no n-th derivative of cot built for n = 1e6."""
+    m = np.float32([np.inf, 1e6, 200, 200, 1e6, 30])
+    x = np.float32([1, 2, 0.5, -0.5, -0.5, -0.5])
+    got = np.asarray(lax.polygamma(m, x))
+    np.testing.assert_array_equal(got[:5], np.float32([np.nan, np.nan, -np.inf, np.nan,
+                                                       np.nan]))
+    assert_close(got[5], scipy.special.polygamma(30, -0.5), rtol=1e-5)
+
+
+def test_integer_pow_takes_only_integers():
+    assert float(lax.integer_pow(np.float32(2), np.int32(3))) == 8
+    with pytest.raises(TypeError, match="integer"):
+        lax.integer_pow(np.float32(2), 1.5)
 
 
 def test_polygamma_grad_with_broadcast_order():

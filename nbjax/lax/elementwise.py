@@ -354,8 +354,9 @@ def _integer_pow_abstract_eval(x, *, y):
 
 
 def integer_pow(x, y):
-    """Element-wise ``x ** y`` for a static Python integer ``y``."""
-    return integer_pow_p.bind(x, y=int(y))
+    """Element-wise ``x ** y`` for a static Python integer ``y`` (TypeError for any other
+    number, as JAX: 1.5 was truncated to 1)."""
+    return integer_pow_p.bind(x, y=operator.index(y))
 
 
 def _square_impl(x):

@@ -382,16 +382,23 @@ def _polygamma_of_order(n, x):
     odd orders are +inf from both sides; even ones change sign there: NaN (as XLA gives).
     """
     q = np.where(x > 0, x, 1 - x)
-    psi = (-1) ** (n + 1) * math.factorial(n) * hurwitz_zeta_formula(n + 1, q)
-    reflected = (-1) ** n * psi - np.pi * _cot_pi_derivative(n, x)
-    pole = (x <= 0) & (x == np.floor(x))
+    with np.errstate(over="ignore", invalid="ignore"):  # (n! overflows from n = 171)
+        factorial = math.exp(math.lgamma(n + 1)) if n <= _LARGEST_FACTORIAL else math.inf
+        psi = (-1) ** (n + 1) * factorial * hurwitz_zeta_formula(float(n + 1), q)
+        pole = (x <= 0) & (x == np.floor(x))
+        reflected = np.nan  # (beyond float64's factorials: too large either way)
+        if n <= _LARGEST_FACTORIAL and np.any((x <= 0) & ~pole):
+            reflected = (-1) ** n * psi - np.pi * _cot_pi_derivative(n, x)
     return np.where(pole, np.inf if n % 2 else np.nan, np.where(x > 0, psi, reflected))
+
+
+_LARGEST_FACTORIAL = 170  # the largest n whose n! float64 holds
 
 
 def _polygamma(m, x):
     """The m-th derivative of digamma, for a whole number ``m`` (NaN for other m, as JAX)."""
     m, x = np.broadcast_arrays(m, x)
-    whole = (m >= 0) & (m == np.floor(m))
+    whole = (m >= 0) & (m == np.floor(m)) & np.isfinite(m)
     out = np.where(whole & (m == 0), digamma_formula(x), np.nan)
     for n in np.unique(m[whole & (m > 0)]):
         out = np.where(m == n, _polygamma_of_order(int(n), x), out)

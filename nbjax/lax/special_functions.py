@@ -321,11 +321,14 @@ ad.defjvp2(bessel_i1e_p, _bessel_i1e_jvp)
 # --- the Hurwitz zeta function --------------------------------------------------------------------
 
 def _zeta(s, q):
-    """``sum_k (q + k)^-s``: NaN for s < 1 and where a negative q meets a fractional s (or q
-    is infinite), +inf at s = 1 and at the poles q = 0, -1, -2, ... (as XLA)."""
+    """``sum_k (q + k)^-s``, as XLA's: +inf at s = 1, and at the poles q = 0, -1, -2, ...
+    for an even s (where the term 0^-s is +inf from both sides; NaN for other s); NaN for
+    other s < 1 and where a negative q meets a fractional s (or q is infinite)."""
     s, q = np.broadcast_arrays(s, q)
-    pole = (s == 1) | ((q <= 0) & (q == np.floor(q)))
-    bad = (s < 1) | np.isnan(s) | np.isnan(q) | np.isinf(q) | ((q < 0) & (s != np.floor(s)))
+    at_pole = (q <= 0) & (q == np.floor(q))
+    pole = (s == 1) | (at_pole & (s % 2 == 0))
+    bad = (((s < 1) | at_pole) & ~pole) | np.isnan(s) | np.isnan(q) | np.isinf(q) | \
+        ((q < 0) & (s != np.floor(s)))
     ok = ~pole & ~bad
     out = hurwitz_zeta_formula(np.where(ok, s, 2.0), np.where(ok, q, 1.0))
     return np.where(bad, np.nan, np.where(pole, np.inf, out))
