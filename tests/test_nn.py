@@ -188,9 +188,12 @@ def test_one_hot(axis):
     assert nn.one_hot(x, 4, dtype=np.int8).dtype == np.int8
 
 
-def test_one_hot_needs_concrete_num_classes():
+def test_one_hot_needs_concrete_integer_num_classes():
     with pytest.raises(nbjax.ConcretizationTypeError):
         nbjax.make_jaxpr(lambda n: nn.one_hot(np.arange(2), n))(3)
+    with pytest.raises(TypeError, match="integer"):
+        nn.one_hot(np.arange(2), 2.5)  # (as JAX: it was truncated to 2)
+    assert nn.one_hot(np.arange(2), np.int32(3)).shape == (2, 3)
 
 
 def test_standardize():

@@ -132,6 +132,16 @@ def test_other_edges_as_scipy():
     assert np.isnan(special.owens_t(np.nan, 1.0))
 
 
+def test_wofz_of_half_precision_and_python_numbers_is_complex64():
+    """As JAX's: float16 (no complex32) and Python numbers give a strongly typed
+    complex64."""
+    x = np.array([0.5, 2.0], np.float16)
+    for value in (x, 1.5, 3):
+        out = special.wofz(value)
+        assert out.dtype == np.complex64 and not out.weak_type
+        assert_close(out, sps.wofz(np.asarray(value, np.float64)), 1e-6)
+
+
 def test_hypergeometric_beyond_the_plain_series():
     rng = np.random.default_rng(3)
     a, b, c = (rng.uniform(0.1, 3, N) for _ in range(3))

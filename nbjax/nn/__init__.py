@@ -5,6 +5,7 @@ Each is a few ``jnp`` operations, written to stay finite where the naive formula
 """
 
 import math
+import operator
 
 import numpy as np
 
@@ -339,11 +340,11 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
 def one_hot(x, num_classes, *, dtype=None, axis=-1):
     """``x[..., None] == arange(num_classes)`` as ``dtype`` (default float), with the class
     axis at ``axis``; out-of-range indices give all zeros."""
-    num_classes = concrete_argument("one_hot", "num_classes", num_classes)
+    num_classes = operator.index(concrete_argument("one_hot", "num_classes", num_classes))
     x = jnp.asarray(x)
     out_ndim = x.ndim + 1
     axis = canonicalize_axis(axis, out_ndim)
-    shape = x.shape[:axis] + (int(num_classes),) + x.shape[axis:]
+    shape = x.shape[:axis] + (num_classes,) + x.shape[axis:]
     classes = lax.broadcasted_iota(x.dtype, shape, axis)
     x = lax.broadcast_in_dim(x, shape, [i for i in range(out_ndim) if i != axis])
     return lax.convert_element_type(lax.eq(x, classes), dtype or dtypes.default_float())

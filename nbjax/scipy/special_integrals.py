@@ -285,9 +285,11 @@ def _wofz_jvp(primals, tangents):
 
 
 def wofz(z):
-    """The Faddeeva function ``w(z) = exp(-z^2) erfc(-iz)``; complex for real inputs too."""
+    """The Faddeeva function ``w(z) = exp(-z^2) erfc(-iz)``; complex for real inputs too
+    (complex64 for float16 and bfloat16, as JAX's)."""
     z, = promote_args_inexact("wofz", z)
     if not jnp.iscomplexobj(z):
+        z = z.astype(jnp.promote_types(z.dtype, jnp.float32))
         z = lax.complex(z, jnp.zeros_like(z))
     return _wofz(z)
 
