@@ -1,5 +1,6 @@
 """Shared helpers of the NumPy layer: argument checks, dtype and shape promotion, axes."""
 
+import functools
 import operator
 import warnings
 
@@ -273,6 +274,23 @@ def with_weak_type(x, weak):
     if aval.weak_type == weak:
         return x
     return lax.convert_element_type(x, aval.dtype, weak_type=weak)
+
+
+def half_precision_in_float32(fn):
+    """``fn`` of one array computed in float32 where the array is float16 or bfloat16, its
+    results rounded back: the series and continued fractions of some special functions
+    lose several half-precision ulps to rounding in their terms (JAX's compute in float32)."""
+    @functools.wraps(fn)
+    def wrapped(x):
+        dtype = get_aval(x).dtype if isinstance(x, (Array, Tracer, np.ndarray, np.generic)) \
+            else None
+        if dtype not in (dtypes.float16, dtypes.bfloat16):
+            return fn(x)
+        out = fn(lax.convert_element_type(x, dtypes.float32))
+        if isinstance(out, tuple):
+            return tuple(lax.convert_element_type(o, dtype) for o in out)
+        return lax.convert_element_type(out, dtype)
+    return wrapped
 
 
 def select_where(condition, x, y):

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..numpy.util import promote_args_inexact
+from ..numpy.util import half_precision_in_float32, promote_args_inexact
 
 __all__ = ["gamma", "gammasgn", "loggamma", "factorial", "comb", "poch", "multigammaln",
            "beta", "betaln", "betainc", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e",
@@ -232,6 +232,7 @@ def boxcox1p(x, lmbda):
 _ERFCX_TERMS = 60  # of the continued fraction: enough for x >= 2 in float64
 
 
+@half_precision_in_float32
 def erfcx(x):
     """The scaled complementary error function ``exp(x**2) erfc(x)``.
 

@@ -17,7 +17,7 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..custom_derivatives import custom_jvp
-from ..numpy.util import promote_args_inexact
+from ..numpy.util import half_precision_in_float32, promote_args_inexact
 
 __all__ = ["dawsn", "exp1", "expi", "expn", "fresnel", "sici", "spence", "wofz"]
 
@@ -119,6 +119,7 @@ def expn(n, x):
     return _expn(n, x)
 
 
+@half_precision_in_float32
 def exp1(x):
     """The exponential integral ``E1(x) = int_x^inf e^-t / t dt`` (NaN for x < 0)."""
     x, = promote_args_inexact("exp1", x)
@@ -150,11 +151,16 @@ def _expi_positive(x):
     return jnp.where(small, series, jnp.exp(xl) / xl * asymptotic)
 
 
-@custom_jvp
+@half_precision_in_float32
 def expi(x):
     """The exponential integral ``Ei(x) = PV int_-inf^x e^t / t dt``: ``-E1(-x)`` for x < 0,
     -inf at 0."""
     x, = promote_args_inexact("expi", x)
+    return _expi(x)
+
+
+@custom_jvp
+def _expi(x):
     positive = _expi_positive(jnp.where(x > 0, x, 1.0))
     negative = -_expn_value(jnp.ones_like(x), jnp.where(x < 0, -x, 1.0))
     out = jnp.where(x > 0, positive, negative)
@@ -162,7 +168,7 @@ def expi(x):
     return jnp.where(x == 0, jnp.full_like(x, -np.inf), jnp.where(jnp.isnan(x), x, out))
 
 
-expi.defjvps(lambda t, out, x: t * jnp.exp(x) / x)
+_expi.defjvps(lambda t, out, x: t * jnp.exp(x) / x)
 
 
 # --- the sine and cosine integrals ----------------------------------------------------------------
@@ -365,6 +371,7 @@ def _fresnel_jvp(primals, tangents):
     return _fresnel(x), (jnp.sin(phase) * x_dot, jnp.cos(phase) * x_dot)
 
 
+@half_precision_in_float32
 def fresnel(x):
     """The Fresnel integrals ``(S(x), C(x))``: ``int_0^x sin(pi t^2 / 2) dt`` and
     ``int_0^x cos(pi t^2 / 2) dt``."""
@@ -419,6 +426,7 @@ def _dawsn(x):
 _dawsn.defjvps(lambda t, out, x: t * (1 - 2 * x * out))
 
 
+@half_precision_in_float32
 def dawsn(x):
     """Dawson's integral ``F(x) = exp(-x^2) int_0^x exp(t^2) dt``."""
     x, = promote_args_inexact("dawsn", x)
