@@ -349,6 +349,12 @@ def test_weak_type_of_results_as_in_jax(expression, weak):
         assert following.dtype == (np.float16 if weak else out.dtype)
 
 
+@pytest.mark.parametrize("name", ["hypot", "heaviside", "gcd", "lcm", "power", "isclose"])
+def test_lists_are_refused_as_jax_refuses_them(name):
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+        getattr(jnp, name)([1, 2], 3)
+
+
 def test_spacing_signs_as_jax():
     """Away from zero by the sign bit (-0.0's spacing is negative); float16's towards +inf,
     as NumPy's and JAX's."""
