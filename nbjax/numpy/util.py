@@ -13,7 +13,7 @@ from ..core import (Array, ConcretizationTypeError, ShapedArray, Tracer, dtypes,
 from ..core.array import host_result, scalar_in_range, to_numpy
 from ..core.errors import unavailable
 from ..core.trace import is_python_scalar
-from ..lax.standard import IncompatibleShapesError, as_array
+from ..lax.standard import IncompatibleShapesError, accumulation_dtype, as_array
 from ..lax.standard import broadcast_shapes as lax_broadcast_shapes  # equal ranks only
 
 _SCALARS = (bool, int, float, complex)
@@ -271,10 +271,7 @@ def with_weak_type(x, weak):
     type JAX does not take from promoting their operands (its implementation converts
     with a plain dtype, or compares with a strongly typed constant): results keep JAX's
     type, which decides how they promote later (``jnp.hypot(i, 1.5) + float16`` is float32)."""
-    aval = get_aval(x)
-    if aval.weak_type == weak:
-        return x
-    return lax.convert_element_type(x, aval.dtype, weak_type=weak)
+    return _converted(x, get_aval(x).dtype, weak)
 
 
 def half_precision_in_float32(fn):
@@ -283,11 +280,13 @@ def half_precision_in_float32(fn):
     lose several half-precision ulps to rounding in their terms (JAX's compute in float32)."""
     @functools.wraps(fn)
     def wrapped(x):
-        dtype = get_aval(x).dtype if isinstance(x, (Array, Tracer, np.ndarray, np.generic)) \
-            else None
-        if dtype not in (dtypes.float16, dtypes.bfloat16):
+        if not isinstance(x, (Array, Tracer, np.ndarray, np.generic)):
             return fn(x)
-        out = fn(lax.convert_element_type(x, dtypes.float32))
+        dtype = get_aval(x).dtype
+        wider = accumulation_dtype(dtype)  # (float32 for float16 and bfloat16)
+        if wider == dtype:
+            return fn(x)
+        out = fn(lax.convert_element_type(x, wider))
         if isinstance(out, tuple):
             return tuple(lax.convert_element_type(o, dtype) for o in out)
         return lax.convert_element_type(out, dtype)
