@@ -206,3 +206,11 @@ def jupyterlab_theme_css(name):
     if not path.is_file():
         pytest.skip(f"JupyterLab's {name} theme is not installed at {path}")
     return path.read_text()
+
+
+def kernels_over_ipc(folder):
+    """Jupyter settings (for a jupyter_config.json, which every Jupyter app reads, or a
+    client's config) under which kernels talk to their clients through IPC sockets in
+    ``folder``. Over TCP the manager picks ports that are free when picked, and another test's
+    kernel may bind one first: this kernel then dies at start ("Address already in use")."""
+    return {"KernelManager": {"transport": "ipc", "ip": str(Path(folder) / "kernel")}}

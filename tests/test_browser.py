@@ -30,7 +30,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import jupyterlab_theme_css
+from helpers import jupyterlab_theme_css, kernels_over_ipc
 
 ROOT = Path(__file__).resolve().parents[1]
 TOUR = ROOT / "notebooks" / "01_tour.ipynb"
@@ -100,6 +100,7 @@ class Server:
         _write_json(self.tmp / "data" / "kernels" / "python3" / "kernel.json", {
             "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
             "display_name": "Python 3 (ipykernel)", "language": "python"})
+        _write_json(self.tmp / "config" / "jupyter_config.json", kernels_over_ipc(self.tmp))
         # Every cell stays in the DOM (JupyterLab 4 virtualises long notebooks otherwise).
         settings = self.tmp / "config" / "lab" / "user-settings" / "@jupyterlab"
         _write_json(settings / "notebook-extension" / "tracker.jupyterlab-settings",

@@ -9,6 +9,9 @@ import textwrap
 import time
 
 import pytest
+from traitlets.config import Config
+
+from helpers import kernels_over_ipc
 
 pytestmark = pytest.mark.cpu_compiler
 
@@ -100,10 +103,15 @@ def test_sigint_stops_a_compiled_loop(case):
     assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]
 
 
-def test_interrupt_kernel_stops_a_cell_and_the_kernel_stays_usable():
+def test_interrupt_kernel_stops_a_cell_and_the_kernel_stays_usable(tmp_path):
     jupyter_client = pytest.importorskip("jupyter_client")
-    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3")
+    km = jupyter_client.KernelManager(kernel_name="python3",
+                                      config=Config(kernels_over_ipc(tmp_path)))
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
     try:
+        kc.wait_for_ready(timeout=60)
         kc.execute_interactive(textwrap.dedent("""
             import numpy as np, nbjax
             from nbjax import lax

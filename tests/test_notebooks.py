@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from traitlets.config import Config
+
+from helpers import kernels_over_ipc
 
 MISSING = "{} is not installed (pip install -e .[test])"
 nbformat = pytest.importorskip("nbformat", reason=MISSING.format("nbformat"))
@@ -35,12 +38,14 @@ def jupyter_env(tmp_path, monkeypatch):
 def private_jupyter(tmp_path, monkeypatch):
     """A private Jupyter/IPython configuration whose only kernel runs this interpreter (so
     the notebooks import the nbjax under test, whatever kernels the machine has), with the
-    notebooks' small sizes switched on."""
+    notebooks' small sizes switched on and kernels reached through IPC sockets."""
     spec_dir = tmp_path / "data" / "kernels" / KERNEL
     spec_dir.mkdir(parents=True)
     (spec_dir / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "nbjax tests", "language": "python"}))
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "jupyter_config.json").write_text(json.dumps(kernels_over_ipc(tmp_path)))
     for name, sub in (("JUPYTER_DATA_DIR", "data"), ("JUPYTER_CONFIG_DIR", "config"),
                       ("JUPYTER_RUNTIME_DIR", "runtime"), ("IPYTHONDIR", "ipython")):
         monkeypatch.setenv(name, str(tmp_path / sub))
@@ -50,10 +55,12 @@ def private_jupyter(tmp_path, monkeypatch):
     return tmp_path
 
 
-def execute(path):
-    """The notebook at ``path``, executed in its own folder (as a user opening it would)."""
+def execute(path, jupyter_folder):
+    """The notebook at ``path``, executed in its own folder (as a user opening it would), by a
+    kernel of ``private_jupyter``'s ``jupyter_folder``."""
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, kernel_name=KERNEL, timeout=CELL_TIMEOUT_S,
+                                     config=Config(kernels_over_ipc(jupyter_folder)),
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     return nb
@@ -112,7 +119,7 @@ def test_stored_notebooks_are_valid_and_clean(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_top_to_bottom(path, jupyter_env):
-    nb = execute(path)
+    nb = execute(path, jupyter_env)
     executed = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count is not None for c in executed)
     errors = [out for c in executed for out in c.outputs if out.output_type == "error"]
