@@ -74,6 +74,7 @@ MODULES = [
     ("jax.scipy.sparse.linalg", "nbjax.scipy.sparse.linalg"),
     ("jax.example_libraries.optimizers", "nbjax.example_libraries.optimizers"),
     ("jax.example_libraries.stax", "nbjax.example_libraries.stax"),
+    ("jax.experimental", "nbjax.experimental"),
     ("jax.experimental.ode", "nbjax.experimental.ode"),
     ("jax.experimental.jet", "nbjax.experimental.jet"),
     ("jax.experimental.checkify", "nbjax.experimental.checkify"),

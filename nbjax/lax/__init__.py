@@ -14,7 +14,8 @@ iterates with ``while_loop``); ``derived``, ``parallel``, ``complex_parts`` (com
 arithmetic on real and imaginary parts, for the compiler); ``collectives``.
 """
 
-from .callback import debug_callback, debug_callback_p, pure_callback_p  # noqa: F401
+from .callback import (debug_callback, debug_callback_p, io_callback_p,  # noqa: F401
+                       pure_callback_p)
 from .collectives import *  # noqa: F401,F403
 from .cond import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403

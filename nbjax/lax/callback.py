@@ -19,6 +19,15 @@ compiler may drop it when nothing reads its results. An exception the function r
 out as JAX's does, a ``JaxRuntimeError`` holding its traceback (the original as its cause).
 It has no derivative (wrap it in ``custom_jvp``); under ``vmap`` its ``vmap_method`` says
 how it sees the batch.
+
+``io_callback`` (``nbjax.experimental.io_callback``) computes results the same way but is
+effectful, as ``debug_callback``: the compiler keeps it when nothing reads its results and
+never merges two. Under ``vmap`` it is called once per batch member, in order (``ordered``
+ones refuse to be batched, as JAX's); it has no derivative either.
+
+Both check what the callback returns as JAX does: its leaves, however nested, one per
+declared result; each converted to the type nbjax would store it as (a Python float or a
+float64 array is float32 without x64), then of the declared shape and dtype.
 """
 
 import contextlib
@@ -28,7 +37,7 @@ import traceback
 
 import numpy as np
 
-from ..core import Array, Primitive, pytree, valid_value
+from ..core import Array, Primitive, dtypes, pytree, valid_value
 from ..core.abstract import ShapedArray
 from ..core.errors import JaxRuntimeError
 from . import batch_util
@@ -36,7 +45,8 @@ from .shapes import expand_dims, moveaxis
 from .standard import library_lowering
 from .structural import concatenate, index_in_dim
 
-__all__ = ["debug_callback", "debug_callback_p", "pure_callback", "pure_callback_p"]
+__all__ = ["debug_callback", "debug_callback_p", "io_callback", "io_callback_p",
+           "pure_callback", "pure_callback_p"]
 
 log = logging.getLogger(__name__)
 
@@ -170,41 +180,53 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_meth
     """
     if vmap_method is not None and vmap_method not in VMAP_METHODS:
         raise ValueError(f"vmap_method must be one of {VMAP_METHODS}, got {vmap_method!r}")
-    specs, out_tree = pytree.tree_flatten(result_shape_dtypes)
-    avals = tuple(ShapedArray(s.shape, s.dtype) for s in specs)
-    flat, operands = flatten_callback(_ResultsOf(callback, out_tree), args, kwargs)
+    avals, out_tree = _result_avals(result_shape_dtypes)
+    flat, operands = flatten_callback(_LeavesOf(callback), args, kwargs)
     outs = pure_callback_p.bind(*operands, callback=flat, result_avals=avals,
                                 vmap_method=vmap_method)
     return pytree.tree_unflatten(out_tree, outs)
 
 
-class _ResultsOf:
-    """The callback with its results flattened, in the declared structure."""
+def _result_avals(result_shape_dtypes):
+    """(The types of the declared results, their pytree structure.) A 64-bit type that
+    nbjax would not store (x64 off) cannot be declared, as in JAX."""
+    specs, out_tree = pytree.tree_flatten(result_shape_dtypes)
+    avals = tuple(ShapedArray(s.shape, s.dtype) for s in specs)
+    if any(dtypes.canonicalize(a.dtype) != a.dtype for a in avals):
+        raise ValueError("result_shape_dtypes cannot specify 64-bit types when `enable_x64` "
+                         "is disabled")
+    return avals, out_tree
 
-    def __init__(self, callback, out_tree):
-        self.callback, self.out_tree = callback, out_tree
+
+class _LeavesOf:
+    """The callback with its results flattened to their leaves (JAX checks their number,
+    not their structure: a list for a declared tuple will do)."""
+
+    def __init__(self, callback):
+        self.callback = callback
 
     def __call__(self, *args, **kwargs):
-        return self.out_tree.flatten_up_to(self.callback(*args, **kwargs))
+        return pytree.tree_leaves(self.callback(*args, **kwargs))
 
     def __repr__(self):
         return getattr(self.callback, "__qualname__", repr(self.callback))
 
 
-@pure_callback_p.def_abstract_eval
-def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
+def _results_abstract_eval(*avals, result_avals, **params):
     return list(result_avals)
 
 
-@pure_callback_p.def_impl
-def _pure_callback_impl(*args, callback, result_avals, vmap_method):
-    try:
-        outs = callback(*_arrays(args))
-    except Exception as e:  # (as JAX, eagerly too)
-        raise _runtime_error(e) from e
+def _checked_results(outs, result_avals):
+    """The callback's results ``outs`` (its leaves) as NumPy arrays of ``result_avals``'
+    types, or JAX's runtime error saying which is not."""
+    if len(outs) != len(result_avals):
+        raise JaxRuntimeError(f"Mismatched number of outputs from callback. Expected: "
+                              f"{len(result_avals)}, Actual: {len(outs)}")
     checked = []
     for i, (out, aval) in enumerate(zip(outs, result_avals)):
         out = np.asarray(out.__array__() if isinstance(out, Array) else out)
+        if dtypes.is_supported(out.dtype):
+            out = out.astype(dtypes.canonicalize(out.dtype), copy=False)
         if out.shape != aval.shape:
             raise JaxRuntimeError(f"Incorrect output shape for return value #{i}: "
                                   f"Expected: {aval.shape}, Actual: {out.shape}")
@@ -213,6 +235,18 @@ def _pure_callback_impl(*args, callback, result_avals, vmap_method):
                                   f"Expected: {aval.dtype}, Actual: {out.dtype}")
         checked.append(out)
     return checked
+
+
+pure_callback_p.def_abstract_eval(_results_abstract_eval)
+
+
+@pure_callback_p.def_impl
+def _pure_callback_impl(*args, callback, result_avals, vmap_method):
+    try:
+        outs = callback(*_arrays(args))
+    except Exception as e:  # (as JAX, eagerly too)
+        raise _runtime_error(e) from e
+    return _checked_results(outs, result_avals)
 
 
 @pure_callback_p.def_jvp
@@ -225,11 +259,8 @@ def _pure_callback_jvp(primals, tangents, **params):
 def _pure_callback_batch(axis_data, vals, dims, *, callback, result_avals, vmap_method):
     size = axis_data.size
     if vmap_method in ("sequential", "sequential_unrolled"):
-        members = [pure_callback_p.bind(*_member(vals, dims, i), callback=callback,
-                                        result_avals=result_avals, vmap_method=vmap_method)
-                   for i in range(size)]
-        return [_stack([m[k] for m in members]) for k in range(len(result_avals))], \
-            [0] * len(result_avals)
+        return _sequential_batch(pure_callback_p, size, vals, dims, callback=callback,
+                                 result_avals=result_avals, vmap_method=vmap_method)
     if vmap_method not in ("expand_dims", "broadcast_all"):
         raise NotImplementedError(
             "vmap is only supported for the pure_callback primitive when vmap_method is one "
@@ -243,5 +274,63 @@ def _pure_callback_batch(axis_data, vals, dims, *, callback, result_avals, vmap_
     return outs, [0] * len(outs)
 
 
+def _sequential_batch(prim, size, vals, dims, **params):
+    """A callback primitive batched by calling it once per member, in order: the results
+    stacked along a new first axis."""
+    members = [prim.bind(*_member(vals, dims, i), **params) for i in range(size)]
+    n = len(params["result_avals"])
+    return [_stack([m[k] for m in members]) for k in range(n)], [0] * n
+
+
 def _stack(xs):
     return concatenate([expand_dims(x, (0,)) for x in xs], 0)
+
+
+# --- io_callback ---------------------------------------------------------------------------
+
+io_callback_p = Primitive("io_callback", multiple_results=True)
+library_lowering(io_callback_p, "host callback")
+io_callback_p.effectful = True
+
+
+def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=False,
+                **kwargs):
+    """``callback(*args, **kwargs)`` computed in Python on the values (as Arrays), also under
+    ``jit``, where it may have side effects (write a file, count calls): unlike
+    ``pure_callback`` it runs whenever the computation does, even when nothing reads its
+    results. It must return arrays of the shapes and dtypes of ``result_shape_dtypes`` (a
+    pytree of objects with ``.shape`` and ``.dtype``; None for no results). Under ``vmap``
+    it is called once per batch member, in order; an ``ordered`` one (calls in program
+    order, which nbjax keeps for all) cannot be batched, as in JAX. ``sharding`` is
+    accepted for JAX's signature."""
+    avals, out_tree = _result_avals(result_shape_dtypes)
+    flat, operands = flatten_callback(_LeavesOf(callback), args, kwargs)
+    outs = io_callback_p.bind(*operands, callback=flat, result_avals=avals,
+                              ordered=bool(ordered))
+    return pytree.tree_unflatten(out_tree, outs)
+
+
+io_callback_p.def_abstract_eval(_results_abstract_eval)
+
+
+@io_callback_p.def_impl
+def _io_callback_impl(*args, callback, result_avals, ordered):
+    try:
+        outs = callback(*_arrays(args))
+    except Exception as e:  # (as JAX, eagerly too, after its log message)
+        log.error("jax.io_callback failed", exc_info=e)
+        raise _runtime_error(e) from e
+    return _checked_results(outs, result_avals)
+
+
+@io_callback_p.def_jvp
+def _io_callback_jvp(primals, tangents, **params):
+    raise ValueError("IO callbacks do not support JVP.")
+
+
+@io_callback_p.def_batch
+def _io_callback_batch(axis_data, vals, dims, *, callback, result_avals, ordered):
+    if ordered:
+        raise ValueError("Cannot `vmap` ordered IO callback.")
+    return _sequential_batch(io_callback_p, axis_data.size, vals, dims, callback=callback,
+                             result_avals=result_avals, ordered=ordered)
