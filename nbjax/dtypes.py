@@ -11,7 +11,7 @@ import numpy as np
 
 from .core import dtypes as _core
 from .core import get_aval
-from .core.dtypes import TypePromotionError, extended, float0, iinfo, issubdtype, prng_key
+from .core.dtypes import TypePromotionError, extended, float0, iinfo, prng_key
 from .numpy import finfo
 from .numpy import util as _numpy_util
 
@@ -20,6 +20,13 @@ __all__ = ["canonicalize_dtype", "issubdtype", "result_type", "finfo", "iinfo", 
            "extended"]
 
 bfloat16 = ml_dtypes.bfloat16  # the scalar type, as in jax.dtypes (jnp.bfloat16 makes arrays)
+
+
+def issubdtype(a, b):
+    """Whether ``a`` is ``b`` or below it in the type hierarchy, with JAX's extra types
+    filed as JAX files them (``nbjax.numpy.issubdtype``, whose arguments are named as
+    NumPy's: ``arg1``, ``arg2``)."""
+    return _core.issubdtype(a, b)
 
 
 def canonicalize_dtype(dtype, allow_extended_dtype=False):

@@ -14,13 +14,16 @@ from .lax import batch_util
 __all__ = ["vmap"]
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None,
+         sum_match=False):
     """Vectorise ``fun`` over a mapped axis of its arguments, as ``jax.vmap``.
 
     ``in_axes``/``out_axes`` are an int, None, or pytree prefixes of the positional arguments
-    / outputs; keyword arguments are mapped over axis 0. ``axis_name`` names the mapped axis
-    for collectives (``lax.psum(x, axis_name)``). ``spmd_axis_name`` (the mesh axes JAX
-    shards the mapped axis over) changes nothing here: an nbjax array is whole on one device.
+    / outputs; keyword arguments are mapped over axis 0. An output whose ``out_axes`` is None
+    must not vary along the mapped axis, or with ``sum_match`` it is summed over it.
+    ``axis_name`` names the mapped axis for collectives (``lax.psum(x, axis_name)``).
+    ``spmd_axis_name`` (the mesh axes JAX shards the mapped axis over) changes nothing here:
+    an nbjax array is whole on one device.
     """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
@@ -51,7 +54,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
             flat_out, out_tree = pytree.tree_flatten(out)
             unpacked = [trace.unpack(x) for x in flat_out]
         flat_out_axes = flatten_axes("vmap out_axes", out_tree, out_axes, len(flat_out))
-        outs = [_to_out_axis(v, d, oa, size) for (v, d), oa in zip(unpacked, flat_out_axes)]
+        outs = [_to_out_axis(v, d, oa, size, axis_name, sum_match)
+                for (v, d), oa in zip(unpacked, flat_out_axes)]
         return out_tree.unflatten(outs)
     return vmapped
 
@@ -62,11 +66,17 @@ def _check_axis_spec(name, spec):
             raise TypeError(f"vmap {name} must contain only ints and None, got {leaf!r}")
 
 
-def _to_out_axis(val, dim, out_axis, size):
+def _to_out_axis(val, dim, out_axis, size, axis_name, sum_match):
     if out_axis is None:
-        if dim is not None:
-            raise ValueError("vmap has mapped output but out_axes is None")
-        return val
+        if dim is None:
+            return val
+        if sum_match:
+            return as_array(val).sum(dim)
+        if axis_name is not None:
+            raise ValueError(f"vmap has mapped output (axis_name={axis_name}) but out_axes is "
+                             "None")
+        raise ValueError(f"at vmap out_axes, got axis spec None but output was batched on "
+                         f"axis {dim}")
     val = as_array(val)
     nd = get_aval(val).ndim + (dim is None)
     if not -nd <= out_axis < nd:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import nbjax
+import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.core import JaxprTypeError, UnexpectedTracerError, check_jaxpr, eval_jaxpr
 from nbjax.core.errors import TracerBoolConversionError
@@ -115,6 +116,24 @@ def test_cond_closure_over_traced_values():
     for branch in eqn.params["branches"]:
         assert len(branch.jaxpr.invars) == 2
     assert_close(eval_jaxpr(closed.jaxpr, [], False, x, y)[0], x - y)
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_cond_and_switch_take_one_operand_by_keyword_as_jax_did(jitted):
+    """JAX's older form ``operand=x`` (one operand), still accepted; not with others."""
+    wrap = nbjax.jit if jitted else (lambda f: f)
+    x = random_array(rng, (3,))
+    got = wrap(lambda p, x: lax.cond(p, lambda v: v * 2.0, lambda v: v - 1.0, operand=x))
+    assert_close(got(True, x), x * 2)
+    assert_close(got(False, x), x - 1)
+    got = wrap(lambda i, x: lax.switch(i, [jnp.sin, jnp.cos], operand=x))
+    assert_close(got(1, x), np.cos(x), rtol=1e-6)
+    with pytest.raises(TypeError, match="if 'operand' keyword is passed then no positional "
+                                        "operands can be passed, got operand=1.0 and "
+                                        r"positional operands \(2.0,\)"):
+        lax.cond(True, lambda v: v, lambda v: v, 2.0, operand=1.0)
+    with pytest.raises(TypeError, match="no positional operands"):
+        lax.switch(0, [lambda v: v], 2.0, operand=1.0)
 
 
 def test_cond_output_type_comes_from_the_false_branch():

@@ -43,8 +43,23 @@ def test_unbatched_output_is_broadcast_for_out_axes():
     np.testing.assert_array_equal(out, np.full(3, 7, np.float32))
     out = nbjax.vmap(lambda x: (x, 1.0), out_axes=(0, None))(random_array(rng, (3,)))
     assert float(out[1]) == 1.0
-    with pytest.raises(ValueError, match="out_axes is None"):
+    with pytest.raises(ValueError, match="got axis spec None but output was batched on axis 0"):
         nbjax.vmap(lambda x: x, out_axes=None)(random_array(rng, (3,)))
+    with pytest.raises(ValueError, match=r"mapped output \(axis_name=i\) but out_axes is None"):
+        nbjax.vmap(lambda x: x, out_axes=None, axis_name="i")(random_array(rng, (3,)))
+
+
+def test_sum_match_sums_a_mapped_output_whose_out_axes_is_none():
+    """(As ``jax.vmap(..., sum_match=True)``: an unmapped output stays as it is.)"""
+    x, y = random_array(rng, (2, 3)), np.float32(2.5)
+    f = lambda x, y: (jnp.sin(x) * y, y, x > 0)               # noqa: E731
+    total, same, count = nbjax.vmap(f, in_axes=(1, None), out_axes=None, sum_match=True)(x, y)
+    assert_close(total, loop(lambda x, y: f(x, y)[0], (1, None), (x, y)).sum(0), rtol=1e-6)
+    assert same == y
+    assert count.dtype == np.int32
+    np.testing.assert_array_equal(count, (x > 0).sum(1))
+    mapped = nbjax.vmap(lambda x: x * 2, out_axes=0, sum_match=True)(x)
+    assert_close(mapped, x * 2, rtol=1e-6)
 
 
 def test_pytree_in_axes_and_kwargs():

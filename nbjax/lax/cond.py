@@ -235,12 +235,26 @@ def _predicate(pred):
     return elementwise.ne(pred, scalar_like(pred, 0))
 
 
-def cond(pred, true_fun, false_fun, *operands):
+_NO_OPERAND = object()
+
+
+def _with_operand(operands, operand):
+    """The operands, given positionally or (JAX's older form) as the one ``operand=``."""
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError("if 'operand' keyword is passed then no positional operands can be "
+                        f"passed, got operand={operand!r} and positional operands {operands!r}")
+    return (operand,)
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one primitive.
 
     Both branches are traced (so both must return the same types); only the chosen one runs.
     The primitive takes an int32 index, with the false branch first, as JAX's does.
     """
+    operands = _with_operand(operands, operand)
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     index = elementwise.convert_element_type(_predicate(pred), np.int32)
@@ -249,8 +263,9 @@ def cond(pred, true_fun, false_fun, *operands):
     return _bind_cond(index, (false_jaxpr, true_jaxpr), consts, flat, out_tree)
 
 
-def switch(index, branches, *operands):
+def switch(index, branches, *operands, operand=_NO_OPERAND):
     """``branches[index](*operands)``, with ``index`` clamped into range as in JAX."""
+    operands = _with_operand(operands, operand)
     branches = tuple(branches)
     if not all(callable(b) for b in branches):
         raise TypeError("lax.switch: branches argument should be a sequence of callables.")

@@ -971,22 +971,23 @@ def _convert_element_type_impl(x, *, new_dtype, weak_type):
     return np.asarray(x).astype(new_dtype)
 
 
-def convert_element_type(x, new_dtype, weak_type=False):
-    """Convert ``x`` to ``new_dtype`` (canonicalized: 32-bit unless x64 is on)."""
+def convert_element_type(operand, new_dtype, weak_type=False):
+    """Convert ``operand`` to ``new_dtype`` (canonicalized: 32-bit unless x64 is on)."""
     new_dtype = dtypes.canonicalize(new_dtype)
-    aval = get_aval(x)
+    aval = get_aval(operand)
     if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(new_dtype):
         warnings.warn("Casting complex values to real discards the imaginary part",
                       np.exceptions.ComplexWarning, stacklevel=2)
-    if aval.dtype == new_dtype and aval.weak_type == weak_type and isinstance(x, (Array, Tracer)):
-        return x
+    if (aval.dtype == new_dtype and aval.weak_type == weak_type
+            and isinstance(operand, (Array, Tracer))):
+        return operand
     params = dict(new_dtype=new_dtype, weak_type=bool(weak_type))
-    if not isinstance(x, Tracer):  # a constant: convert it now rather than stage the conversion
+    if not isinstance(operand, Tracer):  # a constant: convert it now, not stage the conversion
         out_aval = convert_element_type_p.abstract_eval(aval, **params)
         # A Python int may not fit the default int (2**100 -> float32 is fine): let NumPy hold it.
-        value = np.asarray(x) if type(x) is int else to_numpy(x)
+        value = np.asarray(operand) if type(operand) is int else to_numpy(operand)
         return Array.wrap(convert_element_type_p.impl(value, **params), out_aval)
-    return convert_element_type_p.bind(x, **params)
+    return convert_element_type_p.bind(operand, **params)
 
 
 # Derivatives and batching of the dtype conversions.

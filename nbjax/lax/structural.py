@@ -539,7 +539,7 @@ kernel_index(iota_p, _kernel_iota)
 
 # --- filled arrays -------------------------------------------------------------------------
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, sharding=None):
     """An array of ``shape`` filled with the scalar ``fill_value``.
 
     Without ``dtype`` the result has ``fill_value``'s dtype, weakly typed if it is a Python
@@ -557,8 +557,10 @@ def full(shape, fill_value, dtype=None):
     return broadcast(elementwise.convert_element_type(fill_value, dtype, weak_type), shape)
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
-    """Like ``full``, with the shape and dtype (and weak type) of ``x`` by default."""
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+    """Like ``full``, with the shape and dtype (and weak type) of ``x`` by default.
+    (``sharding``, as ``full``'s, is accepted for JAX's signature: an array is whole on one
+    device.)"""
     aval = get_aval(x)
     shape = aval.shape if shape is None else canonical_shape(shape)
     weak_type = dtype is None and aval.weak_type

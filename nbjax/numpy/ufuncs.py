@@ -287,7 +287,16 @@ def _trunc(x):
 
 floor = _rounding("floor", lax.floor)
 ceil = _rounding("ceil", lax.ceil)
-trunc = fix = _rounding("trunc", _trunc)
+_truncated = _rounding("trunc", _trunc)
+
+
+def trunc(x):
+    """Element-wise ``trunc`` (towards zero); integer inputs are returned as is. (JAX's
+    takes ``x`` by keyword too, unlike ``floor`` and ``ceil``.)"""
+    return _truncated(x)
+
+
+fix = trunc
 
 
 def _round_parts(x, fn):
