@@ -49,6 +49,18 @@ CASES = [
     ("betabinom.pmf", (0.0, -1.0, 1.0, 1.0), nan), ("betabinom.pmf", (0.0, 2.0, 0.0, 1.0), nan),
     ("betabinom.pmf", (3.0, 2.0, 1.0, 1.0), 0.0), ("betabinom.pmf", (-1.0, 2.0, 1.0, 1.0), 0.0),
     ("betabinom.pmf", (nan, 2.0, 1.0, 1.0), nan), ("betabinom.pmf", (1.0, 2.0, 1.0, 1.0), 1 / 3),
+    ("bernoulli.cdf", (nan, 0.3), nan), ("bernoulli.cdf", (1.0, 0.3), 1.0),
+    # cauchy's quantiles: exact ends, and the far tails to float32's precision (JAX: finite
+    # at 0 and 1, and 3% off at 1e-6)
+    ("cauchy.ppf", (0.0,), -inf), ("cauchy.ppf", (1.0,), inf), ("cauchy.isf", (0.0,), inf),
+    ("cauchy.ppf", (1e-6,), -1 / np.tan(np.pi * 1e-6)), ("cauchy.isf", (1e-6, 1.0, 2.0),
+                                                         1 + 2 / np.tan(np.pi * 1e-6)),
+    ("cauchy.ppf", (0.75,), 1.0), ("cauchy.isf", (0.75,), -1.0), ("cauchy.ppf", (0.5,), 0.0),
+    # vonmises: NaN for kappa < 0; kappa = 0 is uniform (JAX: NaN)
+    ("vonmises.pdf", (0.5, -1.0), nan), ("vonmises.pdf", (0.5, 0.0), 1 / (2 * np.pi)),
+    # wrapcauchy: NaN unless 0 < c < 1, and at a NaN x; 0 outside [0, 2 pi]
+    ("wrapcauchy.pdf", (0.5, 0.0), nan), ("wrapcauchy.pdf", (0.5, 1.5), nan),
+    ("wrapcauchy.logpdf", (nan, 0.5), nan), ("wrapcauchy.pdf", (7.0, 0.5), 0.0),
 ]
 
 

@@ -18,9 +18,9 @@ def _valid_p(p, out):
 
 
 def cdf(k, p):
-    """0 below 0, ``1 - p`` on [0, 1), 1 from 1 on."""
+    """0 below 0, ``1 - p`` on [0, 1), 1 from 1 on (NaN at NaN)."""
     k, p = promote_args_inexact("bernoulli.cdf", k, p)
-    return _valid_p(p, jnp.where(k < 0, 0, jnp.where(k < 1, 1 - p, 1)))
+    return _valid_p(p, jnp.where(k < 0, 0, jnp.where(k < 1, 1 - p, jnp.where(k >= 1, 1, k))))
 
 
 def ppf(q, p):

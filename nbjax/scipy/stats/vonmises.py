@@ -13,8 +13,11 @@ __all__ = ["logpdf", "pdf"]
 
 
 def logpdf(x, kappa):
+    """NaN for a negative ``kappa``, as in JAX and SciPy; ``kappa = 0`` is the uniform
+    distribution, as in SciPy (JAX: NaN)."""
     x, kappa = promote_args_inexact("vonmises.logpdf", x, kappa)
-    return kappa * (jnp.cos(x) - 1) - math.log(2 * math.pi) - jnp.log(special.i0e(kappa))
+    density = kappa * (jnp.cos(x) - 1) - math.log(2 * math.pi) - jnp.log(special.i0e(kappa))
+    return jnp.where(kappa >= 0, density, jnp.nan)
 
 
 def pdf(x, kappa):

@@ -11,10 +11,13 @@ __all__ = ["logpdf", "pdf"]
 
 
 def logpdf(x, c):
+    """-inf outside ``[0, 2 pi]`` (NaN at NaN, as in SciPy; JAX: -inf); NaN unless
+    ``0 < c < 1``, as in JAX and SciPy."""
     x, c = promote_args_inexact("wrapcauchy.logpdf", x, c)
     density = (jnp.log1p(-c * c) - math.log(2 * math.pi)
                - jnp.log(1 + c * c - 2 * c * jnp.cos(x)))
-    return jnp.where((x >= 0) & (x <= 2 * math.pi), density, -jnp.inf)
+    inside = jnp.where((x < 0) | (x > 2 * math.pi), -jnp.inf, density)
+    return jnp.where((c > 0) & (c < 1), inside, jnp.nan)
 
 
 def pdf(x, c):
