@@ -102,10 +102,10 @@ CASES = [
     ("triu", lambda m, x: m.triu(x, 2), (3, 4)),
     ("append", lambda m, x: m.append(x, x), (2, 3)),
     ("append_axis", lambda m, x: m.append(x, x[:1], axis=0), (2, 3)),
-    ("delete", lambda m, x: m.delete(x, [0, -1], axis=1), (2, 4)),
+    ("delete", lambda m, x: m.delete(x, np.array([0, -1]), axis=1), (2, 4)),
     ("delete_slice", lambda m, x: m.delete(x, slice(None, None, 2)), (2, 3)),
     ("insert_scalar", lambda m, x: m.insert(x, 1, x[:, 0], axis=1), (2, 3)),
-    ("insert_many", lambda m, x: m.insert(x, [2, 0, 2], x[0, 0]), (2, 3)),
+    ("insert_many", lambda m, x: m.insert(x, np.array([2, 0, 2]), x[0, 0]), (2, 3)),
     ("where", lambda m, x: m.where(x != 0, x, x[::-1]), (2, 3)),
     ("select", lambda m, x: m.select([x.real > 1, x.real < 0], [x, x * 2], 0), (2, 3)),
 ]
@@ -416,6 +416,12 @@ def test_traced_roll_shift():
     (lambda: jnp.rot90(jnp.ones((2, 2)), axes=(0, 0)), ValueError, "different"),
     (lambda: jnp.matrix_transpose(jnp.ones(3)), ValueError, "two-dimensional"),
     (lambda: jnp.delete(jnp.ones(3), 5), IndexError, "out of bounds"),
+    # lists are no arrays to JAX: the message names the argument as JAX's does
+    (lambda: jnp.delete(jnp.ones(3), [0, 2]), TypeError,
+     r"^delete requires ndarray or scalar arguments, got <class 'list'> at position 1\.$"),
+    (lambda: jnp.insert(jnp.ones(3), (1,), 5.0), TypeError, "got <class 'tuple'> at position 1"),
+    (lambda: jnp.insert(jnp.ones(3), 1, [5.0, 6.0]), TypeError, "got <class 'list'> at position 2"),
+    (lambda: jnp.add(1.0, [2.0]), TypeError, "got <class 'list'> at position 1"),
 ])
 def test_errors(call, error, match):
     with pytest.raises(error, match=match):

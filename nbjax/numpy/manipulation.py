@@ -31,9 +31,10 @@ __all__ = [
     "block", "packbits", "unpackbits"]
 
 
-def _arr(name, x):
-    """An array argument as an Array/Tracer (Python scalars and NumPy values accepted)."""
-    check_arraylike(name, x)
+def _arr(name, x, position=0):
+    """The array argument ``x`` (at ``position`` among ``name``'s arguments) as an
+    Array/Tracer (Python scalars and NumPy values accepted; lists refused, as in JAX)."""
+    check_arraylike(name, x, first=position)
     return to_array(x)
 
 
@@ -740,7 +741,9 @@ def append(arr, values, axis=None):
 
 
 def _concrete_obj(name, obj):
-    """``obj`` (not a slice) as a concrete NumPy array."""
+    """``obj`` (not a slice: insert's or delete's second argument) as a concrete NumPy
+    array; a list is refused, as in JAX."""
+    check_arraylike(name, obj, first=1)
     return concrete_value(name, obj) if isinstance(obj, (Array, Tracer)) else np.asarray(obj)
 
 
@@ -799,7 +802,7 @@ def insert(arr, obj, values, axis=None):
     if np.any((positions < -n) | (positions > n)):
         raise IndexError(f"index out of bounds for axis {axis} with size {n}")
     positions = np.where(positions < 0, positions + n, positions)
-    values = lax.convert_element_type(_arr("insert", values), get_aval(arr).dtype)
+    values = lax.convert_element_type(_arr("insert", values, 2), get_aval(arr).dtype)
     values = reshape(values, (1,) * (_ndim(arr) - _ndim(values)) + _shape(values)) \
         if _ndim(values) < _ndim(arr) else values
     if scalar_obj:

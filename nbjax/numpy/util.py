@@ -19,12 +19,14 @@ from ..lax.standard import broadcast_shapes as lax_broadcast_shapes  # equal ran
 _SCALARS = (bool, int, float, complex)
 
 
-def check_arraylike(name, *args):
-    """Raise TypeError unless every argument is an array, tracer, NumPy value or scalar."""
-    for i, a in enumerate(args):
+def check_arraylike(name, *args, first=0):
+    """Raise JAX's TypeError unless every argument is an array, tracer, NumPy value or
+    scalar (``first``: the position of ``args[0]`` among the function's arguments, which
+    the message names)."""
+    for i, a in enumerate(args, first):
         if not valid_value(a) or isinstance(a, (list, tuple)):
-            raise TypeError(f"{name} requires ndarray or scalar arguments, got "
-                            f"{type(a).__name__} at position {i}.")
+            raise TypeError(f"{name} requires ndarray or scalar arguments, got {type(a)} at "
+                            f"position {i}.")
 
 
 to_array = as_array  # the name the numpy modules use
