@@ -385,6 +385,12 @@ def test_allclose_array_equal_array_equiv():
     assert bool(jnp.array_equal(nan, nan, equal_nan=True))
     assert bool(jnp.array_equiv(x[0], np.broadcast_to(x[0], (5, 4))))
     assert not bool(jnp.array_equiv(x, x[:, :2]))
+    # lists are taken here, as by asarray (JAX's too), unlike in most of jnp
+    assert bool(jnp.array_equal(np.array([1.0, 2.0], F32), [1, 2]))
+    assert not bool(jnp.array_equal([[1, 2]], [1, 2]))
+    assert bool(jnp.array_equiv([1.0], np.ones((2, 3), F32)))
+    with pytest.raises(TypeError, match="copy requires ndarray or scalar arguments"):
+        jnp.copy([1.0, 2.0])
 
 
 # --- traced evaluation and x64 --------------------------------------------------------------------

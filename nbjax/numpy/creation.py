@@ -138,7 +138,9 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
 
 
 def copy(a, order=None):
-    """A copy of ``a`` (arrays are immutable, so the value itself)."""
+    """A copy of ``a`` (arrays are immutable, so the value itself); a list is refused, as in
+    JAX (``array`` takes one)."""
+    check_arraylike("copy", a)
     return array(a, copy=True, order=order or "K")
 
 

@@ -16,6 +16,7 @@ from ..lax.reductions import highest, lowest
 from ..lax.standard import scalar_like
 from . import ufuncs
 from .array_api import diff
+from .creation import asarray
 from .manipulation import atleast_2d, concatenate, diagonal, moveaxis, ravel, reshape
 from .products import dot
 from .util import (broadcast_to_shape, canonicalize_axes, canonicalize_axis, check_arraylike,
@@ -669,8 +670,9 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def array_equal(a1, a2, equal_nan=False):
-    """Same shape and equal elements (NaNs equal with ``equal_nan``)."""
-    a1, a2 = _asarray("array_equal", a1), _asarray("array_equal", a2)
+    """Same shape and equal elements (NaNs equal with ``equal_nan``). Lists are taken, as
+    by ``asarray`` (JAX's does too)."""
+    a1, a2 = asarray(a1), asarray(a2)
     if get_aval(a1).shape != get_aval(a2).shape:
         return to_array(False)
     equal = ufuncs.equal(a1, a2)
@@ -681,8 +683,9 @@ def array_equal(a1, a2, equal_nan=False):
 
 
 def array_equiv(a1, a2):
-    """Equal elements after broadcasting (False when the shapes do not broadcast)."""
-    a1, a2 = _asarray("array_equiv", a1), _asarray("array_equiv", a2)
+    """Equal elements after broadcasting (False when the shapes do not broadcast). Lists are
+    taken, as by ``asarray``."""
+    a1, a2 = asarray(a1), asarray(a2)
     try:
         return all(ufuncs.equal(a1, a2))
     except ValueError:
