@@ -208,19 +208,44 @@ class VJP:
             raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
                             f"structure of primal output {out_tree}.")
         flat_ct = _to_arrays(flat_ct)
-        for ct, aval in zip(flat_ct, out_avals):
-            expected = ad.tangent_aval(aval)
-            if get_aval(ct).shape != aval.shape or get_aval(ct).dtype != expected.dtype:
-                raise ValueError(f"Shape of cotangent input to vjp pullback function "
-                                 f"{get_aval(ct).str_short()} must be the same as the shape "
-                                 f"of corresponding primal output {expected.str_short()}.")
+        self._check(flat_ct, out_avals)
         aux_zeros = [ad.Zero(ad.tangent_aval(a)) for a in out_avals[len(flat_ct):]]
         cts = transpose.backward_pass(jaxpr, self.residuals, flat_ct + aux_zeros)
         return in_tree.unflatten([ad.instantiate(c) for c in cts])
 
 
-pytree.register_pytree_node(VJP, lambda v: (v.residuals, v.backward),
-                            lambda backward, residuals: VJP(residuals, backward))
+    @staticmethod
+    def _check(cts, out_avals):
+        for ct, aval in zip(cts, out_avals):
+            expected = ad.tangent_aval(aval)
+            if get_aval(ct).shape != aval.shape or get_aval(ct).dtype != expected.dtype:
+                raise ValueError(f"Shape of cotangent input to vjp pullback function "
+                                 f"{get_aval(ct).str_short()} must be the same as the shape "
+                                 f"of corresponding primal output {expected.str_short()}.")
+
+
+class LinearTranspose(VJP):
+    """``linear_transpose``'s function: a ``VJP`` whose cotangents have the outputs' own
+    types (an integer function's are integers, not float0) and whose residuals are the
+    traced function's constants."""
+
+    @staticmethod
+    def _check(cts, out_avals):
+        got = [get_aval(ct) for ct in cts]
+        if any(g.shape != a.shape or g.dtype != a.dtype for g, a in zip(got, out_avals)):
+            raise TypeError("cotangent type does not match function output, expected "
+                            f"{[a.str_short() for a in out_avals]} but got "
+                            f"{[g.str_short() for g in got]}")
+
+
+def _register_backward(kind):
+    """A backward function is a pytree: its residuals are leaves (jit passes them along)."""
+    pytree.register_pytree_node(kind, lambda v: (v.residuals, v.backward),
+                                lambda backward, residuals: kind(residuals, backward))
+
+
+_register_backward(VJP)
+_register_backward(LinearTranspose)
 
 
 def fwd_and_bwd(fun, argnums, has_aux=False, jitted=True):
@@ -249,9 +274,15 @@ def _argnums_tuple(argnums, nargs, name):
     for i in nums:
         if not isinstance(i, int):
             raise TypeError(f"{name} argnums must be an int or a tuple of ints, got {argnums!r}")
+    if name == "grad" and max(nums, default=-1) >= nargs:  # (JAX's errors, grad's its own)
+        raise TypeError(f"differentiating with respect to argnums={argnums!r} requires at "
+                        f"least {max(nums) + 1} positional arguments to be passed by the "
+                        f"caller, but got only {nargs} positional arguments.")
+    for i in nums:
         if not -nargs <= i < nargs:
-            raise ValueError(f"{name}: argnums {i} is out of range for a function called with "
-                             f"{nargs} positional arguments")
+            raise ValueError("Positional argument indices, e.g. for `static_argnums`, must "
+                             "have value greater than or equal to -len(args) and less than "
+                             f"len(args), but got value {i} for len(args) == {nargs}.")
     return tuple(i % nargs for i in nums), many
 
 
@@ -477,13 +508,28 @@ def eval_shape(fun, *args, **kwargs):
 
 
 def linear_transpose(fun, *primals, reduce_axes=()):
-    """The transpose of the linear function ``fun`` at arguments shaped like ``primals``:
-    ``f_t(ct)`` returns a tuple of cotangents, one per argument (its VJP, which for a
-    linear function does not depend on the point)."""
+    """The transpose of the linear function ``fun`` at arguments shaped like ``primals``
+    (only their types matter): ``f_t(ct)`` returns a tuple of cotangents, one per argument.
+
+    ``fun`` is traced once, its inputs the unknowns of a linear map, and ``f_t`` transposes
+    that trace, as JAX's does: an operation that is not linear in the inputs (``sin`` of
+    one, a product of two) has no transpose and raises there. (A VJP taken at zero would
+    quietly give the derivative at zero of a function that is not linear.)"""
     _no_reduce_axes(reduce_axes, "transpose")
-    zeros = pytree.tree_map(lambda p: np.zeros(np.shape(p), abstractify(p).dtype), primals)
-    _, f_vjp = vjp(fun, *zeros)
-    return f_vjp
+    flat, in_tree = pytree.tree_flatten(primals)
+    in_avals = [abstractify(p) for p in flat]
+    out_trees = []
+    jaxpr, consts = staging.trace_to_jaxpr(_flat_fun(fun, in_tree, out_trees), in_avals,
+                                           staging.describe(fun, "linear_transpose"))
+    out_avals = [v.aval for v in jaxpr.outvars]
+    kinds = {dtypes.is_inexact(a.dtype) for a in in_avals + out_avals}
+    ints = all(dtypes.is_int(a.dtype) for a in in_avals + out_avals)
+    if kinds != {True} and not ints:
+        raise TypeError("linear_transpose only supports [float or complex] -> [float or "
+                        "complex], and integer -> integer functions, but got "
+                        f"{[a.dtype.name for a in in_avals]} -> "
+                        f"{[a.dtype.name for a in out_avals]}.")
+    return LinearTranspose(consts, (jaxpr, in_tree, out_trees[0], tuple(out_avals)))
 
 
 def named_call(fun, *, name=None):

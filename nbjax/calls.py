@@ -76,16 +76,16 @@ class FlatCall:
         self.leaves, self.in_tree = pytree.tree_flatten((self.dyn_args, dyn_kwargs))
         self.out_tree = None
 
-    def check_hashable(self, name, error=TypeError):
-        """Static arguments key trace caches, so they must be hashable."""
+    def check_hashable(self, name):
+        """Static arguments key trace caches, so they must be hashable (JAX's ValueError)."""
         for where, value in self.static + self.static_kw:
             try:
                 hash(value)
             except TypeError:
-                raise error(f"Non-hashable static arguments are not supported: argument "
-                            f"{where} of {name} is {type(value).__name__}, which is "
-                            "unhashable. Make it hashable (e.g. a tuple) or not static."
-                            ) from None
+                raise ValueError(f"Non-hashable static arguments are not supported: argument "
+                                 f"{where} of {name} is {type(value).__name__}, which is "
+                                 "unhashable. Make it hashable (e.g. a tuple) or not static."
+                                 ) from None
 
     def dyn_args_of(self, leaves):
         """The dynamic positional arguments that ``leaves`` (of ``in_tree``) stand for."""

@@ -241,7 +241,7 @@ def _split_static(fun, name, args, kwargs, static_nums, in_axes):
                          "broadcasted arguments must be passed positionally.")
     static = static_positions(static_nums, len(args))
     call = FlatCall(fun, args, kwargs, static, container=tuple)
-    call.check_hashable(name, ValueError)
+    call.check_hashable(name)
     if not isinstance(in_axes, tuple):
         return call, in_axes
     if len(in_axes) != len(args):

@@ -74,6 +74,42 @@ def test_linear_transpose_of_a_linear_map():
         np.testing.assert_allclose(ct, ref(np.array([1.0, -1.0], np.float32))[0], rtol=1e-6)
 
 
+def test_linear_transpose_of_pytrees_integers_and_affine_maps():
+    v = np.arange(1, 4, dtype=np.float32)
+    f_t = nbjax.linear_transpose(lambda d: (d["a"] * 2, d["a"].sum() + d["b"]),
+                                 {"a": v, "b": np.float32(0)})
+    (ct,) = f_t((v, np.float32(1)))
+    np.testing.assert_array_equal(ct["a"], 2 * v + 1)
+    assert float(ct["b"]) == 1.0
+    # an integer map's cotangents are integers (a VJP's would be float0)
+    (ct,) = nbjax.linear_transpose(lambda a: a * 2, np.arange(3))(np.arange(3))
+    assert ct.dtype == np.int32 and ct.tolist() == [0, 2, 4]
+    # a constant term is no part of the transpose, as in JAX; the map jits as a pytree
+    (ct,) = nbjax.jit(lambda f, c: f(c))(nbjax.linear_transpose(lambda a: 2 * a + 1, v), v)
+    np.testing.assert_array_equal(ct, 2 * v)
+    with pytest.raises(TypeError, match="cotangent type does not match function output"):
+        nbjax.linear_transpose(lambda a: a * 2, v)(v.astype(np.float16))
+    with pytest.raises(TypeError, match="integer -> integer functions"):
+        nbjax.linear_transpose(lambda a: a.astype(np.int32), v)
+
+
+@pytest.mark.parametrize("fun, error, match", [
+    (lambda a: a * a, ValueError, "mul of two linear values is not linear"),
+    (lambda a: a @ a, ValueError, "product of two linear values is not linear"),
+    (lambda a: a.sum() * a, ValueError, "mul of two linear values"),
+    (lambda a: 1 / a, ValueError, "not linear in its denominator"),
+    (lambda a: jnp.where(a > 0, a, 0.0), ValueError, "select_n whose choice depends"),
+    (jnp.sin, NotImplementedError, "no transpose rule for primitive sin"),
+    (lambda a: a ** 2, NotImplementedError, "integer_pow"),
+])
+def test_linear_transpose_of_a_map_that_is_not_linear_raises(fun, error, match):
+    """(It used to return the VJP at zero: sin's transpose was the identity.)"""
+    v = np.arange(1, 4, dtype=np.float32)
+    f_t = nbjax.linear_transpose(fun, v)
+    with pytest.raises(error, match=match):
+        f_t(fun(v) if np.shape(fun(v)) else np.float32(1))
+
+
 def test_named_scope_and_named_call_change_no_result():
     with nbjax.named_scope("layer"):
         y = nbjax.jit(nbjax.named_call(lambda x: x * 2, name="double"))(3.0)

@@ -32,6 +32,23 @@ def test_grad_argnums_has_aux_and_value_and_grad():
     assert aux == {"n": 1}
 
 
+@pytest.mark.parametrize("call, error, match", [
+    # (JAX's errors: grad's own for a missing argument, the shared one otherwise)
+    (lambda f: nbjax.grad(f, argnums=2)(1.0, 1.0), TypeError,
+     r"argnums=2 requires at least 3 positional arguments .* got only 2"),
+    (lambda f: nbjax.value_and_grad(f, argnums=(0, 2))(1.0, 1.0), TypeError,
+     r"argnums=\(0, 2\) requires at least 3"),
+    (lambda f: nbjax.grad(f, argnums=-3)(1.0, 1.0), ValueError,
+     r"got value -3 for len\(args\) == 2"),
+    (lambda f: nbjax.jacrev(f, argnums=2)(1.0, 1.0), ValueError,
+     r"got value 2 for len\(args\) == 2"),
+    (lambda f: nbjax.jacfwd(f, argnums=2)(1.0, 1.0), ValueError, "greater than or equal to"),
+])
+def test_argnums_out_of_range(call, error, match):
+    with pytest.raises(error, match=match):
+        call(lambda x, y: x * y)
+
+
 def test_grad_over_pytrees():
     params = {"w": random_array(rng, (3, 2)), "b": random_array(rng, (2,))}
     x = random_array(rng, (4, 3))

@@ -48,6 +48,9 @@ def bilinear_transpose(transpose_lhs, transpose_rhs):
     ``transpose_lhs(ct, lhs_aval, rhs, **params)`` (and the mirror image) give its cotangent,
     cast to its dtype."""
     def rule(ct, lhs, rhs, **params):
+        if is_undefined(lhs) and is_undefined(rhs):
+            raise ValueError("a product of two linear values is not linear: cannot "
+                             "transpose it")
         if is_undefined(lhs):
             return [_cast(transpose_lhs(ct, lhs.aval, rhs, **params), lhs.aval), None]
         return [None, _cast(transpose_rhs(ct, lhs, rhs.aval, **params), rhs.aval)]

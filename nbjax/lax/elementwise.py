@@ -846,6 +846,9 @@ def _select_n_jvp(primals, tangents):
 def _select_n_transpose(ct, which, *cases):
     """Case i receives the cotangent where it was chosen, zero elsewhere: the same select
     with ``ct`` as case i and zeros as every other case."""
+    if is_undefined(which):
+        raise ValueError("select_n whose choice depends on the linear values is not linear: "
+                         "cannot transpose it")
     zeros = _full_like(ct, 0)
 
     def ct_of(i):
