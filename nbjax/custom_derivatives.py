@@ -16,6 +16,7 @@ import inspect
 from .calls import CallRules, FlatCall, Traced, abstractify, as_array, unmapped_aval
 from .core import (EvalTrace, Primitive, Tracer, current_trace, dtypes, eval_jaxpr, get_aval,
                    pytree)
+from .core.abstract import ShapedArray
 from .interpreters import ad, staging
 from .interpreters.transpose import is_undefined
 from .lax import batch_util
@@ -256,13 +257,32 @@ class custom_jvp(_Wrapping):
                 "Custom JVP rule must produce primal and tangent outputs with equal container "
                 f"(pytree) structures to the function's output, but got {tree} and {tree_t} "
                 f"for a function output of structure {out_tree}.")
-        for p, t in zip(flat_out, flat_t):
-            p_aval, t_aval = get_aval(p), get_aval(t)
-            if ad.tangent_aval(p_aval).shape != t_aval.shape:
-                raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
-                                f"equal shapes, got {p_aval.str_short()} and "
-                                f"{t_aval.str_short()}.")
+        _check_tangent_types(flat_out, flat_t)
         return flat_out, [_from_rule(t) for t in flat_t]
+
+
+def _check_tangent_types(primals, tangents):
+    """JAX's TypeError unless each tangent a JVP rule returned has its primal's tangent type
+    (shape and dtype, weak types aside): a float16 tangent of a float32 output would
+    change the derivative's dtype downstream."""
+    def strong(x):
+        aval = x.aval if isinstance(x, SymbolicZero) else get_aval(x)
+        return ShapedArray(aval.shape, aval.dtype)
+    p_avals = [strong(p) for p in primals]
+    expected = [ad.tangent_aval(a) for a in p_avals]
+    got = [strong(t) for t in tangents]
+    wrong = [(p, e, g) for p, e, g in zip(p_avals, expected, got) if e != g]
+    if not wrong:
+        return
+    if len(primals) == 1:
+        (p, e, g), = wrong
+        raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
+                        f"corresponding shapes and dtypes. Expected {e.str_short()} (tangent "
+                        f"type of {p.str_short()}) but got {g.str_short()}.")
+    raise TypeError("Custom JVP rule must produce primal and tangent outputs with "
+                    "corresponding shapes and dtypes, but got:\n" + "\n".join(
+                        f"  primal {p.str_short()} with tangent {g.str_short()}, expecting "
+                        f"tangent {e.str_short()}" for p, e, g in wrong))
 
 
 # --- custom_vjp ----------------------------------------------------------------------------
@@ -369,7 +389,7 @@ class custom_vjp(_Wrapping):
                     f"{pytree.tree_structure(cts_in)} for primal input structure "
                     f"{pytree.tree_structure(dyn)}.")
             flat = []
-            for ct, arg in zip(cts_in, dyn):
+            for k, (ct, arg) in enumerate(zip(cts_in, dyn)):
                 arg_tree = pytree.tree_structure(arg)
                 if ct is None:
                     flat.extend([None] * arg_tree.num_leaves)
@@ -379,13 +399,34 @@ class custom_vjp(_Wrapping):
                     raise TypeError(f"Custom VJP bwd rule {name} produced a cotangent of "
                                     f"structure {ct_tree} for an argument of structure "
                                     f"{arg_tree}.")
-                flat.extend(None if isinstance(c, SymbolicZero) else c for c in ct_leaves)
+                paths = [path for path, _ in pytree.tree_flatten_with_path(arg)[0]]
+                flat.extend(_checked_cotangent(c, a, (pytree.SequenceKey(k), *path))
+                            for c, a, path in zip(ct_leaves, pytree.tree_leaves(arg), paths))
             return flat
 
         outs = custom_vjp_call_p.bind(*traced.consts, *call.leaves, call_jaxpr=traced.jaxpr,
                                       fwd=flat_fwd, bwd=flat_bwd, num_consts=len(traced.consts),
                                       name=name)
         return out_tree.unflatten(outs)
+
+
+def _checked_cotangent(ct, primal, path):
+    """A bwd rule's cotangent ``ct`` for the input ``primal`` (at ``path`` in the args
+    tuple), or None for a zero (a SymbolicZero, or any cotangent of an integer input). Its
+    shape must be the input's, and its dtype too unless the input is inexact (JAX lets
+    float16 stand for float32 there); JAX's ValueError otherwise."""
+    aval = get_aval(primal)
+    if isinstance(ct, SymbolicZero) or ad.tangent_aval(aval).dtype == dtypes.float0:
+        return None
+    got = get_aval(ct)
+    if got.shape != aval.shape or (got.dtype != aval.dtype
+                                   and not dtypes.is_inexact(aval.dtype)):
+        raise ValueError("Custom VJP bwd rule must produce an output with the same type as "
+                         "the args tuple of the primal function, but at "
+                         f"output{pytree.keystr(path)} the bwd rule produced an output of "
+                         f"type {got.str_short()} corresponding to an input of type "
+                         f"{aval.str_short()}")
+    return ct
 
 
 def closure_convert(fun, *example_args):

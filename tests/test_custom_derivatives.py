@@ -208,3 +208,45 @@ def test_the_same_zeros_reach_the_rules_as_in_jax():
             theirs.clear()
             _close(thunk(), jthunk())
             assert ours == theirs, name
+
+
+# --- what a rule may return ----------------------------------------------------------------
+
+def _jvp_returning(tangent_of):
+    f = nbjax.custom_jvp(jnp.sin)
+    f.defjvp(lambda p, t: (jnp.sin(p[0]), tangent_of(t[0])))
+    return f
+
+
+def test_a_custom_jvp_tangent_must_have_its_outputs_tangent_type():
+    """As JAX's: a float16 tangent of a float32 output is a TypeError (it was taken, and
+    the derivative's dtype changed downstream); a Python float is float32."""
+    x = np.float32(0.5)
+    assert float(nbjax.grad(_jvp_returning(lambda t: 2.0 * t))(x)) == 2.0
+    for bad, got in ((lambda t: t.astype(np.float16), "f16"),
+                     (lambda t: jnp.stack([t, t]), r"f32\[2\]")):
+        with pytest.raises(TypeError, match=r"Custom JVP rule must produce primal and tangent "
+                           rf"outputs with corresponding shapes and dtypes. Expected f32\[\] "
+                           rf"\(tangent type of f32\[\]\) but got {got}"):
+            nbjax.jvp(_jvp_returning(bad), (x,), (x,))
+
+
+def _vjp_returning(cotangent_of):
+    f = nbjax.custom_vjp(lambda x, n: jnp.sin(x) * n)
+    f.defvjp(lambda x, n: (jnp.sin(x) * n, x), lambda x, g: cotangent_of(x, g))
+    return f
+
+
+def test_a_custom_vjp_cotangent_must_have_its_inputs_shape():
+    """As JAX's: a cotangent of another shape is a ValueError naming where it is (it was
+    returned as the gradient: [1, 1] for a scalar); a float16 one for a float32 input is
+    let through, and an integer input's cotangent is dropped."""
+    x, n = np.float32(0.5), np.int32(3)
+    with pytest.raises(ValueError, match=r"at output\[0\] the bwd rule produced an output of "
+                                         r"type f32\[2\] corresponding to an input of type "
+                                         r"f32\[\]"):
+        nbjax.grad(_vjp_returning(lambda x, g: (jnp.ones(2), None)))(x, n)
+    g = nbjax.grad(_vjp_returning(lambda x, g: ((g * 3).astype(np.float16), n)))(x, n)
+    assert float(g) == 3.0
+    g = nbjax.grad(_vjp_returning(lambda x, g: (g, jnp.ones(2, np.int32))))(x, n)
+    assert float(g) == 1.0
