@@ -62,16 +62,16 @@ class FlatCall:
     The arguments at ``positions`` and the keywords in ``names`` are static: they reach
     ``fun`` as the Python values given (``static``, ``static_kw``: sorted ``(position or
     name, value)`` pairs, part of a trace's signature). The others are flattened, as the
-    pytree ``(dyn_args, dyn_kwargs)`` with ``dyn_args`` of type ``container``, into
+    pytree ``(dyn_args, dyn_kwargs)`` with ``dyn_args`` a tuple (as JAX's ``in_tree``), into
     ``leaves`` and ``in_tree``. Calling the object on leaves calls ``fun`` with the static
     arguments put back in place and returns its flat outputs, recording ``out_tree``.
     """
 
-    def __init__(self, fun, args, kwargs, positions=(), names=(), container=list):
+    def __init__(self, fun, args, kwargs, positions=(), names=()):
         self.fun, self.nargs = fun, len(args)
         self.static = tuple((i, args[i]) for i in sorted(positions))
         self.static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in names))
-        self.dyn_args = container(a for i, a in enumerate(args) if i not in positions)
+        self.dyn_args = tuple(a for i, a in enumerate(args) if i not in positions)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in names}
         self.leaves, self.in_tree = pytree.tree_flatten((self.dyn_args, dyn_kwargs))
         self.out_tree = None

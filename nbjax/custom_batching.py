@@ -235,7 +235,7 @@ class custom_vmap:
         if self.vmap_rule is None:
             raise AttributeError(
                 f"No batching rule defined for custom_vmap function {name} using def_vmap.")
-        call = FlatCall(self.fun, args, {}, container=tuple)
+        call = FlatCall(self.fun, args, {})
         call.leaves = [as_array(x) for x in call.leaves]
         traced = Traced(call, [get_aval(x) for x in call.leaves],
                         staging.describe(self.fun, "custom_vmap"))

@@ -35,7 +35,7 @@ def _resolve_args(fun, args, kwargs):
 def _trace_call(fun, args, nondiff_argnums, what):
     """``fun`` on ``args`` traced as a call (the arguments at ``nondiff_argnums`` static):
     the ``FlatCall`` (its leaves made arrays) and the ``Traced``."""
-    call = FlatCall(fun, args, {}, nondiff_argnums, container=tuple)
+    call = FlatCall(fun, args, {}, nondiff_argnums)
     call.leaves = [as_array(x) for x in call.leaves]
     return call, Traced(call, [get_aval(x) for x in call.leaves], staging.describe(fun, what))
 
@@ -437,7 +437,7 @@ def closure_convert(fun, *example_args):
     constants. As in JAX, for the rules of ``custom_vjp`` and other higher-order functions,
     which must not close over values they would differentiate or batch.
     """
-    call = FlatCall(fun, example_args, {}, container=tuple)
+    call = FlatCall(fun, example_args, {})
     jaxpr, consts = staging.trace_to_jaxpr(call, [abstractify(x) for x in call.leaves],
                                            staging.describe(fun, "closure_convert"))
     in_tree, out_tree = pytree.tree_structure(example_args), call.out_tree

@@ -780,6 +780,9 @@ class Compiled:
         self.in_tree, self.out_tree = lowered.in_tree, lowered.out_tree
         self.in_avals, self.out_avals = lowered.in_avals, lowered.out_avals
 
+    args_info = property(lambda self: self.lowered.args_info)
+    out_info = property(lambda self: self.lowered.out_info)
+
     @property
     def compile_times(self):
         """Seconds per phase: ``trace`` then the backend's (passes, fusion, codegen, LLVM...)."""
@@ -809,7 +812,7 @@ class Compiled:
         return self.executable.step_times
 
     def __call__(self, *args, **kwargs):
-        leaves, tree = pytree.tree_flatten((list(args), kwargs))
+        leaves, tree = pytree.tree_flatten((args, kwargs))
         if tree != self.in_tree:
             raise TypeError(f"Function compiled with input pytree does not match the input "
                             f"pytree it was called with: compiled for {self.in_tree}, called "

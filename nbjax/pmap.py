@@ -240,7 +240,7 @@ def _split_static(fun, name, args, kwargs, static_nums, in_axes):
                          f"was called with only {len(args)} positional arguments. All static "
                          "broadcasted arguments must be passed positionally.")
     static = static_positions(static_nums, len(args))
-    call = FlatCall(fun, args, kwargs, static, container=tuple)
+    call = FlatCall(fun, args, kwargs, static)
     call.check_hashable(name)
     if not isinstance(in_axes, tuple):
         return call, in_axes

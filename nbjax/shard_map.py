@@ -322,7 +322,7 @@ def _shard_map_call(f, args, out_specs, in_specs, mesh, axis_names, check_vma):
     mesh = _the_mesh(mesh)
     axes, sizes = _manual_axes(mesh, axis_names), mesh.shape
     name = getattr(f, "__name__", type(f).__name__)
-    call = FlatCall(f, args, {}, container=tuple)
+    call = FlatCall(f, args, {})
     leaves = [as_array(x) for x in call.leaves]
     arg_paths, arg_tree = pytree.tree_flatten_with_path(args)
     flat_in = _flat_specs("in_specs", _given_in_specs(in_specs, mesh, axes), arg_tree, axes)

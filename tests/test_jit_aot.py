@@ -62,7 +62,7 @@ def test_lower_shows_the_optimised_jaxpr_and_its_rewrites():
                          if any(getattr(a, "val", None) == 1.0 for a in e.invars)]
     assert lowered.rewrites and "rewrites" in text
     assert all(f"{r}" in text for r in lowered.rewrites)
-    assert lowered.in_tree == nbjax.tree_util.tree_structure(([x, y], {}))
+    assert lowered.in_tree == nbjax.tree_util.tree_structure(((x, y), {}))  # (a tuple, as JAX)
     assert lowered.out_tree == nbjax.tree_util.tree_structure({"out": x})
     assert [a.shape for a in lowered.in_avals] == [(3,), (3,)]
     assert f.trace_count == 1
@@ -97,6 +97,8 @@ def test_trace_stage_knows_the_program_and_lowers_to_the_same_compiled_program()
     assert (out[0]["p"].shape, out[0]["p"].dtype, out[1].shape) == ((3, 4), np.float32, ())
     compiled = traced.lower().compile()
     assert isinstance(compiled, nbjax.stages.Compiled)
+    assert compiled.out_info[0]["p"].shape == (3, 4) and compiled.in_tree == traced.in_tree
+    assert [a.donated for a in compiled.args_info[0]] == [True, False]
     result = compiled(x.copy(), 2.0)
     assert_close(result[0]["p"], x * 6.0)
     assert_close(result[1], x.sum())
