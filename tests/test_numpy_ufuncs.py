@@ -103,6 +103,22 @@ def test_round(decimals, dtype):
     assert_close(np.asarray(out), np.round(x, decimals), rtol=tol(dtype))
 
 
+def test_python_round_format_and_equality_with_a_list_as_jax():
+    """``round(x)`` is an int array (Python's round gives an int), ``round(x, n)`` keeps the
+    dtype; a list or tuple on either side of ``==``/``!=`` is a TypeError (Python's fallback
+    answered False); several elements format only with an empty spec, as NumPy's."""
+    x = jnp.asarray(np.array([0.5, 1.5, -2.7], np.float32))
+    assert round(x).dtype == np.int32 and round(x).tolist() == [0, 2, -3]
+    assert round(x, 0).dtype == np.float32 and round(jnp.asarray(2.5)).tolist() == 2
+    for compare in (lambda: x == [0.5, 1.5, -2.7], lambda: x != (1,), lambda: [1] == x):
+        with pytest.raises(TypeError, match="unsupported operand type"):
+            compare()
+    assert (x == None) is False  # noqa: E711  (other objects: Python's answer, as JAX)
+    assert f"{jnp.asarray(2.5):.2f}" == "2.50" and format(x, "") == str(np.asarray(x))
+    with pytest.raises(TypeError, match="unsupported format string"):
+        f"{x:.2f}"
+
+
 def test_round_integers():
     x = np.array([1234, -5], np.int32)
     assert jnp.round(x, 2).dtype == np.int32

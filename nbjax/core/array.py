@@ -380,7 +380,8 @@ class Array:
         return str(self._value)
 
     def __format__(self, spec):
-        return format(self._value.item(), spec) if self.ndim == 0 else format(str(self), spec)
+        # (an array of several elements formats as NumPy's: only with an empty spec)
+        return format(self._value.item() if self.ndim == 0 else np.asarray(self._value), spec)
 
     def __reduce__(self):
         return (Array, (np.array(self._value), self.weak_type))

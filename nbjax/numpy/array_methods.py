@@ -19,6 +19,7 @@ _BINARY = {
 }
 _COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
             "gt": "greater", "ge": "greater_equal"}
+_EQUALITY = {"eq": "==", "ne": "!="}
 _UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"}
 
 # method name -> jnp function name (the array is the first argument).
@@ -43,11 +44,17 @@ def _function(jnp, name):
     return fn._function if isinstance(fn, vectorize.ufunc) else fn
 
 
-def _forward(jnp, name, reflected=False):
+def _forward(jnp, name, reflected=False, symbol=None):
+    """The operator method calling ``jnp.<name>``. With ``symbol`` (``==``, ``!=``) a list
+    or tuple operand is JAX's TypeError: returning NotImplemented would let Python fall
+    back to identity, and ``x == [1, 2]`` be False."""
     fn = _function(jnp, name)
 
     def method(self, other):
         if not _is_operand(other):
+            if symbol is not None and isinstance(other, (list, tuple)):
+                raise TypeError(f"unsupported operand type(s) for {symbol}: "
+                                f"{type(self).__name__!r} and {type(other).__name__!r}")
             return NotImplemented
         return fn(other, self) if reflected else fn(self, other)
     return method
@@ -128,6 +135,13 @@ def _view(self, dtype=None, type=None):
     return lax.bitcast_convert_type(self, dtype)
 
 
+def _round(self, ndigits=None):
+    """``round(x)`` is an integer array (as Python's ``round`` gives an int), ``round(x, n)``
+    has ``x``'s dtype, as JAX's."""
+    out = ufuncs.round(self, ndigits or 0)
+    return out.astype(int) if ndigits is None else out
+
+
 def _byteswap(self, inplace=False):
     """``x.byteswap()``: each element's bytes in reverse order (``inplace`` must be False)."""
     if inplace:
@@ -155,7 +169,7 @@ def register(jnp):
             setattr(cls, f"__{op}__", _forward(jnp, name))
             setattr(cls, f"__r{op}__", _forward(jnp, name, reflected=True))
         for op, name in _COMPARE.items():
-            setattr(cls, f"__{op}__", _forward(jnp, name))
+            setattr(cls, f"__{op}__", _forward(jnp, name, symbol=_EQUALITY.get(op)))
         for op, name in _UNARY.items():
             setattr(cls, f"__{op}__", _forward_unary(jnp, name))
         for meth, name in _METHODS.items():
@@ -172,7 +186,7 @@ def register(jnp):
         cls.flat = property(manipulation.ravel)
         cls.__getitem__ = indexing.getitem
         cls.at = property(indexing.IndexUpdateHelper)
-        cls.__round__ = lambda self, ndigits=None: ufuncs.round(self, ndigits or 0)
+        cls.__round__ = _round
         cls.__array_namespace__ = _namespace_method(jnp)
         cls.to_device = array_api.to_device_method
     Array.__dlpack__ = array_api.dlpack_method
