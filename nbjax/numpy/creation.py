@@ -7,6 +7,7 @@ lax primitives so it can be traced.
 """
 
 import builtins
+import functools
 import operator
 
 import numpy as np
@@ -285,9 +286,11 @@ def _interpolate(start, stop, t_shape, axis, sizes, start_known):
     output over many shapes; array bounds laid out otherwise, and complex types past 33
     samples, vectorize differently and may still differ by an ulp.) Narrow floats
     (bfloat16, float8) keep each operation rounded (XLA converts between them), so there
-    is nothing to contract. ``sizes``: those of ``start`` and ``stop`` as given, and of the
-    bounds. ``start_known``: ``start`` is a constant when XLA compiles it (``pad_ramp``),
-    so ``start * (1 - t)`` is folded and nothing is contracted at ``i = 1``."""
+    is nothing to contract; nor is there for float16 on a CPU without AVX512-FP16, where
+    LLVM computes each float16 operation in float32 and rounds it (``_fused``). ``sizes``:
+    those of ``start`` and ``stop`` as given, and of the bounds. ``start_known``: ``start``
+    is a constant when XLA compiles it (``pad_ramp``), so ``start * (1 - t)`` is folded and
+    nothing is contracted at ``i = 1``."""
     dtype = get_aval(start).dtype
     div = t_shape[axis]
     i = lax.broadcasted_iota(dtypes.finfo(dtype).dtype, t_shape, axis)
@@ -300,21 +303,38 @@ def _interpolate(start, stop, t_shape, axis, sizes, start_known):
         return lax.complex(*(lax.fma(part(stop_b), t, lax.mul(part(start_b), rest))
                              for part in (lax.real, lax.imag)))
     start_size, stop_size, bounds_size = sizes
+    fma = _fused(dtype)
     if stop_size == 1:
         stop_c = _along(_over(stop, div), t_shape, axis)
         if start_size != 1:
-            return lax.fma(start_b, rest, lax.mul(i, stop_c))
-        out = lax.fma(i, stop_c, lax.mul(start_b, rest))
+            return fma(start_b, rest, lax.mul(i, stop_c))
+        out = fma(i, stop_c, lax.mul(start_b, rest))
         if div <= _UNROLLED and not start_known:
             index = lax.broadcasted_iota(dtypes.int32, t_shape, axis)
-            at_one = lax.fma(start_b, rest, stop_c)
+            at_one = fma(start_b, rest, stop_c)
             out = select_where(lax.eq(index, scalar_like(index, 1)), at_one, out)
         return out
     if start_size == 1 or axis == len(t_shape) - 1:
-        return lax.fma(stop_b, t, lax.mul(start_b, rest))
+        return fma(stop_b, t, lax.mul(start_b, rest))
     if start_size == bounds_size:
-        return lax.fma(start_b, rest, lax.mul(stop_b, t))
+        return fma(start_b, rest, lax.mul(stop_b, t))
     return lax.add(lax.mul(start_b, rest), lax.mul(stop_b, t))
+
+
+def _fused(dtype):
+    """``fma(a, b, c)`` as XLA's CPU code computes a multiply feeding an add in ``dtype``:
+    fused, except for float16 on a CPU without native float16 arithmetic, where each
+    operation is rounded (an AMD Zen 4 has AVX-512 but not AVX512-FP16)."""
+    if dtype == np.float16 and not _native_float16():
+        return lambda a, b, c: lax.add(lax.mul(a, b), c)
+    return lax.fma
+
+
+@functools.cache
+def _native_float16():
+    """Whether this CPU computes float16 natively (AVX512-FP16), as LLVM then does for XLA."""
+    import llvmlite.binding as llvm  # (nbjax's compiler's; imported only when asked)
+    return bool(llvm.get_host_cpu_features().get("avx512fp16"))
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
