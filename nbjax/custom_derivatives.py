@@ -6,7 +6,9 @@ transformation, a call becomes one equation (``custom_jvp_call`` / ``custom_vjp_
 holding the traced function as a sub-jaxpr, so evaluation, staging and vmap see an ordinary
 function, while the JVP trace uses the user's rule instead of differentiating the body.
 Reverse mode through a custom_vjp goes through ``custom_lin``, a linear primitive whose
-transpose calls ``bwd``.
+transpose calls ``bwd``. ``linear_call`` brings a transpose instead: a call of a linear
+function whose transpose rule calls the user's transpose function (and that one's, the
+function again).
 """
 
 import dataclasses
@@ -475,3 +477,76 @@ def custom_gradient(fun):
 
     value.defvjp(fwd, bwd)
     return value
+
+
+# --- linear_call: a linear function with its own transpose ---------------------------------
+
+linear_call_p = Primitive("linear_call", multiple_results=True)
+linear_call_p.call_param = "callee"
+linear_call_p.pp_hidden = ("transpose",)
+CallRules(linear_call_p, "callee").register("abstract_eval", "impl")
+
+
+def linear_call(fun, fun_transpose, residual_args, linear_args):
+    """``fun(residual_args, linear_args)``, where ``fun`` is linear in ``linear_args`` and
+    ``fun_transpose(residual_args, cotangent)`` is its transpose, as
+    ``jax.custom_derivatives.linear_call``: reverse mode (``grad``, ``vjp``,
+    ``linear_transpose``) calls ``fun_transpose`` instead of transposing ``fun``'s
+    operations, and transposing that calls ``fun`` again. ``residual_args`` (and what
+    ``fun`` closes over) are not differentiated."""
+    call, traced = _trace_call(fun, (residual_args, linear_args), (), "linear_call fun")
+    res_tree, lin_tree = (pytree.tree_structure(a) for a in (residual_args, linear_args))
+    n_res = res_tree.num_leaves
+    res_avals = [get_aval(x) for x in call.leaves[:n_res]]
+    lin_avals = [get_aval(x) for x in call.leaves[n_res:]]
+
+    @functools.cache
+    def transpose():
+        examples = (res_tree.unflatten(res_avals), traced.out_tree.unflatten(
+            traced.jaxpr.out_avals))
+        t_call = FlatCall(fun_transpose, examples, {})
+        t_traced = Traced(t_call, [*res_avals, *traced.jaxpr.out_avals],
+                          staging.describe(fun_transpose, "linear_call fun_transpose"))
+        if t_call.out_tree != lin_tree:
+            raise TypeError("transpose output pytree structure must match that of linear "
+                            f"inputs, got output structure {t_call.out_tree} and input "
+                            f"structure {lin_tree}.")
+        if [(a.shape, a.dtype) for a in t_traced.jaxpr.out_avals] != \
+                [(a.shape, a.dtype) for a in lin_avals]:
+            raise TypeError(f"linear_call: fun_transpose returned "
+                            f"{[a.str_short() for a in t_traced.jaxpr.out_avals]} for linear "
+                            f"inputs of types {[a.str_short() for a in lin_avals]}")
+        return t_traced.jaxpr, t_traced.consts
+
+    outs = linear_call_p.bind(*traced.consts, *call.leaves, callee=traced.jaxpr,
+                              transpose=transpose, num_consts=len(traced.consts),
+                              num_res=n_res)
+    return traced.out_tree.unflatten(outs)
+
+
+@linear_call_p.def_jvp
+def _linear_call_jvp(primals, tangents, *, num_consts, num_res, **params):
+    """Linear in the linear operands: the same call on their tangents."""
+    n = num_consts + num_res
+    if not all(isinstance(t, ad.Zero) for t in tangents[:n]):
+        raise TypeError("linear_call does not differentiate its residual_args (nor the "
+                        "values fun closes over): they have tangents here")
+    params = dict(params, num_consts=num_consts, num_res=num_res)
+    outs = linear_call_p.bind(*primals, **params)
+    return outs, linear_call_p.bind(*primals[:n], *map(ad.instantiate, tangents[n:]), **params)
+
+
+@linear_call_p.def_transpose
+def _linear_call_transpose(cts, *args, callee, transpose, num_consts, num_res):
+    """A call of the transpose function on the residuals and the cotangents, whose own
+    transpose is ``callee`` again."""
+    consts, res = args[:num_consts], args[num_consts:num_consts + num_res]
+    if any(is_undefined(x) for x in (*consts, *res)):
+        raise ValueError("linear_call's residual_args depend on the linear values: cannot "
+                         "transpose it")
+    t_callee, t_consts = transpose()
+    cts = [ad.instantiate(c) for c in cts]
+    outs = linear_call_p.bind(*t_consts, *res, *cts, callee=t_callee,
+                              transpose=lambda: (callee, list(consts)),
+                              num_consts=len(t_consts), num_res=num_res)
+    return [None] * (num_consts + num_res) + list(outs)

@@ -1,6 +1,9 @@
 """custom_jvp / custom_vjp rules defined with ``symbolic_zeros=True``: which tangents and
 cotangents reach them as ``SymbolicZero`` (under grad, jvp, vmap, jit and their nestings),
-the values they then produce, and the helpers of ``nbjax.custom_derivatives``."""
+the values they then produce, and the helpers of ``nbjax.custom_derivatives``; what a rule
+may return; ``linear_call``."""
+
+import functools
 
 import numpy as np
 import pytest
@@ -250,3 +253,56 @@ def test_a_custom_vjp_cotangent_must_have_its_inputs_shape():
     assert float(g) == 3.0
     g = nbjax.grad(_vjp_returning(lambda x, g: (g, jnp.ones(2, np.int32))))(x, n)
     assert float(g) == 1.0
+
+
+# --- linear_call ---------------------------------------------------------------------------
+
+def _div_add(lib, x, denom):
+    """JAX's example: ``x + x / denom`` whose second term brings its own transpose."""
+    return x + lib.custom_derivatives.linear_call(lambda r, v: v / r, lambda r, c: c / r,
+                                                  denom, x)
+
+
+def _custom_id(lib, x):
+    """The identity, whose transpose (by its own rule) multiplies by 7."""
+    return lib.custom_derivatives.linear_call(lambda _, v: v, lambda _, c: 7.0 * c, (), x)
+
+
+def _transposed(lib, fn):
+    return lambda y: lib.linear_transpose(fn, np.float32(1))(y)[0]
+
+
+def _linear_call_results(lib):
+    custom_id = functools.partial(_custom_id, lib)
+    once = _transposed(lib, custom_id)
+    return [float(_div_add(lib, np.float32(9), np.float32(3))),
+            float(_transposed(lib, lambda x: _div_add(lib, x, np.float32(3)))(np.float32(18))),
+            float(custom_id(np.float32(1))), float(once(np.float32(1))),
+            float(_transposed(lib, once)(np.float32(1))),
+            float(lib.grad(custom_id)(np.float32(1))),
+            float(lib.jit(lib.grad(custom_id))(np.float32(1))),
+            [float(v) for v in lib.jvp(custom_id, (np.float32(1),), (np.float32(2),))],
+            float(lib.grad(lib.grad(lambda x: custom_id(x) * x))(np.float32(2)))]
+
+
+def test_linear_call_transposes_by_its_own_rule():
+    """Reverse mode calls the transpose function (twice transposed: the function again);
+    forward mode and evaluation call the function, eagerly and compiled; as JAX's."""
+    got = _linear_call_results(nbjax)
+    assert got == [12.0, 24.0, 1.0, 7.0, 1.0, 7.0, 7.0, [1.0, 2.0], 8.0]
+    jax = pytest.importorskip("jax")
+    assert got == _linear_call_results(jax)
+
+
+def test_linear_call_pytrees_and_errors():
+    lc = cd.linear_call
+    g = nbjax.grad(lambda a: lc(lambda r, x: x["u"] * r + x["v"],
+                                lambda r, c: {"u": c * r, "v": c * 10}, 2.0, {"u": a, "v": a}))
+    assert float(g(1.0)) == 12.0
+    with pytest.raises(TypeError, match="transpose output pytree structure must match"):
+        nbjax.linear_transpose(lambda x: lc(lambda r, v: v, lambda r, c: (c, c), (), x),
+                               1.0)(1.0)
+    with pytest.raises(TypeError, match="does not differentiate its residual_args"):
+        nbjax.grad(lambda d: _div_add(nbjax, 2.0, d))(4.0)
+    with pytest.raises(NotImplementedError, match="batch rule for primitive linear_call"):
+        nbjax.vmap(functools.partial(_custom_id, nbjax))(np.ones(3, np.float32))
