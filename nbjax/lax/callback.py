@@ -240,13 +240,21 @@ def _checked_results(outs, result_avals):
 pure_callback_p.def_abstract_eval(_results_abstract_eval)
 
 
-@pure_callback_p.def_impl
-def _pure_callback_impl(*args, callback, result_avals, vmap_method):
+def _called(callback, args, result_avals, failure=None):
+    """The callback's results on ``args``, checked; an exception it raises comes out as
+    JAX's runtime error, eagerly too, as JAX's (after the log message ``failure``)."""
     try:
         outs = callback(*_arrays(args))
-    except Exception as e:  # (as JAX, eagerly too)
+    except Exception as e:
+        if failure is not None:
+            log.error(failure, exc_info=e)
         raise _runtime_error(e) from e
     return _checked_results(outs, result_avals)
+
+
+@pure_callback_p.def_impl
+def _pure_callback_impl(*args, callback, result_avals, vmap_method):
+    return _called(callback, args, result_avals)
 
 
 @pure_callback_p.def_jvp
@@ -315,12 +323,7 @@ io_callback_p.def_abstract_eval(_results_abstract_eval)
 
 @io_callback_p.def_impl
 def _io_callback_impl(*args, callback, result_avals, ordered):
-    try:
-        outs = callback(*_arrays(args))
-    except Exception as e:  # (as JAX, eagerly too, after its log message)
-        log.error("jax.io_callback failed", exc_info=e)
-        raise _runtime_error(e) from e
-    return _checked_results(outs, result_avals)
+    return _called(callback, args, result_avals, failure="jax.io_callback failed")
 
 
 @io_callback_p.def_jvp
