@@ -213,7 +213,6 @@ class VJP:
         cts = transpose.backward_pass(jaxpr, self.residuals, flat_ct + aux_zeros)
         return in_tree.unflatten([ad.instantiate(c) for c in cts])
 
-
     @staticmethod
     def _check(cts, out_avals):
         for ct, aval in zip(cts, out_avals):
@@ -522,9 +521,9 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     jaxpr, consts = staging.trace_to_jaxpr(_flat_fun(fun, in_tree, out_trees), in_avals,
                                            staging.describe(fun, "linear_transpose"))
     out_avals = [v.aval for v in jaxpr.outvars]
-    kinds = {dtypes.is_inexact(a.dtype) for a in in_avals + out_avals}
-    ints = all(dtypes.is_int(a.dtype) for a in in_avals + out_avals)
-    if kinds != {True} and not ints:
+    avals = in_avals + out_avals
+    if not (all(dtypes.is_inexact(a.dtype) for a in avals)
+            or all(dtypes.is_int(a.dtype) for a in avals)):
         raise TypeError("linear_transpose only supports [float or complex] -> [float or "
                         "complex], and integer -> integer functions, but got "
                         f"{[a.dtype.name for a in in_avals]} -> "
