@@ -401,9 +401,9 @@ class custom_vjp(_Wrapping):
                     raise TypeError(f"Custom VJP bwd rule {name} produced a cotangent of "
                                     f"structure {ct_tree} for an argument of structure "
                                     f"{arg_tree}.")
-                paths = [path for path, _ in pytree.tree_flatten_with_path(arg)[0]]
                 flat.extend(_checked_cotangent(c, a, (pytree.SequenceKey(k), *path))
-                            for c, a, path in zip(ct_leaves, pytree.tree_leaves(arg), paths))
+                            for c, (path, a) in zip(ct_leaves,
+                                                    pytree.tree_flatten_with_path(arg)[0]))
             return flat
 
         outs = custom_vjp_call_p.bind(*traced.consts, *call.leaves, call_jaxpr=traced.jaxpr,
