@@ -11,6 +11,8 @@ NotImplementedError saying so, as does ``smap``.
 
 import collections
 import enum
+import functools
+import inspect
 import math
 import operator
 import types
@@ -236,3 +238,25 @@ NamedSharding = unavailable("NamedSharding", f"jax.NamedSharding: {_NO_SHARDING}
 reshard = unavailable("reshard", f"jax.reshard: {_NO_SHARDING}")
 smap = unavailable("smap", "jax.smap (shard_map over one axis with vmap-style in_axes) is not "
                            "implemented in nbjax: use nbjax.shard_map")
+
+
+def refuse_out_sharding(what, out_sharding):
+    """JAX's ``out_sharding`` keyword: None is the one layout an nbjax array has (whole on
+    one device); any sharding asked for is refused, saying so."""
+    if out_sharding is not None:
+        raise NotImplementedError(f"{what}: out_sharding is not supported; nbjax has no "
+                                  "sharding (an array lives whole on one device)")
+
+
+def takes_out_sharding(fn, what):
+    """``fn`` with JAX's keyword-only ``out_sharding`` added to its signature
+    (``refuse_out_sharding``); ``what`` names it in the error (``random.uniform``)."""
+    @functools.wraps(fn)
+    def wrapped(*args, out_sharding=None, **kwargs):
+        refuse_out_sharding(what, out_sharding)
+        return fn(*args, **kwargs)
+    signature = inspect.signature(fn)
+    keyword = inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None)
+    wrapped.__signature__ = signature.replace(
+        parameters=[*signature.parameters.values(), keyword])
+    return wrapped

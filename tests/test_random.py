@@ -449,3 +449,14 @@ def test_gamma_gradient_is_unbiased():
     for a in (0.5, 3.0):
         g = nbjax.grad(lambda a: jnp.mean(R.gamma(R.PRNGKey(4), a, (N,))))(a)
         assert abs(float(g) - 1) < 0.05
+
+
+def test_samplers_take_jax_out_sharding_keyword():
+    """``out_sharding=None`` changes nothing (an nbjax array is whole on one device); a
+    sharding asked for is refused, saying so."""
+    k = R.key(3)
+    np.testing.assert_array_equal(R.uniform(k, (3,), out_sharding=None),
+                                  R.uniform(k, (3,)))
+    assert R.randint(k, (2,), 0, 5, out_sharding=None).dtype == np.int32
+    with pytest.raises(NotImplementedError, match="random.normal: out_sharding is not"):
+        R.normal(k, (2,), out_sharding=nbjax.sharding.P("x"))

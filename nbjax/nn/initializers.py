@@ -21,6 +21,7 @@ from .. import numpy as jnp
 from .. import random
 from ..core import dtypes
 from ..core.abstract import canonical_shape
+from ..sharding import refuse_out_sharding
 
 __all__ = [
     "Initializer", "constant", "delta_orthogonal", "glorot_normal", "glorot_uniform",
@@ -42,9 +43,7 @@ class Initializer(typing.Protocol):
 def _resolved_dtype(dtype, out_sharding):
     """The dtype to build (the default float for None), after refusing a sharding: an nbjax
     array lives whole on one device."""
-    if out_sharding is not None:
-        raise NotImplementedError("nn.initializers: out_sharding is not supported; nbjax has "
-                                  "no sharding (an array lives whole on one device)")
+    refuse_out_sharding("nn.initializers", out_sharding)
     return dtypes.default_float() if dtype is None else dtype
 
 

@@ -43,3 +43,15 @@ __all__ += ["lognormal", "maxwell", "double_sided_maxwell", "rayleigh", "wald", 
 from .binomial import binomial, multinomial  # noqa: F401,E402
 
 __all__ += ["binomial", "multinomial"]
+
+from ..sharding import takes_out_sharding  # noqa: E402
+
+# The samplers take JAX's keyword ``out_sharding`` (None: an array is whole on one device).
+for _name in ["ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare",
+              "dirichlet", "exponential", "f", "gamma", "generalized_normal", "geometric",
+              "gumbel", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
+              "multivariate_normal", "normal", "orthogonal", "pareto", "permutation",
+              "poisson", "rademacher", "randint", "rayleigh", "t", "triangular",
+              "truncated_normal", "uniform", "wald"]:
+    globals()[_name] = takes_out_sharding(globals()[_name], f"random.{_name}")
+del _name
