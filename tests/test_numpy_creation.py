@@ -454,3 +454,13 @@ def test_traced_grids_and_filled_arrays():
     gx, gy = np.meshgrid(x, y)
     np.testing.assert_array_equal(out, gx * np.eye(3, 2) + gy + 2)
     np.testing.assert_array_equal(fn(x, y), out)
+
+
+def test_makers_take_jax_out_sharding_keyword():
+    """``out_sharding=None`` changes nothing (an nbjax array is whole on one device); a
+    sharding asked for is refused, saying so."""
+    assert jnp.zeros((2,), out_sharding=None).tolist() == [0.0, 0.0]
+    assert jnp.arange(3, out_sharding=None).tolist() == [0, 1, 2]
+    assert jnp.full_like(np.ones(2, np.int8), 3, out_sharding=None).dtype == np.int8
+    with pytest.raises(NotImplementedError, match="asarray: out_sharding is not supported"):
+        jnp.asarray([1.0], out_sharding=nbjax.sharding.P("x"))

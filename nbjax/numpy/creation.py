@@ -18,6 +18,7 @@ from ..core import (Array, ConcretizationTypeError, Tracer, canonical_shape, dty
 from ..core.array import scalar_in_range
 from ..core.trace import is_python_scalar
 from ..lax.standard import scalar_like
+from ..sharding import takes_out_sharding
 from . import ufuncs, util
 from .ufuncs import i0, power
 from .util import broadcast_to_shape, check_arraylike, select_where, to_array
@@ -633,3 +634,11 @@ def frombuffer(buffer, dtype=float, count=-1, offset=0):
 def fromstring(string, dtype=float, count=-1, *, sep):
     """The numbers written in ``string``, separated by ``sep`` (text mode only, as NumPy)."""
     return asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
+
+
+# JAX's keyword ``out_sharding`` on the functions that make arrays (None: an nbjax array is
+# whole on one device; a sharding is refused).
+for _name in ("array", "asarray", "arange", "empty", "full", "full_like", "ones", "ones_like",
+              "zeros", "zeros_like"):
+    globals()[_name] = takes_out_sharding(globals()[_name], _name)
+del _name
