@@ -264,8 +264,8 @@ def filled_like(x, value, dtype=None):
 def all_weak(*args):
     """Whether every one of ``args`` is weakly typed (a Python number, or an array made
     from one). Anything else counts as not weak, for the checks that follow to refuse."""
-    return all(get_aval(a).weak_type if is_python_scalar(a) or isinstance(a, (Array, Tracer))
-               else False for a in args)
+    return all((is_python_scalar(a) or isinstance(a, (Array, Tracer))) and get_aval(a).weak_type
+               for a in args)
 
 
 def with_weak_type(x, weak):
