@@ -293,3 +293,98 @@ def test_products_on_the_carry_or_too_large_stay_in_the_loop(monkeypatch):
     too_large = _run_both(lambda xs: lax.scan(lambda c, x: (jnp.tanh(c + x @ m), None),
                                               xs[0], xs)[0], xs)
     assert not _hoists(too_large)
+
+
+
+# --- products the carries accumulate, computed after the loop (passes.sink_from_loops) -----
+
+def _sinks(executable):
+    return [r for r in executable.rewrites if r.rule == "sink"]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_accumulated_products_run_once_after_the_loop(reverse):
+    w = (RNG.standard_normal((5, 5)) * 0.3).astype(np.float32)
+    xs = RNG.standard_normal((7, 3, 4)).astype(np.float32)
+    acc0 = RNG.standard_normal((4, 5)).astype(np.float32)
+
+    def f(xs, acc0):
+        def step(carry, x):
+            h, a, b, c, d = carry
+            g = jnp.tanh(h @ w + jnp.pad(x, ((0, 0), (0, 1))))
+            a = a + x.T @ g                 # x: an xs, transposed for the product
+            b = (g.T @ h).T + b             # g: computed, stacked; the sum transposed
+            c = c + g @ w                   # w is a const: stays in the loop
+            d = d + h.T @ g                 # d is also read below: stays in the loop
+            return (g, a, b, c, d), jnp.sum(d)
+        zeros = jnp.zeros((5, 5), np.float32)
+        return lax.scan(step, (jnp.zeros((3, 5), np.float32), acc0, zeros, zeros[:3],
+                               zeros), xs, reverse=reverse)
+
+    cpu = _run_both(f, xs, acc0)
+    [sink] = _sinks(cpu)
+    assert "2 products" in sink.detail and "7 iterations" in sink.detail
+    _assert_native_with_calls(cpu, 3)  # h @ w, g @ w, h.T @ g
+
+
+def test_accumulations_sunk_from_a_gradient_and_nested_loops():
+    """The transpose of a scan accumulates each weight's gradient: in an RNN's gradient
+    both weights' products are sunk (in the inner loop of nested ones, too)."""
+    w = (RNG.standard_normal((6, 6)) * 0.3).astype(np.float32)
+    u = (RNG.standard_normal((4, 6)) * 0.3).astype(np.float32)
+    xs = RNG.standard_normal((5, 2, 3, 4)).astype(np.float32)
+
+    def rnn(w, u, x_seq, h):
+        return lax.scan(lambda h, x: (jnp.tanh(h @ w + x @ u), None), h, x_seq)[0]
+
+    def loss(w, u, xs):
+        outer = lambda h, x_seq: (rnn(w, u, x_seq, h) * 0.9, None)  # noqa: E731
+        return jnp.sum(lax.scan(outer, jnp.zeros((3, 6), np.float32), xs)[0] ** 2)
+
+    flat = _run_both(nbjax.grad(lambda w, u, x_seq: jnp.sum(
+        rnn(w, u, x_seq, jnp.zeros((3, 6), np.float32)) ** 2), argnums=(0, 1)), w, u, xs[0],
+                     rtol=2e-5)
+    [sink] = _sinks(flat)
+    assert "2 products" in sink.detail
+    nested = _run_both(nbjax.value_and_grad(loss, argnums=(0, 1)), w, u, xs, rtol=2e-5)
+    bodies = [sub for g in nested.plan.groups if g.kind == "loop" for sub in g.subprograms]
+    sunk = [e for body in bodies for e in body.closed.jaxpr.eqns  # over the inner iterations
+            if e.primitive.name == "dot_general" and 0 in e.params["dimension_numbers"][0][0]]
+    assert len(sunk) == 2, [body.plan.report() for body in bodies]
+
+
+def test_batched_and_integer_accumulations_are_sunk():
+    xs = RNG.standard_normal((6, 2, 3, 4)).astype(np.float32)
+    ks = RNG.integers(-50, 50, (6, 2, 4, 3)).astype(np.int32)
+
+    def f(xs, ks):
+        def step(carry, xk):
+            x, k = xk
+            acc, iacc, s, i = carry   # (operands of the carries: not products of xs alone)
+            x, k = x * s, k + i
+            return (acc + jnp.einsum("bij,bjk->bik", x, x.transpose(0, 2, 1)),
+                    iacc + jnp.einsum("bij,bik->bkj", k, k), s * 0.5, i + 1), None
+        return lax.scan(step, (jnp.zeros((2, 3, 3), np.float32),
+                               jnp.zeros((2, 3, 3), np.int32), 1.0, 0), (xs, ks))[0]
+
+    cpu = _run_both(f, xs, ks)
+    [sink] = _sinks(cpu)
+    assert "2 products" in sink.detail
+    shifted = ks + np.arange(6, dtype=np.int32)[:, None, None, None]
+    np.testing.assert_array_equal(cpu.run(xs, ks)[1],
+                                  np.einsum("tbij,tbik->bkj", shifted, shifted))
+
+
+def test_accumulations_too_large_to_stack_stay_in_the_loop(monkeypatch):
+    from nbjax.compiler import passes
+    xs = RNG.standard_normal((5, 2, 4)).astype(np.float32)
+    h = (RNG.standard_normal((5, 2, 3)) * 0.3).astype(np.float32)
+
+    def f(xs, h):
+        def step(carry, xh):
+            (acc, s), (x, hh) = carry, xh
+            return (acc + hh.T @ jnp.sin(x * s), s + 1), None
+        return lax.scan(step, (jnp.zeros((3, 4), np.float32), 1.0), (xs, h))[0]
+    assert _sinks(_run_both(f, xs, h))
+    monkeypatch.setattr(passes, "HOIST_LIMIT", xs.nbytes - 1)  # sin(x * s) of 5 iterations
+    assert not _sinks(_run_both(f, xs, h))

@@ -1,5 +1,6 @@
-"""Optimising passes on jaxprs: inlining, hoisting out of loops, constant folding, algebraic
-simplification, complex numbers as their parts (``complex_parts``), CSE, DCE.
+"""Optimising passes on jaxprs: inlining, hoisting out of loops and sinking accumulations out
+of them, constant folding, algebraic simplification, complex numbers as their parts
+(``complex_parts``), CSE, DCE.
 
 Each pass maps a Jaxpr to a new Jaxpr (nothing is mutated) and reports every rewrite it made
 as a ``Rewrite`` (the rule that fired and the equation it fired on), so the notebook can show
@@ -136,6 +137,41 @@ def hoist_from_loops(jaxpr, consts, log):
                            f"{eqn.params['length']} iterations at once"))
     return rw.finish([v for v, _ in rw.new_consts]), \
         list(consts) + [c for _, c in rw.new_consts]
+
+
+def sink_from_loops(jaxpr, consts, log):
+    """Compute after a loop the matrix products its carries only accumulate, for all
+    iterations at once (``ControlLowering.sink``): a scan's transpose accumulates each
+    weight's gradient one small product per iteration, and one product over the stacked
+    iterations runs at BLAS's full rate (an LSTM's two weight gradients: 21 -> 13 ms)."""
+    rw = Rewriter(jaxpr)
+    for eqn in jaxpr.eqns:
+        control = eqn.primitive.lowerings.get("control")
+        sunk = control.sink(eqn.params) if control is not None and \
+            control.sink is not None else None
+        if sunk is None:
+            rw.emit(eqn)
+            continue
+        after, params, taken = sunk
+        ops = control.split(eqn.params, eqn.invars)
+        stacked = [Var(a) for a in after.in_avals[len(taken):-len(ops["xs"]) or None]]
+        if sum(v.aval.nbytes for v in stacked) > HOIST_LIMIT:
+            rw.emit(eqn)
+            continue
+        kept = [i for i in range(len(ops["carry"])) if i not in taken]
+        carries_out = eqn.outvars[:len(ops["carry"])]
+        rw.eqns.append(eqn.replace(
+            invars=[rw.read(a) for a in ops["consts"] + [ops["carry"][i] for i in kept]
+                    + ops["xs"]],
+            outvars=[carries_out[i] for i in kept] + eqn.outvars[len(carries_out):] + stacked,
+            params=params))
+        finals = emit_inlined(rw, after, [ops["carry"][i] for i in taken] + stacked
+                              + ops["xs"], at(eqn))
+        rw.bind_outputs([carries_out[i] for i in taken], finals)
+        log.append(Rewrite("sink", eqn, f"{len(taken)} product{'s' * (len(taken) != 1)} "
+                           f"its carries accumulate computed after the loop, over all "
+                           f"{eqn.params['length']} iterations at once"))
+    return rw.finish(), consts
 
 
 # --- constant folding ----------------------------------------------------------------------
@@ -283,7 +319,8 @@ def complex_parts(jaxpr, consts, log):
     return simplify(*fold_constants(jaxpr, consts, log), log)
 
 
-PASSES = (inline_calls, hoist_from_loops, fold_constants, simplify, complex_parts, cse, dce)
+PASSES = (inline_calls, hoist_from_loops, sink_from_loops, fold_constants, simplify,
+          complex_parts, cse, dce)
 
 
 def optimize(closed, passes=PASSES):

@@ -7,6 +7,7 @@ reverse mode (scan) transposes the body. Loops find which carries are batched / 
 tangents / are linear by a fixed point.
 """
 
+import collections
 import inspect
 import operator
 
@@ -25,7 +26,8 @@ from .control_flow import (batched_at_front, carries_reached, check_avals, check
                            once_per_flags, rearrange, run_on_numpy, split_sizes,
                            trace_converted, trace_flat, type_str, typematch, unknown_results,
                            with_unused_inputs)
-from .shapes import broadcast_in_dim, moveaxis, reshape
+from .dot import DotDimensionNumbers, dot_general_p
+from .shapes import broadcast_in_dim, moveaxis, reshape, transpose_p
 from .structural import concatenate, slice_in_dim
 from .standard import control_lowering, owned_results, scalar_like
 
@@ -326,10 +328,110 @@ def _scan_hoist(params, worth):
     return before, dict(params, jaxpr=ClosedJaxpr(new_body, []))
 
 
+def _scan_sink(params):
+    """What a compiler may compute after a scan instead of at every iteration: a carry
+    that only accumulates a matrix product of values of the iteration (``acc = acc +
+    g_t.T @ x_t``, as the transpose of a scan accumulates a weight's gradient) is one
+    product over all iterations after the loop, contracting the iteration axis too: one
+    large product instead of a small one per iteration (the same sum, in another order).
+    The product's operands that the body computes are stacked as extra ys; those that are
+    xs are read where they are. Operands that are consts (loop-invariant) are left alone.
+
+    Returns None, or ``(after, new_params, sunk)``: ``sunk`` lists the indices of the
+    carries taken out; the new scan takes and returns the other carries, then returns the
+    ys and the stacked operands; ``after`` takes the sunk carries' initial values, the
+    stacked operands and the scan's xs, and returns the sunk carries' final values.
+    """
+    closed, num_consts, num_carry = params["jaxpr"], params["num_consts"], params["num_carry"]
+    if closed.consts or params["length"] < 2:
+        return None
+    body = closed.jaxpr
+    carries = body.invars[num_consts:num_consts + num_carry]
+    consts, xs = set(body.invars[:num_consts]), body.invars[num_consts + num_carry:]
+    producer = {v: e for e in body.eqns for v in e.outvars}
+    uses = collections.Counter(a for e in body.eqns for a in e.invars if isinstance(a, Var))
+    uses.update(a for a in body.outvars if isinstance(a, Var))
+    chains, removed = {}, set()
+    for i, (acc, out) in enumerate(zip(carries, body.outvars)):
+        chain = _accumulated_product(acc, out, producer, uses)
+        if chain is None:
+            continue
+        dot = _read_untransposed(chain[-1], producer, uses)
+        if all(isinstance(a, Var) and a not in consts for a in dot.invars):
+            chains[i] = chain[:-1] + [dot]
+            removed.update(id(e) for e in chain)
+    if not chains:
+        return None
+    stacked = list(dict.fromkeys(a for chain in chains.values() for a in chain[-1].invars
+                                 if a not in xs))
+    kept = [i for i in range(num_carry) if i not in chains]
+    new_body = Jaxpr([], body.invars[:num_consts] + [carries[i] for i in kept] + xs,
+                     [body.outvars[i] for i in kept] + body.outvars[num_carry:] + stacked,
+                     [e for e in body.eqns if id(e) not in removed])
+    sunk = list(chains)
+
+    def after(*args):
+        inits, stacks = args[:len(sunk)], dict(zip(stacked + xs, args[len(sunk):]))
+        return [_product_over_iterations(chains[i], carries[i], init, stacks)
+                for i, init in zip(sunk, inits)]
+    length = params["length"]
+    in_avals = [carries[i].aval for i in sunk] + [
+        v.aval.update(shape=(length,) + v.aval.shape) for v in stacked + xs]
+    after_jaxpr, _ = trace_flat(after, in_avals, "scan's accumulations after the loop")
+    return after_jaxpr, dict(params, jaxpr=ClosedJaxpr(new_body, []),
+                             num_carry=len(kept)), sunk
+
+
+def _accumulated_product(acc, out, producer, uses):
+    """The equations ``[add, transposes..., dot_general]`` by which a body's carry
+    ``acc`` becomes its output ``out`` = acc + (transposed) product, each value used only
+    there; or None."""
+    add = producer.get(out)
+    if add is None or add.primitive not in (elementwise.add_p, ad.add_any_p) or \
+            acc not in add.invars or uses[acc] != 1 or uses[out] != 1:
+        return None
+    value = add.invars[1] if add.invars[0] is acc else add.invars[0]
+    chain = [add]
+    while isinstance(value, Var) and uses[value] == 1 and value in producer:
+        eqn = producer[value]
+        chain.append(eqn)
+        if eqn.primitive is dot_general_p:
+            return chain
+        if eqn.primitive is not transpose_p:
+            return None
+        value = eqn.invars[0]
+    return None
+
+
+def _read_untransposed(dot, producer, uses):
+    """``dot`` reading the values its operands transpose, where it can (its simplification
+    rule), so that those values are stacked rather than their transposes (``x.T @ g`` of an
+    xs ``x`` reads ``x`` where it is)."""
+    simplified = dot.primitive.rule("simplify")(dot, dot.invars, producer.get, uses.get)
+    return dot if simplified is None else simplified[0][0]
+
+
+def _product_over_iterations(chain, acc, init, stacks):
+    """``init`` plus the sum over iterations of the product ``chain`` computes in the body
+    (``_accumulated_product``), from its operands stacked along a leading axis."""
+    add, *transposes, dot = chain
+    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+
+    def shifted(axes):
+        return tuple(a + 1 for a in axes)
+    numbers = DotDimensionNumbers((((0,) + shifted(lc), (0,) + shifted(rc)),
+                                   (shifted(lb), shifted(rb))))
+    total = dot_general_p.bind(*(stacks[a] for a in dot.invars),
+                               **dict(dot.params, dimension_numbers=numbers))
+    for eqn in reversed(transposes):
+        total = transpose_p.bind(total, **eqn.params)
+    return add.primitive.bind(*(init if a is acc else total for a in add.invars))
+
+
 control_lowering(scan_p, lambda params: [("body", params["jaxpr"])],
                  lambda params: [("consts", params["num_consts"]),
                                  ("carry", params["num_carry"]), ("xs", None)],
-                 hoist=_scan_hoist)
+                 hoist=_scan_hoist, sink=_scan_sink)
 
 
 @scan_p.def_abstract_eval

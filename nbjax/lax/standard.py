@@ -283,11 +283,12 @@ class ControlLowering:
     ``operands(params)`` lists the groups of its operands in order as (role, count), the
     last group's count None for "the rest", e.g. ``[("consts", 2), ("carry", None)]``;
     ``hoist(params, worth)``, where there is one, says what a compiler may compute before
-    the loop instead of at every iteration (see ``loops._scan_hoist``); ``branches`` says
-    that one of the sub-programs runs (``cond``), not a loop over them."""
+    the loop instead of at every iteration (see ``loops._scan_hoist``); ``sink(params)``,
+    where there is one, what it may compute after the loop (``loops._scan_sink``);
+    ``branches`` says that one of the sub-programs runs (``cond``), not a loop over them."""
 
-    def __init__(self, sub_jaxprs, operands, hoist=None, branches=False):
-        self.sub_jaxprs, self.operands, self.hoist = sub_jaxprs, operands, hoist
+    def __init__(self, sub_jaxprs, operands, hoist=None, sink=None, branches=False):
+        self.sub_jaxprs, self.operands, self.hoist, self.sink = sub_jaxprs, operands, hoist, sink
         self.branches = branches
 
     def split(self, params, values):
@@ -299,9 +300,9 @@ class ControlLowering:
         return groups
 
 
-def control_lowering(prim, sub_jaxprs, operands, hoist=None, branches=False):
+def control_lowering(prim, sub_jaxprs, operands, hoist=None, sink=None, branches=False):
     """Mark ``prim`` as control flow a target may compile (see ``ControlLowering``)."""
-    prim.def_lowering("control", ControlLowering(sub_jaxprs, operands, hoist, branches))
+    prim.def_lowering("control", ControlLowering(sub_jaxprs, operands, hoist, sink, branches))
 
 
 def kernel_reduction(prim, combine, identity, acc_dtype=lambda dtype: dtype):
