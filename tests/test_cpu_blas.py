@@ -296,6 +296,50 @@ def test_products_on_the_carry_or_too_large_stay_in_the_loop(monkeypatch):
 
 
 
+
+# --- consts the products read transposed, transposed once before the loop ----------------
+
+def _transposed_consts(executable):
+    return [r for r in executable.rewrites if r.rule == "transpose consts"]
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_consts_read_transposed_are_transposed_once_before_the_loop(reverse):
+    w = (RNG.standard_normal((4, 4)) * 0.3).astype(np.float32)
+    v = (RNG.standard_normal((4, 3)) * 0.3).astype(np.float32)
+    xs = RNG.standard_normal((5, 3, 4)).astype(np.float32)
+
+    def f(w, v, xs):
+        def step(h, x):
+            h = jnp.tanh(h @ w.T + x)                       # the body transposes w
+            g = lax.dot_general(h, w, (((1,), (1,)), ((), ())))  # reads w transposed
+            return h, (v.T @ h.T, g, h @ v)    # v.T on the left; h @ v reads v as it is
+        return lax.scan(step, jnp.ones((3, 4), np.float32), xs, reverse=reverse)
+
+    cpu = _run_both(f, w, v, xs)
+    [rewrite] = _transposed_consts(cpu)
+    assert "2 matrices" in rewrite.detail
+    [loop] = [g for g in cpu.plan.groups if g.kind == "loop"]
+    body = loop.subprograms[0].closed.jaxpr
+    assert not [e for e in body.eqns if e.primitive.name == "transpose"
+                and e.invars[0] in body.invars[:4]]  # no const transposed in the loop
+
+
+def test_consts_stay_as_they_are_where_a_copy_would_not_help():
+    w = (RNG.standard_normal((4, 4)) * 0.3).astype(np.float32)
+    xs = RNG.standard_normal((5, 2, 4, 4)).astype(np.float32)
+
+    def f(w, xs):
+        def step(h, x):
+            batched = jnp.einsum("bij,bkj->bik", x, x)      # batch axes: not a matrix
+            return h @ w + (w @ w.T).sum(), batched          # both operands consts
+        return lax.scan(step, jnp.ones((3, 4), np.float32), xs)
+
+    assert not _transposed_consts(_run_both(f, w, xs))
+    once = _run_both(lambda w, xs: lax.scan(lambda h, x: (h @ w.T, None), xs[0, 0], xs[:1, 0]),
+                     w, xs)
+    assert not _transposed_consts(once)  # a single iteration
+
 # --- products the carries accumulate, computed after the loop (passes.sink_from_loops) -----
 
 def _sinks(executable):

@@ -139,6 +139,29 @@ def hoist_from_loops(jaxpr, consts, log):
         list(consts) + [c for _, c in rw.new_consts]
 
 
+def transpose_loop_consts(jaxpr, consts, log):
+    """Transpose once before a loop the matrices its body's products read transposed
+    (``ControlLowering.transposed_consts``): ``x @ w.T`` with ``w`` the same at every
+    iteration reads a copy of ``w.T`` laid out as ``x @ w`` wants it."""
+    rw = Rewriter(jaxpr)
+    for eqn in jaxpr.eqns:
+        control = eqn.primitive.lowerings.get("control")
+        transposed = control.transposed_consts(eqn.params) if control is not None and \
+            control.transposed_consts is not None else None
+        if transposed is None or sum(a.nbytes for a in transposed[0].out_avals) > HOIST_LIMIT:
+            rw.emit(eqn)
+            continue
+        before, params = transposed
+        copies = emit_inlined(rw, before, control.split(eqn.params, eqn.invars)["consts"],
+                              at(eqn))
+        rw.eqns.append(eqn.replace(invars=copies + [rw.read(a) for a in eqn.invars],
+                                   params=params))
+        log.append(Rewrite("transpose consts", eqn, f"{len(copies)} matri"
+                           f"{'ces' if len(copies) != 1 else 'x'} its products read "
+                           "transposed laid out so once, before the loop"))
+    return rw.finish(), consts
+
+
 def sink_from_loops(jaxpr, consts, log):
     """Compute after a loop the matrix products its carries only accumulate, for all
     iterations at once (``ControlLowering.sink``): a scan's transpose accumulates each
@@ -319,8 +342,8 @@ def complex_parts(jaxpr, consts, log):
     return simplify(*fold_constants(jaxpr, consts, log), log)
 
 
-PASSES = (inline_calls, hoist_from_loops, sink_from_loops, fold_constants, simplify,
-          complex_parts, cse, dce)
+PASSES = (inline_calls, hoist_from_loops, sink_from_loops, transpose_loop_consts, fold_constants,
+          simplify, complex_parts, cse, dce)
 
 
 def optimize(closed, passes=PASSES):

@@ -284,12 +284,15 @@ class ControlLowering:
     last group's count None for "the rest", e.g. ``[("consts", 2), ("carry", None)]``;
     ``hoist(params, worth)``, where there is one, says what a compiler may compute before
     the loop instead of at every iteration (see ``loops._scan_hoist``); ``sink(params)``,
-    where there is one, what it may compute after the loop (``loops._scan_sink``);
-    ``branches`` says that one of the sub-programs runs (``cond``), not a loop over them."""
+    what it may compute after the loop (``loops._scan_sink``); ``transposed_consts(params)``,
+    which consts it may transpose before the loop for the body's products
+    (``loops._scan_transposed_consts``); ``branches`` says that one of the sub-programs runs
+    (``cond``), not a loop over them."""
 
-    def __init__(self, sub_jaxprs, operands, hoist=None, sink=None, branches=False):
-        self.sub_jaxprs, self.operands, self.hoist, self.sink = sub_jaxprs, operands, hoist, sink
-        self.branches = branches
+    def __init__(self, sub_jaxprs, operands, hoist=None, sink=None, transposed_consts=None,
+                 branches=False):
+        self.sub_jaxprs, self.operands, self.branches = sub_jaxprs, operands, branches
+        self.hoist, self.sink, self.transposed_consts = hoist, sink, transposed_consts
 
     def split(self, params, values):
         """``values`` (one per operand: buffers, variables...) grouped by role."""
@@ -300,9 +303,11 @@ class ControlLowering:
         return groups
 
 
-def control_lowering(prim, sub_jaxprs, operands, hoist=None, sink=None, branches=False):
-    """Mark ``prim`` as control flow a target may compile (see ``ControlLowering``)."""
-    prim.def_lowering("control", ControlLowering(sub_jaxprs, operands, hoist, sink, branches))
+def control_lowering(prim, sub_jaxprs, operands, branches=False, **rewrites):
+    """Mark ``prim`` as control flow a target may compile (see ``ControlLowering``; the
+    ``rewrites`` are its ``hoist``, ``sink`` and ``transposed_consts``)."""
+    prim.def_lowering("control", ControlLowering(sub_jaxprs, operands, branches=branches,
+                                                 **rewrites))
 
 
 def kernel_reduction(prim, combine, identity, acc_dtype=lambda dtype: dtype):
