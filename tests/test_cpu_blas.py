@@ -300,7 +300,7 @@ def test_products_on_the_carry_or_too_large_stay_in_the_loop(monkeypatch):
 # --- consts the products read transposed, transposed once before the loop ----------------
 
 def _transposed_consts(executable):
-    return [r for r in executable.rewrites if r.rule == "transpose consts"]
+    return [r for r in executable.rewrites if r.rule == "transpose_consts"]
 
 
 @pytest.mark.parametrize("reverse", [False, True])

@@ -110,6 +110,14 @@ HOISTED_LIBRARY_CALLS = ("matrix product", "convolution")
 HOIST_LIMIT = 64 << 20  # bytes: the most the values computed before a loop may take
 
 
+def _loop_rewrite(eqn, name, *args):
+    """``(control, rewrite)``: ``eqn``'s ``ControlLowering`` and what its rewrite ``name``
+    (``hoist``, ``sink``, ``transposed_consts``) offers for it, or None for either."""
+    control = eqn.primitive.lowerings.get("control")
+    rewrite = None if control is None else getattr(control, name)
+    return control, None if rewrite is None else rewrite(eqn.params, *args)
+
+
 def _worth_hoisting(eqn):
     return eqn.primitive.lowerings.get("library") in HOISTED_LIBRARY_CALLS
 
@@ -119,9 +127,7 @@ def hoist_from_loops(jaxpr, consts, log):
     before the loop, for all iterations at once (``ControlLowering.hoist``)."""
     rw = Rewriter(jaxpr)
     for eqn in jaxpr.eqns:
-        control = eqn.primitive.lowerings.get("control")
-        hoisted = control.hoist(eqn.params, _worth_hoisting) \
-            if control is not None and control.hoist is not None else None
+        control, hoisted = _loop_rewrite(eqn, "hoist", _worth_hoisting)
         if hoisted is None or sum(a.nbytes for a in hoisted[0].out_avals) > HOIST_LIMIT:
             rw.emit(eqn)
             continue
@@ -139,29 +145,6 @@ def hoist_from_loops(jaxpr, consts, log):
         list(consts) + [c for _, c in rw.new_consts]
 
 
-def transpose_loop_consts(jaxpr, consts, log):
-    """Transpose once before a loop the matrices its body's products read transposed
-    (``ControlLowering.transposed_consts``): ``x @ w.T`` with ``w`` the same at every
-    iteration reads a copy of ``w.T`` laid out as ``x @ w`` wants it."""
-    rw = Rewriter(jaxpr)
-    for eqn in jaxpr.eqns:
-        control = eqn.primitive.lowerings.get("control")
-        transposed = control.transposed_consts(eqn.params) if control is not None and \
-            control.transposed_consts is not None else None
-        if transposed is None or sum(a.nbytes for a in transposed[0].out_avals) > HOIST_LIMIT:
-            rw.emit(eqn)
-            continue
-        before, params = transposed
-        copies = emit_inlined(rw, before, control.split(eqn.params, eqn.invars)["consts"],
-                              at(eqn))
-        rw.eqns.append(eqn.replace(invars=copies + [rw.read(a) for a in eqn.invars],
-                                   params=params))
-        log.append(Rewrite("transpose consts", eqn, f"{len(copies)} matri"
-                           f"{'ces' if len(copies) != 1 else 'x'} its products read "
-                           "transposed laid out so once, before the loop"))
-    return rw.finish(), consts
-
-
 def sink_from_loops(jaxpr, consts, log):
     """Compute after a loop the matrix products its carries only accumulate, for all
     iterations at once (``ControlLowering.sink``): a scan's transpose accumulates each
@@ -169,9 +152,7 @@ def sink_from_loops(jaxpr, consts, log):
     iterations runs at BLAS's full rate (an LSTM's two weight gradients: 21 -> 13 ms)."""
     rw = Rewriter(jaxpr)
     for eqn in jaxpr.eqns:
-        control = eqn.primitive.lowerings.get("control")
-        sunk = control.sink(eqn.params) if control is not None and \
-            control.sink is not None else None
+        control, sunk = _loop_rewrite(eqn, "sink")
         if sunk is None:
             rw.emit(eqn)
             continue
@@ -194,6 +175,27 @@ def sink_from_loops(jaxpr, consts, log):
         log.append(Rewrite("sink", eqn, f"{len(taken)} product{'s' * (len(taken) != 1)} "
                            f"its carries accumulate computed after the loop, over all "
                            f"{eqn.params['length']} iterations at once"))
+    return rw.finish(), consts
+
+
+def transpose_loop_consts(jaxpr, consts, log):
+    """Transpose once before a loop the matrices its body's products read transposed
+    (``ControlLowering.transposed_consts``): ``x @ w.T`` with ``w`` the same at every
+    iteration reads a copy of ``w.T`` laid out as ``x @ w`` wants it."""
+    rw = Rewriter(jaxpr)
+    for eqn in jaxpr.eqns:
+        control, transposed = _loop_rewrite(eqn, "transposed_consts")
+        if transposed is None or sum(a.nbytes for a in transposed[0].out_avals) > HOIST_LIMIT:
+            rw.emit(eqn)
+            continue
+        before, params = transposed
+        copies = emit_inlined(rw, before, control.split(eqn.params, eqn.invars)["consts"],
+                              at(eqn))
+        rw.eqns.append(eqn.replace(invars=copies + [rw.read(a) for a in eqn.invars],
+                                   params=params))
+        log.append(Rewrite("transpose_consts", eqn, f"{len(copies)} matri"
+                           f"{'ces' if len(copies) != 1 else 'x'} its products read "
+                           "transposed, transposed once before the loop"))
     return rw.finish(), consts
 
 
