@@ -17,6 +17,7 @@ from . import lax
 from . import numpy as jnp
 from .core import ConcretizationTypeError, Tracer, dtypes, get_aval
 from .numpy.util import check_arraylike
+from .sharding import refuse_out_sharding
 
 __all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min"]
 
@@ -90,7 +91,7 @@ def _segment_update(name, data, segment_ids, scatter_op, identity, reducer, num_
     (shorter running sums and products: better rounding)."""
     check_arraylike(name, data, segment_ids)
     if out_sharding is not None:
-        raise NotImplementedError(f"{name}: out_sharding is not supported")
+        refuse_out_sharding(name, out_sharding)
     data, segment_ids = jnp.asarray(data), jnp.asarray(segment_ids)
     _check_ids(segment_ids)
     dtype = get_aval(data).dtype

@@ -242,7 +242,10 @@ smap = unavailable("smap", "jax.smap (shard_map over one axis with vmap-style in
 
 def refuse_out_sharding(what, out_sharding):
     """JAX's ``out_sharding`` keyword: None is the one layout an nbjax array has (whole on
-    one device); any sharding asked for is refused, saying so."""
+    one device); any sharding asked for is refused, saying so. Functions on tracing's hot
+    path (``lax.reshape``, ``jnp.dot`` ...) take the keyword themselves and call this only
+    when ``out_sharding is not None``: the call costs about 5% of a reshape that does
+    nothing, and ``takes_out_sharding``'s wrapper would cost more."""
     if out_sharding is not None:
         raise NotImplementedError(f"{what}: out_sharding is not supported; nbjax has no "
                                   "sharding (an array lives whole on one device)")

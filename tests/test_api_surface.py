@@ -3,16 +3,24 @@
 Reads ``tests/data/api_coverage.json`` (no JAX needed): a name recorded as present must still
 be defined by its nbjax module (not a generic stub of ``nbjax.numpy.__getattr__``), and a
 recorded stub must still say why it is missing. Re-run the tool after adding names.
+
+Also: the functions beyond the array makers that take JAX's ``out_sharding`` keyword
+(``jnp.reshape``, ``lax.broadcast_in_dim`` ...) accept None and refuse a sharding (nbjax
+arrays have none), naming themselves.
 """
 
 import importlib
 import inspect
 import json
 import pathlib
+import re
 
+import numpy as np
 import pytest
 
 import nbjax.numpy as jnp
+from nbjax import lax
+from nbjax.sharding import P
 
 DATA = json.loads((pathlib.Path(__file__).parent / "data" / "api_coverage.json").read_text())
 MODULES = DATA["modules"]
@@ -81,3 +89,44 @@ def test_the_record_covers_the_modules_asked_for():
                    "jax.tree_util", "jax.Array"):
         assert module in MODULES
     assert len(MODULES["jax.numpy"]["present"]) > 250
+
+
+# --- JAX's out_sharding keyword on functions that are not array makers -------------------
+
+_A, _B, _V = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4), np.arange(3.0)
+
+# (how a user names the function, a call of it with the keywords given)
+_OUT_SHARDING_CASES = [
+    ("jnp.bincount", lambda **kw: jnp.bincount(np.array([0, 1, 1, 3]), **kw)),
+    ("jnp.broadcast_to", lambda **kw: jnp.broadcast_to(_V, (2, 3), **kw)),
+    ("jnp.dot", lambda **kw: jnp.dot(_A, _B, **kw)),
+    ("jnp.einsum", lambda **kw: jnp.einsum("ij,jk->ik", _A, _B, **kw)),
+    ("jnp.matmul", lambda **kw: jnp.matmul(_A, _B, **kw)),
+    ("jnp.percentile", lambda **kw: jnp.percentile(_A, 40, axis=1, **kw)),
+    ("jnp.ravel", lambda **kw: jnp.ravel(_A, **kw)),
+    ("jnp.repeat", lambda **kw: jnp.repeat(_V, 2, **kw)),
+    ("jnp.reshape", lambda **kw: jnp.reshape(_A, (3, 2), **kw)),
+    ("jnp.tensordot", lambda **kw: jnp.tensordot(_A, _B, 1, **kw)),
+    ("jnp.linalg.tensordot", lambda **kw: jnp.linalg.tensordot(_A, _B, axes=1, **kw)),
+    ("lax.broadcast", lambda **kw: lax.broadcast(_V, (2,), **kw)),
+    ("lax.broadcast_in_dim", lambda **kw: lax.broadcast_in_dim(_V, (3, 2), (0,), **kw)),
+    ("lax.broadcasted_iota", lambda **kw: lax.broadcasted_iota(np.int32, (2, 3), 1, **kw)),
+    ("lax.conv_general_dilated",
+     lambda **kw: lax.conv_general_dilated(np.ones((1, 1, 5)), np.ones((1, 1, 2)), (1,),
+                                           "VALID", **kw)),
+    ("lax.reduce", lambda **kw: lax.reduce(_A, 0.0, lax.add, (1,), **kw)),
+    ("lax.reshape", lambda **kw: lax.reshape(_A, (3, 2), **kw)),
+    ("Array.reshape", lambda **kw: jnp.asarray(_A).reshape(3, 2, **kw)),
+]
+
+
+@pytest.mark.parametrize("what,call", _OUT_SHARDING_CASES, ids=[w for w, _ in
+                                                                 _OUT_SHARDING_CASES])
+def test_takes_jax_out_sharding_keyword(what, call):
+    """``out_sharding=None`` changes nothing (an nbjax array is whole on one device); a
+    sharding asked for is refused, naming the function the user called."""
+    expected = call()
+    np.testing.assert_array_equal(call(out_sharding=None), expected)
+    with pytest.raises(NotImplementedError,
+                       match=re.escape(what) + ": out_sharding is not supported"):
+        call(out_sharding=P("x"))

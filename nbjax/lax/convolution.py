@@ -21,6 +21,7 @@ import operator
 import numpy as np
 
 from ..core import Primitive, ShapedArray, dtypes, get_aval
+from ..sharding import refuse_out_sharding
 from . import gather_scatter, structural
 from .dot import (accumulation_dtype, as_accumulation, bilinear_jvp, bilinear_transpose,
                   canonicalize_precision, check_preferred_element_type, dot_general,
@@ -628,13 +629,16 @@ def _ints(values, what):
 
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
-                         batch_group_count=1, precision=None, preferred_element_type=None):
+                         batch_group_count=1, precision=None, preferred_element_type=None,
+                         out_sharding=None):
     """The general convolution (XLA's ConvGeneralDilated); see the module docstring.
 
     ``padding`` is "VALID", "SAME", "SAME_LOWER" or a (low, high) pair per spatial axis;
     ``dimension_numbers`` is None (NCHW/OIHW/NCHW), a ConvDimensionNumbers, or three layout
     strings such as ``("NHWC", "HWIO", "NHWC")``.
     """
+    if out_sharding is not None:
+        refuse_out_sharding("lax.conv_general_dilated", out_sharding)
     lhs_shape, rhs_shape = get_aval(lhs).shape, get_aval(rhs).shape
     dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
     n = len(lhs_shape) - 2

@@ -17,6 +17,7 @@ import numpy as np
 from ..core import Primitive, ShapedArray, Var, dtypes, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
+from ..sharding import refuse_out_sharding
 from .elementwise import convert_element_type, mul
 from .shapes import broadcast_in_dim, reshape, transpose, transpose_p
 from .standard import library_lowering, remembered
@@ -559,7 +560,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     ``preferred_element_type``).
     """
     if out_sharding is not None:
-        raise NotImplementedError("dot_general: out_sharding is not supported")
+        refuse_out_sharding("lax.dot_general", out_sharding)
     if preferred_element_type is not None:
         preferred_element_type = dtypes.canonicalize(preferred_element_type)
     return dot_general_p.bind(lhs, rhs, dimension_numbers=_dimension_numbers(dimension_numbers),

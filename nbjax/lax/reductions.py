@@ -16,6 +16,7 @@ import numpy as np
 from ..core import Primitive, ShapedArray, Tracer, dtypes, get_aval, pytree, to_numpy
 from ..interpreters import ad
 from ..interpreters.staging import trace_to_jaxpr
+from ..sharding import refuse_out_sharding
 from . import elementwise, structural, transcendental
 from .shapes import broadcast_in_dim, kept_axes, reduce_sum, reshape, squeeze, transpose
 from .standard import (ANY, INEXACT, INT_OR_BOOL, NUMBER, ORDERED, accumulation_dtype,
@@ -256,7 +257,7 @@ def monoid_identity(name, dtype):
     return np.asarray(_MONOIDS[name][1](dtype), dtype)
 
 
-def reduce(operands, init_values, computation, dimensions):
+def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     """Reduce ``operands`` over ``dimensions`` with the binary ``computation`` from
     ``init_values`` (``lax.reduce``).
 
@@ -264,6 +265,8 @@ def reduce(operands, init_values, computation, dimensions):
     the result combined with ``init_values`` when it is not the identity. Other computations,
     and several operands at once, are not implemented.
     """
+    if out_sharding is not None:
+        refuse_out_sharding("lax.reduce", out_sharding)
     flat_operands, tree = pytree.tree_flatten(operands)
     flat_inits, init_tree = pytree.tree_flatten(init_values)
     if tree != init_tree:

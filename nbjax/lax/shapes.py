@@ -24,6 +24,7 @@ import numpy as np
 from ..core import Array, Primitive, ShapedArray, Tracer, canonical_shape, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
+from ..sharding import refuse_out_sharding
 from .standard import (NUMBER, accumulation_dtype, canonical_axes, kernel_index,
                        kernel_reduction, reduction, remembered)
 
@@ -112,8 +113,10 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions, sharding=None):
     return np.broadcast_to(x.reshape(expanded), shape).copy()
 
 
-def broadcast_in_dim(operand, shape, broadcast_dimensions):
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
     """Place ``operand``'s axes at ``broadcast_dimensions`` of ``shape`` and replicate."""
+    if out_sharding is not None:
+        refuse_out_sharding("lax.broadcast_in_dim", out_sharding)
     shape = canonical_shape(shape)
     dims = tuple(int(d) for d in broadcast_dimensions)
     aval = get_aval(operand)
@@ -174,8 +177,10 @@ kernel_index(broadcast_in_dim_p, _kernel_broadcast_in_dim, restrides=True,
              views=lambda eqn: eqn.invars[0].aval.size == eqn.outvars[0].aval.size)
 
 
-def broadcast(operand, sizes):
+def broadcast(operand, sizes, *, out_sharding=None):
     """Add leading axes of ``sizes`` (``lax.broadcast``)."""
+    if out_sharding is not None:
+        refuse_out_sharding("lax.broadcast", out_sharding)
     aval = get_aval(operand)
     sizes = canonical_shape(sizes)
     return broadcast_in_dim(operand, sizes + aval.shape,
@@ -230,8 +235,10 @@ def _reshape_impl(x, *, new_sizes, dimensions, sharding=None):
     return np.reshape(x, new_sizes).copy()
 
 
-def reshape(operand, new_sizes, dimensions=None):
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     """Reshape in row-major order, after transposing by ``dimensions`` if given."""
+    if out_sharding is not None:
+        refuse_out_sharding("lax.reshape", out_sharding)
     new_sizes = canonical_shape(new_sizes, "reshape new_sizes")
     aval = get_aval(operand)
     if dimensions is not None:
@@ -459,7 +466,7 @@ reduce_sum_p = reduction("reduce_sum", NUMBER, _sum)
 def reduce_sum(operand, axes, *, out_sharding=None):
     """Sum over ``axes`` (non-negative ints)."""
     if out_sharding is not None:
-        raise NotImplementedError("reduce_sum: out_sharding is not supported")
+        refuse_out_sharding("lax.reduce_sum", out_sharding)
     return reduce_sum_p.bind(operand, axes=canonical_axes(axes), out_sharding=None)
 
 

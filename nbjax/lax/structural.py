@@ -23,6 +23,7 @@ import numpy as np
 from ..core import Primitive, ShapedArray, canonical_shape, dtypes, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
+from ..sharding import refuse_out_sharding
 from . import elementwise
 from .batch_util import bdim_at, broadcast_batch
 from .shapes import (aval_of, broadcast, broadcast_in_dim, canonicalize_axis, check_int_tuple,
@@ -519,8 +520,10 @@ def _iota_impl(*, dtype, shape, dimension, sharding=None):
     return np.broadcast_to(line.reshape(expanded), shape).copy()
 
 
-def broadcasted_iota(dtype, shape, dimension):
+def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
     """An array of ``shape`` whose elements count 0, 1, ... along ``dimension``."""
+    if out_sharding is not None:
+        refuse_out_sharding("lax.broadcasted_iota", out_sharding)
     return iota_p.bind(dtype=dtypes.canonicalize(dtype), shape=canonical_shape(shape),
                        dimension=operator.index(dimension), sharding=None)
 

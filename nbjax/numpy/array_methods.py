@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import lax
 from ..core import Array, Tracer, dtypes
+from ..sharding import refuse_out_sharding
 from . import array_api, creation, indexing, manipulation, selection, ufuncs, vectorize
 
 # operator -> jnp function name; reflected operators swap the operands.
@@ -80,7 +81,9 @@ def _forward_method(jnp, name):
     return method
 
 
-def _reshape(self, *shape, order="C"):
+def _reshape(self, *shape, order="C", out_sharding=None):
+    if out_sharding is not None:
+        refuse_out_sharding("Array.reshape", out_sharding)
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = shape[0]
     return manipulation.reshape(self, shape, order=order)

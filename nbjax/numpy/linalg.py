@@ -21,6 +21,7 @@ from ..custom_derivatives import custom_jvp
 from ..lax import linalg as lax_linalg
 from ..lax.linalg.decompositions import lu_solve, solve as lax_solve
 from ..lax.linalg.util import permutation_matrix
+from ..sharding import refuse_out_sharding
 from . import creation, indexing, manipulation, products, reductions, sorting, ufuncs
 from .util import canonicalize_axis, check_arraylike, promote_dtypes_inexact, to_array
 
@@ -642,9 +643,12 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
                       preferred_element_type=preferred_element_type)
 
 
-def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None,
+              out_sharding=None):
+    if out_sharding is not None:
+        refuse_out_sharding("jnp.linalg.tensordot", out_sharding)
     return products.tensordot(x1, x2, axes=axes, precision=precision,
-                         preferred_element_type=preferred_element_type)
+                              preferred_element_type=preferred_element_type)
 
 
 def tensorinv(a, ind=2):

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import lax
 from ..core import Array, ConcretizationTypeError, Tracer, dtypes, get_aval
+from ..sharding import refuse_out_sharding
 from . import creation, ufuncs
 from .indexing import getitem, take
 from .util import (broadcast_shapes as _broadcast_shapes, broadcast_to_shape, canonicalize_axes,
@@ -92,10 +93,12 @@ def _resolve_shape(old_shape, new_shape):
     return new_shape
 
 
-def reshape(a, shape=None, order="C", *, copy=None):
+def reshape(a, shape=None, order="C", *, copy=None, out_sharding=None):
     """``a`` with a new shape of the same size (one axis may be ``-1``), its elements read
     and placed in row-major order, or column-major for ``order='F'``: the row-major
     reshape of the transposes."""
+    if out_sharding is not None:
+        refuse_out_sharding("jnp.reshape", out_sharding)
     column_major = _column_major("reshape", order, ("C", "F", "A", None))
     a = _arr("reshape", a)
     if shape is None:
@@ -106,8 +109,10 @@ def reshape(a, shape=None, order="C", *, copy=None):
     return a if new_shape == _shape(a) else lax.reshape(a, new_shape)
 
 
-def ravel(a, order="C"):
+def ravel(a, order="C", *, out_sharding=None):
     """``a`` flattened to one axis, in row-major order (column-major for 'F')."""
+    if out_sharding is not None:
+        refuse_out_sharding("jnp.ravel", out_sharding)
     _column_major("ravel", order, ("C", "F", "A", "K", None))
     return reshape(a, (-1,), order=order)
 
@@ -208,8 +213,10 @@ def broadcast_shapes(*shapes):
         raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array, shape, *, out_sharding=None):
     """``array`` replicated to ``shape`` by NumPy's broadcasting rules."""
+    if out_sharding is not None:
+        refuse_out_sharding("jnp.broadcast_to", out_sharding)
     array = _arr("broadcast_to", array)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(map(operator.index,
                                                                             shape))
@@ -402,12 +409,14 @@ def tile(A, reps):
     return lax.tile(reshape(A, shape), reps)
 
 
-def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
     """Each element of ``a`` repeated ``repeats`` times (a scalar, or one count each).
 
     Counts given as an array must be concrete, unless ``total_repeat_length`` fixes the
     result's length (extra positions repeat the last element; missing ones are cut).
     """
+    if out_sharding is not None:
+        refuse_out_sharding("jnp.repeat", out_sharding)
     a = _arr("repeat", a)
     if isinstance(repeats, (list, tuple)):
         repeats = np.asarray(repeats)

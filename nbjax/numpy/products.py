@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes, get_aval
+from ..sharding import refuse_out_sharding
 from .manipulation import (broadcast_arrays, broadcast_shapes, diagonal, moveaxis, ravel,
                            reshape, stack, transpose)
 from .ufuncs import conj, multiply, subtract
@@ -56,9 +57,11 @@ def _check_contraction(name, a, b, a_axes, b_axes):
                         f"contracted axes have sizes {a_sizes} and {b_sizes}.")
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's ``dot``: a product with a scalar, or the last axis of ``a`` contracted with the
     only axis of a 1-D ``b`` or the second-to-last axis of ``b``."""
+    if out_sharding is not None:
+        refuse_out_sharding("jnp.dot", out_sharding)
     a, b = _promoted("dot", a, b)
     if not _shape(a) or not _shape(b):
         out = _multiply(a, b)
@@ -79,13 +82,15 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
                preferred_element_type=preferred_element_type)
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Matrix product over the last two axes, the leading (batch) axes broadcast.
 
     A 1-D operand is a row (left) or column (right) vector whose axis is removed afterwards.
     Batch axes of size 1 are not materialised: such an axis is simply a free axis of the
     other operand, so ``dot_general`` needs batch pairs only where both sizes match.
     """
+    if out_sharding is not None:
+        refuse_out_sharding("jnp.matmul", out_sharding)
     a, b = _promoted("matmul", a, b)
     if _plain_product(_shape(a), _shape(b)):
         return _dot_general(a, b, ((len(_shape(a)) - 1,), (0,)), precision=precision,
@@ -197,8 +202,11 @@ def kron(a, b):
     return reshape(_multiply(a, b), tuple(m * n for m, n in zip(a_shape, b_shape)))
 
 
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
+              out_sharding=None):
     """``a`` and ``b`` contracted over axis lists (or the last/first ``axes`` axes)."""
+    if out_sharding is not None:
+        refuse_out_sharding("jnp.tensordot", out_sharding)
     a, b = _promoted("tensordot", a, b)
     if isinstance(axes, (int, np.integer)):
         n = operator.index(axes)
@@ -258,7 +266,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 # --- einsum --------------------------------------------------------------------------------
 
 def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None, out_sharding=None):
     """Einstein summation: ``einsum('ij,jk->ik', a, b)`` is ``a @ b``.
 
     Subscripts may use ``...`` for broadcast axes and omit ``->`` (the output is then the
@@ -269,6 +277,8 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None,
     """
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
+    if out_sharding is not None:
+        refuse_out_sharding("jnp.einsum", out_sharding)
     if not isinstance(subscripts, str):
         subscripts, operands = _interleaved_to_subscripts(subscripts, *operands)
     arrays = _promoted("einsum", *operands)

@@ -14,6 +14,7 @@ from .. import lax
 from ..core import dtypes, get_aval
 from ..lax.reductions import highest, lowest
 from ..lax.standard import scalar_like
+from ..sharding import refuse_out_sharding
 from . import ufuncs
 from .array_api import diff
 from .creation import asarray
@@ -641,8 +642,10 @@ def _percent(q):
 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, weights=None, interpolation=None):
-    """``quantile`` with ``q`` in percent."""
+               keepdims=False, *, weights=None, out_sharding=None, interpolation=None):
+    """``quantile`` with ``q`` in percent (JAX's quantile takes no ``out_sharding``)."""
+    if out_sharding is not None:
+        refuse_out_sharding("jnp.percentile", out_sharding)
     return quantile(a, _percent(q), axis, out, overwrite_input, method, keepdims,
                     weights=weights, interpolation=interpolation)
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import lax
 from ..core import ConcretizationTypeError, dtypes, get_aval
+from ..sharding import refuse_out_sharding
 from . import reductions, ufuncs
 from .array_api import diff
 from .creation import asarray, linspace
@@ -339,12 +340,14 @@ def digitize(x, bins, right=False, *, method=None):
     return where(lax.le(bins[0], bins[-1]), increasing, decreasing)
 
 
-def bincount(x, weights=None, minlength=0, *, length=None):
+def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
     """How often each non-negative integer occurs in ``x`` (or the sum of its weights).
 
     Negative values count as 0 (as in JAX); ``length`` fixes the result's length (values at
     or beyond it are dropped), otherwise ``x`` must be concrete.
     """
+    if out_sharding is not None:
+        refuse_out_sharding("jnp.bincount", out_sharding)
     x = _arr("bincount", x)
     if dtypes.is_bool(get_aval(x).dtype):  # (as in NumPy and JAX)
         x = lax.convert_element_type(x, _index_dtype())
