@@ -354,20 +354,24 @@ def test_accumulated_products_run_once_after_the_loop(reverse):
 
     def f(xs, acc0):
         def step(carry, x):
-            h, a, b, c, d = carry
+            h, a, b, c, d, sums = carry
             g = jnp.tanh(h @ w + jnp.pad(x, ((0, 0), (0, 1))))
             a = a + x.T @ g                 # x: an xs, transposed for the product
             b = (g.T @ h).T + b             # g: computed, stacked; the sum transposed
             c = c + g @ w                   # w is a const: stays in the loop
             d = d + h.T @ g                 # d is also read below: stays in the loop
-            return (g, a, b, c, d), jnp.sum(d)
+            sums = (sums[0] + g.sum(0),     # g is stacked for b's product: summed after
+                    sums[1] + x.T.reshape(-1),  # x is an xs: summed after
+                    sums[2] + jnp.sin(g).sum(0))  # sin(g) is not stacked: stays
+            return (g, a, b, c, d, sums), jnp.sum(d)
         zeros = jnp.zeros((5, 5), np.float32)
         return lax.scan(step, (jnp.zeros((3, 5), np.float32), acc0, zeros, zeros[:3],
-                               zeros), xs, reverse=reverse)
+                               zeros, (zeros[0], jnp.zeros(12, np.float32), zeros[0])), xs,
+                        reverse=reverse)
 
     cpu = _run_both(f, xs, acc0)
     [sink] = _sinks(cpu)
-    assert "2 products" in sink.detail and "7 iterations" in sink.detail
+    assert "4 sums" in sink.detail and "7 iterations" in sink.detail
     _assert_native_with_calls(cpu, 3)  # h @ w, g @ w, h.T @ g
 
 
@@ -389,7 +393,7 @@ def test_accumulations_sunk_from_a_gradient_and_nested_loops():
         rnn(w, u, x_seq, jnp.zeros((3, 6), np.float32)) ** 2), argnums=(0, 1)), w, u, xs[0],
                      rtol=2e-5)
     [sink] = _sinks(flat)
-    assert "2 products" in sink.detail
+    assert "2 sums" in sink.detail
     nested = _run_both(nbjax.value_and_grad(loss, argnums=(0, 1)), w, u, xs, rtol=2e-5)
     bodies = [sub for g in nested.plan.groups if g.kind == "loop" for sub in g.subprograms]
     sunk = [e for body in bodies for e in body.closed.jaxpr.eqns  # over the inner iterations
@@ -413,7 +417,7 @@ def test_batched_and_integer_accumulations_are_sunk():
 
     cpu = _run_both(f, xs, ks)
     [sink] = _sinks(cpu)
-    assert "2 products" in sink.detail
+    assert "2 sums" in sink.detail
     shifted = ks + np.arange(6, dtype=np.int32)[:, None, None, None]
     np.testing.assert_array_equal(cpu.run(xs, ks)[1],
                                   np.einsum("tbij,tbik->bkj", shifted, shifted))

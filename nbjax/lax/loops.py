@@ -27,7 +27,8 @@ from .control_flow import (batched_at_front, carries_reached, check_avals, check
                            trace_converted, trace_flat, type_str, typematch, unknown_results,
                            with_unused_inputs)
 from .dot import DotDimensionNumbers, dot_general_p
-from .shapes import broadcast_in_dim, moveaxis, reshape, transpose_p
+from .shapes import (broadcast_in_dim, moveaxis, reduce_sum, reduce_sum_p, reshape, reshape_p,
+                     transpose_p)
 from .structural import concatenate, slice_in_dim
 from .standard import control_lowering, owned_results, scalar_like
 
@@ -336,6 +337,8 @@ def _scan_sink(params):
     large product instead of a small one per iteration (the same sum, in another order).
     The product's operands that the body computes are stacked as extra ys; those that are
     xs are read where they are. Operands that are consts (loop-invariant) are left alone.
+    A carry accumulating a sum, reshape or transpose of a value stacked so anyway (a
+    bias's gradient, ``sum(g_t, 0)``) takes that of the value summed over the iterations.
 
     Returns None, or ``(after, new_params, sunk)``: ``sunk`` lists the indices of the
     carries taken out; the new scan takes and returns the other carries, then returns the
@@ -351,28 +354,30 @@ def _scan_sink(params):
     producer = {v: e for e in body.eqns for v in e.outvars}
     uses = collections.Counter(a for e in body.eqns for a in e.invars if isinstance(a, Var))
     uses.update(a for a in body.outvars if isinstance(a, Var))
-    chains, removed = {}, set()
-    for i, (acc, out) in enumerate(zip(carries, body.outvars)):
-        chain = _accumulated_product(acc, out, producer, uses)
-        if chain is None:
-            continue
-        dot = _read_untransposed(chain[-1], producer, uses)
-        if all(isinstance(a, Var) and a not in consts for a in dot.invars):
-            chains[i] = chain[:-1] + [dot]
-            removed.update(id(e) for e in chain)
+    found = {i: _accumulation(acc, out, producer, uses)
+             for i, (acc, out) in enumerate(zip(carries, body.outvars))}
+    chains = {}
+    for i, (chain, summed) in found.items():
+        if chain and summed is None:
+            dot = _read_untransposed(chain[-1], producer, uses)
+            if all(isinstance(a, Var) and a not in consts for a in dot.invars):
+                chains[i] = chain[:-1] + [dot], None
+    stacked = list(dict.fromkeys(a for chain, _ in chains.values() for a in chain[-1].invars
+                                 if a not in xs))
+    chains.update({i: (chain, summed) for i, (chain, summed) in found.items()
+                   if summed is not None and summed in set(stacked) | set(xs)})
     if not chains:
         return None
-    stacked = list(dict.fromkeys(a for chain in chains.values() for a in chain[-1].invars
-                                 if a not in xs))
+    removed = {id(e) for i in chains for e in found[i][0]}
     kept = [i for i in range(num_carry) if i not in chains]
     new_body = Jaxpr([], body.invars[:num_consts] + [carries[i] for i in kept] + xs,
                      [body.outvars[i] for i in kept] + body.outvars[num_carry:] + stacked,
                      [e for e in body.eqns if id(e) not in removed])
-    sunk = list(chains)
+    sunk = sorted(chains)
 
     def after(*args):
         inits, stacks = args[:len(sunk)], dict(zip(stacked + xs, args[len(sunk):]))
-        return [_product_over_iterations(chains[i], carries[i], init, stacks)
+        return [_sum_over_iterations(*chains[i], carries[i], init, stacks)
                 for i, init in zip(sunk, inits)]
     length = params["length"]
     in_avals = [carries[i].aval for i in sunk] + [
@@ -382,25 +387,29 @@ def _scan_sink(params):
                              num_carry=len(kept)), sunk
 
 
-def _accumulated_product(acc, out, producer, uses):
-    """The equations ``[add, transposes..., dot_general]`` by which a body's carry
-    ``acc`` becomes its output ``out`` = acc + (transposed) product, each value used only
-    there; or None."""
+_LINEAR_OPS = (transpose_p, reshape_p, reduce_sum_p)  # sums over iterations commute with them
+
+
+def _accumulation(acc, out, producer, uses):
+    """``(chain, summed)``: the equations ``[add, linear ops..., dot_general]`` by which a
+    body's carry ``acc`` becomes its output ``out`` = acc + a linear map (``_LINEAR_OPS``)
+    of a product (``summed`` None), or ``[add, linear ops...]`` of a value ``summed``, each
+    value between them used only there; or ``([], None)``."""
     add = producer.get(out)
     if add is None or add.primitive not in (elementwise.add_p, ad.add_any_p) or \
             acc not in add.invars or uses[acc] != 1 or uses[out] != 1:
-        return None
+        return [], None
     value = add.invars[1] if add.invars[0] is acc else add.invars[0]
     chain = [add]
     while isinstance(value, Var) and uses[value] == 1 and value in producer:
         eqn = producer[value]
-        chain.append(eqn)
         if eqn.primitive is dot_general_p:
-            return chain
-        if eqn.primitive is not transpose_p:
-            return None
+            return chain + [eqn], None
+        if eqn.primitive not in _LINEAR_OPS:
+            break
+        chain.append(eqn)
         value = eqn.invars[0]
-    return None
+    return (chain, value) if isinstance(value, Var) else ([], None)
 
 
 def _read_untransposed(dot, producer, uses):
@@ -411,20 +420,25 @@ def _read_untransposed(dot, producer, uses):
     return dot if simplified is None else simplified[0][0]
 
 
-def _product_over_iterations(chain, acc, init, stacks):
-    """``init`` plus the sum over iterations of the product ``chain`` computes in the body
-    (``_accumulated_product``), from its operands stacked along a leading axis."""
-    add, *transposes, dot = chain
-    (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+def _sum_over_iterations(chain, summed, acc, init, stacks):
+    """``init`` plus the sum over iterations of what ``chain`` adds to ``acc`` in the body
+    (``_accumulation``), from values stacked along a leading axis: its product contracting
+    that axis too, or its value ``summed`` summed over it, then its linear maps."""
+    add, *linear = chain
+    if summed is None:
+        dot = linear.pop()
+        (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
 
-    def shifted(axes):
-        return tuple(a + 1 for a in axes)
-    numbers = DotDimensionNumbers((((0,) + shifted(lc), (0,) + shifted(rc)),
-                                   (shifted(lb), shifted(rb))))
-    total = dot_general_p.bind(*(stacks[a] for a in dot.invars),
-                               **dict(dot.params, dimension_numbers=numbers))
-    for eqn in reversed(transposes):
-        total = transpose_p.bind(total, **eqn.params)
+        def shifted(axes):
+            return tuple(a + 1 for a in axes)
+        numbers = DotDimensionNumbers((((0,) + shifted(lc), (0,) + shifted(rc)),
+                                       (shifted(lb), shifted(rb))))
+        total = dot_general_p.bind(*(stacks[a] for a in dot.invars),
+                                   **dict(dot.params, dimension_numbers=numbers))
+    else:
+        total = reduce_sum(stacks[summed], (0,))
+    for eqn in reversed(linear):
+        total = eqn.primitive.bind(total, **eqn.params)
     return add.primitive.bind(*(init if a is acc else total for a in add.invars))
 
 
