@@ -35,6 +35,9 @@ class Config:
         "no_execution": False,
         # The device arrays and jitted calls go to by default (None: the first CPU device).
         "default_device": None,
+        # The PRNG implementation of keys made without ``impl=`` and of raw keys:
+        # "threefry2x32", "rbg" or "unsafe_rbg" (nbjax.random.impls).
+        "default_prng_impl": "threefry2x32",
         # Flags JAX has that nbjax accepts without effect; each context manager says why.
         "enable_checks": False,
         "check_tracer_leaks": False,
@@ -43,7 +46,6 @@ class Config:
         "transfer_guard_host_to_device": None,
         "transfer_guard_device_to_device": None,
         "transfer_guard_device_to_host": None,
-        "default_prng_impl": "threefry2x32",
         "threefry_partitionable": True,
         "enable_custom_prng": False,
         "legacy_prng_key": "allow",
@@ -172,6 +174,9 @@ numpy_rank_promotion = _choice("numpy_rank_promotion", ("allow", "warn", "raise"
     ``with nbjax.numpy_rank_promotion("raise"):`` jnp operands of different (non-zero) ranks
     raise ValueError (``"warn"``: a UserWarning) rather than
     broadcasting silently.""")
+default_prng_impl = _choice("default_prng_impl", ("threefry2x32", "rbg", "unsafe_rbg"), """
+    ``with nbjax.default_prng_impl("rbg"):`` keys made without ``impl=`` (and raw keys
+    given to ``nbjax.random``) are of that PRNG implementation (``nbjax.random.impls``).""")
 
 
 def no_tracing(new_val=True):
@@ -213,8 +218,6 @@ transfer_guard_device_to_device = _accepted("transfer_guard_device_to_device",
                                             "nbjax's arrays live in host memory")
 transfer_guard_device_to_host = _accepted("transfer_guard_device_to_host",
                                           "nbjax's arrays live in host memory")
-default_prng_impl = _accepted(
-    "default_prng_impl", "nbjax.random has one generator, threefry2x32")
 threefry_partitionable = _accepted(
     "threefry_partitionable", "nbjax generates random bits on one device, in one way")
 enable_custom_prng = _accepted("enable_custom_prng", "nbjax.random has no custom PRNGs")

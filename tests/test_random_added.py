@@ -90,8 +90,9 @@ def test_dtypes_errors_and_key_dtype():
     with nbjax.enable_x64():
         assert random.lognormal(random.PRNGKey(0), 1.0, (2,), np.float64).dtype == np.float64
     assert random.key_dtype() == random.key(0).dtype
-    with pytest.raises(ValueError):
-        random.key_dtype("rbg")
+    assert random.key_dtype("rbg") == random.key(0, impl="rbg").dtype != random.key(0).dtype
+    with pytest.raises(ValueError, match="unrecognized PRNG implementation"):
+        random.key_dtype("philox4x32")  # JAX has it, nbjax does not
 
 
 def test_samplers_under_jit_and_vmap():

@@ -27,7 +27,7 @@ from ..core import Primitive, ShapedArray, dtypes
 from ..core.abstract import canonical_shape
 from ..interpreters import ad
 from .shapes import expand_dims, moveaxis
-from .standard import as_array
+from .standard import as_array, library_lowering
 from .structural import concatenate, index_in_dim
 from .threefry import threefry2x32_p
 
@@ -147,6 +147,8 @@ def _philox_bits(words, shape, dtype):
 # --- rng_bit_generator ---------------------------------------------------------------------
 
 rng_bit_generator_p = Primitive("rng_bit_generator", multiple_results=True)
+# Compiled programs call its implementation (NumPy) back: a host step, not a fallback.
+library_lowering(rng_bit_generator_p, "random bits")
 
 
 @rng_bit_generator_p.def_abstract_eval
@@ -195,6 +197,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
 
 rng_uniform_p = Primitive("rng_uniform")
 rng_uniform_p.effectful = True  # each run draws new numbers: never merged or folded
+library_lowering(rng_uniform_p, "random numbers")  # (compiled: called back at every run)
 _hidden_state = np.random.default_rng()
 
 

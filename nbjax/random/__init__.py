@@ -2,17 +2,21 @@
 
 The streams match JAX 0.10.2 in its default configuration: ``jax_default_prng_impl =
 "threefry2x32"`` and ``jax_threefry_partitionable = True`` (the default since JAX 0.5), so
-``uniform(PRNGKey(0), (3,))`` gives JAX's values. Keys, ``split``, ``fold_in`` and ``bits``
-(and so every integer sampler) agree bit for bit; float samplers agree exactly where they use
-only exact operations (uniform, bernoulli, ...) and to a few ulps where they go through a
+``uniform(PRNGKey(0), (3,))`` gives JAX's values. So do JAX's two other implementations,
+``rbg`` and ``unsafe_rbg`` (``key(0, impl="rbg")``, or config ``jax_default_prng_impl``),
+whose bits are those JAX makes on the CPU. Keys, ``split``, ``fold_in`` and ``bits`` (and so
+every integer sampler) agree bit for bit; float samplers agree exactly where they use only
+exact operations (uniform, bernoulli, ...) and to a few ulps where they go through a
 transcendental function (erf_inv, log, tan, pow, lgamma...) whose implementation differs from
 XLA's; a rejection sampler (gamma, poisson) can then, rarely, accept a different proposal.
 
-Keys are either raw ``uint32[2]`` arrays (``PRNGKey``) or typed keys (``key``, dtype
-``key<fry>``); a key is never consumed implicitly: derive new ones with ``split`` or
-``fold_in``. Samplers take a single key; ``vmap`` over a batch of keys.
+Keys are either raw ``uint32[2]`` arrays (``PRNGKey``; ``uint32[4]`` for the rbg ones) or
+typed keys (``key``, dtype ``key<fry>``, ``key<rbg>`` or ``key<urbg>``); a key is never
+consumed implicitly: derive new ones with ``split`` or ``fold_in``. Samplers take a single
+key; ``vmap`` over a batch of keys.
 
-The modules: ``threefry`` (the hash primitive and key derivation), ``keys`` (key types),
+The modules: ``threefry`` (the hash primitive and key derivation), ``impls`` (the PRNG
+implementations: seeding, splitting, folding in and bits), ``keys`` (key types),
 ``floats`` (bits to uniform/normal/exponential floats), ``gamma`` (the gamma primitive and
 its implicit gradient), ``distributions`` (the samplers), ``binomial`` (binomial and
 multinomial counts).
@@ -25,21 +29,21 @@ from .distributions import (ball, bernoulli, beta, bits, categorical, cauchy,  #
                             poisson, rademacher, randint, shuffle, t, truncated_normal, uniform)
 from .gamma import random_gamma_grad, random_gamma_p  # noqa: F401
 from .keys import (PRNGKey, PRNGKeyArray, clone, fold_in, key, key_data,  # noqa: F401
-                   key_impl, split, wrap_key_data)
+                   key_dtype, key_impl, split, wrap_key_data)
 from .threefry import threefry2x32_p, threefry_2x32  # noqa: F401
 
-__all__ = ["PRNGKey", "PRNGKeyArray", "key", "key_data", "key_impl", "wrap_key_data", "split",
-           "fold_in", "clone", "bits", "uniform", "normal", "truncated_normal", "randint",
-           "bernoulli", "rademacher", "categorical", "choice", "permutation", "shuffle",
-           "gumbel", "exponential", "laplace", "logistic", "cauchy", "gamma", "loggamma",
-           "beta", "dirichlet", "t", "chisquare", "pareto", "poisson", "multivariate_normal",
-           "orthogonal", "generalized_normal", "ball", "random_gamma_grad", "threefry_2x32",
-           "threefry2x32_p", "random_gamma_p"]
-from .more_distributions import (double_sided_maxwell, f, geometric, key_dtype,  # noqa: F401
-                                 lognormal, maxwell, rayleigh, triangular, wald, weibull_min)
+__all__ = ["PRNGKey", "PRNGKeyArray", "key", "key_data", "key_impl", "key_dtype",
+           "wrap_key_data", "split", "fold_in", "clone", "bits", "uniform", "normal",
+           "truncated_normal", "randint", "bernoulli", "rademacher", "categorical", "choice",
+           "permutation", "shuffle", "gumbel", "exponential", "laplace", "logistic",
+           "cauchy", "gamma", "loggamma", "beta", "dirichlet", "t", "chisquare", "pareto",
+           "poisson", "multivariate_normal", "orthogonal", "generalized_normal", "ball",
+           "random_gamma_grad", "threefry_2x32", "threefry2x32_p", "random_gamma_p"]
+from .more_distributions import (double_sided_maxwell, f, geometric, lognormal,  # noqa: F401
+                                 maxwell, rayleigh, triangular, wald, weibull_min)
 
 __all__ += ["lognormal", "maxwell", "double_sided_maxwell", "rayleigh", "wald", "geometric",
-            "triangular", "weibull_min", "f", "key_dtype"]
+            "triangular", "weibull_min", "f"]
 from .binomial import binomial, multinomial  # noqa: F401,E402
 
 __all__ += ["binomial", "multinomial"]

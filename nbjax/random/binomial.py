@@ -24,9 +24,9 @@ from .. import lax
 from .. import numpy as jnp
 from ..core import canonical_shape, dtypes
 from ..numpy.util import check_arraylike
-from . import floats, threefry
+from . import floats
 from .distributions import check_shape, float_dtype, shape_of
-from .keys import unwrap
+from .keys import check_key, split_keys, split_list
 
 __all__ = ["binomial", "multinomial"]
 
@@ -45,7 +45,7 @@ def _by_inversion(key, n, q):
 
     def body(state):
         i, count, total, key = state
-        draw_key, key = threefry.split_list(key, 2)
+        draw_key, key = split_list(key, 2)
         count = jnp.where(total <= n, count + 1, count)
         u = floats.uniform(draw_key, q.shape, q.dtype)
         return i + 1, count, total + lax.ceil(lax.log(u) / log1m_q), key
@@ -85,7 +85,7 @@ def _btrs(key, n, q):
 
     def body(state):
         i, k_out, accepted, key = state
-        key, key_u, key_v = threefry.split_list(key, 3)
+        key, key_u, key_v = split_list(key, 3)
         u = floats.uniform(key_u, q.shape, q.dtype) - 0.5
         v = floats.uniform(key_v, q.shape, q.dtype)
         us = 0.5 - abs(u)
@@ -138,7 +138,7 @@ def _binomial(key, n, p, shape, dtype):
 def binomial(key, n, p, shape=None, dtype=float):
     """Binomial(n, p) counts (as floats of ``dtype``): successes in ``n`` trials of
     probability ``p``; ``n`` and ``p`` broadcast to ``shape``."""
-    key, _ = unwrap("binomial", key)
+    key, _ = check_key("binomial", key)
     check_arraylike("binomial", n, p)
     dtype = float_dtype("binomial", dtype)
     if shape is not None:
@@ -151,7 +151,7 @@ def multinomial(key, n, p, *, shape=None, dtype=float, unroll=1):
     """Multinomial counts of ``n`` trials over the categories on ``p``'s last axis (which
     should sum to 1), as ``dtype`` (float by default); ``shape`` (the result's, categories last) is
     what ``p`` broadcasts to, and ``n`` to ``shape[:-1]``."""
-    key, _ = unwrap("multinomial", key)
+    key, _ = check_key("multinomial", key)
     check_arraylike("multinomial", n, p)
     dtype = dtypes.canonicalize(dtype)
     n, p = jnp.asarray(n), jnp.asarray(p)
@@ -163,7 +163,7 @@ def multinomial(key, n, p, *, shape=None, dtype=float, unroll=1):
     p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
     remaining = lax.cumsum(p, 0, reverse=True)
     ratios = p / jnp.where(remaining == 0, 1, remaining)
-    keys = threefry.split_key(key, (ratios.shape[0],))
+    keys = split_keys(key, (ratios.shape[0],))
 
     def step(left, ratio_and_key):
         ratio, key = ratio_and_key

@@ -1,9 +1,10 @@
 """The samplers, with JAX's signatures and algorithms, written in lax and jnp.
 
 Each public sampler checks its key (raw or typed, one key: vmap over batches of keys), its
-shape and dtype, then calls a traceable body on the raw key. Shapes and dtypes are static;
-parameters such as ``minval`` or ``a`` may be traced (and differentiated where the sample
-is a differentiable function of them).
+shape and dtype, then calls a traceable body on the key, made typed (``keys.check_key``), so
+that the body splits it and draws bits by the key's PRNG implementation, whichever that is.
+Shapes and dtypes are static; parameters such as ``minval`` or ``a`` may be traced (and
+differentiated where the sample is a differentiable function of them).
 """
 
 import math
@@ -15,9 +16,9 @@ from .. import lax
 from .. import numpy as jnp
 from ..core import Array, Tracer, canonical_shape, dtypes, get_aval
 from ..numpy.util import canonicalize_axis
-from . import floats, threefry
+from . import floats
 from .gamma import random_gamma
-from .keys import unwrap
+from .keys import check_key, key_impl, random_bits, split_list
 
 __all__ = ["bits", "uniform", "normal", "truncated_normal", "randint", "bernoulli",
            "categorical", "choice", "permutation", "shuffle", "gumbel", "exponential",
@@ -80,23 +81,23 @@ def _asarray(x):
 
 def bits(key, shape=(), dtype=None):
     """Uniform random bits as unsigned integers (uint32 by default, uint64 under x64)."""
-    key, _ = unwrap("bits", key)
+    key, _ = check_key("bits", key)
     dtype = dtypes.default_uint() if dtype is None else dtypes.canonicalize(dtype)
     if not dtypes.is_unsigned_int(dtype):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
-    return threefry.random_bits(key, dtype.itemsize * 8, canonical_shape(shape))
+    return random_bits(key, dtype.itemsize * 8, canonical_shape(shape))
 
 
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     """Uniform floats in ``[minval, maxval)``."""
-    key, _ = unwrap("uniform", key)
+    key, _ = check_key("uniform", key)
     return floats.uniform(key, canonical_shape(shape), float_dtype("uniform", dtype),
                           minval, maxval)
 
 
 def normal(key, shape=(), dtype=None):
     """Standard normal floats (complex dtypes: independent real and imaginary parts)."""
-    key, _ = unwrap("normal", key)
+    key, _ = check_key("normal", key)
     dtype = dtypes.canonicalize(float if dtype is None else dtype)
     if not dtypes.is_inexact(dtype):
         raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, "
@@ -107,7 +108,7 @@ def normal(key, shape=(), dtype=None):
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Standard normals conditioned on ``lower < x < upper``: the inverse CDF of a uniform
     between the CDF values of the bounds, clamped into the open interval."""
-    key, _ = unwrap("truncated_normal", key)
+    key, _ = check_key("truncated_normal", key)
     dtype = float_dtype("truncated_normal", dtype)
     shape = result_shape("truncated_normal", shape, shape_of(lower), shape_of(upper))
     sqrt2 = np.array(np.sqrt(2), dtype)
@@ -131,7 +132,7 @@ def _convert_and_clip(x, dtype):
 
 def randint(key, shape, minval, maxval, dtype=None):
     """Integers in ``[minval, maxval)``. Types under 32 bits are sampled as int32."""
-    key, _ = unwrap("randint", key)
+    key, _ = check_key("randint", key)
     dtype = dtypes.canonicalize(int if dtype is None else dtype)
     if not dtypes.is_int(dtype):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
@@ -157,9 +158,9 @@ def _randint(key, shape, minval, maxval, dtype):
     maxval_out_of_range = maxval > type_max
     minval = lax.broadcast_to_rank(_convert_and_clip(minval, dtype), len(shape))
     maxval = lax.broadcast_to_rank(_convert_and_clip(maxval, dtype), len(shape))
-    key_high, key_low = threefry.split_list(key, 2)
-    high = threefry.random_bits(key_high, nbits, shape)
-    low = threefry.random_bits(key_low, nbits, shape)
+    key_high, key_low = split_list(key, 2)
+    high = random_bits(key_high, nbits, shape)
+    low = random_bits(key_low, nbits, shape)
     unsigned = high.dtype
     span = (maxval - minval).astype(unsigned)
     span = jnp.where(maxval <= minval, np.array(1, unsigned), span)  # empty range: minval
@@ -178,7 +179,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
     a second uniform below the first one's resolution, for tiny ``p``."""
     if mode not in ("high", "low"):
         raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
-    key, _ = unwrap("bernoulli", key)
+    key, _ = check_key("bernoulli", key)
     p = _asarray(p)
     if not dtypes.is_float(p.dtype):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {p.dtype}.")
@@ -192,7 +193,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low"):
 
 def rademacher(key, shape=(), dtype=None):
     """-1 or +1 with equal probability."""
-    key, _ = unwrap("rademacher", key)
+    key, _ = check_key("rademacher", key)
     dtype = dtypes.canonicalize(int if dtype is None else dtype)
     return random_signs(key, canonical_shape(shape), dtype)
 
@@ -218,7 +219,7 @@ def _gumbel(key, shape, dtype, mode):
 
 def gumbel(key, shape=(), dtype=None, mode=None):
     """Gumbel variates ``-log(-log(u))``."""
-    key, _ = unwrap("gumbel", key)
+    key, _ = check_key("gumbel", key)
     mode = "low" if mode is None else mode
     if mode not in ("highest", "high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
@@ -228,7 +229,7 @@ def gumbel(key, shape=(), dtype=None, mode=None):
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     """Category indices with probabilities ``softmax(logits, axis)``: the argmax of logits
     plus Gumbel noise (with replacement), or the top k of one perturbation (without)."""
-    key, _ = unwrap("categorical", key)
+    key, _ = check_key("categorical", key)
     mode = "low" if mode is None else mode
     logits = _asarray(logits)
     axis = canonicalize_axis(axis, logits.ndim)
@@ -255,8 +256,8 @@ def _shuffle(key, x, axis):
     rounds, tjablin's heuristic) that ties between keys are unlikely to bias the order."""
     rounds = int(np.ceil(3 * np.log(max(1, x.size)) / np.log(dtypes.iinfo(np.uint32).max)))
     for _ in range(rounds):
-        key, subkey = threefry.split_list(key, 2)
-        sort_keys = threefry.random_bits(subkey, 32, x.shape)
+        key, subkey = split_list(key, 2)
+        sort_keys = random_bits(subkey, 32, x.shape)
         _, x = lax.sort_key_val(sort_keys, x, axis)
     return x
 
@@ -264,7 +265,7 @@ def _shuffle(key, x, axis):
 def permutation(key, x, axis=0, independent=False):
     """A random permutation of ``arange(x)`` (int x) or of ``x`` along ``axis``; with
     ``independent`` every slice along ``axis`` is shuffled separately."""
-    key, _ = unwrap("permutation", key)
+    key, _ = check_key("permutation", key)
     if not np.ndim(x):
         if not dtypes.is_int(get_aval(x).dtype):
             raise TypeError("x must be an integer or at least 1-dimensional")
@@ -283,14 +284,14 @@ def shuffle(key, x, axis=0):
     deprecated ``shuffle``, removed by JAX 0.10; use ``permutation(..., independent=True)``)."""
     warnings.warn("nbjax.random.shuffle is deprecated; use permutation with "
                   "independent=True.", DeprecationWarning, stacklevel=2)
-    key, _ = unwrap("shuffle", key)
+    key, _ = check_key("shuffle", key)
     x = _asarray(x)
     return _shuffle(key, x, canonicalize_axis(axis, x.ndim))
 
 
 def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     """Samples of ``a`` (or of ``arange(a)``) along ``axis``, optionally weighted by ``p``."""
-    key, _ = unwrap("choice", key)
+    key, _ = check_key("choice", key)
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"shape argument of nbjax.random.choice must be a sequence, got {shape}")
     shape = canonical_shape(shape)
@@ -338,7 +339,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
 def _simple(name, transform):
     """A sampler ``f(key, shape=(), dtype=None)`` that transforms uniform-based draws."""
     def sampler(key, shape=(), dtype=None):
-        key, _ = unwrap(name, key)
+        key, _ = check_key(name, key)
         return transform(key, canonical_shape(shape), float_dtype(name, dtype))
     sampler.__name__ = sampler.__qualname__ = name
     sampler.__doc__ = transform.__doc__
@@ -386,23 +387,23 @@ def _gamma(key, a, shape, dtype, log_space=False):
 
 def gamma(key, a, shape=None, dtype=None):
     """Gamma(a, 1) variates (Marsaglia-Tsang); differentiable in ``a`` (implicitly)."""
-    key, _ = unwrap("gamma", key)
+    key, _ = check_key("gamma", key)
     return _gamma(key, a, shape, float_dtype("gamma", dtype))
 
 
 def loggamma(key, a, shape=None, dtype=None):
     """Logs of Gamma(a, 1) variates, accurate for small ``a`` where samples underflow."""
-    key, _ = unwrap("loggamma", key)
+    key, _ = check_key("loggamma", key)
     return _gamma(key, a, shape, float_dtype("loggamma", dtype), log_space=True)
 
 
 def beta(key, a, b, shape=None, dtype=None):
     """Beta(a, b) variates ``Ga / (Ga + Gb)``, from log-gammas scaled by their maximum."""
-    key, _ = unwrap("beta", key)
+    key, _ = check_key("beta", key)
     dtype = float_dtype("beta", dtype)
     check_safe_casts("beta", dtype, a, b)
     shape = result_shape("beta", shape, shape_of(a), shape_of(b))
-    key_a, key_b = threefry.split_list(key, 2)
+    key_a, key_b = split_list(key, 2)
     a = jnp.broadcast_to(lax.convert_element_type(a, dtype), shape)
     b = jnp.broadcast_to(lax.convert_element_type(b, dtype), shape)
     log_ga = _gamma(key_a, a, shape, dtype, log_space=True)
@@ -414,7 +415,7 @@ def beta(key, a, b, shape=None, dtype=None):
 
 def dirichlet(key, alpha, shape=None, dtype=None):
     """Dirichlet(alpha) vectors along the last axis: normalised log-space gammas."""
-    key, _ = unwrap("dirichlet", key)
+    key, _ = check_key("dirichlet", key)
     dtype = float_dtype("dirichlet", dtype)
     alpha_shape = shape_of(alpha)
     if len(alpha_shape) < 1:
@@ -430,7 +431,7 @@ def dirichlet(key, alpha, shape=None, dtype=None):
 def _one_parameter_family(name, draw, key, param, shape, dtype):
     """Samples of a one-parameter family: ``draw(key, param, shape, dtype)``, once the key,
     dtype and shapes are checked."""
-    key, _ = unwrap(name, key)
+    key, _ = check_key(name, key)
     dtype = float_dtype(name, dtype)
     check_safe_casts(name, dtype, param)
     shape = result_shape(name, shape, shape_of(param))
@@ -439,7 +440,7 @@ def _one_parameter_family(name, draw, key, param, shape, dtype):
 
 def _t(key, df, shape, dtype):
     """Student's t variates ``n sqrt((df/2) / g)``, n normal and g Gamma(df/2)."""
-    key_n, key_g = threefry.split_list(key, 2)
+    key_n, key_g = split_list(key, 2)
     n = floats.normal(key_n, shape, dtype)
     half_df = lax.div(df, np.array(2, dtype))
     g = _gamma(key_g, half_df, shape, dtype)
@@ -476,7 +477,10 @@ def pareto(key, b, shape=None, dtype=None):
 def poisson(key, lam, shape=None, dtype=None):
     """Poisson(lam) counts: Knuth's product of uniforms for lam < 10, Hormann's transformed
     rejection above (the choice of TensorFlow and NumPy). ``lam`` is taken as float32."""
-    key, _ = unwrap("poisson", key)
+    key, _ = check_key("poisson", key)
+    if key_impl(key) != "threefry2x32":  # as JAX (a limit it means to lift)
+        raise NotImplementedError("`poisson` is only implemented for the threefry2x32 RNG, "
+                                  f"not {key_impl(key)}")
     dtype = dtypes.canonicalize(int if dtype is None else dtype)
     shape = shape_of(lam) if shape is None else canonical_shape(shape)
     lam = lax.convert_element_type(jnp.broadcast_to(lam, shape), dtypes.float32)
@@ -494,7 +498,7 @@ def _poisson_knuth(key, lam, shape, dtype, max_iters):
     """Count uniforms until their product falls below exp(-lam) (in logs)."""
     def body(state):
         i, k, key, log_prod = state
-        key, subkey = threefry.split_list(key, 2)
+        key, subkey = split_list(key, 2)
         k = jnp.where(log_prod > -lam, k + 1, k)
         u = floats.uniform(subkey, shape, dtypes.float32)
         return i + 1, k, key, log_prod + jnp.log(u)
@@ -520,7 +524,7 @@ def _poisson_rejection(key, lam, shape, dtype, max_iters):
 
     def body(state):
         i, k_out, accepted, key = state
-        key, key_u, key_v = threefry.split_list(key, 3)
+        key, key_u, key_v = split_list(key, 3)
         u = floats.uniform(key_u, shape, lam.dtype) - 0.5
         v = floats.uniform(key_v, shape, lam.dtype)
         u_shifted = 0.5 - abs(u)
@@ -553,7 +557,7 @@ def _linalg(name):
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
     """``mean + factor @ z`` for standard normal z, where ``factor factor^T = cov`` comes
     from a Cholesky factorisation, or (for singular cov) ``eigh`` or ``svd``."""
-    key, _ = unwrap("multivariate_normal", key)
+    key, _ = check_key("multivariate_normal", key)
     if method not in ("svd", "eigh", "cholesky"):
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
     mean, cov = _asarray(mean), _asarray(cov)
@@ -591,7 +595,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
 def orthogonal(key, n, shape=(), dtype=None, m=None):
     """A uniformly random (semi-)orthogonal ``n x m`` matrix: Q of the QR factorisation of a
     normal matrix, with column signs fixed by diag(R) (Mezzadri 2007)."""
-    key, _ = unwrap("orthogonal", key)
+    key, _ = check_key("orthogonal", key)
     dtype = dtypes.canonicalize(float if dtype is None else dtype)
     shape = canonical_shape(shape)
     n = int(n)
@@ -606,24 +610,24 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
 def generalized_normal(key, p, shape=(), dtype=None):
     """Variates with density proportional to ``exp(-|x|**p)``: a random sign times
     ``Gamma(1/p)**(1/p)``."""
-    key, _ = unwrap("generalized_normal", key)
+    key, _ = check_key("generalized_normal", key)
     dtype = float_dtype("generalized_normal", dtype)
     return _generalized_normal(key, p, canonical_shape(shape), dtype)
 
 
 def _generalized_normal(key, p, shape, dtype):
-    key_g, key_r = threefry.split_list(key, 2)
+    key_g, key_r = split_list(key, 2)
     g = _gamma(key_g, 1 / p, shape, dtype)
     return random_signs(key_r, shape, dtype) * g ** (1 / p)
 
 
 def ball(key, d, p=2, shape=(), dtype=None):
     """Uniform points in the unit Lp ball of dimension ``d`` (Barthe et al. 2005)."""
-    key, _ = unwrap("ball", key)
+    key, _ = check_key("ball", key)
     dtype = float_dtype("ball", dtype)
     shape = canonical_shape(shape)
     d = int(d)
-    key_g, key_e = threefry.split_list(key, 2)
+    key_g, key_e = split_list(key, 2)
     g = _generalized_normal(key_g, p, (*shape, d), dtype)
     e = floats.exponential(key_e, shape, dtype)
     return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]

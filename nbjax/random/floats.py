@@ -1,13 +1,14 @@
 """From random bits to floats: the uniform, normal and exponential draws every sampler uses.
 
-These take a raw key (``uint32[2]``) and static shape and dtype, and are plain lax code.
+These take a typed key (of any implementation) and static shape and dtype, and are plain
+lax code.
 """
 
 import numpy as np
 
 from .. import lax
 from ..core import dtypes
-from . import threefry
+from .keys import random_bits, split_list
 
 _UINT_OF_WIDTH = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
 
@@ -21,7 +22,7 @@ def uniform(key, shape, dtype, minval=0.0, maxval=1.0):
     uint = _UINT_OF_WIDTH[finfo.bits]
     # Fewer than 8 mantissa bits (bfloat16): JAX draws bytes, widened to the float's width.
     rng_bits = 8 if finfo.nmant < 8 else finfo.bits
-    bits = lax.convert_element_type(threefry.random_bits(key, rng_bits, shape), uint)
+    bits = lax.convert_element_type(random_bits(key, rng_bits, shape), uint)
     mantissa = lax.shift_right_logical(bits, np.array(rng_bits - finfo.nmant, uint))
     one_bits = np.array(1.0, dtype).view(uint)
     in_one_two = lax.bitcast_convert_type(lax.bitwise_or(mantissa, one_bits), dtype)
@@ -39,7 +40,7 @@ def normal(key, shape, dtype):
     (-1, 1) (the open lower end keeps erfinv finite)."""
     if dtypes.is_complex(dtype):
         real_dtype = dtypes.finfo(dtype).dtype
-        key_re, key_im = threefry.split_list(key, 2)
+        key_re, key_im = split_list(key, 2)
         parts = lax.complex(normal(key_re, shape, real_dtype), normal(key_im, shape, real_dtype))
         return lax.div(parts, np.array(np.sqrt(2), dtype))
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))

@@ -26,7 +26,10 @@ from ..vmap import vmap
 from ..core import Primitive, ShapedArray, dtypes
 from ..interpreters import ad
 from ..lax import batch_util
-from . import floats, threefry
+from ..lax.standard import library_lowering
+from . import floats
+from .impls import PRNG_IMPLS
+from .keys import key_data, key_impl, split_keys, split_list, wrap_key_data
 
 __all__ = ["random_gamma_p", "random_gamma", "random_gamma_grad"]
 
@@ -34,7 +37,7 @@ __all__ = ["random_gamma_p", "random_gamma", "random_gamma_grad"]
 # --- one sample ----------------------------------------------------------------------------
 
 def _gamma_one(key, alpha, log_space):
-    """One Gamma(alpha) sample (its log with ``log_space``) from a raw key; scalar alpha."""
+    """One Gamma(alpha) sample (its log with ``log_space``) from a typed key; scalar alpha."""
     dtype = alpha.dtype
 
     def const(value):
@@ -56,18 +59,18 @@ def _gamma_one(key, alpha, log_space):
 
     def next_normal(state):
         key, _, _ = state
-        key, subkey = threefry.split_list(key, 2)
+        key, subkey = split_list(key, 2)
         x = floats.normal(subkey, (), dtype)
         return key, x, lax.add(one, lax.mul(x, c))
 
     def propose(state):
-        key, x_key, u_key = threefry.split_list(state[0], 3)
+        key, x_key, u_key = split_list(state[0], 3)
         _, x, v = lax.while_loop(lambda s: lax.le(s[2], zero), next_normal,
                                  (x_key, zero, const(-1)))
         v3 = lax.mul(lax.mul(v, v), v)
         return key, lax.mul(x, x), v3, floats.uniform(u_key, (), dtype)
 
-    key, subkey = threefry.split_list(key, 2)
+    key, subkey = split_list(key, 2)
     # The initial state (x**2 = 0, v = 1, u = 2) fails both tests, so the loop proposes.
     _, _, v, _ = lax.while_loop(rejected, propose, (key, zero, one, const(2)))
     if log_space:
@@ -83,12 +86,16 @@ def _gamma_one(key, alpha, log_space):
 # --- the primitive -------------------------------------------------------------------------
 
 random_gamma_p = Primitive("random_gamma")
+# Compiled programs call its implementation (a rejection loop per element) back: a host step.
+library_lowering(random_gamma_p, "random numbers")
 
 
 @random_gamma_p.def_abstract_eval
-def _random_gamma_abstract_eval(key, a, *, log_space):
-    if key.dtype != dtypes.uint32 or key.shape[-1:] != (2,):
-        raise TypeError(f"random_gamma expects raw uint32[..., 2] keys, got {key.str_short()}")
+def _random_gamma_abstract_eval(key, a, *, impl, log_space):
+    key_shape = PRNG_IMPLS[impl].key_shape
+    if key.dtype != dtypes.uint32 or key.shape[-1:] != key_shape:
+        raise TypeError(f"random_gamma expects the raw data of {impl} keys, uint32[..., "
+                        f"{key_shape[0]}], got {key.str_short()}")
     if a.shape[:key.ndim - 1] != key.shape[:-1]:
         raise TypeError(f"random_gamma: the shape {a.shape} of a must start with the key "
                         f"batch shape {key.shape[:-1]}")
@@ -98,22 +105,23 @@ def _random_gamma_abstract_eval(key, a, *, log_space):
 
 
 @random_gamma_p.def_impl
-def _random_gamma_impl(key, a, *, log_space):
+def _random_gamma_impl(key, a, *, impl, log_space):
     """Each key is split into one key per element of its slice of ``a``; the per-element
     loops run vmapped over the flattened elements."""
     if a.size == 0:
         return np.zeros(a.shape, a.dtype)
-    per_key = math.prod(a.shape[key.ndim - 1:])
-    keys = vmap(lambda k: threefry.split_key(k, (per_key,)))(key.reshape(-1, 2))
+    keys = wrap_key_data(key, impl=impl)
+    per_key = math.prod(a.shape[keys.ndim:])
+    keys = vmap(lambda k: split_keys(k, (per_key,)))(keys.ravel())
     one = functools.partial(_gamma_one, log_space=log_space)
-    samples = vmap(one)(jnp.reshape(keys, (-1, 2)), a.reshape(-1))
+    samples = vmap(one)(keys.ravel(), a.reshape(-1))
     return np.asarray(samples).reshape(a.shape)
 
 
 @random_gamma_p.def_batch
-def _random_gamma_batch(axis_data, vals, dims, *, log_space):
+def _random_gamma_batch(axis_data, vals, dims, **params):
     key, a = (batch_util.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims))
-    return random_gamma_p.bind(key, a, log_space=log_space), 0
+    return random_gamma_p.bind(key, a, **params), 0
 
 
 def _gamma_sample_grad(sample, a, log_space):
@@ -126,13 +134,14 @@ def _gamma_sample_grad(sample, a, log_space):
 
 
 ad.defjvp2(random_gamma_p, None,
-           lambda t, sample, key, a, *, log_space: lax.mul(
+           lambda t, sample, key, a, *, impl, log_space: lax.mul(
                t, _gamma_sample_grad(sample, a, log_space)))
 
 
 def random_gamma(key, a, log_space=False):
-    """Gamma(a) samples (or their logs), one per element of ``a``, from a raw key."""
-    return random_gamma_p.bind(key, a, log_space=log_space)
+    """Gamma(a) samples (or their logs), one per element of ``a``, from a typed key. The
+    primitive takes the key's raw data; its implementation, a name, is a static parameter."""
+    return random_gamma_p.bind(key_data(key), a, impl=key_impl(key), log_space=log_space)
 
 
 # --- the implicit derivative ---------------------------------------------------------------

@@ -1,11 +1,19 @@
-"""PRNG keys: raw ``uint32[2]`` keys (``PRNGKey``) and typed keys (``key``).
+"""PRNG keys: raw uint32 arrays (``PRNGKey``) and typed keys (``key``), of any of the PRNG
+implementations of ``impls.py`` (threefry2x32, the default; rbg; unsafe_rbg).
 
-A raw key is a plain array of two uint32 words; a batch of them has shape ``(..., 2)``. A
-typed key (``PRNGKeyArray``) hides that trailing axis: its shape is the shape of the batch
-of keys and its dtype prints ``key<fry>``. To nbjax's transformations it is a pytree whose
-one child is the raw data, so jit, vmap and grad see ordinary uint32 arrays; to users'
-pytree functions (``nbjax.tree_util``) it is a leaf, as in JAX. Every operation accepts
-both kinds and returns keys of the kind it was given, as JAX does.
+A raw key is a plain uint32 array of the implementation's key shape (``uint32[2]`` for
+threefry2x32, ``uint32[4]`` for the rbg ones); a batch of them has shape ``(..., 2)`` (or
+``(..., 4)``). A raw key does not say which implementation it is for: it is read as a key of
+the default one, config ``jax_default_prng_impl``, as in JAX. A typed key
+(``PRNGKeyArray``) carries its implementation and hides that trailing axis: its shape is the
+shape of the batch of keys and its dtype prints ``key<fry>`` (``key<rbg>``, ``key<urbg>``).
+To nbjax's transformations it is a pytree whose one child is the raw data and whose aux data
+is the implementation, so jit, vmap and grad see ordinary uint32 arrays and rebuild keys of
+the right kind; to users' pytree functions (``nbjax.tree_util``) it is a leaf, as in JAX.
+Every operation accepts both kinds and returns keys of the kind it was given, as JAX does.
+
+The samplers work on typed keys (``check_key`` wraps a raw one) and make new keys and bits
+through the key's implementation only (``split_keys``, ``split_list``, ``random_bits``).
 """
 
 import numpy as np
@@ -15,20 +23,24 @@ from .. import numpy as jnp
 from ..config import config
 from ..core import Array, Tracer, canonical_shape, dtypes, get_aval, pytree
 from ..core.array import scalar_in_range
-from . import threefry
+from .impls import PRNG_IMPLS, PRNGImpl
 
 __all__ = ["PRNGKeyArray", "key", "PRNGKey", "key_data", "wrap_key_data", "key_impl",
-           "split", "fold_in", "clone"]
-
-IMPL_NAME = "threefry2x32"
+           "key_dtype", "split", "fold_in", "clone"]
 
 
 class KeyDType:
-    """The dtype of typed keys. JAX prints it ``key<fry>`` ("fry": threefry2x32). An
-    extended dtype: its scalar type is ``prng_key`` (``nbjax.dtypes.prng_key``)."""
+    """The dtype of typed keys of one implementation, printed ``key<tag>`` (``key<fry>``
+    for threefry2x32). An extended dtype: its scalar type is ``prng_key``
+    (``nbjax.dtypes.prng_key``). Two are equal when their implementations are."""
 
-    name = "key<fry>"
     type = dtypes.prng_key
+    __slots__ = ("impl",)
+
+    def __init__(self, impl):
+        self.impl = impl
+
+    name = property(lambda self: f"key<{self.impl.tag}>")
 
     def __repr__(self):
         return self.name
@@ -36,28 +48,31 @@ class KeyDType:
     __str__ = __repr__
 
     def __eq__(self, other):
-        return isinstance(other, KeyDType)
+        return isinstance(other, KeyDType) and other.impl is self.impl
 
     def __hash__(self):
-        return hash(KeyDType)
-
-
-KEY_DTYPE = KeyDType()
+        return hash((KeyDType, self.impl.name))
 
 
 class PRNGKeyArray:
-    """An array of typed PRNG keys over raw key data of shape ``shape + (2,)``."""
+    """An array of typed PRNG keys of implementation ``impl`` over raw key data of shape
+    ``shape + impl.key_shape`` (JAX's arguments, in JAX's order)."""
 
-    __slots__ = ("_data",)
+    __slots__ = ("_impl", "_data")
     __array_priority__ = 100
 
-    def __init__(self, data):
+    def __init__(self, impl, data):
+        self._impl = impl
         self._data = data  # not checked here: pytree unflattening passes placeholders
 
     shape = property(lambda self: tuple(get_aval(self._data).shape[:-1]))
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape)))
-    dtype = property(lambda self: KEY_DTYPE)
+    dtype = property(lambda self: KeyDType(self._impl))
+
+    def _keys(self, data):
+        """Keys of the same implementation over other data."""
+        return PRNGKeyArray(self._impl, data)
 
     def __len__(self):
         if not self.shape:
@@ -77,11 +92,11 @@ class PRNGKeyArray:
                              f"{consumed} were indexed")
         # The key words stay whole: index only the leading (logical) axes.
         trailing = (slice(None),) if Ellipsis in idx else (Ellipsis, slice(None))
-        return PRNGKeyArray(self._data[idx + trailing])
+        return self._keys(self._data[idx + trailing])
 
     def reshape(self, *shape):
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return PRNGKeyArray(jnp.reshape(self._data, (*shape, 2)))
+        return self._keys(jnp.reshape(self._data, (*shape, *self._impl.key_shape)))
 
     def ravel(self):
         return self.reshape(-1)
@@ -90,20 +105,24 @@ class PRNGKeyArray:
 
     def squeeze(self, axis=None):
         axes = tuple(i for i, d in enumerate(self.shape) if d == 1) if axis is None else axis
-        return PRNGKeyArray(jnp.squeeze(self._data, axes))
+        return self._keys(jnp.squeeze(self._data, axes))
 
     def transpose(self, *axes):
         axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
         perm = tuple(axes) if axes else tuple(reversed(range(self.ndim)))
-        return PRNGKeyArray(jnp.transpose(self._data, (*perm, self.ndim)))
+        return self._keys(jnp.transpose(self._data, (*perm, self.ndim)))
 
     T = property(lambda self: self.transpose())
 
     def copy(self):
-        return PRNGKeyArray(self._data)
+        return self._keys(self._data)
 
     def __eq__(self, other):
-        return jnp.all(self._data == _raw_data("==", other), axis=-1)
+        if not isinstance(other, PRNGKeyArray):
+            raise TypeError(f"== expects a typed key array, got {type(other).__name__}")
+        if other._impl is not self._impl:
+            raise TypeError(f"equal does not accept dtypes {self.dtype}, {other.dtype}.")
+        return jnp.all(self._data == other._data, axis=-1)
 
     def __ne__(self, other):
         return jnp.logical_not(self == other)
@@ -119,57 +138,108 @@ class PRNGKeyArray:
     __hash__ = None
 
     def __repr__(self):
-        return f"Array({self.shape}, dtype={KEY_DTYPE.name}) overlaying:\n{self._data}"
+        return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{self._data}"
 
 
-pytree.register_leaf_to_users(PRNGKeyArray, lambda k: ((k._data,), None),
-                              lambda _, children: PRNGKeyArray(children[0]))
+# The implementation is the aux data: static to transformations (and part of jit's cache key),
+# and unflattening gives keys of the same kind back.
+pytree.register_leaf_to_users(PRNGKeyArray, lambda k: ((k._data,), k._impl),
+                              lambda impl, children: PRNGKeyArray(impl, children[0]))
 
 
-def _raw_data(name, key):
-    if isinstance(key, PRNGKeyArray):
-        return key._data
-    raise TypeError(f"{name} expects a typed key array, got {type(key).__name__}")
+# --- implementations -----------------------------------------------------------------------
+
+def resolve_impl(spec):
+    """The implementation ``impl=`` (or ``dtype=``) names: None for the default (config
+    ``jax_default_prng_impl``), a name, a key dtype, or a PRNGImpl."""
+    if spec is None:
+        spec = config.default_prng_impl
+    if isinstance(spec, str):
+        if spec not in PRNG_IMPLS:
+            choices = ", ".join(f'"{name}"' for name in PRNG_IMPLS)
+            raise ValueError(f'unrecognized PRNG implementation "{spec}". Did you mean one of: '
+                             f"{choices}?")
+        return PRNG_IMPLS[spec]
+    if isinstance(spec, KeyDType):
+        return spec.impl
+    if isinstance(spec, PRNGImpl):
+        return spec
+    raise TypeError(f"unrecognized type {type(spec)} for specifying PRNG implementation.")
 
 
-# --- checking and unwrapping keys ----------------------------------------------------------
+def _impl_or_dtype(ctor, impl, dtype):
+    """What a constructor's ``impl=`` or ``dtype=`` (two names for one thing) names."""
+    if impl is not None and dtype is not None:
+        raise ValueError(f"Cannot specify both `impl` and `dtype` arguments to "
+                         f"nbjax.random.{ctor}")
+    return resolve_impl(impl if dtype is None else dtype)
 
-def _check_key_data(data):
+
+def key_dtype(impl_spec=None):
+    """The dtype of typed keys of an implementation (the default one without argument)."""
+    return KeyDType(resolve_impl(impl_spec))
+
+
+# --- checking keys -------------------------------------------------------------------------
+
+def _check_key_data(data, impl):
     aval = get_aval(data)
     if aval.ndim < 1:
         raise TypeError("nbjax encountered invalid PRNG key data: expected key_data.ndim >= 1; "
                         f"got ndim={aval.ndim}")
-    if aval.shape[-1:] != (2,):
+    if aval.shape[-1:] != impl.key_shape:
         raise TypeError("nbjax encountered invalid PRNG key data: expected key_data.shape to "
-                        f"end with (2,); got shape={aval.shape} for impl={IMPL_NAME}")
+                        f"end with {impl.key_shape}; got shape={aval.shape} for "
+                        f"impl={impl.name}")
     if aval.dtype != dtypes.uint32:
         raise TypeError("nbjax encountered invalid PRNG key data: expected key_data.dtype = "
                         f"uint32; got dtype={aval.dtype}")
 
 
-def unwrap(name, key, allow_batched=False):
-    """``(raw key data, was_typed)`` of a raw or typed key argument of function ``name``."""
+def check_key(name, key, allow_batched=False):
+    """``(typed key, was_typed)`` of a raw or typed key argument of function ``name``; raw
+    data is read as a key of the default implementation."""
     if isinstance(key, PRNGKeyArray):
-        data, typed = key._data, True
+        typed = True
     elif isinstance(key, (Array, Tracer, np.ndarray, list, tuple)):
-        data, typed = _as_array(key), False
-        _check_key_data(data)
+        data, impl = _as_array(key), resolve_impl(None)
+        _check_key_data(data, impl)
+        key, typed = PRNGKeyArray(impl, data), False
     else:
         raise TypeError(f"unexpected PRNG key type {type(key)}")
-    if not allow_batched and get_aval(data).ndim > 1:
-        shape = get_aval(data).shape[:-1] if typed else get_aval(data).shape
+    if not allow_batched and key.ndim:
+        shape = key.shape if typed else get_aval(key._data).shape
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                          f"{shape} != (). Use nbjax.vmap for batching.")
-    return data, typed
+    return key, typed
 
 
-def rewrap(data, typed):
-    """Keys of the kind the caller passed in."""
-    return PRNGKeyArray(data) if typed else data
+def rewrap(key, typed):
+    """Typed keys as the kind the caller passed in (``typed``: as they are)."""
+    return key if typed else key._data
 
 
 def _as_array(x):
     return x if isinstance(x, (Array, Tracer)) else jnp.asarray(x)
+
+
+# --- what samplers draw from a typed key ---------------------------------------------------
+
+def split_keys(key, shape):
+    """Keys of ``shape`` split from one typed key, by its implementation."""
+    return key._keys(key._impl.split(key._data, shape))
+
+
+def split_list(key, n):
+    """``n`` keys split from one typed key, as a list (what samplers unpack)."""
+    keys = key._impl.split(key._data, (n,))
+    return [key._keys(lax.index_in_dim(keys, i, keepdims=False)) for i in range(n)]
+
+
+def random_bits(key, bit_width, shape):
+    """Uniform unsigned integers of ``bit_width`` bits (8, 16, 32 or 64) and ``shape``
+    from one typed key, by its implementation."""
+    return key._impl.random_bits(key._data, bit_width, shape)
 
 
 # --- constructors --------------------------------------------------------------------------
@@ -190,56 +260,51 @@ def _seed_array(ctor, seed):
     return seed
 
 
-def check_impl(impl):
-    if impl not in (None, IMPL_NAME, KEY_DTYPE, KEY_DTYPE.name):
-        raise ValueError(f'unrecognized PRNG implementation "{impl}". Did you mean one of: '
-                         f'"{IMPL_NAME}"?')
-
-
 def key(seed, *, impl=None, dtype=None):
-    """A typed PRNG key (``key<fry>[]``) from an integer seed."""
-    check_impl(impl if dtype is None else dtype)
-    return PRNGKeyArray(threefry.seed_to_key(_seed_array("key", seed)))
+    """A typed PRNG key (``key<fry>[]`` by default) from an integer seed."""
+    impl = _impl_or_dtype("key", impl, dtype)
+    return PRNGKeyArray(impl, impl.seed(_seed_array("key", seed)))
 
 
 def PRNGKey(seed, *, impl=None):
-    """A raw PRNG key: a ``uint32[2]`` array, the seed's high and low 32 bits."""
-    check_impl(impl)
-    return threefry.seed_to_key(_seed_array("PRNGKey", seed))
+    """A raw PRNG key from an integer seed: for threefry2x32 a ``uint32[2]`` array, the seed's
+    high and low 32 bits (for rbg and unsafe_rbg ``uint32[4]``: those, twice)."""
+    impl = resolve_impl(impl)
+    return impl.seed(_seed_array("PRNGKey", seed))
 
 
 def key_data(keys):
-    """The raw ``uint32[..., 2]`` data of (a batch of) keys."""
-    data, _ = unwrap("key_data", keys, allow_batched=True)
-    return data
+    """The raw ``uint32[..., *key_shape]`` data of (a batch of) keys."""
+    keys, _ = check_key("key_data", keys, allow_batched=True)
+    return keys._data
 
 
 def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
-    """Typed keys over raw key data of shape ``(..., 2)``."""
-    check_impl(impl if dtype is None else dtype)
+    """Typed keys over raw key data whose trailing axis is the implementation's key shape."""
+    impl = _impl_or_dtype("wrap_key_data", impl, dtype)
     data = _as_array(key_bits_array)
-    _check_key_data(data)
-    return PRNGKeyArray(data)
+    _check_key_data(data, impl)
+    return PRNGKeyArray(impl, data)
 
 
 def key_impl(keys):
-    """The name of the keys' PRNG implementation (always ``"threefry2x32"``)."""
-    unwrap("key_impl", keys, allow_batched=True)
-    return IMPL_NAME
+    """The name of the keys' PRNG implementation (``"threefry2x32"``, ``"rbg"``...)."""
+    keys, _ = check_key("key_impl", keys, allow_batched=True)
+    return keys._impl.name
 
 
 # --- deriving keys -------------------------------------------------------------------------
 
 def split(key, num=2):
     """``num`` new keys (an int, or a shape) from one key, along new leading axes."""
-    data, typed = unwrap("split", key)
+    key, typed = check_key("split", key)
     shape = canonical_shape(tuple(num) if isinstance(num, (tuple, list)) else (num,))
-    return rewrap(threefry.split_key(data, shape), typed)
+    return rewrap(split_keys(key, shape), typed)
 
 
 def fold_in(key, data):
     """A new key from a key and a 32-bit integer (e.g. a step number)."""
-    key_words, typed = unwrap("fold_in", key)
+    key, typed = check_key("fold_in", key)
     if np.ndim(data):
         raise TypeError("fold_in accepts a scalar, but was given an array of shape "
                         f"{np.shape(data)} != (). Use nbjax.vmap for batching.")
@@ -248,7 +313,7 @@ def fold_in(key, data):
         word = np.uint32(scalar_in_range(data, dtypes.uint32))
     else:
         word = lax.convert_element_type(data, dtypes.uint32)
-    return rewrap(threefry.fold_in_key(key_words, word), typed)
+    return rewrap(key._keys(key._impl.fold_in(key._data, word)), typed)
 
 
 def clone(key):

@@ -9,8 +9,8 @@ and grad.
 With ``jax_threefry_partitionable`` on (JAX's default since 0.5), a key makes the bits of an
 array of shape ``s`` by hashing the 64-bit row-major index of every element, split into a
 high and a low 32-bit word; ``split`` does the same for an array of keys and keeps both
-output words as the new key. Keys here are raw ``uint32[..., 2]`` arrays; ``keys.py`` wraps
-them for users.
+output words as the new key. Keys here are raw ``uint32[..., 2]`` arrays; ``impls.py`` makes
+these functions the ``threefry2x32`` implementation (and the key derivation of ``rbg``).
 """
 
 import math
@@ -21,8 +21,8 @@ from .. import lax
 from ..core import dtypes, get_aval
 from ..lax.threefry import threefry2x32_p, threefry_2x32
 
-__all__ = ["threefry2x32_p", "threefry_2x32", "seed_to_key", "split_key", "split_list",
-           "fold_in_key", "random_bits"]
+__all__ = ["threefry2x32_p", "threefry_2x32", "seed_to_key", "split_key", "fold_in_key",
+           "random_bits"]
 
 # --- keys ----------------------------------------------------------------------------------
 
@@ -73,12 +73,6 @@ def split_key(key, shape):
     bits1, bits2 = _hash_counts(key, shape)
     return lax.concatenate([lax.expand_dims(bits1, (len(shape),)),
                             lax.expand_dims(bits2, (len(shape),))], len(shape))
-
-
-def split_list(key, n):
-    """``n`` raw keys split from one, as a list (what samplers unpack)."""
-    keys = split_key(key, (n,))
-    return [lax.index_in_dim(keys, i, keepdims=False) for i in range(n)]
 
 
 def fold_in_key(key, data):
