@@ -131,23 +131,27 @@ def test_a_batched_product_adds_each_matrix_into_its_slice():
 @pytest.mark.parametrize("length", [1, 6, 7])
 @pytest.mark.parametrize("rows", [4, 80])   # register tiles, BLAS
 def test_a_scans_accumulator_is_kept_in_one_buffer(length, rows):
-    w, h0 = _arrays(7, (24, 24), (rows, 24))
+    """Products by a const stay in the loop (products of the iteration's values alone are
+    computed after it: ``passes.sink_from_loops``), adding into the carry's buffer."""
+    w, v, h0 = _arrays(7, (24, 24), (rows, 24), (rows, 24))
     (xs,) = _arrays(8, (length, rows, 24))
 
-    def f(w, h0, xs):
+    def f(w, v, h0, xs):
         def step(carry, x):
             h, gw, gx = carry
             h = jnp.tanh(h @ w + x)
-            return (h, gw + h.T @ x, h.T @ h + gx), h.sum()
+            return (h, gw + h.T @ v, v.T @ h + gx), h.sum()
         zeros = jnp.zeros((24, 24), jnp.float32)
         return lax.scan(step, (h0, zeros, zeros), xs)
 
-    cpu = _compare(f, w, h0, xs)
+    cpu = _compare(f, w, v, h0, xs)
     (loop,) = [g for g in cpu.plan.groups if g.kind == "loop"]
     body = loop.subprograms[0]
-    # the body's inputs: w, then the carries h, gw, gx, then x
+    # the body's inputs: the consts (v.T transposed before the loop, for length > 1), then
+    # the carries h, gw, gx, then x
+    consts = len(body.closed.jaxpr.invars) - 4
     assert buffer_plan.accumulated_inputs(body.closed.jaxpr, body.plan.groups) == \
-        {2: 1, 3: 2}
+        {consts + 1: 1, consts + 2: 2}
 
 
 def test_a_carry_read_after_the_product_keeps_two_buffers():
