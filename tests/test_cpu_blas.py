@@ -234,8 +234,9 @@ def test_the_blas_of_numpy_or_else_scipy(numpy_has_blas, monkeypatch):
 
 # --- products on the xs alone, computed before the loop (passes.hoist_from_loops) ----------
 
-def _hoists(executable):
-    return [r for r in executable.rewrites if r.rule == "hoist"]
+def _rewrites(rule, executable):
+    """The rewrites of the loop pass ``rule`` ("hoist", "sink", "transpose_consts")."""
+    return [r for r in executable.rewrites if r.rule == rule]
 
 
 @pytest.mark.parametrize("reverse", [False, True])
@@ -255,7 +256,7 @@ def test_products_of_the_xs_alone_run_once_before_the_loop(reverse):
         return lax.scan(step, h, (xs, zs), reverse=reverse)
 
     cpu = _run_both(f, np.zeros((3, 6), np.float32), xs, zs)
-    [hoist] = _hoists(cpu)
+    [hoist] = _rewrites("hoist", cpu)
     assert "2 products" in hoist.detail and "9 iterations" in hoist.detail
     _assert_native_with_calls(cpu, 1)  # h @ w stays in the loop
 
@@ -288,20 +289,16 @@ def test_products_on_the_carry_or_too_large_stay_in_the_loop(monkeypatch):
     xs = RNG.standard_normal((5, 2, 4)).astype(np.float32)
     on_carry = _run_both(lambda xs: lax.scan(lambda c, x: (jnp.tanh(c @ m + x), None),
                                              xs[0], xs)[0], xs)
-    assert not _hoists(on_carry)
+    assert not _rewrites("hoist", on_carry)
     monkeypatch.setattr(passes, "HOIST_LIMIT", xs.nbytes - 1)  # 5 x [2, 4] float32 results
     too_large = _run_both(lambda xs: lax.scan(lambda c, x: (jnp.tanh(c + x @ m), None),
                                               xs[0], xs)[0], xs)
-    assert not _hoists(too_large)
+    assert not _rewrites("hoist", too_large)
 
 
 
 
 # --- consts the products read transposed, transposed once before the loop ----------------
-
-def _transposed_consts(executable):
-    return [r for r in executable.rewrites if r.rule == "transpose_consts"]
-
 
 @pytest.mark.parametrize("reverse", [False, True])
 def test_consts_read_transposed_are_transposed_once_before_the_loop(reverse):
@@ -317,7 +314,7 @@ def test_consts_read_transposed_are_transposed_once_before_the_loop(reverse):
         return lax.scan(step, jnp.ones((3, 4), np.float32), xs, reverse=reverse)
 
     cpu = _run_both(f, w, v, xs)
-    [rewrite] = _transposed_consts(cpu)
+    [rewrite] = _rewrites("transpose_consts", cpu)
     assert "2 matrices" in rewrite.detail
     [loop] = [g for g in cpu.plan.groups if g.kind == "loop"]
     body = loop.subprograms[0].closed.jaxpr
@@ -325,7 +322,7 @@ def test_consts_read_transposed_are_transposed_once_before_the_loop(reverse):
                 and e.invars[0] in body.invars[:4]]  # no const transposed in the loop
 
 
-def test_consts_stay_as_they_are_where_a_copy_would_not_help():
+def test_consts_stay_as_they_are_where_a_copy_would_not_help(monkeypatch):
     w = (RNG.standard_normal((4, 4)) * 0.3).astype(np.float32)
     xs = RNG.standard_normal((5, 2, 4, 4)).astype(np.float32)
 
@@ -335,16 +332,17 @@ def test_consts_stay_as_they_are_where_a_copy_would_not_help():
             return h @ w + (w @ w.T).sum(), batched          # both operands consts
         return lax.scan(step, jnp.ones((3, 4), np.float32), xs)
 
-    assert not _transposed_consts(_run_both(f, w, xs))
+    assert not _rewrites("transpose_consts", _run_both(f, w, xs))
     once = _run_both(lambda w, xs: lax.scan(lambda h, x: (h @ w.T, None), xs[0, 0], xs[:1, 0]),
                      w, xs)
-    assert not _transposed_consts(once)  # a single iteration
+    assert not _rewrites("transpose_consts", once)  # a single iteration
+    from nbjax.compiler import passes
+    monkeypatch.setattr(passes, "TRANSPOSE_LIMIT", w.nbytes - 1)
+    large = _run_both(lambda w, xs: lax.scan(lambda h, x: (h @ w.T, None), xs[0, 0], xs[:, 0]),
+                      w, xs)
+    assert not _rewrites("transpose_consts", large)  # larger than a copy is worth
 
 # --- products the carries accumulate, computed after the loop (passes.sink_from_loops) -----
-
-def _sinks(executable):
-    return [r for r in executable.rewrites if r.rule == "sink"]
-
 
 @pytest.mark.parametrize("reverse", [False, True])
 def test_accumulated_products_run_once_after_the_loop(reverse):
@@ -370,7 +368,7 @@ def test_accumulated_products_run_once_after_the_loop(reverse):
                         reverse=reverse)
 
     cpu = _run_both(f, xs, acc0)
-    [sink] = _sinks(cpu)
+    [sink] = _rewrites("sink", cpu)
     assert "4 sums" in sink.detail and "7 iterations" in sink.detail
     _assert_native_with_calls(cpu, 3)  # h @ w, g @ w, h.T @ g
 
@@ -392,7 +390,7 @@ def test_accumulations_sunk_from_a_gradient_and_nested_loops():
     flat = _run_both(nbjax.grad(lambda w, u, x_seq: jnp.sum(
         rnn(w, u, x_seq, jnp.zeros((3, 6), np.float32)) ** 2), argnums=(0, 1)), w, u, xs[0],
                      rtol=2e-5)
-    [sink] = _sinks(flat)
+    [sink] = _rewrites("sink", flat)
     assert "2 sums" in sink.detail
     nested = _run_both(nbjax.value_and_grad(loss, argnums=(0, 1)), w, u, xs, rtol=2e-5)
     bodies = [sub for g in nested.plan.groups if g.kind == "loop" for sub in g.subprograms]
@@ -416,7 +414,7 @@ def test_batched_and_integer_accumulations_are_sunk():
                                jnp.zeros((2, 3, 3), np.int32), 1.0, 0), (xs, ks))[0]
 
     cpu = _run_both(f, xs, ks)
-    [sink] = _sinks(cpu)
+    [sink] = _rewrites("sink", cpu)
     assert "2 sums" in sink.detail
     shifted = ks + np.arange(6, dtype=np.int32)[:, None, None, None]
     np.testing.assert_array_equal(cpu.run(xs, ks)[1],
@@ -433,6 +431,6 @@ def test_accumulations_too_large_to_stack_stay_in_the_loop(monkeypatch):
             (acc, s), (x, hh) = carry, xh
             return (acc + hh.T @ jnp.sin(x * s), s + 1), None
         return lax.scan(step, (jnp.zeros((3, 4), np.float32), 1.0), (xs, h))[0]
-    assert _sinks(_run_both(f, xs, h))
+    assert _rewrites("sink", _run_both(f, xs, h))
     monkeypatch.setattr(passes, "HOIST_LIMIT", xs.nbytes - 1)  # sin(x * s) of 5 iterations
-    assert not _sinks(_run_both(f, xs, h))
+    assert not _rewrites("sink", _run_both(f, xs, h))

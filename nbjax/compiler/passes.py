@@ -108,6 +108,11 @@ def decompose_library_steps(closed, categories):
 # against 230 GFLOP/s), and each call has its own overhead (RNN benchmark: 7% faster).
 HOISTED_LIBRARY_CALLS = ("matrix product", "convolution")
 HOIST_LIMIT = 64 << 20  # bytes: the most the values computed before a loop may take
+# A loop's const transposed once for its products is at most this size (a cache's worth):
+# a transposing kernel reads at a stride, the slower the more the matrix outgrows the
+# caches (a 4096x4096 float32 one: 190 ms on a busy 2-core VM, some 30 products of 32 rows
+# by it), and a large matrix's product runs about as fast read either way.
+TRANSPOSE_LIMIT = 4 << 20
 
 
 def _loop_rewrite(eqn, name, *args):
@@ -184,8 +189,9 @@ def transpose_loop_consts(jaxpr, consts, log):
     iteration reads a copy of ``w.T`` laid out as ``x @ w`` wants it."""
     rw = Rewriter(jaxpr)
     for eqn in jaxpr.eqns:
-        control, transposed = _loop_rewrite(eqn, "transposed_consts")
-        if transposed is None or sum(a.nbytes for a in transposed[0].out_avals) > HOIST_LIMIT:
+        control, transposed = _loop_rewrite(eqn, "transposed_consts",
+                                            lambda aval: aval.nbytes <= TRANSPOSE_LIMIT)
+        if transposed is None:
             rw.emit(eqn)
             continue
         before, params = transposed

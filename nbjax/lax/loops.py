@@ -442,7 +442,7 @@ def _sum_over_iterations(chain, summed, acc, init, stacks):
     return add.primitive.bind(*(init if a is acc else total for a in add.invars))
 
 
-def _scan_transposed_consts(params):
+def _scan_transposed_consts(params, worth):
     """Matrices the body multiplies by as their transposes, when they are consts of the loop
     (``x @ w.T``, as the transpose of ``h @ w`` reads ``w``, or as a user writes it): what
     a compiler may transpose once before the loop, so that each iteration's product reads
@@ -450,14 +450,17 @@ def _scan_transposed_consts(params):
     products run fastest on (a CPU's register tiles: 79 against 106-113 us for an LSTM's
     32 x 1024 by 1024 x 256), rather than transposed at every iteration.
 
-    Returns None, or ``(before, new_params)``: ``before`` takes the scan's consts and
-    returns the transposed copies, which the new scan takes before them."""
+    ``worth(aval)`` says which consts are worth a copy (small ones: a transposing copy of
+    a large matrix costs more than the loop saves). Returns None, or ``(before,
+    new_params)``: ``before`` takes the scan's consts and returns the transposed copies,
+    which the new scan takes before them."""
     closed, num_consts = params["jaxpr"], params["num_consts"]
     if closed.consts or params["length"] < 2:
         return None
     body = closed.jaxpr
     consts = body.invars[:num_consts]
-    const_set, producer = set(consts), {v: e for e in body.eqns for v in e.outvars}
+    const_set = {v for v in consts if worth(v.aval)}
+    producer = {v: e for e in body.eqns for v in e.outvars}
     copies, eqns = {}, []
     for e in body.eqns:
         found = _const_read_transposed(e, const_set, producer)
@@ -504,7 +507,8 @@ def _const_read_transposed(eqn, consts, producer):
             return side, operand
         transposed = producer.get(operand)
         if row_major and transposed is not None and transposed.primitive is transpose_p \
-                and is_const(transposed.invars[0]):
+                and transposed.params["permutation"] == (1, 0) and \
+                is_const(transposed.invars[0]):
             return side, transposed.invars[0]
     return None
 

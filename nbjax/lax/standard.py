@@ -284,8 +284,8 @@ class ControlLowering:
     last group's count None for "the rest", e.g. ``[("consts", 2), ("carry", None)]``;
     ``hoist(params, worth)``, where there is one, says what a compiler may compute before
     the loop instead of at every iteration (see ``loops._scan_hoist``); ``sink(params)``,
-    what it may compute after the loop (``loops._scan_sink``); ``transposed_consts(params)``,
-    which consts it may transpose before the loop for the body's products
+    what it may compute after the loop (``loops._scan_sink``); ``transposed_consts(params,
+    worth)``, which consts it may transpose before the loop for the body's products
     (``loops._scan_transposed_consts``); ``branches`` says that one of the sub-programs runs
     (``cond``), not a loop over them."""
 
