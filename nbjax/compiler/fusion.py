@@ -95,6 +95,10 @@ class FusionGroup:
     # Set by a target: the sum's destination holds the accumulator's value when the call
     # starts (a donated input's buffer, updated in place).
     output_holds_accumulator: bool = False
+    # Set by a target: how it computes this library step where it has a choice and made it
+    # knowing where the step runs (the CPU: a matrix product by its register tiles or by
+    # BLAS, "tiles" or "blas"); None: its choice for the equation alone.
+    library_choice: object = None
 
     def __repr__(self):
         return f"FusionGroup({self.describe()})"

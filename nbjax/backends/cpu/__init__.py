@@ -9,9 +9,11 @@ in native code (scatters, arg-reductions, cumulative ops, sorts); the others cal
 primitive's NumPy implementation on our buffers.
 """
 
+import dataclasses
+
 from ...compiler import Target
 from .. import reference
-from . import blas, program_cache, runtime
+from . import blas, program_cache, runtime, tile_choice
 from .control_flow import CONTROL_FLOW, native_library_call
 from .executable import Executable, compile_plan
 
@@ -82,6 +84,7 @@ class CpuTarget(Target):
         return executable
 
     def lower(self, name, jaxpr, plan, rewrites, timer, donated=frozenset()):
+        _prefer_tiles_outside_loops(plan)  # (the program's own plan: not a loop body's)
         return compile_plan(name, jaxpr, plan, rewrites, timer, donated)
 
 
@@ -99,3 +102,22 @@ def _mark_kernels_beside_blas(plan, beside=False):
             calls = any(h.kind == "library" and any(map(blas.calls_blas, h.eqns))
                         for h in sub.plan.groups)
             _mark_kernels_beside_blas(sub.plan, beside or calls)
+
+
+def _prefer_tiles_outside_loops(plan):
+    """The program's own matrix products (not a loop body's) that fit the register tiles
+    take them unless BLAS is ``tile_choice.OUTSIDE_LOOPS_MARGIN`` times faster: a BLAS call
+    leaves OpenBLAS's threads spinning on the cores the program's next kernels and loops
+    share out. (In a loop body the measured choice stands: the kernels beside BLAS stay
+    off the worker pool there, ``_mark_kernels_beside_blas``.) The fusion report says so."""
+    margin = tile_choice.OUTSIDE_LOOPS_MARGIN
+    for g in plan.groups:
+        product = g.eqns[0] if g.kind == "library" else None
+        if product is None or not blas.fits_tiles(product):
+            continue
+        g.library_choice = "blas" if blas.calls_blas(product, margin) else "tiles"
+        before, after = blas.how(product), blas.how(product, margin)
+        for n, d in enumerate(plan.decisions):
+            if d.group == g.index and d.started_new_group and before in d.reason:
+                plan.decisions[n] = dataclasses.replace(d, reason=d.reason.replace(
+                    before, after))

@@ -51,8 +51,9 @@ def writes_transposed(eqn, transpose):
         _result_stack(eqn, transpose.params["permutation"]) is not None
 
 
-def how(eqn):
-    """How native code computes ``eqn`` (``supports(eqn)``), for the fusion report."""
+def how(eqn, margin=1.0):
+    """How native code computes ``eqn`` (``supports(eqn)``), for the fusion report (the
+    tiles chosen within ``margin``: ``tile_choice.uses_tiles``)."""
     batch_shape, a, b = _products(eqn)
     strided = "" if _packed(batch_shape, a) and _packed(batch_shape, b) else \
         "; it reads its operands in place through their strides"
@@ -63,15 +64,25 @@ def how(eqn):
         tile_choice.measured(*shape[:3], *shape[4:])
     timed = "" if times is None else \
         f": {times[0] * 1e6:.0f} us against BLAS's {times[1] * 1e6:.0f} us on this machine"
-    if tile_choice.uses_tiles(*shape):
+    if tile_choice.uses_tiles(*shape, margin=margin):
+        kept = "" if times is None or times[0] <= times[1] else \
+            (f"; within {margin:g} times BLAS's, whose threads would spin on the cores the "
+             "program's next steps share out")
         return (f"is a register-tiled loop in native code ({a.rows} rows, {a.depth} "
-                f"contracted{timed}{strided})")
-    return f"is a BLAS call (faster than register tiles{timed}{strided})"
+                f"contracted{timed}{strided}{kept})")
+    faster = "faster" if margin == 1.0 else f"over {margin:g} times faster"
+    return f"is a BLAS call ({faster} than register tiles{timed}{strided})"
 
 
-def calls_blas(eqn):
-    """Whether native code computes ``eqn`` by BLAS calls (not by the register tiles)."""
-    return supports(eqn) and not tile_choice.uses_tiles(*_tile_arguments(eqn))
+def fits_tiles(eqn):
+    """Whether ``eqn`` is a product native code can compute by the register tiles."""
+    return supports(eqn) and tiled_products.fits(*_tile_arguments(eqn))
+
+
+def calls_blas(eqn, margin=1.0):
+    """Whether native code computes ``eqn`` by BLAS calls (not by the register tiles,
+    chosen within ``margin``: ``tile_choice.uses_tiles``)."""
+    return supports(eqn) and not tile_choice.uses_tiles(*_tile_arguments(eqn), margin=margin)
 
 
 def _tile_arguments(eqn):
@@ -130,19 +141,20 @@ def _for_each_matrix(b, batch_shape, one):
         for_loop(b, ir.Constant(I64, 0), ir.Constant(I64, count), one, "batch")
 
 
-def gemm(b, setup, eqn, lhs, rhs, out, accumulate=False, permutation=None):
-    """Emit, with the builder ``b``, the BLAS calls computing ``eqn`` (``supports(eqn)``)
-    from the buffers ``lhs`` and ``rhs`` (``i8*``) into ``out``, or adding it to what
-    ``out`` holds with ``accumulate`` (``accumulates(eqn)``), or writing it transposed by
-    ``permutation`` (``writes_transposed``); ``setup`` builds in the function's entry
-    block."""
+def gemm(b, setup, eqn, lhs, rhs, out, accumulate=False, permutation=None, choice=None):
+    """Emit, with the builder ``b``, the BLAS calls (or register tiles) computing ``eqn``
+    (``supports(eqn)``) from the buffers ``lhs`` and ``rhs`` (``i8*``) into ``out``, or
+    adding it to what ``out`` holds with ``accumulate`` (``accumulates(eqn)``), or writing
+    it transposed by ``permutation`` (``writes_transposed``); ``setup`` builds in the
+    function's entry block. ``choice``: "tiles" or "blas" where the program chose
+    (``FusionGroup.library_choice``), else ``calls_blas``."""
     batch_shape, a, bs = _products(eqn)
     m, k, n = a.rows, a.depth, bs.rows
     if 0 in batch_shape or m == 0 or n == 0:
         return
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
     c = _result_stack(eqn, permutation)
-    if calls_blas(eqn):
+    if choice == "blas" if choice is not None else calls_blas(eqn):
         product = _gemm_call(b, setup, (m, k, n), a, bs, c.leading, dtype, accumulate)
     else:
         product = tiled_products.emitter(b, setup, a, bs, dtype, accumulate, c.leading)

@@ -332,7 +332,7 @@ class ControlFlowFunction:
             else:
                 self.emit(g, ins, outs)
         elif blas.supports(eqn):
-            blas.gemm(self.b, self.setup, eqn, *ins, *outs)
+            blas.gemm(self.b, self.setup, eqn, *ins, *outs, choice=g.library_choice)
         elif _library_loop(eqn) is not None:
             self.library_loop(eqn, ins, outs)
         else:
@@ -355,7 +355,8 @@ class ControlFlowFunction:
             self.copy(where, c, out.aval.nbytes)
         blas.gemm(self.b, self.setup, product, *(self.atom(a, env) for a in product.invars),
                   where, accumulate=c is not None,
-                  permutation=reader.params["permutation"] if g.writes_as_reader else None)
+                  permutation=reader.params["permutation"] if g.writes_as_reader else None,
+                  choice=g.library_choice)
         env[out] = where
 
     # --- timing (``Executable.enable_timing``)

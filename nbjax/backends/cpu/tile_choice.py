@@ -28,15 +28,23 @@ CHOICE = os.environ.get("NBJAX_PRODUCT_TILES", "measured")
 MEASURED_WORK = 1 << 23  # multiply-adds at most in a product timed (~0.1 ms)
 
 
-def uses_tiles(m, k, n, a_last, b_first, dtype):
+# Outside loops, a product takes the tiles unless BLAS is this many times faster: a BLAS
+# call leaves OpenBLAS's threads spinning for a tenth of a second on the cores that the
+# program's next kernels and loops share out (rnn_scan, its input product hoisted before the
+# loop: 19 -> 10.7 ms; the LSTM's forward: 21 -> 12 ms, its tiles 1.35x BLAS's time alone).
+OUTSIDE_LOOPS_MARGIN = 2.0
+
+
+def uses_tiles(m, k, n, a_last, b_first, dtype, margin=1.0):
     """Whether the product (``fits``' arguments) is computed here rather than by BLAS:
-    where it fits and, unless ``CHOICE`` is "always", the tiles ran faster (``measured``)."""
+    where it fits and, unless ``CHOICE`` is "always", the tiles ran faster (``measured``),
+    or at most ``margin`` times slower."""
     if not fits(m, k, n, a_last, b_first, dtype):
         return False
     if CHOICE == "always":
         return True
     times = measured(m, k, n, b_first, dtype)
-    return times is None or times[0] <= times[1]
+    return times is None or times[0] <= times[1] * margin
 
 
 _MEASURED = {}  # (m, k, n, b_first, dtype name) -> (tiles' seconds, BLAS's), or None
