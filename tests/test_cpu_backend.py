@@ -171,6 +171,31 @@ def test_large_loops_split_between_threads_and_match():
     assert runtime.splits(cpu.kernels[0].loop)
 
 
+
+@pytest.mark.parametrize("shape", [(17, 40), (16, 16), (3, 33, 70), (1100, 1000)])
+def test_kernels_reading_transposed_walk_in_blocks_with_the_same_values(shape):
+    """A kernel reading an input transposed walks its last two axes in blocks
+    (``blocking``), rows and columns not a multiple of a block included, with batch axes,
+    and split between the cores (the largest): the values are the reference's (bit for bit
+    without math functions: only the order of the iterations changes). A kernel reading in
+    order is not blocked."""
+    from nbjax.backends.cpu import blocking
+    x = RNG.standard_normal(shape).astype(np.float32)
+    swap = lambda x: jnp.swapaxes(x, -1, -2)  # noqa: E731
+    for f, exact in ((lambda x: swap(x) * 2.0 + 1.0, True),
+                     (lambda x: (swap(x) + jnp.sin(swap(x)[..., ::-1, :]), x[..., :1, :] - x),
+                      False)):
+        cpu, ref = cpu_and_reference(f, x)
+        for a, b in zip(cpu.run(x), ref.run(x)):
+            if exact:
+                np.testing.assert_array_equal(a, b)
+            else:
+                assert_close(a, b, rtol=1e-6)
+        assert blocking.blocked(cpu.kernels[0].loop), cpu.plan.report()
+        assert runtime.splits(cpu.kernels[0].loop) == (shape == (1100, 1000))
+    cpu, _ = cpu_and_reference(lambda x: x * 2.0 + 1.0, x)
+    assert not blocking.blocked(cpu.kernels[0].loop)
+
 # --- runtime -------------------------------------------------------------------------------
 
 def test_buffers_are_aligned_and_reused_once_free():

@@ -31,7 +31,7 @@ from ...core import dtypes
 from ..llvm import (I8, I64, LIBM, KernelEmitter, KernelScaffold, ScalarEmitter, constant,
                     define_kernel, entry_alloca, for_loop, mathlib, mem_type, memset,
                     reg_type)
-from . import pipeline, runtime, streaming, workers
+from . import blocking, pipeline, runtime, streaming, workers
 
 
 class ModuleBuilder:
@@ -194,7 +194,8 @@ class CpuLoops(KernelScaffold):
 
     def __init__(self, mb, kernel):
         self.mb, self.kernel = mb, kernel
-        self.streaming = not kernel.stages and streaming.streams(kernel)
+        self.blocked = blocking.blocked(kernel)
+        self.streaming = not kernel.stages and not self.blocked and streaming.streams(kernel)
         self.math = _math_for(kernel)
         self.row_width = _row_width(kernel, self.math)
 
@@ -255,7 +256,9 @@ class CpuLoops(KernelScaffold):
 
     def _loop(self, axis, index, lo, hi):
         last = axis + 1 == len(self.kernel.shape)
-        if last and self.streaming:
+        if self.blocked and axis + 2 == len(self.kernel.shape):
+            self._blocks(index, lo, hi)
+        elif last and self.streaming:
             streaming.streaming_row(self, index, lo, hi)
         elif last:
             for emitter, width in self.rows:  # (a staged kernel's stages, in order)
@@ -268,6 +271,24 @@ class CpuLoops(KernelScaffold):
             n = ir.Constant(I64, self.kernel.shape[axis + 1])
             self.for_(lo, hi, lambda i: self._loop(axis + 1, index + [i], ir.Constant(I64, 0),
                                                    n), f"i{axis}", unroll=False)
+
+    def _blocks(self, index, lo, hi):
+        """The last two axes (rows ``[lo, hi)`` of the one before the last) in blocks of
+        ``blocking.BLOCK`` x ``blocking.BLOCK``: a kernel reading an input transposed."""
+        b, step = self.b, blocking.BLOCK
+        n = ir.Constant(I64, self.kernel.shape[-1])
+        (emitter, width), = self.rows
+
+        def block_end(start, end):
+            stop = b.add(start, ir.Constant(I64, step))
+            return b.select(b.icmp_signed("<", stop, end), stop, end)
+
+        def block_row(r0):
+            def block(c0):
+                self.for_(r0, block_end(r0, hi), lambda i: self._reducing_row(
+                    emitter, width, index + [i], c0, block_end(c0, n)), "rows", unroll=False)
+            self.for_(ir.Constant(I64, 0), n, block, "columns", step=step, unroll=False)
+        self.for_(lo, hi, block_row, "blocks", step=step, unroll=False)
 
     def _reducing_row(self, e, width, index, lo, hi):
         """The innermost loop of ``e``'s kernel, ``width`` lanes wide if given. Outputs
