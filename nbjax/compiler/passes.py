@@ -109,9 +109,8 @@ def decompose_library_steps(closed, categories):
 HOISTED_LIBRARY_CALLS = ("matrix product", "convolution")
 HOIST_LIMIT = 64 << 20  # bytes: the most the values computed before a loop may take
 # A loop's const transposed once for its products is at most this size (a cache's worth):
-# a transposing kernel reads at a stride, the slower the more the matrix outgrows the
-# caches (a 4096x4096 float32 one: 190 ms on a busy 2-core VM, some 30 products of 32 rows
-# by it), and a large matrix's product runs about as fast read either way.
+# a large matrix's product runs about as fast read either way, and its copy costs more (a
+# 4096x4096 float32 transpose: 19 ms on 2 cores, some 3 products of 32 rows by it).
 TRANSPOSE_LIMIT = 4 << 20
 
 
