@@ -459,12 +459,11 @@ def _scan_transposed_consts(params, worth):
         return None
     body = closed.jaxpr
     consts = body.invars[:num_consts]
-    const_set = {v for v in consts if worth(v.aval)}
-    producer = {v: e for e in body.eqns for v in e.outvars}
+    const_set, producer = set(consts), {v: e for e in body.eqns for v in e.outvars}
     copies, eqns = {}, []
     for e in body.eqns:
         found = _const_read_transposed(e, const_set, producer)
-        if found is None:
+        if found is None or not worth(found[1].aval):
             eqns.append(e)
             continue
         side, w = found

@@ -154,7 +154,8 @@ def gemm(b, setup, eqn, lhs, rhs, out, accumulate=False, permutation=None, choic
         return
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
     c = _result_stack(eqn, permutation)
-    if choice == "blas" if choice is not None else calls_blas(eqn):
+    by_blas = calls_blas(eqn) if choice is None else choice == "blas"
+    if by_blas:
         product = _gemm_call(b, setup, (m, k, n), a, bs, c.leading, dtype, accumulate)
     else:
         product = tiled_products.emitter(b, setup, a, bs, dtype, accumulate, c.leading)
