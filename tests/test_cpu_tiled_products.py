@@ -53,9 +53,42 @@ def test_the_fusion_report_says_which_products_are_tiled():
     assert any("dot_general is a register-tiled loop in native code (32 rows, 64 "
                "contracted" in r for r in reasons)
     deep = tiled_products.DEPTH_MAX + 1
-    cpu = _check(lambda h, w: (h @ w) * 2.0, np.ones((65, deep), np.float32),
+    cpu = _check(_beside_blas(lambda h, w: (h @ w) * 2.0), np.ones((65, deep), np.float32),
                  np.ones((deep, 128), np.float32))
     assert any("dot_general is a BLAS call" in d.reason for d in cpu.plan.decisions)
+
+
+_ODD = RNG.standard_normal((16, tiled_products.lanes(np.float32) + 1)).astype(np.float32)
+
+
+def _beside_blas(fn):
+    """``fn`` in a program that calls BLAS anyway: beside a product of columns that are not
+    whole vectors (``fn``'s first operand has 16 columns at least)."""
+    return lambda x, w: (fn(x, w), x[:, :16] @ _ODD)
+
+
+def test_programs_the_tiles_can_compute_whole_keep_off_blas():
+    """A program every product of which the tiles can compute, large ones included (many
+    rows, a long contraction; dot products of a few vectors, as an attention's heads),
+    computes them all there: no BLAS thread is left spinning beside its kernels. The
+    values are the reference's."""
+    deep = tiled_products.DEPTH_MAX + 3 * tiled_products.lanes(np.float32)
+    x = RNG.standard_normal((tiled_products.ROWS_MAX + 13, deep)).astype(np.float32)
+    columns = tiled_products.LARGE_DOT_DEPTH_MIN * tiled_products.lanes(np.float32)
+    w = (RNG.standard_normal((deep, columns)) / np.sqrt(deep)).astype(np.float32)
+    cpu = _check(lambda x, w: jnp.tanh(x @ w) @ w.T, x, w)
+    code = cpu.jit_module.optimised_ir
+    assert "tiled_product" in code and "gemm" not in code, code
+    reasons = [d.reason for d in cpu.plan.decisions]
+    assert any(f"register-tiled loop in native code ({x.shape[0]} rows, {deep} contracted"
+               in r for r in reasons), reasons
+    heads = RNG.standard_normal((2, 80, 4, 4 * tiled_products.lanes(np.float32)))
+    q = heads.astype(np.float32)
+    cpu = _check(lambda q, k: jnp.einsum("bshd,bthd->bhst", q, k) * 0.5, q, q[:, ::-1] + 1)
+    assert "gemm" not in cpu.jit_module.optimised_ir
+    if tiled_products.matrices_on_cores(8, 80, q.shape[-1], 80):
+        assert any("its 8 matrices shared out between the cores" in d.reason
+                   for d in cpu.plan.decisions)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -81,10 +114,10 @@ def test_many_rows_by_a_short_contraction_are_tiled():
     x = RNG.standard_normal((301, tiled_products.DEPTH_MAX)).astype(np.float32)
     w = RNG.standard_normal((tiled_products.DEPTH_MAX, 48)).astype(np.float32)
     assert _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, x, w))
-    xt = x[:, :40].T.copy()  # a transposed left operand keeps BLAS at this many rows
-    contract_first = (((0,), (0,)), ((), ()))
-    assert not _uses_tiles(_check(lambda x, w: lax.dot_general(x, w, contract_first) + 1.0,
-                                  xt, w[:40]))
+    xt = x[:, :40].T.copy()  # a transposed left operand keeps BLAS at this many rows,
+    contract_first = (((0,), (0,)), ((), ()))  # in a program that calls BLAS anyway
+    assert not _uses_tiles(_check(_beside_blas(
+        lambda x, w: lax.dot_general(x, w, contract_first) + 1.0), xt, w[:40]))
 
 
 def _by_transpose(h, w):
@@ -132,20 +165,20 @@ def test_special_values_propagate():
 
 
 def test_other_products_call_blas():
-    """One row, more than ``ROWS_MAX`` with a long contraction, a transposed right
-    operand, or columns that are not whole vectors: BLAS's ``gemm``."""
+    """In a program that calls BLAS anyway: one row, more than ``ROWS_MAX`` with a long
+    contraction, a transposed right operand of a short contraction; and columns that are
+    not whole vectors in any program: BLAS's ``gemm``."""
     deep = tiled_products.DEPTH_MAX + 1
     many = RNG.standard_normal((tiled_products.ROWS_MAX + 1, deep)).astype(np.float32)
     w = RNG.standard_normal((deep, 32)).astype(np.float32)
-    assert not _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, many, w))
+    assert not _uses_tiles(_check(_beside_blas(lambda x, w: (x @ w) + 1.0), many, w))
     assert not _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, many[:1], w))
     w = w[:16]
     few = RNG.standard_normal((4, 16)).astype(np.float32)
     contract_last = (((1,), (1,)), ((), ()))          # x @ v.T, v of 32 rows of 16
     assert not _uses_tiles(_check(lambda x, v: lax.dot_general(x, v, contract_last) + 1.0,
                                   few, w.T.copy()))
-    odd = RNG.standard_normal((16, tiled_products.lanes(np.float32) + 1)).astype(np.float32)
-    assert not _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, few, odd))
+    assert not _uses_tiles(_check(lambda x, w: (x @ w) + 1.0, few, _ODD))
 
 
 @pytest.mark.skipif(not workers.supported() or runtime.THREADS < 2,
@@ -161,6 +194,27 @@ def test_large_products_share_their_tiles_on_the_pool(monkeypatch):
     monkeypatch.setattr(tiled_products, "SPLIT_WORK", 1 << 62)
     alone, _ = cpu_and_reference(_in_loop, h, w)
     np.testing.assert_array_equal(pooled.run(h, w)[0], alone.run(h, w)[0])
+
+
+@pytest.mark.skipif(not workers.supported() or runtime.THREADS < 2,
+                    reason="the worker pool needs Linux and two cores")
+def test_stacks_of_products_share_their_matrices_between_the_cores(monkeypatch):
+    """A stack of products, two matrices a core at least (an odd number of them here), is
+    shared out by whole matrices: the values are those of one thread, bit for bit."""
+    count = 2 * runtime.THREADS + 1
+    a = RNG.standard_normal((count, 20, 32)).astype(np.float32)
+    b = RNG.standard_normal((count, 32, 48)).astype(np.float32)
+
+    def products(a, b):
+        return jnp.einsum("bmk,bkn->bmn", a, b) + 1.0
+    monkeypatch.setattr(tiled_products, "SPLIT_WORK", 1)
+    shared = _check(products, a, b)
+    assert any(f"its {count} matrices shared out between the cores" in d.reason
+               for d in shared.plan.decisions)
+    monkeypatch.setattr(tiled_products, "SPLIT_WORK", 1 << 62)
+    alone, _ = cpu_and_reference(products, a, b)
+    assert not any("shared out" in d.reason for d in alone.plan.decisions)
+    np.testing.assert_array_equal(shared.run(a, b)[0], alone.run(a, b)[0])
 
 
 def test_tiles_are_library_functions_made_once_per_process():
@@ -182,10 +236,10 @@ def test_tiles_are_library_functions_made_once_per_process():
 
 def test_the_faster_of_tiles_and_blas_is_chosen(monkeypatch, tmp_path):
     """With ``CHOICE`` "measured", a product that fits is tiled where the tiles ran faster
-    than BLAS (its measured times given here) in a loop, and outside loops unless BLAS ran
-    ``OUTSIDE_LOOPS_MARGIN`` times faster (its threads would spin on the cores of the
-    program's next steps); the fusion report says so with the times; either way the values
-    are the reference's. (A program in the disk cache keeps the choice it was compiled
+    than BLAS (its measured times given here) in a loop of a program that calls BLAS
+    anyway, and elsewhere unless BLAS ran ``OUTSIDE_LOOPS_MARGIN`` times faster (its
+    threads would spin on the cores of the program's next steps); the fusion report says
+    so with the times; either way the values are the reference's. (A program in the disk cache keeps the choice it was compiled
     with: each choice compiles into a cache of its own here.)"""
     monkeypatch.setattr(tile_choice, "CHOICE", "measured")
     assert tile_choice.OUTSIDE_LOOPS_MARGIN == 2.0
@@ -203,7 +257,9 @@ def test_the_faster_of_tiles_and_blas_is_chosen(monkeypatch, tmp_path):
              "register tiles: 5 us against BLAS's 2 us on this machine)")]:
         monkeypatch.setitem(tile_choice._MEASURED, key, times)
         monkeypatch.setenv("NBJAX_CACHE_DIR", str(tmp_path / f"tiles-{times[0]}"))
-        assert _uses_tiles(_check(_in_loop, h, w)) == in_loop
+        assert _uses_tiles(_check(_beside_blas(_in_loop), h, w)) == in_loop
+        # (in a program kept off BLAS, a loop's product is held to the same margin)
+        assert _uses_tiles(_check(_in_loop, h, w)) == (times[0] <= 2 * times[1])
         program = _check(lambda h, w: (h @ w) * 2.0, h, w)
         assert _uses_tiles(program) == (times[0] <= 2 * times[1])
         reasons = [d.reason for d in program.plan.decisions]

@@ -86,8 +86,10 @@ def test_kernels_in_a_loop_calling_blas_split_only_from_more_work():
     """OpenBLAS's threads spin on the other cores after each call: a loop body calling BLAS
     keeps a kernel on one thread below ``BESIDE_BLAS_SPLIT_WORK``; the same kernel where no
     BLAS call is beside it splits. Values as the reference's either way."""
-    def with_blas(h, w, xs):  # 80 rows contracting 256: BLAS, not the tiles
-        return lax.scan(lambda h, x: (jnp.tanh(h @ w + x), None), h, xs)[0]
+    odd = RNG.standard_normal((16, 17)).astype(np.float32)
+
+    def with_blas(h, w, xs):  # 17 columns: BLAS, and the program keeps its 80 x 256 there
+        return lax.scan(lambda h, x: (jnp.tanh(h @ w + x), h[:, :16] @ odd), h, xs)
 
     def without(h, w, xs):
         return lax.scan(lambda h, x: (jnp.tanh(h * 0.5 + x), None), h, xs)[0]

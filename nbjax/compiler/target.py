@@ -83,15 +83,13 @@ class Target:
         """Add ``kernel_choice`` of each kernel to the reason of the decision that started
         it, in ``plan`` and the plans of its control flow's sub-programs: the fusion report
         says it."""
-        for g in plan.groups:
-            for sub in g.subprograms if g.kind == "loop" else ():
-                self.record_choices(sub.plan)
-        kernels = {g.index: g.kernel for g in plan.groups if g.kind == "kernel"}
-        for n, d in enumerate(plan.decisions):
-            if d.started_new_group and d.group in kernels:
-                how = self.kernel_choice(kernels.pop(d.group))
-                if how:
-                    plan.decisions[n] = dataclasses.replace(d, reason=f"{d.reason}; {how}")
+        for each, _ in nested_plans(plan):
+            kernels = {g.index: g.kernel for g in each.groups if g.kind == "kernel"}
+            for n, d in enumerate(each.decisions):
+                if d.started_new_group and d.group in kernels:
+                    how = self.kernel_choice(kernels.pop(d.group))
+                    if how:
+                        each.decisions[n] = dataclasses.replace(d, reason=f"{d.reason}; {how}")
 
     def cached(self, closed_jaxpr, name, compile, donated=frozenset()):
         """``compile()`` (the pipeline's work on the traced ``closed_jaxpr``), or what it
@@ -108,3 +106,12 @@ class Target:
 
     def __repr__(self):
         return f"<target {self.name}>"
+
+
+def nested_plans(plan, in_subprogram=False):
+    """``(plan, in_subprogram)`` for ``plan`` and the plans of its control flow's
+    sub-programs, nested ones within, each with whether it is a sub-program's."""
+    yield plan, in_subprogram
+    for g in plan.groups:
+        for sub in g.subprograms if g.kind == "loop" else ():
+            yield from nested_plans(sub.plan, True)

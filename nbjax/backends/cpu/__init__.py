@@ -12,6 +12,7 @@ primitive's NumPy implementation on our buffers.
 import dataclasses
 
 from ...compiler import Target
+from ...compiler.target import nested_plans
 from .. import reference
 from . import blas, program_cache, runtime, tile_choice
 from .control_flow import CONTROL_FLOW, native_library_call
@@ -68,7 +69,9 @@ class CpuTarget(Target):
         return runtime.split_choice(kernel)
 
     def record_choices(self, plan):
-        # (the first of the target's hooks after planning: the marks change the choices)
+        # (the first of the target's hooks after planning, on the program's whole plan: the
+        # products' choices and the marks change how kernels split, which the report says)
+        _choose_products(plan)
         _mark_kernels_beside_blas(plan)
         super().record_choices(plan)
 
@@ -84,7 +87,6 @@ class CpuTarget(Target):
         return executable
 
     def lower(self, name, jaxpr, plan, rewrites, timer, donated=frozenset()):
-        _prefer_tiles_outside_loops(plan)  # (the program's own plan: not a loop body's)
         return compile_plan(name, jaxpr, plan, rewrites, timer, donated)
 
 
@@ -99,25 +101,42 @@ def _mark_kernels_beside_blas(plan, beside=False):
         if g.kind == "kernel" and beside:
             g.kernel.beside_library_threads = True
         for sub in g.subprograms if g.kind == "loop" else ():
-            calls = any(h.kind == "library" and any(map(blas.calls_blas, h.eqns))
-                        for h in sub.plan.groups)
+            calls = any(h.kind == "library" and _calls_blas(h) for h in sub.plan.groups)
             _mark_kernels_beside_blas(sub.plan, beside or calls)
 
 
-def _prefer_tiles_outside_loops(plan):
-    """The program's own matrix products (not a loop body's) that fit the register tiles
-    take them unless BLAS is ``tile_choice.OUTSIDE_LOOPS_MARGIN`` times faster: a BLAS call
-    leaves OpenBLAS's threads spinning on the cores the program's next kernels and loops
-    share out. (In a loop body the measured choice stands: the kernels beside BLAS stay
-    off the worker pool there, ``_mark_kernels_beside_blas``.) The fusion report says so."""
+def _calls_blas(group):
+    """Whether the library step ``group`` calls BLAS: as the program chose
+    (``FusionGroup.library_choice``), else as measured (``blas.calls_blas``)."""
+    if group.library_choice is not None:
+        return group.library_choice == "blas"
+    return any(map(blas.calls_blas, group.eqns))
+
+
+def _choose_products(plan):
+    """Choose between the register tiles and BLAS for the matrix products of the program
+    (``plan`` and its control flow's sub-programs), and say so in the fusion report.
+
+    A BLAS call leaves OpenBLAS's threads spinning for a tenth of a second on the cores that
+    the program's next kernels and loops share out, which then run at about half speed
+    (rnn_scan's loop after its hoisted input product 19 -> 11 ms without it). So a program
+    whose every product the tiles can compute, large ones included
+    (``tiled_products.fits``), computes them all there unless BLAS is
+    ``tile_choice.OUTSIDE_LOOPS_MARGIN`` times faster: it keeps off BLAS. Otherwise its
+    own products (not a sub-program's) that fit the tiles take them within that margin,
+    and a loop body's keep the measured choice (the kernels beside BLAS stay off the
+    worker pool there: ``_mark_kernels_beside_blas``)."""
     margin = tile_choice.OUTSIDE_LOOPS_MARGIN
-    for g in plan.groups:
-        product = g.eqns[0] if g.kind == "library" else None
-        if product is None or not blas.fits_tiles(product):
+    products = [(each, g, inside) for each, inside in nested_plans(plan) for g in each.groups
+                if g.kind == "library" and blas.supports(g.eqns[0])]
+    large = all(blas.fits_tiles(g.eqns[0], large=True) for _, g, _ in products)
+    for each, g, inside in products:
+        product = g.eqns[0]
+        if (inside and not large) or not blas.fits_tiles(product, large):
             continue
-        g.library_choice = "blas" if blas.calls_blas(product, margin) else "tiles"
-        before, after = blas.how(product), blas.how(product, margin)
-        for n, d in enumerate(plan.decisions):
+        g.library_choice = "blas" if blas.calls_blas(product, margin, large) else "tiles"
+        before, after = blas.how(product), blas.how(product, margin, large)
+        for n, d in enumerate(each.decisions):
             if d.group == g.index and d.started_new_group and before in d.reason:
-                plan.decisions[n] = dataclasses.replace(d, reason=d.reason.replace(
+                each.decisions[n] = dataclasses.replace(d, reason=d.reason.replace(
                     before, after))

@@ -23,8 +23,9 @@ from llvmlite import ir
 from ...lax.shapes import transpose_p
 from ...lax.dot import MatrixStack, matrix_stack, result_stack
 from ..llvm import I64, for_loop, mem_type
-from . import routines, tile_choice, tiled_products
-from .routines import SCALARS, by_reference
+from ..llvm.types import I32
+from . import routines, tile_choice, tiled_products, workers
+from .routines import I8P, SCALARS, by_reference
 
 
 def supports(eqn):
@@ -51,38 +52,43 @@ def writes_transposed(eqn, transpose):
         _result_stack(eqn, transpose.params["permutation"]) is not None
 
 
-def how(eqn, margin=1.0):
+def how(eqn, margin=1.0, large=False):
     """How native code computes ``eqn`` (``supports(eqn)``), for the fusion report (the
-    tiles chosen within ``margin``: ``tile_choice.uses_tiles``)."""
+    tiles chosen within ``margin``, and for ``large`` products: ``tile_choice.uses_tiles``)."""
     batch_shape, a, b = _products(eqn)
     strided = "" if _packed(batch_shape, a) and _packed(batch_shape, b) else \
         "; it reads its operands in place through their strides"
     shape = _tile_arguments(eqn)
-    if not tiled_products.fits(*shape):
+    if not tiled_products.fits(*shape, large):
         return f"is a BLAS call{strided}"
     times = None if tile_choice.CHOICE == "always" else \
         tile_choice.measured(*shape[:3], *shape[4:])
     timed = "" if times is None else \
         f": {times[0] * 1e6:.0f} us against BLAS's {times[1] * 1e6:.0f} us on this machine"
-    if tile_choice.uses_tiles(*shape, margin=margin):
+    if tile_choice.uses_tiles(*shape, margin=margin, large=large):
         kept = "" if times is None or times[0] <= times[1] else \
             (f"; within {margin:g} times BLAS's, whose threads would spin on the cores the "
              "program's next steps share out")
+        count = int(np.prod(batch_shape, dtype=np.int64))
+        shared = f"; its {count} matrices shared out between the cores" \
+            if tiled_products.matrices_on_cores(count, a.rows, a.depth, b.rows) else ""
         return (f"is a register-tiled loop in native code ({a.rows} rows, {a.depth} "
-                f"contracted{timed}{strided}{kept})")
+                f"contracted{timed}{strided}{shared}{kept})")
     faster = "faster" if margin == 1.0 else f"over {margin:g} times faster"
     return f"is a BLAS call ({faster} than register tiles{timed}{strided})"
 
 
-def fits_tiles(eqn):
-    """Whether ``eqn`` is a product native code can compute by the register tiles."""
-    return supports(eqn) and tiled_products.fits(*_tile_arguments(eqn))
+def fits_tiles(eqn, large=False):
+    """Whether ``eqn`` is a product native code can compute by the register tiles (those
+    of ``large`` products included: ``tiled_products.fits``)."""
+    return supports(eqn) and tiled_products.fits(*_tile_arguments(eqn), large)
 
 
-def calls_blas(eqn, margin=1.0):
+def calls_blas(eqn, margin=1.0, large=False):
     """Whether native code computes ``eqn`` by BLAS calls (not by the register tiles,
-    chosen within ``margin``: ``tile_choice.uses_tiles``)."""
-    return supports(eqn) and not tile_choice.uses_tiles(*_tile_arguments(eqn), margin=margin)
+    chosen within ``margin``, and for ``large`` products: ``tile_choice.uses_tiles``)."""
+    return supports(eqn) and not tile_choice.uses_tiles(*_tile_arguments(eqn), margin=margin,
+                                                        large=large)
 
 
 def _tile_arguments(eqn):
@@ -155,14 +161,47 @@ def gemm(b, setup, eqn, lhs, rhs, out, accumulate=False, permutation=None, choic
     dtype = np.dtype(eqn.outvars[0].aval.dtype)
     c = _result_stack(eqn, permutation)
     by_blas = calls_blas(eqn) if choice is None else choice == "blas"
+    stacks, count = (a, bs, c), int(np.prod(batch_shape, dtype=np.int64))
+    if not by_blas and tiled_products.matrices_on_cores(count, m, k, n):
+        def on_a_core(chunk, chunk_setup, i, buffers):
+            product = tiled_products.emitter(chunk, chunk_setup, a, bs, dtype, accumulate,
+                                             c.leading, alone=True)
+            product(*_matrices_at(chunk, i, buffers, batch_shape, stacks, dtype))
+        _for_each_matrix_on_cores(b, setup, count, (lhs, rhs, out), on_a_core)
+        return
     if by_blas:
         product = _gemm_call(b, setup, (m, k, n), a, bs, c.leading, dtype, accumulate)
     else:
         product = tiled_products.emitter(b, setup, a, bs, dtype, accumulate, c.leading)
     _for_each_matrix(b, batch_shape, lambda i: product(
-        _matrix_at(b, lhs, _batch_offset(b, i, batch_shape, a), dtype),
-        _matrix_at(b, rhs, _batch_offset(b, i, batch_shape, bs), dtype),
-        _matrix_at(b, out, _batch_offset(b, i, batch_shape, c), dtype)))
+        *_matrices_at(b, i, (lhs, rhs, out), batch_shape, stacks, dtype)))
+
+
+def _matrices_at(b, i, buffers, batch_shape, stacks, dtype):
+    """The first elements (``dtype*``) of matrix ``i`` of each of ``stacks`` in ``buffers``."""
+    return [_matrix_at(b, buf, _batch_offset(b, i, batch_shape, stack), dtype)
+            for buf, stack in zip(buffers, stacks)]
+
+
+def _for_each_matrix_on_cores(b, setup, count, buffers, one):
+    """``one(builder, its setup, i, buffers)`` for each flat batch index ``i`` below
+    ``count``, in a chunk function of the module (``workers.CHUNK``) that the worker pool
+    runs over the indices, ``buffers`` (``i8*``) passed to it in an array on the stack."""
+    chunk = ir.Function(b.module, workers.CHUNK, b.module.get_unique_name("matrices"))
+    chunk.linkage = "internal"
+    array, start, stop = chunk.args
+    chunk_setup = ir.IRBuilder(chunk.append_basic_block("setup"))
+    body = chunk.append_basic_block("matrices")
+    inner = ir.IRBuilder(body)
+    passed = [inner.load(inner.gep(array, [ir.Constant(I64, n)])) for n in range(len(buffers))]
+    for_loop(inner, start, stop, lambda i: one(inner, chunk_setup, i, passed), "matrix")
+    inner.ret_void()
+    chunk_setup.branch(body)
+    pointers = setup.alloca(ir.ArrayType(I8P, len(buffers)))
+    for n, buf in enumerate(buffers):
+        b.store(b.bitcast(buf, I8P), b.gep(pointers, [ir.Constant(I32, 0), ir.Constant(I32, n)]))
+    b.call(workers.declare_parallel_for(b.module),
+           [chunk, b.bitcast(pointers, I8P.as_pointer()), ir.Constant(I64, count)])
 
 
 def _result_stack(eqn, permutation):

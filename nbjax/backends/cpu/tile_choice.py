@@ -35,11 +35,11 @@ MEASURED_WORK = 1 << 23  # multiply-adds at most in a product timed (~0.1 ms)
 OUTSIDE_LOOPS_MARGIN = 2.0
 
 
-def uses_tiles(m, k, n, a_last, b_first, dtype, margin=1.0):
-    """Whether the product (``fits``' arguments) is computed here rather than by BLAS:
-    where it fits and, unless ``CHOICE`` is "always", the tiles ran faster (``measured``),
-    or at most ``margin`` times slower."""
-    if not fits(m, k, n, a_last, b_first, dtype):
+def uses_tiles(m, k, n, a_last, b_first, dtype, margin=1.0, large=False):
+    """Whether the product (``fits``' arguments, ``large`` included) is computed here
+    rather than by BLAS: where it fits and, unless ``CHOICE`` is "always", the tiles ran
+    faster (``measured``), or at most ``margin`` times slower."""
+    if not fits(m, k, n, a_last, b_first, dtype, large):
         return False
     if CHOICE == "always":
         return True
@@ -56,7 +56,14 @@ def measured(m, k, n, b_first, dtype):
     measured (code for another CPU than this one, or a product too large to time: eight
     rows by one tile's columns over ``MEASURED_WORK``). A larger product is timed on its
     first rows (the tiles of a short contraction take any number), then its first columns,
-    the rows of ``B`` and ``C`` as far apart as in the product."""
+    the rows of ``B`` and ``C`` as far apart as in the product (``B``'s, unless it would
+    hold over ``MEASURED_WORK`` elements).
+
+    The tiles are timed on one core, and a product the pool would share out is counted at
+    that time over the cores its column tiles go to (they split without synchronising):
+    BLAS's threads, still spinning after an earlier product's timing, would have taken a
+    core from the pool's (a transformer's products timed on the pool one after another:
+    tiles 0.7-2.1 times BLAS's; 0.3 s apart, 0.7-1.6)."""
     key = (m, k, n, b_first, np.dtype(dtype).name)
     if key not in _MEASURED:
         _MEASURED.setdefault(key, _measure(m, k, n, b_first, np.dtype(dtype)))
@@ -69,11 +76,13 @@ def _measure(m, k, n, b_first, dtype):
     columns = min(n, max(width, MEASURED_WORK // max(m * k, 1) // width * width))
     if not for_the_host() or m * k * columns > MEASURED_WORK:
         return None
+    wide = n if k * n <= MEASURED_WORK else columns  # (no 400 MB copy of a huge B)
     a, bm, c = (_filled((rows, cols), dtype) for rows, cols in
-                [(m, k), (k, n) if b_first else (n, k), (m, n)])
-    right = bm[:, :columns] if b_first else bm[:columns].T
-    tiles = _tiles_runner(a, bm, c, columns, b_first, pooled_on_cores(m, k, columns))
-    return (_best_time(tiles),  # (first: BLAS's threads spin for a while after a call)
+                [(m, k), (k, wide) if b_first else (columns, k), (m, n)])
+    right = bm[:, :columns] if b_first else bm.T
+    shared = min(runtime.THREADS, tile_count(columns, b_first, dtype)) \
+        if pooled_on_cores(m, k, columns) else 1
+    return (_best_time(_tiles_runner(a, bm, c, columns, b_first)) / shared,
             _best_time(lambda: np.matmul(a, right, out=c[:, :columns])))
 
 
@@ -85,9 +94,9 @@ def _filled(shape, dtype):
     return array
 
 
-def _tiles_runner(a, bm, c, n, b_first, pooled):
+def _tiles_runner(a, bm, c, n, b_first):
     """A function computing the first ``n`` columns of ``c = a @ bm`` (or ``a @ bm.T``) by
-    the tiles, as a product in native code calls them (on the worker pool if ``pooled``)."""
+    the tiles on the calling thread, as a product in native code calls them."""
     (m, k), dtype = a.shape, a.dtype
     names = tile_names(m, n, b_first, dtype)
     loop = library.name(f"nbjax_tiled_product_{dtype.name}")
@@ -98,8 +107,6 @@ def _tiles_runner(a, bm, c, n, b_first, pooled):
                    for part, name in names.items()})
     pointers = [runtime.address(x) for x in (a, bm, c)] + [values[s] or 0 for s in ARGS[3:]]
     tiles, address = tile_count(n, b_first, dtype), llvm.address_of_symbol(loop)
-    if pooled:
-        return lambda: runtime.run_on_pool(address, pointers, tiles)
     args = (ctypes.c_void_p * len(pointers))(*pointers)
     call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(address)
     return lambda: call(args, 0, tiles)
