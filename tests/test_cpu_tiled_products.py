@@ -82,6 +82,15 @@ def test_programs_the_tiles_can_compute_whole_keep_off_blas():
     reasons = [d.reason for d in cpu.plan.decisions]
     assert any(f"register-tiled loop in native code ({x.shape[0]} rows, {deep} contracted"
                in r for r in reasons), reasons
+    # (linear algebra calls BLAS: the program's products then take the tiles only where
+    # they fit the small-product limits)
+    spd = np.eye(columns, dtype=np.float32) * deep
+
+    def with_cholesky(x, w):
+        return x @ w, jnp.linalg.cholesky(w.T @ w + spd)
+    reasons = [d.reason for d in _check(with_cholesky, x, w).plan.decisions]
+    assert any("dot_general is a BLAS call" in r for r in reasons), reasons
+    assert not any(f"({x.shape[0]} rows, {deep} contracted" in r for r in reasons), reasons
     heads = RNG.standard_normal((2, 80, 4, 4 * tiled_products.lanes(np.float32)))
     q = heads.astype(np.float32)
     cpu = _check(lambda q, k: jnp.einsum("bshd,bthd->bhst", q, k) * 0.5, q, q[:, ::-1] + 1)

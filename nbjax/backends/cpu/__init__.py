@@ -113,6 +113,16 @@ def _calls_blas(group):
     return any(map(blas.calls_blas, group.eqns))
 
 
+def _off_blas(eqn):
+    """Whether the library step of ``eqn`` can run without BLAS: a matrix product the tiles
+    compute (large ones included), or a step of another kind than products and linear
+    algebra (LAPACK calls BLAS)."""
+    category = eqn.primitive.lowerings.get("library")
+    if category == "matrix product":
+        return blas.fits_tiles(eqn, large=True)
+    return category != "linear algebra"
+
+
 def _choose_products(plan):
     """Choose between the register tiles and BLAS for the matrix products of the program
     (``plan`` and its control flow's sub-programs), and say so in the fusion report.
@@ -121,16 +131,16 @@ def _choose_products(plan):
     the program's next kernels and loops share out, which then run at about half speed
     (rnn_scan's loop after its hoisted input product 19 -> 11 ms without it). So a program
     whose every product the tiles can compute, large ones included
-    (``tiled_products.fits``), computes them all there unless BLAS is
-    ``tile_choice.OUTSIDE_LOOPS_MARGIN`` times faster: it keeps off BLAS. Otherwise its
-    own products (not a sub-program's) that fit the tiles take them within that margin,
-    and a loop body's keep the measured choice (the kernels beside BLAS stay off the
-    worker pool there: ``_mark_kernels_beside_blas``)."""
+    (``tiled_products.fits``), and that has no linear algebra (``_off_blas``), computes
+    them all there unless BLAS is ``tile_choice.OUTSIDE_LOOPS_MARGIN`` times faster: it
+    keeps off BLAS. Otherwise its own products (not a sub-program's) that fit the tiles
+    take them within that margin, and a loop body's keep the measured choice (the kernels
+    beside BLAS stay off the worker pool there: ``_mark_kernels_beside_blas``)."""
     margin = tile_choice.OUTSIDE_LOOPS_MARGIN
-    products = [(each, g, inside) for each, inside in nested_plans(plan) for g in each.groups
-                if g.kind == "library" and blas.supports(g.eqns[0])]
-    large = all(blas.fits_tiles(g.eqns[0], large=True) for _, g, _ in products)
-    for each, g, inside in products:
+    steps = [(each, g, inside) for each, inside in nested_plans(plan) for g in each.groups
+             if g.kind == "library"]
+    large = all(_off_blas(g.eqns[0]) for _, g, _ in steps)
+    for each, g, inside in steps:
         product = g.eqns[0]
         if (inside and not large) or not blas.fits_tiles(product, large):
             continue
