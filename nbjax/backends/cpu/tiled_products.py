@@ -6,7 +6,9 @@ layout on every call and, at so few rows, reaches about half the rate it reaches
 products (88 us on two cores of an AMD EPYC; one core of the tiles below: 69 us). So where
 a product has 2 to ``ROWS_MAX`` rows (one row is BLAS's ``gemv``, bound by memory), native
 code computes it itself (``fits`` says which products), where that is faster on the
-machine (``tile_choice``: on an Intel Xeon it was not):
+machine (``tile_choice``: on an Intel Xeon it was not). A program whose every product the
+tiles can compute takes them for large products too, to keep BLAS's threads off the cores
+of its kernels (``fits``' ``large``):
 
 - ``x @ w``, the right operand a row-major ``k x n`` matrix (its rows at any stride: an
   attention's heads are read in place) and ``n`` a whole number of vectors: ``C`` is cut
