@@ -9,7 +9,9 @@ import pytest
 
 import nbjax.numpy as jnp
 from nbjax import lax
-from nbjax.backends.cpu import library, runtime, tile_choice, tiled_products, workers
+import nbjax.backends.cpu as nbjax_cpu
+from nbjax.backends.cpu import (executable, library, runtime, tile_choice, tiled_products,
+                                workers)
 from helpers import assert_close, cpu_and_reference
 
 RNG = np.random.default_rng(11)
@@ -205,6 +207,18 @@ def test_large_products_share_their_tiles_on_the_pool(monkeypatch):
     np.testing.assert_array_equal(pooled.run(h, w)[0], alone.run(h, w)[0])
 
 
+def test_a_lone_product_too_large_to_repay_a_native_program_calls_numpy(monkeypatch, tmp_path):
+    """A program of one product whose native call would not repay its compile
+    (``executable.SMALL_LIBRARY_STEP``) runs NumPy's matmul, as the report says."""
+    monkeypatch.setattr(executable, "SMALL_LIBRARY_STEP", 0)
+    monkeypatch.setenv("NBJAX_CACHE_DIR", str(tmp_path))
+    x = RNG.standard_normal((tiled_products.ROWS_MAX + 16, 64)).astype(np.float32)
+    cpu = _check(lambda x, w: x @ w, x, x.T.copy())
+    assert cpu.jit_module is None
+    assert [d.reason for d in cpu.plan.decisions] == [
+        f"dot_general {nbjax_cpu.LONE_PRODUCT}: library step"]
+
+
 @pytest.mark.skipif(not workers.supported() or runtime.THREADS < 2,
                     reason="the worker pool needs Linux and two cores")
 def test_stacks_of_products_share_their_matrices_between_the_cores(monkeypatch):
@@ -248,8 +262,9 @@ def test_the_faster_of_tiles_and_blas_is_chosen(monkeypatch, tmp_path):
     than BLAS (its measured times given here) in a loop of a program that calls BLAS
     anyway, and elsewhere unless BLAS ran ``OUTSIDE_LOOPS_MARGIN`` times faster (its
     threads would spin on the cores of the program's next steps); the fusion report says
-    so with the times; either way the values are the reference's. (A program in the disk cache keeps the choice it was compiled
-    with: each choice compiles into a cache of its own here.)"""
+    so with the times; either way the values are the reference's. (A program in the disk
+    cache keeps the choice it was compiled with: each choice compiles into a cache of its
+    own here.)"""
     monkeypatch.setattr(tile_choice, "CHOICE", "measured")
     assert tile_choice.OUTSIDE_LOOPS_MARGIN == 2.0
     h = RNG.standard_normal((13, 64)).astype(np.float32)

@@ -16,7 +16,7 @@ from ...compiler.target import nested_plans
 from .. import reference
 from . import blas, program_cache, runtime, tile_choice
 from .control_flow import CONTROL_FLOW, native_library_call
-from .executable import Executable, compile_plan
+from .executable import Executable, compile_plan, native_library_step
 
 __all__ = ["CpuTarget", "Executable", "TARGET"]
 
@@ -136,6 +136,11 @@ def _choose_products(plan):
     keeps off BLAS. Otherwise its own products (not a sub-program's) that fit the tiles
     take them within that margin, and a loop body's keep the measured choice (the kernels
     beside BLAS stay off the worker pool there: ``_mark_kernels_beside_blas``)."""
+    lone = plan.groups[0] if len(plan.groups) == 1 else None
+    if lone is not None and lone.kind == "library" and not native_library_step(plan):
+        if blas.supports(lone.eqns[0]):
+            _reword(plan, lone, blas.how(lone.eqns[0]), LONE_PRODUCT)
+        return
     margin = tile_choice.OUTSIDE_LOOPS_MARGIN
     steps = [(each, g, inside) for each, inside in nested_plans(plan) for g in each.groups
              if g.kind == "library"]
@@ -145,8 +150,17 @@ def _choose_products(plan):
         if (inside and not large) or not blas.fits_tiles(product, large):
             continue
         g.library_choice = "blas" if blas.calls_blas(product, margin, large) else "tiles"
-        before, after = blas.how(product), blas.how(product, margin, large)
-        for n, d in enumerate(each.decisions):
-            if d.group == g.index and d.started_new_group and before in d.reason:
-                each.decisions[n] = dataclasses.replace(d, reason=d.reason.replace(
-                    before, after))
+        _reword(each, g, blas.how(product), blas.how(product, margin, large))
+
+
+# How the report says what a program of one large product does (``_choose_products``)
+LONE_PRODUCT = ("is computed by NumPy, its reference implementation: a native call would not repay "
+                "compiling a program of this one step")
+
+
+def _reword(plan, group, before, after):
+    """Say ``after`` instead of ``before`` in the reason of the decision starting ``group``
+    of ``plan``."""
+    for n, d in enumerate(plan.decisions):
+        if d.group == group.index and d.started_new_group and before in d.reason:
+            plan.decisions[n] = dataclasses.replace(d, reason=d.reason.replace(before, after))

@@ -452,7 +452,7 @@ def control_step(fn, flow, host_steps, slots, entry=None):
 SMALL_LIBRARY_STEP = 1 << 26
 
 
-def _native_library_step(plan):
+def native_library_step(plan):
     """Whether ``plan`` is one small library step that native code calls (a BLAS product,
     a scatter, a sort...): run as a native program, it skips the reference implementation's
     NumPy calls (130 -> 105 us on a 32x256 by 256x1024 product)."""
@@ -530,7 +530,7 @@ def generate(name, optimised, plan, timer):
     steps, one function running it all (see the module docstring)."""
     loops = list(_kernels_of(plan))
     controls = [g for g in plan.groups if g.kind == "loop"]
-    whole = len(plan.groups) > 1 or _native_library_step(plan)
+    whole = len(plan.groups) > 1 or native_library_step(plan)
     if not (loops or controls or whole):
         return Layout([], [], {}, [], []), None, {}
     with timer("codegen"):
