@@ -135,7 +135,8 @@ def _choose_products(plan):
     them all there unless BLAS is ``tile_choice.OUTSIDE_LOOPS_MARGIN`` times faster: it
     keeps off BLAS. Otherwise its own products (not a sub-program's) that fit the tiles
     take them within that margin, and a loop body's keep the measured choice (the kernels
-    beside BLAS stay off the worker pool there: ``_mark_kernels_beside_blas``)."""
+    beside BLAS stay off the worker pool there: ``_mark_kernels_beside_blas``). A program
+    of one product too large to compile (``executable.native_library_step``) runs NumPy's."""
     lone = plan.groups[0] if len(plan.groups) == 1 else None
     if lone is not None and lone.kind == "library" and not native_library_step(plan):
         if blas.supports(lone.eqns[0]):
@@ -144,18 +145,18 @@ def _choose_products(plan):
     margin = tile_choice.OUTSIDE_LOOPS_MARGIN
     steps = [(each, g, inside) for each, inside in nested_plans(plan) for g in each.groups
              if g.kind == "library"]
-    large = all(_off_blas(g.eqns[0]) for _, g, _ in steps)
+    off_blas = all(_off_blas(g.eqns[0]) for _, g, _ in steps)
     for each, g, inside in steps:
         product = g.eqns[0]
-        if (inside and not large) or not blas.fits_tiles(product, large):
+        if (inside and not off_blas) or not blas.fits_tiles(product, large=off_blas):
             continue
-        g.library_choice = "blas" if blas.calls_blas(product, margin, large) else "tiles"
-        _reword(each, g, blas.how(product), blas.how(product, margin, large))
+        g.library_choice = "blas" if blas.calls_blas(product, margin, off_blas) else "tiles"
+        _reword(each, g, blas.how(product), blas.how(product, margin, off_blas))
 
 
 # How the report says what a program of one large product does (``_choose_products``)
-LONE_PRODUCT = ("is computed by NumPy, its reference implementation: a native call would not repay "
-                "compiling a program of this one step")
+LONE_PRODUCT = ("is computed by NumPy, its reference implementation: a native call would "
+                "not repay compiling a program of this one step")
 
 
 def _reword(plan, group, before, after):
