@@ -1,6 +1,7 @@
-"""Matrix products of few rows compiled into native code (``backends/cpu/tiled_products``),
-against the reference backend: shapes around the register tile's, transposed left
-operands, batches, float32 and float64, in loops and alone, on one core and on the pool."""
+"""Matrix products compiled into register tiles (``backends/cpu/tiled_products``), against
+the reference backend: shapes around the register tile's, transposed left operands,
+batches, float32 and float64, in loops and alone, on one core and on the pool; which
+products take the tiles and which BLAS (programs kept off BLAS, the measured choice)."""
 
 import re
 
