@@ -22,10 +22,9 @@ from llvmlite import ir
 
 from ...lax.shapes import transpose_p
 from ...lax.dot import MatrixStack, matrix_stack, result_stack
-from ..llvm import I64, for_loop, mem_type
-from ..llvm.types import I32
+from ..llvm import I64, for_loop, mem_type, pointer_array
 from . import routines, tile_choice, tiled_products, workers
-from .routines import I8P, SCALARS, by_reference
+from .routines import SCALARS, by_reference
 
 
 def supports(eqn):
@@ -197,11 +196,8 @@ def _for_each_matrix_on_cores(b, setup, count, buffers, one):
     for_loop(inner, start, stop, lambda i: one(inner, chunk_setup, i, passed), "matrix")
     inner.ret_void()
     chunk_setup.branch(body)
-    pointers = setup.alloca(ir.ArrayType(I8P, len(buffers)))
-    for n, buf in enumerate(buffers):
-        b.store(b.bitcast(buf, I8P), b.gep(pointers, [ir.Constant(I32, 0), ir.Constant(I32, n)]))
     b.call(workers.declare_parallel_for(b.module),
-           [chunk, b.bitcast(pointers, I8P.as_pointer()), ir.Constant(I64, count)])
+           [chunk, pointer_array(b, setup, buffers), ir.Constant(I64, count)])
 
 
 def _result_stack(eqn, permutation):

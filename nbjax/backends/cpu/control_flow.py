@@ -41,7 +41,7 @@ from ...compiler.fusion import SubProgram
 from ...core import Literal, Var, to_numpy
 from ...lax import cond_p, scan_p, while_p
 from ..llvm import (I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type,
-                    memset)
+                    memset, pointer_array)
 from . import (arg_reduction, blas, buffer_plan, cumulative, lapack, pipeline, runtime, scatter,
                sort, support, workers)
 from .host_steps import HostCall, SplitCall
@@ -403,12 +403,7 @@ class ControlFlowFunction:
 
     def pointer_array(self, pointers):
         """An ``i8**`` array (on the function's stack) holding ``pointers``."""
-        b = self.b
-        array = self.setup.alloca(ir.ArrayType(I8P, len(pointers)))
-        for k, pointer in enumerate(pointers):
-            b.store(b.bitcast(pointer, I8P),
-                    b.gep(array, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
-        return b.bitcast(array, I8P.as_pointer())
+        return pointer_array(self.b, self.setup, pointers)
 
     def call(self, step, ins, outs):
         """Call ``step``'s function (another ControlFlowFunction of the module) on the

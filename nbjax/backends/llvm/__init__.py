@@ -17,9 +17,10 @@ a module's text needs no target machine.
 
 from .emitter import KernelEmitter, ScalarEmitter
 from .mathnames import LIBM, MathNames
-from .scaffold import KernelScaffold, define_kernel, entry_alloca, for_loop, memset
+from .scaffold import (KernelScaffold, define_kernel, entry_alloca, for_loop, memset,
+                       pointer_array)
 from .types import I1, I8, I16, I32, I64, constant, declare, mem_type, reg_type
 
 __all__ = ["KernelEmitter", "ScalarEmitter", "LIBM", "MathNames", "KernelScaffold",
-           "define_kernel", "entry_alloca", "for_loop", "memset", "I1", "I8", "I16", "I32",
+           "define_kernel", "entry_alloca", "for_loop", "memset", "pointer_array", "I1", "I8", "I16", "I32",
            "I64", "constant", "declare", "mem_type", "reg_type"]

@@ -25,7 +25,7 @@ from llvmlite import ir
 
 from .emitter import KernelEmitter
 from .mathnames import LIBM
-from .types import I1, I8, I64, declare, mem_type
+from .types import I1, I8, I32, I64, declare, mem_type
 
 
 class KernelScaffold:
@@ -99,6 +99,17 @@ def entry_alloca(builder, element, count, align):
     pointer = b.bitcast(buf, element.as_pointer())
     b.position_at_end(here)
     return pointer
+
+
+def pointer_array(builder, setup, pointers):
+    """An ``i8**`` array holding ``pointers`` (cast to ``i8*``, stored by ``builder``), on
+    the stack of the function whose entry block ``setup`` builds in."""
+    i8p = I8.as_pointer()
+    array = setup.alloca(ir.ArrayType(i8p, len(pointers)))
+    for k, pointer in enumerate(pointers):
+        builder.store(builder.bitcast(pointer, i8p),
+                      builder.gep(array, [ir.Constant(I32, 0), ir.Constant(I32, k)]))
+    return builder.bitcast(array, i8p.as_pointer())
 
 
 def memset(builder, pointer, byte, nbytes):
