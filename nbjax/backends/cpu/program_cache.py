@@ -241,7 +241,15 @@ class _EntryUnpickler(pickle.Unpickler):
 
     def __init__(self, data, traced):
         super().__init__(io.BytesIO(data))
-        self.persistent_load = _debug_info(traced).__getitem__
+        self.traced, self.debug_info = traced, None
+
+    def persistent_load(self, position):
+        """The source info or provenance at ``position`` in ``traced``'s walk, made when the
+        first is asked for: a program that is one native call unpickles none of them until
+        a report asks (the walk was a quarter of loading a blur's 254 equations)."""
+        if self.debug_info is None:
+            self.debug_info = _debug_info(self.traced)
+        return self.debug_info[position]
 
     def load_report(self):
         """Put the fields held back into their objects; return the passes' log."""
