@@ -69,7 +69,7 @@ def saved_residuals(f, *args, **kwargs):
 def print_saved_residuals(f, *args, **kwargs):
     """Print ``saved_residuals``, one line per value (as JAX does)."""
     for aval, description in saved_residuals(f, *args, **kwargs):
-        print(aval.str_short(), description)
+        print(aval.str_short(short_dtypes=True), description)
 
 
 def _argument_names(f, args, kwargs):

@@ -450,7 +450,7 @@ class JitCall:
             names = list(inspect.signature(self.function.fun).parameters)
         except (TypeError, ValueError):
             names = []
-        parts = [a.str_short() for a in avals]
+        parts = [a.str_short(short_dtypes=True) for a in avals]
         parts += [f"{names[i] if i < len(names) else f'arg{i}'}={_short_repr(v)}"
                   for i, v in static]
         parts += [f"{k}={_short_repr(v)}" for k, v in static_kw]

@@ -124,7 +124,7 @@ def test_log_compiles_logs_each_compile(caplog):
         f(np.float32(2))
         f(np.ones(2, np.float32))
     msgs = [r.getMessage() for r in caplog.records if r.name == "nbjax.compiler"]
-    assert len(msgs) == 2 and "f32[]" in msgs[0] and "f32[2]" in msgs[1]
+    assert len(msgs) == 2 and "float32[]" in msgs[0] and "float32[2]" in msgs[1]
 
 
 PROMOTIONS = [(np.float32, 2.0), (np.int32, 2.0), (np.float32, "f16"), (np.int32, "f32"),

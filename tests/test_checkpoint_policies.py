@@ -207,7 +207,7 @@ def test_a_scan_s_saved_values_are_named_by_the_step_that_adds_them():
     h0 = random_array(RNG, (4,))
     stacked = [(str(v.aval.str_short()), v.origin) for v in ad_checkpoint.saved_values(loss, h0, xs)
                if v.aval.shape[:1] == (6,)]
-    assert ("f32[6,4]", "output of tanh, one per step of a scan") in stacked
+    assert ("float32[6,4]", "output of tanh, one per step of a scan") in stacked
     remat = [v.origin for v in ad_checkpoint.saved_values(
         lambda h0, xs: loss(h0, xs, nbjax.checkpoint(step)), h0, xs) if v.aval.shape[:1] == (6,)]
     assert "the carry of a scan, one per step" in remat

@@ -141,7 +141,7 @@ def test_make_jaxpr_pytrees_and_shape_structs():
         return {"out": params["w"] * x, "aux": (x,)}
     spec = nbjax.ShapeDtypeStruct((2,), np.float32)
     closed, shapes = nbjax.make_jaxpr(f, return_shape=True)({"w": spec}, spec)
-    assert [v.aval.str_short() for v in closed.jaxpr.invars] == ["f32[2]", "f32[2]"]
+    assert [v.aval.str_short() for v in closed.jaxpr.invars] == ["float32[2]", "float32[2]"]
     assert shapes["out"].shape == (2,) and shapes["aux"][0].dtype == np.float32
 
 

@@ -446,8 +446,8 @@ def test_check_jaxpr_undefined_output():
 def test_check_jaxpr_declared_type_disagrees_with_the_rule():
     a, b = f32_var(3), Var(ShapedArray((3,), np.int32))
     jaxpr = Jaxpr([], [a], [b], [JaxprEqn([a], [b], lax.sin_p, {})])
-    with pytest.raises(JaxprTypeError, match=r"rule gives types \['f32\[3\]'\], the equation "
-                                             r"declares \['i32\[3\]'\]"):
+    with pytest.raises(JaxprTypeError, match=r"rule gives types \['float32\[3\]'\], the equation "
+                                             r"declares \['int32\[3\]'\]"):
         check_jaxpr(jaxpr)
 
 

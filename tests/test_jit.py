@@ -67,7 +67,7 @@ def test_retrace_reason_is_reported(caplog):
     finally:
         nbjax.config.update("explain_cache_misses", False)
     messages = [r.getMessage() for r in caplog.records]
-    assert any("changed type from f32[2] to f32[3]" in m for m in messages)
+    assert any("changed type from float32[2] to float32[3]" in m for m in messages)
     assert any("static argument 1 changed from 1 to 2" in m for m in messages)
 
 

@@ -73,7 +73,7 @@ def test_lower_shows_the_optimised_jaxpr_and_its_rewrites():
 def test_lower_accepts_shape_dtype_structs_and_static_args():
     f = nbjax.jit(lambda x, n: x * n, static_argnums=1)
     lowered = f.lower(nbjax.ShapeDtypeStruct((2, 3), np.float32), 4)
-    assert str(lowered.jaxpr.in_avals[0]) == "f32[2,3]"
+    assert str(lowered.jaxpr.in_avals[0]) == "float32[2,3]"
     compiled = lowered.compile()
     x = random_array(rng, (2, 3))
     assert_close(compiled(x), x * 4, rtol=1e-6)  # static args are not passed
@@ -163,9 +163,10 @@ def test_compiled_call_checks_argument_types():
     out = compiled(x, {"w": w, "b": b})
     assert_close(out["y"], x * w + b, rtol=1e-6)
     assert out["y"].dtype == np.float32
-    with pytest.raises(TypeError, match="compiled with f32\\[3\\] and called with f32\\[4\\]"):
+    with pytest.raises(TypeError,
+                       match="compiled with float32\\[3\\] and called with float32\\[4\\]"):
         compiled(random_array(rng, (4,)), {"w": w, "b": b})
-    with pytest.raises(TypeError, match="called with i32\\[3\\]"):
+    with pytest.raises(TypeError, match="called with int32\\[3\\]"):
         compiled(np.arange(3, dtype=np.int32), {"w": w, "b": b})
     with pytest.raises(TypeError, match="pytree"):
         compiled(x, {"w": w})
@@ -386,7 +387,7 @@ def test_retrace_explanation_counts_fast_calls(caplog):
     finally:
         nbjax.config.update("explain_cache_misses", False)
     messages = [r.getMessage() for r in caplog.records]
-    assert "changed type from f32[2] to f32[4]" in messages[-1]
+    assert "changed type from float32[2] to float32[4]" in messages[-1]
 
 
 def test_results_are_not_overwritten_by_later_calls():

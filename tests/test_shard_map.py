@@ -256,7 +256,7 @@ def test_make_jaxpr_shows_one_shard_map_equation_on_blocks():
     closed = nbjax.make_jaxpr(f)(jnp.zeros(8))
     (eqn,) = closed.jaxpr.eqns
     assert eqn.primitive.name == "shard_map"
-    assert [str(v.aval.str_short()) for v in eqn.params["jaxpr"].jaxpr.invars] == ["f32[2]"]
+    assert [str(v.aval.str_short()) for v in eqn.params["jaxpr"].jaxpr.invars] == ["float32[2]"]
     text = str(closed)
     for part in ("in_specs=(P('i',),)", "out_specs=(P(),)", "psum[axes=('i',)]",
                  "mesh=Mesh('i': 4, axis_types=(Auto,))", "b:f32[2] = shard_map["):

@@ -294,12 +294,13 @@ class LoopKernel:
             lines = [f"kernel {self.name} over {list(self.shape)}: {len(self.stages)} stages "
                      "on each row"]
             return "\n".join(lines + [stage.pretty() for stage in self.stages])
-        ins = ", ".join(f"in{i}:{v.aval.str_short()}" for i, v in enumerate(self.inputs))
+        ins = ", ".join(f"in{i}:{v.aval.str_short(short_dtypes=True)}"
+                        for i, v in enumerate(self.inputs))
         lines = [f"kernel {self.name} over {list(self.shape)} ({ins})"]
         lines += ["  " + format_op(op) for op in self.body]
         for i, o in enumerate(self.outputs):
             how = f" {o.combine}-accumulate over axes not in {o.kept_axes}" if o.combine else ""
-            lines.append(f"  out{i}:{o.var.aval.str_short()} <- {o.value}{how}")
+            lines.append(f"  out{i}:{o.var.aval.str_short(short_dtypes=True)} <- {o.value}{how}")
         return "\n".join(lines)
 
 

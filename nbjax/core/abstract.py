@@ -53,9 +53,11 @@ class ShapedArray:
     def strip_weak_type(self):
         return self.update(weak_type=False) if self.weak_type else self
 
-    def str_short(self):
-        """``f32[3,4]``, the form jaxprs print."""
-        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+    def str_short(self, short_dtypes=False):
+        """``float32[3,4]``, as JAX's messages write a type; with ``short_dtypes``,
+        ``f32[3,4]``, the form jaxprs print."""
+        name = dtypes.short_name(self.dtype) if short_dtypes else dtypes.name(self.dtype)
+        return f"{name}[{','.join(map(str, self.shape))}]"
 
     def __eq__(self, other):
         return (isinstance(other, ShapedArray) and self.shape == other.shape
@@ -74,7 +76,9 @@ class ShapedArray:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"
 
-    __str__ = str_short
+    def __str__(self):
+        """``float32[3,4]``; ``~float32[]`` for a weak type (a Python scalar's), as JAX."""
+        return ("~" if self.weak_type else "") + self.str_short()
 
 
 class ShapeDtypeStruct:

@@ -72,6 +72,13 @@ def short_name(dtype):
     return _SHORT_NAMES[np.dtype(dtype)]
 
 
+def name(dtype):
+    """The name JAX's messages write: ``float32``, ``bool``, ``float0`` (NumPy's name of
+    the structured dtype standing for it is ``void``)."""
+    dtype = np.dtype(dtype)
+    return "float0" if dtype == float0 else dtype.name
+
+
 def is_supported(dtype):
     """Whether nbjax holds arrays of ``dtype`` (a NumPy dtype): not strings, objects, dates."""
     return dtype in _SUPPORTED_SET or dtype == float0

@@ -28,7 +28,7 @@ class Var:
         self.count = next(Var._counter)
 
     def __repr__(self):
-        return f"Var({self.count}:{self.aval.str_short()})"
+        return f"Var({self.count}:{self.aval.str_short(short_dtypes=True)})"
 
     def __reduce__(self):
         # A new variable where it is unpickled: ``count`` only orders this process's.
@@ -48,7 +48,8 @@ class Literal:
         self.aval = aval
 
     def pretty(self):
-        return f"{scalar_text(np.asarray(self.val)[()])}:{self.aval.str_short()}"
+        value = scalar_text(np.asarray(self.val)[()])
+        return f"{value}:{self.aval.str_short(short_dtypes=True)}"
 
 
 def scalar_text(x):
@@ -209,7 +210,8 @@ def _unused_outvars(jaxpr):
 
 
 def _pp_vars(atoms, names, typed=False, sep=""):
-    docs = [pp.text(names(a) + (":" + a.aval.str_short() if typed else "")) for a in atoms]
+    docs = [pp.text(names(a) + (":" + a.aval.str_short(short_dtypes=True) if typed else ""))
+            for a in atoms]
     return pp.nest(2, pp.group(pp.join(pp.text(sep) + pp.group(pp.brk()), docs)))
 
 

@@ -9,6 +9,7 @@ the next time it is used.
 """
 
 import contextlib
+import operator
 import threading
 
 import numpy as np
@@ -149,23 +150,57 @@ class Tracer:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.aval.shape[0]))
 
+    def to_concrete_value(self):
+        """The value this tracer stands for where it is known while tracing, else None: a
+        JVP's primal is (``grad(lambda x: x * int(x))`` works, as in JAX), a staged or
+        batched value is not."""
+        return None
+
+    # As in JAX: ``bool``, ``int`` and ``operator.index`` take a known value; ``float``
+    # and ``complex`` never do. The checks of shape and dtype come before the error about
+    # tracing, and raise what NumPy would.
     def __bool__(self):
+        value = self.to_concrete_value()
+        if value is not None:
+            return bool(value)
+        if self.aval.size != 1:
+            raise ValueError(
+                "The truth value of an empty array is ambiguous. Use `array.size > 0` to check "
+                "that an array is not empty." if self.aval.size == 0 else
+                "The truth value of an array with more than one element is ambiguous. Use "
+                "a.any() or a.all()")
         raise TracerBoolConversionError(
             _concretization_message(self, "Attempted boolean conversion"))
 
     def __index__(self):
+        value = self.to_concrete_value()
+        if value is not None:
+            return operator.index(value)
+        if self.aval.shape or not dtypes.is_int(self.aval.dtype):
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
         raise TracerIntegerConversionError(
             _concretization_message(self, "The __index__() method was called"))
 
     def __int__(self):
+        value = self.to_concrete_value()
+        if value is not None:
+            return int(value)
+        self._check_scalar()
         raise ConcretizationTypeError(_concretization_message(self, "Attempted int conversion"))
 
     def __float__(self):
+        self._check_scalar()
         raise ConcretizationTypeError(_concretization_message(self, "Attempted float conversion"))
 
     def __complex__(self):
+        self._check_scalar()
         raise ConcretizationTypeError(
             _concretization_message(self, "Attempted complex conversion"))
+
+    def _check_scalar(self):
+        if self.aval.ndim:
+            raise TypeError("Only scalar arrays can be converted to Python scalars; "
+                            f"got arr.ndim={self.aval.ndim}")
 
     def item(self, *args):
         raise ConcretizationTypeError(_concretization_message(self, "Attempted item()"))
@@ -187,7 +222,15 @@ class Tracer:
     __hash__ = None
 
     def __repr__(self):
-        return f"Traced<{self.aval!r}>with<{type(self._trace).__name__}>"
+        """``JitTracer(float32[3])``, ``VmapTracer(aval=..., batched=...)``: each kind of
+        tracer prints as JAX's of its transformation does (``print(x)`` inside one)."""
+        return f"{type(self).__name__}<{self.aval}>"
+
+
+def short_repr(x):
+    """How a tracer prints a value it holds: a tracer by its ``repr``, an array as ``str``
+    prints it (``[1. 2.]``), as JAX's do."""
+    return repr(x) if isinstance(x, Tracer) else str(x)
 
 
 # --- abstract values of any value ----------------------------------------------------------

@@ -10,8 +10,9 @@ import numpy as np
 
 from ..core import (Array, ClosedJaxpr, Primitive, ShapedArray, Trace, Tracer, dtypes,
                    eval_closed_jaxpr, get_aval, new_trace, set_current_trace)
+from ..core.trace import short_repr
 from ..core.source_info import Provenance, current_provenance, equation_source, provenance
-from .staging import trace_to_jaxpr
+from .staging import JaxprTracer, trace_to_jaxpr
 
 
 # --- tangent types and symbolic zeros ------------------------------------------------------
@@ -101,6 +102,19 @@ class JVPTracer(Tracer):
     @property
     def aval(self):
         return get_aval(self.primal)
+
+    def to_concrete_value(self):
+        primal = self.primal
+        return primal.to_concrete_value() if isinstance(primal, Tracer) else primal
+
+    def __repr__(self):
+        """``JVPTracer(primal=..., tangent=...)``; under ``grad``, ``vjp`` or ``linearize``,
+        whose tangents are staged, ``GradTracer(primal=..., typeof(tangent)=f32[3])``."""
+        primal = short_repr(self.primal)
+        if isinstance(self.tangent, JaxprTracer) and self.tangent._trace.partial:
+            tangent = self.tangent.aval.str_short(short_dtypes=True)
+            return f"GradTracer(primal={primal}, typeof(tangent)={tangent})"
+        return f"JVPTracer(primal={primal}, tangent={short_repr(self.tangent)})"
 
 
 class JVPTrace(Trace):

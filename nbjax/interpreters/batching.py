@@ -35,6 +35,9 @@ class BatchTracer(Tracer):
         shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
         return ShapedArray(shape, aval.dtype, aval.weak_type)
 
+    def __repr__(self):
+        return f"VmapTracer(aval={self.aval}, batched={get_aval(self.val)})"
+
 
 # Primitives whose batch rule must run even when no operand is batched, because they refer
 # to a named axis (psum, axis_index, ...). lax/parallel.py registers them.

@@ -16,6 +16,8 @@ from .staging import JaxprTrace, JaxprTracer, convert_constvars, trace_to_jaxpr
 class PartialEvalTrace(JaxprTrace):
     """Stages an operation only if one of its operands is unknown; computes it otherwise."""
 
+    partial = True
+
     def is_unknown(self, x):
         return isinstance(x, JaxprTracer) and x._trace is self
 

@@ -25,9 +25,14 @@ class JaxprTracer(Tracer):
     def aval(self):
         return self._var.aval
 
+    def __repr__(self):
+        return f"JitTracer({self.aval})"
+
 
 class JaxprTrace(Trace):
     """Records equations instead of computing; each tracer stands for a jaxpr variable."""
+
+    partial = False  # it records only what is unknown (``partial_eval.PartialEvalTrace``)
 
     def __init__(self, parent, description):
         super().__init__(parent, description)

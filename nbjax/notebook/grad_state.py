@@ -182,7 +182,7 @@ def memory_state(fun, args, kwargs, argnums, inputs, mode):
         else:
             origin = value.origin
         source = value.source
-        rows.append({"type": value.aval.str_short(), "bytes": value.aval.nbytes,
+        rows.append({"type": value.aval.str_short(short_dtypes=True), "bytes": value.aval.nbytes,
                      "origin": origin,
                      "source": location(source.file, source.line) if source else None,
                      "source_text": source.source_line() if source else None})

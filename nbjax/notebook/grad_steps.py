@@ -338,10 +338,10 @@ class _Walk:
         names = self.annotated.names
         where = "" if branch is None else f" of branch {branch}"
         rows = [self._row(f"{prefix}c{i}", f"const {names.get(v, '')}{where}: "
-                                           f"{v.aval.str_short()}", [v])
+                                           f"{v.aval.str_short(short_dtypes=True)}", [v])
                 for i, v in enumerate(jaxpr.constvars)]
         rows += [self._row(f"{prefix}in{i}", f"input {self._input(i, names.get(v, ''), branch)}"
-                                             f"{where}: {v.aval.str_short()}", [v])
+                                             f"{where}: {v.aval.str_short(short_dtypes=True)}", [v])
                  for i, v in enumerate(jaxpr.invars)]
         for i, eqn in enumerate(jaxpr.eqns):
             node = eqn_id(prefix, i)

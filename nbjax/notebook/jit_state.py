@@ -78,8 +78,8 @@ def fusion_state(comp, annotated):
     steps = [dict(step_cost(comp.costs[g.index]), index=g.index, kind=g.kind,
                   label=g.describe(), shape=list(g.shape),
                   reason=g.reason or starts.get(g.index, ""), eqns=[row(e) for e in g.eqns],
-                  inputs=[v.aval.str_short() for v in g.inputs],
-                  outputs=[v.aval.str_short() for v in g.outputs])
+                  inputs=[v.aval.str_short(short_dtypes=True) for v in g.inputs],
+                  outputs=[v.aval.str_short(short_dtypes=True) for v in g.outputs])
              for g in comp.plan.groups]
     decisions = [dict(row(d.eqn), step=d.group, started=d.started_new_group, reason=d.reason)
                  for d in comp.plan.decisions]

@@ -184,11 +184,11 @@ class _Builder:
     def edge(self, source, target, var, operand):
         var = self.alias.get(var, var)
         self.edges.append({"source": source, "target": target, "var": self.name(var),
-                           "aval": var.aval.str_short(), "operand": operand})
+                           "aval": var.aval.str_short(short_dtypes=True), "operand": operand})
 
     def value_node(self, node_id, kind, var, cluster, depth, value=None):
         """An input or constant node."""
-        name, aval = self.name(var), var.aval.str_short()
+        name, aval = self.name(var), var.aval.str_short(short_dtypes=True)
         title = f"{name}: {aval}" if name else aval
         preview = None if value is None else _preview(value)
         label = f"const {title}" if kind == "const" else title
@@ -212,11 +212,11 @@ class _Builder:
             if eqn_id(prefix, i) in by_id:  # not a hidden identity
                 by_id[eqn_id(prefix, i)]["dim"] = reason
         for i, a in enumerate(jaxpr.outvars):
-            label = f"out {i}: {a.aval.str_short()}"
+            label = f"out {i}: {a.aval.str_short(short_dtypes=True)}"
             if isinstance(a, Literal):
                 label = f"out {i} = {a.pretty()}"
             node_id = self.add(f"{prefix}out{i}", "output", label, cluster, depth,
-                               avals=[a.aval.str_short()],
+                               avals=[a.aval.str_short(short_dtypes=True)],
                                vars=[self.name(self.alias.get(a, a)) if isinstance(a, Var)
                                      else None])
             if isinstance(a, Var):
@@ -252,7 +252,7 @@ class _Builder:
         if group is not None:
             group["nodes"].append(node_id)
         self.add(node_id, "eqn", "\n".join(lines), cluster, depth,
-                 avals=[v.aval.str_short() for v in eqn.outvars],
+                 avals=[v.aval.str_short(short_dtypes=True) for v in eqn.outvars],
                  vars=[self.name(v) for v in eqn.outvars], primitive=eqn.primitive.name,
                  params=params, literals=literals,
                  text=self.text.eqn_text(node_id) or repr(eqn),

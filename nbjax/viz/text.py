@@ -133,7 +133,7 @@ class _Reader:
     def binder(self, var):
         self.name(var)
         self.exact(":", "punct")
-        self.exact(var.aval.str_short(), "type")
+        self.exact(var.aval.str_short(short_dtypes=True), "type")
 
     def atom(self, a):
         if isinstance(a, Literal):
