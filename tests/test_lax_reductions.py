@@ -340,11 +340,67 @@ def test_reduce_combines_a_non_identity_init():
     assert lax.reduce(np.zeros(0, np.float32), 5.0, lax.max, (0,)) == 5.0
 
 
-def test_reduce_unsupported():
+def _first_max(a, b):
+    """An argmax's computation on (value, index) pairs: the first maximum wins (associative,
+    not commutative)."""
+    keep = lax.ge(a[0], b[0])
+    return lax.select(keep, a[0], b[0]), lax.select(keep, a[1], b[1])
+
+
+@pytest.mark.parametrize("shape, dims", [((7,), (0,)), ((3, 5), (1,)), ((4, 3, 5), (0, 2)),
+                                         ((4, 3, 5), (2, 0)), ((2, 1, 6), (0, 1, 2)),
+                                         ((3, 0), (1,)), ((3, 4), ())])
+def test_reduce_of_several_operands_folds_them_in_order(shape, dims):
+    """A variadic reduction (an argmax carrying its index), compiled or not: ties between
+    equal values (there are many among small integers) go to the first, as a fold would."""
+    x = RNG.integers(0, 3, shape).astype(np.float32)
+    flat = np.arange(x.size, dtype=np.int32).reshape(shape)
+    inits = (np.float32(-np.inf), np.int32(-1))
+
+    def argmax(x):
+        return lax.reduce((x, flat), inits, _first_max, dims)
+    kept = [d for d in range(len(shape)) if d not in dims]
+    rows = np.transpose(x, (*kept, *sorted(dims))).reshape(*[shape[d] for d in kept], -1)
+    where = np.transpose(flat, (*kept, *sorted(dims))).reshape(rows.shape)
+    for value, index in (eager_and_traced(argmax, x), nbjax.jit(argmax)(x)):
+        if rows.shape[-1] == 0:
+            np.testing.assert_array_equal(value, np.full(rows.shape[:-1], -np.inf))
+            np.testing.assert_array_equal(index, np.full(rows.shape[:-1], -1))
+            continue
+        first = np.argmax(rows, axis=-1)[..., None]
+        np.testing.assert_array_equal(value, np.take_along_axis(rows, first, -1)[..., 0])
+        np.testing.assert_array_equal(index, np.take_along_axis(where, first, -1)[..., 0])
+
+
+def test_reduce_by_any_computation_differentiates_and_batches():
+    """A computation that is no single primitive (a product written ``a * b + 0``) is applied
+    to whole arrays: gradients through it against finite differences, vmap against a loop."""
+    x = RNG.uniform(0.5, 1.5, (3, 5)).astype(np.float32)
+
+    def product(x):
+        return lax.reduce(x, np.float32(2.0), lambda a, b: a * b + 0.0, (1,))
+    np.testing.assert_allclose(product(x), 2 * np.prod(x, axis=1), rtol=1e-5)
+    grads = nbjax.jacrev(product)(x)
+    expected = 2 * np.prod(x, axis=1)[:, None] / x
+    np.testing.assert_allclose(np.einsum("ii...->i...", grads), expected, rtol=1e-4, atol=1e-6)
+    eps = 1e-3
+    step = np.zeros_like(x)
+    step[1, 2] = eps
+    fd = (np.asarray(product(x + step), np.float64) - product(x - step)) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(grads)[:, 1, 2], fd, rtol=1e-2, atol=1e-3)
+    batched = nbjax.vmap(product)(np.stack([x, x[::-1]]))
+    np.testing.assert_allclose(batched, np.stack([product(x), product(x[::-1])]), rtol=1e-6)
+
+
+def test_reduce_errors_match_jax():
     x = np.ones(3, np.float32)
-    with pytest.raises(NotImplementedError, match="lax.reduce with computation sub"):
-        lax.reduce(x, 0.0, lax.sub, (0,))
-    with pytest.raises(NotImplementedError, match="2 operands"):
-        lax.reduce((x, x), (0.0, 0.0), lambda a, b: (a[0] + b[0], a[1] * b[1]), (0,))
     with pytest.raises(ValueError, match="same tree structure"):
         lax.reduce((x, x), 0.0, lax.add, (0,))
+    with pytest.raises(ValueError, match="same shape"):
+        lax.reduce((x, np.ones(4, np.int32)), (0.0, 0), _first_max, (0,))
+    with pytest.raises(ValueError, match="non-scalar initial value"):
+        lax.reduce(x, np.zeros(2, np.float32), lambda a, b: a * b + 1, (0,))
+    with pytest.raises(TypeError, match="should match corresponding initial value dtypes"):
+        lax.reduce((x, x), (np.float32(0), np.int32(0)), _first_max, (0,))
+    with pytest.raises(ValueError, match="not distinct axes"):
+        lax.reduce((x, x), (0.0, 0.0), _first_max, (0, 0))

@@ -261,9 +261,11 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     """Reduce ``operands`` over ``dimensions`` with the binary ``computation`` from
     ``init_values`` (``lax.reduce``).
 
-    The common monoids (add, mul, max, min, and, or, xor) become their reduction primitive,
-    the result combined with ``init_values`` when it is not the identity. Other computations,
-    and several operands at once, are not implemented.
+    The common monoids (add, mul, max, min, and, or, xor) on one operand become their
+    reduction primitive, the result combined with ``init_values`` when it is not the
+    identity. Any other computation, on one operand or a tree of them (an argmax carrying
+    its index), is applied to whole arrays by ``_pairwise``. As XLA's, the result is defined
+    for an associative ``computation``.
     """
     if out_sharding is not None:
         refuse_out_sharding("lax.reduce", out_sharding)
@@ -272,23 +274,72 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     if tree != init_tree:
         raise ValueError(f"Operands must have the same tree structure as init_values: "
                          f"{tree} vs. {init_tree}")
-    if len(flat_operands) != 1:
-        raise NotImplementedError(
-            f"lax.reduce of {len(flat_operands)} operands (a variadic reduction) is not "
-            "implemented; reduce each operand separately")
-    operand, init = flat_operands[0], flat_inits[0]
-    dtype = get_aval(operand).dtype
-    name = _monoid_name(computation, dtype)
-    if name not in _MONOIDS:
-        what = getattr(computation, "__name__", repr(computation))
-        raise NotImplementedError(
-            f"lax.reduce with computation {what} is not implemented: only add, mul, max, min, "
-            "and, or, xor (one primitive applied to both arguments) are supported")
-    reduce_fn, identity = _MONOIDS[name]
-    out = reduce_fn(operand, dimensions)
-    if not _is_identity(init, dtype, identity):
-        out = computation(out, init)
-    return out  # as JAX's monoid reductions return it, whatever the operands' tree
+    if len(flat_operands) == 1:
+        operand, init = flat_operands[0], flat_inits[0]
+        dtype = get_aval(operand).dtype
+        name = _monoid_name(computation, dtype)
+        if name in _MONOIDS:
+            reduce_fn, identity = _MONOIDS[name]
+            out = reduce_fn(operand, dimensions)
+            if not _is_identity(init, dtype, identity):
+                out = computation(out, init)
+            return out  # as JAX's monoid reductions return it, whatever the operands' tree
+    _check_reduce(flat_operands, flat_inits, dimensions)
+
+    def combine(a, b):
+        return pytree.tree_leaves(computation(pytree.tree_unflatten(tree, a),
+                                              pytree.tree_unflatten(tree, b)))
+    return pytree.tree_unflatten(tree, _pairwise(flat_operands, flat_inits, combine,
+                                                 tuple(dimensions)))
+
+
+def _check_reduce(operands, inits, dimensions):
+    """JAX's errors for a reduction it would hand to XLA's generic ``reduce``."""
+    avals, init_avals = [get_aval(x) for x in operands], [get_aval(v) for v in inits]
+    if any(a.shape != avals[0].shape for a in avals):
+        raise ValueError("reduce operands must all have the same shape, got "
+                         f"{[a.shape for a in avals]}")
+    if any(a.shape for a in init_avals):
+        raise ValueError("reduce found non-scalar initial value: "
+                         f"{[a.shape for a in init_avals if a.shape]}")
+    if any(a.dtype != v.dtype for a, v in zip(avals, init_avals)):
+        raise TypeError("reduce operand dtypes should match corresponding initial value "
+                        f"dtypes, got operands={avals} and initial_values={init_avals}")
+    ndim = avals[0].ndim
+    if len(set(dimensions)) != len(dimensions) or \
+            any(not 0 <= d < ndim for d in dimensions):
+        raise ValueError(f"reduce dimensions {tuple(dimensions)} are not distinct axes of an "
+                         f"operand of rank {ndim}")
+
+
+def _pairwise(operands, inits, combine, dimensions):
+    """Reduce the ``dimensions`` of ``operands`` by ``combine`` (lists of arrays in and
+    out) applied to whole arrays: the reduced axes are moved last and flattened in
+    row-major order, then neighbours are combined, ``(x0, x1), (x2, x3), ...``, halving the
+    axis at each step (``log2`` of its length steps, each a few traced operations, where a
+    fold would take one per element); the inits come first. Each value combined stands
+    for a run of consecutive elements, left before right, so a computation that is
+    associative but not commutative (an argmax keeping the first maximum) folds as in
+    order."""
+    shape = get_aval(operands[0]).shape
+    kept = [d for d in range(len(shape)) if d not in dimensions]
+    out_shape = tuple(shape[d] for d in kept)
+    count = int(np.prod([shape[d] for d in dimensions], dtype=np.int64))
+    xs = [reshape(transpose(x, (*kept, *sorted(dimensions))), (*out_shape, count))
+          for x in operands]
+    last = len(out_shape)
+    while count > 1:
+        half, odd = count // 2, count % 2
+        evens = [structural.slice_in_dim(x, 0, 2 * half, 2, last) for x in xs]
+        odds = [structural.slice_in_dim(x, 1, 2 * half, 2, last) for x in xs]
+        pairs = combine(evens, odds)
+        xs = [structural.concatenate([p, structural.slice_in_dim(x, count - 1, count, 1, last)],
+                                     last) if odd else p for p, x in zip(pairs, xs)]
+        count = half + odd
+    starts = [broadcast_in_dim(v, out_shape, ()) for v in inits]
+    if count == 0:
+        return starts
+    return combine(starts, [squeeze(x, (last,)) for x in xs])
 
 
 # --- argmax / argmin -----------------------------------------------------------------------
