@@ -13,8 +13,9 @@ import math
 
 import numpy as np
 
+from ..core import get_aval
 from ..interpreters import ad
-from .elementwise import (add, binop, div, integer_pow, mul, neg, quiet,
+from .elementwise import (add, binop, broadcast_operand, div, integer_pow, mul, neg, quiet,
                           unary_function, unop)
 from .standard import FLOAT, kernel_elementwise, scalar_like
 from .transcendental import exp
@@ -128,9 +129,16 @@ def fma(x, y, z):
     return fma_p.bind(x, y, z)
 
 
+def _fma_partial(partial):
+    """One operand's term of fma's JVP, broadcast to the output's shape: the tangent of an
+    operand with size-1 axes or rank 0 (a sampler's scalar bound), and its products, have
+    that operand's shape, not the output's."""
+    return lambda g, ans, x, y, z: broadcast_operand(partial(g, x, y, z), get_aval(ans).shape)
+
+
 kernel_elementwise(fma_p, lambda ctx, x, y, z: ctx.math("fma", x, y, z))
-ad.defjvp(fma_p, lambda g, x, y, z: mul(g, y), lambda g, x, y, z: mul(x, g),
-          lambda g, x, y, z: g)
+ad.defjvp2(fma_p, _fma_partial(lambda g, x, y, z: mul(g, y)),
+           _fma_partial(lambda g, x, y, z: mul(x, g)), _fma_partial(lambda g, x, y, z: g))
 
 
 # --- erf_inv in float32, bit for bit as XLA on the CPU ---------------------------------------

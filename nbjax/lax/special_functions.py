@@ -323,15 +323,32 @@ ad.defjvp2(bessel_i1e_p, _bessel_i1e_jvp)
 def _zeta(s, q):
     """``sum_k (q + k)^-s``, as XLA's: +inf at s = 1, and at the poles q = 0, -1, -2, ...
     for an even s (where the term 0^-s is +inf from both sides; NaN for other s); NaN for
-    other s < 1 and where a negative q meets a fractional s (or q is infinite)."""
+    other s < 1 and where a negative q meets a fractional s (or q is infinite). At other
+    negative q the value is the sum's (SciPy's), where XLA's is often far off (at q = -10.5)."""
     s, q = np.broadcast_arrays(s, q)
     at_pole = (q <= 0) & (q == np.floor(q))
     pole = (s == 1) | (at_pole & (s % 2 == 0))
     bad = (((s < 1) | at_pole) & ~pole) | np.isnan(s) | np.isnan(q) | np.isinf(q) | \
         ((q < 0) & (s != np.floor(s)))
     ok = ~pole & ~bad
-    out = hurwitz_zeta_formula(np.where(ok, s, 2.0), np.where(ok, q, 1.0))
+    s, positive = np.where(ok, s, 2.0), q > 0
+    out = np.where(positive, hurwitz_zeta_formula(s, np.where(ok & positive, q, 1.0)),
+                   _zeta_negative_q(s, np.where(ok & ~positive, q, -0.5)))
     return np.where(bad, np.nan, np.where(pole, np.inf, out))
+
+
+def _zeta_negative_q(s, q):
+    """``zeta(s, q)`` for an integer s and a negative, non-integer q, from three values at
+    positive arguments. With ``q = -(n + f)``, ``0 < f < 1``, the terms at ``q .. q + n`` are
+    ``(-1)**s (f + j)**-s`` for ``j = n .. 0``, and the rest are ``zeta(s, 1 - f)``; so
+    ``zeta(s, q) = zeta(s, 1 - f) + (-1)**s (zeta(s, f) - zeta(s, n + 1 + f))``. The first two
+    are added first: for an odd s they cancel (exactly where ``f = 1/2``), and the sum keeps
+    the small remainder's accuracy, where the terms one by one would not."""
+    n = np.floor(-q)
+    f = -q - n
+    sign = np.where(s % 2 == 0, 1.0, -1.0)
+    reflected = hurwitz_zeta_formula(s, 1 - f) + sign * hurwitz_zeta_formula(s, f)
+    return reflected - sign * hurwitz_zeta_formula(s, n + 1 + f)
 
 
 zeta_p = binop("zeta", in_float64(_zeta), [FLOAT, FLOAT])

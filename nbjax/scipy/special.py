@@ -54,10 +54,15 @@ digamma = _unary("digamma", lax.digamma, "The derivative of ``gammaln``.")
 expit = _unary("expit", lax.logistic, "The logistic sigmoid ``1 / (1 + exp(-x))``.")
 
 
+@custom_jvp
 def logit(x):
-    """The inverse of ``expit``: ``log(x / (1 - x))``."""
+    """The inverse of ``expit``: ``log(x / (1 - x))``. Its derivative is JAX's closed form
+    ``1 / (x (1 - x))``: +inf at 0 and 1, where the composition's is NaN."""
     x, = promote_args_inexact("logit", x)
     return jnp.log(x / (1 - x))
+
+
+logit.defjvps(lambda x_dot, out, x: x_dot / (x * (1 - x)))
 
 
 def _xlog_jvp(log_fn, shift):

@@ -4,16 +4,22 @@ unscaled Bessel functions I0 and I1, zeta and polygamma, entropies, Box-Cox tran
 erfcx.
 
 Each is a composition of lax functions (``lax.igamma``, ``lax.bessel_i0e``, ``lax.lgamma``...),
-written as JAX writes it, so its derivatives, batching and compilation come from them.
+written as JAX writes it, so its derivatives, batching and compilation come from them; where
+JAX gives a function a custom JVP (``zeta``, ``entr``), so does nbjax, with JAX's rule.
 """
 
+import functools
+import math
 import operator
 
 import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
+from ..api import jvp
+from ..custom_derivatives import custom_jvp
 from ..numpy.util import half_precision_in_float32, promote_args_inexact
+from .special_series import bernoulli_fractions
 
 __all__ = ["gamma", "gammasgn", "loggamma", "factorial", "comb", "poch", "multigammaln",
            "beta", "betaln", "betainc", "gammainc", "gammaincc", "i0", "i0e", "i1", "i1e",
@@ -47,11 +53,11 @@ def loggamma(x):
 
 
 def factorial(n, exact=False):
-    """``Gamma(n + 1)``, and 0 for n < 0."""
+    """``Gamma(n + 1)``, and 0 for n < 0 (weakly typed for a Python number, as JAX's)."""
     if exact:
         raise ValueError("factorial with exact=True is not supported.")
     n, = promote_args_inexact("factorial", n)
-    return jnp.where(n < 0, jnp.zeros_like(n), gamma(n + 1))
+    return jnp.where(n < 0, 0, lax.exp(lax.lgamma(n + 1)))
 
 
 def comb(N, k, *, repetition=False):
@@ -169,13 +175,47 @@ def i1(x):
     return lax.exp(lax.abs(x)) * lax.bessel_i1e(x)
 
 
+@custom_jvp
 def zeta(x, q=None):
-    """The Hurwitz zeta function ``sum_k (q + k)^-x`` (q is required, as in JAX)."""
+    """The Hurwitz zeta function ``sum_k (q + k)^-x`` (q is required, as in JAX). Its
+    derivatives in both x and q are those of ``_zeta_series``, as JAX's."""
     if q is None:
         raise NotImplementedError("Riemann zeta function not implemented; pass q != None to "
                                   "compute the Hurwitz Zeta function.")
     x, q = promote_args_inexact("zeta", x, q)
     return lax.zeta(x, q)
+
+
+# (2k)! / B_2k for k = 1 .. 16: the Euler-Maclaurin coefficients of ``_zeta_series``.
+_ZETA_SERIES_COEFFICIENTS = [math.factorial(2 * k) / b for k, b in
+                             enumerate(bernoulli_fractions(32)[2::2], start=1)]
+
+
+def _zeta_series(x, q):
+    """``zeta(s, a)`` by Johansson's formula (5) (Numerical Algorithms 69, 2015), as JAX
+    writes it, N = M = 8 terms in float32 and 16 otherwise: ``sum_(k<N) (a + k)^-s +
+    (a + N)^(1-s) / (s - 1) + (a + N)^-s (1/2 + sum_(j<M) s (s+1) ... (s+2j) / (a + N)^(2j+1)
+    / ((2j+2)! / B_(2j+2)))``. There is no closed form of the derivative in s, so JAX
+    differentiates this composition instead of ``lax.zeta`` (which has no derivative): the
+    JVP's primal output is this approximation too. (``zeta`` has checked q.)"""
+    s, a = promote_args_inexact("zeta", x, q)
+    dtype = a.dtype.type
+    n = m = dtype(8) if a.dtype == np.float32 else dtype(16)  # (NumPy scalars: strong types)
+    s_, a_ = jnp.expand_dims(s, -1), jnp.expand_dims(a, -1)
+    k = jnp.expand_dims(np.arange(n, dtype=n.dtype), tuple(range(a.ndim)))
+    head = jnp.sum((a_ + k) ** -s_, -1)
+    integral = lax.div((a + n) ** (dtype(1) - s), s - dtype(1))
+    first_term = (a + n) ** -s
+    j = jnp.expand_dims(np.arange(2 * m, dtype=m.dtype), tuple(range(s.ndim)))
+    ratios = jnp.cumprod((s_ + j) / (a_ + n), -1)[..., ::2]
+    ratios = jnp.clip(ratios, max=jnp.finfo(dtype).max)
+    coefficients = np.expand_dims(np.array(_ZETA_SERIES_COEFFICIENTS[:ratios.shape[-1]], dtype),
+                                  tuple(range(a.ndim)))
+    tail = first_term * (dtype(0.5) + (ratios / coefficients).sum(-1))
+    return head + integral + tail
+
+
+zeta.defjvp(functools.partial(jvp, _zeta_series))
 
 
 def polygamma(n, x):
@@ -187,12 +227,20 @@ def polygamma(n, x):
     return lax.polygamma(n, x)
 
 
+@custom_jvp
+def _xlogx(x):
+    """``x log x`` for x >= 0 (0 at 0), with JAX's derivative ``log x + 1``: -inf at 0."""
+    safe = jnp.where(x > 0, x, jnp.ones_like(x))  # NaN stays NaN: NaN * log(1)
+    return jnp.where(x == 0, jnp.zeros_like(x), x * lax.log(safe))
+
+
+_xlogx.defjvps(lambda x_dot, out, x: x_dot * (lax.log(x) + 1))
+
+
 def entr(x):
-    """``-x log x``: 0 at 0, -inf for x < 0."""
+    """``-x log x``: 0 at 0, -inf for x < 0. Its derivative is +inf at 0, as JAX's."""
     x, = promote_args_inexact("entr", x)
-    safe = jnp.where(x > 0, x, jnp.ones_like(x))  # NaN stays NaN: -NaN * log(1)
-    out = jnp.where(x == 0, -jnp.zeros_like(x), -x * lax.log(safe))
-    return jnp.where(x < 0, jnp.full_like(x, -np.inf), out)
+    return jnp.where(x < 0, jnp.full_like(x, -np.inf), -_xlogx(x))
 
 
 def rel_entr(p, q):

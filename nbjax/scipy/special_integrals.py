@@ -29,6 +29,13 @@ def _nan_like(x):
     return jnp.full_like(x, np.nan)
 
 
+def _strongly_typed(*xs):
+    """``xs``, no longer weakly typed: JAX computes ``dawsn``, ``expn``, ``exp1``, ``fresnel``
+    and ``spence`` with constants of their operand's dtype (or through ``jnp.piecewise``),
+    which make their results strongly typed even for Python numbers."""
+    return [lax.convert_element_type(x, x.dtype, weak_type=False) for x in xs]
+
+
 # --- complex arithmetic on (real, imaginary) pairs ----------------------------------------------
 
 def _cmul(a, b):
@@ -115,14 +122,14 @@ def _expn_jvp(primals, tangents):
 def expn(n, x):
     """The generalized exponential integral ``E_n(x) = int_1^inf e^(-xt) / t^n dt`` for
     integer ``n >= 0`` and ``x >= 0`` (NaN elsewhere)."""
-    n, x = jnp.broadcast_arrays(*promote_args_inexact("expn", n, x))
+    n, x = jnp.broadcast_arrays(*_strongly_typed(*promote_args_inexact("expn", n, x)))
     return _expn(n, x)
 
 
 @half_precision_in_float32
 def exp1(x):
     """The exponential integral ``E1(x) = int_x^inf e^-t / t dt`` (NaN for x < 0)."""
-    x, = promote_args_inexact("exp1", x)
+    x, = _strongly_typed(*promote_args_inexact("exp1", x))
     return _expn(jnp.ones_like(x), x)
 
 
@@ -375,7 +382,7 @@ def _fresnel_jvp(primals, tangents):
 def fresnel(x):
     """The Fresnel integrals ``(S(x), C(x))``: ``int_0^x sin(pi t^2 / 2) dt`` and
     ``int_0^x cos(pi t^2 / 2) dt``."""
-    x, = promote_args_inexact("fresnel", x)
+    x, = _strongly_typed(*promote_args_inexact("fresnel", x))
     return _fresnel(x)
 
 
@@ -429,7 +436,7 @@ _dawsn.defjvps(lambda t, out, x: t * (1 - 2 * x * out))
 @half_precision_in_float32
 def dawsn(x):
     """Dawson's integral ``F(x) = exp(-x^2) int_0^x exp(t^2) dt``."""
-    x, = promote_args_inexact("dawsn", x)
+    x, = _strongly_typed(*promote_args_inexact("dawsn", x))
     return _dawsn(x)
 
 
@@ -481,5 +488,5 @@ _spence.defjvps(lambda t, out, x: t * jnp.where(
 def spence(x):
     """Spence's function, the dilogarithm ``Li2(1 - x) = int_1^x log t / (1 - t) dt``, for
     finite x >= 0 (NaN elsewhere, as scipy)."""
-    x, = promote_args_inexact("spence", x)
+    x, = _strongly_typed(*promote_args_inexact("spence", x))
     return _spence(x)

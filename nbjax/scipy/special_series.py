@@ -22,11 +22,17 @@ __all__ = ["bernoulli", "bessel_jn", "hyp1f1", "hyp2f1", "owens_t", "sph_harm_y"
 
 
 def bernoulli(n):
-    """The Bernoulli numbers ``B_0 .. B_n`` (with ``B_1 = -1/2``), computed exactly with
-    fractions by the Akiyama-Tanigawa algorithm and rounded to the default float type."""
+    """The Bernoulli numbers ``B_0 .. B_n`` (with ``B_1 = -1/2``), rounded to the default
+    float type."""
     n = operator.index(n)
     if n < 0:
         raise ValueError("n must be a non-negative integer.")
+    return jnp.array([float(b) for b in bernoulli_fractions(n)])
+
+
+def bernoulli_fractions(n):
+    """The Bernoulli numbers ``B_0 .. B_n`` (with ``B_1 = -1/2``), exact: fractions from the
+    Akiyama-Tanigawa algorithm."""
     numbers, row = [], []
     for m in range(n + 1):
         row.append(fractions.Fraction(1, m + 1))
@@ -35,7 +41,7 @@ def bernoulli(n):
         numbers.append(row[0])  # the algorithm gives B_1 = +1/2
     if n >= 1:
         numbers[1] = -numbers[1]
-    return jnp.array([float(b) for b in numbers])
+    return numbers
 
 
 # --- Bessel functions of the first kind -----------------------------------------------------------
