@@ -4,8 +4,8 @@ Each submodule lists its functions in ``__all__``; array operators and methods a
 to ``Array`` and tracers by ``array_methods.register`` at the end of this file. The
 submodules are layers, each importing (at its top) only from those before it: util <
 ufuncs < creation < scalar_types < indexing < manipulation < products, index_tricks <
-array_api < reductions < sorting, padding < selection < fft, linalg < polynomial,
-vectorize < array_methods.
+array_api < reductions < sorting < selection < fft, linalg < vectorize < padding (a
+callable mode runs ``apply_along_axis``) < polynomial < array_methods.
 Helpers shared across modules have public names but stay out of ``__all__``.
 """
 

@@ -51,10 +51,11 @@ def _canonical_dtype(dtype):
 # --- array / asarray -----------------------------------------------------------------------
 
 def _leaves(obj):
-    """The leaves of a nested list/tuple, depth-first."""
+    """The leaves of a nested list/tuple, depth-first. A range is one leaf: the NumPy array
+    it makes (JAX takes it as an array-like, so ``range(0)`` is a float array, as NumPy's)."""
     if isinstance(obj, (list, tuple)):
         return [leaf for item in obj for leaf in _leaves(item)]
-    return [obj]
+    return [np.asarray(obj) if isinstance(obj, range) else obj]
 
 
 def _list_dtype(leaves):
@@ -79,14 +80,15 @@ def _from_nested(obj, dtype):
     return lax.concatenate(rows, 0)
 
 
-def _from_python(obj, dtype):
-    """A constant Array from a nested list of scalars / NumPy values."""
-    leaves = _leaves(obj)
+def _from_python(obj, leaves, dtype):
+    """A constant Array from a nested list of scalars / NumPy values (its ``leaves``)."""
     target = dtype or _list_dtype(leaves)
     for leaf in leaves:
         if isinstance(leaf, int) and not isinstance(leaf, bool) and dtypes.is_int(target):
             scalar_in_range(leaf, target)
     value = np.array(obj)  # raises the ValueError JAX raises for ragged lists
+    if dtype is not None and _is_text(value):
+        return _as_array_leaf(value, dtype)
     if value.dtype.kind not in "biufc" and not dtypes.is_ml_dtype(value.dtype):
         raise TypeError(f"array: cannot make a numeric array from {obj!r}")
     return lax.convert_element_type(value, target)
@@ -100,14 +102,15 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     if order not in ("K", "A", "C", None):
         raise NotImplementedError(f"array: order={order!r} is not supported")
     dtype = _canonical_dtype(dtype)
-    if isinstance(object, (list, tuple)):
-        leaves = _leaves(object)
-        if any(isinstance(leaf, (Array, Tracer)) for leaf in leaves):
-            out = _from_nested(object, dtype or _list_dtype(leaves))
-        else:
-            out = _from_python(object, dtype)
+    leaves = _leaves(object)
+    if any(leaf is None for leaf in leaves):
+        raise ValueError("None is not a valid value for jnp.array")
+    if not isinstance(object, (list, tuple)):
+        out = _as_array_leaf(leaves[0], dtype)
+    elif any(isinstance(leaf, (Array, Tracer)) for leaf in leaves):
+        out = _from_nested(object, dtype or _list_dtype(leaves))
     else:
-        out = _as_array_leaf(object, dtype)
+        out = _from_python(object, leaves, dtype)
     ndim = get_aval(out).ndim
     if ndmin > ndim:
         shape = (1,) * (ndmin - ndim) + get_aval(out).shape
@@ -118,6 +121,10 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
 def _as_array_leaf(obj, dtype):
     """An Array (or tracer) for a non-list value; NumPy values are strongly typed even when
     they subclass Python's float or int (``np.float64``)."""
+    if dtype is not None and _is_text(obj):
+        # Numbers written as text (``jnp.float32("1.5")``): NumPy parses them for a numeric
+        # dtype, as JAX lets it.
+        return Array(np.asarray(obj, dtype))
     if isinstance(obj, (np.ndarray, np.generic)):
         if obj.dtype.kind not in "biufc" and not dtypes.is_ml_dtype(obj.dtype):
             raise TypeError(f"Value {obj!r} with dtype {obj.dtype} is not a valid JAX array "
@@ -134,6 +141,12 @@ def _as_array_leaf(obj, dtype):
                     "type. Only arrays of numeric types are supported by JAX.")
 
 
+def _is_text(obj):
+    """Whether ``obj`` is a string or bytes, or a NumPy array of them."""
+    return isinstance(obj, (str, bytes)) or \
+        isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.kind in "SU"
+
+
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     """Like ``array``; arrays already of the right dtype are returned as they are."""
     return array(a, dtype, copy=False, order=order or "K", device=device)
@@ -148,10 +161,18 @@ def copy(a, order=None):
 
 # --- filled arrays -------------------------------------------------------------------------
 
+def _shape_argument(shape):
+    """``shape`` as a tuple of ints; any 0-d value (an int, or a 0-d NumPy array or Array
+    holding one) is a single dimension, as in JAX."""
+    if not isinstance(shape, (tuple, list)) and np.ndim(shape) == 0:
+        shape = (shape,)
+    return canonical_shape(shape)
+
+
 def full(shape, fill_value, dtype=None, *, device=None):
     """An array of ``shape`` filled with ``fill_value`` (which may be an array that
     broadcasts to ``shape``)."""
-    shape = canonical_shape(shape)
+    shape = _shape_argument(shape)
     check_arraylike("full", fill_value)
     fill = to_array(fill_value)
     if dtype is not None:
@@ -175,7 +196,7 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     """``full`` with ``a``'s shape and dtype (and weak type) unless given."""
     check_arraylike("full_like", a, fill_value)
     aval = get_aval(a)
-    target = aval.shape if shape is None else canonical_shape(shape)
+    target = aval.shape if shape is None else _shape_argument(shape)
     if dtype is None:
         fill = lax.convert_element_type(to_array(fill_value), aval.dtype, aval.weak_type)
     else:
@@ -209,16 +230,29 @@ def concrete_argument(name, argname, x):
 
 def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """Evenly spaced values in ``[start, stop)``. Integers give the default int, any float
-    the default float; the bounds must be concrete (not traced)."""
+    the default float; the bounds must be concrete (not traced). Computed as JAX computes
+    it, ``start + step * iota`` in ``dtype`` (float32 for narrower floats), so the values
+    wrap around in a narrow integer type (``arange(-3, 3, dtype=uint8)`` starts at 253)."""
     for argname, x in (("start", start), ("stop", stop), ("step", step)):
         concrete_argument("arange", argname, x)
     bounds = [x for x in (start, stop, step) if x is not None]
     check_arraylike("arange", *bounds)
+    if any(np.iscomplexobj(x) for x in bounds):
+        raise ValueError("Passing complex start/stop/step to jnp.arange is no longer supported "
+                         "starting in JAX v0.10.0.")
     dtype = _canonical_dtype(dtype) or result_type(*bounds)
-    values = [None if x is None else np.asarray(x).item() for x in (start, stop, step)]
-    if len(bounds) == 1 and dtypes.is_int(dtype) and isinstance(values[0], int):
-        return lax.iota(dtype, max(values[0], 0))  # what JAX stages for arange(n)
-    return Array(np.arange(*values, dtype=dtype))
+    start, stop, step = (None if x is None else np.asarray(x).item() for x in (start, stop, step))
+    if stop is None:
+        start, stop = 0, start
+    if step is None:
+        values = lax.iota(dtype, max(0, int(np.ceil(stop - start))))
+        return values if start == 0 else lax.add(lax.convert_element_type(start, dtype), values)
+    working = dtypes.float32 if dtypes.is_float(dtype) and dtypes.finfo(dtype).bits < 32 \
+        else dtype
+    values = lax.iota(working, max(0, int(np.ceil((stop - start) / step))))
+    values = lax.add(lax.convert_element_type(start, working),
+                     lax.mul(lax.convert_element_type(step, working), values))
+    return lax.convert_element_type(values, dtype)
 
 
 def _linspace_parts(name, start, stop, num, dtype, axis):

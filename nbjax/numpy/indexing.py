@@ -268,10 +268,11 @@ def _read_from_end(i, size):
     return i
 
 
-def _basic_getitem(x, entries):
+def _basic_getitem(x, entries, wrap_negative=True):
     """Slices and integers: lax.slice + rev, dynamic_slice for traced integers, squeeze.
 
-    Static integers out of range are clamped (JAX's reading rule), so they are slices too.
+    Static integers out of range are clamped (JAX's reading rule), so they are slices too;
+    so are negative ones unless ``wrap_negative`` (``_position``).
     """
     shape = get_aval(x).shape
     starts, limits, strides, reversed_axes = [], [], [], []
@@ -289,12 +290,12 @@ def _basic_getitem(x, entries):
         elif size == 0:
             raise IndexError(f"index is out of bounds for axis {axis} with size 0")
         elif _is_static_int(i):  # out of range: clamped, as dynamic_slice would
-            start = min(max(_wrap_negative(i, size), 0), size - 1)
+            start = min(max(_position(i, size, wrap_negative), 0), size - 1)
             starts.append(start)
             limits.append(start + 1)
             strides.append(1)
         else:
-            dynamic[axis] = _wrap_negative(i, size)
+            dynamic[axis] = _position(i, size, wrap_negative)
             starts.append(0)
             limits.append(size)
             strides.append(1)
@@ -308,6 +309,13 @@ def _basic_getitem(x, entries):
                               allow_negative_indices=False)
     int_axes = [a for a, i in enumerate(entries) if not isinstance(i, slice)]
     return lax.squeeze(x, int_axes) if int_axes else x
+
+
+def _position(i, size, wrap_negative):
+    """Where integer index ``i`` points: counted from the end when negative if
+    ``wrap_negative`` (NumPy's rule), else as it is, a negative index being out of bounds
+    (``wrap_negative_indices=False``), for the mode to clamp, fill or drop."""
+    return _wrap_negative(i, size) if wrap_negative else i
 
 
 def _wrap_negative(i, size):
@@ -357,8 +365,9 @@ class _GatherPlan:
         return tuple(sizes.get(a, 1) for a in range(ndim))
 
 
-def _gather_plan(shape, entries):
-    """Describe ``entries`` (one per axis of ``shape``) as gather/scatter coordinates.
+def _gather_plan(shape, entries, wrap_negative=True):
+    """Describe ``entries`` (one per axis of ``shape``) as gather/scatter coordinates
+    (integer ones placed by ``_position``).
 
     The result's axes follow NumPy: integer arrays (and integers, when arrays are present)
     broadcast together into one block of axes, placed where the first of them is when they
@@ -416,7 +425,7 @@ def _gather_plan(shape, entries):
         else:
             b = out_dim[("block",)]
             block_dims = range(b + len(block_shape) - np.ndim(i), b + len(block_shape))
-            coord = place(_wrap_negative(i, shape[axis]), list(block_dims))
+            coord = place(_position(i, shape[axis], wrap_negative), list(block_dims))
         coords.append(coord)
         indexed_axes.append(axis)
     indices = _stack_coordinates(coords, batch_shape)
@@ -471,8 +480,9 @@ def _only_slices(idx, ndim):
 
 
 def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
-             unique_indices=False):
-    """``x[idx]`` with NumPy's indexing rules and JAX's out-of-bounds behaviour."""
+             unique_indices=False, wrap_negative_indices=True):
+    """``x[idx]`` with NumPy's indexing rules and JAX's out-of-bounds behaviour; negative
+    integer indices count from the end unless ``wrap_negative_indices`` is False."""
     # As in JAX, an unknown mode is a ValueError even for an index that needs no gather.
     mode = None if mode is None else lax.GatherScatterMode.from_any(mode)
     x = to_array(x)
@@ -489,10 +499,11 @@ def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
         entries = [_read_from_end(i, n) for i, n in zip(entries, shape)]
     if not any(_is_advanced(i) or isinstance(i, Slice) for i in entries):
         ints = [(i, n) for i, n in zip(entries, shape) if not isinstance(i, slice)]
-        in_bounds = all(_is_static_int(i) and -n <= i < n for i, n in ints)
+        lowest = -1 if wrap_negative_indices else 0
+        in_bounds = all(_is_static_int(i) and lowest * n <= i < n for i, n in ints)
         if in_bounds or slicing_mode:
-            return _basic_getitem(x, entries)
-    plan = _gather_plan(shape, entries)
+            return _basic_getitem(x, entries, wrap_negative_indices)
+    plan = _gather_plan(shape, entries, wrap_negative_indices)
     dnums = lax.GatherDimensionNumbers(
         offset_dims=plan.window_out_dims, collapsed_slice_dims=plan.collapsed_axes(len(shape)),
         start_index_map=plan.indexed_axes)
@@ -505,8 +516,10 @@ def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
 
 # --- updating: x.at[idx] -------------------------------------------------------------------
 
-def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices):
-    """``x`` with ``y`` combined into ``x[idx]`` by ``scatter_fn`` (a lax.scatter*).
+def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices,
+             wrap_negative_indices):
+    """``x`` with ``y`` combined into ``x[idx]`` by ``scatter_fn`` (a lax.scatter*); negative
+    integer indices count from the end unless ``wrap_negative_indices`` is False.
 
     Like JAX, the combination happens in the dtype ``x`` and ``y`` promote to and the result
     is then cast back to ``x``'s: ``int_x.at[[1, 1]].add(2.5)`` adds 5.0, not 2 + 2, and a
@@ -518,7 +531,7 @@ def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices):
     if new_axes:
         x = lax.expand_dims(x, new_axes)
     shape = get_aval(x).shape
-    plan = _gather_plan(shape, entries)
+    plan = _gather_plan(shape, entries, wrap_negative_indices)
     if not any(map(_is_advanced, entries)):
         # Integers and slices address each element at most once (JAX says so too); only a
         # unique scatter_mul/min/max can be differentiated with respect to its updates.
@@ -565,60 +578,82 @@ class _IndexUpdateRef:
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
     def get(self, *, indices_are_sorted=False, unique_indices=False, mode=None,
-            fill_value=None):
-        """``x[idx]``, with a choice of out-of-bounds ``mode`` (and ``fill_value``)."""
+            fill_value=None, wrap_negative_indices=True):
+        """``x[idx]``, with a choice of out-of-bounds ``mode`` (and ``fill_value``). With
+        ``wrap_negative_indices=False``, a negative index is out of bounds, as in every
+        method here, rather than counted from the end."""
         return getitem(self.array, self.index, mode, fill_value, indices_are_sorted,
-                        unique_indices)
+                       unique_indices, wrap_negative_indices)
 
-    def _update(self, scatter_fn, values, indices_are_sorted, unique_indices, mode):
+    def _update(self, scatter_fn, values, indices_are_sorted, unique_indices, mode,
+                wrap_negative_indices):
         return _scatter(self.array, self.index, values, scatter_fn, mode,
-                        indices_are_sorted, unique_indices)
+                        indices_are_sorted, unique_indices, wrap_negative_indices)
 
-    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def set(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
         """``x[idx] = values``; with repeated indices, one of the values wins."""
-        return self._update(lax.scatter, values, indices_are_sorted, unique_indices, mode)
+        return self._update(lax.scatter, values, indices_are_sorted, unique_indices, mode,
+                            wrap_negative_indices)
 
-    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def add(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
         """``x[idx] += values``, accumulating over repeated indices (``np.add.at``)."""
-        return self._update(lax.scatter_add, values, indices_are_sorted, unique_indices, mode)
+        return self._update(lax.scatter_add, values, indices_are_sorted, unique_indices, mode,
+                            wrap_negative_indices)
 
-    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def subtract(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                 wrap_negative_indices=True):
         return self.add(ufuncs.negative(values), indices_are_sorted=indices_are_sorted,
-                        unique_indices=unique_indices, mode=mode)
+                        unique_indices=unique_indices, mode=mode,
+                        wrap_negative_indices=wrap_negative_indices)
 
-    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return self._update(lax.scatter_mul, values, indices_are_sorted, unique_indices, mode)
+    def multiply(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+                 wrap_negative_indices=True):
+        return self._update(lax.scatter_mul, values, indices_are_sorted, unique_indices, mode,
+                            wrap_negative_indices)
 
     mul = multiply
 
-    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return self._update(lax.scatter_min, values, indices_are_sorted, unique_indices, mode)
+    def min(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+        return self._update(lax.scatter_min, values, indices_are_sorted, unique_indices, mode,
+                            wrap_negative_indices)
 
-    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return self._update(lax.scatter_max, values, indices_are_sorted, unique_indices, mode)
+    def max(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+            wrap_negative_indices=True):
+        return self._update(lax.scatter_max, values, indices_are_sorted, unique_indices, mode,
+                            wrap_negative_indices)
 
-    def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None):
+    def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              wrap_negative_indices=True):
         """``x[idx] = func(x[idx])`` for an element-wise ``func``, applied once per time
         an element is addressed (twice for an index repeated twice)."""
         def scatter_apply(x, indices, updates, dnums, **kwargs):
             return lax.scatter_apply(x, indices, func, dnums,
                                      update_shape=get_aval(updates).shape, **kwargs)
         zero = scalar_like(self.array, 0)
-        return self._update(scatter_apply, zero, indices_are_sorted, unique_indices, mode)
+        return self._update(scatter_apply, zero, indices_are_sorted, unique_indices, mode,
+                            wrap_negative_indices)
 
-    def _combine(self, ufunc_name, values, indices_are_sorted, unique_indices, mode):
+    def _combine(self, ufunc_name, values, indices_are_sorted, unique_indices, mode,
+                 wrap_negative_indices):
         """``ufunc(x, m)`` where ``m`` is the product of the values scattered onto ones:
         how JAX defines ``divide`` and ``power`` (the result dtype is the ufunc's)."""
         factors = _IndexUpdateRef(creation.ones_like(self.array), self.index).multiply(
             values, indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-            mode=mode)
+            mode=mode, wrap_negative_indices=wrap_negative_indices)
         return getattr(ufuncs, ufunc_name)(self.array, factors)
 
-    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return self._combine("divide", values, indices_are_sorted, unique_indices, mode)
+    def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+               wrap_negative_indices=True):
+        return self._combine("divide", values, indices_are_sorted, unique_indices, mode,
+                             wrap_negative_indices)
 
-    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None):
-        return self._combine("power", values, indices_are_sorted, unique_indices, mode)
+    def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              wrap_negative_indices=True):
+        return self._combine("power", values, indices_are_sorted, unique_indices, mode,
+                             wrap_negative_indices)
 
 
 class IndexUpdateHelper:
@@ -815,9 +850,10 @@ def unravel_index(indices, shape):
 
 def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
     """Flat indices of coordinate arrays into an array of shape ``dims``, of ``dtype`` (by
-    default the coordinates' promoted type, which must hold every flat index)."""
-    if order != "C":
-        raise NotImplementedError("jnp.ravel_multi_index: only order='C' is implemented")
+    default the coordinates' promoted type, which must hold every flat index). ``order``
+    "C" (the last coordinate varies fastest) or "F" (the first)."""
+    if order not in ("C", "F"):
+        raise ValueError(f"invalid order={order!r}. Expected 'C' or 'F'")
     dims = tuple(operator.index(d) for d in dims)
     if len(multi_index) != len(dims):
         raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
@@ -837,8 +873,11 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
         coords = [ufuncs.clip(c, 0, d - 1) for c, d in zip(coords, dims)]
     elif mode == "wrap":
         coords = [ufuncs.remainder(c, d) for c, d in zip(coords, dims)]
-    else:
-        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', or 'clip'")
+    elif mode != "ignore":
+        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', 'clip', or "
+                         "'ignore'.")
+    if order == "F":  # C order of the axes reversed
+        coords, dims = coords[::-1], dims[::-1]
     flat = coords[0]
     for c, d in zip(coords[1:], dims[1:]):
         flat = ufuncs.add(ufuncs.multiply(flat, d), c)

@@ -71,24 +71,25 @@ def _zeros_after(x, axis, count):
 
 # --- reshaping and transposing -------------------------------------------------------------
 
-def _resolve_shape(old_shape, new_shape):
-    """``new_shape`` with its one ``-1`` filled in; TypeError (as JAX) if sizes differ."""
+def _resolve_shape(old_shape, new_shape, error=TypeError):
+    """``new_shape`` with its one ``-1`` filled in; ``error`` (TypeError, as JAX) if sizes
+    differ."""
     new_shape = tuple(operator.index(d) for d in (
         (new_shape,) if isinstance(new_shape, (int, np.integer)) else new_shape))
     size = math.prod(old_shape)
     unknown = [i for i, d in enumerate(new_shape) if d == -1]
     if len(unknown) > 1:
-        raise TypeError(f"can only specify one unknown axis size with a `-1` value, got "
+        raise error(f"can only specify one unknown axis size with a `-1` value, got "
                         f"{new_shape}")
     if unknown:
         known = math.prod(d for d in new_shape if d != -1)
         if (known == 0 and size != 0) or (known and size % known):
-            raise TypeError(f"cannot reshape array of shape {old_shape} (size {size}) into "
+            raise error(f"cannot reshape array of shape {old_shape} (size {size}) into "
                             f"shape {new_shape} because the product of specified axis sizes "
                             f"({known}) does not evenly divide {size}")
         new_shape = tuple((size // known if known else 0) if d == -1 else d for d in new_shape)
     if any(d < 0 for d in new_shape) or math.prod(new_shape) != size:
-        raise TypeError(f"cannot reshape array of shape {old_shape} (size {size}) into shape "
+        raise error(f"cannot reshape array of shape {old_shape} (size {size}) into shape "
                         f"{new_shape} (size {math.prod(new_shape)})")
     return new_shape
 
@@ -96,14 +97,16 @@ def _resolve_shape(old_shape, new_shape):
 def reshape(a, shape=None, order="C", *, copy=None, out_sharding=None):
     """``a`` with a new shape of the same size (one axis may be ``-1``), its elements read
     and placed in row-major order, or column-major for ``order='F'``: the row-major
-    reshape of the transposes."""
+    reshape of the transposes. An impossible shape is a TypeError, or a ValueError for a
+    NumPy array: JAX hands those to their own ``reshape`` method, so NumPy's error."""
     if out_sharding is not None:
         refuse_out_sharding("jnp.reshape", out_sharding)
     column_major = _column_major("reshape", order, ("C", "F", "A", None))
+    error = ValueError if isinstance(a, (np.ndarray, np.generic)) else TypeError
     a = _arr("reshape", a)
     if shape is None:
         raise TypeError("jnp.reshape requires a shape")
-    new_shape = _resolve_shape(_shape(a), shape)
+    new_shape = _resolve_shape(_shape(a), shape, error)
     if column_major:
         return transpose(reshape(transpose(a), new_shape[::-1]))
     return a if new_shape == _shape(a) else lax.reshape(a, new_shape)

@@ -17,6 +17,7 @@ from .creation import pad_ramp
 from .indexing import take
 from .manipulation import broadcast_to, concatenate, flip, where
 from .util import check_arraylike, concrete_value, to_array
+from .vectorize import apply_along_axis
 
 __all__ = ["pad"]
 
@@ -25,12 +26,14 @@ def pad(array, pad_width, mode="constant", **kwargs):
     """``array`` extended by ``pad_width`` (before, after) elements along each axis, filled
     as ``mode`` says; its options (``constant_values``, ``end_values``, ``stat_length``,
     ``reflect_type``) take every form NumPy accepts. A 0-d array comes back as it is, as in
-    JAX."""
+    JAX. ``mode`` may also be a function (``_pad_with_function``)."""
     check_arraylike("pad", array)
     array = to_array(array)
     ndim = get_aval(array).ndim
     widths = _counts("pad_width", pad_width, ndim)
-    if callable(mode) or mode not in _MODES:
+    if callable(mode):
+        return _pad_with_function(array, widths, mode, kwargs)
+    if mode not in _MODES:
         raise NotImplementedError(f"jnp.pad: mode={mode!r} is not implemented; the modes "
                                   f"are {', '.join(map(repr, _MODES))}")
     pad_axis, option, default = _MODES[mode]
@@ -47,6 +50,17 @@ def pad(array, pad_width, mode="constant", **kwargs):
                 raise ValueError(f"Cannot apply '{mode}' padding to empty axis")
             array = pad_axis(array, axis, before, after, value)
     return array
+
+
+def _pad_with_function(array, widths, func, kwargs):
+    """NumPy's callable ``mode``, run as JAX runs it: the array is zero-padded, then, axis by
+    axis, ``func(vector, (before, after), axis, kwargs)`` maps each 1-D slice along the axis
+    to its padded version. Unlike NumPy's, ``func`` must return the slice (it cannot fill it
+    in place: arrays are immutable)."""
+    padded = pad(array, widths)
+    for axis, axis_widths in enumerate(widths):
+        padded = apply_along_axis(func, axis, padded, axis_widths, axis, kwargs)
+    return padded
 
 
 # --- the forms of the arguments ------------------------------------------------------------

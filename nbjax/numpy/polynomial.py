@@ -45,10 +45,11 @@ def _pad_front(p, n):
 
 
 def polyadd(a1, a2):
-    """The sum of two polynomials (the shorter padded with leading zeros)."""
+    """The sum of two polynomials (the shorter padded with leading zeros). ``lax.add``, not
+    ``+``: JAX refuses boolean coefficients (TypeError) rather than or-ing them."""
     a1, a2 = _coefficients("polyadd", a1, a2)
     n = max(get_aval(a1).shape[0], get_aval(a2).shape[0])
-    return _pad_front(a1, n) + _pad_front(a2, n)
+    return lax.add(_pad_front(a1, n), _pad_front(a2, n))
 
 
 def polysub(a1, a2):
@@ -59,8 +60,9 @@ def polysub(a1, a2):
 
 
 def polyder(p, m=1):
-    """The ``m``-th derivative: each coefficient times its power, ``m`` times."""
-    (p,) = _coefficients("polyder", p)
+    """The ``m``-th derivative: each coefficient times its power, ``m`` times. The result is
+    inexact (integer and bool coefficients become floats, even for ``m=0``), as in JAX."""
+    (p,) = promote_dtypes_inexact(*_coefficients("polyder", p))
     if m < 0:
         raise ValueError("Order of derivative must be positive")
     for _ in range(m):

@@ -19,6 +19,7 @@ from . import ufuncs
 from .array_api import diff
 from .creation import asarray
 from .manipulation import atleast_2d, concatenate, diagonal, moveaxis, ravel, reshape
+from .manipulation import where as _where  # (``where`` is the reductions' mask parameter)
 from .products import dot
 from .util import (broadcast_to_shape, canonicalize_axes, canonicalize_axis, check_arraylike,
                    filled_like, promote_dtypes, promote_dtypes_inexact, select_where, to_array)
@@ -88,10 +89,15 @@ _REDUCERS = {
     "all": (lax.reduce_and, lambda dtype: True, lax.bitwise_and),
     "any": (lax.reduce_or, lambda dtype: False, lax.bitwise_or),
 }
+# lax sums and multiplies only numbers: a boolean sum is ``any``, a boolean product ``all``
+# (JAX's rule, which NumPy's saturating ``True + True == True`` agrees with).
+_BOOL_REDUCERS = {"sum": "any", "prod": "all"}
 
 
 def _reduce(name, a, axis, keepdims, initial, where, dtype, has_identity=True):
     """The shared body of the reductions, reducing in (and returning) ``dtype``."""
+    if dtypes.is_bool(dtype):
+        name = _BOOL_REDUCERS.get(name, name)
     reduce_fn, identity_fn, combine = _REDUCERS[name]
     shape = get_aval(a).shape
     axes = canonicalize_axes(axis, len(shape))
@@ -194,6 +200,12 @@ def _accumulation_dtype(dtype):
     return dtypes.promote_types(inexact, dtypes.float32)
 
 
+def _computation_dtype(dtype):
+    """The dtype a mean or variance in ``dtype`` is computed in: inexact types as
+    ``_accumulation_dtype`` says, integer and bool types as they are (as JAX does)."""
+    return _accumulation_dtype(dtype) if dtypes.is_inexact(dtype) else dtype
+
+
 def _count(a, axis, keepdims, where, dtype):
     """How many elements each reduction sees (``where`` counts only selected ones)."""
     shape = get_aval(a).shape
@@ -206,11 +218,13 @@ def _count(a, axis, keepdims, where, dtype):
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    """Arithmetic mean; integers average as the default float (NaN for empty slices)."""
+    """Arithmetic mean; integers average as the default float (NaN for empty slices). An
+    integer ``dtype`` casts the elements first and divides as integers, as NumPy and JAX do
+    (the mean of ``[1.5, 2.5, 2.7]`` as int32 is ``(1 + 2 + 2) // 3``)."""
     _out_unsupported(out)
     a = _asarray("mean", a)
     compute = dtypes.canonicalize(dtype) if dtype is not None else dtypes.to_inexact(_dtype(a))
-    accumulate = _accumulation_dtype(compute)
+    accumulate = _computation_dtype(compute)
     total = sum(a, axis, accumulate, keepdims=keepdims, where=where)
     count = _count(a, axis, keepdims, where, accumulate)
     return lax.convert_element_type(lax.div(total, count), compute)
@@ -235,26 +249,38 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     _out_unsupported(out)
     a = _asarray("var", a)
     ddof = _resolve_ddof(ddof, correction)
-    if dtype is not None and dtypes.is_complex(_dtype(a)) and \
-            not dtypes.is_complex(dtypes.canonicalize(dtype)):
-        raise ValueError("jax.numpy.var does not yet support real dtype parameters when "
-                         "computing the variance of an array of complex values (as JAX: "
-                         "NumPy's meaning is unclear here)")
-    out_dtype = dtypes.to_inexact(_dtype(a)) if dtype is None else dtypes.canonicalize(dtype)
-    if dtypes.is_complex(out_dtype):
-        out_dtype = dtypes.canonicalize(dtypes.finfo(out_dtype).dtype)
-    a = lax.convert_element_type(a, _accumulation_dtype(_dtype(a)))
+    out_dtype, compute = _var_dtypes(_dtype(a), dtype)
+    a = lax.convert_element_type(a, compute)
     if mean is None:
-        mean = _mean(a, axis, keepdims=True, where=where)
-    centered = lax.sub(a, lax.convert_element_type(_asarray("var", mean), _dtype(a)))
-    if dtypes.is_complex(_dtype(centered)):
+        mean = _mean(a, axis, compute, keepdims=True, where=where)
+    centered = lax.sub(a, lax.convert_element_type(_asarray("var", mean), compute))
+    if dtypes.is_complex(compute):
         squares = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
         squares = lax.mul(centered, centered)
-    total = sum(squares, axis, keepdims=keepdims, where=where)
+    total = sum(squares, axis, _dtype(squares), keepdims=keepdims, where=where)
     count = _count(a, axis, keepdims, where, _dtype(total))
-    normalizer = lax.max(lax.sub(count, scalar_like(count, ddof)), filled_like(count, 0))
-    return lax.convert_element_type(lax.div(total, normalizer), out_dtype)
+    normalizer = lax.sub(count, lax.convert_element_type(ddof, _dtype(count)))
+    result = lax.convert_element_type(lax.div(total, normalizer), out_dtype)
+    # JAX's rule (NumPy gives inf instead): no degrees of freedom left (ddof >= N) is NaN.
+    return _where(lax.gt(normalizer, filled_like(normalizer, 0)), result, np.nan)
+
+
+def _var_dtypes(a_dtype, dtype):
+    """``var``'s result dtype (always real) and the dtype it computes in: ``dtype`` when
+    given (an integer one too, making the mean an integer mean, as JAX does), otherwise the
+    input's inexact type."""
+    if dtype is None:
+        compute = dtypes.to_inexact(a_dtype)
+    else:
+        compute = dtypes.canonicalize(dtype)
+        if dtypes.is_complex(a_dtype) and not dtypes.is_complex(compute):
+            raise ValueError("jax.numpy.var does not yet support real dtype parameters when "
+                             "computing the variance of an array of complex values (as JAX: "
+                             "NumPy's meaning is unclear here)")
+    real = dtypes.canonicalize(dtypes.finfo(compute).dtype) if dtypes.is_complex(compute) \
+        else compute
+    return real, _computation_dtype(compute)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
@@ -335,6 +361,8 @@ def _cumulative(name, lax_fn, a, axis, dtype, upcast_ints=False):
     """A running reduction; bools (and with ``upcast_ints`` narrow ints, as the array API's
     cumulative_sum does) accumulate in the default int."""
     a = _asarray(name, a)
+    if dtype is not None and dtypes.is_bool(dtypes.canonicalize(dtype)):
+        return _bool_cumulative(name, lax_fn, a, axis)
     if axis is None:
         a, axis = _flatten(a), 0
     axis = canonicalize_axis(axis, get_aval(a).ndim)
@@ -346,6 +374,14 @@ def _cumulative(name, lax_fn, a, axis, dtype, upcast_ints=False):
         out_dtype = _dtype(a)
     a = lax.convert_element_type(a, out_dtype)
     return lax_fn(a, axis, reverse=False)
+
+
+def _bool_cumulative(name, lax_fn, a, axis):
+    """A running reduction into bools, as JAX computes it: lax accumulates only numbers, so
+    the truth values accumulate as ints (values such as -1 and 1 would cancel), and a
+    nonzero result is True."""
+    counts = _cumulative(name, lax_fn, ufuncs.to_bool(a), axis, None)
+    return lax.convert_element_type(counts, dtypes.bool_)
 
 
 def cumsum(a, axis=None, dtype=None, out=None):

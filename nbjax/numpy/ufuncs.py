@@ -385,15 +385,19 @@ def cbrt(x, /):
     return lax.cbrt(x)
 
 
-def _logaddexp(name, exp_fn, log1p_fn):
+def _logaddexp(name, exp_fn, log1p_fn, half_period):
     """``log(exp(x) + exp(y))`` (in base e or 2) with its own derivative, as in JAX.
 
     Differentiating ``max(x, y) + log1p(exp(-|x - y|))`` would be wrong where ``x == y``:
     max splits the tie (1/2 each) but abs' derivative at 0 is 1, giving (0, 1) instead of
     (1/2, 1/2). The JVP is the softmax weights ``exp(x - out)`` (``exp2`` in base 2), with
-    +inf replaced by 0 so that ``inf - inf`` cannot make them NaN (JAX's rule).
+    +inf (in the real part) replaced by 0 so that ``inf - inf`` cannot make them NaN (JAX's
+    rule). The imaginary part of a complex result is wrapped into
+    ``[-half_period, half_period]``, the period of ``exp_fn`` along the imaginary axis.
     """
     def stable(x, y):
+        if dtypes.is_complex(_dtype(x)):
+            return _complex_logaddexp(x, y, exp_fn, log1p_fn, half_period)
         delta = lax.sub(x, y)
         # Both infinite with one sign makes delta NaN; x + y is then the right answer.
         out = lax.add(lax.max(x, y), log1p_fn(exp_fn(lax.neg(lax.abs(delta)))))
@@ -413,18 +417,37 @@ def _logaddexp(name, exp_fn, log1p_fn):
 
     def fn(x, y, /):
         x, y = promote_args_inexact(name, x, y)
-        _require(name, x, dtypes.is_float, "floating")
         return stable(x, y)
     return _named(name, fn, f"``{name}``: the log of a sum of exponentials, without overflow.")
 
 
+def _complex_logaddexp(x, y, exp_fn, log1p_fn, half_period):
+    """JAX's complex ``logaddexp``: ``max + log1p(exp(min - max))`` for the lexicographic
+    max (``min - max`` is written ``x + y - 2 max``), the imaginary part wrapped."""
+    larger = lax.max(x, y)
+    delta = lax.sub(lax.add(x, y), lax.mul(larger, scalar_like(larger, 2)))
+    out = lax.add(larger, log1p_fn(exp_fn(delta)))
+    return lax.complex(lax.real(out), _wrap_between(lax.imag(out), half_period))
+
+
+def _wrap_between(x, bound):
+    """``x`` moved by a multiple of ``2 bound`` into ``[-bound, bound)``."""
+    period = scalar_like(x, 2 * bound)
+    wrapped = lax.rem(lax.add(x, scalar_like(x, bound)), period)
+    wrapped = select_where(lax.lt(wrapped, scalar_like(x, 0)), lax.add(wrapped, period), wrapped)
+    return lax.sub(wrapped, scalar_like(x, bound))
+
+
 def _replace_posinf(x):
-    return select_where(isposinf(x), filled_like(x, 0), x)
+    """``x`` with 0 where its real part is +inf."""
+    real_x = lax.real(x) if dtypes.is_complex(_dtype(x)) else x
+    return select_where(lax.eq(real_x, scalar_like(real_x, np.inf)), filled_like(x, 0), x)
 
 
-logaddexp = _logaddexp("logaddexp", lax.exp, lax.log1p)
+logaddexp = _logaddexp("logaddexp", lax.exp, lax.log1p, np.pi)
 logaddexp2 = _logaddexp("logaddexp2", lax.exp2,
-                        lambda v: lax.div(lax.log1p(v), filled_like(v, np.log(2))))
+                        lambda v: lax.div(lax.log1p(v), scalar_like(v, np.log(2))),
+                        np.pi / np.log(2))
 
 
 def ldexp(x1, x2, /):
@@ -526,11 +549,34 @@ def hypot(x1, x2, /):
 
 
 def sinc(x, /):
-    """``sin(pi x) / (pi x)``, with ``sinc(0) = 1``."""
+    """``sin(pi x) / (pi x)``, with ``sinc(0) = 1``.
+
+    At 0 the value comes from ``_sinc_maclaurin``, whose derivative rule gives every order
+    of derivative there (differentiating the ``x == 0`` branch of a select would give 0).
+    """
     (x,) = promote_args_inexact("sinc", x)
     is_zero = lax.eq(x, scalar_like(x, 0))
-    pi_x = lax.mul(select_where(is_zero, filled_like(x, 1), x), scalar_like(x, np.pi))
-    return select_where(is_zero, filled_like(x, 1), lax.div(lax.sin(pi_x), pi_x))
+    pi_x = lax.mul(x, scalar_like(x, np.pi))
+    safe_pi_x = select_where(is_zero, filled_like(x, 1), pi_x)
+    return select_where(is_zero, _sinc_maclaurin(0, pi_x), lax.div(lax.sin(safe_pi_x), safe_pi_x))
+
+
+def _sinc_maclaurin_impl(k, x):
+    """The ``k``-th derivative of ``sin(x) / x`` at 0, shaped like ``x``: ``k!`` times the
+    series' ``(-1)^(k/2) x^k / (k + 1)!`` term, so ``(-1)^(k/2) / (k + 1)``; 0 for odd ``k``."""
+    zero = lax.mul(x, scalar_like(x, 0))
+    return zero if k % 2 else lax.add(zero, scalar_like(x, (-1) ** (k // 2) / (k + 1)))
+
+
+_sinc_maclaurin = custom_jvp(_sinc_maclaurin_impl, nondiff_argnums=(0,))
+
+
+@_sinc_maclaurin.defjvp
+def _sinc_maclaurin_jvp(k, primals, tangents):
+    """The derivative of the ``k``-th term is the next term, so derivatives of all orders
+    (each one a JVP of the previous rule) are the series' terms."""
+    (x,), (t,) = primals, tangents
+    return _sinc_maclaurin(k, x), lax.mul(_sinc_maclaurin(k + 1, x), t)
 
 
 # --- comparisons, min/max ------------------------------------------------------------------
