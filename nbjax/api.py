@@ -295,18 +295,57 @@ def _partial_on(fun, args, argnums):
     return f
 
 
+def _check_complex(name, what, dt):
+    if not dtypes.is_complex(dt):
+        raise TypeError(f"{name} with holomorphic=True requires {what} with complex dtype, "
+                        f"but got {dt.name}.")
+
+
 def _check_input_dtypes(name, leaves, holomorphic, allow_int):
+    """Reverse mode's (grad, jacrev) check of its inputs, as JAX's: inexact, or complex
+    with ``holomorphic``; integers and bools only with ``allow_int``."""
     for x in leaves:
         dt = get_aval(x).dtype
         if holomorphic:
-            if not dtypes.is_complex(dt):
-                raise TypeError(f"{name} with holomorphic=True requires inputs with complex "
-                                f"dtype, but got {dt.name}.")
+            _check_complex(name, "inputs", dt)
         elif not dtypes.is_inexact(dt) and not allow_int:
             raise TypeError(
                 f"{name} requires real- or complex-valued inputs (input dtype that is a sub-dtype"
                 f" of np.inexact), but got {dt.name}. If you want to use Boolean- or "
                 "integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def _check_real_dtypes(name, what, leaves, holomorphic, advice):
+    """Complex ``what`` (inputs or outputs) with ``holomorphic``, else real ones: a
+    complex (or integer) one has no real Jacobian; ``advice`` says what to use instead."""
+    for x in leaves:
+        dt = get_aval(x).dtype
+        if holomorphic:
+            _check_complex(name, what, dt)
+        elif not dtypes.is_float(dt):
+            raise TypeError(f"{name} requires real-valued {what} ({what[:-1]} dtype that is a "
+                            f"sub-dtype of np.floating), but got {dt.name}. {advice(dt)}")
+
+
+def _check_reverse_outputs(name, leaves, holomorphic):
+    """Reverse mode's (grad, jacrev) check of its outputs."""
+    def advice(dt):
+        if dtypes.is_complex(dt):
+            return ("For holomorphic differentiation, pass holomorphic=True. For "
+                    "differentiation of non-holomorphic functions involving complex outputs, "
+                    "use vjp directly.")
+        return "For differentiation of functions with integer outputs, use vjp directly."
+    _check_real_dtypes(name, "outputs", leaves, holomorphic, advice)
+
+
+def _check_forward_inputs(leaves, holomorphic):
+    """jacfwd's check of its inputs: a tangent basis of a complex (or integer) input is not
+    one of real directions."""
+    _check_real_dtypes(
+        "jacfwd", "inputs", leaves, holomorphic,
+        lambda _: ("For holomorphic differentiation, pass holomorphic=True. For "
+                   "differentiation of non-holomorphic functions involving complex inputs or "
+                   "integer inputs, use jvp directly."))
 
 
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
@@ -339,15 +378,7 @@ def _check_scalar_output(out, holomorphic):
     if aval.shape != ():
         raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
                         f"{aval.shape}. Use jacrev (a Jacobian) or vjp for non-scalar outputs.")
-    if holomorphic and not dtypes.is_complex(aval.dtype):
-        raise TypeError(f"grad with holomorphic=True requires outputs with complex dtype, but "
-                        f"got {aval.dtype.name}.")
-    if not holomorphic and not dtypes.is_float(aval.dtype):
-        raise TypeError(
-            f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
-            f"np.floating), but got {aval.dtype.name}. For holomorphic differentiation, pass "
-            "holomorphic=True. For differentiation of non-holomorphic functions involving "
-            "complex outputs, use vjp directly.")
+    _check_reverse_outputs("grad", leaves, holomorphic)
 
 
 def _ones_like(x):
@@ -390,17 +421,20 @@ def _std_basis(leaves):
 
 def _jac_reshape(jac, in_leaf, out_leaf, in_first):
     """Reshape a flat Jacobian block into ``out.shape + in.shape`` (jacfwd/jacrev layout),
-    weakly typed as JAX makes it: as the output (jacfwd) or the input (jacrev) it
-    differentiates."""
+    typed as JAX makes it: as the output (jacfwd) or the input (jacrev) it differentiates.
+    An integer's (float0) block is zeros of that integer type."""
     in_shape, out_shape = get_aval(in_leaf).shape, get_aval(out_leaf).shape
+    typed_as = get_aval(out_leaf if in_first else in_leaf)
+    if get_aval(jac).dtype == dtypes.float0:
+        return Array(np.zeros(out_shape + in_shape, typed_as.dtype),
+                     weak_type=typed_as.weak_type)
     if in_first:  # jacfwd: (in_size, *out_shape) -> (*out_shape, in_size)
         rank = get_aval(jac).ndim
         jac = lax.transpose(jac, tuple(range(1, rank)) + (0,))
     jac = lax.reshape(jac, out_shape + in_shape)
-    weak = get_aval(out_leaf if in_first else in_leaf).weak_type
-    if get_aval(jac).weak_type == weak:
+    if get_aval(jac).weak_type == typed_as.weak_type:
         return jac
-    return lax.convert_element_type(jac, get_aval(jac).dtype, weak_type=weak)
+    return lax.convert_element_type(jac, get_aval(jac).dtype, weak_type=typed_as.weak_type)
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -409,7 +443,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
         nums, many = _argnums_tuple(argnums, len(args), "jacfwd")
         f = _partial_on(fun, args, nums)
         dyn = tuple(args[i] for i in nums)
-        _check_input_dtypes("jacfwd", pytree.tree_leaves(dyn), holomorphic, False)
+        _check_forward_inputs(pytree.tree_leaves(dyn), holomorphic)
         flat_in, in_tree = pytree.tree_flatten(dyn)
         flat_in = _to_arrays(flat_in)
         basis, _ = _std_basis(flat_in)
@@ -420,6 +454,9 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
                    else (None, 0))(*basis)
         out, tangents = res[0], res[1]
         flat_out, out_tree = pytree.tree_flatten(out)
+        if holomorphic:  # (as JAX: without it, jacfwd takes outputs of any dtype)
+            for o in flat_out:
+                _check_complex("jacfwd", "outputs", get_aval(o).dtype)
         flat_t = pytree.tree_leaves(tangents)
         blocks = _split_blocks(flat_t, flat_in)
         jac = out_tree.unflatten([
@@ -440,6 +477,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         result = vjp(f, *dyn, has_aux=has_aux)
         out, pullback = result[0], result[1]
         flat_out, out_tree = pytree.tree_flatten(out)
+        _check_reverse_outputs("jacrev", flat_out, holomorphic)
         basis, _ = _std_basis(_to_arrays(flat_out))
         cts = vmap(lambda *b: pullback(out_tree.unflatten(b)))(*basis)
         flat_in, in_tree = pytree.tree_flatten(dyn)

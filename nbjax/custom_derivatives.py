@@ -312,9 +312,15 @@ custom_lin_p.pp_hidden = ("bwd",)
 custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
 
 
-@custom_lin_p.def_impl
-def _custom_lin_impl(*args, **params):
+def _forward_mode_error(*args, **params):
+    """Evaluating ``custom_lin`` (a jvp, eager or under jit) or batching it (jacfwd: vmap of
+    a jvp) is forward mode through a custom_vjp, which only has a reverse rule; the error is
+    JAX's. Only transposing it (reverse mode) means something."""
     raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+custom_lin_p.def_impl(_forward_mode_error)
+custom_lin_p.def_batch(_forward_mode_error)
 
 
 @custom_lin_p.def_transpose

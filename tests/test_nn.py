@@ -72,7 +72,9 @@ def test_activation_parameters_and_integer_inputs():
                  np.where(x64 >= 0, x64, 0.2 * x64), rtol=1e-6)
     np.testing.assert_allclose(nn.gelu(x, approximate=False),
                                x64 * (1 + _ERF(x64 / np.sqrt(2))) / 2, rtol=1e-6, atol=1e-7)
-    assert nn.sigmoid(np.arange(3)).dtype == F32
+    with pytest.raises(TypeError, match="logistic does not accept dtype int32"):
+        nn.sigmoid(np.arange(3))  # (as JAX: lax.logistic takes no integers)
+    assert nn.elu(np.arange(3)).dtype == F32
     assert nn.relu(np.arange(-2, 2)).dtype == np.int32
     out = nn.hard_tanh(np.arange(-3, 3, dtype=np.int8))
     assert out.dtype == np.int8

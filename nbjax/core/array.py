@@ -330,6 +330,31 @@ class Array:
     def tolist(self):
         return self._value.tolist()
 
+    def tobytes(self, order="C"):
+        """The raw bytes of the values, as NumPy's ``tobytes`` gives them."""
+        return self._value.tobytes(order=order)
+
+    def clone(self):
+        """A new Array of the same values on the same device (JAX's ``clone``). A host
+        array shares its read-only data, which neither can change (nor donate: a target
+        reuses only buffers nothing else refers to); a device array's buffer is copied, so
+        that deleting or donating one leaves the other."""
+        if self._buffer is None:
+            return host_result(self._value, self._aval)
+        return self._device.runtime.array(self._value, self._aval)
+
+    def platform(self):
+        """The platform of the array's device: ``"cpu"`` or ``"gpu"``."""
+        return self._device.platform
+
+    def on_device_size_in_bytes(self):
+        """The memory the data takes on its device: its ``nbytes`` (dense, unpadded)."""
+        return self.nbytes
+
+    # Where the array was made: JAX records it only in its C++ runtime, which may be
+    # configured not to (then None, as here).
+    traceback = property(lambda self: None)
+
     def __len__(self):
         if not self.shape:
             raise TypeError("len() of unsized object")

@@ -1,20 +1,20 @@
 """Pytrees: nested containers whose leaves are arrays.
 
-Containers (tuple, list, dict with sorted keys, None, namedtuples, and registered classes)
-flatten to a list of leaves and a ``PyTreeDef`` that rebuilds them. Each child is reached by a
-*key* (``DictKey``, ``SequenceKey``, ``GetAttrKey``, or ``FlattenedIndexKey`` for classes
-registered without keys); the keys from the root to a leaf are its *key path*, which the
-``*_with_path`` functions report.
+Containers (tuple, list, dict with sorted keys, OrderedDict, defaultdict, None, namedtuples,
+and registered classes) flatten to a list of leaves and a ``PyTreeDef`` that rebuilds them.
+Each child is reached by a *key* (``DictKey``, ``SequenceKey``, ``GetAttrKey``, or
+``FlattenedIndexKey`` for classes registered without keys); the keys from the root to a leaf
+are its *key path*, which the ``*_with_path`` functions report.
 """
 
+import collections
 import dataclasses
 import functools
 import typing
-from collections import namedtuple
 
 # ``to_keyed(x) -> ([(key, child)...], aux)``, or None: the children's keys are then their
 # flat indices (``FlattenedIndexKey``).
-_NodeType = namedtuple("_NodeType", ["to_iterable", "from_iterable", "to_keyed"],
+_NodeType = collections.namedtuple("_NodeType", ["to_iterable", "from_iterable", "to_keyed"],
                        defaults=[None])
 _registry = {}
 _leaves_to_users = set()  # node types the public API sees as leaves (``register_leaf_to_users``)
@@ -220,14 +220,33 @@ def _dataclass_fields(cls, data, meta, drop):
     return data, meta
 
 
-def _dict_flatten(d):
-    keys = tuple(sorted(d))
-    return [d[k] for k in keys], keys
+def _sorted_keys(d):
+    return tuple(sorted(d))
 
 
-def _dict_flatten_with_keys(d):
-    keys = tuple(sorted(d))
-    return [(DictKey(k), d[k]) for k in keys], keys
+def _dict_keys(d):
+    """A dict's keys, sorted. Keys that do not compare raise ValueError, as JAX's C++
+    flattening of a dict does (a defaultdict, which JAX flattens in Python, raises the
+    TypeError of ``sorted`` itself)."""
+    try:
+        return _sorted_keys(d)
+    except TypeError as e:
+        raise ValueError("Comparator raised exception while sorting pytree dictionary "
+                         "keys.") from e
+
+
+def _register_mapping(cls, keys_of, aux_of, from_aux):
+    """Register the dict type ``cls``: its children are its values in the order of
+    ``keys_of(d)``, reached by ``DictKey``; its aux data is ``aux_of(d, keys)``, from which
+    ``from_aux(aux, children)`` rebuilds it."""
+    def flatten(d):
+        keys = keys_of(d)
+        return [d[k] for k in keys], aux_of(d, keys)
+
+    def flatten_with_keys(d):
+        keys = keys_of(d)
+        return [(DictKey(k), d[k]) for k in keys], aux_of(d, keys)
+    register_pytree_node(cls, flatten, from_aux, flatten_with_keys)
 
 
 def _sequence_with_keys(s):
@@ -237,8 +256,14 @@ def _sequence_with_keys(s):
 register_pytree_node(tuple, lambda t: (list(t), None), lambda _, c: tuple(c),
                      _sequence_with_keys)
 register_pytree_node(list, lambda l: (list(l), None), lambda _, c: list(c), _sequence_with_keys)
-register_pytree_node(dict, _dict_flatten, lambda keys, c: dict(zip(keys, c)),
-                     _dict_flatten_with_keys)
+# As in JAX: a dict's keys are sorted, an OrderedDict's kept in insertion order, and a
+# defaultdict's sorted, with its ``default_factory`` kept in the aux data.
+_register_mapping(dict, _dict_keys, lambda d, keys: keys, lambda keys, c: dict(zip(keys, c)))
+_register_mapping(collections.OrderedDict, tuple, lambda d, keys: keys,
+                  lambda keys, c: collections.OrderedDict(zip(keys, c)))
+_register_mapping(collections.defaultdict, _sorted_keys,
+                  lambda d, keys: (d.default_factory, keys),
+                  lambda aux, c: collections.defaultdict(aux[0], zip(aux[1], c)))
 register_pytree_node(type(None), lambda _: ([], None), lambda _, c: None, lambda _: ([], None))
 
 

@@ -22,6 +22,7 @@ from .reductions import cumsum, reduce_max
 from .shapes import (broadcast_in_dim, canonicalize_axis, expand_dims, reduce_sum, squeeze,
                      transpose)
 from .sorting import top_k
+from .standard import as_array
 from .structural import broadcasted_iota, concatenate, full, slice_in_dim
 
 __all__ = ["reciprocal", "stack", "unstack", "batch_matmul",
@@ -229,9 +230,10 @@ def after_all(*operands):
 
 
 def optimization_barrier(operand, /):
-    """``operand`` (a pytree) unchanged: a barrier only stops XLA moving code across it, and
+    """``operand`` (a pytree) unchanged, its leaves as arrays (a Python scalar weakly typed,
+    as JAX's barrier returns it): a barrier only stops XLA moving code across it, and
     nbjax's compiler does not move code across a function's outputs."""
-    return pytree.tree_map(lambda x: x, operand)
+    return pytree.tree_map(as_array, operand)
 
 
 def stage(x, /):

@@ -2,6 +2,10 @@
 
 Each is a few ``jnp`` operations, written to stay finite where the naive formula overflows:
 ``softplus`` is ``logaddexp(x, 0)``, and ``softmax``/``logsumexp`` subtract the maximum first.
+They are JAX's formulas on the input as given, not converted to a float first, so that the
+result's dtype and weak type, and the errors, are JAX's: ``elu`` of an int32 array is a weakly
+typed float32 (the int meets a Python float), ``sigmoid`` of one raises TypeError (``logistic``
+takes no integers), ``softmax`` of a bool array too (``sub`` takes no bools).
 """
 
 import math
@@ -30,12 +34,17 @@ __all__ = [
 
 
 def _float(name, x):
-    """``x`` as an inexact array (activations of integers are floats)."""
-    check_arraylike(name, x)
-    x = jnp.asarray(x)
+    """``x`` as an inexact array (``logsumexp`` of integers is a float)."""
+    x = _arraylike(name, x)
     if not dtypes.is_inexact(x.dtype):
         x = jnp.astype(x, dtypes.default_float())
     return x
+
+
+def _arraylike(name, x):
+    """``x`` as an array (a Python scalar weakly typed), TypeError if it is not array-like."""
+    check_arraylike(name, x)
+    return jnp.asarray(x)
 
 
 def _zero_outside(inside):
@@ -65,7 +74,7 @@ relu6.defjvps(_zero_outside(lambda x: (x > 0) & (x < 6)))
 
 def sigmoid(x):
     """``1 / (1 + exp(-x))``, the logistic function."""
-    return lax.logistic(_float("sigmoid", x))
+    return lax.logistic(x)
 
 
 def softplus(x):
@@ -75,18 +84,18 @@ def softplus(x):
 
 def log_sigmoid(x):
     """``log(sigmoid(x)) = -softplus(-x)``, finite for very negative ``x``."""
-    return jnp.negative(softplus(jnp.negative(_float("log_sigmoid", x))))
+    return jnp.negative(softplus(jnp.negative(_arraylike("log_sigmoid", x))))
 
 
 def soft_sign(x):
     """``x / (|x| + 1)``."""
-    x = _float("soft_sign", x)
+    x = _arraylike("soft_sign", x)
     return x / (jnp.abs(x) + 1)
 
 
 def silu(x):
     """``x * sigmoid(x)`` (also called swish)."""
-    x = _float("silu", x)
+    x = _arraylike("silu", x)
     return x * sigmoid(x)
 
 
@@ -94,30 +103,32 @@ swish = silu
 
 
 def gelu(x, approximate=True):
-    """Gaussian error linear unit: ``x * Phi(x)``; by default the tanh approximation."""
-    x = _float("gelu", x)
+    """Gaussian error linear unit: ``x * Phi(x)``; by default the tanh approximation. The
+    constants have ``x``'s dtype (a strong one: gelu of a Python float is strongly typed, as
+    in JAX)."""
+    [x] = promote_args_inexact("gelu", x)
     if approximate:
-        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x ** 3))
-        return 0.5 * x * (1 + jnp.tanh(inner))
-    return x * (lax.erf(x / math.sqrt(2)) + 1) / 2
+        sqrt_2_over_pi = np.sqrt(2 / np.pi).astype(x.dtype)
+        return x * (0.5 * (1.0 + jnp.tanh(sqrt_2_over_pi * (x + 0.044715 * x ** 3))))
+    sqrt_half = np.sqrt(0.5).astype(x.dtype)
+    return jnp.asarray(0.5 * x * lax.erfc(-x * sqrt_half), dtype=x.dtype)
 
 
 def elu(x, alpha=1.0):
     """``x`` for positive inputs, ``alpha * (exp(x) - 1)`` otherwise."""
-    x = _float("elu", x)
-    safe = jnp.where(x > 0, 0, x)  # keeps expm1 of large positive x out of the result
+    x = _arraylike("elu", x)
+    safe = jnp.where(x > 0, 0.0, x)  # keeps expm1 of large positive x out of the result
     return jnp.where(x > 0, x, alpha * jnp.expm1(safe))
 
 
 def leaky_relu(x, negative_slope=0.01):
     """``x`` for non-negative inputs, ``negative_slope * x`` otherwise."""
-    x = _float("leaky_relu", x)
+    x = _arraylike("leaky_relu", x)
     return jnp.where(x >= 0, x, negative_slope * x)
 
 
 def celu(x, alpha=1.0):
     """Continuously differentiable ELU: ``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
-    x = _float("celu", x)
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
@@ -139,12 +150,12 @@ def hard_tanh(x):
 
 def hard_sigmoid(x):
     """``relu6(x + 3) / 6``, a piecewise-linear sigmoid."""
-    return relu6(_float("hard_sigmoid", x) + 3.0) / 6.0
+    return relu6(_arraylike("hard_sigmoid", x) + 3.0) / 6.0
 
 
 def hard_silu(x):
     """``x * hard_sigmoid(x)``."""
-    x = _float("hard_silu", x)
+    x = _arraylike("hard_silu", x)
     return x * hard_sigmoid(x)
 
 
@@ -162,31 +173,32 @@ tanh = jnp.tanh
 
 def squareplus(x, b=4):
     """``(x + sqrt(x^2 + b)) / 2``, a smooth ReLU (So, 2021)."""
-    x, b = promote_args_inexact("squareplus", x, b)
+    check_arraylike("squareplus", x, b)
+    x, b = jnp.asarray(x), jnp.asarray(b)
     return (x + jnp.sqrt(jnp.square(x) + b)) / 2
 
 
 def sparse_plus(x):
     """0 below -1, ``(x + 1)^2 / 4`` on ``[-1, 1]``, ``x`` above 1: softplus's sparse twin."""
-    x = _float("sparse_plus", x)
+    x = _arraylike("sparse_plus", x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
 def sparse_sigmoid(x):
     """``clip((x + 1) / 2, 0, 1)``, the derivative of ``sparse_plus``."""
-    return 0.5 * jnp.clip(_float("sparse_sigmoid", x) + 1.0, 0.0, 2.0)
+    return 0.5 * jnp.clip(_arraylike("sparse_sigmoid", x) + 1.0, 0.0, 2.0)
 
 
 def mish(x):
     """``x * tanh(softplus(x))``."""
-    x = _float("mish", x)
+    x = _arraylike("mish", x)
     return x * jnp.tanh(softplus(x))
 
 
 def glu(x, axis=-1):
     """Gated linear unit: the first half of ``x`` along ``axis`` times the sigmoid of the
     second half."""
-    x = _float("glu", x)
+    x = _arraylike("glu", x)
     if x.shape[axis] % 2:
         raise ValueError(f"glu: axis size must be divisible by 2, got {x.shape[axis]}")
     x1, x2 = jnp.split(x, 2, axis)
@@ -197,7 +209,7 @@ def glu(x, axis=-1):
 def log1mexp(x):
     """``log(1 - exp(-x))``: through ``expm1`` for small ``x``, ``log1p`` for large ones
     (Maechler's split at log 2), so neither end loses precision."""
-    x = _float("log1mexp", x)
+    x = _arraylike("log1mexp", x)
     return jnp.where(x < math.log(2.0), jnp.log(-jnp.expm1(-x)), jnp.log1p(-jnp.exp(-x)))
 
 
@@ -217,6 +229,32 @@ def logmeanexp(x, axis=None, where=None, keepdims=False):
 def _as_4d(t):
     t = jnp.asarray(t)
     return jnp.expand_dims(t, tuple(range(4 - t.ndim))) if t.ndim < 4 else t
+
+
+def _check_attention_operand(t, shape, dtype, name):
+    """JAX's checks of a ``dot_product_attention`` operand (after ``_as_4d``): its rank, its
+    dtype (when ``dtype`` is given) and each dimension that ``shape`` fixes (not -1), each a
+    ValueError saying what it should be."""
+    if t is None:
+        return
+    if t.ndim != len(shape):
+        raise ValueError(f"{name} ndim should be {len(shape)}, but got {t.ndim}")
+    if dtype is not None and t.dtype != dtype:
+        raise ValueError(f"{name} dtype should be {dtype}, but got {t.dtype}")
+    if any(want not in (-1, got) for want, got in zip(shape, t.shape)):
+        raise ValueError(f"{name} shape should be {shape}: but got {t.shape}")
+
+
+def _check_attention_operands(q, k, v, bias, mask, q_lengths, kv_lengths):
+    """Value as key, query as key in batch and head size, a boolean mask, int32 lengths
+    per batch element: JAX's checks, before any arithmetic can fail less clearly."""
+    B, S, K, H = k.shape
+    _check_attention_operand(v, [B, S, K, H], k.dtype, "value")
+    _check_attention_operand(q, [B, -1, -1, H], k.dtype, "query")
+    _check_attention_operand(mask, [-1] * 4, np.dtype(bool), "mask")
+    _check_attention_operand(bias, [-1] * 4, None, "bias")
+    _check_attention_operand(q_lengths, [B], np.dtype(np.int32), "query_seq_lengths")
+    _check_attention_operand(kv_lengths, [B], np.dtype(np.int32), "key_value_seq_lengths")
 
 
 def _attention_mask(shape, mask, is_causal, q_lengths, kv_lengths, window):
@@ -256,6 +294,12 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
                          "available in nbjax; use None or 'xla'")
     out_shape = jnp.shape(query)
     q, k, v = _as_4d(query), _as_4d(key), _as_4d(value)
+    bias = None if bias is None else _as_4d(bias)
+    mask = None if mask is None else _as_4d(mask)
+    query_seq_lengths = None if query_seq_lengths is None else jnp.asarray(query_seq_lengths)
+    key_value_seq_lengths = (None if key_value_seq_lengths is None
+                             else jnp.asarray(key_value_seq_lengths))
+    _check_attention_operands(q, k, v, bias, mask, query_seq_lengths, key_value_seq_lengths)
     B, T, N, H = q.shape
     K = k.shape[2]
     if N % K:
@@ -268,11 +312,9 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     logits = logits * jnp.asarray(1.0 / math.sqrt(H) if scale is None else scale,
                                   logits_dtype)
     if bias is not None:
-        logits = (logits + _as_4d(bias)).astype(logits_dtype)
-    keep = _attention_mask(logits.shape, None if mask is None else _as_4d(mask), is_causal,
-                           None if query_seq_lengths is None else jnp.asarray(query_seq_lengths),
-                           None if key_value_seq_lengths is None
-                           else jnp.asarray(key_value_seq_lengths), local_window_size)
+        logits = (logits + bias).astype(logits_dtype)
+    keep = _attention_mask(logits.shape, mask, is_causal, query_seq_lengths,
+                           key_value_seq_lengths, local_window_size)
     if keep is not None:
         large_negative = -0.7 * min(float(jnp.finfo(logits_dtype).max),
                                     float(jnp.finfo(np.float32).max))
@@ -281,7 +323,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     probs = softmax(logits, axis=-1).astype(k.dtype)
     encoded = jnp.einsum("BNTS,BSNH->BTNH", probs, v)
     if query_seq_lengths is not None:
-        rows = jnp.arange(T)[None, :] < jnp.asarray(query_seq_lengths)[:, None]
+        rows = jnp.arange(T)[None, :] < query_seq_lengths[:, None]
         encoded = encoded * rows[:, :, None, None].astype(encoded.dtype)
     encoded = jnp.reshape(encoded, out_shape)
     if not return_residual:
@@ -294,7 +336,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
 
 def _shifted(x, axis, where):
     """``x - max(x)`` along ``axis`` (the max over ``where`` only), so exp cannot overflow."""
-    x = _float("softmax", x)
+    x = _arraylike("softmax", x)
     x_max = jnp.max(x, axis, keepdims=True, where=where, initial=-np.inf)
     return x - lax.stop_gradient(x_max)  # the shift cancels out: it needs no derivative
 
@@ -355,16 +397,17 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
     """``(x - mean) / sqrt(variance + epsilon)`` along ``axis`` (statistics computed when
     not given). The variance: ``algorithm="fast"`` ``E[x^2] - E[x]^2`` (JAX's default, one
     pass, which cancels catastrophically when the mean is large), ``"stable"``
-    ``E[(x - E[x])^2]``."""
-    x = _float("standardize", x)
+    ``E[(x - E[x])^2]``; the fast one is clipped at 0 (so complex ``x`` raises ValueError,
+    as in JAX)."""
+    x = _arraylike("standardize", x)
     if mean is None:
         mean = jnp.mean(x, axis, keepdims=True, where=where)
     if variance is None:
         if algorithm == "stable":
             variance = jnp.mean(jnp.square(x - mean), axis, keepdims=True, where=where)
         elif algorithm == "fast":
-            variance = jnp.mean(jnp.square(x), axis, keepdims=True, where=where) - \
-                jnp.square(mean)
+            variance = jnp.clip(jnp.mean(jnp.square(x), axis, keepdims=True, where=where)
+                                - jnp.square(mean), 0)
         else:
             raise ValueError(f"Unknown algorithm {algorithm!r}. Expected 'fast' or 'stable'.")
     return (x - mean) * lax.rsqrt(variance + epsilon)
