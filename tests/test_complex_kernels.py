@@ -137,35 +137,65 @@ def test_binary_functions_are_kernels(name, shapes, x64):
                  rtol=8 * _tolerance(dtype), err_msg=name)
 
 
-@pytest.mark.parametrize("name", sorted(UNARY))
-def test_unary_functions_agree_with_the_reference_backend_on_special_values(name):
-    """Infinities, NaNs, signed zeros and huge parts: where the reference (NumPy's C99
-    functions) gives a number, so does the compiled code, the same one (to rounding), for
-    the cases the rules handle: exp of inf + 0i, sin and cosh of a zero part times an
-    overflowing one, sqrt of x + inf i..."""
-    if name in ("tan", "tanh", "cube", "inverse square"):
-        pytest.skip("C99's special cases of tan and tanh and overflowing powers are not "
-                    "followed (nor by XLA)")
-    if name in ("sum", "cumsum", "reverse", "transpose", "pad", "widened"):
-        pytest.skip("not element-wise arithmetic")
-    parts = [0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, np.nan, 1e30, 100.0]
-    z = np.array([complex(a, b) for a in parts for b in parts], np.complex64)
-    cpu, ref = cpu_and_reference(UNARY[name][0], z)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # (NumPy's invalid-value warnings, in the reference)
-        (out,), (want,) = cpu.run(z), ref.run(z)
-    out, want = np.asarray(out), np.asarray(want)
-    finite_input = np.isfinite(z)
-    if name in ("sin", "cos", "sinh", "cosh", "exp"):
-        # (a product where one factor overflows and the other is tiny but not zero: C
-        # libraries scale it, the rules do not: 1e-30 * cosh(100) in float32)
-        finite_input &= ~((np.abs(z.real) >= 100) | (np.abs(z.imag) >= 100)) | (
-            (z.real == 0) | (z.imag == 0))
-    for got, expect in ([out.real, want.real], [out.imag, want.imag]) if \
-            np.iscomplexobj(want) else ([out, want],):
-        got, expect = got[finite_input], expect[finite_input]
-        same = np.isclose(got, expect, rtol=1e-5, atol=0) | (np.isnan(got) & np.isnan(expect))
-        assert same.all(), (name, z[finite_input][~same], got[~same], expect[~same])
+def _special_values(dtype):
+    """Every pair of these parts: zeros of both signs, +-1, +-inf, NaN, huge and tiny ones."""
+    huge, tiny = (1e30, 1e-30) if np.dtype(dtype) == np.complex64 else (1e300, 1e-300)
+    parts = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, huge, -huge, tiny, -tiny, 2.5]
+    return np.array([complex(a, b) for a in parts for b in parts], dtype)
+
+
+def _assert_same_special_values(got, want, scale, rtol, name):
+    """NaNs where the reference has them, infinities of its signs, finite values within
+    ``rtol`` of ``scale`` (the operands' size) or of the value."""
+    got, want = [x.astype(np.float32) if x.dtype == bool else x for x in (got, want)]
+    for g, w in ((got.real, want.real), (got.imag, want.imag)) if np.iscomplexobj(want) \
+            else ((got, want),):
+        finite = np.isfinite(w)
+        tolerance = rtol * np.maximum(np.abs(w), np.where(np.isfinite(scale), scale, 0))
+        same = np.where(finite, np.abs(g - w) <= tolerance,
+                        (np.isnan(g) & np.isnan(w)) | (g == w))
+        assert same.all(), (name, got[~same], want[~same])
+
+
+ELEMENTWISE = sorted(set(UNARY) - {"sum", "cumsum", "reverse", "transpose", "pad", "widened"})
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["complex64", "complex128"])
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_unary_functions_agree_with_the_reference_backend_on_special_values(name, x64):
+    """Infinities, NaNs, signed zeros, huge and tiny parts: the compiled rules give the
+    reference's values (C99's special cases, as glibc computes them for NumPy): exp, sinh and
+    tanh of +-inf + NaN i, asin and acos of inf + inf i, atanh of 1 + 1e-30i..."""
+    dtype = np.complex128 if x64 else np.complex64
+    with nbjax.enable_x64(x64):
+        z = _special_values(dtype)
+        if name == "log1p":  # (the reference's log(1 + z) rounds a tiny z away; the rule
+            z = z[~(np.abs(z) < 1e-20)]  # is accurate there, as JAX's log1p)
+        cpu, ref = cpu_and_reference(UNARY[name][0], z)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (NumPy's invalid-value warnings, in the reference)
+            (out,), (want,) = cpu.run(z), ref.run(z)
+    _assert_same_special_values(np.asarray(out), np.asarray(want), 0,
+                                8 * _tolerance(dtype), name)
+
+
+@pytest.mark.parametrize("x64", [False, True], ids=["complex64", "complex128"])
+@pytest.mark.parametrize("name", ["mul", "div"])
+def test_products_and_quotients_agree_with_the_reference_backend_on_special_values(name, x64):
+    """Every pair of special values: a product's parts are NumPy's (one product fused into
+    each sum), so a part whose other product overflows is infinite, not NaN."""
+    dtype = np.complex128 if x64 else np.complex64
+    with nbjax.enable_x64(x64):
+        z = _special_values(dtype)
+        a, b = np.repeat(z, z.size), np.tile(z, z.size)
+        cpu, ref = cpu_and_reference(BINARY[name][0], a, b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (out,), (want,) = cpu.run(a, b), ref.run(a, b)
+    with np.errstate(all="ignore"):
+        scale = np.abs(a) * np.abs(b) if name == "mul" else np.abs(a) / np.abs(b)
+    _assert_same_special_values(np.asarray(out), np.asarray(want), scale,
+                                8 * _tolerance(dtype), name)
 
 
 def test_powers_as_numpy_computes_them():

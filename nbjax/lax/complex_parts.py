@@ -12,8 +12,9 @@ A rule takes the operands of the equation, each complex one as its ``Parts``, th
 as they are, with the equation's params, and returns ``Parts`` (a complex result) or an
 array (a real one). The formulas are NumPy's where NumPy's are more than the schoolbook
 ones (division by Smith's method, ``abs`` without overflow), so compiled results agree with
-the reference backend to rounding on finite numbers; at infinities and NaNs they follow C99
-where a ``select`` can (``exp`` of ``inf + 0i``, ``sqrt`` of ``x + inf i``), not everywhere.
+the reference backend to rounding on finite numbers; at infinities and NaNs they give the
+reference's values, C99's special cases (Annex G, as glibc computes them), each a ``select``
+after the formula, so that finite numbers pay a few selects for them and no branch.
 Primitives without a rule (products, maxima and minima of all elements) stay steps on the
 reference backend, as before.
 """
@@ -26,15 +27,16 @@ from ..core import Primitive, ShapedArray, get_aval
 from ..core import dtypes
 from .elementwise import (abs_p, add, add_p, bitcast_convert_type, complex_p, conj_p,
                           convert_element_type, convert_element_type_p, div, div_p, eq, eq_p,
-                          floor, ge, gt, imag_p, integer_pow_p, lt, max, max_p, min, min_p,
-                          mul, mul_p, ne, ne_p, neg, neg_p, power_by_squaring, real_p, rem,
-                          select, select_n_p, sign_p, square_p, sub, sub_p)
-from .elementwise import bitwise_and as and_, bitwise_or as or_
+                          floor, ge, gt, imag_p, integer_pow_p, is_finite, lt, max, max_p, min,
+                          min_p, mul, mul_p, ne, ne_p, neg, neg_p, power_by_squaring, real_p,
+                          rem, select, select_n_p, sign_p, square_p, sub, sub_p)
+from .elementwise import bitwise_and as and_, bitwise_not as not_, bitwise_or as or_
 from .gather_scatter import GatherScatterMode, default_fill_value, gather_p
 from .reductions import cumsum_p
 from .shapes import (broadcast_in_dim, broadcast_in_dim_p, reduce_sum_p, reshape_p,
                      squeeze_p, transpose_p)
 from .slicing import dynamic_slice_p, dynamic_update_slice_p
+from .special import fma
 from .standard import array_module_lowering
 from .structural import concatenate, concatenate_p, index_in_dim, pad_p, rev_p, slice_p
 from .transcendental import (acos_p, acosh_p, asin_p, asinh, asinh_p, atan2, atan_p, atanh_p,
@@ -168,6 +170,24 @@ def _is_inf(x):
     return eq(abs_p.bind(x), _c(np.inf, x))
 
 
+def _is_nan(x):
+    return ne(x, x)
+
+
+def _not_finite(x):
+    return not_(is_finite(x))
+
+
+def _finite(z):
+    """Whether both parts of ``z`` are finite."""
+    return and_(is_finite(z.re), is_finite(z.im))
+
+
+def _signed_zero(x):
+    """``x * 0``: a zero of ``x``'s sign where ``x`` is finite, NaN where it is not."""
+    return mul(x, _c(0, x))
+
+
 def _sign_bit(x):
     """Whether ``x``'s sign bit is set (-0.0 and negative NaNs included)."""
     bits = np.dtype(f"int{8 * get_aval(x).dtype.itemsize}")
@@ -189,8 +209,12 @@ def _hypot(x, y):
 
 
 def _mul(z, w):
+    """Each part as NumPy's vector loop (and XLA on the CPU) computes it: one product rounded,
+    the other fused with the sum (``fma``). So the bits are NumPy's, and a part whose unfused
+    product overflows is the other product's infinity, not NaN: ``(1e30 + inf i)(1e30 +
+    1e30 i)`` in complex64 is ``-inf + inf i``, as ``1e30 * 1e30 - inf`` is exactly."""
     (a, b), (c, d) = z, w
-    return Parts(sub(mul(a, c), mul(b, d)), add(mul(a, d), mul(b, c)))
+    return Parts(fma(a, c, neg(mul(b, d))), fma(a, d, mul(b, c)))
 
 
 def _div(z, w):
@@ -219,8 +243,13 @@ def _exp(z):
     a, b = z
     half = exp(mul(a, _c(0.5, a)))
     # exp(x + 0i) is exp(x) + 0i even where exp(x) is infinite (inf * sin(0) is NaN).
-    return Parts(mul(mul(half, cos(b)), half),
-                 _select(_is_zero(b), b, mul(mul(half, sin(b)), half)))
+    value = Parts(mul(mul(half, cos(b)), half),
+                  _select(_is_zero(b), b, mul(mul(half, sin(b)), half)))
+    # C99: exp(+inf + yi) for an infinite or NaN y is inf + NaN i; exp(-inf + yi), 0 + 0i.
+    grows = gt(a, _c(0, a))
+    limit = Parts(_select(grows, _c(np.inf, a), _c(0, a)),
+                  _select(grows, _c(np.nan, b), _copysign(_c(0, b), b)))
+    return _choose(and_(_is_inf(a), _not_finite(b)), limit, value)
 
 
 def _log(z):
@@ -248,37 +277,44 @@ def _sqrt(z):
     return Parts(_select(infinite, _c(np.inf, a), re), _select(infinite, b, im))
 
 
-# In the products of sin, cos, sinh and cosh, a factor that is zero (sin 0, sinh 0) makes a
-# zero of the product's sign even where the other factor has overflowed: sin(1e30 i) is
-# 0 + inf i (0 * cosh(1e30) would be NaN), as in C99.
+# In the products of sinh and cosh, a factor that is zero (sinh 0, sin 0) makes a zero of the
+# product's sign even where the other factor has overflowed: sinh(1e30 + 0i) is inf + 0i
+# (cosh(1e30) * 0 would be NaN), as in C99. Where b is infinite or NaN, C99's values: sinh
+# and cosh of +-inf + bi are inf + NaN i; sinh(+-0 + bi) is +-0 + NaN i, cosh(+-0 + bi)
+# NaN + 0i. sin z = -i sinh(iz) and cos z = cosh(iz), as C99 defines them.
 
-def _sin(z):
+def _sinh(z, infinity=np.inf):
+    """``infinity``: the real part at +-inf + bi for an infinite or NaN b, whose sign C99
+    leaves open (glibc: +inf for sinh; for sin, whose imaginary part it is, -inf)."""
     a, b = z
-    return Parts(_select(_is_zero(a), a, mul(sin(a), cosh(b))),
-                 _select(_is_zero(b), mul(b, sign_p.bind(cos(a))), mul(cos(a), sinh(b))))
-
-
-def _cos(z):
-    a, b = z
-    return Parts(mul(cos(a), cosh(b)),
-                 neg(_select(_is_zero(a), mul(a, sign_p.bind(b)), mul(sin(a), sinh(b)))))
-
-
-def _sinh(z):
-    a, b = z
-    return Parts(_select(_is_zero(a), mul(a, sign_p.bind(cos(b))), mul(sinh(a), cos(b))),
+    not_finite_b = _not_finite(b)
+    re = _select(_is_zero(a), _select(lt(cos(b), _c(0, b)), neg(a), a), mul(sinh(a), cos(b)))
+    return Parts(_select(and_(_is_inf(a), not_finite_b), _c(infinity, a), re),
                  _select(_is_zero(b), b, mul(cosh(a), sin(b))))
 
 
 def _cosh(z):
     a, b = z
-    return Parts(mul(cosh(a), cos(b)),
-                 _select(_is_zero(b), mul(b, sign_p.bind(a)), mul(sinh(a), sin(b))))
+    not_finite_b = _not_finite(b)
+    im = _select(_is_zero(b), _select(_is_nan(a), b, mul(b, sign_p.bind(a))),
+                 mul(sinh(a), sin(b)))
+    return Parts(_select(and_(_is_inf(a), not_finite_b), _c(np.inf, a), mul(cosh(a), cos(b))),
+                 _select(and_(_is_zero(a), not_finite_b), _c(0, b), im))
+
+
+def _sin(z):
+    return _times_minus_i(_sinh(_times_i(z), -np.inf))
+
+
+def _cos(z):
+    return _cosh(_times_i(z))
 
 
 def _tanh(z):
     """Kahan's formula (as C libraries' ctanh); past a real part where tanh is +-1 to
-    working precision, the limits (so that sinh(a)^2 never overflows)."""
+    working precision, the limits (so that sinh(a)^2 never overflows). The imaginary part
+    of tanh(a + 0i) is that zero, a NaN included. Where b is infinite or NaN, C99's values:
+    +-1 + 0i (the zero of b's sign) at a = +-inf, a + NaN i at a = +-0, else NaN + NaN i."""
     a, b = z
     t, s = tan(b), sinh(a)
     beta = add(_c(1, t), mul(t, t))
@@ -286,15 +322,18 @@ def _tanh(z):
     den = add(_c(1, s), mul(beta, mul(s, s)))
     far = gt(abs_p.bind(a), _c(12 if get_aval(a).dtype.itemsize == 4 else 22, a))
     tail = mul(mul(_c(4, b), mul(sin(b), cos(b))), exp(mul(_c(-2, a), abs_p.bind(a))))
-    return Parts(_select(far, sign_p.bind(a), div(mul(beta, mul(rho, s)), den)),
-                 _select(far, tail, div(t, den)))
+    not_finite_b, infinite_a = _not_finite(b), _is_inf(a)
+    re = _select(far, sign_p.bind(a), div(mul(beta, mul(rho, s)), den))
+    im = _select(_is_zero(b), b, _select(far, tail, div(t, den)))
+    return Parts(
+        _select(and_(not_finite_b, not_(infinite_a)),
+                _select(_is_zero(a), a, _c(np.nan, a)), re),
+        _select(and_(not_finite_b, infinite_a), _copysign(_c(0, b), b), im))
 
 
 def _tan(z):
     """tan z = -i tanh(i z)."""
-    a, b = z
-    p, q = _tanh(Parts(neg(b), a))
-    return Parts(q, neg(p))
+    return _times_minus_i(_tanh(_times_i(z)))
 
 
 def _expm1(z):
@@ -413,17 +452,46 @@ def _conj_times(z, w):
 
 def _asin(z):
     s, t = _sqrt(_one_minus(z)), _sqrt(_one_plus(z))
-    return Parts(atan2(z.re, _mul(s, t).re), asinh(_conj_times(s, t).im))
+    return _choose(_finite(z), Parts(atan2(z.re, _mul(s, t).re), asinh(_conj_times(s, t).im)),
+                   _asin_of_non_finite(z))
 
 
 def _acos(z):
     s, t = _sqrt(_one_minus(z)), _sqrt(_one_plus(z))
-    return Parts(mul(_c(2, z.re), atan2(s.re, t.re)), asinh(_conj_times(t, s).im))
+    return _choose(_finite(z), Parts(mul(_c(2, z.re), atan2(s.re, t.re)),
+                                     asinh(_conj_times(t, s).im)),
+                   _acos_of_non_finite(z))
 
 
 def _acosh(z):
+    """At a non-finite z, +-i acos z, the sign that makes the real part (the +-inf) +inf:
+    -i where the imaginary part's sign bit is set."""
     s, t = _sqrt(Parts(sub(z.re, _c(1, z.re)), z.im)), _sqrt(_one_plus(z))
-    return Parts(asinh(_conj_times(s, t).re), mul(_c(2, z.re), atan2(s.im, t.re)))
+    special = _acos_of_non_finite(z)
+    special = _choose(_sign_bit(z.im), _times_minus_i(special), _times_i(special))
+    return _choose(_finite(z), Parts(asinh(_conj_times(s, t).re),
+                                     mul(_c(2, z.re), atan2(s.im, t.re))), special)
+
+
+def _asin_of_non_finite(z):
+    """C99's asin (as -i asinh(iz), the values glibc gives) where a part is infinite or NaN:
+    at x = +-inf, +-pi/4 (y infinite), +-pi/2 (finite) or NaN (NaN), with x's sign, + i inf
+    with y's; else x's zero + yi where y is infinite, or x is 0 and y NaN; else NaN + NaN i
+    but for an infinite y."""
+    x, y = z
+    infinite_x, infinite_y = _is_inf(x), _is_inf(y)
+    angle = _select(infinite_y, _c(np.pi / 4, y), add(_c(np.pi / 2, y), _signed_zero(y)))
+    nan = _c(np.nan, x)
+    return Parts(_select(infinite_x, _copysign(angle, x),
+                         _select(or_(infinite_y, _is_zero(x)), _signed_zero(x), nan)),
+                 _select(infinite_x, _copysign(_c(np.inf, y), y),
+                         _select(is_finite(y), nan, y)))
+
+
+def _acos_of_non_finite(z):
+    """acos z = pi/2 - asin z, as glibc computes it where a part is infinite or NaN."""
+    re, im = _asin_of_non_finite(z)
+    return Parts(sub(_c(np.pi / 2, re), re), neg(im))
 
 
 def _times_i(z):
@@ -442,15 +510,25 @@ def _asinh(z):
 def _atanh(z):
     """Re = log1p(4a / ((1-a)^2 + b^2)) / 4 for a >= 0 (odd in a), its lengths divided by
     s = max(|a|, |b|, 1) so that no square overflows (no cancellation near 0, none between
-    two large logarithms);
+    two large logarithms); where the squares underflow (a = +-1 exactly, |b| tiny), the
+    quotient 4 / b^2 may overflow, and 1 + it rounds to it: Re = log(q), q = sqrt(2 / |b|).
     Im = (atan2(b, 1+a) + atan2(b, 1-a)) / 2, two angles of one sign."""
     a, b = z
     size = abs_p.bind(a)  # (Re is odd in a: computed for |a|, where log1p's argument >= 0)
     s = max(max(size, abs_p.bind(b)), _c(1, a))
     b_s, below = div(b, s), div(sub(_c(1, a), size), s)
-    ratio = div(div(mul(_c(4, a), div(size, s)), s), add(mul(below, below), mul(b_s, b_s)))
-    return Parts(_copysign(mul(_c(0.25, a), log1p(ratio)), a),
-                 mul(_c(0.5, a), add(atan2(b, add(_c(1, a), a)), atan2(b, sub(_c(1, a), a)))))
+    squares = add(mul(below, below), mul(b_s, b_s))
+    ratio = div(div(mul(_c(4, a), div(size, s)), s), squares)
+    tiny = lt(squares, _c(2.0 ** (-120 if get_aval(a).dtype.itemsize == 4 else -1000), a))
+    q = div(_c(np.sqrt(2), b), sqrt(abs_p.bind(b)))
+    re = mul(_select(tiny, _c(1, a), _c(0.25, a)), log1p(_select(tiny, q, ratio)))
+    im = mul(_c(0.5, a), add(atan2(b, add(_c(1, a), a)), atan2(b, sub(_c(1, a), a))))
+    # C99: a zero of a's sign where a part is infinite or a is 0 (b NaN); pi/2 of b's sign
+    # where b is infinite (a NaN too).
+    infinite_b = _is_inf(b)
+    on_an_axis = or_(or_(_is_inf(a), infinite_b), _is_zero(a))
+    return Parts(_copysign(_select(on_an_axis, _c(0, a), re), a),
+                 _select(infinite_b, _copysign(_c(np.pi / 2, b), b), im))
 
 
 def _atan(z):
