@@ -101,6 +101,7 @@ def test_a_known_primal_converts_to_bool_int_and_index_under_autodiff():
     (lambda x: [0, 1][x], ONES[0], TypeError, "Only integer scalar arrays"),
     (lambda x: [0, 1][x], np.arange(2), TypeError, "Only integer scalar arrays"),
     (lambda x: [0, 1][x], np.int32(1), TracerIntegerConversionError, "__index__"),
+    (lambda x: len(x.tobytes()), ONES, ConcretizationTypeError, "tobytes"),
 ])
 def test_conversions_of_traced_values_fail_as_in_jax(convert, x, error, message):
     with pytest.raises(error, match=message):

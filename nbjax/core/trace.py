@@ -208,6 +208,9 @@ class Tracer:
     def tolist(self):
         raise ConcretizationTypeError(_concretization_message(self, "Attempted tolist()"))
 
+    def tobytes(self, order="C"):
+        raise ConcretizationTypeError(_concretization_message(self, "Attempted tobytes()"))
+
     def __array__(self, *args, **kwargs):
         raise TracerArrayConversionError(
             f"The numpy.ndarray conversion method __array__() was called on a traced array "
