@@ -200,8 +200,9 @@ def test_products_and_quotients_agree_with_the_reference_backend_on_special_valu
 
 def test_powers_as_numpy_computes_them():
     """Integral real exponents under 100 by repeated squaring (negative ones divide), 0 to
-    a positive real power 0, anything to the power 0 one, 0 to any other power NaN, the
-    rest exp(y log x); an integer exponent array is converted to the base's type."""
+    a positive real power 0, anything to the power 0 one, 0 to any other power NaN (JAX's
+    rule, where NumPy 2 gives 0 for any positive real part), the rest exp(y log x); an
+    integer exponent array is converted to the base's type."""
     x, y = _complex((40,), np.complex64), _complex((40,), np.complex64)
     y[:12] = np.arange(-6, 6)
     y[12:14] = [99, -99]
@@ -209,6 +210,8 @@ def test_powers_as_numpy_computes_them():
     y[18] = 0
     x[19] = np.nan
     y[19] = 0
+    x[20:22], y[20:22] = 0, [1 + 1j, 2.5 - 1j]
+    assert np.isnan(np.asarray(lax.pow(x[20:22], y[20:22]))).all()
     ints = np.arange(-20, 20, dtype=np.int32)
     for fn, args in ((lax.pow, (x, y)), (lambda a: lax.pow(a, ints), (x,))):
         cpu, ref = cpu_and_reference(fn, *args)

@@ -219,6 +219,12 @@ def _pow_impl(x, y):
     if np.issubdtype(x.dtype, np.floating):
         # NumPy computes x ** 0.5 as sqrt(x); C's pow (and XLA) give +inf at -inf and +0 at -0.
         out = np.where((y == 0.5) & ((x == 0) | np.isneginf(x)), np.abs(x), out)
+    elif np.issubdtype(x.dtype, np.complexfloating):
+        # NumPy 2 gives 0 ** y = 0 wherever Re(y) > 0; JAX (XLA) only for a positive real y,
+        # NaN otherwise, as the compiled rule does.
+        positive_real = (y.imag == 0) & (y.real > 0)
+        out = np.where((x == 0) & (y != 0) & ~positive_real, np.array(complex(np.nan, np.nan),
+                                                                      x.dtype), out)
     return out
 
 
