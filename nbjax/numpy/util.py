@@ -69,18 +69,25 @@ def _converted(x, dtype, weak):
     operands of a promotion; ``convert_element_type`` would canonicalize ``dtype`` again
     to find that out). A Python scalar of ``dtype``'s kind (``x + 1.0``, ``x > 0``), or an
     int that ``dtype`` holds exactly (``1 / x``), is made at ``dtype`` and ``weak`` at once
-    (the same value), rather than made weak and then converted."""
+    (the same value), rather than made weak and then converted; so is a NumPy scalar of
+    ``dtype`` (``w[i, j] * x``, ``w`` a NumPy array), without the checks of ``to_array``."""
     if is_python_scalar(x):
         own = dtypes.python_scalar_dtype(x)[0]
         if own == dtype or type(x) is int and _holds_exactly(dtype, scalar_in_range(x, own)):
-            value = np.array(scalar_in_range(x, dtype), dtype)
-            value.flags.writeable = False
-            return host_result(value, ShapedArray((), dtype, weak))
+            return _scalar_array(scalar_in_range(x, dtype), dtype, weak)
+    elif isinstance(x, np.generic) and x.dtype == dtype and not weak:
+        return _scalar_array(x, dtype, weak)
     x = to_array(x)
     aval = get_aval(x)
     if aval.dtype == dtype and aval.weak_type == weak:
         return x
     return lax.convert_element_type(x, dtype, weak_type=weak)
+
+
+def _scalar_array(value, dtype, weak):
+    value = np.array(value, dtype)
+    value.flags.writeable = False
+    return host_result(value, ShapedArray((), dtype, weak))
 
 
 def _holds_exactly(dtype, n):
