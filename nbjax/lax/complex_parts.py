@@ -23,13 +23,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core import Primitive, ShapedArray, get_aval
+from ..core import Array, Primitive, ShapedArray, get_aval
 from ..core import dtypes
 from .elementwise import (abs_p, add, add_p, bitcast_convert_type, complex_p, conj_p,
                           convert_element_type, convert_element_type_p, div, div_p, eq, eq_p,
-                          floor, ge, gt, imag_p, integer_pow_p, is_finite, lt, max, max_p, min,
-                          min_p, mul, mul_p, ne, ne_p, neg, neg_p, power_by_squaring, real_p,
-                          rem, select, select_n_p, sign_p, square_p, sub, sub_p)
+                          ge, gt, imag_p, integer_pow_p, is_finite, lt, max, max_p, min, min_p,
+                          mul, mul_p, ne, ne_p, neg, neg_p, power_by_squaring, real_p, select,
+                          select_n_p, sign_p, square_p, sub, sub_p)
 from .elementwise import bitwise_and as and_, bitwise_not as not_, bitwise_or as or_
 from .gather_scatter import GatherScatterMode, default_fill_value, gather_p
 from .reductions import cumsum_p
@@ -43,6 +43,7 @@ from .transcendental import (acos_p, acosh_p, asin_p, asinh, asinh_p, atan2, ata
                              cos, cos_p, cosh, cosh_p, exp, exp2_p, exp_p, expm1, expm1_p, log,
                              log1p, log1p_p, log_p, pow_p, rsqrt_p, sin, sin_p, sinh, sinh_p,
                              sqrt, sqrt_p, tan, tan_p, tanh_p)
+from .transcendental import pow as power
 
 __all__ = ["Parts", "PairedParts", "complex_as_floats", "complex_as_floats_p",
            "floats_as_complex", "floats_as_complex_p", "split", "join"]
@@ -139,8 +140,24 @@ def complex_parts_lowering(prim, rule):
 # --- helpers -------------------------------------------------------------------------------
 
 def _c(value, like):
-    """A rank-0 constant of ``like``'s dtype (it broadcasts in lax's element-wise ops)."""
-    return np.asarray(value, get_aval(like).dtype)
+    """A rank-0 constant of ``like``'s dtype (it broadcasts in lax's element-wise ops): an
+    Array of that type, which a NumPy value would not keep for float64 with x64 off (some
+    float32 values are computed in float64: ``_rounded_once``)."""
+    dtype = get_aval(like).dtype
+    return Array.wrap(np.asarray(value, dtype), ShapedArray((), dtype, False))
+
+
+def _rounded_once(fn, *args):
+    """``fn(*args)`` for float32 operands computed in float64 and rounded once, as the
+    reference computes those values (``transcendental._rounded_once``), so that the two
+    agree to the last bit where a last bit matters: a power's phase may be a huge multiple
+    of ``arg x`` or ``log|x|``, and log1p's real part is summed from exact squares."""
+    dtype = get_aval(args[0]).dtype
+    if dtype == dtypes.float64:
+        return fn(*args)
+    wide = [convert_element_type_p.bind(x, new_dtype=dtypes.float64, weak_type=False)
+            for x in args]
+    return convert_element_type_p.bind(fn(*wide), new_dtype=dtype, weak_type=False)
 
 
 def _select(pred, on_true, on_false):
@@ -345,13 +362,49 @@ def _expm1(z):
 
 
 def _log1p(z):
-    """log|1 + z| = log1p(2a + a^2 + b^2) / 2, accurate for small z; far from 0 (where the
-    squares could overflow), log of the modulus of 1 + z."""
+    """log|1 + z| + i arg(1 + z) by the reference's formulas (``transcendental.
+    _complex_log1p``, which says why): log1p(2a + a^2 + b^2) / 2, the sum to twice the
+    working precision, but near z = -1, at large z (halved, so that it cannot overflow) and
+    at infinities and NaNs (C99's values), the log of hypot(1 + a, b)."""
     a, b = z
     one_plus = add(_c(1, a), a)
-    small = lt(max(abs_p.bind(a), abs_p.bind(b)), _c(0.5, a))
-    near = mul(_c(0.5, a), log1p(add(mul(a, add(_c(2, a), a)), mul(b, b))))
-    return Parts(_select(small, near, log(_hypot(one_plus, b))), atan2(b, one_plus))
+    large = gt(max(abs_p.bind(a), abs_p.bind(b)),
+               _c(1e152 if get_aval(a).dtype == dtypes.float64 else 1e17, a))
+    half = _select(large, _c(0.5, a), _c(1, a))
+    far = add(log(_hypot(mul(half, one_plus), mul(half, b))),
+              _select(large, _c(np.log(2), a), _c(0, a)))
+    near_zero = mul(_c(0.5, a), log1p(_two_a_plus_squares(a, b)))
+    use_near_zero = and_(ge(add(abs_p.bind(one_plus), abs_p.bind(b)), _c(0.2, a)), not_(large))
+    return Parts(_select(use_near_zero, near_zero, far), atan2(b, one_plus))
+
+
+def _two_a_plus_squares(a, b):
+    """2a + a^2 + b^2, which cancels where |1 + a + bi| is near 1, to twice the working
+    precision (``_exact_sum``): float64 squares as Dekker's products (the rounded product
+    and its error, by ``fma``; below 1e152, where they cannot overflow); float32 ones are
+    exact in float64, and summed there (below 1e17, where the sum fits a float32)."""
+    if get_aval(a).dtype == dtypes.float64:
+        return _exact_sum(add(a, a), *_exact_square(a), *_exact_square(b))
+    return _rounded_once(lambda a, b: _exact_sum(add(a, a), mul(a, a), mul(b, b)), a, b)
+
+
+def _exact_square(x):
+    """x * x as the rounded product and its rounding error (exact: ``fma``)."""
+    square = mul(x, x)
+    return square, fma(x, x, neg(square))
+
+
+def _exact_sum(*terms):
+    """The sum of ``terms`` to about twice the working precision, as the reference's
+    ``transcendental._exact_sum``: each addition's rounding error (Knuth's two-sum) is
+    collected and added once at the end."""
+    total, errors = terms[0], None
+    for term in terms[1:]:
+        new = add(total, term)
+        back = sub(new, total)
+        error = add(sub(total, sub(new, back)), sub(term, back))
+        errors, total = error if errors is None else add(errors, error), new
+    return add(total, errors)
 
 
 def _sign(z):
@@ -390,28 +443,27 @@ def _exp2(z):
 
 
 def _pow(x, y):
-    """x^y as NumPy: 1 for y = 0; at x = 0, 0 for a positive real y, else NaN; for an
-    integral real y under 100 in magnitude, repeated squaring (a negative one divides 1 by
-    it); else exp(y log x). An integer y is converted to x's type first, as XLA does."""
+    """XLA's complex power, as the reference computes it (``transcendental._complex_pow``,
+    whose docstring says why): |x|^c e^(-d arg x) (cos q + i sin q), q = c arg x + d log|x|,
+    and 1 at y = 0 or x = 1, 0 at x = 0 for a positive real y, inf or 0 at x = +inf for a
+    real y > 0 or < 0. An integer y is converted to x's type first, as XLA does."""
     if not isinstance(y, Parts):
         y = Parts(convert_element_type(y, get_aval(x.re).dtype), _zeros(x.re))
     x, y = [Parts(*[_broadcast_to(p, _shape_of(x, y)) for p in z]) for z in (x, y)]
-    general = _exp(_mul(y, _log(x)))
-    magnitude = abs_p.bind(y.re)
-    integral = and_(and_(_is_zero(y.im), eq(floor(y.re), y.re)), lt(magnitude, _c(100, magnitude)))
-    count = _select(integral, magnitude, _c(0, magnitude))
-    power, square = _ones(x.re), x
-    for bit in range(7):  # (|y| < 100 < 2^7)
-        has_bit = eq(rem(floor(mul(count, _c(0.5 ** bit, count))), _c(2, count)), _c(1, count))
-        power = _choose(has_bit, _mul(power, square), power)
-        square = _mul(square, square)
-    power = _choose(lt(y.re, _c(0, y.re)), _div(_ones(x.re), power), power)
-    result = _choose(integral, power, general)
-    x_zero, y_zero = and_(_is_zero(x.re), _is_zero(x.im)), and_(_is_zero(y.re), _is_zero(y.im))
-    nan = broadcast_in_dim(_c(np.nan, x.re), get_aval(x.re).shape, ())
-    at_zero = _choose(and_(gt(y.re, _c(0, y.re)), _is_zero(y.im)),
-                      Parts(_zeros(x.re), _zeros(x.re)), Parts(nan, nan))
-    return _choose(y_zero, _ones(x.re), _choose(x_zero, at_zero, result))
+    (a, b), (c, d) = x, y
+    modulus = _rounded_once(_hypot, a, b)
+    angle, log_modulus = _rounded_once(atan2, b, a), _rounded_once(log, modulus)
+    size = mul(power(modulus, c), exp(mul(neg(d), angle)))
+    q = add(mul(c, angle), mul(d, log_modulus))
+    value = Parts(mul(size, cos(q)), mul(size, sin(q)))
+    real_y, real_x = _is_zero(d), _is_zero(b)
+    infinite_x = and_(eq(a, _c(np.inf, a)), and_(real_x, real_y))
+    one = or_(and_(_is_zero(c), real_y), and_(eq(a, _c(1, a)), real_x))
+    zero = or_(and_(and_(_is_zero(modulus), real_y), gt(c, _c(0, c))),
+               and_(infinite_x, lt(c, _c(0, c))))
+    infinite = and_(infinite_x, gt(c, _c(0, c)))
+    exact = Parts(_select(one, _c(1, a), _select(zero, _c(0, a), _c(np.inf, a))), _zeros(a))
+    return _choose(or_(or_(one, zero), infinite), exact, value)
 
 
 def _shape_of(*zs):

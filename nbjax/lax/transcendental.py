@@ -75,6 +75,57 @@ def _expm1_impl(x):
     return out
 
 
+def _log1p_impl(x):
+    """``log(1 + x)``, accurate for small ``x``; complex operands by ``_complex_log1p`` (NumPy's
+    complex log1p is ``log(1 + z)``, which rounds a tiny z away: 0 at 1e-20 + 1e-20j)."""
+    if dtypes.is_complex(x.dtype):
+        return _complex_log1p(x)
+    return _rounded_once(np.log1p)(x)
+
+
+def _complex_log1p(z):
+    """log|1 + z| + i arg(1 + z) by XLA's formulas (JAX's values), accurate to a few ulps at
+    any size of z = a + bi: the real part is log1p(2a + a^2 + b^2) / 2, the sum exact to
+    twice the working precision (``_exact_sum``), for it cancels where |1 + z| is near 1
+    (z = -0.1 + 0.43589i). Near z = -1, where 1 + a is exact, it is log hypot(1 + a, b)
+    (XLA's log((1 + a)^2 + b^2) / 2 underflows to -inf at -1 + 1e-30i); past 1e152, where
+    the squares would overflow, the same of half of 1 + z, plus log 2. Those also give C99's
+    values at infinities and NaNs (JAX's is NaN + NaN i where one part is infinite and the
+    other NaN; C99's +inf + NaN i). complex64 is computed in complex128 and rounded once."""
+    wide = z.astype(np.complex128)
+    a, b = wide.real, wide.imag
+    large = np.maximum(abs(a), abs(b)) > 1e152
+    half = np.where(large, 0.5, 1.0)
+    far = np.log(np.hypot(half * (1 + a), half * b)) + np.where(large, np.log(2), 0)
+    near_zero = np.log1p(_exact_sum(2 * a, *_exact_square(a), *_exact_square(b))) / 2
+    out = np.empty(wide.shape, np.complex128)
+    out.real = np.where((abs(1 + a) + abs(b) >= 0.2) & ~large, near_zero, far)
+    out.imag = np.arctan2(b, 1 + a)
+    return out.astype(z.dtype)
+
+
+def _exact_square(x):
+    """x * x as the sum of the rounded product and its rounding error (Dekker's product,
+    with Veltkamp's split of x into halves whose products are exact); for |x| < 1e152."""
+    scaled = x * 134217729.0  # 2^27 + 1
+    high = scaled - (scaled - x)
+    low = x - high
+    square = x * x
+    return square, ((high * high - square) + 2 * high * low) + low * low
+
+
+def _exact_sum(*terms):
+    """The sum of ``terms`` to about twice the working precision: each addition's rounding
+    error (Knuth's two-sum) is collected, and added once at the end."""
+    total, errors = terms[0], 0.0
+    for term in terms[1:]:
+        new = total + term
+        back = new - total
+        errors = errors + ((total - (new - back)) + (term - back))
+        total = new
+    return total + errors
+
+
 def _exp2_impl(x):
     """``2 ** x``; in ml_dtypes' narrow floats as XLA computes it there (JAX's values):
     ``exp(x * log 2)``, ``log 2`` and the product rounded to the type, the exponential
@@ -98,7 +149,7 @@ def _rsqrt_impl(x):
 exp_p = unop("exp", _rounded_once(np.exp), INEXACT)
 exp2_p = unop("exp2", _exp2_impl, INEXACT)
 log_p = unop("log", _rounded_once(np.log), INEXACT)
-log1p_p = unop("log1p", _rounded_once(np.log1p), INEXACT)
+log1p_p = unop("log1p", _log1p_impl, INEXACT)
 expm1_p = unop("expm1", _expm1_impl, INEXACT)
 tanh_p = unop("tanh", _rounded_once(np.tanh), INEXACT)
 logistic_p = unop("logistic", _logistic_impl, INEXACT)
@@ -215,16 +266,44 @@ def _pow_abstract_eval(x, y):
 @quiet
 def _pow_impl(x, y):
     y = y.astype(x.dtype)  # XLA converts an integer exponent to the base's type
+    if dtypes.is_complex(x.dtype):
+        return _complex_pow(x, y)
     out = np.power(x, y)
     if np.issubdtype(x.dtype, np.floating):
         # NumPy computes x ** 0.5 as sqrt(x); C's pow (and XLA) give +inf at -inf and +0 at -0.
         out = np.where((y == 0.5) & ((x == 0) | np.isneginf(x)), np.abs(x), out)
-    elif np.issubdtype(x.dtype, np.complexfloating):
-        # NumPy 2 gives 0 ** y = 0 wherever Re(y) > 0; JAX (XLA) only for a positive real y,
-        # NaN otherwise, as the compiled rule does.
-        positive_real = (y.imag == 0) & (y.real > 0)
-        out = np.where((x == 0) & (y != 0) & ~positive_real, np.array(complex(np.nan, np.nan),
-                                                                      x.dtype), out)
+    return out
+
+
+def _complex_pow(x, y):
+    """``x ** y`` for complex ``x = a + bi``, ``y = c + di`` as XLA's CPU computes it, so
+    with JAX's values at infinities, NaNs and zeros too, where NumPy's ``exp(y log x)`` (and
+    its repeated squaring for small integral ``y``) differ:
+
+        |x|^c e^(-d arg x) (cos q + i sin q),    q = c arg x + d log|x|,
+
+    each part a product of the modulus ``|x|^c e^(-d arg x)``, so ``inf * 0`` is NaN where
+    the modulus overflows and ``q`` is 0. Then XLA's exact cases: ``x ** 0`` and ``1 ** y``
+    are 1 (even for NaN operands), ``0 ** y`` is 0 for a positive real ``y`` (NaN for any
+    other y, by the formula), and ``inf ** y`` for a real ``y`` is inf (y > 0) or 0 (y < 0).
+    ``lax.complex_parts._pow`` is the same computation, which compiled code runs. The real
+    functions of a complex64 operand are rounded once from float64 (``_rounded_once``; the
+    angle too: NumPy's float32 ``arctan2(1, 1)`` is an ulp below pi/4, and twice it an ulp
+    below pi/2, whose cosine then has the wrong sign)."""
+    (a, b), (c, d) = (x.real, x.imag), (y.real, y.imag)
+    modulus, angle = _rounded_once(np.hypot)(a, b), _rounded_once(np.arctan2)(b, a)
+    size = _rounded_once(np.power)(modulus, c) * _rounded_once(np.exp)(-d * angle)
+    q = c * angle + d * _rounded_once(np.log)(modulus)
+    re = size * _rounded_once(np.cos)(q)
+    im = size * _rounded_once(np.sin)(q)
+    real_y = d == 0
+    one = ((c == 0) & real_y) | ((a == 1) & (b == 0))
+    zero = ((modulus == 0) & real_y & (c > 0)) | ((a == np.inf) & (b == 0) & real_y & (c < 0))
+    infinite = (a == np.inf) & (b == 0) & real_y & (c > 0)
+    re = np.select([one, zero, infinite], [1, 0, np.inf], re)
+    im = np.where(one | zero | infinite, 0, im)
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape), x.dtype)
+    out.real, out.imag = re, im  # (not re + 1j * im, whose inf * 1j would be NaN)
     return out
 
 
@@ -244,15 +323,15 @@ def _pow_jvp_base(g, ans, x, y):
         y = broadcast_operand(convert_element_type(y, x_dtype), shape)
         jac = select(eq(y, filled(get_aval(y), 0)), filled(get_aval(y), 0),
                      mul(replace_zero(y), pow(x, sub(y, scalar_like(y, 1)))))
-    else:
-        jac = mul(y, pow(x, sub(y, scalar_like(y, 1))))
+    else:  # (JAX converts x to the result's dtype, which makes the tangent strongly typed)
+        jac = mul(y, pow(convert_element_type(x, x_dtype), sub(y, scalar_like(y, 1))))
     return mul(g, jac)
 
 
 def _pow_jvp_exponent(g, ans, x, y):
     """``d(x**y)/dy = log(x) x**y``, with ``log(0)`` replaced by 0 (``0**y`` is constant in
-    ``y > 0``)."""
-    return mul(g, mul(log(replace_zero(x)), ans))
+    ``y > 0``); strongly typed, as JAX's."""
+    return convert_element_type(mul(g, mul(log(replace_zero(x)), ans)), get_aval(y).dtype)
 
 
 ad.defjvp2(pow_p, _pow_jvp_base, _pow_jvp_exponent)
