@@ -80,12 +80,18 @@ def _pairs(name, value, ndim):
 
 
 def _counts(name, value, ndim):
-    """``_pairs`` of non-negative Python ints (widths and lengths, which fix shapes)."""
+    """``_pairs`` of non-negative Python ints (widths and lengths, which fix shapes), with
+    JAX's errors: a negative one is a ValueError; widths are read as NumPy values, where
+    bools and floats (even whole ones) are not integers (TypeError)."""
     if isinstance(value, (Array, Tracer)):
         value = concrete_value("pad", value)
-    pairs = [tuple(operator.index(v) for v in p) for p in _pairs(name, value, ndim)]
+    pairs = _pairs(name, value, ndim)
+    if name == "pad_width" and any(np.asarray(v).dtype.kind not in "iu" for p in pairs
+                                   for v in p):
+        raise TypeError("`pad_width` must be of integral type.")
+    pairs = [tuple(operator.index(v) for v in p) for p in pairs]
     if any(v < 0 for p in pairs for v in p):
-        raise ValueError(f"index can't contain negative values; got {name}={value}")
+        raise ValueError("index can't contain negative values")
     return pairs
 
 
@@ -158,13 +164,55 @@ def _symmetric(i, n):
     return np.where(j < n, j, 2 * n - 1 - j)
 
 
+RUNS_MAX = 16  # runs of source positions beyond which a gathering mode gathers
+
+
 def _gather(index_map):
-    """A mode that takes each padded position from the source position ``index_map`` gives."""
+    """A mode that takes each padded position from the source position ``index_map`` gives:
+    as JAX pads, by concatenating slices of the array (reversed, or one element repeated,
+    where the positions run backwards or stand still), which trace and compile to less
+    than a gather; a gather only where the padding is many times the axis' length."""
     def pad_axis(array, axis, before, after, _):
         n = get_aval(array).shape[axis]
         source = index_map(np.arange(-before, n + after), n)
-        return take(array, source, axis=axis, mode="promise_in_bounds")
+        runs = _runs(source, RUNS_MAX)
+        if runs is None:
+            return take(array, source, axis=axis, mode="promise_in_bounds")
+        return lax.concatenate([_run(array, axis, *run) for run in runs], axis)
     return pad_axis
+
+
+def _runs(source, most):
+    """``source`` cut into runs ``(first, step, length)`` of positions that go up by one,
+    down by one or stay (step 1, -1, 0), each as long as it can be, from the left; None
+    if there are more than ``most``."""
+    steps = np.diff(source)
+    # where each stretch of equal steps ends (exclusive)
+    ends = np.append(np.flatnonzero(steps[1:] != steps[:-1]) + 1, len(steps))
+    runs, start = [], 0
+    while start < len(source):
+        if len(runs) == most:
+            return None
+        if start == len(steps) or abs(steps[start]) > 1:  # the last position, or a jump
+            runs.append((int(source[start]), 1, 1))
+            start += 1
+            continue
+        end = int(ends[np.searchsorted(ends, start, side="right")])
+        runs.append((int(source[start]), int(steps[start]), end - start + 1))
+        start = end + 1
+    return runs
+
+
+def _run(array, axis, first, step, length):
+    """The elements ``first, first + step, ...`` (``length`` of them) along ``axis``."""
+    if step == 0:
+        aval = get_aval(array)
+        shape = aval.shape[:axis] + (length,) + aval.shape[axis + 1:]
+        return lax.broadcast_in_dim(lax.slice_in_dim(array, first, first + 1, axis=axis),
+                                    shape, tuple(range(aval.ndim)))
+    if step == 1:
+        return lax.slice_in_dim(array, first, first + length, axis=axis)
+    return lax.rev(lax.slice_in_dim(array, first - length + 1, first + 1, axis=axis), (axis,))
 
 
 def _mirror(index_map, period):
