@@ -313,14 +313,18 @@ custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
 
 
 def _forward_mode_error(*args, **params):
-    """Evaluating ``custom_lin`` (a jvp, eager or under jit) or batching it (jacfwd: vmap of
-    a jvp) is forward mode through a custom_vjp, which only has a reverse rule; the error is
-    JAX's. Only transposing it (reverse mode) means something."""
+    """Evaluating ``custom_lin`` (an eager jvp), batching it (jacfwd: vmap of a jvp) or
+    compiling it (jit of a jvp) is forward mode through a custom_vjp, which only has a
+    reverse rule; the error is JAX's. Only transposing it (reverse mode) means something,
+    and staging it (make_jaxpr of a jvp), which JAX allows too."""
     raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
 
 
 custom_lin_p.def_impl(_forward_mode_error)
 custom_lin_p.def_batch(_forward_mode_error)
+# The compiler raises it before compiling a program where it is live (as JAX's lowering
+# rule does), rather than running it on the reference backend with a warning.
+custom_lin_p.def_lowering("error", _forward_mode_error)
 
 
 @custom_lin_p.def_transpose

@@ -718,6 +718,9 @@ class Traced:
                                         for a in self.out_avals])
 
     def lower(self):
+        """The ``Lowered`` program; a program that cannot be compiled (forward mode through
+        a custom_vjp) raises here, as in JAX, where lowering is what fails."""
+        compiler.refuse_uncompilable(self.jaxpr)
         return Lowered(self._entry, self.in_tree, self.name, self.backend, self.donated_leaves)
 
     def __repr__(self):

@@ -226,7 +226,11 @@ def test_unary_special(name, ref, domain):
     fn = getattr(special, name)
     close(fn(x), _vectorized(ref)(x.astype(np.float64)), 2e-5)
     assert np.asarray(fn(x)).dtype == np.float32
-    assert np.asarray(fn(np.arange(1, 4))).dtype == np.float32  # ints become floats
+    if name == "ndtr":  # JAX refuses integers there (test_fidelity_round2)
+        with pytest.raises(TypeError, match="x.dtype=int32 is not supported"):
+            fn(np.arange(1, 4))
+    else:
+        assert np.asarray(fn(np.arange(1, 4))).dtype == np.float32  # ints become floats
 
 
 def test_erfinv_ndtri_digamma():

@@ -20,6 +20,7 @@ import logging
 import threading
 
 from ..config import config
+from ..core import subjaxprs
 from ..core.source_info import warn_at_user_line
 from . import donation, report  # noqa: F401
 from .executable import (Executable, KernelInfo, Timer, reference_step, reported,  # noqa: F401
@@ -61,6 +62,7 @@ def compile(closed_jaxpr, target, name="jit", donated=frozenset()):
     with _lock:
         executable = closed_jaxpr.executables.get(key)
         if executable is None:
+            refuse_uncompilable(closed_jaxpr)
             if config.log_compiles:
                 types = ", ".join(str(v.aval) for v in closed_jaxpr.jaxpr.invars)
                 logging.getLogger("nbjax.compiler").warning(
@@ -70,6 +72,33 @@ def compile(closed_jaxpr, target, name="jit", donated=frozenset()):
                 executable = _compile(closed_jaxpr, target, name, donated)
             closed_jaxpr.executables[key] = executable
     return executable
+
+
+def refuse_uncompilable(closed_jaxpr):
+    """Raise the error of a live equation that no target can compile: one whose primitive
+    has an ``"error"`` lowering (``custom_lin``, forward mode through a custom_vjp). JAX
+    raises it as it lowers the program, after dead code elimination (a jvp whose tangent
+    is unused compiles); so does this, on the optimised program, and before the pipeline:
+    the error is the program's, not a compiler defect to fall back from with a warning."""
+    with _lock:
+        if _refusing(closed_jaxpr.jaxpr) is None:  # (most programs: no pass runs here)
+            return
+        eqn = _refusing(_optimized(closed_jaxpr)[0].jaxpr)
+    if eqn is not None:
+        eqn.primitive.lowering("error")(**eqn.params)
+
+
+def _refusing(jaxpr):
+    """The first equation of ``jaxpr`` or of its sub-jaxprs with an ``"error"`` lowering,
+    or None."""
+    for eqn in jaxpr.eqns:
+        if "error" in eqn.primitive.lowerings:
+            return eqn
+        for sub in subjaxprs(eqn.params):
+            found = _refusing(sub)
+            if found is not None:
+                return found
+    return None
 
 
 @contextlib.contextmanager

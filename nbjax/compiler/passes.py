@@ -207,13 +207,16 @@ def transpose_loop_consts(jaxpr, consts, log):
 # --- constant folding ----------------------------------------------------------------------
 
 def fold_constants(jaxpr, consts, log):
-    """Evaluate equations whose operands are all known and whose results are small."""
+    """Evaluate equations whose operands are all known and whose results are small (not
+    those that raise when compiled, their ``"error"`` lowering: dead code elimination, after
+    this, may drop them)."""
     known = {v: c for v, c in zip(jaxpr.constvars, consts)}
     rw = Rewriter(jaxpr)
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
         foldable = (all(isinstance(a, Literal) or a in known for a in ins)
                     and not _has_subjaxpr(eqn) and not has_effect(eqn)
+                    and "error" not in eqn.primitive.lowerings
                     and eqn.primitive not in axis_primitives  # psum(1.0) differs per axis
                     and all(v.aval.size <= FOLD_SIZE_LIMIT for v in eqn.outvars))
         if not foldable:

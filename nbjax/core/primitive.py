@@ -20,7 +20,8 @@ A primitive's rules are looked up by kind:
   ``nbjax.lax``, read by the compiler and the targets): ``"kernel"`` (one element of the
   result inside a fused loop), ``"library"`` (a call on whole buffers, by category),
   ``"control"`` (control flow around sub-programs), ``"jaxpr"`` (a decomposition into other
-  primitives), ``"scatter"`` (how a scatter combines an element with an update).
+  primitives), ``"scatter"`` (how a scatter combines an element with an update), ``"error"``
+  (it cannot be compiled: ``rule(**params)`` raises the program's error, as JAX's lowering).
 
 Rules for one primitive are written together in ``nbjax.lax``; a missing rule raises
 ``NotImplementedError("no <kind> rule for primitive <name>")`` rather than guessing.

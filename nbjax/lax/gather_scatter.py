@@ -568,13 +568,14 @@ def _scatter_primitive(name, combine, combine_op, kind=ANY):
     ``combine(flat_operand, positions, updates)`` (in place, repeated positions allowed),
     for operands of dtype ``kind``. ``combine_op`` is the same per element, as the kernel
     builder's binary op (``"add"``, ``"min"``...; None: the update replaces the old value):
-    its ``"scatter"`` lowering, for a target that writes a scatter's loop itself."""
+    its ``"scatter"`` lowering, for a target that writes a scatter's loop itself. A dtype
+    it refuses is, in JAX's words, refused by that op (JAX traces it as the combiner)."""
     prim = Primitive(name)
     library_lowering(prim, "scatter")
     prim.def_lowering("scatter", combine_op)
 
     def abstract_eval(operand, indices, updates, **params):
-        check_dtype(name, operand, kind)
+        check_dtype(combine_op, operand, kind, 0)
         return _scatter_abstract_eval(operand, indices, updates, **params)
     prim.def_abstract_eval(abstract_eval)
     prim.def_impl(lambda *args, **params: _scatter_impl(combine, *args, **params))

@@ -12,7 +12,6 @@ from .creation import vander
 from .indexing import IndexUpdateHelper
 from .linalg import eigvals, inv, lstsq
 from .manipulation import atleast_1d, concatenate, diag, roll, stack, trim_zeros
-from .padding import pad
 from .products import convolve, dot, outer
 from .util import check_arraylike, promote_dtypes, promote_dtypes_inexact, select_where
 
@@ -40,23 +39,27 @@ def polyval(p, x, *, unroll=16):
     return y
 
 
-def _pad_front(p, n):
-    return pad(p, (n - get_aval(p).shape[0], 0))
-
-
 def polyadd(a1, a2):
-    """The sum of two polynomials (the shorter padded with leading zeros). ``lax.add``, not
-    ``+``: JAX refuses boolean coefficients (TypeError) rather than or-ing them."""
-    a1, a2 = _coefficients("polyadd", a1, a2)
-    n = max(get_aval(a1).shape[0], get_aval(a2).shape[0])
-    return lax.add(_pad_front(a1, n), _pad_front(a2, n))
+    """The sum of two polynomials, as JAX computes it: the shorter one (along the first
+    axis) added into the end of the other, ``a1.at[-len(a2):].add(a2)``. So higher-dimensional
+    coefficients are accepted where those shapes broadcast (each column a polynomial); 0-d
+    ones have no length (IndexError: tuple index out of range), and an empty one is added
+    to all of the other (``[-0:]``), which fails to broadcast. Boolean coefficients are
+    refused (add's TypeError) rather than or-ed."""
+    check_arraylike("polyadd", a1, a2)
+    a1, a2 = promote_dtypes(a1, a2)
+    n1, n2 = get_aval(a1).shape[0], get_aval(a2).shape[0]
+    if n2 <= n1:
+        return IndexUpdateHelper(a1)[-n2:].add(a2)
+    return IndexUpdateHelper(a2)[-n1:].add(a1)
 
 
 def polysub(a1, a2):
-    """The difference of two polynomials."""
-    a1, a2 = _coefficients("polysub", a1, a2)
-    n = max(get_aval(a1).shape[0], get_aval(a2).shape[0])
-    return _pad_front(a1, n) - _pad_front(a2, n)
+    """The difference of two polynomials: ``polyadd(a1, -a2)``, as in JAX (so ``-a2``
+    refuses boolean coefficients)."""
+    check_arraylike("polysub", a1, a2)
+    a1, a2 = promote_dtypes(a1, a2)
+    return polyadd(a1, -a2)
 
 
 def polyder(p, m=1):

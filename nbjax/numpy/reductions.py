@@ -267,25 +267,33 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 
 
 def _var_dtypes(a_dtype, dtype):
-    """``var``'s result dtype (always real) and the dtype it computes in: ``dtype`` when
-    given (an integer one too, making the mean an integer mean, as JAX does), otherwise the
-    input's inexact type."""
+    """``var``'s result dtype and the dtype it computes in. Without ``dtype``: the input's
+    inexact type, the result real. A given ``dtype`` is both, as in JAX: an integer one
+    makes the mean an integer mean; a complex one gives the (real) variance as a complex
+    number; a real one for complex elements is refused (JAX finds NumPy's meaning unclear:
+    NumPy drops the imaginary parts)."""
     if dtype is None:
         compute = dtypes.to_inexact(a_dtype)
-    else:
-        compute = dtypes.canonicalize(dtype)
-        if dtypes.is_complex(a_dtype) and not dtypes.is_complex(compute):
-            raise ValueError("jax.numpy.var does not yet support real dtype parameters when "
-                             "computing the variance of an array of complex values (as JAX: "
-                             "NumPy's meaning is unclear here)")
-    real = dtypes.canonicalize(dtypes.finfo(compute).dtype) if dtypes.is_complex(compute) \
-        else compute
-    return real, _computation_dtype(compute)
+        out = dtypes.canonicalize(dtypes.finfo(compute).dtype) if dtypes.is_complex(compute) \
+            else compute
+        return out, _computation_dtype(compute)
+    compute = dtypes.canonicalize(dtype)
+    if dtypes.is_complex(a_dtype) and not dtypes.is_complex(compute):
+        raise ValueError("jax.numpy.var does not yet support real dtype parameters when "
+                         "computing the variance of an array of complex values. The semantics "
+                         "of numpy.var seem unclear in this case. Please comment on "
+                         "https://github.com/jax-ml/jax/issues/2283 if this behavior is "
+                         "important to you.")
+    return compute, _computation_dtype(compute)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
         mean=None, correction=None):
-    """Standard deviation: the square root of ``var``."""
+    """Standard deviation: the square root of ``var``. JAX refuses a ``dtype`` that is not
+    inexact here (``var`` takes one: see ``_var_dtypes``)."""
+    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize(dtype)):
+        raise ValueError("dtype argument to jnp.std must be inexact; got "
+                         f"{dtypes.canonicalize(dtype)}")
     return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                         correction=correction))
 
@@ -516,13 +524,17 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None,
            *, correction=None):
     """``var`` of the non-NaN elements. The NaNs are also replaced by zeros: ``where`` alone
-    would leave them in ``(a - mean)**2``, whose derivative (NaN * 0) poisons the gradient."""
+    would leave them in ``(a - mean)**2``, whose derivative (NaN * 0) poisons the gradient.
+    An integer ``dtype`` is the result's, as in JAX (``var``'s NaN guard makes it a float)."""
     a = _asarray("nanvar", a)
     if dtypes.is_inexact(_dtype(a)):
         where = _and_where(_not_nan(a), where)
         a = _replace_nan(a, 0)
-    return var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-               correction=correction)
+    result = var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                 correction=correction)
+    if dtype is None:
+        return result
+    return lax.convert_element_type(result, _var_dtypes(_dtype(a), dtype)[0])
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None,

@@ -17,7 +17,7 @@ from ..numpy.util import promote_args_inexact
 from .special_added import *  # noqa: F401,F403
 from .special_added import __all__ as _added
 from .special_integrals import *  # noqa: F401,F403
-from .special_integrals import __all__ as _integrals
+from .special_integrals import __all__ as _integrals, float32_or_64
 from .special_series import *  # noqa: F401,F403
 from .special_series import __all__ as _series
 
@@ -96,7 +96,7 @@ xlog1py.defjvp(_xlog_jvp(jnp.log1p, 1))
 def ndtr(x):
     """The standard normal CDF, ``(1 + erf(x / sqrt 2)) / 2``, computed through ``erfc`` so
     that the lower tail keeps its relative accuracy."""
-    x, = promote_args_inexact("ndtr", x)
+    x = float32_or_64(x)
     return 0.5 * lax.erfc(-x / np.sqrt(2).astype(x.dtype))
 
 
@@ -105,7 +105,7 @@ def ndtri(p):
     exact. In the tails ``2p - 1`` would round away ``p`` (to -1 below ``eps / 4``), so there
     ``-ndtri(q)``, ``q = min(p, 1 - p)`` (exact), is the root of ``log_ndtr(x) = log q``,
     found by Newton's method: ``log_ndtr`` keeps its relative accuracy in the tail."""
-    p, = promote_args_inexact("ndtri", p)
+    p = float32_or_64(p)
     dtype = p.dtype
     central = np.sqrt(2).astype(dtype) * lax.erf_inv(2 * p - 1)
     q = jnp.minimum(p, 1 - p)
@@ -146,8 +146,8 @@ def log_ndtr(x, series_order=3):
     """
     if not isinstance(series_order, int) or not 0 <= series_order <= 30:
         raise ValueError("series_order must be a Python integer in [0, 30].")
-    x, = promote_args_inexact("log_ndtr", x)
-    lower, upper = _LOG_NDTR_SEGMENTS.get(x.dtype, _LOG_NDTR_SEGMENTS[np.dtype(np.float32)])
+    x = float32_or_64(x, detail="")
+    lower, upper = _LOG_NDTR_SEGMENTS[x.dtype]
     high = x > upper
     middle = jnp.log(ndtr(jnp.where(high, -x, jnp.maximum(x, lower))))
     middle = jnp.where(high, -jnp.exp(middle), middle)  # log1p(-e) ~ -e for tiny e

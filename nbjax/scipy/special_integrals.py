@@ -36,6 +36,17 @@ def _strongly_typed(*xs):
     return [lax.convert_element_type(x, x.dtype, weak_type=False) for x in xs]
 
 
+def float32_or_64(x, detail=", see docstring for supported types"):
+    """``x`` as an array, which must be float32 or float64: JAX refuses any other dtype
+    (integers, bool and half precision included, rather than promote them) in ``ndtr``,
+    ``log_ndtr``, ``ndtri`` and ``spence``, whose approximations are written for those two.
+    The TypeError is JAX's (``detail`` ends its message)."""
+    x = jnp.asarray(x)
+    if x.dtype not in (np.float32, np.float64):
+        raise TypeError(f"x.dtype={x.dtype} is not supported{detail}.")
+    return x
+
+
 # --- complex arithmetic on (real, imaginary) pairs ----------------------------------------------
 
 def _cmul(a, b):
@@ -488,5 +499,5 @@ _spence.defjvps(lambda t, out, x: t * jnp.where(
 def spence(x):
     """Spence's function, the dilogarithm ``Li2(1 - x) = int_1^x log t / (1 - t) dt``, for
     finite x >= 0 (NaN elsewhere, as scipy)."""
-    x, = _strongly_typed(*promote_args_inexact("spence", x))
+    x, = _strongly_typed(float32_or_64(x))
     return _spence(x)
