@@ -6,6 +6,7 @@ import pytest
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.core import ConcretizationTypeError
+from nbjax.numpy import padding
 from nbjax.test_util import check_grads
 from helpers import assert_close, check_vmap, random_array, staged
 
@@ -136,6 +137,22 @@ def test_dtypes_and_non_contiguous(name, dtype):
 @pytest.mark.parametrize("shape", [(3, 2), (1, 4)])
 def test_pad(mode, widths, shape):
     check(lambda m, x: m.pad(x, widths, mode=mode), random_array(RNG, shape, scale=3))
+
+
+@pytest.mark.parametrize("mode", ["edge", "wrap", "reflect", "symmetric"])
+@pytest.mark.parametrize("widths", [(0, 1), (3, 3), (40, 2), (1, 60)])
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_pad_modes_slice_or_gather_as_np_pad(mode, widths, n):
+    """The gathering modes concatenate slices of the array where the padding makes a few
+    runs of it (``padding.RUNS_MAX``) and gather where it makes more (a narrow axis padded
+    many times over): both give NumPy's values."""
+    x = random_array(RNG, (n, 3), np.float32, scale=3)
+    check_pad(x, (widths, (1, 2)), mode)
+    primitives = {e.primitive.name for e in nbjax.make_jaxpr(
+        lambda a: jnp.pad(a, (widths, (0, 0)), mode))(x).jaxpr.eqns}
+    source = getattr(padding, "_" + mode)(np.arange(-widths[0], n + widths[1]), n)
+    assert ("gather" in primitives) == (len(padding._runs(source, None) or []) >
+                                        padding.RUNS_MAX)
 
 
 def test_pad_constant_values():
