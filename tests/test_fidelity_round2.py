@@ -9,9 +9,11 @@ import warnings
 import numpy as np
 import pytest
 import scipy.special
+import scipy.stats
 
 import nbjax
 import nbjax.numpy as jnp
+import nbjax.scipy.stats
 import nbjax.scipy.special as special
 from nbjax import lax
 
@@ -60,6 +62,21 @@ def test_normal_family_in_float64(x64):
         assert_close(out, getattr(scipy.special, name)(x), rtol=1e-12)
     with pytest.raises(TypeError, match="x.dtype=int64 is not supported"):
         special.ndtr(1)
+
+
+@pytest.mark.parametrize("fn", ["ppf", "isf"])
+def test_normal_quantiles_refuse_what_ndtri_refuses(fn):
+    """``norm.ppf``/``isf`` pass ``q`` to ``ndtri`` as given (JAX's), while ``cdf``
+    promotes an integer ``x`` first; a float ``q`` gives the default float dtype."""
+    quantile = getattr(nbjax.scipy.stats.norm, fn)
+    for q, dtype in ((np.int32(0), "int32"), (0, "int32"), (np.float16(0.5), "float16")):
+        with pytest.raises(TypeError, match=f"x.dtype={dtype} is not supported"):
+            quantile(q)
+    out = quantile(np.float32([0.1, 0.9]), 1.0, 2.0)
+    want = getattr(scipy.stats.norm, fn)(np.array([0.1, 0.9]), 1.0, 2.0)
+    assert out.dtype == np.float32 and not out.weak_type
+    assert_close(out, want, rtol=1e-5)
+    assert nbjax.scipy.stats.norm.cdf(1).dtype == np.float32
 
 
 # --- polyadd, polysub: JAX's ``a1.at[-len(a2):].add(a2)`` --------------------------------------
