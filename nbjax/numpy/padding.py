@@ -30,7 +30,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     check_arraylike("pad", array)
     array = to_array(array)
     ndim = get_aval(array).ndim
-    widths = _counts("pad_width", pad_width, ndim)
+    widths = _counts("pad_width", pad_width, ndim, integral=True)
     if callable(mode):
         return _pad_with_function(array, widths, mode, kwargs)
     if mode not in _MODES:
@@ -79,16 +79,15 @@ def _pairs(name, value, ndim):
     return [tuple(p) for p in np.broadcast_to(np.asarray(value, dtype=object), (ndim, 2))]
 
 
-def _counts(name, value, ndim):
-    """``_pairs`` of non-negative Python ints (widths and lengths, which fix shapes), with
-    JAX's errors: a negative one is a ValueError; widths are read as NumPy values, where
-    bools and floats (even whole ones) are not integers (TypeError)."""
+def _counts(name, value, ndim, integral=False):
+    """``_pairs`` of non-negative Python ints (widths and lengths, which fix shapes); a
+    negative one is JAX's ValueError. ``integral``: values read as NumPy values must be
+    integers, bools and floats (even whole ones) being JAX's TypeError (``pad_width``)."""
     if isinstance(value, (Array, Tracer)):
         value = concrete_value("pad", value)
     pairs = _pairs(name, value, ndim)
-    if name == "pad_width" and any(np.asarray(v).dtype.kind not in "iu" for p in pairs
-                                   for v in p):
-        raise TypeError("`pad_width` must be of integral type.")
+    if integral and any(np.asarray(v).dtype.kind not in "iu" for p in pairs for v in p):
+        raise TypeError(f"`{name}` must be of integral type.")
     pairs = [tuple(operator.index(v) for v in p) for p in pairs]
     if any(v < 0 for p in pairs for v in p):
         raise ValueError("index can't contain negative values")
