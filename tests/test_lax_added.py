@@ -232,6 +232,110 @@ def test_min_pooling_is_a_primitive_with_jax_s_rules():
                 (x,), 2)
 
 
+def _chosen_loop(x, window, strides, padding, select, dilation=(1, 1)):
+    """Per window of the 2-D ``x`` padded with ``select``'s identity (as in ``lax.pad``:
+    ``padding`` pairs may crop), the flat index into ``x`` of the element a fold by
+    ``select`` (``np.greater_equal``) ends at, -1 for a padding cell, by loops."""
+    fill = -np.inf if select is np.greater_equal else np.inf
+    values, indices = x, np.arange(x.size).reshape(x.shape)
+    for axis, (lo, hi) in enumerate(padding):
+        widths = [(0, 0)] * 2
+        widths[axis] = (max(lo, 0), max(hi, 0))
+        values = np.pad(values, widths, constant_values=fill)
+        indices = np.pad(indices, widths, constant_values=-1)
+        keep = [slice(None)] * 2
+        keep[axis] = slice(max(-lo, 0), values.shape[axis] - max(-hi, 0))
+        values, indices = values[tuple(keep)], indices[tuple(keep)]
+    spans = [(w - 1) * d + 1 for w, d in zip(window, dilation)]
+    rows, cols = [(n - w) // s + 1 for n, w, s in zip(values.shape, spans, strides)]
+    chosen = np.empty((rows, cols), np.int64)
+    for i, j in np.ndindex(rows, cols):
+        cells = (slice(i * strides[0], i * strides[0] + spans[0], dilation[0]),
+                 slice(j * strides[1], j * strides[1] + spans[1], dilation[1]))
+        block, where = values[cells].ravel(), indices[cells].ravel()
+        best = 0
+        for k in range(1, block.size):
+            if not select(block[best], block[k]):
+                best = k
+        chosen[i, j] = where[best]
+    return chosen
+
+
+def _scattered(values, chosen, size):
+    """``values`` added at the flat indices ``chosen`` (-1: dropped) of ``size`` zeros."""
+    out = np.zeros(size, np.float32)
+    np.add.at(out, chosen[chosen >= 0], values[chosen >= 0])
+    return out
+
+
+_SELECTIONS = [((2, 2), (2, 2), ((0, 0), (0, 0))), ((3, 2), (1, 2), ((1, 1), (0, 1))),
+               ((2, 3), (2, 1), ((-1, 2), (1, 0)))]
+
+
+@pytest.mark.parametrize("window, strides, padding", _SELECTIONS)
+@pytest.mark.parametrize("select", ["ge", "le"])
+def test_select_and_gather_and_scatter_add_against_loops(window, strides, padding, select):
+    """JAX's two primitives of max/min pooling's derivative: the tangent at each window's
+    chosen element, and the sum of the values scattered to them (its transpose), against
+    loops and JAX's, as one equation each, compiled as evaluated, vmapped as a loop, with
+    derivatives (linear in the values; the operand only chooses)."""
+    x = np.round(random_array(RNG, (6, 7)), 1)  # ties (the first wins)
+    x[2, 3] = np.nan  # passed over by the next element
+    chosen = _chosen_loop(x, window, strides, padding, {
+        "ge": np.greater_equal, "le": np.less_equal}[select])
+    t, s = random_array(RNG, x.shape), random_array(RNG, chosen.shape)
+    params = dict(window_dimensions=window, window_strides=strides, padding=padding)
+    cases = {  # name: (operands, extra params, result by loops)
+        "select_and_gather_add": ((t, x), dict(base_dilation=(1, 1), window_dilation=(1, 1)),
+                                  np.where(chosen >= 0, t.ravel()[chosen], 0)),
+        "select_and_scatter_add": ((s, x), {}, _scattered(s, chosen, x.size).reshape(x.shape))}
+    for name, ((values, operand), extra, want) in cases.items():
+        prim = getattr(lax, name + "_p")
+
+        def f(v, x):
+            return prim.bind(v, x, select_prim=getattr(lax, select + "_p"), **params, **extra)
+        assert_close(f(values, operand), want, 1e-6, scale=4)
+        assert [e.primitive.name for e in nbjax.make_jaxpr(f)(values, operand).jaxpr.eqns] \
+            == [name]
+        np.testing.assert_array_equal(nbjax.jit(f)(values, operand), f(values, operand))
+        check_vmap(f, (np.stack([values, 2 * values]), operand), (0, None))
+        check_grads(lambda v: f(v, operand), (values,), 2)
+        if jax is not None and min(min(padding)) >= 0:  # (JAX's cannot crop)
+            # (where a NaN is passed over, XLA's order of a window's elements decides)
+            ties = np.where(np.isnan(operand), 0.5, operand).astype(np.float32)
+            theirs = getattr(jlax, name + "_p").bind(
+                values, ties, select_prim=getattr(jlax, select + "_p"), **params, **extra)
+            assert_close(theirs, f(values, ties), 1e-6, scale=4)
+
+
+@pytest.mark.parametrize("base, dilation", [((2, 1), (1, 1)), ((1, 1), (2, 2)),
+                                            ((2, 2), (1, 2))])
+def test_pooling_gradient_with_dilations_against_loops(base, dilation):
+    """Max pooling's gradient with a base dilation (as JAX's: the operand padded between its
+    elements) and with a window dilation (which JAX does not differentiate): each window's
+    cotangent lands on its chosen element of the operand."""
+    x = np.round(random_array(RNG, (5, 6)), 1)
+    padding = ((1, 0), (0, 1))
+
+    def pool(v):
+        return lax.reduce_window(v, -np.inf, lax.max, (2, 2), (2, 3), padding,
+                                 base_dilation=base, window_dilation=dilation)
+    out, pullback = nbjax.vjp(pool, x)
+    ct = random_array(RNG, out.shape)
+    # the operand dilated, its holes -inf (chosen only where nothing else is) and index -1
+    holes = [(n - 1) * b + 1 for n, b in zip(x.shape, base)]
+    dilated, index = np.full(holes, -np.inf, np.float32), np.full(holes, -1)
+    dilated[::base[0], ::base[1]] = x
+    index[::base[0], ::base[1]] = np.arange(x.size).reshape(x.shape)
+    chosen = _chosen_loop(dilated, (2, 2), (2, 3), padding, np.greater_equal, dilation)
+    chosen = np.where(chosen >= 0, index.ravel()[chosen], -1)
+    assert_close(pullback(ct)[0], _scattered(ct, chosen, x.size).reshape(x.shape), 1e-6,
+                 scale=4)
+    np.testing.assert_array_equal(nbjax.jit(lambda c: pullback(c)[0])(ct), pullback(ct)[0])
+    # (a window of holes only is -inf, whatever the operand: no finite difference there)
+    check_grads(lambda v: lax.max(pool(v), np.float32(-10)), (x,), 2)
+
+
 @pytest.mark.parametrize("length", [1, 2, 5, 8, 13])
 def test_associative_scan_matches_cumulative(length):
     x = random_array(RNG, (3, length))

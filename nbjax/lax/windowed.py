@@ -3,10 +3,11 @@
 the shape helpers of convolutions.
 
 All are compositions of existing primitives, so JVP, transpose and batching come from theirs,
-except max and min pooling, primitives for JAX's derivative (``_chooser``) that the compiler
-expands into the same composition. ``reduce_window`` folds the strided slices of the padded
-operand, one slice per position in the window; for the usual pooling windows that is a
-handful of slices, each fusing into one loop. ``associative_scan`` is JAX's work-efficient
+except max and min pooling, primitives for JAX's derivative (``_chooser``, and the
+``select_and_gather_add`` and ``select_and_scatter_add`` of its tangent and cotangent) that
+the compiler expands into the same composition. ``reduce_window`` folds the strided slices
+of the padded operand, one slice per position in the window; for the usual pooling windows
+that is a handful of slices, each fusing into one loop. ``associative_scan`` is JAX's work-efficient
 parallel prefix algorithm.
 """
 
@@ -18,6 +19,8 @@ import numpy as np
 
 from ..core import Primitive, get_aval, pytree, to_numpy
 from ..interpreters import ad
+from ..interpreters.staging import trace_to_closed_jaxpr
+from ..interpreters.transpose import backward_pass
 from . import elementwise, reductions
 from .batch_util import bdim_at_front
 from .convolution import conv_dimension_numbers, conv_general_dilated, padtype_to_pads
@@ -28,6 +31,7 @@ from .standard import owned_results
 from .structural import concatenate, pad, rev, slice as lax_slice, slice_in_dim
 
 __all__ = ["reduce_window", "reduce_window_max_p", "reduce_window_min_p",
+           "select_and_gather_add_p", "select_and_scatter_add_p",
            "reduce_window_shape_tuple", "associative_scan", "conv_transpose",
            "conv_general_dilated_patches", "conv_general_dilated_local", "conv_shape_tuple",
            "conv_general_shape_tuple", "conv_transpose_shape_tuple",
@@ -130,16 +134,149 @@ def _windows(operands, inits, *, window_dimensions, window_strides, padding, bas
 
 
 # --- max and min pooling, with JAX's derivative ---------------------------------------------
+#
+# Max pooling's tangent is not ``max``'s (which splits a tie between equal elements): as
+# JAX's, it is the tangent of one element of each window, the one a fold choosing by ``ge``
+# ends at: the first maximum in window order, padding cells included, a NaN being passed
+# over by the next element (``le`` and the first minimum for min pooling). Two primitives
+# say so in one equation each, as in JAX: ``select_and_gather_add`` (the tangent: gather
+# each window's chosen tangent) and its transpose ``select_and_scatter_add`` (the
+# cotangent: add each window's value to its chosen element). The compiler expands them into
+# the pads, strided slices and selects below; a gradient's trace stays short.
 
-def _chooser(name, monoid, combine, keeps):
+_MONOID_OF_CHOICE = {elementwise.ge_p: "max", elementwise.le_p: "min"}
+
+
+def _windows_undilated(params, ndim):
+    """Window params: ``params`` (``select_and_scatter_add``'s have no dilations), with
+    those they lack undilated."""
+    return {"base_dilation": (1,) * ndim, "window_dilation": (1,) * ndim, **params}
+
+
+def _gather_chosen(tangents, operand, *, select_prim, **window):
+    """``select_and_gather_add`` in other primitives: per window, the tangent at the element
+    the fold of the operand's elements by ``select_prim`` chooses."""
+    init = reductions.monoid_identity(_MONOID_OF_CHOICE[select_prim], get_aval(operand).dtype)
+    zero = np.zeros((), get_aval(tangents).dtype)
+    out_shape, windows = _windows([operand, tangents], [init, zero], **window)
+    windows = list(windows)
+    if not windows:  # an empty window: the identity is chosen, whose tangent is 0
+        return broadcast_in_dim(zero, out_shape, ())
+    (best, first), *rest = windows
+    chosen = broadcast_in_dim(np.int32(0), out_shape, ())  # the window position taken
+    for k, (piece, _) in enumerate(rest, start=1):
+        take = elementwise.bitwise_not(select_prim.bind(best, piece))
+        best = elementwise.select(take, piece, best)
+        chosen = elementwise.select(take, broadcast_in_dim(np.int32(k), out_shape, ()), chosen)
+    return elementwise.select_n(chosen, first, *(t for _, t in rest))
+
+
+def _scatter_chosen(source, operand, **params):
+    """``select_and_scatter_add`` in other primitives: the transpose of
+    ``_gather_chosen`` in its tangents (the choice made again from ``operand``)."""
+    aval = get_aval(operand)
+    params = _windows_undilated(params, aval.ndim)
+    gather = trace_to_closed_jaxpr(lambda t, x: [_gather_chosen(t, x, **params)],
+                                   [get_aval(source).update(shape=aval.shape), aval],
+                                   "transpose of select_and_gather_add")
+    ct, _ = backward_pass(gather.jaxpr, list(gather.consts) + [operand], [source],
+                          linear=[True, False])
+    return ad.instantiate(ct)
+
+
+def _window_batch(prim):
+    """The batch rule of a windowed primitive: the batch axis in front, under a window of 1."""
+    def rule(axis_data, vals, dims, **params):
+        once = {"window_dimensions": 1, "window_strides": 1, "padding": (0, 0),
+                "base_dilation": 1, "window_dilation": 1}
+        params = {k: (once[k],) + v if k in once else v for k, v in params.items()}
+        return prim.bind(*(bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)),
+                         **params), 0
+    return rule
+
+
+def _selecting_primitive(name, decomposition, shape_rule):
+    """A primitive linear in its first operand whose second only chooses where each value
+    goes (its tangent is zero): evaluated and compiled as ``decomposition``."""
+    prim = Primitive(name)
+
+    @prim.def_abstract_eval
+    def _abstract_eval(values, operand, **params):
+        return values.update(shape=shape_rule(values.shape, operand.shape, params))
+
+    prim.def_impl(lambda *args, **params: owned_results(
+        [to_numpy(decomposition(*args, **params))])[0])
+    prim.def_lowering("jaxpr", decomposition)
+
+    @prim.def_jvp
+    def _jvp(primals, tangents, **params):
+        (values, operand), (t, _) = primals, tangents
+        out = prim.bind(values, operand, **params)
+        if isinstance(t, ad.Zero):
+            return out, ad.Zero.like(out)
+        return out, prim.bind(t, operand, **params)
+
+    prim.def_batch(_window_batch(prim))
+    return prim
+
+
+def _gathered_shape(values, operand, params):
+    if values != operand:
+        raise TypeError("select_and_gather_add: tangents and operand must have one shape, "
+                        f"got {values} and {operand}")
+    return reduce_window_shape_tuple(operand, params["window_dimensions"],
+                                     params["window_strides"], params["padding"],
+                                     params["base_dilation"], params["window_dilation"])
+
+
+def _scattered_shape(values, operand, params):
+    want = reduce_window_shape_tuple(operand, params["window_dimensions"],
+                                     params["window_strides"], params["padding"])
+    if values != want:
+        raise TypeError(f"select_and_scatter_add: source of shape {values} for windows "
+                        f"of an operand of shape {operand}, which has {want}")
+    return operand
+
+
+select_and_gather_add_p = _selecting_primitive("select_and_gather_add", _gather_chosen,
+                                               _gathered_shape)
+select_and_scatter_add_p = _selecting_primitive("select_and_scatter_add", _scatter_chosen,
+                                                _scattered_shape)
+
+
+@select_and_gather_add_p.def_transpose
+def _gather_transpose(ct, tangents, operand, *, select_prim, base_dilation, window_dilation,
+                      **window):
+    """The cotangent scattered back to the chosen elements, as JAX's: a base dilation is
+    the operand padded between its elements, then the result's elements strided out. (A
+    window dilation, which JAX does not differentiate, transposes the decomposition.)"""
+    if any(d != 1 for d in window_dilation):
+        return [_scatter_chosen(ct, operand, select_prim=select_prim,
+                                base_dilation=base_dilation, window_dilation=window_dilation,
+                                **window), None]
+    dilated = any(d != 1 for d in base_dilation)
+    if dilated:
+        identity = reductions.monoid_identity(_MONOID_OF_CHOICE[select_prim],
+                                              get_aval(operand).dtype)
+        operand = pad(operand, identity, [(0, 0, d - 1) for d in base_dilation])
+    out = select_and_scatter_add_p.bind(ct, operand, select_prim=select_prim, **window)
+    if dilated:
+        out = lax_slice(out, (0,) * len(base_dilation), get_aval(out).shape, base_dilation)
+    return [out, None]
+
+
+@select_and_scatter_add_p.def_transpose
+def _scatter_transpose(ct, source, operand, **params):
+    return [select_and_gather_add_p.bind(
+        ct, operand, **_windows_undilated(params, get_aval(operand).ndim)), None]
+
+
+def _chooser(name, monoid, combine, select_prim):
     """The primitive of ``reduce_window`` with ``combine`` (``lax.max``) from its identity.
 
     Its value folds the windows as ``reduce_window`` does (a decomposition into pads, slices
-    and ``combine``, which the compiler inlines). Its tangent is not ``combine``'s (which
-    splits a tie between equal elements): as JAX's (``select_and_gather_add``), it is the
-    tangent of one element of the window, the one a fold choosing by ``keeps`` (``ge``) ends
-    at: the first extremum in window order, padding cells included, a NaN being passed over
-    by the next element.
+    and ``combine``, which the compiler inlines); its tangent is ``select_and_gather_add``'s
+    choosing by ``select_prim`` (``ge``).
     """
     prim = Primitive(name)
 
@@ -166,33 +303,14 @@ def _chooser(name, monoid, combine, keeps):
         out = prim.bind(x, **params)
         if isinstance(t, ad.Zero):
             return out, ad.Zero.like(out)
-        init = reductions.monoid_identity(monoid, get_aval(x).dtype)
-        zero = np.zeros((), get_aval(t).dtype)
-        out_shape, windows = _windows([x, t], [init, zero], **params)
-        windows = list(windows)
-        if not windows:  # an empty window: every result is the identity
-            return out, ad.Zero.like(out)
-        (best, first), *rest = windows
-        chosen = broadcast_in_dim(np.int32(0), out_shape, ())  # the window position taken
-        for k, (piece, _) in enumerate(rest, start=1):
-            take = elementwise.bitwise_not(keeps(best, piece))
-            best = elementwise.select(take, piece, best)
-            chosen = elementwise.select(take, broadcast_in_dim(np.int32(k), out_shape, ()),
-                                        chosen)
-        return out, elementwise.select_n(chosen, first, *(t for _, t in rest))
+        return out, select_and_gather_add_p.bind(t, x, select_prim=select_prim, **params)
 
-    @prim.def_batch
-    def _batch(axis_data, vals, dims, **params):
-        (x,), (d,) = vals, dims
-        once = {"window_dimensions": 1, "window_strides": 1, "padding": (0, 0),
-                "base_dilation": 1, "window_dilation": 1}
-        params = {k: (once[k],) + v for k, v in params.items()}
-        return prim.bind(bdim_at_front(x, d, axis_data.size), **params), 0
+    prim.def_batch(_window_batch(prim))
     return prim
 
 
-reduce_window_max_p = _chooser("reduce_window_max", "max", elementwise.max, elementwise.ge)
-reduce_window_min_p = _chooser("reduce_window_min", "min", elementwise.min, elementwise.le)
+reduce_window_max_p = _chooser("reduce_window_max", "max", elementwise.max, elementwise.ge_p)
+reduce_window_min_p = _chooser("reduce_window_min", "min", elementwise.min, elementwise.le_p)
 _CHOOSERS = {"max": reduce_window_max_p, "min": reduce_window_min_p}
 
 
