@@ -101,6 +101,80 @@ def test_inlining_the_same_function_twice_gets_fresh_variables():
     assert prims.count("exp") == 2
 
 
+# --- dead code in control flow ----------------------------------------------------------------
+
+def _only(opt, name):
+    [eqn] = [e for e in opt.eqns if e.primitive.name == name]
+    return eqn
+
+
+def _body_primitives(closed):
+    return sorted(e.primitive.name for e in closed.jaxpr.eqns)
+
+
+def test_dce_drops_a_scans_unused_ys_and_the_carries_only_they_read():
+    """``a`` is returned; ``b`` feeds only a dropped y; ``c`` feeds ``a`` (kept: a fixed
+    point); ``ys`` is dropped with the sin computing it, ``zs`` kept."""
+    def f(xs):
+        def body(carry, x):
+            a, b, c = carry
+            return (a + c, b * 2.0, c * 0.5), (lax.sin(b), x * 3.0)
+        (a, _, _), (_, zs) = lax.scan(body, (xs[0], xs[1], xs[2]), xs)
+        return a, zs
+    opt, rules, _ = _optimized(f, X)
+    scan = _only(opt, "scan")
+    assert len(scan.outvars) == 3 and scan.params["num_carry"] == 2  # a, c, zs
+    assert _body_primitives(scan.params["jaxpr"]) == ["add", "mul", "mul"]
+    assert ("dce", "scan pruned: 2 of its 5 results and 1 of its 4 operands dropped, with "
+            "what they fed or came from in its bodies") in rules
+
+
+def test_dce_keeps_a_while_carry_its_predicate_reads():
+    def f(x):
+        def body(carry):
+            i, a, b, unused = carry
+            return i + 1, a * 2.0 + b, b + 1.0, lax.exp(unused)
+        return lax.while_loop(lambda c: c[0] < 3, body, (0, x, x, x))[1]
+    opt, _, _ = _optimized(f, X)
+    loop = _only(opt, "while")
+    assert len(loop.outvars) == 3  # i (the predicate reads it), a, b (a reads it)
+    assert "exp" not in _body_primitives(loop.params["body_jaxpr"])
+
+
+def test_dce_prunes_every_branch_of_a_cond_and_the_operands_none_reads():
+    def f(x, y):
+        return lax.cond(x[0] > 0, lambda a, b: (a * 2.0, lax.exp(b)),
+                        lambda a, b: (a - 1.0, lax.log(b)), x, y)[0]
+    opt, _, _ = _optimized(f, X, X + 2.0)
+    cond = _only(opt, "cond")
+    assert len(cond.outvars) == 1 and len(cond.invars) == 2  # the index, x
+    assert [_body_primitives(b) for b in cond.params["branches"]] == [["sub"], ["mul"]]
+
+
+def test_dce_reaches_loops_nested_in_branches_and_keeps_effects():
+    """The ys of a scan inside a cond inside a scan go; a callback in a body stays, with
+    the carry it prints."""
+    seen = []
+
+    def f(xs):
+        def outer(c, x):
+            def branch(v):
+                inner = lax.scan(lambda d, _: (d * 0.5, lax.cos(d)), v, None, length=2)
+                return inner[0]
+            c = lax.cond(x > 0, branch, lambda v: v + 1.0, c)
+            nbjax.debug.callback(lambda v: seen.append(float(v)), c)
+            return c, lax.tan(c)
+        return lax.scan(outer, 1.0, xs)[0]
+    opt, _, _ = _optimized(f, X)
+    outer = _only(opt, "scan")
+    assert len(outer.outvars) == 1
+    [cond] = [e for e in outer.params["jaxpr"].jaxpr.eqns if e.primitive.name == "cond"]
+    [inner] = [e for e in cond.params["branches"][1].jaxpr.eqns if e.primitive.name == "scan"]
+    assert len(inner.outvars) == 1 and "cos" not in _body_primitives(inner.params["jaxpr"])
+    assert "tan" not in _body_primitives(outer.params["jaxpr"])
+    assert "debug_callback" in _body_primitives(outer.params["jaxpr"])
+
+
 UNARY = [lax.sin, lax.neg, lax.exp, lambda x: lax.integer_pow(x, 2),
          lambda x: lax.integer_pow(x, 3), lambda x: lax.mul(x, 1.0),
          lambda x: lax.sub(x, 0.0), lambda x: lax.add(x, 0.0)]

@@ -191,6 +191,25 @@ def test_control_flow_nested_in_a_loop_body():
     _assert_native(cpu, "scan", "native loop")
 
 
+def test_loops_and_branches_without_their_dead_results():
+    """Dead code elimination drops the unused results of a scan, while and cond (and what
+    computes them in their bodies, nested three deep); what remains compiles natively and
+    computes what the reference backend does with everything."""
+    def f(xs, y):
+        def body(carry, x):
+            a, b = carry
+            def branch(v):
+                inner = lax.fori_loop(0, 2, lambda i, w: (w[0] * 0.5, jnp.cos(w[1])), (v, v))
+                return inner[0], jnp.exp(v)
+            a, unused = lax.cond(x.sum() > 0, branch, lambda v: (v + x, v), a)
+            return (a + b, b * 2.0), (jnp.sin(a), a * x)
+        (a, _), (_, ys) = lax.scan(body, (y, y), xs)
+        return a, lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + ys[0], c[2] * 2),
+                                 (0, y, y))[1]
+    cpu, _ = _run_both(f, X, X[0])
+    _assert_native(cpu, "scan", "native loop")
+
+
 # --- host steps: what a loop calls back into Python for ------------------------------------
 
 def test_a_body_with_a_host_callback_calls_back_for_it():

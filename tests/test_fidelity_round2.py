@@ -215,15 +215,21 @@ def test_custom_vjp_forward_mode_that_jax_allows():
 
 @pytest.mark.cpu_compiler
 def test_custom_vjp_jvp_whose_tangent_is_dead_compiles():
-    """JAX eliminates dead code before lowering, so a jvp whose tangent is unused compiles;
-    the cpu compiler's dead code elimination drops it too (constants are not folded through
-    it first). The reference backend runs the jaxpr as traced: it evaluates the jvp."""
+    """JAX eliminates dead code before lowering, so a jvp whose tangent is unused compiles,
+    also inside a scan or a cond; the cpu compiler's dead code elimination drops it too
+    (constants are not folded through it first). The reference backend runs the jaxpr as
+    traced: it evaluates the jvp."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert_close(nbjax.jit(lambda y: _jvp_sin(y)[0])(np.float32(1.0)), np.sin(1.0),
                      rtol=1e-6)
         assert_close(nbjax.jit(lambda: nbjax.jvp(_sin, (1.0,), (1.0,))[0])(), np.sin(1.0),
                      rtol=1e-6)
+        # inside a scan or a cond: their unused results go, with what computes them
+        assert_close(nbjax.jit(lambda y: _jvp_sin_in_scan(y)[0])(np.float32(1.0)),
+                     np.sin(np.sin(1.0)), rtol=1e-6)
+        assert_close(nbjax.jit(lambda y: _jvp_sin_in_cond(y)[0])(np.float32(1.0)),
+                     np.sin(1.0), rtol=1e-6)
 
 
 # --- var and std with a dtype ----------------------------------------------------------------

@@ -12,6 +12,7 @@ import numpy as np
 from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, Literal, Var, has_effect,
                     set_current_trace, subjaxprs)
 from ..interpreters.batching import axis_primitives
+from ..interpreters.dce import dce_equations
 from ..interpreters.staging import trace_to_closed_jaxpr
 from .complex_parts import split_complex
 from .kernel import kernel_lowering
@@ -325,17 +326,12 @@ def _param_key(value):
 
 
 def dce(jaxpr, consts, log):
-    """Drop equations whose results nothing uses (unless they have an effect), and
+    """Drop equations whose results nothing uses (unless they have an effect), the unused
+    results of control flow with what computes them in its bodies (``dce_equations``), and
     constvars nothing reads."""
     live = {a for a in jaxpr.outvars if isinstance(a, Var)}
-    kept = []
-    for eqn in reversed(jaxpr.eqns):
-        if any(v in live for v in eqn.outvars) or has_effect(eqn):
-            kept.append(eqn)
-            live.update(a for a in eqn.invars if isinstance(a, Var))
-        else:
-            log.append(Rewrite("dce", eqn, "result unused"))
-    kept.reverse()
+    kept = dce_equations(jaxpr.eqns, live,
+                         lambda eqn, why: log.append(Rewrite("dce", eqn, why)))
     pairs = [(v, c) for v, c in zip(jaxpr.constvars, consts) if v in live]
     return Jaxpr([v for v, _ in pairs], jaxpr.invars, jaxpr.outvars, kept), \
         [c for _, c in pairs]

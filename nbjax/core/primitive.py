@@ -32,7 +32,7 @@ import pickle
 from .trace import check_live, current_trace
 
 RULE_KINDS = ("abstract_eval", "impl", "jvp", "transpose", "batch", "partial_eval", "simplify",
-              "flops")
+              "dce", "flops")
 
 
 # Every primitive by name, so that a pickled jaxpr (the compiler's disk cache of whole

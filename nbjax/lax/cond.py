@@ -10,6 +10,7 @@ import numpy as np
 
 from ..core import Primitive, dtypes, eval_closed_jaxpr, get_aval, pytree, valid_value
 from ..interpreters import ad, partial_eval
+from ..interpreters.dce import dce_jaxpr
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise
 from .batch_util import batch_jaxpr
@@ -156,6 +157,20 @@ def _cond_partial_eval(trace, args, unknowns, *, branches):
 
 
 cond_p.def_rule("partial_eval", _cond_partial_eval)
+
+
+def _cond_dce(used_outputs, eqn):
+    """Every branch without the results nothing reads, all taking the operands any of them
+    then reads."""
+    branches = eqn.params["branches"]
+    used = [any(flags) for flags in zip(*(dce_jaxpr(b, used_outputs)[1] for b in branches))]
+    return eqn.replace(invars=eqn.invars[:1] + flagged(used, eqn.invars[1:]),
+                       outvars=flagged(used_outputs, eqn.outvars),
+                       params=dict(eqn.params, branches=tuple(
+                           dce_jaxpr(b, used_outputs, used)[0] for b in branches)))
+
+
+cond_p.def_rule("dce", _cond_dce)
 
 
 cond_p.def_jvp(_cond_jvp)

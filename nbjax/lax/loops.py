@@ -17,6 +17,7 @@ from ..core import (ClosedJaxpr, Jaxpr, Primitive, Tracer, Var, dtypes, eval_clo
                     get_aval, has_effect, pytree)
 from ..interpreters import ad, partial_eval
 from ..interpreters.batching import AxisData
+from ..interpreters.dce import dce_jaxpr
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
 from .batch_util import batch_jaxpr, vmapped
@@ -126,6 +127,29 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     while run_on_numpy(cond_jaxpr, *cond_consts, *carry)[0]:
         carry = run_on_numpy(body_jaxpr, *body_consts, *carry)
     return owned_results(carry)
+
+
+def _while_dce(used_outputs, eqn):
+    """Without the carries that no kept carry, result or the predicate reads. (JAX has no
+    such rule: there a dead tangent through a ``custom_vjp`` in a while body still raises.)"""
+    params = eqn.params
+    cond, body = params["cond_jaxpr"], params["body_jaxpr"]
+    cond_nconsts, body_nconsts = params["cond_nconsts"], params["body_nconsts"]
+    read_by_cond = dce_jaxpr(cond, [True])[1][cond_nconsts:]
+    used = fixed_point([u or r for u, r in zip(used_outputs, read_by_cond)],
+                       lambda used: dce_jaxpr(body, used)[1][body_nconsts:])
+    cond, cond_used = dce_jaxpr(cond, [True], [False] * cond_nconsts + used)
+    body, body_used = dce_jaxpr(body, used, [False] * body_nconsts + used)
+    cond_consts, body_consts, carry = split_sizes(eqn.invars, [cond_nconsts, body_nconsts])
+    return eqn.replace(
+        invars=flagged(cond_used, cond_consts) + flagged(body_used, body_consts)
+        + flagged(used, carry), outvars=flagged(used, eqn.outvars),
+        params=dict(params, cond_jaxpr=cond, body_jaxpr=body,
+                    cond_nconsts=sum(cond_used[:cond_nconsts]),
+                    body_nconsts=sum(body_used[:body_nconsts])))
+
+
+while_p.def_rule("dce", _while_dce)
 
 
 def _while_batch(axis_data, vals, dims, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -671,6 +695,26 @@ def _scan_partial_eval(trace, args, unknowns, *, jaxpr, length, reverse, num_con
 
 
 scan_p.def_rule("partial_eval", _scan_partial_eval)
+
+
+def _scan_dce(used_outputs, eqn):
+    """Without the ys nothing reads and the carries no kept carry or y reads."""
+    params = eqn.params
+    body, num_consts, num_carry = params["jaxpr"], params["num_consts"], params["num_carry"]
+    used_ys = used_outputs[num_carry:]
+    carries = slice(num_consts, num_consts + num_carry)
+    used = fixed_point(used_outputs[:num_carry],
+                       lambda used: dce_jaxpr(body, used + used_ys)[1][carries])
+    n_xs = len(eqn.invars) - num_consts - num_carry
+    body, used_inputs = dce_jaxpr(body, used + used_ys,
+                                  [False] * num_consts + used + [False] * n_xs)
+    return eqn.replace(invars=flagged(used_inputs, eqn.invars),
+                       outvars=flagged(used + used_ys, eqn.outvars),
+                       params=dict(params, jaxpr=body, num_consts=sum(used_inputs[:num_consts]),
+                                   num_carry=sum(used)))
+
+
+scan_p.def_rule("dce", _scan_dce)
 
 
 scan_p.def_jvp(_scan_jvp)
