@@ -432,18 +432,22 @@ class _Program:
     def loop(self):
         """One or two ops of the corpus as the body of a scan of two iterations (a native
         loop calling BLAS and host steps for the library ops): each iteration's result is
-        a row of the scan's output; the carry is the value itself."""
+        a row of the scan's output; the carry is the value itself. Half the loops also
+        carry and stack values the program drops (dead code elimination prunes them)."""
         sub = _Program(self.rng, self.x, self.y)
         sub.exact = self.exact
         steps = self.integer(1, 2)
+        dead = self.flip()
 
         def body(carry, _):
-            sub.x, sub.bounds = carry, []
+            value, previous = carry
+            sub.x, sub.bounds = value, []
             for _ in range(steps):
                 sub.step([n for n in CORPUS if n not in ("keep_output", "loop")])
-            return carry, (sub.x, [jnp.asarray(b, jnp.float32) for b in sub.bounds])
+            ys = (sub.x, [jnp.asarray(b, jnp.float32) for b in sub.bounds])
+            return (value, value), ys + ((sub.x, previous) if dead else ())
 
-        _, (self.x, bounds) = lax.scan(body, self.x, None, length=2)
+        _, (self.x, bounds, *_) = lax.scan(body, (self.x, self.x), None, length=2)
         self.exact = sub.exact
         self.bounds += [jnp.max(b) for b in bounds]
 
