@@ -134,6 +134,23 @@ def test_pad_refuses_negative_widths(mode, width):
     assert str(info.value) == "index can't contain negative values"
 
 
+@pytest.mark.parametrize("width", [((-1, 0), (1, 1)), ((0, 0), (1, -1)), ((0, -2), (-1, -1))])
+def test_pad_with_a_function_crops_at_negative_widths(width):
+    """JAX's callable mode zero-pads with ``lax.pad`` first, which crops at a negative
+    width, then hands the function the widths as given (its other modes refuse them)."""
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+
+    def first_cells(row, widths, axis, kwargs):
+        return row.at[:max(widths[0], 0)].set(-1.0 - axis)
+    zero_padded = np.asarray(lax.pad(x, np.float32(0), [(lo, hi, 0) for lo, hi in width]))
+    want = zero_padded.copy()
+    want[:max(width[0][0], 0)] = -1.0
+    want[:, :max(width[1][0], 0)] = -2.0
+    np.testing.assert_array_equal(jnp.pad(x, width, mode=first_cells), want)
+    np.testing.assert_array_equal(
+        nbjax.jit(lambda v: jnp.pad(v, width, mode=first_cells))(x), want)
+
+
 @pytest.mark.parametrize("width", [1.5, 1.0, True, np.array([True, False]),
                                    np.array([1.0, 2.0]), None, "a", 1j])
 def test_pad_refuses_widths_that_are_not_integers(width):

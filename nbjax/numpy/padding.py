@@ -30,7 +30,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
     check_arraylike("pad", array)
     array = to_array(array)
     ndim = get_aval(array).ndim
-    widths = _counts("pad_width", pad_width, ndim, integral=True)
+    widths = _counts("pad_width", pad_width, ndim, integral=True, crops=callable(mode))
     if callable(mode):
         return _pad_with_function(array, widths, mode, kwargs)
     if mode not in _MODES:
@@ -56,8 +56,11 @@ def _pad_with_function(array, widths, func, kwargs):
     """NumPy's callable ``mode``, run as JAX runs it: the array is zero-padded, then, axis by
     axis, ``func(vector, (before, after), axis, kwargs)`` maps each 1-D slice along the axis
     to its padded version. Unlike NumPy's, ``func`` must return the slice (it cannot fill it
-    in place: arrays are immutable)."""
-    padded = pad(array, widths)
+    in place: arrays are immutable). A negative width crops, as ``lax.pad``'s (JAX's)."""
+    if get_aval(array).ndim == 0:
+        return array
+    zero = np.zeros((), get_aval(array).dtype)
+    padded = lax.pad(array, zero, [(before, after, 0) for before, after in widths])
     for axis, axis_widths in enumerate(widths):
         padded = apply_along_axis(func, axis, padded, axis_widths, axis, kwargs)
     return padded
@@ -79,17 +82,18 @@ def _pairs(name, value, ndim):
     return [tuple(p) for p in np.broadcast_to(np.asarray(value, dtype=object), (ndim, 2))]
 
 
-def _counts(name, value, ndim, integral=False):
+def _counts(name, value, ndim, integral=False, crops=False):
     """``_pairs`` of non-negative Python ints (widths and lengths, which fix shapes); a
-    negative one is JAX's ValueError. ``integral``: values read as NumPy values must be
-    integers, bools and floats (even whole ones) being JAX's TypeError (``pad_width``)."""
+    negative one is JAX's ValueError, unless it ``crops`` (a callable mode's widths).
+    ``integral``: values read as NumPy values must be integers, bools and floats (even whole
+    ones) being JAX's TypeError (``pad_width``)."""
     if isinstance(value, (Array, Tracer)):
         value = concrete_value("pad", value)
     pairs = _pairs(name, value, ndim)
     if integral and any(np.asarray(v).dtype.kind not in "iu" for p in pairs for v in p):
         raise TypeError(f"`{name}` must be of integral type.")
     pairs = [tuple(operator.index(v) for v in p) for p in pairs]
-    if any(v < 0 for p in pairs for v in p):
+    if not crops and any(v < 0 for p in pairs for v in p):
         raise ValueError("index can't contain negative values")
     return pairs
 
