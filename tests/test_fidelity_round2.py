@@ -103,16 +103,33 @@ def test_polyadd_adds_along_the_first_axis_of_nd_coefficients():
 
 @pytest.mark.parametrize("fn", [jnp.polyadd, jnp.polysub])
 def test_polyadd_errors_are_jaxs(fn):
-    with pytest.raises(ValueError, match="broadcast"):
+    with pytest.raises(ValueError) as info:
         fn(np.ones((2, 3)), np.ones((2, 2)))  # (2, 2) into (2, 3)
+    assert str(info.value) == ("Incompatible types for broadcasting: input type=float32[2,2] "
+                               "and requested type=float32[2,3]")
     with pytest.raises(ValueError, match="Cannot broadcast to shape with fewer dimensions"):
         fn(np.ones(2), np.ones((2, 3)))
-    with pytest.raises(ValueError, match="broadcast"):
+    with pytest.raises(ValueError) as info:
         fn(np.ones(3), np.ones(0))  # an empty one is added to all of the other ([-0:])
+    assert str(info.value) == ("Incompatible types for broadcasting: input type=float32[0] "
+                               "and requested type=float32[3]")
     with pytest.raises(IndexError, match="tuple index out of range"):
         fn(np.float32(1), np.float32([1, 2]))  # a 0-d one has no length
     with pytest.raises(IndexError, match="tuple index out of range"):
         nbjax.jit(fn)(1.0, 2.0)
+
+
+def test_broadcast_errors_name_the_types_as_jaxs():
+    """``jnp.broadcast_to`` and an ``.at[...]`` update: the input's type (``~`` when weak)
+    and the one requested."""
+    with pytest.raises(ValueError) as info:
+        jnp.broadcast_to(jnp.asarray(2.0) + jnp.zeros(3, jnp.int32), (2, 2))
+    assert str(info.value) == ("Incompatible types for broadcasting: input type=~float32[3] "
+                               "and requested type=float32[2,2]")
+    with pytest.raises(ValueError) as info:
+        jnp.zeros((2, 2), jnp.int8).at[0].set(np.ones(3, np.int8))
+    assert str(info.value) == ("Incompatible types for broadcasting: input type=int8[3] and "
+                               "requested type=int8[2]")
 
 
 def test_polyadd_and_polysub_refuse_booleans():

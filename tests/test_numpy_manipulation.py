@@ -323,7 +323,7 @@ def test_broadcast_arrays_and_shapes():
     assert jnp.broadcast_shapes((2, 1), (3,), ()) == (2, 3)
     with pytest.raises(ValueError, match="Incompatible shapes"):
         jnp.broadcast_shapes((2,), (3,))
-    with pytest.raises(ValueError, match="Incompatible shapes"):
+    with pytest.raises(ValueError, match="Incompatible types for broadcasting"):
         jnp.broadcast_to(jnp.ones((2, 3)), (4, 3))
     with pytest.raises(ValueError, match="fewer dimensions"):
         jnp.broadcast_to(jnp.ones((2, 3)), (3,))

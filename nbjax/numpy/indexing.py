@@ -537,7 +537,7 @@ def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices,
         # unique scatter_mul/min/max can be differentiated with respect to its updates.
         unique_indices = True
     x, y = _promote_update(x, y)
-    check_broadcast_to(get_aval(y).shape, plan.out_shape)
+    check_broadcast_to(get_aval(y), plan.out_shape)
     y = broadcast_to_shape(y, plan.out_shape)
     dnums = lax.ScatterDimensionNumbers(
         update_window_dims=plan.window_out_dims,

@@ -223,7 +223,7 @@ def broadcast_to(array, shape, *, out_sharding=None):
     array = _arr("broadcast_to", array)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(map(operator.index,
                                                                             shape))
-    check_broadcast_to(_shape(array), shape)
+    check_broadcast_to(get_aval(array), shape)
     return broadcast_to_shape(array, shape)
 
 

@@ -243,14 +243,16 @@ def broadcast_to_shape(x, shape):
     return lax.broadcast_in_dim(x, tuple(shape), range(len(shape) - ndim, len(shape)))
 
 
-def check_broadcast_to(old, shape):
-    """Raise NumPy's ValueError unless an array of shape ``old`` broadcasts to ``shape``."""
+def check_broadcast_to(aval, shape):
+    """Raise JAX's ValueError unless an array of type ``aval`` broadcasts to ``shape``."""
+    old = aval.shape
     if len(shape) < len(old):
         raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={old} "
                          f"shape={shape}")
     if any(d not in (1, n) for d, n in zip(old, shape[len(shape) - len(old):])):
-        raise ValueError(f"Incompatible shapes for broadcasting: {old} and requested shape "
-                         f"{shape}")
+        requested = aval.update(shape=tuple(shape), weak_type=False)
+        raise ValueError(f"Incompatible types for broadcasting: input type={aval} and "
+                         f"requested type={requested}")
 
 
 def broadcast_together(*args):
