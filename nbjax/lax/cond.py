@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import Primitive, dtypes, eval_closed_jaxpr, get_aval, pytree, valid_value
 from ..interpreters import ad, partial_eval
-from ..interpreters.dce import dce_jaxpr
+from ..core.dce import dce_jaxpr
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise
 from .batch_util import batch_jaxpr

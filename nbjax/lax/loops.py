@@ -17,7 +17,7 @@ from ..core import (ClosedJaxpr, Jaxpr, Primitive, Tracer, Var, dtypes, eval_clo
                     get_aval, has_effect, pytree)
 from ..interpreters import ad, partial_eval
 from ..interpreters.batching import AxisData
-from ..interpreters.dce import dce_jaxpr
+from ..core.dce import dce_jaxpr
 from ..interpreters.transpose import backward_pass, is_undefined
 from . import elementwise, reductions
 from .batch_util import batch_jaxpr, vmapped

@@ -8,7 +8,8 @@ Drawing them at full strength shows a student work that never happens, so the gr
 them (the jaxpr beside it has them) but fades them, with a legend saying why.
 """
 
-from ..core.jaxpr import Var, has_effect
+from ..core.dce import RESULT_UNUSED, dce_equations
+from ..core.jaxpr import Var
 
 DEAD = "unused: no output needs its result (DCE drops it; the compiled program never runs it)"
 IDENTITY = ("identity: returns its operand unchanged (x·1, x−0, a conversion to the same "
@@ -17,16 +18,14 @@ IDENTITY = ("identity: returns its operand unchanged (x·1, x−0, a conversion 
 
 def dead_equations(jaxpr):
     """Positions of the equations of ``jaxpr`` whose results reach none of its outputs
-    (through other equations), effects aside: what a DCE pass removes."""
-    live = {a for a in jaxpr.outvars if isinstance(a, Var)}
-    dead = []
-    for i in range(len(jaxpr.eqns) - 1, -1, -1):
-        eqn = jaxpr.eqns[i]
-        if any(v in live for v in eqn.outvars) or has_effect(eqn):
-            live.update(a for a in eqn.invars if isinstance(a, Var))
-        else:
-            dead.append(i)
-    return dead[::-1]
+    (through other equations), effects aside: what the compiler's DCE removes."""
+    dead = set()
+
+    def dropped(eqn, why):
+        if why == RESULT_UNUSED:  # (not a loop kept with fewer results)
+            dead.add(id(eqn))
+    dce_equations(jaxpr.eqns, {a for a in jaxpr.outvars if isinstance(a, Var)}, dropped)
+    return [i for i, eqn in enumerate(jaxpr.eqns) if id(eqn) in dead]
 
 
 def kept_operand(eqn):

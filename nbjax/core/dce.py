@@ -10,19 +10,21 @@ point). As in JAX, where compiling a program starts with this: a tangent the pro
 is never computed, even inside a loop.
 """
 
-from ..core import ClosedJaxpr, Jaxpr, Var, has_effect
+from .jaxpr import ClosedJaxpr, Jaxpr, Var, has_effect
+
+RESULT_UNUSED = "result unused"
 
 
 def dce_equations(eqns, live, dropped=None):
     """The equations of ``eqns`` (in order) needed to compute the variables in ``live``,
     a set which is then updated with every variable they read. ``dropped(eqn, why)`` hears
-    of each equation dropped or pruned."""
+    of each equation dropped (``why`` is ``RESULT_UNUSED``) or pruned."""
     kept = []
     for eqn in reversed(eqns):
         used = [v in live for v in eqn.outvars]
         if not any(used) and not has_effect(eqn):
             if dropped is not None:
-                dropped(eqn, "result unused")
+                dropped(eqn, RESULT_UNUSED)
             continue
         rule = eqn.primitive.rules.get("dce")
         if rule is not None:
