@@ -288,7 +288,7 @@ def test_cumulative_sum_prod(include_initial, dtype):
         if include_initial:
             expected = np.concatenate([np.full((3, 1), identity), expected], axis=1)
         check(out, expected.astype(out_dtype), out_dtype)
-    with pytest.raises(ValueError, match="axis must be specified"):
+    with pytest.raises(ValueError, match="axis was not set to an explicit value"):
         jnp.cumulative_sum(x)
     check(jnp.cumulative_sum(x[0]), np.cumsum(wide(x[0])).astype(SUM_DTYPE[dtype]),
           SUM_DTYPE[dtype])

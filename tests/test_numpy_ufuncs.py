@@ -514,7 +514,7 @@ def test_ldexp_requires_real_base_and_integer_exponent():
                                         ("clip", (np.ones(2, C64), 0, 1)),
                                         ("isposinf", (1j,))])
 def test_not_defined_for_complex(name, args):
-    with pytest.raises(ValueError, match="not well defined for complex"):
+    with pytest.raises(ValueError, match="not well defined for complex|cannot be clipped"):
         getattr(jnp, name)(*args)
 
 

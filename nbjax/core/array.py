@@ -464,5 +464,5 @@ def scalar_in_range(x, dtype):
             and not dtypes.is_ml_dtype(dtype):
         info = dtypes.iinfo(dtype)
         if not info.min <= x <= info.max:
-            raise OverflowError(f"Python int {x} too large to convert to {np.dtype(dtype).name}")
+            raise OverflowError(f"Python integer {x} out of bounds for {np.dtype(dtype).name}")
     return x

@@ -335,10 +335,10 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
 # --- normalisations over an axis -----------------------------------------------------------
 
 def _shifted(x, axis, where):
-    """``x - max(x)`` along ``axis`` (the max over ``where`` only), so exp cannot overflow."""
-    x = _arraylike("softmax", x)
+    """``x - max(x)`` along ``axis`` (the max over ``where`` only), so exp cannot overflow.
+    ``jnp.max`` checks ``x`` first: a list is its TypeError, as in JAX's ``softmax``."""
     x_max = jnp.max(x, axis, keepdims=True, where=where, initial=-np.inf)
-    return x - lax.stop_gradient(x_max)  # the shift cancels out: it needs no derivative
+    return jnp.asarray(x) - lax.stop_gradient(x_max)  # the shift needs no derivative
 
 
 def softmax(x, axis=-1, where=None):
@@ -350,7 +350,7 @@ def softmax(x, axis=-1, where=None):
 
 def log_softmax(x, axis=-1, where=None):
     """``x - logsumexp(x)`` along ``axis``; entries outside ``where`` get -inf."""
-    shifted = _shifted(x, axis, where)
+    shifted = _shifted(_arraylike("log_softmax", x), axis, where)
     total = jnp.sum(jnp.exp(shifted), axis, keepdims=True, where=where)
     result = shifted - jnp.log(total)
     return result if where is None else jnp.where(where, result, -np.inf)

@@ -62,8 +62,9 @@ def _forward(jnp, name, reflected=False, symbol=None):
 
 
 def _is_operand(x):
-    return isinstance(x, (Array, Tracer, bool, int, float, complex)) or \
-        type(x).__module__ == "numpy"
+    """JAX's accepted operand types: ``np.generic`` takes in the ml_dtypes scalars too
+    (``bfloat16(2) * x``), which are not ``numpy``'s."""
+    return isinstance(x, (Array, Tracer, int, float, complex, np.generic, np.ndarray))
 
 
 def _forward_unary(jnp, name):

@@ -22,7 +22,8 @@ from .manipulation import atleast_2d, concatenate, diagonal, moveaxis, ravel, re
 from .manipulation import where as _where  # (``where`` is the reductions' mask parameter)
 from .products import dot
 from .util import (broadcast_to_shape, canonicalize_axes, canonicalize_axis, check_arraylike,
-                   filled_like, promote_dtypes, promote_dtypes_inexact, select_where, to_array)
+                   check_broadcast_to, filled_like, promote_dtypes, promote_dtypes_inexact,
+                   select_where, to_array)
 
 __all__ = [
     "sum", "prod", "mean", "var", "std", "min", "max", "amin", "amax", "argmin", "argmax",
@@ -51,21 +52,13 @@ def _upcast_small_ints(dtype):
     return dtype
 
 
-def _keep_dims(x, shape, axes):
-    """Put the reduced ``axes`` back as size-1 axes of an array reduced from ``shape``."""
-    kept_shape = tuple(1 if i in axes else d for i, d in enumerate(shape))
-    return lax.broadcast_in_dim(x, kept_shape, [i for i in range(len(shape)) if i not in axes])
-
-
-def _mask(name, a, where, identity):
-    """Replace ``where``-excluded elements by the reduction's identity."""
+def _mask(a, where, identity):
+    """Replace ``where``-excluded elements by the reduction's identity: JAX's ``jnp.where``,
+    so a mask that does not broadcast is its ValueError, and one with more (or longer) axes
+    broadcasts ``a`` up to it."""
     if where is None:
         return a
-    if identity is None:
-        raise ValueError(f"reduction operation {name} does not have an identity, so to use a "
-                         "where mask one has to specify 'initial'")
-    where = broadcast_to_shape(to_array(where), get_aval(a).shape)
-    return select_where(lax.convert_element_type(where, dtypes.bool_), a, filled_like(a, identity))
+    return _where(where, a, scalar_like(a, identity))
 
 
 def _min_value(dtype):
@@ -102,13 +95,17 @@ def _reduce(name, a, axis, keepdims, initial, where, dtype, has_identity=True):
     shape = get_aval(a).shape
     axes = canonicalize_axes(axis, len(shape))
     a = lax.convert_element_type(a, dtype)
-    identity = identity_fn(dtype) if has_identity or initial is not None else None
-    if initial is None and not has_identity and builtins.any(shape[i] == 0 for i in axes):
-        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
-    result = reduce_fn(_mask(name, a, where, identity), axes)
+    if initial is None and not has_identity:
+        if where is not None:  # (checked first, as JAX does)
+            raise ValueError(f"reduction operation {name} does not have an identity, so to "
+                             "use a where mask one has to specify 'initial'")
+        if builtins.any(shape[i] == 0 for i in axes):
+            raise ValueError(f"zero-size array to reduction operation {name} which has no "
+                             "identity")
+    result = reduce_fn(_mask(a, where, identity_fn(dtype)), axes)
     if initial is not None:
         result = combine(result, lax.convert_element_type(initial, dtype))
-    return _keep_dims(result, shape, axes) if keepdims else result
+    return lax.expand_dims(result, axes) if keepdims else result
 
 
 def _out_unsupported(out):
@@ -126,9 +123,13 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 
 
 def _sum_dtype(a, dtype, promote_integers=True):
+    """Without ``promote_integers`` narrow ints keep their type, but bools are still
+    counted (in the default int: JAX makes them numbers first)."""
     if dtype is not None:
         return dtypes.canonicalize(dtype)
-    return _upcast_small_ints(_dtype(a)) if promote_integers else _dtype(a)
+    if promote_integers or dtypes.is_bool(_dtype(a)):
+        return _upcast_small_ints(_dtype(a))
+    return _dtype(a)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
@@ -213,8 +214,9 @@ def _count(a, axis, keepdims, where, dtype):
         axes = canonicalize_axes(axis, len(shape))
         n = np.prod([shape[i] for i in axes], dtype=np.int64)
         return lax.convert_element_type(int(n), dtype)
-    where = broadcast_to_shape(to_array(where), shape)
-    return sum(where, axis, dtype, keepdims=keepdims)
+    where = to_array(where)
+    check_broadcast_to(get_aval(where), shape)  # JAX's ValueError for a mask that does not fit
+    return sum(broadcast_to_shape(where, shape), axis, dtype, keepdims=keepdims)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
@@ -225,8 +227,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     a = _asarray("mean", a)
     compute = dtypes.canonicalize(dtype) if dtype is not None else dtypes.to_inexact(_dtype(a))
     accumulate = _computation_dtype(compute)
+    count = _count(a, axis, keepdims, where, accumulate)  # (first: its error is JAX's)
     total = sum(a, axis, accumulate, keepdims=keepdims, where=where)
-    count = _count(a, axis, keepdims, where, accumulate)
     return lax.convert_element_type(lax.div(total, count), compute)
 
 
@@ -294,8 +296,8 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize(dtype)):
         raise ValueError("dtype argument to jnp.std must be inexact; got "
                          f"{dtypes.canonicalize(dtype)}")
-    return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-                        correction=correction))
+    return lax.sqrt(var(_asarray("std", a), axis, dtype, out, ddof, keepdims, where=where,
+                        mean=mean, correction=correction))
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
@@ -371,8 +373,8 @@ def _cumulative(name, lax_fn, a, axis, dtype, upcast_ints=False):
     a = _asarray(name, a)
     if dtype is not None and dtypes.is_bool(dtypes.canonicalize(dtype)):
         return _bool_cumulative(name, lax_fn, a, axis)
-    if axis is None:
-        a, axis = _flatten(a), 0
+    if axis is None or (get_aval(a).ndim == 0 and get_aval(a).weak_type):
+        a, axis = _flatten(a), 0 if axis is None else axis  # (JAX's: a Python scalar is 1-d)
     axis = canonicalize_axis(axis, get_aval(a).ndim)
     if dtype is not None:
         out_dtype = dtypes.canonicalize(dtype)
@@ -404,16 +406,19 @@ def cumprod(a, axis=None, dtype=None, out=None):
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype)
 
 
-def _cumulative_array_api(name, lax_fn, identity, x, axis, dtype, include_initial,
+def _cumulative_array_api(name, what, lax_fn, identity, x, axis, dtype, include_initial,
                           upcast_ints):
     x = _asarray(name, x)
+    ndim = get_aval(x).ndim
+    if ndim == 0:
+        raise ValueError(f"The input must be non-scalar to take a {what}, however a scalar "
+                         "value or scalar array was given.")
     if axis is None:
-        if get_aval(x).ndim > 1:
-            raise ValueError(f"{name}: axis must be specified for arrays of more than one "
-                             "dimension.")
+        if ndim > 1:
+            raise ValueError(f"The input array has rank {ndim}, however axis was not set to "
+                             "an explicit value. The axis argument is only optional for "
+                             "one-dimensional arrays.")
         axis = 0
-    if get_aval(x).ndim == 0:
-        raise ValueError(f"{name}: the input must have at least one dimension.")
     axis = canonicalize_axis(axis, get_aval(x).ndim)
     result = _cumulative(name, lax_fn, x, axis, dtype, upcast_ints)
     if include_initial:
@@ -428,15 +433,15 @@ def _cumulative_array_api(name, lax_fn, identity, x, axis, dtype, include_initia
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     """Array-API running sum; ``include_initial`` prepends the empty sum (zero). Narrow
     ints sum in the default int (the standard's rule, which JAX follows here only)."""
-    return _cumulative_array_api("cumulative_sum", lax.cumsum, 0, x, axis, dtype,
-                                 include_initial, True)
+    return _cumulative_array_api("cumulative_sum", "cumulative sum", lax.cumsum, 0, x, axis,
+                                 dtype, include_initial, True)
 
 
 def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     """Array-API running product; ``include_initial`` prepends the empty product (one).
     Ints keep their type, as JAX's (bools become the default int)."""
-    return _cumulative_array_api("cumulative_prod", lax.cumprod, 1, x, axis, dtype,
-                                 include_initial, False)
+    return _cumulative_array_api("cumulative_prod", "cumulative product", lax.cumprod, 1, x,
+                                 axis, dtype, include_initial, False)
 
 
 # --- NaN-ignoring variants -----------------------------------------------------------------
@@ -453,7 +458,9 @@ def _not_nan(a):
 
 
 def _and_where(mask, where):
-    return mask if where is None else ufuncs.logical_and(mask, where)
+    """``mask & where`` by ``jnp.where``, whose error for shapes that do not broadcast is the
+    one JAX's NaN-ignoring statistics give."""
+    return mask if where is None else _where(where, mask, False)
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
@@ -483,12 +490,13 @@ def _nan_extremum(name, reduce_fn, fill):
         a = _asarray(name, a)
         result = reduce_fn(_replace_nan(a, fill(_dtype(a))), axis, out, keepdims, initial,
                            where)
-        if not dtypes.is_inexact(_dtype(a)):
+        if not dtypes.is_inexact(_dtype(a)) or initial is not None:  # initial is not NaN
             return result
         all_nan = all(ufuncs.isnan(a), axis, keepdims=keepdims)
         return select_where(all_nan, filled_like(result, np.nan), result)
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``{name[3:]}`` ignoring NaNs (NaN only where a slice is all NaN)."
+    fn.__doc__ = (f"``{name[3:]}`` ignoring NaNs (NaN only where a slice is all NaN and "
+                  "there is no ``initial``).")
     return fn
 
 
@@ -540,7 +548,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None,
            *, correction=None):
     """``std`` of the non-NaN elements."""
-    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean,
+    return lax.sqrt(nanvar(_asarray("nanstd", a), axis, dtype, out, ddof, keepdims, where, mean,
                            correction=correction))
 
 
@@ -706,11 +714,13 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The middle value (mean of the two middle values for even counts)."""
-    return quantile(a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
+    return quantile(_asarray("median", a), 0.5, axis, out, overwrite_input, "midpoint",
+                    keepdims)
 
 
 def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    return nanquantile(a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
+    return nanquantile(_asarray("nanmedian", a), 0.5, axis, out, overwrite_input, "midpoint",
+                       keepdims)
 
 
 # --- whole-array comparisons ---------------------------------------------------------------

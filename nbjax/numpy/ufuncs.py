@@ -7,6 +7,7 @@ match. ``to_bool`` is shared with the other jnp modules.
 """
 
 import operator
+import warnings
 
 import numpy as np
 
@@ -47,10 +48,34 @@ def _require(name, x, test, kinds):
                         f"Accepted dtypes are subtypes of {kinds}.")
 
 
+# JAX's ValueError for each function not defined on complex numbers ({dtype}: the input's).
+_COMPLEX_REFUSALS = {
+    "hypot": "jnp.hypot is not well defined for complex-valued inputs. Please convert to real "
+             "values first, such as by using abs(x)",
+    "clip": "Clip received a complex value either through the input or the min/max keywords. "
+            "Complex values have no ordering and cannot be clipped. Please convert to a real "
+            "value or array by taking the real or imaginary components via "
+            "jax.numpy.real/imag respectively.",
+    "signbit": "jax.numpy.signbit is not well defined for {dtype}",
+    "isposinf": "isposinf/isneginf are not well defined for complex types",
+    "isneginf": "isposinf/isneginf are not well defined for complex types",
+    "spacing": "jnp.spacing is not defined for complex inputs.",
+    "i0": "Unsupported input type to jax.numpy.i0: {dtype}",
+}
+
+
 def _not_for_complex(name, *args):
     """jnp raises ValueError for functions not well defined on complex numbers."""
-    if any(dtypes.is_complex(_dtype(a)) for a in args):
-        raise ValueError(f"jnp.{name} is not well defined for complex-valued inputs")
+    for a in args:
+        if dtypes.is_complex(_dtype(a)):
+            raise ValueError(_COMPLEX_REFUSALS[name].format(dtype=_dtype(a)))
+
+
+def _real_floats_only(name, x):
+    """frexp's and copysign's TypeError: JAX's words for complex, ``_require``'s else."""
+    if dtypes.is_complex(_dtype(x)):
+        raise TypeError(f"{name} does not support complex-valued inputs")
+    _require(name, x, dtypes.is_float, "floating")
 
 
 def _is_int_or_bool(dtype):
@@ -479,7 +504,7 @@ def _times_pow2(x, e):
 def frexp(x, /):
     """Split ``x`` into a mantissa in [0.5, 1) and an int32 exponent: ``x = m * 2**e``."""
     (x,) = promote_args_inexact("frexp", x)
-    _require("frexp", x, dtypes.is_float, "floating")
+    _real_floats_only("frexp", x)
     x = lax.convert_element_type(x, _dtype(x))
     special = lax.bitwise_or(lax.eq(x, scalar_like(x, 0)), lax.bitwise_not(lax.is_finite(x)))
     safe = select_where(special, filled_like(x, 1), lax.abs(x))
@@ -644,7 +669,7 @@ def heaviside(x1, x2, /):
 def copysign(x1, x2, /):
     """``|x1|`` with the sign bit of ``x2``."""
     x1, x2 = promote_args_inexact("copysign", x1, x2)
-    _require("copysign", x1, dtypes.is_float, "floating")
+    _real_floats_only("copysign", x1)
     return select_where(signbit(x2), lax.neg(lax.abs(x1)), lax.abs(x1))
 
 
@@ -877,10 +902,21 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def astype(x, dtype, /, *, copy=False, device=None):
-    """``x`` converted to ``dtype`` (strongly typed; 64-bit types need x64)."""
+    """``x`` converted to ``dtype`` (strongly typed; 64-bit types need x64). From complex,
+    as JAX: to bool is ``x != 0`` (lax's conversion looks at the real part only), to a real
+    type keeps the real part with JAX's DeprecationWarning."""
     del copy, device  # immutable arrays on the one CPU device
     check_arraylike("astype", x)
-    return lax.convert_element_type(to_array(x), dtype)
+    x = to_array(x)
+    dtype = dtypes.canonicalize(dtypes.default_float() if dtype is None else dtype)
+    if dtypes.is_complex(_dtype(x)) and dtypes.is_bool(dtype):
+        return lax.ne(x, filled_like(x, 0))
+    if dtypes.is_complex(_dtype(x)) and not dtypes.is_complex(dtype):
+        warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. "
+                      "Please first use jnp.real or jnp.imag to take the real/imaginary "
+                      "component of your input.", DeprecationWarning, stacklevel=2)
+        x = lax.real(x)
+    return lax.convert_element_type(x, dtype)
 
 
 # --- special values ------------------------------------------------------------------------

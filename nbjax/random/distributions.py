@@ -36,6 +36,15 @@ def float_dtype(name, dtype):
     return dt
 
 
+def inexact_dtype(name, dtype):
+    """The samplers that also draw complex numbers (``normal`` and those built on it)."""
+    dt = dtypes.canonicalize(float if dtype is None else dtype)
+    if not dtypes.is_inexact(dt):
+        raise ValueError(f"dtype argument to `{name}` must be a float or complex dtype, "
+                         f"got {dt}")
+    return dt
+
+
 def check_safe_casts(name, dtype, *params):
     """TypePromotionError, as JAX's samplers of these families raise, where a parameter's
     type is wider than the samples' ``dtype`` (float32 parameters for float16 samples; a
@@ -52,11 +61,9 @@ def shape_of(x):
 
 
 def check_shape(name, shape, *param_shapes):
-    """Parameters must broadcast to exactly ``shape``."""
-    try:
-        result = np.broadcast_shapes(shape, *param_shapes)
-    except ValueError:
-        result = "incompatible shapes " + ", ".join(map(str, param_shapes))
+    """Parameters must broadcast to exactly ``shape`` (shapes that do not broadcast at all
+    are ``lax.broadcast_shapes``'s ValueError, as in JAX)."""
+    result = lax.broadcast_shapes(shape, *param_shapes)
     if result != shape:
         raise ValueError(
             f"{name} parameter shapes must be broadcast-compatible with shape argument, and "
@@ -98,11 +105,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
 def normal(key, shape=(), dtype=None):
     """Standard normal floats (complex dtypes: independent real and imaginary parts)."""
     key, _ = check_key("normal", key)
-    dtype = dtypes.canonicalize(float if dtype is None else dtype)
-    if not dtypes.is_inexact(dtype):
-        raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, "
-                         f"got {dtype}")
-    return floats.normal(key, canonical_shape(shape), dtype)
+    return floats.normal(key, canonical_shape(shape), inexact_dtype("normal", dtype))
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
@@ -232,6 +235,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     key, _ = check_key("categorical", key)
     mode = "low" if mode is None else mode
     logits = _asarray(logits)
+    float_dtype("gumbel", logits.dtype)  # JAX's check: the noise is drawn in logits' dtype
     axis = canonicalize_axis(axis, logits.ndim)
     batch_shape = tuple(np.delete(logits.shape, axis))
     shape = result_shape("categorical", shape, batch_shape)
@@ -596,7 +600,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     """A uniformly random (semi-)orthogonal ``n x m`` matrix: Q of the QR factorisation of a
     normal matrix, with column signs fixed by diag(R) (Mezzadri 2007)."""
     key, _ = check_key("orthogonal", key)
-    dtype = dtypes.canonicalize(float if dtype is None else dtype)
+    dtype = inexact_dtype("normal", dtype)  # (JAX's message: the matrix is drawn by normal)
     shape = canonical_shape(shape)
     n = int(n)
     m = n if m is None else int(m)

@@ -201,11 +201,12 @@ def check_key(name, key, allow_batched=False):
     data is read as a key of the default implementation."""
     if isinstance(key, PRNGKeyArray):
         typed = True
-    elif isinstance(key, (Array, Tracer, np.ndarray, list, tuple)):
-        data, impl = _as_array(key), resolve_impl(None)
+    elif isinstance(key, (Array, Tracer, np.ndarray, np.generic)) or np.isscalar(key):
+        # JAX's array-likes (a Python number too, refused below: it has no ``ndim``)
+        data, impl = _as_raw_data(key), resolve_impl(None)
         _check_key_data(data, impl)
         key, typed = PRNGKeyArray(impl, data), False
-    else:
+    else:  # lists and tuples too, as in JAX
         raise TypeError(f"unexpected PRNG key type {type(key)}")
     if not allow_batched and key.ndim:
         shape = key.shape if typed else get_aval(key._data).shape
@@ -221,6 +222,14 @@ def rewrap(key, typed):
 
 def _as_array(x):
     return x if isinstance(x, (Array, Tracer)) else jnp.asarray(x)
+
+
+def _as_raw_data(x):
+    """Raw key data as an array: only arrays (and NumPy scalars) are, as in JAX."""
+    if not all(hasattr(x, attr) for attr in ("ndim", "shape", "dtype")):
+        raise TypeError("nbjax encountered invalid PRNG key data: expected key_data to have "
+                        f"ndim, shape, and dtype attributes. Got {x}")
+    return _as_array(x)
 
 
 # --- what samplers draw from a typed key ---------------------------------------------------
@@ -247,9 +256,10 @@ def random_bits(key, bit_width, shape):
 def _seed_array(ctor, seed):
     if isinstance(seed, PRNGKeyArray):
         raise TypeError(f"{ctor} accepts a scalar seed, but was given a PRNG key.")
-    if isinstance(seed, int) and not isinstance(seed, bool):
-        # As JAX: a Python int is read as int64 (OverflowError beyond), then, without x64,
-        # its low 32 bits are kept, so large hashes still make keys in 32-bit mode.
+    if isinstance(seed, int):
+        # As JAX: a Python int (or bool) is read as int64 (OverflowError beyond), then,
+        # without x64, its low 32 bits are kept, so large hashes still make keys in 32-bit
+        # mode.
         seed = np.int64(seed)
         if not config.enable_x64:
             seed = seed.astype(np.int32)

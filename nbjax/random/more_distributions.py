@@ -10,8 +10,8 @@ from .. import lax
 from .. import numpy as jnp
 from ..core import canonical_shape, dtypes
 from . import floats
-from .distributions import (check_safe_casts, chisquare_values, float_dtype, random_signs,
-                            result_shape, shape_of)
+from .distributions import (check_safe_casts, chisquare_values, float_dtype, inexact_dtype,
+                            random_signs, result_shape, shape_of)
 from .keys import check_key, split_list
 
 __all__ = ["lognormal", "maxwell", "double_sided_maxwell", "rayleigh", "wald", "geometric",
@@ -24,9 +24,10 @@ def _params(dtype, shape, *params):
 
 
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
-    """Log-normal variates ``exp(sigma n)``, n standard normal."""
+    """Log-normal variates ``exp(sigma n)``, n standard normal (complex for a complex
+    ``dtype``, as in JAX)."""
     key, _ = check_key("lognormal", key)
-    dtype = float_dtype("lognormal", dtype)
+    dtype = inexact_dtype("lognormal", dtype)
     check_safe_casts("lognormal", dtype, sigma)
     shape = result_shape("lognormal", shape, shape_of(sigma))
     return lax.exp(floats.normal(key, shape, dtype) * lax.convert_element_type(sigma, dtype))
