@@ -340,9 +340,10 @@ def test_where_promotes_and_broadcasts():
         jnp.where(cond, 1)
 
 
-def test_select_needs_boolean_conditions():
-    with pytest.raises(TypeError, match="boolean"):
-        jnp.select([jnp.array([1, 0])], [jnp.array([1, 2])], 5)
+def test_select_reads_non_boolean_conditions_as_nonzero():
+    """JAX 0.10.2 takes them (``astype(bool)``) where NumPy raises a TypeError."""
+    assert_same(jnp.select([jnp.array([1, 0])], [jnp.array([1, 2])], 5),
+                np.array([1, 5], np.int32))
 
 
 def test_trace():

@@ -28,16 +28,14 @@ def _norm_scale(func_name, norm, lengths):
     """The factor that turns the primitive's result (unscaled forward, 1/N inverse) into
     ``norm``'s: "backward" is the primitive's own; "ortho" is 1/sqrt(N) both ways;
     "forward" puts 1/N on the forward transform instead."""
-    if norm is None or norm == "backward":
-        return 1.0
+    if norm not in (None, "backward", "ortho", "forward"):
+        raise ValueError(f'Invalid norm value {norm}; should be "backward","ortho" or '
+                         '"forward".')
     n = math.prod(lengths)
-    inverse = func_name.startswith("i")
-    if norm == "ortho":
-        return math.sqrt(n) if inverse else 1 / math.sqrt(n)
-    if norm == "forward":
-        return n if inverse else 1 / n
-    raise ValueError(f'Invalid norm value {norm}; should be "backward", "ortho" or '
-                     '"forward".')
+    if norm in (None, "backward") or n == 0:  # nothing to scale in an empty result
+        return 1.0
+    scale = math.sqrt(n) if norm == "ortho" else n
+    return scale if func_name.startswith("i") else 1 / scale
 
 
 def _fft_core(func_name, fft_type, a, s, axes, norm):
@@ -52,13 +50,13 @@ def _fft_core(func_name, fft_type, a, s, axes, norm):
         if axes is not None and len(s) != len(axes):
             raise ValueError("Shape and axes have different lengths.")
     if axes is None:
+        if s is not None and len(s) > ndim:
+            raise ValueError(f"FFT input shape {arr.shape} must have at least as many input "
+                             f"dimensions as fft_lengths {s}.")
         axes = range(ndim) if s is None else range(ndim - len(s), ndim)
-    if len(axes) > ndim:
-        raise ValueError(f"FFT input shape {arr.shape} must have at least as many input "
-                         f"dimensions as fft_lengths {s}.")
+    _check_unrepeated(full_name, axes)  # as written first, as JAX; then once in range
     axes = tuple(canonicalize_axis(ax, ndim) for ax in axes)
-    if len(set(axes)) != len(axes):
-        raise ValueError(f"{full_name} does not support repeated axes. Got axes {axes}.")
+    _check_unrepeated(full_name, axes)
     trailing = tuple(range(ndim - len(axes), ndim))
     arr = _moveaxes(arr, axes, trailing)
 
@@ -72,6 +70,11 @@ def _fft_core(func_name, fft_type, a, s, axes, norm):
     if scale != 1.0:
         out = lax.mul(out, scalar_like(out, scale))
     return _moveaxes(out, trailing, axes)
+
+
+def _check_unrepeated(full_name, axes):
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{full_name} does not support repeated axes. Got axes {axes}.")
 
 
 def _moveaxes(x, source, destination):

@@ -677,7 +677,8 @@ def index_array(name, x):
     """An index argument as an array: lists become NumPy constants; dtype must be integer."""
     x = _index_operand(name, x)
     if not dtypes.is_int(get_aval(x).dtype):
-        raise TypeError(f"{name} requires integer indices, got {get_aval(x).dtype.name}")
+        raise TypeError(f"{name} indices must be of integer type, got "
+                        f"{get_aval(x).dtype.name}")
     return x
 
 
@@ -697,7 +698,7 @@ def _take_indices(x):
     if dtypes.is_bool(dtype):
         return lax.convert_element_type(x, dtypes.default_int())
     if not dtypes.is_int(dtype):
-        raise ValueError(f"jnp.take: indices must have an integer type, got {dtype.name}")
+        raise ValueError("indices must have an integer type")
     return x
 
 
@@ -712,8 +713,9 @@ def _apply_index_mode(name, indices, size, mode):
         # NumPy); take_along_axis and x[idx] wrap it first.
         return ufuncs.maximum(indices, 0), mode
     if _mode_name(mode) not in (None, "clip", "fill", "fill_or_drop", "promise_in_bounds"):
-        raise ValueError(f"jnp.{name}: invalid mode {mode!r}; expected 'fill', 'clip', "
-                         "'wrap' or 'promise_in_bounds'")
+        if name == "take":
+            raise ValueError(f"Invalid mode {mode!r} for np.take")
+        raise ValueError(f'Unknown gather mode "{mode}"')
     return indices, "fill" if mode is None else mode
 
 

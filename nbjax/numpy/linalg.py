@@ -460,8 +460,11 @@ def _sum_abs2(x, axis, keepdims):
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """``(sum |x|^ord)^(1/ord)`` over ``axis`` (all axes by default); ``ord`` inf/-inf is the
-    largest/smallest ``|x|``, 0 counts the nonzero entries."""
-    x, = _inexact("jnp.linalg.vector_norm", x)
+    largest/smallest ``|x|``, 0 counts the nonzero entries. As in JAX, only the 2-norm and
+    the general ``ord`` promote an integer or bool ``x``: inf/-inf and 1 keep its dtype
+    (``vector_norm(int_x, ord=1)`` is an int sum) and 0 wants an inexact ``x``."""
+    check_arraylike("jnp.linalg.vector_norm", x)
+    x = to_array(x)
     if ord is None or ord == 2:
         return ufuncs.sqrt(_sum_abs2(x, axis, keepdims))
     if isinstance(ord, str):
@@ -471,9 +474,11 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     if ord == -np.inf:
         return reductions.min(ufuncs.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return reductions.sum(x != 0, axis=axis, keepdims=keepdims).astype(ufuncs.real(x).dtype)
+        return reductions.sum(x != 0, axis=axis, keepdims=keepdims,
+                              dtype=dtypes.finfo(x.dtype).dtype)
     if ord == 1:
         return reductions.sum(ufuncs.abs(x), axis=axis, keepdims=keepdims)
+    x, = promote_dtypes_inexact(x)
     abs_x = ufuncs.abs(x)
     return reductions.sum(abs_x ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
 

@@ -579,15 +579,14 @@ def _as_bool(x):
 
 
 def select(condlist, choicelist, default=0):
-    """The first choice whose condition holds, element-wise; ``default`` where none does."""
+    """The first choice whose condition holds, element-wise; ``default`` where none does.
+    A non-boolean condition means ``!= 0`` (JAX's ``astype(bool)``; NumPy refuses it)."""
     if len(condlist) != len(choicelist):
         raise ValueError(f"condlist must have length equal to choicelist ({len(condlist)} vs "
                          f"{len(choicelist)})")
     if not condlist:
         raise ValueError("condlist must be non-empty")
-    for i, c in enumerate(condlist):
-        if not dtypes.is_bool(get_aval(_arr("select", c)).dtype):
-            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    check_arraylike("select", *condlist, *choicelist, default)
     # Applied last to first, so the first true condition is the one that shows.
     result = default
     for cond, choice in reversed(list(zip(condlist, choicelist))):

@@ -296,8 +296,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="compare_all"):
     comparison of every pair, fine for teaching sizes (JAX's method='compare_all').
     """
     if side not in ("left", "right"):
-        raise ValueError(f"{side!r} is an invalid value for keyword 'side'. Expected one of "
-                         "['left', 'right'].")
+        raise ValueError(f"invalid argument side={side!r}, expected 'left' or 'right'")
     _check_search_method(method)
     a, v = _arr("searchsorted", a), _arr("searchsorted", v)
     if len(_shape(a)) != 1:
@@ -337,7 +336,8 @@ def digitize(x, bins, right=False, *, method=None):
     increasing = searchsorted(bins, x, side=side)
     decreasing = lax.sub(lax.full_like(increasing, n),
                          searchsorted(lax.rev(bins, (0,)), x, side=side))
-    return where(lax.le(bins[0], bins[-1]), increasing, decreasing)
+    # jnp's comparison, not lax's: it orders complex bins (lexicographically), as JAX's.
+    return where(ufuncs.less_equal(bins[0], bins[-1]), increasing, decreasing)
 
 
 def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):

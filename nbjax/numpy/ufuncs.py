@@ -344,13 +344,19 @@ def round(a, decimals=0, out=None):
         if decimals < 0:
             raise NotImplementedError("integer np.round not implemented for decimals < 0")
         return a
+    if decimals > np.log10(float(dtypes.finfo(_dtype(a)).max)):
+        return a  # finer than the dtype can hold: a no-op (not 10**decimals = inf), as JAX
 
     def round_real(x):
         if decimals == 0:
             return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
-        factor = scalar_like(x, 10.0 ** decimals)
-        scaled = lax.round(lax.mul(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN)
-        return lax.div(scaled, factor)
+        # float16 is scaled in float32 (as JAX): 6.85 * 10 would round to 68.5 in float16.
+        half = _dtype(x) == np.float16
+        wide = lax.convert_element_type(x, np.float32) if half else x
+        factor = scalar_like(wide, 10.0 ** decimals)
+        out = lax.div(lax.round(lax.mul(wide, factor), lax.RoundingMethod.TO_NEAREST_EVEN),
+                      factor)
+        return lax.convert_element_type(out, np.float16) if half else out
     return _round_parts(a, round_real)
 
 
