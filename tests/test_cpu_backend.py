@@ -130,6 +130,21 @@ def test_float_special_values_conversions_and_min_max():
            x, y)
 
 
+def test_a_kernel_keeps_minus_zero_apart_from_zero():
+    """A kernel makes each constant once, and -0.0 == 0.0 in Python: ``atan2(-0.0, x)``
+    beside a ``max(x, 0.0)`` read 0.0, so the argument of a negated real taken as complex
+    (``log(-(x + 0j))``, whose imaginary part is -0.0) came out +pi instead of -pi."""
+    x = np.float32([-3.0, 2.0, 0.0])
+    _, (_, angle, log) = _check(
+        lambda x: (jnp.maximum(x, 0.0), lax.atan2(np.float32(-0.0), x),
+                   lax.log(lax.neg(x.astype(np.complex64)))), x)
+    np.testing.assert_array_equal(np.signbit(angle), np.signbit(np.arctan2(np.float32(-0.0), x)))
+    with np.errstate(divide="ignore"):
+        want = np.log(np.negative(x.astype(np.complex64)))
+    np.testing.assert_array_equal(np.signbit(log.imag), np.signbit(want.imag))
+    assert_close(log.imag, want.imag, 1e-6)
+
+
 def test_bool_and_small_integer_buffers():
     b = RNG.random((4, 5)) > 0.5
     i8 = RNG.integers(-128, 128, (4, 5)).astype(np.int8)

@@ -232,6 +232,10 @@ def _is_const(op, value):
 
 
 def _hashable(attr):
+    """``attr`` as part of a memo key. A float goes with its sign: -0.0 == 0.0 in Python,
+    but a kernel must not take one constant for the other (``atan2(-0.0, -1)`` is -pi)."""
+    if isinstance(attr, float):
+        return attr, np.signbit(attr)
     try:
         hash(attr)
         return attr
