@@ -11,8 +11,8 @@ import numpy as np
 
 from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, Literal, Var, has_effect,
                     set_current_trace, subjaxprs)
-from ..interpreters.batching import axis_primitives
 from ..core.dce import dce_equations
+from ..interpreters.batching import axis_primitives
 from ..interpreters.staging import trace_to_closed_jaxpr
 from .complex_parts import split_complex
 from .kernel import kernel_lowering

@@ -4,9 +4,9 @@ deviation ``scale``, as ``jax.scipy.stats.norm``. The tails go through ``ndtr(-z
 
 The density is JAX's ``-(log(2 pi scale^2) + ((x - loc) / scale)^2) / 2``, which depends on
 ``scale`` only through its square: a negative ``scale`` gives the density of ``|scale|``, as
-in JAX (SciPy: NaN). ``ppf`` and ``isf`` return the default float dtype (float64 under x64), as JAX's
-``jnp.asarray(..., float)`` does, and refuse a ``q`` that is not float32 or float64 as its
-``ndtri`` does."""
+in JAX (SciPy: NaN). ``ppf`` and ``isf`` return the default float dtype (float64 under
+x64), as JAX's ``jnp.asarray(..., float)`` does, and refuse a ``q`` that is not float32 or
+float64 as its ``ndtri`` does."""
 
 import math
 
