@@ -1,17 +1,21 @@
 """What makes the CPU backend fast, checked in the generated code and the plans (no timings):
 streaming stores for large outputs, reductions in local (float64) accumulators split across
-the cores, gathers and pads as kernels, and the planner materialising a value that a kernel
-would otherwise recompute at many places (the 81-tap blur)."""
+the cores, gathers and pads as kernels, the planner materialising a value that a kernel
+would otherwise recompute at many places (the 81-tap blur), and rows cut into loops where the
+body compares their index with a constant (a concatenation computes each operand in its own
+loop)."""
 
 import platform
 
 import numpy as np
 import pytest
+from llvmlite import ir
 
 import nbjax
 import nbjax.numpy as jnp
 from nbjax.backends import compile
 from nbjax.backends.cpu import codegen, runtime, streaming
+from nbjax.compiler.kernel import KernelBuilder, KernelOutput, LoopKernel, live_ops
 from helpers import cpu_and_reference
 
 RNG = np.random.default_rng(5)
@@ -185,6 +189,72 @@ def test_compile_of_the_seed_blur_is_one_module():
     ex = compile(nbjax.make_jaxpr(_blur)(img), "cpu", "blur")
     assert ex.jit_module.optimised_ir.count("define void @") == 2
     assert set(ex.compile_times) >= {"passes", "fusion", "codegen", "machine_code"}
+
+
+# --- rows cut where the body compares their index with a constant ---------------------------
+
+def _gates(a, b, c, d):
+    """Four element-wise results joined along the row, as an LSTM's gate gradients are."""
+    return jnp.concatenate([a * b, -(c * d), a * c + d, b * 2.0], axis=1)
+
+
+def test_a_row_concatenation_computes_each_operand_in_its_own_loop():
+    xs = [RNG.standard_normal((8, 96)).astype(np.float32) for _ in range(4)]
+    cpu = _check(_gates, *xs)
+    (kernel,) = cpu.kernels
+    whole = (ir.Constant(codegen.I64, 0), ir.Constant(codegen.I64, 384))
+    pieces = codegen.row_pieces(kernel.loop, *whole)
+    assert [(lo.constant, hi.constant) for lo, hi in pieces] == \
+        [(0, 96), (96, 192), (192, 288), (288, 384)]
+    # Each loop reads only its own operand, contiguously: no clamped index, no select
+    # between the operands, no gather.
+    optimised = kernel.texts["optimised LLVM IR"]
+    assert not any(word in optimised for word in ("select", "smax", "smin", "gather"))
+
+
+@pytest.mark.parametrize("sizes", [(1, 5, 1), (0, 7, 3), (3, 0), (1,) * 12, (40, 24)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_row_concatenations_of_any_sizes_match_the_reference(sizes, dtype):
+    # Operands of one or no elements along the row; more pieces than a row is cut into.
+    xs = [(RNG.standard_normal((3, n)) * 10).astype(dtype) for n in sizes]
+    _check(lambda *xs: jnp.concatenate([x * (k + 2) for k, x in enumerate(xs)], axis=1), *xs)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: jnp.concatenate([x * 2.0, x[:, :5] - 1.0], axis=1).sum(1),
+    lambda x: jnp.concatenate([jnp.exp(x), -x], axis=1).max(1),
+    lambda x: jnp.concatenate([x, x * x], axis=0) + 1.0,
+])
+def test_reductions_and_other_axes_of_cut_rows_match_the_reference(f):
+    x = RNG.standard_normal((6, 33)).astype(np.float32)
+    x[2, 4] = np.nan
+    _check(f, x, rtol=1e-6, atol=1e-5)
+
+
+def _cuts_of(compare, swap=False, axis=1, value=20):
+    """The pieces of a [4, 50] kernel's row whose body holds one comparison."""
+    ctx = KernelBuilder()
+    i, c = ctx.index(axis), ctx.iconst(value)
+    pred = getattr(ctx, compare)(*((c, i) if swap else (i, c)))
+    var = nbjax.core.Var(nbjax.core.ShapedArray((4, 50), np.dtype(np.float32)))
+    out = KernelOutput(var, ctx.select(pred, ctx.const(1.0, np.float32), 0.0), (0, 1))
+    loop = LoopKernel("k", (4, 50), [], [out], live_ops(ctx.ops, [out]))
+    pieces = codegen.row_pieces(loop, ir.Constant(codegen.I64, 0), ir.Constant(codegen.I64, 50))
+    return [(lo.constant, hi.constant) for lo, hi in pieces]
+
+
+@pytest.mark.parametrize("compare, swap, pieces", [
+    ("lt", False, [(0, 20), (20, 50)]), ("le", False, [(0, 21), (21, 50)]),
+    ("gt", True, [(0, 20), (20, 50)]), ("ge", True, [(0, 21), (21, 50)]),
+    ("eq", False, [(0, 20), (20, 21), (21, 50)]), ("ne", True, [(0, 20), (20, 21), (21, 50)]),
+])
+def test_comparisons_of_the_row_index_either_way_round_cut_the_row(compare, swap, pieces):
+    assert _cuts_of(compare, swap) == pieces
+
+
+def test_only_comparisons_of_the_row_index_within_the_row_cut_it():
+    assert _cuts_of("lt", axis=0) == [(0, 50)]
+    assert _cuts_of("lt", value=50) == _cuts_of("lt", value=-3) == [(0, 50)]
 
 
 # --- kernels of the same code --------------------------------------------------------------

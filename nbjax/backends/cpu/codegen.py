@@ -318,8 +318,9 @@ class CpuLoops(KernelScaffold):
                 acc = b.load(var, typ=reg_type(dtype))
                 value = e.convert(value, kernel.outputs[k].acc_dtype, dtype)
                 b.store(e.accumulate(kernel.outputs[k].combine, acc, value, dtype), var)
-        self.for_(lo, hi, body, f"i{axis}", width=width,
-                  unroll=bool(local) or not streaming.memory_bound(kernel))
+        for piece_lo, piece_hi in row_pieces(kernel, lo, hi):
+            self.for_(piece_lo, piece_hi, body, f"i{axis}", width=width,
+                      unroll=bool(local) or not streaming.memory_bound(kernel))
         for k, (var, dtype) in local.items():
             out = kernel.outputs[k]
             offset = e.offset([index[a] for a in out.kept_axes], out.shape)
@@ -327,6 +328,49 @@ class CpuLoops(KernelScaffold):
             total = e.accumulate(out.combine, e.load(e.outs[k], offset, out.acc_dtype),
                                  row, out.acc_dtype)
             e.store(e.outs[k], offset, total, out.acc_dtype)
+
+
+# A row is cut into at most this many pieces (``row_pieces``): each is a copy of the body
+# for LLVM to optimise.
+ROW_PIECES_MAX = 8
+# Where ``index <op> c`` changes its answer: at ``c + shift`` for each shift.
+_CUTS = {"lt": (0,), "ge": (0,), "le": (1,), "gt": (1,), "eq": (0, 1), "ne": (0, 1)}
+_FLIPPED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def row_pieces(kernel, lo, hi):
+    """The ranges covering ``[lo, hi)`` (i64 constants) that the innermost loop of
+    ``kernel`` runs as loops of their own: cut where the body compares the row's index with
+    a constant. In each range such a comparison has one answer, so LLVM folds it and the
+    selects it feeds. A concatenation along the row (the gate gradients of an LSTM, which
+    ``concatenate``'s lowering reads from every operand at clamped indices and selects
+    between) then computes only its own operand's value in each range, with contiguous
+    loads LLVM vectorises, instead of all of them with gathers. Bounds that are not
+    constants, or too many cuts, leave one range."""
+    if not (isinstance(lo, ir.Constant) and isinstance(hi, ir.Constant)):
+        return [(lo, hi)]
+    cuts = {lo.constant, hi.constant}
+    for op in kernel.body:
+        cut = _row_cut(op, len(kernel.shape) - 1)
+        if cut is not None:
+            cuts.update(cut)
+    bounds = sorted(c for c in cuts if lo.constant <= c <= hi.constant)
+    if len(bounds) - 1 > ROW_PIECES_MAX:
+        return [(lo, hi)]
+    return [(ir.Constant(I64, a), ir.Constant(I64, b)) for a, b in zip(bounds, bounds[1:])]
+
+
+def _row_cut(op, axis):
+    """Where ``op``, a comparison of the index of ``axis`` with a constant (either way
+    round), changes its answer; None for any other op."""
+    if op.name not in _CUTS:
+        return None
+    (x, y), name = op.args, op.name
+    if x.name == "const" and y.name == "index":
+        (y, x), name = op.args, _FLIPPED[name]
+    if x.name != "index" or x.attr != axis or y.name != "const":
+        return None
+    return [y.attr + shift for shift in _CUTS[name]]
 
 
 def _local_dtype(out):
