@@ -90,7 +90,12 @@ def user_frame(skip=1):
     known = frames.get(id(frame))
     if known is None:
         known = _enter(frame)
-    return known[3].get(frame.f_lineno) or _at_line(known, frame.f_lineno)
+    # (by the instruction's offset: reading ``f_lineno`` works the line out from it)
+    at_offset = known[4]
+    info = at_offset.get(frame.f_lasti)
+    if info is None:
+        info = at_offset[frame.f_lasti] = _at_line(known, frame.f_lineno)
+    return info
 
 
 # --- call paths: the user frames inside the function being traced --------------------------
@@ -105,7 +110,9 @@ def user_frame(skip=1):
 
 class _Tracing(threading.local):
     depth = 0      # traces in progress in this thread
-    frames = None  # while tracing: id(frame) -> (frame, call number, callers, {line: info})
+    # while tracing: id(frame) -> (frame, call number, callers, {line: info},
+    # {instruction offset: info})
+    frames = None
     equation = None  # the SourceInfo of the equation being re-bound (``restaging``), if any
     around = None    # per trace in progress, the ``equation`` when it began, innermost last
 
@@ -169,7 +176,7 @@ _ENTRY = call_traced.__code__
 
 def _at_line(known, line):
     """The SourceInfo of a recorded frame (``_Tracing.frames``) at ``line``."""
-    frame, call, callers, infos = known
+    frame, call, callers, infos, _ = known
     info = infos.get(line)
     if info is None:
         code = frame.f_code
@@ -194,7 +201,7 @@ def _enter(frame):
             new.append(above)
         above = above.f_back
     for f in reversed(new):  # outermost first: calls are numbered in the order they began
-        known = _tracing.frames[id(f)] = (f, next(_calls), callers, {})
+        known = _tracing.frames[id(f)] = (f, next(_calls), callers, {}, {})
         if callers is not None and f is not frame:
             callers = _at_line(known, f.f_lineno).call_path
     return known

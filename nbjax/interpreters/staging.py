@@ -18,8 +18,7 @@ class JaxprTracer(Tracer):
     __slots__ = ("_var",)
 
     def __init__(self, trace, var):
-        super().__init__(trace)
-        self._var = var
+        self._trace, self._var = trace, var
 
     @property
     def aval(self):
@@ -61,7 +60,8 @@ class JaxprTrace(Trace):
         return self._const_ids[key]
 
     def process_primitive(self, primitive, args, params):
-        invars = [self.to_atom(a) for a in args]
+        invars = [a._var if type(a) is JaxprTracer and a._trace is self else self.to_atom(a)
+                  for a in args]  # (``to_atom``'s first case inline: most operands)
         out_avals = primitive.abstract_eval(*[v.aval for v in invars], **params)
         if primitive.multiple_results:
             outvars = [Var(a) for a in out_avals]
