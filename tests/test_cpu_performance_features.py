@@ -203,13 +203,32 @@ def test_a_row_concatenation_computes_each_operand_in_its_own_loop():
     cpu = _check(_gates, *xs)
     (kernel,) = cpu.kernels
     whole = (ir.Constant(codegen.I64, 0), ir.Constant(codegen.I64, 384))
-    pieces = codegen.row_pieces(kernel.loop, *whole)
+    pieces = codegen.index_pieces(None, kernel.loop, 1, *whole)
     assert [(lo.constant, hi.constant) for lo, hi in pieces] == \
         [(0, 96), (96, 192), (192, 288), (288, 384)]
     # Each loop reads only its own operand, contiguously: no clamped index, no select
     # between the operands, no gather.
     optimised = kernel.texts["optimised LLVM IR"]
     assert not any(word in optimised for word in ("select", "smax", "smin", "gather"))
+
+
+@pytest.mark.parametrize("f", [
+    lambda a, b: jnp.stack([a * b, -b, a + b], axis=1),
+    lambda a, b: jnp.pad(a * b + 1.0, 3, mode="edge"),
+])
+def test_concatenations_along_inner_axes_select_nothing(f):
+    xs = [RNG.standard_normal((40, 70)).astype(np.float32) for _ in range(2)]
+    (kernel,) = _check(f, *xs, rtol=1e-6, atol=1e-6).kernels
+    optimised = kernel.texts["optimised LLVM IR"]
+    assert "select" not in optimised and "gather" not in optimised
+
+
+def test_a_concatenation_along_the_axis_split_between_the_cores_matches_the_reference():
+    # 900 x 200 elements: the threads' shares of axis 0 start and stop inside the operands.
+    xs = [RNG.standard_normal((300, 200)).astype(np.float32) for _ in range(3)]
+    cpu = _check(lambda a, b, c: jnp.concatenate([a * b, -c, b + c], axis=0), *xs,
+                 rtol=1e-6, atol=1e-6)
+    assert runtime.THREADS == 1 or any("split between" in d.reason for d in cpu.plan.decisions)
 
 
 @pytest.mark.parametrize("sizes", [(1, 5, 1), (0, 7, 3), (3, 0), (1,) * 12, (40, 24)])
@@ -239,7 +258,8 @@ def _cuts_of(compare, swap=False, axis=1, value=20):
     var = nbjax.core.Var(nbjax.core.ShapedArray((4, 50), np.dtype(np.float32)))
     out = KernelOutput(var, ctx.select(pred, ctx.const(1.0, np.float32), 0.0), (0, 1))
     loop = LoopKernel("k", (4, 50), [], [out], live_ops(ctx.ops, [out]))
-    pieces = codegen.row_pieces(loop, ir.Constant(codegen.I64, 0), ir.Constant(codegen.I64, 50))
+    pieces = codegen.index_pieces(None, loop, 1, ir.Constant(codegen.I64, 0),
+                                  ir.Constant(codegen.I64, 50))
     return [(lo.constant, hi.constant) for lo, hi in pieces]
 
 

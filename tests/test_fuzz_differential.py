@@ -272,6 +272,7 @@ class _Program:
                               self.integer(0, 1))] * x.ndim),
             lambda: jnp.concatenate([x, jnp.flip(x, axis)[..., :1] if x.shape[-1] else x],
                                     axis=-1),
+            lambda: jnp.concatenate([-x, x[..., start:stop], x + x], axis=-1),
             lambda: lax.dynamic_slice_in_dim(x, self.integer(-2, 6),
                                              self.integer(0, n), axis),
         ]

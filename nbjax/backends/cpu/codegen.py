@@ -269,8 +269,9 @@ class CpuLoops(KernelScaffold):
             # and a copy of it per iteration made LLVM's SLP vectoriser take a second on a
             # 16-row reduction (the optimised code 30 times longer, for nothing).
             n = ir.Constant(I64, self.kernel.shape[axis + 1])
-            self.for_(lo, hi, lambda i: self._loop(axis + 1, index + [i], ir.Constant(I64, 0),
-                                                   n), f"i{axis}", unroll=False)
+            for piece_lo, piece_hi in index_pieces(self.b, self.kernel, axis, lo, hi):
+                self.for_(piece_lo, piece_hi, lambda i: self._loop(
+                    axis + 1, index + [i], ir.Constant(I64, 0), n), f"i{axis}", unroll=False)
 
     def _blocks(self, index, lo, hi):
         """The last two axes (rows ``[lo, hi)`` of the one before the last) in blocks of
@@ -318,7 +319,7 @@ class CpuLoops(KernelScaffold):
                 acc = b.load(var, typ=reg_type(dtype))
                 value = e.convert(value, kernel.outputs[k].acc_dtype, dtype)
                 b.store(e.accumulate(kernel.outputs[k].combine, acc, value, dtype), var)
-        for piece_lo, piece_hi in row_pieces(kernel, lo, hi):
+        for piece_lo, piece_hi in index_pieces(b, kernel, axis, lo, hi):
             self.for_(piece_lo, piece_hi, body, f"i{axis}", width=width,
                       unroll=bool(local) or not streaming.memory_bound(kernel))
         for k, (var, dtype) in local.items():
@@ -330,37 +331,42 @@ class CpuLoops(KernelScaffold):
             e.store(e.outs[k], offset, total, out.acc_dtype)
 
 
-# A row is cut into at most this many pieces (``row_pieces``): each is a copy of the body
-# for LLVM to optimise.
-ROW_PIECES_MAX = 8
+# An axis is cut into at most this many pieces (``index_pieces``): each is a copy of the
+# loops inside it for LLVM to optimise.
+PIECES_MAX = 8
 # Where ``index <op> c`` changes its answer: at ``c + shift`` for each shift.
 _CUTS = {"lt": (0,), "ge": (0,), "le": (1,), "gt": (1,), "eq": (0, 1), "ne": (0, 1)}
 _FLIPPED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
 
 
-def row_pieces(kernel, lo, hi):
-    """The ranges covering ``[lo, hi)`` (i64 constants) that the innermost loop of
-    ``kernel`` runs as loops of their own: cut where the body compares the row's index with
+def index_pieces(b, kernel, axis, lo, hi):
+    """The ranges covering ``[lo, hi)`` (i64 values) that the loop over ``axis`` of
+    ``kernel`` runs as loops of their own: cut where the body compares the axis' index with
     a constant. In each range such a comparison has one answer, so LLVM folds it and the
-    selects it feeds. A concatenation along the row (the gate gradients of an LSTM, which
-    ``concatenate``'s lowering reads from every operand at clamped indices and selects
-    between) then computes only its own operand's value in each range, with contiguous
-    loads LLVM vectorises, instead of all of them with gathers. Bounds that are not
-    constants, or too many cuts, leave one range."""
-    if not (isinstance(lo, ir.Constant) and isinstance(hi, ir.Constant)):
-        return [(lo, hi)]
-    cuts = {lo.constant, hi.constant}
+    selects it feeds. A concatenation (the gate gradients of an LSTM joined along the row,
+    ``jnp.stack``, an edge pad), which ``concatenate``'s lowering reads from every operand
+    at clamped indices and selects between, then computes only its own operand's value in
+    each range, with contiguous loads LLVM vectorises, instead of all of them with
+    gathers. Bounds that are not constants (a thread's share of axis 0) are clamped into
+    each range with ``smax``/``smin`` (built with ``b``), which LLVM reads as ranges too.
+    Too many cuts leave one range."""
+    cuts = set()
     for op in kernel.body:
-        cut = _row_cut(op, len(kernel.shape) - 1)
-        if cut is not None:
-            cuts.update(cut)
-    bounds = sorted(c for c in cuts if lo.constant <= c <= hi.constant)
-    if len(bounds) - 1 > ROW_PIECES_MAX:
+        cuts.update(_cut(op, axis) or ())
+    bounds = [0] + sorted(c for c in cuts if 0 < c < kernel.shape[axis]) + [kernel.shape[axis]]
+    if len(bounds) == 2 or len(bounds) - 1 > PIECES_MAX:
         return [(lo, hi)]
-    return [(ir.Constant(I64, a), ir.Constant(I64, b)) for a, b in zip(bounds, bounds[1:])]
+    if isinstance(lo, ir.Constant) and isinstance(hi, ir.Constant):
+        bounds = [lo.constant] + [c for c in bounds if lo.constant < c < hi.constant] \
+            + [hi.constant]
+        return [(ir.Constant(I64, x), ir.Constant(I64, y)) for x, y in zip(bounds, bounds[1:])]
+    scalar, index = ScalarEmitter(b), np.dtype(np.int64)
+    return [(scalar.binary("max", lo, ir.Constant(I64, x), index),
+             scalar.binary("min", hi, ir.Constant(I64, y), index))
+            for x, y in zip(bounds, bounds[1:])]
 
 
-def _row_cut(op, axis):
+def _cut(op, axis):
     """Where ``op``, a comparison of the index of ``axis`` with a constant (either way
     round), changes its answer; None for any other op."""
     if op.name not in _CUTS:
