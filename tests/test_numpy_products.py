@@ -76,6 +76,20 @@ def test_non_contiguous_operands():
     check(lambda x, y: jnp.tensordot(x, y, 1), lambda x, y: np.tensordot(x, y, 1), a.T, b.T)
 
 
+@pytest.mark.parametrize("a_shape, b_shape", [((16, 2048), (4096, 2048)),
+                                              ((3, 16, 1024), (1024, 8192))])
+def test_wide_products_are_computed_transposed(a_shape, b_shape):
+    # A result at least WIDE_RESULT times wider than tall is BLAS's product of the
+    # transposes, transposed back as a view; the values are those of the product.
+    a = random_array(RNG, a_shape)
+    b = random_array(RNG, b_shape)
+    f = (lambda x, y: x @ y.T) if a_shape[-1] == b_shape[-1] else (lambda x, y: x @ y)
+    want = f(a.astype(np.float64), b.astype(np.float64))
+    got = f(jnp.asarray(a), jnp.asarray(b))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4 * np.abs(want).max())
+    assert not np.asarray(got).flags.c_contiguous
+
+
 def test_vdot_vecdot_inner_outer():
     z = random_array(RNG, (2, 3), np.complex64)
     w = random_array(RNG, (2, 3), np.complex64)
