@@ -169,6 +169,17 @@ def test_an_empty_contraction_gives_zeros():
     np.testing.assert_array_equal(cpu.run(h, w)[0], np.ones((4, 32), np.float32))
 
 
+@pytest.mark.parametrize("k", [0, 5, 16, 37, 100])
+@pytest.mark.parametrize("fn", [_in_loop, lambda h, w: (h @ w) * 2.0])
+def test_long_contractions_are_summed_in_blocks(monkeypatch, k, fn):
+    # Blocks of 16 along k: none, part of one, exactly one, several with a part left; each
+    # block's sums added into C (the loop's product adds into its carry as well).
+    monkeypatch.setattr(tiled_products, "DEPTH_BLOCK", 16)
+    h = RNG.standard_normal((13, k)).astype(np.float32)
+    w = RNG.standard_normal((k, 48)).astype(np.float32)
+    assert _uses_tiles(_check(fn, h, w))
+
+
 def test_special_values_propagate():
     h = RNG.standard_normal((3, 8)).astype(np.float32)
     h[0, 2], h[1, 5], h[2, 0] = np.nan, np.inf, -0.0
