@@ -205,8 +205,31 @@ def _conv_result_dtype(lhs, rhs, preferred_element_type):
     if lhs.dtype != rhs.dtype:
         raise TypeError(f"lax.conv_general_dilated requires arguments to have the same "
                         f"dtypes, got {lhs.dtype.name}, {rhs.dtype.name}.")
+    if preferred_element_type is not None:
+        _check_conv_preferred(lhs.dtype, preferred_element_type)
     return check_preferred_element_type("conv_general_dilated", lhs.dtype,
                                         preferred_element_type)
+
+
+_KINDS = (dtypes.is_int, dtypes.is_float, dtypes.is_complex)
+
+
+def _check_conv_preferred(dtype, preferred):
+    """JAX's rules for a convolution's ``preferred_element_type``, stricter than
+    dot_general's: the same kind of number (integers may also accumulate in floats), the
+    same signedness, and never narrower (not even a float: float32 to float16 is refused)."""
+    if not (dtypes.is_int(dtype) and dtypes.is_float(preferred)):
+        if any(kind(dtype) and not kind(preferred) for kind in _KINDS):
+            raise TypeError("Input type is incompatible with `preferred_element_type`. The "
+                            "compatible combinations of (input_type, preferred_element_type) "
+                            "are (integral, integral), (integral, floating), "
+                            "(floating, floating), (complex, complex.")
+        if dtypes.is_signed_int(dtype) and not dtypes.is_signed_int(preferred):
+            raise TypeError("`preferred_element_type` must have the same signedness as the "
+                            "original type.")
+    if np.dtype(preferred).itemsize < np.dtype(dtype).itemsize:
+        raise TypeError("`preferred_element_type` must not be narrower than the original "
+                        "type.")
 
 
 @conv_general_dilated_p.def_abstract_eval

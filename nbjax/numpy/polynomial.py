@@ -1,7 +1,5 @@
 """Polynomials as coefficient arrays, highest power first (NumPy's ``poly*`` functions)."""
 
-import operator
-
 import numpy as np
 
 from .. import lax
@@ -11,9 +9,11 @@ from . import reductions
 from .creation import vander
 from .indexing import IndexUpdateHelper
 from .linalg import eigvals, inv, lstsq
-from .manipulation import atleast_1d, concatenate, diag, roll, stack, trim_zeros
+from .manipulation import (atleast_1d, broadcast_shapes, concatenate, diag, roll, stack,
+                           trim_zeros)
 from .products import convolve, dot, outer
-from .util import check_arraylike, promote_dtypes, promote_dtypes_inexact, select_where
+from .util import (check_arraylike, concrete_value, promote_dtypes, promote_dtypes_inexact,
+                   select_where, to_array)
 
 __all__ = ["polyval", "polyadd", "polysub", "polyder", "polyint", "polymul", "polydiv", "poly",
            "polyfit", "roots"]
@@ -29,11 +29,15 @@ def _coefficients(name, *ps):
 
 def polyval(p, x, *, unroll=16):
     """``p[0] * x**(n-1) + ... + p[n-1]`` by Horner's rule (``unroll`` is accepted for JAX's
-    signature; the loop is unrolled in Python)."""
+    signature; the loop is unrolled in Python). Each column of a many-dimensional ``p`` is
+    a polynomial, broadcast against ``x``. The result is never weak: JAX's Horner loop
+    starts from zeros of ``x``'s dtype, strongly typed."""
     check_arraylike("polyval", p, x)
     p, x = promote_dtypes(p, x)
-    (p,) = _coefficients("polyval", p)
-    y = lax.full_like(x, 0)
+    if not get_aval(p).ndim:
+        raise ValueError("polyval: coefficients must be at least one-dimensional")
+    shape = broadcast_shapes(get_aval(p).shape[1:], get_aval(x).shape)
+    y = lax.full(shape, 0, get_aval(x).dtype)
     for k in range(get_aval(p).shape[0]):
         y = y * x + p[k]
     return y
@@ -76,17 +80,22 @@ def polyder(p, m=1):
 
 def polyint(p, m=1, k=None):
     """The ``m``-th antiderivative, with integration constants ``k`` (0 by default; one
-    per integration, the first used first)."""
-    (p,) = promote_dtypes_inexact(*_coefficients("polyint", p))
-    if k is not None:
-        check_arraylike("polyint", k)
+    per integration, the first used first). ``p`` is promoted with ``k``, as in JAX (complex
+    constants give complex coefficients)."""
+    k = 0 if k is None else k
+    check_arraylike("polyint", p, k)
+    p, k = promote_dtypes_inexact(*_coefficients("polyint", p), k)
     if m < 0:
         raise ValueError("Order of integral must be positive (see polyder)")
+    k = atleast_1d(k)
+    if get_aval(k).shape == (1,):
+        k = lax.broadcast_in_dim(k[0], (m,), ())
+    if get_aval(k).shape != (m,):
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
     dtype = get_aval(p).dtype
-    k = np.zeros(m) if k is None else np.broadcast_to(np.asarray(k, dtype).ravel(), (m,))
     for i in range(m):
         n = get_aval(p).shape[0]
-        p = concatenate([p / np.arange(n, 0, -1, dtype=dtype), np.asarray([k[i]], dtype)])
+        p = concatenate([p / np.arange(n, 0, -1, dtype=dtype), k[i:i + 1]])
     return p
 
 
@@ -95,14 +104,17 @@ def _inexact_coefficients(name, *ps):
     return promote_dtypes_inexact(*ps)
 
 
-def _leading_zeros(name, p, tol=0.0):
-    """How many leading entries of the concrete 1-D ``p`` are within ``tol`` of zero."""
+def _leading_zeros(name, p, tol=None):
+    """How many leading entries of the concrete 1-D ``p`` are zero (or, given ``tol``, below
+    it in magnitude, as JAX's ``trim_zeros_tol``). A NaN is not zero: it stays."""
     if isinstance(p, Tracer):
         raise ConcretizationTypeError(
             f"jnp.{name} needs concrete coefficients to strip leading zeros (the result's "
             f"shape depends on them); got the traced {get_aval(p).str_short()}.")
-    nonzero = np.flatnonzero(np.abs(np.asarray(p)) > tol)
-    return int(nonzero[0]) if nonzero.size else get_aval(p).shape[0]
+    p = np.asarray(p)
+    zero = p == 0 if tol is None else np.abs(p) < tol
+    nonzero = np.flatnonzero(~zero)
+    return int(nonzero[0]) if nonzero.size else p.shape[0]
 
 
 def polymul(a1, a2, *, trim_leading_zeros=False):
@@ -194,7 +206,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     ``cov`` the covariance of the coefficients."""
     check_arraylike("polyfit", x, y, *([] if w is None else [w]))
     x, y = promote_dtypes_inexact(x, y)
-    deg = operator.index(deg)
+    deg = int(concrete_value("polyfit", deg))  # (int(), as JAX: a float degree is truncated)
     order = deg + 1
     if deg < 0:
         raise ValueError("expected deg >= 0")
@@ -222,7 +234,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     c, resids, rank, s = lstsq(lhs, rhs, rcond)
     c = (c.T / scale).T
     if full:
-        return c, resids, rank, s, lax.full((), rcond, get_aval(x).dtype)
+        return c, resids, rank, s, to_array(rcond)  # (a Python float: weak, as in JAX)
     if not cov:
         return c
     vbase = inv(dot(lhs.T, lhs)) / outer(scale, scale)

@@ -319,9 +319,9 @@ def _parse_subscripts(subscripts, ndims):
     subscripts = subscripts.replace(" ", "")
     inputs_spec, arrow, output = subscripts.partition("->")
     inputs = inputs_spec.split(",")
-    if len(inputs) != len(ndims):
-        raise ValueError(f"einsum: {len(inputs)} operand subscripts given for {len(ndims)} "
-                         "operands")
+    if len(inputs) != len(ndims):  # (the errors are worded as JAX's, from opt_einsum)
+        raise ValueError(f"Number of einsum subscripts, {len(inputs)}, must be equal to the "
+                         f"number of operands, {len(ndims)}.")
     used = set(subscripts) - set(".,->")
     for c in used:
         if c not in string.ascii_letters:
@@ -331,19 +331,22 @@ def _parse_subscripts(subscripts, ndims):
                       if "..." in s), default=0)
     ellipsis_labels = "".join(spare[:n_ellipsis])
     expanded = []
-    for spec, nd in zip(inputs, ndims):
+    for i, (spec, nd) in enumerate(zip(inputs, ndims)):
         if "..." in spec:
             k = nd - len(spec.replace("...", ""))
             spec = spec.replace("...", ellipsis_labels[n_ellipsis - k:] if k else "")
         if len(spec) != nd:
-            raise ValueError(f"einsum: operand with {nd} axes given subscripts {spec!r}")
+            raise ValueError(f"Einstein sum subscript {inputs[i]!r} does not contain the "
+                             f"correct number of indices for operand {i}.")
         expanded.append(spec)
     if arrow:
         output = output.replace("...", ellipsis_labels)
         for c in output:
+            if output.count(c) > 1:
+                raise ValueError(f"Output character {c!r} appeared more than once in the "
+                                 "output.")
             if not any(c in s for s in expanded):
-                raise ValueError(f"einsum: output subscript {c!r} does not appear in the "
-                                 "inputs")
+                raise ValueError(f"Output character {c!r} did not appear in the input")
     else:
         counts = {c: sum(s.count(c) for s in expanded) for c in set("".join(expanded))}
         output = ellipsis_labels + "".join(sorted(c for c, n in counts.items()
@@ -354,13 +357,13 @@ def _parse_subscripts(subscripts, ndims):
 def _label_sizes(inputs, arrays):
     """Each label's size; size-1 axes broadcast against others (ValueError otherwise)."""
     sizes = {}
-    for labels, x in zip(inputs, arrays):
+    for k, (labels, x) in enumerate(zip(inputs, arrays)):
         for c, n in zip(labels, _shape(x)):
             if sizes.get(c, 1) == 1:
                 sizes[c] = n
             elif n not in (1, sizes[c]):
-                raise ValueError(f"einsum: size of label {c!r} is {sizes[c]} in one operand "
-                                 f"and {n} in another")
+                raise ValueError(f"Size of label {c!r} for operand {k} ({sizes[c]}) does not "
+                                 f"match previous terms ({n}).")
     return sizes
 
 
@@ -388,8 +391,10 @@ def _sum_private_labels(x, labels, output, terms, own_index):
     private = [k for k, c in enumerate(labels) if c not in others]
     if not private:
         return x, labels
-    return lax.reduce_sum(x, tuple(private)), "".join(c for k, c in enumerate(labels)
-                                                        if k not in private)
+    # Booleans are summed as JAX sums them, with or.
+    reduce = lax.reduce_or if dtypes.is_bool(get_aval(x).dtype) else lax.reduce_sum
+    return reduce(x, tuple(private)), "".join(c for k, c in enumerate(labels)
+                                              if k not in private)
 
 
 def _pair_result_labels(a_labels, b_labels, output, rest):

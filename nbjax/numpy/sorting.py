@@ -14,17 +14,17 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import lax
-from ..core import ConcretizationTypeError, dtypes, get_aval
+from ..core import ConcretizationTypeError, Tracer, dtypes, get_aval
 from ..sharding import refuse_out_sharding
 from . import reductions, ufuncs
 from .array_api import diff
 from .creation import asarray, linspace
 from .indexing import IndexUpdateHelper, ravel_multi_index, take
-from .manipulation import (concatenate, first_true_positions, moveaxis, ravel, reshape, stack,
+from .manipulation import (concatenate, first_true_positions, moveaxis, ravel, reshape,
                            where)
 from .ufuncs import clip, remainder
-from .util import (canonicalize_axis, check_arraylike, concrete_value, promote_dtypes,
-                   promote_dtypes_inexact, select_where, to_array)
+from .util import (canonicalize_axis, check_arraylike, concrete_value, filled_like,
+                   promote_dtypes, promote_dtypes_inexact, to_array)
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "sort_complex",
            "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all",
@@ -46,17 +46,36 @@ def _index_dtype():
     return dtypes.default_int()
 
 
+def _static_index(name, x):
+    """``x`` as a Python int, as JAX's ``concrete_or_error(operator.index, x)``: a traced
+    ``x`` is a ConcretizationTypeError, a float Python's own TypeError ('float' object
+    cannot be interpreted as an integer)."""
+    if isinstance(x, Tracer):
+        concrete_value(name, x)
+    return operator.index(x)
+
+
 def _flatten_if_none(a, axis):
     return (ravel(a), 0) if axis is None else (a, canonicalize_axis(axis, get_aval(a).ndim))
 
 
 # --- sorting -------------------------------------------------------------------------------
 
+def _refuse_kind_and_order(name, kind, order):
+    """JAX's TypeErrors: ``stable=`` says how to sort (there is no choice of algorithm), and
+    there are no structured dtypes to order by field."""
+    if kind is not None:
+        raise TypeError(f"'kind' argument to {name} is not supported. Use stable=True or "
+                        "stable=False to specify sort stability.")
+    if order is not None:
+        raise TypeError(f"'order' argument to {name} is not supported.")
+
+
 def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """``a`` sorted along ``axis`` (flattened when None); NaNs sort last."""
-    if order is not None:
-        raise ValueError("The 'order' argument to sort is not supported.")
-    a, axis = _flatten_if_none(_arr("sort", a), axis)
+    a = _arr("sort", a)
+    _refuse_kind_and_order("sort", kind, order)
+    a, axis = _flatten_if_none(a, axis)
     if descending:
         return lax.rev(lax.sort(a, dimension=axis, is_stable=stable), (axis,))
     return lax.sort(a, dimension=axis, is_stable=stable)
@@ -69,9 +88,9 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False,
     Descending: sort the reversed array ascending and reverse again, which keeps equal
     elements in their original order; positions are then counted from the other end.
     """
-    if order is not None:
-        raise ValueError("The 'order' argument to argsort is not supported.")
-    a, axis = _flatten_if_none(_arr("argsort", a), axis)
+    a = _arr("argsort", a)
+    _refuse_kind_and_order("argsort", kind, order)
+    a, axis = _flatten_if_none(a, axis)
     iota = lax.broadcasted_iota(_index_dtype() if dtype is None else dtype, _shape(a), axis)
     if not descending:
         return lax.sort((a, iota), dimension=axis, is_stable=stable, num_keys=1)[1]
@@ -87,6 +106,8 @@ def lexsort(keys, axis=-1):
         raise TypeError("need sequence of keys with len > 0 in lexsort")
     if len({_shape(k) for k in keys}) != 1:
         raise ValueError("all keys need to be the same shape")
+    if not _shape(keys[0]):  # (one element: position 0, as JAX, whatever the axis)
+        return lax.full((), 0, _index_dtype())
     axis = canonicalize_axis(axis, len(_shape(keys[0])))
     iota = lax.broadcasted_iota(_index_dtype(), _shape(keys[0]), axis)
     return lax.sort(tuple(keys[::-1]) + (iota,), dimension=axis, is_stable=True,
@@ -219,7 +240,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
                          "fill_value must be specified")
     u = _unique_rows(rows, size, "unique", equal_nan)
-    values = _fill(u.values, u.valid, fill_value)
+    # (Without size every slot is valid: JAX ignores fill_value, keeping a weak type.)
+    values = u.values if size is None else _fill(u.values, u.valid, fill_value)
     if axis is not None:
         values = moveaxis(values, 0, canonicalize_axis(axis, len(shape)))
     extras = []
@@ -249,26 +271,31 @@ class _UniqueInverseResult(NamedTuple):
     inverse_indices: object
 
 
+def _unique_api(name, x, size, fill_value, **returns):
+    """The Array API's ``unique_*``: each NaN distinct (``equal_nan=False``), as the standard
+    and JAX have it; errors name the function called."""
+    check_arraylike(name, x)
+    return unique(x, equal_nan=False, size=size, fill_value=fill_value, **returns)
+
+
 def unique_values(x, /, *, size=None, fill_value=None):
-    """Array API: the distinct elements of ``x``, each NaN distinct (``equal_nan=False``),
-    as the standard and JAX have it."""
-    return unique(x, equal_nan=False, size=size, fill_value=fill_value)
+    return _unique_api("unique_values", x, size, fill_value)
 
 
 def unique_counts(x, /, *, size=None, fill_value=None):
-    return _UniqueCountsResult(*unique(x, return_counts=True, equal_nan=False, size=size,
-                                       fill_value=fill_value))
+    return _UniqueCountsResult(*_unique_api("unique_counts", x, size, fill_value,
+                                            return_counts=True))
 
 
 def unique_inverse(x, /, *, size=None, fill_value=None):
-    return _UniqueInverseResult(*unique(x, return_inverse=True, equal_nan=False, size=size,
-                                        fill_value=fill_value))
+    return _UniqueInverseResult(*_unique_api("unique_inverse", x, size, fill_value,
+                                             return_inverse=True))
 
 
 def unique_all(x, /, *, size=None, fill_value=None):
-    return _UniqueAllResult(*unique(x, return_index=True, return_inverse=True,
-                                    return_counts=True, equal_nan=False, size=size,
-                                    fill_value=fill_value))
+    return _UniqueAllResult(*_unique_api("unique_all", x, size, fill_value,
+                                         return_index=True, return_inverse=True,
+                                         return_counts=True))
 
 
 # --- searching and counting ----------------------------------------------------------------
@@ -356,7 +383,7 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
                         f"{get_aval(x).dtype}")
     if len(_shape(x)) != 1:
         raise ValueError("only 1-dimensional input supported.")
-    minlength = operator.index(minlength)
+    minlength = _static_index("bincount", minlength)
     if length is None:
         values = _concrete_for("bincount", x)
         length = max(minlength, int(values.max()) + 1 if values.size else 0)
@@ -364,16 +391,24 @@ def bincount(x, weights=None, minlength=0, *, length=None, out_sharding=None):
     weights = lax.full(_shape(x), 1, _index_dtype()) if weights is None else \
         _arr("bincount", weights)
     if _shape(weights) != _shape(x):
-        raise ValueError(f"jnp.bincount: weights must have the shape of x, {_shape(x)}; got "
-                         f"{_shape(weights)}")
+        raise ValueError(f"type of weights must match type of x. Got typeof(x)="
+                         f"{get_aval(x).str_short(True)} and typeof(weights)="
+                         f"{get_aval(weights).str_short(True)}")
     zeros = lax.full((operator.index(length),), 0, get_aval(weights).dtype)
     return zeros.at[x].add(weights, mode="drop")
 
 
 # --- set operations ------------------------------------------------------------------------
 
+_ISIN_METHODS = ("compare_all", "binary_search", "sort", "auto")
+
+
 def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
-    """Whether each element of ``element`` occurs in ``test_elements`` (compares all pairs)."""
+    """Whether each element of ``element`` occurs in ``test_elements`` (compares all pairs,
+    whichever of JAX's methods is named)."""
+    if method not in _ISIN_METHODS:
+        raise ValueError(f"method={method!r} is not implemented; options are 'compare_all', "
+                         "'binary_search', 'sort', and 'auto'")
     element, test = _arr("isin", element), ravel(_arr("isin", test_elements))
     element, test = promote_dtypes(element, test)
     shape = _shape(element)
@@ -386,17 +421,53 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
 
 def in1d(ar1, ar2, assume_unique=False, invert=False, *, method="auto"):
     """``isin`` of ``ar1`` flattened."""
-    return isin(ravel(_arr("in1d", ar1)), ar2, assume_unique, invert)
+    return isin(ravel(_arr("in1d", ar1)), ar2, assume_unique, invert, method=method)
 
 
-def _compact(values, keep, size, fill_value, name):
-    """The kept ``values`` moved to the front, in ``size`` slots (concrete when None)."""
+def _compact(values, keep, size, name):
+    """The kept ``values`` moved to the front, in ``size`` slots (concrete when None); the
+    slots past them hold 0."""
     if size is None:
         size = int(np.count_nonzero(_concrete_for(name, keep)))
     slots, valid = first_true_positions(keep, operator.index(size))
-    out = take(values, where(valid, slots, 0), mode="promise_in_bounds") if _shape(values)[0] \
-        else lax.full((size,), 0, get_aval(values).dtype)
-    return out, valid, slots
+    if not _shape(values)[0]:
+        return lax.full((size,), 0, get_aval(values).dtype), valid, slots
+    out = take(values, where(valid, slots, 0), mode="promise_in_bounds")
+    return where(valid, out, lax.full_like(out, 0)), valid, slots
+
+
+def _pad(values, valid, size, fill_value):
+    """The ``size`` slots past the results hold ``fill_value`` or, as in JAX, the smallest
+    result (NaN when one is NaN, as ``max`` and then ``min`` over the results find it), or 0
+    when there is none. Without ``size`` there is no padding (and a weak type stays)."""
+    if size is None or not _shape(values)[0]:
+        return values
+    if fill_value is not None:
+        return _fill(values, valid, fill_value)
+    values = where(valid, values, reductions.max(values))
+    return where(valid, values, reductions.min(values))
+
+
+def _distinct(name, ar, assume_unique, fixed):
+    """``ar``'s distinct values in sorted order (all its slots when ``fixed``, the valid ones
+    first), or ``ar`` as it is where the caller vouches that its values are distinct."""
+    if assume_unique:
+        n = _shape(ar)[0]
+        return _Unique(ar, lax.iota(_index_dtype(), n), None, None,
+                       lax.full((n,), True, dtypes.bool_))
+    return _unique_rows(ar, _shape(ar)[0] if fixed else None, name)
+
+
+def _sorted_together(u1, u2):
+    """The valid values of two ``_Unique`` records in one sorted array, the invalid slots
+    last: ``(values, valid, positions in the concatenation)``. As in NumPy and JAX, a value
+    in both is then next to itself, ``u1``'s copy first."""
+    values = concatenate([u1.values, u2.values])
+    invalid = lax.bitwise_not(concatenate([u1.valid, u2.valid]))
+    positions = lax.iota(_index_dtype(), _shape(values)[0])
+    invalid, values, positions = lax.sort((invalid, values, positions), dimension=0,
+                                          is_stable=True, num_keys=2)
+    return values, lax.bitwise_not(invalid), positions
 
 
 def union1d(ar1, ar2, *, size=None, fill_value=None):
@@ -406,60 +477,62 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
 
 
 def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
-    """The sorted distinct elements of ``ar1`` not in ``ar2`` (padding: ``fill_value``, 0)."""
+    """The sorted distinct elements of ``ar1`` not in ``ar2`` (padding: ``fill_value``, 0).
+    With ``assume_unique``, ``ar1``'s elements not in ``ar2`` in ``ar1``'s order, as NumPy
+    and JAX."""
     ar1 = ravel(_arr("setdiff1d", ar1))
-    u = _unique_rows(ar1, _shape(ar1)[0] if size is not None else None, "setdiff1d")
+    u = _distinct("setdiff1d", ar1, assume_unique, size is not None)
     keep = lax.bitwise_and(u.valid, isin(u.values, ar2, invert=True))
-    out, valid, _ = _compact(u.values, keep, size, fill_value, "setdiff1d")
-    return _fill(out, valid, 0 if fill_value is None else fill_value)
+    out, valid, _ = _compact(u.values, keep, size, "setdiff1d")
+    # JAX's fill is full_like(ar1, fill_value): ar1's dtype and weak type.
+    return where(valid, out, filled_like(out, 0 if fill_value is None else fill_value))
 
 
 def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
-    """The sorted distinct elements found in exactly one of the arrays (padding repeats the
-    smallest, or holds ``fill_value``)."""
+    """The sorted distinct elements found in exactly one of the arrays: in the sorted
+    distinct values of both, those equal to neither neighbour (so a NaN in both is kept
+    twice, as in NumPy). Padding: ``fill_value``, or as ``_pad`` says."""
     ar1, ar2 = promote_dtypes(ravel(_arr("setxor1d", ar1)), ravel(_arr("setxor1d", ar2)))
-    both = concatenate([ar1, ar2])
-    u = _unique_rows(both, _shape(both)[0] if size is not None else None, "setxor1d")
-    keep = lax.bitwise_and(u.valid, lax.bitwise_xor(isin(u.values, ar1), isin(u.values, ar2)))
-    values, valid, _ = _compact(u.values, keep, size, fill_value, "setxor1d")
-    if fill_value is None and _shape(values)[0]:
-        fill_value = values[0]
-    return _fill(values, valid, fill_value)
+    fixed = size is not None
+    values, valid, _ = _sorted_together(_distinct("setxor1d", ar1, assume_unique, fixed),
+                                        _distinct("setxor1d", ar2, assume_unique, fixed))
+    # A neighbour past the valid values (or the ends) differs.
+    differs = lax.bitwise_or(lax.ne(values[1:], values[:-1]), lax.bitwise_not(valid[1:]))
+    edge = lax.full((min(_shape(values)[0], 1),), True, dtypes.bool_)
+    keep = lax.bitwise_and(valid, lax.bitwise_and(concatenate([edge, differs]),
+                                                  concatenate([differs, edge])))
+    values, valid, _ = _compact(values, keep, size, "setxor1d")
+    return _pad(values, valid, size, fill_value)
 
 
 def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None,
                 fill_value=None):
-    """The sorted distinct elements in both arrays (and, optionally, where each first is).
+    """The sorted distinct elements in both arrays: the sorted distinct values of both,
+    where equal to the next one. Padding: ``fill_value``, or as ``_pad`` says.
 
-    Padding repeats the first common value, or holds ``fill_value``.
+    With ``return_indices`` also where each first occurs in ``ar1`` and ``ar2``, padded (as
+    JAX) with the lengths of ``ar1`` and ``ar2``, indices past their ends.
     """
     ar1, ar2 = promote_dtypes(ravel(_arr("intersect1d", ar1)), ravel(_arr("intersect1d", ar2)))
     fixed = size is not None
-    u1 = _unique_rows(ar1, _shape(ar1)[0] if fixed else None, "intersect1d")
-    u2 = _unique_rows(ar2, _shape(ar2)[0] if fixed else None, "intersect1d")
-    equal = _equal_to_valid(u1.values, u2)
-    matched = lax.bitwise_and(u1.valid, lax.reduce_or(equal, (1,)))
-    values, valid, slots = _compact(u1.values, matched, size, fill_value, "intersect1d")
-    if fill_value is None and _shape(values)[0]:
-        fill_value = values[0]
-    values = _fill(values, valid, fill_value)
+    u1 = _distinct("intersect1d", ar1, assume_unique, fixed)
+    u2 = _distinct("intersect1d", ar2, assume_unique, fixed)
+    values, valid, positions = _sorted_together(u1, u2)
+    matched = lax.bitwise_and(valid[1:], lax.eq(values[1:], values[:-1]))
+    values, valid, slots = _compact(values[:-1], matched, size, "intersect1d")
+    values = _pad(values, valid, size, fill_value)
     if not return_indices:
         return values
-    slots = where(valid, slots, 0)
-    # The slot of u2 holding each common value: the first (only) equal one.
-    slot2 = lax.argmax(lax.convert_element_type(equal, _index_dtype()), 1, _index_dtype())
-    index1 = take(u1.index, slots, mode="promise_in_bounds")
-    index2 = take(u2.index, take(slot2, slots, mode="promise_in_bounds"),
-                  mode="promise_in_bounds")
-    return values, index1, index2
-
-
-def _equal_to_valid(values, u):
-    """``values[i] == u.values[j]`` for the valid slots j of the unique record ``u``."""
-    grid = _shape(values) + _shape(u.values)
-    equal = lax.eq(lax.broadcast_in_dim(values, grid, (0,)),
-                   lax.broadcast_in_dim(u.values, grid, (1,)))
-    return lax.bitwise_and(equal, lax.broadcast_in_dim(u.valid, grid, (1,)))
+    n1, n2 = _shape(ar1)[0], _shape(ar2)[0]
+    if not (n1 and n2):  # (nothing in common, nothing to look up)
+        return (values, lax.full(_shape(values), n1, _index_dtype()),
+                lax.full(_shape(values), n2, _index_dtype()))
+    # Each match is a value from ar1 (at slots) followed by the same from ar2.
+    first = take(positions, where(valid, slots, 0), mode="promise_in_bounds")
+    second = take(positions, where(valid, slots + 1, 1), mode="promise_in_bounds")
+    index1 = take(u1.index, first, mode="clip")
+    index2 = take(u2.index, second - _shape(u1.values)[0], mode="clip")
+    return values, where(valid, index1, n1), where(valid, index2, n2)
 
 
 # --- interpolation and histograms: searchsorted into sorted points ---------------------------
@@ -467,8 +540,8 @@ def _equal_to_valid(values, u):
 def _extrapolates(name, value):
     if isinstance(value, str):
         if value != "extrapolate":
-            raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', got: "
-                             f"{name}={value!r}")
+            raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', but "
+                             f"got: {value!r}")
         return True
     return False
 
@@ -499,12 +572,14 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     df, dx = take(fp, i) - take(fp, i - 1), take(xp, i) - take(xp, i - 1)
     delta = x - take(xp, i - 1)
     tiny = lax.le(ufuncs.abs(dx), np.spacing(dtypes.finfo(get_aval(xp).dtype).eps))
-    f = select_where(tiny, take(fp, i - 1),  # no NaN gradients from tiny intervals
-               take(fp, i - 1) + (delta / select_where(tiny, 1, dx)) * df)
+    # jnp.where throughout, as JAX: fp and x may differ in dtype (float16 values at float32
+    # points), and a complex left/right makes the result complex.
+    f = where(tiny, take(fp, i - 1),  # no NaN gradients from tiny intervals
+              take(fp, i - 1) + (delta / where(tiny, 1, dx)) * df)
     if period is None and not extrapolate_left:
-        f = select_where(lax.lt(x, xp[0]), fp[0] if left is None else left, f)
+        f = where(lax.lt(x, xp[0]), fp[0] if left is None else left, f)
     if period is None and not extrapolate_right:
-        f = select_where(lax.gt(x, xp[-1]), fp[-1] if right is None else right, f)
+        f = where(lax.gt(x, xp[-1]), fp[-1] if right is None else right, f)
     return f
 
 
@@ -518,12 +593,14 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     dtype = get_aval(promote_dtypes_inexact(a)[0]).dtype
     if np.ndim(bins) == 1:
         return asarray(bins, dtype=dtype)
-    bins = operator.index(concrete_value("histogram_bin_edges", bins))
+    bins = _static_index("histogram_bin_edges", bins)
     if range is None:
         range = (reductions.min(a), reductions.max(a))
-    if len(range) != 2 or builtins.any(get_aval(to_array(r)).ndim for r in range):
+    # As JAX: the range is one array of a's dtype, which the message shows.
+    range = asarray(range, dtype=dtype)
+    if _shape(range) != (2,):
         raise ValueError(f"`range` must be either None or a sequence of scalars, got {range}")
-    low, high = (lax.convert_element_type(to_array(r), dtype) for r in range)
+    low, high = range[0], range[1]
     flat = lax.eq(low, high)
     low, high = where(flat, low - 0.5, low), where(flat, high + 0.5, high)
     return linspace(low, high, bins + 1, dtype=dtype)
@@ -562,6 +639,8 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     if weights is None:
         (sample,) = promote_dtypes_inexact(sample)
     else:
+        if np.shape(weights) != np.shape(sample)[:1]:
+            raise ValueError("should have one weight for each sample.")
         sample, weights = promote_dtypes_inexact(sample, weights)
     n, d = _shape(sample)
     if range is not None and (len(range) != d or
@@ -600,8 +679,9 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
         n_bins = len(bins)
     except TypeError:
         n_bins = 1
-    if n_bins != 1 and n_bins != 2:
-        bins = [bins, bins]
-    hist, (x_edges, y_edges) = histogramdd(stack(promote_dtypes(x, y), axis=1), bins, range,
-                                           weights, density)
+    if n_bins != 1 and n_bins != 2:  # one list of edges for both
+        bins = [asarray(bins)] * 2
+    # As JAX: one array of both (so x and y of different shapes fail as a ragged array).
+    hist, (x_edges, y_edges) = histogramdd(asarray([x, y]).T, bins, range, weights,
+                                           density)
     return hist, x_edges, y_edges
