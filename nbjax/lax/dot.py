@@ -149,18 +149,18 @@ def accumulation_dtype(result_dtype):
 
 
 def finish_accumulation(acc, result_dtype):
-    """Turn the accumulated value into the result dtype (bool: was anything counted?)."""
+    """Turn the accumulated value into the result dtype (bool: was anything counted?; a
+    complex product asked for as a real result: its real part, as XLA keeps)."""
     if dtypes.is_bool(result_dtype):
         return acc != 0
+    if dtypes.is_complex(acc.dtype) and not dtypes.is_complex(result_dtype):
+        acc = acc.real
     with np.errstate(invalid="ignore", over="ignore"):
         return acc.astype(result_dtype, copy=False)
 
 
 def as_accumulation(x, acc_dtype):
-    """An operand in the accumulation dtype; a complex value drops its imaginary part only if
-    the caller asked for a real result, as XLA does."""
-    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(acc_dtype):
-        x = x.real
+    """An operand in the accumulation dtype."""
     return x.astype(acc_dtype, copy=False)
 
 
@@ -308,6 +308,10 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_eleme
     (lc, rc), (lb, rb) = dimension_numbers
     dtype = _dot_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
     acc = accumulation_dtype(dtype)
+    if dtypes.is_complex(lhs.dtype) or dtypes.is_complex(rhs.dtype):
+        # (a real result of complex operands is the complex product's real part: its
+        # imaginary parts multiply each other into it)
+        acc = np.result_type(acc, np.complex64)
     a, lhs_free = _as_matrices(lhs, lc, lb)
     b, rhs_free = _as_matrices(rhs, rc, rb)
     a = _for_blas(as_accumulation(a, acc))
