@@ -349,12 +349,16 @@ def index_pieces(b, kernel, axis, lo, hi):
     each range, with contiguous loads LLVM vectorises, instead of all of them with
     gathers. Bounds that are not constants (a thread's share of axis 0) are clamped into
     each range with ``smax``/``smin`` (built with ``b``), which LLVM reads as ranges too.
-    Too many cuts leave one range."""
-    cuts = set()
-    for op in kernel.body:
-        cuts.update(_cut(op, axis) or ())
-    bounds = [0] + sorted(c for c in cuts if 0 < c < kernel.shape[axis]) + [kernel.shape[axis]]
-    if len(bounds) == 2 or len(bounds) - 1 > PIECES_MAX:
+
+    Only the innermost axis with cuts is cut, into ``PIECES_MAX`` ranges at most: the
+    copies multiply across axes, and LLVM's time with them (the blur's edge pad, cut along
+    both axes into 9 copies of its row loop, added 20 ms to its first call; cut along its
+    rows alone, where the gathers were, its compile time is as before, within noise)."""
+    cuts = _cuts(kernel)
+    if not cuts or axis != max(cuts):
+        return [(lo, hi)]
+    bounds = [0] + sorted(cuts[axis]) + [kernel.shape[axis]]
+    if len(bounds) - 1 > PIECES_MAX:
         return [(lo, hi)]
     if isinstance(lo, ir.Constant) and isinstance(hi, ir.Constant):
         bounds = [lo.constant] + [c for c in bounds if lo.constant < c < hi.constant] \
@@ -366,17 +370,20 @@ def index_pieces(b, kernel, axis, lo, hi):
             for x, y in zip(bounds, bounds[1:])]
 
 
-def _cut(op, axis):
-    """Where ``op``, a comparison of the index of ``axis`` with a constant (either way
-    round), changes its answer; None for any other op."""
-    if op.name not in _CUTS:
-        return None
-    (x, y), name = op.args, op.name
-    if x.name == "const" and y.name == "index":
-        (y, x), name = op.args, _FLIPPED[name]
-    if x.name != "index" or x.attr != axis or y.name != "const":
-        return None
-    return [y.attr + shift for shift in _CUTS[name]]
+def _cuts(kernel):
+    """{axis: the indices inside it where a comparison in ``kernel``'s body of the axis'
+    index with a constant (either way round) changes its answer}, for the axes with any."""
+    cuts = {}
+    for op in kernel.body:
+        if op.name not in _CUTS:
+            continue
+        (x, y), name = op.args, op.name
+        if x.name == "const" and y.name == "index":
+            (y, x), name = op.args, _FLIPPED[name]
+        if x.name == "index" and y.name == "const":
+            inside = {y.attr + s for s in _CUTS[name]} & set(range(1, kernel.shape[x.attr]))
+            cuts.setdefault(x.attr, set()).update(inside)
+    return {axis: at for axis, at in cuts.items() if at}
 
 
 def _local_dtype(out):
