@@ -381,8 +381,9 @@ def _cuts(kernel):
         if x.name == "const" and y.name == "index":
             (y, x), name = op.args, _FLIPPED[name]
         if x.name == "index" and y.name == "const":
-            inside = {y.attr + s for s in _CUTS[name]} & set(range(1, kernel.shape[x.attr]))
-            cuts.setdefault(x.attr, set()).update(inside)
+            size = kernel.shape[x.attr]
+            cuts.setdefault(x.attr, set()).update(
+                c for c in (y.attr + s for s in _CUTS[name]) if 0 < c < size)
     return {axis: at for axis, at in cuts.items() if at}
 
 
