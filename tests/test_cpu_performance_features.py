@@ -79,7 +79,8 @@ def test_float_sums_accumulate_rows_in_float64():
     cpu, _ = cpu_and_reference(lambda x: jnp.sum(x), x)
     out = cpu.run(x)[0]
     assert out == np.float32(np.sum(x, dtype=np.float64))
-    assert "fadd reassoc" in cpu.kernels[0].texts["LLVM IR"] and "double" in cpu.kernels[0].texts["LLVM IR"]
+    code = cpu.kernels[0].texts["LLVM IR"]
+    assert "fadd reassoc" in code and "double" in code
 
 
 def test_float_sum_is_vectorised():

@@ -294,8 +294,8 @@ WIDE_RESULT_WORK = 1 << 26  # multiply-adds from which that pays
 
 
 def _matmul(a, b):
-    """``a @ b`` for stacks of real float matrices laid out for BLAS (``_for_blas``),
-    computed as ``(b^T a^T)^T`` where the result is wide (see ``WIDE_RESULT``)."""
+    """``a @ b`` for stacks of matrices laid out for BLAS (``_for_blas``), computed as
+    ``(b^T a^T)^T`` where they are real floats and the result is wide (``WIDE_RESULT``)."""
     (m, k), n = a.shape[-2:], b.shape[-1]
     if dtypes.is_float(a.dtype) and m * WIDE_RESULT <= n and m * k * n >= WIDE_RESULT_WORK:
         return np.matmul(b.swapaxes(-1, -2), a.swapaxes(-1, -2)).swapaxes(-1, -2)
