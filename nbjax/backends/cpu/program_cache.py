@@ -79,8 +79,9 @@ def _settings():
     """The compiler's settings that shape a program besides its jaxpr (and that a user or a
     test may change): when kernels split between the cores and how many, how many math
     calls a kernel inlines, how deep a chain of fused equations grows, how much is hoisted
-    out of loops, whether dead scratch is poisoned, which products are tiled. (Which BLAS
-    the code calls is in the names of the symbols it calls, checked on loading.)"""
+    out of loops, whether dead scratch is poisoned, which products are tiled, into how
+    many pieces a loop may be cut. (Which BLAS the code calls is in the names of the
+    symbols it calls, checked on loading.)"""
     return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
             "pool split work": (runtime.POOL_SPLIT_WORK, runtime.BESIDE_BLAS_SPLIT_WORK),
             "math work": runtime.MATH_WORK,
@@ -88,7 +89,7 @@ def _settings():
                                tiled_products.DOT_DEPTH_MIN, tiled_products.LARGE_DOT_DEPTH_MIN,
                                tiled_products.SPLIT_WORK, tiled_products.DEPTH_BLOCK,
                                tile_choice.CHOICE),
-            "inline math calls": codegen.INLINE_MATH_CALLS,
+            "inline math calls": codegen.INLINE_MATH_CALLS, "loop pieces": codegen.PIECES_MAX,
             "kernel depth": fusion.MAX_KERNEL_DEPTH, "hoist limit": passes.HOIST_LIMIT,
             "poison": buffer_plan.POISON}
 
