@@ -13,6 +13,7 @@ from llvmlite import ir
 
 import nbjax
 import nbjax.numpy as jnp
+from nbjax import lax as jax_lax
 from nbjax.backends import compile
 from nbjax.backends.cpu import codegen, runtime, streaming
 from nbjax.compiler.kernel import KernelBuilder, KernelOutput, LoopKernel, live_ops
@@ -183,6 +184,27 @@ def test_gather_with_unsigned_and_batched_indices():
     _check(lambda x, u: jnp.take_along_axis(x, u[:, :, None].astype(jnp.int32) % 4, axis=1), x, u)
     _check(lambda x, u: x[:, u[:, 0], :], x, u)
     _check(lambda x, u: nbjax.vmap(lambda row, k: row[k])(x, u[:, 1] % 4), x, u)
+
+
+def _max_pool(x):
+    """A 2x2 max-pool by four strided slices, as the CNN benchmark writes it."""
+    return jnp.maximum(jnp.maximum(x[:, ::2, ::2], x[:, 1::2, ::2]),
+                       jnp.maximum(x[:, ::2, 1::2], x[:, 1::2, 1::2]))
+
+
+@pytest.mark.parametrize("f, shape", [
+    # The gradient of the pool: its slices' transposes are pads with interior padding,
+    # selected by the parity of rows and columns. The channels' axis is innermost and
+    # padded by none: its index is read as it is, not clamped, so no gather.
+    (nbjax.grad(lambda x: jnp.sum(_max_pool(jnp.maximum(x, 0.0)) ** 2)), (4, 10, 6, 32)),
+    (lambda x, y: jax_lax.pad(x, 0.0, ((1, 2, 1), (0, 0, 0))) * y, ((5, 64), (12, 64))),
+])
+def test_reads_along_an_axis_a_pad_leaves_alone_stay_contiguous(f, shape):
+    shapes = shape if isinstance(shape[0], tuple) else (shape,)
+    args = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
+    cpu = _check(f, *args, rtol=1e-6, atol=1e-6)
+    for kernel in cpu.kernels:
+        assert "gather" not in kernel.texts["optimised LLVM IR"], kernel.name
 
 
 def test_compile_of_the_seed_blur_is_one_module():

@@ -272,7 +272,7 @@ def _kernel_pad(ctx, index, read, shapes, *, padding_config):
     inside the operand, else the padding value."""
     if 0 in shapes[0]:
         return read(1, [])
-    inside, operand_index = None, []
+    inside, operand_index, checked = None, [], []
     for i, n, (low, high, interior) in zip(index, shapes[0], padding_config):
         shifted = ctx.sub(i, ctx.iconst(low)) if low else i
         step = interior + 1
@@ -287,9 +287,15 @@ def _kernel_pad(ctx, index, read, shapes, *, padding_config):
         for c in checks:
             inside = c if inside is None else ctx.and_(inside, c)
         operand_index.append(j)
+        checked.append(bool(checks))
     if inside is None:
         return read(0, operand_index)
-    safe = [ctx.select(inside, j, ctx.iconst(0)) for j in operand_index]
+    # Read at index 0 where outside, along the axes it may leave only: another axis's
+    # index, the innermost's above all, is read as it is, so that its loads stay contiguous
+    # (a max-pool's gradient, four strided pads selected by the parity of rows and columns,
+    # made 20 gathers per vector of channels: 1.8 -> 0.3 ms on the CNN benchmark's).
+    safe = [ctx.select(inside, j, ctx.iconst(0)) if c else j
+            for j, c in zip(operand_index, checked)]
     return ctx.select(inside, read(0, safe), read(1, []))
 
 
@@ -425,7 +431,8 @@ def _split_abstract_eval(x, *, sizes, axis):
     if sum(sizes) != x.shape[axis]:
         raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
                          f"operand shape {list(x.shape)}")
-    return [ShapedArray(x.shape[:axis] + (n,) + x.shape[axis + 1:], x.dtype, x.weak_type) for n in sizes]
+    return [ShapedArray(x.shape[:axis] + (n,) + x.shape[axis + 1:], x.dtype, x.weak_type)
+            for n in sizes]
 
 
 @split_p.def_impl
