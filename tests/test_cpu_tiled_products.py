@@ -221,14 +221,53 @@ def test_large_products_share_their_tiles_on_the_pool(monkeypatch):
 
 def test_a_lone_product_too_large_to_repay_a_native_program_calls_numpy(monkeypatch, tmp_path):
     """A program of one product whose native call would not repay its compile
-    (``executable.SMALL_LIBRARY_STEP``) runs NumPy's matmul, as the report says."""
+    (``executable.SMALL_LIBRARY_STEP``), and that the tiles cannot compute (its columns
+    not a whole number of vectors), runs NumPy's matmul, as the report says; one the tiles
+    compute is a native program."""
     monkeypatch.setattr(executable, "SMALL_LIBRARY_STEP", 0)
     monkeypatch.setenv("NBJAX_CACHE_DIR", str(tmp_path))
     x = RNG.standard_normal((tiled_products.ROWS_MAX + 16, 64)).astype(np.float32)
-    cpu = _check(lambda x, w: x @ w, x, x.T.copy())
+    w = RNG.standard_normal((64, 81)).astype(np.float32)
+    cpu = _check(lambda x, w: x @ w, x, w)
     assert cpu.jit_module is None
     assert [d.reason for d in cpu.plan.decisions] == [
         f"dot_general {nbjax_cpu.LONE_PRODUCT}: library step"]
+    assert _uses_tiles(_check(lambda x, w: x @ w, x, w[:, :80]))
+
+
+def _packed(cpu):
+    return "tiled_product_float32_packed" in cpu.jit_module.optimised_ir or \
+        "tiled_product_float64_packed" in cpu.jit_module.optimised_ir
+
+
+@pytest.mark.parametrize("m, k, n", [
+    (tiled_products.PACKED_ROWS_MIN, 37, 64),    # one column tile, depth not whole vectors
+    (tiled_products.PACKED_ROWS_MIN + 3, 100, 48),   # rows left below, columns left
+    (200, 513, 80),                              # blocks of 16 along k (below), a part left
+    (130, 16, 144),
+])
+def test_x_by_w_transposed_of_many_rows_transposes_blocks_of_w_for_the_row_tiles(
+        monkeypatch, m, k, n):
+    """``x @ w.T`` of ``PACKED_ROWS_MIN`` rows or more, alone in its program (or in one kept
+    off BLAS), is computed by the tiles of ``x @ w`` on each block of ``w`` transposed:
+    blocks of 16 along ``k`` exercise the depth left after whole blocks and vectors."""
+    monkeypatch.setattr(tiled_products, "DEPTH_BLOCK", 16 if k > 500 else 512)
+    x = RNG.standard_normal((m, k)).astype(np.float32)
+    w = (RNG.standard_normal((n, k)) / np.sqrt(k)).astype(np.float32)
+    assert _packed(_check(lambda x, w: x @ w.T, x, w))
+    assert _packed(_check(lambda x, w: jnp.tanh(x[:, ::-1] @ w.T) * 2.0, x, w))  # strides
+    x[0, 1], x[1, 2], w[2, k - 1] = np.nan, np.inf, -np.inf
+    cpu, ref = cpu_and_reference(lambda x, w: x @ w.T, x, w)
+    got, want = cpu.run(x, w)[0], ref.run(x, w)[0]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+
+
+def test_packed_products_in_float64_and_in_stacks(x64):
+    x = RNG.standard_normal((3, tiled_products.PACKED_ROWS_MIN, 40)).astype(np.float64)
+    w = RNG.standard_normal((3, 24, 40)).astype(np.float64)
+    cpu = _check(lambda x, w: jnp.einsum("bmk,bnk->bmn", x, w) + 1.0, x, w, dtype=np.float64)
+    assert _packed(cpu)
 
 
 @pytest.mark.skipif(not workers.supported() or runtime.THREADS < 2,

@@ -83,6 +83,13 @@ def fits_tiles(eqn, large=False):
     return supports(eqn) and tiled_products.fits(*_tile_arguments(eqn), large)
 
 
+def takes_tiles(eqn):
+    """Whether ``eqn``, a product alone in its program, is computed by the register tiles:
+    they fit it (large products included) and ran faster than BLAS, or could not be timed
+    (``tile_choice.uses_tiles``)."""
+    return fits_tiles(eqn, large=True) and not calls_blas(eqn, large=True)
+
+
 def calls_blas(eqn, margin=1.0, large=False):
     """Whether native code computes ``eqn`` by BLAS calls (not by the register tiles,
     chosen within ``margin``, and for ``large`` products: ``tile_choice.uses_tiles``)."""

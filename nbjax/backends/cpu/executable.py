@@ -28,7 +28,8 @@ import numpy as np
 from ... import compiler
 from ...compiler import KernelInfo, report
 from ...core import HOST_DEVICE, Literal, host_result, to_numpy
-from . import buffer_plan, codegen, control_flow, interrupts, library, python_entry, runtime
+from . import (blas, buffer_plan, codegen, control_flow, interrupts, library, python_entry,
+               runtime)
 from .host_steps import HostCall, host_step
 
 
@@ -446,22 +447,26 @@ def control_step(fn, flow, host_steps, slots, entry=None):
 
 
 # A program of one library step is a native program only while the step is small (flops
-# plus bytes accessed): the native call saves the reference implementation's NumPy calls,
-# tens of microseconds, which compiling the program (about 10 ms) repays only then. On
-# batched_matvec's product (26 GFLOP) it added 10-20 ms to the first call and nothing after.
+# plus bytes accessed), or a product the register tiles compute faster than BLAS: the
+# native call saves the reference implementation's NumPy calls, tens of microseconds,
+# which compiling the program (about 10 ms) repays only then. On batched_matvec's product
+# by BLAS (26 GFLOP) it added 10-20 ms to the first call and nothing after; by the tiles,
+# on two Zen 4 cores, 136 ms against OpenBLAS's 155-162.
 SMALL_LIBRARY_STEP = 1 << 26
 
 
 def native_library_step(plan):
-    """Whether ``plan`` is one small library step that native code calls (a BLAS product,
-    a scatter, a sort...): run as a native program, it skips the reference implementation's
-    NumPy calls (130 -> 105 us on a 32x256 by 256x1024 product)."""
+    """Whether ``plan`` is one library step that native code calls (a BLAS product, a
+    scatter, a sort...) and that repays compiling: a small one, whose native call skips
+    the reference implementation's NumPy calls (130 -> 105 us on a 32x256 by 256x1024
+    product), or a product the register tiles compute (``blas.takes_tiles``)."""
     if len(plan.groups) != 1 or plan.groups[0].kind != "library":
         return False
     eqn = plan.groups[0].eqns[0]
     cost = report.equation_cost(0, eqn)
-    return control_flow.native_library_call(eqn) and \
+    return control_flow.native_library_call(eqn) and (
         cost.flops + cost.bytes_read + cost.bytes_written < SMALL_LIBRARY_STEP
+        or blas.takes_tiles(eqn))
 
 
 def _kernels_of(plan, own=True):

@@ -20,8 +20,8 @@ from llvmlite import binding as llvm
 
 from . import library, runtime
 from .target import for_the_host
-from .tiled_products import (ARGS, arguments, fits, pooled_on_cores, tile_count,
-                             tile_names, tile_width)
+from .tiled_products import (ARGS, PACKED_ROWS_MIN, arguments, by_rows, fits, loop_name,
+                             pooled_on_cores, tile_count, tile_names, tile_width)
 
 # "measured" (the faster of the tiles and BLAS) or "always" (the tiles wherever they fit)
 CHOICE = os.environ.get("NBJAX_PRODUCT_TILES", "measured")
@@ -71,8 +71,10 @@ def measured(m, k, n, b_first, dtype):
 
 
 def _measure(m, k, n, b_first, dtype):
-    width = tile_width(b_first, dtype)
-    m = min(m, max(8, MEASURED_WORK // max(k * n, 1)))
+    rows_of_b = by_rows(m, n, b_first, dtype)
+    width = tile_width(rows_of_b, dtype)
+    fewest = PACKED_ROWS_MIN if rows_of_b and not b_first else 8  # (rows keeping its form)
+    m = min(m, max(fewest, MEASURED_WORK // max(k * n, 1)))
     columns = min(n, max(width, MEASURED_WORK // max(m * k, 1) // width * width))
     if not for_the_host() or m * k * columns > MEASURED_WORK:
         return None
@@ -80,7 +82,7 @@ def _measure(m, k, n, b_first, dtype):
     a, bm, c = (_filled((rows, cols), dtype) for rows, cols in
                 [(m, k), (k, wide) if b_first else (columns, k), (m, n)])
     right = bm[:, :columns] if b_first else bm.T
-    shared = min(runtime.THREADS, tile_count(columns, b_first, dtype)) \
+    shared = min(runtime.THREADS, tile_count(columns, rows_of_b, dtype)) \
         if pooled_on_cores(m, k, columns) else 1
     return (_best_time(_tiles_runner(a, bm, c, columns, b_first)) / shared,
             _best_time(lambda: np.matmul(a, right, out=c[:, :columns])))
@@ -98,15 +100,16 @@ def _tiles_runner(a, bm, c, n, b_first):
     """A function computing the first ``n`` columns of ``c = a @ bm`` (or ``a @ bm.T``) by
     the tiles on the calling thread, as a product in native code calls them."""
     (m, k), dtype = a.shape, a.dtype
-    names = tile_names(m, n, b_first, dtype)
-    loop = library.name(f"nbjax_tiled_product_{dtype.name}")
+    rows_of_b = by_rows(m, n, b_first, dtype)
+    names = tile_names(m, n, rows_of_b, dtype)
+    loop = loop_name(m, n, b_first, dtype)
     library.provide([loop, *filter(None, names.values())])
     values = arguments(m, k, n, (k, 1), bm.shape[1], 1 if b_first else bm.shape[1],
                        c.shape[1], b_first, dtype, False)
     values.update({part: name and llvm.address_of_symbol(name)
                    for part, name in names.items()})
     pointers = [runtime.address(x) for x in (a, bm, c)] + [values[s] or 0 for s in ARGS[3:]]
-    tiles, address = tile_count(n, b_first, dtype), llvm.address_of_symbol(loop)
+    tiles, address = tile_count(n, rows_of_b, dtype), llvm.address_of_symbol(loop)
     args = (ctypes.c_void_p * len(pointers))(*pointers)
     call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(address)
     return lambda: call(args, 0, tiles)
