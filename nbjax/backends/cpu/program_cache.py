@@ -88,7 +88,7 @@ def _settings():
             "tiled products": (tiled_products.ROWS_MAX, tiled_products.DEPTH_MAX,
                                tiled_products.DOT_DEPTH_MIN, tiled_products.LARGE_DOT_DEPTH_MIN,
                                tiled_products.SPLIT_WORK, tiled_products.DEPTH_BLOCK,
-                               tile_choice.CHOICE),
+                               tiled_products.PACKED_ROWS_MIN, tile_choice.CHOICE),
             "inline math calls": codegen.INLINE_MATH_CALLS, "loop pieces": codegen.PIECES_MAX,
             "kernel depth": fusion.MAX_KERNEL_DEPTH, "hoist limit": passes.HOIST_LIMIT,
             "poison": buffer_plan.POISON}
