@@ -72,9 +72,9 @@ def test_small_outputs_reductions_and_arithmetic_bound_bodies_do_not_stream():
 
 # --- reductions ----------------------------------------------------------------------------
 
-def test_float_sums_accumulate_rows_in_float64():
+def test_float_sums_accumulate_long_rows_in_float64():
     # A float32 running sum stops growing at 2**24 (adding 1.0 rounds back); the kernel sums
-    # each row in a float64 local and rounds once.
+    # each row longer than ``codegen.SHORT_ROW`` in a float64 local and rounds once.
     x = np.ones(4001, np.float32)
     x[0] = 2.0 ** 24
     cpu, _ = cpu_and_reference(lambda x: jnp.sum(x), x)
@@ -82,6 +82,10 @@ def test_float_sums_accumulate_rows_in_float64():
     assert out == np.float32(np.sum(x, dtype=np.float64))
     code = cpu.kernels[0].texts["LLVM IR"]
     assert "fadd reassoc" in code and "double" in code
+    # Short rows (a softmax's, a layer norm's) are summed in float32, in many partial sums.
+    x = RNG.standard_normal((8, codegen.SHORT_ROW)).astype(np.float32)
+    cpu = _check(lambda x: jnp.sum(x, axis=1), x, rtol=1e-6, atol=1e-6 * codegen.SHORT_ROW)
+    assert "double" not in cpu.kernels[0].texts["LLVM IR"]
 
 
 def test_float_sum_is_vectorised():
@@ -413,12 +417,12 @@ def test_only_memory_bound_element_wise_rows_are_kept_from_the_unroller(kind):
         kind == "element-wise"), hints
 
 
-@pytest.mark.parametrize("summed", [False, True])
-def test_shared_math_functions_have_the_widths_the_loop_can_take(summed):
+@pytest.mark.parametrize("summed, row", [(False, 256), (True, 256), (True, 2048)])
+def test_shared_math_functions_have_the_widths_the_loop_can_take(summed, row):
     """A kernel sharing its math functions (``codegen.INLINE_MATH_CALLS``) defines the
     vector variants its loop can be vectorised at: the float32 width, and half of it
-    where the loop accumulates float32 sums in float64 (a variant nothing calls still costs
-    LLVM milliseconds)."""
+    where the loop accumulates float32 sums in float64, those of rows longer than
+    ``codegen.SHORT_ROW`` (a variant nothing calls still costs LLVM milliseconds)."""
     import re
 
     from nbjax.backends.cpu.runtime import float32_lanes
@@ -427,15 +431,15 @@ def test_shared_math_functions_have_the_widths_the_loop_can_take(summed):
         for _ in range(codegen.INLINE_MATH_CALLS + 1):
             x = jnp.tanh(x) * 0.5 + 0.25
         return jnp.sum(x, axis=1) if summed else x
-    x = RNG.standard_normal((64, 256)).astype(np.float32)
-    cpu = _check(chain, x, rtol=1e-5, atol=1e-5)
+    x = RNG.standard_normal((16384 // row, row)).astype(np.float32)
+    cpu = _check(chain, x, rtol=1e-5, atol=1e-5 * row ** 0.5)
     (kernel,) = cpu.kernels
     mb = codegen.ModuleBuilder("m")
     mb.add_kernel(kernel.loop)
     widths = {int(w) for w in re.findall(r'define <(\d+) x float> @"nbjax_tanh_float32_v',
                                            mb.text())}
     lanes = float32_lanes()
-    assert widths == ({lanes // 2, lanes} if summed else {lanes})
+    assert widths == ({lanes // 2, lanes} if summed and row > codegen.SHORT_ROW else {lanes})
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16, np.bool_])
