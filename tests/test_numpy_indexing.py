@@ -320,6 +320,23 @@ def test_at_shape_mismatch():
         jnp.ones((2, 3)).at[0].set(jnp.ones((2, 3)))
 
 
+@pytest.mark.parametrize("update", [
+    lambda x: x.at[np.array([], np.int32)].add(True),     # a bool add, which scatter refuses
+    lambda x: x.at[1:1].set(np.ones((5, 7), bool)),       # values that would not broadcast
+    lambda x: x.at[np.array([], np.int32)].multiply(2),
+])
+def test_at_updates_addressing_nothing_return_the_array_as_jax_does(update):
+    """An update of an empty selection is no scatter at all in JAX: the array comes back
+    unchanged, whatever the scatter would have refused (eagerly and under jit)."""
+    x = jnp.asarray(np.array([True, False, True]))
+    for run in (update, nbjax.jit(update)):
+        out = run(x)
+        assert out.dtype == np.bool_
+        np.testing.assert_array_equal(out, [True, False, True])
+    with pytest.raises(TypeError, match="add does not accept dtype bool"):
+        x.at[np.array([0, 0])].add(True)
+
+
 # --- take and take_along_axis --------------------------------------------------------------
 
 def test_take_default_fill_and_modes():

@@ -525,7 +525,7 @@ def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices,
     is then cast back to ``x``'s: ``int_x.at[[1, 1]].add(2.5)`` adds 5.0, not 2 + 2, and a
     boolean ``x`` can be added to with an integer.
     """
-    x = to_array(x)
+    x = operand = to_array(x)
     x_aval = get_aval(x)
     new_axes, entries = _normalize_index(x_aval.shape, idx)
     if new_axes:
@@ -537,6 +537,8 @@ def _scatter(x, idx, y, scatter_fn, mode, indices_are_sorted, unique_indices,
         # unique scatter_mul/min/max can be differentiated with respect to its updates.
         unique_indices = True
     x, y = _promote_update(x, y)
+    if 0 in plan.out_shape:
+        return operand   # (nothing addressed: no scatter, whatever it would accept, as JAX)
     check_broadcast_to(get_aval(y), plan.out_shape)
     y = broadcast_to_shape(y, plan.out_shape)
     dnums = lax.ScatterDimensionNumbers(
