@@ -80,6 +80,12 @@ def test_array_errors():
         jnp.array("a")
     with pytest.raises(TypeError, match="not a valid JAX array type"):
         jnp.array(np.array(["a"]))
+    # Text in a list: JAX names the element and its NumPy dtype.
+    with pytest.raises(TypeError, match=r"Value 'a' with dtype <U1 is not a valid JAX array"):
+        jnp.asarray([1, "a"])
+    with pytest.raises(TypeError, match=r"Value 'x' with dtype <U1"):
+        jnp.array([[1.0], ["x"]])
+    same(jnp.asarray(["1.5"], dtype=jnp.float32), [1.5], np.float32)  # parsed, as JAX does
 
 
 def test_array_x64(x64):

@@ -62,6 +62,9 @@ def _list_dtype(leaves):
     """JAX's dtype for a list: the promotion of its leaves, never weak."""
     if not leaves:
         return dtypes.default_float()
+    text = next((leaf for leaf in leaves if _is_text(leaf)), None)
+    if text is not None:
+        raise _not_numeric(text, np.asarray(text).dtype)
     return dtypes.promote(*((a.dtype, a.weak_type) for a in map(get_aval, leaves)))[0]
 
 
@@ -127,8 +130,7 @@ def _as_array_leaf(obj, dtype):
         return Array(np.asarray(obj, dtype))
     if isinstance(obj, (np.ndarray, np.generic)):
         if obj.dtype.kind not in "biufc" and not dtypes.is_ml_dtype(obj.dtype):
-            raise TypeError(f"Value {obj!r} with dtype {obj.dtype} is not a valid JAX array "
-                            "type. Only arrays of numeric types are supported by JAX.")
+            raise _not_numeric(obj, obj.dtype)
         return lax.convert_element_type(np.asarray(obj), dtype or dtypes.canonicalize(obj.dtype))
     if is_python_scalar(obj) and dtype is not None:  # check the range of the dtype asked for
         return Array(np.asarray(scalar_in_range(obj, dtype), dtype))
@@ -139,6 +141,12 @@ def _as_array_leaf(obj, dtype):
         return _as_array_leaf(np.asarray(obj), dtype)
     raise TypeError(f"Value {obj!r} of type {type(obj).__name__} is not a valid JAX array "
                     "type. Only arrays of numeric types are supported by JAX.")
+
+
+def _not_numeric(value, dtype):
+    """JAX's error for a value of a dtype that is not numeric (text, objects)."""
+    return TypeError(f"Value {value!r} with dtype {dtype} is not a valid JAX array type. "
+                     "Only arrays of numeric types are supported by JAX.")
 
 
 def _is_text(obj):
