@@ -211,6 +211,27 @@ def test_reads_along_an_axis_a_pad_leaves_alone_stay_contiguous(f, shape):
         assert "gather" not in kernel.texts["optimised LLVM IR"], kernel.name
 
 
+@pytest.mark.parametrize("f, shape, step", [
+    (lambda x: jnp.repeat(x, 2, axis=1) * 2.0, (16, 200), 2),                # x[i, j // 2]
+    (lambda x: jnp.repeat(x, 3, axis=1)[:, :-2] + 1.0, (5, 9), 3),           # a tail left
+    (lambda x: jnp.stack([x, -x, x * 2], axis=-1).reshape(x.shape[0], -1) + 1, (40, 33), 3),
+    (lambda x: jnp.repeat(jnp.repeat(x, 2, 0), 2, 1) - 1.0, (37, 29), 2),   # and an outer div
+    (lambda x: jnp.tile(x, (1, 2)), (3, 10), 1),                             # x[i, j % 10]
+    (lambda x: jnp.repeat(x, 2, axis=1).sum(axis=1), (8, 50), 2),            # in a reduction
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_an_innermost_index_divided_by_small_constants_runs_over_quotients(f, shape, step,
+                                                                             dtype):
+    """A kernel dividing its innermost index by constants whose least common multiple is
+    at most ``codegen.RESIDUE_MAX`` loops over the quotients, a copy of its body per
+    remainder (``CpuLoops._residue_loops``): its loads contiguous, no gather."""
+    x = (RNG.standard_normal(shape) * 10).astype(dtype)
+    cpu = _check(f, x, rtol=1e-6, atol=1e-5)
+    (kernel,) = cpu.kernels
+    assert codegen.residue_step(kernel.loop) == step
+    assert step == 1 or "gather" not in kernel.texts["optimised LLVM IR"]
+
+
 def test_compile_of_the_seed_blur_is_one_module():
     img = RNG.standard_normal((47, 72)).astype(np.float32)
     ex = compile(nbjax.make_jaxpr(_blur)(img), "cpu", "blur")

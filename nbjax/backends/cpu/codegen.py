@@ -319,9 +319,9 @@ class CpuLoops(KernelScaffold):
                 acc = b.load(var, typ=reg_type(dtype))
                 value = e.convert(value, kernel.outputs[k].acc_dtype, dtype)
                 b.store(e.accumulate(kernel.outputs[k].combine, acc, value, dtype), var)
+        unroll = bool(local) or not streaming.memory_bound(kernel)
         for piece_lo, piece_hi in index_pieces(b, kernel, axis, lo, hi):
-            self.for_(piece_lo, piece_hi, body, f"i{axis}", width=width,
-                      unroll=bool(local) or not streaming.memory_bound(kernel))
+            self._residue_loops(e, body, piece_lo, piece_hi, width, unroll)
         for k, (var, dtype) in local.items():
             out = kernel.outputs[k]
             offset = e.offset([index[a] for a in out.kept_axes], out.shape)
@@ -329,6 +329,51 @@ class CpuLoops(KernelScaffold):
             total = e.accumulate(out.combine, e.load(e.outs[k], offset, out.acc_dtype),
                                  row, out.acc_dtype)
             e.store(e.outs[k], offset, total, out.acc_dtype)
+
+
+    def _residue_loops(self, e, body, lo, hi, width, unroll):
+        """The innermost loop of ``e``'s kernel over ``[lo, hi)``, ``body(i)`` at each
+        index. Where the kernel divides that index by small constants (``residue_step``:
+        ``jnp.repeat``, an upsampling, a reshape joining a short axis in), the whole
+        multiples of their least common multiple ``c`` in the range run as a loop over
+        ``q`` with ``c`` copies of the body, at ``q * c + r``: each copy's quotient and
+        remainder are ``q`` and the constant ``r`` (``KernelEmitter.residue``), so its loads
+        are contiguous in ``q`` (LLVM vectorised ``x[i // 2]`` with gathers); the indices
+        before and after run as the plain loop."""
+        c, axis, b = residue_step(e.kernel), len(e.kernel.shape) - 1, self.b
+        constant = isinstance(lo, ir.Constant) and isinstance(hi, ir.Constant)
+        first = -(-lo.constant // c) * c if constant else 0
+        last = hi.constant // c * c if constant else 0
+        if c == 1 or first >= last:
+            self.for_(lo, hi, body, f"i{axis}", width=width, unroll=unroll)
+            return
+
+        def copies(q):
+            for r in range(c):
+                e.residue = (axis, q, c, r)
+                body(b.add(b.mul(q, ir.Constant(I64, c), flags=["nuw", "nsw"]),
+                           ir.Constant(I64, r), flags=["nuw", "nsw"]))
+            e.residue = None
+        self.for_(lo, ir.Constant(I64, first), body, f"i{axis}.head", unroll=unroll)
+        self.for_(ir.Constant(I64, first // c), ir.Constant(I64, last // c), copies,
+                  f"q{axis}", width=width, unroll=unroll)
+        self.for_(ir.Constant(I64, last), hi, body, f"i{axis}.tail", unroll=unroll)
+
+
+# The innermost index's divisors (``div``, ``rem`` by a constant) whose least common multiple
+# is at most this make its loop a loop over quotients (``CpuLoops._residue_loops``).
+RESIDUE_MAX = 8
+
+
+def residue_step(kernel):
+    """The least common multiple of the constants ``kernel``'s body divides its innermost
+    index by, where at most ``RESIDUE_MAX``, else 1."""
+    axis = len(kernel.shape) - 1
+    divisors = {int(op.args[1].attr) for op in kernel.body
+                if op.name in ("div", "rem") and op.args[0].name == "index"
+                and op.args[0].attr == axis and op.args[1].name == "const"}
+    c = math.lcm(1, *(d for d in divisors if d > 1))
+    return c if c <= RESIDUE_MAX else 1
 
 
 # An axis is cut into at most this many pieces (``index_pieces``): each is a copy of the

@@ -90,7 +90,7 @@ def _settings():
                                tiled_products.SPLIT_WORK, tiled_products.DEPTH_BLOCK,
                                tiled_products.PACKED_ROWS_MIN, tile_choice.CHOICE),
             "inline math calls": codegen.INLINE_MATH_CALLS, "loop pieces": codegen.PIECES_MAX,
-            "short row": codegen.SHORT_ROW,
+            "short row": codegen.SHORT_ROW, "residue max": codegen.RESIDUE_MAX,
             "kernel depth": fusion.MAX_KERNEL_DEPTH, "hoist limit": passes.HOIST_LIMIT,
             "poison": buffer_plan.POISON}
 

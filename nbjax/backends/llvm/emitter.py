@@ -176,10 +176,13 @@ class KernelEmitter(ScalarEmitter):
     def __init__(self, builder, kernel, outs, ins, math=LIBM):
         super().__init__(builder, math)
         self.kernel, self.outs, self.ins = kernel, outs, ins
+        self.residue = None  # (axis, q, c, r): the index along axis is q * c + r (``values``)
 
     def values(self, index):
         """The body evaluated at ``index`` (one i64 value per axis of the kernel's shape):
-        the value of each output there."""
+        the value of each output there. Where ``residue`` says that the index along an axis
+        is ``q * c + r`` (``r`` a constant), its quotient and remainder by a divisor of ``c``
+        are those of ``q`` and ``r``, with no division."""
         values = {}
         for op in self.kernel.body:
             args = [values[a.id] for a in op.args]
@@ -188,8 +191,23 @@ class KernelEmitter(ScalarEmitter):
             elif op.name == "load":
                 values[op.id] = self.load(self.ins[op.attr], args[0], op.dtype)
             else:
-                values[op.id] = self.emit_op(op, args)
+                values[op.id] = self._by_residue(op) or self.emit_op(op, args)
         return [values[out.value.id] for out in self.kernel.outputs]
+
+    def _by_residue(self, op):
+        """``op``'s value from ``residue`` when it divides the index along its axis by a
+        constant dividing ``c`` (or takes the remainder), else None."""
+        if self.residue is None or op.name not in ("div", "rem"):
+            return None
+        axis, q, c, r = self.residue
+        x, d = op.args
+        if x.name != "index" or x.attr != axis or d.name != "const" or c % int(d.attr):
+            return None
+        d = int(d.attr)
+        if op.name == "rem":
+            return ir.Constant(reg_type(op.dtype), r % d)
+        return self.b.add(self.b.mul(q, ir.Constant(q.type, c // d)),
+                          ir.Constant(q.type, r // d))
 
     def store_output(self, k, index, value):
         """Deliver ``value``, output ``k``'s value at ``index``: an element-wise result is
