@@ -232,6 +232,19 @@ def test_an_innermost_index_divided_by_small_constants_runs_over_quotients(f, sh
     assert step == 1 or "gather" not in kernel.texts["optimised LLVM IR"]
 
 
+@pytest.mark.skipif(not X86, reason="streaming stores are emitted on x86 only")
+@pytest.mark.parametrize("n", [1024, 1031])
+def test_streamed_rows_run_over_quotients_where_their_blocks_allow(n):
+    """An output of 8 MiB or more streams its rows in blocks (``streaming``): a block that
+    starts at a multiple of the residue step runs over quotients, one that does not (rows
+    of 2062 floats are not all 64-byte aligned) the plain loop; both match the reference."""
+    x = RNG.standard_normal((1024, n)).astype(np.float32)
+    cpu = _check(lambda x: jnp.repeat(x, 2, axis=1) + 1.0, x)
+    (kernel,) = cpu.kernels
+    assert streaming.streams(kernel.loop) and codegen.residue_step(kernel.loop) == 2
+    assert '"q1"' in kernel.texts["LLVM IR"]
+
+
 def test_compile_of_the_seed_blur_is_one_module():
     img = RNG.standard_normal((47, 72)).astype(np.float32)
     ex = compile(nbjax.make_jaxpr(_blur)(img), "cpu", "blur")

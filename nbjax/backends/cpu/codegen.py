@@ -259,7 +259,7 @@ class CpuLoops(KernelScaffold):
         if self.blocked and axis + 2 == len(self.kernel.shape):
             self._blocks(index, lo, hi)
         elif last and self.streaming:
-            streaming.streaming_row(self, index, lo, hi)
+            streaming.streaming_row(self, index, lo, hi, residue_step(self.kernel))
         elif last:
             for emitter, width in self.rows:  # (a staged kernel's stages, in order)
                 self._reducing_row(emitter, width, index, lo, ir.Constant(
@@ -340,24 +340,32 @@ class CpuLoops(KernelScaffold):
         remainder are ``q`` and the constant ``r`` (``KernelEmitter.residue``), so its loads
         are contiguous in ``q`` (LLVM vectorised ``x[i // 2]`` with gathers); the indices
         before and after run as the plain loop."""
-        c, axis, b = residue_step(e.kernel), len(e.kernel.shape) - 1, self.b
+        c, axis = residue_step(e.kernel), len(e.kernel.shape) - 1
         constant = isinstance(lo, ir.Constant) and isinstance(hi, ir.Constant)
         first = -(-lo.constant // c) * c if constant else 0
         last = hi.constant // c * c if constant else 0
         if c == 1 or first >= last:
             self.for_(lo, hi, body, f"i{axis}", width=width, unroll=unroll)
             return
+        self.for_(lo, ir.Constant(I64, first), body, f"i{axis}.head", unroll=unroll)
+        self.quotient_loop(e, first // c, last // c, c, body, width=width, unroll=unroll)
+        self.for_(ir.Constant(I64, last), hi, body, f"i{axis}.tail", unroll=unroll)
+
+    def quotient_loop(self, e, lo, hi, c, body, base=None, width=None, unroll=True):
+        """``body(q * c + r)`` for ``q`` in ``[lo, hi)`` (ints) and each ``r`` below ``c``,
+        the index along ``e``'s innermost axis being ``(base + q) * c + r`` there (``base``:
+        an i64 value, 0 if None): ``e.residue`` says so to each copy of the body."""
+        b, axis = self.b, len(e.kernel.shape) - 1
 
         def copies(q):
+            quotient = q if base is None else b.add(base, q, flags=["nuw", "nsw"])
             for r in range(c):
-                e.residue = (axis, q, c, r)
+                e.residue = (axis, quotient, c, r)
                 body(b.add(b.mul(q, ir.Constant(I64, c), flags=["nuw", "nsw"]),
                            ir.Constant(I64, r), flags=["nuw", "nsw"]))
             e.residue = None
-        self.for_(lo, ir.Constant(I64, first), body, f"i{axis}.head", unroll=unroll)
-        self.for_(ir.Constant(I64, first // c), ir.Constant(I64, last // c), copies,
-                  f"q{axis}", width=width, unroll=unroll)
-        self.for_(ir.Constant(I64, last), hi, body, f"i{axis}.tail", unroll=unroll)
+        self.for_(ir.Constant(I64, lo), ir.Constant(I64, hi), copies, f"q{axis}",
+                  width=width, unroll=unroll)
 
 
 # The innermost index's divisors (``div``, ``rem`` by a constant) whose least common multiple

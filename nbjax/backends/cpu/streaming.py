@@ -58,9 +58,11 @@ def _smin(builder, x, y):
     return builder.select(builder.icmp_signed("<", x, y), x, y)
 
 
-def streaming_row(loops, index, lo, hi):
+def streaming_row(loops, index, lo, hi, c=1):
     """The innermost loop, from ``lo`` to ``hi`` at the outer ``index``, of a kernel whose
-    outputs bypass the cache (``loops``: its ``CpuLoops``).
+    outputs bypass the cache (``loops``: its ``CpuLoops``); ``c``: the loop's ``residue_step``
+    (a block runs over quotients, ``CpuLoops.quotient_loop``, where it starts at a multiple
+    of ``c``).
 
     Elements up to the first 64-byte boundary of the outputs and after the last whole block
     run as the ordinary loop, left scalar: at most a block's worth per row, so vectorising
@@ -91,9 +93,25 @@ def streaming_row(loops, index, lo, hi):
         for k, value in enumerate(e.values(index + [b.add(start, j)])):
             e.store(scratch[k], j, value, kernel.outputs[k].var.aval.dtype)
 
-    def one_block(start):
+    in_quotients = c > 1 and block % c == 0
+    if in_quotients:  # (true unless a row's first aligned element is not a multiple of c)
+        aligned = b.icmp_unsigned("==", b.urem(head_end, ir.Constant(I64, c)),
+                                  ir.Constant(I64, 0))
+
+    def fill(start):
         loops.for_(ir.Constant(I64, 0), ir.Constant(I64, block),
                    lambda j: into_scratch(j, start), "lane", unroll=False)
+
+    def one_block(start):
+        if in_quotients:
+            with b.if_else(aligned) as (then, otherwise):
+                with then:
+                    loops.quotient_loop(e, 0, block // c, c, lambda j: into_scratch(j, start),
+                                        base=b.udiv(start, ir.Constant(I64, c)), unroll=False)
+                with otherwise:
+                    fill(start)
+        else:
+            fill(start)
         for out, buf in zip(e.outs, scratch):
             vec = ir.VectorType(out.type.pointee, lanes)
             loops.for_(ir.Constant(I64, 0), ir.Constant(I64, block),
