@@ -201,9 +201,11 @@ class KernelEmitter(ScalarEmitter):
             return None
         axis, q, c, r = self.residue
         x, d = op.args
-        if x.name != "index" or x.attr != axis or d.name != "const" or c % int(d.attr):
+        if x.name != "index" or x.attr != axis or d.name != "const":
             return None
         d = int(d.attr)
+        if d <= 0 or c % d:
+            return None
         if op.name == "rem":
             return ir.Constant(reg_type(op.dtype), r % d)
         return self.b.add(self.b.mul(q, ir.Constant(q.type, c // d)),
