@@ -330,7 +330,6 @@ class CpuLoops(KernelScaffold):
                                  row, out.acc_dtype)
             e.store(e.outs[k], offset, total, out.acc_dtype)
 
-
     def _residue_loops(self, e, body, lo, hi, width, unroll):
         """The innermost loop of ``e``'s kernel over ``[lo, hi)``, ``body(i)`` at each
         index. Where the kernel divides that index by small constants (``residue_step``:

@@ -191,7 +191,8 @@ class KernelEmitter(ScalarEmitter):
             elif op.name == "load":
                 values[op.id] = self.load(self.ins[op.attr], args[0], op.dtype)
             else:
-                values[op.id] = self._by_residue(op) or self.emit_op(op, args)
+                folded = self._by_residue(op)
+                values[op.id] = self.emit_op(op, args) if folded is None else folded
         return [values[out.value.id] for out in self.kernel.outputs]
 
     def _by_residue(self, op):
