@@ -340,10 +340,10 @@ class CpuLoops(KernelScaffold):
         are contiguous in ``q`` (LLVM vectorised ``x[i // 2]`` with gathers); the indices
         before and after run as the plain loop."""
         c, axis = residue_step(e.kernel), len(e.kernel.shape) - 1
-        constant = isinstance(lo, ir.Constant) and isinstance(hi, ir.Constant)
-        first = -(-lo.constant // c) * c if constant else 0
-        last = hi.constant // c * c if constant else 0
-        if c == 1 or first >= last:
+        first = last = 0
+        if c > 1 and isinstance(lo, ir.Constant) and isinstance(hi, ir.Constant):
+            first, last = -(-lo.constant // c) * c, hi.constant // c * c
+        if first >= last:
             self.for_(lo, hi, body, f"i{axis}", width=width, unroll=unroll)
             return
         self.for_(lo, ir.Constant(I64, first), body, f"i{axis}.head", unroll=unroll)

@@ -79,9 +79,10 @@ def _settings():
     """The compiler's settings that shape a program besides its jaxpr (and that a user or a
     test may change): when kernels split between the cores and how many, how many math
     calls a kernel inlines, how deep a chain of fused equations grows, how much is hoisted
-    out of loops, whether dead scratch is poisoned, which products are tiled, into how
-    many pieces a loop may be cut. (Which BLAS the code calls is in the names of the
-    symbols it calls, checked on loading.)"""
+    out of loops, whether dead scratch is poisoned, which products are tiled (and how),
+    into how many pieces a loop may be cut, which sums accumulate in float64, which loops
+    run over quotients. (Which BLAS the code calls is in the names of the symbols it calls,
+    checked on loading.)"""
     return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
             "pool split work": (runtime.POOL_SPLIT_WORK, runtime.BESIDE_BLAS_SPLIT_WORK),
             "math work": runtime.MATH_WORK,
