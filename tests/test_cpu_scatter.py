@@ -2,6 +2,8 @@
 backend: every combining kind, every mode, repeated and out-of-range indices, windows,
 batching axes, inside loops; and no call back into Python for them."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -97,3 +99,15 @@ def test_empty_updates_leave_the_operand():
     _same(lambda x, i, u: lax.scatter_add(x * 1, i, u, dn) - 1,
           random_array(RNG, (4, 3), np.float32), np.zeros((0, 1), np.int32),
           np.zeros((0, 3), np.float32))
+
+
+def test_a_row_of_updates_is_added_by_vector_instructions():
+    """``segment_sum`` of rows: each row's index is read once, outside the loop over its
+    elements, and that loop is vectorised (the alias scopes of the scatter's buffers tell
+    LLVM that writing the result leaves the updates and the indices alone)."""
+    x = RNG.standard_normal((300, 16)).astype(np.float32)
+    segments = RNG.integers(-3, 40, 300).astype(np.int32)
+    cpu = _same(lambda x, s: nbjax.ops.segment_sum(x * 1, s, 37), x, segments)
+    text = cpu.jit_module.function_ir("library_scatter-add")
+    assert re.search(r"fadd <\d+ x float>", text), text
+    assert "!alias.scope" in text and "!noalias" in text

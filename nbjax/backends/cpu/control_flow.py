@@ -16,8 +16,9 @@ So a loop of a thousand iterations is one call from Python.
 Inside, a sub-program (a loop body, a loop condition, a branch) is a sequence of calls of its
 kernels, functions of the same module (LLVM may inline them), of BLAS for its matrix
 products (``blas``), of LAPACK for its decompositions (``lapack``), of the library loops of
-``LIBRARY_LOOPS`` (scatters, sorts...), and of host steps for any other equation (``host_steps``: a call back
-into Python), on buffer addresses:
+``LIBRARY_LOOPS`` (scatters, sorts...: functions of their own in a whole program, optimised
+by O3 unlike the program's), and of host steps for any other equation (``host_steps``: a
+call back into Python), on buffer addresses:
 
 - scan and while keep each carry in two buffers and swap them every iteration: the body reads
   the current ones and writes the next ones. scan reads the row of its ``xs`` and writes the
@@ -373,9 +374,9 @@ class ControlFlowFunction:
         their own that it optimises (a sort's or an argmax's loops ran 2-4x slower
         unoptimised)."""
         def body(f, ins, outs):
+            f.loops_over_elements = True
             _library_loop(eqn).emit(f, eqn, *ins, *outs)
         if not self.flow.timed:
-            self.loops_over_elements = True
             body(self, ins, outs)
             return
         name = self.mb.module.get_unique_name(f"library_{eqn.primitive.name}")

@@ -18,7 +18,7 @@ from llvmlite import ir
 
 from ...core import dtypes
 from ...lax.gather_scatter import GatherScatterMode
-from ..llvm import I64, for_loop
+from ..llvm import I64, alias_scopes, for_loop
 
 def supports(eqn):
     """Whether ``emit`` compiles ``eqn``: a scatter (a primitive with a ``"scatter"``
@@ -38,22 +38,28 @@ def emit(f, eqn, operand, indices, updates, out):
     f.copy(out, operand, op_aval.size * np.dtype(op_aval.dtype).itemsize)
     if upd_aval.size == 0:
         return
-    dn, b = eqn.params["dimension_numbers"], f.b
+    dn = eqn.params["dimension_numbers"]
     window_axes = list(dn.update_window_dims)
     batch_axes = [a for a in range(len(upd_aval.shape)) if a not in window_axes]
-    typed = {name: f.typed(buf, aval.dtype) for name, buf, aval in
-             (("out", out, op_aval), ("indices", indices, idx_aval), ("updates", updates,
-                                                                      upd_aval))}
-    where = _Position(f, eqn, typed["indices"])
+    # The three buffers are distinct: the plan gives a step's result a region of its own
+    scopes = alias_scopes(f.mb.module, ["out", "indices", "updates"])
+    buffers = {name: (f.typed(buf, aval.dtype), scopes[name]) for name, buf, aval in
+               (("out", out, op_aval), ("indices", indices, idx_aval),
+                ("updates", updates, upd_aval))}
+    where = _Position(f, eqn, buffers["indices"])
+    shape, index = upd_aval.shape, [None] * len(upd_aval.shape)
 
-    def at(index):
-        position, fits = where(index, batch_axes, window_axes)
+    def window(index):
+        starts, fits = where.starts([index[a] for a in batch_axes])
+
+        def element(index):
+            _combine(f, eqn, buffers, index, where.position(starts, index, window_axes))
         if fits is None:
-            _combine(f, eqn, typed, index, position)
+            _loops(f, window_axes, shape, index, element)
             return
-        with b.if_then(fits):
-            _combine(f, eqn, typed, index, position)
-    _loops(f, batch_axes + window_axes, upd_aval.shape, [None] * len(upd_aval.shape), at)
+        with f.b.if_then(fits):
+            _loops(f, window_axes, shape, index, element)
+    _loops(f, batch_axes, shape, index, window)
 
 
 def _loops(f, order, shape, index, body):
@@ -69,25 +75,25 @@ def _loops(f, order, shape, index, body):
     for_loop(f.b, ir.Constant(I64, 0), ir.Constant(I64, shape[axis]), inner, f"u{axis}")
 
 
-def _combine(f, eqn, typed, index, position):
+def _combine(f, eqn, buffers, index, position):
     e, dtype = f.e, eqn.outvars[0].aval.dtype
     op_shape, upd_shape = eqn.invars[0].aval.shape, eqn.invars[2].aval.shape
+    (out, out_scope), (updates, updates_scope) = buffers["out"], buffers["updates"]
     at = e.offset(position, op_shape)
-    value = e.load(typed["updates"], e.offset(index, upd_shape), dtype)
+    value = e.load(updates, e.offset(index, upd_shape), dtype, updates_scope)
     how = eqn.primitive.lowerings["scatter"]
     if how is not None:
-        value = e.binary(how, e.load(typed["out"], at, dtype), value, dtype)
-    e.store(typed["out"], at, value, dtype)
+        value = e.binary(how, e.load(out, at, dtype, out_scope), value, dtype)
+    e.store(out, at, value, dtype, out_scope)
 
 
 class _Position:
-    """The result position an update element goes to, and whether its window fits (None
-    when it always does, or is clamped to)."""
+    """Where an update's window starts in the result, and where each of its elements goes."""
 
     def __init__(self, f, eqn, indices):
         dn, mode = eqn.params["dimension_numbers"], eqn.params["mode"]
         op_shape, upd_shape = eqn.invars[0].aval.shape, eqn.invars[2].aval.shape
-        self.f, self.dn, self.indices = f, dn, indices
+        self.f, self.dn, (self.indices, self.scope) = f, dn, indices
         self.clip = mode == GatherScatterMode.CLIP
         self.index_shape, self.index_dtype = eqn.invars[1].aval.shape, eqn.invars[1].aval.dtype
         excluded = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
@@ -98,9 +104,11 @@ class _Position:
         self.last = [n - s for n, s in zip(op_shape, sizes)]   # the largest start that fits
         self.rank = len(op_shape)
 
-    def __call__(self, index, batch_axes, window_axes):
+    def starts(self, batch):
+        """(where the window of the update at ``batch``, its batch position, starts along
+        each operand axis, whether it fits: None when it always does, or is clamped to).
+        Worked out once per window, outside the loops over its elements."""
         b, e, dn = self.f.b, self.f.e, self.dn
-        batch = [index[a] for a in batch_axes]
         starts, fits = [ir.Constant(I64, 0)] * self.rank, None
         for k, d in enumerate(dn.scatter_dims_to_operand_dims):
             start = self._start(batch, k)
@@ -116,17 +124,22 @@ class _Position:
         for operand_dim, batch_dim in zip(dn.operand_batching_dims,
                                           dn.scatter_indices_batching_dims):
             starts[operand_dim] = batch[batch_dim]
+        return starts, fits
+
+    def position(self, starts, index, window_axes):
+        """The result position of the update element at ``index`` in the window that
+        ``starts``."""
         position = list(starts)
         for d, u in zip(self.window_dims, window_axes):
-            position[d] = b.add(starts[d], index[u])
-        return position, fits
+            position[d] = self.f.b.add(starts[d], index[u])
+        return position
 
     def _start(self, batch, k):
         """Component ``k`` of the index vector at ``batch``, as an int64 (a uint64 beyond
         int64's range stays out of bounds: it is clamped to int64's largest)."""
         e, dtype = self.f.e, self.index_dtype
         raw = e.load(self.indices, e.offset(batch + [ir.Constant(I64, k)], self.index_shape),
-                     dtype)
+                     dtype, self.scope)
         if np.dtype(dtype) == np.uint64:
             raw = e.binary("min", raw, ir.Constant(raw.type, np.iinfo(np.int64).max), dtype)
         return e.convert(raw, dtype, np.int64)

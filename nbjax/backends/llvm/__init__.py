@@ -17,10 +17,11 @@ a module's text needs no target machine.
 
 from .emitter import KernelEmitter, ScalarEmitter
 from .mathnames import LIBM, MathNames
-from .scaffold import (KernelScaffold, define_kernel, entry_alloca, for_loop, memset,
-                       pointer_array)
+from .scaffold import (KernelScaffold, alias_scopes, define_kernel, entry_alloca, for_loop,
+                       memset, pointer_array)
 from .types import I1, I8, I16, I32, I64, constant, declare, mem_type, reg_type
 
 __all__ = ["KernelEmitter", "ScalarEmitter", "LIBM", "MathNames", "KernelScaffold",
-           "define_kernel", "entry_alloca", "for_loop", "memset", "pointer_array", "I1", "I8", "I16", "I32",
-           "I64", "constant", "declare", "mem_type", "reg_type"]
+           "alias_scopes", "define_kernel", "entry_alloca", "for_loop", "memset",
+           "pointer_array", "I1", "I8", "I16", "I32", "I64", "constant", "declare", "mem_type",
+           "reg_type"]

@@ -34,6 +34,12 @@ def _is_signed(dtype):
     return dtypes.is_signed_int(dtype)
 
 
+def _scoped(access, scope):
+    for kind, node in (scope or {}).items():
+        access.set_metadata(kind, node)
+    return access
+
+
 class ScalarEmitter:
     """Instructions at ``builder``'s position; ``math`` (a ``MathNames``) says how the
     target computes transcendental functions."""
@@ -50,17 +56,19 @@ class ScalarEmitter:
         return row_major_offset(index, shape, lambda i, s: self.b.mul(i, ir.Constant(I64, s)),
                                 self.b.add, lambda: ir.Constant(I64, 0))
 
-    def load(self, ptr, offset, dtype):
+    def load(self, ptr, offset, dtype, scope=None):
+        """The element at ``offset``; ``scope``: the alias scope of its buffer, if it has
+        one (``scaffold.alias_scopes``)."""
         addr = self.b.gep(ptr, [offset], inbounds=True, source_etype=mem_type(dtype))
-        value = self.b.load(addr, typ=mem_type(dtype))
+        value = _scoped(self.b.load(addr, typ=mem_type(dtype)), scope)
         return self.b.icmp_unsigned("!=", value, ir.Constant(I8, 0)) \
             if np.dtype(dtype) == dtypes.bool_ else value
 
-    def store(self, ptr, offset, value, dtype):
+    def store(self, ptr, offset, value, dtype, scope=None):
         if np.dtype(dtype) == dtypes.bool_:
             value = self.b.zext(value, I8)
         addr = self.b.gep(ptr, [offset], inbounds=True, source_etype=mem_type(dtype))
-        self.b.store(value, addr)
+        _scoped(self.b.store(value, addr), scope)
 
     def accumulate(self, combine, acc, value, dtype):
         """``combine(acc, value)``; float sums and products may be reassociated, so LLVM

@@ -17,8 +17,8 @@ supplies the rest:
   (``KernelEmitter.store_output`` or the target's own accumulators) and any store policy
   (the CPU's streaming stores).
 
-``for_loop`` and ``entry_alloca`` are the building blocks that scaffolds and other generated
-functions (the CPU's control flow) share.
+``for_loop``, ``entry_alloca`` and ``alias_scopes`` are the building blocks that scaffolds
+and other generated functions (the CPU's control flow) share.
 """
 
 from llvmlite import ir
@@ -119,3 +119,20 @@ def memset(builder, pointer, byte, nbytes):
                  [I8.as_pointer(), I8, I64, I1])
     size = nbytes if isinstance(nbytes, ir.Value) else ir.Constant(I64, nbytes)
     builder.call(fn, [pointer, ir.Constant(I8, byte), size, ir.Constant(I1, 0)])
+
+
+def alias_scopes(module, names):
+    """{name: the metadata (``ScalarEmitter.load``'s ``scope``) of accesses to the buffer
+    ``name``}: LLVM's alias scopes, one per buffer of ``names``, saying that an access to
+    one of them never touches another's memory. A function that reads its buffers through
+    pointers loaded from an array (the CPU's control flow) cannot mark them ``noalias``;
+    without this, a store to one buffer keeps LLVM from moving or vectorising the loads of
+    another around it. (Domains and scopes are named by strings unique in the module: a
+    node naming itself would do, but llvmlite hashes nodes by their operands.)"""
+    def unique(what):
+        return ir.MetaDataString(module, f"nbjax.{what}.{len(module.metadata)}")
+    domain = module.add_metadata([unique("domain")])
+    scopes = {name: module.add_metadata([unique(name), domain]) for name in names}
+    return {name: {"alias.scope": module.add_metadata([scope]),
+                   "noalias": module.add_metadata([s for n, s in scopes.items() if n != name])}
+            for name, scope in scopes.items()}
