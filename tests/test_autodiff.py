@@ -113,6 +113,29 @@ def test_jacobians_and_hessian_against_finite_differences():
     assert isinstance(jac, tuple) and jac[0].shape == (2, 2)
 
 
+def test_a_traced_jacobian_builds_its_basis_from_iotas_not_a_constant():
+    """jacfwd and jacrev push the identity through the function; traced (under jit), it is
+    made of iotas as JAX's ``jnp.eye`` is, not held as an n x n constant. Blocks of several
+    inputs of mixed dtypes and shapes keep their places and types."""
+    def f(a, b):
+        return jnp.concatenate([jnp.sin(a).ravel() * 2, b.astype(jnp.float32) ** 2])
+    a = random_array(rng, (2, 3))
+    b = random_array(rng, (4,)).astype(np.float16)
+    for jac in (nbjax.jacfwd, nbjax.jacrev):
+        jaxpr = nbjax.make_jaxpr(jac(f, argnums=(0, 1)))(a, b)
+        assert all(v.aval.size < 10 for v in jaxpr.jaxpr.constvars), jaxpr
+        assert "iota" in str(jaxpr)
+        da, db = nbjax.jit(jac(f, argnums=(0, 1)))(a, b)
+        assert da.shape == (10, 2, 3) and db.shape == (10, 4)
+        expected_a = np.zeros((10, 6), np.float32)
+        expected_a[np.arange(6), np.arange(6)] = 2 * np.cos(a.ravel())
+        np.testing.assert_allclose(da, expected_a.reshape(10, 2, 3), rtol=1e-5, atol=1e-6)
+        expected_b = np.zeros((10, 4), np.float32)
+        expected_b[np.arange(6, 10), np.arange(4)] = 2 * b.astype(np.float32)
+        np.testing.assert_allclose(np.asarray(db, np.float32), expected_b, rtol=1e-3,
+                                   atol=1e-3)
+
+
 def test_jvp_and_linearize():
     x, t = random_array(rng, (4,)), random_array(rng, (4,))
     out, tout = nbjax.jvp(jnp.sin, (x,), (t,))
