@@ -306,6 +306,27 @@ def test_tiles_are_library_functions_made_once_per_process():
         assert not re.search(r"define .*@\"?nbjax_tile", code)
 
 
+def test_a_library_function_is_found_in_the_disk_cache_whatever_was_made_with_it(
+        monkeypatch, tmp_path):
+    """Each library function is a module of its own in the disk cache: a process that
+    lacks only one of the functions an earlier process made together loads it from there
+    rather than compiling it (a program loaded from the cache asks for all of its
+    products' functions at once, which a process that planned them had made apart)."""
+    monkeypatch.setenv("NBJAX_CACHE_DIR", str(tmp_path))
+    names = [tiled_products.loop_name(13, 40, True, np.float32),
+             *filter(None, tiled_products.tile_names(13, 40, True, np.float32).values())]
+    assert len(names) >= 3
+    monkeypatch.setattr(library, "_modules", {})   # (a new process, as far as they go)
+    library.provide(names)
+    assert not any(library._modules[n].from_disk_cache for n in names)
+    for name in names[::-1]:
+        monkeypatch.setattr(library, "_modules", {})
+        library.provide([name])
+        assert library._modules[name].from_disk_cache
+    a, b = (RNG.standard_normal(s).astype(np.float32) for s in [(13, 64), (64, 40)])
+    _check(lambda a, b: jnp.tanh(a @ b), a, b)   # (the loaded code computes the product)
+
+
 # --- tiles or BLAS, measured on the machine -----------------------------------------------
 
 def test_the_faster_of_tiles_and_blas_is_chosen(monkeypatch, tmp_path):

@@ -6,8 +6,8 @@ compiled once instead, kept for the life of the process, and called by name: its
 is registered as a symbol (``llvm.add_symbol``), as the BLAS routines' are (``routines``),
 so that a program's object code, compiled now or read from the disk cache, links to it
 when it is loaded (``provide``, given the names the program's module calls, makes those
-this process lacks first, together). Their modules go through the disk cache too: a new
-process loads their machine code rather than compiling it again. LLVM took 6-8 ms for
+this process lacks first). Their modules, one per function, go through the disk cache too:
+a new process loads their machine code rather than compiling it again. LLVM took 6-8 ms for
 each product's tile functions and the loop over them in every program (a recurrent
 network's program has two products: two fifths of its compile time).
 
@@ -54,16 +54,17 @@ def declare(module, function_name, function_type):
 
 def provide(names):
     """Make the library functions among ``names`` that this process lacks (other names are
-    left alone): all in one module, compiled (or loaded from the disk cache) at once, its
-    parts on the optimiser processes together."""
+    left alone), each from a module of its own, loaded from the disk cache or compiled. (A
+    module of several would be found there again only by a process that lacked the same
+    ones together: one that loaded a program from the cache missed and compiled its
+    products' tiles again, 200 ms.)"""
     missing = [n for n in dict.fromkeys(names) if n not in _modules and _maker(n)]
     if not missing:
         return
     with _lock:
-        missing = [n for n in missing if n not in _modules]
-        if missing:
-            jit_module = _compile(missing)
-            _modules.update(dict.fromkeys(missing, jit_module))
+        for function_name in missing:
+            if function_name not in _modules:
+                _modules[function_name] = _compile(function_name)
 
 
 def function_ir(function_name):
@@ -76,12 +77,9 @@ def _maker(function_name):
     return next((m for p, m in _makers.items() if function_name.startswith(p)), None)
 
 
-def _compile(names):
+def _compile(function_name):
     module = ir.Module("library")
-    for function_name in names:
-        _maker(function_name)(module, function_name)
-    jit_module = runtime.JitModule(str(module), Timer(),
-                                   dict.fromkeys(names, pipeline.SMALL_LOOPS))
-    for function_name in names:
-        llvm.add_symbol(function_name, jit_module.code.get_function_address(function_name))
+    _maker(function_name)(module, function_name)
+    jit_module = runtime.JitModule(str(module), Timer(), {function_name: pipeline.SMALL_LOOPS})
+    llvm.add_symbol(function_name, jit_module.code.get_function_address(function_name))
     return jit_module
