@@ -197,6 +197,28 @@ def test_a_part_gets_copies_of_the_internal_functions_it_calls_only(monkeypatch)
         assert copied == ({"helper", "inner"} if "kernel_0" in _defined(part) else set())
 
 
+def test_a_part_keeps_only_the_global_variables_its_functions_use(monkeypatch):
+    """A constant table that only ``kernel_1`` reads (as sin's reads its table), and the
+    string it points at, go to its part; the flag goes to the program's; every part
+    verifies."""
+    table = ('@"table" = internal constant [2 x i8*] [i8* getelementptr ([3 x i8], '
+             '[3 x i8]* @"text", i32 0, i32 0), i8* null]\n'
+             '@"text" = internal constant [3 x i8] c"ab\\00"\n')
+    program = table + _PROGRAM.replace(
+        '%".6" = fadd float %".5", 1.0',
+        '%".t" = load i8*, i8** getelementptr ([2 x i8*], [2 x i8*]* @"table", i32 0, '
+        'i32 0)\n  %".6" = fadd float %".5", 1.0')
+    monkeypatch.setattr(partition, "MIN_PART_COST", 1)
+    parts = partition.split(program, 3)
+    assert len(parts) == 3
+    tm = pipeline.target_machine(*cpu_target())
+    for part in parts:
+        pipeline.parse(part, tm)
+        defined = _defined(part)
+        assert ('@"table" =' in part and '@"text" =' in part) == ("kernel_1" in defined)
+        assert ('@"flag" =' in part) == ("program" in defined)
+
+
 def test_no_part_is_cut_smaller_than_a_part_costs_of_its_own(monkeypatch):
     """Each part costs LLVM about a millisecond whatever it holds: three tiny functions
     (about 8,200 units each) make as many parts as ``MIN_PART_COST`` allows."""

@@ -4,8 +4,9 @@ LLVM's optimiser and code generator run on one core, and a program's first call 
 of its time there (the CNN step: 0.4 s of passes and 0.2 s of code generation). The
 functions of a module are optimised independently except where one is inlined into another,
 so a module can be cut between its functions: each part keeps the module's declarations,
-globals and metadata, defines its own functions, and declares the other parts' functions it
-may call; the parts' object files are loaded into one engine, which links the calls.
+metadata and the globals its functions use, defines its own functions, and declares the
+other parts' functions it may call; the parts' object files are loaded into one engine,
+which links the calls.
 
 Functions with internal linkage (the scalar math helpers, the timing clock) are not visible
 across object files: every part that refers to one gets a copy of it. A kernel stays with
@@ -78,10 +79,26 @@ def split_by_tier(ir_text, parts, light=None):
     for _, group, tier in sorted(groups, key=lambda g: g[0], reverse=True):
         names = {f.name for f in group}
         declared = [f.declaration for f in own if f.name not in names]
-        copies = [f.text for f in _called(group, internal)]
-        texts.append(("\n".join(shared + declared + copies + [f.text for f in group]) + "\n",
-                      tier))
+        bodies = [f.text for f in _called(group, internal) + group]
+        texts.append(("\n".join(_used(shared, bodies) + declared + bodies) + "\n", tier))
     return texts
+
+
+_GLOBAL = re.compile(r'^@("?)([^"\s]+)\1 = ')
+
+
+def _used(shared, bodies):
+    """The lines of ``shared`` without the global variables that ``bodies`` (or the
+    globals they use) do not refer to: a float32 sin's table, 130 KB of text, was printed,
+    parsed and compiled again in every part."""
+    variables = {found.group(2): line for line in shared if (found := _GLOBAL.match(line))}
+    used, pending = set(), ["\n".join(bodies)]
+    while pending:
+        for name in set(_REFERENCE.findall(pending.pop())) & variables.keys() - used:
+            used.add(name)
+            pending.append(variables[name])
+    return [line for line in shared
+            if (found := _GLOBAL.match(line)) is None or found.group(2) in used]
 
 
 _REFERENCE = re.compile(r'@"?([^"(\s,)]+)')

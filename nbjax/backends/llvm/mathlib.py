@@ -154,6 +154,9 @@ class _Ops:
             raise TypeError(f"mathlib: expected a float or double (vector) type, got {ty}")
         self.scalar = scalar
         self.lanes = ty.count if isinstance(ty, ir.VectorType) else None
+        # the largest exponent of a finite operand: the format's, or float32's for one
+        # widened from float32 (``_float64_inside``), which sin/cos's table need not cover
+        self.max_exponent = self.fmt.bias
         self.iscalar = ir.IntType(self.fmt.bits)
         self.ity = self._like(self.iscalar)
 
@@ -462,11 +465,15 @@ def _rem_pio2_table(fmt):
 
 
 def _table(o):
+    """The rows of ``_rem_pio2_table`` for the exponents of ``o``'s operands (float32's
+    129 of float64's 1025, for a float32 sin: LLVM printed, parsed and compiled all of them
+    in every function's module, 15 ms each)."""
     module = o.b.module
-    name = f"nbjax_mathlib_rem_pio2_{o.fmt.name}"
+    rows = o.max_exponent + 2
+    name = f"nbjax_mathlib_rem_pio2_{o.fmt.name}_{rows}"
     table = module.globals.get(name)
     if table is None:
-        flat = [v for row in _rem_pio2_table(o.fmt) for v in row]
+        flat = [v for row in _rem_pio2_table(o.fmt)[:rows] for v in row]
         ty = ir.ArrayType(o.scalar, len(flat))
         table = ir.GlobalVariable(module, ty, name)
         table.global_constant = True
@@ -504,7 +511,7 @@ def _rem_pio2(o, ax):
     produce garbage that the caller discards)."""
     fmt = o.fmt
     be = o.b.lshr(o.bits(ax), o.ic(fmt.mant_bits))
-    lo_be, hi_be = fmt.bias - 1, 2 * fmt.bias
+    lo_be, hi_be = fmt.bias - 1, fmt.bias + o.max_exponent
     be = o.b.select(o.b.icmp_signed("<", be, o.ic(lo_be)), o.ic(lo_be), be)
     be = o.b.select(o.b.icmp_signed(">", be, o.ic(hi_be)), o.ic(hi_be), be)
     # m = ax * 2**-E, E = be - bias - (p-1): 2**-E has biased exponent 2*bias + p-1 - be
@@ -673,7 +680,9 @@ def _float64_inside(b, core, *args):
     if o.fmt is _F64:
         return core(o, *args)
     wide = ir.VectorType(ir.DoubleType(), o.lanes) if o.lanes else ir.DoubleType()
-    res = core(_Ops(b, wide), *(b.fpext(a, wide) for a in args))
+    inside = _Ops(b, wide)
+    inside.max_exponent = o.max_exponent
+    res = core(inside, *(b.fpext(a, wide) for a in args))
     return b.fptrunc(res, args[0].type)
 
 
