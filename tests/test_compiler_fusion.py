@@ -256,6 +256,30 @@ def test_a_value_a_gather_reads_many_times_is_materialised_not_recomputed():
     assert not exp.started_new_group
 
 
+def test_an_interleaving_read_through_another_is_materialised():
+    """``associative_scan`` interleaves two halves at each level of its recursion (pads with
+    interior padding): a pad that its kernel would read through another is materialised
+    with its reason, so no kernel nests two levels. One interleaving stays index
+    arithmetic on its reader's loads."""
+    x = RNG.standard_normal((4, 64)).astype(np.float32)
+    plan = _plan(lambda x: lax.associative_scan(jnp.add, x, axis=1), x)
+    nested = [d for d in plan.decisions if "through another interleaving" in d.reason]
+    assert nested and all(d.started_new_group and d.eqn.primitive.name == "pad"
+                          for d in nested)
+    for g in plan.groups:
+        pads = [e for e in g.eqns if e.primitive.name == "pad"
+                and any(c[2] for c in e.params["padding_config"])]
+        assert len(pads) <= 2   # the two of one level, read side by side
+    scanned = compile(nbjax.make_jaxpr(lambda x: lax.associative_scan(jnp.add, x, axis=1))(x),
+                      "cpu", "t").run(x)[0]
+    np.testing.assert_allclose(scanned, np.cumsum(x, 1), rtol=1e-4, atol=1e-4)
+
+    def upsampled(x):
+        return lax.pad(x, 0.0, [(0, 0, 0), (0, 1, 1)]) * 2.0
+    plan = _plan(upsampled, x)
+    assert _kinds(plan) == ["kernel"]
+
+
 def test_a_convolution_gathers_contiguous_rows_of_its_padded_input():
     """The im2col gather of a convolution reads a padded input materialised by a kernel of
     its own, a run of C features at a time (no pad arithmetic at each read)."""

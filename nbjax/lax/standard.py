@@ -240,25 +240,30 @@ class KernelLowering:
     elements of its result. ``views(eqn)``, where given, says whether ``eqn``'s result is
     its operand's elements in the same row-major order (a reshape, a squeeze, a broadcast
     adding size-1 axes): a compiled program can then read the operand's buffer as the
-    result's instead of copying it (a ``"view"`` step of the fusion plan). An
+    result's instead of copying it (a ``"view"`` step of the fusion plan).
+    ``interleaves(eqn)``, where given, says whether ``eqn`` spreads its operand's elements
+    apart with others between them (a pad with interior padding): its index arithmetic
+    divides the index and tests the remainder. An
     ``"elementwise"`` lowering that ``sums`` adds its two operands: where one is a matrix
     product's result, the product's library call may add it into the other's buffer
     (``Target.accumulates``) instead of a kernel adding them.
     """
 
     def __init__(self, kind, rule, identity=None, acc_dtype=None, restrides=False,
-                 gathers=False, views=None, sums=False):
+                 gathers=False, views=None, sums=False, interleaves=None):
         self.kind, self.rule, self.identity, self.acc_dtype = kind, rule, identity, acc_dtype
         self.restrides, self.gathers, self.views, self.sums = restrides, gathers, views, sums
+        self.interleaves = interleaves
 
 
 def kernel_elementwise(prim, rule, sums=False):
     prim.def_lowering("kernel", KernelLowering("elementwise", rule, sums=sums))
 
 
-def kernel_index(prim, rule, restrides=False, gathers=False, views=None):
+def kernel_index(prim, rule, restrides=False, gathers=False, views=None, interleaves=None):
     prim.def_lowering("kernel", KernelLowering("index", rule, restrides=restrides,
-                                               gathers=gathers, views=views))
+                                               gathers=gathers, views=views,
+                                               interleaves=interleaves))
 
 
 def library_lowering(prim, category):
