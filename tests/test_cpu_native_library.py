@@ -446,6 +446,21 @@ def test_top_k_of_long_rows(n):
         _same(lambda v: lax.top_k(v, k), x)
 
 
+@pytest.mark.parametrize("k", [1, sort.SELECT_MAX, sort.SELECT_MAX + 1])
+@pytest.mark.parametrize("order", ["ascending", "descending", "tied"])
+def test_top_k_selected_in_one_pass_or_sorted(order, k):
+    """Up to ``SELECT_MAX``, top_k keeps the best so far while it reads each row; above
+    it, it sorts the row: the same results on rows where every element enters the kept
+    ones (ascending), none after the first k (descending), and ties across the boundary."""
+    n = 300
+    x = {"ascending": np.arange(n, dtype=np.float32)[None].repeat(3, 0),
+         "descending": np.arange(n, 0, -1).astype(np.float32)[None].repeat(3, 0),
+         "tied": _with_signed_nans(_tied((3, n), np.float32))}[order]
+    x[1] = -x[1]
+    _same(lambda v: lax.top_k(v, k), x)
+    _same(lambda v: lax.top_k(v * 2, k, axis=0), x[:, :k].T.copy())
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.bool_])
 def test_top_k_of_small_integers_and_bools(dtype):
     x = random_array(RNG, (4, 11), dtype, special=True)
