@@ -403,3 +403,28 @@ def test_grad_of_jnp_fft_under_vmap():
     got = nbjax.vmap(nbjax.grad(loss))(xs)
     want = np.stack([np.asarray(nbjax.grad(loss)(x)) for x in xs])
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.cpu_compiler
+def test_a_compiled_program_calls_scipys_fft_as_a_library_step_without_a_warning():
+    """Under jit on the cpu backend an FFT is a library step: native code calls back into
+    Python for SciPy's transform (named in the fusion report), in single precision, with
+    no warning that a kernel is missing; the values are the eager ones."""
+    import warnings
+    x = random_array(np.random.default_rng(3), (8, 256), np.float32)
+    k = random_array(np.random.default_rng(4), (16,), np.float32)
+
+    def conv(x, k):
+        spectrum = jnp.fft.rfft(x) * jnp.fft.rfft(k, n=256)
+        return jnp.fft.irfft(spectrum, n=256), jnp.fft.fft(spectrum.astype(jnp.complex64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled = nbjax.jit(conv)
+        got = compiled(x, k)
+    report = compiled.lower(x, k).compile().as_text()
+    assert "fft is SciPy's FFT" in report and "calling back into Python for fft" in report
+    for g, w in zip(got, conv(x, k)):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-3)
+    want = np.fft.irfft(np.fft.rfft(x.astype(np.float64)) * np.fft.rfft(k, n=256), n=256)
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)

@@ -20,9 +20,7 @@ from nbjax.backends.cpu import cache, program_cache
 from helpers import assert_close
 
 RNG = np.random.default_rng(11)
-# (``_loop``'s FFT, a host step on purpose, warns that it calls back into Python)
-pytestmark = [pytest.mark.cpu_compiler,
-              pytest.mark.filterwarnings("ignore:nbjax cpu backend. no kernel for fft")]
+pytestmark = pytest.mark.cpu_compiler
 
 
 @pytest.fixture(autouse=True)

@@ -35,6 +35,7 @@ HOST_CALLS = {
     "host callback": "calls Python back with the values (a host step)",
     "collective": "is a collective: the shards exchange values in Python",
     "parallel map": "runs its shard program on a thread per shard",
+    "fft": "is SciPy's FFT (pocketfft, in single precision for single-precision operands)",
 }
 
 
