@@ -212,6 +212,28 @@ def test_searchsorted_complex_is_lexicographic():
         assert_same(jnp.searchsorted(a, v, side=side), np.searchsorted(a, v, side=side))
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 8, 1000])
+@pytest.mark.parametrize("method", ["scan", "scan_unrolled", "compare_all"])
+def test_each_search_method_on_ties_nans_and_values_outside(method, n):
+    """Every method (the halving ones: ceil(log2(n + 1)) steps) places values below,
+    above, between and equal to runs of ties, NaN and the infinities as NumPy does, on
+    both sides, eagerly and under jit; the default halves an interval per value, with no
+    (values x n) comparisons."""
+    a = np.sort(np.round(RNG.uniform(0, 10, n), 0)).astype(np.float32)
+    if n > 2:
+        a[-1] = np.nan
+    v = np.concatenate([RNG.uniform(-1, 11, 50), a[:9], [np.nan, np.inf, -np.inf]])
+    v = v.astype(np.float32).reshape(-1, 1) if n == 7 else v.astype(np.float32)
+    for side in ("left", "right"):
+        want = np.searchsorted(a, v, side=side)
+        assert_same(jnp.searchsorted(a, v, side=side, method=method), want)
+        assert_same(nbjax.jit(lambda a, v: jnp.searchsorted(a, v, side=side,
+                                                            method=method))(a, v), want)
+    if n == 1000:
+        jaxpr = nbjax.make_jaxpr(lambda a, v: jnp.searchsorted(a, v))(a, v)
+        assert max(e.outvars[0].aval.size for e in jaxpr.jaxpr.eqns) <= v.size
+
+
 def test_search_methods_give_one_answer_and_others_are_refused():
     a, v = np.array([0.0, 1.0, 2.5], np.float32), np.array([-1.0, 1.0, 3.0], np.float32)
     for method in ("scan", "scan_unrolled", "sort", "compare_all"):

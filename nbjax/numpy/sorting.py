@@ -316,12 +316,12 @@ def _sort_order_less(x, y, or_equal):
     return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(y_nan, lax.eq(x, x)))
 
 
-def searchsorted(a, v, side="left", sorter=None, *, method="compare_all"):
-    """Where ``v``'s elements would go in the sorted 1-D ``a`` to keep it sorted.
-
-    Counts the elements of ``a`` below each value (or at/below it for side='right'): a
-    comparison of every pair, fine for teaching sizes (JAX's method='compare_all').
-    """
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+    """Where ``v``'s elements would go in the sorted 1-D ``a`` to keep it sorted, by JAX's
+    methods: "scan" (the default) halves an interval of ``a`` per element in a loop of
+    ceil(log2(n + 1)) steps, "scan_unrolled" in as many steps written out (one fused
+    kernel), "compare_all" counts the elements of ``a`` below each value (at or below it
+    for side='right') comparing every pair, n times the work; "sort" searches as "scan"."""
     if side not in ("left", "right"):
         raise ValueError(f"invalid argument side={side!r}, expected 'left' or 'right'")
     _check_search_method(method)
@@ -331,6 +331,12 @@ def searchsorted(a, v, side="left", sorter=None, *, method="compare_all"):
     if sorter is not None:
         a = take(a, sorter, mode="promise_in_bounds")
     a, v = promote_dtypes(a, v)
+    if method == "compare_all":
+        return _searchsorted_comparing_all(a, v, side)
+    return _searchsorted_by_halving(a, v, side, unrolled=method == "scan_unrolled")
+
+
+def _searchsorted_comparing_all(a, v, side):
     n, v_shape = _shape(a)[0], _shape(v)
     grid = v_shape + (n,)
     a_b = lax.broadcast_in_dim(a, grid, (len(v_shape),))
@@ -339,11 +345,36 @@ def searchsorted(a, v, side="left", sorter=None, *, method="compare_all"):
     return lax.reduce_sum(lax.convert_element_type(below, _index_dtype()), (len(v_shape),))
 
 
+def _searchsorted_by_halving(a, v, side, unrolled):
+    """For each value, the interval ``[low, high]`` of positions it may go to, halved at
+    every step by comparing it with ``a`` at the middle (``high`` is the answer when the
+    interval holds one position)."""
+    n, shape, index = _shape(a)[0], _shape(v), _index_dtype()
+    if n == 0:
+        return lax.full(shape, 0, index)
+
+    def halve(bounds):
+        low, high = bounds
+        middle = lax.add(low, lax.div(lax.sub(high, low), lax.full(shape, 2, index)))
+        # v goes left of the middle: for side='left' where a[middle] < v does not hold
+        left = lax.bitwise_not(_sort_order_less(take(a, middle, mode="promise_in_bounds"), v,
+                                                or_equal=(side == "right")))
+        return lax.select(left, low, middle), lax.select(left, middle, high)
+    bounds = (lax.full(shape, 0, index), lax.full(shape, n, index))
+    steps = math.ceil(math.log2(n + 1))
+    if unrolled:
+        for _ in range(steps):
+            bounds = halve(bounds)
+    else:
+        bounds = lax.fori_loop(0, steps, lambda _, b: halve(b), bounds)
+    return bounds[1]
+
+
 _SEARCH_METHODS = ("compare_all", "scan", "scan_unrolled", "sort")
 
 
 def _check_search_method(method):
-    """``method`` is one of JAX's (each gives the same answer; nbjax compares all pairs)."""
+    """``method`` is one of JAX's (each gives the same answer)."""
     if method not in _SEARCH_METHODS:
         raise ValueError(f"invalid argument method={method!r}, expected one of "
                          f"{list(_SEARCH_METHODS)}")
