@@ -111,3 +111,56 @@ def test_a_row_of_updates_is_added_by_vector_instructions():
     text = cpu.jit_module.function_ir("library_scatter-add")
     assert re.search(r"fadd <\d+ x float>", text), text
     assert "!alias.scope" in text and "!noalias" in text
+
+
+def _carried_in_one_buffer(cpu):
+    """The positions among the body's outputs of the carries that the loop of ``cpu``'s
+    plan keeps in one buffer, updated in place (``buffer_plan.accumulated_inputs``)."""
+    from nbjax.backends.cpu import buffer_plan
+    (loop,) = [g for g in cpu.plan.groups if g.kind == "loop"]
+    body = loop.subprograms[-1]
+    return sorted(buffer_plan.accumulated_inputs(body.closed.jaxpr,
+                                                 body.plan.groups).values())
+
+
+def test_a_loop_updates_a_carry_in_place_where_nothing_reads_it_after():
+    """``x.at[i].set(v)`` and ``.add`` on a fori_loop's or a scan's carry: the loop keeps
+    the carry in one buffer that the scatter updates in place (it copied the whole carry
+    every iteration). Where the body reads the carry after the update (as a scan's ys,
+    through a view as the scatter's own updates), the carry keeps two buffers. The
+    values are the reference's either way, reads before the update included."""
+    rows = random_array(RNG, (16, 8), np.float32)
+
+    def filled(rows):
+        def body(i, c):
+            return c.at[i].set(rows[i] * 2.0 + c[i - 1])   # reads c before updating it
+        return lax.fori_loop(0, 16, body, jnp.zeros((16, 8), np.float32))
+    assert _carried_in_one_buffer(_same(filled, rows)) == [1]
+
+    def counted(rows, ids):
+        def step(c, i):
+            return c.at[i].add(1.0), None
+        return lax.scan(step, rows[:, 0] * 0, ids)[0]
+    ids = RNG.integers(-2, 18, 40).astype(np.int32)
+    assert _carried_in_one_buffer(_same(counted, rows, ids)) == [0]
+
+    def also_output(rows, ids):
+        def step(c, i):
+            return c.at[i].add(1.0), c.sum()     # c read after the scatter
+        return lax.scan(step, rows[:, 0] * 0 + 1, ids)
+    assert _carried_in_one_buffer(_same(also_output, rows, ids)) == []
+
+    def shifted(rows):
+        def body(i, c):
+            return c.at[(i + 1) % 16].set(c[i])   # c[i]: a kernel's, before the update
+        return lax.fori_loop(0, 16, body, rows)
+    assert _carried_in_one_buffer(_same(shifted, rows)) == [1]
+
+    whole = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(),
+                                        scatter_dims_to_operand_dims=(0,))
+
+    def doubled(rows):
+        def body(i, c):   # the updates, c[None], are a view of c's buffer
+            return lax.scatter_add(c, jnp.zeros((1, 1), np.int32), c[None], whole)
+        return lax.fori_loop(0, 3, body, rows[0])
+    assert _carried_in_one_buffer(_same(doubled, rows)) == []

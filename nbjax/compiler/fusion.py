@@ -519,13 +519,27 @@ def _accumulates_in_place(g, groups, program_outputs):
 
 def read_after(g, groups, value, outputs):
     """Whether ``value``'s buffer (``value``, or a view of it, or what it is a view of) is
-    read from the step ``g`` of ``groups`` on, other than as the value ``g``'s product
-    adds into: by the product itself, by a later step, or as one of ``outputs``."""
+    read from the step ``g`` of ``groups`` on, other than as the value ``g`` updates (the
+    one ``g``'s product adds into, a scatter's operand: ``updated_operand``): by ``g``
+    itself, by a later step, or as one of ``outputs``."""
     owner = buffer_owners(groups[:g.index])
     root = owner.get(value, value)
     shared = {v for v, r in owner.items() if r is root} | {root}
-    readers = list(g.eqns[0].invars) + [a for h in groups[g.index + 1:] for a in h.inputs]
+    own = g.eqns[0].invars[1:] if updated_operand(g) is not None else g.eqns[0].invars
+    readers = list(own) + [a for h in groups[g.index + 1:] for a in h.inputs]
     return bool(shared.intersection(readers + list(outputs)))
+
+
+def updated_operand(g):
+    """The operand whose elements the library step ``g`` changes a few of to make its
+    result (a scatter's: ``lax.gather_scatter``), or None: a target may let it update
+    that operand's buffer in place when nothing reads the operand afterwards (a loop's
+    carry updated by ``x.at[i].set(v)``: see ``backends/cpu/buffer_plan``)."""
+    eqn = g.eqns[0]
+    if g.kind == "library" and len(g.eqns) == 1 and "scatter" in eqn.primitive.lowerings \
+            and isinstance(eqn.invars[0], Var):
+        return eqn.invars[0]
+    return None
 
 
 def _epilogue_reason(g):

@@ -53,7 +53,7 @@ program's outputs, copied out at the end) keeps its buffer.
 from collections import Counter
 
 from ...compiler import donation
-from ...compiler.fusion import buffer_owners as owners, read_after
+from ...compiler.fusion import buffer_owners as owners, read_after, updated_operand
 from ...compiler.kernel import in_place_ok
 from ...core import Var
 from . import runtime
@@ -125,15 +125,18 @@ def lifetimes(groups, kept):
 
 def accumulated_inputs(jaxpr, groups):
     """{input position: output position} of the inputs of ``jaxpr`` (a loop body's, planned
-    into ``groups``) that a product accumulates into (``FusionGroup.accumulator``) to make
-    the output at that position, which the program delivers once, with nothing reading
-    the input (or a view of it) from that product on but its add, nor outputting it. A
-    loop keeps such a carry in one buffer that the product updates in place
-    (``control_flow``), rather than in two (a weight's gradient summed over a scan)."""
+    into ``groups``) that a step updates to make the output at that position, which the
+    program delivers once, with nothing reading the input (or a view of it) from that step
+    on but the update, nor outputting it: a product accumulating into it
+    (``FusionGroup.accumulator``), a scatter into it (``fusion.updated_operand``). A loop
+    keeps such a carry in one buffer that the step updates in place (``control_flow``),
+    rather than in two (a weight's gradient summed over a scan; ``x.at[i].set(v)`` in a
+    ``fori_loop``, which copied all of ``x`` every iteration)."""
     outputs = list(jaxpr.outvars)
     updated = {}
     for g in groups:
-        x, out = g.accumulator, g.outputs[0] if g.outputs else None
+        x = g.accumulator if g.accumulator is not None else updated_operand(g)
+        out = g.outputs[0] if g.outputs else None
         if x in jaxpr.invars and outputs.count(out) == 1 and \
                 not read_after(g, groups, x, outputs):
             updated[jaxpr.invars.index(x)] = outputs.index(out)

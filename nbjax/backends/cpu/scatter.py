@@ -2,12 +2,13 @@
 compiled program or loop without calling back into Python.
 
 A scatter's updates may hit one position several times, so it is a loop of its own, one
-update element after the other, not a kernel (whose points are independent). The code
-copies the operand into the result, then walks the updates in the order of
-``lax.gather_scatter._scatter_impl`` (batch axes outermost, the window's innermost), so
-that repeated positions combine in the same order (a float sum rounds the same) and the
-last write wins a plain scatter. An update's batch position picks an index vector (the last
-axis of the indices), whose components start the window along
+update element after the other, not a kernel (whose points are independent). The code copies
+the operand into the result (unless the result's buffer is the operand's: a loop's carry
+that the scatter updates in place, ``buffer_plan.accumulated_inputs``), then walks the
+updates in the order of ``lax.gather_scatter._scatter_impl`` (batch axes outermost, the
+window's innermost), so that repeated positions combine in the same order (a float sum
+rounds the same) and the last write wins a plain scatter. An update's batch position picks
+an index vector (the last axis of the indices), whose components start the window along
 ``scatter_dims_to_operand_dims``; operand batching axes start at the batch position of their
 paired axis. Under ``CLIP`` a start is clamped so that the window fits; otherwise a window
 that does not fit is dropped whole. The window position adds along the window axes.
@@ -35,7 +36,9 @@ def emit(f, eqn, operand, indices, updates, out):
     """Emit ``eqn`` (``supports(eqn)``) into the function ``f`` (a
     ``control_flow.ControlFlowFunction``) on the buffers of its operands, into ``out``."""
     op_aval, idx_aval, upd_aval = (a.aval for a in eqn.invars)
-    f.copy(out, operand, op_aval.size * np.dtype(op_aval.dtype).itemsize)
+    # (a loop's carry kept in one buffer is its own operand: updated in place, no copy)
+    with f.b.if_then(f.b.icmp_unsigned("!=", out, operand)):
+        f.copy(out, operand, op_aval.size * np.dtype(op_aval.dtype).itemsize)
     if upd_aval.size == 0:
         return
     dn = eqn.params["dimension_numbers"]
