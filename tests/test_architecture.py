@@ -71,6 +71,7 @@ IMPORTS_INSIDE_FUNCTIONS = {
     "backends/cpu/routines.py": "scipy.linalg (150-300 ms to import), where NumPy's BLAS is not found",
     "backends/gpu/cuda.py": "CuPy: imported when a program is compiled for the gpu, never before",
     "lax/linalg/util.py": "scipy.linalg: a third of nbjax's import time; a few routines need it",
+    "lax/fft.py": "scipy.fft (its transforms are pocketfft's): only when a program transforms",
     "numpy/creation.py": "llvmlite (60 ms to import) for the CPU's features: a float16 linspace",
 }
 
