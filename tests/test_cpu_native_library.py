@@ -496,6 +496,62 @@ def test_top_k_inside_scan_and_fori_loop():
         assert "compiled as a native loop" in cpu.plan.report()
 
 
+# --- dynamic_update_slice updating an input -------------------------------------------
+
+def _kept_in_one_buffer(cpu):
+    from nbjax.backends.cpu import buffer_plan
+    (loop,) = [g for g in cpu.plan.groups if g.kind == "loop"]
+    body = loop.subprograms[-1]
+    return sorted(buffer_plan.accumulated_inputs(body.closed.jaxpr,
+                                                 body.plan.groups).values())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.bool_, np.float64])
+def test_a_dynamic_update_of_a_carry_is_a_window_copied_in_place(dtype):
+    """``dynamic_update_slice`` making a loop's next carry of the carry is a library step
+    that copies the update into its window of the carry's one buffer, in place (a kernel
+    wrote every element, the whole carry every iteration); starts clamped as XLA's (below
+    0, past the end, of unsigned and 64-bit types); rows and 2-d windows."""
+    cache = random_array(RNG, (6, 5, 4), dtype)
+    rows = random_array(RNG, (9, 5, 4), dtype)
+    with _x64(dtype):
+        def filled(cache, rows):
+            def body(i, c):
+                return lax.dynamic_update_slice(c, rows[i][None], (i - 2, 0, 0))
+            return lax.fori_loop(0, 9, body, cache)
+        cpu = _same(filled, cache, rows)
+        assert "dynamic_update_slice copies its update into a window" in cpu.plan.report()
+        assert _kept_in_one_buffer(cpu) == [1]
+
+        def windows(cache, rows, starts):
+            def step(c, s):
+                return lax.dynamic_update_slice(c, rows[:2, 1:4, :3], (s[0], s[1], s[2])), None
+            return lax.scan(step, cache, starts)[0]
+        for index_dtype in (np.int32, np.uint8, np.int64, np.uint64):
+            starts = np.array([[0, 0, 0], [5, 4, 3], [-1, 2, 9], [200, 1, 1]])
+            _same(windows, cache, rows, starts.astype(index_dtype))
+
+
+def test_a_dynamic_update_that_keeps_its_operand_or_makes_no_output_is_a_kernel():
+    """Where the operand is read after the update (a scan's ys), the carry keeps two
+    buffers and the window is copied after the carry; an update of a value the program
+    computes, not of an input, stays a kernel (it fuses); the top level's output made of
+    an input copies the input first; an empty update copies only."""
+    x = random_array(RNG, (8, 3), np.float32)
+
+    def read_after(x):
+        def step(c, i):
+            return lax.dynamic_update_slice(c, c[:1] * 2, (i, 0)), c.sum()
+        return lax.scan(step, x, jnp.arange(8))
+    assert _kept_in_one_buffer(_same(read_after, x, exact=False)) == []
+    cpu = _same(lambda x: lax.dynamic_update_slice(x * 2, x[:2], (3, 1)) + 1, x)
+    assert "dynamic_update_slice" not in [g.eqns[0].primitive.name for g in cpu.plan.groups
+                                          if g.kind == "library"]
+    cpu = _same(lambda x, u: lax.dynamic_update_slice(x, u, (5, 1)), x, x[:2, :2] + 1)
+    assert [g.kind for g in cpu.plan.groups] == ["library"]
+    _same(lambda x: lax.dynamic_update_slice(x, x[:0], (5, 1)), x)
+
+
 # --- empty arrays --------------------------------------------------------------------------
 
 def test_empty_arrays():

@@ -33,6 +33,11 @@ The rules, applied walking the program backwards (from results to inputs):
   shape. The operand is then materialised, as for a library step (a program input costs
   nothing). A program's output is a view only of a value the program computes and does
   not output: native code computes that value into the output's buffer.
+- An equation the target updates in place (``Target.updates_in_place``: the CPU's
+  ``dynamic_update_slice``) that makes a program output of a program input (a loop's
+  carry, its next value) is a library step although it has a kernel lowering: the target
+  copies the update into the input's buffer where nothing reads it after (a kernel would
+  write every element of the output, the whole carry every iteration).
 - Equations without a kernel lowering are library steps on materialised buffers when their
   primitive has a ``"library"`` lowering (dot_general, sort, scatter...) and the target
   runs such calls (``Target.library_reason``), else reference steps. Equations on JAX's
@@ -253,6 +258,8 @@ def plan(jaxpr, target, prefix="kernel"):
     for i in reversed(range(len(eqns))):
         eqn = eqns[i]
         lowering, why_not = kernel_lowering(eqn)
+        if lowering is not None and _updates_an_input(eqn, jaxpr, program_outputs, target):
+            lowering = None
         if lowering is None and _is_view(eqn, None, program_outputs, computed):
             group_of[i], notes[i] = _view(eqn, eqn.primitive.lowerings["view"])
             continue
@@ -530,14 +537,25 @@ def read_after(g, groups, value, outputs):
     return bool(shared.intersection(readers + list(outputs)))
 
 
+def _updates_an_input(eqn, jaxpr, program_outputs, target):
+    """Whether ``eqn`` makes a program output of an input that ``target`` updates in
+    place (``Target.updates_in_place``): a library step then, not a kernel."""
+    return target.updates_in_place(eqn) and eqn.invars[0] in jaxpr.invars and \
+        eqn.outvars[0] in program_outputs
+
+
+# The library categories of equations that change a few elements of their first operand
+UPDATES = ("scatter", "dynamic update")
+
+
 def updated_operand(g):
     """The operand whose elements the library step ``g`` changes a few of to make its
-    result (a scatter's: ``lax.gather_scatter``), or None: a target may let it update
+    result (a scatter's, a dynamic_update_slice's), or None: a target may let it update
     that operand's buffer in place when nothing reads the operand afterwards (a loop's
     carry updated by ``x.at[i].set(v)``: see ``backends/cpu/buffer_plan``)."""
     eqn = g.eqns[0]
-    if g.kind == "library" and len(g.eqns) == 1 and "scatter" in eqn.primitive.lowerings \
-            and isinstance(eqn.invars[0], Var):
+    if g.kind == "library" and len(g.eqns) == 1 and isinstance(eqn.invars[0], Var) and \
+            eqn.primitive.lowerings.get("library") in UPDATES:
         return eqn.invars[0]
     return None
 

@@ -50,6 +50,13 @@ class Target:
         so that a call may overwrite it (``Executable.run_reusing``); never, by default."""
         return False
 
+    def updates_in_place(self, eqn):
+        """Whether the target computes ``eqn`` (a ``dynamic_update_slice``) in its first
+        operand's buffer as a library step: where it makes a program output of an input
+        (a loop's carry), the planner makes it one even though it has a kernel lowering
+        (a kernel would write every element of the output). Never, by default."""
+        return False
+
     def library_reason(self, eqn):
         """Why ``eqn`` (no kernel lowering here) runs as a library call on this target, in
         words for the fusion report ("dot_general is a BLAS call"), or None: it falls back

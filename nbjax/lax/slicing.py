@@ -21,7 +21,7 @@ from .gather_scatter import (GatherDimensionNumbers, GatherScatterMode,
                              ScatterDimensionNumbers, gather_batch_rule, linear_jvp, scatter_p)
 from .shapes import aval_of, broadcast_in_dim, canonicalize_axis, check_int_tuple, expand_dims, \
     squeeze, tuple_insert
-from .standard import kernel_index, same_dtypes, scalar_like
+from .standard import kernel_index, library_lowering, same_dtypes, scalar_like
 from .structural import index_in_dim
 
 __all__ = ["dynamic_slice", "dynamic_slice_p", "dynamic_slice_in_dim", "dynamic_index_in_dim",
@@ -312,3 +312,5 @@ def _kernel_dynamic_update_slice(ctx, index, read, shapes, **params):
 
 kernel_index(dynamic_slice_p, _kernel_dynamic_slice, restrides=True)
 kernel_index(dynamic_update_slice_p, _kernel_dynamic_update_slice)
+# (an update of a loop's carry is a library step where the target updates it in place)
+library_lowering(dynamic_update_slice_p, "dynamic update")

@@ -14,7 +14,7 @@ import dataclasses
 from ...compiler import Target
 from ...compiler.target import nested_plans
 from .. import reference
-from . import blas, program_cache, runtime, tile_choice
+from . import blas, program_cache, runtime, tile_choice, update_slice
 from .control_flow import CONTROL_FLOW, native_library_call
 from .executable import Executable, compile_plan, native_library_step
 
@@ -29,6 +29,8 @@ NATIVE_CALLS = {
     "cumulative op": "is a running loop in native code",
     "sort": "is a sort in native code (radix or merge)",
     "linear algebra": "is a LAPACK call",
+    "dynamic update": "copies its update into a window of its operand in native code (in "
+                      "the operand's own buffer where nothing reads it after: a loop's carry)",
 }
 # ... and when it calls back into Python for it (by default, the NumPy implementation).
 HOST_CALLS = {
@@ -59,6 +61,9 @@ class CpuTarget(Target):
 
     def native_library_call(self, eqn):
         return native_library_call(eqn)
+
+    def updates_in_place(self, eqn):
+        return update_slice.supports(eqn)
 
     def accumulates(self, eqn):
         return blas.accumulates(eqn)

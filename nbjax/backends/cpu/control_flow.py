@@ -44,7 +44,7 @@ from ...lax import cond_p, scan_p, while_p
 from ..llvm import (I1, I8, I32, I64, ScalarEmitter, constant, declare, for_loop, mem_type,
                     memset, pointer_array)
 from . import (arg_reduction, blas, buffer_plan, cumulative, lapack, pipeline, runtime, scatter,
-               sort, support, workers)
+               sort, support, update_slice, workers)
 from .host_steps import HostCall, SplitCall
 
 I8P = I8.as_pointer()
@@ -55,7 +55,7 @@ CONTROL_FLOW = {scan_p: "scan", while_p: "while_", cond_p: "cond"}
 # The modules emitting library steps as loops in native code (LAPACK's: around its
 # calls): each ``supports(eqn)`` and can ``emit(f, eqn, *operands, *results)`` into a
 # ControlFlowFunction ``f``.
-LIBRARY_LOOPS = (scatter, arg_reduction, cumulative, sort, lapack)
+LIBRARY_LOOPS = (scatter, update_slice, arg_reduction, cumulative, sort, lapack)
 
 
 def native_library_call(eqn):

@@ -58,14 +58,14 @@ def emit(f, eqn, operand, indices, updates, out):
         def element(index):
             _combine(f, eqn, buffers, index, where.position(starts, index, window_axes))
         if fits is None:
-            _loops(f, window_axes, shape, index, element)
+            loops(f, window_axes, shape, index, element)
             return
         with f.b.if_then(fits):
-            _loops(f, window_axes, shape, index, element)
-    _loops(f, batch_axes, shape, index, window)
+            loops(f, window_axes, shape, index, element)
+    loops(f, batch_axes, shape, index, window)
 
 
-def _loops(f, order, shape, index, body):
+def loops(f, order, shape, index, body):
     """``body(index)`` for every index of ``shape``, axes nested in ``order``."""
     if not order:
         body(list(index))
@@ -74,7 +74,7 @@ def _loops(f, order, shape, index, body):
 
     def inner(i):
         index[axis] = i
-        _loops(f, rest, shape, index, body)
+        loops(f, rest, shape, index, body)
     for_loop(f.b, ir.Constant(I64, 0), ir.Constant(I64, shape[axis]), inner, f"u{axis}")
 
 
