@@ -71,7 +71,10 @@ def test_81_slice_blur_is_one_kernel_reading_the_image_once_per_tap():
     assert len(slices) == 81 and all("index arithmetic" in d.reason for d in slices)
 
 
-def test_blur_of_a_padded_image_is_one_kernel():
+def test_blur_of_a_padded_image_reads_the_padded_image_written_once():
+    """A pad read at several places (guarded: the padding value outside the image) is
+    materialised, then the blur is one kernel of plain shifted loads; read at one place,
+    the pad stays index arithmetic on its reader's loads."""
     weights = RNG.random((3, 3)).astype(np.float32)
 
     def blur(x):
@@ -79,6 +82,11 @@ def test_blur_of_a_padded_image_is_one_kernel():
         return sum(float(weights[i, j]) * padded[i:i + 6, j:j + 10]
                    for i in range(3) for j in range(3))
     plan = _plan(blur, X)
+    assert _kinds(plan) == ["kernel", "kernel"]
+    pad = next(d for d in plan.decisions if d.eqn.primitive.name == "pad")
+    assert pad.started_new_group and "read at 9 places" in pad.reason
+    assert [e.primitive.name for e in plan.groups[0].eqns] == ["pad"]
+    plan = _plan(lambda x: lax.pad(x, 0.0, [(1, 1, 0), (1, 1, 0)])[1:, :-1] * 2.0, X)
     assert _kinds(plan) == ["kernel"]
 
 

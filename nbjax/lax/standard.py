@@ -243,27 +243,30 @@ class KernelLowering:
     result's instead of copying it (a ``"view"`` step of the fusion plan).
     ``interleaves(eqn)``, where given, says whether ``eqn`` spreads its operand's elements
     apart with others between them (a pad with interior padding): its index arithmetic
-    divides the index and tests the remainder. An
+    divides the index and tests the remainder. One that is ``guarded`` reads its operand
+    only after a test of the index (a pad: its padding value outside the operand), which
+    makes its loads gathers. An
     ``"elementwise"`` lowering that ``sums`` adds its two operands: where one is a matrix
     product's result, the product's library call may add it into the other's buffer
     (``Target.accumulates``) instead of a kernel adding them.
     """
 
     def __init__(self, kind, rule, identity=None, acc_dtype=None, restrides=False,
-                 gathers=False, views=None, sums=False, interleaves=None):
+                 gathers=False, views=None, sums=False, interleaves=None, guarded=False):
         self.kind, self.rule, self.identity, self.acc_dtype = kind, rule, identity, acc_dtype
         self.restrides, self.gathers, self.views, self.sums = restrides, gathers, views, sums
-        self.interleaves = interleaves
+        self.interleaves, self.guarded = interleaves, guarded
 
 
 def kernel_elementwise(prim, rule, sums=False):
     prim.def_lowering("kernel", KernelLowering("elementwise", rule, sums=sums))
 
 
-def kernel_index(prim, rule, restrides=False, gathers=False, views=None, interleaves=None):
+def kernel_index(prim, rule, restrides=False, gathers=False, views=None, interleaves=None,
+                 guarded=False):
     prim.def_lowering("kernel", KernelLowering("index", rule, restrides=restrides,
                                                gathers=gathers, views=views,
-                                               interleaves=interleaves))
+                                               interleaves=interleaves, guarded=guarded))
 
 
 def library_lowering(prim, category):

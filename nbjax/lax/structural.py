@@ -299,7 +299,7 @@ def _kernel_pad(ctx, index, read, shapes, *, padding_config):
     return ctx.select(inside, read(0, safe), read(1, []))
 
 
-kernel_index(pad_p, _kernel_pad, interleaves=lambda eqn: any(
+kernel_index(pad_p, _kernel_pad, guarded=True, interleaves=lambda eqn: any(
     interior for _, _, interior in eqn.params["padding_config"]))
 
 
