@@ -8,6 +8,7 @@ import pytest
 
 import nbjax
 from nbjax import lax
+from nbjax.lax import convolution
 from helpers import assert_close, eager_and_traced, random_array
 
 RNG = np.random.default_rng(3)
@@ -287,8 +288,31 @@ def test_compiled_conv_is_a_packing_kernel_and_a_product(case):
     assert_close(out, expected, rtol=1e-5, scale=scale)
     report = str(compiled.fusion_report())
     assert "conv_general_dilated" not in report
+    by_taps = not groups and rhs_shape[0] * rhs_shape[1] <= convolution.TAPS_MAX_FEATURES
     if out.size:
-        assert "dot_general" in report
+        assert ("dot_general" in report) != by_taps
+
+
+@pytest.mark.cpu_compiler
+@pytest.mark.parametrize("rhs_shape", [(1, 1, 3, 3), (2, 1, 3, 2), (1, 3, 1, 5), (2, 2, 2, 2)])
+def test_a_convolution_of_few_features_is_a_sum_of_shifted_slices(rhs_shape):
+    """A kernel with at most ``TAPS_MAX_FEATURES`` (input, output) feature pairs (a filter
+    of one channel, RGB to grey) convolves as its window positions' strided slices of the
+    padded input times their weights, summed: one kernel after the padded input, no
+    im2col gather, no product; strides, dilations and padding as XLA's."""
+    lhs = random_array(RNG, (2, rhs_shape[1], 12, 10), np.float32)
+    rhs = random_array(RNG, rhs_shape, np.float32)
+    args = ((1, 2), ((1, 1), (2, 1)), (1, 1), (2, 1))
+
+    def conv(a, b):
+        return lax.conv_general_dilated(a, b, *args)
+    compiled = nbjax.jit(conv).lower(lhs, rhs).compile()
+    expected = naive_conv(lhs, rhs, *args, 1, 1)
+    scale = np.abs(lhs).max() * np.abs(rhs).sum(axis=0).max()
+    assert_close(compiled(lhs, rhs), expected, rtol=1e-5, scale=scale)
+    report = str(compiled.fusion_report())
+    assert "dot_general" not in report and "gather" not in report
+    assert report.count("\nkernel ") + report.startswith("kernel ") <= 3
 
 
 @pytest.mark.cpu_compiler
