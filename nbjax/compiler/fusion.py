@@ -25,11 +25,11 @@ The rules, applied walking the program backwards (from results to inputs):
   nothing more than the loads. A ``guarded`` index lowering (a pad: its padding value
   outside its operand) is materialised where its kernel would read it at two places or
   more: each read's test made its loads gathers (a 3x3 blur of a padded 2048x2048 image:
-  22 ms fused, 6 ms with the pad written out first). And a pad that ``interleaves`` (interior padding) is
-  materialised where its kernel would read it through another one: nested, the divisions,
-  remainder tests and guards of every level would run at every element, and the loads
-  became gathers (``lax.associative_scan``, an interleaving per level of its recursion:
-  22 ms fused, 2 ms level by level).
+  22 ms fused, 6 ms with the pad written out first). And a pad that ``interleaves``
+  (interior padding) is materialised where its kernel would read it through another one:
+  nested, the divisions, remainder tests and guards of every level would run at every
+  element, and the loads became gathers (``lax.associative_scan``, an interleaving per
+  level of its recursion: 22 ms fused, 2 ms level by level).
 - An equation that would start a kernel only to copy its operand's elements in the same
   order (a reshape, a squeeze, a broadcast adding size-1 axes: ``KernelLowering.views``)
   is a ``"view"`` step instead: its result is its operand's buffer, read with its own
