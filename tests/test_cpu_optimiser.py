@@ -296,6 +296,37 @@ def test_code_that_runs_once_per_call_or_step_goes_to_the_light_tiers(monkeypatc
                for n, tier in light.items())
 
 
+def test_a_small_kernel_that_a_loop_runs_is_vectorised_when_its_work_is_not_small(
+        monkeypatch):
+    """A kernel of fewer than ``SMALL_KERNEL`` elements is compiled by the light tier at the
+    top of a program; in a loop's body only if its work (elements times its operations)
+    is small too: 1000 normal random numbers per step are vectorised by O3, a counter
+    and a 4-element update are not."""
+    seen = []
+    real = runtime.JitModule.__init__
+
+    def init(self, ir_text, timer, light=None):
+        seen.append((partition.definitions(ir_text), light))
+        real(self, ir_text, timer, light)
+    monkeypatch.setattr(runtime.JitModule, "__init__", init)
+
+    def draws(key, x):
+        def step(c, k):
+            return c * 0.5 + jnp.sum(nbjax.random.normal(k, (1000,)) ** 2), None
+        total = nbjax.lax.scan(step, x[0], nbjax.random.split(key, 5))[0]
+        return total, jnp.sum(nbjax.random.normal(key, (1000,)) ** 2)
+    key, x = nbjax.random.PRNGKey(1), np.ones(4, np.float32)
+    exe = compile(nbjax.make_jaxpr(draws)(key, x), "cpu", "draws")
+    looped, alone = exe.run(key, x)
+    assert np.isfinite(looped) and 800 < alone < 1200
+    (defined, light), = seen
+    body = [n for n in defined if n.startswith("kernel_cf")]
+    top = [n for n in defined if n.startswith("kernel") and n not in body]
+    assert any(n not in light for n in body)               # the draws: O3
+    assert any(light.get(n) == pipeline.SMALL_LOOPS for n in body)   # the counter's
+    assert all(light.get(n) in (pipeline.SMALL_LOOPS, pipeline.CALLS) for n in top)
+
+
 def test_the_loops_of_a_programs_library_steps_are_compiled_by_o3(monkeypatch):
     """A whole program's own function is light, but the function of each of its library
     loops (a sort, a running sum, a scatter) is not: unoptimised, a sort ran 4x slower and

@@ -53,8 +53,9 @@ class ModuleBuilder:
     def loop_hints(self, width=None, unroll=True, vectorise=True):
         return loop_hints(self.module, width, unroll, vectorise)
 
-    def add_kernel(self, kernel):
-        """Emit ``kernel`` as a function; returns its LLVM IR text. A kernel is never
+    def add_kernel(self, kernel, in_loop=False):
+        """Emit ``kernel`` as a function (one that a compiled loop runs, ``in_loop``);
+        returns its LLVM IR text. A kernel is never
         inlined into the control flow that calls it: a call costs nothing next to its loop,
         and an inlined copy is optimised again (a fifth of an LSTM gradient's compile time)
         and cannot be compiled in another part of the module (``partition``).
@@ -62,7 +63,7 @@ class ModuleBuilder:
         A kernel whose code is that of an earlier one (a transformer's second layer norm,
         the reshapes of its weights) becomes a call of the earlier one (``same_code``):
         LLVM's time goes with the number of kernels, 3-15 ms each."""
-        fn = define_kernel(self.module, kernel, CpuLoops(self, kernel))
+        fn = define_kernel(self.module, kernel, CpuLoops(self, kernel, in_loop))
         fn.attributes.add("noinline")
         text = str(fn)
         same = self._code.setdefault(_code_key(fn, text), fn)
@@ -76,7 +77,7 @@ class ModuleBuilder:
             self._printed[fn.name] = text
         if same is not fn or zero_fill(kernel):
             self.light[fn.name] = pipeline.CALLS
-        elif small(kernel):
+        elif small(kernel, in_loop):
             self.light[fn.name] = pipeline.SMALL_LOOPS
         return text
 
@@ -192,8 +193,8 @@ class CpuLoops(KernelScaffold):
     math = LIBM
     extra_args = (I64, I64)
 
-    def __init__(self, mb, kernel):
-        self.mb, self.kernel = mb, kernel
+    def __init__(self, mb, kernel, in_loop=False):
+        self.mb, self.kernel, self.small = mb, kernel, small(kernel, in_loop)
         self.blocked = blocking.blocked(kernel)
         self.streaming = not kernel.stages and not self.blocked and streaming.streams(kernel)
         self.math = _math_for(kernel)
@@ -234,7 +235,7 @@ class CpuLoops(KernelScaffold):
             emit(lo)
             return
         back = for_loop(self.b, lo, hi, emit, name, step)
-        if short or small(self.kernel):
+        if short or self.small:
             back.set_metadata("llvm.loop", self.mb.loop_hints(unroll=False, vectorise=False))
         elif width or not unroll:
             back.set_metadata("llvm.loop", self.mb.loop_hints(width, unroll))
@@ -460,6 +461,10 @@ def _local_dtype(out, row):
 # few microseconds more when they run, at most, against 5-30 ms less of LLVM's time each
 # (an MLP step's loss and softmax kernels over [128, 10]: its first call 223 -> 150 ms).
 SMALL_KERNEL = 2048
+# ... unless a compiled loop runs it and its work (elements times the operations of its
+# body) is at least this: run at every iteration, its scalar code cost more than LLVM's
+# time once (1000 normal random numbers drawn in each step of a scan: 116 ns an element).
+SMALL_LOOP_WORK = 16384
 
 
 def zero_fill(kernel):
@@ -473,9 +478,12 @@ def zero_fill(kernel):
         .strip(b"\0") for out in kernel.outputs)
 
 
-def small(kernel):
-    """Whether ``kernel`` is compiled without vectorising or unrolling its loops."""
-    return math.prod(kernel.shape) < SMALL_KERNEL
+def small(kernel, in_loop=False):
+    """Whether ``kernel`` (one that a compiled loop runs, ``in_loop``) is compiled without
+    vectorising or unrolling its loops."""
+    elements = math.prod(kernel.shape)
+    operations = len(kernel.body) + sum(len(stage.body) for stage in kernel.stages)
+    return elements < SMALL_KERNEL and not (in_loop and elements * operations >= SMALL_LOOP_WORK)
 
 
 INLINE_MATH_CALLS = 4   # more in one kernel: one shared copy of each function, called

@@ -540,7 +540,7 @@ def generate(name, optimised, plan, timer):
         return Layout([], [], {}, [], []), None, {}
     with timer("codegen"):
         mb = codegen.ModuleBuilder(name)
-        texts = [mb.add_kernel(loop) for loop, _ in loops]
+        texts = [mb.add_kernel(loop, in_loop=not own) for loop, own in loops]
         kernels = [(loop, own, mb.add_combiner(loop) if runtime.splits(loop) else None)
                    for loop, own in loops]
         for loop, _ in loops:
