@@ -6,6 +6,7 @@ products take the tiles and which BLAS (programs kept off BLAS, the measured cho
 import re
 
 import numpy as np
+from llvmlite import binding as llvm
 import pytest
 
 import nbjax.numpy as jnp
@@ -316,15 +317,20 @@ def test_a_library_function_is_found_in_the_disk_cache_whatever_was_made_with_it
     names = [tiled_products.loop_name(13, 40, True, np.float32),
              *filter(None, tiled_products.tile_names(13, 40, True, np.float32).values())]
     assert len(names) >= 3
-    monkeypatch.setattr(library, "_modules", {})   # (a new process, as far as they go)
-    library.provide(names)
-    assert not any(library._modules[n].from_disk_cache for n in names)
-    for name in names[::-1]:
-        monkeypatch.setattr(library, "_modules", {})
-        library.provide([name])
-        assert library._modules[name].from_disk_cache
-    a, b = (RNG.standard_normal(s).astype(np.float32) for s in [(13, 64), (64, 40)])
-    _check(lambda a, b: jnp.tanh(a @ b), a, b)   # (the loaded code computes the product)
+    kept = dict(library._modules)
+    try:
+        monkeypatch.setattr(library, "_modules", {})   # (a new process, as far as they go)
+        library.provide(names)
+        assert not any(library._modules[n].from_disk_cache for n in names)
+        for name in names[::-1]:
+            monkeypatch.setattr(library, "_modules", {})
+            library.provide([name])
+            assert library._modules[name].from_disk_cache
+        a, b = (RNG.standard_normal(s).astype(np.float32) for s in [(13, 64), (64, 40)])
+        _check(lambda a, b: jnp.tanh(a @ b), a, b)   # (the loaded code computes the product)
+    finally:  # the symbols name the code of the modules this process keeps, not of those
+        for name, module in kept.items():
+            llvm.add_symbol(name, module.code.get_function_address(name))
 
 
 # --- tiles or BLAS, measured on the machine -----------------------------------------------
