@@ -107,6 +107,21 @@ def test_a_program_is_one_native_call_its_large_kernels_split_from_it(monkeypatc
         assert_close(a, c, rtol=1e-5)
 
 
+def test_a_sum_over_the_outer_axis_splits_by_its_work_not_its_elements(monkeypatch):
+    """A reduction over its outer axis splits between the cores (partial sums combined)
+    from ``SPLIT_THRESHOLD`` of work: elements, and ``MATH_WORK`` more for each math
+    function per element (a trapezoid rule over sin(x)**2 read at two places: 1e6
+    elements, ran on one core). Fewer elements of plain sums stay on one thread."""
+    monkeypatch.setattr(runtime, "THREADS", 2)
+    monkeypatch.setattr(runtime, "SPLIT_THRESHOLD", 4096)
+    x = RNG.standard_normal(1000).astype(np.float32)
+    cpu, ref = cpu_and_reference(lambda x: jnp.sum(jnp.sin(x) * jnp.cos(x[::-1])), x)
+    assert "split between the" in cpu.plan.report()
+    np.testing.assert_allclose(cpu.run(x)[0], ref.run(x)[0], rtol=1e-5, atol=1e-4)
+    cpu, _ = cpu_and_reference(lambda x: jnp.sum(x * 2.0), x)
+    assert "split between the" not in cpu.plan.report()
+
+
 # --- semantics the kernels must share with the reference ---------------------------------
 
 def test_integer_division_and_shifts_follow_xla():

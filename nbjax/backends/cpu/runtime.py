@@ -337,7 +337,7 @@ pool = BufferPool()
 
 # --- threads -------------------------------------------------------------------------------
 
-SPLIT_THRESHOLD = 1 << 20  # elements from which a loop accumulating over its outer axis splits
+SPLIT_THRESHOLD = 1 << 20  # work from which a loop accumulating over its outer axis splits
 POOL_SPLIT_WORK = 1 << 16  # work (``kernel_work``) from which any other loop splits
 # ... and a kernel in a loop whose body calls BLAS (``beside_library_threads``): OpenBLAS's
 # threads spin on the other cores for a while after each call, and a kernel split onto them
@@ -394,7 +394,7 @@ def splits(loop):
         return False
     if on_pool(loop):
         return kernel_work(loop) >= _pool_split_work(loop)
-    return math.prod(loop.shape) >= SPLIT_THRESHOLD
+    return kernel_work(loop) >= SPLIT_THRESHOLD
 
 
 def _pool_split_work(loop):
@@ -426,11 +426,13 @@ def split_choice(loop):
                     f"pool ({measure}; at least {least}{where})")
         return (f"on one thread ({measure}; under the {least} that repay handing chunks "
                 f"to the other cores{where})")
+    measure = f"work {kernel_work(loop):,}: {size:,} elements, math functions counting " \
+        f"{MATH_WORK} more each"
     if splits(loop):
-        return (f"split between the {THREADS} cores along its outer axis ({size:,} elements, "
-                f"at least {SPLIT_THRESHOLD:,}: its partial results are combined)")
-    return (f"on one thread ({size:,} elements, under the {SPLIT_THRESHOLD:,} that repay "
-            "handing chunks with partial results to the other cores)")
+        return (f"split between the {THREADS} cores along its outer axis ({measure}; at "
+                f"least {SPLIT_THRESHOLD:,}: its partial results are combined)")
+    return (f"on one thread ({measure}; under the {SPLIT_THRESHOLD:,} that repay handing "
+            "chunks with partial results to the other cores)")
 
 
 def start_pool():
