@@ -60,8 +60,9 @@ def _ir_type(dtype):
     return ir.FloatType() if dtype == np.float32 else ir.DoubleType()
 
 
-def _loop_module(name, dtype):
-    """void kernel(T* noalias out, T* noalias in0, ..., i64 n): out[i] = name(in0[i], ...)."""
+def _loop_module(name, dtype, branches=False):
+    """void kernel(T* noalias out, T* noalias in0, ..., i64 n): out[i] = name(in0[i], ...)
+    (by the form that may branch: ``mathlib.emit``'s ``branches``)."""
     ty = _ir_type(dtype)
     nargs = mathlib.ARITY[name]
     module = ir.Module(name=f"{name}_{np.dtype(dtype).name}")
@@ -78,9 +79,10 @@ def _loop_module(name, dtype):
     i = b.phi(i64)
     i.add_incoming(ir.Constant(i64, 0), entry)
     vals = [b.load(b.gep(p, [i], source_etype=ty), typ=ty) for p in ins]
-    b.store(mathlib.emit(b, name, vals, dtype), b.gep(out, [i], source_etype=ty))
+    b.store(mathlib.emit(b, name, vals, dtype, branches=branches),
+            b.gep(out, [i], source_etype=ty))
     nxt = b.add(i, ir.Constant(i64, 1))
-    i.add_incoming(nxt, loop)
+    i.add_incoming(nxt, b.block)   # (the loop's last block: the body may branch)
     b.cbranch(b.icmp_signed("<", nxt, n), loop, done)
     b.position_at_end(done)
     b.ret_void()
@@ -88,9 +90,9 @@ def _loop_module(name, dtype):
 
 
 @functools.lru_cache(maxsize=None)
-def kernel(name, dtype):
+def kernel(name, dtype, branches=False):
     """(callable on NumPy arrays, optimised IR text); compiled once per (name, dtype)."""
-    engine, optimised = _compile(_loop_module(name, dtype))
+    engine, optimised = _compile(_loop_module(name, dtype, branches))
     nargs = mathlib.ARITY[name]
     cfunc = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (nargs + 1), ctypes.c_int64)(
         engine.get_function_address("kernel"))
@@ -351,3 +353,20 @@ def test_emit_rejects_bad_requests():
         mathlib.emit(b, "exp", [x], np.float64)
     with pytest.raises(TypeError, match="float32 and float64"):
         mathlib.emit(b, "exp", [x], np.int32)
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_and_cos_that_branch_keep_the_bound_on_float32(name):
+    """The form for scalar code (``branches``: a small kernel's) reduces float32 arguments
+    below ``QUICK_MAX`` by two fused steps and larger ones by the table: as accurate as
+    the vector form, near multiples of pi/2 (where the reduced argument is smallest),
+    either side of the threshold, and on the special values."""
+    f, optimised = kernel(name, np.float32, branches=True)
+    assert "br i1" in optimised
+    k = np.arange(1, 700_000, 7, dtype=np.float64)
+    near = (k * (np.pi / 2)).astype(np.float32)
+    edge = np.float32(mathlib.QUICK_MAX)
+    x = np.concatenate([sample(name, np.float32), specials(np.float32), near,
+                        np.nextafter(near, np.float32(np.inf)), -near,
+                        [edge, np.nextafter(edge, np.float32(0)), -edge]]).astype(np.float32)
+    check_close(name, np.float32, [x], f(x), reference(name, np.float32, x))

@@ -197,7 +197,7 @@ class CpuLoops(KernelScaffold):
         self.mb, self.kernel, self.small = mb, kernel, small(kernel, in_loop)
         self.blocked = blocking.blocked(kernel)
         self.streaming = not kernel.stages and not self.blocked and streaming.streams(kernel)
-        self.math = _math_for(kernel)
+        self.math = _math_for(kernel, self.small)
         self.row_width = _row_width(kernel, self.math)
 
     def emit(self, emitter, args):
@@ -249,7 +249,7 @@ class CpuLoops(KernelScaffold):
         pointers.update(zip((o.var for o in kernel.outputs), emitter.outs))
         rows = []
         for stage in kernel.stages:
-            math = _math_for(stage)
+            math = _math_for(stage, self.small)
             rows.append((KernelEmitter(self.b, stage, [pointers[o.var] for o in stage.outputs],
                                        [pointers[v] for v in stage.inputs], math),
                          _row_width(stage, math)))
@@ -489,8 +489,9 @@ def small(kernel, in_loop=False):
 INLINE_MATH_CALLS = 4   # more in one kernel: one shared copy of each function, called
 
 
-def _math_for(kernel):
-    """``LIBM``, its functions inline, unless the body calls them more than
+def _math_for(kernel, scalar=False):
+    """``LIBM``, its functions inline (on ``scalar`` code, which is never vectorised, in
+    their forms that branch: ``MathNames.scalar``), unless the body calls them more than
     ``INLINE_MATH_CALLS`` times: then ``LIBM`` with shared functions (``shared_math``),
     which keeps the time LLVM takes to optimise a long chain linear in its length (30
     inline ``sin`` took 4 s, shared 0.1 s), for a cost of 0-12% at run time on the cheap
@@ -500,7 +501,7 @@ def _math_for(kernel):
     (an LSTM's tanh and exp at half width: a quarter of its forward pass's LLVM time)."""
     calls = sum(op.name == "math" and op.attr in LIBM.inline for op in kernel.body)
     if calls <= INLINE_MATH_CALLS:
-        return LIBM
+        return dataclasses.replace(LIBM, scalar=True) if scalar else LIBM
     lanes = runtime.float32_lanes()
     widths = (lanes // 2, lanes) if _has_wide_values(kernel) else (lanes,)
     return dataclasses.replace(LIBM, shared_lanes=widths)

@@ -157,6 +157,7 @@ class _Ops:
         # the largest exponent of a finite operand: the format's, or float32's for one
         # widened from float32 (``_float64_inside``), which sin/cos's table need not cover
         self.max_exponent = self.fmt.bias
+        self.branches = False   # scalar code that may branch (``emit``'s ``branches``)
         self.iscalar = ir.IntType(self.fmt.bits)
         self.ity = self._like(self.iscalar)
 
@@ -543,11 +544,43 @@ def _rem_pio2(o, ax):
     return n, r_hi, r_lo
 
 
+# Below this, a float32 operand (in float64) is reduced by pi/2 in two fused steps where
+# the code may branch (``_quick_or_table``): n*pi/2 is then at most 2**20, whose rounding
+# errors stay far below float32's precision of the reduced argument.
+QUICK_MAX = 2.0 ** 20
+
+
+def _quick_or_table(o, x):
+    """``_rem_pio2``'s (n, r_hi, r_lo) for a scalar x >= 0 (``o.branches``): below
+    ``QUICK_MAX``, for an operand widened from float32, by Cody-Waite's two fused steps
+    (x - n*P1 - n*P2, pi/2 = P1 + P2 in doubles), a tenth of the table's work; else by the
+    table. (Vector code computes the table's reduction for every lane: no branches.)"""
+    if not o.branches or o.lanes or o.max_exponent >= o.fmt.bias:
+        return _rem_pio2(o, x)
+    b = o.b
+    with b.if_else(o.lt(x, o.c(QUICK_MAX))) as (quick, table):
+        with quick:
+            n = o.rint(o.mul(x, o.c(2 / math.pi)))
+            reduced = [n, o.fma(o.neg(n), o.c(_PIO2[1]), o.fma(o.neg(n), o.c(_PIO2[0]), x)),
+                       o.c(0.0)]
+            from_quick = b.block
+        with table:
+            tabled = _rem_pio2(o, x)
+            from_table = b.block
+    merged = []
+    for q, t in zip(reduced, tabled):
+        phi = b.phi(q.type)
+        phi.add_incoming(q, from_quick)
+        phi.add_incoming(t, from_table)
+        merged.append(phi)
+    return merged
+
+
 def _sin_cos_reduced(o, x):
     """(quadrant as an integer vector, sin(r), cos(r)) for x = quadrant*pi/2 + r, x >= 0."""
     small = o.le(x, o.c(math.pi / 4 * 0.999))
     finite = o.lt(x, o.inf())
-    n, r_hi, r_lo = _rem_pio2(o, x)
+    n, r_hi, r_lo = _quick_or_table(o, x)
     use_table = o.b.and_(o.b.not_(small), finite)
     zero = o.c(0.0)
     n = o.select(use_table, n, zero)
@@ -670,18 +703,20 @@ def pow(b, x, y):
     return _float64_inside(b, _pow_core, x, y)
 
 
-def _float64_inside(b, core, *args):
+def _float64_inside(b, core, *args, branches=False):
     """``core(ops, *args)`` directly on float64 operands; float32 ones are widened to float64
     (exactly), computed there and rounded once, which makes the result correctly rounded
     except where the float64 value falls within its own few-ulp error of a float32 rounding
     boundary (about one case in 2**27): the same value as the eager (NumPy float64) path.
-    ``computes_in_float64`` names the functions written this way."""
+    ``computes_in_float64`` names the functions written this way. ``branches``: scalar code
+    that may branch (``emit``)."""
     o = _Ops(b, args[0].type)
+    o.branches = branches
     if o.fmt is _F64:
         return core(o, *args)
     wide = ir.VectorType(ir.DoubleType(), o.lanes) if o.lanes else ir.DoubleType()
     inside = _Ops(b, wide)
-    inside.max_exponent = o.max_exponent
+    inside.max_exponent, inside.branches = o.max_exponent, branches
     res = core(inside, *(b.fpext(a, wide) for a in args))
     return b.fptrunc(res, args[0].type)
 
@@ -707,8 +742,16 @@ def computes_in_float64(name, dtype):
 _DTYPES = {np.dtype(np.float32): _F32, np.dtype(np.float64): _F64}
 
 
-def emit(builder, name, args, dtype):
-    """Emit `name(*args)` at `builder` for `dtype` (float32/float64); see the module doc."""
+# Functions with a faster form for scalar code that may branch (``emit``'s ``branches``)
+BRANCHING = {"sin": lambda b, x: _float64_inside(b, _sin_core, x, branches=True),
+             "cos": lambda b, x: _float64_inside(b, _cos_core, x, branches=True)}
+
+
+def emit(builder, name, args, dtype, branches=False):
+    """Emit `name(*args)` at `builder` for `dtype` (float32/float64); see the module doc.
+    With ``branches``, for scalar code that is not vectorised (a small kernel's), the
+    code may branch: sin and cos of float32 then reduce a moderate argument by two fused
+    steps and leave the table's reduction to a branch (``_quick_or_table``)."""
     if name not in EMITTERS:
         raise KeyError(f"mathlib: no emitter for {name!r}; have {sorted(EMITTERS)}")
     if len(args) != ARITY[name]:
@@ -719,4 +762,6 @@ def emit(builder, name, args, dtype):
     for arg in args:
         if _Ops(builder, arg.type).fmt is not fmt:
             raise TypeError(f"mathlib: {name} operand of type {arg.type} is not {np.dtype(dtype)}")
+    if branches and name in BRANCHING:
+        return BRANCHING[name](builder, *args)
     return EMITTERS[name](builder, *args)

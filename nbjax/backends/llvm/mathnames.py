@@ -34,11 +34,13 @@ class MathNames:
     ``mathlib.EMITTERS``), those that are LLVM ``intrinsics``, and the ``prefix`` of the
     external functions computing the others. With ``shared_lanes`` (vector widths), the
     inline functions are emitted once per module and called instead (``shared_math``):
-    the choice for loop bodies with many of them."""
+    the choice for loop bodies with many of them. ``scalar``: the code is never vectorised
+    (a small kernel's loops), so the inline functions may branch (``mathlib.emit``)."""
     inline: frozenset = frozenset(mathlib.EMITTERS)
     intrinsics: frozenset = INTRINSICS
     prefix: str = ""
     shared_lanes: tuple = ()
+    scalar: bool = False
 
     def external(self, name, dtype):
         """The external function computing ``name`` on ``dtype``: C's name (float32
@@ -61,7 +63,7 @@ def emit_math(builder, names, name, args, dtype):
     if name in names.inline and names.shared_lanes:
         return shared_math.call(builder, name, list(args), dtype, names.shared_lanes)
     if name in names.inline:
-        return mathlib.emit(builder, name, list(args), dtype)
+        return mathlib.emit(builder, name, list(args), dtype, branches=names.scalar)
     t = reg_type(dtype)
     callee = f"llvm.{name}.{suffix(t)}" if name in names.intrinsics \
         else names.external(name, dtype)
