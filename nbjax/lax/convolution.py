@@ -403,8 +403,10 @@ TAPS_MAX_FEATURES = 4
 def _by_taps(w, out_dtype, feature_groups, batch_groups):
     """Whether the kernel ``w`` (K..., C, O) convolves by ``_sum_of_taps``."""
     c_in, c_out = w.shape[-2:]
+    # (float32 and float64 only: a product of half floats accumulates in float32, rounding
+    # once, where a sum of their products would round at every term)
     return feature_groups == batch_groups == 1 and c_in * c_out <= TAPS_MAX_FEATURES and \
-        dtypes.is_float(w.dtype) and w.dtype == out_dtype
+        w.dtype in (dtypes.float32, dtypes.float64) and w.dtype == out_dtype
 
 
 def _sum_of_taps(x, w, out_sp, strides, rhs_dilation):
