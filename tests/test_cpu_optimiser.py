@@ -264,9 +264,9 @@ def test_each_light_tier_gets_a_part_of_its_own():
     assert partition.split_by_tier(_PROGRAM, 1) == [(_PROGRAM, None)]
 
 
-def test_code_that_runs_once_per_call_or_step_goes_to_the_light_tiers(monkeypatch):
-    """Python's entry, the program, a scan's control flow and small kernels are light;
-    a kernel whose loop is vectorised is compiled by O3."""
+def _modules_made(monkeypatch):
+    """A list that each module compiled from now on adds (its functions' definitions, the
+    light tiers it was given) to."""
     seen = []
     real = runtime.JitModule.__init__
 
@@ -274,6 +274,13 @@ def test_code_that_runs_once_per_call_or_step_goes_to_the_light_tiers(monkeypatc
         seen.append((partition.definitions(ir_text), light))
         real(self, ir_text, timer, light)
     monkeypatch.setattr(runtime.JitModule, "__init__", init)
+    return seen
+
+
+def test_code_that_runs_once_per_call_or_step_goes_to_the_light_tiers(monkeypatch):
+    """Python's entry, the program, a scan's control flow and small kernels are light;
+    a kernel whose loop is vectorised is compiled by O3."""
+    seen = _modules_made(monkeypatch)
 
     def f(big, h, w):
         h, _ = nbjax.lax.scan(lambda h, _: (jnp.tanh(h @ w), None), h, None, length=3)
@@ -302,13 +309,7 @@ def test_a_small_kernel_that_a_loop_runs_is_vectorised_when_its_work_is_not_smal
     top of a program; in a loop's body only if its work (elements times its operations)
     is small too: 1000 normal random numbers per step are vectorised by O3, a counter
     and a 4-element update are not."""
-    seen = []
-    real = runtime.JitModule.__init__
-
-    def init(self, ir_text, timer, light=None):
-        seen.append((partition.definitions(ir_text), light))
-        real(self, ir_text, timer, light)
-    monkeypatch.setattr(runtime.JitModule, "__init__", init)
+    seen = _modules_made(monkeypatch)
 
     def draws(key, x):
         def step(c, k):
@@ -331,13 +332,7 @@ def test_the_loops_of_a_programs_library_steps_are_compiled_by_o3(monkeypatch):
     """A whole program's own function is light, but the function of each of its library
     loops (a sort, a running sum, a scatter) is not: unoptimised, a sort ran 4x slower and
     a scatter's rows were never vectorised."""
-    seen = []
-    real = runtime.JitModule.__init__
-
-    def init(self, ir_text, timer, light=None):
-        seen.append((partition.definitions(ir_text), light))
-        real(self, ir_text, timer, light)
-    monkeypatch.setattr(runtime.JitModule, "__init__", init)
+    seen = _modules_made(monkeypatch)
 
     def f(x, i):
         return jnp.cumsum(jnp.sort(x * 2.0, axis=1), axis=1), x.at[i].add(1.0)
