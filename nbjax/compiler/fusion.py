@@ -560,8 +560,8 @@ def updated_operand(g):
     that operand's buffer in place when nothing reads the operand afterwards (a loop's
     carry updated by ``x.at[i].set(v)``: see ``backends/cpu/buffer_plan``)."""
     eqn = g.eqns[0]
-    if g.kind == "library" and len(g.eqns) == 1 and isinstance(eqn.invars[0], Var) and \
-            eqn.primitive.lowerings.get("library") in UPDATES:
+    if g.kind == "library" and len(g.eqns) == 1 and \
+            eqn.primitive.lowerings.get("library") in UPDATES and isinstance(eqn.invars[0], Var):
         return eqn.invars[0]
     return None
 
