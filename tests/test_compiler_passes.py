@@ -279,6 +279,28 @@ def test_a_dot_of_transposed_operands_reads_them_as_they_are():
         assert prims == ["transpose", "dot_general"]
 
 
+def test_a_dot_contracting_no_axis_is_a_product_of_broadcasts():
+    """What ``vmap`` makes of a per-example gradient, a row's scalar times the row (batch
+    axes only), and an outer product, are multiplies of broadcasts, which fuse, with the
+    dot's values. A dot whose operand's axes would change order, or of mixed dtypes,
+    stays."""
+    rng = np.random.RandomState(2)
+    s, rows = rng.randn(7).astype(np.float32), rng.randn(7, 5).astype(np.float32)
+    u, v = rng.randn(4).astype(np.float32), rng.randn(3, 2).astype(np.float32)
+    for f, args in ((lambda s, r: lax.dot_general(s, r, (((), ()), ((0,), (0,)))), (s, rows)),
+                    (lambda u, v: lax.dot_general(u, v, (((), ()), ((), ()))), (u, v))):
+        _, rules, prims = _optimized(f, *args)   # (the values: checked equal there)
+        assert "dot_general" not in prims and "mul" in prims
+        assert ("simplify", "a dot contracting no axis as a product of broadcasts") in rules
+    moved = lambda a, b: lax.dot_general(a, b, (((), ()), ((1,), (0,))))
+    _, _, prims = _optimized(moved, rows.T.copy(), rows)
+    assert prims == ["dot_general"]
+    mixed = lambda a, b: lax.dot_general(a, b, (((), ()), ((0,), (0,))),
+                                         preferred_element_type=np.float32)
+    _, _, prims = _optimized(mixed, s.astype(np.float16), rows.astype(np.float16))
+    assert "dot_general" in prims
+
+
 def _idempotent_primitive(name, with_rule):
     """A clip to [0, 1] defined here, outside nbjax.lax; ``with_rule``: it tells the compiler
     that clipping a clipped value changes nothing."""

@@ -18,8 +18,8 @@ from ..core import Primitive, ShapedArray, Var, dtypes, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
 from ..sharding import refuse_out_sharding
-from .elementwise import convert_element_type, mul
-from .shapes import broadcast_in_dim, reshape, transpose, transpose_p
+from .elementwise import convert_element_type, mul, mul_p
+from .shapes import broadcast_in_dim, broadcast_in_dim_p, reshape, transpose, transpose_p
 from .standard import library_lowering, remembered
 
 __all__ = ["Precision", "dot_general", "dot_general_p", "dot", "scaled_dot"]
@@ -568,8 +568,42 @@ def _simplify_transpose(eqn, ins, producer_of, use_count):
 
 # transpose's simplifications matter most to dots, so they are written here, with
 # dot_general.
+def _simplify_dot_without_contraction(eqn, ins, producer_of, use_count):
+    """``dot_general`` contracting no axis (what ``vmap`` makes of per-example gradients:
+    a scalar per row times the row) as the product of its operands broadcast to its
+    result, which fuses with what computes and reads them: a library call made it a
+    batch of 1x1 by 1xn matrix products. Where each operand's axes keep their order in the
+    result, and its dtype is both operands' (one product, rounded once, either way)."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lhs, rhs = ins
+    out = eqn.outvars[0]
+    if lc or rc or not (lhs.aval.dtype == rhs.aval.dtype == out.aval.dtype) or \
+            dtypes.is_complex(out.aval.dtype) or out.aval.dtype == dtypes.bool_:
+        return None
+    n_batch, n_left = len(lb), lhs.aval.ndim - len(lb)
+    places = []
+    for operand, batch, first in ((lhs, lb, n_batch), (rhs, rb, n_batch + n_left)):
+        free = iter(range(first, out.aval.ndim))
+        place = [batch.index(a) if a in batch else next(free) for a in range(operand.aval.ndim)]
+        if place != sorted(place):
+            return None
+        places.append(tuple(place))
+    spread = [Var(out.aval), Var(out.aval)]
+    broadcasts = [eqn.replace(invars=[x], outvars=[v], primitive=broadcast_in_dim_p,
+                              params={"shape": out.aval.shape, "broadcast_dimensions": place,
+                                      "sharding": None})
+                  for x, v, place in zip(ins, spread, places)]
+    product = eqn.replace(invars=spread, outvars=[out], primitive=mul_p, params={})
+    return broadcasts + [product], "a dot contracting no axis as a product of broadcasts"
+
+
+def _simplify_dot(eqn, ins, producer_of, use_count):
+    return _simplify_dot_without_contraction(eqn, ins, producer_of, use_count) or \
+        _simplify_dot_of_transposed(eqn, ins, producer_of, use_count)
+
+
 transpose_p.def_rule("simplify", _simplify_transpose)
-dot_general_p.def_rule("simplify", _simplify_dot_of_transposed)
+dot_general_p.def_rule("simplify", _simplify_dot)
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
