@@ -55,10 +55,10 @@ class ModuleBuilder:
 
     def add_kernel(self, kernel, in_loop=False):
         """Emit ``kernel`` as a function (one that a compiled loop runs, ``in_loop``);
-        returns its LLVM IR text. A kernel is never
-        inlined into the control flow that calls it: a call costs nothing next to its loop,
-        and an inlined copy is optimised again (a fifth of an LSTM gradient's compile time)
-        and cannot be compiled in another part of the module (``partition``).
+        returns its LLVM IR text. A kernel is never inlined into the control flow that
+        calls it: a call costs nothing next to its loop, and an inlined copy is optimised
+        again (a fifth of an LSTM gradient's compile time) and cannot be compiled in
+        another part of the module (``partition``).
 
         A kernel whose code is that of an earlier one (a transformer's second layer norm,
         the reshapes of its weights) becomes a call of the earlier one (``same_code``):
