@@ -20,8 +20,9 @@ Contract (what the scalar emitter relies on)
 - The emitted code has no branches and no calls other than the intrinsics above, so it
   can sit in any basic block of a loop body; written on scalars it is widened by the
   loop vectoriser. (With `emit`'s `branches`, for scalar code never vectorised, sin and
-  cos of float32 branch around their table's reduction: `_quick_or_table`.) sin/cos read a constant table (`@nbjax_mathlib_rem_pio2_*`) that the
-  emitter adds to the builder's module once; the vectoriser turns its loads into gathers.
+  cos of float32 branch around their table's reduction: `_quick_or_table`.) sin/cos read
+  a constant table (`@nbjax_mathlib_rem_pio2_*`) that the emitter adds to the builder's
+  module once; the vectoriser turns its loads into gathers.
 - Special values follow NumPy: NaN in -> NaN out; overflow gives inf and underflow
   gradual-underflow subnormals then 0 (no flush); log(0) = -inf, log(x<0) = NaN;
   sin/cos(inf) = NaN; signed zeros are kept where NumPy keeps them (exp/log1p/expm1/tanh/
