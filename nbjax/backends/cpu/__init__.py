@@ -5,8 +5,9 @@ generates one LLVM module for all kernels of the plan (``codegen``: the CPU's lo
 the shared emitter of ``nbjax.backends.llvm``), compiles it (``runtime``) and returns an
 ``Executable`` (``executable``). A program compiled by an earlier process is loaded from
 the disk cache instead (``program_cache``). Library steps are BLAS and LAPACK calls or loops
-in native code (scatters, arg-reductions, cumulative ops, sorts); the others call the
-primitive's NumPy implementation on our buffers.
+in native code (scatters, dynamic updates of a loop's carry, arg-reductions, cumulative ops,
+sorts); the others (FFTs by SciPy, host callbacks) call the primitive's implementation on
+our buffers.
 """
 
 import dataclasses
