@@ -36,9 +36,7 @@ def emit(f, eqn, operand, indices, updates, out):
     """Emit ``eqn`` (``supports(eqn)``) into the function ``f`` (a
     ``control_flow.ControlFlowFunction``) on the buffers of its operands, into ``out``."""
     op_aval, idx_aval, upd_aval = (a.aval for a in eqn.invars)
-    # (a loop's carry kept in one buffer is its own operand: updated in place, no copy)
-    with f.b.if_then(f.b.icmp_unsigned("!=", out, operand)):
-        f.copy(out, operand, op_aval.size * np.dtype(op_aval.dtype).itemsize)
+    copy_unless_in_place(f, out, operand, op_aval)
     if upd_aval.size == 0:
         return
     dn = eqn.params["dimension_numbers"]
@@ -140,9 +138,24 @@ class _Position:
     def _start(self, batch, k):
         """Component ``k`` of the index vector at ``batch``, as an int64 (a uint64 beyond
         int64's range stays out of bounds: it is clamped to int64's largest)."""
-        e, dtype = self.f.e, self.index_dtype
-        raw = e.load(self.indices, e.offset(batch + [ir.Constant(I64, k)], self.index_shape),
-                     dtype, self.scope)
-        if np.dtype(dtype) == np.uint64:
-            raw = e.binary("min", raw, ir.Constant(raw.type, np.iinfo(np.int64).max), dtype)
-        return e.convert(raw, dtype, np.int64)
+        e = self.f.e
+        return index_as_int64(e, self.indices, e.offset(batch + [ir.Constant(I64, k)],
+                                                         self.index_shape),
+                              self.index_dtype, self.scope)
+
+
+def copy_unless_in_place(f, out, operand, aval):
+    """Copy ``operand`` (of ``aval``) into ``out``, the result an update starts from,
+    unless they are one buffer: a loop's carry updated in place
+    (``buffer_plan.accumulated_inputs``)."""
+    with f.b.if_then(f.b.icmp_unsigned("!=", out, operand)):
+        f.copy(out, operand, aval.size * np.dtype(aval.dtype).itemsize)
+
+
+def index_as_int64(e, pointer, offset, dtype, scope=None):
+    """The integer of ``dtype`` at ``offset`` of ``pointer`` as an int64 (a uint64 beyond
+    int64's range as int64's largest, which stays out of bounds)."""
+    raw = e.load(pointer, offset, dtype, scope)
+    if np.dtype(dtype) == np.uint64:
+        raw = e.binary("min", raw, ir.Constant(raw.type, np.iinfo(np.int64).max), dtype)
+    return e.convert(raw, dtype, np.int64)

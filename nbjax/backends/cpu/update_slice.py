@@ -9,7 +9,7 @@ copied the whole cache at every step."""
 import numpy as np
 
 from ..llvm import I64, alias_scopes
-from .scatter import loops
+from .scatter import copy_unless_in_place, index_as_int64, loops
 
 
 def supports(eqn):
@@ -25,8 +25,7 @@ def emit(f, eqn, operand, update, *rest):
     *starts, out = rest
     op_aval, upd_aval = eqn.invars[0].aval, eqn.invars[1].aval
     b, e, dtype = f.b, f.e, op_aval.dtype
-    with b.if_then(b.icmp_unsigned("!=", out, operand)):
-        f.copy(out, operand, op_aval.size * np.dtype(dtype).itemsize)
+    copy_unless_in_place(f, out, operand, op_aval)
     if upd_aval.size == 0:
         return
     scopes = alias_scopes(f.mb.module, ["out", "update"])
@@ -46,8 +45,5 @@ def _start(f, pointer, dtype, last):
     """The start index at ``pointer`` (a 0-d buffer of ``dtype``) as an int64 clamped into
     ``[0, last]`` (a uint64 beyond int64's range counts as int64's largest)."""
     e = f.e
-    raw = e.load(f.typed(pointer, dtype), I64(0), dtype)
-    if np.dtype(dtype) == np.uint64:
-        raw = e.binary("min", raw, raw.type(np.iinfo(np.int64).max), dtype)
-    start = e.convert(raw, dtype, np.int64)
+    start = index_as_int64(e, f.typed(pointer, dtype), I64(0), dtype)
     return e.binary("min", e.binary("max", start, I64(0), np.int64), I64(last), np.int64)
