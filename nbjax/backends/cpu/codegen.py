@@ -63,7 +63,8 @@ class ModuleBuilder:
         A kernel whose code is that of an earlier one (a transformer's second layer norm,
         the reshapes of its weights) becomes a call of the earlier one (``same_code``):
         LLVM's time goes with the number of kernels, 3-15 ms each."""
-        fn = define_kernel(self.module, kernel, CpuLoops(self, kernel, in_loop))
+        loops = CpuLoops(self, kernel, in_loop)
+        fn = define_kernel(self.module, kernel, loops)
         fn.attributes.add("noinline")
         text = str(fn)
         same = self._code.setdefault(_code_key(fn, text), fn)
@@ -77,7 +78,7 @@ class ModuleBuilder:
             self._printed[fn.name] = text
         if same is not fn or zero_fill(kernel):
             self.light[fn.name] = pipeline.CALLS
-        elif small(kernel, in_loop):
+        elif loops.small:
             self.light[fn.name] = pipeline.SMALL_LOOPS
         return text
 

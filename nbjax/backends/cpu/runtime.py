@@ -414,10 +414,10 @@ def split_choice(loop):
         return "on one thread (this process may use one core)"
     if len(loop.shape) < 1 or loop.shape[0] < 2:
         return "on one thread (its outer axis has one element)"
+    stages = f" in {len(loop.stages)} stages" if loop.stages else ""
+    measure = (f"work {kernel_work(loop):,}: {size:,} elements{stages}, math functions "
+               f"counting {MATH_WORK} more each")
     if on_pool(loop):
-        stages = f" in {len(loop.stages)} stages" if loop.stages else ""
-        measure = (f"work {kernel_work(loop):,}: {size:,} elements{stages}, math functions "
-                   f"counting {MATH_WORK} more each")
         least, where = f"{_pool_split_work(loop):,}", (
             " in a loop calling BLAS, whose threads keep them busy"
             if loop.beside_library_threads else "")
@@ -426,8 +426,6 @@ def split_choice(loop):
                     f"pool ({measure}; at least {least}{where})")
         return (f"on one thread ({measure}; under the {least} that repay handing chunks "
                 f"to the other cores{where})")
-    measure = f"work {kernel_work(loop):,}: {size:,} elements, math functions counting " \
-        f"{MATH_WORK} more each"
     if splits(loop):
         return (f"split between the {THREADS} cores along its outer axis ({measure}; at "
                 f"least {SPLIT_THRESHOLD:,}: its partial results are combined)")
