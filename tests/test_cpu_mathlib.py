@@ -257,7 +257,8 @@ def test_pow_special_values(dtype):
 def test_float32_loop_vectorises_without_libm_calls(name):
     """A float32 kernel of each function, compiled by the backend, is as wide as a plain
     float32 loop on this CPU (float32 pow computes in float64, which LLVM alone would
-    vectorise half as wide) and calls nothing but LLVM intrinsics."""
+    vectorise half as wide) and calls nothing but LLVM intrinsics (and, for sin and cos,
+    the module's own shared function: ``codegen._math_for``)."""
     fn = getattr(nbjax.lax, name)
     x = np.linspace(0.5, 3.0, 4096, dtype=np.float32)
     args = (x, x[::-1].copy()) if mathlib.ARITY[name] == 2 else (x,)
@@ -267,7 +268,10 @@ def test_float32_loop_vectorises_without_libm_calls(name):
     widths = {int(n) for n in re.findall(r"<(\d+) x float>", optimised)}
     assert max(widths, default=1) == float32_lanes(), f"{name}: float vectors {widths}"
     calls = re.findall(r"call [^@]*@([\w.]+)", optimised)
-    assert all(c.startswith("llvm.") for c in calls), f"{name}: calls {set(calls)}"
+    own = f"nbjax_{name}_float32_v{float32_lanes()}"
+    assert all(c.startswith("llvm.") or c in (own, own[:own.rindex("_")]) for c in calls), \
+        f"{name}: calls {set(calls)}"
+    assert (own in calls) == (name in mathlib.BRANCHING), f"{name}: calls {set(calls)}"
 
 
 def _chain(name, calls):
@@ -287,16 +291,19 @@ def test_many_calls_share_one_vector_function(name, dtype, monkeypatch):
     """A kernel calling math functions more than ``INLINE_MATH_CALLS`` times calls one
     shared copy of each (its optimisation time then grows linearly with the chain, not
     faster): the vectorised loop calls the vector variant at the loop's full width, and the
-    values are the inline code's, bit for bit (specials included)."""
+    values are the inline code's, bit for bit (specials included; sin and cos's shared forms
+    take a faster reduction on vectors of moderate arguments, the same values here)."""
     from nbjax.backends.cpu import codegen
     calls = codegen.INLINE_MATH_CALLS + 1
     x = np.concatenate([np.linspace(-3.0, 3.0, 4093), [np.nan, np.inf, -np.inf, -0.0, 0.0],
                         np.linspace(0.1, 40.0, 2000)]).astype(dtype)
     with nbjax.enable_x64(dtype == np.float64):
-        closed = nbjax.make_jaxpr(_chain(name, calls))(x)
-        shared = compile(closed, "cpu", name)
+        shared = compile(nbjax.make_jaxpr(_chain(name, calls))(x), "cpu", name)
         monkeypatch.setattr(codegen, "INLINE_MATH_CALLS", calls)
-        inline = compile(closed, "cpu", name)
+        monkeypatch.setattr(mathlib, "BRANCHING", {})   # (else sin and cos stay shared)
+        inline = compile(nbjax.make_jaxpr(_chain(name, calls))(x), "cpu", name)  # (a new
+        # jaxpr: a jaxpr keeps its executable)
+        assert not re.search(r"call [^@]*@nbjax_", inline.kernels[0].texts["optimised LLVM IR"])
         np.testing.assert_array_equal(shared.run(x)[0], inline.run(x)[0])
     (kernel,) = shared.kernels
     optimised = kernel.texts["optimised LLVM IR"]
@@ -308,8 +315,9 @@ def test_many_calls_share_one_vector_function(name, dtype, monkeypatch):
 
 
 @functools.lru_cache(maxsize=None)
-def _vector_kernel(name, dtype, lanes=8):
-    """void kernel(<lanes x T>* out, <lanes x T>* in...): the emitters on explicit vectors."""
+def _vector_kernel(name, dtype, lanes=8, branches=False):
+    """void kernel(<lanes x T>* out, <lanes x T>* in...): the emitters on explicit vectors
+    (in the form that may branch with ``branches``)."""
     vty = ir.VectorType(_ir_type(dtype), lanes)
     nargs = mathlib.ARITY[name]
     module = ir.Module(name=f"vec_{name}")
@@ -319,7 +327,7 @@ def _vector_kernel(name, dtype, lanes=8):
     out, *ins = fn.args
     align = np.dtype(dtype).itemsize       # NumPy buffers are not vector-aligned
     vals = [b.load(p, typ=vty, align=align) for p in ins]
-    b.store(mathlib.emit(b, name, vals, dtype), out, align=align)
+    b.store(mathlib.emit(b, name, vals, dtype, branches=branches), out, align=align)
     b.ret_void()
     engine, _ = _compile(module)
     cfunc = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (nargs + 1))(
@@ -363,10 +371,42 @@ def test_sin_and_cos_that_branch_keep_the_bound_on_float32(name):
     either side of the threshold, and on the special values."""
     f, optimised = kernel(name, np.float32, branches=True)
     assert "br i1" in optimised
+    x = _branch_sample(name)
+    check_close(name, np.float32, [x], f(x), reference(name, np.float32, x))
+
+
+def _branch_sample(name):
+    """Arguments for the forms that branch: the accuracy sample, special values, float32
+    neighbours of multiples of pi/2 (where the reduced argument is smallest), and either
+    side of ``QUICK_MAX``."""
     k = np.arange(1, 700_000, 7, dtype=np.float64)
     near = (k * (np.pi / 2)).astype(np.float32)
     edge = np.float32(mathlib.QUICK_MAX)
-    x = np.concatenate([sample(name, np.float32), specials(np.float32), near,
-                        np.nextafter(near, np.float32(np.inf)), -near,
-                        [edge, np.nextafter(edge, np.float32(0)), -edge]]).astype(np.float32)
-    check_close(name, np.float32, [x], f(x), reference(name, np.float32, x))
+    return np.concatenate([sample(name, np.float32), specials(np.float32), near,
+                           np.nextafter(near, np.float32(np.inf)), -near,
+                           [edge, np.nextafter(edge, np.float32(0)), -edge]]).astype(np.float32)
+
+
+@pytest.mark.parametrize("lanes", [8, 16])
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_and_cos_of_vectors_that_branch_keep_the_bound_on_float32(name, lanes):
+    """The form for explicit vectors that may branch (a shared function's, ``shared_math``)
+    takes the two fused steps when every lane is below ``QUICK_MAX``, else the table for
+    every lane: the bound holds on vectors of moderate arguments only (the sample sorted),
+    on vectors that mix them with large ones, NaN or inf (shuffled), and agrees with the
+    branch-free vector form on every vector that has to take the table."""
+    _, branching = _vector_kernel(name, np.float32, lanes, branches=True)
+    _, plain = _vector_kernel(name, np.float32, lanes)
+    x = _branch_sample(name)
+    x = x[: x.size // lanes * lanes]
+    for arranged in (np.sort(np.abs(x)), np.random.default_rng(3).permutation(x)):
+        got, table = np.empty_like(arranged), np.empty_like(arranged)
+        for start in range(0, arranged.size, lanes):
+            for fn, out in ((branching, got), (plain, table)):
+                fn(out[start:].ctypes.data, arranged[start:].ctypes.data)
+        check_close(name, np.float32, [arranged], got, reference(name, np.float32, arranged))
+        rows = arranged.reshape(-1, lanes)
+        tabled = ~(np.abs(rows) < mathlib.QUICK_MAX).all(axis=1)
+        assert tabled.any() and (~tabled).any()
+        np.testing.assert_array_equal(got.reshape(-1, lanes)[tabled],
+                                      table.reshape(-1, lanes)[tabled])

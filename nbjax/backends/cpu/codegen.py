@@ -496,16 +496,20 @@ def _math_for(kernel, scalar=False):
     ``INLINE_MATH_CALLS`` times: then ``LIBM`` with shared functions (``shared_math``),
     which keeps the time LLVM takes to optimise a long chain linear in its length (30
     inline ``sin`` took 4 s, shared 0.1 s), for a cost of 0-12% at run time on the cheap
-    ones (``exp``, ``tanh``; ``sin`` runs faster). They have vector variants of the widths
-    the loop may be vectorised at: the float32 width, and half of it where the loop moves
-    8-byte values (``_has_wide_values``); a variant nothing calls still cost LLVM 2-4 ms
-    (an LSTM's tanh and exp at half width: a quarter of its forward pass's LLVM time)."""
+    ones (``exp``, ``tanh``). Vectorised code shares sin and cos always: their shared
+    vector functions branch, and skip the table's reduction for a vector of moderate
+    arguments (``mathlib.BRANCHING``: 1M float32 sines 2.4 -> 0.7 ms). Shared functions
+    have vector variants of the widths the loop may be vectorised at: the float32 width,
+    and half of it where the loop moves 8-byte values (``_has_wide_values``); a variant
+    nothing calls still cost LLVM 2-4 ms (an LSTM's tanh and exp at half width: a quarter
+    of its forward pass's LLVM time)."""
     calls = sum(op.name == "math" and op.attr in LIBM.inline for op in kernel.body)
-    if calls <= INLINE_MATH_CALLS:
-        return dataclasses.replace(LIBM, scalar=True) if scalar else LIBM
+    if scalar and calls <= INLINE_MATH_CALLS:
+        return dataclasses.replace(LIBM, scalar=True)
     lanes = runtime.float32_lanes()
     widths = (lanes // 2, lanes) if _has_wide_values(kernel) else (lanes,)
-    return dataclasses.replace(LIBM, shared_lanes=widths)
+    shared = LIBM.inline if calls > INLINE_MATH_CALLS else frozenset(mathlib.BRANCHING)
+    return dataclasses.replace(LIBM, shared=shared, shared_lanes=widths)
 
 
 def _has_wide_values(kernel):

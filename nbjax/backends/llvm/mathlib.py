@@ -19,8 +19,8 @@ Contract (what the scalar emitter relies on)
   result has the operands' type. `pow` takes two operands, the others one.
 - The emitted code has no branches and no calls other than the intrinsics above, so it
   can sit in any basic block of a loop body; written on scalars it is widened by the
-  loop vectoriser. (With `emit`'s `branches`, for scalar code never vectorised, sin and
-  cos of float32 branch around their table's reduction: `_quick_or_table`.) sin/cos read
+  loop vectoriser. (With `emit`'s `branches`, for code that may branch, sin and cos of
+  float32 branch around their table's reduction: `_quick_or_table`.) sin/cos read
   a constant table (`@nbjax_mathlib_rem_pio2_*`) that the emitter adds to the builder's
   module once; the vectoriser turns its loads into gathers.
 - Special values follow NumPy: NaN in -> NaN out; overflow gives inf and underflow
@@ -553,14 +553,20 @@ QUICK_MAX = 2.0 ** 20
 
 
 def _quick_or_table(o, x):
-    """``_rem_pio2``'s (n, r_hi, r_lo) for a scalar x >= 0 (``o.branches``): below
-    ``QUICK_MAX``, for an operand widened from float32, by Cody-Waite's two fused steps
-    (x - n*P1 - n*P2, pi/2 = P1 + P2 in doubles), a tenth of the table's work; else by the
-    table. (Vector code computes the table's reduction for every lane: no branches.)"""
-    if not o.branches or o.lanes or o.max_exponent >= o.fmt.bias:
+    """``_rem_pio2``'s (n, r_hi, r_lo) for x >= 0 where the code may branch
+    (``o.branches``): below ``QUICK_MAX``, for an operand widened from float32, by
+    Cody-Waite's two fused steps (x - n*P1 - n*P2, pi/2 = P1 + P2 in doubles), a tenth of
+    the table's work (its loads are gathers in vector code); else by the table. A vector
+    takes the quick branch when every lane is below ``QUICK_MAX`` (NaN and inf are not)."""
+    if not o.branches or o.max_exponent >= o.fmt.bias:
         return _rem_pio2(o, x)
     b = o.b
-    with b.if_else(o.lt(x, o.c(QUICK_MAX))) as (quick, table):
+    quick_enough = o.lt(x, o.c(QUICK_MAX))
+    if o.lanes:
+        every = ir.IntType(o.lanes)
+        quick_enough = b.icmp_unsigned("==", b.bitcast(quick_enough, every),
+                                       ir.Constant(every, -1))
+    with b.if_else(quick_enough) as (quick, table):
         with quick:
             n = o.rint(o.mul(x, o.c(2 / math.pi)))
             reduced = [n, o.fma(o.neg(n), o.c(_PIO2[1]), o.fma(o.neg(n), o.c(_PIO2[0]), x)),
@@ -744,16 +750,17 @@ def computes_in_float64(name, dtype):
 _DTYPES = {np.dtype(np.float32): _F32, np.dtype(np.float64): _F64}
 
 
-# Functions with a faster form for scalar code that may branch (``emit``'s ``branches``)
+# Functions with a faster form for code that may branch (``emit``'s ``branches``)
 BRANCHING = {"sin": lambda b, x: _float64_inside(b, _sin_core, x, branches=True),
              "cos": lambda b, x: _float64_inside(b, _cos_core, x, branches=True)}
 
 
 def emit(builder, name, args, dtype, branches=False):
     """Emit `name(*args)` at `builder` for `dtype` (float32/float64); see the module doc.
-    With ``branches``, for scalar code that is not vectorised (a small kernel's), the
-    code may branch: sin and cos of float32 then reduce a moderate argument by two fused
-    steps and leave the table's reduction to a branch (``_quick_or_table``)."""
+    With ``branches``, for code that LLVM's loop vectoriser will not widen (a small
+    kernel's scalar loop, a function of explicit vectors), the code may branch: sin and
+    cos of float32 then reduce moderate arguments by two fused steps and leave the table's
+    reduction to a branch (``_quick_or_table``)."""
     if name not in EMITTERS:
         raise KeyError(f"mathlib: no emitter for {name!r}; have {sorted(EMITTERS)}")
     if len(args) != ARITY[name]:

@@ -32,13 +32,16 @@ INTRINSICS = frozenset({"exp", "exp2", "log", "sin", "cos", "sqrt", "pow", "fma"
 class MathNames:
     """A target's choice: the functions computed ``inline`` (a subset of
     ``mathlib.EMITTERS``), those that are LLVM ``intrinsics``, and the ``prefix`` of the
-    external functions computing the others. With ``shared_lanes`` (vector widths), the
-    inline functions are emitted once per module and called instead (``shared_math``):
-    the choice for loop bodies with many of them. ``scalar``: the code is never vectorised
-    (a small kernel's loops), so the inline functions may branch (``mathlib.emit``)."""
+    external functions computing the others. The inline functions named in ``shared`` are
+    emitted once per module, with vector variants of the widths ``shared_lanes``, and
+    called instead (``shared_math``): the choice for loop bodies with many of them, and for
+    those with a faster form where the code may branch (``mathlib.BRANCHING``: a shared
+    function may, a loop body that LLVM vectorises may not). ``scalar``: the code is never
+    vectorised (a small kernel's loops), so the inline functions may branch there."""
     inline: frozenset = frozenset(mathlib.EMITTERS)
     intrinsics: frozenset = INTRINSICS
     prefix: str = ""
+    shared: frozenset = frozenset()
     shared_lanes: tuple = ()
     scalar: bool = False
 
@@ -60,7 +63,7 @@ def emit_math(builder, names, name, args, dtype):
         wide = [builder.fpext(a, ir.FloatType()) for a in args]
         return builder.fptrunc(emit_math(builder, names, name, wide, dtypes.float32),
                                reg_type(dtype))
-    if name in names.inline and names.shared_lanes:
+    if name in names.shared and name in names.inline:
         return shared_math.call(builder, name, list(args), dtype, names.shared_lanes)
     if name in names.inline:
         return mathlib.emit(builder, name, list(args), dtype, branches=names.scalar)
