@@ -428,3 +428,24 @@ def test_a_compiled_program_calls_scipys_fft_as_a_library_step_without_a_warning
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-3)
     want = np.fft.irfft(np.fft.rfft(x.astype(np.float64)) * np.fft.rfft(k, n=256), n=256)
     np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name,kwargs", [("fft", {}), ("ifft", {"n": 1000}), ("rfft", {}),
+                                         ("irfft", {"n": 4096}), ("rfft2", {}),
+                                         ("ifft2", {"s": (30, 4000)})])
+def test_large_batches_match_numpy(name, kwargs):
+    """Batches of at least ``THREADED_FFT_MIN`` elements are transformed on every core
+    (SciPy's ``workers``), batches of 1-D transforms by SciPy's 1-D functions: the values
+    are NumPy's float64 ones, in jit and eagerly."""
+    from nbjax.lax.fft import THREADED_FFT_MIN
+    shape = (THREADED_FFT_MIN // 4096 + 1, 4096)
+    x = random_array(np.random.default_rng(5), shape,
+                     np.float32 if name in REAL_INPUT else np.complex64)
+    want = getattr(np.fft, name)(x.astype(np.complex128 if x.dtype.kind == "c" else
+                                          np.float64), **kwargs)
+    def transform(x):
+        return getattr(jnp.fft, name)(x, **kwargs)
+    for fn in (transform, nbjax.jit(transform)):
+        got = fn(x)
+        dtype = np.float32 if name in REAL_OUTPUT else np.complex64
+        assert_close(got, want, dtype, rtol=1e-5)
