@@ -463,3 +463,57 @@ def test_a_program_output_read_at_other_indices_keeps_its_own_kernel():
     plan = _plan(lambda x: (jnp.sin(x), jnp.sin(x)[::-1] * 2.0 + x), X)
     assert _kinds(plan) == ["kernel", "kernel"]
     assert any("program output: materialised by kernel" in d.reason for d in plan.decisions)
+
+
+def _complex_input(shape, seed):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
+def test_complex_parts_read_by_the_real_and_the_imaginary_kernel_are_not_copied_out():
+    """The parts of a complex input (slices of a view of its pairs) feed the real and the
+    imaginary part of a product, two kernels of one iteration space that share a loop:
+    each part is index arithmetic in that loop, not a kernel copying it out first."""
+    z, w = _complex_input((16, 24), 1), _complex_input((16, 24), 2)
+    plan = _plan(lambda z, w: (z * w, jnp.abs(z * w + z)), z, w)
+    copies = [g for g in plan.groups if g.kind == "kernel"
+              and {e.primitive.name for e in g.eqns} <= {"slice", "squeeze"}]
+    assert not copies, plan.report()
+    shared = [d for d in plan.decisions if d.eqn.primitive.name == "squeeze"]
+    assert shared and all("the loop its other readers share" in d.reason for d in shared)
+
+
+def test_a_complex_loop_carry_is_read_in_place_each_step():
+    """A Mandelbrot iteration on complex numbers: each step's body is the kernel of the
+    update and the count, and the kernel writing the new carry's pairs, nothing copying the
+    old carry's parts out; the counts are the reference backend's."""
+    c = _complex_input((32, 40), 3) * np.complex64(0.8)
+
+    def mandelbrot(c):
+        def step(i, state):
+            z, n = state
+            z = z * z + c
+            return z, n + (jnp.abs(z) < 2.0)
+        return lax.fori_loop(0, 30, step, (jnp.zeros_like(c), jnp.zeros(c.shape, jnp.int32)))[1]
+    plan = _plan(mandelbrot, c)
+    (loop,) = [g for g in plan.groups if g.kind == "loop"]
+    (body,) = loop.subprograms
+    assert [g.kind for g in body.plan.groups].count("kernel") == 2, body.plan.report()
+
+
+def test_a_re_striding_whose_readers_keep_apart_loops_is_materialised():
+    """Two kernels of one iteration space read a slice of an input, but the second also
+    reads a matrix product of the first's result, so their loops stay apart: planned again,
+    the slice is written once and both read it (``fusion._Sharing``)."""
+    x = RNG.standard_normal((8, 8, 2)).astype(np.float32)
+    w = RNG.standard_normal((8, 8)).astype(np.float32)
+
+    def f(x, w):
+        part = x[..., 0]
+        return jnp.tanh(part) @ w + part
+    plan = _plan(f, x, w)
+    (decision,) = [d for d in plan.decisions if d.eqn.primitive.name == "squeeze"]
+    assert "the loop its other readers share" not in decision.reason
+    kernels = [g for g in plan.groups if g.kind == "kernel"]
+    assert any(g.eqns[-1].primitive.name in ("slice", "squeeze") for g in kernels), \
+        plan.report()

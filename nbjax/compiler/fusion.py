@@ -30,6 +30,10 @@ The rules, applied walking the program backwards (from results to inputs):
   nested, the divisions, remainder tests and guards of every level would run at every
   element, and the loads became gathers (``lax.associative_scan``, an interleaving per
   level of its recursion: 22 ms fused, 2 ms level by level).
+- A re-striding that several kernels of one iteration space read (a complex value's real
+  part, sliced out of its pairs, read by the kernels of a product's real and imaginary
+  parts) joins one of them, as those kernels usually share a loop in the end; where they
+  do not, the program is planned again with it materialised (``_Sharing``).
 - An equation that would start a kernel only to copy its operand's elements in the same
   order (a reshape, a squeeze, a broadcast adding size-1 axes: ``KernelLowering.views``)
   is a ``"view"`` step instead: its result is its operand's buffer, read with its own
@@ -243,7 +247,48 @@ def _steps(sub, target):
 
 def plan(jaxpr, target, prefix="kernel"):
     """The FusionPlan of an optimised (open) Jaxpr for ``target`` (a ``Target``); kernels
-    are named ``<prefix>_<n>``."""
+    are named ``<prefix>_<n>``. A re-striding that several kernels read is first planned
+    into one of them (``_Sharing``); where their loops then stay apart, planned again."""
+    refused = frozenset()
+    while True:
+        sharing = _Sharing(refused)
+        result = _plan(jaxpr, target, prefix, sharing)
+        unwritten = _unwritten(jaxpr, result.groups) & sharing.shared
+        if not unwritten:
+            return result
+        refused |= unwritten
+
+
+@dataclass
+class _Sharing:
+    """Re-stridings (a slice, a squeeze...) that several kernels of one iteration space
+    read, planned into one of them (``shared``) rather than materialised: such kernels
+    usually share one loop in the end (``_merge_siblings``), and there each computes the
+    value once by index arithmetic, as any part of a kernel may use another's values. (A
+    complex value's real and imaginary parts, read through a view of its pairs, feed the
+    real and the imaginary part of each result: materialised, every step of a complex loop
+    copied both out first.) ``refused``: those found read by a kernel whose loop stayed
+    apart, materialised when the program is planned again."""
+    refused: frozenset
+    shared: set = field(default_factory=set)
+
+    def host(self, out, lowering, users):
+        """The kernel of ``users`` (all reading ``out``) that may compute it, or None."""
+        if out in self.refused or not lowering.restrides or \
+                any(g.kind != "kernel" for g in users) or len({g.shape for g in users}) > 1:
+            return None
+        self.shared.add(out)
+        return users[0]
+
+
+def _unwritten(jaxpr, groups):
+    """The values the steps of a plan read that no step writes and the caller does not
+    pass."""
+    written = {*jaxpr.invars, *jaxpr.constvars, *(v for g in groups for v in g.outputs)}
+    return {v for g in groups for v in g.inputs if v not in written}
+
+
+def _plan(jaxpr, target, prefix, sharing):
     eqns = jaxpr.eqns
     consumers = {}
     for i, eqn in enumerate(eqns):
@@ -271,7 +316,7 @@ def plan(jaxpr, target, prefix="kernel"):
                                                          f"{prefix}_cf{i}")
             continue
         group, reason = _join_or_start(eqn, lowering, consumers, group_of, program_outputs,
-                                       eqns, reads, depth, interleaved)
+                                       eqns, reads, depth, interleaved, sharing)
         if group is None and _is_view(eqn, lowering, program_outputs, computed):
             group_of[i], notes[i] = _view(eqn, "the same elements in the same order")
             continue
@@ -395,7 +440,7 @@ def _read_interleaved(eqn, group, consumers, group_of, interleaved):
 
 
 def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, reads, depth,
-                   interleaved):
+                   interleaved, sharing):
     """(group to join or None, reason template): see the module docstring."""
     name = eqn.primitive.name
     out = eqn.outvars[0]
@@ -414,7 +459,10 @@ def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, re
         return None, (f"{name}: result feeds {steps[0].eqns[0].primitive.name}, a "
                       f"{steps[0].kind} step: materialised by kernel {{g}}")
     if len(distinct) > 1:
-        return None, f"value used by {len(distinct)} kernels: materialised by kernel {{g}}"
+        host = sharing.host(out, lowering, distinct)
+        if host is None:
+            return None, f"value used by {len(distinct)} kernels: materialised by kernel {{g}}"
+        distinct = [host]
     if not distinct:
         return None, f"{name}: result unused: kernel {{g}}"
     target = distinct[0]
@@ -439,7 +487,8 @@ def _join_or_start(eqn, lowering, consumers, group_of, program_outputs, eqns, re
                       "{g} (computing it once is cheaper)")
     reads[out] = n
     if lowering.kind == "index":
-        return target, f"{name}: index arithmetic on the loads of kernel {{g}}"
+        return target, f"{name}: index arithmetic on the loads of kernel {{g}}" + (
+            ", in the loop its other readers share" if out in sharing.shared else "")
     root = target.parts[0][0]
     if root.primitive.lowerings["kernel"].kind == "reduction":
         return target, "element-wise: fused into the reduction of kernel {g}"
