@@ -464,3 +464,28 @@ def test_samplers_take_jax_out_sharding_keyword():
     assert R.randint(k, (2,), 0, 5, out_sharding=None).dtype == np.int32
     with pytest.raises(NotImplementedError, match="random.normal: out_sharding is not"):
         R.normal(k, (2,), out_sharding=nbjax.sharding.P("x"))
+
+
+@pytest.mark.cpu_compiler
+@pytest.mark.parametrize("x64", [False, True], ids=["float32", "float64"])
+@pytest.mark.parametrize("log_space", [False, True])
+def test_gamma_compiles_into_native_rejection_loops(log_space, x64):
+    """Under jit, ``random_gamma`` is its decomposition (the vmapped rejection loops, a
+    native while loop over kernels), not a host step evaluating them op by op: the samples
+    are the eager ones (to the few ulp by which compiled log and pow may differ), for shapes
+    a < 1 (boosted) and a >= 1 mixed, batched keys, and no elements."""
+    from nbjax.random.gamma import random_gamma_p
+    with nbjax.enable_x64(x64):
+        a = jnp.array([[0.3, 1.0, 2.5, 40.0]] * 50)
+        keys = R.split(R.PRNGKey(5), 50)
+
+        def sample(keys, a):
+            return random_gamma_p.bind(keys, a, impl="threefry2x32", log_space=log_space)
+        compiled = nbjax.jit(sample)
+        eps = np.finfo(a.dtype).eps
+        np.testing.assert_allclose(compiled(keys, a), sample(keys, a), rtol=8 * eps,
+                                   atol=8 * eps)
+        report = compiled.lower(keys, a).compile().as_text()
+        assert "calling back into Python" not in report and "while" in report, report[:600]
+        empty = jnp.zeros((0, 4), a.dtype)
+        assert compiled(keys[:0], empty).shape == (0, 4)

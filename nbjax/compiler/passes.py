@@ -29,8 +29,9 @@ def _callee(eqn):
     decomposition into other primitives (its "jaxpr" lowering, e.g. threefry2x32 as uint32
     arithmetic, a convolution as a packing kernel and a matrix product) when it has no
     kernel lowering of its own. A primitive that is a library step by itself is decomposed
-    only where every equation of its decomposition is a kernel or a library step (not, for
-    example, a complex convolution, whose slices have no kernels)."""
+    only where every equation of its decomposition is a kernel, a library step or control
+    flow, or decomposes into such (not, for example, a complex convolution, whose slices
+    have no kernels)."""
     prim = eqn.primitive
     if prim.call_param is not None:
         return eqn.params[prim.call_param]
@@ -38,11 +39,15 @@ def _callee(eqn):
     if decompose is None or "kernel" in prim.lowerings:
         return None
     closed = _decomposition(eqn, decompose)
-    if "library" in prim.lowerings and not all(
-            kernel_lowering(e)[0] is not None or "library" in e.primitive.lowerings
-            for e in closed.jaxpr.eqns):
+    if "library" in prim.lowerings and not all(map(_compiles, closed.jaxpr.eqns)):
         return None
     return closed
+
+
+def _compiles(eqn):
+    lowerings = eqn.primitive.lowerings
+    return kernel_lowering(eqn)[0] is not None or "library" in lowerings or \
+        "control" in lowerings or _callee(eqn) is not None
 
 
 def _decomposition(eqn, decompose):
