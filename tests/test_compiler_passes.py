@@ -328,3 +328,40 @@ def test_simplify_asks_the_primitive_not_its_name():
     fake_neg_p = _idempotent_primitive("neg", with_rule=False)
     _, rules, prims = _optimized(lambda x: fake_neg_p.bind(fake_neg_p.bind(x)), x)
     assert prims == ["neg", "neg"] and not rules
+
+
+def _literal_operands(opt, name):
+    return [type(a).__name__ for e in opt.jaxpr.eqns if e.primitive.name == name
+            for a in e.invars]
+
+
+def test_a_known_operand_of_one_value_becomes_a_literal():
+    """A known array whose elements are all one value (``randint``'s span, folded to one
+    element; a closed-over ``full``) is written as that value where the result keeps its
+    shape: a binary element-wise operand beside one of the result's shape, or what a
+    re-striding moves (a broadcast of the value). Kernels then compile it in: a remainder
+    by it becomes multiplies (``randint`` of 10^6: 8.4 -> 1.2 ms)."""
+    bits = np.arange(3000, dtype=np.uint32) * np.uint32(2654435761)
+    span = np.array([1000], np.uint32)
+    full = np.full((3000,), 3.0, np.float32)
+    opt, rules, _ = _optimized(
+        lambda b: (lax.rem(b, span), lax.convert_element_type(b, np.float32) * full,
+                   lax.broadcast_in_dim(full, (2, 3000), (1,))), bits)
+    assert ("constant_fold", "an operand of one value as a literal") in rules
+    assert _literal_operands(opt, "rem") == ["Var", "Literal"]
+    assert _literal_operands(opt, "mul") == ["Var", "Literal"]
+    assert _literal_operands(opt, "broadcast_in_dim") == ["Literal"]
+    compiled = nbjax.jit(lambda b: lax.rem(b, span), backend="cpu")
+    np.testing.assert_array_equal(compiled(bits), bits % 1000)
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0], [0.0, -0.0]])
+def test_known_operands_of_several_values_or_shaping_the_result_stay(values):
+    """Two values (0.0 and -0.0 are two: the bits decide) stay an array; so does a value
+    of one element that gives an element-wise result its shape."""
+    known = np.array(values * 50, np.float32)
+    opt, _, _ = _optimized(lambda x: x * known, np.ones(100, np.float32))
+    assert _literal_operands(opt, "mul") == ["Var", "Var"]
+    shaping = np.full((10,), 2.0, np.float32)
+    opt, _, _ = _optimized(lambda x: lax.add(x, shaping), np.ones(1, np.float32))
+    assert _literal_operands(opt, "add") == ["Var", "Var"]

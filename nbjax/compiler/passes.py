@@ -9,11 +9,12 @@ what the compiler did and why. ``optimize`` runs them in order.
 
 import numpy as np
 
-from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, Literal, Var, has_effect,
+from ..core import (ClosedJaxpr, EvalTrace, Jaxpr, Literal, ShapedArray, Var, has_effect,
                     set_current_trace, subjaxprs)
 from ..core.dce import dce_equations
 from ..interpreters.batching import axis_primitives
 from ..interpreters.staging import trace_to_closed_jaxpr
+from ..lax.shapes import broadcast_in_dim_p
 from .complex_parts import split_complex
 from .kernel import kernel_lowering
 from .rewriting import Rewrite, Rewriter, at, called_from, emit_inlined
@@ -215,7 +216,8 @@ def transpose_loop_consts(jaxpr, consts, log):
 def fold_constants(jaxpr, consts, log):
     """Evaluate equations whose operands are all known and whose results are small (not
     those that raise when compiled, their ``"error"`` lowering: dead code elimination, after
-    this, may drop them)."""
+    this, may drop them). A known operand whose elements are all one value is written as
+    that value where the result allows (``_uniform_broadcast``)."""
     known = {v: c for v, c in zip(jaxpr.constvars, consts)}
     rw = Rewriter(jaxpr)
     for eqn in jaxpr.eqns:
@@ -226,7 +228,10 @@ def fold_constants(jaxpr, consts, log):
                     and eqn.primitive not in axis_primitives  # psum(1.0) differs per axis
                     and all(v.aval.size <= FOLD_SIZE_LIMIT for v in eqn.outvars))
         if not foldable:
-            rw.emit(eqn)
+            uniform = _uniform_broadcast(eqn, ins, known)
+            rw.emit(eqn if uniform is None else uniform)
+            if uniform is not None:
+                log.append(Rewrite("constant_fold", eqn, "an operand of one value as a literal"))
             continue
         vals = [a.val if isinstance(a, Literal) else known[a] for a in ins]
         with set_current_trace(EvalTrace()):
@@ -245,6 +250,45 @@ def fold_constants(jaxpr, consts, log):
         log.append(Rewrite("constant_fold", eqn))
     out = rw.finish([v for v, _ in rw.new_consts])
     return out, list(consts) + [c for _, c in rw.new_consts]
+
+
+def _uniform_broadcast(eqn, ins, known):
+    """``eqn`` with a known operand whose elements are all one value written as that value
+    (a literal), where that keeps its result: the operand of a re-striding (a broadcast,
+    slice, transpose... of it is a broadcast of the value) or of a binary element-wise
+    equation whose other operand has the result's shape; else None. A kernel then
+    compiles the value in where it read it from a buffer: ``randint``'s span, folded to a
+    one-element array, was a divisor loaded at run time, and its three remainders per draw
+    ran as scalar divisions (x86 has no vector ones; by a constant, LLVM multiplies)."""
+    lowering = kernel_lowering(eqn)[0]
+    values = [_uniform_value(a, known) for a in ins]
+    if lowering is None or all(v is None for v in values):
+        return None
+    (out,) = eqn.outvars
+    if lowering.kind == "index" and lowering.restrides and len(ins) == 1:
+        return eqn.replace(primitive=broadcast_in_dim_p, invars=[_literal(values[0])],
+                           params=dict(shape=out.aval.shape, broadcast_dimensions=(),
+                                       sharding=None))
+    if lowering.kind != "elementwise" or len(ins) != 2 or not any(
+            v is None and isinstance(a, Var) and a.aval.shape == out.aval.shape
+            for a, v in zip(ins, values)):
+        return None
+    return eqn.replace(invars=[a if v is None else _literal(v) for a, v in zip(ins, values)])
+
+
+def _uniform_value(atom, known):
+    """The one value (0-d) of all the elements of a known array ``atom``, or None."""
+    if not isinstance(atom, Var) or atom not in known:
+        return None
+    value = np.asarray(known[atom])
+    first = value.reshape(-1)[:1]
+    if first.size == 0 or np.broadcast_to(first, value.shape).tobytes() != value.tobytes():
+        return None
+    return first.reshape(())
+
+
+def _literal(value):
+    return Literal(value, ShapedArray((), value.dtype))
 
 
 def _has_subjaxpr(eqn):
