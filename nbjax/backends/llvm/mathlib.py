@@ -12,27 +12,28 @@ which functions a target takes from here).
 Contract (what the scalar emitter relies on)
 --------------------------------------------
 - `emit(builder, name, args, dtype)` appends the IR computing `name` (a key of
-  `EMITTERS`: exp, log, log1p, expm1, tanh, logistic, sin, cos, pow, erf) at the
+  `EMITTERS`: exp, log, log1p, expm1, tanh, logistic, sin, cos, tan, pow, erf) at the
   builder's position and returns the result `ir.Value`. `args` are `ir.Value`s of one
   float type: `float`/`double` or a vector of them (`<8 x float>`, ...); `dtype` is the
   matching NumPy dtype (float32 or float64) and is checked against the operands. The
   result has the operands' type. `pow` takes two operands, the others one.
 - The emitted code has no branches and no calls other than the intrinsics above, so it
   can sit in any basic block of a loop body; written on scalars it is widened by the
-  loop vectoriser. (With `emit`'s `branches`, for code that may branch, sin and cos of
-  float32 branch around their table's reduction: `_quick_or_table`.) sin/cos read
+  loop vectoriser. (With `emit`'s `branches`, for code that may branch, sin, cos and tan
+  of float32 branch around their table's reduction: `_quick_or_table`.) sin/cos/tan read
   a constant table (`@nbjax_mathlib_rem_pio2_*`) that the emitter adds to the builder's
   module once; the vectoriser turns its loads into gathers.
 - Special values follow NumPy: NaN in -> NaN out; overflow gives inf and underflow
   gradual-underflow subnormals then 0 (no flush); log(0) = -inf, log(x<0) = NaN;
-  sin/cos(inf) = NaN; signed zeros are kept where NumPy keeps them (exp/log1p/expm1/tanh/
-  sin/erf of -0 is -0); pow follows C99/IEEE pow (pow(x, 0) = pow(1, y) = 1 even for NaN,
+  sin/cos/tan(inf) = NaN; signed zeros are kept where NumPy keeps them (exp/log1p/expm1/
+  tanh/sin/tan/erf of -0 is -0); pow follows C99/IEEE pow (pow(x, 0) = pow(1, y) = 1 even for NaN,
   a negative base needs an integer exponent, 0**negative = inf with the sign of an odd
   exponent, ...); erf(+-inf) = +-1; logistic(-inf) = 0.
 - Accuracy (measured by tests/test_cpu_mathlib.py against NumPy in float64): float32
   results are within 4 ulp (measured <= 2) of the correctly rounded value over the whole
-  float32 range; float64 results within 2 ulp of NumPy's libm (tanh: 3); the test states
-  the bound per function. float32 pow, sin and cos compute in float64 and round once
+  float32 range; float64 results within 2 ulp of NumPy's libm (tanh: 3; tan, a quotient of
+  the two: 4, measured 2); the test states the bound per function. float32 pow, sin, cos
+  and tan compute in float64 and round once
   (`computes_in_float64`): correctly rounded but for about one case in 2**27, so equal to
   the eager (NumPy float64) values. Exception: float64 sin/cos of huge arguments that lie
   within about 2**-49 relative of a multiple of pi/2 lose relative accuracy, because the
@@ -634,12 +635,27 @@ def _cos_core(o, x):
     return o.select(o.lt(o.fabs(x), o.inf()), val, o.sub(x, x))
 
 
+def _tan_core(o, x):
+    """sin(r)/cos(r), or -cos(r)/sin(r) in odd quadrants: each part within about an ulp
+    (the reduction is double-word), so the quotient within two or three."""
+    quadrant, sin_r, cos_r = _sin_cos_reduced(o, o.fabs(x))
+    odd = o.b.trunc(quadrant, o._like(ir.IntType(1)))
+    val = o.select(odd, o.neg(o.div(cos_r, sin_r)), o.div(sin_r, cos_r))
+    sign_x = o.b.and_(o.bits(x), o.ic(1 << (o.fmt.bits - 1)))
+    val = o.from_bits(o.b.xor(o.bits(val), sign_x))
+    return o.select(o.lt(o.fabs(x), o.inf()), val, o.sub(x, x))
+
+
 def sin(b, x):
     return _float64_inside(b, _sin_core, x)
 
 
 def cos(b, x):
     return _float64_inside(b, _cos_core, x)
+
+
+def tan(b, x):
+    return _float64_inside(b, _tan_core, x)
 
 
 # --- pow ---------------------------------------------------------------------------------
@@ -732,16 +748,16 @@ def _float64_inside(b, core, *args, branches=False):
 # --- registry ----------------------------------------------------------------------------
 
 EMITTERS = {"exp": exp, "log": log, "log1p": log1p, "expm1": expm1, "tanh": tanh,
-            "logistic": logistic, "sin": sin, "cos": cos, "pow": pow, "erf": erf}
+            "logistic": logistic, "sin": sin, "cos": cos, "tan": tan, "pow": pow, "erf": erf}
 ARITY = {name: 2 if name == "pow" else 1 for name in EMITTERS}
 
 
-_FLOAT64_INSIDE = frozenset({"pow", "sin", "cos"})
+_FLOAT64_INSIDE = frozenset({"pow", "sin", "cos", "tan"})
 
 
 def computes_in_float64(name, dtype):
-    """Whether ``name`` on ``dtype`` computes in float64 inside (float32 pow, sin and cos
-    do: ``_float64_inside``). LLVM sizes a loop's vectors by its widest type, so such a loop
+    """Whether ``name`` on ``dtype`` computes in float64 inside (float32 pow, sin, cos
+    and tan do: ``_float64_inside``). LLVM sizes a loop's vectors by its widest type, so such a loop
     is vectorised half as wide as the float32 loops around it unless it is asked for their
     width (``backends.cpu.codegen``)."""
     return name in _FLOAT64_INSIDE \
@@ -752,7 +768,8 @@ _DTYPES = {np.dtype(np.float32): _F32, np.dtype(np.float64): _F64}
 
 # Functions with a faster form for code that may branch (``emit``'s ``branches``)
 BRANCHING = {"sin": lambda b, x: _float64_inside(b, _sin_core, x, branches=True),
-             "cos": lambda b, x: _float64_inside(b, _cos_core, x, branches=True)}
+             "cos": lambda b, x: _float64_inside(b, _cos_core, x, branches=True),
+             "tan": lambda b, x: _float64_inside(b, _tan_core, x, branches=True)}
 
 
 def emit(builder, name, args, dtype, branches=False):
