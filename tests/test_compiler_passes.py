@@ -358,10 +358,13 @@ def test_a_known_operand_of_one_value_becomes_a_literal():
 @pytest.mark.parametrize("values", [[1.0, 2.0], [0.0, -0.0]])
 def test_known_operands_of_several_values_or_shaping_the_result_stay(values):
     """Two values (0.0 and -0.0 are two: the bits decide) stay an array; so does a value
-    of one element that gives an element-wise result its shape."""
+    of one element that gives an element-wise result its shape, and an operand of a sum,
+    into which a matrix product may accumulate (``test_product_epilogues``)."""
     known = np.array(values * 50, np.float32)
     opt, _, _ = _optimized(lambda x: x * known, np.ones(100, np.float32))
     assert _literal_operands(opt, "mul") == ["Var", "Var"]
     shaping = np.full((10,), 2.0, np.float32)
     opt, _, _ = _optimized(lambda x: lax.add(x, shaping), np.ones(1, np.float32))
+    assert _literal_operands(opt, "add") == ["Var", "Var"]
+    opt, _, _ = _optimized(lambda x: x + shaping, np.ones(10, np.float32))
     assert _literal_operands(opt, "add") == ["Var", "Var"]

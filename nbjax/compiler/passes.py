@@ -256,7 +256,9 @@ def _uniform_broadcast(eqn, ins, known):
     """``eqn`` with a known operand whose elements are all one value written as that value
     (a literal), where that keeps its result: the operand of a re-striding (a broadcast,
     slice, transpose... of it is a broadcast of the value) or of a binary element-wise
-    equation whose other operand has the result's shape; else None. A kernel then
+    equation whose other operand has the result's shape, but a sum (a matrix product adds
+    its result into the other operand's buffer: the zeros a loop's accumulated gradient
+    starts from, once the sum is sunk out of the loop); else None. A kernel then
     compiles the value in where it read it from a buffer: ``randint``'s span, folded to a
     one-element array, was a divisor loaded at run time, and its three remainders per draw
     ran as scalar divisions (x86 has no vector ones; by a constant, LLVM multiplies)."""
@@ -269,7 +271,7 @@ def _uniform_broadcast(eqn, ins, known):
         return eqn.replace(primitive=broadcast_in_dim_p, invars=[_literal(values[0])],
                            params=dict(shape=out.aval.shape, broadcast_dimensions=(),
                                        sharding=None))
-    if lowering.kind != "elementwise" or len(ins) != 2 or not any(
+    if lowering.kind != "elementwise" or lowering.sums or len(ins) != 2 or not any(
             v is None and isinstance(a, Var) and a.aval.shape == out.aval.shape
             for a, v in zip(ins, values)):
         return None
