@@ -217,7 +217,7 @@ def fold_constants(jaxpr, consts, log):
     """Evaluate equations whose operands are all known and whose results are small (not
     those that raise when compiled, their ``"error"`` lowering: dead code elimination, after
     this, may drop them). A known operand whose elements are all one value is written as
-    that value where the result allows (``_uniform_broadcast``)."""
+    that value where the result allows (``_uniform_as_literal``)."""
     known = {v: c for v, c in zip(jaxpr.constvars, consts)}
     rw = Rewriter(jaxpr)
     for eqn in jaxpr.eqns:
@@ -228,7 +228,7 @@ def fold_constants(jaxpr, consts, log):
                     and eqn.primitive not in axis_primitives  # psum(1.0) differs per axis
                     and all(v.aval.size <= FOLD_SIZE_LIMIT for v in eqn.outvars))
         if not foldable:
-            uniform = _uniform_broadcast(eqn, ins, known)
+            uniform = _uniform_as_literal(eqn, ins, known)
             rw.emit(eqn if uniform is None else uniform)
             if uniform is not None:
                 log.append(Rewrite("constant_fold", eqn, "an operand of one value as a literal"))
@@ -252,7 +252,7 @@ def fold_constants(jaxpr, consts, log):
     return out, list(consts) + [c for _, c in rw.new_consts]
 
 
-def _uniform_broadcast(eqn, ins, known):
+def _uniform_as_literal(eqn, ins, known):
     """``eqn`` with a known operand whose elements are all one value written as that value
     (a literal), where that keeps its result: the operand of a re-striding (a broadcast,
     slice, transpose... of it is a broadcast of the value) or of a binary element-wise

@@ -496,8 +496,8 @@ def _math_for(kernel, scalar=False):
     ``INLINE_MATH_CALLS`` times: then ``LIBM`` with shared functions (``shared_math``),
     which keeps the time LLVM takes to optimise a long chain linear in its length (30
     inline ``sin`` took 4 s, shared 0.1 s), for a cost of 0-12% at run time on the cheap
-    ones (``exp``, ``tanh``). Vectorised code shares sin and cos always: their shared
-    vector functions branch, and skip the table's reduction for a vector of moderate
+    ones (``exp``, ``tanh``). Vectorised code shares sin, cos and tan always: their
+    shared vector functions branch, and skip the table's reduction for a vector of moderate
     arguments (``mathlib.BRANCHING``: 1M float32 sines 2.4 -> 0.7 ms). Shared functions
     have vector variants of the widths the loop may be vectorised at: the float32 width,
     and half of it where the loop moves 8-byte values (``_has_wide_values``); a variant

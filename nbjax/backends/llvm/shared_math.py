@@ -7,9 +7,9 @@ once per module, as a vector function of ``lanes`` lanes, and every call site na
 its vector variant (LLVM's vector function ABI, the ``vector-function-abi-variant``
 attribute), so the loop vectoriser replaces the scalar calls by calls of the vector
 function. The loop body stays small, the function body is optimised once, and the values
-are the inline code's, bit for bit (it is the same code), but for sin and cos: a function
-may branch where a loop body to vectorise may not, so theirs reduce a vector of moderate
-arguments by a faster route (``mathlib.emit``'s ``branches``), within the same bounds.
+are the inline code's, bit for bit (it is the same code), but for sin, cos and tan: a
+function may branch where a loop body to vectorise may not, so theirs reduce a vector of
+moderate arguments by a faster route (``mathlib.emit``'s ``branches``), within the same bounds.
 
 The scalar function that the call sites name (and the loop's scalar remainder calls)
 splats its argument into the narrowest vector variant and returns lane 0: one copy of the
