@@ -257,8 +257,8 @@ def test_pow_special_values(dtype):
 def test_float32_loop_vectorises_without_libm_calls(name):
     """A float32 kernel of each function, compiled by the backend, is as wide as a plain
     float32 loop on this CPU (float32 pow computes in float64, which LLVM alone would
-    vectorise half as wide) and calls nothing but LLVM intrinsics (and, for sin and cos,
-    the module's own shared function: ``codegen._math_for``)."""
+    vectorise half as wide) and calls nothing but LLVM intrinsics (and, for sin, cos and
+    tan, the module's own shared function: ``codegen._math_for``)."""
     fn = getattr(nbjax.lax, name)
     x = np.linspace(0.5, 3.0, 4096, dtype=np.float32)
     args = (x, x[::-1].copy()) if mathlib.ARITY[name] == 2 else (x,)
@@ -291,8 +291,9 @@ def test_many_calls_share_one_vector_function(name, dtype, monkeypatch):
     """A kernel calling math functions more than ``INLINE_MATH_CALLS`` times calls one
     shared copy of each (its optimisation time then grows linearly with the chain, not
     faster): the vectorised loop calls the vector variant at the loop's full width, and the
-    values are the inline code's, bit for bit (specials included; sin and cos's shared forms
-    take a faster reduction on vectors of moderate arguments, the same values here)."""
+    values are the inline code's, bit for bit (specials included; sin, cos and tan's shared
+    forms take a faster reduction on vectors of moderate arguments, the same values
+    here)."""
     from nbjax.backends.cpu import codegen
     calls = codegen.INLINE_MATH_CALLS + 1
     x = np.concatenate([np.linspace(-3.0, 3.0, 4093), [np.nan, np.inf, -np.inf, -0.0, 0.0],
@@ -300,7 +301,7 @@ def test_many_calls_share_one_vector_function(name, dtype, monkeypatch):
     with nbjax.enable_x64(dtype == np.float64):
         shared = compile(nbjax.make_jaxpr(_chain(name, calls))(x), "cpu", name)
         monkeypatch.setattr(codegen, "INLINE_MATH_CALLS", calls)
-        monkeypatch.setattr(mathlib, "BRANCHING", {})   # (else sin and cos stay shared)
+        monkeypatch.setattr(mathlib, "BRANCHING", {})   # (else sin, cos, tan stay shared)
         inline = compile(nbjax.make_jaxpr(_chain(name, calls))(x), "cpu", name)  # (a new
         # jaxpr: a jaxpr keeps its executable)
         assert not re.search(r"call [^@]*@nbjax_", inline.kernels[0].texts["optimised LLVM IR"])
@@ -363,7 +364,7 @@ def test_emit_rejects_bad_requests():
         mathlib.emit(b, "exp", [x], np.int32)
 
 
-@pytest.mark.parametrize("name", ["sin", "cos"])
+@pytest.mark.parametrize("name", sorted(mathlib.BRANCHING))
 def test_sin_and_cos_that_branch_keep_the_bound_on_float32(name):
     """The form for scalar code (``branches``: a small kernel's) reduces float32 arguments
     below ``QUICK_MAX`` by two fused steps and larger ones by the table: as accurate as
@@ -388,7 +389,7 @@ def _branch_sample(name):
 
 
 @pytest.mark.parametrize("lanes", [8, 16])
-@pytest.mark.parametrize("name", ["sin", "cos"])
+@pytest.mark.parametrize("name", sorted(mathlib.BRANCHING))
 def test_sin_and_cos_of_vectors_that_branch_keep_the_bound_on_float32(name, lanes):
     """The form for explicit vectors that may branch (a shared function's, ``shared_math``)
     takes the two fused steps when every lane is below ``QUICK_MAX``, else the table for
