@@ -164,3 +164,69 @@ def test_a_loop_updates_a_carry_in_place_where_nothing_reads_it_after():
             return lax.scatter_add(c, jnp.zeros((1, 1), np.int32), c[None], whole)
         return lax.fori_loop(0, 3, body, rows[0])
     assert _carried_in_one_buffer(_same(doubled, rows)) == []
+
+
+def _updated_in_place(cpu):
+    """The primitive names of the top-level steps of ``cpu``'s plan that change their
+    operand's buffer into their result (``FusionGroup.in_place``, no copy of it first)."""
+    return [g.eqns[0].primitive.name for g in cpu.plan.groups
+            if g.kind == "library" and g.in_place]
+
+
+def test_a_scatter_updates_an_operand_the_program_computes_in_place(monkeypatch):
+    """The gradient of a gather (an embedding's) scatters into zeros the program makes: the
+    scatter adds into that buffer rather than into a copy of it (which cost 5x the adds for
+    a 20000x128 table), and says so in the fusion report. An operand that is an input, that
+    is read after the scatter (by a kernel, as another output, through a view) or that is
+    itself an output keeps its buffer: the scatter writes a copy. Regions given back are
+    poisoned (``buffer_plan.POISON``), so a step reading a value the scatter overwrote,
+    or a region given back early, would give other values."""
+    from nbjax.backends.cpu import buffer_plan
+    monkeypatch.setattr(buffer_plan, "POISON", True)
+    table = random_array(RNG, (160, 8), np.float32)  # (more than a folded constant)
+    ids = RNG.integers(-3, 165, (6, 4)).astype(np.int32)
+    updates = random_array(RNG, (6, 4, 8), np.float32)
+
+    def embedding_grad(table, ids):
+        return nbjax.grad(lambda t: jnp.sum(jnp.sin(t[ids]).mean(axis=1)))(table)
+    cpu = _same(embedding_grad, table, ids)
+    assert _updated_in_place(cpu) == ["scatter-add"]
+    assert "changes its operand's buffer in place" in str(cpu.plan)
+
+    def counted(ids, updates):    # the result is the program's: its zeros are made there
+        return (jnp.zeros((160, 8), np.float32) + 1.0).at[ids].add(updates).reshape(80, 16)
+    assert _updated_in_place(_same(counted, ids, updates)) == ["scatter-add"]
+
+    def twice(table, ids, updates):   # the first result is updated in place by the second
+        once = (table * 2.0).at[ids].set(updates)
+        return once.at[ids[:, :2]].mul(updates[:, :2] - 1.0) + 0.5
+    assert _updated_in_place(_same(twice, table, ids, updates)) == ["scatter", "scatter-mul"]
+
+    def of_input(table, ids, updates):
+        return table.at[ids].max(updates)
+    assert _updated_in_place(_same(of_input, table, ids, updates)) == []
+
+    def read_after(table, ids, updates):
+        base = table - 1.0
+        return base.at[ids].add(updates) * base
+
+    def output_too(table, ids, updates):
+        base = table - 1.0
+        return base.at[ids].add(updates), base
+
+    def through_a_view(table, ids, updates):
+        base = table - 1.0
+        wide = jnp.concatenate([updates, updates * 16.0], axis=-1)
+        return base.reshape(80, 16).at[ids % 80].min(wide).reshape(-1) - base.reshape(-1)
+    for fn in (read_after, output_too, through_a_view):
+        assert _updated_in_place(_same(fn, table, ids, updates)) == [], fn.__name__
+
+    def in_a_scan(table, ids):
+        def step(c, i):
+            histogram = jnp.zeros(1280, np.float32).at[i * 7].add(1.0)
+            return c + histogram, None
+        return lax.scan(step, table.reshape(-1) * 0, ids)[0]
+    cpu = _same(in_a_scan, table, ids)
+    (loop,) = [g for g in cpu.plan.groups if g.kind == "loop"]
+    assert [g.in_place for g in loop.subprograms[-1].plan.groups if g.kind == "library"] \
+        == [True]

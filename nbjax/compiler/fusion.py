@@ -103,8 +103,9 @@ class FusionGroup:
     stages: list = field(default_factory=list)  # (shape, parts) of each row stage, if staged
     as_stage: bool = False  # merged into ``merged_into`` as its last row stage
     # For a library product doing the work of its result's reader (``_product_epilogues``):
-    # the value it adds its result into, and whether it may overwrite that value's buffer
-    # (else it adds into a copy); or whether it writes its result as the reader lays it out.
+    # the value it adds its result into, or whether it writes its result as the reader lays
+    # it out. ``in_place``: whether the step may change the buffer of the value it updates
+    # (``updated_value``: that sum, a scatter's operand) into its result, else a copy's.
     accumulator: object = None
     in_place: bool = False
     writes_as_reader: bool = False
@@ -350,13 +351,17 @@ def _plan(jaxpr, target, prefix, sharing):
         g.index = n
         _finish(g, n, prefix)
     for g in groups:
-        if g.accumulator is not None:
-            g.in_place = _accumulates_in_place(g, groups, program_outputs)
+        if g.accumulator is not None or (updated_operand(g) is not None
+                                         and target.updates_in_place(g.eqns[0])):
+            g.in_place = _updates_in_place(g, groups, program_outputs)
     decisions = []
     for eqn, g, (started, reason) in zip(eqns, group_of, notes):
         final = _final(g)
         if final.kind == "library" and len(final.eqns) > 1 and eqn is final.eqns[-1]:
             started, reason = False, _epilogue_reason(final)
+        elif final.in_place and final.accumulator is None:
+            reason += ("; it changes its operand's buffer in place (the program computes it "
+                       "and nothing reads it after): no copy")
         if started and final is not g:
             reason += ("; it is a later stage of kernel {g}, on each row after the earlier "
                        "ones (it reads what they wrote in the row)") if g.as_stage else \
@@ -570,13 +575,15 @@ def _epilogue_of(g, made, consumers, program_outputs, target, position):
     return None, None
 
 
-def _accumulates_in_place(g, groups, program_outputs):
-    """Whether the accumulating product ``g`` may add into its accumulator's own buffer:
-    the program computes that buffer's value (it is no input) and nothing reads it from
-    ``g`` on (``read_after``)."""
-    root = buffer_owners(groups[:g.index]).get(g.accumulator, g.accumulator)
+def _updates_in_place(g, groups, program_outputs):
+    """Whether ``g`` may change the buffer of the value it updates (``updated_value``: an
+    accumulating product's sum, a scatter's operand) into its result: the program computes
+    that buffer's value (it is no input) and nothing reads it from ``g`` on
+    (``read_after``)."""
+    value = updated_value(g)
+    root = buffer_owners(groups[:g.index]).get(value, value)
     return any(root in h.outputs for h in groups[:g.index]) and \
-        not read_after(g, groups, g.accumulator, program_outputs)
+        not read_after(g, groups, value, program_outputs)
 
 
 def read_after(g, groups, value, outputs):
@@ -615,6 +622,13 @@ def updated_operand(g):
     return None
 
 
+def updated_value(g):
+    """The value whose buffer the library step ``g`` may change into its result: the one
+    its product adds into (``accumulator``), or the operand it updates
+    (``updated_operand``); None for other steps."""
+    return g.accumulator if g.accumulator is not None else updated_operand(g)
+
+
 def _epilogue_reason(g):
     """Why the last equation of the library group ``g`` is computed by its product."""
     name = g.eqns[-1].primitive.name
@@ -631,14 +645,16 @@ def _epilogue_reason(g):
 def buffer_owners(groups):
     """{value: the value whose buffer holds it}, for the values of ``groups`` (a plan's
     steps) that have no buffer of their own: the result of a view step (its operand's,
-    or that operand's own owner), and that of a product accumulating in place."""
+    or that operand's own owner), and that of a step updating a value in place (a product
+    accumulating into it, a scatter into it: ``in_place``)."""
     owner = {}
     for g in groups:
         if g.kind == "view":
             (x,), (v,) = g.inputs, g.outputs
             owner[v] = owner.get(x, x)
         elif g.in_place:
-            owner[g.outputs[0]] = owner.get(g.accumulator, g.accumulator)
+            value = updated_value(g)
+            owner[g.outputs[0]] = owner.get(value, value)
     return owner
 
 

@@ -51,10 +51,12 @@ class Target:
         return False
 
     def updates_in_place(self, eqn):
-        """Whether the target computes ``eqn`` (a ``dynamic_update_slice``) in its first
-        operand's buffer as a library step: where it makes a program output of an input
-        (a loop's carry), the planner makes it one even though it has a kernel lowering
-        (a kernel would write every element of the output). Never, by default."""
+        """Whether the target can compute ``eqn`` (a ``dynamic_update_slice``, a scatter)
+        in its first operand's buffer as a library step. The planner lets it where nothing
+        reads that operand after (``FusionGroup.in_place``), and, where it makes a program
+        output of an input (a loop's carry), makes a ``dynamic_update_slice`` one even
+        though it has a kernel lowering (a kernel would write every element of the
+        output). Never, by default."""
         return False
 
     def library_reason(self, eqn):

@@ -15,7 +15,7 @@ import dataclasses
 from ...compiler import Target
 from ...compiler.target import nested_plans
 from .. import reference
-from . import blas, program_cache, runtime, tile_choice, update_slice
+from . import blas, program_cache, runtime, scatter, tile_choice, update_slice
 from .control_flow import CONTROL_FLOW, native_library_call
 from .executable import Executable, compile_plan, native_library_step
 
@@ -64,7 +64,7 @@ class CpuTarget(Target):
         return native_library_call(eqn)
 
     def updates_in_place(self, eqn):
-        return update_slice.supports(eqn)
+        return update_slice.supports(eqn) or scatter.supports(eqn)
 
     def accumulates(self, eqn):
         return blas.accumulates(eqn)

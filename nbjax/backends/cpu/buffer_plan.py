@@ -10,10 +10,10 @@ block's gradient: 97 MB of intermediates, 15 MB of block).
 A view's value (a reshape's: ``compiler.fusion``) takes no region: it is its operand's,
 which lives until the last step reading either. A result that is a view has its owner
 computed into the result's destination (``control_flow``), so the bytes of that result
-are written when its owner's step runs, not at the view. The sum of a matrix product
-accumulating in place (``c + dot(a, b)``: ``FusionGroup.in_place``) takes no region
-either: it is ``c``'s, which nothing reads after the product (so only the sum's value is
-ever seen there).
+are written when its owner's step runs, not at the view. The result of a step updating a
+value in place (``FusionGroup.in_place``: the sum of a matrix product accumulating into
+``c``, ``c + dot(a, b)``; a scatter into ``c``) takes no region either: it is ``c``'s,
+which nothing reads after the step (so only the result's value is ever seen there).
 
 The order of emission is the order of execution, with two cases that keep it safe:
 

@@ -324,9 +324,9 @@ class ControlFlowFunction:
         if len(g.eqns) > 1:
             self.product_with_epilogue(g, env, direct)
             return
-        outs = [direct[v] if v in direct else self.scratch(v.aval.nbytes)
-                for v in eqn.outvars]
         ins = [self.atom(a, env) for a in eqn.invars]
+        outs = [ins[0]] if g.in_place else [  # (an update in its operand's buffer)
+            direct[v] if v in direct else self.scratch(v.aval.nbytes) for v in eqn.outvars]
         if g.kind not in ("library", "fallback"):
             if compiled and g.index in compiled:
                 self.call(compiled[g.index], ins, outs)
