@@ -9,6 +9,7 @@ the rule itself, written out on Python integers or floats, never from nbjax's ow
 import builtins
 import dataclasses
 import math
+import re
 import warnings
 import zlib
 
@@ -678,16 +679,29 @@ def test_float_to_int_conversion_saturates(src, dst):
 
 
 @pytest.mark.cpu_compiler
-@pytest.mark.parametrize("src", [np.float16, np.float32], ids=str)
-@pytest.mark.parametrize("dst", INTS, ids=str)
-def test_compiled_float_to_int_conversion_saturates(src, dst):
-    """The CPU backend's kernels convert as XLA does: LLVM's own saturating conversion of
-    float16 to int16 gave NaN -> -32768 on a CPU with AVX512-FP16 (Sapphire Rapids)."""
-    with np.errstate(over="ignore"):
-        x = np.array(FLOAT_EDGES, np.float64).astype(src)
+@pytest.mark.parametrize("src", [np.float16, np.float32, np.float64], ids=str)
+@pytest.mark.parametrize("dst", INTS + INTS64, ids=str)
+@pytest.mark.parametrize("size", [32, 4099])
+def test_compiled_float_to_int_conversion_saturates(src, dst, size):
+    """The CPU backend's kernels convert as XLA does, one element at a time (32: the edges
+    alone) and in vectors (4099: LLVM's vector loop, its remainder loop), the edges among
+    ordinary values so each vector mixes them. (LLVM's own saturating conversion of float16
+    to int16 gave NaN -> -32768 on a CPU with AVX512-FP16 (Sapphire Rapids); its vectors
+    went one lane at a time on x86, so the kernels clamp before a plain conversion.)"""
+    edges = FLOAT_EDGES + [2.0 ** 63, -2.0 ** 63, 2.0 ** 64, 2.0 ** 63 - 1024, 2.0 ** 31 - 1,
+                           2.0 ** 32 - 1, -2.0 ** 31 - 1, 2.0 ** 64 - 2048]
+    rng = np.random.default_rng(size)
+    values = rng.uniform(-300.0, 300.0, size)
+    values[rng.permutation(size)[:len(edges)]] = edges
+    with nbjax.enable_x64(np.float64 in (src, dst) or dst in INTS64), \
+            np.errstate(over="ignore"):
+        x = values.astype(src)
         expected = [float_to_int(v, dst) for v in x.astype(np.float64)]
-    convert = nbjax.jit(lambda x: lax.convert_element_type(x, dst), backend="cpu")
-    np.testing.assert_array_equal(convert(x), np.array(expected, dst))
+        convert = nbjax.jit(lambda x: lax.convert_element_type(x, dst), backend="cpu")
+        np.testing.assert_array_equal(convert(x), np.array(expected, dst))
+        if size > 32 and (src, dst) == (np.float32, np.int32):
+            (kernel,) = convert.lower(x).compile().executable.kernels
+            assert re.search(r"fptosi <\d+ x float>", kernel.texts["optimised LLVM IR"])
 
 
 def test_float64_to_int64_conversion_saturates(x64):
