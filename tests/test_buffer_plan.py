@@ -173,6 +173,71 @@ def test_gradient_of_a_recurrence(poison):
     _compare(nbjax.value_and_grad(loss, argnums=(0, 1)), w, u, h, xs)
 
 
+def _one_buffer_carries(cpu):
+    """For each loop of ``cpu``'s plan (nested ones after their parent), the carries it
+    keeps in one buffer, updated in place (``buffer_plan.carries_in_place``)."""
+    from nbjax.backends.cpu.control_flow import carried_body
+    found = []
+
+    def visit(plan):
+        for g in (g for g in plan.groups if g.kind == "loop"):
+            sub, n_consts, n_carries = carried_body(g.eqns[0], g.subprograms)
+            found.append(sorted(buffer_plan.carries_in_place(
+                sub.closed.jaxpr, sub.plan.groups, n_consts, n_carries)))
+            for s in g.subprograms:
+                visit(s.plan)
+    visit(cpu.plan)
+    return found
+
+
+def test_a_kernel_updates_a_carry_in_place_where_it_reads_it_only_at_its_own_index(poison):
+    """A carry computed element-wise from itself (Newton's iteration for a square root,
+    two carries each from itself) is kept in one buffer that its kernel overwrites, reading
+    each element before writing it; where the carry is computed from another, read at
+    another index (a roll), read after the kernel (by a later kernel, as a scan's ys) or
+    through a view, the loop keeps two buffers. Values are the reference's (odd and even
+    trip counts, none, nested loops, while)."""
+    x = np.random.default_rng(5).random((64, 33)).astype(np.float32) + 0.5
+
+    def newton(x, n):
+        return lax.fori_loop(0, n, lambda i, y: 0.5 * (y + x / y), x + 1.0)
+    for n in (0, 1, 4, 7):
+        assert _one_buffer_carries(_compare(lambda x: newton(x, n), x)) == [[0]], n
+
+    def two(x):
+        return lax.fori_loop(0, 5, lambda i, c: (c[0] * 0.5, jnp.sin(c[1])), (x, x * 3.0))
+    assert _one_buffer_carries(_compare(two, x)) == [[0, 1]]
+
+    def swapped(x):  # (a, b) -> (b + 1, a * 2): each kernel reads the other carry
+        return lax.fori_loop(0, 5, lambda i, c: (c[1] + 1.0, c[0] * 2.0), (x, x * 3.0))
+
+    def rolled(x):
+        return lax.fori_loop(0, 3, lambda i, y: jnp.roll(y, 1, axis=1) + y, x)
+
+    def read_after(x):
+        def step(y, _):
+            z = jnp.sin(y)
+            return z, jnp.cos(y) * jnp.sum(z)   # y read again after z is made
+        return lax.scan(step, x, None, length=4)
+
+    def as_ys(x):
+        return lax.scan(lambda y, _: (y * 1.5 - 1.0, y), x, None, length=3)
+
+    def through_a_view(x):
+        return lax.fori_loop(0, 3, lambda i, y: (y.reshape(33, 64) * 2.0).reshape(64, 33)
+                             + y.T.reshape(64, 33), x)
+    for fn in (swapped, rolled, read_after, as_ys, through_a_view):
+        assert _one_buffer_carries(_compare(fn, x)) == [[]], fn.__name__
+
+    def nested(x):
+        def outer(y, _):
+            y = lax.while_loop(lambda s: jnp.max(s) > 1.0, lambda s: s * 0.75, y)
+            return jnp.exp(y) - 0.5, None
+        return lax.scan(outer, x, None, length=3)[0]
+    # (the scan's next carry is computed from the while's result, not from the carry)
+    assert _one_buffer_carries(_compare(nested, x)) == [[], [0]]
+
+
 @pytest.mark.parametrize("seed", range(60))
 def test_random_programs(poison, seed):
     check_program(10_000 + seed)

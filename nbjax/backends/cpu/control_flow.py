@@ -21,8 +21,10 @@ by O3 unlike the program's), and of host steps for any other equation (``host_st
 call back into Python), on buffer addresses:
 
 - scan and while keep each carry in two buffers and swap them every iteration: the body reads
-  the current ones and writes the next ones. scan reads the row of its ``xs`` and writes the
-  row of its ``ys`` of the iteration (counted from the end with ``reverse``);
+  the current ones and writes the next ones; a carry that the body's step making its next
+  value updates in place (``buffer_plan.carries_in_place``) has one buffer. scan reads the
+  row of its ``xs`` and writes the row of its ``ys`` of the iteration (counted from the end
+  with ``reverse``);
 - while evaluates its condition's kernels into a one-byte buffer before each iteration;
 - cond jumps to the branch of its index, clamped into range as ``lax.switch`` does.
 
@@ -114,6 +116,34 @@ def _deliver(groups, direct, results):
 def _library_loop(eqn):
     """The module of ``LIBRARY_LOOPS`` that emits ``eqn``, or None."""
     return next((m for m in LIBRARY_LOOPS if m.supports(eqn)), None)
+
+
+def carried_body(eqn, subs):
+    """(the SubProgram of ``subs`` that computes the next carries of the loop ``eqn``, how
+    many constants its inputs start with, how many carries), or None when ``eqn`` is no
+    loop."""
+    ops = _operands(eqn, eqn.invars)
+    if eqn.primitive is scan_p:
+        return subs[0], len(ops["consts"]), len(ops["carry"])
+    if eqn.primitive is while_p:
+        return subs[1], len(ops["body consts"]), len(ops["carry"])
+    return None
+
+
+def mark_carries_in_place(plan):
+    """Mark the kernels of ``plan``'s loops, nested ones included, that update a carry in
+    place (``buffer_plan.carries_in_place``): their code reads it through their output's
+    pointer, so this runs before any kernel is generated."""
+    for g in plan.groups:
+        if g.kind != "loop":
+            continue
+        body = carried_body(g.eqns[0], g.subprograms)
+        if body is not None:
+            sub, n_consts, n_carries = body
+            buffer_plan.carries_in_place(sub.closed.jaxpr, sub.plan.groups, n_consts,
+                                         n_carries)
+        for sub in g.subprograms:
+            mark_carries_in_place(sub.plan)
 
 
 def _operands(eqn, values):
@@ -469,15 +499,17 @@ class ControlFlowFunction:
         getattr(self, CONTROL_FLOW[eqn.primitive])(eqn, group.subprograms, ins, outs)
         self.loop_depth -= 1
 
-    def carries(self, avals, init, first, body, n_consts):
-        """The second buffer of each carry; the first (the result's) starts at ``init``.
-        A carry that the loop's ``body`` (a SubProgram whose inputs start with
-        ``n_consts`` constants, then the carries) updates in place has none: its second
-        buffer is its first (``buffer_plan.accumulated_inputs``)."""
+    def carries(self, eqn, subs, init, first):
+        """The second buffer of each carry of the loop ``eqn``; the first (the result's)
+        starts at ``init``. A carry that the loop's body (``carried_body``) updates in place
+        has none: its second buffer is its first (``buffer_plan.carries_in_place``)."""
+        body, n_consts, n_carries = carried_body(eqn, subs)
+        avals = [v.aval for v in eqn.outvars[:n_carries]]
         for dst, src, aval in zip(first, init, avals):
             self.copy(dst, src, aval.nbytes)
-        updated = buffer_plan.accumulated_inputs(body.closed.jaxpr, body.plan.groups)
-        return [f if updated.get(n_consts + k) == k else self.scratch(a.nbytes)
+        kept = buffer_plan.carries_in_place(body.closed.jaxpr, body.plan.groups, n_consts,
+                                            n_carries)
+        return [f if k in kept else self.scratch(a.nbytes)
                 for k, (f, a) in enumerate(zip(first, avals))]
 
     def swapped(self, i, first, second):
@@ -504,8 +536,7 @@ class ControlFlowFunction:
         consts, init, xs, length = ops["consts"], ops["carry"], ops["xs"], p["length"]
         nk = len(init)
         first = outs[:nk]
-        second = self.carries([v.aval for v in eqn.outvars[:nk]], init, first, subs[0],
-                              len(consts))
+        second = self.carries(eqn, subs, init, first)
 
         def row(pointer, aval, t):
             size = math.prod(aval.shape[1:]) * np.dtype(aval.dtype).itemsize
@@ -528,7 +559,7 @@ class ControlFlowFunction:
         b, ops = self.b, _operands(eqn, ins)
         cond_consts, body_consts, init = ops["cond consts"], ops["body consts"], ops["carry"]
         avals = [v.aval for v in eqn.outvars]
-        second = self.carries(avals, init, outs, subs[1], len(body_consts))
+        second = self.carries(eqn, subs, init, outs)
         flag = self.scratch(1)
         pre = b.block
         header, body, done = (b.append_basic_block(n) for n in ("while", "while.body",

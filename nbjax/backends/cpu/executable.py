@@ -539,6 +539,7 @@ def generate(name, optimised, plan, timer):
     if not (loops or controls or whole):
         return Layout([], [], {}, [], []), None, {}
     with timer("codegen"):
+        control_flow.mark_carries_in_place(plan)
         mb = codegen.ModuleBuilder(name)
         texts = [mb.add_kernel(loop, in_loop=not own) for loop, own in loops]
         kernels = [(loop, own, mb.add_combiner(loop) if runtime.splits(loop) else None)
