@@ -53,17 +53,17 @@ class ModuleBuilder:
     def loop_hints(self, width=None, unroll=True, vectorise=True):
         return loop_hints(self.module, width, unroll, vectorise)
 
-    def add_kernel(self, kernel, in_loop=False):
-        """Emit ``kernel`` as a function (one that a compiled loop runs, ``in_loop``);
-        returns its LLVM IR text. A kernel is never inlined into the control flow that
-        calls it: a call costs nothing next to its loop, and an inlined copy is optimised
-        again (a fifth of an LSTM gradient's compile time) and cannot be compiled in
-        another part of the module (``partition``).
+    def add_kernel(self, kernel, runs=None):
+        """Emit ``kernel`` as a function (one that compiled loops run ``runs`` times a call,
+        None for a step of its own); returns its LLVM IR text. A kernel is never inlined
+        into the control flow that calls it: a call costs nothing next to its loop, and an
+        inlined copy is optimised again (a fifth of an LSTM gradient's compile time) and
+        cannot be compiled in another part of the module (``partition``).
 
         A kernel whose code is that of an earlier one (a transformer's second layer norm,
         the reshapes of its weights) becomes a call of the earlier one (``same_code``):
         LLVM's time goes with the number of kernels, 3-15 ms each."""
-        loops = CpuLoops(self, kernel, in_loop)
+        loops = CpuLoops(self, kernel, runs)
         fn = define_kernel(self.module, kernel, loops)
         fn.attributes.add("noinline")
         text = str(fn)
@@ -194,8 +194,8 @@ class CpuLoops(KernelScaffold):
     math = LIBM
     extra_args = (I64, I64)
 
-    def __init__(self, mb, kernel, in_loop=False):
-        self.mb, self.kernel, self.small = mb, kernel, small(kernel, in_loop)
+    def __init__(self, mb, kernel, runs=None):
+        self.mb, self.kernel, self.small = mb, kernel, small(kernel, runs)
         self.blocked = blocking.blocked(kernel)
         self.streaming = not kernel.stages and not self.blocked and streaming.streams(kernel)
         self.math = _math_for(kernel, self.small)
@@ -464,8 +464,14 @@ def _local_dtype(out, row):
 SMALL_KERNEL = 2048
 # ... unless a compiled loop runs it and its work (elements times the operations of its
 # body) is at least this: run at every iteration, its scalar code cost more than LLVM's
-# time once (1000 normal random numbers drawn in each step of a scan: 116 ns an element).
+# time once (1000 normal random numbers drawn in each step of a scan: 116 ns an element);
 SMALL_LOOP_WORK = 16384
+# ... or its work over all the iterations of a call is at least this, on enough elements
+# to fill vectors: LLVM's few milliseconds, once, against as many in every call (a scan of
+# 1000 logistic-map steps on 2000 elements: 1.1 us an iteration in scalar code, 0.2 in
+# vectors). (A while loop's iterations are unknown: ``control_flow.WHILE_RUNS``.)
+SMALL_RUN_WORK = 1 << 21
+VECTOR_ELEMENTS = 64
 
 
 def zero_fill(kernel):
@@ -479,12 +485,16 @@ def zero_fill(kernel):
         .strip(b"\0") for out in kernel.outputs)
 
 
-def small(kernel, in_loop=False):
-    """Whether ``kernel`` (one that a compiled loop runs, ``in_loop``) is compiled without
-    vectorising or unrolling its loops."""
+def small(kernel, runs=None):
+    """Whether ``kernel`` is compiled without vectorising or unrolling its loops; ``runs``:
+    how many times compiled loops run it in a call (``control_flow.runs``), None for a
+    step of its own."""
     elements = math.prod(kernel.shape)
-    operations = len(kernel.body) + sum(len(stage.body) for stage in kernel.stages)
-    return elements < SMALL_KERNEL and not (in_loop and elements * operations >= SMALL_LOOP_WORK)
+    if elements >= SMALL_KERNEL or runs is None:
+        return elements < SMALL_KERNEL
+    work = elements * (len(kernel.body) + sum(len(stage.body) for stage in kernel.stages))
+    return work < SMALL_LOOP_WORK and (elements < VECTOR_ELEMENTS
+                                       or work * runs < SMALL_RUN_WORK)
 
 
 INLINE_MATH_CALLS = 4   # more in one kernel: one shared copy of each function, called

@@ -130,6 +130,20 @@ def carried_body(eqn, subs):
     return None
 
 
+# How many iterations a while loop counts as where that matters before it runs (whether
+# its kernels are worth vectorising: ``codegen.small``)
+WHILE_RUNS = 100
+
+
+def runs(eqn):
+    """How many times the control-flow equation ``eqn`` runs its sub-programs in one run
+    of its own: a scan's length, a branch once, a while loop's body and condition
+    ``WHILE_RUNS`` times (unknown until it runs)."""
+    if eqn.primitive is scan_p:
+        return eqn.params["length"]
+    return WHILE_RUNS if eqn.primitive is while_p else 1
+
+
 def mark_carries_in_place(plan):
     """Mark the kernels of ``plan``'s loops, nested ones included, that update a carry in
     place (``buffer_plan.carries_in_place``): their code reads it through their output's

@@ -469,14 +469,15 @@ def native_library_step(plan):
         or blas.takes_tiles(eqn))
 
 
-def _kernels_of(plan, own=True):
-    """(LoopKernel, whether it is a step of its own) for the kernels of a plan and,
-    recursively, of its compiled control flow (whose kernels are not steps of their own)."""
+def _kernels_of(plan, runs=None):
+    """(LoopKernel, how many times compiled control flow runs it in a call: None for a
+    step of its own) for the kernels of a plan and, recursively, of its compiled control
+    flow (``control_flow.runs``)."""
     for g in plan.groups:
         if g.kind == "kernel":
-            yield g.kernel, own
+            yield g.kernel, runs
         for sub in g.subprograms:
-            yield from _kernels_of(sub.plan, own=False)
+            yield from _kernels_of(sub.plan, (runs or 1) * control_flow.runs(g.eqns[0]))
 
 
 @dataclasses.dataclass
@@ -541,9 +542,9 @@ def generate(name, optimised, plan, timer):
     with timer("codegen"):
         control_flow.mark_carries_in_place(plan)
         mb = codegen.ModuleBuilder(name)
-        texts = [mb.add_kernel(loop, in_loop=not own) for loop, own in loops]
-        kernels = [(loop, own, mb.add_combiner(loop) if runtime.splits(loop) else None)
-                   for loop, own in loops]
+        texts = [mb.add_kernel(loop, runs) for loop, runs in loops]
+        kernels = [(loop, runs is None, mb.add_combiner(loop) if runtime.splits(loop) else None)
+                   for loop, runs in loops]
         for loop, _ in loops:
             if runtime.pooled(loop):
                 mb.chunk_function(loop)
