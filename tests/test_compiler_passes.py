@@ -310,7 +310,7 @@ def _idempotent_primitive(name, with_rule):
     prim.def_abstract_eval(lambda x: x)
     prim.def_impl(lambda x: np.clip(x, 0, 1))
     if with_rule:
-        def rule(eqn, ins, producer_of, use_count):
+        def rule(eqn, ins, producer_of, use_count, value_of):
             producer = producer_of(ins[0])
             if producer is not None and producer.primitive is prim:
                 return ins[0], "clip of a clip"
@@ -368,3 +368,67 @@ def test_known_operands_of_several_values_or_shaping_the_result_stay(values):
     assert _literal_operands(opt, "add") == ["Var", "Var"]
     opt, _, _ = _optimized(lambda x: x + shaping, np.ones(10, np.float32))
     assert _literal_operands(opt, "add") == ["Var", "Var"]
+
+
+def _window_operands(dtype):
+    """An operand with -0.0, NaN and infinities (for floats) outside the windows below,
+    and updates for rows 1 to 3 of it."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((5, 6)) * 4).astype(dtype)
+    u = (rng.standard_normal((3, 6)) * 4).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        x[0, :4] = [-0.0, np.nan, np.inf, -np.inf]
+        x[4, 0], u[0, 0] = -0.0, np.nan
+    return x, u
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@pytest.mark.parametrize("update", ["set", "add", "subtract", "multiply", "min", "max"])
+def test_a_scatter_of_one_window_at_known_starts_is_element_wise(update, dtype):
+    """``x.at[1:4].add(u)`` (rows: the window spans the last axis) at starts that tracing
+    makes of literals is the operand combined with the update padded by a value that
+    changes nothing (-0.0 for a float add, so -0.0 outside stays -0.0), or for a set the
+    padded update where a padded mask is true: kernels fuse it. Bit for bit the
+    scatter's results, signs of zeros and NaNs included."""
+    x, u = _window_operands(dtype)
+    opt, rules, prims = _optimized(lambda x, u: getattr(x.at[1:4], update)(u), x, u)
+    assert not any(p.startswith("scatter") for p in prims), prims
+    assert any(rule == "simplify" and "window" in detail for rule, detail in rules)
+    got = np.asarray(eval_closed_jaxpr(opt, x, u)[0])
+    want = np.asarray(eval_closed_jaxpr(nbjax.make_jaxpr(
+        lambda x, u: getattr(x.at[1:4], update)(u))(x, u), x, u)[0])
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    opt, _, prims = _optimized(lambda x: x.at[2].set(7), x)   # one row, a scalar update
+    assert "select_n" in prims and "scatter" not in prims
+
+
+def test_scatters_of_other_windows_stay_scatters():
+    """A window that pads the last axis (a kernel would gather its loads), starts known
+    only at run time, or a window that does not fit (dropped, or clamped) stays a
+    scatter."""
+    x, u = _window_operands(np.float32)
+    cases = [(lambda x, u: x.at[1:4, 1:5].add(u[:, :4]), (x, u)),
+             (lambda x, u, i: x.at[i].set(u[0]), (x, u, np.int32(2))),
+             (lambda x, u: lax.scatter_add(x, np.array([4], np.int32), u,
+                                           lax.ScatterDimensionNumbers((0, 1), (), (0,)),
+                                           mode="fill"), (x, u)),
+             (lambda x, u: lax.scatter_add(x, np.array([4], np.int32), u,
+                                           lax.ScatterDimensionNumbers((0, 1), (), (0,)),
+                                           mode="clip"), (x, u))]
+    for f, args in cases:
+        _, _, prims = _optimized(f, *args)
+        assert "scatter-add" in prims or "scatter" in prims, prims
+
+
+def test_static_starts_of_an_update_trace_as_jax_traces_them():
+    """Under tracing, the starts of ``x.at[1:-1, 2].set(v)`` are broadcast literals
+    concatenated, as in JAX's jaxpr (not a constant the jitted call takes as an operand,
+    which the compiler would not see); eagerly they are one NumPy constant."""
+    x = np.zeros((6, 7), np.float32)
+    text = str(nbjax.make_jaxpr(lambda x: x.at[1:-1, 2].set(1.0))(x))
+    assert "broadcast_in_dim[broadcast_dimensions=()] 1:i32[]" in text
+    assert "broadcast_in_dim[broadcast_dimensions=()] 2:i32[]" in text
+    assert "concatenate[dimension=0]" in text and text.startswith("{ lambda ; ")
+    want = x.copy()
+    want[1:-1, 2] = 1.0
+    np.testing.assert_array_equal(nbjax.numpy.asarray(x).at[1:-1, 2].set(1.0), want)

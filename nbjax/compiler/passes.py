@@ -316,12 +316,17 @@ def simplify(jaxpr, consts, log):
     producers = {}
     uses = _use_counts(jaxpr)
 
+    known = dict(zip(jaxpr.constvars, consts))
+
     def use_count(atom):
         return uses.get(atom, 0)
+
+    def value_of(atom):
+        return np.asarray(atom.val) if isinstance(atom, Literal) else known.get(atom)
     for eqn in jaxpr.eqns:
         ins = [rw.read(a) for a in eqn.invars]
         rule = eqn.primitive.rules.get("simplify")
-        result = None if rule is None else rule(eqn, ins, producers.get, use_count)
+        result = None if rule is None else rule(eqn, ins, producers.get, use_count, value_of)
         if result is None:
             new_eqns = [eqn.replace(invars=ins)]
         else:

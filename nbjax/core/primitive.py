@@ -8,10 +8,12 @@ A primitive's rules are looked up by kind:
 - ``partial_eval`` (optional): how partial evaluation splits the primitive when only some
   operands are known (primitives with sub-jaxprs), instead of staging all of it.
 - ``simplify`` (optional): an algebraic simplification the compiler's ``simplify`` pass
-  may apply to an equation of the primitive, ``rule(eqn, ins, producer_of, use_count)``:
-  ``ins`` are the equation's operands after earlier rewrites, ``producer_of(atom)`` the
-  (rewritten) equation computing ``atom`` or None, ``use_count(atom)`` how many times the
-  program reads it. The rule returns None (no rewrite), ``(atom, description)`` when the
+  may apply to an equation of the primitive,
+  ``rule(eqn, ins, producer_of, use_count, value_of)``: ``ins`` are the equation's
+  operands after earlier rewrites, ``producer_of(atom)`` the (rewritten) equation computing
+  ``atom`` or None, ``use_count(atom)`` how many times the program reads it,
+  ``value_of(atom)`` its value where the program knows it (a literal's, a constant's: a
+  NumPy array) or None. The rule returns None (no rewrite), ``(atom, description)`` when the
   result equals an existing atom, or ``([eqns], description)`` when cheaper equations
   compute the same outvars; ``description`` names the identity in the rewrite log.
 - ``flops`` (optional): ``rule(eqn)``, the floating-point operations of an equation the

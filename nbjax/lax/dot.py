@@ -406,7 +406,7 @@ def _dot_general_flops(eqn):
 dot_general_p.def_rule("flops", _dot_general_flops)
 
 
-def _simplify_transpose_of_dot(eqn, ins, producer_of, use_count):
+def _simplify_transpose_of_dot(eqn, ins, producer_of, use_count, value_of):
     """``transpose(dot(a, b))`` that puts the right operand's free axes before the left
     one's is ``transpose(dot(b, a))`` by what is left of the permutation: nothing when it
     only swapped the two (the library computes the product in the layout wanted), else a
@@ -519,7 +519,7 @@ def _untransposed(atom, producer_of):
     return atom, permutation
 
 
-def _simplify_dot_of_transposed(eqn, ins, producer_of, use_count):
+def _simplify_dot_of_transposed(eqn, ins, producer_of, use_count, value_of):
     """``dot_general`` of a transposed operand (``x @ w.T``, a linear layer as PyTorch
     writes it and what autodiff makes of ``x @ w``; an attention's heads split off by a
     transpose) as the ``dot_general`` of the untransposed array, its dimension numbers
@@ -550,7 +550,7 @@ def _simplify_dot_of_transposed(eqn, ins, producer_of, use_count):
         "a dot of a transposed operand as the dot of the untransposed one, read in place"
 
 
-def _simplify_transpose(eqn, ins, producer_of, use_count):
+def _simplify_transpose(eqn, ins, producer_of, use_count, value_of):
     """A transpose of a chain of transposes (autodiff's, undoing and redoing an
     attention's head split) as one transpose of the array the chain starts from, or that
     array itself when they undo each other: one kernel's copy at most, and a product's
@@ -558,7 +558,7 @@ def _simplify_transpose(eqn, ins, producer_of, use_count):
     Else ``_simplify_transpose_of_dot``."""
     source, inner = _untransposed(ins[0], producer_of)
     if inner is None:
-        return _simplify_transpose_of_dot(eqn, ins, producer_of, use_count)
+        return _simplify_transpose_of_dot(eqn, ins, producer_of, use_count, value_of)
     permutation = tuple(inner[p] for p in eqn.params["permutation"])
     if permutation == tuple(range(len(permutation))):
         return source, "transposes that undo each other"
@@ -568,7 +568,7 @@ def _simplify_transpose(eqn, ins, producer_of, use_count):
 
 # transpose's simplifications matter most to dots, so they are written here, with
 # dot_general.
-def _simplify_dot_without_contraction(eqn, ins, producer_of, use_count):
+def _simplify_dot_without_contraction(eqn, ins, producer_of, use_count, value_of):
     """``dot_general`` contracting no axis (what ``vmap`` makes of per-example gradients:
     a scalar per row times the row) as the product of its operands broadcast to its
     result, which fuses with what computes and reads them: a library call made it a
@@ -597,9 +597,9 @@ def _simplify_dot_without_contraction(eqn, ins, producer_of, use_count):
     return broadcasts + [product], "a dot contracting no axis as a product of broadcasts"
 
 
-def _simplify_dot(eqn, ins, producer_of, use_count):
-    return _simplify_dot_without_contraction(eqn, ins, producer_of, use_count) or \
-        _simplify_dot_of_transposed(eqn, ins, producer_of, use_count)
+def _simplify_dot(eqn, ins, producer_of, use_count, value_of):
+    return _simplify_dot_without_contraction(eqn, ins, producer_of, use_count, value_of) or \
+        _simplify_dot_of_transposed(eqn, ins, producer_of, use_count, value_of)
 
 
 transpose_p.def_rule("simplify", _simplify_transpose)

@@ -305,7 +305,7 @@ identity_simplification(sub_p, "-", 0, commutes=False)
 identity_simplification(add_p, "+", 0, commutes=True, exact_for_floats=False)
 
 
-def _simplify_double_negation(eqn, ins, producer_of, use_count):
+def _simplify_double_negation(eqn, ins, producer_of, use_count, value_of):
     producer = producer_of(ins[0])
     if producer is not None and producer.primitive is neg_p:
         return producer.invars[0], "double negation"
@@ -375,7 +375,7 @@ square = unary_function(square_p, "Element-wise ``x * x`` (``jnp.square``'s one 
                                   "JAX's); its derivative is ``2 x``.")
 
 
-def _simplify_integer_pow(eqn, ins, producer_of, use_count):
+def _simplify_integer_pow(eqn, ins, producer_of, use_count, value_of):
     """Small powers as multiplies, which fuse like any element-wise op."""
     (x,), (out,), y = ins, eqn.outvars, eqn.params["y"]
     if y == 1:
@@ -1010,7 +1010,7 @@ def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
     return [convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
 
 
-def _simplify_same_type_conversion(eqn, ins, producer_of, use_count):
+def _simplify_same_type_conversion(eqn, ins, producer_of, use_count, value_of):
     (x,), (out,) = ins, eqn.outvars
     if same_type(x, out) and x.aval.weak_type == out.aval.weak_type:
         return x, "conversion to the same type"

@@ -20,10 +20,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core import Primitive, ShapedArray, canonical_shape, dtypes, get_aval
+from ..core import Literal, Primitive, ShapedArray, Var, canonical_shape, dtypes, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
-from . import elementwise, structural
+from . import elementwise, shapes, structural
 from .batch_util import bdim_at, broadcast_batch, ndim
 from .shapes import (aval_of, broadcast_in_dim, check_int_tuple, moveaxis, reshape, shift_axes,
                      tuple_insert)
@@ -632,6 +632,79 @@ scatter_sub_p = _scatter_primitive("scatter-sub", np.subtract.at, "sub", NUMBER)
 scatter_mul_p = _scatter_primitive("scatter-mul", np.multiply.at, "mul", NUMBER)
 scatter_min_p = _scatter_primitive("scatter-min", np.minimum.at, "min")
 scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at, "max")
+
+
+# What pads an update out to the operand's shape so that combining changes nothing
+# outside its window: x + -0.0 is x for every float (x + 0.0 turns -0.0 into +0.0)
+_NEUTRAL = {"add": lambda dtype: -0.0 if dtypes.is_inexact(dtype) else 0,
+            "sub": lambda dtype: 0, "mul": lambda dtype: 1,
+            "min": lambda dtype: np.inf if dtypes.is_inexact(dtype) else np.iinfo(dtype).max,
+            "max": lambda dtype: -np.inf if dtypes.is_inexact(dtype) else np.iinfo(dtype).min}
+_COMBINE = {"add": elementwise.add_p, "sub": elementwise.sub_p, "mul": elementwise.mul_p,
+            "min": elementwise.min_p, "max": elementwise.max_p}
+
+
+def _simplify_one_window(eqn, ins, producer_of, use_count, value_of):
+    """A scatter of one window at starts the program knows, inside the operand and spanning its
+    last axis (``x.at[0].set(0.0)``, ``x.at[1:-1].add(u)`` on rows: indices that tracing
+    made constants), as the element-wise operation it is: the operand combined with the
+    update padded to its shape by a value that changes nothing (``_NEUTRAL``), or, for a
+    set, the padded update where a padded mask says so. A compiler then fuses it with its
+    neighbours, where a scatter is a library step of its own (a heat equation's boundary
+    rows, set every step)."""
+    operand, indices, updates = ins
+    dn, dtype = eqn.params["dimension_numbers"], operand.aval.dtype
+    kind = eqn.primitive.lowerings["scatter"]
+    starts = value_of(indices)
+    if starts is None or starts.size != len(dn.scatter_dims_to_operand_dims) or \
+            dn.operand_batching_dims or eqn.params["update_jaxpr"] is not None or \
+            dtypes.is_complex(dtype) and kind != "add" or \
+            kind is not None and not (dtypes.is_inexact(dtype) or dtypes.is_int(dtype)):
+        return None
+    rank, start = operand.aval.ndim, [0] * operand.aval.ndim
+    for axis, value in zip(dn.scatter_dims_to_operand_dims, starts.reshape(-1)):
+        start[axis] = int(value)
+    sizes = iter(updates.aval.shape[a] for a in dn.update_window_dims)
+    window = tuple(1 if d in dn.inserted_window_dims else next(sizes) for d in range(rank))
+    config = tuple((lo, n - lo - w, 0) for lo, w, n in zip(start, window, operand.aval.shape))
+    if any(lo < 0 or hi < 0 for lo, hi, _ in config) or config and config[-1] != (0, 0, 0):
+        # (a window that does not fit: dropped or clamped, left to the scatter; one that
+        # pads the last axis: a kernel reads a padded value at each element's own index
+        # along it, so its loads become gathers, 3x slower than the scatter's loop)
+        return None
+    out = eqn.outvars[0]
+    shaped, padded = Var(ShapedArray(window, dtype)), Var(ShapedArray(out.aval.shape, dtype))
+    eqns = [eqn.replace(primitive=shapes.reshape_p, invars=[updates], outvars=[shaped],
+                        params={"new_sizes": window, "dimensions": None, "sharding": None}),
+            _padded(eqn, shaped, padded, 0 if kind is None else _NEUTRAL[kind](dtype), config)]
+    if kind is not None:
+        return eqns + [eqn.replace(primitive=_COMBINE[kind], invars=[operand, padded],
+                                   outvars=[out], params={})], \
+            f"a scatter-{kind} of one window as the {kind} of the padded update"
+    true, mask = (Var(ShapedArray(shape, np.dtype(bool))) for shape in (window,
+                                                                       out.aval.shape))
+    eqns += [eqn.replace(primitive=shapes.broadcast_in_dim_p, invars=[_literal(True)],
+                         outvars=[true], params={"shape": window, "broadcast_dimensions": (),
+                                                 "sharding": None}),
+             _padded(eqn, true, mask, False, config),
+             eqn.replace(primitive=elementwise.select_n_p, invars=[mask, operand, padded],
+                         outvars=[out], params={})]
+    return eqns, "a scatter of one window as a select of the padded update"
+
+
+def _padded(eqn, x, out, value, config):
+    """An equation (with ``eqn``'s source) padding ``x`` into ``out`` with ``value``."""
+    return eqn.replace(primitive=structural.pad_p, invars=[x, _literal(value, x.aval.dtype)],
+                       outvars=[out], params={"padding_config": config})
+
+
+def _literal(value, dtype=np.dtype(bool)):
+    return Literal(np.array(value, dtype), ShapedArray((), dtype))
+
+
+for _prim in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p,
+              scatter_max_p):
+    _prim.def_rule("simplify", _simplify_one_window)
 
 
 def _scatter_wrapper(prim, doc):

@@ -440,7 +440,8 @@ def _read_untransposed(dot, producer, uses):
     """``dot`` reading the values its operands transpose, where it can (its simplification
     rule), so that those values are stacked rather than their transposes (``x.T @ g`` of an
     xs ``x`` reads ``x`` where it is)."""
-    simplified = dot.primitive.rule("simplify")(dot, dot.invars, producer.get, uses.get)
+    simplified = dot.primitive.rule("simplify")(dot, dot.invars, producer.get, uses.get,
+                                                lambda atom: None)
     return dot if simplified is None else simplified[0][0]
 
 

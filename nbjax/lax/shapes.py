@@ -126,7 +126,7 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None)
                                    sharding=None)
 
 
-def _simplify_broadcast_of_broadcast(eqn, ins, producer_of, use_count):
+def _simplify_broadcast_of_broadcast(eqn, ins, producer_of, use_count, value_of):
     """One broadcast from the inner operand: its axes go where the outer one puts them."""
     producer = producer_of(ins[0])
     if producer is None or producer.primitive is not broadcast_in_dim_p:
@@ -329,7 +329,7 @@ def _kernel_reshape(ctx, index, read, shapes, *, new_sizes, dimensions, **params
 kernel_index(reshape_p, _kernel_reshape, views=lambda eqn: eqn.params["dimensions"] is None)
 
 
-def _simplify_reshape_of_reshape(eqn, ins, producer_of, use_count):
+def _simplify_reshape_of_reshape(eqn, ins, producer_of, use_count, value_of):
     """One reshape from the inner operand (both in row-major order), or none when it gives
     the operand's shape back."""
     producer = producer_of(ins[0])

@@ -341,7 +341,7 @@ def identity_simplification(prim, symbol, identity, commutes, exact_for_floats=T
     operation ``commutes``). ``exact_for_floats=False`` keeps it on floats and complex
     numbers, ``exact_for_complex=False`` on complex numbers: there the identity does not hold
     for every value (``-0.0 + 0.0`` is ``+0.0``; ``(inf+1j) * (1+0j)`` is ``inf+nanj``)."""
-    def rule(eqn, ins, producer_of, use_count):
+    def rule(eqn, ins, producer_of, use_count, value_of):
         out = eqn.outvars[0]
         dtype = out.aval.dtype
         if not exact_for_floats and dtypes.is_inexact(dtype) \

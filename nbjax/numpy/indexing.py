@@ -29,7 +29,8 @@ import warnings
 import numpy as np
 
 from .. import lax
-from ..core import Array, Tracer, dtypes, get_aval, pytree
+from ..core import Array, EvalTrace, Tracer, dtypes, get_aval, pytree
+from ..core.trace import current_trace
 from ..core.errors import NonConcreteBooleanIndexError
 from ..lax.standard import scalar_like
 from . import creation, ufuncs
@@ -442,11 +443,18 @@ def _reshape_any(x, shape):
 def _stack_coordinates(coords, batch_shape):
     """Broadcast coordinates to ``batch_shape`` and stack them along a new last axis.
 
-    Coordinates known at trace time are combined with NumPy into one constant.
+    Coordinates known at trace time are combined with NumPy into one constant, but for
+    the start of one window (scalars: slices, integers) in a traced program, which is
+    traced as JAX traces it, a broadcast literal per axis: a jitted call's constants are
+    operands the compiler never sees, where it folds these (and makes a scatter of one
+    window at known starts, ``x.at[1:-1].add(u)``, element-wise).
     """
     if all(isinstance(c, (np.ndarray, np.generic, int)) for c in coords):
         dtype = np.result_type(*coords) if coords else np.int32
         dtype = dtypes.canonicalize(dtype if dtypes.is_int(dtype) else np.int32)
+        if coords and not batch_shape and not isinstance(current_trace(), EvalTrace):
+            return lax.concatenate([lax.broadcast_in_dim(np.asarray(c, dtype)[()], (1,), ())
+                                    for c in coords], 0)
         stacked = np.stack([np.broadcast_to(c, batch_shape) for c in coords], axis=-1) \
             if coords else np.zeros(batch_shape + (0,), dtype)
         return to_array(stacked.astype(dtype))
