@@ -246,6 +246,23 @@ def test_buffers_are_aligned_and_reused_once_free():
     assert pool.empty((0, 4), np.int8).shape == (0, 4)
 
 
+def test_the_pool_keeps_as_many_buffers_of_a_size_as_its_byte_budget_holds():
+    """Many live buffers of one size (an optimiser's updates of a model's layers: nine
+    784x256 results a call) come back for the next call's, up to ``KEEP_BYTES`` of them
+    (or ``KEEP_MOST``), and ``KEEP_PER_SIZE`` at least of a large size: four were kept of
+    any size, and the rest were allocated afresh each call, page faults and all."""
+    pool = runtime.BufferPool()
+    for shape, kept in [((784, 256), runtime.KEEP_BYTES // (784 * 256 * 4)),
+                        ((4,), runtime.KEEP_MOST),
+                        ((4 << 20,), runtime.KEEP_PER_SIZE)]:
+        first = [pool.empty(shape, np.float32) for _ in range(kept + 2)]
+        addresses = {runtime.address(a) for a in first}
+        del first
+        again = [pool.empty(shape, np.float32) for _ in range(kept + 2)]
+        pooled = {runtime.address(a) for a in again if pool.entry(a) is not None}
+        assert len(pooled) == kept and pooled <= addresses, shape
+
+
 def test_outputs_are_not_overwritten_by_later_calls():
     x = RNG.standard_normal(16).astype(np.float32)
     cpu, _ = cpu_and_reference(lambda x: x * 2.0, x)

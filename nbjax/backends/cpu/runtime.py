@@ -210,7 +210,12 @@ def _refuse_to_run(cpu, *args):
 
 ALIGNMENT = 64
 HUGE = 4 << 20          # buffers from this size get their own mapping with huge pages
-KEEP_PER_SIZE = 4       # cached buffers of one size
+# Cached buffers of one size: at least KEEP_PER_SIZE, or as many as KEEP_BYTES hold, up to
+# KEEP_MOST. A call making many results of one shape (an optimiser's update of a model's
+# layers: 9 of 784x256) allocated most of them afresh, page faults and all: 2x its run.
+KEEP_PER_SIZE = 4
+KEEP_BYTES = 32 << 20
+KEEP_MOST = 64
 
 
 class BufferPool:
@@ -245,7 +250,7 @@ class BufferPool:
                     entry[1].flags.writeable = True
                     return entry[1], entry[2]
             entry = _new_array(shape, dtype)
-            if len(cached) < KEEP_PER_SIZE:
+            if len(cached) < _kept(entry[1].nbytes):
                 cached.append(entry)
                 self._entries[id(entry[1])] = entry
             return entry[1], entry[2]
@@ -259,6 +264,11 @@ class BufferPool:
         with self._lock:
             self._arrays.clear()
             self._entries.clear()
+
+
+def _kept(nbytes):
+    """How many buffers of ``nbytes`` the pool keeps."""
+    return max(KEEP_PER_SIZE, min(KEEP_MOST, KEEP_BYTES // max(nbytes, 1)))
 
 
 def _new_array(shape, dtype):
