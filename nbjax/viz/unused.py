@@ -37,7 +37,7 @@ def kept_operand(eqn):
     rule = eqn.primitive.rules.get("simplify")
     if rule is None:
         return None
-    result = rule(eqn, list(eqn.invars), lambda var: None, lambda atom: 1)
+    result = rule(eqn, list(eqn.invars), lambda var: None, lambda atom: 1, lambda atom: None)
     if result is None:
         return None
     return next((i for i, a in enumerate(eqn.invars) if result[0] is a), None)
