@@ -434,3 +434,25 @@ def test_accumulations_too_large_to_stack_stay_in_the_loop(monkeypatch):
     assert _rewrites("sink", _run_both(f, xs, h))
     monkeypatch.setattr(passes, "HOIST_LIMIT", xs.nbytes - 1)  # sin(x * s) of 5 iterations
     assert not _rewrites("sink", _run_both(f, xs, h))
+
+def test_float16_products_are_float32_products_of_their_conversions():
+    """A float16 ``dot_general`` sums in float32 and rounds once (XLA's CPU, and the
+    reference); compiled, its operands are converted by kernels and multiplied natively in
+    float32 (it called back into Python), as the reference's (within the rounding that
+    another order of the float32 sums may change): a product, a batched one, ``x @ x``, a
+    matrix by a vector, one asking for a float32 result, and one inside a scan."""
+    a = (RNG.standard_normal((3, 40, 33)) * 4).astype(np.float16)
+    b = (RNG.standard_normal((3, 33, 20)) * 4).astype(np.float16)
+    cases = [(lambda a, b: a[0] @ b[0], (a, b)),
+             (lambda a, b: jnp.einsum("bij,bjk->bik", a, b), (a, b)),
+             (lambda a, b: a[0, :33] @ a[0, :33], (a, b)),
+             (lambda a, b: a[1] @ b[1, :, 0], (a, b)),
+             (lambda a, b: lax.dot(a[2], b[2], preferred_element_type=np.float32), (a, b)),
+             (lambda a, b: lax.scan(lambda c, x: (c @ x[:33, :33] * 0.5, None), a[0, :33],
+                                    a)[0], (a, b))]
+    for f, args in cases:
+        cpu, ref = cpu_and_reference(f, *args)
+        assert "calling back" not in cpu.runs_as, cpu.runs_as
+        for got, want in zip(cpu.run(*args), ref.run(*args)):
+            assert got.dtype == want.dtype
+            assert_close(got, want, rtol=2 * float(np.finfo(got.dtype).eps))

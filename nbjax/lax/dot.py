@@ -18,7 +18,7 @@ from ..core import Primitive, ShapedArray, Var, dtypes, get_aval
 from ..interpreters import ad
 from ..interpreters.transpose import is_undefined
 from ..sharding import refuse_out_sharding
-from .elementwise import convert_element_type, mul, mul_p
+from .elementwise import convert_element_type, convert_element_type_p, mul, mul_p
 from .shapes import broadcast_in_dim, broadcast_in_dim_p, reshape, transpose, transpose_p
 from .standard import library_lowering, remembered
 
@@ -597,9 +597,35 @@ def _simplify_dot_without_contraction(eqn, ins, producer_of, use_count, value_of
     return broadcasts + [product], "a dot contracting no axis as a product of broadcasts"
 
 
+def _simplify_float16_dot(eqn, ins, producer_of, use_count, value_of):
+    """A ``dot_general`` of float16 operands as what it computes (``accumulation_dtype``):
+    the product of their float32 conversions (exact), rounded once to a float16 result.
+    The conversions are kernels and the product a float32 one, which BLAS computes natively;
+    a float16 product was a call back into Python (512x512: 2.5x jax.jit)."""
+    out = eqn.outvars[0]
+    if any(x.aval.dtype != dtypes.float16 for x in ins) or \
+            out.aval.dtype not in (dtypes.float16, dtypes.float32):
+        return None
+    f32 = np.dtype(np.float32)
+    converted = {x: Var(ShapedArray(x.aval.shape, f32)) for x in ins}   # (once for x @ x)
+    product = Var(ShapedArray(out.aval.shape, f32)) if out.aval.dtype != f32 else out
+    eqns = [eqn.replace(primitive=convert_element_type_p, invars=[x], outvars=[w],
+                        params={"new_dtype": f32, "weak_type": False})
+            for x, w in converted.items()]
+    wide = [converted[x] for x in ins]
+    eqns.append(eqn.replace(invars=wide, outvars=[product],
+                            params=dict(eqn.params, preferred_element_type=f32)))
+    if product is not out:
+        eqns.append(eqn.replace(primitive=convert_element_type_p, invars=[product],
+                                outvars=[out], params={"new_dtype": out.aval.dtype,
+                                                       "weak_type": out.aval.weak_type}))
+    return eqns, "a float16 dot as the float32 dot of its conversions"
+
+
 def _simplify_dot(eqn, ins, producer_of, use_count, value_of):
     return _simplify_dot_without_contraction(eqn, ins, producer_of, use_count, value_of) or \
-        _simplify_dot_of_transposed(eqn, ins, producer_of, use_count, value_of)
+        _simplify_dot_of_transposed(eqn, ins, producer_of, use_count, value_of) or \
+        _simplify_float16_dot(eqn, ins, producer_of, use_count, value_of)
 
 
 transpose_p.def_rule("simplify", _simplify_transpose)
