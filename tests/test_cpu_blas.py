@@ -439,13 +439,15 @@ def test_float16_products_are_float32_products_of_their_conversions():
     """A float16 ``dot_general`` sums in float32 and rounds once (XLA's CPU, and the
     reference); compiled, its operands are converted by kernels and multiplied natively in
     float32 (it called back into Python), as the reference's (within the rounding that
-    another order of the float32 sums may change): a product, a batched one, ``x @ x``, a
-    matrix by a vector, one asking for a float32 result, and one inside a scan."""
+    another order of the float32 sums may change): a product, a batched one, ``x @ x``, one
+    of a transposed operand, a matrix by a vector, one asking for a float32 result, and
+    one inside a scan."""
     a = (RNG.standard_normal((3, 40, 33)) * 4).astype(np.float16)
     b = (RNG.standard_normal((3, 33, 20)) * 4).astype(np.float16)
     cases = [(lambda a, b: a[0] @ b[0], (a, b)),
              (lambda a, b: jnp.einsum("bij,bjk->bik", a, b), (a, b)),
              (lambda a, b: a[0, :33] @ a[0, :33], (a, b)),
+             (lambda a, b: a[0].T @ a[1], (a, b)),
              (lambda a, b: a[1] @ b[1, :, 0], (a, b)),
              (lambda a, b: lax.dot(a[2], b[2], preferred_element_type=np.float32), (a, b)),
              (lambda a, b: lax.scan(lambda c, x: (c @ x[:33, :33] * 0.5, None), a[0, :33],

@@ -624,8 +624,8 @@ def _simplify_float16_dot(eqn, ins, producer_of, use_count, value_of):
 
 def _simplify_dot(eqn, ins, producer_of, use_count, value_of):
     return _simplify_dot_without_contraction(eqn, ins, producer_of, use_count, value_of) or \
-        _simplify_dot_of_transposed(eqn, ins, producer_of, use_count, value_of) or \
-        _simplify_float16_dot(eqn, ins, producer_of, use_count, value_of)
+        _simplify_float16_dot(eqn, ins, producer_of, use_count, value_of) or \
+        _simplify_dot_of_transposed(eqn, ins, producer_of, use_count, value_of)
 
 
 transpose_p.def_rule("simplify", _simplify_transpose)

@@ -635,8 +635,10 @@ scatter_max_p = _scatter_primitive("scatter-max", np.maximum.at, "max")
 
 
 # What pads an update out to the operand's shape so that combining changes nothing
-# outside its window: x + -0.0 is x for every float (x + 0.0 turns -0.0 into +0.0)
-_NEUTRAL = {"add": lambda dtype: -0.0 if dtypes.is_inexact(dtype) else 0,
+# outside its window: x + -0.0 is x for every float (x + 0.0 turns -0.0 into +0.0), and
+# both parts of a complex number
+_NEUTRAL = {"add": lambda dtype: complex(-0.0, -0.0) if dtypes.is_complex(dtype)
+            else -0.0 if dtypes.is_inexact(dtype) else 0,
             "sub": lambda dtype: 0, "mul": lambda dtype: 1,
             "min": lambda dtype: np.inf if dtypes.is_inexact(dtype) else np.iinfo(dtype).max,
             "max": lambda dtype: -np.inf if dtypes.is_inexact(dtype) else np.iinfo(dtype).min}

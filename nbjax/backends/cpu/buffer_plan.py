@@ -240,8 +240,9 @@ def _update_in_kernel(loop, x, out, owner):
         return False
     j = loop.inputs.index(x)
     k = next(k for k, o in enumerate(loop.outputs) if o.var is out)
-    if loop.in_place.get(j, k) != k or k in loop.in_place.values() and \
-            loop.in_place.get(j) != k or not in_place_ok(loop, j, k):
+    if loop.in_place.get(j) == k:
+        return True   # (marked already: a loop's body is planned before it is emitted)
+    if j in loop.in_place or k in loop.in_place.values() or not in_place_ok(loop, j, k):
         return False
     loop.in_place[j] = k
     return True
