@@ -622,10 +622,43 @@ def _simplify_float16_dot(eqn, ins, producer_of, use_count, value_of):
     return eqns, "a float16 dot as the float32 dot of its conversions"
 
 
+def _simplify_dot_of_unstacked(eqn, ins, producer_of, use_count, value_of):
+    """A float ``dot_general`` an operand of which reads as no matrix stack
+    (``matrix_stack``: its free axes on both sides of its contracted ones, an image's
+    rows contracted between its columns and its channels) as the dot of that operand
+    transposed to its batch, free and contracted axes in turn, which does: one kernel's
+    copy, as NumPy's ``_as_matrices`` makes, where the product called back into Python (a
+    bilinear resize of a 256x256x3 image: 6.6 -> 4.0 ms, jax.jit 4.1-4.4)."""
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    if not lc or any(x.aval.dtype not in (np.float32, np.float64) for x in ins):
+        return None
+    eqns, operands, numbers = [], [], []
+    for x, contracting, batch in zip(ins, (lc, rc), (lb, rb)):
+        if matrix_stack(x.aval.shape, contracting, batch) is not None:
+            operands.append(x)
+            numbers.append((tuple(contracting), tuple(batch)))
+            continue
+        free = _free_axes(x.aval.ndim, contracting, batch)
+        permutation = (*batch, *free, *contracting)
+        moved = Var(ShapedArray(tuple(x.aval.shape[d] for d in permutation), x.aval.dtype))
+        eqns.append(eqn.replace(primitive=transpose_p, invars=[x], outvars=[moved],
+                                params={"permutation": permutation}))
+        kept = len(batch) + len(free)
+        operands.append(moved)
+        numbers.append((tuple(range(kept, kept + len(contracting))), tuple(range(len(batch)))))
+    if not eqns:
+        return None
+    (lc, lb), (rc, rb) = numbers
+    return eqns + [eqn.replace(invars=operands, params=dict(
+        eqn.params, dimension_numbers=((lc, rc), (lb, rb))))], \
+        "a dot of an operand read as no matrix stack as the dot of its transpose"
+
+
 def _simplify_dot(eqn, ins, producer_of, use_count, value_of):
     return _simplify_dot_without_contraction(eqn, ins, producer_of, use_count, value_of) or \
         _simplify_float16_dot(eqn, ins, producer_of, use_count, value_of) or \
-        _simplify_dot_of_transposed(eqn, ins, producer_of, use_count, value_of)
+        _simplify_dot_of_transposed(eqn, ins, producer_of, use_count, value_of) or \
+        _simplify_dot_of_unstacked(eqn, ins, producer_of, use_count, value_of)
 
 
 transpose_p.def_rule("simplify", _simplify_transpose)
