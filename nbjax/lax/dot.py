@@ -265,13 +265,19 @@ def _dot_result_dtype(lhs_dtype, rhs_dtype, preferred_element_type):
         "dot_general", _higher_precision_dtype(lhs_dtype, rhs_dtype), preferred_element_type)
 
 
+def _matrix_order(ndim, contract, batch):
+    """The axes of an operand of ``ndim`` axes in the order that makes it a stack of
+    matrices: its batch axes, its free axes, its contracted ones (each as given)."""
+    return (*batch, *_free_axes(ndim, contract, batch), *contract)
+
+
 def _as_matrices(x, contract, batch):
     """``x`` with its axes ordered (batch, free, contract), flattened to a stack of matrices
     (b, free, contract); also returns the unflattened free shape."""
     free = _free_axes(x.ndim, contract, batch)
     free_shape = tuple(x.shape[d] for d in free)
     sizes = [math.prod(x.shape[d] for d in axes) for axes in (batch, free, contract)]
-    x = np.transpose(x, list(batch) + free + list(contract))
+    x = np.transpose(x, _matrix_order(x.ndim, contract, batch))
     return x.reshape(sizes), free_shape
 
 
@@ -626,9 +632,10 @@ def _simplify_dot_of_unstacked(eqn, ins, producer_of, use_count, value_of):
     """A float ``dot_general`` an operand of which reads as no matrix stack
     (``matrix_stack``: its free axes on both sides of its contracted ones, an image's
     rows contracted between its columns and its channels) as the dot of that operand
-    transposed to its batch, free and contracted axes in turn, which does: one kernel's
-    copy, as NumPy's ``_as_matrices`` makes, where the product called back into Python (a
-    bilinear resize of a 256x256x3 image: 6.6 -> 4.0 ms, jax.jit 4.1-4.4)."""
+    transposed to its batch, free and contracted axes in turn (``_matrix_order``), which
+    does: one kernel's copy, as the reference's ``_as_matrices`` makes, where the product
+    called back into Python (a bilinear resize of a 256x256x3 image: 6.6 -> 4.0 ms,
+    jax.jit 4.1-4.4)."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     if not lc or any(x.aval.dtype not in (np.float32, np.float64) for x in ins):
         return None
@@ -638,12 +645,11 @@ def _simplify_dot_of_unstacked(eqn, ins, producer_of, use_count, value_of):
             operands.append(x)
             numbers.append((tuple(contracting), tuple(batch)))
             continue
-        free = _free_axes(x.aval.ndim, contracting, batch)
-        permutation = (*batch, *free, *contracting)
+        permutation = _matrix_order(x.aval.ndim, contracting, batch)
         moved = Var(ShapedArray(tuple(x.aval.shape[d] for d in permutation), x.aval.dtype))
         eqns.append(eqn.replace(primitive=transpose_p, invars=[x], outvars=[moved],
                                 params={"permutation": permutation}))
-        kept = len(batch) + len(free)
+        kept = x.aval.ndim - len(contracting)
         operands.append(moved)
         numbers.append((tuple(range(kept, kept + len(contracting))), tuple(range(len(batch)))))
     if not eqns:
