@@ -1,8 +1,14 @@
-"""The float16 conversion functions that code for CPUs without F16C calls
-(nbjax/backends/cpu/support.py), against NumPy's conversions, bit for bit."""
+"""The support module (nbjax/backends/cpu/support.py): the float16 conversion functions that
+code for CPUs without F16C calls, against NumPy's conversions, bit for bit; its object code
+kept in the disk cache and loaded by later processes."""
 import ctypes
 import functools
+import json
+import os
 import platform
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +16,8 @@ import pytest
 llvm = pytest.importorskip("llvmlite.binding")
 ir = pytest.importorskip("llvmlite.ir")
 
-from nbjax.backends.cpu import runtime, support  # noqa: E402
+from nbjax.backends.cpu import python_entry, runtime, support  # noqa: E402
+from helpers import assert_close  # noqa: E402
 
 pytestmark = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
                                 reason="the support functions are x86-64's")
@@ -97,3 +104,91 @@ def test_rounding_to_half_is_to_nearest_even(name, dtype):
     x = np.concatenate([_around_halves(dtype), -_around_halves(dtype), random, special])
     with np.errstate(all="ignore"):
         _assert_same_bits(_converter(name)(x), x.astype(np.float16))
+
+
+# --- the module's object code in the disk cache ----------------------------------------------
+
+_CHILD = """
+import json, os, signal, sys
+import numpy as np
+import nbjax, nbjax.numpy as jnp
+from nbjax import lax
+from nbjax.backends.cpu import cache, interrupts, support
+
+if os.environ.get("FORBID_BUILDING"):
+    def module():
+        raise AssertionError("the support module's IR was built")
+    support.module = module
+small = nbjax.jit(lambda x: jnp.sin(x) * 2 + 1)
+x = np.linspace(-3, 3, 7, dtype=np.float32)
+calls = [small(x), small(x)]  # (the kernel entry, then the checked call)
+loop = nbjax.jit(lambda y: lax.fori_loop(0, 5, lambda i, c: c * 0.5 + i, y))
+big = nbjax.jit(lambda y: jnp.exp(-y * y))
+y = np.linspace(-2, 2, 1 << 20, dtype=np.float32)
+path = cache.directory() / (support._entry_key() + cache.SUFFIX)
+interrupts.arm()
+print(json.dumps({"small": [np.asarray(c).tolist() for c in calls],
+                  "loop": np.asarray(loop(x)).tolist(), "big": float(np.asarray(big(y)).sum()),
+                  "handler": signal.getsignal(signal.SIGINT) is not None,
+                  "entry": str(path), "stored": cache.read(path, support._entry_key(), bytes)
+                  is not None}))
+"""
+
+
+def _child(cache_path, forbid_building=False):
+    env = dict(os.environ, NBJAX_CACHE_DIR=str(cache_path))
+    env.pop("NBJAX_DISABLE_DISK_CACHE", None)
+    if forbid_building:
+        env["FORBID_BUILDING"] = "1"
+    done = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _expected():
+    x = np.linspace(-3, 3, 7, dtype=np.float32)
+    loop = x
+    for i in range(5):
+        loop = loop * np.float32(0.5) + np.float32(i)
+    y = np.linspace(-2, 2, 1 << 20, dtype=np.float32)
+    return np.sin(x) * 2 + 1, loop, float(np.exp(-y * y).sum(dtype=np.float64))
+
+
+def _check(result):
+    small, loop, big = _expected()
+    for got in result["small"]:
+        assert_close(np.array(got, np.float32), small, rtol=1e-6)
+    assert_close(np.array(result["loop"], np.float32), loop, rtol=1e-6)
+    assert abs(result["big"] - big) <= 1e-5 * big
+
+
+def test_a_new_process_loads_the_support_module_without_building_it(tmp_path):
+    """The first process compiles the module and stores it; the next one loads it (building
+    its IR would fail there) and every entry, the worker pool and the loops run from it."""
+    first = _child(tmp_path / "cache")
+    assert first["stored"]
+    second = _child(tmp_path / "cache", forbid_building=True)
+    _check(first)
+    _check(second)
+
+
+def test_a_damaged_support_entry_is_rebuilt(tmp_path):
+    entry = Path(_child(tmp_path / "cache")["entry"])
+    data = bytearray(entry.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    with pytest.raises(AssertionError, match="was built"):
+        _child(tmp_path / "cache", forbid_building=True)
+    again = _child(tmp_path / "cache")
+    assert again["stored"]
+    _check(again)
+
+
+def test_the_support_entry_s_key_holds_the_layout_and_the_python(monkeypatch):
+    key = support._entry_key()
+    monkeypatch.setattr(python_entry, "layout", lambda: {"object": 24})
+    other_layout = support._entry_key()
+    monkeypatch.undo()
+    monkeypatch.setattr(sys, "version", sys.version + " (another build)")
+    assert len({key, other_layout, support._entry_key()}) == 3

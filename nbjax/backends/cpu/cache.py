@@ -115,9 +115,10 @@ def _refuse(path, why):
 
 # --- keys ----------------------------------------------------------------------------------
 
-def environment():
-    """Everything besides the IR that the machine code depends on."""
-    return _environment(cpu_target())
+def environment(target=None):
+    """Everything besides the IR that the machine code depends on, made for ``target``
+    (``(cpu, features)``; default: the CPU code is made for, ``cpu_target()``)."""
+    return _environment(target or cpu_target())
 
 
 @functools.cache
@@ -139,6 +140,18 @@ def _compiler_version():
     for name in ("runtime.py", "cache.py", "pipeline.py", "partition.py"):
         source.update((here / name).read_bytes())
     return f"{__version__}+{source.hexdigest()[:16]}"
+
+
+@functools.cache
+def source_digest():
+    """The SHA-256 of nbjax's source code (a few ms, once per process): in the key of
+    what is made from more than the IR an entry's key holds (a program, from its jaxpr;
+    the support module, from the Python that generates it)."""
+    package = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.digest()
 
 
 def entry_key(ir_text, env=None, light=None):

@@ -31,14 +31,12 @@ a miss.
 """
 
 import copyreg
-import functools
 import hashlib
 import io
 import json
 import logging
 import pickle
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -70,7 +68,7 @@ def key(closed_jaxpr, donated=frozenset()):
         log.debug("nbjax program cache: %s is not cached: %s", closed_jaxpr, e)
         return None
     digest.update(repr(sorted(donated)).encode())
-    digest.update(_sources())
+    digest.update(cache.source_digest())
     digest.update(json.dumps({**cache.environment(), **_settings()}, sort_keys=True).encode())
     return digest.hexdigest()
 
@@ -281,16 +279,6 @@ class _Digest:
 
     def __init__(self, digest):
         self.write = digest.update
-
-
-@functools.cache
-def _sources():
-    """The SHA-256 of nbjax's source code (a few ms, once per process)."""
-    package = Path(__file__).resolve().parents[2]
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    return digest.digest()
 
 
 def _directory():

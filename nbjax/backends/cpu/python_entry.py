@@ -15,8 +15,9 @@ own entries took half of a one-kernel program's first call (4.5 of 9 ms). A buil
 ``self`` is a descriptor, an int64 NumPy array saying what to call and on what
 (``KernelEntry``, ``FlowEntry``), which the entry reads; ``builtin`` makes a function
 object of an entry and a descriptor: a call costs about 30 ns. The code runs in this
-process only, so the addresses of this process's objects (None, the types it checks, the
-dtypes, the C API's functions) are constants in it.
+process only: it names the objects it compares with (None, False, the types it checks) and
+the C API's functions as external symbols, which are this process's addresses (``symbols``),
+and the dtypes it checks come in the descriptors.
 
 Arguments are NumPy arrays, or None for a null pointer. An entry reads each array's data
 pointer from the array object (the field after the object header, as ``PyArray_DATA``
@@ -254,6 +255,28 @@ _API = {"Py_IncRef": (ir.VoidType(), [I8P]), "Py_DecRef": (ir.VoidType(), [I8P])
         "PyObject_GetAttr": (I8P, [I8P, I8P]), "PyObject_CallNoArgs": (I8P, [I8P])}
 
 
+# The objects the entries compare with or return, which the process keeps; the code names
+# them (and the C API's functions) as symbols whose addresses ``symbols`` gives, so that it
+# is the same in every process and can be cached on disk (``support``).
+_OBJECTS = {"None": None, "False": False, "ndarray": np.ndarray, "Array": Array,
+            "ShapedArray": ShapedArray}
+_OBJECT_SYMBOL = "nbjax_python_"
+
+
+def symbols():
+    """{name: address} of what the entries' code takes from this process."""
+    api = {name: ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
+           for name in _API}
+    return api | {_OBJECT_SYMBOL + name: id(obj) for name, obj in _OBJECTS.items()}
+
+
+def layout():
+    """What the entries' code depends on besides this module's source: where CPython and
+    NumPy put the fields it reads, and where ``Array`` and ``ShapedArray`` hold their slots."""
+    return {"object": DATA_OFFSET, "Array": ARRAY_SLOTS, "ShapedArray": WEAK_OFFSET,
+            "usable": USABLE}
+
+
 def define(module):
     """Add the three entries to the support module ``module``."""
     _kernel_entry(_Entry(module, KERNEL_ENTRY))
@@ -277,14 +300,14 @@ class _Entry:
 
     def api(self, name, *args):
         """Call the C API's function ``name``."""
-        ret, params = _API[name]
-        address = ctypes.cast(getattr(ctypes.pythonapi, name), ctypes.c_void_p).value
-        fn = self.b.inttoptr(_c(address), ir.FunctionType(ret, params).as_pointer())
+        module = self.fn.module
+        fn = module.globals.get(name) or ir.Function(module, ir.FunctionType(*_API[name]), name)
         return self.b.call(fn, args)
 
-    def object(self, obj):
-        """A pointer to ``obj`` (which the process keeps: None, False, types, dtypes)."""
-        return self.b.inttoptr(_c(id(obj)), I8P)
+    def object(self, name):
+        """A pointer to the object ``_OBJECTS[name]``."""
+        module, symbol = self.fn.module, _OBJECT_SYMBOL + name
+        return module.globals.get(symbol) or ir.GlobalVariable(module, I8, symbol)
 
     def word(self, pointer, offset, kind=I8P):
         """The ``kind`` at byte ``offset`` (an int or an i64) from ``pointer``."""
@@ -331,7 +354,7 @@ class _Entry:
         b = self.b
         obj = self._host_if_array(obj, require, strict)
         require(b.icmp_unsigned("!=", obj, ir.Constant(I8P, None)))
-        require(b.icmp_unsigned("==", self.word(obj, TYPE_OFFSET), self.object(np.ndarray)))
+        require(b.icmp_unsigned("==", self.word(obj, TYPE_OFFSET), self.object("ndarray")))
         flags = self.word(obj, CHECKED_FIELDS["flags"], I32)
         required = ir.Constant(I32, REQUIRED_FLAGS)
         require(b.icmp_unsigned("==", b.and_(flags, required), required))
@@ -350,13 +373,13 @@ class _Entry:
         is False (``require``)."""
         b = self.b
         before = b.block
-        with b.if_then(b.icmp_unsigned("==", self.word(obj, TYPE_OFFSET), self.object(Array))):
+        with b.if_then(b.icmp_unsigned("==", self.word(obj, TYPE_OFFSET), self.object("Array"))):
             host = self.word(obj, HOST_OFFSET)
             if strict:
                 aval = self.word(obj, ARRAY_SLOTS["_aval"])
                 require(b.icmp_unsigned("==", self.word(aval, TYPE_OFFSET),
-                                        self.object(ShapedArray)))
-                require(b.icmp_unsigned("==", self.word(aval, WEAK_OFFSET), self.object(False)))
+                                        self.object("ShapedArray")))
+                require(b.icmp_unsigned("==", self.word(aval, WEAK_OFFSET), self.object("False")))
             read = b.block
         merged = b.phi(I8P)
         merged.add_incoming(obj, before)
@@ -408,7 +431,7 @@ class _Entry:
         b.position_at_end(done)
 
     def return_none(self):
-        none = self.object(None)
+        none = self.object("None")
         self.api("Py_IncRef", none)
         self.b.ret(none)
 
@@ -418,7 +441,7 @@ def _kernel_entry(e):
     returns None, or False if an argument is not as the descriptor says."""
     b = e.b
     descriptor = e.descriptor(e.self)
-    require = e.requirer(e.object(False))
+    require = e.requirer(e.object("False"))
     require(b.icmp_unsigned("==", e.nargs, e.at(descriptor, COUNT)))
     objects = entry_alloca(b, I8P, MAX_KERNEL_BUFFERS, 8)
     e.check_all(require, descriptor, objects, 0, lambda k: b.gep(e.args, [k]))
@@ -435,7 +458,7 @@ def _checked_call(e):
 
     def item(k):
         return b.gep(items, [k if isinstance(k, ir.Value) else _c(k)])
-    none = e.object(None)
+    none = e.object("None")
     require = e.requirer(none)
     timing = e.api("PyObject_GetAttr", b.load(item(EXECUTABLE)), b.load(item(STEP_TIMES)))
     e.fail_if_null(timing)
@@ -458,7 +481,7 @@ def _checked_call(e):
     e.api("Py_IncRef", buf)  # (the result's: no other call takes it now)
     b.store(buf, objects)
     e.run_kernel(descriptor, objects, 1)
-    array = e.api("PyType_GenericAlloc", e.object(Array), _c(0))
+    array = e.api("PyType_GenericAlloc", e.object("Array"), _c(0))
     with b.if_then(b.icmp_unsigned("==", array, ir.Constant(I8P, None))):
         e.api("Py_DecRef", buf)
     e.fail_if_null(array)
@@ -497,7 +520,7 @@ def _flow_entry(e):
     descriptor = e.descriptor(e.self)
     n_io = e.at(descriptor, N_IO)
     io = b.alloca(I8P, size=b.add(n_io, _c(1)))
-    none = e.object(None)
+    none = e.object("None")
 
     def data(k):
         obj = e.at(e.args, k)

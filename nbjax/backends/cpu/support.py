@@ -13,17 +13,28 @@ once for the baseline x86-64 CPU, and registered with LLVM's symbol table.
 
 Entries: the three functions Python calls compiled code through (``python_entry``), for
 every program of the process.
+
+Building this module's IR in Python and compiling it took 80-150 ms of a process's first
+call, so its object code is kept in the disk cache (``cache``). The code names what it
+takes from the process (the C library's and Python's functions, Python's objects) as
+external symbols, which ``register`` points at this process's addresses before it is
+loaded; so its entry is keyed not by its IR, which would have to be built to be hashed,
+but by what the IR is made from: nbjax's source code, the layout of the objects it reads
+(``python_entry.layout``), the Python it runs in, and what the key of every entry holds
+(llvmlite, LLVM, the target).
 """
 
 import ctypes
+import json
 import platform
+import sys
 import threading
 
 import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..llvm.types import I16, I32, I64
-from . import python_entry, workers
+from . import cache, python_entry, workers
 
 HALF, FLOAT, DOUBLE = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 
@@ -127,12 +138,14 @@ def module():
 
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64")
+_CPU = ("x86-64" if _X86 else "generic", "")  # (code any CPU of the triple runs)
 _lock = threading.Lock()
 _engine = None  # kept for the life of the process: its machine code is what the symbols name
 
 
 def register():
-    """Compile the support module and make its symbols resolvable by every engine (once)."""
+    """Compile the support module (or load it from the disk cache) and make its symbols
+    resolvable by every engine (once)."""
     global _engine
     with _lock:
         if _engine is not None:
@@ -140,15 +153,13 @@ def register():
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
-        tm = target.create_target_machine(cpu="x86-64" if _X86 else "generic", features="",
-                                          opt=2, jit=True)
-        if workers.supported():  # the C library's functions the worker pool calls
-            libc = ctypes.CDLL(None)
-            for name in ("syscall", "sched_yield"):
-                llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
-        mod = llvm.parse_assembly(str(module()))
-        mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
-        engine = llvm.create_mcjit_compiler(mod, tm)
+        tm = target.create_target_machine(cpu=_CPU[0], features=_CPU[1], opt=2, jit=True)
+        for name, address in _process_symbols().items():
+            llvm.add_symbol(name, address)
+        empty = llvm.parse_assembly("")
+        empty.triple, empty.data_layout = tm.triple, str(tm.target_data)
+        engine = llvm.create_mcjit_compiler(empty, tm)
+        engine.add_object_file(llvm.ObjectFileRef.from_data(_object_code(tm)))
         engine.finalize_object()
         if _X86:  # elsewhere float16 conversions are instructions
             for name in FUNCTIONS:
@@ -160,6 +171,38 @@ def register():
         if python_entry.USABLE:
             python_entry.bind(engine.get_function_address)
         _engine = engine
+
+
+def _process_symbols():
+    """{name: address} of what the module's code takes from this process."""
+    found = python_entry.symbols() if python_entry.USABLE else {}
+    if workers.supported():  # the C library's functions the worker pool calls
+        libc = ctypes.CDLL(None)
+        for name in ("syscall", "sched_yield"):
+            found[name] = ctypes.cast(getattr(libc, name), ctypes.c_void_p).value
+    return found
+
+
+def _object_code(tm):
+    """The module compiled by ``tm``: from the disk cache, else compiled now (and stored)."""
+    directory, key = cache.directory(), _entry_key()
+    path = directory / (key + cache.SUFFIX) if directory is not None else None
+    found = cache.read(path, key, meta=bytes) if path is not None else None
+    if found is not None:
+        return found[1]
+    mod = llvm.parse_assembly(str(module()))
+    mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
+    code = tm.emit_object(mod)
+    if path is not None:
+        cache.write(path, cache.encode(key, b"", code))
+    return code
+
+
+def _entry_key():
+    """The key of the module's disk-cache entry (see the module docstring)."""
+    made_from = {"sources": cache.source_digest().hex(), "python": sys.version,
+                 "layout": python_entry.layout(), "pool": workers.supported()}
+    return cache.entry_key(json.dumps(made_from, sort_keys=True), cache.environment(_CPU))
 
 
 def address(name):
