@@ -211,6 +211,23 @@ def test_reads_along_an_axis_a_pad_leaves_alone_stay_contiguous(f, shape):
         assert "gather" not in kernel.texts["optimised LLVM IR"], kernel.name
 
 
+@pytest.mark.parametrize("f, shapes", [
+    (lambda x, y: x + jax_lax.pad(y * 2.0, 0.0, ((1, 1, 0), (1, 1, 0))), ((34, 70), (32, 68))),
+    (lambda x, y: x.at[1:-1, 1:-1].add(y - 1.0), ((34, 70), (32, 68))),    # a wave step
+    (lambda x, y: x.at[2:5, 3].set(y[:3, 0]) * 2.0, ((8, 40), (32, 68))),   # one column
+    (lambda x, y: jax_lax.pad(y, -1.0, ((0, 0, 0), (-2, 5, 0))) - x, ((32, 71), (32, 68))),
+])
+def test_a_pad_along_the_innermost_axis_cuts_its_loop(f, shapes):
+    """A pad without interior padding compares the innermost index itself with constants,
+    so its loop runs in pieces (``codegen.index_pieces``), in each of which the index is
+    inside or outside the operand: the operand's loads are contiguous, not gathered."""
+    x, y = (RNG.standard_normal(s).astype(np.float32) for s in shapes)
+    cpu = _check(f, x, y, rtol=1e-6, atol=1e-6)
+    (kernel,) = cpu.kernels
+    assert codegen._cuts(kernel.loop).get(len(kernel.loop.shape) - 1)
+    assert "gather" not in kernel.texts["optimised LLVM IR"], kernel.name
+
+
 @pytest.mark.parametrize("f, shape, step", [
     (lambda x: jnp.repeat(x, 2, axis=1) * 2.0, (16, 200), 2),                # x[i, j // 2]
     (lambda x: jnp.repeat(x, 3, axis=1)[:, :-2] + 1.0, (5, 9), 3),           # a tail left

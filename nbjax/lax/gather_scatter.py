@@ -647,13 +647,13 @@ _COMBINE = {"add": elementwise.add_p, "sub": elementwise.sub_p, "mul": elementwi
 
 
 def _simplify_one_window(eqn, ins, producer_of, use_count, value_of):
-    """A scatter of one window at starts the program knows, inside the operand and spanning its
-    last axis (``x.at[0].set(0.0)``, ``x.at[1:-1].add(u)`` on rows: indices that tracing
-    made constants), as the element-wise operation it is: the operand combined with the
-    update padded to its shape by a value that changes nothing (``_NEUTRAL``), or, for a
-    set, the padded update where a padded mask says so. A compiler then fuses it with its
+    """A scatter of one window at starts the program knows, inside the operand
+    (``x.at[0].set(0.0)``, ``v.at[1:-1, 1:-1].add(u)``: indices that tracing made
+    constants), as the element-wise operation it is: the operand combined with the update
+    padded to its shape by a value that changes nothing (``_NEUTRAL``), or, for a set, the
+    padded update where a padded mask says so. A compiler then fuses it with its
     neighbours, where a scatter is a library step of its own (a heat equation's boundary
-    rows, set every step)."""
+    rows, set every step; a wave equation's interior, updated every step)."""
     operand, indices, updates = ins
     dn, dtype = eqn.params["dimension_numbers"], operand.aval.dtype
     kind = eqn.primitive.lowerings["scatter"]
@@ -669,11 +669,8 @@ def _simplify_one_window(eqn, ins, producer_of, use_count, value_of):
     sizes = iter(updates.aval.shape[a] for a in dn.update_window_dims)
     window = tuple(1 if d in dn.inserted_window_dims else next(sizes) for d in range(rank))
     config = tuple((lo, n - lo - w, 0) for lo, w, n in zip(start, window, operand.aval.shape))
-    if any(lo < 0 or hi < 0 for lo, hi, _ in config) or config and config[-1] != (0, 0, 0):
-        # (a window that does not fit: dropped or clamped, left to the scatter; one that
-        # pads the last axis: a kernel reads a padded value at each element's own index
-        # along it, so its loads become gathers, 3x slower than the scatter's loop)
-        return None
+    if any(lo < 0 or hi < 0 for lo, hi, _ in config):
+        return None  # (a window that does not fit: dropped or clamped, left to the scatter)
     out = eqn.outvars[0]
     shaped, padded = Var(ShapedArray(window, dtype)), Var(ShapedArray(out.aval.shape, dtype))
     eqns = [eqn.replace(primitive=shapes.reshape_p, invars=[updates], outvars=[shaped],

@@ -278,12 +278,13 @@ def _kernel_pad(ctx, index, read, shapes, *, padding_config):
         step = interior + 1
         j = ctx.div(shifted, ctx.iconst(step)) if step != 1 else shifted
         checks = []
-        if low > 0 or interior:
-            checks.append(ctx.ge(shifted, ctx.iconst(0)))
         if interior:
-            checks.append(ctx.eq(ctx.rem(shifted, ctx.iconst(step)), ctx.iconst(0)))
-        if high > 0 or interior:
-            checks.append(ctx.lt(j, ctx.iconst(n)))
+            checks += [ctx.ge(shifted, ctx.iconst(0)),
+                       ctx.eq(ctx.rem(shifted, ctx.iconst(step)), ctx.iconst(0)),
+                       ctx.lt(j, ctx.iconst(n))]
+        else:  # (the index itself compared with constants: a backend may cut its loop there)
+            checks += [ctx.ge(i, ctx.iconst(low))] if low > 0 else []
+            checks += [ctx.lt(i, ctx.iconst(low + n))] if high > 0 else []
         for c in checks:
             inside = c if inside is None else ctx.and_(inside, c)
         operand_index.append(j)
