@@ -6,6 +6,7 @@ body compares their index with a constant (a concatenation computes each operand
 loop)."""
 
 import platform
+import re
 
 import numpy as np
 import pytest
@@ -494,20 +495,46 @@ def test_shared_math_functions_have_the_widths_the_loop_can_take(summed, row):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16, np.bool_])
-def test_a_kernel_that_only_writes_zeros_sets_its_rows_with_memset(dtype):
+def test_a_kernel_that_only_writes_zeros_sets_its_rows_with_memset(dtype, monkeypatch):
     """``zeros_like`` inside a program (a scan's initial carry) is a kernel of no inputs:
-    it sets exactly the rows it is given to zero (every byte), compiled by the light tier
-    (O3 took 3 ms on the loop it made a ``memset`` of anyway)."""
+    it sets exactly the rows it is given to zero (every byte; as a kernel split between
+    the cores, given a share of them), compiled by the light tier (O3 took 3 ms on the
+    loop it made a ``memset`` of anyway)."""
     from nbjax.backends.cpu import pipeline
+    from nbjax.compiler import Timer
 
     x = (RNG.standard_normal((40, 70, 3)) > 0).astype(dtype)
     with nbjax.enable_x64(dtype == np.float64):
         cpu = _check(lambda x: (jnp.zeros_like(x), x + x), x)
     (fill,) = [k for k in cpu.kernels if codegen.zero_fill(k.loop)]
+    monkeypatch.setattr(runtime, "splits", lambda loop: True)
     mb = codegen.ModuleBuilder("m")
     assert "llvm.memset" in mb.add_kernel(fill.loop)
     assert mb.light[fill.loop.name] == pipeline.CALLS
     out = np.full(x.nbytes, 0xA5, np.uint8)
-    cpu.jit_module.function(fill.name, 1)(out.ctypes.data, 5, 31)  # rows [5, 31) of 40
+    module = runtime.JitModule(mb.text(), Timer(), mb.light)
+    module.function(fill.name, 1)(out.ctypes.data, 5, 31)  # rows [5, 31) of 40
     rows = out.reshape(40, -1)
     assert not rows[5:31].any() and (rows[:5] == 0xA5).all() and (rows[31:] == 0xA5).all()
+
+
+def test_a_kernel_the_cores_do_not_share_has_its_whole_outer_axis_as_its_bounds():
+    """Only a kernel split between the cores is given a share of its outer axis: any other
+    is compiled with the whole axis as constants, so LLVM folds what the bounds decide. A
+    ``jnp.roll`` stencil in a loop (a concatenation read through a slice: its index plus a
+    constant compared with constants) is cut into pieces without a gather."""
+    def burgers(u):
+        def step(i, u):
+            ux = (jnp.roll(u, -1) - jnp.roll(u, 1)) / 0.02
+            return u - 1e-5 * u * ux + 1e-6 * (jnp.roll(u, -1) - 2 * u + jnp.roll(u, 1))
+        return jax_lax.fori_loop(0, 1000, step, u)
+    u = RNG.standard_normal(1024).astype(np.float32)
+    (kernel,) = _check(burgers, u, rtol=1e-5, atol=1e-5).kernels
+    assert codegen._cuts(kernel.loop) == {0: {1, 1023}} and not runtime.splits(kernel.loop)
+    optimised = kernel.texts["optimised LLVM IR"]
+    assert "gather" not in optimised and re.search(r"<(8|16) x float>", optimised)
+    signature = re.search(r"define void @\S+\((.*)\)", optimised).group(1)
+    start, stop = (arg.split()[-1] for arg in signature.split(", ")[-2:])
+    body = optimised[optimised.index("{"):]
+    assert not re.search(re.escape(start) + r"\b", body) and \
+        not re.search(re.escape(stop) + r"\b", body)

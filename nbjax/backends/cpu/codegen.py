@@ -186,7 +186,8 @@ def _code_key(fn, text):
 
 
 class CpuLoops(KernelScaffold):
-    """The CPU's scaffold for one kernel: the loop nest over ``[start, stop)`` of axis 0 and
+    """The CPU's scaffold for one kernel: the loop nest over ``[start, stop)`` of axis 0 (for
+    a kernel the runtime splits between the cores; any other covers the whole axis) and
     every index of the others, its innermost loop vectorised (with the float32 width
     asked for where needed: ``_row_width``), reductions over it accumulated in locals, and
     large outputs streamed (``streaming``)."""
@@ -209,6 +210,11 @@ class CpuLoops(KernelScaffold):
         if not self.kernel.shape:
             emitter.emit_body([])
             return
+        if not runtime.splits(self.kernel):
+            # Only a kernel split between the cores is called on a share of its outer axis:
+            # with the whole axis as constants, LLVM folds what the bounds decide (the
+            # index arithmetic and selects of each piece of a cut loop, the trip counts).
+            start, stop = ir.Constant(I64, 0), ir.Constant(I64, self.kernel.shape[0])
         if zero_fill(self.kernel):
             self._zero_rows(emitter, start, stop)
             return
@@ -426,19 +432,37 @@ def index_pieces(b, kernel, axis, lo, hi):
 
 def _cuts(kernel):
     """{axis: the indices inside it where a comparison in ``kernel``'s body of the axis'
-    index with a constant (either way round) changes its answer}, for the axes with any."""
+    index, or the index plus a constant (a slice's: ``jnp.roll`` reads a concatenation
+    through one), with a constant (either way round) changes its answer}, for the axes
+    with any."""
     cuts = {}
     for op in kernel.body:
         if op.name not in _CUTS:
             continue
         (x, y), name = op.args, op.name
-        if x.name == "const" and y.name == "index":
+        if x.name == "const":
             (y, x), name = op.args, _FLIPPED[name]
-        if x.name == "index" and y.name == "const":
-            size = kernel.shape[x.attr]
-            cuts.setdefault(x.attr, set()).update(
-                c for c in (y.attr + s for s in _CUTS[name]) if 0 < c < size)
+        shifted = _shifted_index(x)
+        if shifted is not None and y.name == "const":
+            axis, offset = shifted
+            size = kernel.shape[axis]
+            cuts.setdefault(axis, set()).update(
+                c for c in (y.attr - offset + s for s in _CUTS[name]) if 0 < c < size)
     return {axis: at for axis, at in cuts.items() if at}
+
+
+def _shifted_index(op):
+    """(axis, c) where ``op`` is an axis' index plus the constant ``c``, else None."""
+    if op.name == "index":
+        return op.attr, 0
+    if op.name not in ("add", "sub"):
+        return None
+    x, y = op.args
+    if op.name == "add" and x.name == "const":
+        x, y = y, x
+    if x.name != "index" or y.name != "const":
+        return None
+    return x.attr, y.attr if op.name == "add" else -y.attr
 
 
 # Float sums of rows longer than this accumulate in float64 (``_local_dtype``).
