@@ -1,5 +1,6 @@
-"""Matrix products called from native code: BLAS's ``gemm``, by address (``routines``
-finds it in the OpenBLAS NumPy ships, or else SciPy's BLAS).
+"""Matrix products called from native code: BLAS's ``gemm`` (``gemv`` for a matrix times a
+vector), by address (``routines`` finds them in the OpenBLAS NumPy ships, or else SciPy's
+BLAS).
 
 ``gemm`` emits the calls for a ``dot_general`` that is a stack of matrix products read in
 place: float32, float64, complex64 or complex128, the result in that dtype, and each operand a
@@ -227,6 +228,8 @@ def _gemm_call(b, setup, shape, a, bs, c_row, dtype, accumulate):
     matrix whose rows are ``c_row`` apart, adding to its elements with ``accumulate``
     (``beta = 1``)."""
     m, k, n = shape
+    if (m == 1 or n == 1) and k > 0:  # (gemv leaves y as it was when it sums nothing)
+        return _gemv_call(b, setup, shape, a, bs, c_row, dtype, accumulate)
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand
     # is, column-major, its transpose with its outer group's stride as leading dimension;
     # it is transposed again ("T") when its contracted group is the other one.
@@ -239,3 +242,34 @@ def _gemm_call(b, setup, shape, a, bs, c_row, dtype, accumulate):
     beta, ld_c = ref(routines.scalar(dtype, 1.0 if accumulate else 0.0)), integer(c_row)
     return lambda lhs, rhs, out: routines.call(
         b, "gemm", dtype, fixed + [rhs, ld_b, lhs, ld_a, beta, out, ld_c])
+
+
+def _gemv_call(b, setup, shape, a, bs, c_row, dtype, accumulate):
+    """``_gemm_call`` for a product of one row or one column, a matrix times a vector:
+    BLAS's ``gemv``, which streams the matrix once, where ``gemm`` packed it first (a 2000 x
+    2000 float32 matrix times a vector: 0.55-0.8 ms, ``gemv`` 0.13-0.3 ms). Column-major,
+    with ``_gemm_call``'s operands: one row of ``A`` (``m == 1``) makes ``C^T = op(B) x``,
+    ``x`` that row; else (``n == 1``) ``C = op(A)^T x``, ``x`` the column of ``B``. The
+    matrix is passed as it is stored, transposed (``"T"``) where its contracted elements
+    are the contiguous ones; the vectors' elements are one or a leading dimension apart."""
+    m, k, n = shape
+    ref, integer = functools.partial(by_reference, b, setup), \
+        functools.partial(routines.integer, b, setup)
+    if m == 1:
+        matrix, transposed, outputs = bs, bs.contracted_last, n
+        incx, incy = 1 if a.contracted_last else a.leading, 1
+    else:
+        matrix, transposed, outputs = a, a.contracted_last, m
+        incx, incy = 1 if bs.contracted_last else bs.leading, c_row
+    rows, columns = (k, outputs) if transposed else (outputs, k)
+    fixed = [routines.character(b, setup, "T" if transposed else "N"), integer(rows),
+             integer(columns), ref(routines.scalar(dtype, 1.0))]
+    ld, beta = integer(max(matrix.leading, 1)), \
+        ref(routines.scalar(dtype, 1.0 if accumulate else 0.0))
+    incx, incy = integer(max(incx, 1)), integer(max(incy, 1))
+
+    def product(lhs, rhs, out):
+        matrix_at, vector_at = (rhs, lhs) if m == 1 else (lhs, rhs)
+        routines.call(b, "gemv", dtype, fixed + [matrix_at, ld, vector_at, incx, beta, out,
+                                                 incy])
+    return product

@@ -32,10 +32,11 @@ from ..llvm import I8, I32, I64, declare
 
 PREFIX = "nbjax_"  # of the names the routines are registered under
 # The routines, each in a float32 ("s") and a float64 ("d") variant, by the SciPy module
-# exporting them; the matrix product also in its complex64 ("c") and complex128 ("z") ones.
-BLAS = ("gemm", "trsm")
+# exporting them; the matrix products also in their complex64 ("c") and complex128 ("z")
+# ones.
+BLAS = ("gemm", "gemv", "trsm")
 LAPACK = ("potrf", "getrf", "geqrf", "orgqr", "syevd", "gesdd")
-COMPLEX_BLAS = ("gemm",)
+COMPLEX_BLAS = ("gemm", "gemv")
 LETTERS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
 REAL = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
