@@ -56,6 +56,27 @@ def static_positions(argnums, nargs):
     return out
 
 
+class Static:
+    """A static argument in a trace cache key: equal to another only when of the same type
+    as well as equal, for ``1``, ``1.0`` and ``True`` are equal in Python but trace into
+    different programs (as in JAX, which traces again when the type changes)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, Static) and type(self.value) is type(other.value) \
+            and self.value == other.value
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __repr__(self):
+        return repr(self.value)
+
+
 class FlatCall:
     """A call ``fun(*args, **kwargs)`` seen as a function of flat array leaves.
 
@@ -71,6 +92,9 @@ class FlatCall:
         self.fun, self.nargs = fun, len(args)
         self.static = tuple((i, args[i]) for i in sorted(positions))
         self.static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in names))
+        # (what a trace cache keys them by)
+        self.static_key = tuple((i, Static(v)) for i, v in self.static)
+        self.static_kw_key = tuple((k, Static(v)) for k, v in self.static_kw)
         self.dyn_args = tuple(a for i, a in enumerate(args) if i not in positions)
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in names}
         self.leaves, self.in_tree = pytree.tree_flatten((self.dyn_args, dyn_kwargs))

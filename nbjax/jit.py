@@ -323,7 +323,7 @@ class JitWrapped:
         call.check_hashable(self.name)
         leaves = [as_leaf(x) for x in call.leaves]
         avals = tuple(abstractify(x) for x in leaves)
-        key = (call.in_tree, avals, call.static, call.static_kw, config.enable_x64,
+        key = (call.in_tree, avals, call.static_key, call.static_kw_key, config.enable_x64,
                user_context_values())
         entry = traces.get(self._owner, key)
         if entry is None:
@@ -451,9 +451,9 @@ class JitCall:
         except (TypeError, ValueError):
             names = []
         parts = [a.str_short(short_dtypes=True) for a in avals]
-        parts += [f"{names[i] if i < len(names) else f'arg{i}'}={_short_repr(v)}"
+        parts += [f"{names[i] if i < len(names) else f'arg{i}'}={_short_repr(v.value)}"
                   for i, v in static]
-        parts += [f"{k}={_short_repr(v)}" for k, v in static_kw]
+        parts += [f"{k}={_short_repr(v.value)}" for k, v in static_kw]
         return ", ".join(parts) or "no arguments"
 
 

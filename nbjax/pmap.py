@@ -202,7 +202,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         size = _axis_size(fun, call.in_tree, flat_args, flat_axes, axis_size)
         shard_avals = tuple(unmapped_aval(get_aval(x), axis)
                             for x, axis in zip(flat_args, flat_axes))
-        key = (call.in_tree, shard_avals, tuple(flat_axes), size, call.static,
+        key = (call.in_tree, shard_avals, tuple(flat_axes), size, call.static_key,
                config.enable_x64)
         traced = cache.get(key)
         if traced is None:

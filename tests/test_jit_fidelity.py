@@ -37,6 +37,19 @@ def test_static_argument_is_static_however_it_is_passed(options):
     assert f.static_argnums == (1,) and f.static_argnames == ("n",)
 
 
+@pytest.mark.parametrize("options", [dict(static_argnums=1), dict(static_argnames="k")])
+def test_static_arguments_equal_in_python_but_of_other_types_trace_again(options):
+    """``1``, ``1.0`` and ``True`` are equal (and hash alike) in Python, but they trace into
+    different programs: a static argument of another type is a new trace, as in JAX."""
+    scaled = nbjax.jit(lambda x, k: x * jnp.asarray(k), **options)
+    x = jnp.ones(2, jnp.int32)
+    assert scaled(x, k=1).dtype == jnp.int32
+    assert scaled(x, k=1.0).dtype == jnp.float32
+    assert scaled(x, k=1).dtype == jnp.int32 and scaled.trace_count == 2
+    is_true = nbjax.jit(lambda x, k: x if k is True else x + 1, **options)
+    assert float(is_true(1.0, k=1)) == 2.0 and float(is_true(1.0, k=True)) == 1.0
+
+
 def test_jit_with_only_options_is_a_decorator():
     @nbjax.jit(static_argnames="n")
     def scale(x, n):
