@@ -11,7 +11,8 @@ from .config import (allow_f16_reductions, array_garbage_collection_guard,  # no
                      remove_size_one_mesh_axis_from_type, softmax_custom_jvp, thread_guard,
                      threefry_partitionable, transfer_guard, transfer_guard_device_to_device,
                      transfer_guard_device_to_host, transfer_guard_host_to_device)
-from .core import Array, devices  # noqa: F401
+from .core import devices  # noqa: F401
+from .core.basearray import Array  # noqa: F401
 from .core.abstract import ShapeDtypeStruct, ShapedArray  # noqa: F401
 from .core.array import Device, Shard  # noqa: F401
 from .core.errors import (ConcretizationTypeError, TracerArrayConversionError,  # noqa: F401

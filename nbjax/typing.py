@@ -9,7 +9,7 @@ from typing import Any, Protocol, Union
 
 import numpy as np
 
-from .core.array import Array
+from .core.basearray import Array
 
 
 class SupportsDType(Protocol):

@@ -116,3 +116,24 @@ def test_array_host_methods():
     assert copy is not weak and copy.weak_type and copy.dtype == np.int32 and int(copy) == 2
     copy.delete()
     np.testing.assert_array_equal(weak, 2)  # the clone's data is its own to delete
+
+
+def test_traced_values_are_arrays_for_isinstance():
+    """``isinstance(x, nbjax.Array)`` (or ``jnp.ndarray``) answers alike inside a
+    transformation and outside, as ``jax.Array`` does; typed keys are arrays, NumPy's are
+    not, and the type makes no arrays itself."""
+    seen = []
+
+    def f(x):
+        seen.append((isinstance(x, nbjax.Array), isinstance(x, jnp.ndarray)))
+        return x * 2
+    nbjax.jit(f)(1.0)
+    nbjax.grad(f)(1.0)
+    nbjax.vmap(f)(jnp.ones(2))
+    nbjax.make_jaxpr(f)(1.0)
+    f(jnp.ones(2))
+    assert seen == [(True, True)] * 5
+    assert isinstance(nbjax.random.key(0), nbjax.Array)
+    assert not isinstance(np.ones(2), nbjax.Array)
+    with pytest.raises(TypeError, match="cannot be instantiated"):
+        nbjax.Array([1.0])

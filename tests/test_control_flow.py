@@ -92,7 +92,7 @@ def test_cond_pytree_operands_and_outputs():
 
 
 def test_cond_without_operands_and_closures_over_arrays():
-    w = nbjax.Array(random_array(rng, (4,)))
+    w = jnp.asarray(random_array(rng, (4,)))
     got = lax.cond(False, lambda: w * 2.0, lambda: w + 1.0)
     assert_close(got, w + 1)
     closed = traced(lambda p: lax.cond(p, lambda: w * 2.0, lambda: w + 1.0), True)

@@ -351,7 +351,7 @@ def test_private_arrays():
     assert runtime.private(big)
     frozen = np.ones(3, np.float32)
     frozen.flags.writeable = False
-    assert not runtime.private(nbjax.Array(frozen))  # shares the caller's read-only array
+    assert not runtime.private(nbjax.core.Array(frozen))  # shares the caller's read-only array
 
 
 @pytestmark_cpu

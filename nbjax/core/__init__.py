@@ -14,3 +14,7 @@ from .primitive import Primitive
 from .source_info import SourceInfo, user_frame
 from .trace import (Trace, Tracer, current_trace, get_aval, new_trace,
                     set_current_trace, valid_value)
+from . import basearray
+
+basearray.Array.register(Array)
+basearray.Array.register(Tracer)

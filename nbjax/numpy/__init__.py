@@ -11,7 +11,7 @@ Helpers shared across modules have public names but stay out of ``__all__``.
 
 import numpy as _np
 
-from ..core import Array as ndarray  # noqa: F401  (jnp.ndarray, for isinstance checks)
+from ..core.basearray import Array as ndarray  # noqa: F401  (jnp.ndarray, for isinstance)
 from ..core.dtypes import iinfo, promote_types  # noqa: F401
 from . import array_methods as _array_methods
 from . import fft, linalg  # noqa: F401

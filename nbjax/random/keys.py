@@ -21,7 +21,7 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..config import config
-from ..core import Array, Tracer, canonical_shape, dtypes, get_aval, pytree
+from ..core import Array, Tracer, basearray, canonical_shape, dtypes, get_aval, pytree
 from ..core.array import scalar_in_range
 from .impls import PRNG_IMPLS, PRNGImpl
 
@@ -143,6 +143,7 @@ class PRNGKeyArray:
 
 # The implementation is the aux data: static to transformations (and part of jit's cache key),
 # and unflattening gives keys of the same kind back.
+basearray.Array.register(PRNGKeyArray)  # (as jax.random.key's arrays are jax.Arrays)
 pytree.register_leaf_to_users(PRNGKeyArray, lambda k: ((k._data,), k._impl),
                               lambda impl, children: PRNGKeyArray(impl, children[0]))
 
