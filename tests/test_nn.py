@@ -171,6 +171,23 @@ def test_logsumexp_weights_and_sign():
     assert np.isnan(negative)
 
 
+def test_logsumexp_leaves_terms_weighed_by_zero_out_of_its_shift():
+    """A term ``b`` weighs by zero is no term: a huge one must not be the maximum that the
+    others are shifted by (they would underflow to a sum of 0, and a log of -inf); its
+    derivative is 0 (as in JAX)."""
+    a, b = np.array([0.0, 1000.0, 1.0], F32), np.array([1.0, 0.0, 2.0], F32)
+    want = np.log(1.0 + 2.0 * np.exp(1.0))
+    assert_close(nn.logsumexp(a, b=b), want, rtol=1e-6)
+    out, sign = nn.logsumexp(a, b=b, return_sign=True)
+    assert_close(out, want, rtol=1e-6)
+    assert float(sign) == 1.0
+    assert_close(nbjax.scipy.special.logsumexp(np.array([0.0, 100.0], F32),
+                                               b=np.array([1.0, 0.0], F32)), 0.0)
+    weights = np.where(b != 0, b * np.exp(np.where(b != 0, a, 0.0).astype(np.float64)), 0.0)
+    assert_close(nbjax.grad(lambda a: nn.logsumexp(a, b=b))(a), weights / weights.sum(),
+                 rtol=1e-6)
+
+
 def test_logsumexp_where():
     a = RNG.normal(size=(3, 4)).astype(F32)
     where = np.array([True, False, True, True])

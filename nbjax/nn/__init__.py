@@ -360,12 +360,14 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     """``log(sum(b * exp(a)))`` along ``axis``, stable for large and infinite inputs.
 
     The maximum is subtracted first (0 if it is infinite, so all -inf gives -inf and +inf
-    gives inf). With ``return_sign`` returns ``(log|sum|, sign(sum))``, otherwise a negative
-    sum gives NaN.
+    gives inf); terms that ``b`` weighs by zero are left out of it, so that one of them
+    does not make the others underflow (as in JAX). With ``return_sign`` returns
+    ``(log|sum|, sign(sum))``, otherwise a negative sum gives NaN.
     """
     a = _float("logsumexp", a)
     if b is not None:
         a, b = broadcast_together(*promote_args_inexact("logsumexp", a, b))
+        a = jnp.where(b != 0, a, -np.inf)
     amax = jnp.max(a, axis, keepdims=True, where=where, initial=-np.inf)
     amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, 0))
     exp_a = jnp.exp(a - amax)
