@@ -10,7 +10,7 @@ import numpy as np
 
 from .calls import FlatCall, abstractify, as_array, static_positions
 from .core import (Array, ClosedJaxpr, EvalTrace, Trace, Tracer, eval_jaxpr, get_aval,
-                   new_trace, pytree, set_current_trace)
+                   new_trace, pytree, set_current_trace, valid_value)
 from .core import dtypes
 from .core.abstract import ShapeDtypeStruct, ShapedArray
 from . import lax
@@ -114,15 +114,30 @@ def _aux_split(fun, has_aux):
 
 
 class _AuxBox:
-    """Auxiliary outputs (has_aux=True), travelling with the main ones but not differentiated."""
+    """Auxiliary outputs (has_aux=True), travelling with the main ones but not differentiated.
+    Its leaves that are arrays or scalars travel as outputs (traced ones come out as their
+    values); any other leaf (a string, an object) is handed back as it is, as in JAX."""
 
     def __init__(self, value):
         self.value = value
 
+    def flatten(self):
+        leaves, tree = pytree.tree_flatten(self.value)
+        kept = tuple((i, x) for i, x in enumerate(leaves) if not valid_value(x))
+        return [x for x in leaves if valid_value(x)], (tree, kept)
 
-pytree.register_pytree_node(
-    _AuxBox, lambda b: (pytree.tree_leaves(b.value), pytree.tree_structure(b.value)),
-    lambda tree, leaves: _AuxBox(tree.unflatten(leaves)))
+    @staticmethod
+    def unflatten(aux_data, values):
+        tree, kept = aux_data
+        leaves, values = [None] * tree.num_leaves, iter(values)
+        for i, x in kept:
+            leaves[i] = x
+        kept_at = {i for i, _ in kept}
+        leaves = [x if i in kept_at else next(values) for i, x in enumerate(leaves)]
+        return _AuxBox(tree.unflatten(leaves))
+
+
+pytree.register_pytree_node(_AuxBox, _AuxBox.flatten, _AuxBox.unflatten)
 
 
 def _aux_join(tree, outs, touts, has_aux):

@@ -32,6 +32,22 @@ def test_grad_argnums_has_aux_and_value_and_grad():
     assert aux == {"n": 1}
 
 
+def test_aux_leaves_that_are_not_arrays_come_back_as_they_are():
+    """Auxiliary data may hold anything (a label, None, an object): JAX hands back what is
+    not an array unchanged, and traced arrays as their values."""
+    def f(x):
+        return jnp.sum(x * 2), {"label": "loss", "none": None, "x": x, "f": jnp.sin}
+    x = np.arange(3.0, dtype=np.float32)
+    for aux in [nbjax.grad(f, has_aux=True)(x)[1],
+                nbjax.value_and_grad(f, has_aux=True)(x)[0][1],
+                nbjax.vjp(f, x, has_aux=True)[2],
+                nbjax.jacrev(f, has_aux=True)(x)[1],
+                nbjax.jvp(f, (x,), (x,), has_aux=True)[2]]:
+        assert aux["label"] == "loss" and aux["none"] is None and aux["f"] is jnp.sin
+        assert isinstance(aux["x"], nbjax.core.Array)
+        np.testing.assert_array_equal(aux["x"], x)
+
+
 @pytest.mark.parametrize("call, error, match", [
     # (JAX's errors: grad's own for a missing argument, the shared one otherwise)
     (lambda f: nbjax.grad(f, argnums=2)(1.0, 1.0), TypeError,
