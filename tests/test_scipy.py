@@ -238,6 +238,11 @@ def test_erfinv_ndtri_digamma():
     close(special.erf(special.erfinv(y)), y, 1e-5)
     p = np.linspace(0.01, 0.99, 9).astype(np.float32)
     close(special.ndtr(special.ndtri(p)), p, 1e-5)
+    # outside [0, 1], NaN, tiny negative probabilities included (SciPy's and JAX's answer)
+    outside = np.float32([-1e-30, -1e-20, -1e-10, -0.5, 1.5, 1 + 1e-6, np.nan])
+    assert np.isnan(np.asarray(special.ndtri(outside))).all()
+    assert np.isnan(np.asarray(nbjax.jit(special.ndtri)(outside))).all()
+    np.testing.assert_array_equal(special.ndtri(np.float32([0.0, 1.0])), [-np.inf, np.inf])
     # digamma is the derivative of gammaln (and digamma(1) = -euler_gamma).
     x = np.array([0.5, 1.0, 2.5, 7.0], np.float32)
     close(special.digamma(x), nbjax.vmap(nbjax.grad(special.gammaln))(x), 1e-4)

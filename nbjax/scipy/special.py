@@ -104,7 +104,9 @@ def ndtri(p):
     """The inverse of ``ndtr``: ``sqrt(2) erfinv(2p - 1)`` on ``[1/4, 3/4]``, where ``2p - 1`` is
     exact. In the tails ``2p - 1`` would round away ``p`` (to -1 below ``eps / 4``), so there
     ``-ndtri(q)``, ``q = min(p, 1 - p)`` (exact), is the root of ``log_ndtr(x) = log q``,
-    found by Newton's method: ``log_ndtr`` keeps its relative accuracy in the tail."""
+    found by Newton's method: ``log_ndtr`` keeps its relative accuracy in the tail. Outside
+    ``[0, 1]`` it is NaN (a tiny negative ``p`` would round ``2p - 1`` to -1, whose
+    ``erfinv`` is -inf)."""
     p = float32_or_64(p)
     dtype = p.dtype
     central = np.sqrt(2).astype(dtype) * lax.erf_inv(2 * p - 1)
@@ -112,7 +114,7 @@ def ndtri(p):
     tail = _ndtri_lower_tail(jnp.where((q > 0) & (q < 0.25), q, jnp.full_like(q, 0.125)))
     tail = jnp.where(p < 0.5, tail, -tail)
     in_tails = (q < 0.25) & (q > 0)
-    return jnp.where(in_tails, tail, central)
+    return jnp.where((p < 0) | (p > 1), np.nan, jnp.where(in_tails, tail, central))
 
 
 def _ndtri_lower_tail(q):
