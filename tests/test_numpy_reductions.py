@@ -333,11 +333,30 @@ METHODS = ["linear", "lower", "higher", "midpoint", "nearest"]
 @pytest.mark.parametrize("q", [0.3, np.array([0.0, 0.25, 0.5, 0.9, 1.0])])
 def test_quantile(method, axis, q):
     x = random_array(RNG, (4, 5, 2), F32)
-    out = jnp.quantile(x, q, axis=axis, method=method)
-    check(out, np.quantile(x.astype(np.float64), q, axis=axis, method=method), F32)
-    out = jnp.quantile(x, q, axis=axis, method=method, keepdims=True)
-    check(out, np.quantile(x.astype(np.float64), q, axis=axis, method=method, keepdims=True),
-          F32)
+    for keepdims in (False, True):
+        out = jnp.quantile(x, q, axis=axis, method=method, keepdims=keepdims)
+        check(out, _quantile(x.astype(np.float64), q, axis, method, keepdims), F32)
+
+
+def _quantile(x, q, axis, method, keepdims):
+    """NumPy's quantile, but halfway between two values "nearest" takes the lower one, as
+    JAX does (NumPy's rounds the position to even)."""
+    if method != "nearest":
+        return np.quantile(x, q, axis=axis, method=method, keepdims=keepdims)
+    n = x.size if axis is None else np.prod([x.shape[a] for a in np.atleast_1d(axis)])
+    position = np.asarray(q) * (n - 1)
+    upper = (position - np.floor(position) > 0.5).reshape(np.shape(q) + (1,) * (
+        x.ndim if keepdims else x.ndim - (x.ndim if axis is None else np.size(axis))))
+    return np.where(upper, np.quantile(x, q, axis=axis, method="higher", keepdims=keepdims),
+                    np.quantile(x, q, axis=axis, method="lower", keepdims=keepdims))
+
+
+def test_nearest_quantile_takes_the_lower_value_halfway():
+    """At a position halfway between two values, JAX's "nearest" takes the lower one."""
+    assert float(jnp.quantile(jnp.arange(4.0), 0.5, method="nearest")) == 1.0
+    np.testing.assert_array_equal(
+        jnp.quantile(jnp.arange(6.0), jnp.array([0.1, 0.3, 0.5, 0.7, 0.9]), method="nearest"),
+        [0.0, 1.0, 2.0, 3.0, 4.0])
 
 
 @pytest.mark.parametrize("dtype", (I8, F16, F32))

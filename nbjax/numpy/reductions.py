@@ -582,8 +582,8 @@ def _interpolate(method, sorted_a, pos):
     """The value at fractional position ``pos`` (shaped ``q + rest + (1,)``) of each sorted
     slice, as ``method`` says to combine its two neighbours."""
     low, high = lax.floor(pos), lax.ceil(pos)
-    if method == "nearest":
-        low = high = lax.round(pos, lax.RoundingMethod.TO_NEAREST_EVEN)
+    if method == "nearest":  # (halfway: the lower one, as JAX; NumPy's rounds to even)
+        low = high = lax.select(lax.le(lax.sub(pos, low), scalar_like(pos, 0.5)), low, high)
     index_dtype = dtypes.default_int()
     low_v = _pick(sorted_a, lax.convert_element_type(low, index_dtype))
     high_v = _pick(sorted_a, lax.convert_element_type(high, index_dtype))
