@@ -29,6 +29,25 @@ def test_array_basics_and_repr():
         "Array([], shape=(0, 3), dtype=float32)"
 
 
+def test_array_repr_wraps_its_values_as_jax_does():
+    """Lines of values wrap as if only a comma followed them (as jax 0.10.2 prints them:
+    these strings are its output); the dtype follows the last line, after a gap of the
+    prefix's width when that line is full."""
+    assert repr(Array(np.arange(20, dtype=np.uint8))) == (
+        "Array([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14, 15, 16,\n"
+        "       17, 18, 19], dtype=uint8)")
+    assert repr(Array(np.arange(17, dtype=np.uint8))) == (
+        "Array([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14, 15, 16],"
+        "      dtype=uint8)")
+    assert repr(Array(np.linspace(0, 1, 9, dtype=np.float32))) == (
+        "Array([0.   , 0.125, 0.25 , 0.375, 0.5  , 0.625, 0.75 , 0.875, 1.   ],"
+        "      dtype=float32)")
+    assert repr(Array(np.arange(2000, dtype=np.float32))) == (
+        "Array([0.000e+00, 1.000e+00, 2.000e+00, ..., 1.997e+03, 1.998e+03,\n"
+        "       1.999e+03], dtype=float32)")
+    assert repr(Array(np.zeros(0, np.float32))) == "Array([], shape=(0,), dtype=float32)"
+
+
 def test_array_is_immutable_and_numpy_interop():
     src = np.arange(3, dtype=np.float32)
     x = Array(src)

@@ -392,14 +392,19 @@ class Array:
     __hash__ = None
 
     def __repr__(self):
+        """As JAX prints an array: NumPy's lines of values, wrapped as if only a comma
+        followed them, then the dtype (after a wider gap when the last line is full)."""
         name = "float0" if self.dtype == dtypes.float0 else self.dtype.name
-        prefix, suffix = "Array(", f", dtype={name})"
-        if self.weak_type:
-            suffix = f", dtype={name}, weak_type=True)"
-        if self.size == 0 and self.ndim:
-            return f"{prefix}[], shape={self.shape}{suffix}"
-        body = np.array2string(self._value, prefix=prefix, suffix=suffix, separator=", ")
-        return prefix + body + suffix
+        dtype = f"dtype={name}, weak_type=True" if self.weak_type else f"dtype={name}"
+        prefix, width = "Array(", np.get_printoptions()["linewidth"]
+        if self.size == 0:
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ",
+                                   max_line_width=width)
+        last_line = len(body) - body.rfind("\n") + 1
+        gap = " " * len(prefix) if last_line + len(dtype) + 2 > width else " "
+        return f"{prefix}{body},{gap}{dtype})"
 
     def __str__(self):
         return str(self._value)
