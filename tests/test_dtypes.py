@@ -1,5 +1,7 @@
 """Type promotion against JAX's documented table, weak types, and 32/64-bit canonicalization."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -77,8 +79,38 @@ def test_x32_canonicalizes_results():
     assert (u8 + 10).dtype == np.uint8
     assert jnp.add(jnp.zeros(2, "uint32"), jnp.zeros(2, "int32")).dtype == np.int32
     assert jnp.add(jnp.zeros(2, "int8"), 1.0).dtype == np.float32
-    assert jnp.zeros(2, "float64").dtype == np.float32
+    with pytest.warns(UserWarning, match="float64 requested in zeros is not available"):
+        assert jnp.zeros(2, "float64").dtype == np.float32
     assert (jnp.zeros(2, "float16") + 2.0).dtype == np.float16
+
+
+@pytest.mark.parametrize("make, function", [
+    (lambda: jnp.zeros(2, jnp.float64), "zeros"), (lambda: jnp.ones(2, "int64"), "ones"),
+    (lambda: jnp.full(2, 1.0, jnp.float64), "full"),
+    (lambda: jnp.array([1.0], jnp.float64), "array"),
+    (lambda: jnp.asarray([1.0], dtype="float64"), "asarray"),
+    (lambda: jnp.ones(2).astype(jnp.float64), "astype"),
+    (lambda: jnp.arange(3, dtype=jnp.int64), "arange"),
+    (lambda: jnp.zeros_like(jnp.ones(2), jnp.complex128), "zeros_like"),
+    (lambda: jnp.eye(2, dtype=jnp.float64), "eye"),
+    (lambda: jnp.linspace(0, 1, 3, dtype=jnp.float64), "linspace"),
+    (lambda: jnp.sum(jnp.ones(2), dtype=jnp.float64), "sum"),
+    (lambda: jnp.mean(jnp.ones(2), dtype=jnp.float64), "mean"),
+    (lambda: jnp.cumsum(jnp.ones(2), dtype=jnp.uint64), "cumsum"),
+])
+def test_a_64_bit_dtype_asked_for_without_x64_warns_that_it_is_truncated(make, function):
+    """JAX's warning, naming the function, where a user asks for a 64-bit dtype with x64
+    off: the values are rounded to 32 bits. Nothing warns under x64, or for the 32-bit
+    types a NumPy float64 array or a Python float become without being asked."""
+    with pytest.warns(UserWarning, match=rf"Explicitly requested dtype \w+(64|128) requested "
+                                         rf"in {function} is not available, and will be "
+                                         r"truncated to dtype \w+(32|64)\."):
+        make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with nbjax.enable_x64(True):
+            make()
+        jnp.asarray(np.ones(2)), jnp.asarray(1.0), jnp.zeros(2, jnp.float32)
 
 
 def test_x64_flag_changes_defaults(x64):

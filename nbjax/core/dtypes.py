@@ -16,6 +16,7 @@ import ml_dtypes
 import numpy as np
 
 from ..config import config
+from .source_info import warn_at_user_line
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -102,6 +103,21 @@ def canonicalize(dtype):
     if config.enable_x64:
         return dt
     return _TO_32_BIT.get(dt, dt)
+
+
+def requested(dtype, function):
+    """``canonicalize(dtype)`` for a dtype a user asked ``function`` for: a 64-bit one made
+    32-bit (x64 off) says so with JAX's warning, for the values are rounded (the classroom's
+    "where did my float64 go")."""
+    dt = check_supported(dtype)
+    stored = canonicalize(dt)
+    if stored != dt:
+        warn_at_user_line(
+            f"Explicitly requested dtype {dt.name} requested in {function} is not available, "
+            f"and will be truncated to dtype {stored.name}. To enable more dtypes, set the "
+            "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell environment "
+            "variable. See https://github.com/jax-ml/jax#current-gotchas for more.")
+    return stored
 
 
 def default_int():

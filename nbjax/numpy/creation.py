@@ -44,8 +44,8 @@ def result_type(*args):
     return util.result_type(*args)[0]
 
 
-def _canonical_dtype(dtype):
-    return None if dtype is None else dtypes.canonicalize(dtype)
+def _canonical_dtype(dtype, function):
+    return None if dtype is None else dtypes.requested(dtype, function)
 
 
 # --- array / asarray -----------------------------------------------------------------------
@@ -104,7 +104,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
     del copy, device  # arrays are immutable and live on the one CPU device
     if order not in ("K", "A", "C", None):
         raise NotImplementedError(f"array: order={order!r} is not supported")
-    dtype = _canonical_dtype(dtype)
+    dtype = _canonical_dtype(dtype, "array")
     leaves = _leaves(object)
     if any(leaf is None for leaf in leaves):
         raise ValueError("None is not a valid value for jnp.array")
@@ -157,7 +157,8 @@ def _is_text(obj):
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     """Like ``array``; arrays already of the right dtype are returned as they are."""
-    return array(a, dtype, copy=False, order=order or "K", device=device)
+    return array(a, _canonical_dtype(dtype, "asarray"), copy=False, order=order or "K",
+                 device=device)
 
 
 def copy(a, order=None):
@@ -184,17 +185,17 @@ def full(shape, fill_value, dtype=None, *, device=None):
     check_arraylike("full", fill_value)
     fill = to_array(fill_value)
     if dtype is not None:
-        fill = lax.convert_element_type(fill, dtype)
+        fill = lax.convert_element_type(fill, dtypes.requested(dtype, "full"))
     return broadcast_to_shape(fill, shape)
 
 
 def zeros(shape, dtype=None, *, device=None):
     """An array of zeros (float32 unless ``dtype`` says otherwise)."""
-    return full(shape, 0, dtype or dtypes.default_float())
+    return full(shape, 0, _canonical_dtype(dtype, "zeros") or dtypes.default_float())
 
 
 def ones(shape, dtype=None, *, device=None):
-    return full(shape, 1, dtype or dtypes.default_float())
+    return full(shape, 1, _canonical_dtype(dtype, "ones") or dtypes.default_float())
 
 
 empty = zeros
@@ -208,16 +209,17 @@ def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     if dtype is None:
         fill = lax.convert_element_type(to_array(fill_value), aval.dtype, aval.weak_type)
     else:
-        fill = lax.convert_element_type(to_array(fill_value), dtype)
+        fill = lax.convert_element_type(to_array(fill_value), dtypes.requested(dtype,
+                                                                              "full_like"))
     return broadcast_to_shape(fill, target)
 
 
 def zeros_like(a, dtype=None, shape=None, *, device=None):
-    return full_like(a, 0, dtype, shape)
+    return full_like(a, 0, _canonical_dtype(dtype, "zeros_like"), shape)
 
 
 def ones_like(a, dtype=None, shape=None, *, device=None):
-    return full_like(a, 1, dtype, shape)
+    return full_like(a, 1, _canonical_dtype(dtype, "ones_like"), shape)
 
 
 def empty_like(prototype, dtype=None, shape=None, *, device=None):
@@ -248,7 +250,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     if any(np.iscomplexobj(x) for x in bounds):
         raise ValueError("Passing complex start/stop/step to jnp.arange is no longer supported "
                          "starting in JAX v0.10.0.")
-    dtype = _canonical_dtype(dtype) or result_type(*bounds)
+    dtype = _canonical_dtype(dtype, "arange") or result_type(*bounds)
     start, stop, step = (None if x is None else np.asarray(x).item() for x in (start, stop, step))
     if stop is None:
         start, stop = 0, start
@@ -278,7 +280,7 @@ def _linspace_parts(name, start, stop, num, dtype, axis):
         compute = get_aval(start).dtype
     else:
         start, stop = to_array(start), to_array(stop)
-        compute = dtypes.to_inexact(dtypes.canonicalize(dtype))
+        compute = dtypes.to_inexact(dtypes.requested(dtype, name))
     shape = util.broadcast_shapes(get_aval(start).shape, get_aval(stop).shape, name=name)
     start, stop = (broadcast_to_shape(lax.convert_element_type(v, compute), shape)
                    for v in (start, stop))
@@ -432,7 +434,7 @@ def _space_parts(name, start, stop, num, dtype, axis):
     axis = operator.index(concrete_argument(name, "axis", axis))
     check_arraylike(name, start, stop)
     start, stop = util.promote_dtypes_inexact(start, stop)
-    dtype = get_aval(start).dtype if dtype is None else dtypes.canonicalize(dtype)
+    dtype = get_aval(start).dtype if dtype is None else dtypes.requested(dtype, name)
     compute = dtypes.to_inexact(dtype)
     start, stop = (lax.convert_element_type(v, compute) for v in (start, stop))
     return start, stop, dtype, num, axis
@@ -482,7 +484,8 @@ def _diagonal_mask(name, N, M, k, compare):
 def eye(N, M=None, k=0, dtype=None, *, device=None):
     """An ``N x M`` matrix with ones on the ``k``-th diagonal."""
     mask = _diagonal_mask("eye", N, M, k, lax.eq)
-    return lax.convert_element_type(mask, dtype or dtypes.default_float())
+    return lax.convert_element_type(mask, _canonical_dtype(dtype, "eye")
+                                    or dtypes.default_float())
 
 
 def identity(n, dtype=None):
@@ -492,7 +495,8 @@ def identity(n, dtype=None):
 def tri(N, M=None, k=0, dtype=None):
     """Ones at and below the ``k``-th diagonal."""
     mask = _diagonal_mask("tri", N, M, k, lax.le)
-    return lax.convert_element_type(mask, dtype or dtypes.default_float())
+    return lax.convert_element_type(mask, _canonical_dtype(dtype, "tri")
+                                    or dtypes.default_float())
 
 
 def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):

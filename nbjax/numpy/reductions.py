@@ -126,7 +126,7 @@ def _sum_dtype(a, dtype, promote_integers=True):
     """Without ``promote_integers`` narrow ints keep their type, but bools are still
     counted (in the default int: JAX makes them numbers first)."""
     if dtype is not None:
-        return dtypes.canonicalize(dtype)
+        return dtypes.requested(dtype, "sum")
     if promote_integers or dtypes.is_bool(_dtype(a)):
         return _upcast_small_ints(_dtype(a))
     return _dtype(a)
@@ -225,7 +225,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     (the mean of ``[1.5, 2.5, 2.7]`` as int32 is ``(1 + 2 + 2) // 3``)."""
     _out_unsupported(out)
     a = _asarray("mean", a)
-    compute = dtypes.canonicalize(dtype) if dtype is not None else dtypes.to_inexact(_dtype(a))
+    compute = dtypes.requested(dtype, "mean") if dtype is not None else \
+        dtypes.to_inexact(_dtype(a))
     accumulate = _computation_dtype(compute)
     count = _count(a, axis, keepdims, where, accumulate)  # (first: its error is JAX's)
     total = sum(a, axis, accumulate, keepdims=keepdims, where=where)
@@ -279,7 +280,7 @@ def _var_dtypes(a_dtype, dtype):
         out = dtypes.canonicalize(dtypes.finfo(compute).dtype) if dtypes.is_complex(compute) \
             else compute
         return out, _computation_dtype(compute)
-    compute = dtypes.canonicalize(dtype)
+    compute = dtypes.requested(dtype, "var")
     if dtypes.is_complex(a_dtype) and not dtypes.is_complex(compute):
         raise ValueError("jax.numpy.var does not yet support real dtype parameters when "
                          "computing the variance of an array of complex values. The semantics "
@@ -377,7 +378,7 @@ def _cumulative(name, lax_fn, a, axis, dtype, upcast_ints=False):
         a, axis = _flatten(a), 0 if axis is None else axis  # (JAX's: a Python scalar is 1-d)
     axis = canonicalize_axis(axis, get_aval(a).ndim)
     if dtype is not None:
-        out_dtype = dtypes.canonicalize(dtype)
+        out_dtype = dtypes.requested(dtype, name)
     elif dtypes.is_bool(_dtype(a)) or upcast_ints:
         out_dtype = _upcast_small_ints(_dtype(a))
     else:

@@ -914,7 +914,7 @@ def astype(x, dtype, /, *, copy=False, device=None):
     del copy, device  # immutable arrays on the one CPU device
     check_arraylike("astype", x)
     x = to_array(x)
-    dtype = dtypes.canonicalize(dtypes.default_float() if dtype is None else dtype)
+    dtype = dtypes.default_float() if dtype is None else dtypes.requested(dtype, "astype")
     if dtypes.is_complex(_dtype(x)) and dtypes.is_bool(dtype):
         return lax.ne(x, filled_like(x, 0))
     if dtypes.is_complex(_dtype(x)) and not dtypes.is_complex(dtype):
