@@ -40,8 +40,8 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
             jaxpr, consts = staging.trace_to_jaxpr(call, in_avals, desc)
         closed = ClosedJaxpr(jaxpr, consts)
         if return_shape:
-            shapes = call.out_tree.unflatten(jaxpr.out_avals)
-            return closed, shapes
+            return closed, call.out_tree.unflatten([ShapeDtypeStruct(
+                a.shape, a.dtype, weak_type=a.weak_type) for a in jaxpr.out_avals])
         return closed
     return make
 
@@ -561,9 +561,7 @@ def eval_shape(fun, *args, **kwargs):
     """The shapes and dtypes ``fun(*args, **kwargs)`` would return, as a pytree of
     ``ShapeDtypeStruct``s, found by tracing (nothing is computed). Arguments may be
     arrays or anything with ``shape`` and ``dtype``."""
-    _, shapes = make_jaxpr(lambda a, k: fun(*a, **k), return_shape=True)(args, kwargs)
-    return pytree.tree_map(lambda a: ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type),
-                           shapes)
+    return make_jaxpr(lambda a, k: fun(*a, **k), return_shape=True)(args, kwargs)[1]
 
 
 def linear_transpose(fun, *primals, reduce_axes=()):

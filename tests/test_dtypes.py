@@ -111,6 +111,7 @@ def test_a_64_bit_dtype_asked_for_without_x64_warns_that_it_is_truncated(make, f
         with nbjax.enable_x64(True):
             make()
         jnp.asarray(np.ones(2)), jnp.asarray(1.0), jnp.zeros(2, jnp.float32)
+        jnp.zeros(2, float), jnp.asarray([1], int), jnp.ones(2, complex)
 
 
 def test_x64_flag_changes_defaults(x64):

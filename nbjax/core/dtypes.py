@@ -108,10 +108,11 @@ def canonicalize(dtype):
 def requested(dtype, function):
     """``canonicalize(dtype)`` for a dtype a user asked ``function`` for: a 64-bit one made
     32-bit (x64 off) says so with JAX's warning, for the values are rounded (the classroom's
-    "where did my float64 go")."""
+    "where did my float64 go"). Python's ``int``, ``float`` and ``complex`` ask for the
+    default types, whatever their width."""
     dt = check_supported(dtype)
     stored = canonicalize(dt)
-    if stored != dt:
+    if stored != dt and dtype not in (int, float, complex):
         warn_at_user_line(
             f"Explicitly requested dtype {dt.name} requested in {function} is not available, "
             f"and will be truncated to dtype {stored.name}. To enable more dtypes, set the "

@@ -236,4 +236,4 @@ top_k_p.def_batch(_top_k_batch_rule)
 def top_k(operand, k, *, axis=-1):
     """The ``k`` largest entries along ``axis`` and their int32 indices, largest first."""
     axis = _canonical_axis(axis, get_aval(operand).ndim)
-    return tuple(top_k_p.bind(operand, k=operator.index(k), axis=axis))
+    return list(top_k_p.bind(operand, k=operator.index(k), axis=axis))  # (a list, as JAX)

@@ -20,7 +20,8 @@ _BINARY = {
 }
 _COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
             "gt": "greater", "ge": "greater_equal"}
-_EQUALITY = {"eq": "==", "ne": "!="}
+# Operators a list or tuple operand must not reach Python's fallbacks for (see ``_forward``).
+_REFUSING_SEQUENCES = {"eq": "==", "ne": "!=", "mul": "*"}
 _UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"}
 
 # method name -> jnp function name (the array is the first argument).
@@ -46,16 +47,18 @@ def _function(jnp, name):
 
 
 def _forward(jnp, name, reflected=False, symbol=None):
-    """The operator method calling ``jnp.<name>``. With ``symbol`` (``==``, ``!=``) a list
-    or tuple operand is JAX's TypeError: returning NotImplemented would let Python fall
-    back to identity, and ``x == [1, 2]`` be False."""
+    """The operator method calling ``jnp.<name>``. With ``symbol`` (``==``, ``!=``, ``*``)
+    a list or tuple operand is JAX's TypeError: returning NotImplemented would let Python
+    fall back to identity, and ``x == [1, 2]`` be False, or repeat the list
+    (``[1, 2] * x``, a scalar ``x``, as its ``__index__``)."""
     fn = _function(jnp, name)
 
     def method(self, other):
         if not _is_operand(other):
             if symbol is not None and isinstance(other, (list, tuple)):
+                left, right = (other, self) if reflected else (self, other)
                 raise TypeError(f"unsupported operand type(s) for {symbol}: "
-                                f"{type(self).__name__!r} and {type(other).__name__!r}")
+                                f"{type(left).__name__!r} and {type(right).__name__!r}")
             return NotImplemented
         return fn(other, self) if reflected else fn(self, other)
     return method
@@ -170,10 +173,11 @@ def register(jnp):
     """Attach the operators and methods to Array and Tracer."""
     for cls in (Array, Tracer):
         for op, name in _BINARY.items():
-            setattr(cls, f"__{op}__", _forward(jnp, name))
-            setattr(cls, f"__r{op}__", _forward(jnp, name, reflected=True))
+            symbol = _REFUSING_SEQUENCES.get(op)
+            setattr(cls, f"__{op}__", _forward(jnp, name, symbol=symbol))
+            setattr(cls, f"__r{op}__", _forward(jnp, name, reflected=True, symbol=symbol))
         for op, name in _COMPARE.items():
-            setattr(cls, f"__{op}__", _forward(jnp, name, symbol=_EQUALITY.get(op)))
+            setattr(cls, f"__{op}__", _forward(jnp, name, symbol=_REFUSING_SEQUENCES.get(op)))
         for op, name in _UNARY.items():
             setattr(cls, f"__{op}__", _forward_unary(jnp, name))
         for meth, name in _METHODS.items():

@@ -561,10 +561,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """
     if x is None and y is None:
         return nonzero(condition, size=size, fill_value=fill_value)
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided "
-                         "to jnp.where, got x and y.")
-    check_arraylike("where", condition, x, y)
+    check_arraylike("where", condition, x, y)  # (x or y alone: the other's None, as JAX)
     condition = _as_bool(to_array(condition))
     x, y = promote_dtypes(x, y)
     condition, x, y = broadcast_arrays(condition, x, y)

@@ -336,20 +336,27 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     return _searchsorted_by_halving(a, v, side, unrolled=method == "scan_unrolled")
 
 
+def _position_dtype(n):
+    """The dtype of positions among ``n`` sorted values: int32 unless they need more (under
+    x64 too, as JAX's ``searchsorted``)."""
+    return dtypes.int32 if n < np.iinfo(np.int32).max else dtypes.canonicalize(dtypes.int64)
+
+
 def _searchsorted_comparing_all(a, v, side):
     n, v_shape = _shape(a)[0], _shape(v)
     grid = v_shape + (n,)
     a_b = lax.broadcast_in_dim(a, grid, (len(v_shape),))
     v_b = lax.broadcast_in_dim(v, grid, tuple(range(len(v_shape))))
     below = _sort_order_less(a_b, v_b, or_equal=(side == "right"))
-    return lax.reduce_sum(lax.convert_element_type(below, _index_dtype()), (len(v_shape),))
+    return lax.reduce_sum(lax.convert_element_type(below, _position_dtype(n)), (len(v_shape),))
 
 
 def _searchsorted_by_halving(a, v, side, unrolled):
     """For each value, the interval ``[low, high]`` of positions it may go to, halved at
     every step by comparing it with ``a`` at the middle (``high`` is the answer when the
     interval holds one position)."""
-    n, shape, index = _shape(a)[0], _shape(v), _index_dtype()
+    n, shape = _shape(a)[0], _shape(v)
+    index = _position_dtype(n)
     if n == 0:
         return lax.full(shape, 0, index)
 

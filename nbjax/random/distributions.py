@@ -15,7 +15,7 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..core import Array, Tracer, canonical_shape, dtypes, get_aval
-from ..numpy.util import canonicalize_axis
+from ..numpy.util import canonicalize_axis, check_arraylike
 from . import floats
 from .gamma import random_gamma
 from .keys import check_key, key_impl, random_bits, split_list
@@ -296,6 +296,7 @@ def shuffle(key, x, axis=0):
 def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
     """Samples of ``a`` (or of ``arange(a)``) along ``axis``, optionally weighted by ``p``."""
     key, _ = check_key("choice", key)
+    check_arraylike("choice", a)  # (a list is refused, as in JAX)
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"shape argument of nbjax.random.choice must be a sequence, got {shape}")
     shape = canonical_shape(shape)
