@@ -6,7 +6,8 @@ from typing import Any, NamedTuple
 class OptimizeResults(NamedTuple):
     """The outcome of ``minimize``.
 
-    - ``x``: the final point; ``fun`` and ``jac``: the objective and its gradient there.
+    - ``x``: the final point; ``fun`` and ``jac``: the objective and its gradient there (as
+      in JAX, not quite after a failed line search: see ``_line_search``).
     - ``success``: whether the gradient's norm fell below ``gtol`` (and the last line search
       did not fail).
     - ``status``: 0 converged; 1 out of iterations; for BFGS 3 (or 5) the line search failed
