@@ -79,6 +79,34 @@ def test_gather_out_of_bounds():
                    A([[0], [5], [1]])) == oob((3, 4), 5, 1, 4)
 
 
+def test_static_integer_index_out_of_bounds():
+    """JAX reads an out-of-range Python integer with a dynamic_slice of the whole array (a
+    negative one counted once from the end, so -5 on 3 elements is -2), so it is checked,
+    eagerly and under jit, with the array's shape; so is a Python integer argument."""
+    x, y = jnp.ones(3), jnp.ones((4, 3))
+    cases = [(lambda x: x[5], x, oob((3,), 5, 0, 3)), (lambda x: x[-5], x, oob((3,), -2, 0, 3)),
+             (lambda y: y[1, 7], y, oob((4, 3), 7, 1, 3)),
+             (lambda y: y[:, -4], y, oob((4, 3), -1, 1, 3)),
+             (lambda y: y[None, 6, None, ::-1], y, oob((4, 3), 6, 0, 4)),
+             (lambda y: y[::2, 7], y, oob((4, 3), 7, 1, 3)),  # (a gather, as in JAX)
+             (lambda y: y.at[1, -1].get(wrap_negative_indices=False), y, oob((4, 3), -1, 1, 3)),
+             (lambda x: x[2] + x[-3] + x[np.int32(1)], x, None),
+             (lambda y: y.at[1, 5].get(mode="clip"), y, None)]  # clamped: nothing to check
+    for f, operand, expected in cases:
+        checked = checkify.checkify(f, errors=checkify.index_checks)
+        assert checked(operand)[0].get() == expected
+        assert nbjax.jit(checked)(operand)[0].get() == expected
+        assert checkify.checkify(nbjax.jit(f), errors=checkify.index_checks)(operand)[0].get() \
+            == expected
+    by_argument = checkify.checkify(lambda x, i: x[i], errors=checkify.index_checks)
+    assert by_argument(x, 5)[0].get() == oob((3,), 5, 0, 3)
+    assert by_argument(x, -4)[0].get() == oob((3,), -1, 0, 3)
+    assert by_argument(x, -3)[0].get() is None
+    err, out = nbjax.vmap(checkify.checkify(lambda r: r[4], errors=checkify.index_checks))(y)
+    assert err.get() is not None and oob((3,), 4, 0, 3) in err.get()
+    np.testing.assert_array_equal(out, np.ones(4))
+
+
 def test_dynamic_slice_and_update_out_of_bounds():
     x = jnp.ones((3, 4))
 

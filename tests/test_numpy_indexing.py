@@ -121,6 +121,22 @@ def test_traced_scalar_index_uses_dynamic_slice():
         assert staged(lambda a, i: a[i], x, np.int32(i)) == x[i]
 
 
+def test_out_of_range_static_integer_uses_dynamic_slice():
+    """As JAX: an integer out of range (or traced) makes the whole read one dynamic_slice of
+    the array, with None's axes added after, so index checks see it (checkify); beside a
+    slice of another step than 1 or -1 it is a gather; mode="clip" keeps the clamped slice."""
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    for index in (lambda a: a[5], lambda a: a[1, -9], lambda a: a[None, 1:, 7, None],
+                  lambda a: a[::-1, 4]):
+        prims = primitives(index, x)
+        assert "dynamic_slice" in prims and not {"slice", "gather"} & prims
+    jaxpr = nbjax.make_jaxpr(lambda a: a[None, 1:, 7, None])(x).jaxpr
+    assert [e.primitive.name for e in jaxpr.eqns][-1] == "broadcast_in_dim"
+    assert jaxpr.eqns[0].invars[0].aval.shape == (3, 4)
+    assert "gather" in primitives(lambda a: a[::2, 7], x)
+    assert "dynamic_slice" not in primitives(lambda a: a.at[1, 7].get(mode="clip"), x)
+
+
 def test_array_index_uses_gather():
     x = np.arange(6.0, dtype=np.float32)
     assert "gather" in primitives(lambda a: a[np.array([0, 5])], x)
@@ -131,6 +147,12 @@ def test_array_index_uses_gather():
 def test_out_of_bounds_reads_clamp():
     x = jnp.arange(3.0)
     assert x[10] == 2.0 and x[-10] == 0.0
+    y = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    for index, expected in ((np.s_[1, 9], y[1, 3]), (np.s_[None, 5, ::-1], y[None, 2, ::-1]),
+                            (np.s_[-7, 1:3], y[0, 1:3]), (np.s_[::2, -9], y[::2, 0])):
+        assert_same(jnp.asarray(y)[index], expected)
+        assert_same(nbjax.jit(lambda a: a[index])(y), expected)
+    assert jnp.asarray(y).at[1, -1].get(wrap_negative_indices=False) == y[1, 0]
     assert_same(x[jnp.array([0, 10, -10])], np.array([0.0, 2.0, 0.0], np.float32))
 
 

@@ -62,8 +62,6 @@ What differs from JAX, and why:
 - A jitted function first traced under ``checkify`` keeps its ``check`` in ``jit``'s cache;
   called later without ``checkify``, the compiler refuses the check and the program runs
   on the reference backend (with a warning), where a failing check raises.
-- ``nbjax.numpy`` reads ``x[5]`` with a static out-of-bounds index as a clamped slice, so
-  no index check sees it (JAX stages a ``dynamic_slice``); traced indices are checked.
 
 Every public name of ``jax.experimental.checkify`` is here. ``JaxRuntimeError`` is JAX's own
 class of that module (a ``ValueError``), not ``nbjax.errors.JaxRuntimeError``, as in JAX.

@@ -6,9 +6,11 @@ new size-1 axis, concrete boolean masks turned into integer arrays, so that each
 
 Reading then takes one of two routes, as in JAX:
 
-- only slices and integers known at trace time: ``lax.slice`` / ``lax.rev`` / ``lax.squeeze``
-  (and ``lax.dynamic_slice`` for traced or out-of-range integers), no gather;
-- anything with integer arrays: one ``lax.gather``.
+- only slices and integers within bounds known at trace time: ``lax.slice`` / ``lax.rev`` /
+  ``lax.squeeze``; with traced or out-of-range integers, one ``lax.dynamic_slice`` of the
+  whole array instead (so checkify's index checks see them); no gather;
+- anything else (integer arrays; a traced or out-of-range integer beside a slice whose step
+  is not 1 or -1): one ``lax.gather``.
 
 A ``Slice`` (``nbjax.ds(start, size)``) is a slice whose start may be traced: it reads and
 writes through the gather route, as a window starting at a coordinate.
@@ -269,15 +271,35 @@ def _read_from_end(i, size):
     return i
 
 
-def _basic_getitem(x, entries, wrap_negative=True):
-    """Slices and integers: lax.slice + rev, dynamic_slice for traced integers, squeeze.
+# The modes in which JAX may read an index with slices (they clamp, as slices do)
+_CLAMPING_MODES = (None, lax.GatherScatterMode.CLIP, lax.GatherScatterMode.PROMISE_IN_BOUNDS)
 
-    Static integers out of range are clamped (JAX's reading rule), so they are slices too;
-    so are negative ones unless ``wrap_negative`` (``_position``).
-    """
+
+def _basic_read(entries, shape, mode, wrap_negative):
+    """Which of JAX's two routes without gather reads ``entries`` (slices and integers, one
+    per axis of ``shape``): ``_static_getitem`` when every integer is static and within
+    bounds (or, with ``mode`` clip, any static ones), else ``_dynamic_getitem`` when
+    ``dynamic_slice`` can read them all in a ``mode`` that clamps; None: gather."""
+    for axis, (i, size) in enumerate(zip(entries, shape)):
+        if size == 0 and not isinstance(i, slice):
+            raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+    ints = [(i, size) for i, size in zip(entries, shape) if not isinstance(i, slice)]
+    static = all(_is_static_int(i) for i, _ in ints)
+    lowest = -1 if wrap_negative else 0
+    if static and (mode == lax.GatherScatterMode.CLIP
+                   or all(lowest * size <= i < size for i, size in ints)):
+        return _static_getitem
+    if mode in _CLAMPING_MODES and all(map(_fits_dynamic_slice, entries)):
+        return _dynamic_getitem
+    return None
+
+
+def _static_getitem(x, entries, wrap_negative=True):
+    """Slices and static integers: lax.slice (+ rev for negative steps), squeeze. Integers
+    out of range (with mode clip) are clamped; negative ones count from the end if
+    ``wrap_negative`` (``_position``)."""
     shape = get_aval(x).shape
     starts, limits, strides, reversed_axes = [], [], [], []
-    dynamic = {}  # axis -> start index of a traced or out-of-range integer
     for axis, (i, size) in enumerate(zip(entries, shape)):
         if isinstance(i, slice):
             start, count, step = _static_slice_bounds(i, size)
@@ -288,28 +310,55 @@ def _basic_getitem(x, entries, wrap_negative=True):
             starts.append(first)
             limits.append(first + (count - 1) * step + 1 if count else 0)
             strides.append(step)
-        elif size == 0:
-            raise IndexError(f"index is out of bounds for axis {axis} with size 0")
-        elif _is_static_int(i):  # out of range: clamped, as dynamic_slice would
+        else:
             start = min(max(_position(i, size, wrap_negative), 0), size - 1)
             starts.append(start)
             limits.append(start + 1)
-            strides.append(1)
-        else:
-            dynamic[axis] = _position(i, size, wrap_negative)
-            starts.append(0)
-            limits.append(size)
             strides.append(1)
     if (starts, limits) != ([0] * len(shape), list(shape)) or any(s != 1 for s in strides):
         x = lax.slice(x, starts, limits, None if all(s == 1 for s in strides) else strides)
     if reversed_axes:
         x = lax.rev(x, reversed_axes)
-    if dynamic:
-        sizes = [1 if a in dynamic else d for a, d in enumerate(get_aval(x).shape)]
-        x = lax.dynamic_slice(x, [dynamic.get(a, 0) for a in range(len(shape))], sizes,
-                              allow_negative_indices=False)
+    return _squeezed_int_axes(x, entries)
+
+
+def _dynamic_getitem(x, entries, wrap_negative=True):
+    """Slices of step 1 or -1 and integers, some traced or out of range: as JAX, one
+    dynamic_slice of the whole array (+ rev for step -1), squeeze. It clamps the window,
+    JAX's reading rule, and checkify's index checks see it with the array's shape and the
+    index as given (counted from the end if negative and ``wrap_negative``)."""
+    starts, sizes, reversed_axes = [], [], []
+    for axis, (i, size) in enumerate(zip(entries, get_aval(x).shape)):
+        if isinstance(i, slice):
+            start, count, step = _static_slice_bounds(i, size)
+            if step < 0:  # the same elements in increasing order, then reversed
+                start -= count - 1
+                reversed_axes.append(axis)
+            starts.append(start if count else 0)
+            sizes.append(count)
+        else:
+            starts.append(_position(i, size, wrap_negative))
+            sizes.append(1)
+    # Of one dtype, as dynamic_slice needs, and arrays: a static start still negative after
+    # wrapping (-5 on 3 elements) is then clamped like a traced one, where lax would refuse
+    # a negative Python int
+    starts = [lax.convert_element_type(i, dtypes.default_int()) for i in starts]
+    x = lax.dynamic_slice(x, starts, sizes, allow_negative_indices=False)
+    if reversed_axes:
+        x = lax.rev(x, reversed_axes)
+    return _squeezed_int_axes(x, entries)
+
+
+def _squeezed_int_axes(x, entries):
+    """``x`` without the axes that integer entries index."""
     int_axes = [a for a, i in enumerate(entries) if not isinstance(i, slice)]
     return lax.squeeze(x, int_axes) if int_axes else x
+
+
+def _output_axes(entries, new_axes):
+    """Where the axes that ``None`` adds (at ``new_axes`` among ``entries``) lie in the result,
+    whose axes are those of the slices, new axes included, in order."""
+    return [sum(isinstance(i, slice) for i in entries[:position]) for position in new_axes]
 
 
 def _position(i, size, wrap_negative):
@@ -480,7 +529,7 @@ def _mode_name(mode):
 def _only_slices(idx, ndim):
     """The entries of an index made of at most ``ndim`` slices (``x[a:b, c:d]``, the most
     common index), or None: ``_normalize_index`` would only append the full slices, and
-    any mode reads it with ``_basic_getitem`` (its checks cost more than the read)."""
+    any mode reads it with ``_static_getitem`` (its checks cost more than the read)."""
     idx = idx if isinstance(idx, tuple) else (idx,)
     if len(idx) > ndim or not all(isinstance(i, slice) for i in idx):
         return None
@@ -496,21 +545,20 @@ def getitem(x, idx, mode=None, fill_value=None, indices_are_sorted=False,
     x = to_array(x)
     slices = _only_slices(idx, get_aval(x).ndim)
     if slices is not None:
-        return _basic_getitem(x, slices)
+        return _static_getitem(x, slices)
     new_axes, entries = _normalize_index(get_aval(x).shape, idx)
+    if not any(_is_advanced(i) or isinstance(i, Slice) for i in entries):
+        # As JAX, read the array's own axes, then insert the new ones
+        own = [i for position, i in enumerate(entries) if position not in new_axes]
+        read = _basic_read(own, get_aval(x).shape, mode, wrap_negative_indices)
+        if read is not None:
+            out = read(x, own, wrap_negative_indices)
+            return lax.expand_dims(out, _output_axes(entries, new_axes)) if new_axes else out
     if new_axes:
         x = lax.expand_dims(x, new_axes)
     shape = get_aval(x).shape
-    slicing_mode = mode in (None, lax.GatherScatterMode.CLIP,
-                            lax.GatherScatterMode.PROMISE_IN_BOUNDS)
-    if slicing_mode and all(map(_fits_dynamic_slice, entries)):
+    if mode in _CLAMPING_MODES and all(map(_fits_dynamic_slice, entries)):
         entries = [_read_from_end(i, n) for i, n in zip(entries, shape)]
-    if not any(_is_advanced(i) or isinstance(i, Slice) for i in entries):
-        ints = [(i, n) for i, n in zip(entries, shape) if not isinstance(i, slice)]
-        lowest = -1 if wrap_negative_indices else 0
-        in_bounds = all(_is_static_int(i) and lowest * n <= i < n for i, n in ints)
-        if in_bounds or slicing_mode:
-            return _basic_getitem(x, entries, wrap_negative_indices)
     plan = _gather_plan(shape, entries, wrap_negative_indices)
     dnums = lax.GatherDimensionNumbers(
         offset_dims=plan.window_out_dims, collapsed_slice_dims=plan.collapsed_axes(len(shape)),
