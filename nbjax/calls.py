@@ -22,7 +22,8 @@ import contextlib
 import inspect
 import time
 
-from .core import ClosedJaxpr, ShapedArray, Tracer, dtypes, eval_closed_jaxpr, get_aval, pytree
+from .core import (ClosedJaxpr, ExtendedArray, ShapedArray, Tracer, dtypes, eval_closed_jaxpr,
+                   get_aval, pytree)
 from .core.abstract import ShapeDtypeStruct
 from .interpreters import ad, staging
 from .interpreters.partial_eval import partial_eval_jaxpr
@@ -150,7 +151,9 @@ class Traced:
 # --- mapped arguments (vmap, pmap) ---------------------------------------------------------
 
 def flatten_axes(what, tree, axes, n):
-    """One axis per leaf of ``tree``, from ``axes``, a pytree prefix of it (None a leaf)."""
+    """One axis per leaf of ``tree``, from ``axes``, a pytree prefix of it (None a leaf). A
+    typed key array is one leaf, its data, whose trailing key axes a negative axis skips: it
+    counts from the last axis of the keys, as in JAX."""
     proxy = tree.unflatten([object()] * n)
     spec_leaves, spec_tree = pytree.tree_flatten(axes, is_leaf=lambda x: x is None)
     try:
@@ -160,7 +163,9 @@ def flatten_axes(what, tree, axes, n):
                          f"value, got specification {axes} for value tree {tree}.") from None
     flat = []
     for spec, sub in zip(spec_leaves, subtrees):
-        flat.extend([spec] * len(pytree.tree_leaves(sub)))
+        for leaf in pytree.tree_leaves(sub, is_leaf=lambda x: isinstance(x, ExtendedArray)):
+            keys = isinstance(leaf, ExtendedArray) and spec is not None and spec < 0
+            flat.append(spec - len(leaf.dtype.element_shape) if keys else spec)
     return flat
 
 

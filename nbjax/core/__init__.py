@@ -5,6 +5,7 @@ from .abstract import ShapedArray, canonical_shape
 from .array import (HOST_DEVICE, Array, Device, GpuDevice, devices, first_local_device,
                     host_result, local_devices, register_platform, to_numpy, to_operand)
 from .eager import EvalTrace
+from .extended import ExtendedArray
 from .errors import (ConcretizationTypeError, JaxprTypeError, TracerArrayConversionError,
                      TracerBoolConversionError, TracerIntegerConversionError,
                      UnexpectedTracerError)

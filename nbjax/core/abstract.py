@@ -22,13 +22,21 @@ def canonical_shape(shape, what="shape"):
 
 
 class ShapedArray:
-    """An array's shape, dtype and whether its dtype is weak (came from a Python scalar)."""
+    """An array's shape, dtype and whether its dtype is weak (came from a Python scalar). The
+    dtype is a NumPy dtype, or an extended one (a typed key's ``key<fry>``): the types of
+    those arrays are asked about by jnp's and lax's checks, but never reach a trace, which
+    sees their physical data (``core.extended``)."""
 
     __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
     def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        try:
+            self.dtype = np.dtype(dtype)
+        except TypeError:
+            if not isinstance(dtype, dtypes.ExtendedDType):
+                raise
+            self.dtype = dtype
         self.weak_type = bool(weak_type)
         self._hash = None
 

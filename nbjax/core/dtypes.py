@@ -47,6 +47,31 @@ class prng_key(extended):
     """The scalar type of PRNG key dtypes: ``issubdtype(key.dtype, prng_key)``."""
 
 
+class ExtendedDType:
+    """Base of the extended dtypes themselves (``key<fry>``): each element is held as an array
+    of ``element_shape`` and ``physical_dtype`` (a threefry key: two uint32 words), so an
+    array of one is *physical* data with those trailing axes, and the structural primitives
+    apply to it by applying to that data (``nbjax.lax.extended``). ``wrap(data)`` makes an
+    array of this dtype over physical data; ``name`` prints the dtype."""
+
+    type = extended
+    element_shape = ()
+    physical_dtype = None
+    __slots__ = ()
+
+    def wrap(self, data):
+        raise NotImplementedError
+
+    @property
+    def itemsize(self):
+        return int(np.prod(self.element_shape)) * np.dtype(self.physical_dtype).itemsize
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+
 def is_extended(dtype):
     """Whether ``dtype`` is an extended dtype or the scalar type of one (``prng_key``)."""
     scalar_type = dtype if isinstance(dtype, type) else getattr(dtype, "type", None)
@@ -69,13 +94,17 @@ _TO_32_BIT = {int64: int32, uint64: uint32, float64: float32, complex128: comple
 
 
 def short_name(dtype):
-    """The name jaxprs print: ``f32``, ``i32``, ``bool`` ..."""
+    """The name jaxprs print: ``f32``, ``i32``, ``bool`` ... (an extended dtype's own)."""
+    if isinstance(dtype, ExtendedDType):
+        return dtype.name
     return _SHORT_NAMES[np.dtype(dtype)]
 
 
 def name(dtype):
     """The name JAX's messages write: ``float32``, ``bool``, ``float0`` (NumPy's name of
     the structured dtype standing for it is ``void``)."""
+    if isinstance(dtype, ExtendedDType):
+        return dtype.name
     dtype = np.dtype(dtype)
     return "float0" if dtype == float0 else dtype.name
 
@@ -98,7 +127,10 @@ def check_supported(dtype, what="nbjax"):
 
 
 def canonicalize(dtype):
-    """Map a dtype to the one nbjax stores: 64-bit types become 32-bit unless x64 is on."""
+    """Map a dtype to the one nbjax stores: 64-bit types become 32-bit unless x64 is on. An
+    extended dtype (a typed key's) is its own."""
+    if isinstance(dtype, ExtendedDType):
+        return dtype
     dt = check_supported(dtype)
     if config.enable_x64:
         return dt
@@ -152,7 +184,15 @@ def to_inexact(dtype, weak_type=False):
 
 # Read from the dtype's kind (much cheaper than np.issubdtype, and these run on every
 # operation); NumPy files ml_dtypes' types under none of its kinds (theirs is "V"), so the
-# predicates name them: bfloat16 and the narrow floats are floats, the narrow ints ints.
+# predicates name them: bfloat16 and the narrow floats are floats, the narrow ints ints. An
+# extended dtype (a typed key's) is none of these kinds, as in JAX's ``issubdtype``: they
+# read it as an opaque NumPy type.
+_OPAQUE = np.dtype("V1")
+
+
+def _as_numpy(dtype):
+    return _OPAQUE if isinstance(dtype, ExtendedDType) else np.dtype(dtype)
+
 
 def is_ml_dtype(dtype):
     """Whether ``dtype`` is one of the types ml_dtypes adds (bfloat16, float8, int4...)."""
@@ -210,36 +250,36 @@ def _scalar_type(dtype):
 
 
 def is_float(dtype):
-    dt = np.dtype(dtype)
+    dt = _as_numpy(dtype)
     return dt.kind == "f" or dt in _ML_FLOATS
 
 
 def is_complex(dtype):
-    return np.dtype(dtype).kind == "c"
+    return _as_numpy(dtype).kind == "c"
 
 
 def is_inexact(dtype):
-    dt = np.dtype(dtype)
+    dt = _as_numpy(dtype)
     return dt.kind in "fc" or dt in _ML_FLOATS
 
 
 def is_int(dtype):
-    dt = np.dtype(dtype)
+    dt = _as_numpy(dtype)
     return dt.kind in "iu" or dt in _ML_INTS
 
 
 def is_signed_int(dtype):
-    dt = np.dtype(dtype)
+    dt = _as_numpy(dtype)
     return dt.kind == "i" or dt in NARROW_SIGNED
 
 
 def is_unsigned_int(dtype):
-    dt = np.dtype(dtype)
+    dt = _as_numpy(dtype)
     return dt.kind == "u" or dt in NARROW_UNSIGNED
 
 
 def is_bool(dtype):
-    return np.dtype(dtype) == bool_
+    return _as_numpy(dtype) == bool_
 
 
 # --- the promotion lattice -----------------------------------------------------------------
@@ -342,8 +382,20 @@ def promote(*dtype_weak_pairs):
 @functools.lru_cache(maxsize=None)  # (few distinct pairs; nearly every jnp operation asks)
 def _promote(dtype_weak_pairs, x64):
     """``promote``, remembered per the pairs and ``enable_x64``, which canonicalizes."""
+    if any(isinstance(d, ExtendedDType) for d, _ in dtype_weak_pairs):
+        return _promote_extended(dtype_weak_pairs)
     node = _join(tuple(_lattice_node(d, w) for d, w in dtype_weak_pairs))
     return canonicalize(_node_dtype(node)), isinstance(node, _Weak)
+
+
+def _promote_extended(dtype_weak_pairs):
+    """Extended dtypes are outside the lattice: one promotes only with itself (the keys that
+    ``jnp.stack`` joins), else JAX's ValueError naming the first dtype outside it."""
+    dts = [d for d, _ in dtype_weak_pairs]
+    if all(d == dts[0] for d in dts):
+        return dts[0], False
+    outside = next(d for d in dts if isinstance(d, ExtendedDType) or d not in _LATTICE)
+    raise ValueError(f"dtype={outside!r} is not a valid dtype for JAX type promotion.")
 
 
 def check_strict_promotion(dtype_weak_pairs, result):

@@ -16,6 +16,10 @@ A primitive's rules are looked up by kind:
   NumPy array) or None. The rule returns None (no rewrite), ``(atom, description)`` when the
   result equals an existing atom, or ``([eqns], description)`` when cheaper equations
   compute the same outvars; ``description`` names the identity in the rewrite log.
+- ``extended`` (optional): how the primitive applies to operands of an extended dtype
+  (typed PRNG keys), on their physical data: ``rule(in_avals, out_avals, *physical,
+  **params)`` (``core.extended``; the structural primitives' are in ``nbjax.lax.extended``).
+  Without one, such operands are refused with a TypeError, as JAX refuses them.
 - ``flops`` (optional): ``rule(eqn)``, the floating-point operations of an equation the
   compiler runs as a library call (its cost report cannot count them on a loop body).
 - lowerings, by kind, which tell a compiler what the primitive is to it (written in
@@ -31,10 +35,11 @@ Rules for one primitive are written together in ``nbjax.lax``; a missing rule ra
 
 import pickle
 
+from .extended import ExtendedArray, bind_extended
 from .trace import Tracer, check_live, current_trace
 
 RULE_KINDS = ("abstract_eval", "impl", "jvp", "transpose", "batch", "partial_eval", "simplify",
-              "dce", "flops")
+              "dce", "flops", "extended")
 
 
 # Every primitive by name, so that a pickled jaxpr (the compiler's disk cache of whole
@@ -84,10 +89,14 @@ class Primitive:
         return primitive_named, (self.name,)
 
     def bind(self, *args, **params):
-        """Apply the primitive under the current trace (evaluation, or a transformation)."""
+        """Apply the primitive under the current trace (evaluation, or a transformation);
+        to an array of an extended dtype (a typed key) by its physical data."""
         for a in args:  # (``check_live``'s test inline: every equation traced binds)
-            if isinstance(a, Tracer) and not a._trace.is_valid:
-                check_live(a)
+            if isinstance(a, Tracer):
+                if not a._trace.is_valid:
+                    check_live(a)
+            elif isinstance(a, ExtendedArray):
+                return bind_extended(self, args, params)
         return current_trace().process_primitive(self, args, params)
 
     def def_rule(self, kind, rule):

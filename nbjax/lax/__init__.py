@@ -11,7 +11,8 @@ shape primitives and ``reduce_sum``, which every rule uses); ``batch_util``;
 (compiled, a gather and a product); ``slicing``, ``loops``, ``sorting``,
 ``special_functions``, ``windowed``; ``linalg`` (a package, whose polar decomposition
 iterates with ``while_loop``); ``derived``, ``parallel``, ``complex_parts`` (complex
-arithmetic on real and imaginary parts, for the compiler); ``collectives``.
+arithmetic on real and imaginary parts, for the compiler), ``extended`` (the structural
+primitives' rules for typed PRNG keys, on their data); ``collectives``.
 """
 
 from .callback import (debug_callback, debug_callback_p, io_callback_p,  # noqa: F401
@@ -21,6 +22,7 @@ from .cond import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .derived import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
+from . import extended  # noqa: F401  (registers the structural rules for typed keys)
 from .fft import *  # noqa: F401,F403
 from .loops import *  # noqa: F401,F403
 from .gather_scatter import *  # noqa: F401,F403

@@ -976,8 +976,11 @@ def _convert_element_type_impl(x, *, new_dtype, weak_type):
 
 def convert_element_type(operand, new_dtype, weak_type=False):
     """Convert ``operand`` to ``new_dtype`` (canonicalized: 32-bit unless x64 is on)."""
-    new_dtype = dtypes.canonicalize(new_dtype)
     aval = get_aval(operand)
+    if isinstance(aval.dtype, dtypes.ExtendedDType) or \
+            isinstance(new_dtype, dtypes.ExtendedDType):
+        return _convert_extended(operand, aval.dtype, new_dtype)
+    new_dtype = dtypes.canonicalize(new_dtype)
     if dtypes.is_complex(aval.dtype) and not dtypes.is_complex(new_dtype):
         warnings.warn("Casting complex values to real discards the imaginary part",
                       np.exceptions.ComplexWarning, stacklevel=2)
@@ -991,6 +994,15 @@ def convert_element_type(operand, new_dtype, weak_type=False):
         value = np.asarray(operand) if type(operand) is int else to_numpy(operand)
         return Array.wrap(convert_element_type_p.impl(value, **params), out_aval)
     return convert_element_type_p.bind(operand, **params)
+
+
+def _convert_extended(operand, dtype, new_dtype):
+    """An extended dtype (a typed key's) converts only to itself, as in JAX: its elements
+    are no numbers (``random.key_data`` and ``wrap_key_data`` convert keys and words)."""
+    if dtype != new_dtype:
+        raise ValueError(f"Cannot convert_element_type from {dtypes.name(dtype)} to "
+                         f"{dtypes.name(new_dtype)}")
+    return operand
 
 
 # Derivatives and batching of the dtype conversions.

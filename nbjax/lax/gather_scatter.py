@@ -334,7 +334,10 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, unique_ind
 
 def default_fill_value(dtype):
     """What an out-of-bounds FILL_OR_DROP gather returns unless told: NaN for inexact types,
-    the minimum of a signed integer type, the maximum of an unsigned one, True for bool."""
+    the minimum of a signed integer type, the maximum of an unsigned one, True for bool;
+    for an extended dtype, its physical one's in each word (a key of all-ones words)."""
+    if isinstance(dtype, dtypes.ExtendedDType):
+        dtype = dtype.physical_dtype
     if dtypes.is_inexact(dtype):
         return np.nan
     if dtypes.is_signed_int(dtype):

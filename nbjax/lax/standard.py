@@ -16,7 +16,7 @@ import operator
 
 import numpy as np
 
-from ..core import Literal, Primitive, ShapedArray, dtypes, get_aval
+from ..core import ExtendedArray, Literal, Primitive, ShapedArray, dtypes, get_aval
 from ..core.trace import Tracer, is_python_scalar
 from ..core.array import Array, scalar_in_range
 
@@ -187,8 +187,9 @@ def weak_scalar(x, dtype):
 
 def as_array(x):
     """An argument leaf as an Array or tracer: NumPy values are converted (to the canonical
-    dtype), Python scalars become weakly typed rank-0 arrays."""
-    if isinstance(x, (Array, Tracer)):
+    dtype), Python scalars become weakly typed rank-0 arrays; arrays of an extended dtype
+    (typed keys) are arrays too."""
+    if isinstance(x, (Array, Tracer, ExtendedArray)):
         return x
     if is_python_scalar(x):
         dtype, weak = dtypes.python_scalar_dtype(x)

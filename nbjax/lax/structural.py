@@ -562,6 +562,11 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
     if aval.shape:
         raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
                         f"{aval.shape}.")
+    if isinstance(dtype, dtypes.ExtendedDType):  # typed keys: of a key, or of a number
+        if aval.dtype == dtype:
+            return broadcast(fill_value, shape)
+        # (each key's words are the number, as in JAX)
+        return dtype.wrap(full(shape + dtype.element_shape, fill_value, dtype.physical_dtype))
     if dtype is None:
         dtype, weak_type = aval.dtype, aval.weak_type
     else:
@@ -576,7 +581,10 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
     aval = get_aval(x)
     shape = aval.shape if shape is None else canonical_shape(shape)
     weak_type = dtype is None and aval.weak_type
-    dtype = aval.dtype if dtype is None else dtypes.canonicalize(dtype)
+    dtype = aval.dtype if dtype is None else dtype
+    if isinstance(dtype, dtypes.ExtendedDType):
+        return full(shape, fill_value, dtype)
+    dtype = dtypes.canonicalize(dtype)
     return full(shape, elementwise.convert_element_type(fill_value, dtype, weak_type))
 
 

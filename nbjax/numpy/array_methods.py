@@ -7,7 +7,7 @@ and under any transformation. Called once when ``nbjax.numpy`` is imported.
 import numpy as np
 
 from .. import lax
-from ..core import Array, Tracer, dtypes
+from ..core import Array, ExtendedArray, Tracer, dtypes
 from ..sharding import refuse_out_sharding
 from . import array_api, creation, indexing, manipulation, selection, ufuncs, vectorize
 
@@ -66,8 +66,9 @@ def _forward(jnp, name, reflected=False, symbol=None):
 
 def _is_operand(x):
     """JAX's accepted operand types: ``np.generic`` takes in the ml_dtypes scalars too
-    (``bfloat16(2) * x``), which are not ``numpy``'s."""
-    return isinstance(x, (Array, Tracer, int, float, complex, np.generic, np.ndarray))
+    (``bfloat16(2) * x``), which are not ``numpy``'s; typed keys are arrays too."""
+    return isinstance(x, (Array, Tracer, ExtendedArray, int, float, complex, np.generic,
+                          np.ndarray))
 
 
 def _forward_unary(jnp, name):
@@ -169,17 +170,57 @@ def _namespace_method(jnp):
     return __array_namespace__
 
 
+def _register_operators(jnp, cls):
+    for op, name in _BINARY.items():
+        symbol = _REFUSING_SEQUENCES.get(op)
+        setattr(cls, f"__{op}__", _forward(jnp, name, symbol=symbol))
+        setattr(cls, f"__r{op}__", _forward(jnp, name, reflected=True, symbol=symbol))
+    for op, name in _COMPARE.items():
+        setattr(cls, f"__{op}__", _forward(jnp, name, symbol=_REFUSING_SEQUENCES.get(op)))
+    for op, name in _UNARY.items():
+        setattr(cls, f"__{op}__", _forward_unary(jnp, name))
+
+
+# What arrays of an extended dtype (typed keys) have of an array's methods, as in JAX: the
+# structural ones. The others are JAX's abstract methods there (NotImplementedError).
+_EXTENDED_METHODS = ("flatten", "ravel", "squeeze", "swapaxes", "take")
+
+
+def _abstract(name):
+    def method(self, *args, **kwargs):
+        raise NotImplementedError(f"Cannot call abstract method {name}")
+    method.__name__ = name
+    return method
+
+
+def _register_extended(jnp):
+    """The operators and structural methods of arrays of an extended dtype: ``nbjax.numpy``'s,
+    which apply to them through the primitives' rules for extended dtypes (``==`` compares
+    keys; ``+`` raises JAX's TypeError)."""
+    cls = ExtendedArray
+    _register_operators(jnp, cls)
+    for meth, name in _METHODS.items():
+        setattr(cls, meth, _forward_method(jnp, name) if meth in _EXTENDED_METHODS
+                else _abstract(meth))
+    for prop in ("mT", "real", "imag"):
+        setattr(cls, prop, property(_abstract(prop)))
+    for meth in ("compress", "view", "byteswap", "item"):
+        setattr(cls, meth, _abstract(meth))
+    cls.flat = property(_abstract("flat"))
+    cls.T = property(_forward_unary(jnp, _PROPERTIES["T"]))
+    cls.reshape = _reshape
+    cls.transpose = _transpose
+    cls.__getitem__ = indexing.getitem
+    cls.at = property(indexing.IndexUpdateHelper)
+    cls.copy = lambda self: self  # immutable: a copy is the same value
+
+
 def register(jnp):
-    """Attach the operators and methods to Array and Tracer."""
+    """Attach the operators and methods to Array and Tracer (and those that apply to them to
+    arrays of an extended dtype)."""
+    _register_extended(jnp)
     for cls in (Array, Tracer):
-        for op, name in _BINARY.items():
-            symbol = _REFUSING_SEQUENCES.get(op)
-            setattr(cls, f"__{op}__", _forward(jnp, name, symbol=symbol))
-            setattr(cls, f"__r{op}__", _forward(jnp, name, reflected=True, symbol=symbol))
-        for op, name in _COMPARE.items():
-            setattr(cls, f"__{op}__", _forward(jnp, name, symbol=_REFUSING_SEQUENCES.get(op)))
-        for op, name in _UNARY.items():
-            setattr(cls, f"__{op}__", _forward_unary(jnp, name))
+        _register_operators(jnp, cls)
         for meth, name in _METHODS.items():
             setattr(cls, meth, _forward_method(jnp, name))
         for prop, name in _PROPERTIES.items():

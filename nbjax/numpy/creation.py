@@ -13,8 +13,8 @@ import operator
 import numpy as np
 
 from .. import lax
-from ..core import (Array, ConcretizationTypeError, Tracer, canonical_shape, dtypes,
-                    get_aval)
+from ..core import (Array, ConcretizationTypeError, ExtendedArray, Tracer, canonical_shape,
+                    dtypes, get_aval)
 from ..core.array import scalar_in_range
 from ..core.trace import is_python_scalar
 from ..lax.standard import scalar_like
@@ -110,7 +110,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None):
         raise ValueError("None is not a valid value for jnp.array")
     if not isinstance(object, (list, tuple)):
         out = _as_array_leaf(leaves[0], dtype)
-    elif any(isinstance(leaf, (Array, Tracer)) for leaf in leaves):
+    elif any(isinstance(leaf, (Array, Tracer, ExtendedArray)) for leaf in leaves):
         out = _from_nested(object, dtype or _list_dtype(leaves))
     else:
         out = _from_python(object, leaves, dtype)
@@ -134,7 +134,7 @@ def _as_array_leaf(obj, dtype):
         return lax.convert_element_type(np.asarray(obj), dtype or dtypes.canonicalize(obj.dtype))
     if is_python_scalar(obj) and dtype is not None:  # check the range of the dtype asked for
         return Array(np.asarray(scalar_in_range(obj, dtype), dtype))
-    if isinstance(obj, (Array, Tracer) + _SCALARS):
+    if isinstance(obj, (Array, Tracer, ExtendedArray) + _SCALARS):
         out = to_array(obj)
         return out if dtype is None else lax.convert_element_type(out, dtype)
     if hasattr(obj, "__array__"):
@@ -183,6 +183,8 @@ def full(shape, fill_value, dtype=None, *, device=None):
     broadcasts to ``shape``)."""
     shape = _shape_argument(shape)
     check_arraylike("full", fill_value)
+    if isinstance(dtype, dtypes.ExtendedDType):  # typed keys: ``lax.full``'s
+        return lax.full(shape, fill_value, dtype)
     fill = to_array(fill_value)
     if dtype is not None:
         fill = lax.convert_element_type(fill, dtypes.requested(dtype, "full"))
@@ -202,9 +204,12 @@ empty = zeros
 
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
-    """``full`` with ``a``'s shape and dtype (and weak type) unless given."""
+    """``full`` with ``a``'s shape and dtype (and weak type) unless given; of typed keys,
+    ``lax.full_like``'s (keys whose words are ``fill_value``, or a key repeated)."""
     check_arraylike("full_like", a, fill_value)
     aval = get_aval(a)
+    if isinstance(aval.dtype if dtype is None else dtype, dtypes.ExtendedDType):
+        return lax.full_like(a, fill_value, dtype, shape)
     target = aval.shape if shape is None else _shape_argument(shape)
     if dtype is None:
         fill = lax.convert_element_type(to_array(fill_value), aval.dtype, aval.weak_type)

@@ -37,7 +37,7 @@ from ..core.errors import NonConcreteBooleanIndexError
 from ..lax.standard import scalar_like
 from . import creation, ufuncs
 from .util import (broadcast_to_shape, canonicalize_axis, check_arraylike, check_broadcast_to,
-                   concrete_value, promote_dtypes, select_where, to_array)
+                   check_keys, concrete_value, promote_dtypes, select_where, to_array)
 
 __all__ = ["NonConcreteBooleanIndexError", "Slice", "ds", "take", "take_along_axis", "indices",
            "ix_", "unravel_index", "ravel_multi_index", "diag_indices", "diag_indices_from",
@@ -614,6 +614,7 @@ def _promote_update(x, y):
     if isinstance(y, (list, tuple)):
         y = np.asarray(y)
     check_arraylike("scatter", y)
+    check_keys("scatter", (x, y))
     y = to_array(y)
     x_aval, y_aval = get_aval(x), get_aval(y)
     if dtypes.promote((x_aval.dtype, False), (y_aval.dtype, y_aval.weak_type))[0] \

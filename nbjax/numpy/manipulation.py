@@ -18,8 +18,8 @@ from ..sharding import refuse_out_sharding
 from . import creation, ufuncs
 from .indexing import getitem, take
 from .util import (broadcast_shapes as _broadcast_shapes, broadcast_to_shape, canonicalize_axes,
-                   canonicalize_axis, check_arraylike, check_broadcast_to, concrete_value,
-                   promote_dtypes, to_array)
+                   canonicalize_axis, check_arraylike, check_broadcast_to, check_keys,
+                   concrete_value, promote_dtypes, to_array)
 
 __all__ = [
     "reshape", "ravel", "transpose", "_transpose_all", "matrix_transpose", "permute_dims",
@@ -569,9 +569,10 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 
 
 def _as_bool(x):
-    """``x != 0`` unless ``x`` is already boolean."""
+    """``x != 0`` unless ``x`` is already boolean (typed keys are not numbers: TypeError)."""
     if dtypes.is_bool(get_aval(x).dtype):
         return x
+    check_keys("not_equal", (x, 0))
     return lax.ne(x, lax.convert_element_type(to_array(0), get_aval(x).dtype))
 
 

@@ -8,8 +8,8 @@ import numpy as np
 
 from .. import lax
 from ..config import config
-from ..core import (Array, ConcretizationTypeError, ShapedArray, Tracer, dtypes, get_aval,
-                    valid_value)
+from ..core import (Array, ConcretizationTypeError, ExtendedArray, ShapedArray, Tracer, dtypes,
+                    get_aval, valid_value)
 from ..core.array import host_result, scalar_in_range, to_numpy
 from ..core.errors import unavailable
 from ..core.trace import is_python_scalar
@@ -150,6 +150,7 @@ def promote_args(name, *args):
     if promoted is not None:
         return promoted
     check_arraylike(name, *args)
+    check_keys(name, args)
     return promote_shapes(name, *promote_dtypes(*args))
 
 
@@ -158,7 +159,18 @@ def promote_args_inexact(name, *args):
     if promoted is not None:
         return promoted
     check_arraylike(name, *args)
+    check_keys(name, args)
     return promote_shapes(name, *promote_dtypes_inexact(*args))
+
+
+def check_keys(name, args):
+    """JAX's TypeError for typed keys among operands of another dtype (``keys == 0``); keys
+    of one dtype go on to the primitive, which compares them or refuses them."""
+    if any(isinstance(a, ExtendedArray) for a in args):
+        dts = [get_aval(a).dtype for a in args]
+        if any(d != dts[0] for d in dts):
+            raise TypeError(f"{name} does not accept dtypes "
+                            f"{', '.join(map(dtypes.name, dts))}.")
 
 
 def _promoted_simply(args, inexact):

@@ -11,6 +11,10 @@ To nbjax's transformations it is a pytree whose one child is the raw data and wh
 is the implementation, so jit, vmap and grad see ordinary uint32 arrays and rebuild keys of
 the right kind; to users' pytree functions (``nbjax.tree_util``) it is a leaf, as in JAX.
 Every operation accepts both kinds and returns keys of the kind it was given, as JAX does.
+Its dtype is an extended dtype (``core.extended``), so the array functions that only move,
+select or replicate elements (``jnp.stack``, ``jnp.where``, indexing, ``.at[...].set``,
+reshapes, ``==``) take typed keys too, through the primitives' rules for extended dtypes
+(``nbjax.lax.extended``), and refuse arithmetic on them, as JAX's do.
 
 The samplers work on typed keys (``check_key`` wraps a raw one) and make new keys and bits
 through the key's implementation only (``split_keys``, ``split_list``, ``random_bits``).
@@ -21,7 +25,8 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..config import config
-from ..core import Array, Tracer, basearray, canonical_shape, dtypes, get_aval, pytree
+from ..core import (Array, ExtendedArray, Tracer, basearray, canonical_shape, dtypes, get_aval,
+                   pytree)
 from ..core.array import scalar_in_range
 from .impls import PRNG_IMPLS, PRNGImpl
 
@@ -29,23 +34,24 @@ __all__ = ["PRNGKeyArray", "key", "PRNGKey", "key_data", "wrap_key_data", "key_i
            "key_dtype", "split", "fold_in", "clone"]
 
 
-class KeyDType:
+class KeyDType(dtypes.ExtendedDType):
     """The dtype of typed keys of one implementation, printed ``key<tag>`` (``key<fry>``
     for threefry2x32). An extended dtype: its scalar type is ``prng_key``
-    (``nbjax.dtypes.prng_key``). Two are equal when their implementations are."""
+    (``nbjax.dtypes.prng_key``), each key is held as the implementation's uint32 words. Two
+    are equal when their implementations are."""
 
     type = dtypes.prng_key
+    physical_dtype = dtypes.uint32
     __slots__ = ("impl",)
 
     def __init__(self, impl):
         self.impl = impl
 
     name = property(lambda self: f"key<{self.impl.tag}>")
+    element_shape = property(lambda self: self.impl.key_shape)
 
-    def __repr__(self):
-        return self.name
-
-    __str__ = __repr__
+    def wrap(self, data):
+        return PRNGKeyArray(self.impl, data)
 
     def __eq__(self, other):
         return isinstance(other, KeyDType) and other.impl is self.impl
@@ -54,9 +60,12 @@ class KeyDType:
         return hash((KeyDType, self.impl.name))
 
 
-class PRNGKeyArray:
+class PRNGKeyArray(ExtendedArray):
     """An array of typed PRNG keys of implementation ``impl`` over raw key data of shape
-    ``shape + impl.key_shape`` (JAX's arguments, in JAX's order)."""
+    ``shape + impl.key_shape`` (JAX's arguments, in JAX's order). Its operators and its
+    structural methods (indexing, ``.at``, ``reshape``...) are ``nbjax.numpy``'s, as for
+    any array of an extended dtype (``array_methods``), and apply to the data by the
+    primitives' rules for extended dtypes (``nbjax.lax.extended``)."""
 
     __slots__ = ("_impl", "_data")
     __array_priority__ = 100
@@ -65,10 +74,8 @@ class PRNGKeyArray:
         self._impl = impl
         self._data = data  # not checked here: pytree unflattening passes placeholders
 
-    shape = property(lambda self: tuple(get_aval(self._data).shape[:-1]))
-    ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape)))
     dtype = property(lambda self: KeyDType(self._impl))
+    physical = property(lambda self: self._data)
 
     def _keys(self, data):
         """Keys of the same implementation over other data."""
@@ -83,49 +90,6 @@ class PRNGKeyArray:
         if not self.shape:
             raise TypeError("iteration over a 0-d key array")
         return (self[i] for i in range(self.shape[0]))
-
-    def __getitem__(self, idx):
-        idx = idx if isinstance(idx, tuple) else (idx,)
-        consumed = sum(getattr(i, "ndim", 1) for i in idx if i is not None and i is not Ellipsis)
-        if consumed > self.ndim:
-            raise IndexError(f"Too many indices for key array of shape {self.shape}: "
-                             f"{consumed} were indexed")
-        # The key words stay whole: index only the leading (logical) axes.
-        trailing = (slice(None),) if Ellipsis in idx else (Ellipsis, slice(None))
-        return self._keys(self._data[idx + trailing])
-
-    def reshape(self, *shape):
-        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return self._keys(jnp.reshape(self._data, (*shape, *self._impl.key_shape)))
-
-    def ravel(self):
-        return self.reshape(-1)
-
-    flatten = ravel
-
-    def squeeze(self, axis=None):
-        axes = tuple(i for i, d in enumerate(self.shape) if d == 1) if axis is None else axis
-        return self._keys(jnp.squeeze(self._data, axes))
-
-    def transpose(self, *axes):
-        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
-        perm = tuple(axes) if axes else tuple(reversed(range(self.ndim)))
-        return self._keys(jnp.transpose(self._data, (*perm, self.ndim)))
-
-    T = property(lambda self: self.transpose())
-
-    def copy(self):
-        return self._keys(self._data)
-
-    def __eq__(self, other):
-        if not isinstance(other, PRNGKeyArray):
-            raise TypeError(f"== expects a typed key array, got {type(other).__name__}")
-        if other._impl is not self._impl:
-            raise TypeError(f"equal does not accept dtypes {self.dtype}, {other.dtype}.")
-        return jnp.all(self._data == other._data, axis=-1)
-
-    def __ne__(self, other):
-        return jnp.logical_not(self == other)
 
     def __bool__(self):
         raise TypeError("key array cannot be converted to boolean.")
