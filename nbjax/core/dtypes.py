@@ -142,6 +142,8 @@ def requested(dtype, function):
     32-bit (x64 off) says so with JAX's warning, for the values are rounded (the classroom's
     "where did my float64 go"). Python's ``int``, ``float`` and ``complex`` ask for the
     default types, whatever their width."""
+    if isinstance(dtype, ExtendedDType):
+        return dtype
     dt = check_supported(dtype)
     stored = canonicalize(dt)
     if stored != dt and dtype not in (int, float, complex):
