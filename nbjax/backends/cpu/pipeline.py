@@ -77,12 +77,15 @@ RELATIVE_COST = {CALLS: 0.2, SMALL_LOOPS: 0.45}   # of a tier's time to O3's (``
 
 
 def optimise_lightly(module, tm):
-    """Promote locals to registers (SROA), fold instructions and simplify the control flow
-    of each function of ``module``: what O3 would do first, without its loop passes."""
+    """Promote locals to registers (SROA), fold instructions, give equal values one number
+    (NewGVN: a small kernel's pieces computing the sine of one angle call it once) and
+    simplify the control flow of each function of ``module``: what O3 would do first,
+    without its loop passes."""
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
     fpm = llvm.create_new_function_pass_manager()
     fpm.add_sroa_pass()
     fpm.add_instruction_combine_pass()
+    fpm.add_new_gvn_pass()
     fpm.add_simplify_cfg_pass()
     for function in module.functions:
         if not function.is_declaration:

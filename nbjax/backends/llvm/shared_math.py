@@ -82,4 +82,5 @@ def _declare(module, fname, ty, arity, internal=True):
         fn.linkage = "internal"
     fn.attributes.add("noinline")   # the point: one copy, called
     fn.attributes.add("nounwind")
+    fn.attributes.add("readnone")   # (a pure function: two calls on the same values are one)
     return fn
