@@ -14,9 +14,11 @@ kept. Nothing is installed where SIGINT is ignored or left to its default action
 """
 
 import ctypes
+import functools
 import os
 import signal
 import threading
+import types
 
 from . import support
 
@@ -35,23 +37,34 @@ def _sigaction():
 
 def arm():
     """Make the next SIGINT set the interrupt flag too, and clear the flag."""
-    flag = ctypes.c_int32.from_address(support.address(support.INTERRUPT_FLAG))
-    flag.value = 0
+    words = _words()
+    words.flag.value = 0
     if os.name != "posix":
         return
-    ours = support.address("nbjax_on_sigint")
     with _lock:
-        sigaction = _sigaction()
-        action = ctypes.create_string_buffer(_SIGACTION_BYTES)
+        sigaction, action = _sigaction(), words.action
         if sigaction(signal.SIGINT, None, action) != 0:
             return
-        handler = ctypes.c_void_p.from_buffer(action)  # the first field, on Linux and macOS
-        if handler.value in (None, ours, 1):  # SIG_DFL, already ours, SIG_IGN
+        handler = words.handler
+        if handler.value in (None, words.ours, 1):  # SIG_DFL, already ours, SIG_IGN
             return
-        ctypes.c_void_p.from_address(support.address("nbjax_previous_sigint")).value = \
-            handler.value
-        handler.value = ours
+        words.previous.value = handler.value
+        handler.value = words.ours
         sigaction(signal.SIGINT, action, None)
+
+
+@functools.cache
+def _words():
+    """What ``arm`` reads and writes, found once (a compiled loop's every call arms: finding
+    the support module's symbols again took most of a small loop's call, 10 of 24 us):
+    the interrupt flag, our handler's address, the previous handler's slot, and a buffer
+    for a ``struct sigaction`` whose first field is the handler (on Linux and macOS)."""
+    action = ctypes.create_string_buffer(_SIGACTION_BYTES)
+    return types.SimpleNamespace(
+        flag=ctypes.c_int32.from_address(support.address(support.INTERRUPT_FLAG)),
+        ours=support.address("nbjax_on_sigint"),
+        previous=ctypes.c_void_p.from_address(support.address("nbjax_previous_sigint")),
+        action=action, handler=ctypes.c_void_p.from_buffer(action))
 
 
 def raise_interrupt():
