@@ -51,3 +51,12 @@ def test_searchsorted_counts_in_int32_under_x64(x64, method):
     out = jnp.searchsorted(jnp.arange(5.0), jnp.array([2.5, -1.0, 9.0]), method=method)
     assert out.dtype == np.int32 and out.tolist() == [3, 0, 5]
     assert jnp.digitize(jnp.arange(3.0), jnp.arange(2.0)).dtype == np.int32
+
+
+def test_unravel_index_of_a_python_int_is_weakly_typed():
+    rows, cols = jnp.unravel_index(9, (2, 4))
+    assert rows.weak_type and cols.weak_type and (int(rows), int(cols)) == (1, 3)
+    rows, cols = jnp.unravel_index(np.int32(5), (2, 4))
+    assert not rows.weak_type and (int(rows), int(cols)) == (1, 1)
+    rows, cols = jnp.unravel_index(jnp.array([1, 7, -1]), (2, 4))
+    assert rows.tolist() == [0, 1, 1] and cols.tolist() == [1, 3, 3] and not rows.weak_type

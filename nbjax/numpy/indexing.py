@@ -906,7 +906,8 @@ def unravel_index(indices, shape):
     for d in reversed(shape):
         out.append(ufuncs.remainder(flat, d) if d else flat)
         flat = ufuncs.floor_divide(flat, d) if d else flat
-    return tuple(reversed(out))
+    weak = get_aval(indices).weak_type  # (a Python int's coordinates are weak, as JAX's)
+    return tuple(lax.convert_element_type(c, get_aval(c).dtype, weak) for c in reversed(out))
 
 
 def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
