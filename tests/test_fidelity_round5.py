@@ -60,3 +60,15 @@ def test_unravel_index_of_a_python_int_is_weakly_typed():
     assert not rows.weak_type and (int(rows), int(cols)) == (1, 1)
     rows, cols = jnp.unravel_index(jnp.array([1, 7, -1]), (2, 4))
     assert rows.tolist() == [0, 1, 1] and cols.tolist() == [1, 3, 3] and not rows.weak_type
+
+
+def test_cond_in_jax_s_old_five_argument_form():
+    """``cond(pred, true_operand, true_fun, false_operand, false_fun)``, which JAX 0.10
+    still takes: each branch gets its own operand, under transformations too."""
+    def f(p, a):
+        return lax.cond(p, a, lambda x: x * 3, 5.0, lambda x: x - 1)
+    assert float(f(True, 2.0)) == 6.0 and float(f(False, 2.0)) == 4.0
+    assert float(nbjax.jit(f)(False, 2.0)) == 4.0
+    assert float(nbjax.grad(f, argnums=1)(True, 2.0)) == 3.0
+    with pytest.raises(TypeError, match="should be callable"):
+        lax.cond(True, 2.0, lambda x: x, 5.0)

@@ -267,11 +267,15 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one primitive.
 
     Both branches are traced (so both must return the same types); only the chosen one runs.
-    The primitive takes an int32 index, with the false branch first, as JAX's does.
+    The primitive takes an int32 index, with the false branch first, as JAX's does. JAX's
+    old form, ``cond(pred, true_operand, true_fun, false_operand, false_fun)``, still works.
     """
-    operands = _with_operand(operands, operand)
     if not (callable(true_fun) and callable(false_fun)):
+        if callable(false_fun) and len(operands) == 2 and callable(operands[1]):
+            x_true, f_true, (x_false, f_false) = true_fun, false_fun, operands
+            return cond(pred, lambda x, _: f_true(x), lambda _, x: f_false(x), x_true, x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
+    operands = _with_operand(operands, operand)
     index = elementwise.convert_element_type(_predicate(pred), np.int32)
     (true_jaxpr, false_jaxpr), consts, flat, out_tree = _trace_branches(
         "cond", [("true_fun", true_fun), ("false_fun", false_fun)], operands)
