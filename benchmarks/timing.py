@@ -137,10 +137,11 @@ def core_count():
 
 
 def format_seconds(seconds):
-    """A time with a readable unit: ``85.2 ms``, ``4.05 us``, ``1.95 s``."""
+    """A time with a readable unit: ``85.2 ms``, ``4.05 us``, ``1.95 s``, ``-310 us`` (a
+    difference of times)."""
     if seconds is None:
         return "-"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
+        if abs(seconds) >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
