@@ -258,7 +258,7 @@ def test_float32_loop_vectorises_without_libm_calls(name):
     """A float32 kernel of each function, compiled by the backend, is as wide as a plain
     float32 loop on this CPU (float32 pow computes in float64, which LLVM alone would
     vectorise half as wide) and calls nothing but LLVM intrinsics (and, for sin, cos and
-    tan, the module's own shared function: ``codegen._math_for``)."""
+    tan, the shared function compiled apart and linked: ``codegen._math_for``)."""
     fn = getattr(nbjax.lax, name)
     x = np.linspace(0.5, 3.0, 4096, dtype=np.float32)
     args = (x, x[::-1].copy()) if mathlib.ARITY[name] == 2 else (x,)
@@ -268,7 +268,7 @@ def test_float32_loop_vectorises_without_libm_calls(name):
     widths = {int(n) for n in re.findall(r"<(\d+) x float>", optimised)}
     assert max(widths, default=1) == float32_lanes(), f"{name}: float vectors {widths}"
     calls = re.findall(r"call [^@]*@([\w.]+)", optimised)
-    own = f"nbjax_{name}_float32_v{float32_lanes()}"
+    own = f"nbjax_math_{name}_float32_v{float32_lanes()}"
     assert all(c.startswith("llvm.") or c in (own, own[:own.rindex("_")]) for c in calls), \
         f"{name}: calls {set(calls)}"
     assert (own in calls) == (name in mathlib.BRANCHING), f"{name}: calls {set(calls)}"

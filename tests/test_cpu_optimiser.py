@@ -405,19 +405,3 @@ def test_object_files_pack_and_unpack():
     for damaged in (packed[:-1], packed + b"x"):
         with pytest.raises(ValueError):
             cache.unpack_objects(damaged)
-
-
-def test_a_kernel_stays_with_the_vector_math_its_calls_name():
-    """The vectoriser picks a math function's widest variant only with its body in sight:
-    a kernel whose calls name vector variants is in the part that defines them."""
-    variant = ('define <8 x float> @"nbjax_exp_float32_v8"(<8 x float> %".1") noinline\n'
-               '{\nentry:\n  ret <8 x float> %".1"\n}\n')
-    caller = ('define void @"kernel_2"(float* noalias %".1")\n{\nentry:\n'
-              '  %".2" = load float, float* %".1"\n'
-              '  %".3" = call float @"helper"(float %".2") "vector-function-abi-variant"='
-              '"_ZGV_LLVM_N8v_helper(nbjax_exp_float32_v8)"\n'
-              '  store float %".3", float* %".1"\n  ret void\n}\n')
-    parts = partition.split(_PROGRAM + variant + caller, 4)
-    owner = next(p for p in parts if "kernel_2" in _defined(p))
-    assert "nbjax_exp_float32_v8" in _defined(owner)
-    assert len(parts) == 4   # the other functions still spread over the parts

@@ -30,8 +30,8 @@ from llvmlite import ir
 from ...core import dtypes
 from ..llvm import (I8, I64, LIBM, KernelEmitter, KernelScaffold, ScalarEmitter, constant,
                     define_kernel, entry_alloca, for_loop, mathlib, mem_type, memset,
-                    reg_type)
-from . import blocking, pipeline, runtime, streaming, workers
+                    reg_type, shared_math)
+from . import blocking, library, pipeline, runtime, streaming, workers
 
 
 class ModuleBuilder:
@@ -487,15 +487,21 @@ def _local_dtype(out, row):
 # (an MLP step's loss and softmax kernels over [128, 10]: its first call 223 -> 150 ms).
 SMALL_KERNEL = 2048
 # ... unless a compiled loop runs it and its work (elements times the operations of its
-# body) is at least this: run at every iteration, its scalar code cost more than LLVM's
-# time once (1000 normal random numbers drawn in each step of a scan: 116 ns an element);
+# body, a math function's call counting ``runtime.MATH_WORK`` more: in scalar code it
+# branches, and its vector form is compiled once, apart) is at least this: run at every
+# iteration, its scalar code cost more than LLVM's time once (1000 normal random numbers
+# drawn in each step of a scan: 116 ns an element);
 SMALL_LOOP_WORK = 16384
 # ... or its work over all the iterations of a call is at least this, on enough elements
-# to fill vectors: LLVM's few milliseconds, once, against as many in every call (a scan of
-# 1000 logistic-map steps on 2000 elements: 1.1 us an iteration in scalar code, 0.2 in
-# vectors). (A while loop's iterations are unknown: ``control_flow.WHILE_RUNS``.)
-SMALL_RUN_WORK = 1 << 21
-VECTOR_ELEMENTS = 64
+# to fill a vector (16 float32 on AVX-512: a loop of 16, unrolled, becomes vector code by
+# the SLP vectoriser): LLVM's few milliseconds, once, against a tenth to a twentieth as
+# many in every call, which a function called 10-20 times repays (a scan of 1000 steps of
+# ``sin`` on 256 elements: 3.4 ms a call in scalar code, 0.19 ms in vectors, jax 0.54 ms;
+# on 16 elements 200 -> 34 us, jax 50; its first call is no slower: the scalar ``sin``
+# inline, which branches, took LLVM as long). (A while loop's iterations are unknown:
+# ``control_flow.WHILE_RUNS``.)
+SMALL_RUN_WORK = 1 << 17
+VECTOR_ELEMENTS = 16
 
 
 def zero_fill(kernel):
@@ -516,7 +522,8 @@ def small(kernel, runs=None):
     elements = math.prod(kernel.shape)
     if elements >= SMALL_KERNEL or runs is None:
         return elements < SMALL_KERNEL
-    work = elements * (len(kernel.body) + sum(len(stage.body) for stage in kernel.stages))
+    work = elements * (len(kernel.body) + sum(len(stage.body) for stage in kernel.stages)
+                       + runtime.MATH_WORK * kernel.math_calls)
     return work < SMALL_LOOP_WORK and (elements < VECTOR_ELEMENTS
                                        or work * runs < SMALL_RUN_WORK)
 
@@ -543,7 +550,16 @@ def _math_for(kernel, scalar=False):
     lanes = runtime.float32_lanes()
     widths = (lanes // 2, lanes) if _has_wide_values(kernel) else (lanes,)
     shared = LIBM.inline if calls > INLINE_MATH_CALLS else frozenset(mathlib.BRANCHING)
-    return dataclasses.replace(LIBM, shared=shared, shared_lanes=widths)
+    return dataclasses.replace(LIBM, shared=shared, shared_lanes=widths,
+                               shared_linked=library.name)
+
+
+@library.maker("nbjax_math_", tier=None)
+def _define_shared_math(module, function_name):
+    """A shared math function's vector variant, compiled by O3 once (or read from the disk
+    cache) and linked to every program that calls it: optimising a vector ``sin`` took
+    40 ms, which each program's first call spent again when the module defined it."""
+    shared_math.define_vector(module, function_name)
 
 
 def _has_wide_values(kernel):

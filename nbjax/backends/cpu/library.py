@@ -28,14 +28,15 @@ from .target import for_the_host
 
 _lock = threading.Lock()
 _modules = {}   # a library function's name -> the JitModule defining it (kept: it is its code)
-_makers = {}    # a name's prefix -> maker(module, name), defining the function ``name``
+_makers = {}    # a name's prefix -> (maker(module, name), defining the function ``name``,
+#                 the tier compiling it: ``pipeline``'s light tier, or None for O3)
 
 
-def maker(prefix):
+def maker(prefix, tier=pipeline.SMALL_LOOPS):
     """Register the decorated ``maker(module, name)`` as the maker of the library functions
-    whose names start with ``prefix``."""
+    whose names start with ``prefix``, compiled by the light ``tier`` (None: by O3)."""
     def register(make):
-        _makers[prefix] = make
+        _makers[prefix] = make, tier
         return make
     return register
 
@@ -79,7 +80,9 @@ def _maker(function_name):
 
 def _compile(function_name):
     module = ir.Module("library")
-    _maker(function_name)(module, function_name)
-    jit_module = runtime.JitModule(str(module), Timer(), {function_name: pipeline.SMALL_LOOPS})
+    make, tier = _maker(function_name)
+    make(module, function_name)
+    light = None if tier is None else {function_name: tier}
+    jit_module = runtime.JitModule(str(module), Timer(), light)
     llvm.add_symbol(function_name, jit_module.code.get_function_address(function_name))
     return jit_module

@@ -9,10 +9,7 @@ other parts' functions it may call; the parts' object files are loaded into one 
 which links the calls.
 
 Functions with internal linkage (the scalar math helpers, the timing clock) are not visible
-across object files: every part that refers to one gets a copy of it. A kernel stays with
-the vector math functions its loop may call (those named by its calls'
-``vector-function-abi-variant``): without their bodies in sight, LLVM's vectoriser chose
-8 lanes where it chose 16 on an AVX-512 CPU. The cost of cutting is that a call between
+across object files: every part that refers to one gets a copy of it. The cost of cutting is that a call between
 parts is never inlined; the calls that cross are those of the program and control-flow
 functions to whole kernels, where a call costs nothing next to the loop it runs.
 """
@@ -32,7 +29,6 @@ from . import pipeline
 MIN_PART_COST = 4000
 
 _NAME = re.compile(r'@("?)([^"(\s]+)\1\(')
-_VARIANT = re.compile(r"_ZGV\w*?\(([\w.]+)\)")   # vector-function-abi-variant's names
 
 
 @dataclasses.dataclass
@@ -74,7 +70,7 @@ def split_by_tier(ir_text, parts, light=None):
         cost = sum(_cost(f, tier) for f in fs)
         share = min(round(parts * cost / total), int(cost // MIN_PART_COST))
         groups += [(sum(_cost(f, tier) for f in group), group, tier)
-                   for group in _balanced(_units(fs), max(1, share), tier)]
+                   for group in _balanced(fs, max(1, share), tier)]
     texts = []
     for _, group, tier in sorted(groups, key=lambda g: g[0], reverse=True):
         names = {f.name for f in group}
@@ -144,30 +140,15 @@ def _read(ir_text):
     return shared, functions
 
 
-def _units(functions):
-    """``functions`` in the lists that must share a part: each vector math function with
-    the functions whose calls name it as a vector variant."""
-    unit = {f.name: [f] for f in functions}
-    for f in functions:
-        for variant in set(_VARIANT.findall(f.text)) & unit.keys():
-            if unit[variant] is not unit[f.name]:
-                merged = unit[f.name] + unit[variant]
-                for g in merged:
-                    unit[g.name] = merged
-    return list({id(u): u for u in unit.values()}.values())
-
-
-def _balanced(units, parts, tier=None):
-    """The functions of ``units`` in at most ``parts`` non-empty groups of about equal
-    estimated cost: the costliest unit first, each to the group with the least so far."""
-    def cost(unit):
-        return sum(_cost(f, tier) for f in unit)
-    groups = [[] for _ in range(min(parts, len(units)))]
+def _balanced(functions, parts, tier=None):
+    """``functions`` in at most ``parts`` non-empty groups of about equal estimated cost:
+    the costliest first, each to the group with the least so far."""
+    groups = [[] for _ in range(min(parts, len(functions)))]
     sizes = [0] * len(groups)
-    for unit in sorted(units, key=cost, reverse=True):
+    for f in sorted(functions, key=lambda f: _cost(f, tier), reverse=True):
         k = sizes.index(min(sizes))
-        groups[k] += unit
-        sizes[k] += cost(unit)
+        groups[k].append(f)
+        sizes[k] += _cost(f, tier)
     return groups
 
 

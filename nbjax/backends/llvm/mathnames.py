@@ -33,17 +33,20 @@ class MathNames:
     """A target's choice: the functions computed ``inline`` (a subset of
     ``mathlib.EMITTERS``), those that are LLVM ``intrinsics``, and the ``prefix`` of the
     external functions computing the others. The inline functions named in ``shared`` are
-    emitted once per module, with vector variants of the widths ``shared_lanes``, and
+    compiled once, with vector variants of the widths ``shared_lanes``, and
     called instead (``shared_math``): the choice for loop bodies with many of them, and for
     those with a faster form where the code may branch (``mathlib.BRANCHING``: a shared
     function may, a loop body that LLVM vectorises may not). ``scalar``: the code is never
-    vectorised (a small kernel's loops), so the inline functions may branch there."""
+    vectorised (a small kernel's loops), so the inline functions may branch there.
+    ``shared_linked``: a function of a shared function's vector variant's name giving
+    that of the copy the target compiles once and links (``shared_math``)."""
     inline: frozenset = frozenset(mathlib.EMITTERS)
     intrinsics: frozenset = INTRINSICS
     prefix: str = ""
     shared: frozenset = frozenset()
     shared_lanes: tuple = ()
     scalar: bool = False
+    shared_linked: object = str
 
     def external(self, name, dtype):
         """The external function computing ``name`` on ``dtype``: C's name (float32
@@ -64,7 +67,8 @@ def emit_math(builder, names, name, args, dtype):
         return builder.fptrunc(emit_math(builder, names, name, wide, dtypes.float32),
                                reg_type(dtype))
     if name in names.shared and name in names.inline:
-        return shared_math.call(builder, name, list(args), dtype, names.shared_lanes)
+        return shared_math.call(builder, name, list(args), dtype, names.shared_lanes,
+                                names.shared_linked)
     if name in names.inline:
         return mathlib.emit(builder, name, list(args), dtype, branches=names.scalar)
     t = reg_type(dtype)
