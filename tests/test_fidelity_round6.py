@@ -73,3 +73,17 @@ def test_cond_in_jax_s_old_five_argument_form():
     assert float(nbjax.grad(f, argnums=1)(True, 2.0)) == 3.0
     with pytest.raises(TypeError, match="should be callable"):
         lax.cond(True, 2.0, lambda x: x, 5.0)
+
+
+def test_determinants_of_a_weakly_typed_matrix_are_weakly_typed():
+    """As JAX's: ``det`` and ``slogdet`` keep the weak type of their matrix (a broadcast
+    Python float), so that they promote with float16 arrays as a Python scalar would."""
+    w = jnp.broadcast_to(jnp.asarray(2.0), (2, 2)).at[0, 0].set(5.0)   # [[5, 2], [2, 2]]
+    assert w.weak_type
+    assert jnp.linalg.det(w).weak_type and nbjax.jit(jnp.linalg.det)(w).weak_type
+    assert all(r.weak_type for r in jnp.linalg.slogdet(w))
+    assert all(r.weak_type for r in jnp.linalg.slogdet(w, method="qr"))
+    np.testing.assert_allclose(float(jnp.linalg.det(w)), 6.0, rtol=1e-6)
+    strong = jnp.asarray(np.eye(2, dtype=np.float32) * 3)
+    assert not jnp.linalg.det(strong).weak_type
+    assert (jnp.linalg.det(w) * jnp.ones(2, jnp.float16)).dtype == jnp.float16

@@ -273,10 +273,18 @@ def slogdet(a, *, method=None):
                          "(`None`), and 'qr'.")
     a = _matrices("jnp.linalg.slogdet", a, square=True)
     if method != "qr":
-        return SlogdetResult(*_slogdet_lu(a))
+        return SlogdetResult(*_weak_as(a, *_slogdet_lu(a)))
     if dtypes.is_complex(a.dtype):
         raise NotImplementedError("slogdet method='qr' not implemented for complex inputs")
-    return SlogdetResult(*_slogdet_qr(a))
+    return SlogdetResult(*_weak_as(a, *_slogdet_qr(a)))
+
+
+def _weak_as(a, *results):
+    """``results`` weakly typed where ``a`` is, as JAX's determinants are (its arithmetic
+    on the factors keeps the weak type; ours makes constants of the dtype)."""
+    if not a.weak_type:
+        return results
+    return [lax.convert_element_type(r, r.dtype, weak_type=True) for r in results]
 
 
 def _cofactor_solve(a, b):
@@ -327,7 +335,7 @@ def _det_jvp(primals, tangents):
 def det(a):
     """The determinant of (a stack of) square matrices."""
     a = _matrices("jnp.linalg.det", a, square=True)
-    return _det(a)
+    return _weak_as(a, _det(a))[0]
 
 
 # --- pseudo-inverse, least squares, rank, condition number ----------------------------------
