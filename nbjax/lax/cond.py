@@ -61,20 +61,41 @@ def _cond_batch(axis_data, vals, dims, branches):
     ``select_n`` picks each member's result, as JAX does."""
     (index, *ops), (index_dim, *op_dims) = vals, dims
     in_batched = [d is not None for d in op_dims]
-    ops = batched_at_front(ops, op_dims, axis_data.size, in_batched)
     if index_dim is not None:
-        index = moveaxis(index, index_dim, 0)
-        outs = [eval_closed_jaxpr(batch_jaxpr(b, axis_data, in_batched, True)[0], *ops)
-                for b in branches]
-        picked = [elementwise.select_n(broadcast_in_dim(index, get_aval(cases[0]).shape, (0,)),
-                                       *cases) for cases in zip(*outs)]
-        return picked, [0] * len(picked)
+        return _cond_batch_per_member(axis_data, moveaxis(index, index_dim, 0), ops, op_dims,
+                                      branches)
+    ops = batched_at_front(ops, op_dims, axis_data.size, in_batched)
     out_batched = [any(flags) for flags in zip(
         *(batch_jaxpr(b, axis_data, in_batched, False)[1] for b in branches))]
     batched, consts = _shared_branches(
         [hoist_consts(batch_jaxpr(b, axis_data, in_batched, out_batched)[0]) for b in branches])
     outs = cond_p.bind(index, *consts, *ops, branches=batched)
     return outs, [0 if b else None for b in out_batched]
+
+
+def _cond_batch_per_member(axis_data, index, ops, op_dims, branches):
+    """A cond whose index differs between batch members: every branch runs on the whole
+    batch and ``select_n`` picks each member's result. Branch ``k`` sees a floating operand
+    through ``stop_gradient`` for the members that do not take it (as JAX's rule does), so
+    reverse mode sends them no gradient: otherwise the zero cotangent ``select_n`` gives the
+    untaken branch meets that branch's derivative at a point outside its domain (the
+    ``sqrt`` of a negative number in ``where``-like code) and ``0 * nan`` leaks NaN into the
+    gradient. Such operands are broadcast to the batch first, as the guard differs per
+    member; the others stay as they are."""
+    guarded = [dtypes.is_inexact(get_aval(op).dtype) for op in ops]
+    in_batched = [d is not None or g for d, g in zip(op_dims, guarded)]
+    ops = batched_at_front(ops, op_dims, axis_data.size, in_batched)
+    outs = []
+    for k, branch in enumerate(branches):
+        taken = elementwise.eq(index, scalar_like(index, k))
+        seen = [elementwise.select(broadcast_in_dim(taken, get_aval(op).shape, (0,)), op,
+                                   elementwise.stop_gradient(op)) if g else op
+                for op, g in zip(ops, guarded)]
+        outs.append(eval_closed_jaxpr(batch_jaxpr(branch, axis_data, in_batched, True)[0],
+                                      *seen))
+    picked = [elementwise.select_n(broadcast_in_dim(index, get_aval(cases[0]).shape, (0,)),
+                                   *cases) for cases in zip(*outs)]
+    return picked, [0] * len(picked)
 
 
 cond_p.def_batch(_cond_batch)
