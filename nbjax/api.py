@@ -216,26 +216,48 @@ class VJP:
     def __init__(self, residuals, backward):
         self.residuals, self.backward = list(residuals), backward
 
-    def __call__(self, cotangent):
+    def __call__(self, cotangent, *extra):
         jaxpr, in_tree, out_tree, out_avals = self.backward
+        if extra:
+            raise TypeError(f"The function returned by `jax.vjp` was called with "
+                            f"{len(extra) + 1} arguments, but functions returned by `jax.vjp` "
+                            f"must be called with a single argument corresponding to the "
+                            f"single value returned by the function being differentiated "
+                            f"(even if that returned value is a tuple or other container).")
         flat_ct, ct_tree = pytree.tree_flatten(cotangent)
         if ct_tree != out_tree:
-            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
-                            f"structure of primal output {out_tree}.")
-        flat_ct = _to_arrays(flat_ct)
-        self._check(flat_ct, out_avals)
+            self._tree_error(out_tree, ct_tree)
+        flat_ct = self._check(_to_arrays(flat_ct), out_avals)
         aux_zeros = [ad.Zero(ad.tangent_aval(a)) for a in out_avals[len(flat_ct):]]
         cts = transpose.backward_pass(jaxpr, self.residuals, flat_ct + aux_zeros)
         return in_tree.unflatten([ad.instantiate(c) for c in cts])
 
     @staticmethod
+    def _tree_error(out_tree, ct_tree):
+        raise ValueError(f"unexpected tree structure.\n\nThe argument to a VJP function "
+                         f"returned by `jax.vjp` must match the pytree structure of the "
+                         f"differentiated function's output, {out_tree}, but got {ct_tree}.")
+
+    @staticmethod
     def _check(cts, out_avals):
+        """The cotangents, checked as JAX 0.10's ``vjp`` checks them (a ValueError): each
+        has its output's tangent type, up to weak typing. An output without tangents (an
+        integer's, float0) takes a cotangent of any dtype of its shape, which carries
+        nothing and becomes a symbolic zero."""
+        checked = []
         for ct, aval in zip(cts, out_avals):
-            expected = ad.tangent_aval(aval)
-            if get_aval(ct).shape != aval.shape or get_aval(ct).dtype != expected.dtype:
-                raise ValueError(f"Shape of cotangent input to vjp pullback function "
-                                 f"{get_aval(ct).str_short()} must be the same as the shape "
-                                 f"of corresponding primal output {expected.str_short()}.")
+            got, expected = get_aval(ct), ad.tangent_aval(aval)
+            if expected.dtype == dtypes.float0 and got.shape == aval.shape:
+                checked.append(ad.Zero(expected))
+                continue
+            if got.shape != aval.shape or got.dtype != expected.dtype:
+                raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                                 f"function: got {got.str_short()}, but expected "
+                                 f"{expected.str_short()} because the corresponding output of "
+                                 f"the differentiated function had JAX type "
+                                 f"{aval.str_short()}")
+            checked.append(ct)
+        return checked
 
 
 class LinearTranspose(VJP):
@@ -244,12 +266,18 @@ class LinearTranspose(VJP):
     traced function's constants."""
 
     @staticmethod
+    def _tree_error(out_tree, ct_tree):
+        raise TypeError(f"cotangent tree does not match function output, expected {out_tree} "
+                        f"but got {ct_tree}")
+
+    @staticmethod
     def _check(cts, out_avals):
         got = [get_aval(ct) for ct in cts]
         if any(g.shape != a.shape or g.dtype != a.dtype for g, a in zip(got, out_avals)):
             raise TypeError("cotangent type does not match function output, expected "
                             f"{[a.str_short() for a in out_avals]} but got "
                             f"{[g.str_short() for g in got]}")
+        return cts
 
 
 def _register_backward(kind):

@@ -167,9 +167,9 @@ def test_jvp_and_linearize():
 
 def test_vjp_structure_errors():
     out, pullback = nbjax.vjp(lambda x: (x, x * 2), random_array(rng, (3,)))
-    with pytest.raises(TypeError, match="Tree structure"):
+    with pytest.raises(ValueError, match="unexpected tree structure"):  # (JAX 0.10's kind)
         pullback(random_array(rng, (3,)))
-    with pytest.raises(ValueError, match="Shape of cotangent"):
+    with pytest.raises(ValueError, match=r"unexpected JAX type \(e.g. shape/dtype\)"):
         pullback((random_array(rng, (2,)), random_array(rng, (3,))))
 
 

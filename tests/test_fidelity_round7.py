@@ -1,6 +1,7 @@
 """Fidelity to JAX 0.10.2, round seven (a sweep of composed transformations against jax):
 reverse mode through a ``cond`` whose predicate vmap batches sends no gradient into the
-branch a member does not take."""
+branch a member does not take; a ``vjp`` function checks its cotangent as JAX 0.10's does
+(ValueErrors, and any dtype for an integer output)."""
 
 import numpy as np
 import pytest
@@ -37,3 +38,25 @@ def test_grad_of_vmapped_switch_with_a_batched_index():
     out = nbjax.vmap(lambda i, x: lax.switch(i, branches, x))(jnp.array([1, 0]),
                                                               jnp.array([-3.0, 2.0]))
     np.testing.assert_allclose(out, [9.0, np.log(2.0)], rtol=1e-6)
+
+
+def test_a_vjp_cotangent_of_the_wrong_structure_is_a_value_error():
+    _, pullback = nbjax.vjp(lambda x: (x, x * 2), jnp.ones(2))
+    with pytest.raises(ValueError, match="unexpected tree structure"):
+        pullback(jnp.ones(2))
+    with pytest.raises(ValueError, match="unexpected tree structure"):
+        pullback([jnp.ones(2), jnp.ones(2)])  # a list, where the output is a tuple
+    with pytest.raises(ValueError, match=r"got float32\[3\], but expected float32\[2\]"):
+        pullback((jnp.ones(2), jnp.ones(3)))
+    with pytest.raises(TypeError, match="must be called with a single argument"):
+        pullback(jnp.ones(2), jnp.ones(2))
+
+
+def test_an_integer_output_takes_a_cotangent_of_any_dtype_of_its_shape():
+    # JAX 0.10 accepts the integer output's own type (or float0) there; it carries nothing.
+    _, pullback = nbjax.vjp(lambda x: (x * 3.0, x.astype(jnp.int32)), jnp.ones(2))
+    for zero in (jnp.zeros(2, jnp.int32), np.zeros(2, nbjax.dtypes.float0)):
+        grad, = pullback((jnp.ones(2), zero))
+        assert grad.tolist() == [3.0, 3.0]
+    with pytest.raises(ValueError, match="unexpected JAX type"):
+        pullback((jnp.ones(2), jnp.zeros(3, jnp.int32)))
