@@ -1,7 +1,8 @@
 """Fidelity to JAX 0.10.2, round seven (a sweep of composed transformations against jax):
 reverse mode through a ``cond`` whose predicate vmap batches sends no gradient into the
 branch a member does not take; a ``vjp`` function checks its cotangent as JAX 0.10's does
-(ValueErrors, and any dtype for an integer output)."""
+(ValueErrors, and any dtype for an integer output); ``nextafter`` is not
+differentiable (it had a zero derivative)."""
 
 import numpy as np
 import pytest
@@ -60,3 +61,14 @@ def test_an_integer_output_takes_a_cotangent_of_any_dtype_of_its_shape():
         assert grad.tolist() == [3.0, 3.0]
     with pytest.raises(ValueError, match="unexpected JAX type"):
         pullback((jnp.ones(2), jnp.zeros(3, jnp.int32)))
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_nextafter_is_not_differentiable_as_in_jax(argnums):
+    # Its derivative in x1 is 1 almost everywhere, so the zero it had was wrong; JAX has
+    # no rule. Undifferentiated, and under vmap, it is unchanged.
+    with pytest.raises(NotImplementedError, match="nextafter"):
+        nbjax.grad(lambda x, y: lax.nextafter(x, y), argnums=argnums)(1.0, 2.0)
+    out = nbjax.vmap(lax.nextafter)(jnp.ones(2), jnp.array([2.0, 0.0]))
+    assert out.tolist() == [np.nextafter(np.float32(1), np.float32(2)),
+                            np.nextafter(np.float32(1), np.float32(0))]

@@ -570,8 +570,10 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
     return round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
 
 
-# Piecewise constant: the derivative is zero wherever it exists.
-for _prim in (floor_p, ceil_p, round_p, is_finite_p, nextafter_p):
+# Piecewise constant: the derivative is zero wherever it exists. (Not ``nextafter``, whose
+# derivative in ``x1`` is 1 almost everywhere: it has no JVP rule, so differentiating it is
+# JAX's NotImplementedError rather than a silent zero.)
+for _prim in (floor_p, ceil_p, round_p, is_finite_p):
     ad.defjvp_zero(_prim)
 
 
