@@ -99,6 +99,17 @@ def _check_tangent(p, t):
                          f"shape {p.shape} and tangent shape as {t.shape}")
 
 
+def _check_linearized_tangent(p, t):
+    """A tangent given to ``linearize``'s function must have its primal's tangent type; JAX
+    0.10 refuses any other (shape or dtype) with one ValueError, where ``jvp`` refuses a
+    dtype with a TypeError."""
+    expected = ad.tangent_aval(p)
+    if t.shape != p.shape or t.dtype != expected.dtype:
+        raise ValueError("linearized function called on tangent values inconsistent with the "
+                         f"original primal values:\nGot tangent aval {t.str_short()} for "
+                         f"primal aval {p.str_short()} but expected {expected.str_short()}.")
+
+
 def _aux_split(fun, has_aux):
     """With has_aux, ``fun`` returns ``(out, aux)``: differentiate ``out``, carry ``aux``."""
     if not has_aux:
@@ -167,7 +178,7 @@ def linearize(fun, *primals, has_aux=False):
             raise TypeError(f"linearized function called with tangents of structure {tree_t}, "
                             f"expected {in_tree}")
         for p, t in zip(flat_p, _to_arrays(flat_t)):
-            _check_tangent(get_aval(p), get_aval(t))
+            _check_linearized_tangent(get_aval(p), get_aval(t))
         return out_tree.unflatten(eval_jaxpr(jaxpr, residuals, *flat_t)[:n])
     f_jvp.jaxpr = ClosedJaxpr(jaxpr, residuals)
     out = out_tree.unflatten(outs[:n])

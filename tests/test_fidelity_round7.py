@@ -2,7 +2,8 @@
 reverse mode through a ``cond`` whose predicate vmap batches sends no gradient into the
 branch a member does not take; a ``vjp`` function checks its cotangent as JAX 0.10's does
 (ValueErrors, and any dtype for an integer output); ``nextafter`` is not
-differentiable (it had a zero derivative)."""
+differentiable (it had a zero derivative); a linearized function refuses a tangent of
+another type with JAX's ValueError."""
 
 import numpy as np
 import pytest
@@ -72,3 +73,12 @@ def test_nextafter_is_not_differentiable_as_in_jax(argnums):
     out = nbjax.vmap(lax.nextafter)(jnp.ones(2), jnp.array([2.0, 0.0]))
     assert out.tolist() == [np.nextafter(np.float32(1), np.float32(2)),
                             np.nextafter(np.float32(1), np.float32(0))]
+
+
+def test_a_linearized_function_refuses_a_tangent_of_another_type_with_a_value_error():
+    _, f_jvp = nbjax.linearize(lambda x: x ** 2, jnp.ones(2))
+    assert f_jvp(jnp.ones(2)).tolist() == [2.0, 2.0]
+    for tangent in (jnp.ones(2, jnp.float16), jnp.ones(3), jnp.ones(2, jnp.int32)):
+        with pytest.raises(ValueError, match="linearized function called on tangent values "
+                                             "inconsistent with the original primal values"):
+            f_jvp(tangent)
