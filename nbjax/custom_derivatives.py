@@ -19,6 +19,7 @@ from .calls import CallRules, FlatCall, Traced, abstractify, as_array, unmapped_
 from .core import (EvalTrace, Primitive, Tracer, current_trace, dtypes, eval_jaxpr, get_aval,
                    pytree)
 from .core.abstract import ShapedArray
+from .core.errors import UnexpectedTracerError
 from .interpreters import ad, staging
 from .interpreters.transpose import is_undefined
 from .lax import batch_util
@@ -162,8 +163,11 @@ def _untransformed():
 
 
 def _check_no_closure_tangents(tangents, num_consts, kind):
+    """Refuse to differentiate a custom-rule function through a value it closes over. JAX
+    0.10 meets this as the closed-over tracer escaping its rule, an UnexpectedTracerError
+    (a TypeError); the error is of that class, with a message that says what happened."""
     if any(not isinstance(t, ad.Zero) for t in tangents[:num_consts]):
-        raise TypeError(
+        raise UnexpectedTracerError(
             f"Detected differentiation of a {kind} function with respect to a closed-over "
             f"value. That isn't supported because the custom rule only specifies how to "
             f"differentiate the {kind} function with respect to explicit input parameters. "

@@ -3,7 +3,8 @@ reverse mode through a ``cond`` whose predicate vmap batches sends no gradient i
 branch a member does not take; a ``vjp`` function checks its cotangent as JAX 0.10's does
 (ValueErrors, and any dtype for an integer output); ``nextafter`` is not
 differentiable (it had a zero derivative); a linearized function refuses a tangent of
-another type with JAX's ValueError."""
+another type with JAX's ValueError; differentiating a custom rule's function through a
+value it closes over is an UnexpectedTracerError."""
 
 import numpy as np
 import pytest
@@ -82,3 +83,20 @@ def test_a_linearized_function_refuses_a_tangent_of_another_type_with_a_value_er
         with pytest.raises(ValueError, match="linearized function called on tangent values "
                                              "inconsistent with the original primal values"):
             f_jvp(tangent)
+
+
+@pytest.mark.parametrize("kind", ["custom_jvp", "custom_vjp"])
+def test_differentiating_through_a_closed_over_value_is_an_unexpected_tracer_error(kind):
+    def outer(w):
+        if kind == "custom_jvp":
+            g = nbjax.custom_jvp(lambda x: x * w)
+            g.defjvp(lambda p, t: (g(p[0]), t[0] * w))
+        else:
+            g = nbjax.custom_vjp(lambda x: x * w)
+            g.defvjp(lambda x: (g(x), None), lambda r, ct: (ct * w,))
+        return g(2.0)
+    # JAX 0.10's class (the closed-over tracer escapes the rule); still a TypeError
+    with pytest.raises(nbjax.errors.UnexpectedTracerError, match="closed-over value"):
+        nbjax.grad(outer)(3.0)
+    assert issubclass(nbjax.errors.UnexpectedTracerError, TypeError)
+    assert nbjax.vmap(outer)(jnp.ones(2)).tolist() == [2.0, 2.0]  # (only AD refuses)
