@@ -12,7 +12,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.backends import compile
-from nbjax.backends.cpu import runtime
+from nbjax.backends.cpu import runtime, workers
 from nbjax.backends.cpu.host_steps import SplitCall
 from helpers import assert_close, cpu_and_reference, host_cumlogsumexp
 
@@ -99,21 +99,26 @@ def test_a_program_is_one_native_call_its_large_kernels_split_from_it(monkeypatc
         np.testing.assert_array_equal(a, b)
         assert_close(a, c, rtol=1e-5)
     monkeypatch.setattr(runtime, "SPLIT_THRESHOLD", 16)
+    monkeypatch.setattr(runtime, "POOL_SPLIT_WORK", 16)
     monkeypatch.setattr(runtime, "THREADS", 2)
     cpu, _ = cpu_and_reference(f, x, w)
     assert cpu._program is not None and "split between the cores" in cpu.runs_as
-    assert any(isinstance(call, SplitCall) for call in cpu.layout.host_calls)
+    # (on the worker pool, from the native code, where there is one; else Python's threads)
+    split_calls = [c for c in cpu.layout.host_calls if isinstance(c, SplitCall)]
+    assert bool(split_calls) != workers.supported()
     for a, c in zip(cpu.run(x, w), ref.run(x, w)):
         assert_close(a, c, rtol=1e-5)
 
 
 def test_a_sum_over_the_outer_axis_splits_by_its_work_not_its_elements(monkeypatch):
     """A reduction over its outer axis splits between the cores (partial sums combined)
-    from ``SPLIT_THRESHOLD`` of work: elements, and ``MATH_WORK`` more for each math
-    function per element (a trapezoid rule over sin(x)**2 read at two places: 1e6
-    elements, ran on one core). Fewer elements of plain sums stay on one thread."""
+    from ``POOL_SPLIT_WORK`` of work (``SPLIT_THRESHOLD`` without the worker pool):
+    elements, and ``MATH_WORK`` more for each math function per element (a trapezoid rule
+    over sin(x)**2 read at two places: 1e6 elements, ran on one core). Fewer elements of
+    plain sums stay on one thread."""
     monkeypatch.setattr(runtime, "THREADS", 2)
     monkeypatch.setattr(runtime, "SPLIT_THRESHOLD", 4096)
+    monkeypatch.setattr(runtime, "POOL_SPLIT_WORK", 4096)
     x = RNG.standard_normal(1000).astype(np.float32)
     cpu, ref = cpu_and_reference(lambda x: jnp.sum(jnp.sin(x) * jnp.cos(x[::-1])), x)
     assert "split between the" in cpu.plan.report()
@@ -395,9 +400,11 @@ def test_timing_a_native_program_times_its_steps_inside_the_call():
 
 def test_large_kernels_inside_native_loops_run_on_every_core(monkeypatch):
     """A kernel in a loop body that is large enough to split (here: the threshold lowered)
-    is called through Python's worker threads from inside the native loop, reductions over
-    its outer axis combined from per-chunk partials; the values are the reference's."""
+    runs on the worker pool from inside the native loop, reductions over its outer axis in
+    pieces whose partial results are combined in order (without a pool: through Python's
+    worker threads); the values are the reference's, the same at every run."""
     monkeypatch.setattr(runtime, "SPLIT_THRESHOLD", 256)
+    monkeypatch.setattr(runtime, "POOL_SPLIT_WORK", 256)
     monkeypatch.setattr(runtime, "THREADS", 2)
 
     def f(u):
@@ -410,7 +417,13 @@ def test_large_kernels_inside_native_loops_run_on_every_core(monkeypatch):
     u = RNG.standard_normal((48, 40)).astype(np.float32)
     cpu, ref = cpu_and_reference(f, u)
     splits = [call for call in cpu.layout.host_calls if isinstance(call, SplitCall)]
-    assert splits and any(call.partials and call.combiner for call in splits)
+    if workers.supported():
+        assert not splits and "in 2 pieces whose partial results are combined" in \
+            cpu.plan.report()
+    else:
+        assert splits and any(call.partials and call.combiner for call in splits)
     assert "calling back" not in cpu.runs_as
-    for got, want in zip(cpu.run(u), ref.run(u)):
+    first = cpu.run(u)
+    for got, again, want in zip(first, cpu.run(u), ref.run(u)):
         assert_close(got, want, rtol=1e-5, scale=float(np.abs(want).max()))
+        np.testing.assert_array_equal(got, again)

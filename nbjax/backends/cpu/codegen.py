@@ -97,7 +97,14 @@ class ModuleBuilder:
     def chunk_function(self, kernel):
         """``<kernel>_chunk(args, start, stop)``, the worker pool's call of ``kernel`` over
         ``[start, stop)`` of its outer axis, its buffers' addresses in the array ``args``
-        (see ``workers``); emitted on first use."""
+        (see ``workers``); emitted on first use.
+
+        A kernel whose reductions run over its outer axis (``runtime.partial_outputs``) is
+        run in ``runtime.pieces`` pieces of that axis instead: ``[start, stop)`` are piece
+        numbers, and ``args`` holds after the buffers one block per such output, of a
+        partial result for each piece but the first (``runtime.partial_bytes`` apart,
+        filled with the reduction's identity), which accumulates into the output itself.
+        The caller combines them in order (``add_combiner``)."""
         name = kernel.name + "_chunk"
         chunk = self.module.globals.get(name)
         if chunk is not None:
@@ -106,9 +113,30 @@ class ModuleBuilder:
         chunk = ir.Function(self.module, workers.CHUNK, name=name)
         args, start, stop = chunk.args
         b = ir.IRBuilder(chunk.append_basic_block("entry"))
+        types = fn.function_type.args[:-2]
         pointers = [b.bitcast(b.load(b.gep(args, [ir.Constant(I64, k)])), t)
-                    for k, t in enumerate(fn.function_type.args[:-2])]
-        b.call(fn, pointers + [start, stop])
+                    for k, t in enumerate(types)]
+        partial = runtime.partial_outputs(kernel)
+        if not partial:
+            b.call(fn, pointers + [start, stop])
+        else:
+            blocks = [b.load(b.gep(args, [ir.Constant(I64, len(types) + j)]))
+                      for j in range(len(partial))]
+
+            def piece(k):
+                first = b.icmp_unsigned("==", k, ir.Constant(I64, 0))
+                own = list(pointers)
+                for block, position in zip(blocks, partial):
+                    step = runtime.partial_bytes(kernel.outputs[position])
+                    at = b.gep(block, [b.mul(b.sub(k, ir.Constant(I64, 1)),
+                                             ir.Constant(I64, step))])
+                    own[position] = b.select(first, pointers[position],
+                                             b.bitcast(at, types[position]))
+                extent, n = ir.Constant(I64, kernel.shape[0]), \
+                    ir.Constant(I64, runtime.pieces(kernel))
+                rows = [b.udiv(b.mul(extent, j), n) for j in (k, b.add(k, ir.Constant(I64, 1)))]
+                b.call(fn, own + rows)
+            for_loop(b, start, stop, piece, "piece")
         b.ret_void()
         self.light[name] = pipeline.CALLS
         return chunk

@@ -493,9 +493,7 @@ class ControlFlowFunction:
             pointers = outs + [env[v] for v in kernel.inputs]
             extent = kernel.shape[0] if kernel.shape else 1
             if runtime.pooled(kernel):  # on every core, through the worker pool
-                chunk = self.mb.chunk_function(kernel)
-                self.b.call(workers.declare_parallel_for(self.mb.module),
-                            [chunk, self.pointer_array(pointers), ir.Constant(I64, extent)])
+                self.pooled_kernel(kernel, pointers, extent)
             elif runtime.splits(kernel):  # on every core, through Python's threads
                 self.callback(split_call(kernel, extent, self.mb.combiners.get(kernel.name)),
                               pointers)
@@ -505,6 +503,38 @@ class ControlFlowFunction:
         for where, buf, acc, dtype, n in converts:
             self.convert(where, buf, acc, dtype, n)
             self.release(buf)
+
+    def pooled_kernel(self, kernel, pointers, extent):
+        """Run ``kernel`` on ``pointers`` on the worker pool, through its chunk function
+        (``codegen.ModuleBuilder.chunk_function``); one whose reductions run over its outer
+        axis in pieces, the partial results of all but the first in scratch blocks filled
+        with their identity, then folded into its outputs in order by its combiner."""
+        parallel_for = workers.declare_parallel_for(self.mb.module)
+        chunk = self.mb.chunk_function(kernel)
+        partial = runtime.partial_outputs(kernel)
+        if not partial:
+            self.b.call(parallel_for, [chunk, self.pointer_array(pointers),
+                                       ir.Constant(I64, extent)])
+            return
+        n, blocks = runtime.pieces(kernel), []
+        for position in partial:
+            o = kernel.outputs[position]
+            blocks.append(self.scratch((n - 1) * runtime.partial_bytes(o)))
+            self.fill(blocks[-1], o.identity, o.acc_dtype or o.var.aval.dtype,
+                      (n - 1) * math.prod(o.shape))
+        self.b.call(parallel_for, [chunk, self.pointer_array(pointers + blocks),
+                                   ir.Constant(I64, n)])
+        combine = self.mb.module.globals[self.mb.combiners[kernel.name]]
+        for k in range(n - 1):
+            folded = []
+            for position, block in zip(partial, blocks):
+                at = k * runtime.partial_bytes(kernel.outputs[position])
+                part = self.b.gep(block, [ir.Constant(I64, at)], source_etype=I8)
+                folded += [pointers[position], part]
+            self.b.call(combine, [self.b.bitcast(p, t) for p, t in
+                                  zip(folded, combine.function_type.args)])
+        for block in blocks:
+            self.release(block)
 
     # --- control flow
     def emit(self, group, ins, outs):

@@ -231,7 +231,9 @@ def kernel_call(fn, loop, combine=None, entry=None, chunk=None):
             pointers.append(ptr)
         if size:
             pointers += map(address, inputs)
-            if split and chunk:
+            if split and chunk and partials:
+                runtime.run_pieces_on_pool(chunk, pointers, loop, combine)
+            elif split and chunk:
                 runtime.run_on_pool(chunk, pointers, extent)
             elif split:
                 runtime.run_split(fn, pointers, extent, partials, combine)

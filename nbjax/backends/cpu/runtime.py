@@ -347,8 +347,8 @@ pool = BufferPool()
 
 # --- threads -------------------------------------------------------------------------------
 
-SPLIT_THRESHOLD = 1 << 20  # work from which a loop accumulating over its outer axis splits
-POOL_SPLIT_WORK = 1 << 16  # work (``kernel_work``) from which any other loop splits
+SPLIT_THRESHOLD = 1 << 20  # work from which a loop splits on Python's threads (no pool)
+POOL_SPLIT_WORK = 1 << 16  # work (``kernel_work``) from which a loop splits on the pool
 # ... and a kernel in a loop whose body calls BLAS (``beside_library_threads``): OpenBLAS's
 # threads spin on the other cores for a while after each call, and a kernel split onto them
 # waits for its slower half (an RNN step's tanh over 32x512: 16.2 -> 14.8 ms for the scan
@@ -390,9 +390,23 @@ def kernel_work(loop):
 
 def on_pool(loop):
     """Whether a split ``loop`` runs on the native worker pool (``workers``): a microsecond
-    to hand chunks over; else (its reductions over the outer axis need per-chunk partials,
-    or the system has no pool) on Python's worker threads, tens of microseconds."""
-    return workers.supported() and not partial_outputs(loop)
+    to hand chunks over; else (the system has no pool) on Python's worker threads, tens of
+    microseconds. A loop whose reductions run over its outer axis is cut into ``pieces``,
+    each accumulating apart (``partial_outputs``), whose results are then combined in
+    order: the same values whichever thread ran which piece."""
+    return workers.supported()
+
+
+def pieces(loop):
+    """How many pieces a split ``loop`` with partial outputs is cut into on the pool: one
+    per core (each piece's partial results cost a pass of the combiner)."""
+    return min(THREADS, loop.shape[0])
+
+
+def partial_bytes(output):
+    """The bytes of one piece's partial result of ``output`` (a LoopKernel's output that
+    accumulates over the outer axis), in its accumulation dtype."""
+    return math.prod(output.shape) * np.dtype(output.acc_dtype or output.var.aval.dtype).itemsize
 
 
 def splits(loop):
@@ -432,8 +446,10 @@ def split_choice(loop):
             " in a loop calling BLAS, whose threads keep them busy"
             if loop.beside_library_threads else "")
         if splits(loop):
+            combined = f", in {pieces(loop)} pieces whose partial results are combined" \
+                if partial_outputs(loop) else ""
             return (f"split between the {THREADS} cores along its outer axis, on the worker "
-                    f"pool ({measure}; at least {least}{where})")
+                    f"pool{combined} ({measure}; at least {least}{where})")
         return (f"on one thread ({measure}; under the {least} that repay handing chunks "
                 f"to the other cores{where})")
     if splits(loop):
@@ -459,6 +475,23 @@ def run_on_pool(chunk, pointers, extent):
     the address of its ``chunk_function``, ``pointers`` its buffers' addresses."""
     start_pool()
     _parallel_for()(chunk, (ctypes.c_void_p * len(pointers))(*pointers), extent)
+
+
+def run_pieces_on_pool(chunk, pointers, loop, combine):
+    """Run ``loop``, whose reductions run over its outer axis, on the worker pool in
+    ``pieces``: the first accumulates into the outputs (``pointers``), each other one into
+    a block of its own, which ``combine(out0, part0, out1, part1, ...)`` then folds into
+    them in order (see ``codegen.ModuleBuilder.chunk_function``)."""
+    n, blocks = pieces(loop), []
+    for position, shape, dtype, identity in partials(loop):
+        block, _ = pool.empty_with_address((n - 1, *shape), dtype)
+        block.fill(identity)
+        blocks.append(block)
+    run_on_pool(chunk, list(pointers) + [b.ctypes.data for b in blocks], n)
+    outs = [pointers[position] for position, *_ in partials(loop)]
+    for k in range(n - 1):
+        combine(*[p for out, block in zip(outs, blocks)
+                  for p in (out, block.ctypes.data + k * block.itemsize * block[0].size)])
 
 
 def partial_outputs(loop):
