@@ -182,7 +182,8 @@ def kernel_call(fn, loop, combine=None, entry=None, chunk=None):
     outputs: allocate them (reductions start at their identity), call it with the buffers'
     addresses, on every core when it is large: on the worker pool through its ``chunk``
     function (an address), else on Python's threads (``combine`` folds the partial
-    results of a reduction over the split axis). ``entry``, the kernel's ``python_entry``
+    results of a reduction over the split axis, of each piece on the pool, of each
+    thread's chunk on Python's threads). ``entry``, the kernel's ``python_entry``
     if it has one, runs it on one thread without ctypes. A kernel updating inputs in place
     (``loop.in_place``) is ``call(*inputs, given={output: buffer})``: each such output is
     written into the buffer given (a donated input's own), else into a copy of its input."""

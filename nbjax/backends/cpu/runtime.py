@@ -491,7 +491,7 @@ def run_pieces_on_pool(chunk, pointers, loop, combine):
     outs = [pointers[position] for position, *_ in partials(loop)]
     for k in range(n - 1):
         combine(*[p for out, block in zip(outs, blocks)
-                  for p in (out, block.ctypes.data + k * block.itemsize * block[0].size)])
+                  for p in (out, block.ctypes.data + k * block.strides[0])])
 
 
 def partial_outputs(loop):
