@@ -482,6 +482,53 @@ def test_a_new_process_loads_the_program_and_points_at_its_own_lines(tmp_path, c
     assert first["lines"] and second["lines"] == [n + 3 for n in first["lines"]]
 
 
+_MATH_CHILD = """
+import json
+import numpy as np
+import nbjax, nbjax.numpy as jnp
+from nbjax.backends.cpu import cache, library
+
+def program(x):
+    def step(c, _):
+        c = jnp.sin(c) * 1.5 + 0.1
+        return c, jnp.sum(c)
+    return jnp.sin(x) * 2.0, nbjax.lax.scan(step, x[0, :16], None, length=500)
+
+x = np.linspace(-3, 3, 64 * 64, dtype=np.float32).reshape(64, 64)
+out = nbjax.jit(program)(x)
+linked = sorted(n for n in library._modules if n.startswith("nbjax_math_"))
+print(json.dumps({"stats": dict(cache.stats), "linked": linked,
+                  "from_disk": [library._modules[n].from_disk_cache for n in linked],
+                  "sin": np.asarray(out[0]).tolist(),
+                  "scan": [np.asarray(o).tolist() for o in out[1]]}))
+"""
+
+
+def test_a_program_calling_shared_math_functions_links_them_in_a_new_process(tmp_path,
+                                                                             cache_dir):
+    """The vector ``sin`` a program's loops call is a library function, compiled once and
+    kept in the disk cache apart from the program: a new process loading the program from
+    the cache loads the function from there too (not compiling it), with the same
+    values."""
+    script = tmp_path / "linked_math.py"
+    script.write_text(_MATH_CHILD)
+    env = dict(os.environ, NBJAX_CACHE_DIR=str(cache_dir))
+    env.pop("NBJAX_DISABLE_DISK_CACHE", None)
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    assert first["linked"] and first["linked"] == second["linked"]
+    assert not any(first["from_disk"]) and all(second["from_disk"])
+    assert second["stats"].get("program hit") == 1
+    assert second["sin"] == first["sin"] and second["scan"] == first["scan"]
+    x = np.linspace(-3, 3, 64 * 64, dtype=np.float32).reshape(64, 64)
+    np.testing.assert_allclose(first["sin"], np.sin(x) * 2.0, rtol=1e-6, atol=1e-6)
+
+
 def test_a_program_calling_back_into_python_is_kept_and_loaded():
     """A ``pure_callback``'s parameters hold its static arguments, never its operands (the
     tracers of the trace that made the jaxpr): the program is keyed, stored and loaded."""
