@@ -9,9 +9,10 @@ other parts' functions it may call; the parts' object files are loaded into one 
 which links the calls.
 
 Functions with internal linkage (the scalar math helpers, the timing clock) are not visible
-across object files: every part that refers to one gets a copy of it. The cost of cutting is that a call between
-parts is never inlined; the calls that cross are those of the program and control-flow
-functions to whole kernels, where a call costs nothing next to the loop it runs.
+across object files: every part that refers to one gets a copy of it. The cost of cutting
+is that a call between parts is never inlined; the calls that cross are those of the
+program and control-flow functions to whole kernels, where a call costs nothing next to the
+loop it runs.
 """
 
 import dataclasses
