@@ -18,7 +18,7 @@ from llvmlite import ir
 from ...compiler.kernel import row_major_offset
 from ...core import dtypes
 from .mathnames import LIBM, emit_math
-from .types import I1, I8, I64, constant, declare, mem_type, reg_type, suffix
+from .types import I1, I8, I32, I64, constant, declare, mem_type, reg_type, suffix
 
 _FLOAT_BINARY = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv", "rem": "frem"}
 _INT_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_",
@@ -61,12 +61,18 @@ class ScalarEmitter:
         one (``scaffold.alias_scopes``)."""
         addr = self.b.gep(ptr, [offset], inbounds=True, source_etype=mem_type(dtype))
         value = _scoped(self.b.load(addr, typ=mem_type(dtype)), scope)
+        if np.dtype(dtype) == dtypes.bfloat16:  # its bits, the upper half of a float32's
+            return self.b.bitcast(self.b.shl(self.b.zext(value, I32), ir.Constant(I32, 16)),
+                                  reg_type(dtype))
         return self.b.icmp_unsigned("!=", value, ir.Constant(I8, 0)) \
             if np.dtype(dtype) == dtypes.bool_ else value
 
     def store(self, ptr, offset, value, dtype, scope=None):
         if np.dtype(dtype) == dtypes.bool_:
             value = self.b.zext(value, I8)
+        if np.dtype(dtype) == dtypes.bfloat16:  # (a float32 rounded to bfloat16 already)
+            value = self.b.trunc(self.b.lshr(self.b.bitcast(value, I32), ir.Constant(I32, 16)),
+                                 mem_type(dtype))
         addr = self.b.gep(ptr, [offset], inbounds=True, source_etype=mem_type(dtype))
         _scoped(self.b.store(value, addr), scope)
 
@@ -151,6 +157,10 @@ class ScalarEmitter:
         """XLA's conversions (see ``compiler.kernel``)."""
         b, t = self.b, reg_type(dst)
         src, dst = np.dtype(src), np.dtype(dst)
+        if src == dtypes.bfloat16:  # (in a float32 register: exact)
+            return self.convert(x, dtypes.float32, dst)
+        if dst == dtypes.bfloat16:
+            return self._to_bfloat16(self.convert(x, src, dtypes.float32))
         if dst == dtypes.bool_:
             if _is_float(src):
                 return b.fcmp_unordered("!=", x, ir.Constant(reg_type(src), 0.0))
@@ -173,6 +183,18 @@ class ScalarEmitter:
             return b.trunc(x, t)
         return b.sext(x, t) if _is_signed(src) else b.zext(x, t)
 
+
+    def _to_bfloat16(self, x):
+        """The float32 ``x`` rounded to bfloat16 (to nearest, ties to even, as ml_dtypes
+        and XLA round), still a float32: its lower 16 bits cleared after adding half a
+        unit of the kept part (less one, plus its last bit); a NaN stays a quiet NaN."""
+        b, mask = self.b, ir.Constant(I32, 0xFFFF0000)
+        bits = b.bitcast(x, I32)
+        odd = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+        rounded = b.and_(b.add(bits, b.add(ir.Constant(I32, 0x7FFF), odd)), mask)
+        quiet = b.and_(b.or_(bits, ir.Constant(I32, 0x400000)), mask)
+        nan = b.fcmp_unordered("uno", x, x)
+        return b.bitcast(b.select(nan, quiet, rounded), x.type)
 
     def _saturating_to_int(self, x, src, dst):
         """The float ``x`` (of ``src``) as the integer type ``dst``: truncated toward zero,

@@ -1,8 +1,11 @@
 """How the kernel IR's dtypes are represented in LLVM, for every LLVM target.
 
 Values of a dtype live in registers as ``reg_type`` and in memory as ``mem_type``; the two
-differ only for bools, which are ``i1`` in registers (what comparisons give and selects take)
-and one byte in memory (NumPy's layout).
+differ for bools, which are ``i1`` in registers (what comparisons give and selects take)
+and one byte in memory (NumPy's layout), and for bfloat16, which kernels only convert to
+and from float32 (``compiler.kernel.narrow_type_reason``): a float32 in registers, holding
+a value bfloat16 represents, and its upper 16 bits in memory (``emitter.ScalarEmitter``'s
+loads, stores and conversions).
 """
 
 import numpy as np
@@ -21,14 +24,20 @@ def reg_type(dtype):
     dtype = np.dtype(dtype)
     if dtype == dtypes.bool_:
         return I1
+    if dtype == dtypes.bfloat16:
+        return _FLOAT_TYPES[dtypes.float32]
     if dtypes.is_float(dtype):
         return _FLOAT_TYPES[dtype]
     return ir.IntType(8 * dtype.itemsize)
 
 
 def mem_type(dtype):
-    """The LLVM type of an element of ``dtype`` in memory (bools are bytes)."""
-    return I8 if np.dtype(dtype) == dtypes.bool_ else reg_type(dtype)
+    """The LLVM type of an element of ``dtype`` in memory (bools are bytes, bfloat16s
+    16-bit integers)."""
+    dtype = np.dtype(dtype)
+    if dtype == dtypes.bool_:
+        return I8
+    return I16 if dtype == dtypes.bfloat16 else reg_type(dtype)
 
 
 def constant(value, dtype):
