@@ -341,6 +341,25 @@ def test_conversions_between_bfloat16_and_float32_are_kernels_rounding_as_ml_dty
                                   expected.view(np.uint16))
 
 
+@pytest.mark.parametrize("preferred", [None, "float32"])
+def test_a_bfloat16_product_is_the_float32_product_of_its_conversions(preferred):
+    """As a float16 one: the operands converted (kernels, exact), multiplied natively in
+    float32 (BLAS) and rounded once to bfloat16 unless float32 is asked for; the values
+    are the eager ones (which sum in float32 too), and no step is left to NumPy."""
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((96, 80)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((80, 64)).astype(ml_dtypes.bfloat16)
+    f = nbjax.jit(lambda a, b: jnp.dot(a, b, preferred_element_type=preferred))
+    got, eager = np.asarray(f(a, b)), np.asarray(jnp.dot(a, b, preferred_element_type=preferred))
+    assert got.dtype == eager.dtype == (np.float32 if preferred else ml_dtypes.bfloat16)
+    terms = np.abs(a.astype(np.float32)) @ np.abs(b.astype(np.float32))
+    assert_close(got.astype(np.float32), eager.astype(np.float32),
+                 rtol=1e-6 if preferred else 8e-3, scale=terms)
+    report = f.lower(a, b).compile().fusion_report()
+    kinds = [g.kind for g in report.groups]
+    assert kinds.count("library") == 1 and set(kinds) == {"kernel", "library"}
+
+
 def test_the_fusion_report_says_narrow_steps_are_by_design():
     f = nbjax.jit(lambda x: nbjax.lax.fori_loop(0, 2, lambda i, c: jnp.exp(c), x))
     x = jnp.ones(4, jnp.bfloat16)

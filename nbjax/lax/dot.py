@@ -604,13 +604,16 @@ def _simplify_dot_without_contraction(eqn, ins, producer_of, use_count, value_of
 
 
 def _simplify_float16_dot(eqn, ins, producer_of, use_count, value_of):
-    """A ``dot_general`` of float16 operands as what it computes (``accumulation_dtype``):
-    the product of their float32 conversions (exact), rounded once to a float16 result.
-    The conversions are kernels and the product a float32 one, which BLAS computes natively;
-    a float16 product was a call back into Python (512x512: 2.5x jax.jit)."""
+    """A ``dot_general`` of float16 (or bfloat16) operands as what it computes
+    (``accumulation_dtype``): the product of their float32 conversions (exact), rounded
+    once to a result of their type. The conversions are kernels and the product a float32
+    one, which BLAS computes natively; a float16 product was a call back into Python
+    (512x512: 2.5x jax.jit), a bfloat16 one a reference step converting in NumPy."""
     out = eqn.outvars[0]
-    if any(x.aval.dtype != dtypes.float16 for x in ins) or \
-            out.aval.dtype not in (dtypes.float16, dtypes.float32):
+    narrow = ins[0].aval.dtype
+    if narrow not in (dtypes.float16, dtypes.bfloat16) or \
+            any(x.aval.dtype != narrow for x in ins) or \
+            out.aval.dtype not in (narrow, dtypes.float32):
         return None
     f32 = np.dtype(np.float32)
     converted = {x: Var(ShapedArray(x.aval.shape, f32)) for x in ins}   # (once for x @ x)
@@ -625,7 +628,7 @@ def _simplify_float16_dot(eqn, ins, producer_of, use_count, value_of):
         eqns.append(eqn.replace(primitive=convert_element_type_p, invars=[product],
                                 outvars=[out], params={"new_dtype": out.aval.dtype,
                                                        "weak_type": out.aval.weak_type}))
-    return eqns, "a float16 dot as the float32 dot of its conversions"
+    return eqns, f"a {narrow.name} dot as the float32 dot of its conversions"
 
 
 def _simplify_dot_of_unstacked(eqn, ins, producer_of, use_count, value_of):
