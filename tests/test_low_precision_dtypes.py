@@ -341,6 +341,7 @@ def test_conversions_between_bfloat16_and_float32_are_kernels_rounding_as_ml_dty
                                   expected.view(np.uint16))
 
 
+@pytest.mark.cpu_compiler
 @pytest.mark.parametrize("preferred", [None, "float32"])
 def test_a_bfloat16_product_is_the_float32_product_of_its_conversions(preferred):
     """As a float16 one: the operands converted (kernels, exact), multiplied natively in
@@ -360,6 +361,7 @@ def test_a_bfloat16_product_is_the_float32_product_of_its_conversions(preferred)
     assert kinds.count("library") == 1 and set(kinds) == {"kernel", "library"}
 
 
+@pytest.mark.cpu_compiler
 def test_the_fusion_report_says_narrow_steps_are_by_design():
     f = nbjax.jit(lambda x: nbjax.lax.fori_loop(0, 2, lambda i, c: jnp.exp(c), x))
     x = jnp.ones(4, jnp.bfloat16)
