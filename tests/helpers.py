@@ -1,5 +1,9 @@
 """Checks shared by the test modules."""
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -214,3 +218,15 @@ def kernels_over_ipc(folder):
     ``folder``. Over TCP the manager picks ports that are free when picked, and another test's
     kernel may bind one first: this kernel then dies at start ("Address already in use")."""
     return {"KernelManager": {"transport": "ipc", "ip": str(Path(folder) / "kernel")}}
+
+
+def new_process_json(script, cache_dir):
+    """Run the Python file ``script`` in a new process whose disk cache is ``cache_dir``
+    (on, whatever this process's setting) and return its last line of output, read as
+    JSON (the child prints what the test checks)."""
+    env = dict(os.environ, NBJAX_CACHE_DIR=str(cache_dir))
+    env.pop("NBJAX_DISABLE_DISK_CACHE", None)
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -3,11 +3,7 @@
 and inside loops, batched, float32 and float64, empty and 1x1 matrices, matrices that are
 not positive definite or are singular; and no call back into Python for them."""
 
-import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +12,7 @@ import nbjax
 import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.lax import linalg
-from helpers import assert_close, cpu_and_reference
+from helpers import assert_close, cpu_and_reference, new_process_json
 
 pytestmark = pytest.mark.cpu_compiler
 
@@ -434,14 +430,7 @@ def test_a_new_process_loads_the_program_and_finds_lapack(tmp_path):
     the routines' symbols again (no address is baked into its object code)."""
     script = tmp_path / "child.py"
     script.write_text(_CHILD)
-    env = dict(os.environ, NBJAX_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("NBJAX_DISABLE_DISK_CACHE", None)
-    runs = []
-    for _ in range(2):
-        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                              text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs = [new_process_json(script, tmp_path / "cache") for _ in range(2)]
     assert runs[0]["stats"].get("program store") == 1
     assert runs[1]["stats"].get("program hit") == 1
     assert runs[0]["runs as"] == runs[1]["runs as"] == "1 step"

@@ -4,10 +4,6 @@ points at the source lines of the new trace, and is rebuilt when its entry is da
 made for another environment; programs that cannot be keyed are compiled as before."""
 
 import builtins
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,7 +13,7 @@ import nbjax.numpy as jnp
 from nbjax import lax
 from nbjax.backends import compile
 from nbjax.backends.cpu import cache, program_cache
-from helpers import assert_close
+from helpers import assert_close, new_process_json
 
 RNG = np.random.default_rng(11)
 pytestmark = pytest.mark.cpu_compiler
@@ -463,12 +459,7 @@ print(json.dumps({{"stats": dict(cache.stats), "phases": sorted(exe.compile_time
 def _child(tmp_path, cache_path, name, padding):
     script = tmp_path / name
     script.write_text(_CHILD.format(padding="\n" * padding))
-    env = dict(os.environ, NBJAX_CACHE_DIR=str(cache_path))
-    env.pop("NBJAX_DISABLE_DISK_CACHE", None)
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return new_process_json(script, cache_path)
 
 
 def test_a_new_process_loads_the_program_and_points_at_its_own_lines(tmp_path, cache_dir):
@@ -512,15 +503,7 @@ def test_a_program_calling_shared_math_functions_links_them_in_a_new_process(tmp
     values."""
     script = tmp_path / "linked_math.py"
     script.write_text(_MATH_CHILD)
-    env = dict(os.environ, NBJAX_CACHE_DIR=str(cache_dir))
-    env.pop("NBJAX_DISABLE_DISK_CACHE", None)
-    runs = []
-    for _ in range(2):
-        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                              text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    first, second = runs
+    first, second = (new_process_json(script, cache_dir) for _ in range(2))
     assert first["linked"] and first["linked"] == second["linked"]
     assert not any(first["from_disk"]) and all(second["from_disk"])
     assert second["stats"].get("program hit") == 1

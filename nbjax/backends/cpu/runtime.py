@@ -482,13 +482,13 @@ def run_pieces_on_pool(chunk, pointers, loop, combine):
     ``pieces``: the first accumulates into the outputs (``pointers``), each other one into
     a block of its own, which ``combine(out0, part0, out1, part1, ...)`` then folds into
     them in order (see ``codegen.ModuleBuilder.chunk_function``)."""
-    n, blocks = pieces(loop), []
+    n, blocks, outs = pieces(loop), [], []
     for position, shape, dtype, identity in partials(loop):
         block, _ = pool.empty_with_address((n - 1, *shape), dtype)
         block.fill(identity)
         blocks.append(block)
+        outs.append(pointers[position])
     run_on_pool(chunk, list(pointers) + [b.ctypes.data for b in blocks], n)
-    outs = [pointers[position] for position, *_ in partials(loop)]
     for k in range(n - 1):
         combine(*[p for out, block in zip(outs, blocks)
                   for p in (out, block.ctypes.data + k * block.strides[0])])

@@ -183,7 +183,6 @@ class ScalarEmitter:
             return b.trunc(x, t)
         return b.sext(x, t) if _is_signed(src) else b.zext(x, t)
 
-
     def _to_bfloat16(self, x):
         """The float32 ``x`` rounded to bfloat16 (to nearest, ties to even, as ml_dtypes
         and XLA round), still a float32: its lower 16 bits cleared after adding half a
