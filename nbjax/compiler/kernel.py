@@ -286,9 +286,6 @@ class LoopKernel:
     # row (each index of the axes but the last); its own body is empty, its inputs and
     # outputs are theirs.
     stages: list = field(default_factory=list)
-    # Whether it runs in a loop whose body calls a library that keeps threads of its own
-    # busy on the other cores after each call (a target's mark: OpenBLAS's on the CPU).
-    beside_library_threads: bool = False
     # How many math functions (exp, tanh...) ``body`` calls: a measure of its cost that a
     # program loaded from the disk cache keeps (it leaves the body out until a view asks).
     math_calls: int = field(init=False)

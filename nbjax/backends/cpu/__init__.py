@@ -15,7 +15,7 @@ import dataclasses
 from ...compiler import Target
 from ...compiler.target import nested_plans
 from .. import reference
-from . import blas, program_cache, runtime, scatter, tile_choice, update_slice
+from . import blas, program_cache, runtime, scatter, update_slice
 from .control_flow import CONTROL_FLOW, native_library_call
 from .executable import Executable, compile_plan, native_library_step
 
@@ -76,10 +76,8 @@ class CpuTarget(Target):
         return runtime.split_choice(kernel)
 
     def record_choices(self, plan):
-        # (the first of the target's hooks after planning, on the program's whole plan: the
-        # products' choices and the marks change how kernels split, which the report says)
+        # (the first of the target's hooks after planning, on the program's whole plan)
         _choose_products(plan)
-        _mark_kernels_beside_blas(plan)
         super().record_choices(plan)
 
     def private(self, array):
@@ -100,65 +98,26 @@ class CpuTarget(Target):
 TARGET = CpuTarget()
 
 
-def _mark_kernels_beside_blas(plan, beside=False):
-    """Mark the kernels of every loop body (nested ones within) that calls BLAS
-    (``LoopKernel.beside_library_threads``): they split between the cores only from more
-    work (``runtime.BESIDE_BLAS_SPLIT_WORK``)."""
-    for g in plan.groups:
-        if g.kind == "kernel" and beside:
-            g.kernel.beside_library_threads = True
-        for sub in g.subprograms if g.kind == "loop" else ():
-            calls = any(h.kind == "library" and _calls_blas(h) for h in sub.plan.groups)
-            _mark_kernels_beside_blas(sub.plan, beside or calls)
-
-
-def _calls_blas(group):
-    """Whether the library step ``group`` calls BLAS: as the program chose
-    (``FusionGroup.library_choice``), else as measured (``blas.calls_blas``)."""
-    if group.library_choice is not None:
-        return group.library_choice == "blas"
-    return any(map(blas.calls_blas, group.eqns))
-
-
-def _off_blas(eqn):
-    """Whether the library step of ``eqn`` can run without BLAS: a matrix product the tiles
-    compute (large ones included), or a step of another kind than products and linear
-    algebra (LAPACK calls BLAS)."""
-    category = eqn.primitive.lowerings.get("library")
-    if category == "matrix product":
-        return blas.fits_tiles(eqn, large=True)
-    return category != "linear algebra"
-
-
 def _choose_products(plan):
     """Choose between the register tiles and BLAS for the matrix products of the program
-    (``plan`` and its control flow's sub-programs), and say so in the fusion report.
-
-    A BLAS call leaves OpenBLAS's threads spinning for a tenth of a second on the cores that
-    the program's next kernels and loops share out, which then run at about half speed
-    (rnn_scan's loop after its hoisted input product 19 -> 11 ms without it). So a program
-    whose every product the tiles can compute, large ones included
-    (``tiled_products.fits``), and that has no linear algebra (``_off_blas``), computes
-    them all there unless BLAS is ``tile_choice.OUTSIDE_LOOPS_MARGIN`` times faster: it
-    keeps off BLAS. Otherwise its own products (not a sub-program's) that fit the tiles
-    take them within that margin, and a loop body's keep the measured choice (the kernels
-    beside BLAS stay off the worker pool there: ``_mark_kernels_beside_blas``). A program
-    of one product too large to compile (``executable.native_library_step``) runs NumPy's."""
+    (``plan`` and its control flow's sub-programs), and say so in the fusion report: each
+    that the tiles can compute (large ones included: ``tiled_products.fits``) takes the
+    faster of the two on this machine (``tile_choice``). Both run on the worker pool's
+    threads (``blas``), so neither leaves threads spinning beside the program's next
+    kernels. A program of one product too large to compile
+    (``executable.native_library_step``) runs NumPy's."""
     lone = plan.groups[0] if len(plan.groups) == 1 else None
     if lone is not None and lone.kind == "library" and not native_library_step(plan):
         if blas.supports(lone.eqns[0]):
             _reword(plan, lone, blas.how(lone.eqns[0]), LONE_PRODUCT)
         return
-    margin = tile_choice.OUTSIDE_LOOPS_MARGIN
-    steps = [(each, g, inside) for each, inside in nested_plans(plan) for g in each.groups
-             if g.kind == "library"]
-    off_blas = all(_off_blas(g.eqns[0]) for _, g, _ in steps)
-    for each, g, inside in steps:
-        product = g.eqns[0]
-        if (inside and not off_blas) or not blas.fits_tiles(product, large=off_blas):
-            continue
-        g.library_choice = "blas" if blas.calls_blas(product, margin, off_blas) else "tiles"
-        _reword(each, g, blas.how(product), blas.how(product, margin, off_blas))
+    for each, _ in nested_plans(plan):
+        for g in each.groups:
+            if g.kind != "library" or not blas.fits_tiles(g.eqns[0], large=True):
+                continue
+            product = g.eqns[0]
+            g.library_choice = "blas" if blas.calls_blas(product, large=True) else "tiles"
+            _reword(each, g, blas.how(product), blas.how(product, large=True))
 
 
 # How the report says what a program of one large product does (``_choose_products``)

@@ -13,7 +13,10 @@ makes of them, and an attention's heads read from the ``(batch, sequence, heads,
 projections without a transpose. BLAS is column-major, and a row-major matrix is its
 transpose there, so ``C = A B`` is computed as ``C^T = B^T A^T``, each operand transposed
 (``"T"``) or not according to which of its groups comes last; a loop over the batch makes
-one call per element.
+one call per element. A large stack is shared out between the cores by the worker pool, in
+pieces of one call each, computed by a copy of OpenBLAS on the thread that runs the piece
+(``openblas_copy``, ``runtime.product_pieces``): OpenBLAS's own threads would spin on the
+cores the program's next kernels share out.
 """
 
 import functools
@@ -24,7 +27,7 @@ from llvmlite import ir
 from ...lax.shapes import transpose_p
 from ...lax.dot import MatrixStack, matrix_stack, result_stack
 from ..llvm import I64, for_loop, mem_type, pointer_array
-from . import routines, tile_choice, tiled_products, workers
+from . import routines, runtime, tile_choice, tiled_products, workers
 from .routines import SCALARS, by_reference
 
 
@@ -52,30 +55,39 @@ def writes_transposed(eqn, transpose):
         _result_stack(eqn, transpose.params["permutation"]) is not None
 
 
-def how(eqn, margin=1.0, large=False):
-    """How native code computes ``eqn`` (``supports(eqn)``), for the fusion report (the
-    tiles chosen within ``margin``, and for ``large`` products: ``tile_choice.uses_tiles``)."""
+def how(eqn, large=False):
+    """How native code computes ``eqn`` (``supports(eqn)``), for the fusion report (for
+    ``large`` products: ``tile_choice.uses_tiles``)."""
     batch_shape, a, b = _products(eqn)
     strided = "" if _packed(batch_shape, a) and _packed(batch_shape, b) else \
         "; it reads its operands in place through their strides"
     shape = _tile_arguments(eqn)
+    count = int(np.prod(batch_shape, dtype=np.int64))
     if not tiled_products.fits(*shape, large):
-        return f"is a BLAS call{strided}"
-    times = None if tile_choice.CHOICE == "always" else \
+        return f"is a BLAS call{strided}{_shared_out(count, a.rows, a.depth, b.rows)}"
+    times = None if tile_choice.CHOICE != "measured" else \
         tile_choice.measured(*shape[:3], *shape[4:])
     timed = "" if times is None else \
         f": {times[0] * 1e6:.0f} us against BLAS's {times[1] * 1e6:.0f} us on this machine"
-    if tile_choice.uses_tiles(*shape, margin=margin, large=large):
-        kept = "" if times is None or times[0] <= times[1] else \
-            (f"; within {margin:g} times BLAS's, whose threads would spin on the cores the "
-             "program's next steps share out")
-        count = int(np.prod(batch_shape, dtype=np.int64))
+    if tile_choice.uses_tiles(*shape, large=large):
         shared = f"; its {count} matrices shared out between the cores" \
             if tiled_products.matrices_on_cores(count, a.rows, a.depth, b.rows) else ""
         return (f"is a register-tiled loop in native code ({a.rows} rows, {a.depth} "
-                f"contracted{timed}{strided}{shared}{kept})")
-    faster = "faster" if margin == 1.0 else f"over {margin:g} times faster"
-    return f"is a BLAS call ({faster} than register tiles{timed}{strided})"
+                f"contracted{timed}{strided}{shared})")
+    return (f"is a BLAS call (faster than register tiles{timed}{strided})"
+            f"{_shared_out(count, a.rows, a.depth, b.rows)}")
+
+
+def _shared_out(count, m, k, n):
+    """How a stack of BLAS products is shared out between the cores, for the report."""
+    per_matrix, block = runtime.product_pieces(count, m, k, n)
+    if block is None or count * per_matrix == 1:
+        return ""
+    what = "rows" if m >= n else "columns"
+    pieces = f"in {count * per_matrix} pieces of {min(block, max(m, n))} {what}" \
+        if per_matrix > 1 else f"its {count} matrices"
+    return f", {pieces} shared out between the cores by the worker pool, each a call on one " \
+        "thread"
 
 
 def fits_tiles(eqn, large=False):
@@ -91,10 +103,10 @@ def takes_tiles(eqn):
     return fits_tiles(eqn, large=True) and not calls_blas(eqn, large=True)
 
 
-def calls_blas(eqn, margin=1.0, large=False):
-    """Whether native code computes ``eqn`` by BLAS calls (not by the register tiles,
-    chosen within ``margin``, and for ``large`` products: ``tile_choice.uses_tiles``)."""
-    return supports(eqn) and not tile_choice.uses_tiles(*_tile_arguments(eqn), margin=margin,
+def calls_blas(eqn, large=False):
+    """Whether native code computes ``eqn`` by BLAS calls (not by the register tiles; for
+    ``large`` products: ``tile_choice.uses_tiles``)."""
+    return supports(eqn) and not tile_choice.uses_tiles(*_tile_arguments(eqn),
                                                         large=large)
 
 
@@ -174,14 +186,67 @@ def gemm(b, setup, eqn, lhs, rhs, out, accumulate=False, permutation=None, choic
             product = tiled_products.emitter(chunk, chunk_setup, a, bs, dtype, accumulate,
                                              c.leading, alone=True)
             product(*_matrices_at(chunk, i, buffers, batch_shape, stacks, dtype))
-        _for_each_matrix_on_cores(b, setup, count, (lhs, rhs, out), on_a_core)
+        _for_each_on_cores(b, setup, count, (lhs, rhs, out), on_a_core)
         return
     if by_blas:
-        product = _gemm_call(b, setup, (m, k, n), a, bs, c.leading, dtype, accumulate)
-    else:
-        product = tiled_products.emitter(b, setup, a, bs, dtype, accumulate, c.leading)
+        _blas_calls(b, setup, batch_shape, stacks, dtype, accumulate, (lhs, rhs, out))
+        return
+    product = tiled_products.emitter(b, setup, a, bs, dtype, accumulate, c.leading)
     _for_each_matrix(b, batch_shape, lambda i: product(
         *_matrices_at(b, i, (lhs, rhs, out), batch_shape, stacks, dtype)))
+
+
+def _blas_calls(b, setup, batch_shape, stacks, dtype, accumulate, buffers):
+    """The BLAS calls computing the products of ``stacks`` (``MatrixStack``s of ``A``,
+    ``B`` and ``C``) from ``buffers``: shared out between the worker pool's threads in
+    ``runtime.product_pieces``, each piece a block of one matrix's rows or columns and one
+    call computed on the thread running it (``routines.ON_CALLER``), or one call after
+    another."""
+    a, bs, c = stacks
+    shape, count = (a.rows, a.depth, bs.rows), int(np.prod(batch_shape, dtype=np.int64))
+    per_matrix, block = runtime.product_pieces(count, *shape)
+    on_caller = workers.supported()  # (else the library's threads share out each call)
+    if count * per_matrix == 1 or block is None:
+        product = _gemm_call(b, setup, shape, a, bs, c.leading, dtype, accumulate, on_caller)
+        _for_each_matrix(b, batch_shape, lambda i: product(
+            *_matrices_at(b, i, buffers, batch_shape, stacks, dtype)))
+        return
+
+    def piece(chunk, chunk_setup, p, passed):
+        i, j = (chunk.udiv(p, ir.Constant(I64, per_matrix)),
+                chunk.urem(p, ir.Constant(I64, per_matrix)))
+        start = chunk.mul(j, ir.Constant(I64, block))
+        length = max(shape[0], shape[2])
+        size = chunk.sub(_smaller(chunk, chunk.add(start, ir.Constant(I64, block)), length),
+                         start)
+        product = _gemm_call(chunk, chunk_setup, shape, a, bs, c.leading, dtype, accumulate,
+                             on_caller, size)
+        matrices = _matrices_at(chunk, i, passed, batch_shape, stacks, dtype)
+        product(*_piece_at(chunk, matrices, start, shape, stacks))
+    _for_each_on_cores(b, setup, count * per_matrix, buffers, piece)
+
+
+def _smaller(b, value, bound):
+    """min(``value``, ``bound``) of an i64 and an int."""
+    bound = ir.Constant(I64, bound)
+    return b.select(b.icmp_signed("<", value, bound), value, bound)
+
+
+def _piece_at(b, matrices, start, shape, stacks):
+    """The first elements of a piece's ``A``, ``B`` and ``C`` from ``start`` along the
+    longer of ``C``'s rows (``m``) and columns (``n``): ``C`` row-major with its rows
+    ``c.leading`` apart."""
+    (lhs, rhs, out), (m, _, n), (a, bs, c) = matrices, shape, stacks
+    if m >= n:
+        return (_advance(b, lhs, start, a.leading if a.contracted_last else 1), rhs,
+                _advance(b, out, start, c.leading))
+    return (lhs, _advance(b, rhs, start, bs.leading if bs.contracted_last else 1),
+            _advance(b, out, start, 1))
+
+
+def _advance(b, pointer, start, stride):
+    """``pointer`` moved ``start`` (an i64) times ``stride`` elements on."""
+    return b.gep(pointer, [b.mul(start, ir.Constant(I64, stride))])
 
 
 def _matrices_at(b, i, buffers, batch_shape, stacks, dtype):
@@ -190,10 +255,11 @@ def _matrices_at(b, i, buffers, batch_shape, stacks, dtype):
             for buf, stack in zip(buffers, stacks)]
 
 
-def _for_each_matrix_on_cores(b, setup, count, buffers, one):
-    """``one(builder, its setup, i, buffers)`` for each flat batch index ``i`` below
-    ``count``, in a chunk function of the module (``workers.CHUNK``) that the worker pool
-    runs over the indices, ``buffers`` (``i8*``) passed to it in an array on the stack."""
+def _for_each_on_cores(b, setup, count, buffers, one):
+    """``one(builder, its setup, i, buffers)`` for each index ``i`` below ``count`` (a
+    matrix, a piece of one), in a chunk function of the module (``workers.CHUNK``) that the
+    worker pool runs over the indices, ``buffers`` (``i8*``) passed to it in an array on the
+    stack."""
     chunk = ir.Function(b.module, workers.CHUNK, b.module.get_unique_name("matrices"))
     chunk.linkage = "internal"
     array, start, stop = chunk.args
@@ -222,29 +288,32 @@ def _result_stack(eqn, permutation):
                        a.rows, bs.rows, True, max(bs.rows, 1))
 
 
-def _gemm_call(b, setup, shape, a, bs, c_row, dtype, accumulate):
+def _gemm_call(b, setup, shape, a, bs, c_row, dtype, accumulate, on_caller=False, size=None):
     """A function ``product(lhs, rhs, out)`` emitting the BLAS call for one pair of
     matrices of the stacks ``a`` and ``bs`` (``dtype*``: their first elements), into a
     matrix whose rows are ``c_row`` apart, adding to its elements with ``accumulate``
-    (``beta = 1``)."""
+    (``beta = 1``), computed on the calling thread with ``on_caller``; ``size`` (an i64),
+    the rows or columns of a piece in place of the longer of ``C``'s (``_piece_at``)."""
     m, k, n = shape
     if (m == 1 or n == 1) and k > 0:  # (gemv leaves y as it was when it sums nothing)
-        return _gemv_call(b, setup, shape, a, bs, c_row, dtype, accumulate)
+        return _gemv_call(b, setup, shape, a, bs, c_row, dtype, accumulate, on_caller, size)
+    if size is not None:
+        m, n = (size, n) if m >= n else (m, size)
     # Column-major: C^T (n x m) = op(B) (n x k) times op(A) (k x m). A row-major operand
     # is, column-major, its transpose with its outer group's stride as leading dimension;
     # it is transposed again ("T") when its contracted group is the other one.
     ref, integer = functools.partial(by_reference, b, setup), \
-        functools.partial(routines.integer, b, setup)
+        functools.partial(_dimension, b, setup)
     fixed = [routines.character(b, setup, "T" if bs.contracted_last else "N"),
              routines.character(b, setup, "N" if a.contracted_last else "T"),
              *(integer(v) for v in (n, m, k)), ref(routines.scalar(dtype, 1.0))]
     ld_b, ld_a = integer(max(bs.leading, 1)), integer(max(a.leading, 1))
     beta, ld_c = ref(routines.scalar(dtype, 1.0 if accumulate else 0.0)), integer(c_row)
     return lambda lhs, rhs, out: routines.call(
-        b, "gemm", dtype, fixed + [rhs, ld_b, lhs, ld_a, beta, out, ld_c])
+        b, "gemm", dtype, fixed + [rhs, ld_b, lhs, ld_a, beta, out, ld_c], on_caller)
 
 
-def _gemv_call(b, setup, shape, a, bs, c_row, dtype, accumulate):
+def _gemv_call(b, setup, shape, a, bs, c_row, dtype, accumulate, on_caller, size):
     """``_gemm_call`` for a product of one row or one column, a matrix times a vector:
     BLAS's ``gemv``, which streams the matrix once, where ``gemm`` packed it first (a 2000 x
     2000 float32 matrix times a vector: 0.55-0.8 ms, ``gemv`` 0.13-0.3 ms). Column-major,
@@ -254,13 +323,14 @@ def _gemv_call(b, setup, shape, a, bs, c_row, dtype, accumulate):
     are the contiguous ones; the vectors' elements are one or a leading dimension apart."""
     m, k, n = shape
     ref, integer = functools.partial(by_reference, b, setup), \
-        functools.partial(routines.integer, b, setup)
+        functools.partial(_dimension, b, setup)
     if m == 1:
         matrix, transposed, outputs = bs, bs.contracted_last, n
         incx, incy = 1 if a.contracted_last else a.leading, 1
     else:
         matrix, transposed, outputs = a, a.contracted_last, m
         incx, incy = 1 if bs.contracted_last else bs.leading, c_row
+    outputs = outputs if size is None else size
     rows, columns = (k, outputs) if transposed else (outputs, k)
     fixed = [routines.character(b, setup, "T" if transposed else "N"), integer(rows),
              integer(columns), ref(routines.scalar(dtype, 1.0))]
@@ -271,5 +341,13 @@ def _gemv_call(b, setup, shape, a, bs, c_row, dtype, accumulate):
     def product(lhs, rhs, out):
         matrix_at, vector_at = (rhs, lhs) if m == 1 else (lhs, rhs)
         routines.call(b, "gemv", dtype, fixed + [matrix_at, ld, vector_at, incx, beta, out,
-                                                 incy])
+                                                 incy], on_caller)
     return product
+
+
+def _dimension(b, setup, value):
+    """A pointer to the integer ``value`` (an int or an i64) in the library's type."""
+    if isinstance(value, int):
+        return routines.integer(b, setup, value)
+    int_type = routines.library()
+    return by_reference(b, setup, value if int_type == I64 else b.trunc(value, int_type))

@@ -82,7 +82,8 @@ def _settings():
     run over quotients. (Which BLAS the code calls is in the names of the symbols it calls,
     checked on loading.)"""
     return {"split threshold": runtime.SPLIT_THRESHOLD, "threads": runtime.THREADS,
-            "pool split work": (runtime.POOL_SPLIT_WORK, runtime.BESIDE_BLAS_SPLIT_WORK),
+            "pool split work": (runtime.POOL_SPLIT_WORK, runtime.BLAS_SPLIT_WORK,
+                                runtime.PIECE_GRAIN),
             "math work": runtime.MATH_WORK,
             "tiled products": (tiled_products.ROWS_MAX, tiled_products.DEPTH_MAX,
                                tiled_products.DOT_DEPTH_MIN, tiled_products.LARGE_DOT_DEPTH_MIN,

@@ -12,7 +12,10 @@ which SciPy exports as PyCapsules (``scipy.linalg.cython_blas.__pyx_capi__`` and
 32-bit integers. The routines' addresses are registered as symbols (``nbjax_sgemm_i64``...:
 the name says the integer width, so code compiled for one library never calls the other),
 which compiled code declares and calls; an object file from the disk cache resolves them
-again when it is loaded, so no address is baked into it.
+again when it is loaded, so no address is baked into it. The matrix products are also
+registered as computed on the calling thread (``nbjax_sgemm_i64_on_caller``...): those of a
+second instance of NumPy's OpenBLAS that runs on one thread (``openblas_copy``), which the
+worker pool calls in pieces; where there is none, the same routines as the others.
 
 Every argument of a Fortran routine is passed by reference (``by_reference`` makes the
 pointer of a constant); ``call`` passes them all as ``i8*``, so the routines need no
@@ -29,6 +32,7 @@ from llvmlite import binding as llvm
 from llvmlite import ir
 
 from ..llvm import I8, I32, I64, declare
+from . import openblas_copy
 
 PREFIX = "nbjax_"  # of the names the routines are registered under
 # The routines, each in a float32 ("s") and a float64 ("d") variant, by the SciPy module
@@ -37,6 +41,8 @@ PREFIX = "nbjax_"  # of the names the routines are registered under
 BLAS = ("gemm", "gemv", "trsm")
 LAPACK = ("potrf", "getrf", "geqrf", "orgqr", "syevd", "gesdd")
 COMPLEX_BLAS = ("gemm", "gemv")
+BLAS_ON_CALLER = ("gemm", "gemv")  # also computed on the calling thread alone
+ON_CALLER = "_on_caller"
 LETTERS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
            np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
 REAL = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
@@ -76,16 +82,32 @@ def _capsule_address(capsule):
 
 
 def _numpy_openblas():
-    """{routine: address} of the OpenBLAS NumPy's wheel ships (64-bit integers), or None."""
-    where = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in sorted(glob.glob(os.path.join(where, "libscipy_openblas64_*.so*"))):
+    """{routine: address} of the OpenBLAS NumPy's wheel ships (64-bit integers), its
+    products (``ON_CALLER``) also from a copy of it on one thread where one loads, or
+    None."""
+    for path in _numpy_openblas_paths():
         try:
-            lib = ctypes.CDLL(path)
-            return {r: ctypes.cast(getattr(lib, f"scipy_{r}_64_"), ctypes.c_void_p).value
-                    for r in _all_names()}
+            found = _openblas_routines(ctypes.CDLL(path), _all_names())
         except (OSError, AttributeError):
             continue
+        copy = openblas_copy.load(path, "scipy_openblas_get_num_threads64_")
+        if copy is not None:
+            found.update({r + ON_CALLER: address for r, address in
+                          _openblas_routines(copy, _names(BLAS_ON_CALLER, "sdcz")).items()})
+        return found
     return None
+
+
+def _numpy_openblas_paths():
+    """The files of the OpenBLAS NumPy's wheel may ship (none where it ships another)."""
+    where = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+    return sorted(glob.glob(os.path.join(where, "libscipy_openblas64_*.so*")))
+
+
+def _openblas_routines(lib, names):
+    """{routine: address} of the routines ``names`` in ``lib``, NumPy's OpenBLAS or a copy."""
+    return {r: ctypes.cast(getattr(lib, f"scipy_{r}_64_"), ctypes.c_void_p).value
+            for r in names}
 
 
 def _scipy_routines():
@@ -109,8 +131,10 @@ def library():
     found, int_type = _numpy_openblas(), I64
     if found is None:
         found, int_type = _scipy_routines(), I32
+    for name in _names(BLAS_ON_CALLER, "sdcz"):
+        found.setdefault(name + ON_CALLER, found[name])
     for routine, address in found.items():
-        llvm.add_symbol(f"{PREFIX}{routine}_i{int_type.width}", address)
+        llvm.add_symbol(_symbol(routine, int_type), address)
     _addresses.clear()
     _addresses.update(found)
     return int_type
@@ -140,18 +164,30 @@ def workspace(routine, dtype, arguments):
         return item.ctypes.data if isinstance(item, np.ndarray) else ctypes.addressof(item)
     pointers = [pointer(a) for a in arguments]
     function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(pointers))(
-        _addresses[LETTERS[np.dtype(dtype)] + routine])
+        address(routine, dtype))
     function(*pointers)
     return max(int(answer[0]), 1)
 
 
-def call(b, routine, dtype, pointers):
+def _symbol(routine, int_type):
+    """The name ``routine`` ("sgemm", "sgemm_on_caller"...) is registered under."""
+    name, on_caller, _ = routine.partition(ON_CALLER)
+    return f"{PREFIX}{name}_i{int_type.width}{on_caller}"
+
+
+def call(b, routine, dtype, pointers, on_caller=False):
     """Call ``routine`` ("gemm", "potrf"...) in its variant for ``dtype`` with the builder
-    ``b``, its arguments the ``pointers`` (any pointer type), in the routine's order."""
-    int_type = library()
-    name = f"{PREFIX}{LETTERS[np.dtype(dtype)]}{routine}_i{int_type.width}"
-    fn = declare(b.module, name, ir.VoidType(), [I8P] * len(pointers))
+    ``b``, its arguments the ``pointers`` (any pointer type), in the routine's order;
+    ``on_caller``: computed on the calling thread alone (``BLAS_ON_CALLER`` routines)."""
+    name = LETTERS[np.dtype(dtype)] + routine + (ON_CALLER if on_caller else "")
+    fn = declare(b.module, _symbol(name, library()), ir.VoidType(), [I8P] * len(pointers))
     b.call(fn, [b.bitcast(p, I8P) for p in pointers])
+
+
+def address(routine, dtype, on_caller=False):
+    """The address of ``routine`` in its variant for ``dtype`` (``call``'s arguments)."""
+    library()
+    return _addresses[LETTERS[np.dtype(dtype)] + routine + (ON_CALLER if on_caller else "")]
 
 
 def by_reference(b, setup, value):

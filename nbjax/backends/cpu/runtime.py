@@ -349,11 +349,6 @@ pool = BufferPool()
 
 SPLIT_THRESHOLD = 1 << 20  # work from which a loop splits on Python's threads (no pool)
 POOL_SPLIT_WORK = 1 << 16  # work (``kernel_work``) from which a loop splits on the pool
-# ... and a kernel in a loop whose body calls BLAS (``beside_library_threads``): OpenBLAS's
-# threads spin on the other cores for a while after each call, and a kernel split onto them
-# waits for its slower half (an RNN step's tanh over 32x512: 16.2 -> 14.8 ms for the scan
-# of 100 steps on one thread; an LSTM forward's gates 17.4 -> 16.3 ms).
-BESIDE_BLAS_SPLIT_WORK = 1 << 20
 MATH_WORK = 4              # the work of a math function's call on one element (a copy: 1)
 _executor = None
 _executor_lock = threading.Lock()
@@ -403,6 +398,27 @@ def pieces(loop):
     return min(THREADS, loop.shape[0])
 
 
+# Multiply-adds from which a stack of BLAS products is shared out between the cores (below
+# it, OpenBLAS computes a product on one thread too), and the rows or columns of a piece
+# are a multiple of ``PIECE_GRAIN`` (its kernels compute blocks of up to 32).
+BLAS_SPLIT_WORK = 1 << 18
+PIECE_GRAIN = 32
+
+
+def product_pieces(count, m, k, n):
+    """(pieces of each matrix, rows or columns of a piece: None for no split) for a stack of
+    ``count`` products of ``m x k`` by ``k x n``: along the longer of ``m`` and ``n``, as
+    many as makes a piece for each thread at least (``blas``: each piece one BLAS call on
+    the thread running it)."""
+    if THREADS < 2 or not workers.supported() or count * m * k * n < BLAS_SPLIT_WORK:
+        return 1, None
+    length = max(m, n)
+    per_matrix = -(-THREADS // count)
+    block = -(-length // per_matrix)
+    block = -(-block // PIECE_GRAIN) * PIECE_GRAIN
+    return -(-length // block), block
+
+
 def partial_bytes(output):
     """The bytes of one piece's partial result of ``output`` (a LoopKernel's output that
     accumulates over the outer axis), in its accumulation dtype."""
@@ -417,12 +433,8 @@ def splits(loop):
     if len(loop.shape) < 1 or loop.shape[0] < 2 or THREADS < 2:
         return False
     if on_pool(loop):
-        return kernel_work(loop) >= _pool_split_work(loop)
+        return kernel_work(loop) >= POOL_SPLIT_WORK
     return kernel_work(loop) >= SPLIT_THRESHOLD
-
-
-def _pool_split_work(loop):
-    return BESIDE_BLAS_SPLIT_WORK if loop.beside_library_threads else POOL_SPLIT_WORK
 
 
 def pooled(loop):
@@ -442,16 +454,14 @@ def split_choice(loop):
     measure = (f"work {kernel_work(loop):,}: {size:,} elements{stages}, math functions "
                f"counting {MATH_WORK} more each")
     if on_pool(loop):
-        least, where = f"{_pool_split_work(loop):,}", (
-            " in a loop calling BLAS, whose threads keep them busy"
-            if loop.beside_library_threads else "")
+        least = f"{POOL_SPLIT_WORK:,}"
         if splits(loop):
             combined = f", in {pieces(loop)} pieces whose partial results are combined" \
                 if partial_outputs(loop) else ""
             return (f"split between the {THREADS} cores along its outer axis, on the worker "
-                    f"pool{combined} ({measure}; at least {least}{where})")
+                    f"pool{combined} ({measure}; at least {least})")
         return (f"on one thread ({measure}; under the {least} that repay handing chunks "
-                f"to the other cores{where})")
+                f"to the other cores)")
     if splits(loop):
         return (f"split between the {THREADS} cores along its outer axis ({measure}; at "
                 f"least {SPLIT_THRESHOLD:,}: its partial results are combined)")

@@ -3,11 +3,13 @@ BLAS: the faster on this machine, timed once per process and shape.
 
 Which is faster depends on the machine. OpenBLAS packs its operands on every call: on an
 AMD EPYC (Zen 5) the tiles took 69 us where it took 88 (32x256 by 256x1024); on an Intel
-Xeon (Sapphire Rapids) they took 138 us where it took 94 (32x512 by 512x512), and an LSTM's
-gradient ran 17% faster on BLAS. So the first time a process plans a product of a shape,
-both compute it (``measured``: the tiles first, as BLAS's threads spin for a while after a
-call), and the fusion report gives both times. ``CHOICE`` "always" takes the tiles
-wherever they fit (the tests', for the same code on every machine).
+Xeon (Sapphire Rapids) they took 138 us where it took 94 (32x512 by 512x512), and a
+transformer block's 1024x256 by 256x1024 ran twice as fast on BLAS. So the first time a
+process plans a product of a shape, both compute it (``measured``) as a program would: on
+one thread each, BLAS's calls in the copy of OpenBLAS on one thread that the worker pool
+shares a product out to (``blas``), and the fusion report gives both times. ``CHOICE``
+"always" takes the tiles wherever they fit (the tests', for the same code on every
+machine), "never" BLAS.
 """
 
 import ctypes
@@ -18,33 +20,27 @@ import time
 import numpy as np
 from llvmlite import binding as llvm
 
-from . import library, runtime
+from . import library, routines, runtime
 from .target import for_the_host
-from .tiled_products import (ARGS, PACKED_ROWS_MIN, arguments, by_rows, fits, loop_name,
-                             pooled_on_cores, tile_count, tile_names, tile_width)
+from .tiled_products import (ARGS, DEPTH_BLOCK, PACKED_ROWS_MIN, arguments, by_rows, fits,
+                             loop_name, pooled_on_cores, tile_count, tile_names, tile_width)
 
-# "measured" (the faster of the tiles and BLAS) or "always" (the tiles wherever they fit)
+# "measured" (the faster of the tiles and BLAS), "always" (the tiles wherever they fit) or
+# "never" (BLAS)
 CHOICE = os.environ.get("NBJAX_PRODUCT_TILES", "measured")
 MEASURED_WORK = 1 << 23  # multiply-adds at most in a product timed (~0.1 ms)
 
 
-# Outside loops, a product takes the tiles unless BLAS is this many times faster: a BLAS
-# call leaves OpenBLAS's threads spinning for a tenth of a second on the cores that the
-# program's next kernels and loops share out (rnn_scan, its input product hoisted before the
-# loop: 19 -> 10.7 ms; the LSTM's forward: 21 -> 12 ms, its tiles 1.35x BLAS's time alone).
-OUTSIDE_LOOPS_MARGIN = 2.0
-
-
-def uses_tiles(m, k, n, a_last, b_first, dtype, margin=1.0, large=False):
+def uses_tiles(m, k, n, a_last, b_first, dtype, large=False):
     """Whether the product (``fits``' arguments, ``large`` included) is computed here
-    rather than by BLAS: where it fits and, unless ``CHOICE`` is "always", the tiles ran
-    faster (``measured``), or at most ``margin`` times slower."""
-    if not fits(m, k, n, a_last, b_first, dtype, large):
+    rather than by BLAS: where it fits and, with ``CHOICE`` "measured", the tiles ran
+    faster (``measured``)."""
+    if not fits(m, k, n, a_last, b_first, dtype, large) or CHOICE == "never":
         return False
     if CHOICE == "always":
         return True
     times = measured(m, k, n, b_first, dtype)
-    return times is None or times[0] <= times[1] * margin
+    return times is None or times[0] <= times[1]
 
 
 _MEASURED = {}  # (m, k, n, b_first, dtype name) -> (tiles' seconds, BLAS's), or None
@@ -53,17 +49,20 @@ _MEASURED = {}  # (m, k, n, b_first, dtype name) -> (tiles' seconds, BLAS's), or
 def measured(m, k, n, b_first, dtype):
     """(seconds of the tiles, of BLAS) for this product (its left operand row-major) on
     this machine, the best of five runs, measured once per process; None where it is not
-    measured (code for another CPU than this one, or a product too large to time: eight
-    rows by one tile's columns over ``MEASURED_WORK``). A larger product is timed on its
-    first rows (the tiles of a short contraction take any number), then its first columns,
-    the rows of ``B`` and ``C`` as far apart as in the product (``B``'s, unless it would
-    hold over ``MEASURED_WORK`` elements).
+    measured (code for another CPU than this one, or a product too large to time: the
+    fewest rows of its form by one tile's columns by ``DEPTH_BLOCK`` contracted over
+    ``MEASURED_WORK``). A larger product is timed on a block of its first rows and
+    columns, about as many of each (BLAS packs both operands: on 20 rows of a 128x784 by
+    784x512 product its packing of ``B`` took half the time; the tiles of a short
+    contraction take any number of rows), and where one tile's columns are still too
+    many, on ``DEPTH_BLOCK`` contracted (a 128x10000 by 10000x10000 product: 128 by 512
+    by 128); the rows of ``B`` and ``C`` as far apart as in the product (``B``'s, unless it
+    would hold over ``MEASURED_WORK`` elements).
 
-    The tiles are timed on one core, and a product the pool would share out is counted at
-    that time over the cores its column tiles go to (they split without synchronising):
-    BLAS's threads, still spinning after an earlier product's timing, would have taken a
-    core from the pool's (a transformer's products timed on the pool one after another:
-    tiles 0.7-2.1 times BLAS's; 0.3 s apart, 0.7-1.6)."""
+    Both are timed on one core (timed on the pool, each would find the other's threads
+    still spinning), and where the pool would share the whole product out, counted at that
+    time over the cores its parts go to: the tiles' columns or BLAS's pieces
+    (``runtime.product_pieces``), which need no synchronisation."""
     key = (m, k, n, b_first, np.dtype(dtype).name)
     if key not in _MEASURED:
         _MEASURED.setdefault(key, _measure(m, k, n, b_first, np.dtype(dtype)))
@@ -71,21 +70,24 @@ def measured(m, k, n, b_first, dtype):
 
 
 def _measure(m, k, n, b_first, dtype):
+    full = (m, k, n)
     rows_of_b = by_rows(m, n, b_first, dtype)
     width = tile_width(rows_of_b, dtype)
     fewest = PACKED_ROWS_MIN if rows_of_b and not b_first else 8  # (rows keeping its form)
-    m = min(m, max(fewest, MEASURED_WORK // max(k * n, 1)))
+    m = min(m, max(fewest, math.isqrt(MEASURED_WORK // max(k, 1))))
+    if m * k * width > MEASURED_WORK:  # (the tiles repeat themselves every DEPTH_BLOCK)
+        k = DEPTH_BLOCK
     columns = min(n, max(width, MEASURED_WORK // max(m * k, 1) // width * width))
     if not for_the_host() or m * k * columns > MEASURED_WORK:
         return None
     wide = n if k * n <= MEASURED_WORK else columns  # (no 400 MB copy of a huge B)
     a, bm, c = (_filled((rows, cols), dtype) for rows, cols in
                 [(m, k), (k, wide) if b_first else (columns, k), (m, n)])
-    right = bm[:, :columns] if b_first else bm.T
-    shared = min(runtime.THREADS, tile_count(columns, rows_of_b, dtype)) \
-        if pooled_on_cores(m, k, columns) else 1
+    shared = min(runtime.THREADS, tile_count(full[2], rows_of_b, dtype)) \
+        if pooled_on_cores(*full) else 1
+    blas_shared = min(runtime.THREADS, runtime.product_pieces(1, *full)[0])
     return (_best_time(_tiles_runner(a, bm, c, columns, b_first)) / shared,
-            _best_time(lambda: np.matmul(a, right, out=c[:, :columns])))
+            _best_time(_blas_runner(a, bm, c, columns, b_first)) / blas_shared)
 
 
 def _filled(shape, dtype):
@@ -113,6 +115,23 @@ def _tiles_runner(a, bm, c, n, b_first):
     args = (ctypes.c_void_p * len(pointers))(*pointers)
     call = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(address)
     return lambda: call(args, 0, tiles)
+
+
+def _blas_runner(a, bm, c, n, b_first):
+    """A function computing the first ``n`` columns of ``c = a @ bm`` (or ``a @ bm.T``) by
+    one BLAS call on the calling thread, as a piece of a product in native code is
+    (``routines.ON_CALLER``). Column-major, ``C^T = op(B) A^T`` (see ``blas``)."""
+    (m, k), dtype = a.shape, a.dtype
+    integer = ctypes.c_int64 if routines.library().width == 64 else ctypes.c_int32
+    scalar = ctypes.c_float if dtype == np.float32 else ctypes.c_double
+    values = [ctypes.c_char(b"N" if b_first else b"T"), ctypes.c_char(b"N"), integer(n),
+              integer(m), integer(k), scalar(1.0), bm, integer(bm.shape[1]), a, integer(k),
+              scalar(0.0), c, integer(c.shape[1])]
+    pointers = [runtime.address(v) if isinstance(v, np.ndarray) else ctypes.addressof(v)
+                for v in values]
+    gemm = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(pointers))(
+        routines.address("gemm", dtype, on_caller=True))
+    return lambda: gemm(*pointers)
 
 
 def _best_time(run, repeats=5):

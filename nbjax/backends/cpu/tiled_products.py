@@ -103,21 +103,18 @@ def fits(m, k, n, a_last, b_first, dtype, large=False):
     one's comes last. ``x @ w`` is tiled by rows of ``B`` (``n`` whole vectors), for any
     number of rows when the contraction is short (``DEPTH_MAX``) and the left operand
     row-major: a tile's column of ``B`` then stays in the cache while all rows stream past
-    (an RNN's inputs by its input weights, hoisted out of the loop), and the program keeps
-    OpenBLAS's threads, which spin for a tenth of a second after each call, off the cores
-    of its loops. ``x @ w.T`` is tiled by dot products along ``k`` (whole vectors, at
-    least ``DOT_DEPTH_MIN``), both operands' rows being contiguous there.
+    (an RNN's inputs by its input weights, hoisted out of the loop). ``x @ w.T`` is tiled
+    by dot products along ``k`` (whole vectors, at least ``DOT_DEPTH_MIN``), both
+    operands' rows being contiguous there.
 
-    ``large``: for a program that keeps off BLAS altogether (``cpu._choose_products``),
-    any number of rows and any depth, and dot products of ``LARGE_DOT_DEPTH_MIN``
-    vectors; ``x @ w.T`` of ``PACKED_ROWS_MIN`` rows, its ``n`` a whole number of vectors,
-    by the tiles of ``x @ w`` (``by_rows``), at any depth and through any strides of
-    ``A``. On large products the tiles run about as fast as BLAS (~200 GFLOP/s on two Zen
-    4 cores for a transformer's 1024x256 by 256x1024, OpenBLAS 150-195), a little faster on
-    long contractions (``PACKED_ROWS_MIN``), and a program with no BLAS call leaves no BLAS
-    thread spinning beside its kernels (a transformer block's steps: 15.3 -> 9.6 ms on
-    those cores). A product alone in its program takes them where they are faster
-    (``blas.takes_tiles``)."""
+    ``large``: where the tiles are timed against BLAS (``tile_choice``: the CPU target's
+    choices, ``cpu._choose_products``), any number of rows and any depth, and dot products
+    of ``LARGE_DOT_DEPTH_MIN`` vectors; ``x @ w.T`` of ``PACKED_ROWS_MIN`` rows, its ``n``
+    a whole number of vectors, by the tiles of ``x @ w`` (``by_rows``), at any depth and
+    through any strides of ``A``. On large products the tiles run about as fast as BLAS on
+    two Zen 4 cores (~200 GFLOP/s for a transformer's 1024x256 by 256x1024, OpenBLAS
+    150-195), a little faster on long contractions (``PACKED_ROWS_MIN``); on two Sapphire
+    Rapids cores at half BLAS's speed."""
     if np.dtype(dtype) not in (np.float32, np.float64) or n <= 0 or m < 2:
         return False
     if b_first:

@@ -9,19 +9,20 @@ that comes late (it was asleep) leaves its share to the others. When none is lef
 waits for the chunks the workers are running, spinning, then (after ``SPIN_CYCLES``)
 yielding its core: on a machine busier than its cores, the worker it waits for may be
 waiting for one. Such a worker can hold the caller up for a scheduler's time slice
-(milliseconds): OpenBLAS's threads spin for a tenth of a second after each product and take
-the core it needs. So when the caller waits ``STALL_CYCLES`` (about 0.3 ms) longer than its
-own share took (a worker woken from its futex comes tens of microseconds late: that is no
-stall), callers run alone for a while, then try the workers again: ``ALONE_MIN`` cycles
-(a few milliseconds) after a first stall (this VM's cores stall now and then with nothing
-else running), twice as long after each further one, up to ``ALONE_MAX`` (a third of a
-second: a competitor like OpenBLAS's threads stays that long); a job shared without a
-stall starts over from ``ALONE_MIN``.
+(milliseconds): another process, or OpenBLAS's threads, which spin for a tenth of a second
+after each decomposition (``lapack``), take the core it needs. So when the caller waits
+``STALL_CYCLES`` (about 0.3 ms) longer than its own share took (a worker woken from its
+futex comes tens of microseconds late: that is no stall), callers run alone for a while,
+then try the workers again: ``ALONE_MIN`` cycles (a few milliseconds) after a first stall
+(this VM's cores stall now and then with nothing else running), twice as long after each
+further one, up to ``ALONE_MAX`` (a third of a second: a competitor like OpenBLAS's
+threads stays that long); a job shared without a stall starts over from ``ALONE_MIN``.
 Handing chunks over costs about a microsecond while the workers are awake.
 
 The workers are Python threads, each inside one native call of ``nbjax_pool_worker`` that
 never returns (ctypes released the GIL). After a job a worker spins on the job counter for
-``SPIN_CYCLES``, then sleeps in a futex until the next job wakes it. A second thread calling
+``IDLE_SPIN_CYCLES`` (under a millisecond), then sleeps in a futex until the next job wakes
+it. Matrix products run on the workers too (``blas``). A second thread calling
 ``nbjax_parallel_for`` while the pool is busy, or any call before the pool is started or
 after a ``fork`` (which keeps only the calling thread), runs the kernel on its own thread.
 """
@@ -44,7 +45,12 @@ WORKERS = "nbjax_pool_workers"   # the number of workers running (0: no pool)
 READY = "nbjax_pool_ready"       # the number of workers that have begun to wait for jobs
 _SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98}.get(platform.machine().lower())
 _FUTEX_WAIT, _FUTEX_WAKE = 128, 129   # the _PRIVATE operations
-SPIN_CYCLES = 20_000      # time-stamp counter cycles a worker spins before it sleeps
+SPIN_CYCLES = 20_000      # time-stamp counter cycles a caller spins before it yields
+# ... and a worker spins after a job before it sleeps: a program's next job (its next call
+# from Python, tens of microseconds later) finds it awake. Woken from its futex, a worker on
+# this VM came so late that the caller had run its half of a product too (an MLP step
+# 1.4 -> 2.2 ms, its products on the pool at half speed).
+IDLE_SPIN_CYCLES = 1 << 21
 STALL_CYCLES = 1 << 20    # a wait this much longer than the caller's own share: a stall
 ALONE_MIN = 1 << 23       # how long callers then work alone, doubled at each stall that
 ALONE_MAX = 1 << 30       # follows, up to this; a job shared without a stall resets it
@@ -235,7 +241,7 @@ def _worker(m, pool):
     b.cbranch(b.icmp_unsigned("!=", now, seen), work, spinning)
     b.position_at_end(spinning)
     waited = b.sub(b.call(pool.clock, []), began)
-    b.cbranch(b.icmp_unsigned("<", waited, _c(I64, SPIN_CYCLES)), pausing, sleep)
+    b.cbranch(b.icmp_unsigned("<", waited, _c(I64, IDLE_SPIN_CYCLES)), pausing, sleep)
     b.position_at_end(pausing)
     pool.relax(b)
     b.branch(wait)
