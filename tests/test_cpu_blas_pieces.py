@@ -134,3 +134,20 @@ def test_results_in_pieces_through_jit(blas_in_pieces):
     x, w = _normal(130, 64), _normal(64, 96)
     got = nbjax.jit(lambda x, w: jnp.tanh(x @ w))(x, w)
     assert_close(np.asarray(got), np.tanh(x.astype(np.float64) @ w), rtol=1e-5, scale=1.0)
+
+
+def test_without_a_copy_the_pieces_call_numpys_openblas(blas_in_pieces, monkeypatch):
+    """Where no copy loads, the routines on the calling thread are the library's own
+    (OpenBLAS takes concurrent calls): the same values."""
+    monkeypatch.setattr(openblas_copy, "load", lambda path, threads_function: None)
+    routines.library.cache_clear()
+    try:
+        routines.library()
+        assert routines.address("gemm", np.float32, on_caller=True) == \
+            routines.address("gemm", np.float32)
+        x, w = _normal(130, 64), _normal(64, 96)
+        cpu = _check(lambda x, w: jnp.tanh(x @ w), x, w)
+        assert any("in 2 pieces of" in r for r in _reasons(cpu)), _reasons(cpu)
+    finally:
+        routines.library.cache_clear()
+        routines.library()
