@@ -456,18 +456,20 @@ def _innermost_loop_hints(loop):
 
 
 @pytest.mark.parametrize("kind", ["element-wise", "reducing", "arithmetic"])
-def test_only_memory_bound_element_wise_rows_are_kept_from_the_unroller(kind):
+def test_rows_are_kept_from_the_unroller(kind):
     """The unroller's copies of a vectorised row made LLVM's time on a residual add 1.7x,
-    for nothing measurable at run time; rows that reduce or compute more keep them."""
+    and on a layer norm's rows 1.7x, for nothing measurable at run time: a row of any
+    kind is vectorised and interleaved, not unrolled (``unroll.count`` 1, which leaves the
+    vectoriser its interleaving, where ``unroll.disable`` would not)."""
     x = RNG.standard_normal((64, 256)).astype(np.float32)
     f = {"element-wise": lambda x: x * 2.0 + 1.0,
          "reducing": lambda x: jnp.sum(x * 2.0, axis=1),
          "arithmetic": lambda x: jnp.exp(x) * jnp.tanh(x) + jnp.sin(x) * x}[kind]
-    cpu = _check(f, x, rtol=1e-5, atol=1e-5)
+    cpu = _check(f, x, rtol=1e-5, atol=1e-5 * np.abs(x).sum(1).max())
     (kernel,) = cpu.kernels
     hints = _innermost_loop_hints(kernel.loop)
-    assert any('"llvm.loop.unroll.count", i32 1' in h for h in hints) == (
-        kind == "element-wise"), hints
+    assert any('"llvm.loop.unroll.count", i32 1' in h for h in hints), hints
+    assert not any("unroll.disable" in h for h in hints), hints
 
 
 @pytest.mark.parametrize("summed, row", [(False, 256), (True, 256), (True, 2048)])
