@@ -143,30 +143,35 @@ def library():
 def workspace(routine, dtype, arguments):
     """The workspace size (in elements) ``routine`` asks for in its variant for ``dtype``,
     called here with ``lwork = -1`` (LAPACK's query) on ``arguments``: Python values in the
-    routine's order, ints and one-letter strings passed by reference, None where it takes
-    an array (a one-element dummy), the ``lwork`` query's ``"query"`` and the array it
-    answers in, ``"work"``. Asked when compiling: the size decides which blocked code the
-    routine runs, so the reference (NumPy, which asks too) and compiled code round alike."""
-    integer = ctypes.c_int64 if library().width == 64 else ctypes.c_int32
+    routine's order (``host_call``'s), None where it takes an array (a one-element dummy),
+    the ``lwork`` query's ``"query"`` and the array it answers in, ``"work"``. Asked when
+    compiling: the size decides which blocked code the routine runs, so the reference
+    (NumPy, which asks too) and compiled code round alike."""
     answer = np.zeros(1, np.dtype(dtype))
-    keep = []
-
-    def pointer(value):
-        if value == "work":
-            return answer.ctypes.data
-        if value is None:
-            keep.append(np.zeros(1, np.float64))
-        elif isinstance(value, str) and value != "query":
-            keep.append(ctypes.c_char(value.encode()))
-        else:
-            keep.append(integer(-1 if value == "query" else value))
-        item = keep[-1]
-        return item.ctypes.data if isinstance(item, np.ndarray) else ctypes.addressof(item)
-    pointers = [pointer(a) for a in arguments]
-    function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(pointers))(
-        address(routine, dtype))
-    function(*pointers)
+    stand_ins = {"work": answer, "query": -1}
+    host_call(routine, dtype, [np.zeros(1, np.float64) if a is None else
+                               stand_ins.get(a, a) if isinstance(a, str) else a
+                               for a in arguments])()
     return max(int(answer[0]), 1)
+
+
+def host_call(routine, dtype, arguments, on_caller=False):
+    """A function of no arguments calling ``routine`` in its variant for ``dtype`` from
+    Python, each of ``arguments`` passed by reference, as Fortran takes them: an array as
+    it is, a one-letter string as a character, an int in the library's integer type, a
+    float as a scalar of ``dtype``."""
+    integer = np.int64 if library().width == 64 else np.int32
+    kept = [a if isinstance(a, np.ndarray) else
+            np.array([a.encode()], "S1") if isinstance(a, str) else
+            np.array([a], integer if isinstance(a, (int, np.integer)) else dtype)
+            for a in arguments]
+    pointers = [a.ctypes.data for a in kept]
+    function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(pointers))(
+        address(routine, dtype, on_caller))
+
+    def call(kept=kept):  # (the arrays live as long as the function)
+        function(*pointers)
+    return call
 
 
 def _symbol(routine, int_type):

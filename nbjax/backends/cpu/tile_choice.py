@@ -122,16 +122,9 @@ def _blas_runner(a, bm, c, n, b_first):
     one BLAS call on the calling thread, as a piece of a product in native code is
     (``routines.ON_CALLER``). Column-major, ``C^T = op(B) A^T`` (see ``blas``)."""
     (m, k), dtype = a.shape, a.dtype
-    integer = ctypes.c_int64 if routines.library().width == 64 else ctypes.c_int32
-    scalar = ctypes.c_float if dtype == np.float32 else ctypes.c_double
-    values = [ctypes.c_char(b"N" if b_first else b"T"), ctypes.c_char(b"N"), integer(n),
-              integer(m), integer(k), scalar(1.0), bm, integer(bm.shape[1]), a, integer(k),
-              scalar(0.0), c, integer(c.shape[1])]
-    pointers = [runtime.address(v) if isinstance(v, np.ndarray) else ctypes.addressof(v)
-                for v in values]
-    gemm = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(pointers))(
-        routines.address("gemm", dtype, on_caller=True))
-    return lambda: gemm(*pointers)
+    return routines.host_call("gemm", dtype, ["N" if b_first else "T", "N", n, m, k, 1.0, bm,
+                                              bm.shape[1], a, k, 0.0, c, c.shape[1]],
+                              on_caller=True)
 
 
 def _best_time(run, repeats=5):
