@@ -376,57 +376,69 @@ def build_kernel(name, shape, parts):
     anything else raises CannotFuse.
     """
     ctx = KernelBuilder()
-    inputs, outputs, in_kernel, reduced_here = [], [], {}, set()
+    outputs = []
     identity = [ctx.index(k) for k in range(len(shape))]
     # Every part may compute any part's fused equations: the planner puts a value that
-    # parts share in one of them. Each value is computed once per index, whichever part
-    # asks first.
-    members = {var: eqn for _, part in parts for var, eqn in part.items()}
-    memo = {}
-
-    def load(var, idx):
-        if var not in inputs:
-            inputs.append(var)
-        offset = ctx.offset(idx, var.aval.shape)
-        return ctx.load(inputs.index(var), offset, var.aval.dtype)
-
+    # parts share in one of them.
+    fused = _FusedValues(ctx, {var: eqn for _, part in parts for var, eqn in part.items()})
     for root, _ in parts:
-        def value(atom, idx):
-            if isinstance(atom, Literal):
-                return ctx.const(np.asarray(atom.val), atom.aval.dtype)
-            key = (atom, tuple(i.id for i in idx))
-            if key in memo:
-                return memo[key]
-            if atom in reduced_here:
-                raise CannotFuse("reads a reduction computed by this same kernel")
-            if atom in in_kernel:
-                op, where = in_kernel[atom]
-                if where != tuple(i.id for i in idx):
-                    raise CannotFuse("reads a result of this kernel at another index")
-                result = op
-            elif atom in members:
-                result = _lower_eqn(ctx, members[atom], idx, value)
-            else:
-                result = load(atom, idx)
-            memo[key] = result
-            return result
-
         lowering = root.primitive.lowering("kernel")
         out_var = root.outvars[0]
         if lowering.kind == "reduction":
             x_dtype = root.invars[0].aval.dtype
             acc = np.dtype(lowering.acc_dtype(x_dtype))
-            val = ctx.convert(value(root.invars[0], identity), acc)
+            val = ctx.convert(fused.value(root.invars[0], identity), acc)
             kept = tuple(k for k in range(len(shape)) if k not in root.params["axes"])
             outputs.append(KernelOutput(out_var, val, kept, lowering.rule,
                                         lowering.identity(x_dtype), acc))
-            reduced_here.add(out_var)
+            fused.reduced_here.add(out_var)
         else:
-            val = value(out_var, identity)
+            val = fused.value(out_var, identity)
             outputs.append(KernelOutput(out_var, val, tuple(range(len(shape)))))
-            in_kernel[out_var] = (val, tuple(i.id for i in identity))
+            fused.in_kernel[out_var] = (val, tuple(i.id for i in identity))
     eqns = [e for _, members in parts for e in _ordered(members)]
-    return LoopKernel(name, tuple(shape), inputs, outputs, live_ops(ctx.ops, outputs), eqns)
+    return LoopKernel(name, tuple(shape), fused.inputs, outputs, live_ops(ctx.ops, outputs),
+                      eqns)
+
+
+class _FusedValues:
+    """The ops of the values a kernel computes, each computed once per index, whichever
+    part asks first: ``value(atom, idx)`` lowers the equation of ``atom`` (one of
+    ``members``) at ``idx``, or loads ``atom`` from its buffer (one of ``inputs``). (An
+    object rather than closures that call themselves: those are reference cycles, which
+    left every kernel's ops and memo to Python's cyclic garbage collector.)"""
+
+    def __init__(self, ctx, members):
+        self.ctx, self.members = ctx, members
+        self.inputs, self.memo = [], {}
+        self.in_kernel = {}         # var -> (its op, the index it was computed at)
+        self.reduced_here = set()   # the reductions this kernel computes
+
+    def value(self, atom, idx):
+        if isinstance(atom, Literal):
+            return self.ctx.const(np.asarray(atom.val), atom.aval.dtype)
+        key = (atom, tuple(i.id for i in idx))
+        if key in self.memo:
+            return self.memo[key]
+        if atom in self.reduced_here:
+            raise CannotFuse("reads a reduction computed by this same kernel")
+        if atom in self.in_kernel:
+            op, where = self.in_kernel[atom]
+            if where != tuple(i.id for i in idx):
+                raise CannotFuse("reads a result of this kernel at another index")
+            result = op
+        elif atom in self.members:
+            result = _lower_eqn(self.ctx, self.members[atom], idx, self.value)
+        else:
+            result = self.load(atom, idx)
+        self.memo[key] = result
+        return result
+
+    def load(self, var, idx):
+        if var not in self.inputs:
+            self.inputs.append(var)
+        offset = self.ctx.offset(idx, var.aval.shape)
+        return self.ctx.load(self.inputs.index(var), offset, var.aval.dtype)
 
 
 def live_ops(ops, outputs):

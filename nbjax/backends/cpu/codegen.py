@@ -202,15 +202,17 @@ def _code_key(fn, text):
     function's name, and the numbers of its metadata nodes, written out in full instead
     (a loop's node is distinct by a label of its own, left out too)."""
     nodes = {md.name: md for md in fn.module.metadata}
-
-    def node(md):
-        return "!{" + ", ".join(
-            "self" if op is md else node(op) if isinstance(op, ir.MDValue) else
-            _LOOP_LABEL if isinstance(op, ir.MetaDataString)
-            and op.string.startswith(_LOOP_LABEL) else str(op)
-            for op in md.operands) + "}"
     text = text.replace(f'@"{fn.name}"(', "@(", 1)
-    return _NODE.sub(lambda m: node(nodes[m.group(1)]), text)
+    return _NODE.sub(lambda m: _node_text(nodes[m.group(1)]), text)
+
+
+def _node_text(md):
+    """The metadata node ``md`` written out in full, a loop's label left out."""
+    return "!{" + ", ".join(
+        "self" if op is md else _node_text(op) if isinstance(op, ir.MDValue) else
+        _LOOP_LABEL if isinstance(op, ir.MetaDataString)
+        and op.string.startswith(_LOOP_LABEL) else str(op)
+        for op in md.operands) + "}"
 
 
 class CpuLoops(KernelScaffold):

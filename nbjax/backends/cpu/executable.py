@@ -30,6 +30,7 @@ from ...compiler import KernelInfo, report
 from ...core import HOST_DEVICE, Literal, host_result, to_numpy
 from . import (blas, buffer_plan, codegen, control_flow, interrupts, library, python_entry,
                runtime)
+from ..llvm.scaffold import release_module
 from .host_steps import HostCall, host_step
 
 
@@ -559,8 +560,10 @@ def generate(name, optimised, plan, timer):
         flows = {key: f.flow for key, f in functions.items()}
         entries = _entries(plan, flows) if python_entry.USABLE else {}
         ir_text = mb.text()
-    return Layout(kernels, texts, flows, mb.host_calls, runtime.externals(mb.module),
-                  entries, same_code=mb.same_code), ir_text, mb.light
+        layout = Layout(kernels, texts, flows, mb.host_calls, runtime.externals(mb.module),
+                        entries, same_code=mb.same_code)
+        release_module(mb.module)
+    return layout, ir_text, mb.light
 
 
 def _entries(plan, flows):

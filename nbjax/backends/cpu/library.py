@@ -23,6 +23,7 @@ from llvmlite import ir
 
 from ...compiler.executable import Timer
 from ...config import config
+from ..llvm.scaffold import release_module
 from . import pipeline, runtime
 from .target import for_the_host
 
@@ -83,6 +84,8 @@ def _compile(function_name):
     make, tier = _maker(function_name)
     make(module, function_name)
     light = None if tier is None else {function_name: tier}
-    jit_module = runtime.JitModule(str(module), Timer(), light)
+    ir_text = str(module)
+    release_module(module)
+    jit_module = runtime.JitModule(ir_text, Timer(), light)
     llvm.add_symbol(function_name, jit_module.code.get_function_address(function_name))
     return jit_module

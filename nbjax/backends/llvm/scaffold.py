@@ -136,3 +136,23 @@ def alias_scopes(module, names):
     return {name: {"alias.scope": module.add_metadata([scope]),
                    "noalias": module.add_metadata([s for n, s in scopes.items() if n != name])}
             for name, scope in scopes.items()}
+
+
+def release_module(module):
+    """Break the reference cycles of ``module``, which nothing may use afterwards: each
+    instruction refers to its block, each block to its function, each function to the
+    module, a loop's phi to the value it feeds, and back. Its objects are then freed as its
+    last reference goes rather than by Python's cyclic garbage collector, whose collection
+    after a first call went through them all: 13-40 ms after compiling a CNN step, 3-4 ms
+    once the module is released."""
+    for value in list(module.globals.values()):
+        for block in getattr(value, "blocks", ()):
+            for instruction in block.instructions:
+                instruction.__dict__.clear()
+            block.__dict__.clear()
+        for argument in getattr(value, "args", ()):
+            argument.__dict__.clear()
+        value.__dict__.clear()
+    for node in module.metadata:
+        node.__dict__.clear()
+    module.__dict__.clear()
