@@ -213,14 +213,19 @@ class _EntryPickler(pickle.Pickler):
 
     def __init__(self, file, traced):
         self.held_back = []  # (object, {field: value}): what the first part left out
-        self.dispatch_table = {**copyreg.dispatch_table,
+        self.dispatch_table = {**copyreg.dispatch_table, SourceInfo: self._debug_info,
+                               Provenance: self._debug_info,
                                **{cls: self._without_report for cls in _REPORT_ONLY}}
         super().__init__(file, protocol=5)
         self.positions = {id(o): k for k, o in enumerate(_debug_info(traced))}
 
-    def persistent_id(self, obj):
-        return self.positions.get(id(obj)) if isinstance(obj, (SourceInfo, Provenance)) \
-            else None
+    def _debug_info(self, obj):
+        """A source info or provenance of ``traced`` as its position there, the argument of
+        ``_traced_debug_info``; any other as itself. (A table's entry rather than
+        ``persistent_id``, which the pickler calls for every object: half of a CNN step's
+        pickling went there.)"""
+        position = self.positions.get(id(obj))
+        return obj.__reduce_ex__(5) if position is None else (_traced_debug_info, (position,))
 
     def _without_report(self, obj):
         held = {name: getattr(obj, name) for name in _REPORT_ONLY[type(obj)]}
@@ -245,7 +250,12 @@ class _EntryUnpickler(pickle.Unpickler):
         super().__init__(io.BytesIO(data))
         self.traced, self.debug_info = traced, None
 
-    def persistent_load(self, position):
+    def find_class(self, module, name):
+        if module == __name__ and name == _traced_debug_info.__name__:
+            return self._debug_info_at
+        return super().find_class(module, name)
+
+    def _debug_info_at(self, position):
         """The source info or provenance at ``position`` in ``traced``'s walk, made when the
         first is asked for: a program that is one native call unpickles none of them until
         a report asks (the walk was a quarter of loading a blur's 254 equations)."""
@@ -259,6 +269,12 @@ class _EntryUnpickler(pickle.Unpickler):
         for obj, fields in held:
             vars(obj).update(fields)
         return rewrites
+
+
+def _traced_debug_info(position):
+    """What an entry calls for the source info or provenance at ``position`` of its traced
+    jaxpr (``_debug_info``): the entry's unpickler answers it (``find_class``)."""
+    raise pickle.UnpicklingError("a program's debug info is read by its entry's unpickler")
 
 
 def _debug_info(closed_jaxpr):
