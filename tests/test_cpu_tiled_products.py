@@ -325,6 +325,40 @@ def test_a_library_function_is_found_in_the_disk_cache_whatever_was_made_with_it
             llvm.add_symbol(name, module.code.get_function_address(name))
 
 
+def test_a_library_function_found_in_the_disk_cache_is_not_made_again(monkeypatch, tmp_path):
+    """A library function's entry is named by what makes it (its name, nbjax's source, the
+    settings that shape its code, the CPU), so a process that finds it there does not make
+    its IR; a setting that shapes the code (how much of ``B`` a packed product transposes
+    at a time, on the stack) names another entry. The code loaded computes the product."""
+    monkeypatch.setenv("NBJAX_CACHE_DIR", str(tmp_path))
+    name = tiled_products.loop_name(128, 64, False, np.float32)
+    assert name.endswith("_packed")
+    make, tier, shaped_by = library._maker(name)
+    made = []
+
+    def counting(module, function_name):
+        made.append(function_name)
+        make(module, function_name)
+    monkeypatch.setitem(library._makers, "nbjax_tiled_product_", (counting, tier, shaped_by))
+
+    def provided():
+        monkeypatch.setattr(library, "_modules", {})   # (a new process, as far as it goes)
+        library.provide([name])
+        buffer, = re.findall(r"alloca \[(\d+) x float\]", library.function_ir(name))
+        return library._modules[name].from_disk_cache, int(buffer)
+    kept = dict(library._modules)
+    try:
+        (first, size), (second, same) = provided(), provided()
+        assert (first, second, made, same) == (False, True, [name], size)
+        a, b = (RNG.standard_normal(s).astype(np.float32) for s in [(128, 600), (64, 600)])
+        assert "packed" in _check(lambda a, b: a @ b.T, a, b).jit_module.optimised_ir
+        monkeypatch.setattr(tiled_products, "DEPTH_BLOCK", tiled_products.DEPTH_BLOCK // 2)
+        assert provided() == (False, size // 2) and made == [name, name]
+    finally:  # the symbols name the code of the modules this process keeps, not of those
+        for kept_name, module in kept.items():
+            llvm.add_symbol(kept_name, module.code.get_function_address(kept_name))
+
+
 # --- tiles or BLAS, measured on the machine -----------------------------------------------
 
 def test_the_faster_of_tiles_and_blas_is_chosen(monkeypatch, tmp_path):

@@ -6,8 +6,9 @@ compiled once instead, kept for the life of the process, and called by name: its
 is registered as a symbol (``llvm.add_symbol``), as the BLAS routines' are (``routines``),
 so that a program's object code, compiled now or read from the disk cache, links to it
 when it is loaded (``provide``, given the names the program's module calls, makes those
-this process lacks first). Their modules, one per function, go through the disk cache too:
-a new process loads their machine code rather than compiling it again. LLVM took 6-8 ms for
+this process lacks first). Their modules, one per function, go through the disk cache too,
+named by what makes them (the function's name, nbjax's source, the settings that shape the
+code, the CPU): a new process loads their machine code without making their IR again. LLVM took 6-8 ms for
 each product's tile functions and the loop over them in every program (a recurrent
 network's program has two products: two fifths of its compile time).
 
@@ -16,6 +17,7 @@ that is needed to make it (``maker``); when kernels are compiled for a CPU other
 host (the ``cpu_target`` option), the name ends with that CPU's, as its code differs.
 """
 
+import json
 import threading
 
 from llvmlite import binding as llvm
@@ -24,20 +26,23 @@ from llvmlite import ir
 from ...compiler.executable import Timer
 from ...config import config
 from ..llvm.scaffold import release_module
-from . import pipeline, runtime
+from . import cache, pipeline, runtime
 from .target import for_the_host
 
 _lock = threading.Lock()
 _modules = {}   # a library function's name -> the JitModule defining it (kept: it is its code)
 _makers = {}    # a name's prefix -> (maker(module, name), defining the function ``name``,
-#                 the tier compiling it: ``pipeline``'s light tier, or None for O3)
+#                 the tier compiling it: ``pipeline``'s light tier, or None for O3,
+#                 the settings shaping its code)
 
 
-def maker(prefix, tier=pipeline.SMALL_LOOPS):
+def maker(prefix, tier=pipeline.SMALL_LOOPS, shaped_by=tuple):
     """Register the decorated ``maker(module, name)`` as the maker of the library functions
-    whose names start with ``prefix``, compiled by the light ``tier`` (None: by O3)."""
+    whose names start with ``prefix``, compiled by the light ``tier`` (None: by O3), their
+    code shaped besides their name, nbjax's source and the CPU by the settings
+    ``shaped_by()`` returns (JSON values: module constants a user or a test may change)."""
     def register(make):
-        _makers[prefix] = make, tier
+        _makers[prefix] = make, tier, shaped_by
         return make
     return register
 
@@ -80,12 +85,20 @@ def _maker(function_name):
 
 
 def _compile(function_name):
-    module = ir.Module("library")
-    make, tier = _maker(function_name)
-    make(module, function_name)
+    """The module of ``function_name``: its disk cache entry is named by what makes it, so
+    a new process loads its machine code without making its IR (~5 ms a tile function,
+    ~40 ms before a transformer's first call from the cache)."""
+    make, tier, shaped_by = _maker(function_name)
     light = None if tier is None else {function_name: tier}
-    ir_text = str(module)
-    release_module(module)
-    jit_module = runtime.JitModule(ir_text, Timer(), light)
+    made_from = json.dumps({"library function": function_name, "settings": shaped_by(),
+                            "sources": cache.source_digest().hex()})
+
+    def ir_text():
+        module = ir.Module("library")
+        make(module, function_name)
+        text = str(module)
+        release_module(module)
+        return text
+    jit_module = runtime.JitModule(ir_text, Timer(), light, made_from)
     llvm.add_symbol(function_name, jit_module.code.get_function_address(function_name))
     return jit_module

@@ -86,15 +86,22 @@ def float32_lanes():
 
 class JitModule:
     """LLVM IR text -> optimised parts -> machine code, with the time of each phase; the
-    functions of ``light`` ({name: tier}) are compiled by their light tier (``pipeline``)."""
+    functions of ``light`` ({name: tier}) are compiled by their light tier (``pipeline``).
 
-    def __init__(self, ir_text, timer, light=None):
+    The disk cache's entry is named by the IR text, or by ``made_from`` when given: a
+    description of everything the module is made from (as a library function's name and
+    the settings that shape its code), ``ir_text`` then a function making the text, called
+    only when the entry is missing."""
+
+    def __init__(self, ir_text, timer, light=None, made_from=None):
         self.target = cpu_target()
         self.runs_here = runs_here()
-        with timer("disk_cache"):
-            lookup = cache.Lookup(ir_text, light)  # a hit: optimised IR, machine code, no passes
+        with timer("disk_cache"):  # a hit: optimised IR, machine code, no passes
+            lookup = cache.Lookup(ir_text if made_from is None else made_from, light)
         self.from_disk_cache = lookup.hit
         if not lookup.hit:
+            if made_from is not None:
+                ir_text = ir_text()
             with timer("llvm_optimise"):     # and code generation, in the optimiser processes
                 made = _optimisers.compile_module(ir_text, *self.target, light)
                 if made is None:             # they could not do it: in this process

@@ -258,7 +258,7 @@ def _parse(function_name, prefix):
     return np.dtype(dtype), rest
 
 
-@library.maker("nbjax_tiled_product_")
+@library.maker("nbjax_tiled_product_", shaped_by=lambda: DEPTH_BLOCK)
 def _define_product(module, function_name):
     """``void nbjax_tiled_product_<dtype>[_packed](i8** args, i64 start, i64 stop)``: the
     column tiles ``[start, stop)`` of ``C = A @ B`` (or ``A @ B.T``), the worker pool's
