@@ -213,6 +213,49 @@ def test_max_pooling_gradient_goes_to_one_element_of_each_window(x, window, stri
                                       3.0 * np.array(want, np.float32))
 
 
+def _first_extremum_gradient(x, ct, window, pick):
+    """NumPy: each window's cotangent at its first maximum (``pick``: np.argmax) or minimum
+    in window order, for windows that tile ``x`` (no NaN: ``pick`` ignores none)."""
+    grad = np.zeros_like(x)
+    for out in np.ndindex(*ct.shape):
+        corner = [i * w for i, w in zip(out, window)]
+        block = x[tuple(slice(c, c + w) for c, w in zip(corner, window))]
+        at = np.unravel_index(pick(block), block.shape)
+        grad[tuple(c + a for c, a in zip(corner, at))] += ct[out]
+    return grad
+
+
+@pytest.mark.parametrize("shape, window", [((4, 8, 6, 3), (1, 2, 2, 1)), ((6, 9), (2, 3)),
+                                           ((8,), (4,)), ((3, 4, 4), (3, 2, 2)),
+                                           ((5, 4), (1, 1))])
+@pytest.mark.parametrize("ties", [False, True])
+def test_pooling_gradients_of_windows_that_tile_the_operand(shape, window, ties):
+    """Windows side by side, covering the operand once (2x2 pooling): each element gets its
+    window's cotangent where it is the window's first extremum, else +0.0 (also where the
+    cotangent is -0.0, as adding into zeros gives, and JAX), eagerly, jitted, under vmap;
+    and the gradient is computed by choosing, with no pad per window position."""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    if ties:
+        x = np.round(x)
+    out_shape = tuple(n // w for n, w in zip(shape, window))
+    ct = RNG.standard_normal(out_shape).astype(np.float32)
+    ct.reshape(-1)[::3] = -0.0
+    for init, op, pick in ((-np.inf, lax.max, np.argmax), (np.inf, lax.min, np.argmin)):
+        def loss(v, init=init, op=op):
+            return (lax.reduce_window(v, init, op, window, window, "VALID") * ct).sum()
+        want = _first_extremum_gradient(x, ct, window, pick)
+        for grad in (nbjax.grad(loss), nbjax.jit(nbjax.grad(loss))):
+            got = np.asarray(grad(x))
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # (-0.0 == 0.0)
+        check_vmap(nbjax.grad(loss), (np.stack([x, -x]),), (0,))
+    jaxpr = nbjax.make_jaxpr(nbjax.grad(loss))(x)
+    scatter, = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "select_and_scatter_add"]
+    expanded = nbjax.make_jaxpr(lambda s, v: scatter.primitive.lowering("jaxpr")(
+        s, v, **scatter.params))(ct, x)
+    assert "pad" not in {e.primitive.name for e in expanded.jaxpr.eqns}
+
+
 def test_min_pooling_is_a_primitive_with_jax_s_rules():
     x = np.array([[2.0, 1.0, 1.0, 3.0], [5.0, 5.0, 4.0, 6.0]], np.float32)
     pool = lambda v: lax.reduce_window(v, np.inf, lax.min, (1, 2), (1, 2), "VALID")
