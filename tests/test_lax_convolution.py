@@ -349,6 +349,61 @@ def test_compiled_conv_gradients_match_eager():
         assert_close(got, want, rtol=1e-5, scale=float(np.abs(operand).sum()))
 
 
+_CORRELATIONS = [  # lhs NCHW, rhs OIHW (more kernel positions than outputs), strides,
+    # padding, lhs_dilation, rhs_dilation
+    ((2, 3, 9, 8), (4, 3, 7, 6), (1, 1), ((1, 1), (0, 1)), (1, 1), (1, 1)),
+    ((3, 2, 11, 10), (2, 2, 4, 4), (2, 3), ((1, 0), (2, 1)), (1, 1), (2, 2)),
+    ((1, 4, 6, 7), (3, 4, 8, 5), (1, 2), ((1, 2), (0, 0)), (2, 1), (1, 1)),
+]
+
+
+@pytest.mark.cpu_compiler
+@pytest.mark.parametrize("case", _CORRELATIONS, ids=lambda c: "x".join(map(str, c[1])))
+def test_a_kernel_larger_than_the_result_gathers_the_windows_by_output_position(case):
+    """A convolution whose kernel has more positions than its result (a kernel's gradient,
+    the input correlated with the output cotangent) is one product of the input's windows
+    gathered by output position, with strides, dilations and padding as XLA's."""
+    lhs_shape, rhs_shape, strides, padding, lhs_dilation, rhs_dilation = case
+    lhs = random_array(RNG, lhs_shape, np.float32)
+    rhs = random_array(RNG, rhs_shape, np.float32)
+
+    def conv(a, b):
+        return lax.conv_general_dilated(a, b, strides, padding, lhs_dilation, rhs_dilation)
+    compiled = nbjax.jit(conv).lower(lhs, rhs).compile()
+    expected = naive_conv(lhs, rhs, strides, padding, lhs_dilation, rhs_dilation, 1, 1)
+    assert 0 < np.prod(expected.shape[2:]) < np.prod(rhs_shape[2:])
+    scale = np.abs(lhs).max() * np.abs(rhs).sum(axis=0).max()
+    assert_close(compiled(lhs, rhs), expected, rtol=1e-5, scale=scale)
+    steps = str(compiled.fusion_report()).split("\ndecisions:")[0].splitlines()
+    assert sum("gather" in line for line in steps if line.startswith("kernel ")) == 1
+    assert any(line.endswith(": dot_general") for line in steps)
+
+
+@pytest.mark.cpu_compiler
+def test_a_kernel_gradient_reuses_the_forward_pass_windows():
+    """The gradient of an NHWC convolution layer with respect to its kernel is a product of
+    the forward pass's own im2col matrix and the output cotangent as it is: the step
+    gathers windows twice, the input's (for the output and the kernel's gradient) and the
+    cotangent's (for the input's gradient), and copies neither transposed; the gradients
+    are those of the eager (NumPy) convolution's."""
+    x = random_array(RNG, (4, 10, 9, 3), np.float32)
+    w = random_array(RNG, (3, 3, 3, 5), np.float32)
+    numbers = ("NHWC", "HWIO", "NHWC")
+
+    def loss(x, w):
+        y = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=numbers)
+        return (nbjax.numpy.tanh(y) ** 2).sum()
+    step = nbjax.jit(nbjax.value_and_grad(loss, argnums=(0, 1)))
+    report = str(step.lower(x, w).compile().fusion_report()).split("\ndecisions:")[0]
+    kernels = [line for line in report.splitlines() if line.startswith("kernel ")]
+    assert sum("gather" in k for k in kernels) == 2
+    assert not any("transpose" in k for k in kernels if "rev" not in k)
+    _, grads = step(x, w)
+    _, eager = nbjax.value_and_grad(loss, argnums=(0, 1))(x, w)
+    for got, want, operand in zip(grads, eager, (w, x)):
+        assert_close(got, want, rtol=1e-5, scale=float(np.abs(operand).sum()))
+
+
 def test_a_nan_under_a_dilated_kernels_gap_stays_out():
     """XLA's kernel dilation skips the gaps (they are not zero weights): a NaN or inf there
     does not reach the output, eagerly or compiled."""

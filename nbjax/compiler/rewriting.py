@@ -30,6 +30,7 @@ class Rewriter:
         self.eqns = []
         self.new_consts = []  # (var, value) made by constant folding
         self.jaxpr = jaxpr
+        self._const_vars = {}  # id(value) -> the new constvar holding it (``const_var``)
 
     def read(self, atom):
         return atom if isinstance(atom, Literal) else self.env.get(atom, atom)
@@ -40,6 +41,16 @@ class Rewriter:
 
     def emit(self, eqn):
         self.eqns.append(eqn.replace(invars=[self.read(a) for a in eqn.invars]))
+
+    def const_var(self, value, aval):
+        """A new constvar holding ``value``: one per object, so that two inlined calls of
+        one constant table (an im2col's window offsets) read one variable, and the equations
+        reading it can be found the same (``cse``)."""
+        var = self._const_vars.get(id(value))
+        if var is None:
+            var = self._const_vars[id(value)] = Var(aval)
+            self.new_consts.append((var, value))
+        return var
 
     def finish(self, extra_constvars=()):
         j = self.jaxpr
@@ -63,10 +74,7 @@ def emit_inlined(rw, closed, operands, where):
     """Emit the equations of ``closed`` on ``operands`` (atoms of the jaxpr being rewritten)
     with fresh variables (its consts become new constvars, ``where(eqn)`` gives the source
     information of an equation's copy); returns the atoms of its outputs."""
-    local = {}
-    for v, c in zip(closed.jaxpr.constvars, closed.consts):
-        local[v] = Var(v.aval)
-        rw.new_consts.append((local[v], c))
+    local = {v: rw.const_var(c, v.aval) for v, c in zip(closed.jaxpr.constvars, closed.consts)}
     local.update(zip(closed.jaxpr.invars, [rw.read(a) for a in operands]))
 
     def read_local(a):

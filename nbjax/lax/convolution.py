@@ -15,6 +15,7 @@ those axes are in the actual arrays. In canonical terms the reference implementa
 """
 
 import collections
+import functools
 import math
 import operator
 
@@ -377,11 +378,13 @@ def _conv_as_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
     if out.size == 0 or get_aval(rhs).size == 0:
         return structural.zeros_like_shaped_array(out)
     n, c, *spatial = lhs_spec
-    x = transpose(lhs, (n, *spatial, c))                                   # N, S..., C
-    zero = np.zeros((), get_aval(x).dtype)
-    x = structural.pad(x, zero, [(0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in
-                                               zip(padding, lhs_dilation)] + [(0, 0, 0)])
     o, i, *k_spatial = rhs_spec
+    if feature_group_count == batch_group_count == 1 and \
+            math.prod(out_sp) < math.prod(get_aval(rhs).shape[d] for d in k_spatial):
+        return _correlation_as_product(lhs, rhs, out_sp, padding, lhs_dilation,
+                                       window_strides, rhs_dilation, dimension_numbers,
+                                       precision, preferred_element_type)
+    x = _padded(transpose(lhs, (n, *spatial, c)), padding, lhs_dilation)  # N, S..., C
     w = transpose(rhs, (*k_spatial, i, o))                                 # K..., C/G, O
     if _by_taps(get_aval(w), out.dtype, feature_group_count, batch_group_count):
         product = _sum_of_taps(x, w, out_sp, window_strides, rhs_dilation)  # N, P..., O
@@ -390,6 +393,38 @@ def _conv_as_product(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
         product = _grouped_product(cols, w, feature_group_count, batch_group_count,
                                    precision, preferred_element_type)     # N, P..., O
     where = [out_spec[0], *out_spec[2:], out_spec[1]]
+    return transpose(product, tuple(np.argsort(where)))
+
+
+def _padded(x, padding, lhs_dilation):
+    """``x`` (any, S..., any) dilated and padded along its spatial axes."""
+    return structural.pad(x, np.zeros((), get_aval(x).dtype), [(0, 0, 0)] + [
+        (lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)] + [(0, 0, 0)])
+
+
+def _correlation_as_product(lhs, rhs, out_sp, padding, lhs_dilation, window_strides,
+                            rhs_dilation, dimension_numbers, precision, preferred):
+    """An ungrouped convolution whose kernel has more positions than its result (a kernel's
+    gradient: the input correlated with the output cotangent) as one product whose rows are
+    the kernel's positions and its input features: the matrix of the input's windows
+    gathered by *output* position, (C, K..., P, N), element (c, k, p, n) the input at
+    position p * s + k * d. For a kernel's gradient that is the forward pass's own im2col,
+    the same pad and gather of the input in its own layout (one computation, once the
+    compiler merges them), and the output cotangent is the kernel as it is: the transposes
+    of both and the gather of the input's transpose, each a kernel, are gone."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    n, c, *spatial = lhs_spec
+    o, i, *k_spatial = rhs_spec
+    x = _padded(transpose(lhs, (c, *spatial, n)), padding, lhs_dilation)  # C, S..., N
+    w = transpose(rhs, (i, *k_spatial, o))                                 # C, K..., O
+    k_shape = get_aval(w).shape[1:-1]
+    cols = _im2col(x, out_sp, k_shape, rhs_dilation, window_strides)       # C, K..., P, N
+    nk = len(k_shape)
+    contracted = tuple(range(nk + 1))
+    product = dot_general(cols, w, ((contracted, contracted), ((), ())), precision,
+                          preferred)                                       # P, N, O
+    product = reshape(product, (*out_sp, *get_aval(product).shape[1:]))    # P..., N, O
+    where = [*out_spec[2:], out_spec[0], out_spec[1]]
     return transpose(product, tuple(np.argsort(where)))
 
 
@@ -441,9 +476,21 @@ def _im2col(x, k_shape, out_sp, strides, rhs_dilation):
     features of position ``base[p] + offset[k]``, a contiguous run of C."""
     shape = get_aval(x).shape
     batch, spatial, features = shape[0], shape[1:-1], shape[-1]
+    starts = _window_starts(spatial, tuple(k_shape), tuple(out_sp), tuple(strides),
+                            tuple(rhs_dilation))
+    dn = gather_scatter.GatherDimensionNumbers(
+        offset_dims=(0, len(out_sp) + 2), collapsed_slice_dims=(1,), start_index_map=(1,))
+    return gather_scatter.gather(reshape(x, (batch, math.prod(spatial), features)), starts,
+                                 dn, (batch, 1, features), mode="promise_in_bounds")
+
+
+@functools.lru_cache(maxsize=64)
+def _window_starts(spatial, k_shape, out_sp, strides, rhs_dilation):
+    """``_im2col``'s table, (P..., K, 1): the flattened spatial position of each output
+    position's window element. One (read-only) array per set of sizes, so that the
+    compiler sees two gathers by it as the same (a weight gradient's and the forward's)."""
     steps = [math.prod(spatial[j + 1:]) for j in range(len(spatial))]
-    size = math.prod(spatial)
-    index = np.int32 if size < 2 ** 31 else np.int64
+    index = np.int32 if math.prod(spatial) < 2 ** 31 else np.int64
     base = sum(np.arange(p).reshape([-1 if a == j else 1 for a in range(len(out_sp))])
                * (s * step) for j, (p, s, step) in enumerate(zip(out_sp, strides, steps)))
     offset = sum(np.arange(k).reshape([-1 if a == j else 1 for a in range(len(k_shape))])
@@ -451,11 +498,9 @@ def _im2col(x, k_shape, out_sp, strides, rhs_dilation):
                                                                    steps)))
     starts = (np.asarray(base, index).reshape(*out_sp, 1)
               + np.asarray(offset, index).reshape(-1))
-    dn = gather_scatter.GatherDimensionNumbers(
-        offset_dims=(0, len(out_sp) + 2), collapsed_slice_dims=(1,), start_index_map=(1,))
-    return gather_scatter.gather(reshape(x, (batch, size, features)),
-                                 starts.reshape(*starts.shape, 1), dn, (batch, 1, features),
-                                 mode="promise_in_bounds")
+    starts = starts.reshape(*starts.shape, 1)
+    starts.flags.writeable = False
+    return starts
 
 
 def _grouped_product(cols, w, feature_groups, batch_groups, precision, preferred):
