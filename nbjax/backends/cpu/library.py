@@ -8,13 +8,14 @@ so that a program's object code, compiled now or read from the disk cache, links
 when it is loaded (``provide``, given the names the program's module calls, makes those
 this process lacks first). Their modules, one per function, go through the disk cache too,
 named by what makes them (the function's name, nbjax's source, the settings that shape the
-code, the CPU): a new process loads their machine code without making their IR again. LLVM took 6-8 ms for
-each product's tile functions and the loop over them in every program (a recurrent
-network's program has two products: two fifths of its compile time).
+code, the CPU): a new process loads their machine code without making their IR again.
+LLVM took 6-8 ms for each product's tile functions and the loop over them in every program
+(a recurrent network's program has two products: two fifths of its compile time).
 
-A library function's name says what it computes (``nbjax_tile_float32_6x4``) and is all
-that is needed to make it (``maker``); when kernels are compiled for a CPU other than the
-host (the ``cpu_target`` option), the name ends with that CPU's, as its code differs.
+A library function's name says what it computes (``nbjax_tile_float32_6x4``) and, with the
+settings its maker declares, is all that is needed to make it (``maker``); when kernels are
+compiled for a CPU other than the host (the ``cpu_target`` option), the name ends with that
+CPU's, as its code differs.
 """
 
 import json
