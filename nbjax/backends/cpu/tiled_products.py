@@ -52,7 +52,7 @@ DEPTH_MAX = 128          # contractions this short are tiled for any number of r
 SPLIT_WORK = 1 << 20     # multiply-adds from which a product's tiles go to the worker pool
 DOT_DEPTH_MIN = 16       # vectors along ``k`` from which ``x @ w.T`` is tiled: each of a
                          # tile's dot products ends with a sum across its lanes
-LARGE_DOT_DEPTH_MIN = 4  # ... in a program kept off BLAS (an attention's 64-wide heads)
+LARGE_DOT_DEPTH_MIN = 4  # ... where tiles are timed against BLAS (64-wide attention heads)
 # A tile column's rows of ``B`` are read in blocks of this many along ``k`` for all its row
 # tiles, then the next block's, the partial sums added into ``C``: a block of B stays in
 # the core's L2 cache (128 KB of float32 at AVX-512's 64 columns) while the rows pass.
@@ -61,7 +61,7 @@ LARGE_DOT_DEPTH_MIN = 4  # ... in a program kept off BLAS (an attention's 64-wid
 # so. (``x @ w.T``'s dot tiles read both rows along ``k`` in order: not blocked, as each
 # block would add a sum across lanes and ran 10-15% slower.)
 DEPTH_BLOCK = 512
-# ``x @ w.T`` of this many rows or more (in a program kept off BLAS, or a product alone) is
+# ``x @ w.T`` of this many rows or more (where tiles are timed against BLAS: ``fits``) is
 # computed by the tiles of ``x @ w``: each block of ``B`` (a tile's columns by
 # ``DEPTH_BLOCK``) is first transposed into a buffer on the stack, in 16 x 16 blocks in
 # registers (``_define_pack``). That costs about 5% of the product's time at 128 rows, and
